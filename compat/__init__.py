@@ -1,0 +1,1 @@
+"""compat layer (see DESIGN.md)."""

@@ -1,0 +1,96 @@
+"""Partition assignments: `topic id -> partitions`, with the order a member acquired them.
+
+An assignment is a plain dict that is never mutated once built (every change builds a new one),
+so members and target entries can share it freely. Partition order is meaningful only for
+stickiness: assignors keep the partitions a member has held longest and revoke the newest ones.
+Order is written into records and restored by replay, so live and replayed state agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from engine.metadata import TopicId
+from records.consumer_group import TopicPartitions
+
+Assignment = Mapping[TopicId, tuple[int, ...]]
+
+EMPTY: Assignment = {}
+
+
+def to_records(assignment: Assignment) -> tuple[TopicPartitions, ...]:
+    return tuple(TopicPartitions(t, p) for t, p in assignment.items() if p)
+
+
+def from_records(tps: Iterable[TopicPartitions]) -> dict[TopicId, tuple[int, ...]]:
+    out: dict[TopicId, tuple[int, ...]] = {}
+    for tp in tps:
+        if tp.partitions:
+            prev = out.get(tp.topic_id)
+            out[tp.topic_id] = tuple(tp.partitions) if prev is None else prev + tuple(
+                p for p in tp.partitions if p not in prev
+            )
+    return out
+
+
+def size(assignment: Assignment) -> int:
+    return sum(len(p) for p in assignment.values())
+
+
+def same(a: Assignment, b: Assignment) -> bool:
+    """Equal as sets of partitions (order ignored)."""
+    if a is b:
+        return True
+    ka = [t for t, p in a.items() if p]
+    kb = [t for t, p in b.items() if p]
+    if len(ka) != len(kb):
+        return False
+    for t in ka:
+        pb = b.get(t)
+        pa = a[t]
+        if pb is None or len(pa) != len(pb) or set(pa) != set(pb):
+            return False
+    return True
+
+
+def is_subset(owned: Sequence[TopicPartitions] | None, assigned: Assignment) -> bool:
+    """Kafka `isSubset`: every owned partition is in `assigned` (null owned -> False)."""
+    if owned is None:
+        return False
+    for tp in owned:
+        parts = assigned.get(tp.topic_id)
+        if parts is None:
+            if tp.partitions:
+                return False
+            continue
+        s = set(parts)
+        for p in tp.partitions:
+            if p not in s:
+                return False
+    return True
+
+
+def owned_to_assignment(owned: Sequence[TopicPartitions]) -> dict[TopicId, tuple[int, ...]]:
+    return from_records(owned)
+
+
+def union(a: Assignment, b: Assignment) -> dict[TopicId, tuple[int, ...]]:
+    out = dict(a)
+    for t, parts in b.items():
+        if not parts:
+            continue
+        prev = out.get(t)
+        if prev is None:
+            out[t] = parts
+        else:
+            seen = set(prev)
+            out[t] = prev + tuple(p for p in parts if p not in seen)
+    return out
+
+
+def format_assignment(assignment: Assignment, names: Mapping[TopicId, str]) -> str:
+    """`[foo-0, foo-1]`: the KIP case studies' notation."""
+    items = [
+        f"{names.get(t, str(t))}-{p}" for t, parts in assignment.items() for p in parts
+    ]
+    return "[" + ", ".join(items) + "]"

@@ -1,0 +1,152 @@
+"""Group coordinator configuration with Kafka's names, defaults and bounds.
+
+Kafka `GroupCoordinatorConfig` (broker configs) and `GroupConfig` (per-group overrides). The
+names are Kafka's dotted names (aliases); Python attributes are snake_case. The min/max bounds of
+the consumer session timeout and heartbeat interval are themselves configurable so that tests can
+run a group with sub-second intervals, exactly as a Kafka broker can be configured.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+INT_MAX = 2**31 - 1
+
+MigrationPolicy = Literal["bidirectional", "upgrade", "downgrade", "disabled"]
+RebalanceProtocol = Literal["classic", "consumer"]
+
+
+class CoordinatorConfig(BaseModel):
+    """Broker-level group coordinator settings (`group.*`, `offsets.*`)."""
+
+    model_config = ConfigDict(populate_by_name=True, frozen=True, extra="forbid")
+
+    # --- consumer groups (KIP-848) ---
+    consumer_session_timeout_ms: int = Field(45000, alias="group.consumer.session.timeout.ms", ge=1)
+    consumer_min_session_timeout_ms: int = Field(
+        45000, alias="group.consumer.min.session.timeout.ms", ge=1
+    )
+    consumer_max_session_timeout_ms: int = Field(
+        60000, alias="group.consumer.max.session.timeout.ms", ge=1
+    )
+    consumer_heartbeat_interval_ms: int = Field(
+        5000, alias="group.consumer.heartbeat.interval.ms", ge=1
+    )
+    consumer_min_heartbeat_interval_ms: int = Field(
+        5000, alias="group.consumer.min.heartbeat.interval.ms", ge=1
+    )
+    consumer_max_heartbeat_interval_ms: int = Field(
+        15000, alias="group.consumer.max.heartbeat.interval.ms", ge=1
+    )
+    consumer_max_size: int = Field(INT_MAX, alias="group.consumer.max.size", ge=1)
+    consumer_assignors: tuple[str, ...] = Field(
+        ("uniform", "range"), alias="group.consumer.assignors", min_length=1
+    )
+    consumer_migration_policy: MigrationPolicy = Field(
+        "bidirectional", alias="group.consumer.migration.policy"
+    )
+    rebalance_protocols: tuple[RebalanceProtocol, ...] = Field(
+        ("classic", "consumer"), alias="group.coordinator.rebalance.protocols", min_length=1
+    )
+
+    # --- classic groups ---
+    min_session_timeout_ms: int = Field(6000, alias="group.min.session.timeout.ms", ge=0)
+    max_session_timeout_ms: int = Field(1800000, alias="group.max.session.timeout.ms", ge=0)
+    initial_rebalance_delay_ms: int = Field(3000, alias="group.initial.rebalance.delay.ms", ge=0)
+    max_size: int = Field(INT_MAX, alias="group.max.size", ge=1)
+
+    # --- offsets ---
+    offsets_retention_minutes: int = Field(10080, alias="offsets.retention.minutes", ge=1)
+    offsets_retention_check_interval_ms: int = Field(
+        600000, alias="offsets.retention.check.interval.ms", ge=1
+    )
+    offset_metadata_max_bytes: int = Field(4096, alias="offset.metadata.max.bytes", ge=0)
+    offsets_topic_num_partitions: int = Field(50, alias="offsets.topic.num.partitions", ge=1)
+
+    @model_validator(mode="after")
+    def _check_bounds(self) -> CoordinatorConfig:
+        s, hb = self.consumer_session_timeout_ms, self.consumer_heartbeat_interval_ms
+        if not self.consumer_min_session_timeout_ms <= s <= self.consumer_max_session_timeout_ms:
+            raise ValueError(
+                f"group.consumer.session.timeout.ms={s} must be within "
+                f"[{self.consumer_min_session_timeout_ms}, {self.consumer_max_session_timeout_ms}]"
+            )
+        if not (
+            self.consumer_min_heartbeat_interval_ms
+            <= hb
+            <= self.consumer_max_heartbeat_interval_ms
+        ):
+            raise ValueError(
+                f"group.consumer.heartbeat.interval.ms={hb} must be within "
+                f"[{self.consumer_min_heartbeat_interval_ms}, "
+                f"{self.consumer_max_heartbeat_interval_ms}]"
+            )
+        if hb >= s:
+            raise ValueError(
+                f"group.consumer.heartbeat.interval.ms={hb} must be less than "
+                f"group.consumer.session.timeout.ms={s}"
+            )
+        if self.min_session_timeout_ms > self.max_session_timeout_ms:
+            raise ValueError(
+                "group.min.session.timeout.ms must not exceed group.max.session.timeout.ms"
+            )
+        if len(set(self.consumer_assignors)) != len(self.consumer_assignors):
+            raise ValueError("group.consumer.assignors lists an assignor twice")
+        if "classic" not in self.rebalance_protocols:
+            raise ValueError("group.coordinator.rebalance.protocols must include 'classic'")
+        return self
+
+    @property
+    def consumer_protocol_enabled(self) -> bool:
+        return "consumer" in self.rebalance_protocols
+
+    @property
+    def offsets_retention_ms(self) -> int:
+        return self.offsets_retention_minutes * 60_000
+
+    @classmethod
+    def from_kafka(cls, settings: dict[str, Any]) -> CoordinatorConfig:
+        """Build from Kafka-named settings (`{"group.consumer.max.size": 10}`)."""
+        return cls.model_validate(settings)
+
+
+class GroupConfig(BaseModel):
+    """Per-group dynamic overrides (KIP-848 "Dynamic group configs"): `consumer.*` names."""
+
+    model_config = ConfigDict(populate_by_name=True, frozen=True, extra="forbid")
+
+    consumer_session_timeout_ms: int | None = Field(None, alias="consumer.session.timeout.ms")
+    consumer_heartbeat_interval_ms: int | None = Field(
+        None, alias="consumer.heartbeat.interval.ms"
+    )
+
+    def validate_against(self, broker: CoordinatorConfig) -> None:
+        """Kafka checks per-group values against the broker's min/max bounds."""
+        s = self.consumer_session_timeout_ms
+        if s is not None and not (
+            broker.consumer_min_session_timeout_ms <= s <= broker.consumer_max_session_timeout_ms
+        ):
+            raise ValueError(
+                f"consumer.session.timeout.ms must be within "
+                f"[{broker.consumer_min_session_timeout_ms}, "
+                f"{broker.consumer_max_session_timeout_ms}], got {s}"
+            )
+        hb = self.consumer_heartbeat_interval_ms
+        if hb is not None and not (
+            broker.consumer_min_heartbeat_interval_ms
+            <= hb
+            <= broker.consumer_max_heartbeat_interval_ms
+        ):
+            raise ValueError(
+                f"consumer.heartbeat.interval.ms must be within "
+                f"[{broker.consumer_min_heartbeat_interval_ms}, "
+                f"{broker.consumer_max_heartbeat_interval_ms}], got {hb}"
+            )
+        session = s if s is not None else broker.consumer_session_timeout_ms
+        interval = hb if hb is not None else broker.consumer_heartbeat_interval_ms
+        if interval >= session:
+            raise ValueError(
+                "consumer.heartbeat.interval.ms must be less than consumer.session.timeout.ms"
+            )

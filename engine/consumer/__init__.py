@@ -1,0 +1,1 @@
+"""KIP-848 consumer groups: state, heartbeat, target assignment, reconciliation."""

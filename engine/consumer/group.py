@@ -1,0 +1,401 @@
+"""Consumer group state, changed only by replaying records (KIP-848 "Group State", "Records").
+
+Kafka `ConsumerGroup` / `ModernGroup`. A handler computes records from this state without touching
+it; the shard then replays the records here. That one path is what makes a restart (replay from
+the log) and a live run end in the same state.
+
+Replay rules (Kafka `GroupMetadataManager.replay`, spec §7.3):
+* k5 value creates or updates a member's subscription; k5 tombstone needs the k8 and k7
+  tombstones first (member epoch -1, no target).
+* k8 value sets the member's epochs, state and partitions and moves partition ownership; a k8
+  tombstone releases the member's partitions and sets its epochs to -1.
+* k7 sets or deletes one member's target; k6 sets the assignment epoch (tombstone: -1, needs an
+  empty target); k4 sets or clears the subscription metadata; k3 sets the group epoch, and its
+  tombstone deletes the group (needs no members, no target and assignment epoch -1).
+* k16 sets or deletes a resolved regular expression.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from enum import Enum
+
+from engine.assignment import EMPTY, Assignment, from_records
+from engine.assignors.base import SubscriptionType
+from engine.consumer.member import ConsumerGroupMember, MemberState
+from engine.metadata import TopicId
+from records.consumer_group import (
+    ConsumerGroupCurrentMemberAssignmentValue,
+    ConsumerGroupMemberMetadataValue,
+    ConsumerGroupRegularExpressionValue,
+    TopicMetadata,
+)
+
+
+class ConsumerGroupState(Enum):
+    EMPTY = "Empty"
+    ASSIGNING = "Assigning"
+    RECONCILING = "Reconciling"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedRegex:
+    topics: frozenset[str]
+    version: int
+    timestamp: int
+
+
+class ReplayError(Exception):
+    """A record that cannot apply to the current state (a corrupt or misordered log)."""
+
+
+class ConsumerGroup:
+    GROUP_TYPE = "consumer"
+
+    __slots__ = (
+        "_inverted_target",
+        "_partition_epochs",
+        "_server_assignors",
+        "_subscribed_names",
+        "assignment_epoch",
+        "group_epoch",
+        "group_id",
+        "members",
+        "metadata_refresh_needed",
+        "num_classic_members",
+        "resolved_regexes",
+        "static_members",
+        "subscribed_regexes",
+        "subscription_metadata",
+        "target_assignment",
+    )
+
+    def __init__(self, group_id: str) -> None:
+        self.group_id = group_id
+        self.group_epoch = 0
+        self.assignment_epoch = 0
+        self.members: dict[str, ConsumerGroupMember] = {}
+        self.static_members: dict[str, str] = {}  # instance id -> member id
+        self.target_assignment: dict[str, Assignment] = {}
+        self._inverted_target: dict[TopicId, dict[int, str]] = {}
+        self._partition_epochs: dict[TopicId, dict[int, int]] = {}
+        # topic name -> number of members subscribed to it by name
+        self._subscribed_names: dict[str, int] = {}
+        # regex -> number of members subscribed with it
+        self.subscribed_regexes: dict[str, int] = {}
+        self.resolved_regexes: dict[str, ResolvedRegex] = {}
+        self._server_assignors: dict[str, int] = {}
+        self.subscription_metadata: dict[str, TopicMetadata] = {}
+        self.num_classic_members = 0
+        # Not persisted: set when the metadata image changed a topic this group subscribes to.
+        self.metadata_refresh_needed = False
+
+    # --- reads -------------------------------------------------------------------------------
+
+    def __repr__(self) -> str:
+        return (
+            f"ConsumerGroup({self.group_id!r}, epoch={self.group_epoch}, "
+            f"assignment_epoch={self.assignment_epoch}, members={list(self.members)})"
+        )
+
+    def member(self, member_id: str) -> ConsumerGroupMember | None:
+        return self.members.get(member_id)
+
+    def static_member(self, instance_id: str | None) -> ConsumerGroupMember | None:
+        if instance_id is None:
+            return None
+        mid = self.static_members.get(instance_id)
+        return None if mid is None else self.members.get(mid)
+
+    def target(self, member_id: str) -> Assignment:
+        return self.target_assignment.get(member_id, EMPTY)
+
+    def current_partition_epoch(self, topic_id: TopicId, partition: int) -> int:
+        """The epoch of the member that owns the partition now, or -1 when it is free."""
+        parts = self._partition_epochs.get(topic_id)
+        if parts is None:
+            return -1
+        return parts.get(partition, -1)
+
+    def partition_owner_epochs(self) -> dict[TopicId, dict[int, int]]:
+        return {t: dict(p) for t, p in self._partition_epochs.items()}
+
+    def inverted_target(self) -> dict[TopicId, dict[int, str]]:
+        return self._inverted_target
+
+    @property
+    def num_members(self) -> int:
+        return len(self.members)
+
+    def is_empty(self) -> bool:
+        return not self.members
+
+    def state(self) -> ConsumerGroupState:
+        """Kafka `maybeUpdateGroupState`, computed on demand (it is never on the hot path)."""
+        if not self.members:
+            return ConsumerGroupState.EMPTY
+        if self.group_epoch > self.assignment_epoch:
+            return ConsumerGroupState.ASSIGNING
+        epoch = self.assignment_epoch
+        for m in self.members.values():
+            if not m.is_reconciled_to(epoch):
+                return ConsumerGroupState.RECONCILING
+        return ConsumerGroupState.STABLE
+
+    def subscribed_topic_counts(self) -> dict[str, int]:
+        """Topic name -> subscriber count, names plus topics resolved from regexes."""
+        counts = dict(self._subscribed_names)
+        for regex, n in self.subscribed_regexes.items():
+            resolved = self.resolved_regexes.get(regex)
+            if resolved is None:
+                continue
+            for t in resolved.topics:
+                counts[t] = counts.get(t, 0) + n
+        return counts
+
+    def subscribed_topic_names(self) -> set[str]:
+        return set(self.subscribed_topic_counts())
+
+    def server_assignor_counts(self) -> dict[str, int]:
+        return dict(self._server_assignors)
+
+    def preferred_server_assignor(self) -> str | None:
+        """The assignor named by most members (Kafka `computePreferredServerAssignor`).
+
+        Ties go to the name first seen in member order, which keeps the choice deterministic
+        (Kafka breaks ties by HashMap order)."""
+        best: str | None = None
+        best_n = 0
+        for name, n in self._server_assignors.items():
+            if n > best_n:
+                best, best_n = name, n
+        return best
+
+    def member_subscribed_topics(self, member: ConsumerGroupMember) -> set[str]:
+        """Topic names a member subscribes to: its names plus its regex's resolved topics."""
+        topics = set(member.subscribed_topic_names)
+        if member.subscribed_topic_regex:
+            resolved = self.resolved_regexes.get(member.subscribed_topic_regex)
+            if resolved is not None:
+                topics |= resolved.topics
+        return topics
+
+    def subscription_type(self) -> SubscriptionType:
+        return subscription_type(self.subscribed_topic_counts(), len(self.members))
+
+    def describe_members(self) -> Iterator[ConsumerGroupMember]:
+        return iter(self.members.values())
+
+    def is_subscribed_to(self, topic: str) -> bool:
+        return topic in self.subscribed_topic_counts()
+
+    # --- replay ------------------------------------------------------------------------------
+
+    def replay_group_epoch(self, epoch: int) -> None:
+        self.group_epoch = epoch
+
+    def can_be_deleted(self) -> bool:
+        return not self.members and not self.target_assignment and self.assignment_epoch == -1
+
+    def replay_subscription_metadata(self, topics: Iterable[TopicMetadata] | None) -> None:
+        self.subscription_metadata = {} if topics is None else {t.topic_name: t for t in topics}
+
+    def replay_member_metadata(
+        self, member_id: str, value: ConsumerGroupMemberMetadataValue | None
+    ) -> None:
+        old = self.members.get(member_id)
+        if value is None:
+            if old is None:
+                return
+            if old.member_epoch != -1 or member_id in self.target_assignment:
+                raise ReplayError(
+                    f"cannot delete member {member_id} of group {self.group_id}: its current "
+                    "assignment and target must be deleted first (k8 and k7 tombstones)"
+                )
+            self._remove_member(old)
+            return
+        base = old if old is not None else ConsumerGroupMember(member_id=member_id)
+        new = base.with_changes(
+            instance_id=value.instance_id,
+            rack_id=value.rack_id,
+            client_id=value.client_id,
+            client_host=value.client_host,
+            subscribed_topic_names=tuple(value.subscribed_topic_names),
+            subscribed_topic_regex=value.subscribed_topic_regex,
+            rebalance_timeout_ms=value.rebalance_timeout_ms,
+            server_assignor=value.server_assignor,
+            classic_member_metadata=value.classic_member_metadata,
+        )
+        self._put_member(old, new)
+
+    def replay_current_assignment(
+        self, member_id: str, value: ConsumerGroupCurrentMemberAssignmentValue | None
+    ) -> None:
+        old = self.members.get(member_id)
+        if old is None:
+            if value is None:
+                return
+            # Kafka creates the member when a k8 arrives before its k5 (compaction order).
+            old = ConsumerGroupMember(member_id=member_id)
+        if value is None:
+            new = old.with_changes(
+                member_epoch=-1,
+                previous_member_epoch=-1,
+                state=MemberState.STABLE,
+                assigned_partitions=EMPTY,
+                partitions_pending_revocation=EMPTY,
+            )
+        else:
+            try:
+                state = MemberState(value.state)
+            except ValueError:
+                state = MemberState.UNKNOWN
+            new = old.with_changes(
+                member_epoch=value.member_epoch,
+                previous_member_epoch=value.previous_member_epoch,
+                state=state,
+                assigned_partitions=from_records(value.assigned_partitions),
+                partitions_pending_revocation=from_records(value.partitions_pending_revocation),
+            )
+        self._put_member(old if old.member_id in self.members else None, new)
+
+    def replay_target_member(self, member_id: str, assignment: Assignment | None) -> None:
+        old = self.target_assignment.get(member_id)
+        if old is not None:
+            for t, parts in old.items():
+                inv = self._inverted_target.get(t)
+                if inv is None:
+                    continue
+                for p in parts:
+                    if inv.get(p) == member_id:
+                        del inv[p]
+                if not inv:
+                    del self._inverted_target[t]
+        if assignment is None:
+            self.target_assignment.pop(member_id, None)
+            return
+        self.target_assignment[member_id] = assignment
+        for t, parts in assignment.items():
+            inv = self._inverted_target.get(t)
+            if inv is None:
+                inv = self._inverted_target[t] = {}
+            for p in parts:
+                inv[p] = member_id
+
+    def replay_assignment_epoch(self, epoch: int | None) -> None:
+        if epoch is None:
+            if self.target_assignment:
+                raise ReplayError(
+                    f"cannot delete the target assignment metadata of group {self.group_id}: "
+                    "member targets must be deleted first (k7 tombstones)"
+                )
+            self.assignment_epoch = -1
+        else:
+            self.assignment_epoch = epoch
+
+    def replay_regex(self, regex: str, value: ConsumerGroupRegularExpressionValue | None) -> None:
+        if value is None:
+            self.resolved_regexes.pop(regex, None)
+        else:
+            self.resolved_regexes[regex] = ResolvedRegex(
+                frozenset(value.topics), value.version, value.timestamp
+            )
+
+    # --- bookkeeping -------------------------------------------------------------------------
+
+    def _put_member(self, old: ConsumerGroupMember | None, new: ConsumerGroupMember) -> None:
+        if old is not None:
+            self._unindex_subscription(old)
+            self._release_partitions(old)
+        self.members[new.member_id] = new
+        self._index_subscription(new)
+        self._claim_partitions(new)
+
+    def _remove_member(self, old: ConsumerGroupMember) -> None:
+        self._unindex_subscription(old)
+        self._release_partitions(old)
+        del self.members[old.member_id]
+
+    def _index_subscription(self, m: ConsumerGroupMember) -> None:
+        for t in m.subscribed_topic_names:
+            self._subscribed_names[t] = self._subscribed_names.get(t, 0) + 1
+        if m.subscribed_topic_regex:
+            r = m.subscribed_topic_regex
+            self.subscribed_regexes[r] = self.subscribed_regexes.get(r, 0) + 1
+        if m.server_assignor is not None:
+            a = m.server_assignor
+            self._server_assignors[a] = self._server_assignors.get(a, 0) + 1
+        if m.instance_id is not None:
+            self.static_members[m.instance_id] = m.member_id
+        if m.classic_member_metadata is not None:
+            self.num_classic_members += 1
+
+    def _unindex_subscription(self, m: ConsumerGroupMember) -> None:
+        for t in m.subscribed_topic_names:
+            n = self._subscribed_names[t] - 1
+            if n:
+                self._subscribed_names[t] = n
+            else:
+                del self._subscribed_names[t]
+        if m.subscribed_topic_regex:
+            r = m.subscribed_topic_regex
+            n = self.subscribed_regexes[r] - 1
+            if n:
+                self.subscribed_regexes[r] = n
+            else:
+                del self.subscribed_regexes[r]
+        if m.server_assignor is not None:
+            a = m.server_assignor
+            n = self._server_assignors[a] - 1
+            if n:
+                self._server_assignors[a] = n
+            else:
+                del self._server_assignors[a]
+        if m.instance_id is not None and self.static_members.get(m.instance_id) == m.member_id:
+            del self.static_members[m.instance_id]
+        if m.classic_member_metadata is not None:
+            self.num_classic_members -= 1
+
+    def _claim_partitions(self, m: ConsumerGroupMember) -> None:
+        epoch = m.member_epoch
+        for source in (m.assigned_partitions, m.partitions_pending_revocation):
+            for t, parts in source.items():
+                owners = self._partition_epochs.get(t)
+                if owners is None:
+                    owners = self._partition_epochs[t] = {}
+                for p in parts:
+                    if p in owners:
+                        raise ReplayError(
+                            f"partition {t}-{p} of group {self.group_id} is already owned at "
+                            f"epoch {owners[p]}; member {m.member_id} cannot take it"
+                        )
+                    owners[p] = epoch
+
+    def _release_partitions(self, m: ConsumerGroupMember) -> None:
+        epoch = m.member_epoch
+        for source in (m.assigned_partitions, m.partitions_pending_revocation):
+            for t, parts in source.items():
+                owners = self._partition_epochs.get(t)
+                if owners is None:
+                    continue
+                for p in parts:
+                    if owners.get(p) == epoch:
+                        del owners[p]
+                    else:
+                        raise ReplayError(
+                            f"partition {t}-{p} of group {self.group_id} is owned at epoch "
+                            f"{owners.get(p)}, not by member {m.member_id} at epoch {epoch}"
+                        )
+                if not owners:
+                    del self._partition_epochs[t]
+
+
+def subscription_type(counts: dict[str, int], num_members: int) -> SubscriptionType:
+    """HOMOGENEOUS when every topic has every member as subscriber (or nobody subscribes)."""
+    for n in counts.values():
+        if n != num_members:
+            return SubscriptionType.HETEROGENEOUS
+    return SubscriptionType.HOMOGENEOUS

@@ -1,0 +1,102 @@
+"""Target assignment computation (KIP-848 "Assignment Process"; Kafka `TargetAssignmentBuilder`).
+
+Builds the assignor's input from the group (with the members an operation adds, updates or
+removes), runs the assignor, and writes the delta: one k7 record per member whose target changed,
+then k6 with the new assignment epoch. Members are given to the assignor in the group's member
+order, new members last, which is what makes "which member gets the extra partition" stable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from engine import assignors
+from engine.assignment import EMPTY, Assignment
+from engine.assignors.base import (
+    GroupSpec,
+    MapTopicDescriber,
+    MemberSubscription,
+    PartitionAssignorError,
+    SubscriptionType,
+)
+from engine.consumer import record_builders as rb
+from engine.consumer.group import ConsumerGroup, ResolvedRegex
+from engine.consumer.member import ConsumerGroupMember
+from engine.errors import CoordinatorError, Errors
+from engine.metadata import TopicId
+from records.consumer_group import TopicMetadata
+from records.coordinator import CoordinatorRecord
+
+
+def member_topic_names(
+    member: ConsumerGroupMember, resolved: Mapping[str, ResolvedRegex]
+) -> set[str] | tuple[str, ...]:
+    regex = member.subscribed_topic_regex
+    if regex:
+        r = resolved.get(regex)
+        if r is not None:
+            return set(member.subscribed_topic_names) | r.topics
+    return member.subscribed_topic_names
+
+
+def build_target_assignment(
+    group: ConsumerGroup,
+    epoch: int,
+    assignor_name: str,
+    subscription_metadata: Mapping[str, TopicMetadata],
+    subscription_type: SubscriptionType,
+    updated_members: Mapping[str, ConsumerGroupMember | None],
+    resolved_regexes: Mapping[str, ResolvedRegex],
+    records: list[CoordinatorRecord],
+) -> dict[str, Assignment]:
+    """The new target of every member; appends the k7 delta and the k6 record to `records`."""
+    ids_by_name = {name: t.topic_id for name, t in subscription_metadata.items()}
+    counts: dict[TopicId, int] = {t.topic_id: t.num_partitions for t in subscription_metadata.values()}
+
+    def spec_for(m: ConsumerGroupMember, previous: Assignment) -> MemberSubscription:
+        ids = frozenset(
+            ids_by_name[n] for n in member_topic_names(m, resolved_regexes) if n in ids_by_name
+        )
+        return MemberSubscription(m.member_id, m.instance_id, m.rack_id, ids, previous)
+
+    targets = group.target_assignment
+    specs: dict[str, MemberSubscription] = {}
+    for mid, m in group.members.items():
+        if mid in updated_members:
+            continue
+        specs[mid] = spec_for(m, targets.get(mid, EMPTY))
+    for mid, m in updated_members.items():
+        if m is None:
+            specs.pop(mid, None)
+            continue
+        previous = targets.get(mid, EMPTY)
+        if m.instance_id is not None:
+            prev_id = group.static_members.get(m.instance_id)
+            if prev_id is not None and prev_id != mid:
+                previous = targets.get(prev_id, EMPTY)
+                specs.pop(prev_id, None)
+        specs[mid] = spec_for(m, previous)
+
+    if specs:
+        try:
+            result = assignors.get(assignor_name).assign(
+                GroupSpec(specs, subscription_type, group.inverted_target()),
+                MapTopicDescriber(counts),
+            )
+        except PartitionAssignorError as e:
+            raise CoordinatorError(
+                Errors.UNKNOWN_SERVER_ERROR,
+                f"Failed to compute a new target assignment for epoch {epoch}: {e}",
+            ) from e
+    else:
+        result = {}
+
+    new_targets: dict[str, Assignment] = {}
+    for mid in specs:
+        new = result.get(mid, EMPTY)
+        new_targets[mid] = new
+        old = targets.get(mid)
+        if old is None or (new is not old and new != old):
+            records.append(rb.target_member(group.group_id, mid, new))
+    records.append(rb.target_epoch(group.group_id, epoch))
+    return new_targets

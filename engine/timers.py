@@ -1,0 +1,174 @@
+"""Coordinator timers, keyed like Kafka's (`session-timeout-{g}-{m}`, `rebalance-timeout-{g}-{m}`,
+`join-{g}-{m}`, `sync-{g}-{m}`, `heartbeat-{g}-{m}`, `join-{g}`, `sync-{g}`).
+
+Kafka semantics (`CoordinatorTimer`): scheduling a key again replaces its timer; `schedule_if_absent`
+keeps an existing one; a fired timer runs its callback as a write operation. Sans-IO: the runtime
+asks `next_deadline()` and calls the engine's `expire(now)`, which pops due entries here.
+
+Why buckets: every heartbeat reschedules a session timer, so rescheduling must be O(1) and
+allocation-free. Entries of one timeout length are kept in one OrderedDict in deadline order
+(time never goes backwards, so re-adding at the end keeps it sorted); the earliest deadline of the
+whole structure is the minimum over the few bucket heads.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+TimerCallback = Callable[[int], Any]
+
+
+class TimerEntry:
+    __slots__ = ("callback", "deadline", "key", "seq", "timeout_ms")
+
+    def __init__(
+        self, key: str, deadline: int, timeout_ms: int, seq: int, callback: TimerCallback
+    ) -> None:
+        self.key = key
+        self.deadline = deadline
+        self.timeout_ms = timeout_ms
+        self.seq = seq
+        self.callback = callback
+
+    def __repr__(self) -> str:
+        return f"TimerEntry({self.key!r}, deadline={self.deadline})"
+
+
+class Timers:
+    __slots__ = ("_buckets", "_entries", "_now", "_seq")
+
+    def __init__(self) -> None:
+        self._entries: dict[str, TimerEntry] = {}
+        self._buckets: dict[int, OrderedDict[str, TimerEntry]] = {}
+        self._seq = 0
+        self._now = 0
+
+    def _clock(self, now_ms: int) -> int:
+        # Deadlines inside a bucket must be non-decreasing: never let time run backwards.
+        if now_ms > self._now:
+            self._now = now_ms
+        return self._now
+
+    def schedule(
+        self, key: str, timeout_ms: int, now_ms: int, callback: TimerCallback
+    ) -> None:
+        """Schedule `callback` at now + timeout, replacing any timer with the same key."""
+        now = self._clock(now_ms)
+        self._seq += 1
+        old = self._entries.get(key)
+        if old is not None:
+            if old.timeout_ms == timeout_ms:
+                old.deadline = now + timeout_ms
+                old.seq = self._seq
+                old.callback = callback
+                self._buckets[timeout_ms].move_to_end(key)
+                return
+            self._remove(old)
+        entry = TimerEntry(key, now + timeout_ms, timeout_ms, self._seq, callback)
+        self._entries[key] = entry
+        bucket = self._buckets.get(timeout_ms)
+        if bucket is None:
+            bucket = self._buckets[timeout_ms] = OrderedDict()
+        bucket[key] = entry
+
+    def schedule_if_absent(
+        self, key: str, timeout_ms: int, now_ms: int, callback: TimerCallback
+    ) -> None:
+        if key not in self._entries:
+            self.schedule(key, timeout_ms, now_ms, callback)
+
+    def reschedule(self, key: str, timeout_ms: int, now_ms: int) -> bool:
+        """Push an existing timer's deadline to now + timeout keeping its callback (hot path).
+
+        Returns False when no timer with this key exists (the caller then schedules one)."""
+        entry = self._entries.get(key)
+        if entry is None:
+            return False
+        if entry.timeout_ms != timeout_ms:
+            self.schedule(key, timeout_ms, now_ms, entry.callback)
+            return True
+        now = self._clock(now_ms)
+        self._seq += 1
+        entry.deadline = now + timeout_ms
+        entry.seq = self._seq
+        self._buckets[timeout_ms].move_to_end(key)
+        return True
+
+    def cancel(self, key: str) -> None:
+        entry = self._entries.get(key)
+        if entry is not None:
+            self._remove(entry)
+
+    def _remove(self, entry: TimerEntry) -> None:
+        del self._entries[entry.key]
+        bucket = self._buckets[entry.timeout_ms]
+        del bucket[entry.key]
+        if not bucket:
+            del self._buckets[entry.timeout_ms]
+
+    def is_scheduled(self, key: str) -> bool:
+        return key in self._entries
+
+    def deadline(self, key: str) -> int | None:
+        entry = self._entries.get(key)
+        return None if entry is None else entry.deadline
+
+    def keys(self) -> list[str]:
+        return list(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def _earliest(self) -> TimerEntry | None:
+        best: TimerEntry | None = None
+        for bucket in self._buckets.values():
+            head = next(iter(bucket.values()))
+            if best is None or (head.deadline, head.seq) < (best.deadline, best.seq):
+                best = head
+        return best
+
+    def next_deadline(self) -> int | None:
+        e = self._earliest()
+        return None if e is None else e.deadline
+
+    def pop_due(self, now_ms: int) -> TimerEntry | None:
+        """Remove and return the earliest timer due at `now_ms`, or None.
+
+        The engine pops one entry at a time and runs its callback before popping the next, so a
+        callback that cancels or reschedules other timers is honoured."""
+        self._clock(now_ms)
+        e = self._earliest()
+        if e is None or e.deadline > now_ms:
+            return None
+        self._remove(e)
+        return e
+
+
+def session_timeout_key(group_id: str, member_id: str) -> str:
+    return f"session-timeout-{group_id}-{member_id}"
+
+
+def rebalance_timeout_key(group_id: str, member_id: str) -> str:
+    return f"rebalance-timeout-{group_id}-{member_id}"
+
+
+def classic_join_key(group_id: str, member_id: str) -> str:
+    return f"join-{group_id}-{member_id}"
+
+
+def classic_sync_key(group_id: str, member_id: str) -> str:
+    return f"sync-{group_id}-{member_id}"
+
+
+def heartbeat_key(group_id: str, member_id: str) -> str:
+    return f"heartbeat-{group_id}-{member_id}"
+
+
+def group_join_key(group_id: str) -> str:
+    return f"join-{group_id}"
+
+
+def group_sync_key(group_id: str) -> str:
+    return f"sync-{group_id}"

@@ -1,0 +1,1 @@
+"""gateway layer (see DESIGN.md)."""

@@ -1,0 +1,3 @@
+from groupshift.cli import main
+
+raise SystemExit(main())

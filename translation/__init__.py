@@ -1,0 +1,1 @@
+"""translation layer (see DESIGN.md)."""

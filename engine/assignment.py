@@ -15,7 +15,22 @@ from records.consumer_group import TopicPartitions
 
 Assignment = Mapping[TopicId, tuple[int, ...]]
 
-EMPTY: Assignment = {}
+
+class _Empty(dict[TopicId, tuple[int, ...]]):
+    """The shared empty assignment: hashable (usable as a dataclass default) and read-only."""
+
+    __slots__ = ()
+
+    def __hash__(self) -> int:
+        return 0
+
+    def _readonly(self, *args: object, **kwargs: object) -> None:
+        raise TypeError("the empty assignment is read-only")
+
+    __setitem__ = __delitem__ = update = pop = popitem = clear = setdefault = _readonly  # type: ignore[assignment]
+
+
+EMPTY: Assignment = _Empty()
 
 
 def to_records(assignment: Assignment) -> tuple[TopicPartitions, ...]:

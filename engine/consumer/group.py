@@ -156,6 +156,10 @@ class ConsumerGroup:
                 counts[t] = counts.get(t, 0) + n
         return counts
 
+    def subscribed_name_counts(self) -> dict[str, int]:
+        """Topic name -> number of members subscribed to it by name (regexes not included)."""
+        return dict(self._subscribed_names)
+
     def subscribed_topic_names(self) -> set[str]:
         return set(self.subscribed_topic_counts())
 
@@ -191,6 +195,27 @@ class ConsumerGroup:
 
     def is_subscribed_to(self, topic: str) -> bool:
         return topic in self.subscribed_topic_counts()
+
+    def persisted_state(self) -> dict[str, object]:
+        """Everything the records determine, in a comparable form (replay-equality checks).
+
+        Member order and partition order inside a topic are included: both are restored by
+        replay and both influence later assignments."""
+        return {
+            "group_epoch": self.group_epoch,
+            "assignment_epoch": self.assignment_epoch,
+            "members": [(mid, m) for mid, m in self.members.items()],
+            "static_members": dict(self.static_members),
+            "target": {mid: dict(a) for mid, a in self.target_assignment.items()},
+            "inverted": {t: dict(p) for t, p in self._inverted_target.items()},
+            "partition_epochs": {t: dict(p) for t, p in self._partition_epochs.items()},
+            "subscription_metadata": dict(self.subscription_metadata),
+            "subscribed_names": dict(self._subscribed_names),
+            "subscribed_regexes": dict(self.subscribed_regexes),
+            "resolved_regexes": dict(self.resolved_regexes),
+            "server_assignors": dict(self._server_assignors),
+            "num_classic_members": self.num_classic_members,
+        }
 
     # --- replay ------------------------------------------------------------------------------
 

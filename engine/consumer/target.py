@@ -60,22 +60,31 @@ def build_target_assignment(
         return MemberSubscription(m.member_id, m.instance_id, m.rack_id, ids, previous)
 
     targets = group.target_assignment
+    # Existing members keep their place in the order (updated in place); new members go last;
+    # a static member taking over an instance id replaces the previous member's entry.
+    replaced: dict[str, str] = {}  # previous member id -> new member id
+    for mid, m in updated_members.items():
+        if m is not None and m.instance_id is not None and mid not in group.members:
+            prev_id = group.static_members.get(m.instance_id)
+            if prev_id is not None and prev_id != mid:
+                replaced[prev_id] = mid
     specs: dict[str, MemberSubscription] = {}
     for mid, m in group.members.items():
+        if mid in replaced:
+            new_id = replaced[mid]
+            nm = updated_members[new_id]
+            assert nm is not None
+            specs[new_id] = spec_for(nm, targets.get(mid, EMPTY))
+            continue
         if mid in updated_members:
+            um = updated_members[mid]
+            if um is not None:
+                specs[mid] = spec_for(um, targets.get(mid, EMPTY))
             continue
         specs[mid] = spec_for(m, targets.get(mid, EMPTY))
     for mid, m in updated_members.items():
-        if m is None:
-            specs.pop(mid, None)
-            continue
-        previous = targets.get(mid, EMPTY)
-        if m.instance_id is not None:
-            prev_id = group.static_members.get(m.instance_id)
-            if prev_id is not None and prev_id != mid:
-                previous = targets.get(prev_id, EMPTY)
-                specs.pop(prev_id, None)
-        specs[mid] = spec_for(m, previous)
+        if m is not None and mid not in specs:
+            specs[mid] = spec_for(m, targets.get(mid, EMPTY))
 
     if specs:
         try:

@@ -1,0 +1,302 @@
+"""ConsumerGroupHeartbeat (KIP-848 "ConsumerGroupHeartbeat API"; Kafka 4.0
+`GroupMetadataManager.consumerGroupHeartbeat`, spec §3.2-3.6).
+
+One request does everything a member needs: join (epoch 0), stay alive and acknowledge
+revocations (epoch > 0), leave (-1) or leave temporarily as a static member (-2). The handler
+reads the group, computes the records and the response, and lets the shard replay the records.
+
+Where this follows Kafka 4.x rather than the 3.x snapshot, on purpose (real clients are 4.x era):
+member ids may be client-generated (v1, KIP-1082) and are required from v1; regex subscriptions
+(v1); a join needs topic names *or* a regex (either may be empty); a known member rejoining with
+epoch 0 is accepted (KAFKA-19233); a member's rack or assignor change bumps the group epoch.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from engine.assignment import is_subset, to_records
+from engine.consumer import record_builders as rb
+from engine.consumer.api import (
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
+from engine.consumer.group import ConsumerGroup
+from engine.consumer.member import ConsumerGroupMember, normalize_topic_names
+from engine.consumer.membership import (
+    fence_member,
+    maybe_reconcile,
+    replace_member_records,
+    schedule_session_timeout,
+    update_subscription,
+    update_target,
+)
+from engine.consumer.reconcile import OwnedPartitions
+from engine.context import RequestContext
+from engine.errors import CoordinatorError, Errors, invalid_request
+from engine.ids import consumer_member_id
+from engine.operation import Operation
+
+if TYPE_CHECKING:
+    from engine.shard import Shard
+
+# From this version the client generates its member id (KIP-1082).
+CLIENT_GENERATED_MEMBER_ID_VERSION = 1
+
+
+def _is_blank(s: str | None) -> bool:
+    return s is not None and not s.strip()
+
+
+def validate(req: ConsumerGroupHeartbeatRequest, api_version: int, assignors: tuple[str, ...]) -> None:
+    """Kafka `throwIfConsumerGroupHeartbeatRequestIsInvalid` (4.0 rules)."""
+    if _is_blank(req.group_id) or req.group_id is None:
+        raise invalid_request("GroupId can't be empty.")
+    if _is_blank(req.instance_id):
+        raise invalid_request("InstanceId can't be empty.")
+    if _is_blank(req.rack_id):
+        raise invalid_request("RackId can't be empty.")
+    epoch = req.member_epoch
+    if (api_version >= CLIENT_GENERATED_MEMBER_ID_VERSION or epoch > 0 or epoch == -1) and (
+        req.member_id is None or not req.member_id.strip()
+    ):
+        raise invalid_request("MemberId can't be empty.")
+    if epoch == 0:
+        if req.rebalance_timeout_ms == -1:
+            raise invalid_request("RebalanceTimeoutMs must be provided in first request.")
+        if req.topic_partitions is None or len(req.topic_partitions) > 0:
+            raise invalid_request("TopicPartitions must be empty when (re-)joining.")
+        if req.subscribed_topic_names is None and req.subscribed_topic_regex is None:
+            raise invalid_request(
+                "SubscribedTopicNames or SubscribedTopicRegex must be set in first request."
+            )
+    elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        if req.instance_id is None:
+            raise invalid_request("InstanceId can't be null.")
+    elif epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        raise invalid_request("MemberEpoch is invalid.")
+    if req.rebalance_timeout_ms < -1:
+        raise invalid_request("RebalanceTimeoutMs must be -1 (unchanged) or a positive value.")
+    if req.server_assignor is not None and req.server_assignor not in assignors:
+        raise CoordinatorError(
+            Errors.UNSUPPORTED_ASSIGNOR,
+            f"ServerAssignor {req.server_assignor} is not supported. "
+            f"Supported assignors: {', '.join(assignors)}.",
+        )
+
+
+def check_member_epoch(
+    member: ConsumerGroupMember, received: int, owned: OwnedPartitions
+) -> None:
+    """Kafka `throwIfConsumerGroupMemberEpochIsInvalid`, with the lost-response tolerance."""
+    if received == 0:
+        return  # KAFKA-19233: a known member may rejoin with epoch 0
+    if received > member.member_epoch:
+        raise CoordinatorError(
+            Errors.FENCED_MEMBER_EPOCH,
+            f"The consumer group member has a greater member epoch ({received}) than the one "
+            f"known by the group coordinator ({member.member_epoch}). The member must abandon "
+            "all its partitions and rejoin.",
+        )
+    if received < member.member_epoch and (
+        received != member.previous_member_epoch
+        or not is_subset(owned, member.assigned_partitions)
+    ):
+        raise CoordinatorError(
+            Errors.FENCED_MEMBER_EPOCH,
+            f"The consumer group member has a smaller member epoch ({received}) than the one "
+            f"known by the group coordinator ({member.member_epoch}). The member must abandon "
+            "all its partitions and rejoin.",
+        )
+
+
+def heartbeat(
+    shard: Shard, req: ConsumerGroupHeartbeatRequest, ctx: RequestContext, op: Operation
+) -> ConsumerGroupHeartbeatResponse:
+    validate(req, ctx.api_version, shard.config.consumer_assignors)
+    if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+        return leave(shard, req, op)
+    return join_or_heartbeat(shard, req, ctx, op)
+
+
+def join_or_heartbeat(
+    shard: Shard, req: ConsumerGroupHeartbeatRequest, ctx: RequestContext, op: Operation
+) -> ConsumerGroupHeartbeatResponse:
+    gid = req.group_id
+    joining = req.member_epoch == 0
+    group = shard.consumer_group_for_heartbeat(gid, joining, op)
+
+    member_id = req.member_id
+    if group.num_members >= shard.config.consumer_max_size and (
+        not member_id or member_id not in group.members
+    ):
+        raise CoordinatorError(
+            Errors.GROUP_MAX_SIZE_REACHED,
+            f"The consumer group has reached its maximum capacity of "
+            f"{shard.config.consumer_max_size} members.",
+        )
+    if not member_id:
+        member_id = consumer_member_id(shard.ids)
+
+    owned = req.topic_partitions
+    if req.instance_id is None:
+        member = group.members.get(member_id)
+        if member is None:
+            if not joining:
+                raise CoordinatorError(
+                    Errors.UNKNOWN_MEMBER_ID,
+                    f"Member {member_id} is not a member of group {gid}.",
+                )
+            old: ConsumerGroupMember | None = None
+            base = ConsumerGroupMember(member_id=member_id)
+            op.event("member.joined", group=gid, member=member_id, protocol="consumer")
+        else:
+            check_member_epoch(member, req.member_epoch, owned)
+            old = base = member
+    else:
+        old, base = _static_member(shard, group, member_id, req, op)
+
+    # `old` is the member as the group counts it today: None for a new member, the member
+    # itself, or (static takeover) the copy of the replaced member under the new id.
+    updated = _apply_request(base, req, ctx)
+    sub = update_subscription(shard, group, old, updated, op)
+    target_epoch, target = update_target(shard, group, sub, old, updated, op)
+    updated = maybe_reconcile(shard, group, updated, target_epoch, target, owned, op)
+
+    schedule_session_timeout(shard, gid, member_id, shard.consumer_session_timeout_ms(gid))
+
+    full = joining or (
+        req.rebalance_timeout_ms != -1
+        and req.subscribed_topic_names is not None
+        and owned is not None
+    )
+    previous_assigned = base.assigned_partitions
+    assignment = None
+    if full or updated.assigned_partitions != previous_assigned:
+        assignment = to_records(updated.assigned_partitions)
+    return ConsumerGroupHeartbeatResponse(
+        member_id=member_id,
+        member_epoch=updated.member_epoch,
+        heartbeat_interval_ms=shard.consumer_heartbeat_interval_ms(gid),
+        assignment=assignment,
+    )
+
+
+def _static_member(
+    shard: Shard,
+    group: ConsumerGroup,
+    member_id: str,
+    req: ConsumerGroupHeartbeatRequest,
+    op: Operation,
+) -> tuple[ConsumerGroupMember | None, ConsumerGroupMember]:
+    """Kafka `getOrMaybeSubscribeStaticConsumerGroupMember`: returns (old, base) where `old` is
+    the member as the group knows it (None when new) and `base` the member the request updates."""
+    gid, instance_id = group.group_id, req.instance_id
+    existing = group.static_member(instance_id)
+    if req.member_epoch == 0:
+        if existing is None:
+            member = group.members.get(member_id)
+            if member is not None:
+                return member, member
+            op.event("member.joined", group=gid, member=member_id, instance_id=instance_id,
+                     protocol="consumer")
+            return None, ConsumerGroupMember(member_id=member_id)
+        if not existing.uses_classic_protocol and existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            raise CoordinatorError(
+                Errors.UNRELEASED_INSTANCE_ID,
+                f"Static member {member_id} with instance id {instance_id} cannot join the "
+                f"group because the instance id is owned by {existing.member_id} member.",
+            )
+        replacement = existing.with_changes(
+            member_id=member_id, member_epoch=0, previous_member_epoch=0
+        )
+        replace_member_records(group, existing, replacement, op)
+        op.event(
+            "member.replaced", group=gid, member=member_id, replaced=existing.member_id,
+            instance_id=instance_id, protocol="consumer",
+        )
+        hook = shard.on_static_member_replaced
+        if hook is not None:
+            hook(group, existing, replacement, op)
+        return replacement, replacement
+    if existing is None:
+        raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
+    if existing.member_id != member_id:
+        raise CoordinatorError(
+            Errors.FENCED_INSTANCE_ID,
+            f"Static member {member_id} with instance id {instance_id} was fenced by member "
+            f"{existing.member_id}.",
+        )
+    check_member_epoch(existing, req.member_epoch, req.topic_partitions)
+    return existing, existing
+
+
+def _apply_request(
+    member: ConsumerGroupMember, req: ConsumerGroupHeartbeatRequest, ctx: RequestContext
+) -> ConsumerGroupMember:
+    """The member with the request's non-null fields applied (null means "unchanged")."""
+    changes: dict[str, object] = {}
+    if req.instance_id is not None and req.instance_id != member.instance_id:
+        changes["instance_id"] = req.instance_id
+    if req.rack_id is not None and req.rack_id != member.rack_id:
+        changes["rack_id"] = req.rack_id
+    if req.rebalance_timeout_ms != -1 and req.rebalance_timeout_ms != member.rebalance_timeout_ms:
+        changes["rebalance_timeout_ms"] = req.rebalance_timeout_ms
+    if req.server_assignor is not None and req.server_assignor != member.server_assignor:
+        changes["server_assignor"] = req.server_assignor
+    if req.subscribed_topic_names is not None:
+        names = normalize_topic_names(req.subscribed_topic_names)
+        if names != member.subscribed_topic_names:
+            changes["subscribed_topic_names"] = names
+    if req.subscribed_topic_regex is not None and req.subscribed_topic_regex != member.subscribed_topic_regex:
+        changes["subscribed_topic_regex"] = req.subscribed_topic_regex
+    if ctx.client_id != member.client_id:
+        changes["client_id"] = ctx.client_id
+    if ctx.client_host != member.client_host:
+        changes["client_host"] = ctx.client_host
+    if member.classic_member_metadata is not None:
+        changes["classic_member_metadata"] = None  # it now speaks the consumer protocol
+    return member.with_changes(**changes) if changes else member
+
+
+def leave(
+    shard: Shard, req: ConsumerGroupHeartbeatRequest, op: Operation
+) -> ConsumerGroupHeartbeatResponse:
+    """Kafka `consumerGroupLeave`: -1 fences the member, -2 parks a static member's assignment."""
+    gid = req.group_id
+    group = shard.consumer_group_strict(gid)
+    response = ConsumerGroupHeartbeatResponse(member_id=req.member_id, member_epoch=req.member_epoch)
+    if req.instance_id is None:
+        member = group.members.get(req.member_id)
+        if member is None:
+            raise CoordinatorError(
+                Errors.UNKNOWN_MEMBER_ID,
+                f"Member {req.member_id} is not a member of group {gid}.",
+            )
+        fence_member(shard, group, member, op, "the member left the group.")
+        return response
+    member = group.static_member(req.instance_id)
+    if member is None:
+        raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown.")
+    if member.member_id != req.member_id:
+        raise CoordinatorError(
+            Errors.FENCED_INSTANCE_ID,
+            f"Static member {req.member_id} with instance id {req.instance_id} was fenced by "
+            f"member {member.member_id}.",
+        )
+    if req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        leaving = member.with_changes(
+            member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, partitions_pending_revocation={}
+        )
+        op.records.append(rb.current_assignment(gid, leaving))
+        op.event(
+            "member.left_temporarily", group=gid, member=member.member_id,
+            instance_id=req.instance_id,
+        )
+        return ConsumerGroupHeartbeatResponse(
+            member_id=member.member_id, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH
+        )
+    fence_member(shard, group, member, op, "the static member left the group.")
+    return response

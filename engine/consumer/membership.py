@@ -1,0 +1,400 @@
+"""Membership operations shared by every path that changes a consumer group (KIP-848
+"Rebalance Process"; Kafka GMM steps 1-3 of `consumerGroupHeartbeat`, `consumerGroupFenceMember`,
+`replaceMember`, `removeMember`).
+
+The ConsumerGroupHeartbeat path uses them directly; the translation layer uses the same functions
+for classic members living in consumer groups, so both protocols bump epochs, compute targets and
+reconcile in exactly one way. Every function appends records to an `Operation` and never
+changes the group: the shard replays the records afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from engine.assignment import EMPTY, Assignment
+from engine.assignors.base import SubscriptionType
+from engine.consumer import record_builders as rb
+from engine.consumer import regex as regexes
+from engine.consumer.group import ConsumerGroup, ResolvedRegex, subscription_type
+from engine.consumer.member import ConsumerGroupMember, MemberState
+from engine.consumer.reconcile import OwnedPartitions, reconcile
+from engine.consumer.target import build_target_assignment
+from engine.metadata import MetadataImage
+from engine.operation import Operation
+from engine.timers import (
+    classic_join_key,
+    classic_sync_key,
+    rebalance_timeout_key,
+    session_timeout_key,
+)
+from records.consumer_group import PartitionMetadata, TopicMetadata
+
+if TYPE_CHECKING:
+    from engine.shard import Shard
+
+
+# --- subscription: regexes, topic counts, subscription metadata, epoch ------------------------
+
+
+def update_regexes(
+    shard: Shard,
+    group: ConsumerGroup,
+    old: ConsumerGroupMember | None,
+    new: ConsumerGroupMember | None,
+    refresh: bool,
+    op: Operation,
+) -> tuple[bool, Mapping[str, ResolvedRegex]]:
+    """Regex bookkeeping for one member change; returns (bump needed, resolved regexes after).
+
+    A regex nobody used yet is validated and resolved now (INVALID_REGULAR_EXPRESSION when it does
+    not compile); the last member leaving a regex deletes its record. With `refresh`, every regex
+    in use is resolved again against the current image (topics created or deleted)."""
+    resolved: Mapping[str, ResolvedRegex] = group.resolved_regexes
+    old_r = old.subscribed_topic_regex if old is not None else None
+    new_r = new.subscribed_topic_regex if new is not None else None
+    old_r = old_r or None
+    new_r = new_r or None
+    bump = False
+    in_use = dict(group.subscribed_regexes)
+    if old_r != new_r:
+        copy = dict(resolved)
+        if old_r is not None:
+            in_use[old_r] -= 1
+            if in_use[old_r] == 0:
+                del in_use[old_r]
+                if old_r in copy:
+                    del copy[old_r]
+                    op.records.append(rb.regex_tombstone(group.group_id, old_r))
+                bump = True
+        if new_r is not None:
+            if new_r not in in_use:
+                regexes.validate(new_r)
+                if not refresh:
+                    copy[new_r] = _resolve(shard, group, new_r, op)
+            in_use[new_r] = in_use.get(new_r, 0) + 1
+            bump = True
+        resolved = copy
+    if refresh and in_use:
+        copy = dict(resolved)
+        for r in in_use:
+            fresh = regexes.resolve(r, shard.image.topic_names())
+            current = copy.get(r)
+            if current is None or current.topics != fresh:
+                copy[r] = _resolve(shard, group, r, op, fresh)
+                bump = True
+        resolved = copy
+    return bump, resolved
+
+
+def _resolve(
+    shard: Shard,
+    group: ConsumerGroup,
+    pattern: str,
+    op: Operation,
+    topics: frozenset[str] | None = None,
+) -> ResolvedRegex:
+    if topics is None:
+        topics = regexes.resolve(pattern, shard.image.topic_names())
+    r = ResolvedRegex(topics, shard.image.version, shard.now_ms)
+    op.records.append(rb.regex(group.group_id, pattern, topics, r.version, r.timestamp))
+    op.event("group.regex_resolved", group=group.group_id, regex=pattern, topics=sorted(topics))
+    return r
+
+
+def topic_counts(
+    group: ConsumerGroup,
+    old: ConsumerGroupMember | None,
+    new: ConsumerGroupMember | None,
+    resolved: Mapping[str, ResolvedRegex],
+) -> dict[str, int]:
+    """Subscriber count per topic name after replacing `old` by `new` (either may be None)."""
+    names = group.subscribed_name_counts()
+    regex_counts = dict(group.subscribed_regexes)
+    for m, delta in ((old, -1), (new, 1)):
+        if m is None:
+            continue
+        for t in m.subscribed_topic_names:
+            n = names.get(t, 0) + delta
+            if n:
+                names[t] = n
+            else:
+                names.pop(t, None)
+        if m.subscribed_topic_regex:
+            r = m.subscribed_topic_regex
+            n = regex_counts.get(r, 0) + delta
+            if n:
+                regex_counts[r] = n
+            else:
+                regex_counts.pop(r, None)
+    for r, n in regex_counts.items():
+        rr = resolved.get(r)
+        if rr is None:
+            continue
+        for t in rr.topics:
+            names[t] = names.get(t, 0) + n
+    return names
+
+
+def subscription_metadata(
+    image: MetadataImage, counts: Mapping[str, int]
+) -> dict[str, TopicMetadata]:
+    """What the group knows of each subscribed topic that exists (k4 contents), by name."""
+    out: dict[str, TopicMetadata] = {}
+    for name in sorted(counts):
+        t = image.topic(name)
+        if t is None:
+            continue
+        racks = tuple(
+            PartitionMetadata(p, tuple(sorted(r)))
+            for p, r in sorted(t.partition_racks.items())
+            if r
+        )
+        out[name] = TopicMetadata(t.topic_id, name, t.num_partitions, racks)
+    return out
+
+
+class SubscriptionUpdate:
+    """The group-level result of a member change: epoch, subscription metadata and type."""
+
+    __slots__ = ("group_epoch", "metadata", "resolved", "type")
+
+    def __init__(
+        self,
+        group_epoch: int,
+        metadata: Mapping[str, TopicMetadata],
+        type_: SubscriptionType,
+        resolved: Mapping[str, ResolvedRegex],
+    ) -> None:
+        self.group_epoch = group_epoch
+        self.metadata = metadata
+        self.type = type_
+        self.resolved = resolved
+
+
+def update_subscription(
+    shard: Shard,
+    group: ConsumerGroup,
+    old: ConsumerGroupMember | None,
+    new: ConsumerGroupMember,
+    op: Operation,
+) -> SubscriptionUpdate:
+    """Steps 1 of Kafka's heartbeat: member record, regexes, subscription metadata, group epoch.
+
+    `old` is the member before this request (None for a brand-new member); `new` the member with
+    the request's changes."""
+    gid = group.group_id
+    bump = False
+    if old is None or not new.subscription_equals(old):
+        op.records.append(rb.member_metadata(gid, new))
+        if old is None:
+            bump = True
+        elif (
+            new.subscribed_topic_names != old.subscribed_topic_names
+            or (new.subscribed_topic_regex or None) != (old.subscribed_topic_regex or None)
+            or new.rack_id != old.rack_id
+            or new.server_assignor != old.server_assignor
+        ):
+            bump = True
+    if group.group_epoch == 0:
+        bump = True  # a new group must leave epoch 0 (Kafka 4.0)
+
+    refresh = group.metadata_refresh_needed
+    regex_bump, resolved = update_regexes(shard, group, old, new, refresh, op)
+    bump = bump or regex_bump
+
+    epoch = group.group_epoch
+    metadata: Mapping[str, TopicMetadata] = group.subscription_metadata
+    sub_type = None
+    if bump or refresh:
+        counts = topic_counts(group, old, new, resolved)
+        metadata = subscription_metadata(shard.image, counts)
+        num_members = group.num_members
+        if new.member_id not in group.members and group.static_member(new.instance_id) is None:
+            num_members += 1
+        sub_type = subscription_type(counts, num_members)
+        if metadata != group.subscription_metadata:
+            bump = True
+            op.records.append(rb.subscription_metadata(gid, metadata.values()))
+        if bump:
+            epoch += 1
+            op.records.append(rb.group_epoch(gid, epoch))
+            op.event(
+                "group.epoch_bumped", group=gid, group_epoch=epoch, member=new.member_id,
+                reason="member joined" if old is None else "subscription or metadata changed",
+            )
+        op.after(lambda: _refreshed(group))
+    if sub_type is None:
+        sub_type = group.subscription_type()
+    return SubscriptionUpdate(epoch, metadata, sub_type, resolved)
+
+
+def _refreshed(group: ConsumerGroup) -> None:
+    group.metadata_refresh_needed = False
+
+
+# --- target assignment and reconciliation ------------------------------------------------------
+
+
+def preferred_assignor(
+    shard: Shard, group: ConsumerGroup, old: ConsumerGroupMember | None, new: ConsumerGroupMember | None
+) -> str:
+    counts = group.server_assignor_counts()
+    for m, delta in ((old, -1), (new, 1)):
+        if m is not None and m.server_assignor is not None:
+            n = counts.get(m.server_assignor, 0) + delta
+            if n:
+                counts[m.server_assignor] = n
+            else:
+                counts.pop(m.server_assignor, None)
+    best, best_n = None, 0
+    for name, n in counts.items():
+        if n > best_n:
+            best, best_n = name, n
+    return best if best is not None else shard.config.consumer_assignors[0]
+
+
+def update_target(
+    shard: Shard,
+    group: ConsumerGroup,
+    sub: SubscriptionUpdate,
+    old: ConsumerGroupMember | None,
+    new: ConsumerGroupMember,
+    op: Operation,
+) -> tuple[int, Assignment]:
+    """Step 2: a new target when the group epoch moved past the assignment epoch.
+
+    Returns (target epoch, this member's target)."""
+    if sub.group_epoch > group.assignment_epoch:
+        assignor = preferred_assignor(shard, group, old, new)
+        targets = build_target_assignment(
+            group, sub.group_epoch, assignor, sub.metadata, sub.type,
+            {new.member_id: new}, sub.resolved, op.records,
+        )
+        op.event(
+            "group.target_assignment_computed", group=group.group_id,
+            assignment_epoch=sub.group_epoch, assignor=assignor, members=len(targets),
+        )
+        return sub.group_epoch, targets.get(new.member_id, EMPTY)
+    target = group.target_assignment.get(new.member_id)
+    if target is None and new.instance_id is not None:
+        prev = group.static_members.get(new.instance_id)
+        if prev is not None:
+            target = group.target_assignment.get(prev)
+    return group.assignment_epoch, target if target is not None else EMPTY
+
+
+def maybe_reconcile(
+    shard: Shard,
+    group: ConsumerGroup,
+    member: ConsumerGroupMember,
+    target_epoch: int,
+    target: Assignment,
+    owned: OwnedPartitions,
+    op: Operation,
+) -> ConsumerGroupMember:
+    """Step 3: move the member towards its target; write k8 and manage the rebalance timer."""
+    if member.is_reconciled_to(target_epoch):
+        return member
+    updated = reconcile(member, target_epoch, target, group.current_partition_epoch, owned)
+    if updated is member or updated.assignment_equals(member):
+        return member
+    op.records.append(rb.current_assignment(group.group_id, updated))
+    op.event(
+        "member.assignment_changed", group=group.group_id, member=updated.member_id,
+        member_epoch=updated.member_epoch, previous_member_epoch=updated.previous_member_epoch,
+        state=updated.state.name,
+    )
+    if not updated.uses_classic_protocol:
+        if updated.state is MemberState.UNREVOKED_PARTITIONS:
+            schedule_rebalance_timeout(shard, group.group_id, updated)
+        else:
+            shard.timers.cancel(rebalance_timeout_key(group.group_id, updated.member_id))
+    return updated
+
+
+# --- removal ----------------------------------------------------------------------------------
+
+
+def remove_member_records(group_id: str, member_id: str, op: Operation) -> None:
+    """Tombstones in the order replay needs: current assignment, target, then the member."""
+    op.records.append(rb.current_assignment_tombstone(group_id, member_id))
+    op.records.append(rb.target_member_tombstone(group_id, member_id))
+    op.records.append(rb.member_metadata_tombstone(group_id, member_id))
+
+
+def replace_member_records(
+    group: ConsumerGroup, old: ConsumerGroupMember, new: ConsumerGroupMember, op: Operation
+) -> None:
+    """A static member taking over an instance id: the old member's records go, the new member
+    arrives with the old one's target (Kafka `replaceMember`)."""
+    gid = group.group_id
+    remove_member_records(gid, old.member_id, op)
+    op.records.append(rb.member_metadata(gid, new))
+    op.records.append(rb.target_member(gid, new.member_id, group.target(old.member_id)))
+    op.records.append(rb.current_assignment(gid, new))
+
+
+def fence_member(
+    shard: Shard,
+    group: ConsumerGroup,
+    member: ConsumerGroupMember,
+    op: Operation,
+    reason: str,
+) -> None:
+    """Remove a member and bump the group epoch (leave -1, session or rebalance timeout).
+
+    The translation layer may turn this into a downgrade to a classic group: it installs
+    `shard.on_consumer_member_fenced`, which returns True when it handled the fence itself."""
+    hook = shard.on_consumer_member_fenced
+    if hook is not None and hook(group, member, op, reason):
+        return
+    gid = group.group_id
+    remove_member_records(gid, member.member_id, op)
+    _, resolved = update_regexes(shard, group, member, None, False, op)
+    metadata = subscription_metadata(shard.image, topic_counts(group, member, None, resolved))
+    if metadata != group.subscription_metadata:
+        op.records.append(rb.subscription_metadata(gid, metadata.values()))
+    epoch = group.group_epoch + 1
+    op.records.append(rb.group_epoch(gid, epoch))
+    cancel_member_timers(shard, gid, member.member_id)
+    op.event(
+        "member.fenced", group=gid, member=member.member_id, member_epoch=member.member_epoch,
+        group_epoch=epoch, reason=reason,
+    )
+
+
+def cancel_member_timers(shard: Shard, group_id: str, member_id: str) -> None:
+    t = shard.timers
+    t.cancel(session_timeout_key(group_id, member_id))
+    t.cancel(rebalance_timeout_key(group_id, member_id))
+    t.cancel(classic_join_key(group_id, member_id))
+    t.cancel(classic_sync_key(group_id, member_id))
+
+
+# --- timers -----------------------------------------------------------------------------------
+
+
+def schedule_session_timeout(
+    shard: Shard, group_id: str, member_id: str, timeout_ms: int
+) -> None:
+    key = session_timeout_key(group_id, member_id)
+    if not shard.timers.reschedule(key, timeout_ms, shard.now_ms):
+        shard.timers.schedule(
+            key, timeout_ms, shard.now_ms,
+            lambda now: shard.fence_consumer_member(group_id, member_id, "the member session expired."),
+        )
+
+
+def schedule_rebalance_timeout(shard: Shard, group_id: str, member: ConsumerGroupMember) -> None:
+    member_id, epoch, timeout = member.member_id, member.member_epoch, member.rebalance_timeout_ms
+
+    def fire(now: int) -> object:
+        return shard.fence_consumer_member(
+            group_id, member_id,
+            f"it failed to transition from epoch {epoch} within {timeout}ms.",
+            only_at_epoch=epoch,
+        )
+
+    shard.timers.schedule(rebalance_timeout_key(group_id, member_id), max(timeout, 0), shard.now_ms, fire)

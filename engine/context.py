@@ -1,0 +1,15 @@
+"""Who sent a request: the parts of Kafka's `RequestContext` the coordinator uses."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class RequestContext:
+    client_id: str = ""
+    client_host: str = ""
+    api_version: int = 0
+
+    def with_version(self, api_version: int) -> RequestContext:
+        return RequestContext(self.client_id, self.client_host, api_version)

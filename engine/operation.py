@@ -1,0 +1,40 @@
+"""What a handler accumulates while it computes one operation.
+
+Records, completions of parked requests, log events, and `after` actions: small in-memory
+changes that are not records (e.g. clearing a metadata-refresh flag) and must happen only if the
+operation succeeds. A handler that raises leaves nothing behind: the shard drops the Operation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from engine.outcome import Event, Pending
+from records.coordinator import CoordinatorRecord
+
+
+class Operation:
+    __slots__ = ("_after", "completions", "events", "records")
+
+    def __init__(self) -> None:
+        self.records: list[CoordinatorRecord] = []
+        self.events: list[Event] = []
+        self.completions: list[tuple[Pending, Any]] = []
+        self._after: list[Callable[[], None]] | None = None
+
+    def event(self, name: str, **fields: Any) -> None:
+        self.events.append((name, fields))
+
+    def complete(self, handle: Pending, response: Any) -> None:
+        self.completions.append((handle, response))
+
+    def after(self, action: Callable[[], None]) -> None:
+        if self._after is None:
+            self._after = []
+        self._after.append(action)
+
+    def run_after(self) -> None:
+        if self._after:
+            for action in self._after:
+                action()

@@ -21,7 +21,7 @@ class _Empty(dict[TopicId, tuple[int, ...]]):
 
     __slots__ = ()
 
-    def __hash__(self) -> int:
+    def __hash__(self) -> int:  # type: ignore[override]
         return 0
 
     def _readonly(self, *args: object, **kwargs: object) -> None:
@@ -42,8 +42,10 @@ def from_records(tps: Iterable[TopicPartitions]) -> dict[TopicId, tuple[int, ...
     for tp in tps:
         if tp.partitions:
             prev = out.get(tp.topic_id)
-            out[tp.topic_id] = tuple(tp.partitions) if prev is None else prev + tuple(
-                p for p in tp.partitions if p not in prev
+            out[tp.topic_id] = (
+                tuple(tp.partitions)
+                if prev is None
+                else prev + tuple(p for p in tp.partitions if p not in prev)
             )
     return out
 
@@ -105,7 +107,5 @@ def union(a: Assignment, b: Assignment) -> dict[TopicId, tuple[int, ...]]:
 
 def format_assignment(assignment: Assignment, names: Mapping[TopicId, str]) -> str:
     """`[foo-0, foo-1]`: the KIP case studies' notation."""
-    items = [
-        f"{names.get(t, str(t))}-{p}" for t, parts in assignment.items() for p in parts
-    ]
+    items = [f"{names.get(t, str(t))}-{p}" for t, parts in assignment.items() for p in parts]
     return "[" + ", ".join(items) + "]"

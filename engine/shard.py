@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from engine.assignment import Assignment, from_records
 from engine.config import CoordinatorConfig, GroupConfig
 from engine.consumer import heartbeat as cg_heartbeat
 from engine.consumer.api import (
@@ -38,7 +39,6 @@ from engine.metadata import MetadataImage
 from engine.operation import Operation
 from engine.outcome import Outcome
 from engine.timers import Timers
-from engine.assignment import Assignment, from_records
 from records.consumer_group import (
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupMemberMetadataKey,
@@ -46,8 +46,8 @@ from records.consumer_group import (
     ConsumerGroupPartitionMetadataKey,
     ConsumerGroupRegularExpressionKey,
     ConsumerGroupTargetAssignmentMemberKey,
-    ConsumerGroupTargetAssignmentMetadataKey,
     ConsumerGroupTargetAssignmentMemberValue,
+    ConsumerGroupTargetAssignmentMetadataKey,
 )
 from records.coordinator import CoordinatorRecord
 
@@ -137,47 +137,42 @@ class Shard:
         except CoordinatorError as e:
             return Outcome(
                 ConsumerGroupHeartbeatResponse(error_code=int(e.code), error_message=e.message),
-                events=[(
-                    "request.rejected",
-                    {
-                        "api": "ConsumerGroupHeartbeat", "group": request.group_id,
-                        "member": request.member_id, "member_epoch": request.member_epoch,
-                        "error": e.code.name, "reason": e.message,
-                    },
-                )],
+                events=[
+                    (
+                        "request.rejected",
+                        {
+                            "api": "ConsumerGroupHeartbeat",
+                            "group": request.group_id,
+                            "member": request.member_id,
+                            "member_epoch": request.member_epoch,
+                            "error": e.code.name,
+                            "reason": e.message,
+                        },
+                    )
+                ],
             )
         return self.commit(op, response)
 
-    def consumer_group_for_heartbeat(
-        self, group_id: str, create: bool, op: Operation
-    ) -> ConsumerGroup:
+    def consumer_group_for_heartbeat(self, group_id: str, create: bool, op: Operation) -> ConsumerGroup:
         """Kafka `getOrMaybeCreateConsumerGroup`: the group a heartbeat works on."""
         group = self.groups.get(group_id)
         if group is None:
             if not create:
-                raise CoordinatorError(
-                    Errors.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found."
-                )
+                raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
             return ConsumerGroup(group_id)  # materialised by replaying the join's records
         if isinstance(group, ConsumerGroup):
             return group
         hook = self.heartbeat_to_other_group
         if hook is not None:
             return hook(group, create, op)
-        raise CoordinatorError(
-            Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group."
-        )
+        raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
 
     def consumer_group_strict(self, group_id: str) -> ConsumerGroup:
         group = self.groups.get(group_id)
         if group is None:
-            raise CoordinatorError(
-                Errors.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found."
-            )
+            raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
         if not isinstance(group, ConsumerGroup):
-            raise CoordinatorError(
-                Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group."
-            )
+            raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
         return group
 
     def fence_consumer_member(
@@ -225,9 +220,7 @@ class Shard:
         changed = old.changed_topic_names(image)
         if not changed:
             return set()
-        created_or_deleted = {
-            n for n in changed if (old.topic(n) is None) != (image.topic(n) is None)
-        }
+        created_or_deleted = {n for n in changed if (old.topic(n) is None) != (image.topic(n) is None)}
         marked: set[str] = set()
         for gid, group in self.groups.items():
             if not isinstance(group, ConsumerGroup):
@@ -318,12 +311,16 @@ class Shard:
         for gid in group_ids:
             g = self.groups.get(gid)
             if g is None:
-                out.append(DescribedConsumerGroup(
-                    gid, int(Errors.GROUP_ID_NOT_FOUND), f"Group {gid} not found."))
+                out.append(
+                    DescribedConsumerGroup(gid, int(Errors.GROUP_ID_NOT_FOUND), f"Group {gid} not found.")
+                )
                 continue
             if not isinstance(g, ConsumerGroup):
-                out.append(DescribedConsumerGroup(
-                    gid, int(Errors.GROUP_ID_NOT_FOUND), f"Group {gid} is not a consumer group."))
+                out.append(
+                    DescribedConsumerGroup(
+                        gid, int(Errors.GROUP_ID_NOT_FOUND), f"Group {gid} is not a consumer group."
+                    )
+                )
                 continue
             out.append(self._describe(g))
         return out

@@ -32,7 +32,11 @@ from engine.ids import SeededIds
 from engine.metadata import MetadataImage, TopicImage, topic_id_for
 from engine.outcome import Outcome
 from engine.shard import Shard
-from records.consumer_group import ConsumerGroupMetadataKey, ConsumerGroupTargetAssignmentMetadataKey, TopicPartitions
+from records.consumer_group import (
+    ConsumerGroupMetadataKey,
+    ConsumerGroupTargetAssignmentMetadataKey,
+    TopicPartitions,
+)
 from records.coordinator import CoordinatorRecord
 
 GROUP = "group"
@@ -66,7 +70,9 @@ class GroupView:
     target: dict[str, tuple[str, ...]]
     assignments: dict[str, MemberView]
 
-    def kip(self) -> tuple[int, int, dict[str, tuple[str, ...]], dict[str, tuple[int, tuple[str, ...], tuple[str, ...]]]]:
+    def kip(
+        self,
+    ) -> tuple[int, int, dict[str, tuple[str, ...]], dict[str, tuple[int, tuple[str, ...], tuple[str, ...]]]]:
         """(group epoch, target epoch, target, member -> (epoch, partitions, pending)): the
         fields the KIP's tables show, for comparisons in tests."""
         return (
@@ -78,7 +84,7 @@ class GroupView:
 
 
 def _names(shard: Shard, a: Assignment) -> tuple[str, ...]:
-    out = []
+    out: list[str] = []
     for t, parts in a.items():
         topic = shard.image.topic_by_id(t)
         name = topic.name if topic is not None else str(t)
@@ -163,9 +169,7 @@ class Simulator:
     ) -> None:
         cfg = dict(SIM_CONFIG)
         cfg.update(config or {})
-        image = MetadataImage(
-            [TopicImage(topic_id_for(n), n, c) for n, c in (topics or {}).items()]
-        )
+        image = MetadataImage([TopicImage(topic_id_for(n), n, c) for n, c in (topics or {}).items()])
         self.shard = Shard(CoordinatorConfig.from_kafka(cfg), SeededIds(seed), image)
         self.shadow = Shard(self.shard.config, SeededIds(seed), image)
         self.group_id = group_id
@@ -181,9 +185,13 @@ class Simulator:
         for r in outcome.records:
             self.shadow.replay(r)
             if isinstance(r.key, ConsumerGroupMetadataKey) and r.value is not None:
-                marks.append(Milestone(f"{text}: the group epoch is bumped", view(self.shadow, self.group_id)))
+                marks.append(
+                    Milestone(f"{text}: the group epoch is bumped", view(self.shadow, self.group_id))
+                )
             elif isinstance(r.key, ConsumerGroupTargetAssignmentMetadataKey) and r.value is not None:
-                marks.append(Milestone(f"{text}: the target assignment is computed", view(self.shadow, self.group_id)))
+                marks.append(
+                    Milestone(f"{text}: the target assignment is computed", view(self.shadow, self.group_id))
+                )
         final = view(self.shadow, self.group_id)
         if not marks or marks[-1].view != final:
             marks.append(Milestone(text, final))
@@ -198,8 +206,7 @@ class Simulator:
     def adopt(self, member_id: str, topics: Iterable[str]) -> SimClient:
         """A client for a member that already exists in seeded state."""
         m = self.shard.consumer_group(self.group_id).members[member_id]  # type: ignore[union-attr]
-        c = SimClient(member_id, tuple(topics), epoch=m.member_epoch,
-                      owned=dict(m.assigned_partitions))
+        c = SimClient(member_id, tuple(topics), epoch=m.member_epoch, owned=dict(m.assigned_partitions))
         self.clients[member_id] = c
         return c
 
@@ -225,10 +232,15 @@ class Simulator:
         c = SimClient(member_id, tuple(topics), regex, instance_id, assignor)
         self.clients[member_id] = c
         req = ConsumerGroupHeartbeatRequest(
-            group_id=self.group_id, member_id=member_id, member_epoch=0,
-            instance_id=instance_id, rebalance_timeout_ms=30000,
-            subscribed_topic_names=list(c.topics), subscribed_topic_regex=regex,
-            server_assignor=assignor, topic_partitions=[],
+            group_id=self.group_id,
+            member_id=member_id,
+            member_epoch=0,
+            instance_id=instance_id,
+            rebalance_timeout_ms=30000,
+            subscribed_topic_names=list(c.topics),
+            subscribed_topic_regex=regex,
+            server_assignor=assignor,
+            topic_partitions=[],
         )
         return self._send(c, req, f"{member_id} joins")
 
@@ -238,16 +250,21 @@ class Simulator:
         if c.unacked:
             owned = [TopicPartitions(t, p) for t, p in c.owned.items()]
         req = ConsumerGroupHeartbeatRequest(
-            group_id=self.group_id, member_id=member_id, member_epoch=c.epoch,
-            instance_id=c.instance_id, topic_partitions=owned,
+            group_id=self.group_id,
+            member_id=member_id,
+            member_epoch=c.epoch,
+            instance_id=c.instance_id,
+            topic_partitions=owned,
         )
         return self._send(c, req, text or f"{member_id} heartbeats")
 
     def leave(self, member_id: str, static_temporary: bool = False) -> ConsumerGroupHeartbeatResponse:
         c = self.clients.pop(member_id)
         req = ConsumerGroupHeartbeatRequest(
-            group_id=self.group_id, member_id=member_id,
-            member_epoch=-2 if static_temporary else -1, instance_id=c.instance_id,
+            group_id=self.group_id,
+            member_id=member_id,
+            member_epoch=-2 if static_temporary else -1,
+            instance_id=c.instance_id,
         )
         return self._send(c, req, f"{member_id} leaves")
 
@@ -303,7 +320,7 @@ def seed_group(
     """Records for a stable group at `epoch` where each member owns its target partitions."""
     from engine.consumer import record_builders as rb
     from engine.consumer.member import ConsumerGroupMember
-    from engine.consumer.membership import subscription_metadata
+    from engine.consumer.membership import schedule_session_timeout, subscription_metadata
 
     tid = topic_id_for(topic)
     gid = sim.group_id
@@ -311,14 +328,20 @@ def seed_group(
     members = {}
     for mid, parts in assignments.items():
         m = ConsumerGroupMember(
-            member_id=mid, client_id="sim", client_host="/127.0.0.1",
-            subscribed_topic_names=(topic,), rebalance_timeout_ms=30000,
-            member_epoch=epoch, previous_member_epoch=epoch - 1,
+            member_id=mid,
+            client_id="sim",
+            client_host="/127.0.0.1",
+            subscribed_topic_names=(topic,),
+            rebalance_timeout_ms=30000,
+            member_epoch=epoch,
+            previous_member_epoch=epoch - 1,
             assigned_partitions={tid: tuple(parts)} if parts else {},
         )
         members[mid] = m
         recs.append(rb.member_metadata(gid, m))
-    recs.append(rb.subscription_metadata(gid, subscription_metadata(sim.shard.image, {topic: len(members)}).values()))
+    recs.append(
+        rb.subscription_metadata(gid, subscription_metadata(sim.shard.image, {topic: len(members)}).values())
+    )
     recs.append(rb.group_epoch(gid, epoch))
     for mid, m in members.items():
         recs.append(rb.target_member(gid, mid, m.assigned_partitions))
@@ -328,10 +351,7 @@ def seed_group(
     sim.seed_records(recs)
     for mid in assignments:
         sim.adopt(mid, (topic,))
-        sim.shard.timers.schedule(
-            f"session-timeout-{gid}-{mid}", sim.shard.consumer_session_timeout_ms(gid), sim.now,
-            lambda now, mid=mid: sim.shard.fence_consumer_member(gid, mid, "the member session expired."),
-        )
+        schedule_session_timeout(sim.shard, gid, mid, sim.shard.consumer_session_timeout_ms(gid))
 
 
 def scenario_basic(sim: Simulator) -> None:
@@ -421,14 +441,18 @@ SCENARIOS = {
 
 
 def run(name: str, seed: int = 1, steps: int = 30, assignor: str = "uniform") -> Simulator:
-    sim = Simulator(config={"group.consumer.assignors": [assignor] + [a for a in ("uniform", "range") if a != assignor]})
+    sim = Simulator(
+        config={"group.consumer.assignors": [assignor] + [a for a in ("uniform", "range") if a != assignor]}
+    )
     if name == "random":
         scenario_random(sim, seed, steps)
     else:
         try:
             SCENARIOS[name](sim)
         except KeyError:
-            raise SystemExit(f"unknown scenario {name!r}; choose from {sorted(SCENARIOS)} or random") from None
+            raise SystemExit(
+                f"unknown scenario {name!r}; choose from {sorted(SCENARIOS)} or random"
+            ) from None
     return sim
 
 

@@ -23,9 +23,7 @@ TimerCallback = Callable[[int], Any]
 class TimerEntry:
     __slots__ = ("callback", "deadline", "key", "seq", "timeout_ms")
 
-    def __init__(
-        self, key: str, deadline: int, timeout_ms: int, seq: int, callback: TimerCallback
-    ) -> None:
+    def __init__(self, key: str, deadline: int, timeout_ms: int, seq: int, callback: TimerCallback) -> None:
         self.key = key
         self.deadline = deadline
         self.timeout_ms = timeout_ms
@@ -51,9 +49,7 @@ class Timers:
             self._now = now_ms
         return self._now
 
-    def schedule(
-        self, key: str, timeout_ms: int, now_ms: int, callback: TimerCallback
-    ) -> None:
+    def schedule(self, key: str, timeout_ms: int, now_ms: int, callback: TimerCallback) -> None:
         """Schedule `callback` at now + timeout, replacing any timer with the same key."""
         now = self._clock(now_ms)
         self._seq += 1
@@ -73,9 +69,7 @@ class Timers:
             bucket = self._buckets[timeout_ms] = OrderedDict()
         bucket[key] = entry
 
-    def schedule_if_absent(
-        self, key: str, timeout_ms: int, now_ms: int, callback: TimerCallback
-    ) -> None:
+    def schedule_if_absent(self, key: str, timeout_ms: int, now_ms: int, callback: TimerCallback) -> None:
         if key not in self._entries:
             self.schedule(key, timeout_ms, now_ms, callback)
 

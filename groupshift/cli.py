@@ -33,8 +33,9 @@ def _add_simulate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     def run(args: argparse.Namespace) -> int:
         from engine.simulate import main as simulate_main
 
-        return simulate_main(args.scenario, seed=args.seed, steps=args.steps,
-                             assignor=args.assignor, out=sys.stdout)
+        return simulate_main(
+            args.scenario, seed=args.seed, steps=args.steps, assignor=args.assignor, out=sys.stdout
+        )
 
     p.set_defaults(run=run)
 

@@ -93,17 +93,26 @@ def test_basic_case_study_tables() -> None:
     s.new()
     sim.join("C")
     assert s.new() == [
-        table(3, 2, {"A": (0, 1), "B": (2,)},
-              {"A": (2, (0, 1), ()), "B": (2, (2,), ()), "C": (0, (), ())}),
-        table(3, 3, {"A": (0,), "B": (2,), "C": (1,)},
-              {"A": (2, (0, 1), ()), "B": (2, (2,), ()), "C": (0, (), ())}),
+        table(3, 2, {"A": (0, 1), "B": (2,)}, {"A": (2, (0, 1), ()), "B": (2, (2,), ()), "C": (0, (), ())}),
+        table(
+            3,
+            3,
+            {"A": (0,), "B": (2,), "C": (1,)},
+            {"A": (2, (0, 1), ()), "B": (2, (2,), ()), "C": (0, (), ())},
+        ),
         # Kafka reconciles C in its own join: epoch 3, waiting for foo-1 (see module docstring)
-        table(3, 3, {"A": (0,), "B": (2,), "C": (1,)},
-              {"A": (2, (0, 1), ()), "B": (2, (2,), ()), "C": (3, (), (1,))}),
+        table(
+            3,
+            3,
+            {"A": (0,), "B": (2,), "C": (1,)},
+            {"A": (2, (0, 1), ()), "B": (2, (2,), ()), "C": (3, (), (1,))},
+        ),
     ]
     sim.heartbeat("B")  # B has nothing to revoke: epoch 3
     assert sim.view().kip() == table(
-        3, 3, {"A": (0,), "B": (2,), "C": (1,)},
+        3,
+        3,
+        {"A": (0,), "B": (2,), "C": (1,)},
         {"A": (2, (0, 1), ()), "B": (3, (2,), ()), "C": (3, (), (1,))},
     )
     sim.heartbeat("C")  # C still cannot get foo-1
@@ -111,13 +120,17 @@ def test_basic_case_study_tables() -> None:
     sim.heartbeat("A")  # A is instructed to revoke foo-1
     sim.heartbeat("A")  # A acknowledges: epoch 3, foo-1 released
     assert sim.view().kip() == table(
-        3, 3, {"A": (0,), "B": (2,), "C": (1,)},
+        3,
+        3,
+        {"A": (0,), "B": (2,), "C": (1,)},
         {"A": (3, (0,), ()), "B": (3, (2,), ()), "C": (3, (), (1,))},
     )
     sim.heartbeat("C")
     # All the members have eventually advanced to the group epoch (3).
     assert sim.view().kip() == table(
-        3, 3, {"A": (0,), "B": (2,), "C": (1,)},
+        3,
+        3,
+        {"A": (0,), "B": (2,), "C": (1,)},
         {"A": (3, (0,), ()), "B": (3, (2,), ()), "C": (3, (1,), ())},
     )
 
@@ -127,7 +140,9 @@ def test_incremental_revocation_and_assignment_case_study_tables() -> None:
     seed_group(sim, 21, {"A": [0, 1, 2], "B": [3, 4, 5]})
     s = Steps(sim)
     assert sim.view().kip() == table(
-        21, 21, {"A": (0, 1, 2), "B": (3, 4, 5)},
+        21,
+        21,
+        {"A": (0, 1, 2), "B": (3, 4, 5)},
         {"A": (21, (0, 1, 2), ()), "B": (21, (3, 4, 5), ())},
     )
     sim.join("C")
@@ -139,7 +154,9 @@ def test_incremental_revocation_and_assignment_case_study_tables() -> None:
     )
     # C moves to epoch 22 but gets nothing yet: foo-2 and foo-5 are not revoked.
     assert steps[-1] == table(
-        22, 22, target,
+        22,
+        22,
+        target,
         {"A": (21, (0, 1, 2), ()), "B": (21, (3, 4, 5), ()), "C": (22, (), (2, 5))},
     )
     sim.heartbeat("A")  # instructed to revoke foo-2
@@ -151,13 +168,17 @@ def test_incremental_revocation_and_assignment_case_study_tables() -> None:
     sim.heartbeat("A")  # acknowledges: epoch 22, foo-2 released
     sim.heartbeat("C")  # gets foo-2, still waits for foo-5
     assert sim.view().kip() == table(
-        22, 22, target,
+        22,
+        22,
+        target,
         {"A": (22, (0, 1), ()), "B": (21, (3, 4, 5), ()), "C": (22, (2,), (5,))},
     )
     sim.heartbeat("B")  # acknowledges: epoch 22, foo-5 released
     sim.heartbeat("C")  # gets foo-5
     assert sim.view().kip() == table(
-        22, 22, target,
+        22,
+        22,
+        target,
         {"A": (22, (0, 1), ()), "B": (22, (3, 4), ()), "C": (22, (2, 5), ())},
     )
 
@@ -166,7 +187,9 @@ def test_member_failure_case_study_tables() -> None:
     sim = Simulator(topics={"foo": 6})
     seed_group(sim, 22, {"A": [0, 1], "B": [3, 4], "C": [2, 5]})
     assert sim.view().kip() == table(
-        22, 22, {"A": (0, 1), "B": (3, 4), "C": (2, 5)},
+        22,
+        22,
+        {"A": (0, 1), "B": (3, 4), "C": (2, 5)},
         {"A": (22, (0, 1), ()), "B": (22, (3, 4), ()), "C": (22, (2, 5), ())},
     )
     session = sim.shard.consumer_session_timeout_ms(sim.group_id)
@@ -186,17 +209,13 @@ def test_member_failure_case_study_tables() -> None:
     )
     sim.heartbeat("C")
     # B and C heartbeat and transition to epoch 23.
-    assert sim.view().kip() == table(
-        23, 23, new_target, {"B": (23, (3, 4, 0), ()), "C": (23, (2, 5, 1), ())}
-    )
+    assert sim.view().kip() == table(23, 23, new_target, {"B": (23, (3, 4, 0), ()), "C": (23, (2, 5, 1), ())})
 
 
 def test_partition_added_case_study_tables() -> None:
     sim = Simulator(topics={"foo": 1})
     seed_group(sim, 22, {"A": [0], "B": []})
-    assert sim.view().kip() == table(
-        22, 22, {"A": (0,), "B": ()}, {"A": (22, (0,), ()), "B": (22, (), ())}
-    )
+    assert sim.view().kip() == table(22, 22, {"A": (0,), "B": ()}, {"A": (22, (0,), ()), "B": (22, (), ())})
     sim.set_topic("foo", 2)  # foo-1 is created
     s = Steps(sim)
     sim.heartbeat("A")  # the coordinator detects it on the group's next heartbeat
@@ -212,8 +231,7 @@ def test_partition_added_case_study_tables() -> None:
 
 
 def test_simulate_scenarios_end_stable_with_targets_reached() -> None:
-    for scenario in (scenario_basic, scenario_incremental, scenario_member_failure,
-                     scenario_partition_added):
+    for scenario in (scenario_basic, scenario_incremental, scenario_member_failure, scenario_partition_added):
         sim = Simulator()
         scenario(sim)
         v = sim.view()

@@ -50,7 +50,7 @@ class UniformAssignor:
             while q > 0 and i < len(unassigned):
                 t, p = unassigned[i]
                 if t in subs:
-                    tgt[t] = tgt.get(t, ()) + (p,)
+                    tgt[t] = (*tgt.get(t, ()), p)
                     unassigned.pop(i)
                     q -= 1
                 else:

@@ -228,9 +228,7 @@ class ConsumerGroup:
     def replay_subscription_metadata(self, topics: Iterable[TopicMetadata] | None) -> None:
         self.subscription_metadata = {} if topics is None else {t.topic_name: t for t in topics}
 
-    def replay_member_metadata(
-        self, member_id: str, value: ConsumerGroupMemberMetadataValue | None
-    ) -> None:
+    def replay_member_metadata(self, member_id: str, value: ConsumerGroupMemberMetadataValue | None) -> None:
         old = self.members.get(member_id)
         if value is None:
             if old is None:

@@ -46,23 +46,21 @@ if TYPE_CHECKING:
 CLIENT_GENERATED_MEMBER_ID_VERSION = 1
 
 
-def _is_blank(s: str | None) -> bool:
-    return s is not None and not s.strip()
-
-
 def validate(req: ConsumerGroupHeartbeatRequest, api_version: int, assignors: tuple[str, ...]) -> None:
     """Kafka `throwIfConsumerGroupHeartbeatRequestIsInvalid` (4.0 rules)."""
-    if _is_blank(req.group_id) or req.group_id is None:
+    if req.group_id is None or not req.group_id.strip():
         raise invalid_request("GroupId can't be empty.")
-    if _is_blank(req.instance_id):
+    if req.instance_id is not None and not req.instance_id.strip():
         raise invalid_request("InstanceId can't be empty.")
-    if _is_blank(req.rack_id):
+    if req.rack_id is not None and not req.rack_id.strip():
         raise invalid_request("RackId can't be empty.")
     epoch = req.member_epoch
     if (api_version >= CLIENT_GENERATED_MEMBER_ID_VERSION or epoch > 0 or epoch == -1) and (
         req.member_id is None or not req.member_id.strip()
     ):
         raise invalid_request("MemberId can't be empty.")
+    if epoch > 0 and req.rebalance_timeout_ms == -1 and req.server_assignor is None:
+        return  # the common steady heartbeat: nothing else to check
     if epoch == 0:
         if req.rebalance_timeout_ms == -1:
             raise invalid_request("RebalanceTimeoutMs must be provided in first request.")
@@ -87,9 +85,7 @@ def validate(req: ConsumerGroupHeartbeatRequest, api_version: int, assignors: tu
         )
 
 
-def check_member_epoch(
-    member: ConsumerGroupMember, received: int, owned: OwnedPartitions
-) -> None:
+def check_member_epoch(member: ConsumerGroupMember, received: int, owned: OwnedPartitions) -> None:
     """Kafka `throwIfConsumerGroupMemberEpochIsInvalid`, with the lost-response tolerance."""
     if received == 0:
         return  # KAFKA-19233: a known member may rejoin with epoch 0
@@ -101,8 +97,7 @@ def check_member_epoch(
             "all its partitions and rejoin.",
         )
     if received < member.member_epoch and (
-        received != member.previous_member_epoch
-        or not is_subset(owned, member.assigned_partitions)
+        received != member.previous_member_epoch or not is_subset(owned, member.assigned_partitions)
     ):
         raise CoordinatorError(
             Errors.FENCED_MEMBER_EPOCH,
@@ -168,13 +163,13 @@ def join_or_heartbeat(
     schedule_session_timeout(shard, gid, member_id, shard.consumer_session_timeout_ms(gid))
 
     full = joining or (
-        req.rebalance_timeout_ms != -1
-        and req.subscribed_topic_names is not None
-        and owned is not None
+        req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None and owned is not None
     )
-    previous_assigned = base.assigned_partitions
     assignment = None
-    if full or updated.assigned_partitions != previous_assigned:
+    if full or (
+        updated.assigned_partitions is not base.assigned_partitions
+        and updated.assigned_partitions != base.assigned_partitions
+    ):
         assignment = to_records(updated.assigned_partitions)
     return ConsumerGroupHeartbeatResponse(
         member_id=member_id,
@@ -200,8 +195,9 @@ def _static_member(
             member = group.members.get(member_id)
             if member is not None:
                 return member, member
-            op.event("member.joined", group=gid, member=member_id, instance_id=instance_id,
-                     protocol="consumer")
+            op.event(
+                "member.joined", group=gid, member=member_id, instance_id=instance_id, protocol="consumer"
+            )
             return None, ConsumerGroupMember(member_id=member_id)
         if not existing.uses_classic_protocol and existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             raise CoordinatorError(
@@ -209,13 +205,15 @@ def _static_member(
                 f"Static member {member_id} with instance id {instance_id} cannot join the "
                 f"group because the instance id is owned by {existing.member_id} member.",
             )
-        replacement = existing.with_changes(
-            member_id=member_id, member_epoch=0, previous_member_epoch=0
-        )
+        replacement = existing.with_changes(member_id=member_id, member_epoch=0, previous_member_epoch=0)
         replace_member_records(group, existing, replacement, op)
         op.event(
-            "member.replaced", group=gid, member=member_id, replaced=existing.member_id,
-            instance_id=instance_id, protocol="consumer",
+            "member.replaced",
+            group=gid,
+            member=member_id,
+            replaced=existing.member_id,
+            instance_id=instance_id,
+            protocol="consumer",
         )
         hook = shard.on_static_member_replaced
         if hook is not None:
@@ -261,9 +259,7 @@ def _apply_request(
     return member.with_changes(**changes) if changes else member
 
 
-def leave(
-    shard: Shard, req: ConsumerGroupHeartbeatRequest, op: Operation
-) -> ConsumerGroupHeartbeatResponse:
+def leave(shard: Shard, req: ConsumerGroupHeartbeatRequest, op: Operation) -> ConsumerGroupHeartbeatResponse:
     """Kafka `consumerGroupLeave`: -1 fences the member, -2 parks a static member's assignment."""
     gid = req.group_id
     group = shard.consumer_group_strict(gid)
@@ -292,7 +288,9 @@ def leave(
         )
         op.records.append(rb.current_assignment(gid, leaving))
         op.event(
-            "member.left_temporarily", group=gid, member=member.member_id,
+            "member.left_temporarily",
+            group=gid,
+            member=member.member_id,
             instance_id=req.instance_id,
         )
         return ConsumerGroupHeartbeatResponse(

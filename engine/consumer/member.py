@@ -7,17 +7,17 @@ record type 5, the assignment half by record type 8.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from enum import IntEnum
 from typing import Any
 
-from engine.assignment import EMPTY, Assignment
+from engine.assignment import EMPTY, Assignment, to_records
 from records.consumer_group import (
     ClassicMemberMetadata,
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataValue,
 )
-from engine.assignment import to_records
 
 
 class MemberState(IntEnum):
@@ -108,6 +108,6 @@ class ConsumerGroupMember:
         )
 
 
-def normalize_topic_names(names: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+def normalize_topic_names(names: Iterable[str]) -> tuple[str, ...]:
     """Subscriptions are sets; Kafka writes them sorted. Duplicates and order never matter."""
     return tuple(sorted(set(names)))

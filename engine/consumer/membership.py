@@ -52,10 +52,10 @@ def update_regexes(
     not compile); the last member leaving a regex deletes its record. With `refresh`, every regex
     in use is resolved again against the current image (topics created or deleted)."""
     resolved: Mapping[str, ResolvedRegex] = group.resolved_regexes
-    old_r = old.subscribed_topic_regex if old is not None else None
-    new_r = new.subscribed_topic_regex if new is not None else None
-    old_r = old_r or None
-    new_r = new_r or None
+    old_r = (old.subscribed_topic_regex if old is not None else None) or None
+    new_r = (new.subscribed_topic_regex if new is not None else None) or None
+    if old_r == new_r and not refresh:
+        return False, resolved
     bump = False
     in_use = dict(group.subscribed_regexes)
     if old_r != new_r:
@@ -137,9 +137,7 @@ def topic_counts(
     return names
 
 
-def subscription_metadata(
-    image: MetadataImage, counts: Mapping[str, int]
-) -> dict[str, TopicMetadata]:
+def subscription_metadata(image: MetadataImage, counts: Mapping[str, int]) -> dict[str, TopicMetadata]:
     """What the group knows of each subscribed topic that exists (k4 contents), by name."""
     out: dict[str, TopicMetadata] = {}
     for name in sorted(counts):
@@ -147,16 +145,17 @@ def subscription_metadata(
         if t is None:
             continue
         racks = tuple(
-            PartitionMetadata(p, tuple(sorted(r)))
-            for p, r in sorted(t.partition_racks.items())
-            if r
+            PartitionMetadata(p, tuple(sorted(r))) for p, r in sorted(t.partition_racks.items()) if r
         )
         out[name] = TopicMetadata(t.topic_id, name, t.num_partitions, racks)
     return out
 
 
 class SubscriptionUpdate:
-    """The group-level result of a member change: epoch, subscription metadata and type."""
+    """The group-level result of a member change: epoch, subscription metadata and type.
+
+    `type` is None when nothing changed: it is then the group's own, computed only if a target
+    assignment is needed (never on a steady heartbeat)."""
 
     __slots__ = ("group_epoch", "metadata", "resolved", "type")
 
@@ -164,7 +163,7 @@ class SubscriptionUpdate:
         self,
         group_epoch: int,
         metadata: Mapping[str, TopicMetadata],
-        type_: SubscriptionType,
+        type_: SubscriptionType | None,
         resolved: Mapping[str, ResolvedRegex],
     ) -> None:
         self.group_epoch = group_epoch
@@ -185,12 +184,16 @@ def update_subscription(
     `old` is the member before this request (None for a brand-new member); `new` the member with
     the request's changes."""
     gid = group.group_id
+    refresh = group.metadata_refresh_needed
+    if new is old and not refresh and group.group_epoch != 0:
+        # Nothing about the member or the topics changed (every steady heartbeat).
+        return SubscriptionUpdate(
+            group.group_epoch, group.subscription_metadata, None, group.resolved_regexes
+        )
     bump = False
     if old is None or not new.subscription_equals(old):
         op.records.append(rb.member_metadata(gid, new))
-        if old is None:
-            bump = True
-        elif (
+        if old is None or (
             new.subscribed_topic_names != old.subscribed_topic_names
             or (new.subscribed_topic_regex or None) != (old.subscribed_topic_regex or None)
             or new.rack_id != old.rack_id
@@ -200,7 +203,6 @@ def update_subscription(
     if group.group_epoch == 0:
         bump = True  # a new group must leave epoch 0 (Kafka 4.0)
 
-    refresh = group.metadata_refresh_needed
     regex_bump, resolved = update_regexes(shard, group, old, new, refresh, op)
     bump = bump or regex_bump
 
@@ -221,12 +223,13 @@ def update_subscription(
             epoch += 1
             op.records.append(rb.group_epoch(gid, epoch))
             op.event(
-                "group.epoch_bumped", group=gid, group_epoch=epoch, member=new.member_id,
+                "group.epoch_bumped",
+                group=gid,
+                group_epoch=epoch,
+                member=new.member_id,
                 reason="member joined" if old is None else "subscription or metadata changed",
             )
         op.after(lambda: _refreshed(group))
-    if sub_type is None:
-        sub_type = group.subscription_type()
     return SubscriptionUpdate(epoch, metadata, sub_type, resolved)
 
 
@@ -268,13 +271,23 @@ def update_target(
     Returns (target epoch, this member's target)."""
     if sub.group_epoch > group.assignment_epoch:
         assignor = preferred_assignor(shard, group, old, new)
+        sub_type = sub.type if sub.type is not None else group.subscription_type()
         targets = build_target_assignment(
-            group, sub.group_epoch, assignor, sub.metadata, sub.type,
-            {new.member_id: new}, sub.resolved, op.records,
+            group,
+            sub.group_epoch,
+            assignor,
+            sub.metadata,
+            sub_type,
+            {new.member_id: new},
+            sub.resolved,
+            op.records,
         )
         op.event(
-            "group.target_assignment_computed", group=group.group_id,
-            assignment_epoch=sub.group_epoch, assignor=assignor, members=len(targets),
+            "group.target_assignment_computed",
+            group=group.group_id,
+            assignment_epoch=sub.group_epoch,
+            assignor=assignor,
+            members=len(targets),
         )
         return sub.group_epoch, targets.get(new.member_id, EMPTY)
     target = group.target_assignment.get(new.member_id)
@@ -302,8 +315,11 @@ def maybe_reconcile(
         return member
     op.records.append(rb.current_assignment(group.group_id, updated))
     op.event(
-        "member.assignment_changed", group=group.group_id, member=updated.member_id,
-        member_epoch=updated.member_epoch, previous_member_epoch=updated.previous_member_epoch,
+        "member.assignment_changed",
+        group=group.group_id,
+        member=updated.member_id,
+        member_epoch=updated.member_epoch,
+        previous_member_epoch=updated.previous_member_epoch,
         state=updated.state.name,
     )
     if not updated.uses_classic_protocol:
@@ -360,8 +376,12 @@ def fence_member(
     op.records.append(rb.group_epoch(gid, epoch))
     cancel_member_timers(shard, gid, member.member_id)
     op.event(
-        "member.fenced", group=gid, member=member.member_id, member_epoch=member.member_epoch,
-        group_epoch=epoch, reason=reason,
+        "member.fenced",
+        group=gid,
+        member=member.member_id,
+        member_epoch=member.member_epoch,
+        group_epoch=epoch,
+        reason=reason,
     )
 
 
@@ -376,13 +396,13 @@ def cancel_member_timers(shard: Shard, group_id: str, member_id: str) -> None:
 # --- timers -----------------------------------------------------------------------------------
 
 
-def schedule_session_timeout(
-    shard: Shard, group_id: str, member_id: str, timeout_ms: int
-) -> None:
+def schedule_session_timeout(shard: Shard, group_id: str, member_id: str, timeout_ms: int) -> None:
     key = session_timeout_key(group_id, member_id)
     if not shard.timers.reschedule(key, timeout_ms, shard.now_ms):
         shard.timers.schedule(
-            key, timeout_ms, shard.now_ms,
+            key,
+            timeout_ms,
+            shard.now_ms,
             lambda now: shard.fence_consumer_member(group_id, member_id, "the member session expired."),
         )
 
@@ -392,7 +412,8 @@ def schedule_rebalance_timeout(shard: Shard, group_id: str, member: ConsumerGrou
 
     def fire(now: int) -> object:
         return shard.fence_consumer_member(
-            group_id, member_id,
+            group_id,
+            member_id,
             f"it failed to transition from epoch {epoch} within {timeout}ms.",
             only_at_epoch=epoch,
         )

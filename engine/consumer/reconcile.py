@@ -136,9 +136,7 @@ class _Reconciler:
         if to_assign:
             for t, parts in to_assign.items():
                 assigned[t] = assigned.get(t, ()) + parts
-            state = (
-                MemberState.UNRELEASED_PARTITIONS if has_unreleased else MemberState.STABLE
-            )
+            state = MemberState.UNRELEASED_PARTITIONS if has_unreleased else MemberState.STABLE
         elif has_unreleased:
             state = MemberState.UNRELEASED_PARTITIONS
         else:

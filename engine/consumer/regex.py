@@ -21,7 +21,6 @@ import re2
 
 from engine.errors import CoordinatorError, Errors
 
-
 _OPTIONS = re2.Options()
 _OPTIONS.log_errors = False  # an invalid pattern is an answer to the client, not a server log
 

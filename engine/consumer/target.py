@@ -54,9 +54,7 @@ def build_target_assignment(
     counts: dict[TopicId, int] = {t.topic_id: t.num_partitions for t in subscription_metadata.values()}
 
     def spec_for(m: ConsumerGroupMember, previous: Assignment) -> MemberSubscription:
-        ids = frozenset(
-            ids_by_name[n] for n in member_topic_names(m, resolved_regexes) if n in ids_by_name
-        )
+        ids = frozenset(ids_by_name[n] for n in member_topic_names(m, resolved_regexes) if n in ids_by_name)
         return MemberSubscription(m.member_id, m.instance_id, m.rack_id, ids, previous)
 
     targets = group.target_assignment

@@ -25,15 +25,9 @@ class CoordinatorConfig(BaseModel):
 
     # --- consumer groups (KIP-848) ---
     consumer_session_timeout_ms: int = Field(45000, alias="group.consumer.session.timeout.ms", ge=1)
-    consumer_min_session_timeout_ms: int = Field(
-        45000, alias="group.consumer.min.session.timeout.ms", ge=1
-    )
-    consumer_max_session_timeout_ms: int = Field(
-        60000, alias="group.consumer.max.session.timeout.ms", ge=1
-    )
-    consumer_heartbeat_interval_ms: int = Field(
-        5000, alias="group.consumer.heartbeat.interval.ms", ge=1
-    )
+    consumer_min_session_timeout_ms: int = Field(45000, alias="group.consumer.min.session.timeout.ms", ge=1)
+    consumer_max_session_timeout_ms: int = Field(60000, alias="group.consumer.max.session.timeout.ms", ge=1)
+    consumer_heartbeat_interval_ms: int = Field(5000, alias="group.consumer.heartbeat.interval.ms", ge=1)
     consumer_min_heartbeat_interval_ms: int = Field(
         5000, alias="group.consumer.min.heartbeat.interval.ms", ge=1
     )
@@ -73,11 +67,7 @@ class CoordinatorConfig(BaseModel):
                 f"group.consumer.session.timeout.ms={s} must be within "
                 f"[{self.consumer_min_session_timeout_ms}, {self.consumer_max_session_timeout_ms}]"
             )
-        if not (
-            self.consumer_min_heartbeat_interval_ms
-            <= hb
-            <= self.consumer_max_heartbeat_interval_ms
-        ):
+        if not (self.consumer_min_heartbeat_interval_ms <= hb <= self.consumer_max_heartbeat_interval_ms):
             raise ValueError(
                 f"group.consumer.heartbeat.interval.ms={hb} must be within "
                 f"[{self.consumer_min_heartbeat_interval_ms}, "
@@ -89,9 +79,7 @@ class CoordinatorConfig(BaseModel):
                 f"group.consumer.session.timeout.ms={s}"
             )
         if self.min_session_timeout_ms > self.max_session_timeout_ms:
-            raise ValueError(
-                "group.min.session.timeout.ms must not exceed group.max.session.timeout.ms"
-            )
+            raise ValueError("group.min.session.timeout.ms must not exceed group.max.session.timeout.ms")
         if len(set(self.consumer_assignors)) != len(self.consumer_assignors):
             raise ValueError("group.consumer.assignors lists an assignor twice")
         if "classic" not in self.rebalance_protocols:
@@ -118,9 +106,7 @@ class GroupConfig(BaseModel):
     model_config = ConfigDict(populate_by_name=True, frozen=True, extra="forbid")
 
     consumer_session_timeout_ms: int | None = Field(None, alias="consumer.session.timeout.ms")
-    consumer_heartbeat_interval_ms: int | None = Field(
-        None, alias="consumer.heartbeat.interval.ms"
-    )
+    consumer_heartbeat_interval_ms: int | None = Field(None, alias="consumer.heartbeat.interval.ms")
 
     def validate_against(self, broker: CoordinatorConfig) -> None:
         """Kafka checks per-group values against the broker's min/max bounds."""
@@ -135,9 +121,7 @@ class GroupConfig(BaseModel):
             )
         hb = self.consumer_heartbeat_interval_ms
         if hb is not None and not (
-            broker.consumer_min_heartbeat_interval_ms
-            <= hb
-            <= broker.consumer_max_heartbeat_interval_ms
+            broker.consumer_min_heartbeat_interval_ms <= hb <= broker.consumer_max_heartbeat_interval_ms
         ):
             raise ValueError(
                 f"consumer.heartbeat.interval.ms must be within "
@@ -147,6 +131,4 @@ class GroupConfig(BaseModel):
         session = s if s is not None else broker.consumer_session_timeout_ms
         interval = hb if hb is not None else broker.consumer_heartbeat_interval_ms
         if interval >= session:
-            raise ValueError(
-                "consumer.heartbeat.interval.ms must be less than consumer.session.timeout.ms"
-            )
+            raise ValueError("consumer.heartbeat.interval.ms must be less than consumer.session.timeout.ms")

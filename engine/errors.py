@@ -83,3 +83,22 @@ class CoordinatorError(Exception):
 
 def invalid_request(message: str) -> CoordinatorError:
     return CoordinatorError(Errors.INVALID_REQUEST, message)
+
+
+# Kafka `CoordinatorOperationExceptionHelper` / `appendGroupMetadataErrorToResponseError`:
+# how a failed append of an operation's records is reported to the client.
+_APPEND_ERRORS = {
+    Errors.UNKNOWN_TOPIC_OR_PARTITION: Errors.COORDINATOR_NOT_AVAILABLE,
+    Errors.NOT_ENOUGH_REPLICAS: Errors.COORDINATOR_NOT_AVAILABLE,
+    Errors.REQUEST_TIMED_OUT: Errors.COORDINATOR_NOT_AVAILABLE,
+    Errors.NOT_LEADER_OR_FOLLOWER: Errors.NOT_COORDINATOR,
+    Errors.KAFKA_STORAGE_ERROR: Errors.NOT_COORDINATOR,
+    Errors.MESSAGE_TOO_LARGE: Errors.UNKNOWN_SERVER_ERROR,
+    Errors.RECORD_LIST_TOO_LARGE: Errors.UNKNOWN_SERVER_ERROR,
+    Errors.INVALID_FETCH_SIZE: Errors.UNKNOWN_SERVER_ERROR,
+    Errors.NETWORK_EXCEPTION: Errors.COORDINATOR_LOAD_IN_PROGRESS,
+}
+
+
+def append_error_to_response(error: Errors) -> Errors:
+    return _APPEND_ERRORS.get(error, error)

@@ -10,18 +10,28 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from engine.errors import Errors
 from engine.outcome import Event, Pending
 from records.coordinator import CoordinatorRecord
 
+# Called with Errors.NONE once the records are durable, or with the append's (mapped) error.
+AppendContinuation = Callable[["Errors", "Operation"], None]
+
 
 class Operation:
-    __slots__ = ("_after", "completions", "events", "records")
+    """`replay` is False for classic-group paths, which change state in place (the GroupMetadata
+    record is a snapshot of it) as Kafka's do. `on_append` is Kafka's append future: work that
+    must wait until the records are durable (or failed), e.g. a leader's SyncGroup."""
 
-    def __init__(self) -> None:
+    __slots__ = ("_after", "completions", "events", "on_append", "records", "replay")
+
+    def __init__(self, replay: bool = True) -> None:
         self.records: list[CoordinatorRecord] = []
         self.events: list[Event] = []
         self.completions: list[tuple[Pending, Any]] = []
         self._after: list[Callable[[], None]] | None = None
+        self.replay = replay
+        self.on_append: AppendContinuation | None = None
 
     def event(self, name: str, **fields: Any) -> None:
         self.events.append((name, fields))

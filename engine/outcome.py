@@ -9,6 +9,7 @@ Events are structured log lines (name + fields) for the runtime to emit; the eng
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
 from records.coordinator import CoordinatorRecord
@@ -37,7 +38,11 @@ class Pending:
 
 
 class Outcome(Generic[R]):
-    __slots__ = ("completions", "events", "records", "response")
+    """`on_append(error)` (when set) must be called by the runtime once `records` are durable
+    (Errors.NONE) or failed to append (the mapped error); it returns the follow-up Outcome (e.g.
+    the completions of the SyncGroups a leader's assignment releases)."""
+
+    __slots__ = ("completions", "events", "on_append", "records", "response")
 
     def __init__(
         self,
@@ -45,11 +50,13 @@ class Outcome(Generic[R]):
         records: list[CoordinatorRecord] | tuple[CoordinatorRecord, ...] = _EMPTY,
         completions: list[tuple[Pending, Any]] | tuple[()] = _EMPTY,
         events: list[Event] | tuple[()] = _EMPTY,
+        on_append: Callable[[Any], Outcome[Any]] | None = None,
     ) -> None:
         self.response = response
         self.records = records
         self.completions = completions
         self.events = events
+        self.on_append = on_append
 
     @property
     def pending(self) -> bool:

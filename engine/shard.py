@@ -1,16 +1,18 @@
 """One coordinator shard: the engine's whole surface (Kafka `GroupCoordinatorShard`).
 
-A shard owns the groups hashed to one `__consumer_offsets` partition, their timers and the
-metadata image they assign from. Its surface is small, like h11's: handle a request at `now`,
-`expire(now)` due timers, `replay(record)`. Every request handler computes an `Operation`
-(records, events, completions) from the current state; `_commit` then replays the records, so the
-in-memory state only ever changes the way a restart would change it.
+A shard owns the groups hashed to one `__consumer_offsets` partition, their offsets and timers,
+and the metadata image they assign from. Its surface is small, like h11's: handle a request at
+`now`, `expire(now)` due timers, `replay(record)`, and `append_completed` for operations whose
+follow-up waits for their records to be durable.
 
-Group types live side by side in `groups`: consumer groups (KIP-848) here, classic groups and
-offsets with their own modules. The translation layer installs hooks (`on_consumer_member_fenced`,
-`on_static_member_replaced`, `classic_group_for_heartbeat`) to convert groups between types;
-without them the engine refuses a ConsumerGroupHeartbeat to a classic group as Kafka does when
-migration is disabled.
+Two kinds of operations, as in Kafka:
+* consumer groups, offsets and group deletion compute records from the current state and change
+  state only by replaying those records (`Operation(replay=True)`), so a restart and a live run
+  cannot diverge;
+* classic groups change in place and write a GroupMetadata snapshot (`replay=False`).
+
+Requests of one protocol that reach a group of the other type go to `self.migration`
+(`engine.hooks.MigrationHooks`); the translation layer installs its implementation.
 """
 
 from __future__ import annotations
@@ -19,6 +21,26 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from engine.assignment import Assignment, from_records
+from engine.classic import describe as classic_describe
+from engine.classic.api import (
+    DescribedGroup,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    MemberResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+from engine.classic.group import ClassicGroup
+from engine.classic.heartbeat import heartbeat_classic_group, leave_classic_group
+from engine.classic.join import join_classic_group
+from engine.classic.rebalance import prepare_rebalance, reschedule_heartbeat
+from engine.classic.records import group_from_record
+from engine.classic.state import ClassicGroupState
+from engine.classic.sync import PROTOCOL_FIELDS_REQUIRED_VERSION, sync_classic_group
 from engine.config import CoordinatorConfig, GroupConfig
 from engine.consumer import heartbeat as cg_heartbeat
 from engine.consumer.api import (
@@ -30,15 +52,34 @@ from engine.consumer.api import (
     ListedGroup,
 )
 from engine.consumer.group import ConsumerGroup, ReplayError
-from engine.consumer.member import ConsumerGroupMember
-from engine.consumer.membership import fence_member
+from engine.consumer.member import MemberState
+from engine.consumer.membership import (
+    fence_member,
+    schedule_rebalance_timeout,
+    schedule_session_timeout,
+)
 from engine.context import RequestContext
-from engine.errors import CoordinatorError, Errors
+from engine.errors import CoordinatorError, Errors, append_error_to_response
+from engine.hooks import MigrationHooks, RefuseMigration
 from engine.ids import IdSource, SeededIds
 from engine.metadata import MetadataImage
-from engine.operation import Operation
-from engine.outcome import Outcome
+from engine.offsets import operations as offsets_ops
+from engine.offsets.api import (
+    DeleteGroupResult,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+    OffsetFetchGroupRequest,
+    OffsetFetchGroupResponse,
+    PartitionResult,
+    TopicResult,
+)
+from engine.offsets.store import OffsetStore
+from engine.operation import AppendContinuation, Operation
+from engine.outcome import Outcome, Pending
 from engine.timers import Timers
+from records.classic_group import GroupMetadataKey, GroupMetadataValue
 from records.consumer_group import (
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupMemberMetadataKey,
@@ -50,10 +91,10 @@ from records.consumer_group import (
     ConsumerGroupTargetAssignmentMetadataKey,
 )
 from records.coordinator import CoordinatorRecord
+from records.offsets import OffsetCommitKey, OffsetCommitValue
 
-FenceHook = Callable[[ConsumerGroup, ConsumerGroupMember, Operation, str], bool]
-ReplaceHook = Callable[[ConsumerGroup, ConsumerGroupMember, ConsumerGroupMember, Operation], None]
-HeartbeatToOtherGroupHook = Callable[[Any, bool, Operation], ConsumerGroup]
+S = ClassicGroupState
+OFFSET_EXPIRATION_KEY = "expire-group-metadata"
 
 _CONSUMER_KEYS = (
     ConsumerGroupMetadataKey,
@@ -78,26 +119,18 @@ class Shard:
         self.image = image if image is not None else MetadataImage.EMPTY
         self.timers = Timers()
         self.groups: dict[str, Any] = {}
+        self.offsets = OffsetStore()
         self.group_configs: dict[str, GroupConfig] = {}
         self.now_ms = 0
-        # Translation-layer hooks (None: plain engine behaviour).
-        self.on_consumer_member_fenced: FenceHook | None = None
-        self.on_static_member_replaced: ReplaceHook | None = None
-        self.heartbeat_to_other_group: HeartbeatToOtherGroupHook | None = None
-        # Record replay for other record families (classic groups, offsets) plugs in here.
-        self._replayers: dict[type, Callable[[CoordinatorRecord], None]] = {}
-        for k in _CONSUMER_KEYS:
-            self._replayers[k] = self._replay_consumer_record
+        self.migration: MigrationHooks = RefuseMigration()
 
-    # --- time -----------------------------------------------------------------------------
+    # --- time and configuration ---------------------------------------------------------------
 
     def tick(self, now_ms: int) -> int:
         """Advance the shard's clock (never backwards) and return it."""
         if now_ms > self.now_ms:
             self.now_ms = now_ms
         return self.now_ms
-
-    # --- configuration ----------------------------------------------------------------------
 
     def consumer_session_timeout_ms(self, group_id: str) -> int:
         gc = self.group_configs.get(group_id)
@@ -118,14 +151,75 @@ class Shard:
             config.validate_against(self.config)
             self.group_configs[group_id] = config
 
-    # --- operations -------------------------------------------------------------------------
+    # --- running operations ---------------------------------------------------------------------
 
     def commit(self, op: Operation, response: Any) -> Outcome[Any]:
-        """Apply an operation's records to the state and package what it produced."""
-        if op.records:
+        """Apply an operation (replay its records if it is a replaying one) and package it."""
+        if op.replay and op.records:
             self.apply(op.records)
         op.run_after()
-        return Outcome(response, op.records, op.completions, op.events)
+        completions: Any = op.completions
+        if isinstance(response, Pending) and completions:
+            # The operation also completed its own parked request (e.g. the last member to
+            # join ends the join phase): answer it directly.
+            for i, (handle, value) in enumerate(completions):
+                if handle is response:
+                    response = value
+                    completions = completions[:i] + completions[i + 1 :]
+                    break
+        on_append = None
+        if op.on_append is not None:
+            cont = op.on_append
+            on_append = lambda error: self.append_completed(cont, error)  # noqa: E731
+        return Outcome(response, op.records, completions, op.events, on_append)
+
+    def append_completed(self, cont: AppendContinuation, error: Errors) -> Outcome[None]:
+        """Run an operation's follow-up once its records are durable (or failed)."""
+        op = Operation(replay=False)
+        cont(append_error_to_response(error), op)
+        return self.commit(op, None)
+
+    def _run(
+        self,
+        now_ms: int,
+        api: str,
+        fn: Callable[[Operation], Any],
+        on_error: Callable[[CoordinatorError], Any],
+        replay: bool = True,
+        group_id: str = "",
+        member_id: str = "",
+    ) -> Outcome[Any]:
+        self.tick(now_ms)
+        op = Operation(replay=replay)
+        try:
+            response = fn(op)
+        except CoordinatorError as e:
+            # Nothing of the operation is kept but its events, which explain the rejection.
+            return Outcome(
+                on_error(e),
+                events=[
+                    *op.events,
+                    (
+                        "request.rejected",
+                        {
+                            "api": api,
+                            "group": group_id,
+                            "member": member_id,
+                            "error": e.code.name,
+                            "reason": e.message,
+                        },
+                    ),
+                ],
+            )
+        return self.commit(op, response)
+
+    def classic_timer(self, fn: Callable[[Operation], None]) -> Outcome[None]:
+        """A fired classic-group timer runs as an operation of its own."""
+        op = Operation(replay=False)
+        fn(op)
+        return self.commit(op, None)
+
+    # --- ConsumerGroupHeartbeat ---------------------------------------------------------------
 
     def consumer_group_heartbeat(
         self, request: ConsumerGroupHeartbeatRequest, ctx: RequestContext, now_ms: int
@@ -162,9 +256,22 @@ class Shard:
             return ConsumerGroup(group_id)  # materialised by replaying the join's records
         if isinstance(group, ConsumerGroup):
             return group
-        hook = self.heartbeat_to_other_group
-        if hook is not None:
-            return hook(group, create, op)
+        if isinstance(group, ClassicGroup) and group.is_empty() and create:
+            # An empty classic group (even an offsets-only one) is replaced whatever the
+            # migration policy; offsets are keyed by group id and stay (spec §5.7).
+            from engine.classic.records import group_metadata_tombstone
+
+            op.records.append(group_metadata_tombstone(group_id))
+            op.event(
+                "group.converted",
+                group=group_id,
+                from_type="classic",
+                to_type="consumer",
+                reason="empty classic group",
+            )
+            return ConsumerGroup(group_id)
+        if isinstance(group, ClassicGroup) and create:
+            return self.migration.consumer_heartbeat_to_classic_group(group, create, op)
         raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
 
     def consumer_group_strict(self, group_id: str) -> ConsumerGroup:
@@ -194,6 +301,207 @@ class Shard:
             return None
         return self.commit(op, None)
 
+    # --- classic groups ---------------------------------------------------------------------
+
+    def classic_group(self, group_id: str) -> ClassicGroup | None:
+        g = self.groups.get(group_id)
+        return g if isinstance(g, ClassicGroup) else None
+
+    def join_group(
+        self, req: JoinGroupRequest, ctx: RequestContext, now_ms: int
+    ) -> Outcome[JoinGroupResponse]:
+        def fn(op: Operation) -> Any:
+            if not req.group_id:
+                raise CoordinatorError(Errors.INVALID_GROUP_ID)
+            if (
+                not self.config.min_session_timeout_ms
+                <= req.session_timeout_ms
+                <= self.config.max_session_timeout_ms
+            ):
+                raise CoordinatorError(Errors.INVALID_SESSION_TIMEOUT)
+            if req.rebalance_timeout_ms < 0:
+                req.rebalance_timeout_ms = req.session_timeout_ms  # JoinGroup v0 has none
+            group = self.groups.get(req.group_id)
+            if isinstance(group, ConsumerGroup):
+                if not group.is_empty():
+                    return self.migration.classic_join_to_consumer_group(group, req, ctx, op)
+                # An empty consumer group is replaced by a classic group whatever the policy.
+                offsets_ops.group_tombstones(group, op.records)
+                del self.groups[req.group_id]
+                op.event(
+                    "group.converted",
+                    group=req.group_id,
+                    from_type="consumer",
+                    to_type="classic",
+                    reason="empty consumer group",
+                )
+            return join_classic_group(self, req, ctx, op)
+
+        return self._run(
+            now_ms,
+            "JoinGroup",
+            fn,
+            lambda e: JoinGroupResponse(error_code=int(e.code), member_id=req.member_id),
+            replay=False,
+            group_id=req.group_id,
+            member_id=req.member_id,
+        )
+
+    def sync_group(
+        self, req: SyncGroupRequest, ctx: RequestContext, now_ms: int
+    ) -> Outcome[SyncGroupResponse]:
+        def fn(op: Operation) -> Any:
+            if not req.group_id:
+                raise CoordinatorError(Errors.INVALID_GROUP_ID)
+            if ctx.api_version >= PROTOCOL_FIELDS_REQUIRED_VERSION and (
+                req.protocol_type is None or req.protocol_name is None
+            ):
+                raise CoordinatorError(Errors.INCONSISTENT_GROUP_PROTOCOL)
+            group = self.groups.get(req.group_id)
+            if group is None or group.is_empty():
+                raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID)
+            if isinstance(group, ConsumerGroup):
+                return self.migration.classic_sync_to_consumer_group(group, req, ctx, op)
+            return sync_classic_group(self, group, req, ctx, op)
+
+        return self._run(
+            now_ms,
+            "SyncGroup",
+            fn,
+            lambda e: SyncGroupResponse(error_code=int(e.code)),
+            replay=False,
+            group_id=req.group_id,
+            member_id=req.member_id,
+        )
+
+    def heartbeat(
+        self, req: HeartbeatRequest, ctx: RequestContext, now_ms: int
+    ) -> Outcome[HeartbeatResponse]:
+        def fn(op: Operation) -> Any:
+            if not req.group_id:
+                raise CoordinatorError(Errors.INVALID_GROUP_ID)
+            group = self.groups.get(req.group_id)
+            if isinstance(group, ClassicGroup):
+                return heartbeat_classic_group(self, group, req)
+            if isinstance(group, ConsumerGroup):
+                return self.migration.classic_heartbeat_to_consumer_group(group, req, ctx, op)
+            raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, f"Group {req.group_id} not found.")
+
+        return self._run(
+            now_ms,
+            "Heartbeat",
+            fn,
+            lambda e: HeartbeatResponse(int(e.code)),
+            replay=False,
+            group_id=req.group_id,
+            member_id=req.member_id,
+        )
+
+    def leave_group(
+        self, req: LeaveGroupRequest, ctx: RequestContext, now_ms: int
+    ) -> Outcome[LeaveGroupResponse]:
+        def fn(op: Operation) -> Any:
+            if not req.group_id:
+                raise CoordinatorError(Errors.INVALID_GROUP_ID)
+            group = self.groups.get(req.group_id)
+            if isinstance(group, ClassicGroup):
+                return leave_classic_group(self, group, req, op)
+            if isinstance(group, ConsumerGroup):
+                op.replay = True  # classic members leaving a consumer group write consumer records
+                return self.migration.classic_leave_to_consumer_group(group, req, ctx, op)
+            return LeaveGroupResponse(
+                members=[
+                    MemberResponse(m.member_id, m.group_instance_id, int(Errors.UNKNOWN_MEMBER_ID))
+                    for m in req.members
+                ]
+            )
+
+        return self._run(
+            now_ms,
+            "LeaveGroup",
+            fn,
+            lambda e: LeaveGroupResponse(error_code=int(e.code)),
+            replay=False,
+            group_id=req.group_id,
+        )
+
+    def describe_groups(self, group_ids: Iterable[str]) -> list[DescribedGroup]:
+        """DescribeGroups for classic groups; missing groups are Dead. Consumer groups are
+        described in classic shape by the translation layer (it owns the embedded protocol)."""
+        out = []
+        for gid in group_ids:
+            g = self.groups.get(gid)
+            if isinstance(g, ClassicGroup):
+                out.append(classic_describe.describe_classic_group(g))
+            else:
+                out.append(classic_describe.dead_group(gid))
+        return out
+
+    def list_groups(self, states: Iterable[str] = (), types: Iterable[str] = ()) -> list[ListedGroup]:
+        return classic_describe.list_groups(self.groups.values(), states, types)
+
+    # --- offsets -----------------------------------------------------------------------------
+
+    def offset_commit(
+        self, req: OffsetCommitRequest, ctx: RequestContext, now_ms: int
+    ) -> Outcome[OffsetCommitResponse]:
+        def failed(e: CoordinatorError) -> OffsetCommitResponse:
+            return OffsetCommitResponse(
+                [
+                    TopicResult(
+                        t.name, [PartitionResult(p.partition_index, int(e.code)) for p in t.partitions]
+                    )
+                    for t in req.topics
+                ],
+                error_code=int(e.code),
+            )
+
+        return self._run(
+            now_ms,
+            "OffsetCommit",
+            lambda op: offsets_ops.commit_offsets(self, req, ctx, op),
+            failed,
+            group_id=req.group_id,
+            member_id=req.member_id,
+        )
+
+    def offset_fetch(
+        self, groups: Iterable[OffsetFetchGroupRequest], require_stable: bool = False
+    ) -> list[OffsetFetchGroupResponse]:
+        return [offsets_ops.fetch_offsets(self, g, require_stable) for g in groups]
+
+    def offset_delete(
+        self, req: OffsetDeleteRequest, ctx: RequestContext, now_ms: int
+    ) -> Outcome[OffsetDeleteResponse]:
+        return self._run(
+            now_ms,
+            "OffsetDelete",
+            lambda op: offsets_ops.delete_offsets(self, req, op),
+            lambda e: OffsetDeleteResponse(error_code=int(e.code)),
+            group_id=req.group_id,
+        )
+
+    def delete_groups(
+        self, group_ids: list[str], ctx: RequestContext, now_ms: int
+    ) -> Outcome[list[DeleteGroupResult]]:
+        return self._run(
+            now_ms,
+            "DeleteGroups",
+            lambda op: offsets_ops.delete_groups(self, group_ids, op),
+            lambda e: [DeleteGroupResult(g, int(e.code)) for g in group_ids],
+        )
+
+    def schedule_offset_expiration(self) -> None:
+        def fire(now: int) -> Outcome[None]:
+            op = Operation()
+            offsets_ops.expire_offsets(self, op)
+            self.schedule_offset_expiration()
+            return self.commit(op, None)
+
+        self.timers.schedule(
+            OFFSET_EXPIRATION_KEY, self.config.offsets_retention_check_interval_ms, self.now_ms, fire
+        )
+
     # --- timers ------------------------------------------------------------------------------
 
     def next_deadline(self) -> int | None:
@@ -208,44 +516,98 @@ class Shard:
             if entry is None:
                 return out
             result = entry.callback(now_ms)
-            if isinstance(result, Outcome):
+            if isinstance(result, Outcome) and (result.records or result.completions or result.events):
                 out.append(result)
 
     # --- metadata ----------------------------------------------------------------------------
 
-    def update_metadata(self, image: MetadataImage) -> set[str]:
-        """Install a new topic image; groups subscribed to a changed topic refresh on their next
-        heartbeat (Kafka `onNewMetadataImage`). Returns the groups marked for refresh."""
+    def update_metadata(self, image: MetadataImage, now_ms: int | None = None) -> Outcome[set[str]]:
+        """Install a new topic image. Consumer groups subscribed to a changed topic refresh on
+        their next heartbeat (Kafka `onNewMetadataImage`); offsets of deleted topics are deleted
+        (Kafka `onPartitionsDeleted`). The response is the set of groups marked for refresh."""
+        if now_ms is not None:
+            self.tick(now_ms)
         old, self.image = self.image, image
         changed = old.changed_topic_names(image)
-        if not changed:
-            return set()
-        created_or_deleted = {n for n in changed if (old.topic(n) is None) != (image.topic(n) is None)}
+        op = Operation()
         marked: set[str] = set()
-        for gid, group in self.groups.items():
-            if not isinstance(group, ConsumerGroup):
-                continue
-            if (group.subscribed_regexes and created_or_deleted) or not changed.isdisjoint(
-                group.subscribed_topic_names()
-            ):
+        if changed:
+            created_or_deleted = {n for n in changed if (old.topic(n) is None) != (image.topic(n) is None)}
+            for gid, group in self.groups.items():
+                if not isinstance(group, ConsumerGroup):
+                    continue
+                if (group.subscribed_regexes and created_or_deleted) or not changed.isdisjoint(
+                    group.subscribed_topic_names()
+                ):
+                    group.metadata_refresh_needed = True
+                    marked.add(gid)
+            deleted = {n for n in changed if image.topic(n) is None}
+            if deleted:
+                offsets_ops.offsets_of_deleted_topics(self, deleted, op)
+        return self.commit(op, marked)
+
+    # --- load --------------------------------------------------------------------------------
+
+    def on_loaded(self, now_ms: int) -> list[Outcome[Any]]:
+        """Kafka's load duties after replaying a shard: timers for every member (consumer
+        groups use the group's consumer session timeout, also for classic members), rebalance
+        timers for members still revoking, a metadata re-check for every consumer group,
+        classic heartbeats, a rebalance for classic groups above `group.max.size`, and the
+        periodic offset expiration."""
+        self.tick(now_ms)
+        out: list[Outcome[Any]] = []
+        for gid, group in list(self.groups.items()):
+            if isinstance(group, ConsumerGroup):
                 group.metadata_refresh_needed = True
-                marked.add(gid)
-        return marked
+                for mid, m in group.members.items():
+                    schedule_session_timeout(self, gid, mid, self.consumer_session_timeout_ms(gid))
+                    if m.state is MemberState.UNREVOKED_PARTITIONS and not m.uses_classic_protocol:
+                        schedule_rebalance_timeout(self, gid, m)
+            elif isinstance(group, ClassicGroup):
+                for cm in group.members.values():
+                    reschedule_heartbeat(self, group, cm)
+                if group.num_members > self.config.max_size:
+                    reason = f"group exceeds group.max.size={self.config.max_size}"
+
+                    def rebalance(op: Operation, g: ClassicGroup = group, why: str = reason) -> None:
+                        prepare_rebalance(self, g, op, why)
+
+                    out.append(self.classic_timer(rebalance))
+        self.schedule_offset_expiration()
+        return out
 
     # --- replay ------------------------------------------------------------------------------
-
-    def register_replayer(self, key_type: type, fn: Callable[[CoordinatorRecord], None]) -> None:
-        self._replayers[key_type] = fn
 
     def apply(self, records: Iterable[CoordinatorRecord]) -> None:
         for r in records:
             self.replay(r)
 
     def replay(self, record: CoordinatorRecord) -> None:
-        fn = self._replayers.get(type(record.key))
-        if fn is None:
-            raise ReplayError(f"no replay rule for record key {type(record.key).__name__}")
-        fn(record)
+        key: Any = record.key
+        kt = type(key)
+        if kt is OffsetCommitKey:
+            self._replay_offset(key, record.value)
+        elif kt is GroupMetadataKey:
+            self._replay_group_metadata(key.group, record.value)
+        elif kt in _CONSUMER_KEYS:
+            self._replay_consumer_record(record)
+        else:
+            raise ReplayError(f"no replay rule for record key {kt.__name__}")
+
+    def _replay_offset(self, key: OffsetCommitKey, value: Any) -> None:
+        if value is not None:
+            assert isinstance(value, OffsetCommitValue)
+            if key.group not in self.groups:
+                # Offsets of a group that has no group record: a "simple" classic group.
+                self.groups[key.group] = ClassicGroup(key.group, self.now_ms)
+        self.offsets.replay(key, value)
+
+    def _replay_group_metadata(self, group_id: str, value: Any) -> None:
+        if value is None:
+            self.groups.pop(group_id, None)
+            return
+        assert isinstance(value, GroupMetadataValue)
+        self.groups[group_id] = group_from_record(group_id, value, self.now_ms)
 
     def _consumer_group_for_replay(self, group_id: str, create: bool) -> ConsumerGroup | None:
         group = self.groups.get(group_id)
@@ -256,13 +618,13 @@ class Shard:
             return group
         if isinstance(group, ConsumerGroup):
             return group
-        replace = self.replace_group_for_consumer_record
-        if replace is not None:
-            return replace(group_id, group, create)
+        if isinstance(group, ClassicGroup) and group.is_simple():
+            # Offsets may come first in the log: an offsets-only group becomes a consumer group.
+            if not create:
+                return None
+            group = self.groups[group_id] = ConsumerGroup(group_id)
+            return group
         raise ReplayError(f"Group {group_id} is not a consumer group.")
-
-    # Classic/offset modules override this to allow "simple group -> consumer group" replay.
-    replace_group_for_consumer_record: Callable[[str, Any, bool], ConsumerGroup | None] | None = None
 
     def _replay_consumer_record(self, record: CoordinatorRecord) -> None:
         key: Any = record.key
@@ -314,15 +676,14 @@ class Shard:
                 out.append(
                     DescribedConsumerGroup(gid, int(Errors.GROUP_ID_NOT_FOUND), f"Group {gid} not found.")
                 )
-                continue
-            if not isinstance(g, ConsumerGroup):
+            elif not isinstance(g, ConsumerGroup):
                 out.append(
                     DescribedConsumerGroup(
                         gid, int(Errors.GROUP_ID_NOT_FOUND), f"Group {gid} is not a consumer group."
                     )
                 )
-                continue
-            out.append(self._describe(g))
+            else:
+                out.append(self._describe(g))
         return out
 
     def _names(self, assignment: Assignment) -> tuple[DescribedTopicPartitions, ...]:
@@ -360,8 +721,16 @@ class Shard:
         )
 
     def list_consumer_groups(self) -> list[ListedGroup]:
-        return [
-            ListedGroup(gid, "consumer", g.state().value, "consumer")
-            for gid, g in self.groups.items()
-            if isinstance(g, ConsumerGroup)
-        ]
+        return self.list_groups(types=["consumer"])
+
+    def persisted_state(self) -> dict[str, Any]:
+        """Everything the records determine, comparable across a live run and a replay."""
+        from engine.classic.records import persisted_view
+
+        groups: dict[str, Any] = {}
+        for gid, g in self.groups.items():
+            if isinstance(g, ConsumerGroup):
+                groups[gid] = ("consumer", g.persisted_state())
+            elif isinstance(g, ClassicGroup):
+                groups[gid] = ("classic", persisted_view(g))
+        return {"groups": groups, "offsets": self.offsets.snapshot()}

@@ -118,7 +118,7 @@ def test_creating_a_subscribed_topic_that_did_not_exist_bumps_the_epoch() -> Non
 def test_change_to_an_unsubscribed_topic_does_not_touch_the_group() -> None:
     h = Harness()
     h.join("m1", topics=("foo",))
-    marked = h.shard.update_metadata(h.shard.image.with_topic(TopicImage(BAR, "bar", 9)))
+    marked = h.shard.update_metadata(h.shard.image.with_topic(TopicImage(BAR, "bar", 9))).response
     assert marked == set()
     h.hb(member_id="m1", member_epoch=1)
     assert h.records == []

@@ -215,9 +215,6 @@ def _static_member(
             instance_id=instance_id,
             protocol="consumer",
         )
-        hook = shard.on_static_member_replaced
-        if hook is not None:
-            hook(group, existing, replacement, op)
         return replacement, replacement
     if existing is None:
         raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")

@@ -361,10 +361,9 @@ def fence_member(
 ) -> None:
     """Remove a member and bump the group epoch (leave -1, session or rebalance timeout).
 
-    The translation layer may turn this into a downgrade to a classic group: it installs
-    `shard.on_consumer_member_fenced`, which returns True when it handled the fence itself."""
-    hook = shard.on_consumer_member_fenced
-    if hook is not None and hook(group, member, op, reason):
+    The translation layer may turn this into a downgrade to a classic group
+    (`MigrationHooks.consumer_member_fenced` returns True when it handled the fence)."""
+    if shard.migration.consumer_member_fenced(group, member, op, reason):
         return
     gid = group.group_id
     remove_member_records(gid, member.member_id, op)

@@ -1,0 +1,1 @@
+"""Classic ("generic") groups: JoinGroup / SyncGroup / Heartbeat / LeaveGroup, any protocol type."""

@@ -1,0 +1,109 @@
+"""Where the translation layer plugs into the engine (KIP-848 "Supporting Online Consumer Group
+Upgrade"; spec §5.2).
+
+The engine runs each group type natively. A request of one protocol that reaches a group of the
+other type is handed to these hooks; the translation layer implements them (classic members in
+consumer groups, conversions in both directions). `RefuseMigration` is the engine's behaviour on
+its own: what Kafka answers when no conversion is possible.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+from engine.errors import CoordinatorError, Errors
+
+if TYPE_CHECKING:
+    from engine.classic.api import (
+        HeartbeatRequest,
+        HeartbeatResponse,
+        JoinGroupRequest,
+        JoinGroupResponse,
+        LeaveGroupRequest,
+        LeaveGroupResponse,
+        SyncGroupRequest,
+        SyncGroupResponse,
+    )
+    from engine.classic.group import ClassicGroup
+    from engine.consumer.group import ConsumerGroup
+    from engine.consumer.member import ConsumerGroupMember
+    from engine.context import RequestContext
+    from engine.operation import Operation
+    from engine.outcome import Pending
+
+
+class MigrationHooks(Protocol):
+    def consumer_heartbeat_to_classic_group(
+        self, group: ClassicGroup, joining: bool, op: Operation
+    ) -> ConsumerGroup:
+        """A ConsumerGroupHeartbeat reached a classic group: convert it (upgrade) or refuse."""
+        ...
+
+    def consumer_member_fenced(
+        self, group: ConsumerGroup, member: ConsumerGroupMember, op: Operation, reason: str
+    ) -> bool:
+        """A member is being fenced; True when the hook handled it (downgrade to classic)."""
+        ...
+
+    def classic_join_to_consumer_group(
+        self, group: ConsumerGroup, req: JoinGroupRequest, ctx: RequestContext, op: Operation
+    ) -> JoinGroupResponse | Pending: ...
+
+    def classic_sync_to_consumer_group(
+        self, group: ConsumerGroup, req: SyncGroupRequest, ctx: RequestContext, op: Operation
+    ) -> SyncGroupResponse | Pending: ...
+
+    def classic_heartbeat_to_consumer_group(
+        self, group: ConsumerGroup, req: HeartbeatRequest, ctx: RequestContext, op: Operation
+    ) -> HeartbeatResponse: ...
+
+    def classic_leave_to_consumer_group(
+        self, group: ConsumerGroup, req: LeaveGroupRequest, ctx: RequestContext, op: Operation
+    ) -> LeaveGroupResponse: ...
+
+
+class RefuseMigration:
+    """No translation: each protocol only reaches groups of its own type."""
+
+    def consumer_heartbeat_to_classic_group(
+        self, group: ClassicGroup, joining: bool, op: Operation
+    ) -> ConsumerGroup:
+        raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group.group_id} is not a consumer group.")
+
+    def consumer_member_fenced(
+        self, group: ConsumerGroup, member: ConsumerGroupMember, op: Operation, reason: str
+    ) -> bool:
+        return False
+
+    def classic_join_to_consumer_group(
+        self, group: ConsumerGroup, req: JoinGroupRequest, ctx: RequestContext, op: Operation
+    ) -> JoinGroupResponse | Pending:
+        from engine.classic.api import JoinGroupResponse
+
+        return JoinGroupResponse(error_code=int(Errors.INCONSISTENT_GROUP_PROTOCOL), member_id="")
+
+    def classic_sync_to_consumer_group(
+        self, group: ConsumerGroup, req: SyncGroupRequest, ctx: RequestContext, op: Operation
+    ) -> SyncGroupResponse | Pending:
+        from engine.classic.api import SyncGroupResponse
+
+        return SyncGroupResponse(error_code=int(Errors.UNKNOWN_MEMBER_ID))
+
+    def classic_heartbeat_to_consumer_group(
+        self, group: ConsumerGroup, req: HeartbeatRequest, ctx: RequestContext, op: Operation
+    ) -> HeartbeatResponse:
+        from engine.classic.api import HeartbeatResponse
+
+        return HeartbeatResponse(int(Errors.UNKNOWN_MEMBER_ID))
+
+    def classic_leave_to_consumer_group(
+        self, group: ConsumerGroup, req: LeaveGroupRequest, ctx: RequestContext, op: Operation
+    ) -> LeaveGroupResponse:
+        from engine.classic.api import LeaveGroupResponse, MemberResponse
+
+        return LeaveGroupResponse(
+            members=[
+                MemberResponse(m.member_id, m.group_instance_id, int(Errors.UNKNOWN_MEMBER_ID))
+                for m in req.members
+            ]
+        )

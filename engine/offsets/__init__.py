@@ -1,0 +1,1 @@
+"""Committed offsets for every group type (spec §6; Kafka `OffsetMetadataManager`)."""

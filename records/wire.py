@@ -124,51 +124,57 @@ def read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
 
 
 # --- non-flexible (classic) encoding ----------------------------------------------------------
+# Readers are written flat (no helper calls on the success path): a call costs about as much as
+# the read itself, and these run several times for every record of a replay.
 
 
-def _utf8(buf: bytes, start: int, end: int, name: str) -> str:
-    try:
-        return buf[start:end].decode()
-    except UnicodeDecodeError as exc:
-        raise WireFormatError(f"{name}: invalid UTF-8 ({exc.reason} at byte {exc.start})") from None
+def _length_error(name: str, n: int, pos: int, buf: bytes) -> WireFormatError:
+    if n < 0:
+        return WireFormatError(f"{name}: non-nullable field was serialized with length {n}")
+    if n > MAX_STRING_LENGTH:
+        return WireFormatError(f"{name}: length {n} exceeds {MAX_STRING_LENGTH}")
+    return WireFormatError(f"{name}: length {n} but only {len(buf) - pos} bytes left")
 
 
-def _check_length(n: int, pos: int, buf: bytes, name: str) -> int:
-    end = pos + n
-    if end > len(buf):
-        raise WireFormatError(f"{name}: length {n} but only {len(buf) - pos} bytes left")
-    return end
+def _utf8_error(name: str, exc: UnicodeDecodeError) -> WireFormatError:
+    return WireFormatError(f"{name}: invalid UTF-8 ({exc.reason} at byte {exc.start})")
 
 
 def read_string(buf: bytes, pos: int, name: str) -> tuple[str, int]:
     """Non-nullable `string`: int16 length + UTF-8; a null (-1) is an error, as in Kafka."""
     (n,) = _unpack_i16(buf, pos)
     pos += 2
-    if n < 0:
-        raise WireFormatError(f"{name}: non-nullable string has length {n}")
-    end = _check_length(n, pos, buf, name)
-    return _utf8(buf, pos, end, name), end
+    end = pos + n
+    if n < 0 or end > len(buf):
+        raise _length_error(name, n, pos, buf)
+    try:
+        return buf[pos:end].decode(), end
+    except UnicodeDecodeError as exc:
+        raise _utf8_error(name, exc) from None
 
 
 def read_nullable_string(buf: bytes, pos: int, name: str) -> tuple[str | None, int]:
     """Nullable `string`: length -1 is null; other negative lengths are malformed."""
     (n,) = _unpack_i16(buf, pos)
     pos += 2
-    if n < 0:
+    end = pos + n
+    if n < 0 or end > len(buf):
         if n == -1:
             return None, pos
-        raise WireFormatError(f"{name}: string length {n}")
-    end = _check_length(n, pos, buf, name)
-    return _utf8(buf, pos, end, name), end
+        raise _length_error(name, n, pos, buf)
+    try:
+        return buf[pos:end].decode(), end
+    except UnicodeDecodeError as exc:
+        raise _utf8_error(name, exc) from None
 
 
 def read_bytes(buf: bytes, pos: int, name: str) -> tuple[bytes, int]:
     """Non-nullable `bytes`: int32 length + data."""
     (n,) = _unpack_i32(buf, pos)
     pos += 4
-    if n < 0:
-        raise WireFormatError(f"{name}: non-nullable bytes have length {n}")
-    end = _check_length(n, pos, buf, name)
+    end = pos + n
+    if n < 0 or end > len(buf):
+        raise _length_error(name, n, pos, buf)
     return buf[pos:end], end
 
 
@@ -205,42 +211,53 @@ def wire_bytes(data: bytes) -> bytes:
 
 
 # --- flexible (compact) encoding ----------------------------------------------------------------
-
-
-def _read_compact_length(buf: bytes, pos: int) -> tuple[int, int]:
-    """Length+1 varint; returns (length, pos) where length -1 is null."""
-    b = buf[pos]
-    if b < 0x80:
-        return b - 1, pos + 1
-    n, pos = read_uvarint(buf, pos)
-    return n - 1, pos
+# A compact length is `uvarint(length + 1)`; below 127 it is one byte, read inline.
 
 
 def read_compact_string(buf: bytes, pos: int, name: str) -> tuple[str, int]:
-    n, pos = _read_compact_length(buf, pos)
-    if n < 0:
-        raise WireFormatError(f"{name}: non-nullable string was serialized as null")
-    if n > MAX_STRING_LENGTH:
-        raise WireFormatError(f"{name}: string length {n} exceeds {MAX_STRING_LENGTH}")
-    end = _check_length(n, pos, buf, name)
-    return _utf8(buf, pos, end, name), end
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = read_uvarint(buf, pos)
+    n -= 1
+    end = pos + n
+    if n < 0 or end > len(buf) or n > MAX_STRING_LENGTH:
+        raise _length_error(name, n, pos, buf)
+    try:
+        return buf[pos:end].decode(), end
+    except UnicodeDecodeError as exc:
+        raise _utf8_error(name, exc) from None
 
 
 def read_compact_nullable_string(buf: bytes, pos: int, name: str) -> tuple[str | None, int]:
-    n, pos = _read_compact_length(buf, pos)
-    if n < 0:
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = read_uvarint(buf, pos)
+    if n == 0:
         return None, pos
-    if n > MAX_STRING_LENGTH:
-        raise WireFormatError(f"{name}: string length {n} exceeds {MAX_STRING_LENGTH}")
-    end = _check_length(n, pos, buf, name)
-    return _utf8(buf, pos, end, name), end
+    n -= 1
+    end = pos + n
+    if end > len(buf) or n > MAX_STRING_LENGTH:
+        raise _length_error(name, n, pos, buf)
+    try:
+        return buf[pos:end].decode(), end
+    except UnicodeDecodeError as exc:
+        raise _utf8_error(name, exc) from None
 
 
 def read_compact_bytes(buf: bytes, pos: int, name: str) -> tuple[bytes, int]:
-    n, pos = _read_compact_length(buf, pos)
-    if n < 0:
-        raise WireFormatError(f"{name}: non-nullable bytes were serialized as null")
-    end = _check_length(n, pos, buf, name)
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = read_uvarint(buf, pos)
+    n -= 1
+    end = pos + n
+    if n < 0 or end > len(buf):
+        raise _length_error(name, n, pos, buf)
     return buf[pos:end], end
 
 
@@ -248,7 +265,12 @@ def read_compact_array_length(
     buf: bytes, pos: int, name: str, min_element_size: int
 ) -> tuple[int, int]:
     """Non-nullable compact array count, bounded by the bytes left (see `read_array_length`)."""
-    n, pos = _read_compact_length(buf, pos)
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = read_uvarint(buf, pos)
+    n -= 1
     if n < 0:
         raise WireFormatError(f"{name}: non-nullable array was serialized as null")
     if n * min_element_size > len(buf) - pos:
@@ -258,18 +280,32 @@ def read_compact_array_length(
 
 def read_compact_string_array(buf: bytes, pos: int, name: str) -> tuple[tuple[str, ...], int]:
     """`[]string` in a flexible version (elements are non-nullable compact strings)."""
-    n, pos = read_compact_array_length(buf, pos, name, 1)
+    count, pos = read_compact_array_length(buf, pos, name, 1)
+    size = len(buf)
     out = []
-    for _ in range(n):
-        s, pos = read_compact_string(buf, pos, name)
-        out.append(s)
+    for _ in range(count):
+        n = buf[pos]
+        if n < 0x80:
+            pos += 1
+        else:
+            n, pos = read_uvarint(buf, pos)
+        n -= 1
+        end = pos + n
+        if n < 0 or end > size or n > MAX_STRING_LENGTH:
+            raise _length_error(name, n, pos, buf)
+        try:
+            out.append(buf[pos:end].decode())
+        except UnicodeDecodeError as exc:
+            raise _utf8_error(name, exc) from None
+        pos = end
     return tuple(out), pos
 
 
 _INT32_ARRAYS: dict[int, struct.Struct] = {}
 
 
-def _int32_array_struct(n: int) -> struct.Struct:
+def int32_array_struct(n: int) -> struct.Struct:
+    """The `Struct` of n big-endian int32s (cached for the partition counts that occur)."""
     s = _INT32_ARRAYS.get(n)
     if s is None:
         s = struct.Struct(f">{n}i")
@@ -281,12 +317,12 @@ def _int32_array_struct(n: int) -> struct.Struct:
 def read_int32_compact_array(buf: bytes, pos: int, name: str) -> tuple[tuple[int, ...], int]:
     """`[]int32` in a flexible version, unpacked in one `struct` call."""
     n, pos = read_compact_array_length(buf, pos, name, 4)
-    return _int32_array_struct(n).unpack_from(buf, pos), pos + 4 * n
+    return int32_array_struct(n).unpack_from(buf, pos), pos + 4 * n
 
 
 def int32_compact_array(values: Sequence[int]) -> bytes:
     n = len(values)
-    return uvarint(n + 1) + _int32_array_struct(n).pack(*values)
+    return uvarint(n + 1) + int32_array_struct(n).pack(*values)
 
 
 # Topic ids repeat in nearly every KIP-848 record of a group, and `uuid.UUID(bytes=...)` costs
@@ -306,6 +342,10 @@ def read_uuid(buf: bytes, pos: int) -> tuple[uuid.UUID, int]:
             _UUID_CACHE.clear()
         u = _UUID_CACHE[raw] = uuid.UUID(bytes=raw)
     return u, end
+
+
+cached_uuid = _UUID_CACHE.get
+"""`cached_uuid(raw16)`: the UUID already decoded from these bytes, or None (inline fast path)."""
 
 
 def uuid_bytes(u: uuid.UUID) -> bytes:
@@ -374,3 +414,30 @@ def skip_tagged_fields(buf: bytes, pos: int) -> int:
 
 
 EMPTY_TAGGED_FIELDS = b"\x00"
+
+
+# --- errors the schema modules share --------------------------------------------------------
+
+
+def trailing_bytes_error(end: int, buf: bytes) -> WireFormatError:
+    return WireFormatError(f"{len(buf) - end} trailing bytes after the message")
+
+
+def bad_string_length_error(name: str, n: int, pos: int, buf: bytes) -> WireFormatError:
+    """For an inlined non-nullable string read whose length is negative or past the end."""
+    if n < 0:
+        return WireFormatError(f"{name}: non-nullable string has length {n}")
+    return WireFormatError(f"{name}: length {n} but only {len(buf) - pos} bytes left")
+
+
+def unsupported_version_error(version: int, supported: str) -> WireFormatError:
+    return WireFormatError(f"value version {version} is not supported (expected {supported})")
+
+
+def check_string_length(data: bytes) -> bytes:
+    """UTF-8 bytes of a string about to be written; Kafka's limit is 0x7fff bytes."""
+    if len(data) > MAX_STRING_LENGTH:
+        raise ValueError(
+            f"string of {len(data)} UTF-8 bytes exceeds Kafka's limit of {MAX_STRING_LENGTH}"
+        )
+    return data

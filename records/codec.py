@@ -9,7 +9,8 @@ Implements Kafka's `CoordinatorRecordSerde` format for the group coordinator's r
 so that the log groupshift writes is read by Kafka's own loader and tools, and the other way
 round. Primitive layouts are in `records.wire`.
 
-Versions written, and why (each is what Kafka >= 3.5 writes, so any broker from 2.3 on reads us):
+Versions written, and why (each is what Kafka >= 3.5 writes, so that brokers older than 3.5 can
+still read the offset and classic group records of our log):
 
 * `OffsetCommitValue` **v1** when an expire timestamp is set (v1 is the only version with
   `expireTimestamp`; like Kafka we then drop `leaderEpoch`, which v1 lacks), else **v3**: the
@@ -30,9 +31,10 @@ Errors: a key whose record type we do not know raises `UnknownRecordTypeError` (
 skips such records with a warning: they may be left over from a newer version or an aborted
 upgrade; share-group types 9-15 are among them since groupshift has no share groups). Bytes of a
 known type that the schema cannot produce raise `RecordDecodeError` naming the record type. We are
-stricter than Kafka in one way: trailing bytes after a message are an error, since they mean the
-bytes were not written with the schema we read them with (for instance a Kafka 3.7
-early-access KIP-848 record, whose layouts are incompatible and not supported).
+stricter than Kafka, which never writes such bytes either: trailing bytes after a message are an
+error (Kafka ignores them), since they mean the bytes were not written with the schema we read
+them with (a Kafka 3.7 early-access KIP-848 record, whose layouts are incompatible and not
+supported, typically fails that way); so are a length below -1 and a varint over 32 bits.
 
 Layout of the code: `records.wire` holds the primitive encodings, `records.key_codec` every
 key, `records.offsets_codec`, `records.classic_group_codec` and `records.consumer_group_codec`

@@ -17,8 +17,9 @@ over-long varint, invalid UTF-8). A fixed-width read past the end raises `struct
 `IndexError` from the standard library: checking every fixed field by hand would cost more than
 the record codec's single `except` that turns those into a `RecordDecodeError`.
 
-The hot record decoders in `records.codec` inline the commonest of these steps rather than call
-them; these functions are the reference and the path for everything else.
+The hottest decoders (keys, offset commits, topic-partition lists in `records.*_codec`) inline
+the commonest of these steps rather than call them; these functions are the reference and the
+path for everything else.
 """
 
 from __future__ import annotations
@@ -28,18 +29,17 @@ import uuid
 from collections.abc import Sequence
 
 __all__ = [
-    "EMPTY_TAGGED_FIELDS",
-    "INT8",
-    "INT16",
-    "INT32",
-    "INT64",
     "MAX_STRING_LENGTH",
+    "TaggedField",
     "WireFormatError",
-    "compact_array_length",
+    "bad_string_length_error",
+    "cached_uuid",
+    "check_string_length",
     "compact_bytes",
     "compact_nullable_string",
     "compact_string",
     "compact_string_array",
+    "int32_array_struct",
     "int32_compact_array",
     "nullable_string",
     "read_array_length",
@@ -49,7 +49,6 @@ __all__ = [
     "read_compact_nullable_string",
     "read_compact_string",
     "read_compact_string_array",
-    "read_int32_compact_array",
     "read_nullable_string",
     "read_string",
     "read_tagged_fields",
@@ -57,7 +56,8 @@ __all__ = [
     "read_uvarint",
     "skip_tagged_fields",
     "string",
-    "uuid_bytes",
+    "trailing_bytes_error",
+    "unsupported_version_error",
     "uvarint",
     "wire_bytes",
 ]
@@ -65,15 +65,10 @@ __all__ = [
 MAX_STRING_LENGTH = 0x7FFF
 """Kafka rejects longer strings on write and on read (generated `read`/`addSize`)."""
 
-INT8 = struct.Struct(">b")
-INT16 = struct.Struct(">h")
-INT32 = struct.Struct(">i")
-INT64 = struct.Struct(">q")
-
-_unpack_i16 = INT16.unpack_from
-_unpack_i32 = INT32.unpack_from
-_pack_i16 = INT16.pack
-_pack_i32 = INT32.pack
+_unpack_i16 = struct.Struct(">h").unpack_from
+_unpack_i32 = struct.Struct(">i").unpack_from
+_pack_i16 = struct.Struct(">h").pack
+_pack_i32 = struct.Struct(">i").pack
 
 # Unsigned varints below 128 are one byte: the common case for every compact length and count.
 _SMALL_UVARINTS: tuple[bytes, ...] = tuple(bytes((i,)) for i in range(128))
@@ -314,12 +309,6 @@ def int32_array_struct(n: int) -> struct.Struct:
     return s
 
 
-def read_int32_compact_array(buf: bytes, pos: int, name: str) -> tuple[tuple[int, ...], int]:
-    """`[]int32` in a flexible version, unpacked in one `struct` call."""
-    n, pos = read_compact_array_length(buf, pos, name, 4)
-    return int32_array_struct(n).unpack_from(buf, pos), pos + 4 * n
-
-
 def int32_compact_array(values: Sequence[int]) -> bytes:
     n = len(values)
     return uvarint(n + 1) + int32_array_struct(n).pack(*values)
@@ -348,10 +337,6 @@ cached_uuid = _UUID_CACHE.get
 """`cached_uuid(raw16)`: the UUID already decoded from these bytes, or None (inline fast path)."""
 
 
-def uuid_bytes(u: uuid.UUID) -> bytes:
-    return u.bytes
-
-
 def compact_string(s: str) -> bytes:
     data = s.encode()
     n = len(data)
@@ -370,10 +355,6 @@ def compact_nullable_string(s: str | None) -> bytes:
 
 def compact_bytes(data: bytes) -> bytes:
     return uvarint(len(data) + 1) + data
-
-
-def compact_array_length(n: int) -> bytes:
-    return uvarint(n + 1)
 
 
 def compact_string_array(values: Sequence[str]) -> bytes:
@@ -411,9 +392,6 @@ def skip_tagged_fields(buf: bytes, pos: int) -> int:
     if buf[pos] == 0:
         return pos + 1
     return read_tagged_fields(buf, pos)[1]
-
-
-EMPTY_TAGGED_FIELDS = b"\x00"
 
 
 # --- errors the schema modules share --------------------------------------------------------

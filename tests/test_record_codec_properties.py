@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 from typing import Any
 
@@ -41,6 +42,21 @@ def test_every_record_type_round_trips_through_its_bytes(keys: Any, values: Any)
         assert encode_record(decode_record(key_bytes, value_bytes)) == (key_bytes, value_bytes)
 
     round_trip()
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(coordinator_records)
+def test_decoded_objects_are_frozen_and_hash_like_constructed_ones(
+    record: CoordinatorRecord,
+) -> None:
+    # The decoders build objects without __init__ (records.construct); they must not differ.
+    decoded = decode_record(*encode_record(record))
+    assert hash(decoded) == hash(record)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        decoded.key = record.key  # type: ignore[misc]
+    if decoded.value is not None:
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(decoded.value, dataclasses.fields(decoded.value)[0].name, None)
 
 
 @given(st.integers(-(2**31), 2**31 - 1).filter(lambda e: e != -1), int64, st.text(), int64)

@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING
 from engine.classic.api import (
     HeartbeatRequest,
     HeartbeatResponse,
-    JoinGroupResponse,
     LeaveGroupRequest,
     LeaveGroupResponse,
     MemberResponse,
 )
 from engine.classic.rebalance import (
+    answer_parked_requests,
     maybe_complete_join_phase,
     maybe_prepare_rebalance_or_complete_join,
     reschedule_heartbeat,
@@ -98,7 +98,7 @@ def _remove_current_member(
 ) -> None:
     member = group.members[member_id]
     shard.timers.cancel(heartbeat_key(group.group_id, member_id))
-    group.complete_join(member, JoinGroupResponse(error_code=int(Errors.UNKNOWN_MEMBER_ID)), op)
+    answer_parked_requests(group, member, op)
     group.remove(member_id)
     op.event(
         "member.left",

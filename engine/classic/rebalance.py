@@ -62,11 +62,21 @@ def expire_member_heartbeat(shard: Shard, group_id: str, member_id: str, op: Ope
     remove_member_and_update(shard, group, member, op, "the member's session expired")
 
 
+def answer_parked_requests(group: ClassicGroup, member: ClassicGroupMember, op: Operation) -> None:
+    """A member leaving the group gets UNKNOWN_MEMBER_ID for whatever it still has parked.
+
+    Kafka answers only the parked JoinGroup and forgets a parked SyncGroup; a request that is
+    never answered would stall every later response on its connection (responses go out in
+    request order), so groupshift answers both."""
+    group.complete_join(member, JoinGroupResponse(error_code=int(Errors.UNKNOWN_MEMBER_ID), member_id=""), op)
+    group.complete_sync(member, SyncGroupResponse(error_code=int(Errors.UNKNOWN_MEMBER_ID)), op)
+
+
 def remove_member_and_update(
     shard: Shard, group: ClassicGroup, member: ClassicGroupMember, op: Operation, reason: str
 ) -> None:
-    """Kafka `removeMemberAndUpdateClassicGroup`: answer its parked join, remove it, rebalance."""
-    group.complete_join(member, JoinGroupResponse(error_code=int(Errors.UNKNOWN_MEMBER_ID), member_id=""), op)
+    """Kafka `removeMemberAndUpdateClassicGroup`: answer its parked requests, remove it, rebalance."""
+    answer_parked_requests(group, member, op)
     group.remove(member.member_id)
     op.event(
         "member.removed",

@@ -4,7 +4,7 @@ Every state change of the engine is one of these records; replaying them rebuild
 Byte codecs live in `records.codec`; the log (segments of v2 record batches) in `records.log`.
 """
 
-from records.classic_group import GroupMetadataKey, GroupMetadataValue, GroupMemberMetadata
+from records.classic_group import GroupMemberMetadata, GroupMetadataKey, GroupMetadataValue
 from records.consumer_group import (
     ClassicMemberMetadata,
     ClassicProtocol,

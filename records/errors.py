@@ -85,5 +85,9 @@ class LogFailedError(LogError):
     """
 
 
+class CompactionError(LogError):
+    """A log cannot be compacted (compressed or control batches, records without a key)."""
+
+
 class LogLockedError(LogError):
     """Another SegmentLog (in this or another process) holds the directory lock."""

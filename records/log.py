@@ -304,6 +304,7 @@ class SegmentLog:
             raise LogFailedError(f"fsync of {seg.path} failed: {exc}") from exc
 
     def _fail(self, exc: BaseException) -> None:
+        """Refuse all further work until reopened (after fsync errors, failed compactions)."""
         self._failure = exc
         structlog.get_logger().error("log.failed", directory=self._dir, error=str(exc))
 
@@ -346,6 +347,37 @@ class SegmentLog:
         self._clean_offset = min(self._clean_offset, self.end_offset)
         if self._policy != "none":
             self.sync()
+
+    # --- compaction hooks (records.compaction) --------------------------------------------------
+
+    @property
+    def clean_offset(self) -> int:
+        """Offsets below this were rewritten by the last compaction in this process (the log
+        start after open): what `records.compaction.should_compact` counts as clean."""
+        return self._clean_offset
+
+    def _sealed_segments(self) -> list[Segment]:
+        """Roll if the active segment holds data, then return every segment before the
+        active one: the input of a compaction. Durable first unless fsync_policy is "none"."""
+        self._check_usable()
+        if self._segments[-1].size > 0:
+            self._roll()
+        if self._policy != "none":
+            self.sync()
+        return self._segments[:-1]
+
+    def _install_compacted(self, segment: Segment, replaced: list[Segment]) -> None:
+        """Put `segment` in place of the `replaced` leading segments (already closed and
+        deleted on disk) and mark everything before the active segment clean."""
+        n = len(replaced)
+        if self._segments[:n] != replaced:
+            raise ValueError("compacted segments are not the log's leading segments")
+        for seg in replaced:
+            self._unsynced.discard(seg)
+        self._segments[:n] = [segment]
+        self._bases[:n] = [segment.base_offset]
+        self._size = sum(s.size for s in self._segments)
+        self._clean_offset = self._segments[-1].base_offset
 
     # --- reading -----------------------------------------------------------------------------
 

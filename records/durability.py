@@ -11,12 +11,16 @@ response may be released only once its records are on disk (DESIGN.md, "records/
    sync and fsyncs the directory when a segment file was created or removed. When it returns,
    everything appended before it survives power loss; `durable_offset` then equals
    `end_offset`. A runtime appends the records of many operations, calls `sync()` once, and
-   only then releases their responses.
+   only then releases their responses. `sync()` blocks; an event loop splits it:
+   `p = log.begin_sync()` (captures the end offset and what to fsync), `p.run()` in a worker
+   thread while new appends continue, `log.finish_sync(p)` (advances `durable_offset` to the
+   captured offset only), then releases the responses of operations below that offset.
 3. A failed fsync (EIO...) leaves the page cache in an unknown state ("fsyncgate"), so the log
    marks itself failed: every later call raises `LogFailedError` until it is reopened, which
    re-runs recovery on what the disk really holds. Responses waiting for that sync must fail.
-4. **Rolling** to a new segment first fdatasyncs the old one (policies "batch"/"interval"), so
-   unsynced data only ever sits in the last segment: a crash can tear only the log's tail.
+4. **Rolling** to a new segment first fdatasyncs the old one (policies "batch"/"interval"),
+   even when an in-flight `PendingSync` covers it, so unsynced data only ever sits in the
+   last segment: a crash can tear only the log's tail.
 5. **truncate_to()** is made durable before it returns (policies "batch"/"interval"), so rolled
    back records cannot come back after a crash.
 6. **Opening** a log runs recovery (see `records.recovery`): a torn tail -- the last batch(es)

@@ -20,6 +20,7 @@ shard's, or the partition's) owns it.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 from bisect import bisect_right
@@ -58,7 +59,7 @@ from records.segment import (
     segment_name,
 )
 
-__all__ = ["DEFAULT_SEGMENT_BYTES", "LOCK_FILE", "SegmentLog", "TimestampOffset"]
+__all__ = ["DEFAULT_SEGMENT_BYTES", "LOCK_FILE", "PendingSync", "SegmentLog", "TimestampOffset"]
 
 DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024
 LOCK_FILE = ".lock"
@@ -69,6 +70,41 @@ class TimestampOffset(NamedTuple):
 
     offset: int
     timestamp: int
+
+
+class PendingSync:
+    """The fsyncs that make a log durable up to `target_offset` (from `begin_sync`).
+
+    `run()` is blocking and thread-safe with respect to the log: it works on duplicated
+    descriptors and never raises; the outcome is read by `SegmentLog.finish_sync`.
+    """
+
+    __slots__ = ("_directory", "_fds", "done", "error", "generation", "target_offset")
+
+    def __init__(
+        self, target_offset: int, fds: list[int], directory: str | None, generation: int
+    ) -> None:
+        self.target_offset = target_offset
+        self.generation = generation
+        self._fds = fds
+        self._directory = directory
+        self.done = False
+        self.error: OSError | None = None
+
+    def run(self) -> None:
+        try:
+            for fd in self._fds:
+                fsync_file(fd)
+            if self._directory is not None:
+                fsync_dir(self._directory)
+        except OSError as exc:
+            self.error = exc
+        finally:
+            for fd in self._fds:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            self._fds = []
+            self.done = True
 
 
 def _write_all(fd: int, data: bytes | bytearray) -> None:
@@ -102,6 +138,7 @@ class SegmentLog:
         self._unsynced: set[Segment] = set()
         self._dir_dirty = False
         self._durable = self.end_offset
+        self._truncations = 0  # bumped by truncate_to: a PendingSync begun before is stale
         self._closed = False
         self._failure: BaseException | None = None
         # Offsets below this were produced by the last compaction (in this process).
@@ -264,7 +301,7 @@ class SegmentLog:
     def _roll(self) -> Segment:
         """Start a new segment at the end offset; the old one is fsynced first (rule 4)."""
         old = self._segments[-1]
-        if self._policy != "none" and old in self._unsynced:
+        if self._policy != "none":  # even if an in-flight PendingSync covers it (rule 4)
             self._guarded_fsync(old)
             self._unsynced.discard(old)
         base = old.next_offset
@@ -280,20 +317,51 @@ class SegmentLog:
 
     def sync(self) -> int:
         """Make everything appended so far durable (the group-commit point); return the
-        durable offset. With fsync_policy "none" nothing is fsynced but the offset advances."""
+        durable offset. With fsync_policy "none" nothing is fsynced but the offset advances.
+
+        Blocks for the fsyncs. An asyncio runtime that must not block its loop uses the two
+        halves instead: `p = log.begin_sync()`, `await asyncio.to_thread(p.run)`,
+        `log.finish_sync(p)` -- and may keep appending while `p.run()` is in flight.
+        """
+        pending = self.begin_sync()
+        pending.run()
+        return self.finish_sync(pending)
+
+    def begin_sync(self) -> PendingSync:
+        """Capture what must be fsynced to make the current end offset durable.
+
+        The returned `PendingSync.run()` only touches duplicated file descriptors, so it may
+        run in another thread while this log keeps appending (truncate_to and compaction
+        should wait; a truncation meanwhile makes `finish_sync` not advance the offset).
+        """
         self._check_usable()
+        fds: list[int] = []
+        directory: str | None = None
         if self._policy != "none":
-            for seg in list(self._unsynced):
-                self._guarded_fsync(seg)
-            if self._dir_dirty:
-                try:
-                    fsync_dir(self._dir)
-                except OSError as exc:
-                    self._fail(exc)
-                    raise LogFailedError(f"fsync of directory {self._dir} failed: {exc}") from exc
+            try:
+                for seg in self._unsynced:
+                    fds.append(os.dup(seg.fd))
+            except OSError:
+                for fd in fds:
+                    os.close(fd)
+                raise
+            directory = self._dir if self._dir_dirty else None
         self._unsynced.clear()
         self._dir_dirty = False
-        self._durable = self.end_offset
+        return PendingSync(self.end_offset, fds, directory, self._truncations)
+
+    def finish_sync(self, pending: PendingSync) -> int:
+        """Account for a completed `PendingSync`; return the durable offset.
+
+        If its fsync failed, the log fails (`LogFailedError` now and on every later call).
+        """
+        if not pending.done:
+            raise RuntimeError("finish_sync() before the PendingSync has run")
+        if pending.error is not None:
+            self._fail(pending.error)
+            raise LogFailedError(f"fsync failed: {pending.error}") from pending.error
+        if pending.generation == self._truncations:
+            self._durable = max(self._durable, pending.target_offset)
         return self._durable
 
     def _guarded_fsync(self, seg: Segment) -> None:
@@ -344,6 +412,7 @@ class SegmentLog:
         self._size = sum(s.size for s in self._segments)
         self._unsynced.add(seg)
         self._durable = min(self._durable, self.end_offset)
+        self._truncations += 1
         self._clean_offset = min(self._clean_offset, self.end_offset)
         if self._policy != "none":
             self.sync()

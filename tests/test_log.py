@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import random
+import threading
 from pathlib import Path
 
 import pytest
@@ -274,6 +275,59 @@ def test_fsync_policy_none_never_fsyncs(tmp_path: Path, monkeypatch: pytest.Monk
             log.append_records(op(i), TS)
         assert log.sync() == 60
     assert calls == []
+
+
+def test_sync_can_run_in_a_worker_thread_while_appends_continue(tmp_path: Path) -> None:
+    with SegmentLog.open(tmp_path) as log:
+        for i in range(10):
+            log.append_records(op(i), TS)
+        pending = log.begin_sync()
+        assert pending.target_offset == 30
+        log.append_records(op(10), TS)  # arrives while the fsync is in flight
+        worker = threading.Thread(target=pending.run)
+        worker.start()
+        log.append_records(op(11), TS)
+        worker.join()
+        assert log.finish_sync(pending) == 30  # not the later appends
+        assert log.durable_offset == 30
+        assert log.sync() == 36
+
+
+def test_a_truncation_during_a_pending_sync_does_not_advance_the_durable_offset(
+    tmp_path: Path,
+) -> None:
+    with SegmentLog.open(tmp_path, fsync_policy="none") as log:
+        for i in range(4):
+            log.append_records(op(i), TS)
+        log.sync()
+        log.append_records(op(4), TS)
+        pending = log.begin_sync()
+        log.truncate_to(12)
+        log.append_records(op(5), TS)  # new, unsynced data at offsets 12-14
+        pending.run()
+        assert log.finish_sync(pending) == 12
+
+
+def test_a_failed_background_fsync_fails_the_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = SegmentLog.open(tmp_path)
+    log.append_records(op(0), TS)
+    pending = log.begin_sync()
+    with pytest.raises(RuntimeError, match="before the PendingSync has run"):
+        log.finish_sync(pending)
+
+    def broken(fd: int) -> None:
+        raise OSError(errno.EIO, "I/O error")
+
+    monkeypatch.setattr(log_module, "fsync_file", broken)
+    pending.run()  # never raises: the error is reported by finish_sync
+    assert isinstance(pending.error, OSError)
+    with pytest.raises(LogFailedError, match="fsync failed"):
+        log.finish_sync(pending)
+    with pytest.raises(LogFailedError):
+        log.append_records(op(1), TS)
+    log.close()
 
 
 def test_a_failed_fsync_fails_the_log_until_reopened(

@@ -1,8 +1,8 @@
 """A segmented log of Kafka v2 record batches (Kafka `UnifiedLog`/`LocalLog`, single node).
 
 One directory holds the segments `<20-digit base offset>.log`, each a run of magic-2 batches
-exactly as Kafka stores them, so a partition directory is readable by Kafka's own
-`kafka-dump-log` and a fetch can return file bytes untouched. The same class serves:
+exactly as Kafka stores them (Kafka's `.index`/`.timeindex` files are not written: the sparse
+index lives in memory), so a fetch can return file bytes untouched. The same class serves:
 
 * the **coordinator log** of a shard: `append_records` turns all records of one engine operation
   into one batch (recovery sees an operation whole or not at all); many operations are appended,

@@ -618,7 +618,7 @@ def _recover_segments(
                 continue
             last = i == len(bases) - 1
             if on_corruption == "error":
-                if not last:
+                if not last or bad.complete:
                     raise LogCorruptionError(seg.path, bad.position, bad.reason)
                 after = find_valid_batch_after(seg.fd, file_size, bad)
                 if after is not None:

@@ -15,8 +15,10 @@ tail from corruption instead of truncating blindly:
   event `log.truncated_tail` is logged (file, position, reason, bytes dropped).
 * If a valid batch -- correct CRC and a base offset not below the expected next offset --
   starts after the bad spot, the damage is in the middle of the log: data that was once written
-  whole is now wrong. That, and any invalid batch in a segment that is not the last one, raises
-  `LogCorruptionError` with the file and byte position. Nothing is skipped silently; an operator
+  whole is now wrong. That, any invalid batch in a segment that is not the last one, and a
+  complete batch with a valid CRC whose offsets do not follow (the base offset is outside the
+  CRC, as in Kafka; a torn write cannot produce this) raise `LogCorruptionError` with the file
+  and byte position. Nothing is skipped silently; an operator
   may choose `on_corruption="truncate"` to cut the log at the bad spot instead.
 
 Why this rule is sound here: writes only ever append to the last segment, and rolling to a new
@@ -24,6 +26,9 @@ segment first fsyncs the old one (`records.durability`), so a crash can damage o
 the last complete batch of the last segment. A false "mid-log" verdict needs a valid CRC-32C
 over random bytes that also carries a plausible base offset -- or a record value that embeds a
 whole batch with such an offset inside the torn batch; the operator override covers that.
+
+Limit (shared with Kafka): a damaged base offset of the very last batch that makes it jump
+forward cannot be told from a legitimate gap (compaction leaves gaps), so it is accepted.
 
 Interrupted compactions (`records.compaction`) are finished or discarded first:
 `<base>.log.cleaned` files are incomplete outputs and are deleted; a `<base>.log.swap` file is a
@@ -66,11 +71,14 @@ _MAGIC_POS = 16
 
 
 class BadSpot(NamedTuple):
-    """The first invalid batch of a segment: position, reason, and the offset expected there."""
+    """The first invalid batch of a segment: position, reason, the offset expected there, and
+    whether the batch is complete with a valid CRC (then only its offsets are wrong, which a
+    torn write cannot cause: it is corruption wherever it is)."""
 
     position: int
     reason: str
     expected_offset: int
+    complete: bool = False
 
 
 def scan_segment(seg: Segment, file_size: int) -> BadSpot | None:
@@ -112,9 +120,11 @@ def _scan(seg: Segment, mm: mmap.mmap, mv: memoryview, size: int) -> BadSpot | N
         if crc32c(mv[p + CRC_START : end]) != crc:
             return BadSpot(p, "CRC mismatch", expected)
         if lod < 0 or count < 0:
-            return BadSpot(p, f"negative lastOffsetDelta {lod} or record count {count}", expected)
+            return BadSpot(
+                p, f"negative lastOffsetDelta {lod} or record count {count}", expected, True
+            )
         if base < expected:
-            return BadSpot(p, f"base offset {base} below expected {expected}", expected)
+            return BadSpot(p, f"base offset {base} below expected {expected}", expected, True)
         expected = base + lod + 1
         note(p, base, expected, max_ts, end - p)
         p = end

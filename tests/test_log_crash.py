@@ -194,6 +194,18 @@ def test_a_flipped_byte_in_the_tail_batch_is_truncated_with_a_warning(tmp_path: 
     assert (event["file"], event["position"], event["reason"]) == (str(last), pos, "CRC mismatch")
 
 
+def test_a_damaged_base_offset_before_the_tail_is_corruption(tmp_path: Path) -> None:
+    """The base offset is outside the CRC: a complete batch whose CRC holds but whose offset
+    does not follow was not torn by a crash, so it must not be cut off as a torn tail."""
+    build_log(tmp_path, 20, seed=10)
+    last = segment_files(tmp_path)[-1]
+    batches = batch_positions(last)
+    flip(last, batches[-2][0], 0x01)  # highest byte of the second-to-last batch's base offset
+    with pytest.raises(LogCorruptionError, match="below expected") as info:
+        SegmentLog.open(tmp_path)  # the last batch no longer follows it
+    assert (info.value.file, info.value.position) == (str(last), batches[-1][0])
+
+
 def test_operator_can_choose_to_truncate_at_mid_log_corruption(tmp_path: Path) -> None:
     full = build_log(tmp_path, 60, seed=8)
     files = segment_files(tmp_path)

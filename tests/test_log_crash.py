@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import IO
 
 import pytest
 from structlog.testing import capture_logs
@@ -274,7 +275,9 @@ def test_sigkill_at_random_moments_never_loses_an_acknowledged_offset(tmp_path: 
         lines: list[str] = []
         ready = threading.Event()
 
-        def read(stream=proc.stdout, lines=lines, ready=ready) -> None:  # type: ignore[no-untyped-def]
+        def read(
+            stream: IO[str] = proc.stdout, lines: list[str] = lines, ready: threading.Event = ready
+        ) -> None:
             for line in stream:
                 lines.append(line)
                 ready.set()

@@ -1,0 +1,299 @@
+"""Log compaction of the coordinator log (Kafka's log cleaner, `cleanup.policy=compact`).
+
+`__consumer_offsets` is a compacted topic: only the latest value of each key matters, and a
+null value (tombstone) deletes the key. `compact` rewrites every sealed segment into one
+segment holding, in the original offset order and with the original offsets, only the latest
+record of each key (raw key bytes are the identity unless `key_fn` says otherwise). Tombstones
+are kept while younger than `tombstone_retention_ms` (so that a reader that saw the old value
+also sees the delete) and then dropped (Kafka's `delete.retention.ms`, default 24 h), judged by
+the record's timestamp.
+
+Like Kafka's cleaner, a batch that loses records keeps its base offset, lastOffsetDelta,
+timestamps and producer fields, so offsets never change; a batch that loses all its records
+disappears, except the very last one, which is kept empty so the compacted segment still ends
+where its inputs ended (that is how recovery knows which segments a swap file replaces).
+
+Only sealed segments are compacted: the active segment is rolled first, so appends continue
+untouched in a fresh segment. The swap is crash-safe at every step (Kafka's naming):
+
+1. roll; make the inputs and the new segment durable;
+2. write `<base>.log.cleaned` and fsync it   -- crash: open() deletes the .cleaned file;
+3. rename it to `<base>.log.swap`, fsync dir -- the commit point;
+4. delete the input segments, fsync dir      -- crash: open() deletes the remaining inputs
+                                                (segments in [base, swap end)) and installs
+                                                the swap;
+5. rename the swap to `<base>.log`, fsync dir.
+
+Any error during a compaction fails the log (`LogFailedError` afterwards); reopening finishes
+or discards the half-done swap. With fsync_policy "none" the steps are the same without fsyncs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Hashable
+from typing import NamedTuple
+
+from records.batch import (
+    ATTR_COMPRESSION_MASK,
+    ATTR_CONTROL,
+    ATTR_LOG_APPEND_TIME,
+    NO_TIMESTAMP,
+    BatchHeader,
+    RawRecord,
+    encode_batch,
+    iter_raw_records,
+)
+from records.durability import fsync_dir, fsync_file
+from records.errors import CompactionError
+from records.log import SegmentLog
+from records.recovery import CLEANED_SUFFIX, SWAP_SUFFIX, scan_segment
+from records.segment import Segment, segment_name
+
+__all__ = [
+    "COMPACTION_STEPS",
+    "CompactionResult",
+    "KeyFn",
+    "compact",
+    "dirty_bytes",
+    "should_compact",
+]
+
+KeyFn = Callable[[bytes], Hashable]
+COMPACTION_STEPS = (
+    "rolled",
+    "writing_cleaned",
+    "cleaned_written",
+    "swap_renamed",
+    "input_deleted",  # once per input segment
+    "swap_installed",
+)
+_FLUSH_BYTES = 1 << 20
+
+
+class CompactionResult(NamedTuple):
+    segments_replaced: int
+    bytes_before: int
+    bytes_after: int
+    records_before: int
+    records_kept: int
+    tombstones_dropped: int
+    clean_offset: int  # everything below this offset is now compacted
+
+
+def dirty_bytes(log: SegmentLog) -> int:
+    """Bytes written since the last compaction (in this process; all of the log after open)."""
+    clean = log.clean_offset
+    return sum(s.size for s in log._segments if s.base_offset >= clean)
+
+
+def should_compact(
+    log: SegmentLog, *, min_dirty_ratio: float = 0.5, min_bytes: int = 1 << 20
+) -> bool:
+    """Kafka's trigger (`min.cleanable.dirty.ratio`): compact when at least `min_bytes` were
+    written since the last compaction and they make up at least `min_dirty_ratio` of the log."""
+    total = log.size_bytes
+    dirty = dirty_bytes(log)
+    return total > 0 and dirty >= min_bytes and dirty / total >= min_dirty_ratio
+
+
+def compact(
+    log: SegmentLog,
+    *,
+    now_ms: int,
+    tombstone_retention_ms: int,
+    key_fn: KeyFn | None = None,
+    on_step: Callable[[str], None] | None = None,
+) -> CompactionResult:
+    """Compact every sealed segment of `log` into one (see the module doc); return figures.
+
+    `on_step` is called after each step named in `COMPACTION_STEPS` (crash tests stop there).
+    Raises `CompactionError` for compressed or control batches or null keys, and an OSError
+    while writing the .cleaned file, with the log unchanged and usable. A failure after that
+    file is complete fails the log (reopen to finish the swap).
+    """
+    step = on_step or (lambda _name: None)
+    inputs = log._sealed_segments()
+    if not inputs:
+        return CompactionResult(0, 0, 0, 0, 0, 0, log.clean_offset)
+    step("rolled")
+    latest, records_before = _latest_offsets(inputs, key_fn)
+    base = inputs[0].base_offset
+    final_path = os.path.join(log.directory, segment_name(base))
+    cleaned_path = final_path[: -len(".log")] + CLEANED_SUFFIX
+    sync = log.fsync_policy != "none"
+    try:
+        kept, dropped = _write_cleaned(
+            cleaned_path, inputs, latest, now_ms, tombstone_retention_ms, key_fn, sync, step
+        )
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(cleaned_path)
+        raise
+    except BaseException as exc:
+        log._fail(exc)
+        raise
+    try:
+        step("cleaned_written")
+        new_seg = _swap_in(log, inputs, cleaned_path, final_path, sync, step)
+    except BaseException as exc:
+        log._fail(exc)
+        raise
+    return CompactionResult(
+        segments_replaced=len(inputs),
+        bytes_before=sum(s.size for s in inputs),
+        bytes_after=new_seg.size,
+        records_before=records_before,
+        records_kept=kept,
+        tombstones_dropped=dropped,
+        clean_offset=log.clean_offset,
+    )
+
+
+def _latest_offsets(inputs: list[Segment], key_fn: KeyFn | None) -> tuple[dict[Hashable, int], int]:
+    """Pass 1: the offset of the last record of every key."""
+    latest: dict[Hashable, int] = {}
+    count = 0
+    for seg in inputs:
+        for pos, header, raw in seg.batches():
+            _check_compactable(seg, pos, header)
+            base = header.base_offset
+            for od, _td, key, _value, _headers in iter_raw_records(raw):
+                if key is None:
+                    raise CompactionError(
+                        f"record at offset {base + od} in {seg.path} has a null key"
+                    )
+                latest[key if key_fn is None else key_fn(key)] = base + od
+                count += 1
+    return latest, count
+
+
+def _check_compactable(seg: Segment, pos: int, header: BatchHeader) -> None:
+    if header.attributes & (ATTR_COMPRESSION_MASK | ATTR_CONTROL):
+        raise CompactionError(
+            f"batch at position {pos} of {seg.path} is compressed or a control batch; "
+            "only coordinator logs (uncompressed, no transactions) are compacted"
+        )
+
+
+def _write_cleaned(
+    path: str,
+    inputs: list[Segment],
+    latest: dict[Hashable, int],
+    now_ms: int,
+    retention_ms: int,
+    key_fn: KeyFn | None,
+    sync: bool,
+    step: Callable[[str], None],
+) -> tuple[int, int]:
+    """Pass 2: write the kept records to `path`; return (records kept, tombstones dropped)."""
+    kept_total = 0
+    dropped = 0
+    last_seg = inputs[-1]
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o644)
+    try:
+        pending: list[bytes] = []
+        pending_bytes = 0
+        started = False
+        for seg in inputs:
+            for _pos, header, raw in seg.batches():
+                kept: list[RawRecord] = []
+                b = header.base_offset
+                lat = header.max_timestamp if header.attributes & ATTR_LOG_APPEND_TIME else None
+                for rec in iter_raw_records(raw):
+                    od, td, key, value, _h = rec
+                    assert key is not None  # checked in pass 1
+                    if latest[key if key_fn is None else key_fn(key)] != b + od:
+                        continue  # superseded by a later record of the same key
+                    if value is None:
+                        ts = lat if lat is not None else header.first_timestamp + td
+                        if now_ms - ts > retention_ms:
+                            dropped += 1
+                            continue
+                    kept.append(rec)
+                kept_total += len(kept)
+                is_last = seg is last_seg and header.next_offset == seg.next_offset
+                if len(kept) == header.record_count:
+                    out = raw  # untouched: the original bytes and CRC
+                elif kept or is_last:
+                    out = _rewrite(header, kept)
+                else:
+                    continue
+                pending.append(out)
+                pending_bytes += len(out)
+                if pending_bytes >= _FLUSH_BYTES:
+                    _flush(fd, pending)
+                    pending_bytes = 0
+                    if not started:
+                        started = True
+                        step("writing_cleaned")
+        _flush(fd, pending)
+        if not started:
+            step("writing_cleaned")
+        if sync:
+            fsync_file(fd)
+    finally:
+        os.close(fd)
+    return kept_total, dropped
+
+
+def _swap_in(
+    log: SegmentLog,
+    inputs: list[Segment],
+    cleaned_path: str,
+    final_path: str,
+    sync: bool,
+    step: Callable[[str], None],
+) -> Segment:
+    """Steps 3-5: commit the cleaned file as a swap, drop the inputs, install the swap."""
+    directory = log.directory
+    swap_path = final_path[: -len(".log")] + SWAP_SUFFIX
+    os.rename(cleaned_path, swap_path)
+    if sync:
+        fsync_dir(directory)
+    step("swap_renamed")
+    for seg in inputs:
+        seg.close()
+        os.unlink(seg.path)
+        step("input_deleted")
+    if sync:
+        fsync_dir(directory)
+    os.rename(swap_path, final_path)
+    if sync:
+        fsync_dir(directory)
+    new_seg = Segment.open_file(
+        final_path, inputs[0].base_offset, log._index_interval, create=False
+    )
+    bad = scan_segment(new_seg, os.fstat(new_seg.fd).st_size)
+    if bad is not None:  # pragma: no cover - we just wrote and fsynced it
+        new_seg.close()
+        raise CompactionError(f"compacted segment {final_path} fails validation: {bad.reason}")
+    log._install_compacted(new_seg, inputs)
+    step("swap_installed")
+    return new_seg
+
+
+def _rewrite(header: BatchHeader, kept: list[RawRecord]) -> bytes:
+    """The batch with only `kept` records: same offset range, timestamps and producer fields.
+    An emptied batch gets baseTimestamp -1, as Kafka writes it."""
+    return encode_batch(
+        kept,
+        base_offset=header.base_offset,
+        last_offset_delta=header.last_offset_delta,
+        first_timestamp=header.first_timestamp if kept else NO_TIMESTAMP,
+        max_timestamp=header.max_timestamp,
+        attributes=header.attributes,
+        producer_id=header.producer_id,
+        producer_epoch=header.producer_epoch,
+        base_sequence=header.base_sequence,
+        partition_leader_epoch=header.partition_leader_epoch,
+    )
+
+
+def _flush(fd: int, pending: list[bytes]) -> None:
+    data = b"".join(pending)
+    pending.clear()
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]

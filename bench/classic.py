@@ -139,7 +139,8 @@ def main() -> None:
         print(f"classic group of {args.members:,} members, in process, one core")
         print(
             f"  full rebalance (all rejoin, leader syncs {args.members:,} assignments, all synced): "
-            f"{res['full_rebalance_ms_median']} ms median, {res['full_rebalance_ms_min']} ms min over {args.rounds}"
+            f"{res['full_rebalance_ms_median']} ms median, "
+            f"{res['full_rebalance_ms_min']} ms min over {args.rounds}"
         )
         print(f"  steady Heartbeat: {res['heartbeats_per_s']:,} requests/s")
 

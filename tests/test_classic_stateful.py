@@ -91,7 +91,8 @@ class ClassicGroupMachine(RuleBasedStateMachine):
     def _on_sync(self, c: Client, r: SyncGroupResponse) -> None:
         if r.error_code == 0:
             assert r.assignment in self._allowed(c.name, c.member_id, c.generation), (
-                f"{c.name} got {r.assignment!r} in generation {c.generation}, plan {self.plans.get(c.generation)}"
+                f"{c.name} got {r.assignment!r} in generation {c.generation}, "
+                f"plan {self.plans.get(c.generation)}"
             )
             c.synced_generation = c.generation
         elif r.error_code in (Errors.UNKNOWN_MEMBER_ID, Errors.FENCED_INSTANCE_ID):

@@ -102,3 +102,15 @@ _APPEND_ERRORS = {
 
 def append_error_to_response(error: Errors) -> Errors:
     return _APPEND_ERRORS.get(error, error)
+
+
+class AppendError(Exception):
+    """The runtime could not append an operation's records (raised by the shard's journal).
+
+    `code` is the append's own error (e.g. KAFKA_STORAGE_ERROR, MESSAGE_TOO_LARGE); the client
+    is answered with `append_error_to_response(code)`."""
+
+    def __init__(self, code: Errors, message: str | None = None) -> None:
+        super().__init__(message or code.name)
+        self.code = code
+        self.message = message

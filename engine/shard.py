@@ -13,11 +13,17 @@ Two kinds of operations, as in Kafka:
 
 Requests of one protocol that reach a group of the other type go to `self.migration`
 (`engine.hooks.MigrationHooks`); the translation layer installs its implementation.
+
+Durability: the runtime installs `journal`, which appends an operation's records to the log
+(without waiting for fsync) and raises `AppendError` when it cannot. The shard calls it before
+applying anything, so a failed append leaves the state exactly as it was and the client gets
+Kafka's mapped error (spec §1). Classic paths, which change state in place, learn of the
+failure through their append continuation, as Kafka's append futures do.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from engine.assignment import Assignment, from_records
@@ -59,7 +65,7 @@ from engine.consumer.membership import (
     schedule_session_timeout,
 )
 from engine.context import RequestContext
-from engine.errors import CoordinatorError, Errors, append_error_to_response
+from engine.errors import AppendError, CoordinatorError, Errors, append_error_to_response
 from engine.hooks import MigrationHooks, RefuseMigration
 from engine.ids import IdSource, SeededIds
 from engine.metadata import MetadataImage
@@ -123,6 +129,10 @@ class Shard:
         self.group_configs: dict[str, GroupConfig] = {}
         self.now_ms = 0
         self.migration: MigrationHooks = RefuseMigration()
+        # Replay anomalies tolerated on load (KAFKA-21117); the loader logs and clears them.
+        self.replay_warnings: list[tuple[str, dict[str, Any]]] = []
+        # Appends an operation's records (no fsync); raises AppendError. None: no log (tests).
+        self.journal: Callable[[Sequence[CoordinatorRecord]], None] | None = None
 
     # --- time and configuration ---------------------------------------------------------------
 
@@ -153,8 +163,18 @@ class Shard:
 
     # --- running operations ---------------------------------------------------------------------
 
-    def commit(self, op: Operation, response: Any) -> Outcome[Any]:
-        """Apply an operation (replay its records if it is a replaying one) and package it."""
+    def commit(
+        self, op: Operation, response: Any, on_error: Callable[[CoordinatorError], Any] | None = None
+    ) -> Outcome[Any]:
+        """Journal the operation's records, apply them (replaying operations) and package it.
+
+        When the journal refuses the records nothing is applied: a replaying operation answers
+        `on_error(mapped error)`; a classic one runs its append continuation with the error."""
+        if op.records and self.journal is not None:
+            try:
+                self.journal(op.records)
+            except AppendError as e:
+                return self._append_failed(op, response, on_error, e)
         if op.replay and op.records:
             self.apply(op.records)
         op.run_after()
@@ -172,6 +192,32 @@ class Shard:
             cont = op.on_append
             on_append = lambda error: self.append_completed(cont, error)  # noqa: E731
         return Outcome(response, op.records, completions, op.events, on_append)
+
+    def _append_failed(
+        self,
+        op: Operation,
+        response: Any,
+        on_error: Callable[[CoordinatorError], Any] | None,
+        e: AppendError,
+    ) -> Outcome[Any]:
+        mapped = append_error_to_response(e.code)
+        failure = {"error": e.code.name, "answered": mapped.name, "records": len(op.records), "reason": e.message}
+        events = [*op.events, ("append.failed", failure)]
+        if op.replay:
+            failed = on_error(CoordinatorError(mapped, e.message)) if on_error is not None else None
+            return Outcome(failed, (), (), events)
+        # Classic paths already changed the group: their continuation undoes or reports it.
+        completions = list(op.completions)
+        if op.on_append is not None:
+            follow = Operation(replay=False)
+            op.on_append(mapped, follow)
+            completions.extend(follow.completions)
+            events.extend(follow.events)
+        op.records = []
+        op.completions = completions
+        op.events = events
+        op.on_append = None
+        return self.commit(op, response)
 
     def append_completed(self, cont: AppendContinuation, error: Errors) -> Outcome[None]:
         """Run an operation's follow-up once its records are durable (or failed)."""
@@ -211,7 +257,7 @@ class Shard:
                     ),
                 ],
             )
-        return self.commit(op, response)
+        return self.commit(op, response, on_error)
 
     def classic_timer(self, fn: Callable[[Operation], None]) -> Outcome[None]:
         """A fired classic-group timer runs as an operation of its own."""
@@ -245,7 +291,11 @@ class Shard:
                     )
                 ],
             )
-        return self.commit(op, response)
+        return self.commit(
+            op,
+            response,
+            lambda e: ConsumerGroupHeartbeatResponse(error_code=int(e.code), error_message=e.message),
+        )
 
     def consumer_group_for_heartbeat(self, group_id: str, create: bool, op: Operation) -> ConsumerGroup:
         """Kafka `getOrMaybeCreateConsumerGroup`: the group a heartbeat works on."""
@@ -607,9 +657,19 @@ class Shard:
             self.groups.pop(group_id, None)
             return
         assert isinstance(value, GroupMetadataValue)
+        if isinstance(self.groups.get(group_id), ConsumerGroup):
+            # A downgrade deletes the consumer group (tombstones) before writing this record.
+            raise ReplayError(
+                f"Group {group_id} is a consumer group: a GroupMetadata record cannot replace it "
+                "without the consumer group's tombstones before it."
+            )
         self.groups[group_id] = group_from_record(group_id, value, self.now_ms)
 
     def _consumer_group_for_replay(self, group_id: str, create: bool) -> ConsumerGroup | None:
+        """Kafka `getOrMaybeCreatePersistedConsumerGroup`, made lenient for KAFKA-21117: log
+        compaction can drop the GroupMetadata tombstone an upgrade wrote, so a consumer-group
+        record may follow a classic group's record. Such a record turns the group into a consumer
+        group, and consumer tombstones for a classic group are ignored."""
         group = self.groups.get(group_id)
         if group is None:
             if not create:
@@ -618,10 +678,16 @@ class Shard:
             return group
         if isinstance(group, ConsumerGroup):
             return group
-        if isinstance(group, ClassicGroup) and group.is_simple():
-            # Offsets may come first in the log: an offsets-only group becomes a consumer group.
+        if isinstance(group, ClassicGroup):
             if not create:
+                if not group.is_simple():
+                    self.replay_warnings.append(("replay.tombstone_ignored", {
+                        "group": group_id, "reason": "consumer-group tombstone for a classic group"}))
                 return None
+            if not group.is_simple():
+                self.replay_warnings.append(("replay.group_type_replaced", {
+                    "group": group_id, "from_type": "classic", "to_type": "consumer",
+                    "reason": "consumer-group record after a classic group (KAFKA-21117)"}))
             group = self.groups[group_id] = ConsumerGroup(group_id)
             return group
         raise ReplayError(f"Group {group_id} is not a consumer group.")

@@ -16,7 +16,7 @@ from engine.assignors.base import (
 )
 from engine.assignors.range import RangeAssignor
 from engine.assignors.uniform import UniformAssignor
-from tests.assignor_specs import BAR, FOO, Member, group, lists
+from tests.assignor_specs import BAR, BAZ, FOO, Member, group, lists
 
 UNIFORM = UniformAssignor()
 RANGE = RangeAssignor()
@@ -208,6 +208,25 @@ def test_heterogeneous_giver_gives_up_its_most_recently_acquired_partitions() ->
     )
     result = UNIFORM.assign(spec, MapTopicDescriber({FOO: 6, BAR: 1}))
     assert lists(result) == {"A": [3, 4, 5], "B": [2, 1, 0], "C": []}
+
+
+def test_heterogeneous_member_keeps_its_oldest_partition_when_balancing_passes_ping_pong() -> None:
+    # Balancing takes baz-2 and baz-5 from m1 on one pass and hands baz-5 back on a later one;
+    # Kafka would leave m1 with baz-5. We swap with m3, which held neither before.
+    every = (FOO, BAR, BAZ)
+    spec = group(
+        Member("m0", topics=every, previous={FOO: [2, 3]}),
+        Member("m1", topics=every, previous={FOO: [0, 1], BAR: [0, 1, 2, 4], BAZ: [2, 5]}),
+        Member("m2", topics=(BAR,), previous={BAR: [3], BAZ: [0, 4]}),
+        Member("m3", topics=every),
+    )
+    result = UNIFORM.assign(spec, MapTopicDescriber({FOO: 4, BAR: 5, BAZ: 6}))
+    assert result == {
+        "m0": {FOO: (2, 3, 1), BAZ: (4,)},
+        "m1": {FOO: (0,), BAR: (0, 1), BAZ: (2,)},
+        "m2": {BAR: (3, 4, 2)},
+        "m3": {BAZ: (0, 1, 3, 5)},
+    }
 
 
 def test_heterogeneous_revokes_only_the_unsubscribed_topic() -> None:

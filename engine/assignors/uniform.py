@@ -357,9 +357,13 @@ class HeterogeneousBuilder:
     3. Partitions then move from the most- to the least-loaded subscribers of each topic until
        a whole pass over the topics moves nothing, or `MAX_BALANCING_PASSES` passes.
 
-    Deviation from Kafka (forced by the assignor contract): a member that gives a partition up
-    gives its most recently acquired one. Kafka holds partitions in sets and gives up the
-    highest-numbered one, which is arbitrary there.
+    4. (Ours, see below) members get back their oldest partitions where balancing left them
+       newer ones instead (`restore_oldest`).
+
+    Deviation from Kafka, forced by the assignor contract that a member keeps its oldest
+    partitions: a giver gives up its most recently acquired partition, where Kafka (holding
+    partitions in sets) gives up its highest-numbered one; and step 4. Neither changes how many
+    partitions of which topic any member ends up with, only which ones.
 
     Members are numbered by their position in the spec; loads (`sizes`) are plain lists indexed
     by that number, and subscribers of a topic are ascending member numbers.
@@ -371,6 +375,7 @@ class HeterogeneousBuilder:
         "_counts",
         "_live",
         "_members",
+        "_moved",
         "_sizes",
         "_subscribers",
         "_version",
@@ -388,6 +393,7 @@ class HeterogeneousBuilder:
         self._added: list[dict[TopicId, list[Sequence[int]]] | None] = [None] * len(self._sizes)
         self._live: list[dict[TopicId, dict[int, None]] | None] = [None] * len(self._sizes)
         self._version = 0  # bumped on every move in step 3; invalidates cached balance checks
+        self._moved: dict[TopicId, None] = {}  # topics step 3 moved partitions of, in order
 
     def build(self) -> dict[str, Assignment]:
         if not self._subscribers:
@@ -397,6 +403,8 @@ class HeterogeneousBuilder:
         for topic_id in sorted(unassigned, key=self.topic_key):
             self.deal(topic_id, unassigned[topic_id])
         self.balance()
+        for topic_id in self._moved:
+            self.restore_oldest(topic_id)
         return self.result()
 
     def topic_key(self, topic_id: TopicId) -> tuple[float, int, int]:
@@ -562,6 +570,43 @@ class HeterogeneousBuilder:
         self._sizes[giver] -= 1
         self._sizes[taker] += 1
         self._version += 1
+        self._moved[topic_id] = None
+
+    # step 4
+
+    def restore_oldest(self, topic_id: TopicId) -> None:
+        """Swap partitions so that every member keeps the oldest of its previous partitions.
+
+        Balancing passes can take a partition from a member on one pass and hand another of
+        its old partitions back on a later one, so it may end up keeping a newer partition
+        while an older one went elsewhere. The member that holds the older one now did not
+        hold either before (a partition had one previous owner), so swapping the two costs it
+        nothing, keeps every load, and gives the member its oldest partitions back.
+        """
+        holders = [
+            m for m in self._subscribers[topic_id] if (live := self._live[m]) and topic_id in live
+        ]
+        owner: dict[int, int] = {}
+        for member in holders:
+            owner.update(dict.fromkeys(self.live(member, topic_id), member))
+        for member in holders:
+            before = self._base[member].get(topic_id)
+            if not before:
+                continue
+            parts = self.live(member, topic_id)
+            keeps = sum(p in parts for p in before)
+            lost = [p for p in before[:keeps] if p not in parts]
+            newer = [p for p in before[keeps:] if p in parts]
+            for old, new in zip(lost, newer, strict=True):
+                if owner.get(old) is None:
+                    continue  # only when previous targets overlapped: leave it be
+                other = self.live(owner[old], topic_id)
+                del other[old]
+                other[new] = None
+                owner[new] = owner[old]
+                del parts[new]
+                parts[old] = None
+                owner[old] = member
 
     # result
 
@@ -583,7 +628,7 @@ class HeterogeneousBuilder:
             if live is not None:
                 for topic_id, parts in live.items():
                     if parts:
-                        target[topic_id] = tuple(parts)
+                        target[topic_id] = oldest_first(base.get(topic_id, ()), parts)
                     else:
                         target.pop(topic_id, None)
                 if same(member.assignment, target):
@@ -592,6 +637,14 @@ class HeterogeneousBuilder:
                     continue
             result[member_id] = target
         return result
+
+
+def oldest_first(before: tuple[int, ...], parts: Mapping[int, None]) -> tuple[int, ...]:
+    """`parts` with the ones also in `before` first, in `before`'s order, then the rest."""
+    if not before:
+        return tuple(parts)
+    held = set(before)
+    return tuple(chain((p for p in before if p in parts), (p for p in parts if p not in held)))
 
 
 def deal(

@@ -127,8 +127,11 @@ def assign_class(
     partitions and the rest `n // s`; the subscriber at position `i` therefore starts at
     `i * (n // s) + min(i, n % s)`. One tuple per distinct partition count is shared by all
     topics with that count.
+
+    Topics of one count are kept as a template dict: `dict.fromkeys` and `dict.update` reuse
+    the hashes a dict stores, while hashing a `UUID` afresh is a Python call.
     """
-    by_count: dict[int, list[TopicId]] = {}
+    by_count: dict[int, dict[TopicId, None]] = {}
     for topic_id in topic_ids:
         count = topics.num_partitions(topic_id)
         if count < 0:
@@ -136,22 +139,45 @@ def assign_class(
                 f"Member is subscribed to topic {topic_id} which doesn't exist in the topic "
                 "metadata."
             )
-        by_count.setdefault(count, []).append(topic_id)
+        by_count.setdefault(count, {})[topic_id] = None
     members = len(subscribers)
-    shapes = [(count, divmod(count, members), ids) for count, ids in by_count.items()]
+    shapes = [(divmod(count, members), template) for count, template in by_count.items()]
     for position, member in enumerate(subscribers):
         target = targets[member]
-        for _count, (quota, extra), ids in shapes:
+        for (quota, extra), template in shapes:
             size = quota + 1 if position < extra else quota
             if size:
                 start = position * quota + min(position, extra)
-                target.update(dict.fromkeys(ids, tuple(range(start, start + size))))
+                ranges = dict.fromkeys(template, tuple(range(start, start + size)))
+                if target:
+                    target.update(ranges)
+                else:
+                    target = targets[member] = ranges
 
 
-def keep_if_same(
-    previous: Assignment, target: dict[TopicId, tuple[int, ...]]
-) -> Assignment:
-    """The previous object when the member's partitions did not change (in any order)."""
-    if previous == target or same(previous, target):
+def keep_if_same(previous: Assignment, target: dict[TopicId, tuple[int, ...]]) -> Assignment:
+    """The previous object when the member's partitions did not change (in any order).
+
+    Previous targets computed by this assignor usually list the same topics in the same order,
+    so the entries are compared pairwise first (no hashing, and since every new entry is a
+    contiguous range, length and ends settle it); anything else takes the general comparison.
+    """
+    if previous == target:
         return previous
-    return target
+    if not previous:
+        return target
+    if len(previous) != len(target) and all(previous.values()):
+        return target  # target has no empty entries either: the topics differ
+    if len(previous) == len(target):
+        pairs = zip(previous.items(), target.items(), strict=True)
+        for (old_topic, old), (topic_id, parts) in pairs:
+            if old_topic is not topic_id:
+                break
+            if old != parts and (
+                len(old) != len(parts) or min(old) != parts[0] or max(old) != parts[-1]
+            ):
+                # `parts` is a contiguous range, so equal length and ends mean equal sets.
+                return target
+        else:
+            return previous
+    return previous if same(previous, target) else target

@@ -356,7 +356,6 @@ class HeterogeneousBuilder:
        freedom go first. Within a topic the least-loaded subscribers take turns (`LoadRanges`).
     3. Partitions then move from the most- to the least-loaded subscribers of each topic until
        a whole pass over the topics moves nothing, or `MAX_BALANCING_PASSES` passes.
-
     4. (Ours, see below) members get back their oldest partitions where balancing left them
        newer ones instead (`restore_oldest`).
 
@@ -365,8 +364,10 @@ class HeterogeneousBuilder:
     partitions in sets) gives up its highest-numbered one; and step 4. Neither changes how many
     partitions of which topic any member ends up with, only which ones.
 
-    Members are numbered by their position in the spec; loads (`sizes`) are plain lists indexed
-    by that number, and subscribers of a topic are ascending member numbers.
+    Members and subscribed topics are numbered (members by their position in the spec), so the
+    bookkeeping is lists and int-keyed dicts: hashing a `UUID` is a Python call, which we pay
+    once per entry of the result and not on every step. Loads (`sizes`) are indexed by member
+    number; a topic's subscribers are ascending member numbers.
     """
 
     __slots__ = (
@@ -378,38 +379,42 @@ class HeterogeneousBuilder:
         "_moved",
         "_sizes",
         "_subscribers",
+        "_topics",
         "_version",
     )
 
     def __init__(self, spec: GroupSpec, topics: TopicDescriber) -> None:
         self._members = list(spec.members.items())
         self._sizes = [0] * len(self._members)
-        self._subscribers = subscribers_by_topic([m for _, m in self._members])
-        self._counts = {t: num_partitions(topics, t) for t in self._subscribers}
+        by_topic = subscribers_by_topic([m for _, m in self._members])
+        self._topics = list(by_topic)
+        self._subscribers = list(by_topic.values())
+        self._counts = [num_partitions(topics, t) for t in self._topics]
         # What each member holds: `_base` (its previous target minus unsubscribed topics), then
         # the runs dealt to it in step 2 (`_added`), and, once a topic of it takes part in step 3,
         # that topic's partitions as an ordered set (`_live`), which supersedes the other two.
         self._base: list[Assignment] = []
-        self._added: list[dict[TopicId, list[Sequence[int]]] | None] = [None] * len(self._sizes)
-        self._live: list[dict[TopicId, dict[int, None]] | None] = [None] * len(self._sizes)
+        self._added: list[dict[int, list[Sequence[int]]] | None] = [None] * len(self._sizes)
+        self._live: list[dict[int, dict[int, None]] | None] = [None] * len(self._sizes)
         self._version = 0  # bumped on every move in step 3; invalidates cached balance checks
-        self._moved: dict[TopicId, None] = {}  # topics step 3 moved partitions of, in order
+        self._moved: dict[int, None] = {}  # topics step 3 moved partitions of, in order
 
     def build(self) -> dict[str, Assignment]:
-        if not self._subscribers:
+        if not self._topics:
             return nothing_assigned(dict(self._members))
         held = self.revoke_unsubscribed()
         unassigned = self.never_assigned(held)
-        for topic_id in sorted(unassigned, key=self.topic_key):
-            self.deal(topic_id, unassigned[topic_id])
+        for topic in sorted(unassigned, key=self.topic_key):
+            self.deal(topic, unassigned[topic])
         self.balance()
-        for topic_id in self._moved:
-            self.restore_oldest(topic_id)
+        for topic in self._moved:
+            self.restore_oldest(topic)
         return self.result()
 
-    def topic_key(self, topic_id: TopicId) -> tuple[float, int, int]:
-        subscribers = len(self._subscribers[topic_id])
-        return (-(self._counts[topic_id] / subscribers), subscribers, kafka_topic_order(topic_id))
+    def topic_key(self, topic: int) -> tuple[float, int, int]:
+        subscribers = len(self._subscribers[topic])
+        per_subscriber = self._counts[topic] / subscribers
+        return (-per_subscriber, subscribers, kafka_topic_order(self._topics[topic]))
 
     # step 1
 
@@ -439,35 +444,33 @@ class HeterogeneousBuilder:
 
     def never_assigned(
         self, held: Mapping[TopicId, list[tuple[int, ...]]]
-    ) -> dict[TopicId, Sequence[int]]:
-        unassigned: dict[TopicId, Sequence[int]] = {}
-        for topic_id, count in self._counts.items():
+    ) -> dict[int, Sequence[int]]:
+        unassigned: dict[int, Sequence[int]] = {}
+        for topic, (topic_id, count) in enumerate(zip(self._topics, self._counts, strict=True)):
             kept = held.get(topic_id)
             if not kept:
                 if count:
-                    unassigned[topic_id] = range(count)
+                    unassigned[topic] = range(count)
             elif sum(map(len, kept)) < count:
                 missing = sorted(set(range(count)).difference(*kept))
                 if missing:
-                    unassigned[topic_id] = tuple(missing)
+                    unassigned[topic] = tuple(missing)
         return unassigned
 
     # step 2
 
-    def deal(self, topic_id: TopicId, parts: Sequence[int]) -> None:
-        for member, piece in deal(self._sizes, self._subscribers[topic_id], parts):
-            self.add_run(member, topic_id, piece)
-
-    def add_run(self, member: int, topic_id: TopicId, piece: Sequence[int]) -> None:
-        added = self._added[member]
-        if added is None:
-            self._added[member] = {topic_id: [piece]}
-            return
-        runs = added.get(topic_id)
-        if runs is None:
-            added[topic_id] = [piece]
-        else:
-            runs.append(piece)
+    def deal(self, topic: int, parts: Sequence[int]) -> None:
+        added = self._added
+        for member, piece in deal(self._sizes, self._subscribers[topic], parts):
+            runs = added[member]
+            if runs is None:
+                added[member] = {topic: [piece]}
+            else:
+                pieces = runs.get(topic)
+                if pieces is None:
+                    runs[topic] = [piece]
+                else:
+                    pieces.append(piece)
 
     # step 3
 
@@ -479,17 +482,17 @@ class HeterogeneousBuilder:
         known to be balanced.
         """
         order = sorted(
-            (t for t, subs in self._subscribers.items() if len(subs) >= 2), key=self.topic_key
+            (t for t, subs in enumerate(self._subscribers) if len(subs) >= 2), key=self.topic_key
         )
         ranges = LoadRanges(self._sizes)
         checked: dict[int, tuple[int, int]] = {}
         last_moved = -1
         for _ in range(MAX_BALANCING_PASSES):
-            for index, topic_id in enumerate(order):
-                if index == last_moved:
+            for position, topic in enumerate(order):
+                if position == last_moved:
                     return
-                if self.balance_topic(topic_id, ranges, checked) or last_moved == -1:
-                    last_moved = index
+                if self.balance_topic(topic, ranges, checked) or last_moved == -1:
+                    last_moved = position
 
     def spread(self, subscribers: list[int], checked: dict[int, tuple[int, int]]) -> int:
         """Load gap between a topic's subscribers, cached per subscriber list until a move.
@@ -506,14 +509,14 @@ class HeterogeneousBuilder:
         return gap
 
     def balance_topic(
-        self, topic_id: TopicId, ranges: LoadRanges, checked: dict[int, tuple[int, int]]
+        self, topic: int, ranges: LoadRanges, checked: dict[int, tuple[int, int]]
     ) -> int:
         """Move partitions of one topic from its most- to its least-loaded subscribers.
 
         A giver gives up only partitions it held when the topic's turn began, newest first.
         Returns the number of partitions moved.
         """
-        subscribers = self._subscribers[topic_id]
+        subscribers = self._subscribers[topic]
         if self.spread(subscribers, checked) <= 1:
             return 0
         ranges.reset(subscribers)
@@ -527,7 +530,7 @@ class HeterogeneousBuilder:
                     return moved
                 parts = givable.get(giver)
                 if parts is None:
-                    parts = givable[giver] = self.givable(giver, topic_id, received.get(giver))
+                    parts = givable[giver] = self.givable(giver, topic, received.get(giver))
                 if parts:
                     break
                 ranges.exclude_most_loaded()
@@ -535,7 +538,7 @@ class HeterogeneousBuilder:
             taker = ranges.next_least_loaded()
             if ranges.balanced():
                 break
-            self.move(topic_id, partition, giver, taker)
+            self.move(topic, partition, giver, taker)
             got = received.get(taker)
             if got is None:
                 received[taker] = {partition}
@@ -544,37 +547,36 @@ class HeterogeneousBuilder:
             moved += 1
         return moved
 
-    def givable(self, member: int, topic_id: TopicId, received: set[int] | None) -> list[int]:
-        held = self.live(member, topic_id)
+    def givable(self, member: int, topic: int, received: set[int] | None) -> list[int]:
+        held = self.live(member, topic)
         if not received:
             return list(held)
         return [p for p in held if p not in received]
 
-    def live(self, member: int, topic_id: TopicId) -> dict[int, None]:
-        """The member's partitions of `topic_id` as an ordered set it can lose and gain."""
+    def live(self, member: int, topic: int) -> dict[int, None]:
+        """The member's partitions of `topic` as an ordered set it can lose and gain."""
         live = self._live[member]
         if live is None:
             live = self._live[member] = {}
-        parts = live.get(topic_id)
+        parts = live.get(topic)
         if parts is None:
             added = self._added[member]
-            runs = added.pop(topic_id, ()) if added else ()
-            parts = live[topic_id] = dict.fromkeys(
-                chain(self._base[member].get(topic_id, ()), *runs)
-            )
+            runs = added.pop(topic, ()) if added else ()
+            before = self._base[member].get(self._topics[topic], ())
+            parts = live[topic] = dict.fromkeys(chain(before, *runs))
         return parts
 
-    def move(self, topic_id: TopicId, partition: int, giver: int, taker: int) -> None:
-        del self.live(giver, topic_id)[partition]
-        self.live(taker, topic_id)[partition] = None
+    def move(self, topic: int, partition: int, giver: int, taker: int) -> None:
+        del self.live(giver, topic)[partition]
+        self.live(taker, topic)[partition] = None
         self._sizes[giver] -= 1
         self._sizes[taker] += 1
         self._version += 1
-        self._moved[topic_id] = None
+        self._moved[topic] = None
 
     # step 4
 
-    def restore_oldest(self, topic_id: TopicId) -> None:
+    def restore_oldest(self, topic: int) -> None:
         """Swap partitions so that every member keeps the oldest of its previous partitions.
 
         Balancing passes can take a partition from a member on one pass and hand another of
@@ -583,24 +585,23 @@ class HeterogeneousBuilder:
         hold either before (a partition had one previous owner), so swapping the two costs it
         nothing, keeps every load, and gives the member its oldest partitions back.
         """
-        holders = [
-            m for m in self._subscribers[topic_id] if (live := self._live[m]) and topic_id in live
-        ]
+        topic_id = self._topics[topic]
+        holders = [m for m in self._subscribers[topic] if (live := self._live[m]) and topic in live]
         owner: dict[int, int] = {}
         for member in holders:
-            owner.update(dict.fromkeys(self.live(member, topic_id), member))
+            owner.update(dict.fromkeys(self.live(member, topic), member))
         for member in holders:
             before = self._base[member].get(topic_id)
             if not before:
                 continue
-            parts = self.live(member, topic_id)
+            parts = self.live(member, topic)
             keeps = sum(p in parts for p in before)
             lost = [p for p in before[:keeps] if p not in parts]
             newer = [p for p in before[keeps:] if p in parts]
             for old, new in zip(lost, newer, strict=True):
                 if owner.get(old) is None:
                     continue  # only when previous targets overlapped: leave it be
-                other = self.live(owner[old], topic_id)
+                other = self.live(owner[old], topic)
                 del other[old]
                 other[new] = None
                 owner[new] = owner[old]
@@ -612,6 +613,7 @@ class HeterogeneousBuilder:
 
     def result(self) -> dict[str, Assignment]:
         result: dict[str, Assignment] = {}
+        topics = self._topics
         for index, (member_id, member) in enumerate(self._members):
             added = self._added[index]
             live = self._live[index]
@@ -619,14 +621,27 @@ class HeterogeneousBuilder:
             if not added and live is None:
                 result[member_id] = base
                 continue
-            target = dict(base)
-            if added:
-                for topic_id, runs in added.items():
-                    piece = tuple(runs[0]) if len(runs) == 1 else tuple(chain(*runs))
+            if not added:
+                target = dict(base)
+            elif not base:
+                # A member that starts from nothing: one C-level pass over its new runs.
+                target = dict(
+                    zip(
+                        map(topics.__getitem__, added),
+                        map(tuple, map(chain.from_iterable, added.values())),
+                        strict=True,
+                    )
+                )
+            else:
+                target = dict(base)
+                for topic, runs in added.items():
+                    topic_id = topics[topic]
+                    piece = tuple(chain.from_iterable(runs))
                     current = target.get(topic_id)
                     target[topic_id] = current + piece if current else piece
             if live is not None:
-                for topic_id, parts in live.items():
+                for topic, parts in live.items():
+                    topic_id = topics[topic]
                     if parts:
                         target[topic_id] = oldest_first(base.get(topic_id, ()), parts)
                     else:
@@ -672,11 +687,16 @@ def deal(
         else:
             next_level = level
             stop = total
-        for turn in range(min(width, stop - dealt)):
-            member = order[turn]
-            piece = parts[dealt + turn : stop : width]
-            dealt_to.append((member, piece))
-            sizes[member] += len(piece)
+        turns = min(width, stop - dealt)
+        takers = order[:turns]
+        pieces = [parts[first:stop:width] for first in range(dealt, dealt + turns)]
+        dealt_to.extend(zip(takers, pieces, strict=True))
+        rounds, extra = divmod(stop - dealt, width)
+        for member in takers[:extra]:
+            sizes[member] += rounds + 1
+        if rounds:
+            for member in takers[extra:]:
+                sizes[member] += rounds
         dealt = stop
         level = next_level
     return dealt_to

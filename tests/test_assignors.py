@@ -343,3 +343,20 @@ def test_registry_serves_uniform_and_range_under_their_kafka_names() -> None:
     assert isinstance(assignors.get("uniform"), UniformAssignor)
     assert isinstance(assignors.get("range"), RangeAssignor)
     assert {"uniform", "range"} <= set(assignors.names())
+
+
+# -------------------------------------------------------------------------------- benchmark
+
+
+def test_benchmark_heterogeneous_inputs_use_kafkas_five_buckets_and_add_one_member() -> None:
+    from bench.assignors import Case, build_inputs, inverted
+
+    spec, topics = build_inputs(Case("uniform", HETEROGENEOUS, True, 100, 10, 10))
+    members = list(spec.members.values())
+    assert len(members) == 100 and members[-1].member_id == "newMember"
+    buckets = {m.subscribed_topic_ids for m in members}
+    assert len(buckets) == 5 and all(len(b) == 2 for b in buckets)
+    assert members[-1].subscribed_topic_ids == spec.members["member98"].subscribed_topic_ids
+    assert members[-1].assignment == {} and all(m.assignment for m in members[:-1])
+    assert spec.inverted == inverted({m.member_id: m.assignment for m in members})
+    assert all(topics.num_partitions(t) == 100 for b in buckets for t in b)

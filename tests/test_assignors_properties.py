@@ -159,8 +159,8 @@ def owners(spec: GroupSpec, topics: MapTopicDescriber, result: Mapping[str, Assi
 
 
 def contract(spec: GroupSpec, result: Mapping[str, Assignment]) -> None:
-    """An entry per member; unchanged members get their own object back."""
-    assert set(result) == set(spec.members)
+    """An entry per member, in group order; unchanged members get their own object back."""
+    assert list(result) == list(spec.members)
     for member_id, member in spec.members.items():
         if same(member.assignment, result[member_id]):
             assert result[member_id] is member.assignment, f"{member_id} unchanged but copied"

@@ -14,10 +14,11 @@ which keeps a 10,000-member group with hundreds of topics cheap in pure Python.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from itertools import chain
+from operator import attrgetter
 
-from engine.assignment import Assignment, same
+from engine.assignment import EMPTY, Assignment, same
 from engine.assignors.base import (
     GroupSpec,
     MemberSubscription,
@@ -37,47 +38,51 @@ class RangeAssignor:
     def assign(self, spec: GroupSpec, topics: TopicDescriber) -> dict[str, Assignment]:
         if not spec.members:
             return {}
-        ordered = range_order(spec.members.values())
+        members = list(spec.members.values())
+        order = range_order(members)
+        ranked = list(map(members.__getitem__, order))
         if spec.subscription_type is SubscriptionType.HOMOGENEOUS:
             # Kafka trusts the subscription type and reads the first sorted member's topics.
-            everyone = list(range(len(ordered)))
-            classes = [(everyone, sorted(ordered[0].subscribed_topic_ids, key=kafka_topic_order))]
+            everyone = list(range(len(ranked)))
+            classes = [(everyone, sorted(ranked[0].subscribed_topic_ids, key=kafka_topic_order))]
         else:
-            classes = topic_classes(ordered)
-        targets: list[dict[TopicId, tuple[int, ...]]] = [{} for _ in ordered]
+            classes = topic_classes(ranked)
+        targets: list[dict[TopicId, tuple[int, ...]]] = [{} for _ in ranked]
         for subscribers, topic_ids in classes:
             assign_class(subscribers, topic_ids, topics, targets)
-        return {
-            m.member_id: keep_if_same(m.assignment, target)
-            for m, target in zip(ordered, targets, strict=True)
-        }
+        # Keyed in group order (updating a key keeps its place), filled in range order.
+        member_ids = list(spec.members)
+        result: dict[str, Assignment] = dict.fromkeys(member_ids, EMPTY)
+        previous = map(attrgetter("assignment"), ranked)
+        finals = map(keep_if_same, previous, targets)
+        result.update(zip(map(member_ids.__getitem__, order), finals, strict=True))
+        return result
 
 
-def range_order(members: Iterable[MemberSubscription]) -> list[MemberSubscription]:
-    """Static members first by instance id, then dynamic members by member id.
+def range_order(members: Sequence[MemberSubscription]) -> list[int]:
+    """Indices of `members`: static members first by instance id, then dynamic by member id.
 
     Ids are compared as Java compares strings (UTF-16 code units), which differs from Python's
     code-point order only for characters outside the Basic Multilingual Plane.
     """
-    static = [m for m in members if m.instance_id is not None]
-    dynamic = [m for m in members if m.instance_id is None]
-    return java_sorted(static, [m.instance_id or "" for m in static]) + java_sorted(
-        dynamic, [m.member_id for m in dynamic]
+    static = [i for i, m in enumerate(members) if m.instance_id is not None]
+    dynamic = [i for i, m in enumerate(members) if m.instance_id is None]
+    return java_sorted(static, [members[i].instance_id or "" for i in static]) + java_sorted(
+        dynamic, [members[i].member_id for i in dynamic]
     )
 
 
-def java_sorted(members: list[MemberSubscription], ids: list[str]) -> list[MemberSubscription]:
-    """`members` sorted by `ids` (parallel lists) in Java `String.compareTo` order."""
+def java_sorted(items: list[int], ids: list[str]) -> list[int]:
+    """`items` sorted by `ids` (parallel lists) in Java `String.compareTo` order."""
     keys: list[str] | list[bytes] = ids
     if not all(map(str.isascii, ids)) and any(max(i, default="") > "\uffff" for i in ids):
         # Java compares UTF-16 code units; big-endian UTF-16 bytes sort the same way.
         keys = [i.encode("utf-16-be") for i in ids]
-    order = sorted(range(len(members)), key=keys.__getitem__)
-    return [members[i] for i in order]
+    return [items[i] for i in sorted(range(len(items)), key=keys.__getitem__)]
 
 
-def topic_classes(ordered: Sequence[MemberSubscription]) -> list[tuple[list[int], list[TopicId]]]:
-    """Topics grouped by their exact set of subscribers: `(subscriber positions, topic ids)`.
+def topic_classes(ranked: Sequence[MemberSubscription]) -> list[tuple[list[int], list[TopicId]]]:
+    """Topics grouped by their exact set of subscribers: `(subscriber ranks, topic ids)`.
 
     Every topic of a class is divided among the same members in the same order, so a member's
     range of a topic depends only on the class and the topic's partition count. Classes and
@@ -86,7 +91,7 @@ def topic_classes(ordered: Sequence[MemberSubscription]) -> list[tuple[list[int]
     groups: list[tuple[frozenset[TopicId], list[int]]] = []
     by_object: dict[int, list[int]] = {}
     by_identity: dict[frozenset[int], list[int]] = {}
-    for position, member in enumerate(ordered):
+    for position, member in enumerate(ranked):
         subscribed = member.subscribed_topic_ids
         if not subscribed:
             continue

@@ -201,7 +201,12 @@ class Shard:
         e: AppendError,
     ) -> Outcome[Any]:
         mapped = append_error_to_response(e.code)
-        failure = {"error": e.code.name, "answered": mapped.name, "records": len(op.records), "reason": e.message}
+        failure = {
+            "error": e.code.name,
+            "answered": mapped.name,
+            "records": len(op.records),
+            "reason": e.message,
+        }
         events = [*op.events, ("append.failed", failure)]
         if op.replay:
             failed = on_error(CoordinatorError(mapped, e.message)) if on_error is not None else None
@@ -681,13 +686,25 @@ class Shard:
         if isinstance(group, ClassicGroup):
             if not create:
                 if not group.is_simple():
-                    self.replay_warnings.append(("replay.tombstone_ignored", {
-                        "group": group_id, "reason": "consumer-group tombstone for a classic group"}))
+                    self.replay_warnings.append(
+                        (
+                            "replay.tombstone_ignored",
+                            {"group": group_id, "reason": "consumer-group tombstone for a classic group"},
+                        )
+                    )
                 return None
             if not group.is_simple():
-                self.replay_warnings.append(("replay.group_type_replaced", {
-                    "group": group_id, "from_type": "classic", "to_type": "consumer",
-                    "reason": "consumer-group record after a classic group (KAFKA-21117)"}))
+                self.replay_warnings.append(
+                    (
+                        "replay.group_type_replaced",
+                        {
+                            "group": group_id,
+                            "from_type": "classic",
+                            "to_type": "consumer",
+                            "reason": "consumer-group record after a classic group (KAFKA-21117)",
+                        },
+                    )
+                )
             group = self.groups[group_id] = ConsumerGroup(group_id)
             return group
         raise ReplayError(f"Group {group_id} is not a consumer group.")

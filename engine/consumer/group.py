@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from enum import Enum
 
 from engine.assignment import EMPTY, Assignment, from_records
-from engine.assignors.base import SubscriptionType
 from engine.consumer.member import ConsumerGroupMember, MemberState
 from engine.metadata import TopicId
 from records.consumer_group import (
@@ -186,9 +185,6 @@ class ConsumerGroup:
             if resolved is not None:
                 topics |= resolved.topics
         return topics
-
-    def subscription_type(self) -> SubscriptionType:
-        return subscription_type(self.subscribed_topic_counts(), len(self.members))
 
     def describe_members(self) -> Iterator[ConsumerGroupMember]:
         return iter(self.members.values())
@@ -414,11 +410,3 @@ class ConsumerGroup:
                         )
                 if not owners:
                     del self._partition_epochs[t]
-
-
-def subscription_type(counts: dict[str, int], num_members: int) -> SubscriptionType:
-    """HOMOGENEOUS when every topic has every member as subscriber (or nobody subscribes)."""
-    for n in counts.values():
-        if n != num_members:
-            return SubscriptionType.HETEROGENEOUS
-    return SubscriptionType.HOMOGENEOUS

@@ -14,10 +14,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from engine.assignment import EMPTY, Assignment
-from engine.assignors.base import SubscriptionType
 from engine.consumer import record_builders as rb
 from engine.consumer import regex as regexes
-from engine.consumer.group import ConsumerGroup, ResolvedRegex, subscription_type
+from engine.consumer.group import ConsumerGroup, ResolvedRegex
 from engine.consumer.member import ConsumerGroupMember, MemberState
 from engine.consumer.reconcile import OwnedPartitions, reconcile
 from engine.consumer.target import build_target_assignment
@@ -152,23 +151,18 @@ def subscription_metadata(image: MetadataImage, counts: Mapping[str, int]) -> di
 
 
 class SubscriptionUpdate:
-    """The group-level result of a member change: epoch, subscription metadata and type.
+    """The group-level result of a member change: epoch, subscription metadata, regexes."""
 
-    `type` is None when nothing changed: it is then the group's own, computed only if a target
-    assignment is needed (never on a steady heartbeat)."""
-
-    __slots__ = ("group_epoch", "metadata", "resolved", "type")
+    __slots__ = ("group_epoch", "metadata", "resolved")
 
     def __init__(
         self,
         group_epoch: int,
         metadata: Mapping[str, TopicMetadata],
-        type_: SubscriptionType | None,
         resolved: Mapping[str, ResolvedRegex],
     ) -> None:
         self.group_epoch = group_epoch
         self.metadata = metadata
-        self.type = type_
         self.resolved = resolved
 
 
@@ -187,9 +181,7 @@ def update_subscription(
     refresh = group.metadata_refresh_needed
     if new is old and not refresh and group.group_epoch != 0:
         # Nothing about the member or the topics changed (every steady heartbeat).
-        return SubscriptionUpdate(
-            group.group_epoch, group.subscription_metadata, None, group.resolved_regexes
-        )
+        return SubscriptionUpdate(group.group_epoch, group.subscription_metadata, group.resolved_regexes)
     bump = False
     if old is None or not new.subscription_equals(old):
         op.records.append(rb.member_metadata(gid, new))
@@ -208,14 +200,9 @@ def update_subscription(
 
     epoch = group.group_epoch
     metadata: Mapping[str, TopicMetadata] = group.subscription_metadata
-    sub_type = None
     if bump or refresh:
         counts = topic_counts(group, old, new, resolved)
         metadata = subscription_metadata(shard.image, counts)
-        num_members = group.num_members
-        if new.member_id not in group.members and group.static_member(new.instance_id) is None:
-            num_members += 1
-        sub_type = subscription_type(counts, num_members)
         if metadata != group.subscription_metadata:
             bump = True
             op.records.append(rb.subscription_metadata(gid, metadata.values()))
@@ -230,7 +217,7 @@ def update_subscription(
                 reason="member joined" if old is None else "subscription or metadata changed",
             )
         op.after(lambda: _refreshed(group))
-    return SubscriptionUpdate(epoch, metadata, sub_type, resolved)
+    return SubscriptionUpdate(epoch, metadata, resolved)
 
 
 def _refreshed(group: ConsumerGroup) -> None:
@@ -271,13 +258,11 @@ def update_target(
     Returns (target epoch, this member's target)."""
     if sub.group_epoch > group.assignment_epoch:
         assignor = preferred_assignor(shard, group, old, new)
-        sub_type = sub.type if sub.type is not None else group.subscription_type()
         targets = build_target_assignment(
             group,
             sub.group_epoch,
             assignor,
             sub.metadata,
-            sub_type,
             {new.member_id: new},
             sub.resolved,
             op.records,

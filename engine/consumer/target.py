@@ -39,12 +39,26 @@ def member_topic_names(
     return member.subscribed_topic_names
 
 
+def subscription_type_of(specs: Mapping[str, MemberSubscription]) -> SubscriptionType:
+    """HOMOGENEOUS when every member subscribes to the same resolved topics.
+
+    Computed from the members themselves rather than from per-topic subscriber counts: a member
+    subscribed to a topic both by name and through a regex would be counted twice, and a wrong
+    HOMOGENEOUS makes the assignor give every member the first member's topics."""
+    first: frozenset[TopicId] | None = None
+    for spec in specs.values():
+        if first is None:
+            first = spec.subscribed_topic_ids
+        elif spec.subscribed_topic_ids != first:
+            return SubscriptionType.HETEROGENEOUS
+    return SubscriptionType.HOMOGENEOUS
+
+
 def build_target_assignment(
     group: ConsumerGroup,
     epoch: int,
     assignor_name: str,
     subscription_metadata: Mapping[str, TopicMetadata],
-    subscription_type: SubscriptionType,
     updated_members: Mapping[str, ConsumerGroupMember | None],
     resolved_regexes: Mapping[str, ResolvedRegex],
     records: list[CoordinatorRecord],
@@ -87,7 +101,7 @@ def build_target_assignment(
     if specs:
         try:
             result = assignors.get(assignor_name).assign(
-                GroupSpec(specs, subscription_type, group.inverted_target()),
+                GroupSpec(specs, subscription_type_of(specs), group.inverted_target()),
                 MapTopicDescriber(counts),
             )
         except PartitionAssignorError as e:

@@ -57,7 +57,7 @@ class Dispatcher:
         self.registry = registry
         self._unsupported_api_versions = unsupported_api_versions
         self._requests = metrics.counter(
-            "groupshift_requests_total", "Requests handled, by API", ("api",)
+            "groupshift_requests_total", "Requests answered, by API and version", ("api", "version")
         )
         self._latency = metrics.summary(
             "groupshift_request_latency_seconds",
@@ -69,13 +69,13 @@ class Dispatcher:
             "Requests that closed their connection instead of being answered, by reason",
             ("reason",),
         )
-        self._by_api: dict[str, _ApiMetrics] = {}
+        self._by_api: dict[tuple[str, int], _ApiMetrics] = {}
 
-    def _api_metrics(self, name: str) -> _ApiMetrics:
-        m = self._by_api.get(name)
+    def _api_metrics(self, name: str, version: int) -> _ApiMetrics:
+        m = self._by_api.get((name, version))
         if m is None:
-            m = self._by_api[name] = _ApiMetrics(
-                self._requests.labels(name), self._latency.labels(name)
+            m = self._by_api[(name, version)] = _ApiMetrics(
+                self._requests.labels(name, str(version)), self._latency.labels(name)
             )
         return m
 
@@ -106,7 +106,7 @@ class Dispatcher:
         if not spec.supports(version):
             if api_key == API_VERSIONS_KEY and version > spec.max_version:
                 slot.complete(self._unsupported_api_versions(correlation_id))
-                self._api_metrics(spec.name).requests.inc()
+                self._api_metrics(spec.name, version).requests.inc()
                 return
             self._reject(
                 conn, "api.version_unsupported", api_key=api_key, api_version=version,
@@ -190,7 +190,7 @@ class Dispatcher:
             except Exception as e:
                 self._failed(conn, spec, e)
                 return
-        m = self._api_metrics(spec.name)
+        m = self._api_metrics(spec.name, schema.version)
         m.requests.inc()
         m.latency.observe(time.perf_counter() - started)
         slot.complete(data)

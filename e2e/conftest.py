@@ -52,10 +52,24 @@ class Gateways:
         return problems
 
 
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> object:
+    report = yield
+    if report.when == "call":
+        item.stash[_FAILED] = report.failed
+    return report
+
+
+_FAILED = pytest.StashKey[bool]()
+
+
 @pytest.fixture
-def gateways(tmp_path: Path) -> Iterator[Gateways]:
+def gateways(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Gateways]:
     g = Gateways(tmp_path)
     yield g
+    if request.node.stash.get(_FAILED, False):
+        for gw in g.started:  # shown with the failure report (captured output)
+            print(f"--- gateway on port {gw.port}, log tail ---\n{gw.log_tail()}")
     problems = g.finish()
     if problems:
         pytest.fail("\n\n".join(problems))

@@ -96,7 +96,8 @@ class MetadataApi:
             topic_id = getattr(rt, "topic_id", None)
             has_id = topic_id is not None and topic_id.int != 0
             if version in (10, 11) and (rt.name is None or has_id):
-                entries.append(_error_topic(ErrorCode.invalid_request, rt.name, topic_id))
+                # Names are not nullable in v10/v11 responses either.
+                entries.append(_error_topic(ErrorCode.invalid_request, rt.name or "", topic_id))
                 continue
             if by_id:
                 if not has_id or topic_id in seen:

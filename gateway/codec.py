@@ -137,11 +137,11 @@ def encode_request(request: Any, *, correlation_id: int, client_id: str | None =
     return buf.getvalue()
 
 
-def decode_response(response_type: type, frame: bytes) -> tuple[int, Any]:
+def decode_response(response_type: Any, frame: bytes) -> tuple[int, Any]:
     """(correlation id, body) of a response frame without its size prefix (client side)."""
     header_type = response_type.__header_schema__
     header, offset = entity_reader(header_type)(frame, 0)
-    body, _ = entity_reader(response_type)(frame, offset)
+    body: Any = entity_reader(response_type)(frame, offset)[0]
     return header.correlation_id, body
 
 

@@ -69,7 +69,7 @@ class ServerConfig(BaseModel):
     log_segment_bytes: int = Field(1073741824, alias="log.segment.bytes", ge=14)
     metrics_listen: str | None = Field(None, alias="metrics.listen")
     node_id: int = Field(0, alias="node.id", ge=0)
-    group: CoordinatorConfig = Field(default_factory=CoordinatorConfig)
+    group: CoordinatorConfig = Field(default_factory=lambda: CoordinatorConfig.model_validate({}))
 
     @field_validator("listeners")
     @classmethod

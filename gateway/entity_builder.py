@@ -99,7 +99,7 @@ def _plan(cls: type) -> tuple[tuple[str, _Convert, bool], ...]:
 def build(cls: type[E], values: Mapping[str, Any]) -> E:
     """`cls(**values)` restricted to the fields `cls` has, with wire-type conversion."""
     kwargs: dict[str, Any] = {}
-    for name, convert, required in _plan(cls):
+    for name, convert, required in _plan(cls):  # type: ignore[arg-type]
         if name in values:
             v = values[name]
             kwargs[name] = v if convert is None else convert(v)

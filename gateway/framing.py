@@ -86,6 +86,7 @@ class KafkaConnection(asyncio.Protocol):
         self._write_paused = False
         self._inflight_paused = False
         self._read_paused = False
+        self._close_after_flush = False
         self._drained: asyncio.Future[None] | None = None
         self.ctx = RequestContext(connection_id=connection_id, peer=("", 0), listener=("", 0))
 
@@ -127,7 +128,7 @@ class KafkaConnection(asyncio.Protocol):
     def eof_received(self) -> bool | None:
         # The client half-closed: answer what is in flight, then close (as Kafka does).
         if self._slots:
-            self._closing_after_flush = True
+            self._close_after_flush = True
             return True
         return None
 
@@ -159,8 +160,6 @@ class KafkaConnection(asyncio.Protocol):
         self._update_reading()
 
     # -- internals ----------------------------------------------------------------------------
-
-    _closing_after_flush = False
 
     def _peer_text(self) -> str:
         host, port = self.ctx.peer
@@ -198,7 +197,7 @@ class KafkaConnection(asyncio.Protocol):
         if not slots:
             if self._drained is not None and not self._drained.done():
                 self._drained.set_result(None)
-            if self._closing_after_flush and transport is not None:
+            if self._close_after_flush and transport is not None:
                 transport.close()
 
     def _update_reading(self) -> None:

@@ -112,11 +112,11 @@ class _Gen:
         self.lines.append("    " * indent + line)
 
     def entity(self, t: type, flexible: bool, ind: int) -> None:
-        tagged = []
+        tagged: list[tuple[int, dataclasses.Field[Any]]] = []
         for f in dataclasses.fields(t):
             tag = get_field_tag(f)
             if tag is not None:
-                tagged.append((tag, f))
+                tagged.append((int(tag), f))
                 continue
             self.field(f, flexible, ind)
         if flexible:
@@ -124,20 +124,20 @@ class _Gen:
 
     def tagged_fields(self, tagged: list[tuple[int, dataclasses.Field[Any]]], ind: int) -> None:
         # Tagged values carry their size, so only tags whose type holds arrays are walked.
-        walk = {}
-        for tag, f in tagged:
+        walk: dict[int, str] = {}
+        for tag_number, f in tagged:
             kind = classify_field(f)
             if kind.is_array or (isinstance(kind, EntityField) and has_arrays(kind.type_)):
                 name = self.var("_tag")
                 self.helpers[name] = _field_guard(f)
-                walk[tag] = name
+                walk[tag_number] = name
         count, i, tag, size = self.var("c"), self.var("i"), self.var("t"), self.var("s")
         self.emit(ind, f"{count}, pos = _uvarint(buf, pos)")
         self.emit(ind, f"for {i} in range({count}):")
         self.emit(ind + 1, f"{tag}, pos = _uvarint(buf, pos)")
         self.emit(ind + 1, f"{size}, pos = _uvarint(buf, pos)")
-        for t, name in walk.items():
-            self.emit(ind + 1, f"if {tag} == {t}:")
+        for number, name in walk.items():
+            self.emit(ind + 1, f"if {tag} == {number}:")
             self.emit(ind + 2, f"{name}(buf, pos, pos + {size})")
         self.emit(ind + 1, f"pos += {size}")
 

@@ -125,7 +125,7 @@ def _complete_batch_size(data: bytes, pos: int) -> int | None:
     if len(data) - pos < LOG_OVERHEAD:
         return None
     (length,) = _LEADER_EPOCH.unpack_from(data, pos + 8)
-    size = length + LOG_OVERHEAD
+    size = int(length) + LOG_OVERHEAD
     if size < MAGIC_OFFSET + 1:
         raise CorruptBatch(f"Record size {size} is less than the minimum record overhead (17)")
     if len(data) - pos < size:

@@ -100,7 +100,7 @@ class MetadataApi:
                 entries.append(_error_topic(ErrorCode.invalid_request, rt.name or "", topic_id))
                 continue
             if by_id:
-                if not has_id or topic_id in seen:
+                if topic_id is None or not has_id or topic_id in seen:
                     continue
                 seen.add(topic_id)
                 found = self.plane.topic_by_id(topic_id)

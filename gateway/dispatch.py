@@ -135,13 +135,9 @@ class Dispatcher:
             self._failed(conn, spec, e)
             return
         if spec.is_coroutine:
-            task = asyncio.ensure_future(result)
-            slot.task = task
-            task.add_done_callback(
-                lambda t: self._complete(conn, slot, spec, schema, correlation_id, started, t)
-            )
-        elif asyncio.isfuture(result):
-            slot.task = result
+            result = asyncio.ensure_future(result)
+        if asyncio.isfuture(result):
+            slot.task = result  # cancelled if the connection closes first
             result.add_done_callback(
                 lambda f: self._complete(conn, slot, spec, schema, correlation_id, started, f)
             )

@@ -334,3 +334,51 @@ def test_data_dir_layout_uses_kafka_names(tmp_path: Path) -> None:
     assert str(topic.topic_id) in (tmp_path / "topics.json").read_text()
     assert sorted(os.listdir(tmp_path / "layout-0")) == [LOG_FILE, "partition.metadata"]
     assert uuid.UUID(str(topic.topic_id)).version == 4
+
+
+def test_a_request_pipelined_after_a_produce_sees_its_records(tmp_path: Path) -> None:
+    """Kafka handles one request per connection at a time; appends keep that order here."""
+    from gateway.codec import decode_response, encode_request, response_type_of
+    from gateway.dataplane.apis.list_offsets import ListOffsetsApi
+    from gateway.dataplane.apis.produce import ProduceApi
+    from gateway.dispatch import Dispatcher
+    from gateway.framing import KafkaConnection
+    from gateway.metrics import MetricsRegistry
+    from gateway.registry import HandlerRegistry
+    from tests.fake_transport import FakeTransport
+
+    async def scenario() -> None:
+        plane = DataPlane(tmp_path)
+        plane.create_topic("ordered", 1)
+        registry = HandlerRegistry()
+        ProduceApi(plane).register(registry)
+        ListOffsetsApi(plane).register(registry)
+        dispatcher = Dispatcher(registry, MetricsRegistry(), unsupported_api_versions=bytes)
+        conn = KafkaConnection(connection_id=1, on_frame=dispatcher.on_frame,
+                               max_frame_bytes=1 << 20)
+        transport = FakeTransport()
+        conn.connection_made(transport)  # type: ignore[arg-type]
+        produce = build(load_request_schema(0, 9), {
+            "transactional_id": None, "acks": 1, "timeout": 1000, "topic_data": [
+                {"name": "ordered", "partition_data": [
+                    {"index": 0, "records": make_batch([b"a", b"b"])}]}]})
+        latest = build(load_request_schema(2, 7), {
+            "replica_id": -1, "isolation_level": 0, "topics": [
+                {"name": "ordered", "partitions": [
+                    {"partition_index": 0, "timestamp": -1, "current_leader_epoch": -1}]}]})
+        conn.data_received(encode_request(produce, correlation_id=1)
+                           + encode_request(latest, correlation_id=2))
+        for _ in range(50):
+            if len(transport.written) == 2:
+                break
+            await asyncio.sleep(0.01)
+        (c1, produced), (c2, offsets) = (
+            decode_response(response_type_of(r), w[4:])
+            for r, w in zip((produce, latest), transport.written, strict=True)
+        )
+        assert (c1, c2) == (1, 2)
+        assert produced.responses[0].partition_responses[0].base_offset == 0
+        assert offsets.topics[0].partitions[0].offset == 2
+        await plane.close()
+
+    asyncio.run(scenario())

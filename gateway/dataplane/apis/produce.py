@@ -63,12 +63,18 @@ class ProduceApi:
         return {**_result(index, ErrorCode.none), "base_offset": base,
                 "log_start_offset": p.log_start_offset}
 
-    async def handle(self, ctx: RequestContext, header: Any, request: Any) -> Any:
+    def handle(self, ctx: RequestContext, header: Any, request: Any) -> Any:
+        """Append now, answer once durable.
+
+        The appends run synchronously, in the order requests arrive on the connection (Kafka
+        handles one request per connection at a time, so a request pipelined after a Produce
+        sees its records); only the wait for the fsync is deferred, as a future.
+        """
         version = request.__version__
         acks = request.acks
         by_id = version >= 13
         topics_out = []
-        touched: dict[int, tuple[Partition, dict[str, Any]]] = {}
+        appended: list[tuple[Partition, dict[str, Any]]] = []
         failed = False
         for td in request.topic_data:
             topic = self.plane.topic_by_id(td.topic_id) if by_id else self.plane.topic(td.name)
@@ -83,7 +89,8 @@ class ProduceApi:
                     r = _result(pd.index, code)
                 else:
                     r = self._append(p, pd.index, pd.records, version)
-                    touched[id(r)] = (p, r)
+                    if r["error_code"] == ErrorCode.none:
+                        appended.append((p, r))
                 failed = failed or r["error_code"] != ErrorCode.none
                 results.append(r)
             key = {"topic_id": td.topic_id} if by_id else {"name": td.name}
@@ -99,17 +106,21 @@ class ProduceApi:
                     }),
                 )
             return NO_RESPONSE
-        await self._make_durable(touched.values())
-        return build(response_type_of(request), {"responses": topics_out, "throttle_time": 0})
+        response_type = response_type_of(request)
+        if not appended:
+            return build(response_type, {"responses": topics_out, "throttle_time": 0})
+        return asyncio.ensure_future(self._when_durable(response_type, topics_out, appended))
 
-    async def _make_durable(self, appended: Any) -> None:
-        """fsync every partition appended to (shared with concurrent requests)."""
+    async def _when_durable(
+        self,
+        response_type: type,
+        topics_out: list[dict[str, Any]],
+        appended: list[tuple[Partition, dict[str, Any]]],
+    ) -> Any:
+        """fsync every partition appended to (shared with concurrent requests), then answer."""
         by_partition: dict[int, tuple[Partition, list[dict[str, Any]]]] = {}
         for p, r in appended:
-            if r["error_code"] == ErrorCode.none:
-                by_partition.setdefault(id(p), (p, []))[1].append(r)
-        if not by_partition:
-            return
+            by_partition.setdefault(id(p), (p, []))[1].append(r)
         entries = list(by_partition.values())
         outcomes = await asyncio.gather(
             *(p.make_durable() for p, _ in entries), return_exceptions=True
@@ -118,3 +129,4 @@ class ProduceApi:
             if isinstance(outcome, BaseException):
                 for r in results:
                     r.update(_result(r["index"], ErrorCode.kafka_storage_error, str(outcome)))
+        return build(response_type, {"responses": topics_out, "throttle_time": 0})

@@ -51,6 +51,9 @@ def test_confluent_admin_adds_partitions_and_deletes_topics(gw: GatewayProcess) 
     from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
     admin = AdminClient({"bootstrap.servers": gw.bootstrap})
+    cluster = admin.describe_cluster(request_timeout=10).result(10)  # DescribeCluster
+    assert cluster.cluster_id and [(n.id, n.port) for n in cluster.nodes] == [(0, gw.port)]
+    assert cluster.controller is not None and cluster.controller.id == 0
     admin.create_topics([NewTopic("grows", 2, 1)])["grows"].result(10)
     admin.create_partitions([NewPartitions("grows", 5)])["grows"].result(10)
     assert len(admin.list_topics("grows", timeout=10).topics["grows"].partitions) == 5
@@ -65,6 +68,7 @@ def test_confluent_admin_adds_partitions_and_deletes_topics(gw: GatewayProcess) 
                      on_delivery=lambda err, msg: delivered.append((err, msg.partition())))
     assert producer.flush(10) == 0
     assert delivered == [(None, 4)]
+    del producer  # librdkafka clients have no close(); drop it before the gateway stops
 
     admin.delete_topics(["grows"])["grows"].result(10)
     assert "grows" not in admin.list_topics(timeout=10).topics

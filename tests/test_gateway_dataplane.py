@@ -382,3 +382,64 @@ def test_a_request_pipelined_after_a_produce_sees_its_records(tmp_path: Path) ->
         await plane.close()
 
     asyncio.run(scenario())
+
+
+def test_produce_v13_and_fetch_v16_address_topics_by_id(tmp_path: Path) -> None:
+    from gateway.dataplane.apis.produce import ProduceApi
+
+    async def scenario() -> None:
+        plane = DataPlane(tmp_path)
+        topic = plane.create_topic("by-id", 1)
+        ctx = RequestContext(1, ("127.0.0.1", 1), ("127.0.0.1", 9092))
+        unknown = uuid.uuid4()
+        produce = build(load_request_schema(0, 13), {
+            "transactional_id": None, "acks": -1, "timeout": 1000, "topic_data": [
+                {"topic_id": tid, "partition_data": [{"index": 0, "records": make_batch([b"x"])}]}
+                for tid in (topic.topic_id, unknown)]})
+        result = ProduceApi(plane).handle(ctx, None, produce)
+        resp = await result
+        assert [(t.topic_id, t.partition_responses[0].error_code) for t in resp.responses] == [
+            (topic.topic_id, ErrorCode.none), (unknown, ErrorCode.unknown_topic_id),
+        ]
+        fetch = build(load_request_schema(1, 16), {
+            "max_wait": 0, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
+            "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [], "rack_id": "",
+            "topics": [{"topic_id": tid, "partitions": [
+                {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}
+                for tid in (topic.topic_id, unknown)]})
+        got = await FetchApi(plane).handle(ctx, None, fetch)
+        found, missing = got.responses
+        assert found.topic_id == topic.topic_id and found.partitions[0].high_watermark == 1
+        assert read_header(found.partitions[0].records).records_count == 1
+        assert missing.partitions[0].error_code == ErrorCode.unknown_topic_id
+        await plane.close()
+
+    asyncio.run(scenario())
+
+
+def test_list_offsets_by_timestamp_and_special_values(tmp_path: Path) -> None:
+    from gateway.dataplane.apis.list_offsets import ListOffsetsApi
+
+    plane = DataPlane(tmp_path)
+    plane.create_topic("times", 1)
+    p = plane.partition("times", 0)
+    assert p is not None
+    p.append(make_batch([b"a", b"b"], timestamps_ms=[1000, 5000]))
+    p.append(make_batch([b"c", b"d"], timestamps_ms=[3000, 4000]))
+    api = ListOffsetsApi(plane)
+    ctx = RequestContext(1, ("127.0.0.1", 1), ("127.0.0.1", 9092))
+
+    def ask(timestamp: int) -> tuple[int, int, int]:
+        request = build(load_request_schema(2, 9), {
+            "replica_id": -1, "isolation_level": 0, "topics": [{"name": "times", "partitions": [
+                {"partition_index": 0, "timestamp": timestamp, "current_leader_epoch": -1}]}]})
+        part = api.handle(ctx, None, request).topics[0].partitions[0]
+        assert part.error_code == ErrorCode.none
+        return part.offset, part.timestamp, part.leader_epoch
+
+    assert ask(-2) == (0, -1, 0)  # earliest
+    assert ask(-1) == (4, -1, 0)  # latest
+    assert ask(-3) == (1, 5000, 0)  # max timestamp: offset 1 holds 5000
+    assert ask(2000) == (1, 5000, 0)  # first record at or after 2000 in log order
+    assert ask(6000) == (-1, -1, -1)
+    assert ask(-5) == (-1, -1, -1)  # latest tiered: no tiered storage

@@ -3,7 +3,8 @@
     python -m bench.gateway [--json] [--seconds S] [--connections N]
 
 Starts `groupshift serve` as a subprocess (its own core on a multi-core machine) and measures:
-  * request round trips (ApiVersions, Metadata): N connections, one request in flight each,
+  * request round trips (ApiVersions, Metadata, FindCoordinator): N connections, one request in
+    flight each,
     pre-encoded frames sent by a uvloop client; requests/s and p50/p99 latency;
   * produce throughput: librdkafka (confluent-kafka) producing fixed-size records, acks=all;
   * fetch throughput: librdkafka consuming them back from the beginning.
@@ -53,6 +54,11 @@ def api_versions_request() -> Any:
 def metadata_request() -> Any:
     return request(3, 12, topics=[{"name": TOPIC, "topic_id": None}],
                    allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+
+
+def find_coordinator_request() -> Any:
+    """A small group-path request: the closest stand-in for a heartbeat until groups exist."""
+    return request(10, 3, key="bench-group", key_type=0)
 
 
 def heartbeat_request() -> Any:
@@ -212,6 +218,7 @@ def run_fetch(gw: GatewayProcess, records: int, size: int) -> dict:
 SCENARIOS = [
     RoundTrip("ApiVersions", api_versions_request),
     RoundTrip("Metadata", metadata_request),
+    RoundTrip("FindCoordinator", find_coordinator_request),
 ]
 
 

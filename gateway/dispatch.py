@@ -106,7 +106,7 @@ class Dispatcher:
         if not spec.supports(version):
             if api_key == API_VERSIONS_KEY and version > spec.max_version:
                 slot.complete(self._unsupported_api_versions(correlation_id))
-                self._api_metrics(spec.name, version).requests.inc()
+                self._api_metrics(spec.name, 0).requests.inc()  # answered as v0
                 return
             self._reject(
                 conn, "api.version_unsupported", api_key=api_key, api_version=version,

@@ -1,0 +1,104 @@
+"""e2e fixtures: real `groupshift serve` subprocesses on free 127.0.0.1 ports.
+
+`gateways` (per test) and `module_gateways` (per module, for tests that share one server) start
+processes with `.start(name, sets=[...])` and restart them on the same data directory with
+`.restart(gw)`. At teardown every gateway that was not deliberately killed must still be alive
+(else the test fails with the gateway's log tail) and must exit 0 on SIGTERM.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from e2e.harness import GatewayProcess
+
+
+class Gateways:
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.started: list[GatewayProcess] = []
+
+    def start(self, name: str = "gw", *, sets: tuple[str, ...] | list[str] = ()) -> GatewayProcess:
+        gw = GatewayProcess.start(self.base / name, sets=tuple(sets))
+        self.started.append(gw)
+        return gw
+
+    def restart(self, gw: GatewayProcess) -> GatewayProcess:
+        new = gw.restart()
+        self.started.append(new)
+        return new
+
+    def finish(self) -> list[str]:
+        problems = []
+        for gw in self.started:
+            if gw.expected_exit:
+                continue
+            if not gw.alive():
+                problems.append(
+                    f"gateway on port {gw.port} died unexpectedly (exit code "
+                    f"{gw.proc.returncode}):\n{gw.log_tail()}"
+                )
+                continue
+            try:
+                code = gw.stop()
+            except RuntimeError as e:
+                problems.append(f"gateway on port {gw.port}: {e}\n{gw.log_tail()}")
+                continue
+            if code != 0:
+                problems.append(f"gateway on port {gw.port} exited {code} on SIGTERM")
+        return problems
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> object:
+    report = yield
+    if report.when == "call":
+        item.stash[_FAILED] = report.failed
+    return report
+
+
+_FAILED = pytest.StashKey[bool]()
+
+
+@pytest.fixture
+def gateways(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Gateways]:
+    g = Gateways(tmp_path)
+    yield g
+    if request.node.stash.get(_FAILED, False):
+        for gw in g.started:  # shown with the failure report (captured output)
+            print(f"--- gateway on port {gw.port}, log tail ---\n{gw.log_tail()}")
+    problems = g.finish()
+    if problems:
+        pytest.fail("\n\n".join(problems))
+
+
+@pytest.fixture(scope="module")
+def module_gateways(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateways]:
+    g = Gateways(tmp_path_factory.mktemp("gateways"))
+    yield g
+    problems = g.finish()
+    if problems:
+        pytest.fail("\n\n".join(problems))
+
+
+@pytest.fixture
+def gateway(gateways: Gateways) -> GatewayProcess:
+    """One gateway with default settings and metrics on a free port."""
+    return gateways.start(sets=["metrics.listen=127.0.0.1:0"])
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.e2e)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # kafka-python 3.0.12 loads its schemas with deprecated importlib.resources calls.
+    config.addinivalue_line(
+        "filterwarnings", "ignore:.*is deprecated. Use files:DeprecationWarning"
+    )

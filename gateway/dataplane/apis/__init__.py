@@ -1,0 +1,27 @@
+"""Kafka request handlers of the embedded data plane, one module per API family."""
+
+from __future__ import annotations
+
+from gateway.cluster import ClusterView
+from gateway.dataplane.apis.describe_cluster import DescribeClusterApi
+from gateway.dataplane.apis.fetch import FetchApi
+from gateway.dataplane.apis.list_offsets import ListOffsetsApi
+from gateway.dataplane.apis.metadata import MetadataApi
+from gateway.dataplane.apis.produce import ProduceApi
+from gateway.dataplane.apis.producer_ids import InitProducerIdApi
+from gateway.dataplane.apis.topics_admin import TopicsAdminApi
+from gateway.dataplane.plane import DataPlane
+from gateway.registry import HandlerRegistry
+
+
+def register_dataplane_apis(
+    registry: HandlerRegistry, plane: DataPlane, cluster: ClusterView
+) -> None:
+    """Metadata, Produce, Fetch, ListOffsets, topic admin, InitProducerId, DescribeCluster."""
+    MetadataApi(plane, cluster).register(registry)
+    ProduceApi(plane).register(registry)
+    FetchApi(plane).register(registry)
+    ListOffsetsApi(plane).register(registry)
+    TopicsAdminApi(plane, cluster).register(registry)
+    InitProducerIdApi(plane).register(registry)
+    DescribeClusterApi(cluster).register(registry)

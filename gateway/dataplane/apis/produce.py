@@ -1,0 +1,132 @@
+"""Produce (key 0, v3-v13): append client record batches to embedded partitions.
+
+Kafka behaviour reproduced (`KafkaApis.handleProduceRequest`, `ReplicaManager.appendRecords`,
+`ProduceRequest.validateRecords`, `LogValidator`):
+  * acks must be -1, 0 or 1, else every partition gets INVALID_REQUIRED_ACKS;
+  * per partition: unknown topic or partition -> UNKNOWN_TOPIC_OR_PARTITION (v13 addresses
+    topics by id: an unknown id -> UNKNOWN_TOPIC_ID); exactly one magic-2 batch, consistent
+    counts, no control batch -> else INVALID_RECORD; CRC-32C mismatch -> CORRUPT_MESSAGE;
+    idempotent-producer sequence errors as in `producers`;
+  * acks=0 gets no response at all; if any partition failed, Kafka closes the connection
+    instead so the producer notices and refreshes metadata -- so do we;
+  * acks=1/-1: the response waits until the appended batches are fsynced (single node: the
+    leader is the whole ISR, so -1 and 1 mean the same here).
+Transactions are not supported (InitProducerId refuses transactional ids), so a transactional
+batch is refused with INVALID_RECORD. Log-append-time topics do not exist here, so
+`log_append_time` is always -1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from gateway.codec import response_type_of
+from gateway.dataplane.batch import BatchError, single_produce_batch
+from gateway.dataplane.plane import DataPlane, Partition, SequenceError
+from gateway.entity_builder import build
+from gateway.registry import NO_RESPONSE, CloseConnection, HandlerRegistry, RequestContext
+
+API_KEY = 0
+MIN_VERSION = 3
+MAX_VERSION = 13
+
+
+def _result(index: int, code: ErrorCode, message: str | None = None) -> dict[str, Any]:
+    return {
+        "index": index,
+        "error_code": code,
+        "base_offset": -1,
+        "log_append_time": -1,
+        "log_start_offset": -1,
+        "record_errors": [],
+        "error_message": message,
+    }
+
+
+class ProduceApi:
+    def __init__(self, plane: DataPlane) -> None:
+        self.plane = plane
+
+    def register(self, registry: HandlerRegistry) -> None:
+        registry.register(API_KEY, MIN_VERSION, MAX_VERSION, self.handle)
+
+    def _append(self, p: Partition, index: int, records: Any, version: int) -> dict[str, Any]:
+        try:
+            base, _ = p.append(single_produce_batch(records, version))
+        except BatchError as e:
+            return _result(index, e.code, str(e))
+        except SequenceError as e:
+            return _result(index, e.code, e.message)
+        return {**_result(index, ErrorCode.none), "base_offset": base,
+                "log_start_offset": p.log_start_offset}
+
+    def handle(self, ctx: RequestContext, header: Any, request: Any) -> Any:
+        """Append now, answer once durable.
+
+        The appends run synchronously, in the order requests arrive on the connection (Kafka
+        handles one request per connection at a time, so a request pipelined after a Produce
+        sees its records); only the wait for the fsync is deferred, as a future.
+        """
+        version = request.__version__
+        acks = request.acks
+        by_id = version >= 13
+        topics_out = []
+        appended: list[tuple[Partition, dict[str, Any]]] = []
+        failed = False
+        for td in request.topic_data:
+            topic = self.plane.topic_by_id(td.topic_id) if by_id else self.plane.topic(td.name)
+            unknown = ErrorCode.unknown_topic_id if by_id else ErrorCode.unknown_topic_or_partition
+            results = []
+            for pd in td.partition_data:
+                p = None if topic is None else self.plane.partition(topic.name, pd.index)
+                if acks not in (-1, 0, 1):
+                    r = _result(pd.index, ErrorCode.invalid_required_acks)
+                elif p is None:
+                    code = ErrorCode.unknown_topic_or_partition if topic else unknown
+                    r = _result(pd.index, code)
+                else:
+                    r = self._append(p, pd.index, pd.records, version)
+                    if r["error_code"] == ErrorCode.none:
+                        appended.append((p, r))
+                failed = failed or r["error_code"] != ErrorCode.none
+                results.append(r)
+            key = {"topic_id": td.topic_id} if by_id else {"name": td.name}
+            topics_out.append({**key, "partition_responses": results})
+        if acks == 0:
+            if failed:
+                raise CloseConnection(
+                    "produce.failed_with_acks_0",
+                    errors=sorted({
+                        ErrorCode(r["error_code"]).name
+                        for t in topics_out for r in t["partition_responses"]
+                        if r["error_code"] != ErrorCode.none
+                    }),
+                )
+            return NO_RESPONSE
+        response_type = response_type_of(request)
+        if not appended:
+            return build(response_type, {"responses": topics_out, "throttle_time": 0})
+        return asyncio.ensure_future(self._when_durable(response_type, topics_out, appended))
+
+    async def _when_durable(
+        self,
+        response_type: type,
+        topics_out: list[dict[str, Any]],
+        appended: list[tuple[Partition, dict[str, Any]]],
+    ) -> Any:
+        """fsync every partition appended to (shared with concurrent requests), then answer."""
+        by_partition: dict[int, tuple[Partition, list[dict[str, Any]]]] = {}
+        for p, r in appended:
+            by_partition.setdefault(id(p), (p, []))[1].append(r)
+        entries = list(by_partition.values())
+        outcomes = await asyncio.gather(
+            *(p.make_durable() for p, _ in entries), return_exceptions=True
+        )
+        for (_, results), outcome in zip(entries, outcomes, strict=True):
+            if isinstance(outcome, BaseException):
+                for r in results:
+                    r.update(_result(r["index"], ErrorCode.kafka_storage_error, str(outcome)))
+        return build(response_type, {"responses": topics_out, "throttle_time": 0})

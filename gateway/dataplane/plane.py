@@ -1,0 +1,431 @@
+"""The data plane facade: topics, their partitions, appends, durability and change notifications.
+
+On-disk layout of the data directory (Kafka's where it has one):
+  meta.properties             cluster.id and node.id (Kafka's file of the same name)
+  topics.json                 the topic registry (names, ids, partition counts)
+  producer-ids.json           reserved producer-id block
+  <topic>-<partition>/        one directory per partition, holding its log and
+      partition.metadata      the owning topic id (Kafka's file), so a directory left by a
+                              deleted or re-created topic is recognised and removed on open.
+
+Durability: a topic change is durable before it is visible (directories first, then the
+registry file, atomically). Appends go to the OS at once, so they survive SIGKILL; produce
+requests with acks=1/-1 also wait for an fsync, and concurrent requests share one fsync (group
+commit) run on a worker thread so the event loop keeps serving.
+
+Hooks for the group layer (exact signatures in `subscribe` and `metadata_image`): every topic
+creation, deletion and partition increase is reported, after it is durable, to each subscriber
+on the event loop, together with the new `engine.metadata.MetadataImage`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import structlog
+from kio.schema.errors import ErrorCode
+
+from engine.ids import kafka_uuid_string
+from engine.metadata import MetadataImage, TopicImage
+from gateway.dataplane.batch import ATTR_TRANSACTIONAL, InvalidBatch, validate_client_batch
+from gateway.dataplane.durable import fsync_dir, write_atomically
+from gateway.dataplane.producers import PartitionProducers, ProducerIdAllocator
+from gateway.dataplane.store import PartitionStore, StoreFactory, open_file_store
+from gateway.dataplane.topics import TopicChange, TopicInfo, TopicRegistry, topic_name_error
+
+log = structlog.get_logger("gateway.dataplane")
+
+META_FILE = "meta.properties"
+PARTITION_META_FILE = "partition.metadata"
+MAX_PARTITIONS = 10_000  # per topic; a guard against accidental huge counts
+
+TopicListener = Callable[[TopicChange, MetadataImage], None]
+
+
+class TopicError(Exception):
+    """A topic operation failed with a Kafka error code and Kafka's message."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class Partition:
+    """One partition: its store, producer state, fetch waiters and group-commit fsync."""
+
+    def __init__(self, topic: TopicInfo, index: int, store: PartitionStore, path: Path) -> None:
+        self.topic = topic
+        self.index = index
+        self.store = store
+        self.path = path
+        self.producers = PartitionProducers()
+        self._waiters: list[asyncio.Future[None]] = []
+        self._appended = 0  # appends so far
+        self._synced = 0  # appends known durable
+        self._sync_job: asyncio.Future[None] | None = None
+
+    @property
+    def high_watermark(self) -> int:
+        return self.store.end_offset
+
+    @property
+    def log_start_offset(self) -> int:
+        return self.store.start_offset
+
+    def append(self, raw_batch: bytes) -> tuple[int, int]:
+        """Append one client batch; raises `BatchError`, or `SequenceError` for producer state.
+
+        A retried duplicate of a recent batch is not appended again: its original offsets are
+        returned, as Kafka does for idempotent producers.
+        """
+        h = validate_client_batch(raw_batch)
+        if h.attributes & ATTR_TRANSACTIONAL:
+            raise InvalidBatch(
+                "transactional batches are not supported: groupshift has no transaction "
+                "coordinator"
+            )
+        check = self.producers.check(h)
+        if check.error != ErrorCode.none:
+            raise SequenceError(check.error, check.message or check.error.name)
+        if check.duplicate_of is not None:
+            return check.duplicate_of
+        base, last = self.store.append_batch(raw_batch)
+        self.producers.record(h, base, last)
+        self._appended += 1
+        self._wake()
+        return base, last
+
+    def _wake(self) -> None:
+        waiters, self._waiters = self._waiters, []
+        for fut in waiters:
+            if not fut.done():
+                fut.set_result(None)
+
+    def add_waiter(self, fut: asyncio.Future[None]) -> None:
+        """Complete `fut` at the next append (long-polling Fetch)."""
+        self._waiters.append(fut)
+
+    def remove_waiter(self, fut: asyncio.Future[None]) -> None:
+        with contextlib.suppress(ValueError):
+            self._waiters.remove(fut)
+
+    async def make_durable(self) -> None:
+        """Return once every append made so far is fsynced; concurrent callers share fsyncs."""
+        target = self._appended
+        while self._synced < target:
+            if self._sync_job is None:
+                self._sync_job = asyncio.ensure_future(self._sync())
+            await asyncio.shield(self._sync_job)
+
+    async def _sync(self) -> None:
+        upto = self._appended
+        try:
+            await asyncio.get_running_loop().run_in_executor(None, self.store.sync)
+            self._synced = max(self._synced, upto)
+        finally:
+            self._sync_job = None
+
+    async def close(self) -> None:
+        self._wake()
+        job = self._sync_job
+        if job is not None:
+            with contextlib.suppress(OSError):
+                await asyncio.shield(job)
+        self.store.close()
+
+
+class SequenceError(Exception):
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _read_properties(path: Path) -> dict[str, str]:
+    out = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        line = line.strip()
+        if line and not line.startswith("#") and "=" in line:
+            k, _, v = line.partition("=")
+            out[k.strip()] = v.strip()
+    return out
+
+
+class DataPlane:
+    """All embedded topics of one node."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        node_id: int = 0,
+        num_partitions: int = 1,
+        auto_create_topics: bool = True,
+        segment_bytes: int = 1 << 30,
+        open_store: StoreFactory = open_file_store,
+    ) -> None:
+        self.data_dir = data_dir
+        self.node_id = node_id
+        self.num_partitions = num_partitions
+        self.auto_create_topics = auto_create_topics
+        self._segment_bytes = segment_bytes
+        self._open_store = open_store
+        self._listeners: list[TopicListener] = []
+        self._partitions: dict[tuple[str, int], Partition] = {}
+        self._version = 0
+        self.closing = False
+        data_dir.mkdir(parents=True, exist_ok=True)
+        self.cluster_id = self._load_meta()
+        self.topics = TopicRegistry.load(data_dir)
+        self.producer_ids = ProducerIdAllocator(data_dir)
+        self._open_partitions()
+
+    # -- startup ------------------------------------------------------------------------------
+
+    def _load_meta(self) -> str:
+        path = self.data_dir / META_FILE
+        if path.exists():
+            props = _read_properties(path)
+            stored = int(props.get("node.id", self.node_id))
+            if stored != self.node_id:
+                raise ValueError(
+                    f"node.id={self.node_id} does not match node.id={stored} stored in {path}"
+                )
+            return props["cluster.id"]
+        cluster_id = kafka_uuid_string(uuid.uuid4().bytes)
+        write_atomically(
+            path, f"version=1\ncluster.id={cluster_id}\nnode.id={self.node_id}\n".encode()
+        )
+        return cluster_id
+
+    def _partition_dir(self, name: str, index: int) -> Path:
+        return self.data_dir / f"{name}-{index}"
+
+    def _open_partitions(self) -> None:
+        """Open every registered partition; remove directories no registered topic owns."""
+        for entry in sorted(self.data_dir.iterdir()):
+            if not entry.is_dir():
+                continue
+            if entry.name.endswith("-delete"):
+                shutil.rmtree(entry, ignore_errors=True)
+                continue
+            meta = entry / PARTITION_META_FILE
+            name, _, idx = entry.name.rpartition("-")
+            if not meta.exists() or not idx.isdigit():
+                continue
+            topic = self.topics.get(name)
+            owner = _read_properties_colon(meta).get("topic_id")
+            if (
+                topic is None
+                or owner != kafka_uuid_string(topic.topic_id.bytes)
+                or int(idx) >= topic.partitions
+            ):
+                log.info("partition.removed", path=str(entry), reason="no.registered.owner")
+                shutil.rmtree(entry, ignore_errors=True)
+        for topic in self.topics.all():
+            for i in range(topic.partitions):
+                self._open_partition(topic, i, create=True)
+
+    def _open_partition(self, topic: TopicInfo, index: int, *, create: bool) -> Partition:
+        path = self._partition_dir(topic.name, index)
+        if create and not (path / PARTITION_META_FILE).exists():
+            self._write_partition_meta(topic, path)
+        store = self._open_store(path, segment_bytes=self._segment_bytes, fsync_policy="explicit")
+        p = Partition(topic, index, store, path)
+        self._partitions[(topic.name, index)] = p
+        return p
+
+    def _write_partition_meta(self, topic: TopicInfo, path: Path) -> None:
+        if path.exists():  # left by an earlier topic of the same name: not ours
+            shutil.rmtree(path)
+        path.mkdir(parents=True)
+        write_atomically(
+            path / PARTITION_META_FILE,
+            f"version: 0\ntopic_id: {kafka_uuid_string(topic.topic_id.bytes)}\n".encode(),
+        )
+
+    # -- reads --------------------------------------------------------------------------------
+
+    def topic(self, name: str) -> TopicInfo | None:
+        return self.topics.get(name)
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
+        return self.topics.by_id(topic_id)
+
+    def partition(self, name: str, index: int) -> Partition | None:
+        return self._partitions.get((name, index))
+
+    def metadata_image(self) -> MetadataImage:
+        """The engine's view of the topics: name, id and partition count of each."""
+        return MetadataImage(
+            (TopicImage(t.topic_id, t.name, t.partitions) for t in self.topics.all()),
+            self._version,
+        )
+
+    # -- notifications ------------------------------------------------------------------------
+
+    def subscribe(self, listener: TopicListener) -> Callable[[], None]:
+        """Call `listener(change, image)` after every durable topic change; returns unsubscribe."""
+        self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return unsubscribe
+
+    def _notify(self, change: TopicChange) -> None:
+        self._version += 1
+        log.info(
+            "topic.changed",
+            change=change.kind,
+            topic=change.topic.name,
+            topic_id=str(change.topic.topic_id),
+            partitions=change.topic.partitions,
+            previous_partitions=change.previous_partitions,
+        )
+        if not self._listeners:
+            return
+        image = self.metadata_image()
+        for listener in list(self._listeners):
+            try:
+                listener(change, image)
+            except Exception as e:
+                log.error("topic.listener_failed", error=repr(e), exc_info=e)
+
+    # -- changes ------------------------------------------------------------------------------
+
+    def check_new_topic(self, name: str, partitions: int) -> None:
+        """Raise `TopicError` if `name` cannot be created with `partitions` partitions."""
+        if (err := topic_name_error(name)) is not None:
+            raise TopicError(ErrorCode.invalid_topic_exception, err)
+        if self.topics.get(name) is not None:
+            raise TopicError(ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
+        if (other := self.topics.collides_with(name)) is not None:
+            raise TopicError(
+                ErrorCode.invalid_topic_exception,
+                f"Topic '{name}' collides with existing topic: {other}",
+            )
+        if partitions <= 0:
+            raise TopicError(
+                ErrorCode.invalid_partitions, "Number of partitions must be larger than 0."
+            )
+        if partitions > MAX_PARTITIONS:
+            raise TopicError(
+                ErrorCode.invalid_partitions,
+                f"Number of partitions {partitions} exceeds the limit of {MAX_PARTITIONS}.",
+            )
+
+    def create_topic(self, name: str, partitions: int | None = None) -> TopicInfo:
+        """Create a topic (default partition count: `num.partitions`); durable on return."""
+        count = self.num_partitions if partitions is None else partitions
+        self.check_new_topic(name, count)
+        topic = TopicInfo(name, uuid.uuid4(), count)  # KIP-516: random, never zero
+        for i in range(count):
+            self._write_partition_meta(topic, self._partition_dir(name, i))
+        fsync_dir(self.data_dir)
+        self.topics.add(topic)
+        for i in range(count):
+            self._open_partition(topic, i, create=False)
+        self._notify(TopicChange("created", topic))
+        return topic
+
+    def maybe_auto_create(self, name: str) -> TopicInfo | None:
+        """Create `name` if auto-creation is on and the name is legal (Metadata's rule)."""
+        if not self.auto_create_topics or topic_name_error(name) is not None:
+            return None
+        try:
+            return self.create_topic(name)
+        except TopicError:
+            return self.topics.get(name)
+
+    async def delete_topic(self, name: str) -> TopicInfo:
+        topic = self.topics.get(name)
+        if topic is None:
+            raise TopicError(
+                ErrorCode.unknown_topic_or_partition,
+                "This server does not host this topic-partition.",
+            )
+        self.topics.delete(name)
+        for i in range(topic.partitions):
+            p = self._partitions.pop((name, i), None)
+            if p is not None:
+                await p.close()
+            path = self._partition_dir(name, i)
+            if path.exists():
+                doomed = path.with_name(f"{path.name}.{uuid.uuid4().hex}-delete")
+                os.replace(path, doomed)
+                shutil.rmtree(doomed, ignore_errors=True)
+        self._notify(TopicChange("deleted", topic))
+        return topic
+
+    def check_partition_increase(self, name: str, count: int) -> TopicInfo:
+        topic = self.topics.get(name)
+        if topic is None:
+            raise TopicError(
+                ErrorCode.unknown_topic_or_partition,
+                "This server does not host this topic-partition.",
+            )
+        if count < topic.partitions:
+            raise TopicError(
+                ErrorCode.invalid_partitions,
+                f"Topic currently has {topic.partitions} partitions, which is higher than the "
+                f"requested {count}.",
+            )
+        if count == topic.partitions:
+            raise TopicError(
+                ErrorCode.invalid_partitions, f"Topic already has {topic.partitions} partitions."
+            )
+        if count > MAX_PARTITIONS:
+            raise TopicError(
+                ErrorCode.invalid_partitions,
+                f"Number of partitions {count} exceeds the limit of {MAX_PARTITIONS}.",
+            )
+        return topic
+
+    def add_partitions(self, name: str, count: int) -> TopicInfo:
+        """Grow `name` to `count` partitions (increase only); durable on return."""
+        old = self.check_partition_increase(name, count)
+        for i in range(old.partitions, count):
+            self._write_partition_meta(old, self._partition_dir(name, i))
+        fsync_dir(self.data_dir)
+        topic = self.topics.set_partitions(name, count)
+        for (tname, _), p in self._partitions.items():
+            if tname == name:
+                p.topic = topic
+        for i in range(old.partitions, count):
+            self._open_partition(topic, i, create=False)
+        self._notify(TopicChange("partitions_added", topic, previous_partitions=old.partitions))
+        return topic
+
+    # -- shutdown -----------------------------------------------------------------------------
+
+    def wake_fetchers(self) -> None:
+        """Release every long-polling Fetch now (shutdown)."""
+        self.closing = True
+        for p in self._partitions.values():
+            p._wake()
+
+    async def close(self) -> None:
+        self.wake_fetchers()
+        for p in list(self._partitions.values()):
+            await p.close()
+        self._partitions.clear()
+
+
+def _read_properties_colon(path: Path) -> dict[str, str]:
+    """Kafka's `partition.metadata` uses `key: value` lines."""
+    out = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        k, sep, v = line.partition(":")
+        if sep:
+            out[k.strip()] = v.strip()
+    return out
+

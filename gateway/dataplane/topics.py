@@ -1,0 +1,150 @@
+"""Topic metadata: names, stable topic ids, partition counts, persisted in the data directory.
+
+Kafka's rules kept here:
+  * names (`org.apache.kafka.common.internals.Topic.validate`): non-empty, not "." or "..",
+    at most 249 characters, only ASCII alphanumerics, '.', '_' and '-'; and two names that
+    differ only by '.' vs '_' collide (their metric names would) -> INVALID_TOPIC_EXCEPTION;
+  * every topic has a random, non-zero UUID id assigned at creation (KIP-516) that never
+    changes; clients such as librdkafka fetch and look up metadata by it;
+  * partitions can only be added, never removed.
+
+The registry file (`topics.json`) is replaced atomically on every change, so a crash or SIGKILL
+leaves either the old or the new topic set, and ids survive restarts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from gateway.dataplane.durable import write_atomically
+
+MAX_NAME_LENGTH = 249
+_LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
+
+TOPICS_FILE = "topics.json"
+
+ChangeKind = Literal["created", "deleted", "partitions_added"]
+
+
+@dataclass(frozen=True, slots=True)
+class TopicInfo:
+    name: str
+    topic_id: uuid.UUID
+    partitions: int
+
+
+@dataclass(frozen=True, slots=True)
+class TopicChange:
+    """One metadata change, as the group layer must see it (subscribed-topic rebalance rules)."""
+
+    kind: ChangeKind
+    topic: TopicInfo  # the topic after the change (for "deleted": as it was)
+    previous_partitions: int | None = None  # for "partitions_added"
+
+
+def topic_name_error(name: str) -> str | None:
+    """Kafka's message for an illegal topic name, or None if the name is legal."""
+    if not name:
+        return "Topic name is illegal, it can't be empty"
+    if name in (".", ".."):
+        return 'Topic name cannot be "." or ".."'
+    if len(name) > MAX_NAME_LENGTH:
+        return (
+            f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, "
+            f"topic name: {name}"
+        )
+    if not _LEGAL.fullmatch(name):
+        return (
+            f'Topic name "{name}" is illegal, it contains a character other than ASCII '
+            "alphanumerics, '.', '_' and '-'"
+        )
+    return None
+
+
+def _collision_key(name: str) -> str:
+    return name.replace(".", "_")
+
+
+class TopicRegistry:
+    """Topics by name and by id, durable in `<data dir>/topics.json`."""
+
+    def __init__(self, path: Path, topics: list[TopicInfo]) -> None:
+        self._path = path
+        self._by_name = {t.name: t for t in topics}
+        self._by_id = {t.topic_id: t for t in topics}
+        self._collisions = {_collision_key(t.name): t.name for t in topics}
+
+    @classmethod
+    def load(cls, data_dir: Path) -> TopicRegistry:
+        path = data_dir / TOPICS_FILE
+        topics: list[TopicInfo] = []
+        if path.exists():
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            for t in doc["topics"]:
+                topics.append(TopicInfo(t["name"], uuid.UUID(t["topic_id"]), int(t["partitions"])))
+        return cls(path, topics)
+
+    def _persist(self, by_name: dict[str, TopicInfo]) -> None:
+        doc = {
+            "version": 1,
+            "topics": [
+                {"name": t.name, "topic_id": str(t.topic_id), "partitions": t.partitions}
+                for t in sorted(by_name.values(), key=lambda t: t.name)
+            ],
+        }
+        write_atomically(self._path, json.dumps(doc, indent=1).encode())
+
+    # -- reads --------------------------------------------------------------------------------
+
+    def get(self, name: str) -> TopicInfo | None:
+        return self._by_name.get(name)
+
+    def by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
+        return self._by_id.get(topic_id)
+
+    def all(self) -> list[TopicInfo]:
+        return sorted(self._by_name.values(), key=lambda t: t.name)
+
+    def __len__(self) -> int:
+        return len(self._by_name)
+
+    def collides_with(self, name: str) -> str | None:
+        """An existing topic whose name collides with `name` ('.' vs '_'), if any."""
+        other = self._collisions.get(_collision_key(name))
+        return other if other is not None and other != name else None
+
+    # -- changes (each durable before it returns) ----------------------------------------------
+
+    def add(self, topic: TopicInfo) -> None:
+        name = topic.name
+        if name in self._by_name or topic.topic_id in self._by_id:
+            raise KeyError(name)
+        self._persist({**self._by_name, name: topic})
+        self._by_name[name] = topic
+        self._by_id[topic.topic_id] = topic
+        self._collisions[_collision_key(name)] = name
+
+    def delete(self, name: str) -> TopicInfo:
+        topic = self._by_name[name]
+        remaining = dict(self._by_name)
+        del remaining[name]
+        self._persist(remaining)
+        del self._by_name[name]
+        del self._by_id[topic.topic_id]
+        self._collisions.pop(_collision_key(name), None)
+        return topic
+
+    def set_partitions(self, name: str, partitions: int) -> TopicInfo:
+        old = self._by_name[name]
+        if partitions < old.partitions:
+            raise ValueError("partitions can only be added")
+        topic = TopicInfo(name, old.topic_id, partitions)
+        self._persist({**self._by_name, name: topic})
+        self._by_name[name] = topic
+        self._by_id[topic.topic_id] = topic
+        return topic

@@ -1,0 +1,204 @@
+"""From a request frame to a response frame: decode, route to the registered handler, encode.
+
+What happens to bad input follows Kafka's `SocketServer.processCompletedReceives` and
+`RequestContext.parseRequest`: a request whose API key is unknown or not enabled, whose version
+is outside the served range (ApiVersions excepted), or whose header or body fails to parse,
+makes Kafka close that connection without a response; so does this dispatcher, after logging a
+`request.rejected` event. ApiVersions is special-cased as in Kafka (`ApiKeys.isVersionEnabled`):
+any version is accepted, and one above the maximum is answered with a v0 body carrying
+UNSUPPORTED_VERSION (see `api_versions`). A handler that raises unexpectedly also closes only
+its own connection (Kafka would send a generic error response; we have no generic error
+builder for every API, and closing makes every client retry on a fresh connection).
+
+Per-request overhead matters (classic and KIP-848 heartbeats reach tens of thousands per
+second): codecs are cached per (key, version), plain-function handlers run inline without a
+task, and metrics are pre-bound children.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+
+from gateway.codec import DecodeFailure, api_schema, decode, encode_response, peek
+from gateway.framing import KafkaConnection, ResponseSlot
+from gateway.metrics import CounterChild, MetricsRegistry, SummaryChild
+from gateway.registry import NO_RESPONSE, CloseConnection, HandlerRegistry, HandlerSpec
+
+log = structlog.get_logger("gateway")
+
+API_VERSIONS_KEY = 18
+
+UnsupportedApiVersions = Callable[[int], bytes]
+
+
+class _ApiMetrics:
+    __slots__ = ("latency", "requests")
+
+    def __init__(self, requests: CounterChild, latency: SummaryChild) -> None:
+        self.requests = requests
+        self.latency = latency
+
+
+class Dispatcher:
+    """Routes frames of every connection through the handler registry."""
+
+    def __init__(
+        self,
+        registry: HandlerRegistry,
+        metrics: MetricsRegistry,
+        *,
+        unsupported_api_versions: UnsupportedApiVersions,
+    ) -> None:
+        self.registry = registry
+        self._unsupported_api_versions = unsupported_api_versions
+        self._requests = metrics.counter(
+            "groupshift_requests_total", "Requests answered, by API and version", ("api", "version")
+        )
+        self._latency = metrics.summary(
+            "groupshift_request_latency_seconds",
+            "Time from a request being parsed to its response being ready, by API",
+            ("api",),
+        )
+        self._rejected = metrics.counter(
+            "groupshift_requests_rejected_total",
+            "Requests that closed their connection instead of being answered, by reason",
+            ("reason",),
+        )
+        self._by_api: dict[tuple[str, int], _ApiMetrics] = {}
+
+    def _api_metrics(self, name: str, version: int) -> _ApiMetrics:
+        m = self._by_api.get((name, version))
+        if m is None:
+            m = self._by_api[(name, version)] = _ApiMetrics(
+                self._requests.labels(name, str(version)), self._latency.labels(name)
+            )
+        return m
+
+    def _reject(self, conn: KafkaConnection, reason: str, **fields: Any) -> None:
+        self._rejected.labels(reason).inc()
+        log.warning(
+            "request.rejected",
+            connection_id=conn.connection_id,
+            peer=f"{conn.ctx.peer[0]}:{conn.ctx.peer[1]}",
+            client_id=conn.ctx.client_id,
+            reason=reason,
+            **fields,
+        )
+        conn.close(reason)
+
+    def on_frame(self, conn: KafkaConnection, frame: bytes, slot: ResponseSlot) -> None:
+        """Handle one request frame; the response (if any) lands in `slot`."""
+        started = time.perf_counter()
+        try:
+            api_key, version, correlation_id = peek(frame)
+        except DecodeFailure as e:
+            self._reject(conn, "request.header_invalid", error=str(e))
+            return
+        spec = self.registry.get(api_key)
+        if spec is None:
+            self._reject(conn, "api.unknown", api_key=api_key, api_version=version)
+            return
+        if not spec.supports(version):
+            if api_key == API_VERSIONS_KEY and version > spec.max_version:
+                slot.complete(self._unsupported_api_versions(correlation_id))
+                self._api_metrics(spec.name, 0).requests.inc()  # answered as v0
+                return
+            self._reject(
+                conn, "api.version_unsupported", api_key=api_key, api_version=version,
+                min_version=spec.min_version, max_version=spec.max_version,
+            )
+            return
+        schema = api_schema(api_key, version)
+        assert schema is not None  # the registry only accepts versions kio can decode
+        try:
+            header, request = decode(schema, frame)
+        except DecodeFailure as e:
+            self._reject(
+                conn, "request.malformed", api_key=api_key, api_version=version,
+                correlation_id=correlation_id, error=str(e),
+            )
+            return
+        ctx = conn.ctx
+        if header.client_id:
+            ctx.client_id = header.client_id
+        try:
+            result = spec.fn(ctx, header, request)
+        except CloseConnection as e:
+            self._reject(conn, e.reason, api=spec.name, **e.fields)
+            return
+        except Exception as e:
+            self._failed(conn, spec, e)
+            return
+        if spec.is_coroutine:
+            result = asyncio.ensure_future(result)
+        if asyncio.isfuture(result):
+            slot.task = result  # cancelled if the connection closes first
+            result.add_done_callback(
+                lambda f: self._complete(conn, slot, spec, schema, correlation_id, started, f)
+            )
+        else:
+            self._deliver(conn, slot, spec, schema, correlation_id, started, result)
+
+    def _complete(
+        self,
+        conn: KafkaConnection,
+        slot: ResponseSlot,
+        spec: HandlerSpec,
+        schema: Any,
+        correlation_id: int,
+        started: float,
+        fut: asyncio.Future[Any],
+    ) -> None:
+        if fut.cancelled():
+            return  # the connection went away (or shutdown); nothing to answer
+        exc = fut.exception()
+        if isinstance(exc, CloseConnection):
+            self._reject(conn, exc.reason, api=spec.name, **exc.fields)
+            return
+        if exc is not None:
+            self._failed(conn, spec, exc)
+            return
+        self._deliver(conn, slot, spec, schema, correlation_id, started, fut.result())
+
+    def _deliver(
+        self,
+        conn: KafkaConnection,
+        slot: ResponseSlot,
+        spec: HandlerSpec,
+        schema: Any,
+        correlation_id: int,
+        started: float,
+        response: Any,
+    ) -> None:
+        if response is NO_RESPONSE:
+            data = None
+        elif response is None:
+            self._failed(conn, spec, TypeError("handler returned None (use NO_RESPONSE)"))
+            return
+        else:
+            try:
+                data = encode_response(schema, correlation_id, response)
+            except Exception as e:
+                self._failed(conn, spec, e)
+                return
+        m = self._api_metrics(spec.name, schema.version)
+        m.requests.inc()
+        m.latency.observe(time.perf_counter() - started)
+        slot.complete(data)
+
+    def _failed(self, conn: KafkaConnection, spec: HandlerSpec, exc: BaseException) -> None:
+        self._rejected.labels("handler.failed").inc()
+        log.error(
+            "request.failed",
+            connection_id=conn.connection_id,
+            client_id=conn.ctx.client_id,
+            api=spec.name,
+            error=f"{type(exc).__name__}: {exc}",
+            exc_info=exc,
+        )
+        conn.close("handler.failed", api=spec.name)

@@ -1,0 +1,63 @@
+"""FindCoordinator (key 10, v0-v6), answered with this node for every group and transaction id.
+
+Clients cannot reach any group API without it, so the gateway serves it from day one; the group
+layer may replace this registration once groups are sharded (`register(..., replace=True)`).
+
+Kafka behaviour (`KafkaApis.handleFindCoordinatorRequest`): v0 has only a key (a group id);
+v1-v3 add `key_type` (0 = group, 1 = transaction); v4+ batch `coordinator_keys` and answer one
+entry per key (KIP-699), each with its own error. Key type 2 (share groups) needs v6 and a share
+coordinator, which groupshift does not have, so it gets INVALID_REQUEST, as Kafka answers
+without one. An error answer carries Kafka's "no node" (-1, "", -1).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from gateway.cluster import ClusterView
+from gateway.codec import response_type_of
+from gateway.entity_builder import build
+from gateway.registry import HandlerRegistry, RequestContext
+
+API_KEY = 10
+MIN_VERSION = 0
+MAX_VERSION = 6
+
+GROUP, TRANSACTION = 0, 1
+
+
+class FindCoordinatorApi:
+    def __init__(self, cluster: ClusterView) -> None:
+        self.cluster = cluster
+
+    def register(self, registry: HandlerRegistry) -> None:
+        registry.register(API_KEY, MIN_VERSION, MAX_VERSION, self.handle)
+
+    def _lookup(self, key_type: int, key: str) -> dict[str, Any]:
+        node = self.cluster.node
+        if key_type not in (GROUP, TRANSACTION):
+            return {
+                "error_code": ErrorCode.invalid_request,
+                "error_message": f"coordinator key type {key_type} is not supported",
+                "node_id": -1, "host": "", "port": -1,
+            }
+        return {
+            "error_code": ErrorCode.none, "error_message": None,
+            "node_id": node.node_id, "host": node.host, "port": node.port,
+        }
+
+    def handle(self, ctx: RequestContext, header: Any, request: Any) -> Any:
+        response_type = response_type_of(request)
+        key_type = getattr(request, "key_type", GROUP)
+        keys = getattr(request, "coordinator_keys", None)
+        if keys is not None:  # v4+: one answer per key
+            return build(
+                response_type,
+                {
+                    "throttle_time": 0,
+                    "coordinators": [{"key": k, **self._lookup(key_type, k)} for k in keys],
+                },
+            )
+        return build(response_type, {"throttle_time": 0, **self._lookup(key_type, request.key)})

@@ -1,0 +1,182 @@
+"""The table of implemented Kafka APIs: api key -> (version range, handler).
+
+It is the single source of truth for both dispatch and ApiVersions, so the gateway advertises
+exactly what it implements (DESIGN.md: "ApiVersions advertises exactly what is implemented").
+Each API is one registration; the group layer adds FindCoordinator/JoinGroup/... the same way
+the data plane adds Produce/Fetch, and may replace a registration (e.g. FindCoordinator) with
+`replace=True`.
+
+A handler is `fn(ctx, header, request) -> response`, where `request` is the decoded kio body of
+the negotiated version and `response` an instance of that version's kio response class (or
+already encoded body bytes). `fn` may be:
+  * a plain function returning the response: no task is created (cheapest);
+  * a function returning an `asyncio.Future` (e.g. a shard queue's completion): no task either;
+  * an `async def`: run as a task, so it may wait (long-poll Fetch, fsync).
+Return `NO_RESPONSE` when Kafka sends nothing back (Produce with acks=0); raise
+`CloseConnection` where Kafka closes the connection instead of answering.
+
+`enabled` (a zero-argument predicate) makes advertisement conditional on a feature switch,
+as Kafka does for ConsumerGroupHeartbeat when the consumer protocol is off: a disabled API is
+left out of ApiVersions, and its requests are still dispatched so the handler can answer the
+way Kafka does for a disabled feature (UNSUPPORTED_VERSION). An API that must not exist at all
+is simply not registered.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from kio.index import KioIndexError, load_request_schema
+
+# librdkafka sends GetTelemetrySubscriptions as soon as key 71 is advertised and the classic
+# consumer fails when it goes unanswered (clients.md §1.7): never advertise KIP-714 telemetry.
+NEVER_ADVERTISED = frozenset({71, 72})
+
+Handler = Callable[["RequestContext", Any, Any], Any]
+
+
+class _NoResponse:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NO_RESPONSE"
+
+
+NO_RESPONSE: Any = _NoResponse()
+"""Returned by a handler when Kafka sends no response at all (Produce acks=0)."""
+
+
+class CloseConnection(Exception):
+    """Raised by a handler where Kafka closes the connection instead of answering."""
+
+    def __init__(self, reason: str, **fields: Any) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.fields = fields
+
+
+@dataclass(slots=True)
+class RequestContext:
+    """What a handler knows about the connection a request came from."""
+
+    connection_id: int
+    peer: tuple[str, int]
+    listener: tuple[str, int]
+    client_id: str = ""
+    client_software_name: str | None = None
+    client_software_version: str | None = None
+    attributes: dict[str, Any] = field(default_factory=dict)
+    """Per-connection state a layer wants to keep (keyed by the layer's own names)."""
+
+    @property
+    def client_host(self) -> str:
+        return self.peer[0]
+
+
+@dataclass(frozen=True, slots=True)
+class HandlerSpec:
+    """One implemented API: the versions served and the function serving them."""
+
+    min_version: int
+    max_version: int
+    fn: Handler
+    enabled: Callable[[], bool] | None = None
+    name: str = ""
+    is_coroutine: bool = False
+
+    def supports(self, version: int) -> bool:
+        return self.min_version <= version <= self.max_version
+
+    def is_advertised(self) -> bool:
+        return self.enabled is None or self.enabled()
+
+
+def api_name(api_key: int, version: int) -> str:
+    """Kafka's API name (`ApiVersions`, `ConsumerGroupHeartbeat`) from kio's class name."""
+    try:
+        return load_request_schema(api_key, version).__name__.removesuffix("Request")
+    except KioIndexError:
+        return f"Api{api_key}"
+
+
+class HandlerRegistry:
+    """api key -> HandlerSpec, validated against what the codec (kio) can decode."""
+
+    def __init__(self) -> None:
+        self._specs: dict[int, HandlerSpec] = {}
+
+    def register(
+        self,
+        api_key: int,
+        min_version: int,
+        max_version: int,
+        fn: Handler,
+        *,
+        enabled: Callable[[], bool] | None = None,
+        replace: bool = False,
+    ) -> HandlerSpec:
+        """Serve `api_key` versions [min_version, max_version] with `fn`."""
+        if api_key in NEVER_ADVERTISED:
+            raise ValueError(
+                f"api key {api_key} (KIP-714 telemetry) must not be advertised: librdkafka "
+                "starts pushing telemetry as soon as it is"
+            )
+        if not 0 <= min_version <= max_version:
+            raise ValueError(f"api key {api_key}: bad version range {min_version}..{max_version}")
+        for v in range(min_version, max_version + 1):
+            try:
+                load_request_schema(api_key, v)
+            except KioIndexError:
+                raise ValueError(
+                    f"api key {api_key} v{v} has no request schema in kio: cannot decode it"
+                ) from None
+        if api_key in self._specs and not replace:
+            raise ValueError(
+                f"api key {api_key} ({self._specs[api_key].name}) is already registered; "
+                "pass replace=True to take it over"
+            )
+        spec = HandlerSpec(
+            min_version=min_version,
+            max_version=max_version,
+            fn=fn,
+            enabled=enabled,
+            name=api_name(api_key, max_version),
+            is_coroutine=inspect.iscoroutinefunction(fn),
+        )
+        self._specs[api_key] = spec
+        return spec
+
+    def __setitem__(self, api_key: int, spec: HandlerSpec) -> None:
+        self.register(
+            api_key, spec.min_version, spec.max_version, spec.fn, enabled=spec.enabled,
+            replace=True,
+        )
+
+    def unregister(self, api_key: int) -> None:
+        self._specs.pop(api_key, None)
+
+    def get(self, api_key: int) -> HandlerSpec | None:
+        return self._specs.get(api_key)
+
+    def __getitem__(self, api_key: int) -> HandlerSpec:
+        return self._specs[api_key]
+
+    def __contains__(self, api_key: object) -> bool:
+        return api_key in self._specs
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(sorted(self._specs))
+
+    def __len__(self) -> int:
+        return len(self._specs)
+
+    def advertised(self) -> list[tuple[int, int, int]]:
+        """(api key, min, max) of every enabled API, sorted by key, for ApiVersions."""
+        return [
+            (k, s.min_version, s.max_version)
+            for k, s in sorted(self._specs.items())
+            if s.is_advertised()
+        ]

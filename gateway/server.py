@@ -1,0 +1,191 @@
+"""The gateway process: one asyncio loop (uvloop when importable) serving the Kafka protocol.
+
+`GatewayServer` wires the pieces: the handler registry (ApiVersions, FindCoordinator, the data
+plane APIs, then any extension such as the group layer), the dispatcher, one `KafkaConnection`
+protocol per client, the data plane and the optional Prometheus endpoint.
+
+Extension point: `GatewayServer(config, extensions=[install])` calls `install(server)` before
+serving; an extension registers handlers on `server.registry`, subscribes to topic changes with
+`server.plane.subscribe(...)`, reads `server.plane.metadata_image()`, and adds metrics on
+`server.metrics`.
+
+Shutdown (SIGTERM/SIGINT): stop accepting, stop reading new requests, release long-polling
+fetches, wait for every request already read to be answered and written (bounded by a grace
+period), close the connections, then close storage (waiting for pending fsyncs) and exit 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import signal
+from collections.abc import Callable, Sequence
+
+import structlog
+
+from gateway.api_versions import ApiVersionsApi
+from gateway.cluster import ClusterView, NodeEndpoint
+from gateway.config import ServerConfig
+from gateway.dataplane.apis import register_dataplane_apis
+from gateway.dataplane.plane import DataPlane
+from gateway.dataplane.store import StoreFactory, open_file_store
+from gateway.dispatch import Dispatcher
+from gateway.find_coordinator import FindCoordinatorApi
+from gateway.framing import KafkaConnection
+from gateway.metrics import MetricsRegistry, serve_metrics
+from gateway.registry import HandlerRegistry
+
+log = structlog.get_logger("gateway")
+
+Extension = Callable[["GatewayServer"], None]
+
+SHUTDOWN_GRACE_SECONDS = 10.0
+
+
+class GatewayServer:
+    def __init__(
+        self,
+        config: ServerConfig,
+        *,
+        extensions: Sequence[Extension] = (),
+        open_store: StoreFactory = open_file_store,
+    ) -> None:
+        self.config = config
+        self.registry = HandlerRegistry()
+        self.metrics = MetricsRegistry()
+        self.plane = DataPlane(
+            config.data_dir,
+            node_id=config.node_id,
+            num_partitions=config.num_partitions,
+            auto_create_topics=config.auto_create_topics_enable,
+            segment_bytes=config.log_segment_bytes,
+            open_store=open_store,
+        )
+        host, port = config.listen_address
+        self.cluster = ClusterView(self.plane.cluster_id, NodeEndpoint(config.node_id, host, port))
+        self.api_versions = ApiVersionsApi(self.registry)
+        self.api_versions.register()
+        FindCoordinatorApi(self.cluster).register(self.registry)
+        register_dataplane_apis(self.registry, self.plane, self.cluster)
+        for install in extensions:
+            install(self)
+        self.dispatcher = Dispatcher(
+            self.registry,
+            self.metrics,
+            unsupported_api_versions=self.api_versions.unsupported_version_response,
+        )
+        self._connections: set[KafkaConnection] = set()
+        self._ids = itertools.count(1)
+        self._server: asyncio.Server | None = None
+        self._metrics_server: asyncio.Server | None = None
+        self._accepted = self.metrics.counter(
+            "groupshift_connections_accepted_total", "Client connections accepted"
+        )
+        self.metrics.gauge(
+            "groupshift_connections", "Client connections open"
+        ).set_function(lambda: len(self._connections))
+        self.metrics.gauge("groupshift_topics", "Topics in the embedded data plane").set_function(
+            lambda: len(self.plane.topics)
+        )
+
+    def _new_connection(self) -> KafkaConnection:
+        conn = KafkaConnection(
+            connection_id=next(self._ids),
+            on_frame=self.dispatcher.on_frame,
+            max_frame_bytes=self.config.socket_request_max_bytes,
+            on_lost=self._connections.discard,
+        )
+        self._connections.add(conn)
+        self._accepted.inc()
+        return conn
+
+    @property
+    def port(self) -> int:
+        return self.cluster.node.port
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        host, port = self.config.listen_address
+        self._server = await loop.create_server(
+            self._new_connection, host, port, reuse_address=True, backlog=1024
+        )
+        bound = self._server.sockets[0].getsockname()
+        self.cluster.node.port = int(bound[1])
+        metrics_at = self.config.metrics_address
+        if metrics_at is not None:
+            self._metrics_server = await serve_metrics(self.metrics, *metrics_at)
+            mport = self._metrics_server.sockets[0].getsockname()[1]
+            metrics_at = (metrics_at[0], int(mport))
+        log.info(
+            "gateway.listening",
+            host=host,
+            port=self.cluster.node.port,
+            node_id=self.cluster.node.node_id,
+            cluster_id=self.cluster.cluster_id,
+            data_dir=str(self.config.data_dir),
+            topics=len(self.plane.topics),
+            apis=[f"{k}:{lo}-{hi}" for k, lo, hi in self.registry.advertised()],
+            metrics=None if metrics_at is None else f"http://{metrics_at[0]}:{metrics_at[1]}/metrics",
+        )
+
+    async def stop(self, grace: float = SHUTDOWN_GRACE_SECONDS) -> None:
+        log.info("gateway.stopping", connections=len(self._connections))
+        if self._server is not None:
+            self._server.close()
+        if self._metrics_server is not None:
+            self._metrics_server.close()
+        conns = list(self._connections)
+        for conn in conns:
+            conn.stop_reading()
+        self.plane.wake_fetchers()
+        pending = [conn.drain() for conn in conns if conn.in_flight]
+        if pending:
+            try:
+                await asyncio.wait_for(asyncio.gather(*pending), grace)
+            except TimeoutError:
+                log.warning("gateway.shutdown_timeout", waited_seconds=grace)
+        for conn in conns:
+            conn.close("gateway.shutdown")
+        # Let the transports flush and report connection_lost.
+        for _ in range(100):
+            if not self._connections:
+                break
+            await asyncio.sleep(0.01)
+        await self.plane.close()
+        log.info("gateway.stopped")
+
+    async def serve_until_signal(self) -> None:
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await self.start()
+        await stop.wait()
+        await self.stop()
+
+
+def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency on POSIX
+        return None
+    return uvloop.new_event_loop
+
+
+def run(config: ServerConfig, *, extensions: Sequence[Extension] = ()) -> int:
+    """Serve until SIGTERM/SIGINT; the process exit code."""
+    try:
+        server = GatewayServer(config, extensions=extensions)
+    except (OSError, ValueError) as e:
+        log.error("gateway.start_failed", error=str(e))
+        return 1
+    with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+        try:
+            runner.run(server.serve_until_signal())
+        except OSError as e:
+            log.error("gateway.start_failed", error=str(e))
+            with contextlib.suppress(Exception):
+                runner.run(server.plane.close())
+            return 1
+    return 0

@@ -1,0 +1,112 @@
+"""Kafka framing: buffered parsing of size-prefixed frames, size limits, and responses written
+in request order whatever order the handlers finish in."""
+
+from __future__ import annotations
+
+import struct
+
+from gateway.framing import MAX_IN_FLIGHT, KafkaConnection, ResponseSlot
+from tests.fake_transport import FakeTransport
+
+
+def frame(payload: bytes) -> bytes:
+    return struct.pack(">i", len(payload)) + payload
+
+
+class Recorder:
+    """An on_frame callback that keeps frames and slots for the test to complete."""
+
+    def __init__(self) -> None:
+        self.frames: list[bytes] = []
+        self.slots: list[ResponseSlot] = []
+
+    def __call__(self, conn: KafkaConnection, data: bytes, slot: ResponseSlot) -> None:
+        self.frames.append(data)
+        self.slots.append(slot)
+
+
+def connection(max_frame: int = 1000) -> tuple[KafkaConnection, FakeTransport, Recorder]:
+    rec = Recorder()
+    conn = KafkaConnection(connection_id=1, on_frame=rec, max_frame_bytes=max_frame)
+    transport = FakeTransport()
+    conn.connection_made(transport)  # type: ignore[arg-type]
+    return conn, transport, rec
+
+
+def test_a_frame_split_into_single_bytes_is_reassembled() -> None:
+    conn, _, rec = connection()
+    data = frame(b"hello kafka")
+    for i in range(len(data)):
+        conn.data_received(data[i : i + 1])
+    assert rec.frames == [b"hello kafka"]
+
+
+def test_many_frames_in_one_read_are_all_dispatched_in_order() -> None:
+    conn, _, rec = connection()
+    payloads = [bytes([i]) * i for i in range(1, 50)]
+    conn.data_received(b"".join(frame(p) for p in payloads) + frame(b"tail")[:3])
+    assert rec.frames == payloads
+    conn.data_received(frame(b"tail")[3:])
+    assert rec.frames[-1] == b"tail"
+
+
+def test_an_empty_frame_is_still_a_frame() -> None:
+    conn, _, rec = connection()
+    conn.data_received(frame(b"") + frame(b"x"))
+    assert rec.frames == [b"", b"x"]
+
+
+def test_an_oversized_size_closes_the_connection_before_the_payload_arrives() -> None:
+    conn, transport, rec = connection(max_frame=100)
+    conn.data_received(struct.pack(">i", 101))
+    assert transport.closed and rec.frames == []
+    conn.data_received(b"x" * 101)  # late bytes are ignored
+    assert rec.frames == []
+
+
+def test_a_frame_at_the_limit_is_accepted() -> None:
+    conn, transport, rec = connection(max_frame=100)
+    conn.data_received(frame(b"y" * 100))
+    assert rec.frames == [b"y" * 100] and not transport.closed
+
+
+def test_a_negative_size_closes_the_connection() -> None:
+    conn, transport, rec = connection()
+    conn.data_received(frame(b"ok") + struct.pack(">i", -1) + frame(b"never"))
+    assert transport.closed and rec.frames == [b"ok"]
+
+
+def test_responses_are_written_in_request_order_when_handlers_finish_out_of_order() -> None:
+    conn, transport, rec = connection()
+    conn.data_received(frame(b"1") + frame(b"2") + frame(b"3"))
+    first, second, third = rec.slots
+    third.complete(b"r3")
+    second.complete(b"r2")
+    assert transport.written == []
+    first.complete(b"r1")
+    assert transport.written == [b"r1", b"r2", b"r3"]
+
+
+def test_a_request_without_response_does_not_block_the_ones_after_it() -> None:
+    conn, transport, rec = connection()
+    conn.data_received(frame(b"acks=0 produce") + frame(b"metadata"))
+    rec.slots[1].complete(b"metadata response")
+    rec.slots[0].complete(None)
+    assert transport.written == [b"metadata response"]
+
+
+def test_reading_pauses_when_too_many_requests_are_in_flight_and_resumes_after() -> None:
+    conn, transport, rec = connection()
+    conn.data_received(b"".join(frame(b"r") for _ in range(MAX_IN_FLIGHT)))
+    assert not transport.reading
+    for slot in rec.slots:
+        slot.complete(b"done")
+    assert transport.reading and len(transport.written) == MAX_IN_FLIGHT
+
+
+def test_closing_drops_unanswered_responses() -> None:
+    conn, transport, rec = connection()
+    conn.data_received(frame(b"a") + frame(b"b"))
+    conn.close("test")
+    rec.slots[0].complete(b"too late")
+    assert transport.closed and transport.written == []

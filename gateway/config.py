@@ -17,7 +17,7 @@ import types
 import typing
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -69,6 +69,9 @@ class ServerConfig(BaseModel):
     log_segment_bytes: int = Field(1073741824, alias="log.segment.bytes", ge=14)
     metrics_listen: str | None = Field(None, alias="metrics.listen")
     node_id: int = Field(0, alias="node.id", ge=0)
+    # groupshift-specific: how coordinator logs reach the disk. "batch" (default): one fsync per
+    # group commit, and a response waits for it; "none": no fsync (tests, benchmarks).
+    coordinator_fsync_policy: Literal["batch", "none"] = Field("batch", alias="coordinator.fsync.policy")
     group: CoordinatorConfig = Field(default_factory=lambda: CoordinatorConfig.model_validate({}))
 
     @field_validator("listeners")

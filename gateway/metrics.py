@@ -154,11 +154,19 @@ class Gauge(_Metric):
     def set_function(self, fn: Callable[[], float]) -> None:
         self.labels().set_function(fn)
 
+    def collect_from(self, fn: Callable[[], dict[tuple[str, ...], float]]) -> None:
+        """Label values and readings computed at scrape time (e.g. groups by type and state)."""
+        self._collector = fn
+
     def render(self) -> list[str]:
         lines = self.header()
         for values, child in sorted(self._children.items()):
             assert isinstance(child, GaugeChild)
             lines.append(f"{self.name}{_label_text(self.labelnames, values)} {_num(child.read())}")
+        collector = getattr(self, "_collector", None)
+        if collector is not None:
+            for values, reading in sorted(collector().items()):
+                lines.append(f"{self.name}{_label_text(self.labelnames, values)} {_num(reading)}")
         return lines
 
 

@@ -68,6 +68,10 @@ class GatewayServer:
         self.api_versions.register()
         FindCoordinatorApi(self.cluster).register(self.registry)
         register_dataplane_apis(self.registry, self.plane, self.cluster)
+        # Extensions may run code once the loop runs (`on_start(loop)`) and on shutdown after
+        # the connections are drained (`on_stop()`), e.g. the group layer's shard runtimes.
+        self.on_start: list[Callable[[asyncio.AbstractEventLoop], None]] = []
+        self.on_stop: list[Callable[[], None]] = []
         for install in extensions:
             install(self)
         self.dispatcher = Dispatcher(
@@ -112,6 +116,8 @@ class GatewayServer:
         )
         bound = self._server.sockets[0].getsockname()
         self.cluster.node.port = int(bound[1])
+        for hook in self.on_start:
+            hook(loop)
         metrics_at = self.config.metrics_address
         if metrics_at is not None:
             self._metrics_server = await serve_metrics(self.metrics, *metrics_at)
@@ -152,6 +158,11 @@ class GatewayServer:
             if not self._connections:
                 break
             await asyncio.sleep(0.01)
+        for hook in self.on_stop:
+            try:
+                hook()
+            except Exception as e:
+                log.error("gateway.stop_hook_failed", error=str(e))
         await self.plane.close()
         log.info("gateway.stopped")
 

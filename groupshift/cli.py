@@ -43,7 +43,7 @@ def _add_simulate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "serve",
-        help="run the Kafka-protocol gateway (embedded topics; group APIs as they are wired)",
+        help="run the Kafka-protocol gateway: consumer groups of both protocols, embedded topics",
         description=(
             "Serve the Kafka wire protocol on one listener. Settings use Kafka's broker config "
             "names; a properties file (--config), the flags below and --set NAME=VALUE feed "
@@ -61,6 +61,7 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
     def run(args: argparse.Namespace) -> int:
         from gateway.config import ConfigError, load_config
+        from gateway.groups.service import install_group_layer
         from gateway.logs import configure_logging
         from gateway.server import run as serve
 
@@ -74,7 +75,7 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
             config = load_config(config_file=args.config, overrides=overrides, sets=args.set)
         except ConfigError as e:
             p.error(str(e))
-        return serve(config)
+        return serve(config, extensions=[install_group_layer])
 
     p.set_defaults(run=run)
 

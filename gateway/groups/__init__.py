@@ -1,0 +1,1 @@
+"""The group layer of the gateway: sharded coordinators, their runtimes, and the group APIs."""

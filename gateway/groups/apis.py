@@ -1,0 +1,86 @@
+"""Registration of the group APIs and the helpers their handlers share.
+
+A handler decodes nothing itself (the dispatcher hands it the kio request of the negotiated
+version), turns the request into the engine's request, runs it on the owning shard's runtime and
+builds the versioned kio response. A shard answers inline when nothing waits for durability (the
+common heartbeat), else with a future; `then` maps either the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from engine.context import RequestContext as EngineContext
+from gateway.registry import HandlerRegistry, RequestContext
+
+if TYPE_CHECKING:
+    from gateway.groups.service import GroupCoordinatorService
+
+T = TypeVar("T")
+MS = datetime.timedelta(milliseconds=1)
+
+
+def millis(value: Any) -> int:
+    """kio's i32Timedelta fields as Kafka's int milliseconds (-1 stays -1)."""
+    if value is None:
+        return -1
+    if isinstance(value, datetime.timedelta):
+        return value // MS
+    return int(value)
+
+
+def engine_ctx(ctx: RequestContext, version: int) -> EngineContext:
+    """Kafka's client host is the peer address with a leading slash (`InetAddress.toString`)."""
+    cache: dict[int, EngineContext] | None = ctx.attributes.get("groups.ctx")
+    if cache is None:
+        cache = ctx.attributes["groups.ctx"] = {}
+    ec = cache.get(version)
+    if ec is None or ec.client_id != ctx.client_id:
+        ec = cache[version] = EngineContext(ctx.client_id or "", "/" + ctx.client_host, version)
+    return ec
+
+
+def then(result: Any, fn: Callable[[Any], T]) -> T | asyncio.Future[T]:
+    """Apply `fn` to a shard's answer, now or when its future resolves."""
+    if not isinstance(result, asyncio.Future):
+        return fn(result)
+    out: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+
+    def done(f: asyncio.Future[Any]) -> None:
+        if out.done():
+            return
+        exc = f.exception()
+        if exc is not None:
+            out.set_exception(exc)
+        else:
+            try:
+                out.set_result(fn(f.result()))
+            except Exception as e:
+                out.set_exception(e)
+
+    result.add_done_callback(done)
+    return out
+
+
+def gather(results: Iterable[Any], fn: Callable[[list[Any]], T]) -> T | asyncio.Future[T]:
+    """Combine the answers of several shards (some inline, some futures)."""
+    items = list(results)
+    if not any(isinstance(r, asyncio.Future) for r in items):
+        return fn(items)
+
+    async def wait() -> T:
+        values = [await r if isinstance(r, asyncio.Future) else r for r in items]
+        return fn(values)
+
+    return asyncio.ensure_future(wait())
+
+
+def register_group_apis(registry: HandlerRegistry, service: GroupCoordinatorService) -> None:
+    from gateway.groups import config_apis, group_apis, offset_apis
+
+    group_apis.register(registry, service)
+    offset_apis.register(registry, service)
+    config_apis.register(registry, service)

@@ -1,0 +1,376 @@
+"""Group membership APIs on the wire: ConsumerGroupHeartbeat (68) and ConsumerGroupDescribe (69)
+for KIP-848 groups; JoinGroup (11), SyncGroup (14), Heartbeat (12), LeaveGroup (13),
+DescribeGroups (15), ListGroups (16) and DeleteGroups (42).
+
+Version details handled here (Kafka's request/response classes do the same):
+* JoinGroup v0 has no rebalance timeout (the session timeout is used); ProtocolType in the
+  response from v7, and ProtocolName is nullable only from v7 (an empty string before);
+* LeaveGroup v0-v2 carry one member id and answer with a top-level error;
+* ConsumerGroupHeartbeat/Describe are advertised only while the consumer protocol is enabled
+  (`group.coordinator.rebalance.protocols`), and answer UNSUPPORTED_VERSION otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from engine.classic.api import (
+    HeartbeatRequest,
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    MemberIdentity,
+    SyncGroupRequest,
+)
+from engine.classic.member import Protocol
+from engine.consumer.api import ConsumerGroupHeartbeatRequest
+from engine.errors import Errors
+from gateway.codec import response_type_of
+from gateway.entity_builder import build
+from gateway.groups.apis import engine_ctx, gather, millis, then
+from gateway.registry import HandlerRegistry, RequestContext
+from records.consumer_group import TopicPartitions
+
+if TYPE_CHECKING:
+    from gateway.groups.service import GroupCoordinatorService
+
+AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+
+
+def register(registry: HandlerRegistry, service: GroupCoordinatorService) -> None:
+    apis = GroupApis(service)
+    enabled = service.config.consumer_protocol_enabled
+    registry.register(68, 0, 1, apis.consumer_group_heartbeat, enabled=lambda: enabled)
+    registry.register(69, 0, 1, apis.consumer_group_describe, enabled=lambda: enabled)
+    registry.register(11, 0, 9, apis.join_group)
+    registry.register(14, 0, 5, apis.sync_group)
+    registry.register(12, 0, 4, apis.heartbeat)
+    registry.register(13, 0, 5, apis.leave_group)
+    registry.register(15, 0, 5, apis.describe_groups)
+    registry.register(16, 0, 5, apis.list_groups)
+    registry.register(42, 0, 2, apis.delete_groups)
+
+
+class GroupApis:
+    def __init__(self, service: GroupCoordinatorService) -> None:
+        self.service = service
+        self.consumer_enabled = service.config.consumer_protocol_enabled
+
+    # --- KIP-848 -------------------------------------------------------------------------------
+
+    def consumer_group_heartbeat(self, ctx: RequestContext, header: Any, req: Any) -> Any:
+        rtype = response_type_of(req)
+        if not self.consumer_enabled:
+            return build(
+                rtype,
+                {
+                    "throttle_time": 0,
+                    "error_code": int(Errors.UNSUPPORTED_VERSION),
+                    "error_message": "The consumer group protocol is disabled.",
+                    "member_id": None,
+                    "member_epoch": -1,
+                    "heartbeat_interval": 0,
+                    "assignment": None,
+                },
+            )
+        version = req.__version__
+        owned = req.topic_partitions
+        ereq = ConsumerGroupHeartbeatRequest(
+            group_id=req.group_id,
+            member_id=req.member_id,
+            member_epoch=req.member_epoch,
+            instance_id=req.instance_id,
+            rack_id=req.rack_id,
+            rebalance_timeout_ms=millis(req.rebalance_timeout),
+            subscribed_topic_names=req.subscribed_topic_names,
+            subscribed_topic_regex=getattr(req, "subscribed_topic_regex", None),
+            server_assignor=req.server_assignor,
+            topic_partitions=None
+            if owned is None
+            else [TopicPartitions(tp.topic_id, tuple(tp.partitions)) for tp in owned],
+        )
+        ectx = engine_ctx(ctx, version)
+        result = self.service.runtime_for(req.group_id).run(
+            lambda c, now: c.consumer_group_heartbeat(ereq, ectx, now)
+        )
+
+        def respond(r: Any) -> Any:
+            assignment = None
+            if r.assignment is not None:
+                assignment = {
+                    "topic_partitions": [
+                        {"topic_id": tp.topic_id, "partitions": tp.partitions} for tp in r.assignment
+                    ]
+                }
+            return build(
+                rtype,
+                {
+                    "throttle_time": 0,
+                    "error_code": r.error_code,
+                    "error_message": r.error_message,
+                    "member_id": r.member_id,
+                    "member_epoch": r.member_epoch,
+                    "heartbeat_interval": r.heartbeat_interval_ms,
+                    "assignment": assignment,
+                },
+            )
+
+        return then(result, respond)
+
+    def consumer_group_describe(self, ctx: RequestContext, header: Any, req: Any) -> Any:
+        rtype = response_type_of(req)
+        if not self.consumer_enabled:
+            return build(
+                rtype,
+                {
+                    "throttle_time": 0,
+                    "groups": [
+                        {
+                            "error_code": int(Errors.UNSUPPORTED_VERSION),
+                            "error_message": None,
+                            "group_id": g,
+                            "group_state": "",
+                            "group_epoch": -1,
+                            "assignment_epoch": -1,
+                            "assignor_name": "",
+                            "members": [],
+                            "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+                        }
+                        for g in req.group_ids
+                    ],
+                },
+            )
+        groups: dict[str, Any] = {}
+        for shard_index, ids in self.service.by_shard(req.group_ids).items():
+            for d in self.service.runtimes[shard_index].coordinator.consumer_group_describe(ids):
+                groups[d.group_id] = d
+
+        def assignment(parts: Any) -> dict[str, Any]:
+            return {
+                "topic_partitions": [
+                    {"topic_id": p.topic_id, "topic_name": p.topic_name, "partitions": p.partitions}
+                    for p in parts
+                ]
+            }
+
+        out = []
+        for gid in req.group_ids:
+            d = groups[gid]
+            out.append(
+                {
+                    "error_code": d.error_code,
+                    "error_message": d.error_message,
+                    "group_id": gid,
+                    "group_state": d.group_state,
+                    "group_epoch": d.group_epoch,
+                    "assignment_epoch": d.assignment_epoch,
+                    "assignor_name": d.assignor_name,
+                    "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+                    "members": [
+                        {
+                            "member_id": m.member_id,
+                            "instance_id": m.instance_id,
+                            "rack_id": m.rack_id,
+                            "member_epoch": m.member_epoch,
+                            "client_id": m.client_id,
+                            "client_host": m.client_host,
+                            "subscribed_topic_names": m.subscribed_topic_names,
+                            "subscribed_topic_regex": m.subscribed_topic_regex,
+                            "assignment": assignment(m.assignment),
+                            "target_assignment": assignment(m.target_assignment),
+                            "member_type": m.member_type,
+                        }
+                        for m in d.members
+                    ],
+                }
+            )
+        return build(rtype, {"throttle_time": 0, "groups": out})
+
+    # --- classic -------------------------------------------------------------------------------
+
+    def join_group(self, ctx: RequestContext, header: Any, req: Any) -> Any:
+        rtype = response_type_of(req)
+        version = req.__version__
+        ereq = JoinGroupRequest(
+            group_id=req.group_id,
+            session_timeout_ms=millis(req.session_timeout),
+            rebalance_timeout_ms=millis(getattr(req, "rebalance_timeout", None)),
+            member_id=req.member_id,
+            protocol_type=req.protocol_type,
+            protocols=tuple(Protocol(p.name, bytes(p.metadata)) for p in req.protocols),
+            group_instance_id=getattr(req, "group_instance_id", None),
+            reason=getattr(req, "reason", None),
+        )
+        ectx = engine_ctx(ctx, version)
+        result = self.service.runtime_for(req.group_id).run(lambda c, now: c.join_group(ereq, ectx, now))
+
+        def respond(r: Any) -> Any:
+            name = r.protocol_name
+            if name is None and version < 7:
+                name = ""  # nullable only from v7
+            return build(
+                rtype,
+                {
+                    "throttle_time": 0,
+                    "error_code": r.error_code,
+                    "generation_id": r.generation_id,
+                    "protocol_type": r.protocol_type,
+                    "protocol_name": name,
+                    "leader": r.leader,
+                    "skip_assignment": r.skip_assignment,
+                    "member_id": r.member_id,
+                    "members": [
+                        {
+                            "member_id": m.member_id,
+                            "group_instance_id": m.group_instance_id,
+                            "metadata": m.metadata,
+                        }
+                        for m in r.members
+                    ],
+                },
+            )
+
+        return then(result, respond)
+
+    def sync_group(self, ctx: RequestContext, header: Any, req: Any) -> Any:
+        rtype = response_type_of(req)
+        version = req.__version__
+        ereq = SyncGroupRequest(
+            group_id=req.group_id,
+            generation_id=req.generation_id,
+            member_id=req.member_id,
+            group_instance_id=getattr(req, "group_instance_id", None),
+            protocol_type=getattr(req, "protocol_type", None),
+            protocol_name=getattr(req, "protocol_name", None),
+            assignments=[(a.member_id, bytes(a.assignment)) for a in req.assignments],
+        )
+        ectx = engine_ctx(ctx, version)
+        result = self.service.runtime_for(req.group_id).run(lambda c, now: c.sync_group(ereq, ectx, now))
+        return then(
+            result,
+            lambda r: build(
+                rtype,
+                {
+                    "throttle_time": 0,
+                    "error_code": r.error_code,
+                    "protocol_type": r.protocol_type,
+                    "protocol_name": r.protocol_name,
+                    "assignment": r.assignment,
+                },
+            ),
+        )
+
+    def heartbeat(self, ctx: RequestContext, header: Any, req: Any) -> Any:
+        rtype = response_type_of(req)
+        ereq = HeartbeatRequest(
+            req.group_id, req.generation_id, req.member_id, getattr(req, "group_instance_id", None)
+        )
+        ectx = engine_ctx(ctx, req.__version__)
+        result = self.service.runtime_for(req.group_id).run(lambda c, now: c.heartbeat(ereq, ectx, now))
+        return then(result, lambda r: build(rtype, {"throttle_time": 0, "error_code": r.error_code}))
+
+    def leave_group(self, ctx: RequestContext, header: Any, req: Any) -> Any:
+        rtype = response_type_of(req)
+        version = req.__version__
+        if version < 3:
+            members = [MemberIdentity(req.member_id)]
+        else:
+            members = [
+                MemberIdentity(m.member_id, m.group_instance_id, getattr(m, "reason", None))
+                for m in req.members
+            ]
+        ereq = LeaveGroupRequest(req.group_id, members)
+        ectx = engine_ctx(ctx, version)
+        result = self.service.runtime_for(req.group_id).run(lambda c, now: c.leave_group(ereq, ectx, now))
+
+        def respond(r: Any) -> Any:
+            if version < 3:
+                error = r.error_code or (r.members[0].error_code if r.members else 0)
+                return build(rtype, {"throttle_time": 0, "error_code": error})
+            return build(
+                rtype,
+                {
+                    "throttle_time": 0,
+                    "error_code": r.error_code,
+                    "members": [
+                        {
+                            "member_id": m.member_id,
+                            "group_instance_id": m.group_instance_id,
+                            "error_code": m.error_code,
+                        }
+                        for m in r.members
+                    ],
+                },
+            )
+
+        return then(result, respond)
+
+    def describe_groups(self, ctx: RequestContext, header: Any, req: Any) -> Any:
+        rtype = response_type_of(req)
+        described: dict[str, Any] = {}
+        for shard_index, ids in self.service.by_shard(req.groups).items():
+            for d in self.service.runtimes[shard_index].coordinator.describe_groups(ids):
+                described[d.group_id] = d
+        out = []
+        for gid in req.groups:
+            d = described[gid]
+            out.append(
+                {
+                    "error_code": d.error_code,
+                    "error_message": d.error_message,
+                    "group_id": gid,
+                    "group_state": d.group_state,
+                    "protocol_type": d.protocol_type,
+                    "protocol_data": d.protocol_data,
+                    "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+                    "members": [
+                        {
+                            "member_id": m.member_id,
+                            "group_instance_id": m.group_instance_id,
+                            "client_id": m.client_id,
+                            "client_host": m.client_host,
+                            "member_metadata": m.member_metadata,
+                            "member_assignment": m.member_assignment,
+                        }
+                        for m in d.members
+                    ],
+                }
+            )
+        return build(rtype, {"throttle_time": 0, "groups": out})
+
+    def list_groups(self, ctx: RequestContext, header: Any, req: Any) -> Any:
+        rtype = response_type_of(req)
+        states = getattr(req, "states_filter", ()) or ()
+        types = getattr(req, "types_filter", ()) or ()
+        groups = []
+        for r in self.service.runtimes:
+            for g in r.coordinator.list_groups(states, types):
+                groups.append(
+                    {
+                        "group_id": g.group_id,
+                        "protocol_type": g.protocol_type,
+                        "group_state": g.group_state,
+                        "group_type": g.group_type,
+                    }
+                )
+        return build(rtype, {"throttle_time": 0, "error_code": 0, "groups": groups})
+
+    def delete_groups(self, ctx: RequestContext, header: Any, req: Any) -> Any:
+        rtype = response_type_of(req)
+        ectx = engine_ctx(ctx, req.__version__)
+        names = list(req.groups_names)
+        parts = []
+        for shard_index, ids in self.service.by_shard(names).items():
+            parts.append(
+                self.service.runtimes[shard_index].run(
+                    lambda c, now, ids=ids: c.delete_groups(ids, ectx, now)
+                )
+            )
+
+        def respond(results: list[Any]) -> Any:
+            codes = {r.group_id: r.error_code for rs in results for r in rs}
+            return build(
+                rtype,
+                {"throttle_time": 0, "results": [{"group_id": g, "error_code": codes[g]} for g in names]},
+            )
+
+        return gather(parts, respond)

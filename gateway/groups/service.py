@@ -1,0 +1,202 @@
+"""The group coordinator service of the gateway (Kafka `GroupCoordinatorService`).
+
+It owns `offsets.topic.num.partitions` shard runtimes (each with its own coordinator log under
+`<data dir>/coordinator/__consumer_offsets-N`), routes a group id to its shard the way Kafka
+does, feeds topic changes of the data plane to every shard as a new metadata image, keeps the
+per-group dynamic configs (KIP-848 `consumer.session.timeout.ms` /
+`consumer.heartbeat.interval.ms`), and exposes KIP-848's coordinator metrics.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from engine.config import GroupConfig
+from engine.consumer.group import ConsumerGroup
+from engine.ids import SystemIds
+from engine.metadata import MetadataImage
+from gateway.coordinator_storage import CoordinatorStorage
+from gateway.groups.routing import partition_for
+from gateway.groups.runtime import ShardRuntime
+from records.durability import fsync_dir, fsync_file
+
+if TYPE_CHECKING:
+    from gateway.server import GatewayServer
+
+log = structlog.get_logger("coordinator")
+
+GROUP_CONFIGS_FILE = "group-configs.json"
+
+
+class GroupCoordinatorService:
+    def __init__(self, server: GatewayServer) -> None:
+        self.server = server
+        self.config = server.config.group
+        self.num_shards = self.config.offsets_topic_num_partitions
+        self.base = Path(server.config.data_dir) / "coordinator"
+        self.base.mkdir(parents=True, exist_ok=True)
+        self.fsync_policy = server.config.coordinator_fsync_policy
+        self.image = server.plane.metadata_image()
+        self._ids = SystemIds()
+        m = server.metrics
+        self._op_latency = m.summary(
+            "groupshift_coordinator_event_processing_time_seconds",
+            "Time to process one coordinator operation (KIP-848 event-processing-time)",
+        )
+        self._flush_latency = m.summary(
+            "groupshift_coordinator_batch_flush_time_seconds",
+            "Time of one group-commit fsync of a coordinator log (KIP-848 batch-flush-time)",
+        )
+        self._rebalances = m.counter(
+            "groupshift_group_rebalances_total",
+            "Group epoch bumps (consumer groups) and new generations (classic groups)",
+            ("group_type",),
+        )
+        self._events = m.counter("groupshift_coordinator_events_total", "Coordinator events", ("event",))
+        self.runtimes = [self._make_runtime(i) for i in range(self.num_shards)]
+        self.group_configs: dict[str, GroupConfig] = {}
+        self._load_group_configs()
+        m.gauge(
+            "groupshift_groups", "Groups by type and state (KIP-848 group-count)", ("group_type", "state")
+        ).collect_from(self._group_counts)
+        m.gauge(
+            "groupshift_coordinator_pending_operations",
+            "Responses waiting for durability (KIP-848 event-queue-size)",
+        ).set_function(lambda: sum(len(r._waiting) for r in self.runtimes))
+        server.plane.subscribe(self._on_topic_change)
+
+    def _make_runtime(self, index: int) -> ShardRuntime:
+        directory = str(self.base / f"__consumer_offsets-{index}")
+
+        def open_storage(now: int) -> CoordinatorStorage:
+            return CoordinatorStorage.open(
+                directory,
+                config=self.config,
+                ids=self._ids,
+                image=self.image,
+                now_ms=now,
+                fsync_policy=self.fsync_policy,
+            )
+
+        return ShardRuntime(
+            index,
+            open_storage,
+            on_op_time=self._op_latency.observe,
+            on_flush_time=self._flush_latency.observe,
+            on_event=self._count_event,
+        )
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        for r in self.runtimes:
+            r.start(loop)
+
+    def close(self) -> None:
+        for r in self.runtimes:
+            r.close()
+
+    # --- routing -----------------------------------------------------------------------------
+
+    def runtime_for(self, group_id: str) -> ShardRuntime:
+        return self.runtimes[partition_for(group_id, self.num_shards)]
+
+    def by_shard(self, group_ids: Iterable[str]) -> dict[int, list[str]]:
+        out: dict[int, list[str]] = {}
+        for g in group_ids:
+            out.setdefault(partition_for(g, self.num_shards), []).append(g)
+        return out
+
+    # --- metadata ------------------------------------------------------------------------------
+
+    def _on_topic_change(self, change: Any, image: MetadataImage) -> None:
+        self.image = image
+        for r in self.runtimes:
+            r.run(lambda c, now: c.update_metadata(image, now))
+
+    # --- per-group configs ------------------------------------------------------------------------
+
+    def _load_group_configs(self) -> None:
+        path = self.base / GROUP_CONFIGS_FILE
+        if not path.exists():
+            return
+        data = json.loads(path.read_text())
+        for gid, values in data.items():
+            cfg = GroupConfig.model_validate(values)
+            self.group_configs[gid] = cfg
+            self.runtime_for(gid).shard.set_group_config(gid, cfg)
+
+    def set_group_config(self, group_id: str, values: dict[str, int | None]) -> None:
+        """Apply (validated) per-group overrides; a None value removes that override."""
+        current = self.group_configs.get(group_id)
+        merged = current.model_dump(by_alias=True) if current is not None else {}
+        merged.update(values)
+        merged = {k: v for k, v in merged.items() if v is not None}
+        cfg = GroupConfig.model_validate(merged)
+        cfg.validate_against(self.config)
+        shard = self.runtime_for(group_id).shard
+        if merged:
+            self.group_configs[group_id] = cfg
+            shard.set_group_config(group_id, cfg)
+        else:
+            self.group_configs.pop(group_id, None)
+            shard.set_group_config(group_id, None)
+        self._save_group_configs()
+
+    def _save_group_configs(self) -> None:
+        path = self.base / GROUP_CONFIGS_FILE
+        tmp = path.with_suffix(".tmp")
+        data = {g: c.model_dump(by_alias=True, exclude_none=True) for g, c in self.group_configs.items()}
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.write(fd, json.dumps(data, sort_keys=True).encode())
+            fsync_file(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+        fsync_dir(str(self.base))
+
+    def effective_group_config(self, group_id: str) -> dict[str, int]:
+        shard = self.runtime_for(group_id).shard
+        return {
+            "consumer.session.timeout.ms": shard.consumer_session_timeout_ms(group_id),
+            "consumer.heartbeat.interval.ms": shard.consumer_heartbeat_interval_ms(group_id),
+        }
+
+    # --- metrics --------------------------------------------------------------------------------
+
+    def _count_event(self, name: str, fields: dict[str, Any]) -> None:
+        self._events.labels(name).inc()
+        if name == "group.epoch_bumped":
+            self._rebalances.labels("consumer").inc()
+        elif name == "group.generation_started":
+            self._rebalances.labels("classic").inc()
+
+    def _group_counts(self) -> dict[tuple[str, ...], float]:
+        counts: dict[tuple[str, ...], float] = {}
+        for r in self.runtimes:
+            for g in r.shard.groups.values():
+                if isinstance(g, ConsumerGroup):
+                    key = ("consumer", g.state().value)
+                else:
+                    key = ("classic", g.state.value)
+                counts[key] = counts.get(key, 0) + 1
+        return counts
+
+
+def install_group_layer(server: GatewayServer) -> GroupCoordinatorService:
+    from gateway.groups.apis import register_group_apis
+
+    service = GroupCoordinatorService(server)
+    register_group_apis(server.registry, service)
+    server.on_start.append(lambda loop: service.start(loop))
+    server.on_stop.append(service.close)
+    return service
+
+
+Hook = Callable[..., None]

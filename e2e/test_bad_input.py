@@ -123,7 +123,7 @@ def cases(gw: GatewayProcess) -> list[tuple[str, Callable[[], None]]]:
         assert_closed(gw, frame(header_v1(9999, 0)))
 
     def unimplemented_api_key() -> None:
-        assert_closed(gw, frame(header_v1(32, 1) + b"\x00\x00\x00\x00\x00"))  # DescribeConfigs
+        assert_closed(gw, frame(header_v1(33, 1) + b"\x00\x00\x00\x00\x00"))  # AlterConfigs (not served)
 
     def unsupported_version() -> None:
         assert_closed(gw, frame(header_v2(3, 14) + b"\x01\x01\x00\x00"))  # Metadata v14

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from engine.assignment import Assignment, from_records
+from engine.assignment import Assignment
 from engine.classic import describe as classic_describe
 from engine.classic.api import (
     DescribedGroup,
@@ -64,6 +64,7 @@ from engine.consumer.membership import (
     schedule_rebalance_timeout,
     schedule_session_timeout,
 )
+from engine.consumer.replay import CONSUMER_GROUP_KEYS, apply_record
 from engine.context import RequestContext
 from engine.errors import AppendError, CoordinatorError, Errors, append_error_to_response
 from engine.hooks import MigrationHooks, RefuseMigration
@@ -87,14 +88,7 @@ from engine.outcome import Outcome, Pending
 from engine.timers import Timers
 from records.classic_group import GroupMetadataKey, GroupMetadataValue
 from records.consumer_group import (
-    ConsumerGroupCurrentMemberAssignmentKey,
-    ConsumerGroupMemberMetadataKey,
     ConsumerGroupMetadataKey,
-    ConsumerGroupPartitionMetadataKey,
-    ConsumerGroupRegularExpressionKey,
-    ConsumerGroupTargetAssignmentMemberKey,
-    ConsumerGroupTargetAssignmentMemberValue,
-    ConsumerGroupTargetAssignmentMetadataKey,
 )
 from records.coordinator import CoordinatorRecord
 from records.offsets import OffsetCommitKey, OffsetCommitValue
@@ -102,15 +96,7 @@ from records.offsets import OffsetCommitKey, OffsetCommitValue
 S = ClassicGroupState
 OFFSET_EXPIRATION_KEY = "expire-group-metadata"
 
-_CONSUMER_KEYS = (
-    ConsumerGroupMetadataKey,
-    ConsumerGroupPartitionMetadataKey,
-    ConsumerGroupMemberMetadataKey,
-    ConsumerGroupTargetAssignmentMetadataKey,
-    ConsumerGroupTargetAssignmentMemberKey,
-    ConsumerGroupCurrentMemberAssignmentKey,
-    ConsumerGroupRegularExpressionKey,
-)
+_CONSUMER_KEYS = CONSUMER_GROUP_KEYS
 
 
 class Shard:
@@ -283,6 +269,7 @@ class Shard:
             return Outcome(
                 ConsumerGroupHeartbeatResponse(error_code=int(e.code), error_message=e.message),
                 events=[
+                    *op.events,
                     (
                         "request.rejected",
                         {
@@ -293,7 +280,7 @@ class Shard:
                             "error": e.code.name,
                             "reason": e.message,
                         },
-                    )
+                    ),
                 ],
             )
         return self.commit(
@@ -715,33 +702,15 @@ class Shard:
         group = self._consumer_group_for_replay(key.group_id, value is not None)
         if group is None:
             return
-        kt = type(key)
-        if kt is ConsumerGroupCurrentMemberAssignmentKey:
-            group.replay_current_assignment(key.member_id, value)
-        elif kt is ConsumerGroupMemberMetadataKey:
-            group.replay_member_metadata(key.member_id, value)
-        elif kt is ConsumerGroupTargetAssignmentMemberKey:
-            target: Assignment | None = None
-            if value is not None:
-                assert isinstance(value, ConsumerGroupTargetAssignmentMemberValue)
-                target = from_records(value.topic_partitions)
-            group.replay_target_member(key.member_id, target)
-        elif kt is ConsumerGroupMetadataKey:
-            if value is None:
-                if not group.can_be_deleted():
-                    raise ReplayError(
-                        f"cannot delete consumer group {key.group_id}: members, targets and the "
-                        "assignment metadata must be deleted first"
-                    )
-                del self.groups[key.group_id]
-            else:
-                group.replay_group_epoch(value.epoch)
-        elif kt is ConsumerGroupTargetAssignmentMetadataKey:
-            group.replay_assignment_epoch(None if value is None else value.assignment_epoch)
-        elif kt is ConsumerGroupPartitionMetadataKey:
-            group.replay_subscription_metadata(None if value is None else value.topics)
-        elif kt is ConsumerGroupRegularExpressionKey:
-            group.replay_regex(key.regular_expression, value)
+        if value is None and type(key) is ConsumerGroupMetadataKey:
+            if not group.can_be_deleted():
+                raise ReplayError(
+                    f"cannot delete consumer group {key.group_id}: members, targets and the "
+                    "assignment metadata must be deleted first"
+                )
+            del self.groups[key.group_id]
+            return
+        apply_record(group, record)
 
     # --- reads -------------------------------------------------------------------------------
 

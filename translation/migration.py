@@ -1,14 +1,83 @@
-"""Classic members inside consumer groups and conversions between group types (KIP-848
-"Supporting Online Consumer Group Upgrade"; spec §5.3-5.7).
+"""Where protocols meet: the engine's `MigrationHooks`, implemented (KIP-848 "Supporting Online
+Consumer Group Upgrade"; spec §5.2 dispatch table).
 
-The engine hands every cross-protocol request here (`engine.hooks.MigrationHooks`)."""
+| request                  | group of the other type                                   |
+|--------------------------|-----------------------------------------------------------|
+| ConsumerGroupHeartbeat   | non-empty classic group, epoch 0: upgrade (if allowed)    |
+| member fenced (CGH path) | last consumer-protocol member gone: downgrade (if allowed)|
+| JoinGroup                | non-empty consumer group: a classic member joins it       |
+| SyncGroup / Heartbeat    | consumer group: the classic member's own loop             |
+| LeaveGroup               | consumer group: classic members leave (never a downgrade) |
+
+Empty groups are replaced by the engine itself whatever the policy (spec §5.7).
+"""
 
 from __future__ import annotations
 
-from engine.hooks import RefuseMigration
+from engine.classic.api import (
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+from engine.classic.group import ClassicGroup
+from engine.consumer.group import ConsumerGroup
+from engine.consumer.member import ConsumerGroupMember
+from engine.context import RequestContext
+from engine.operation import Operation
+from engine.outcome import Pending
 from engine.shard import Shard
+from translation import classic_member
+from translation.downgrade import can_downgrade_after_fence, downgrade
+from translation.upgrade import not_a_consumer_group, upgrade
 
 
-class Migration(RefuseMigration):
+class Migration:
     def __init__(self, shard: Shard) -> None:
         self.shard = shard
+
+    def consumer_heartbeat_to_classic_group(
+        self, group: ClassicGroup, joining: bool, op: Operation
+    ) -> ConsumerGroup:
+        if not joining:
+            raise not_a_consumer_group(group.group_id)
+        return upgrade(self.shard, group, op)
+
+    def consumer_member_fenced(
+        self, group: ConsumerGroup, member: ConsumerGroupMember, op: Operation, reason: str
+    ) -> bool:
+        if not can_downgrade_after_fence(self.shard, group, member.member_id, op):
+            return False
+        downgrade(
+            self.shard,
+            group,
+            member.member_id,
+            None,
+            op,
+            f"the last consumer-protocol member left ({reason})",
+        )
+        return True
+
+    def classic_join_to_consumer_group(
+        self, group: ConsumerGroup, req: JoinGroupRequest, ctx: RequestContext, op: Operation
+    ) -> JoinGroupResponse | Pending:
+        return classic_member.join(self.shard, group, req, ctx, op)
+
+    def classic_sync_to_consumer_group(
+        self, group: ConsumerGroup, req: SyncGroupRequest, ctx: RequestContext, op: Operation
+    ) -> SyncGroupResponse | Pending:
+        return classic_member.sync(self.shard, group, req, op)
+
+    def classic_heartbeat_to_consumer_group(
+        self, group: ConsumerGroup, req: HeartbeatRequest, ctx: RequestContext, op: Operation
+    ) -> HeartbeatResponse:
+        return classic_member.heartbeat(self.shard, group, req)
+
+    def classic_leave_to_consumer_group(
+        self, group: ConsumerGroup, req: LeaveGroupRequest, ctx: RequestContext, op: Operation
+    ) -> LeaveGroupResponse:
+        return classic_member.leave(self.shard, group, req, op)

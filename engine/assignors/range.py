@@ -141,8 +141,7 @@ def assign_class(
         count = topics.num_partitions(topic_id)
         if count < 0:
             raise PartitionAssignorError(
-                f"Member is subscribed to topic {topic_id} which doesn't exist in the topic "
-                "metadata."
+                f"Member is subscribed to topic {topic_id} which doesn't exist in the topic metadata."
             )
         by_count.setdefault(count, {})[topic_id] = None
     members = len(subscribers)
@@ -178,9 +177,7 @@ def keep_if_same(previous: Assignment, target: dict[TopicId, tuple[int, ...]]) -
         for (old_topic, old), (topic_id, parts) in pairs:
             if old_topic is not topic_id:
                 break
-            if old != parts and (
-                len(old) != len(parts) or min(old) != parts[0] or max(old) != parts[-1]
-            ):
+            if old != parts and (len(old) != len(parts) or min(old) != parts[0] or max(old) != parts[-1]):
                 # `parts` is a contiguous range, so equal length and ends mean equal sets.
                 return target
         else:

@@ -74,8 +74,7 @@ def num_partitions(topics: TopicDescriber, topic_id: TopicId) -> int:
 def nothing_assigned(members: Mapping[str, MemberSubscription]) -> dict[str, Assignment]:
     """Everyone gets nothing; a member that already had nothing keeps its own object."""
     return {
-        member_id: m.assignment if not any(m.assignment.values()) else {}
-        for member_id, m in members.items()
+        member_id: m.assignment if not any(m.assignment.values()) else {} for member_id, m in members.items()
     }
 
 
@@ -175,9 +174,7 @@ def keep_within_quota(
     return kept, room, held
 
 
-def held_partitions(
-    spec: GroupSpec, order: Sequence[TopicId], held: int
-) -> list[Collection[int] | None]:
+def held_partitions(spec: GroupSpec, order: Sequence[TopicId], held: int) -> list[Collection[int] | None]:
     """Per topic of `order`: the partitions some member held in the previous target.
 
     This is the inverted target (`GroupSpec.is_partition_assigned`, as Kafka uses it), which makes
@@ -446,9 +443,7 @@ class HeterogeneousBuilder:
             self._base.append(previous)
         return held
 
-    def never_assigned(
-        self, held: Mapping[TopicId, list[tuple[int, ...]]]
-    ) -> dict[int, Sequence[int]]:
+    def never_assigned(self, held: Mapping[TopicId, list[tuple[int, ...]]]) -> dict[int, Sequence[int]]:
         unassigned: dict[int, Sequence[int]] = {}
         for topic, (topic_id, count) in enumerate(zip(self._topics, self._counts, strict=True)):
             kept = held.get(topic_id)
@@ -485,9 +480,7 @@ class HeterogeneousBuilder:
         something (or to the first topic, if nothing moved yet): every topic since then is
         known to be balanced.
         """
-        order = sorted(
-            (t for t, subs in enumerate(self._subscribers) if len(subs) >= 2), key=self.topic_key
-        )
+        order = sorted((t for t, subs in enumerate(self._subscribers) if len(subs) >= 2), key=self.topic_key)
         ranges = LoadRanges(self._sizes)
         checked: dict[int, tuple[int, int]] = {}
         last_moved = -1
@@ -512,9 +505,7 @@ class HeterogeneousBuilder:
         checked[id(subscribers)] = (self._version, gap)
         return gap
 
-    def balance_topic(
-        self, topic: int, ranges: LoadRanges, checked: dict[int, tuple[int, int]]
-    ) -> int:
+    def balance_topic(self, topic: int, ranges: LoadRanges, checked: dict[int, tuple[int, int]]) -> int:
         """Move partitions of one topic from its most- to its least-loaded subscribers.
 
         A giver gives up only partitions it held when the topic's turn began, newest first.

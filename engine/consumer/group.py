@@ -60,6 +60,7 @@ class ConsumerGroup:
         "_server_assignors",
         "_subscribed_names",
         "assignment_epoch",
+        "classic_protocol_counts",
         "group_epoch",
         "group_id",
         "members",
@@ -89,6 +90,9 @@ class ConsumerGroup:
         self._server_assignors: dict[str, int] = {}
         self.subscription_metadata: dict[str, TopicMetadata] = {}
         self.num_classic_members = 0
+        # protocol name -> number of classic members supporting it (Kafka
+        # `classicProtocolMembersSupportedProtocols`)
+        self.classic_protocol_counts: dict[str, int] = {}
         # Not persisted: set when the metadata image changed a topic this group subscribes to.
         self.metadata_refresh_needed = False
 
@@ -211,6 +215,7 @@ class ConsumerGroup:
             "resolved_regexes": dict(self.resolved_regexes),
             "server_assignors": dict(self._server_assignors),
             "num_classic_members": self.num_classic_members,
+            "classic_protocol_counts": dict(self.classic_protocol_counts),
         }
 
     # --- replay ------------------------------------------------------------------------------
@@ -351,6 +356,8 @@ class ConsumerGroup:
             self.static_members[m.instance_id] = m.member_id
         if m.classic_member_metadata is not None:
             self.num_classic_members += 1
+            for p in m.classic_member_metadata.supported_protocols:
+                self.classic_protocol_counts[p.name] = self.classic_protocol_counts.get(p.name, 0) + 1
 
     def _unindex_subscription(self, m: ConsumerGroupMember) -> None:
         for t in m.subscribed_topic_names:
@@ -377,6 +384,12 @@ class ConsumerGroup:
             del self.static_members[m.instance_id]
         if m.classic_member_metadata is not None:
             self.num_classic_members -= 1
+            for p in m.classic_member_metadata.supported_protocols:
+                n = self.classic_protocol_counts[p.name] - 1
+                if n:
+                    self.classic_protocol_counts[p.name] = n
+                else:
+                    del self.classic_protocol_counts[p.name]
 
     def _claim_partitions(self, m: ConsumerGroupMember) -> None:
         epoch = m.member_epoch

@@ -39,6 +39,23 @@ def member_topic_names(
     return member.subscribed_topic_names
 
 
+def _static_members_first(specs: dict[str, MemberSubscription]) -> dict[str, MemberSubscription]:
+    """Static members first, by instance id, then dynamic members in join order.
+
+    Member order decides which members take the extra partitions and which fill up first. A
+    static member that restarts comes back under a new member id, at the end of the join order;
+    ordering static members by instance id keeps their place, so a rolling bounce of static
+    members moves no partition (KIP-345's promise). Kafka's range assignor orders static members
+    the same way; its uniform assignor uses HashMap order, which no client can rely on."""
+    static = [s for s in specs.values() if s.instance_id is not None]
+    if not static:
+        return specs
+    static.sort(key=lambda s: s.instance_id or "")
+    ordered = {s.member_id: s for s in static}
+    ordered.update((mid, s) for mid, s in specs.items() if s.instance_id is None)
+    return ordered
+
+
 def subscription_type_of(specs: Mapping[str, MemberSubscription]) -> SubscriptionType:
     """HOMOGENEOUS when every member subscribes to the same resolved topics.
 
@@ -97,6 +114,7 @@ def build_target_assignment(
     for mid, m in updated_members.items():
         if m is not None and mid not in specs:
             specs[mid] = spec_for(m, targets.get(mid, EMPTY))
+    specs = _static_members_first(specs)
 
     if specs:
         try:

@@ -1,0 +1,25 @@
+"""`group.consumer.migration.policy` (Kafka `ConsumerGroupMigrationPolicy`, spec §5.1) and the
+structured event every refused conversion logs.
+
+The policy governs only conversions of non-empty groups: empty groups convert whatever it says
+(spec §5.7), and classic members may join a non-empty consumer group whatever it says.
+"""
+
+from __future__ import annotations
+
+from engine.config import CoordinatorConfig
+from engine.operation import Operation
+
+
+def upgrade_enabled(config: CoordinatorConfig) -> bool:
+    return config.consumer_migration_policy in ("bidirectional", "upgrade")
+
+
+def downgrade_enabled(config: CoordinatorConfig) -> bool:
+    return config.consumer_migration_policy in ("bidirectional", "downgrade")
+
+
+def refused(op: Operation, group_id: str, direction: str, reason: str, **fields: object) -> None:
+    """Kafka answers a refused upgrade with a bare GROUP_ID_NOT_FOUND and logs nothing useful
+    to the client; operators need to know why (migration pitfall #2)."""
+    op.event("group.conversion_refused", group=group_id, direction=direction, reason=reason, **fields)

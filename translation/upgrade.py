@@ -1,0 +1,160 @@
+"""Upgrade: a classic group becomes a consumer group when a ConsumerGroupHeartbeat joins it
+(KIP-848 "Supporting Online Consumer Group Upgrade"; spec §5.3; Kafka `validateOnlineUpgrade`,
+`convertToConsumerGroup`, `ConsumerGroup.fromClassicGroup`).
+
+Conditions (all, else GROUP_ID_NOT_FOUND "Group X is not a consumer group." and a
+`group.conversion_refused` event naming the reason): the policy allows upgrades; the group's
+protocol type is `consumer`; it has at most `group.consumer.max.size` members (the joiner is not
+counted here); every member's embedded subscription and assignment parse (an empty assignment,
+from a member that joined but never synced, counts as no partitions: KAFKA-17733); no member's
+assignment carries user data, which would mean a custom client-side assignor the server cannot
+replace (KAFKA-18134). The group's state does not matter.
+
+Procedure: parked JoinGroups and SyncGroups are answered REBALANCE_IN_PROGRESS so those members
+rejoin; a GroupMetadata tombstone; then, per Kafka's order, every member's k5, k3 at the classic
+generation, every member's k7, k6 at the generation, every member's k8: each member keeps its
+assignment as its target, Stable at epoch = generation, with its classic session timeout and
+protocols in ClassicMemberMetadata. The subscription metadata (k4) is left to the joiner's
+heartbeat, which then sees it changed and bumps the epoch. The consumer group the heartbeat
+continues with is built by replaying those records, so it is what a restart would load.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from engine.classic.api import JoinGroupResponse, SyncGroupResponse
+from engine.classic.group import ClassicGroup
+from engine.consumer import record_builders as rb
+from engine.consumer.group import ConsumerGroup
+from engine.consumer.member import ConsumerGroupMember, MemberState, normalize_topic_names
+from engine.consumer.membership import schedule_session_timeout
+from engine.consumer.replay import apply_record
+from engine.errors import CoordinatorError, Errors
+from engine.metadata import MetadataImage, TopicId
+from engine.operation import Operation
+from records.classic_group import GroupMetadataKey
+from records.consumer_group import ClassicMemberMetadata, ClassicProtocol
+from records.coordinator import CoordinatorRecord
+from translation.embedded_protocol import SchemaError, parse_assignment, parse_subscription
+from translation.policy import refused, upgrade_enabled
+
+if TYPE_CHECKING:
+    from engine.shard import Shard
+
+
+def not_a_consumer_group(group_id: str) -> CoordinatorError:
+    return CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+
+
+def check_upgrade(shard: Shard, group: ClassicGroup, op: Operation) -> None:
+    gid = group.group_id
+    if not upgrade_enabled(shard.config):
+        refused(op, gid, "upgrade", "policy", policy=shard.config.consumer_migration_policy)
+        raise not_a_consumer_group(gid)
+    if not group.uses_consumer_protocol():
+        refused(op, gid, "upgrade", "protocol type", protocol_type=group.protocol_type)
+        raise not_a_consumer_group(gid)
+    if group.num_members > shard.config.consumer_max_size:
+        refused(
+            op, gid, "upgrade", "size", members=group.num_members, max_size=shard.config.consumer_max_size
+        )
+        raise not_a_consumer_group(gid)
+
+
+def _assigned(data: bytes, image: MetadataImage) -> tuple[dict[TopicId, tuple[int, ...]], bytes | None]:
+    if not data:
+        return {}, None  # joined but never synced: no partitions (KAFKA-17733)
+    a = parse_assignment(data)
+    out: dict[TopicId, tuple[int, ...]] = {}
+    for topic, parts in a.partitions:
+        t = image.topic(topic)
+        if t is None or not parts:
+            continue  # topics unknown to the metadata are dropped, as Kafka does
+        held = out.get(t.topic_id, ())
+        out[t.topic_id] = held + tuple(p for p in dict.fromkeys(parts) if p not in held)
+    return out, a.user_data
+
+
+def upgrade(shard: Shard, group: ClassicGroup, op: Operation) -> ConsumerGroup:
+    """Convert `group` (writing the records into `op`); return the consumer group to join."""
+    check_upgrade(shard, group, op)
+    gid = group.group_id
+    protocol = group.protocol_name
+    members: list[ConsumerGroupMember] = []
+    for m in group.members.values():
+        try:
+            assigned, user_data = _assigned(m.assignment, shard.image)
+            sub = parse_subscription(
+                m.metadata(protocol) if protocol is not None else m.supported_protocols[0].metadata
+            )
+        except (SchemaError, ValueError) as e:
+            refused(op, gid, "upgrade", "malformed embedded protocol", member=m.member_id, error=str(e))
+            raise CoordinatorError(
+                Errors.GROUP_ID_NOT_FOUND,
+                f"Cannot upgrade the classic group {gid} to consumer group because the embedded "
+                "consumer protocol is malformed.",
+            ) from None
+        if user_data:
+            refused(op, gid, "upgrade", "custom assignor", member=m.member_id)
+            raise CoordinatorError(
+                Errors.GROUP_ID_NOT_FOUND,
+                f"Cannot upgrade the classic group {gid} to consumer group because a custom "
+                "assignor is in use.",
+            )
+        members.append(
+            ConsumerGroupMember(
+                member_id=m.member_id,
+                instance_id=m.group_instance_id,
+                rack_id=sub.rack_id or None,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                subscribed_topic_names=normalize_topic_names(sub.topics),
+                rebalance_timeout_ms=m.rebalance_timeout_ms,
+                classic_member_metadata=ClassicMemberMetadata(
+                    m.session_timeout_ms,
+                    tuple(ClassicProtocol(p.name, p.metadata) for p in m.supported_protocols),
+                ),
+                member_epoch=group.generation_id,
+                previous_member_epoch=group.generation_id,
+                state=MemberState.STABLE,
+                assigned_partitions=assigned,
+            )
+        )
+
+    # Members waiting in a join or sync phase must rejoin the consumer group.
+    for m in group.members.values():
+        group.complete_join(
+            m, JoinGroupResponse(error_code=int(Errors.REBALANCE_IN_PROGRESS), member_id=m.member_id), op
+        )
+        group.complete_sync(m, SyncGroupResponse(error_code=int(Errors.REBALANCE_IN_PROGRESS)), op)
+
+    generation = group.generation_id
+    records: list[CoordinatorRecord] = [rb.member_metadata(gid, m) for m in members]
+    records.append(rb.group_epoch(gid, generation))
+    records.extend(rb.target_member(gid, m.member_id, m.assigned_partitions) for m in members)
+    records.append(rb.target_epoch(gid, generation))
+    records.extend(rb.current_assignment(gid, m) for m in members)
+    op.records.append(CoordinatorRecord(GroupMetadataKey(gid), None))
+    op.records.extend(records)
+
+    converted = ConsumerGroup(gid)
+    for r in records:
+        apply_record(converted, r)
+
+    def schedule_sessions() -> None:
+        for m in members:
+            assert m.classic_member_metadata is not None
+            schedule_session_timeout(shard, gid, m.member_id, m.classic_member_metadata.session_timeout_ms)
+
+    op.after(schedule_sessions)
+    op.event(
+        "group.converted",
+        group=gid,
+        from_type="classic",
+        to_type="consumer",
+        group_epoch=generation,
+        members=len(members),
+        reason="a consumer-protocol member joined",
+    )
+    return converted

@@ -4,9 +4,12 @@
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 import time
 
 from e2e.conftest import Gateways
+from e2e.harness import REPO
 from e2e.wire import WireClient, make_request
 
 
@@ -41,3 +44,22 @@ def test_sigterm_releases_long_polling_fetches_and_exits_zero(gateways: Gateways
         assert refused.connect_ex(("127.0.0.1", gw.port)) != 0
     finally:
         refused.close()
+
+
+def test_second_gateway_on_a_data_dir_in_use_exits_with_a_clear_message(gateways: Gateways) -> None:
+    """Two gateways on one data directory would interleave writes to the same logs; the second
+    must refuse to start with one readable line (not a traceback) and leave the first serving."""
+    gw = gateways.start("locked")
+    second = subprocess.run(
+        [sys.executable, "-m", "groupshift", "serve", "--listen", "127.0.0.1:0",
+         "--data-dir", str(gw.data_dir)],
+        cwd=REPO, capture_output=True, timeout=60,
+    )
+    output = (second.stdout + second.stderr).decode()
+    assert second.returncode == 1, output
+    assert "in use by another open log" in output and "gateway.start_failed" in output
+    assert "Traceback" not in output
+    assert gw.alive()
+    with WireClient(gw.port) as c:
+        answer = c.request(make_request(18, 3, client_software_name="t", client_software_version="1"))
+        assert answer.error_code == 0

@@ -60,7 +60,7 @@ DEFAULT_TOMBSTONE_RETENTION_MS = 24 * 3600 * 1000
 DEFAULT_MAX_BATCH_BYTES = 1024 * 1024 + 12
 
 
-class CoordinatorLoadError(Exception):
+class CoordinatorLoadError(LogError):
     """The shard's log cannot be loaded; the message names the log offset and the record."""
 
 

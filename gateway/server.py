@@ -35,6 +35,7 @@ from gateway.find_coordinator import FindCoordinatorApi
 from gateway.framing import KafkaConnection
 from gateway.metrics import MetricsRegistry, serve_metrics
 from gateway.registry import HandlerRegistry
+from records.errors import LogError
 
 log = structlog.get_logger("gateway")
 
@@ -188,7 +189,9 @@ def run(config: ServerConfig, *, extensions: Sequence[Extension] = ()) -> int:
     """Serve until SIGTERM/SIGINT; the process exit code."""
     try:
         server = GatewayServer(config, extensions=extensions)
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, LogError) as e:
+        # Includes a data directory locked by another running gateway and state on disk that
+        # cannot be loaded: one clear line and exit 1, never a traceback.
         log.error("gateway.start_failed", error=str(e))
         return 1
     with asyncio.Runner(loop_factory=_loop_factory()) as runner:

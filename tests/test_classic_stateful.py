@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from hypothesis import HealthCheck, event, settings
+from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
@@ -30,6 +30,7 @@ from engine.errors import Errors
 from engine.outcome import Pending
 from engine.shard import Shard
 from tests.classic_harness import ClassicHarness
+from tests.stateful_settings import stateful_settings
 
 NAMES = ["d0", "d1", "d2", "s0", "s1"]
 STATIC = {"s0": "inst-0", "s1": "inst-1"}
@@ -250,9 +251,4 @@ class ClassicGroupMachine(RuleBasedStateMachine):
 
 
 TestClassicGroupStateMachine = ClassicGroupMachine.TestCase
-TestClassicGroupStateMachine.settings = settings(
-    max_examples=400,
-    stateful_step_count=50,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+TestClassicGroupStateMachine.settings = stateful_settings(400, 50)

@@ -20,7 +20,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
@@ -35,6 +34,7 @@ from engine.outcome import Outcome
 from engine.shard import Shard
 from records.consumer_group import TopicPartitions
 from records.coordinator import CoordinatorRecord
+from tests.stateful_settings import stateful_settings
 
 CONFIG = CoordinatorConfig.from_kafka(
     {
@@ -326,9 +326,4 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
 
 
 TestConsumerGroupStateMachine = ConsumerGroupMachine.TestCase
-TestConsumerGroupStateMachine.settings = settings(
-    max_examples=150,
-    stateful_step_count=40,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+TestConsumerGroupStateMachine.settings = stateful_settings(150, 40)

@@ -196,7 +196,9 @@ class Shard:
         events = [*op.events, ("append.failed", failure)]
         if op.replay:
             failed = on_error(CoordinatorError(mapped, e.message)) if on_error is not None else None
-            return Outcome(failed, (), (), events)
+            # Parked requests the operation already answered (an upgrade tells a rebalancing
+            # classic group's members to rejoin) keep their answers, as Kafka's futures do.
+            return Outcome(failed, (), op.completions, events)
         # Classic paths already changed the group: their continuation undoes or reports it.
         completions = list(op.completions)
         if op.on_append is not None:

@@ -1519,3 +1519,111 @@ def test_classic_group_leave_to_consumer_group_without_valid_leave_group_member(
         ]
     )
     assert last_records(h) == []
+
+
+# --- type mismatches that apply to us (Kafka's share-group rows have no equivalent) ---------------------
+
+
+def _one_member_classic_group(h: MigrationHarness) -> None:
+    h.seed_classic(3, [ClassicSeed("c1", sub("foo", version=3), assignment(3, foo=[0, 1]))])
+
+
+def test_consumer_group_heartbeat_to_classic_group_without_joining() -> None:
+    """Only a join (epoch 0) can convert a classic group. A heartbeat with a member epoch, or a
+    leave (-1), that reaches a classic group is GROUP_ID_NOT_FOUND "Group g is not a consumer
+    group": nothing written, the group untouched, and no conversion was attempted."""
+    h = MigrationHarness(prepared_assignor=True)
+    _one_member_classic_group(h)
+    before = h.shard.persisted_state()
+
+    for epoch_ in (5, -1):
+        r = h.cgh("c1", epoch_)
+        assert (r.error_code, r.error_message) == (
+            Errors.GROUP_ID_NOT_FOUND,
+            "Group g is not a consumer group",
+        )
+        assert last_records(h) == [] and h.events("group.conversion_refused") == []
+    assert h.shard.persisted_state() == before
+
+
+def test_consumer_group_describe_on_classic_group() -> None:
+    """ConsumerGroupDescribe of a classic group is GROUP_ID_NOT_FOUND, which is what makes admin
+    clients fall back to DescribeGroups (migration pitfall #11)."""
+    h = MigrationHarness(prepared_assignor=True)
+    _one_member_classic_group(h)
+
+    [d] = h.coordinator.consumer_group_describe(["g"])
+
+    assert (d.error_code, d.error_message) == (Errors.GROUP_ID_NOT_FOUND, "Group g is not a consumer group")
+
+
+def test_classic_group_requests_to_missing_group() -> None:
+    """Classic requests naming a member of a group that does not exist: SyncGroup, Heartbeat and
+    a JoinGroup with a member id answer UNKNOWN_MEMBER_ID; LeaveGroup answers it per member.
+    None of them creates a group."""
+    h = MigrationHarness(prepared_assignor=True)
+
+    assert synced(h, h.sync("m", 1)).error_code == Errors.UNKNOWN_MEMBER_ID
+    assert h.heartbeat("m", 1) == Errors.UNKNOWN_MEMBER_ID
+    assert joined(h, h.join("m")).error_code == Errors.UNKNOWN_MEMBER_ID
+    assert h.leave(("m", None), ("", "i")) == LeaveGroupResponse(
+        members=[
+            MemberResponse("m", None, Errors.UNKNOWN_MEMBER_ID),
+            MemberResponse("", "i", Errors.UNKNOWN_MEMBER_ID),
+        ]
+    )
+    assert h.shard.groups == {} and h.log == []
+
+
+def test_classic_group_sync_to_empty_consumer_group() -> None:
+    """SyncGroup to an empty consumer group fails UNKNOWN_MEMBER_ID before any dispatch (and does
+    not convert it: only a JoinGroup does)."""
+    h = MigrationHarness(prepared_assignor=True)
+    h.seed_consumer_group(10, [])
+
+    assert synced(h, h.sync("m", 10)).error_code == Errors.UNKNOWN_MEMBER_ID
+    assert h.heartbeat("m", 10) == Errors.UNKNOWN_MEMBER_ID
+    assert h.shard.consumer_group("g") is not None
+
+
+def test_classic_group_join_to_consumer_group_without_classic_members_accepts_any_protocol() -> None:
+    """With no classic member in the consumer group, any protocol name is supported (there is
+    nobody to agree with) and becomes the name the member is answered with."""
+    h = MigrationHarness(prepared_assignor=True)
+    h.seed_consumer_group(
+        10, [cg_member("m", topics=("foo",), client=("kip848", "/h"), assigned=by_id(foo=[0]))]
+    )
+
+    r = joined(h, h.join("", version=3, protocols=(Protocol("my-assignor", sub("foo", version=1)),)))
+
+    assert (r.error_code, r.protocol_name, r.generation_id) == (0, "my-assignor", 11)
+    g = h.shard.consumer_group("g")
+    assert g is not None and g.num_classic_members == 1 and g.classic_protocol_counts == {"my-assignor": 1}
+
+
+def test_classic_group_leave_emptying_consumer_group_never_downgrades() -> None:
+    """The last (classic) member leaving through LeaveGroup leaves an empty consumer group: the
+    leaver is classic, so this path never downgrades, whatever the policy. The next classic
+    JoinGroup then replaces the empty consumer group (spec §5.7)."""
+    h = MigrationHarness(prepared_assignor=True)
+    h.seed_consumer_group(10, [cg_member("m", classic=classic_meta(5000, ("range", sub("foo", version=3))))])
+
+    r = h.leave(("m", None))
+
+    assert r == LeaveGroupResponse(members=[MemberResponse("m", None)])
+    assert_records(last_records(h), [current_tomb("m"), target_tomb("m"), member_tomb("m"), epoch(11)])
+    g = h.shard.consumer_group("g")
+    assert g is not None and g.is_empty() and h.events("group.converted") == []
+
+    r2 = joined(h, h.join("", version=4))
+    assert r2.error_code == Errors.MEMBER_ID_REQUIRED
+    assert_records(
+        last_records(h),
+        [
+            target_epoch_tomb(),
+            metadata_tomb(),
+            epoch_tomb(),
+            classic_record(0, None, None, h.now, protocol_type=""),
+        ],
+    )
+    assert h.shard.classic_group("g") is not None

@@ -426,6 +426,47 @@ def test_consumer_group_heartbeat_with_completing_rebalance_classic_group() -> N
     assert h.deadline(session_key("m3")) == h.now + 45000
 
 
+def test_classic_timers_left_by_an_upgrade_do_nothing() -> None:
+    """Not one of Kafka's tests; its rule (spec §5.3 step 5): the classic group's timers (here the
+    members' heartbeat timers from loading and the join phase's `join-g`) stay registered after
+    the upgrade and do nothing when they fire, because the group is no longer classic. The
+    members, kept alive through their own protocols, are not touched."""
+    h = MigrationHarness(
+        topics={"foo": 2, "bar": 1}, prepared_assignor=True, **{"group.consumer.migration.policy": "upgrade"}
+    )
+    meta1 = sub("foo", "bar", version=3, owned={"foo": [0, 1]})
+    meta2 = sub("foo", "bar", version=3, owned={"bar": [0]})
+    h.seed_classic(
+        0,
+        [
+            ClassicSeed("m1", meta1, assignment(3, foo=[0, 1])),
+            ClassicSeed("m2", meta2, assignment(3, bar=[0])),
+        ],
+    )
+    h.shard.on_loaded(h.now)
+    assert isinstance(h.join("m1", metadata=meta1, session=5000, rebalance=10000), Pending)
+    h.assignor.prepared = {"m1": by_id(foo=[0]), "m2": by_id(bar=[0]), "m3": by_id(foo=[1])}
+    r = cgh_ok(h.cgh("m3", 0, topics=["foo", "bar"], rebalance=5000))
+    classic_deadlines = [h.deadline(k) for k in (heartbeat_key("m1"), heartbeat_key("m2"), "join-g")]
+    assert None not in classic_deadlines
+
+    generations = {"m1": 0, "m2": 0}
+    while h.now <= max(d for d in classic_deadlines if d is not None):
+        assert h.advance(2000) == []
+        for m, meta in (("m1", meta1), ("m2", meta2)):
+            if h.heartbeat(m, generations[m]) == Errors.REBALANCE_IN_PROGRESS:
+                generations[m] = joined(
+                    h, h.join(m, metadata=meta, session=5000, rebalance=10000)
+                ).generation_id
+                assert synced(h, h.sync(m, generations[m])).error_code == Errors.NONE
+        r = cgh_ok(h.cgh("m3", r.member_epoch, owned=h.owned_of("m3")))
+    for key in (heartbeat_key("m1"), heartbeat_key("m2"), "join-g"):
+        assert not h.shard.timers.is_scheduled(key), key  # they fired
+    g = h.shard.consumer_group("g")
+    assert g is not None and list(g.members) == ["m1", "m2", "m3"]
+    assert g.group_epoch == r.member_epoch == 1  # nobody was fenced (a fence bumps the epoch)
+
+
 def test_consumer_group_heartbeat_to_classic_group_from_existing_static_member() -> None:
     """A consumer-protocol member with the instance id of the classic group's static member
     upgrades the group and replaces that member in the same heartbeat: conversion records, the

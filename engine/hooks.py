@@ -68,7 +68,7 @@ class RefuseMigration:
     def consumer_heartbeat_to_classic_group(
         self, group: ClassicGroup, joining: bool, op: Operation
     ) -> ConsumerGroup:
-        raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group.group_id} is not a consumer group.")
+        raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group.group_id} is not a consumer group")
 
     def consumer_member_fenced(
         self, group: ConsumerGroup, member: ConsumerGroupMember, op: Operation, reason: str

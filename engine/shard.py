@@ -196,7 +196,9 @@ class Shard:
         events = [*op.events, ("append.failed", failure)]
         if op.replay:
             failed = on_error(CoordinatorError(mapped, e.message)) if on_error is not None else None
-            return Outcome(failed, (), (), events)
+            # Parked requests the operation already answered (an upgrade tells a rebalancing
+            # classic group's members to rejoin) keep their answers, as Kafka's futures do.
+            return Outcome(failed, (), op.completions, events)
         # Classic paths already changed the group: their continuation undoes or reports it.
         completions = list(op.completions)
         if op.on_append is not None:
@@ -314,14 +316,14 @@ class Shard:
             return ConsumerGroup(group_id)
         if isinstance(group, ClassicGroup) and create:
             return self.migration.consumer_heartbeat_to_classic_group(group, create, op)
-        raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+        raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group")
 
     def consumer_group_strict(self, group_id: str) -> ConsumerGroup:
         group = self.groups.get(group_id)
         if group is None:
             raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
         if not isinstance(group, ConsumerGroup):
-            raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+            raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group")
         return group
 
     def fence_consumer_member(
@@ -731,7 +733,7 @@ class Shard:
             elif not isinstance(g, ConsumerGroup):
                 out.append(
                     DescribedConsumerGroup(
-                        gid, int(Errors.GROUP_ID_NOT_FOUND), f"Group {gid} is not a consumer group."
+                        gid, int(Errors.GROUP_ID_NOT_FOUND), f"Group {gid} is not a consumer group"
                     )
                 )
             else:

@@ -13,11 +13,13 @@ Procedure: tombstones in Kafka's order (k8*, k7*, k6, k5*, k16*, k4, k3; in case
 replaced member's tombstones carry the joiner's id), then one GroupMetadata record of the classic
 group: Stable at generation = the group epoch, protocol type `consumer`, the members' own classic
 protocols (the vote picks the group's protocol), leader = the first member, and each member's
-target assignment serialized in its own subscription's version. The classic group is installed
-as built (not replayed: replay would keep only each member's selected protocol), once the journal
-accepted the records. Case (a) then prepares a rebalance so the classic members rejoin (next
-generation = epoch + 1). Case (b) rebalances only if the joiner's subscription differs from the
-member it replaces (KAFKA-19546, back-ported to 4.0.x).
+target assignment serialized in its own subscription's version. The records are replayed like
+any operation's, so a failed append leaves the consumer group as it was (Kafka reverts its
+snapshot); once they are accepted, the classic group built here replaces the replayed one (replay
+keeps only each member's selected protocol, the live group keeps all of them). Case (a) then
+prepares a rebalance so the classic members rejoin (next generation = epoch + 1). Case (b)
+rebalances only if the joiner's subscription differs from the member it replaces (KAFKA-19546,
+back-ported to 4.0.x).
 """
 
 from __future__ import annotations
@@ -169,7 +171,6 @@ def downgrade(
     op.records.append(rb.subscription_metadata_tombstone(gid))
     op.records.append(rb.group_epoch_tombstone(gid))
     op.records.append(group_metadata_record(classic, classic.group_assignment()))
-    op.replay = False  # installed as built, below
 
     rebalance = joining is None
     if joining is not None:

@@ -2,7 +2,7 @@
 (KIP-848 "Supporting Online Consumer Group Upgrade"; spec §5.3; Kafka `validateOnlineUpgrade`,
 `convertToConsumerGroup`, `ConsumerGroup.fromClassicGroup`).
 
-Conditions (all, else GROUP_ID_NOT_FOUND "Group X is not a consumer group." and a
+Conditions (all, else GROUP_ID_NOT_FOUND "Group X is not a consumer group" and a
 `group.conversion_refused` event naming the reason): the policy allows upgrades; the group's
 protocol type is `consumer`; it has at most `group.consumer.max.size` members (the joiner is not
 counted here); every member's embedded subscription and assignment parse (an empty assignment,
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
 
 def not_a_consumer_group(group_id: str) -> CoordinatorError:
-    return CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+    return CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group")
 
 
 def check_upgrade(shard: Shard, group: ClassicGroup, op: Operation) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 INT_MAX = 2**31 - 1
 
@@ -58,6 +58,12 @@ class CoordinatorConfig(BaseModel):
     )
     offset_metadata_max_bytes: int = Field(4096, alias="offset.metadata.max.bytes", ge=0)
     offsets_topic_num_partitions: int = Field(50, alias="offsets.topic.num.partitions", ge=1)
+
+    @field_validator("consumer_migration_policy", mode="before")
+    @classmethod
+    def _policy_any_case(cls, value: Any) -> Any:
+        """Kafka validates this config case-insensitively (`BIDIRECTIONAL` is accepted)."""
+        return value.lower() if isinstance(value, str) else value
 
     @model_validator(mode="after")
     def _check_bounds(self) -> CoordinatorConfig:

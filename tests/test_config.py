@@ -69,3 +69,10 @@ def test_group_overrides_are_checked_against_the_broker_bounds() -> None:
     GroupConfig.model_validate({"consumer.session.timeout.ms": 50000}).validate_against(broker)
     with pytest.raises(ValueError, match=r"consumer\.session\.timeout\.ms must be within"):
         GroupConfig.model_validate({"consumer.session.timeout.ms": 1000}).validate_against(broker)
+
+
+def test_migration_policy_is_case_insensitive_like_kafka() -> None:
+    cfg = CoordinatorConfig.from_kafka({"group.consumer.migration.policy": "UPGRADE"})
+    assert cfg.consumer_migration_policy == "upgrade"
+    with pytest.raises(ValidationError):
+        CoordinatorConfig.from_kafka({"group.consumer.migration.policy": "sideways"})

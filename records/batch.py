@@ -450,15 +450,19 @@ def _as_bytes(batch: Buffer) -> bytes:
     return batch if isinstance(batch, bytes) else bytes(batch)
 
 
-def iter_raw_records(batch: Buffer, pos: int = 0) -> Iterator[RawRecord]:
+def iter_raw_records(
+    batch: Buffer, pos: int = 0, header: BatchHeader | None = None
+) -> Iterator[RawRecord]:
     """Yield the records of the uncompressed batch at `pos` exactly as stored, relative deltas.
 
     Validates every record's framing (length, varints, record count, no trailing bytes) and
     raises `CorruptBatchError` on any mismatch; `UnsupportedBatchError` for compressed batches.
-    The CRC is not re-checked here (see `verify_crc`).
+    The CRC is not re-checked here (see `verify_crc`). `header` is the batch's header when the
+    caller has already read it (`SegmentLog.batches` yields it): it is then not read again.
     """
     buf = _as_bytes(batch)
-    header = read_batch_header(buf, pos)
+    if header is None:
+        header = read_batch_header(buf, pos)
     end = pos + header.size
     if end > len(buf):
         raise CorruptBatchError(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from records.construct import positional_constructor
 from records.offsets import OffsetCommitKey, OffsetCommitValue
 
 
@@ -28,7 +29,13 @@ class OffsetAndMetadata:
 
     @staticmethod
     def from_value(v: OffsetCommitValue) -> OffsetAndMetadata:
-        return OffsetAndMetadata(v.offset, v.leader_epoch, v.metadata, v.commit_timestamp, v.expire_timestamp)
+        return _new_offset_and_metadata(
+            v.offset, v.leader_epoch, v.metadata, v.commit_timestamp, v.expire_timestamp
+        )
+
+
+# Replay builds one of these per offset record: without __init__'s per-field object.__setattr__.
+_new_offset_and_metadata = positional_constructor(OffsetAndMetadata)
 
 
 class OffsetStore:
@@ -65,8 +72,15 @@ class OffsetStore:
             if not topics:
                 del self._by_group[key.group]
             return
-        self._by_group.setdefault(key.group, {}).setdefault(key.topic, {})[key.partition] = (
-            OffsetAndMetadata.from_value(value)
+        # get-then-insert rather than setdefault({}): no throwaway dicts on the replay path.
+        topics = self._by_group.get(key.group)
+        if topics is None:
+            topics = self._by_group[key.group] = {}
+        parts = topics.get(key.topic)
+        if parts is None:
+            parts = topics[key.topic] = {}
+        parts[key.partition] = _new_offset_and_metadata(
+            value.offset, value.leader_epoch, value.metadata, value.commit_timestamp, value.expire_timestamp
         )
 
     def snapshot(self) -> dict[str, dict[str, dict[int, OffsetAndMetadata]]]:

@@ -530,3 +530,31 @@ def test_list_offsets_by_timestamp_and_special_values(tmp_path: Path) -> None:
     assert ask(2000) == (1, 5000, 0)  # first record at or after 2000 in log order
     assert ask(6000) == (-1, -1, -1)
     assert ask(-5) == (-1, -1, -1)  # latest tiered: no tiered storage
+
+
+def test_partitions_roll_segments_at_log_segment_bytes(tmp_path: Path) -> None:
+    """`log.segment.bytes` reaches every partition's log (ServerConfig -> DataPlane -> store)."""
+    from gateway.config import load_config
+
+    config = load_config(overrides={"log.dirs": str(tmp_path)}, sets=["log.segment.bytes=1000"])
+    assert config.log_segment_bytes == 1000
+
+    async def scenario() -> None:
+        plane = DataPlane(tmp_path, segment_bytes=config.log_segment_bytes)
+        plane.create_topic("rolled", 1)
+        p = plane.partition("rolled", 0)
+        assert p is not None
+        for i in range(20):
+            p.append(make_batch([b"%03d" % i + b"v" * 200]))
+        await p.make_durable()
+        segments = sorted(f for f in os.listdir(tmp_path / "rolled-0") if f.endswith(".log"))
+        assert len(segments) >= 5 and all(os.path.getsize(tmp_path / "rolled-0" / f) <= 1000
+                                           for f in segments)
+        await plane.close()
+        reopened = DataPlane(tmp_path, segment_bytes=config.log_segment_bytes)
+        q = reopened.partition("rolled", 0)
+        assert q is not None and q.high_watermark == 20
+        assert [h.base_offset for _, h in iter_batch_headers(q.store.read(0, 1 << 20))] == list(range(20))
+        await reopened.close()
+
+    asyncio.run(scenario())

@@ -558,3 +558,33 @@ def test_partitions_roll_segments_at_log_segment_bytes(tmp_path: Path) -> None:
         await reopened.close()
 
     asyncio.run(scenario())
+
+
+def test_a_failed_partition_log_answers_kafka_storage_error(tmp_path: Path) -> None:
+    from gateway.dataplane.apis.list_offsets import ListOffsetsApi
+    from gateway.dataplane.apis.produce import ProduceApi
+
+    async def scenario() -> None:
+        plane = DataPlane(tmp_path)
+        plane.create_topic("failing", 1)
+        p = plane.partition("failing", 0)
+        assert p is not None
+        p.append(make_batch([b"before"]))
+        p.store.log._fail(OSError(5, "Input/output error"))  # what a failed fsync leaves
+        ctx = RequestContext(1, ("127.0.0.1", 1), ("127.0.0.1", 9092))
+        produce = build(load_request_schema(0, 9), {
+            "transactional_id": None, "acks": -1, "timeout": 1000, "topic_data": [
+                {"name": "failing", "partition_data": [{"index": 0, "records": make_batch([b"x"])}]}]})
+        resp = ProduceApi(plane).handle(ctx, None, produce)
+        part = resp.responses[0].partition_responses[0]
+        assert part.error_code == ErrorCode.kafka_storage_error
+        fetched = await FetchApi(plane).handle(ctx, None, fetch_request("failing", 0, 0))
+        assert fetched.responses[0].partitions[0].error_code == ErrorCode.kafka_storage_error
+        by_time = build(load_request_schema(2, 9), {
+            "replica_id": -1, "isolation_level": 0, "topics": [{"name": "failing", "partitions": [
+                {"partition_index": 0, "timestamp": 0, "current_leader_epoch": -1}]}]})
+        listed = ListOffsetsApi(plane).handle(ctx, None, by_time)
+        assert listed.topics[0].partitions[0].error_code == ErrorCode.kafka_storage_error
+        await plane.close()
+
+    asyncio.run(scenario())

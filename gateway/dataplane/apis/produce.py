@@ -10,7 +10,9 @@ Kafka behaviour reproduced (`KafkaApis.handleProduceRequest`, `ReplicaManager.ap
   * acks=0 gets no response at all; if any partition failed, Kafka closes the connection
     instead so the producer notices and refreshes metadata -- so do we;
   * acks=1/-1: the response waits until the appended batches are fsynced (single node: the
-    leader is the whole ISR, so -1 and 1 mean the same here).
+    leader is the whole ISR, so -1 and 1 mean the same here);
+  * a write error, or a partition whose log failed (an fsync error, until restart) ->
+    KAFKA_STORAGE_ERROR.
 Transactions are not supported (InitProducerId refuses transactional ids), so a transactional
 batch is refused with INVALID_RECORD. Log-append-time topics do not exist here, so
 `log_append_time` is always -1.
@@ -116,7 +118,7 @@ class ProduceApi:
             return _result(index, batch_error_code(e), e.reason)
         except SequenceError as e:
             return _result(index, e.code, e.message)
-        except LogError as e:  # the partition's log failed (an fsync error): until restart
+        except (LogError, OSError) as e:  # a write error (nothing appended), or the log failed
             return _result(index, ErrorCode.kafka_storage_error, str(e))
         return {**_result(index, ErrorCode.none), "base_offset": base,
                 "log_start_offset": p.log_start_offset}

@@ -8,34 +8,15 @@ groupshift, so there are no pending transactional offsets here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import TypeAlias
 
-from records.construct import positional_constructor
 from records.offsets import OffsetCommitKey, OffsetCommitValue
 
-
-@dataclass(frozen=True, slots=True)
-class OffsetAndMetadata:
-    offset: int
-    leader_epoch: int  # -1: none
-    metadata: str
-    commit_timestamp: int
-    expire_timestamp: int = -1  # only legacy (v1) values carry one
-
-    def value(self) -> OffsetCommitValue:
-        return OffsetCommitValue(
-            self.offset, self.leader_epoch, self.metadata, self.commit_timestamp, self.expire_timestamp
-        )
-
-    @staticmethod
-    def from_value(v: OffsetCommitValue) -> OffsetAndMetadata:
-        return _new_offset_and_metadata(
-            v.offset, v.leader_epoch, v.metadata, v.commit_timestamp, v.expire_timestamp
-        )
-
-
-# Replay builds one of these per offset record: without __init__'s per-field object.__setattr__.
-_new_offset_and_metadata = positional_constructor(OffsetAndMetadata)
+OffsetAndMetadata: TypeAlias = OffsetCommitValue
+"""A committed offset in memory: offset, leader epoch (-1: none), metadata, commit timestamp and
+expire timestamp (-1 unless a legacy v1 value carried one). It is the record value itself, the
+same five fields, so that replay keeps the decoded value as it is: a load replays up to millions
+of offset records, and copying each into an object of its own costs a measurable share of it."""
 
 
 class OffsetStore:
@@ -79,9 +60,7 @@ class OffsetStore:
         parts = topics.get(key.topic)
         if parts is None:
             parts = topics[key.topic] = {}
-        parts[key.partition] = _new_offset_and_metadata(
-            value.offset, value.leader_epoch, value.metadata, value.commit_timestamp, value.expire_timestamp
-        )
+        parts[key.partition] = value
 
     def snapshot(self) -> dict[str, dict[str, dict[int, OffsetAndMetadata]]]:
         return {g: {t: dict(p) for t, p in ts.items()} for g, ts in self._by_group.items()}

@@ -91,7 +91,7 @@ from records.consumer_group import (
     ConsumerGroupMetadataKey,
 )
 from records.coordinator import CoordinatorRecord
-from records.offsets import OffsetCommitKey, OffsetCommitValue
+from records.offsets import OffsetCommitKey
 
 S = ClassicGroupState
 OFFSET_EXPIRATION_KEY = "expire-group-metadata"
@@ -630,21 +630,19 @@ class Shard:
         key: Any = record.key
         kt = type(key)
         if kt is OffsetCommitKey:
-            self._replay_offset(key, record.value)
+            # Inlined (most of a log is offset commits): a key's value is of its own type, as
+            # records.codec decodes and encodes it.
+            value: Any = record.value
+            if value is not None and key.group not in self.groups:
+                # Offsets of a group that has no group record: a "simple" classic group.
+                self.groups[key.group] = ClassicGroup(key.group, self.now_ms)
+            self.offsets.replay(key, value)
         elif kt is GroupMetadataKey:
             self._replay_group_metadata(key.group, record.value)
         elif kt in _CONSUMER_KEYS:
             self._replay_consumer_record(record)
         else:
             raise ReplayError(f"no replay rule for record key {kt.__name__}")
-
-    def _replay_offset(self, key: OffsetCommitKey, value: Any) -> None:
-        if value is not None:
-            assert isinstance(value, OffsetCommitValue)
-            if key.group not in self.groups:
-                # Offsets of a group that has no group record: a "simple" classic group.
-                self.groups[key.group] = ClassicGroup(key.group, self.now_ms)
-        self.offsets.replay(key, value)
 
     def _replay_group_metadata(self, group_id: str, value: Any) -> None:
         if value is None:

@@ -22,6 +22,7 @@ really holds, as a Kafka coordinator unloads and reloads a partition.
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,7 +37,7 @@ from engine.ids import IdSource
 from engine.metadata import MetadataImage
 from engine.outcome import Outcome
 from engine.shard import Shard
-from records.batch import iter_records
+from records.batch import iter_raw_records
 from records.codec import (
     RecordDecodeError,
     RecordEncodeError,
@@ -73,45 +74,63 @@ class LoadStats:
 
 
 def load_shard(source: SegmentLog, shard: Shard, where: str = "") -> LoadStats:
-    """Replay every record of `source` into `shard` (Kafka `CoordinatorLoaderImpl.load`)."""
+    """Replay every record of `source` into `shard` (Kafka `CoordinatorLoaderImpl.load`).
+
+    The hot loop of a shard's startup (a million records in a few seconds): it reads records
+    straight from their batches (offset = base offset + delta; timestamps are not needed) and
+    runs with the cyclic garbage collector paused: a load allocates millions of objects that
+    all survive it, so collections during it would traverse them again and again and free
+    nothing.
+    """
     start = time.perf_counter()
     batches = records = skipped = 0
     replay = shard.replay
-    for _header, raw in source.batches():
-        batches += 1
-        for rec in iter_records(raw):
-            records += 1
-            key = rec.key
-            if key is None:
-                raise CoordinatorLoadError(f"{where}: record at offset {rec.offset} has no key")
-            try:
-                record = decode_record(key, rec.value)
-            except UnknownRecordTypeError as e:
-                skipped += 1
-                log.warning(
-                    "coordinator.unknown_record_skipped",
-                    log=where,
-                    offset=rec.offset,
-                    record_type=e.record_type,
-                    reason="unknown record type; it may be left over from a newer "
-                    "version or an aborted upgrade",
-                )
-                continue
-            except RecordDecodeError as e:
-                raise CoordinatorLoadError(
-                    f"{where}: malformed record at offset {rec.offset} (key {key[:64].hex()}): {e}"
-                ) from None
-            try:
-                replay(record)
-            except (ReplayError, ValueError) as e:
-                raise CoordinatorLoadError(
-                    f"{where}: cannot replay record at offset {rec.offset} "
-                    f"({type(record.key).__name__} {_key_fields(record)}): {e}"
-                ) from None
-            if shard.replay_warnings:
-                for name, fields in shard.replay_warnings:
-                    log.warning(name, log=where, offset=rec.offset, **fields)
-                shard.replay_warnings.clear()
+    decode = decode_record
+    warnings = shard.replay_warnings
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for header, raw in source.batches():
+            batches += 1
+            base = header.base_offset
+            for offset_delta, _ts_delta, key, value, _headers in iter_raw_records(raw, 0, header):
+                records += 1
+                if key is None:
+                    raise CoordinatorLoadError(
+                        f"{where}: record at offset {base + offset_delta} has no key"
+                    )
+                try:
+                    record = decode(key, value)
+                except UnknownRecordTypeError as e:
+                    skipped += 1
+                    log.warning(
+                        "coordinator.unknown_record_skipped",
+                        log=where,
+                        offset=base + offset_delta,
+                        record_type=e.record_type,
+                        reason="unknown record type; it may be left over from a newer "
+                        "version or an aborted upgrade",
+                    )
+                    continue
+                except RecordDecodeError as e:
+                    raise CoordinatorLoadError(
+                        f"{where}: malformed record at offset {base + offset_delta} "
+                        f"(key {key[:64].hex()}): {e}"
+                    ) from None
+                try:
+                    replay(record)
+                except (ReplayError, ValueError) as e:
+                    raise CoordinatorLoadError(
+                        f"{where}: cannot replay record at offset {base + offset_delta} "
+                        f"({type(record.key).__name__} {_key_fields(record)}): {e}"
+                    ) from None
+                if warnings:
+                    for name, fields in warnings:
+                        log.warning(name, log=where, offset=base + offset_delta, **fields)
+                    warnings.clear()
+    finally:
+        if gc_was_enabled:
+            gc.enable()
     return LoadStats(batches, records, skipped, time.perf_counter() - start)
 
 

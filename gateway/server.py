@@ -29,7 +29,7 @@ from gateway.cluster import ClusterView, NodeEndpoint
 from gateway.config import ServerConfig
 from gateway.dataplane.apis import register_dataplane_apis
 from gateway.dataplane.plane import DataPlane
-from gateway.dataplane.store import StoreFactory, open_file_store
+from gateway.dataplane.store import StoreFactory, open_segment_store
 from gateway.dispatch import Dispatcher
 from gateway.find_coordinator import FindCoordinatorApi
 from gateway.framing import KafkaConnection
@@ -50,7 +50,7 @@ class GatewayServer:
         config: ServerConfig,
         *,
         extensions: Sequence[Extension] = (),
-        open_store: StoreFactory = open_file_store,
+        open_store: StoreFactory = open_segment_store,
     ) -> None:
         self.config = config
         self.registry = HandlerRegistry()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -80,12 +81,74 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.set_defaults(run=run)
 
 
+_RECORDS_DUMP_EPILOG = """\
+PATH is one of:
+  a log directory     every <20-digit offset>.log segment in it: groupshift's
+                      <data dir>/coordinator/__consumer_offsets-N, or a __consumer_offsets-N
+                      directory copied from a Kafka broker (.index, .timeindex, ... ignored)
+  a .log file         one segment
+  any other file      raw records as text, one per line:
+                        <key hex> <value hex, or - for a tombstone>
+                      blank lines and lines starting with # are ignored; records are numbered
+                      from 0 (shown as the offset). E.g. from a live cluster with kafka-python:
+                        for m in KafkaConsumer("__consumer_offsets", exclude_internal_topics=False,
+                                auto_offset_reset="earliest", consumer_timeout_ms=5000):
+                            print(m.key.hex(), "-" if m.value is None else m.value.hex())
+
+One line per record: offset, timestamp, record type, key fields, value version and fields (or
+<tombstone>), with Kafka's JSON field names. Unknown record types are printed as unknown(N).
+Malformed records, compressed batches (unsupported) and damaged batches are reported on an
+"error:" line naming the offset (or file and byte position) and the dump continues. The input
+is only read (no recovery, no lock). Exit status: 0 all decoded, 1 errors were reported, 2 PATH
+cannot be read.
+"""
+
+
+def _add_records(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "records",
+        help="inspect __consumer_offsets records (groupshift's logs or a Kafka broker's)",
+        description="Tools for coordinator records: the __consumer_offsets key/value format.",
+    )
+    records_sub = p.add_subparsers(dest="records_command", metavar="COMMAND")
+    d = records_sub.add_parser(
+        "dump",
+        help="print every record of a log directory, segment or raw-pairs file, decoded",
+        description=(
+            "Print the coordinator records of PATH decoded, like Kafka's "
+            "`kafka-dump-log --offsets-decoder`."
+        ),
+        epilog=_RECORDS_DUMP_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    d.add_argument("path", metavar="PATH", help="log directory, .log segment or raw-pairs text file")
+    d.add_argument("--json", action="store_true", help="print one JSON object per record")
+
+    def run_dump(args: argparse.Namespace) -> int:
+        from records.dump import dump
+
+        try:
+            return dump(args.path, as_json=args.json)
+        except BrokenPipeError:  # e.g. piped into `head`: stop quietly
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            return 0
+
+    def usage(args: argparse.Namespace) -> int:
+        p.print_help()
+        return 2
+
+    p.set_defaults(run=usage)
+    d.set_defaults(run=run_dump)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="groupshift", description=__doc__)
     parser.add_argument("--version", action="version", version=f"groupshift {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_simulate(sub)
     _add_serve(sub)
+    _add_records(sub)
     return parser
 
 

@@ -55,6 +55,7 @@ __all__ = [
     "LOG_OVERHEAD",
     "MAGIC",
     "NO_PARTITION_LEADER_EPOCH",
+    "NO_SEQUENCE",
     "NO_TIMESTAMP",
     "RECORD_BATCH_OVERHEAD",
     "BatchError",
@@ -66,6 +67,7 @@ __all__ = [
     "UnsupportedBatchError",
     "build_batch",
     "encode_batch",
+    "iter_batch_headers",
     "iter_raw_records",
     "iter_records",
     "read_batch_header",
@@ -80,6 +82,7 @@ LOG_OVERHEAD = 12  # baseOffset + batchLength: the part of a batch not counted b
 RECORD_BATCH_OVERHEAD = 61
 NO_TIMESTAMP = -1
 NO_PARTITION_LEADER_EPOCH = -1
+NO_SEQUENCE = -1
 MIN_BATCH_LENGTH = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD  # smallest legal batchLength (49)
 
 ATTR_COMPRESSION_MASK = 0x07
@@ -130,6 +133,14 @@ class BatchHeader(NamedTuple):
     @property
     def next_offset(self) -> int:
         return self.base_offset + self.last_offset_delta + 1
+
+    @property
+    def last_sequence(self) -> int:
+        """Sequence number of the last record (Kafka `RecordBatch.lastSequence`): sequences wrap
+        from 2**31 - 1 to 0; a batch without sequence numbers (-1) keeps -1."""
+        if self.base_sequence == NO_SEQUENCE:
+            return NO_SEQUENCE
+        return (self.base_sequence + self.last_offset_delta) % (_INT32_MAX + 1)
 
     @property
     def compression(self) -> int:
@@ -220,6 +231,20 @@ def verify_crc(buf: Buffer, pos: int = 0) -> BatchHeader:
             offset=header.base_offset,
         )
     return header
+
+
+def iter_batch_headers(buf: Buffer) -> Iterator[tuple[int, BatchHeader]]:
+    """(position, header) of each whole batch in `buf`, e.g. the bytes a `SegmentLog.read`
+    returned; stops before an incomplete batch at the end. Headers are read with
+    `read_batch_header` (`CorruptBatchError` for a bad magic or length); CRCs are not checked."""
+    pos = 0
+    end = len(buf)
+    while end - pos >= RECORD_BATCH_OVERHEAD:
+        header = read_batch_header(buf, pos)
+        if pos + header.size > end:
+            return
+        yield pos, header
+        pos += header.size
 
 
 def validate_client_batch(buf: Buffer) -> BatchHeader:
@@ -450,15 +475,19 @@ def _as_bytes(batch: Buffer) -> bytes:
     return batch if isinstance(batch, bytes) else bytes(batch)
 
 
-def iter_raw_records(batch: Buffer, pos: int = 0) -> Iterator[RawRecord]:
+def iter_raw_records(
+    batch: Buffer, pos: int = 0, header: BatchHeader | None = None
+) -> Iterator[RawRecord]:
     """Yield the records of the uncompressed batch at `pos` exactly as stored, relative deltas.
 
     Validates every record's framing (length, varints, record count, no trailing bytes) and
     raises `CorruptBatchError` on any mismatch; `UnsupportedBatchError` for compressed batches.
-    The CRC is not re-checked here (see `verify_crc`).
+    The CRC is not re-checked here (see `verify_crc`). `header` is the batch's header when the
+    caller has already read it (`SegmentLog.batches` yields it): it is then not read again.
     """
     buf = _as_bytes(batch)
-    header = read_batch_header(buf, pos)
+    if header is None:
+        header = read_batch_header(buf, pos)
     end = pos + header.size
     if end > len(buf):
         raise CorruptBatchError(

@@ -28,6 +28,7 @@ __all__ = ["DEFAULT_INDEX_INTERVAL_BYTES", "SEGMENT_SUFFIX", "Segment", "parse_s
 SEGMENT_SUFFIX = ".log"
 DEFAULT_INDEX_INTERVAL_BYTES = 4096
 _READ_CHUNK = 1 << 20
+_LOOKUP_CHUNK = 16 * 1024  # reads of an index lookup's scan (index entries are ~4 KiB apart)
 
 
 def segment_name(base_offset: int) -> str:
@@ -134,16 +135,19 @@ class Segment:
 
     # --- reading -------------------------------------------------------------------------------
 
-    def scan(self, start: int, end: int | None = None) -> Iterator[tuple[int, BatchHeader]]:
+    def scan(
+        self, start: int, end: int | None = None, chunk_bytes: int = _READ_CHUNK
+    ) -> Iterator[tuple[int, BatchHeader]]:
         """Yield (position, header) of each batch from `start` (a batch boundary) to `end`.
 
-        Reads in chunks; the file content up to `size` was validated by recovery or written by
-        this process, so headers are trusted here.
+        Reads in chunks of `chunk_bytes` (a lookup that expects to stop early reads less); the
+        file content up to `size` was validated by recovery or written by this process, so
+        headers are trusted here.
         """
         stop = self.size if end is None else end
         pos = start
         while pos < stop:
-            chunk = os.pread(self.fd, min(_READ_CHUNK, stop - pos), pos)
+            chunk = os.pread(self.fd, min(chunk_bytes, stop - pos), pos)
             p = 0
             n = len(chunk)
             while p + RECORD_BATCH_OVERHEAD <= n:
@@ -186,7 +190,8 @@ class Segment:
         """Position of the first batch whose last offset is >= `offset` (`size` if none)."""
         i = bisect_right(self._idx_off, offset) - 1
         start = self._idx_pos[i] if i >= 0 else 0
-        for pos, h in self.scan(start):
+        # The batch is at most one index interval (plus a batch) away: read little at a time.
+        for pos, h in self.scan(start, chunk_bytes=_LOOKUP_CHUNK):
             if h.base_offset + h.last_offset_delta >= offset:
                 return pos
         return self.size
@@ -196,7 +201,7 @@ class Segment:
         i = bisect_left(self._idx_ts, timestamp)
         if i >= len(self._idx_ts):
             return None
-        for pos, h in self.scan(self._idx_pos[i]):
+        for pos, h in self.scan(self._idx_pos[i], chunk_bytes=_LOOKUP_CHUNK):
             if h.max_timestamp >= timestamp:
                 return pos
         return None  # pragma: no cover - the index guarantees a hit

@@ -1,5 +1,5 @@
-"""The embedded data plane below the wire: batch validation, the file store, topics, producer
-state, change notifications, group-commit fsync and fetch wake-ups."""
+"""The embedded data plane below the wire: batch validation, the segment-log store, topics,
+producer state, change notifications, group-commit fsync and fetch wake-ups."""
 
 from __future__ import annotations
 
@@ -17,20 +17,20 @@ from kio.schema.errors import ErrorCode
 
 from engine.metadata import MetadataImage
 from gateway.dataplane.apis.fetch import FetchApi
-from gateway.dataplane.batch import (
-    CorruptBatch,
-    InvalidBatch,
-    read_header,
-    single_produce_batch,
-    validate_client_batch,
-)
+from gateway.dataplane.apis.produce import batch_error_code, single_produce_batch
 from gateway.dataplane.plane import DataPlane, SequenceError, TopicError
 from gateway.dataplane.producers import ProducerIdAllocator
-from gateway.dataplane.store import LOG_FILE, FilePartitionStore
+from gateway.dataplane.store import SegmentPartitionStore
 from gateway.dataplane.topics import TopicChange, topic_name_error
 from gateway.entity_builder import build
 from gateway.registry import RequestContext
+from records.batch import iter_batch_headers, read_batch_header, validate_client_batch
+from records.errors import CorruptBatchError, InvalidBatchError, LogFailedError, OffsetOutOfRangeError
+from records.segment import segment_name
 from tests.record_batches import make_batch
+
+LOG_FILE = segment_name(0)
+read_header = read_batch_header
 
 # -- batches ---------------------------------------------------------------------------------
 
@@ -38,8 +38,9 @@ from tests.record_batches import make_batch
 def test_a_flipped_bit_is_a_corrupt_batch() -> None:
     batch = bytearray(make_batch([b"a", b"b"]))
     batch[-1] ^= 0x01
-    with pytest.raises(CorruptBatch):
+    with pytest.raises(CorruptBatchError) as e:
         validate_client_batch(bytes(batch))
+    assert batch_error_code(e.value) == ErrorCode.corrupt_message
 
 
 def with_valid_crc(batch: bytearray) -> bytes:
@@ -50,14 +51,15 @@ def with_valid_crc(batch: bytearray) -> bytes:
 def test_count_and_offset_range_must_agree() -> None:
     batch = bytearray(make_batch([b"a", b"b"]))
     batch[57:61] = (3).to_bytes(4, "big")  # recordsCount 3 but lastOffsetDelta 1
-    with pytest.raises(InvalidBatch, match="Inconsistent"):
+    with pytest.raises(InvalidBatchError, match="inconsistent offset range") as e:
         validate_client_batch(with_valid_crc(batch))
+    assert batch_error_code(e.value) == ErrorCode.invalid_record
 
 
 def test_clients_may_not_write_control_batches() -> None:
     batch = bytearray(make_batch([b"a"]))
     batch[22] |= 0x20
-    with pytest.raises(InvalidBatch, match="control"):
+    with pytest.raises(InvalidBatchError, match="control"):
         validate_client_batch(with_valid_crc(batch))
 
 
@@ -65,35 +67,47 @@ def test_produce_entries_must_hold_exactly_one_magic_2_batch() -> None:
     one = make_batch([b"a"])
     assert single_produce_batch(one, 9) == one
     assert single_produce_batch(one + one[:20], 9) == one  # incomplete tail is dropped
-    with pytest.raises(InvalidBatch, match="exactly one record batch"):
+    with pytest.raises(InvalidBatchError, match="exactly one record batch"):
         single_produce_batch(one + one, 9)
-    with pytest.raises(InvalidBatch, match="at least one record batch"):
+    with pytest.raises(InvalidBatchError, match="at least one record batch"):
         single_produce_batch(b"", 9)
     old_magic = bytearray(one)
     old_magic[16] = 1
-    with pytest.raises(InvalidBatch, match="magic version 2"):
+    with pytest.raises(InvalidBatchError, match="magic version 2"):
         single_produce_batch(bytes(old_magic), 9)
+    bad_magic = bytearray(one)
+    bad_magic[16] = 7
+    with pytest.raises(CorruptBatchError, match="Invalid magic"):
+        single_produce_batch(bytes(bad_magic), 9)
 
 
-# -- the file store --------------------------------------------------------------------------
+# -- the segment-log store -----------------------------------------------------------------
+
+
+def open_store(path: Path, segment_bytes: int = 1 << 30) -> SegmentPartitionStore:
+    return SegmentPartitionStore.open(path, segment_bytes=segment_bytes, fsync_policy="explicit")
 
 
 def test_store_assigns_offsets_and_reads_whole_batches(tmp_path: Path) -> None:
-    store = FilePartitionStore.open(tmp_path / "p")
+    store = open_store(tmp_path / "p")
     assert store.append_batch(make_batch([b"a", b"b", b"c"])) == (0, 2)
     assert store.append_batch(make_batch([b"d"])) == (3, 3)
     first = store.read(1, 1)  # from the middle of a batch, more than max_bytes: one batch
     assert read_header(first).base_offset == 0 and read_header(first).size == len(first)
+    assert read_header(first).partition_leader_epoch == 0  # the leader epoch is ours, 0
     both = store.read(0, 10_000)
     assert read_header(both, read_header(both).size).base_offset == 3
     assert store.read(4, 100) == b""
-    with pytest.raises(ValueError):
+    with pytest.raises(OffsetOutOfRangeError):
         store.read(5, 100)
+    with pytest.raises(InvalidBatchError):
+        store.append_batch(make_batch([b"x"]) + b"trailing")
+    assert store.end_offset == 4
     store.close()
 
 
 def test_store_recovers_its_index_and_cuts_a_torn_tail(tmp_path: Path) -> None:
-    store = FilePartitionStore.open(tmp_path / "p")
+    store = open_store(tmp_path / "p")
     store.append_batch(make_batch([b"a", b"b"]))
     store.append_batch(make_batch([b"c"]))
     store.close()
@@ -101,14 +115,81 @@ def test_store_recovers_its_index_and_cuts_a_torn_tail(tmp_path: Path) -> None:
     intact = log_file.stat().st_size
     with open(log_file, "ab") as f:  # a crash in the middle of the next append
         f.write(make_batch([b"torn"])[:30])
-    store = FilePartitionStore.open(tmp_path / "p")
+    store = open_store(tmp_path / "p")
     assert store.end_offset == 3 and log_file.stat().st_size == intact
     assert store.append_batch(make_batch([b"d"])) == (3, 3)
     store.close()
 
 
+def test_store_rolls_segments_at_segment_bytes(tmp_path: Path) -> None:
+    batch = make_batch([b"v" * 100] * 5)
+    store = open_store(tmp_path / "p", segment_bytes=3 * len(batch))
+    for i in range(10):
+        assert store.append_batch(batch) == (5 * i, 5 * i + 4)
+    assert store.log.segment_base_offsets == [0, 15, 30, 45]
+    assert sorted(f for f in os.listdir(tmp_path / "p") if f.endswith(".log")) == [
+        segment_name(b) for b in (0, 15, 30, 45)
+    ]
+    data = store.read(10, 10 * len(batch))  # reads across segments
+    assert [h.base_offset for _, h in iter_batch_headers(data)] == [10, 15, 20, 25, 30, 35, 40, 45]
+    store.sync()
+    store.close()
+    store = open_store(tmp_path / "p", segment_bytes=3 * len(batch))
+    assert (store.start_offset, store.end_offset) == (0, 50)
+    store.close()
+
+
+def test_store_sync_from_a_worker_thread_while_appending(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "p", segment_bytes=4096)
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def syncer() -> None:
+        try:
+            while not stop.is_set():
+                store.sync()
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    worker = threading.Thread(target=syncer)
+    worker.start()
+    try:
+        for i in range(300):  # rolls a segment every few batches
+            assert store.append_batch(make_batch([b"%d" % i] * 3)) == (3 * i, 3 * i + 2)
+    finally:
+        stop.set()
+        worker.join(10)
+    assert not errors
+    store.sync()
+    assert store.log.durable_offset == store.end_offset == 900
+    store.close()
+
+
+def test_a_failed_fsync_fails_the_store_until_it_is_reopened(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "p")
+    store.append_batch(make_batch([b"a"]))
+    real_fsync = os.fsync if not hasattr(os, "fdatasync") else os.fdatasync
+
+    def broken(fd: int) -> None:
+        raise OSError(5, "Input/output error")
+
+    name = "fdatasync" if hasattr(os, "fdatasync") else "fsync"
+    setattr(os, name, broken)
+    try:
+        with pytest.raises(LogFailedError):
+            store.sync()
+    finally:
+        setattr(os, name, real_fsync)
+    with pytest.raises(LogFailedError):
+        store.append_batch(make_batch([b"b"]))
+    store.close()
+    store = open_store(tmp_path / "p")
+    assert store.end_offset == 1
+    store.close()
+
+
 def test_offset_for_timestamp_finds_the_first_record_at_or_after_it(tmp_path: Path) -> None:
-    store = FilePartitionStore.open(tmp_path / "p")
+    store = open_store(tmp_path / "p")
     store.append_batch(make_batch([b"a", b"b"], timestamps_ms=[100, 200]))
     store.append_batch(make_batch([b"c", b"d"], timestamps_ms=[300, 400]))
     assert store.offset_for_timestamp(0) == (0, 100)
@@ -116,6 +197,11 @@ def test_offset_for_timestamp_finds_the_first_record_at_or_after_it(tmp_path: Pa
     assert store.offset_for_timestamp(300) == (2, 300)
     assert store.offset_for_timestamp(401) is None
     store.close()
+
+
+def test_unknown_fsync_policies_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="fsync_policy"):
+        SegmentPartitionStore.open(tmp_path / "p", segment_bytes=1024, fsync_policy="sometimes")
 
 
 # -- topics, notifications, restart ------------------------------------------------------------
@@ -293,7 +379,7 @@ def test_a_waiting_fetch_is_answered_as_soon_as_data_is_appended(tmp_path: Path)
         assert loop.time() - started < 1
         part = resp.responses[0].partitions[0]
         assert (part.error_code, part.high_watermark) == (ErrorCode.none, 1)
-        assert read_header(part.records).records_count == 1
+        assert read_header(part.records).record_count == 1
 
         beyond = await api.handle(ctx, None, fetch_request("wait", 5, 5000))
         part = beyond.responses[0].partitions[0]
@@ -332,7 +418,8 @@ def test_data_dir_layout_uses_kafka_names(tmp_path: Path) -> None:
     assert meta.startswith("version: 0\ntopic_id: ")
     assert "cluster.id=" in (tmp_path / "meta.properties").read_text()
     assert str(topic.topic_id) in (tmp_path / "topics.json").read_text()
-    assert sorted(os.listdir(tmp_path / "layout-0")) == [LOG_FILE, "partition.metadata"]
+    # SegmentLog's lock file, the first segment, Kafka's partition.metadata.
+    assert sorted(os.listdir(tmp_path / "layout-0")) == [".lock", LOG_FILE, "partition.metadata"]
     assert uuid.UUID(str(topic.topic_id)).version == 4
 
 
@@ -410,7 +497,7 @@ def test_produce_v13_and_fetch_v16_address_topics_by_id(tmp_path: Path) -> None:
         got = await FetchApi(plane).handle(ctx, None, fetch)
         found, missing = got.responses
         assert found.topic_id == topic.topic_id and found.partitions[0].high_watermark == 1
-        assert read_header(found.partitions[0].records).records_count == 1
+        assert read_header(found.partitions[0].records).record_count == 1
         assert missing.partitions[0].error_code == ErrorCode.unknown_topic_id
         await plane.close()
 
@@ -443,3 +530,61 @@ def test_list_offsets_by_timestamp_and_special_values(tmp_path: Path) -> None:
     assert ask(2000) == (1, 5000, 0)  # first record at or after 2000 in log order
     assert ask(6000) == (-1, -1, -1)
     assert ask(-5) == (-1, -1, -1)  # latest tiered: no tiered storage
+
+
+def test_partitions_roll_segments_at_log_segment_bytes(tmp_path: Path) -> None:
+    """`log.segment.bytes` reaches every partition's log (ServerConfig -> DataPlane -> store)."""
+    from gateway.config import load_config
+
+    config = load_config(overrides={"log.dirs": str(tmp_path)}, sets=["log.segment.bytes=1000"])
+    assert config.log_segment_bytes == 1000
+
+    async def scenario() -> None:
+        plane = DataPlane(tmp_path, segment_bytes=config.log_segment_bytes)
+        plane.create_topic("rolled", 1)
+        p = plane.partition("rolled", 0)
+        assert p is not None
+        for i in range(20):
+            p.append(make_batch([b"%03d" % i + b"v" * 200]))
+        await p.make_durable()
+        segments = sorted(f for f in os.listdir(tmp_path / "rolled-0") if f.endswith(".log"))
+        assert len(segments) >= 5 and all(os.path.getsize(tmp_path / "rolled-0" / f) <= 1000
+                                           for f in segments)
+        await plane.close()
+        reopened = DataPlane(tmp_path, segment_bytes=config.log_segment_bytes)
+        q = reopened.partition("rolled", 0)
+        assert q is not None and q.high_watermark == 20
+        assert [h.base_offset for _, h in iter_batch_headers(q.store.read(0, 1 << 20))] == list(range(20))
+        await reopened.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_failed_partition_log_answers_kafka_storage_error(tmp_path: Path) -> None:
+    from gateway.dataplane.apis.list_offsets import ListOffsetsApi
+    from gateway.dataplane.apis.produce import ProduceApi
+
+    async def scenario() -> None:
+        plane = DataPlane(tmp_path)
+        plane.create_topic("failing", 1)
+        p = plane.partition("failing", 0)
+        assert p is not None
+        p.append(make_batch([b"before"]))
+        p.store.log._fail(OSError(5, "Input/output error"))  # what a failed fsync leaves
+        ctx = RequestContext(1, ("127.0.0.1", 1), ("127.0.0.1", 9092))
+        produce = build(load_request_schema(0, 9), {
+            "transactional_id": None, "acks": -1, "timeout": 1000, "topic_data": [
+                {"name": "failing", "partition_data": [{"index": 0, "records": make_batch([b"x"])}]}]})
+        resp = ProduceApi(plane).handle(ctx, None, produce)
+        part = resp.responses[0].partition_responses[0]
+        assert part.error_code == ErrorCode.kafka_storage_error
+        fetched = await FetchApi(plane).handle(ctx, None, fetch_request("failing", 0, 0))
+        assert fetched.responses[0].partitions[0].error_code == ErrorCode.kafka_storage_error
+        by_time = build(load_request_schema(2, 9), {
+            "replica_id": -1, "isolation_level": 0, "topics": [{"name": "failing", "partitions": [
+                {"partition_index": 0, "timestamp": 0, "current_leader_epoch": -1}]}]})
+        listed = ListOffsetsApi(plane).handle(ctx, None, by_time)
+        assert listed.topics[0].partitions[0].error_code == ErrorCode.kafka_storage_error
+        await plane.close()
+
+    asyncio.run(scenario())

@@ -50,7 +50,7 @@ GROUP_ID_NOT_FOUND_COMMIT_VERSION = 9
 
 
 def offset_record(group: str, topic: str, partition: int, o: OffsetAndMetadata) -> CoordinatorRecord:
-    return CoordinatorRecord(OffsetCommitKey(group, topic, partition), o.value())
+    return CoordinatorRecord(OffsetCommitKey(group, topic, partition), o)
 
 
 def offset_tombstone(group: str, topic: str, partition: int) -> CoordinatorRecord:

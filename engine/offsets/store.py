@@ -8,27 +8,15 @@ groupshift, so there are no pending transactional offsets here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import TypeAlias
 
 from records.offsets import OffsetCommitKey, OffsetCommitValue
 
-
-@dataclass(frozen=True, slots=True)
-class OffsetAndMetadata:
-    offset: int
-    leader_epoch: int  # -1: none
-    metadata: str
-    commit_timestamp: int
-    expire_timestamp: int = -1  # only legacy (v1) values carry one
-
-    def value(self) -> OffsetCommitValue:
-        return OffsetCommitValue(
-            self.offset, self.leader_epoch, self.metadata, self.commit_timestamp, self.expire_timestamp
-        )
-
-    @staticmethod
-    def from_value(v: OffsetCommitValue) -> OffsetAndMetadata:
-        return OffsetAndMetadata(v.offset, v.leader_epoch, v.metadata, v.commit_timestamp, v.expire_timestamp)
+OffsetAndMetadata: TypeAlias = OffsetCommitValue
+"""A committed offset in memory: offset, leader epoch (-1: none), metadata, commit timestamp and
+expire timestamp (-1 unless a legacy v1 value carried one). It is the record value itself, the
+same five fields, so that replay keeps the decoded value as it is: a load replays up to millions
+of offset records, and copying each into an object of its own costs a measurable share of it."""
 
 
 class OffsetStore:
@@ -65,9 +53,14 @@ class OffsetStore:
             if not topics:
                 del self._by_group[key.group]
             return
-        self._by_group.setdefault(key.group, {}).setdefault(key.topic, {})[key.partition] = (
-            OffsetAndMetadata.from_value(value)
-        )
+        # get-then-insert rather than setdefault({}): no throwaway dicts on the replay path.
+        topics = self._by_group.get(key.group)
+        if topics is None:
+            topics = self._by_group[key.group] = {}
+        parts = topics.get(key.topic)
+        if parts is None:
+            parts = topics[key.topic] = {}
+        parts[key.partition] = value
 
     def snapshot(self) -> dict[str, dict[str, dict[int, OffsetAndMetadata]]]:
         return {g: {t: dict(p) for t, p in ts.items()} for g, ts in self._by_group.items()}

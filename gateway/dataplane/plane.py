@@ -33,11 +33,12 @@ from kio.schema.errors import ErrorCode
 
 from engine.ids import kafka_uuid_string
 from engine.metadata import MetadataImage, TopicImage
-from gateway.dataplane.batch import ATTR_TRANSACTIONAL, InvalidBatch, validate_client_batch
 from gateway.dataplane.durable import fsync_dir, write_atomically
 from gateway.dataplane.producers import PartitionProducers, ProducerIdAllocator
-from gateway.dataplane.store import PartitionStore, StoreFactory, open_file_store
+from gateway.dataplane.store import PartitionStore, StoreFactory, open_segment_store
 from gateway.dataplane.topics import TopicChange, TopicInfo, TopicRegistry, topic_name_error
+from records.batch import validate_client_batch
+from records.errors import InvalidBatchError, LogError
 
 log = structlog.get_logger("gateway.dataplane")
 
@@ -80,16 +81,18 @@ class Partition:
         return self.store.start_offset
 
     def append(self, raw_batch: bytes) -> tuple[int, int]:
-        """Append one client batch; raises `BatchError`, or `SequenceError` for producer state.
+        """Append one client batch; raises `records.errors.BatchError` for a refused batch,
+        `SequenceError` for producer state, `LogFailedError` when the log has failed.
 
         A retried duplicate of a recent batch is not appended again: its original offsets are
         returned, as Kafka does for idempotent producers.
         """
         h = validate_client_batch(raw_batch)
-        if h.attributes & ATTR_TRANSACTIONAL:
-            raise InvalidBatch(
+        if h.is_transactional:
+            raise InvalidBatchError(
                 "transactional batches are not supported: groupshift has no transaction "
-                "coordinator"
+                "coordinator",
+                offset=h.base_offset,
             )
         check = self.producers.check(h)
         if check.error != ErrorCode.none:
@@ -136,9 +139,12 @@ class Partition:
         self._wake()
         job = self._sync_job
         if job is not None:
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError, LogError):
                 await asyncio.shield(job)
-        self.store.close()
+        try:
+            self.store.close()
+        except (OSError, LogError) as e:  # a failed log: its files are released all the same
+            log.error("partition.close_failed", path=str(self.path), error=str(e))
 
 
 class SequenceError(Exception):
@@ -169,7 +175,7 @@ class DataPlane:
         num_partitions: int = 1,
         auto_create_topics: bool = True,
         segment_bytes: int = 1 << 30,
-        open_store: StoreFactory = open_file_store,
+        open_store: StoreFactory = open_segment_store,
     ) -> None:
         self.data_dir = data_dir
         self.node_id = node_id

@@ -23,8 +23,8 @@ from pathlib import Path
 
 from kio.schema.errors import ErrorCode
 
-from gateway.dataplane.batch import BatchHeader
 from gateway.dataplane.durable import write_atomically
+from records.batch import BatchHeader
 
 PRODUCER_IDS_FILE = "producer-ids.json"
 BLOCK_SIZE = 1000

@@ -1,43 +1,38 @@
-"""Partition storage: the `PartitionStore` protocol and a small file-backed implementation.
+"""Partition storage: the `PartitionStore` protocol and its implementation on `records.log`.
 
 A partition is an append-only sequence of Kafka v2 record batches; the broker assigns offsets by
 rewriting each batch's baseOffset on append, and a Fetch returns whole batches starting with the
 one that contains the requested offset (Kafka's `LogSegment.read`: at least one batch, so a
 consumer can always make progress past a batch larger than its fetch size).
 
-`PartitionStore` is exactly the surface of `records.log.SegmentLog` (log branch), so swapping
-`FilePartitionStore` for it is a change of the `open_store` factory. `sync()` may be called from
-a worker thread while the event loop appends (the data plane runs fsync off-loop to batch many
-produce requests into one disk flush); implementations must allow that.
+`SegmentPartitionStore` keeps a partition in a `records.log.SegmentLog`, the segment log the
+coordinator logs use: `<20-digit base offset>.log` segments rolled at `log.segment.bytes`,
+validation and offset assignment of client batches, the in-memory sparse index, recovery of a
+torn tail at open (warning `log.truncated_tail`) and `LogCorruptionError` for damage anywhere
+else. The partition directory also holds SegmentLog's `.lock` (one process at a time).
 
-`FilePartitionStore` keeps one file per partition and an in-memory index of batch positions
-rebuilt on open; a torn or corrupt tail (a crash mid-append) is truncated on open, as Kafka's
-log recovery does. `segment_bytes` is accepted for signature compatibility and ignored: one file
-never rolls.
+Threads: `sync()` may be called from a worker thread while the event loop appends (the data
+plane runs fsyncs off-loop so that many produce requests share one disk flush). A SegmentLog is
+not thread-safe, so the store serialises every call on the log with a lock, and `sync()` holds
+it only to capture and to account for the fsyncs (`begin_sync` / `finish_sync`), not while
+they run (`PendingSync.run`): appends and reads never wait for the disk.
 """
 
 from __future__ import annotations
 
-import bisect
-import os
+import threading
 from pathlib import Path
 from typing import Protocol
 
-import structlog
-from crc32c import crc32c
+from records.durability import FsyncPolicy
+from records.log import SegmentLog, TimestampOffset
 
-from gateway.dataplane.batch import (
-    CRC_START,
-    HEADER_SIZE,
-    read_header,
-    record_timestamps,
-    validate_client_batch,
-    with_base_offset,
-)
-
-log = structlog.get_logger("gateway.dataplane")
-
-LOG_FILE = "00000000000000000000.log"
+# The data plane's produce path waits for `sync()` (acks=1/-1): SegmentLog's "batch" policy.
+_FSYNC_POLICIES: dict[str, FsyncPolicy] = {
+    "explicit": "batch", "batch": "batch", "interval": "interval", "none": "none",
+}
+# Kafka's `index.interval.bytes`.
+INDEX_INTERVAL_BYTES = 4096
 
 
 class PartitionStore(Protocol):
@@ -56,8 +51,9 @@ class PartitionStore(Protocol):
     def append_batch(self, raw_batch: bytes) -> tuple[int, int]:
         """Validate (magic 2, CRC-32C, counts), assign offsets and append one client batch.
 
-        Returns (base_offset, last_offset). Raises `batch.BatchError` (with the Kafka error
-        code to answer) when the batch is refused; nothing is appended then.
+        Returns (base_offset, last_offset). Raises `records.errors.CorruptBatchError` or
+        `InvalidBatchError` when the batch is refused (nothing is appended then), and
+        `LogFailedError` once the log has failed (an earlier fsync error).
         """
         ...
 
@@ -65,7 +61,7 @@ class PartitionStore(Protocol):
         """Whole batches from the one containing `offset`, at least one, about `max_bytes`.
 
         `offset == end_offset` gives b""; offsets outside [start_offset, end_offset] raise
-        `ValueError`.
+        `records.errors.OffsetOutOfRangeError`.
         """
         ...
 
@@ -74,7 +70,8 @@ class PartitionStore(Protocol):
         ...
 
     def sync(self) -> None:
-        """Make every appended batch durable (fsync)."""
+        """Make every appended batch durable (fsync); may run in a worker thread. Raises
+        `records.errors.LogFailedError` if the fsync failed."""
         ...
 
     def close(self) -> None: ...
@@ -85,114 +82,63 @@ class StoreFactory(Protocol):
         ...
 
 
-class FilePartitionStore:
-    """One append-only file of batches plus an in-memory index (base, last, position, size)."""
+class SegmentPartitionStore:
+    """A `PartitionStore` on a `SegmentLog`, safe for `sync()` from a worker thread."""
 
-    def __init__(self, path: Path, fd: int) -> None:
-        self.path = path
-        self._fd = fd
-        self._lasts: list[int] = []  # last offset of each batch (sorted)
-        self._bases: list[int] = []
-        self._positions: list[int] = []
-        self._sizes: list[int] = []
-        self._max_ts: list[int] = []
-        self._size = 0
-        self._end = 0
+    def __init__(self, log: SegmentLog, leader_epoch: int = 0) -> None:
+        self.log = log
+        self._leader_epoch = leader_epoch
+        self._lock = threading.Lock()
 
     @classmethod
     def open(
-        cls, path: Path, *, segment_bytes: int = 1 << 30, fsync_policy: str = "on-request"
-    ) -> FilePartitionStore:
-        path.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path / LOG_FILE, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-        store = cls(path, fd)
-        store._recover()
-        return store
-
-    def _recover(self) -> None:
-        """Index every intact batch; cut the file after the last one (torn tail)."""
-        file_size = os.fstat(self._fd).st_size
-        pos = 0
-        while file_size - pos >= HEADER_SIZE:
-            head = os.pread(self._fd, HEADER_SIZE, pos)
-            h = read_header(head)
-            if h.size < HEADER_SIZE or pos + h.size > file_size or h.base_offset != self._end:
-                break
-            raw = os.pread(self._fd, h.size, pos)
-            if crc32c(memoryview(raw)[CRC_START:]) != h.crc:
-                break
-            self._index(h.base_offset, h.last_offset, pos, h.size, h.max_timestamp)
-            pos += h.size
-        if pos != file_size:
-            log.warning(
-                "partition.truncated", path=str(self.path), valid_bytes=pos, file_bytes=file_size
-            )
-            os.ftruncate(self._fd, pos)
-            os.fsync(self._fd)
-        self._size = pos
-
-    def _index(self, base: int, last: int, pos: int, size: int, max_ts: int) -> None:
-        self._bases.append(base)
-        self._lasts.append(last)
-        self._positions.append(pos)
-        self._sizes.append(size)
-        self._max_ts.append(max_ts)
-        self._end = last + 1
+        cls, path: Path, *, segment_bytes: int = 1 << 30, fsync_policy: str = "explicit"
+    ) -> SegmentPartitionStore:
+        try:
+            policy = _FSYNC_POLICIES[fsync_policy]
+        except KeyError:
+            raise ValueError(
+                f"fsync_policy must be one of {sorted(_FSYNC_POLICIES)}, got {fsync_policy!r}"
+            ) from None
+        log = SegmentLog.open(
+            path,
+            segment_bytes=segment_bytes,
+            fsync_policy=policy,
+            index_interval_bytes=INDEX_INTERVAL_BYTES,
+        )
+        return cls(log)
 
     @property
     def start_offset(self) -> int:
-        return 0
+        return self.log.start_offset
 
     @property
     def end_offset(self) -> int:
-        return self._end
+        return self.log.end_offset
 
     def append_batch(self, raw_batch: bytes) -> tuple[int, int]:
-        h = validate_client_batch(raw_batch)
-        base = self._end
-        data = with_base_offset(raw_batch, base)
-        written = 0
-        while written < len(data):
-            written += os.write(self._fd, data[written:])
-        last = base + h.last_offset_delta
-        self._index(base, last, self._size, len(data), h.max_timestamp)
-        self._size += len(data)
-        return base, last
+        with self._lock:
+            return self.log.append_batch(raw_batch, partition_leader_epoch=self._leader_epoch)
 
     def read(self, offset: int, max_bytes: int) -> bytes:
-        if not self.start_offset <= offset <= self._end:
-            raise ValueError(f"offset {offset} outside [{self.start_offset}, {self._end}]")
-        if offset == self._end:
-            return b""
-        first = bisect.bisect_left(self._lasts, offset)
-        total = self._sizes[first]
-        last = first + 1
-        while last < len(self._sizes) and total + self._sizes[last] <= max_bytes:
-            total += self._sizes[last]
-            last += 1
-        return os.pread(self._fd, total, self._positions[first])
+        with self._lock:
+            return self.log.read(offset, max_bytes)
 
-    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
-        for i, max_ts in enumerate(self._max_ts):
-            if max_ts < timestamp_ms:
-                continue
-            raw = os.pread(self._fd, self._sizes[i], self._positions[i])
-            records = record_timestamps(raw)
-            if records is None:  # compressed: the batch's first offset is the best we know
-                return self._bases[i], max_ts
-            for offset, ts in records:
-                if ts >= timestamp_ms:
-                    return offset, ts
-        return None
+    def offset_for_timestamp(self, timestamp_ms: int) -> TimestampOffset | None:
+        with self._lock:
+            return self.log.offset_for_timestamp(timestamp_ms)
 
     def sync(self) -> None:
-        os.fsync(self._fd)
+        with self._lock:
+            pending = self.log.begin_sync()
+        pending.run()  # the fsyncs, on duplicated descriptors: appends may go on meanwhile
+        with self._lock:
+            self.log.finish_sync(pending)
 
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        with self._lock:
+            self.log.close()
 
 
-def open_file_store(path: Path, *, segment_bytes: int, fsync_policy: str) -> PartitionStore:
-    return FilePartitionStore.open(path, segment_bytes=segment_bytes, fsync_policy=fsync_policy)
+def open_segment_store(path: Path, *, segment_bytes: int, fsync_policy: str) -> PartitionStore:
+    return SegmentPartitionStore.open(path, segment_bytes=segment_bytes, fsync_policy=fsync_policy)

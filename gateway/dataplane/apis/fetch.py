@@ -13,6 +13,7 @@ Kafka behaviour reproduced (`KafkaApis.handleFetchRequest`, `ReplicaManager.fetc
     unknown topic/partition -> UNKNOWN_TOPIC_OR_PARTITION; v13+ address topics by id and an
     unknown id gets UNKNOWN_TOPIC_ID; a `current_leader_epoch` above ours (0) is
     UNKNOWN_LEADER_EPOCH, below it FENCED_LEADER_EPOCH;
+  * a partition whose log failed (an fsync error, until restart) -> KAFKA_STORAGE_ERROR;
   * `records` is always bytes, empty when there is nothing (kafka-python 3 crashes on null);
   * no transactions, so the last stable offset equals the high watermark and
     `aborted_transactions` is null (read_uncommitted) or empty (read_committed);
@@ -36,6 +37,7 @@ from gateway.codec import response_type_of
 from gateway.dataplane.plane import DataPlane, Partition
 from gateway.entity_builder import build
 from gateway.registry import HandlerRegistry, RequestContext
+from records.errors import LogError
 
 API_KEY = 1
 MIN_VERSION = 4
@@ -127,7 +129,10 @@ class FetchApi:
                     else:
                         limit = min(w.max_bytes, max_bytes - total)
                         if limit > 0 or total == 0:
-                            records = p.store.read(w.offset, max(limit, 1))
+                            try:
+                                records = p.store.read(w.offset, max(limit, 1))
+                            except LogError:  # the log failed (an fsync error): until restart
+                                error = ErrorCode.kafka_storage_error
                             if total > 0 and len(records) > limit:
                                 records = b""  # only the first non-empty partition may exceed
                         total += len(records)

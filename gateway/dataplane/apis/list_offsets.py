@@ -12,7 +12,8 @@ Kafka behaviour reproduced (`KafkaApis.handleListOffsetRequest`,
   * a timestamp >= 0 -> the first record with timestamp >= it, or offset -1 / timestamp -1 if
     there is none;
   * unknown topic or partition -> UNKNOWN_TOPIC_OR_PARTITION; a current leader epoch above 0
-    -> UNKNOWN_LEADER_EPOCH, below -> FENCED_LEADER_EPOCH; leader epoch 0 in answers (v4+).
+    -> UNKNOWN_LEADER_EPOCH, below -> FENCED_LEADER_EPOCH; leader epoch 0 in answers (v4+);
+  * a partition whose log failed (an fsync error, until restart) -> KAFKA_STORAGE_ERROR.
 For compressed batches the by-timestamp answers use batch-level information (the batch's first
 offset, its max timestamp) because the data plane never decompresses.
 """
@@ -24,10 +25,11 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from gateway.codec import response_type_of
-from gateway.dataplane.batch import iter_headers, record_timestamps
 from gateway.dataplane.plane import DataPlane, Partition
 from gateway.entity_builder import build
 from gateway.registry import HandlerRegistry, RequestContext
+from records.batch import iter_batch_headers, iter_records, read_batch_header
+from records.errors import LogError
 
 API_KEY = 2
 MIN_VERSION = 1
@@ -48,7 +50,7 @@ def max_timestamp_offset(p: Partition) -> tuple[int, int] | None:
     while offset < end:
         chunk = p.store.read(offset, _SCAN_CHUNK)
         last = offset
-        for pos, h in iter_headers(chunk):
+        for pos, h in iter_batch_headers(chunk):
             if best is None or h.max_timestamp > best[0]:
                 best = (h.max_timestamp, chunk[pos : pos + h.size])
             last = h.last_offset
@@ -56,12 +58,12 @@ def max_timestamp_offset(p: Partition) -> tuple[int, int] | None:
     if best is None:
         return None
     max_ts, batch = best
-    records = record_timestamps(batch)
-    if records is not None:
-        for rec_offset, ts in records:
-            if ts == max_ts:
-                return rec_offset, ts
-    return int.from_bytes(batch[:8], "big", signed=True), max_ts
+    header = read_batch_header(batch)
+    if header.compression == 0:
+        for record in iter_records(batch):
+            if record.timestamp == max_ts:
+                return record.offset, record.timestamp
+    return header.base_offset, max_ts
 
 
 class ListOffsetsApi:
@@ -103,7 +105,10 @@ class ListOffsetsApi:
                 else ErrorCode.fenced_leader_epoch
             )
             return {**out, "error_code": code}
-        offset, ts = self._lookup(p, req_part.timestamp)
+        try:
+            offset, ts = self._lookup(p, req_part.timestamp)
+        except LogError:  # the partition's log failed (an fsync error): until restart
+            return {**out, "error_code": ErrorCode.kafka_storage_error}
         return {
             **out,
             "error_code": ErrorCode.none,

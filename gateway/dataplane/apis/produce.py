@@ -10,7 +10,9 @@ Kafka behaviour reproduced (`KafkaApis.handleProduceRequest`, `ReplicaManager.ap
   * acks=0 gets no response at all; if any partition failed, Kafka closes the connection
     instead so the producer notices and refreshes metadata -- so do we;
   * acks=1/-1: the response waits until the appended batches are fsynced (single node: the
-    leader is the whole ISR, so -1 and 1 mean the same here).
+    leader is the whole ISR, so -1 and 1 mean the same here);
+  * a write error, or a partition whose log failed (an fsync error, until restart) ->
+    KAFKA_STORAGE_ERROR.
 Transactions are not supported (InitProducerId refuses transactional ids), so a transactional
 batch is refused with INVALID_RECORD. Log-append-time topics do not exist here, so
 `log_append_time` is always -1.
@@ -24,14 +26,70 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from gateway.codec import response_type_of
-from gateway.dataplane.batch import BatchError, single_produce_batch
 from gateway.dataplane.plane import DataPlane, Partition, SequenceError
 from gateway.entity_builder import build
 from gateway.registry import NO_RESPONSE, CloseConnection, HandlerRegistry, RequestContext
+from records.batch import LOG_OVERHEAD, MAGIC
+from records.errors import BatchError, CorruptBatchError, InvalidBatchError, LogError
 
 API_KEY = 0
 MIN_VERSION = 3
 MAX_VERSION = 13
+
+_MAGIC_POS = 16  # the magic byte sits at the same place in every message format (v0-v2)
+_MIN_RECORD_OVERHEAD = _MAGIC_POS + 1  # Kafka's LOG_OVERHEAD + the v0 fields up to magic
+
+
+def single_produce_batch(records: bytes | None, api_version: int) -> bytes:
+    """The one batch a v3+ Produce partition entry must hold (`ProduceRequest.validateRecords`).
+
+    Kafka's batch iterator ignores an incomplete trailing batch, so trailing bytes that do not
+    form a whole batch are dropped, as Kafka trims them before appending. Raises
+    `InvalidBatchError` (no batch, more than one, not magic 2) or `CorruptBatchError` (a size
+    below the minimum, a magic byte no format has).
+    """
+    data = records or b""
+    first = _complete_batch_size(data, 0)
+    if first is None:
+        raise InvalidBatchError(
+            f"Produce requests with version {api_version} must have at least one record batch "
+            "per partition"
+        )
+    if data[_MAGIC_POS] != MAGIC:
+        raise InvalidBatchError(
+            f"Produce requests with version {api_version} are only allowed to contain record "
+            "batches with magic version 2"
+        )
+    if _complete_batch_size(data, first) is not None:
+        raise InvalidBatchError(
+            f"Produce requests with version {api_version} are only allowed to contain exactly "
+            "one record batch per partition"
+        )
+    return data[:first] if len(data) != first else data
+
+
+def _complete_batch_size(data: bytes, pos: int) -> int | None:
+    """Size of the batch at `pos` if it is entirely present, else None (Kafka's iterator)."""
+    if len(data) - pos < LOG_OVERHEAD:
+        return None
+    size = int.from_bytes(data[pos + 8 : pos + 12], "big", signed=True) + LOG_OVERHEAD
+    if size < _MIN_RECORD_OVERHEAD:
+        raise CorruptBatchError(
+            f"Record size {size} is less than the minimum record overhead "
+            f"({_MIN_RECORD_OVERHEAD})",
+            position=pos,
+        )
+    if len(data) - pos < size:
+        return None
+    magic = data[pos + _MAGIC_POS]
+    if not 0 <= magic <= MAGIC:
+        raise CorruptBatchError(f"Invalid magic found in record: {magic}", position=pos)
+    return size
+
+
+def batch_error_code(e: BatchError) -> ErrorCode:
+    """The Kafka error a refused batch is answered with (records.errors' table)."""
+    return ErrorCode.corrupt_message if isinstance(e, CorruptBatchError) else ErrorCode.invalid_record
 
 
 def _result(index: int, code: ErrorCode, message: str | None = None) -> dict[str, Any]:
@@ -57,9 +115,11 @@ class ProduceApi:
         try:
             base, _ = p.append(single_produce_batch(records, version))
         except BatchError as e:
-            return _result(index, e.code, str(e))
+            return _result(index, batch_error_code(e), e.reason)
         except SequenceError as e:
             return _result(index, e.code, e.message)
+        except (LogError, OSError) as e:  # a write error (nothing appended), or the log failed
+            return _result(index, ErrorCode.kafka_storage_error, str(e))
         return {**_result(index, ErrorCode.none), "base_offset": base,
                 "log_start_offset": p.log_start_offset}
 

@@ -101,10 +101,13 @@ class Settings:
     session_ms: int = 45000
     initial_delay_ms: int = 3000
     process_ms: float = 0.0
+    slow_members: int = 0  # the first N members of each group (and their replacements) ...
+    slow_poll_ms: float = 0.0  # ... spend this long after every poll (a slow poll loop)
     max_poll_records: int = 500
     records_per_partition: int | None = None  # None: 10, or a backlog for the run when processing
     phase_timeout_s: float = 240.0
     fsync: str = "batch"
+    client_debug: bool = False
 
     def gateway_sets(self) -> list[str]:
         hb, s = self.heartbeat_ms, self.session_ms
@@ -355,6 +358,7 @@ class Case:
             "heartbeat_ms": settings.heartbeat_ms,
             "session_ms": settings.session_ms,
             "process_ms": settings.process_ms,
+            "client_debug": settings.client_debug,
             "max_poll_records": settings.max_poll_records,
         }
         self.members: list[Member] = []
@@ -367,8 +371,9 @@ class Case:
         half = n // 2
         return [initial[0]] * half + [initial[1]] * (n - half)
 
-    def spawn(self, kind: str) -> Member:
-        m = Member(self.tracker, f"{self.name}-{len(self.members):02d}", kind, self.spec_common, self.log_dir)
+    def spawn(self, kind: str, slow: bool = False) -> Member:
+        spec = {**self.spec_common, "poll_gap_ms": self.s.slow_poll_ms if slow else 0.0}
+        m = Member(self.tracker, f"{self.name}-{len(self.members):02d}", kind, spec, self.log_dir)
         self.members.append(m)
         return m
 
@@ -380,8 +385,8 @@ class Case:
     def run(self) -> CaseResult:
         s, tr = self.s, self.tracker
         kinds = self.kinds()
-        first = [self.spawn(k) for k in kinds]
-        spares = [self.spawn(k) for k in kinds]
+        first = [self.spawn(k, i < s.slow_members) for i, k in enumerate(kinds)]
+        spares = [self.spawn(k, i < s.slow_members) for i, k in enumerate(kinds)]
         added = self.spawn(self.spec["added"])
         for m in self.members:
             if not m.ready.wait(60):
@@ -561,10 +566,11 @@ def rounded(doc: dict[str, Any]) -> dict[str, Any]:
 
 def print_table(doc: dict[str, Any]) -> None:
     s = doc["settings"]
+    slow = f" ({s['slow_members']} slow: {s['slow_poll_ms']} ms per poll)" if s["slow_members"] else ""
     print(
         f"{s['partitions']} partitions, {s['members']} members (+1 added); heartbeat {s['heartbeat_ms']} ms, "
         f"session {s['session_ms']} ms, group.initial.rebalance.delay.ms {s['initial_delay_ms']}, "
-        f"processing {s['process_ms']} ms/record, {s['records_per_partition']} records/partition, "
+        f"processing {s['process_ms']} ms/record{slow}, {s['records_per_partition']} records/partition, "
         f"coordinator fsync {s['fsync']}"
     )
     print(f"load average before {doc['load_average_before']}, after {doc['load_average_after']}")
@@ -620,6 +626,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--process-ms", type=float, help="simulated processing time per record received (default 0)"
     )
+    p.add_argument("--slow-members", type=int, help="how many members of each group are slow (default 0)")
+    p.add_argument(
+        "--slow-poll-ms", type=float, help="the slow members spend this long after every poll, records or not"
+    )
     p.add_argument("--max-poll-records", type=int, help=f"default {d.max_poll_records}")
     p.add_argument(
         "--records-per-partition",
@@ -628,6 +638,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--phase-timeout", type=float, dest="phase_timeout_s")
     p.add_argument("--logs", metavar="DIR", help="keep the gateway's and the workers' logs in DIR")
+    p.add_argument(
+        "--client-debug",
+        action="store_true",
+        default=None,
+        help="clients log their group protocol (kafka-python DEBUG, librdkafka cgrp,protocol)",
+    )
     p.add_argument("--fsync", choices=["batch", "none"], help="coordinator.fsync.policy (default batch)")
     args = p.parse_args(argv)
 

@@ -41,6 +41,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import textwrap
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -566,33 +567,85 @@ def rounded(doc: dict[str, Any]) -> dict[str, Any]:
 
 def print_table(doc: dict[str, Any]) -> None:
     s = doc["settings"]
-    slow = f" ({s['slow_members']} slow: {s['slow_poll_ms']} ms per poll)" if s["slow_members"] else ""
-    print(
+    slow = f" ({s['slow_members']} slow: {s['slow_poll_ms']:.0f} ms per poll)" if s["slow_members"] else ""
+    settings = (
         f"{s['partitions']} partitions, {s['members']} members (+1 added); heartbeat {s['heartbeat_ms']} ms, "
-        f"session {s['session_ms']} ms, group.initial.rebalance.delay.ms {s['initial_delay_ms']}, "
-        f"processing {s['process_ms']} ms/record{slow}, {s['records_per_partition']} records/partition, "
-        f"coordinator fsync {s['fsync']}"
+        f"session {s['session_ms']} ms (every protocol), group.initial.rebalance.delay.ms "
+        f"{s['initial_delay_ms']}; processing {s['process_ms']} ms/record{slow}; "
+        f"{s['records_per_partition']} records/partition; coordinator fsync {s['fsync']}"
     )
+    print(textwrap.fill(settings, width=100))
     print(f"load average before {doc['load_average_before']}, after {doc['load_average_after']}")
     print()
-    head = (
-        f"{'case':<56} {'add: settle':>11} {'1st assign':>10} {'unowned':>9} "
-        f"{'roll: unowned':>13} {'roll time':>9} {'max unowned':>11}"
+    print(f"{'':<54} {'--------- add one member ---------':>34}  {'------ rolling restart ------':>29}")
+    print(
+        f"{'case':<54} {'settle':>7} {'1st':>7} {'unowned':>9} {'max':>5}  "
+        f"{'unowned':>9} {'time':>7} {'max':>5}  {'gw cpu':>6}"
     )
-    print(head)
-    print(f"{'':<56} {'s':>11} {'s':>10} {'part-s':>9} {'part-s':>13} {'s':>9} {'add/roll':>11}")
+    print(f"{'':<54} {'s':>7} {'s':>7} {'part-s':>9} {'':>5}  {'part-s':>9} {'s':>7} {'':>5}  {'s':>6}")
     for r in doc["results"]:
         first = "-" if r["add_first_assignment_s"] is None else f"{r['add_first_assignment_s']:.2f}"
         print(
-            f"{r['label']:<56} {r['add_settle_s']:>11.2f} {first:>10} {r['add_unowned_partition_s']:>9.0f} "
-            f"{r['roll_unowned_partition_s']:>13.0f} {r['roll_s']:>9.1f} "
-            f"{r['add_max_unowned']:>5}/{r['roll_max_unowned']:<5}"
+            f"{r['label']:<54} {r['add_settle_s']:>7.2f} {first:>7} {r['add_unowned_partition_s']:>9.0f} "
+            f"{r['add_max_unowned']:>5}  {r['roll_unowned_partition_s']:>9.0f} {r['roll_s']:>7.1f} "
+            f"{r['roll_max_unowned']:>5}  {r['gateway_cpu_s']:>6.1f}"
         )
+    print(
+        "\nsettle: from the new member's first poll until every partition is owned by a live member and"
+        "\nevery member owns floor or ceil of partitions/members; 1st: until the new member owns a partition;"
+        "\nunowned: partition-seconds with no live owner (from the clients' callbacks); max: most partitions"
+        "\nunowned at once; roll time: first close until settled after the last replacement."
+    )
     if any(r["overlaps"] for r in doc["results"]):
         print(
             "\nWARNING: a partition was held by two live members at once:",
             {r["case"]: r["overlaps"] for r in doc["results"]},
         )
+    print_reading(doc)
+
+
+def print_reading(doc: dict[str, Any]) -> None:
+    """The mechanics behind the figures, with this run's numbers filled in."""
+    by = {r["case"]: r for r in doc["results"]}
+    hb = doc["settings"]["heartbeat_ms"] / 1000
+    lines = []
+    if "eager" in by:
+        r = by["eager"]
+        lines.append(
+            "classic eager: a rebalance revokes every partition of every member (up to "
+            f"{r['add_max_unowned']} unowned at once) and the JoinGroup barrier holds them until the last "
+            "member has rejoined from its poll loop; the roll pays that once per step "
+            f"({r['roll_unowned_partition_s']:.0f} partition-s)."
+        )
+    if "cooperative" in by:
+        r = by["cooperative"]
+        lines.append(
+            "classic cooperative: members keep what does not move, but a move takes two barriers "
+            f"(revoke, then assign), each opened by a heartbeat ({hb:g} s) and closed by the slowest "
+            f"poll loop: the add settles in {r['add_settle_s']:.1f} s."
+        )
+    if "consumer" in by:
+        r = by["consumer"]
+        lines.append(
+            "consumer protocol: no barrier; each owner revokes on its own next heartbeat and poll, the "
+            "new owner takes the partitions on its next heartbeat (first partition after "
+            f"{r['add_first_assignment_s'] or 0:.1f} s, settled after {r['add_settle_s']:.1f} s: whole "
+            "heartbeat intervals, plus the slowest revoker). In the roll a leaver's partitions go to "
+            "whoever heartbeats first, usually its replacement's first heartbeat: "
+            f"{r['roll_unowned_partition_s']:.0f} partition-s unowned."
+        )
+    if "mixed" in by:
+        r = by["mixed"]
+        lines.append(
+            "mixed: once a consumer-protocol member joins, the group is a consumer group; its classic "
+            "members are reconciled one by one (JoinGroup/SyncGroup answered per member, no group-wide "
+            "barrier), so a classic member waits only for its own rejoin: add "
+            f"{r['add_settle_s']:.1f} s, roll {r['roll_unowned_partition_s']:.0f} partition-s."
+        )
+    if lines:
+        print("\nReading")
+        for line in lines:
+            print(textwrap.fill(line, width=100, initial_indent="- ", subsequent_indent="  "))
 
 
 def main(argv: list[str] | None = None) -> int:

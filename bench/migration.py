@@ -44,6 +44,7 @@ import tempfile
 import textwrap
 import threading
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -219,6 +220,7 @@ class Event:
     ev: str
     parts: tuple[int, ...] = ()
     records: int = 0
+    got: dict[str, list[list[int]]] | None = None  # closing: offsets received, per partition
 
 
 class Tracker:
@@ -233,7 +235,14 @@ class Tracker:
         self.owned: dict[str, set[int]] = {}
 
     def add(self, member: str, raw: dict[str, Any]) -> None:
-        e = Event(float(raw["t"]), member, raw["ev"], tuple(raw.get("parts", ())), int(raw.get("records", 0)))
+        e = Event(
+            float(raw["t"]),
+            member,
+            raw["ev"],
+            tuple(raw.get("parts", ())),
+            int(raw.get("records", 0)),
+            raw.get("got"),
+        )
         with self.cond:
             self.events.append(e)
             if e.ev == "error":
@@ -344,6 +353,9 @@ class CaseResult:
     add_max_unowned: int = 0
     overlaps: int = 0
     records: int = 0  # records the members received (and "processed")
+    records_never_received: int = 0  # offsets below the produced end that no member was given
+    records_received_again: int = 0  # offsets given to more than one member (at-least-once)
+    records_skipped: int = 0  # offsets below the group's committed offset that no member was given
     gateway_cpu_s: float = 0.0
 
 
@@ -363,6 +375,7 @@ class Case:
             "max_poll_records": settings.max_poll_records,
         }
         self.members: list[Member] = []
+        self.committed: dict[int, int] | None = None
 
     def kinds(self) -> list[str]:
         initial = self.spec["initial"]
@@ -471,7 +484,36 @@ class Case:
                 m.proc.kill()
         if result is not None:
             with self.tracker.cond:
-                result.records = sum(e.records for e in self.tracker.events if e.ev == "closing")
+                closing = [e for e in self.tracker.events if e.ev == "closing"]
+            result.records = sum(e.records for e in closing)
+            seen: dict[int, Counter[int]] = {}
+            for e in closing:
+                for p, runs in (e.got or {}).items():
+                    c = seen.setdefault(int(p), Counter())
+                    for first, last in runs:
+                        c.update(range(first, last + 1))
+            end = self.s.backlog()
+            result.records_never_received = sum(
+                sum(1 for o in range(end) if o not in seen.get(p, ())) for p in range(self.s.partitions)
+            )
+            result.records_received_again = sum(n - 1 for c in seen.values() for n in c.values() if n > 1)
+            committed = committed_offsets(self.spec_common["bootstrap"], self.spec_common["group"], self.s)
+            self.committed = committed
+            result.records_skipped = sum(
+                sum(1 for o in range(max(0, committed.get(p, 0))) if o not in seen.get(p, ()))
+                for p in range(self.s.partitions)
+            )
+
+
+def committed_offsets(bootstrap: str, group: str, s: Settings) -> dict[int, int]:
+    """The group's committed offset per partition (-1001 where none), via OffsetFetch."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    req = ConsumerGroupTopicPartitions(group, [TopicPartition(TOPIC, p) for p in range(s.partitions)])
+    res = admin.list_consumer_group_offsets([req])[group].result(30)
+    return {tp.partition: tp.offset for tp in res.topic_partitions}
 
 
 # -- setup -----------------------------------------------------------------------------------
@@ -534,6 +576,8 @@ def run(s: Settings, cases: list[str], progress: Any, keep_logs: str | None = No
                     if keep_logs:
                         with (log_dir / f"{name}-events.jsonl").open("w") as f:
                             f.writelines(json.dumps(asdict(e)) + "\n" for e in case.tracker.events)
+                        if case.committed is not None:
+                            (log_dir / f"{name}-committed.json").write_text(json.dumps(case.committed))
                 results.append(r)
                 progress(
                     f"{name}: add settles in {r.add_settle_s:.2f}s, roll unowned "
@@ -596,6 +640,15 @@ def print_table(doc: dict[str, Any]) -> None:
         "\nunowned: partition-seconds with no live owner (from the clients' callbacks); max: most partitions"
         "\nunowned at once; roll time: first close until settled after the last replacement."
     )
+    print(
+        "records received (again, skipped): "
+        + "; ".join(
+            f"{r['case']} {r['records']} ({r['records_received_again']}, {r['records_skipped']})"
+            for r in doc["results"]
+        )
+    )
+    if any(r["records_skipped"] for r in doc["results"]):
+        print("WARNING: records below a committed offset were never given to any member (data loss)")
     if any(r["overlaps"] for r in doc["results"]):
         print(
             "\nWARNING: a partition was held by two live members at once:",

@@ -43,6 +43,25 @@ def emit(ev: str, **fields: Any) -> None:
         sys.stdout.flush()
 
 
+class Received:
+    """The offsets this member was given, per partition, as [first, last] runs."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.runs: dict[int, list[list[int]]] = {}
+
+    def add(self, partition: int, offset: int) -> None:
+        self.count += 1
+        runs = self.runs.setdefault(partition, [])
+        if runs and runs[-1][1] + 1 == offset:
+            runs[-1][1] = offset
+        else:
+            runs.append([offset, offset])
+
+    def ranges(self) -> dict[str, list[list[int]]]:
+        return {str(p): runs for p, runs in self.runs.items()}
+
+
 def work(seconds: float) -> None:
     """The application's work between two polls (a sleep: it must not compete for the CPU)."""
     if seconds > 0:
@@ -117,13 +136,14 @@ def run_kafka_python(spec: dict[str, Any], ctl: Control) -> None:
         return
     emit("subscribe")  # the first poll() below sends JoinGroup
     per_record, gap = spec["process_ms"] / 1000.0, spec["poll_gap_ms"] / 1000.0
-    records = 0
+    got = Received()
     while not ctl.close.is_set():
         batch = consumer.poll(timeout_ms=100)
-        n = sum(len(msgs) for msgs in batch.values())
-        records += n
-        work(n * per_record + gap)
-    emit("closing", records=records)
+        for msgs in batch.values():
+            for m in msgs:
+                got.add(m.partition, m.offset)
+        work(sum(len(msgs) for msgs in batch.values()) * per_record + gap)
+    emit("closing", records=got.count, got=got.ranges())
     consumer.close()
     emit("closed")
 
@@ -168,13 +188,15 @@ def run_confluent(spec: dict[str, Any], ctl: Control) -> None:
     emit("subscribe")
     consumer.subscribe([spec["topic"]], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
     per_record, gap = spec["process_ms"] / 1000.0, spec["poll_gap_ms"] / 1000.0
-    records = 0
+    got = Received()
     while not ctl.close.is_set():
-        msgs = consumer.consume(num_messages=spec["max_poll_records"], timeout=0.1)
-        n = sum(1 for m in msgs if m.error() is None)
-        records += n
-        work(n * per_record + gap)
-    emit("closing", records=records)
+        msgs = [
+            m for m in consumer.consume(num_messages=spec["max_poll_records"], timeout=0.1) if not m.error()
+        ]
+        for m in msgs:
+            got.add(m.partition(), m.offset())
+        work(len(msgs) * per_record + gap)
+    emit("closing", records=got.count, got=got.ranges())
     consumer.close()
     emit("closed")
 

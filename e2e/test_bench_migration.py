@@ -45,3 +45,4 @@ def test_migration_benchmark_quick() -> None:
         assert first is not None and 0 <= first <= r["add_settle_s"]
         assert len(r["roll_step_s"]) == doc["settings"]["members"]
         assert r["overlaps"] == 0, f"{case}: a partition was owned by two live members at once"
+        assert r["records_skipped"] == 0, f"{case}: committed past records no member received"

@@ -519,6 +519,13 @@ def run_group_scenario(
     return ScenarioResult(ledger, first, second, duplicates, members)
 
 
+def requests_seen(gw: GatewayProcess, api: str) -> set[str]:
+    """Versions of `api` the gateway has answered (its Prometheus endpoint must be on)."""
+    prefix = f'groupshift_requests_total{{api="{api}",version="'
+    return {line[len(prefix):].split('"', 1)[0]
+            for line in gw.metrics().splitlines() if line.startswith(prefix)}
+
+
 def committed_offsets(gw: GatewayProcess, group: str, topic: str) -> dict[int, int]:
     """The group's committed offsets of `topic` through kafka-python's admin client (OffsetFetch)."""
     from kafka.admin import KafkaAdminClient

@@ -519,6 +519,28 @@ def run_group_scenario(
     return ScenarioResult(ledger, first, second, duplicates, members)
 
 
+def read_all(gw: GatewayProcess, topic: str) -> list[tuple[int, int, bytes, bytes]]:
+    """Every record of `topic` as (partition, offset, key, value), by manual assignment."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": gw.bootstrap, "group.id": "e2e-read-all",
+                         "enable.auto.commit": False, "fetch.wait.max.ms": 50})
+    try:
+        lo_hi = [consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+                 for p in range(PARTITIONS)]
+        total = sum(hi - lo for lo, hi in lo_hi)
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
+        got: list[tuple[int, int, bytes, bytes]] = []
+        deadline = time.monotonic() + 30
+        while len(got) < total and time.monotonic() < deadline:
+            for m in consumer.consume(num_messages=1000, timeout=0.5):
+                assert not m.error(), m.error()
+                got.append((m.partition(), m.offset(), m.key(), m.value()))
+    finally:
+        consumer.close()
+    return sorted(got)
+
+
 def requests_seen(gw: GatewayProcess, api: str) -> set[str]:
     """Versions of `api` the gateway has answered (its Prometheus endpoint must be on)."""
     prefix = f'groupshift_requests_total{{api="{api}",version="'

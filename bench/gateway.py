@@ -359,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--groups", type=int, default=10, help="groups they are spread over")
     parser.add_argument("--hb-seconds", type=float, default=5.0, help="per heartbeat run")
     parser.add_argument(
-        "--hb-load", type=_load_spec, nargs="+", default=[(64, 1), (64, 4), (100, 8)],
+        "--hb-load", type=_load_spec, nargs="+", default=[(64, 1), (64, 2), (64, 4), (128, 8)],
         metavar="CONNxDEPTH", help="heartbeat load shapes: connections x pipelined requests each",
     )
     parser.add_argument("--profile", metavar="DIR", help="profile the gateway during heartbeats")

@@ -242,6 +242,9 @@ class KafkaConnection(asyncio.Protocol):
         """Close this connection now (bad input, or Kafka's close-instead-of-answer cases)."""
         if self._closing:
             return
+        if self._flush_wanted:  # answers completed earlier in this read still go out first
+            self._reading = False
+            self._flush()
         self._closing = True
         self._close_reason = reason
         log.info(

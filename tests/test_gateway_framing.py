@@ -139,3 +139,12 @@ def test_a_response_completed_later_is_written_with_the_ready_ones_behind_it() -
     rec.slots[0].complete(b"slow answer")
     assert transport.written == [b"slow answerfast answer"]
     assert conn.in_flight == 0
+
+
+def test_answers_completed_before_a_bad_frame_in_the_same_read_are_written_before_closing() -> None:
+    rec = InlineResponder()
+    conn = KafkaConnection(connection_id=1, on_frame=rec, max_frame_bytes=1000)
+    transport = FakeTransport()
+    conn.connection_made(transport)  # type: ignore[arg-type]
+    conn.data_received(frame(b"a") + frame(b"b") + struct.pack(">i", -1))
+    assert transport.closed and transport.written == [b"<a><b>"]

@@ -186,8 +186,6 @@ class Ledger:
 class Member:
     """One consumer of a group, driven in its own thread (or task); see the subclasses."""
 
-    throttle = 0.0  # seconds slept after each non-empty poll
-
     def __init__(self, name: str, ledger: Ledger) -> None:
         self.name = name
         self.ledger = ledger
@@ -274,7 +272,6 @@ class KafkaPythonMember(Member):
                         consumer.commit()
                     except (CommitFailedError, KafkaError) as e:
                         self.ledger.commit_failures.append((self.name, type(e).__name__))
-                    time.sleep(self.throttle)
                 self.assignment = frozenset(tp.partition for tp in consumer.assignment())
         finally:
             consumer.close()
@@ -285,6 +282,7 @@ class ConfluentMember(Member):
                  subscription: list[str] | None = None, **config: Any) -> None:
         super().__init__(name, ledger)
         self.subscription = subscription or [ledger.topic]
+        self.all_topics: frozenset[str] = frozenset()  # every topic assigned (regex subscriptions)
         self.config = {
             "bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
             "auto.offset.reset": "earliest", "fetch.wait.max.ms": 100, "client.id": name,
@@ -329,7 +327,6 @@ class ConfluentMember(Member):
                         consumer.commit(asynchronous=False)
                     except KafkaException as e:
                         self.ledger.commit_failures.append((self.name, str(e.args[0])))
-                    time.sleep(self.throttle)
                 self.assignment = frozenset(
                     tp.partition for tp in consumer.assignment() if tp.topic == self.ledger.topic
                 )
@@ -410,7 +407,6 @@ class AiokafkaMember(Member):
                         await consumer.commit()
                     except (CommitFailedError, KafkaError) as e:
                         self.ledger.commit_failures.append((self.name, type(e).__name__))
-                    await asyncio.sleep(self.throttle)
                 self.assignment = frozenset(tp.partition for tp in consumer.assignment())
         finally:
             await consumer.stop()

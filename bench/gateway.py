@@ -1,6 +1,8 @@
-"""Gateway benchmark: request round trips and data-plane throughput over real TCP.
+"""Gateway benchmark: request round trips, data-plane throughput and steady group heartbeats
+over real TCP.
 
-    python -m bench.gateway [--json] [--seconds S] [--connections N]
+    python -m bench.gateway [--json] [--seconds S] [--connections N] [--only heartbeats]
+    python -m bench.gateway --only heartbeats --members 10000 --groups 10 --profile DIR
 
 Starts `groupshift serve` as a subprocess (its own core on a multi-core machine) and measures:
   * request round trips (ApiVersions, Metadata, FindCoordinator): N connections, one request in
@@ -9,9 +11,17 @@ Starts `groupshift serve` as a subprocess (its own core on a multi-core machine)
   * produce throughput: librdkafka (confluent-kafka) producing fixed-size records, acks=all;
   * fetch throughput: librdkafka consuming them back from the beginning.
 
+  * steady heartbeats (`bench.heartbeats`): ConsumerGroupHeartbeat and classic Heartbeat of
+    `--members` members in `--groups` groups, driven from `--hb-connections` connections with
+    `--hb-depth` pipelined requests each, against a second gateway with
+    `coordinator.fsync.policy=none`; the gateway is pinned to core 0 and this process to core 1
+    when the machine has two cores. Goal (issue 5): >= 35,000 heartbeats/s, p99 < 10 ms.
+    `--profile DIR` samples the gateway with py-spy during each timed run (if py-spy is
+    installed) and prints its top functions by own time; without py-spy it falls back to the
+    gateway's cProfile hook (`GROUPSHIFT_PROFILE`, see gateway/server.py).
+
 Scenarios are entries of `SCENARIOS`; a round-trip scenario is just a function returning the
-request to send, so adding classic Heartbeat or ConsumerGroupHeartbeat once the group layer
-registers them is one `RoundTrip(...)` line (see `heartbeat_request`).
+request to send.
 """
 
 from __future__ import annotations
@@ -19,7 +29,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import pstats
+import re
+import shutil
 import struct
+import subprocess
 import sys
 import tempfile
 import time
@@ -59,12 +74,6 @@ def metadata_request() -> Any:
 def find_coordinator_request() -> Any:
     """A small group-path request: the closest stand-in for a heartbeat until groups exist."""
     return request(10, 3, key="bench-group", key_type=0)
-
-
-def heartbeat_request() -> Any:
-    """Classic Heartbeat v4: add `RoundTrip("Heartbeat", heartbeat_request)` once registered."""
-    return request(12, 4, group_id="bench", generation_id=1, member_id="m",
-                   group_instance_id=None)
 
 
 # -- round trips -----------------------------------------------------------------------------
@@ -215,6 +224,122 @@ def run_fetch(gw: GatewayProcess, records: int, size: int) -> dict:
     }
 
 
+# -- steady heartbeats -------------------------------------------------------------------------
+
+HEARTBEAT_GOAL = 35_000
+HEARTBEAT_P99_GOAL_MS = 10.0
+
+
+def _pin(pid: int, cpu: int) -> bool:
+    """Pin `pid` (0: this process) to one cpu, when the machine has it."""
+    if not hasattr(os, "sched_setaffinity") or (os.cpu_count() or 1) < 2:
+        return False
+    os.sched_setaffinity(pid, {cpu})
+    return True
+
+
+def _top_costs(profile: Path, limit: int = 15) -> list[dict]:
+    """Top functions by own time from a py-spy raw (collapsed) profile or a cProfile dump."""
+    if profile.suffix == ".prof":
+        stats = pstats.Stats(str(profile))
+        total = sum(v[2] for v in stats.stats.values()) or 1.0  # type: ignore[attr-defined]
+        rows = sorted(stats.stats.items(), key=lambda kv: kv[1][2], reverse=True)  # type: ignore[attr-defined]
+        return [{"function": f"{Path(f).name}:{line} {name}", "self_pct": round(100 * v[2] / total, 1)}
+                for (f, line, name), v in rows[:limit]]
+    own: dict[str, int] = {}
+    total = 0
+    for line in profile.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack:
+            continue
+        n = int(count)
+        total += n
+        leaf = re.sub(r":\d+\)$", ")", stack.split(";")[-1])  # per function, not per line
+        own[leaf] = own.get(leaf, 0) + n
+    ranked = sorted(own.items(), key=lambda kv: kv[1], reverse=True)[:limit]
+    return [{"function": f, "self_pct": round(100 * n / max(total, 1), 1)} for f, n in ranked]
+
+
+def _inclusive_costs(profile: Path, needles: tuple[str, ...]) -> dict[str, float]:
+    """Share of samples whose stack passes through each needle (py-spy raw profiles only)."""
+    if profile.suffix == ".prof":
+        return {}
+    hits = dict.fromkeys(needles, 0)
+    total = 0
+    for line in profile.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack:
+            continue
+        n = int(count)
+        total += n
+        for needle in needles:
+            if needle in stack:
+                hits[needle] += n
+    return {k: round(100 * v / max(total, 1), 1) for k, v in hits.items()}
+
+
+PROFILE_STAGES = (
+    "data_received (gateway/framing.py", "on_frame (gateway/dispatch.py", "decode (gateway/codec.py",
+    "GroupApis.consumer_group_heartbeat (", "GroupApis.heartbeat (", "ShardRuntime.run (",
+    "build (gateway/entity_builder.py",
+    "encode_response (gateway/codec.py", "_flush (gateway/framing.py",
+)
+
+
+def run_heartbeats(args: argparse.Namespace) -> list[dict]:
+    from bench import heartbeats as hb
+
+    results: list[dict] = []
+    profile_dir = Path(args.profile) if args.profile else None
+    py_spy = shutil.which("py-spy") or shutil.which("py-spy", path=str(Path(sys.executable).parent))
+    with tempfile.TemporaryDirectory(prefix="groupshift-bench-hb-") as tmp:
+        env_profile = None
+        if profile_dir is not None and py_spy is None:
+            profile_dir.mkdir(parents=True, exist_ok=True)
+            env_profile = profile_dir / "gateway-cprofile.prof"
+            os.environ["GROUPSHIFT_PROFILE"] = str(env_profile)
+        try:
+            gw = GatewayProcess.start(Path(tmp) / "data", sets=list(hb.SETTINGS))
+        finally:
+            os.environ.pop("GROUPSHIFT_PROFILE", None)
+        pinned = _pin(gw.proc.pid, 0) and _pin(0, 1)
+        try:
+            for kind in ("ConsumerGroupHeartbeat", "Heartbeat"):
+                started = time.perf_counter()
+                steady = hb.setup(gw.port, kind, args.groups, args.members)
+                setup_s = time.perf_counter() - started
+                for connections, depth in args.hb_load:
+                    spy = None
+                    if profile_dir is not None and py_spy is not None:
+                        profile_dir.mkdir(parents=True, exist_ok=True)
+                        out = profile_dir / f"{kind}-{connections}x{depth}.txt"
+                        spy = subprocess.Popen(
+                            [py_spy, "record", "-p", str(gw.proc.pid), "-r", "200", "-f", "raw",
+                             "-o", str(out), "-d", str(int(args.hb_seconds + 2)), "--nonblocking"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                        )
+                        time.sleep(0.5)
+                    r = hb.run_load(gw.port, kind, steady, args.groups, connections, depth,
+                                    args.hb_seconds, gateway_pid=gw.proc.pid).as_dict()
+                    r["setup_s"] = round(setup_s, 1)
+                    r["gateway_pinned_to_one_core"] = pinned
+                    r["goal_met"] = (r["requests_per_s"] >= HEARTBEAT_GOAL
+                                     and r["p99_ms"] < HEARTBEAT_P99_GOAL_MS)
+                    if spy is not None:
+                        spy.wait(60)
+                        if out.exists():
+                            r["profile"] = str(out)
+                            r["profile_top_self"] = _top_costs(out)
+                            r["profile_stages_pct"] = _inclusive_costs(out, PROFILE_STAGES)
+                    results.append(r)
+        finally:
+            gw.stop(timeout=60)
+        if env_profile is not None and env_profile.exists():
+            results.append({"scenario": "gateway cProfile (whole process life)",
+                            "profile": str(env_profile), "profile_top_self": _top_costs(env_profile)})
+    return results
+
+
 SCENARIOS = [
     RoundTrip("ApiVersions", api_versions_request),
     RoundTrip("Metadata", metadata_request),
@@ -229,27 +354,49 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--connections", type=int, default=50)
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--record-bytes", type=int, default=100)
+    parser.add_argument("--only", choices=["dataplane", "heartbeats"], help="run only one part")
+    parser.add_argument("--members", type=int, default=10_000, help="heartbeating members")
+    parser.add_argument("--groups", type=int, default=10, help="groups they are spread over")
+    parser.add_argument("--hb-seconds", type=float, default=5.0, help="per heartbeat run")
+    parser.add_argument(
+        "--hb-load", type=_load_spec, nargs="+", default=[(64, 1), (64, 2), (64, 4), (128, 8)],
+        metavar="CONNxDEPTH", help="heartbeat load shapes: connections x pipelined requests each",
+    )
+    parser.add_argument("--profile", metavar="DIR", help="profile the gateway during heartbeats")
     args = parser.parse_args(argv)
 
     results = []
-    with tempfile.TemporaryDirectory(prefix="groupshift-bench-") as tmp:
-        gw = GatewayProcess.start(Path(tmp) / "data", sets=["num.partitions=6"])
-        try:
-            results.append(run_produce(gw, args.records, args.record_bytes))
-            results.append(run_fetch(gw, args.records, args.record_bytes))
-            for rt in SCENARIOS:
-                results.append(run_round_trip(gw, rt, 1, args.seconds))
-                results.append(run_round_trip(gw, rt, args.connections, args.seconds))
-        finally:
-            gw.stop()
+    if args.only != "heartbeats":
+        with tempfile.TemporaryDirectory(prefix="groupshift-bench-") as tmp:
+            gw = GatewayProcess.start(Path(tmp) / "data", sets=["num.partitions=6"])
+            try:
+                results.append(run_produce(gw, args.records, args.record_bytes))
+                results.append(run_fetch(gw, args.records, args.record_bytes))
+                for rt in SCENARIOS:
+                    results.append(run_round_trip(gw, rt, 1, args.seconds))
+                    results.append(run_round_trip(gw, rt, args.connections, args.seconds))
+            finally:
+                gw.stop()
+    if args.only != "dataplane":
+        results += run_heartbeats(args)
     if args.json:
         json.dump({"benchmark": "gateway", "results": results}, sys.stdout, indent=1)
         print()
     else:
         for r in results:
-            fields = ", ".join(f"{k}={v}" for k, v in r.items() if k != "scenario")
+            fields = ", ".join(f"{k}={v}" for k, v in r.items()
+                               if k not in ("scenario", "profile_top_self", "profile_stages_pct"))
             print(f"{r['scenario']:<34} {fields}")
+            for row in r.get("profile_top_self", []):
+                print(f"    {row['self_pct']:5.1f}%  {row['function']}")
+            for stage, pct in r.get("profile_stages_pct", {}).items():
+                print(f"    incl {pct:5.1f}%  {stage}")
     return 0
+
+
+def _load_spec(text: str) -> tuple[int, int]:
+    conns, _, depth = text.partition("x")
+    return int(conns), int(depth or 1)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,11 @@ Why buckets: every heartbeat reschedules a session timer, so rescheduling must b
 allocation-free. Entries of one timeout length are kept in one OrderedDict in deadline order
 (time never goes backwards, so re-adding at the end keeps it sorted); the earliest deadline of the
 whole structure is the minimum over the few bucket heads.
+
+`next_deadline()` is asked after every operation, so it is cached: adding a timer can only lower
+the minimum (kept up to date), and moving or removing one can only raise it, which matters only
+if that timer held the minimum (then the cache is recomputed on the next ask). A steady
+heartbeat pushes a session timer that is not the earliest, and leaves the cache valid.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from collections.abc import Callable
 from typing import Any
 
 TimerCallback = Callable[[int], Any]
+
+_STALE = -1  # `Timers._min` when it must be recomputed (deadlines are never negative)
 
 
 class TimerEntry:
@@ -35,13 +42,24 @@ class TimerEntry:
 
 
 class Timers:
-    __slots__ = ("_buckets", "_entries", "_now", "_seq")
+    __slots__ = ("_buckets", "_entries", "_min", "_now", "_seq")
 
     def __init__(self) -> None:
         self._entries: dict[str, TimerEntry] = {}
         self._buckets: dict[int, OrderedDict[str, TimerEntry]] = {}
         self._seq = 0
         self._now = 0
+        self._min: int | None = None  # earliest deadline (None: no timers), or _STALE
+
+    def _added(self, deadline: int) -> None:
+        m = self._min
+        if m != _STALE and (m is None or deadline < m):
+            self._min = deadline
+
+    def _leaving(self, deadline: int) -> None:
+        """A timer at `deadline` is removed or moved later: the minimum may rise."""
+        if self._min == deadline:
+            self._min = _STALE
 
     def _clock(self, now_ms: int) -> int:
         # Deadlines inside a bucket must be non-decreasing: never let time run backwards.
@@ -56,10 +74,12 @@ class Timers:
         old = self._entries.get(key)
         if old is not None:
             if old.timeout_ms == timeout_ms:
+                self._leaving(old.deadline)
                 old.deadline = now + timeout_ms
                 old.seq = self._seq
                 old.callback = callback
                 self._buckets[timeout_ms].move_to_end(key)
+                self._added(old.deadline)
                 return
             self._remove(old)
         entry = TimerEntry(key, now + timeout_ms, timeout_ms, self._seq, callback)
@@ -68,6 +88,7 @@ class Timers:
         if bucket is None:
             bucket = self._buckets[timeout_ms] = OrderedDict()
         bucket[key] = entry
+        self._added(entry.deadline)
 
     def schedule_if_absent(self, key: str, timeout_ms: int, now_ms: int, callback: TimerCallback) -> None:
         if key not in self._entries:
@@ -85,6 +106,8 @@ class Timers:
             return True
         now = self._clock(now_ms)
         self._seq += 1
+        if entry.deadline == self._min:
+            self._min = _STALE
         entry.deadline = now + timeout_ms
         entry.seq = self._seq
         self._buckets[timeout_ms].move_to_end(key)
@@ -96,6 +119,7 @@ class Timers:
             self._remove(entry)
 
     def _remove(self, entry: TimerEntry) -> None:
+        self._leaving(entry.deadline)
         del self._entries[entry.key]
         bucket = self._buckets[entry.timeout_ms]
         del bucket[entry.key]
@@ -124,8 +148,11 @@ class Timers:
         return best
 
     def next_deadline(self) -> int | None:
-        e = self._earliest()
-        return None if e is None else e.deadline
+        m = self._min
+        if m == _STALE:
+            e = self._earliest()
+            m = self._min = None if e is None else e.deadline
+        return m
 
     def pop_due(self, now_ms: int) -> TimerEntry | None:
         """Remove and return the earliest timer due at `now_ms`, or None.

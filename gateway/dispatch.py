@@ -11,8 +11,9 @@ its own connection (Kafka would send a generic error response; we have no generi
 builder for every API, and closing makes every client retry on a fresh connection).
 
 Per-request overhead matters (classic and KIP-848 heartbeats reach tens of thousands per
-second): codecs are cached per (key, version), plain-function handlers run inline without a
-task, and metrics are pre-bound children.
+second): the handler, codec and pre-bound metric children of each served (key, version) are
+looked up once and kept until the registry changes, and plain-function handlers run inline
+without a task.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 
 import structlog
 
-from gateway.codec import DecodeFailure, api_schema, decode, encode_response, peek
+from gateway.codec import ApiSchema, DecodeFailure, api_schema, decode, encode_response, peek
 from gateway.framing import KafkaConnection, ResponseSlot
 from gateway.metrics import CounterChild, MetricsRegistry, SummaryChild
 from gateway.registry import NO_RESPONSE, CloseConnection, HandlerRegistry, HandlerSpec
@@ -42,6 +43,17 @@ class _ApiMetrics:
     def __init__(self, requests: CounterChild, latency: SummaryChild) -> None:
         self.requests = requests
         self.latency = latency
+
+
+class _Route:
+    """Everything needed to serve one (api key, version) the registry serves."""
+
+    __slots__ = ("metrics", "schema", "spec")
+
+    def __init__(self, spec: HandlerSpec, schema: ApiSchema, metrics: _ApiMetrics) -> None:
+        self.spec = spec
+        self.schema = schema
+        self.metrics = metrics
 
 
 class Dispatcher:
@@ -70,6 +82,8 @@ class Dispatcher:
             ("reason",),
         )
         self._by_api: dict[tuple[str, int], _ApiMetrics] = {}
+        self._routes: dict[tuple[int, int], _Route] = {}
+        self._routes_generation = registry.generation
 
     def _api_metrics(self, name: str, version: int) -> _ApiMetrics:
         m = self._by_api.get((name, version))
@@ -91,6 +105,23 @@ class Dispatcher:
         )
         conn.close(reason)
 
+    def _route(self, api_key: int, version: int) -> _Route | None:
+        """The cached route of a served (key, version); None for anything else."""
+        if self._routes_generation != self.registry.generation:
+            self._routes.clear()
+            self._routes_generation = self.registry.generation
+        route = self._routes.get((api_key, version))
+        if route is None:
+            spec = self.registry.get(api_key)
+            if spec is None or not spec.supports(version):
+                return None
+            schema = api_schema(api_key, version)
+            assert schema is not None  # the registry only accepts versions kio can decode
+            route = self._routes[(api_key, version)] = _Route(
+                spec, schema, self._api_metrics(spec.name, version)
+            )
+        return route
+
     def on_frame(self, conn: KafkaConnection, frame: bytes, slot: ResponseSlot) -> None:
         """Handle one request frame; the response (if any) lands in `slot`."""
         started = time.perf_counter()
@@ -99,22 +130,22 @@ class Dispatcher:
         except DecodeFailure as e:
             self._reject(conn, "request.header_invalid", error=str(e))
             return
-        spec = self.registry.get(api_key)
-        if spec is None:
-            self._reject(conn, "api.unknown", api_key=api_key, api_version=version)
-            return
-        if not spec.supports(version):
-            if api_key == API_VERSIONS_KEY and version > spec.max_version:
+        route = self._route(api_key, version)
+        if route is None:
+            spec_or_none = self.registry.get(api_key)
+            if spec_or_none is None:
+                self._reject(conn, "api.unknown", api_key=api_key, api_version=version)
+                return
+            if api_key == API_VERSIONS_KEY and version > spec_or_none.max_version:
                 slot.complete(self._unsupported_api_versions(correlation_id))
-                self._api_metrics(spec.name, 0).requests.inc()  # answered as v0
+                self._api_metrics(spec_or_none.name, 0).requests.inc()  # answered as v0
                 return
             self._reject(
                 conn, "api.version_unsupported", api_key=api_key, api_version=version,
-                min_version=spec.min_version, max_version=spec.max_version,
+                min_version=spec_or_none.min_version, max_version=spec_or_none.max_version,
             )
             return
-        schema = api_schema(api_key, version)
-        assert schema is not None  # the registry only accepts versions kio can decode
+        spec, schema = route.spec, route.schema
         try:
             header, request = decode(schema, frame)
         except DecodeFailure as e:
@@ -142,7 +173,7 @@ class Dispatcher:
                 lambda f: self._complete(conn, slot, spec, schema, correlation_id, started, f)
             )
         else:
-            self._deliver(conn, slot, spec, schema, correlation_id, started, result)
+            self._deliver(conn, slot, spec, schema, correlation_id, started, result, route.metrics)
 
     def _complete(
         self,
@@ -174,6 +205,7 @@ class Dispatcher:
         correlation_id: int,
         started: float,
         response: Any,
+        metrics: _ApiMetrics | None = None,
     ) -> None:
         if response is NO_RESPONSE:
             data = None
@@ -186,7 +218,7 @@ class Dispatcher:
             except Exception as e:
                 self._failed(conn, spec, e)
                 return
-        m = self._api_metrics(spec.name, schema.version)
+        m = metrics or self._api_metrics(spec.name, schema.version)
         m.requests.inc()
         m.latency.observe(time.perf_counter() - started)
         slot.complete(data)

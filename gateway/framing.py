@@ -15,6 +15,11 @@ buffered, and only that connection is closed.
 
 Back-pressure: reading pauses while the transport's write buffer is above its high-water mark
 or too many requests are in flight on the connection, and resumes when both drain.
+
+Writes are coalesced: responses completed while one `data_received` call dispatches its frames
+(inline handlers: heartbeats, metadata, ...) are written once, together, when that call ends,
+instead of one `transport.write` (one send syscall) each; responses completed later (futures)
+are written as soon as they reach the head of the queue, with everything ready behind them.
 """
 
 from __future__ import annotations
@@ -87,6 +92,8 @@ class KafkaConnection(asyncio.Protocol):
         self._inflight_paused = False
         self._read_paused = False
         self._close_after_flush = False
+        self._reading = False  # inside data_received: flushes wait for its end
+        self._flush_wanted = False
         self._drained: asyncio.Future[None] | None = None
         self.ctx = RequestContext(connection_id=connection_id, peer=("", 0), listener=("", 0))
 
@@ -108,22 +115,28 @@ class KafkaConnection(asyncio.Protocol):
         pos = 0
         end_of_data = len(buf)
         max_frame = self._max_frame
-        with memoryview(buf) as view:
-            while end_of_data - pos >= 4:
-                size = _SIZE.unpack_from(buf, pos)[0]
-                if size < 0 or size > max_frame:
-                    self._reject_size(size)
-                    return
-                end = pos + 4 + size
-                if end > end_of_data:
-                    break
-                frame = bytes(view[pos + 4 : end])
-                pos = end
-                self._dispatch(frame)
-                if self._closing:
-                    return
+        self._reading = True
+        try:
+            with memoryview(buf) as view:
+                while end_of_data - pos >= 4:
+                    size = _SIZE.unpack_from(buf, pos)[0]
+                    if size < 0 or size > max_frame:
+                        self._reject_size(size)
+                        return
+                    end = pos + 4 + size
+                    if end > end_of_data:
+                        break
+                    frame = bytes(view[pos + 4 : end])
+                    pos = end
+                    self._dispatch(frame)
+                    if self._closing:
+                        return
+        finally:
+            self._reading = False
         if pos:
             del buf[:pos]
+        if self._flush_wanted:
+            self._flush()
 
     def eof_received(self) -> bool | None:
         # The client half-closed: answer what is in flight, then close (as Kafka does).
@@ -185,12 +198,19 @@ class KafkaConnection(asyncio.Protocol):
             self._update_reading()
 
     def _flush(self) -> None:
+        if self._reading:
+            self._flush_wanted = True  # written together when the read ends
+            return
+        self._flush_wanted = False
         slots = self._slots
         transport = self._transport
+        ready: list[bytes] = []
         while slots and slots[0].done:
-            slot = slots.popleft()
-            if slot.data is not None and transport is not None and not self._closing:
-                transport.write(slot.data)
+            data = slots.popleft().data
+            if data is not None:
+                ready.append(data)
+        if ready and transport is not None and not self._closing:
+            transport.write(ready[0] if len(ready) == 1 else b"".join(ready))
         if self._inflight_paused and len(slots) < MAX_IN_FLIGHT // 2:
             self._inflight_paused = False
             self._update_reading()
@@ -222,6 +242,9 @@ class KafkaConnection(asyncio.Protocol):
         """Close this connection now (bad input, or Kafka's close-instead-of-answer cases)."""
         if self._closing:
             return
+        if self._flush_wanted:  # answers completed earlier in this read still go out first
+            self._reading = False
+            self._flush()
         self._closing = True
         self._close_reason = reason
         log.info(

@@ -111,6 +111,14 @@ class _Gen:
     def emit(self, indent: int, line: str) -> None:
         self.lines.append("    " * indent + line)
 
+    def uvarint(self, ind: int, name: str) -> None:
+        """`name, pos = _uvarint(buf, pos)`, with the one-byte case (nearly all) inlined."""
+        self.emit(ind, f"{name} = buf[pos]")
+        self.emit(ind, f"if {name} < 0x80:")
+        self.emit(ind + 1, "pos += 1")
+        self.emit(ind, "else:")
+        self.emit(ind + 1, f"{name}, pos = _uvarint(buf, pos)")
+
     def entity(self, t: type, flexible: bool, ind: int) -> None:
         tagged: list[tuple[int, dataclasses.Field[Any]]] = []
         for f in dataclasses.fields(t):
@@ -132,10 +140,10 @@ class _Gen:
                 self.helpers[name] = _field_guard(f)
                 walk[tag_number] = name
         count, i, tag, size = self.var("c"), self.var("i"), self.var("t"), self.var("s")
-        self.emit(ind, f"{count}, pos = _uvarint(buf, pos)")
+        self.uvarint(ind, count)
         self.emit(ind, f"for {i} in range({count}):")
-        self.emit(ind + 1, f"{tag}, pos = _uvarint(buf, pos)")
-        self.emit(ind + 1, f"{size}, pos = _uvarint(buf, pos)")
+        self.uvarint(ind + 1, tag)
+        self.uvarint(ind + 1, size)
         for number, name in walk.items():
             self.emit(ind + 1, f"if {tag} == {number}:")
             self.emit(ind + 2, f"{name}(buf, pos, pos + {size})")
@@ -164,7 +172,7 @@ class _Gen:
             self.emit(ind, f"pos += {_FIXED[kafka_type]}")
         elif flexible:  # compact string/bytes/records: uvarint(len + 1), 0 = null
             n = self.var("n")
-            self.emit(ind, f"{n}, pos = _uvarint(buf, pos)")
+            self.uvarint(ind, n)
             self.emit(ind, f"if {n} > 1:")
             self.emit(ind + 1, f"pos += {n} - 1")
         elif kafka_type == "string":  # int16 length, -1 = null
@@ -185,7 +193,7 @@ class _Gen:
     ) -> None:
         n = self.var("n")
         if flexible:
-            self.emit(ind, f"{n}, pos = _uvarint(buf, pos)")
+            self.uvarint(ind, n)
             self.emit(ind, f"{n} -= 1")
         else:
             self.emit(ind, f"{n} = _unpack_i(buf, pos)[0]")

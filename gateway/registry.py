@@ -107,6 +107,8 @@ class HandlerRegistry:
 
     def __init__(self) -> None:
         self._specs: dict[int, HandlerSpec] = {}
+        self.generation = 0
+        """Bumped by every (un)registration, so callers may cache lookups between changes."""
 
     def register(
         self,
@@ -147,6 +149,7 @@ class HandlerRegistry:
             is_coroutine=inspect.iscoroutinefunction(fn),
         )
         self._specs[api_key] = spec
+        self.generation += 1
         return spec
 
     def __setitem__(self, api_key: int, spec: HandlerSpec) -> None:
@@ -157,6 +160,7 @@ class HandlerRegistry:
 
     def unregister(self, api_key: int) -> None:
         self._specs.pop(api_key, None)
+        self.generation += 1
 
     def get(self, api_key: int) -> HandlerSpec | None:
         return self._specs.get(api_key)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import os
 import signal
 from collections.abc import Callable, Sequence
 
@@ -186,7 +187,26 @@ def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
 
 
 def run(config: ServerConfig, *, extensions: Sequence[Extension] = ()) -> int:
-    """Serve until SIGTERM/SIGINT; the process exit code."""
+    """Serve until SIGTERM/SIGINT; the process exit code.
+
+    Profiling hook (off by default): with `GROUPSHIFT_PROFILE=PATH` in the environment the whole
+    serving life runs under cProfile and the stats are written to PATH on a graceful exit.
+    """
+    profile_path = os.environ.get("GROUPSHIFT_PROFILE")
+    if not profile_path:
+        return _run(config, extensions)
+    import cProfile
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    try:
+        return _run(config, extensions)
+    finally:
+        profiler.disable()
+        profiler.dump_stats(profile_path)
+
+
+def _run(config: ServerConfig, extensions: Sequence[Extension]) -> int:
     try:
         server = GatewayServer(config, extensions=extensions)
     except (OSError, ValueError, LogError) as e:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
 
@@ -14,6 +15,16 @@ class FakeTransport:
     def write(self, data: bytes) -> None:
         assert not self.closed
         self.written.append(data)
+
+    def frames(self) -> list[bytes]:
+        """What was written, cut into size-prefixed frames (writes may carry several)."""
+        data = b"".join(self.written)
+        out, pos = [], 0
+        while pos < len(data):
+            (size,) = struct.unpack_from(">i", data, pos)
+            out.append(data[pos : pos + 4 + size])
+            pos += 4 + size
+        return out
 
     def close(self) -> None:
         self.closed = True

@@ -456,12 +456,12 @@ def test_a_request_pipelined_after_a_produce_sees_its_records(tmp_path: Path) ->
         conn.data_received(encode_request(produce, correlation_id=1)
                            + encode_request(latest, correlation_id=2))
         for _ in range(50):
-            if len(transport.written) == 2:
+            if len(transport.frames()) == 2:
                 break
             await asyncio.sleep(0.01)
         (c1, produced), (c2, offsets) = (
             decode_response(response_type_of(r), w[4:])
-            for r, w in zip((produce, latest), transport.written, strict=True)
+            for r, w in zip((produce, latest), transport.frames(), strict=True)
         )
         assert (c1, c2) == (1, 2)
         assert produced.responses[0].partition_responses[0].base_offset == 0

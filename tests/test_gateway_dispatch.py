@@ -50,7 +50,7 @@ class Gateway:
         self.conn.data_received(struct.pack(">i", len(payload)) + payload)
 
     def answers(self, response_type: type) -> list[tuple[int, Any]]:
-        return [decode_response(response_type, w[4:]) for w in self.transport.written]
+        return [decode_response(response_type, w[4:]) for w in self.transport.frames()]
 
 
 def heartbeat(version: int = 4) -> Any:
@@ -141,7 +141,7 @@ def test_sync_future_and_async_handlers_are_answered_in_request_order() -> None:
         release.set()
         for _ in range(5):
             await asyncio.sleep(0)
-        ids = [struct.unpack_from(">i", w, 4)[0] for w in gw.transport.written]
+        ids = [struct.unpack_from(">i", w, 4)[0] for w in gw.transport.frames()]
         assert ids == [1, 2, 3]
 
     asyncio.run(scenario())

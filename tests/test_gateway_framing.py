@@ -84,7 +84,7 @@ def test_responses_are_written_in_request_order_when_handlers_finish_out_of_orde
     second.complete(b"r2")
     assert transport.written == []
     first.complete(b"r1")
-    assert transport.written == [b"r1", b"r2", b"r3"]
+    assert b"".join(transport.written) == b"r1r2r3"
 
 
 def test_a_request_without_response_does_not_block_the_ones_after_it() -> None:
@@ -101,7 +101,7 @@ def test_reading_pauses_when_too_many_requests_are_in_flight_and_resumes_after()
     assert not transport.reading
     for slot in rec.slots:
         slot.complete(b"done")
-    assert transport.reading and len(transport.written) == MAX_IN_FLIGHT
+    assert transport.reading and b"".join(transport.written) == b"done" * MAX_IN_FLIGHT
 
 
 def test_closing_drops_unanswered_responses() -> None:
@@ -110,3 +110,41 @@ def test_closing_drops_unanswered_responses() -> None:
     conn.close("test")
     rec.slots[0].complete(b"too late")
     assert transport.closed and transport.written == []
+
+
+class InlineResponder(Recorder):
+    """Answers every frame at once, from inside the read (as inline handlers do)."""
+
+    def __call__(self, conn: KafkaConnection, data: bytes, slot: ResponseSlot) -> None:
+        super().__call__(conn, data, slot)
+        slot.complete(b"<" + data + b">")
+
+
+def test_responses_completed_during_one_read_are_written_together_at_its_end() -> None:
+    rec = InlineResponder()
+    conn = KafkaConnection(connection_id=1, on_frame=rec, max_frame_bytes=1000)
+    transport = FakeTransport()
+    conn.connection_made(transport)  # type: ignore[arg-type]
+    conn.data_received(frame(b"a") + frame(b"b") + frame(b"c"))
+    assert transport.written == [b"<a><b><c>"]
+    conn.data_received(frame(b"d"))
+    assert transport.written == [b"<a><b><c>", b"<d>"]
+
+
+def test_a_response_completed_later_is_written_with_the_ready_ones_behind_it() -> None:
+    conn, transport, rec = connection()
+    conn.data_received(frame(b"slow") + frame(b"fast"))
+    rec.slots[1].complete(b"fast answer")
+    assert transport.written == []
+    rec.slots[0].complete(b"slow answer")
+    assert transport.written == [b"slow answerfast answer"]
+    assert conn.in_flight == 0
+
+
+def test_answers_completed_before_a_bad_frame_in_the_same_read_are_written_before_closing() -> None:
+    rec = InlineResponder()
+    conn = KafkaConnection(connection_id=1, on_frame=rec, max_frame_bytes=1000)
+    transport = FakeTransport()
+    conn.connection_made(transport)  # type: ignore[arg-type]
+    conn.data_received(frame(b"a") + frame(b"b") + struct.pack(">i", -1))
+    assert transport.closed and transport.written == [b"<a><b>"]

@@ -12,6 +12,7 @@ Version details handled here (Kafka's request/response classes do the same):
 
 from __future__ import annotations
 
+import struct
 from typing import TYPE_CHECKING, Any
 
 from engine.classic.api import (
@@ -24,7 +25,7 @@ from engine.classic.api import (
 from engine.classic.member import Protocol
 from engine.consumer.api import ConsumerGroupHeartbeatRequest
 from engine.errors import Errors
-from gateway.codec import response_type_of
+from gateway.codec import api_schema, response_type_of
 from gateway.entity_builder import build
 from gateway.groups.apis import engine_ctx, gather, millis, then
 from gateway.registry import HandlerRegistry, RequestContext
@@ -34,6 +35,37 @@ if TYPE_CHECKING:
     from gateway.groups.service import GroupCoordinatorService
 
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+
+# The common ConsumerGroupHeartbeat answer (no assignment, no error message), encoded directly;
+# v0 and v1 share the layout. Byte-identical to the compiled writer (tests/test_group_api_fast_paths).
+_CGH_HEAD = struct.Struct(">ihB")  # throttle time 0, error code, null error message
+_CGH_TAIL = b"\xff\x00"  # null assignment, no tagged fields
+_EPOCH_AND_INTERVAL = struct.Struct(">ii")
+
+
+def _compact_string(value: str | None) -> bytes:
+    if value is None:
+        return b"\x00"
+    raw = value.encode()
+    n = len(raw) + 1
+    if n < 0x80:
+        return bytes((n,)) + raw
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out) + raw
+
+
+def steady_cgh_body(error_code: int, member_id: str | None, member_epoch: int, interval_ms: int) -> bytes:
+    """The body of a ConsumerGroupHeartbeatResponse v0/v1 with a null message and assignment."""
+    return b"".join((
+        _CGH_HEAD.pack(0, error_code, 0),
+        _compact_string(member_id),
+        _EPOCH_AND_INTERVAL.pack(member_epoch, interval_ms),
+        _CGH_TAIL,
+    ))
 
 
 def register(registry: HandlerRegistry, service: GroupCoordinatorService) -> None:
@@ -54,6 +86,7 @@ class GroupApis:
     def __init__(self, service: GroupCoordinatorService) -> None:
         self.service = service
         self.consumer_enabled = service.config.consumer_protocol_enabled
+        self._heartbeat_bodies: dict[tuple[type, int], bytes] = {}
 
     # --- KIP-848 -------------------------------------------------------------------------------
 
@@ -94,6 +127,8 @@ class GroupApis:
         )
 
         def respond(r: Any) -> Any:
+            if r.assignment is None and r.error_message is None:
+                return steady_cgh_body(r.error_code, r.member_id, r.member_epoch, r.heartbeat_interval_ms)
             assignment = None
             if r.assignment is not None:
                 assignment = {
@@ -266,7 +301,19 @@ class GroupApis:
         )
         ectx = engine_ctx(ctx, req.__version__)
         result = self.service.runtime_for(req.group_id).run(lambda c, now: c.heartbeat(ereq, ectx, now))
-        return then(result, lambda r: build(rtype, {"throttle_time": 0, "error_code": r.error_code}))
+        return then(result, lambda r: self._heartbeat_body(rtype, r.error_code))
+
+    def _heartbeat_body(self, rtype: type, error_code: int) -> bytes:
+        """A Heartbeat response is its error code: encode each (version, code) once."""
+        key = (rtype, error_code)
+        body = self._heartbeat_bodies.get(key)
+        if body is None:
+            schema = api_schema(rtype.__api_key__, rtype.__version__)
+            assert schema is not None
+            parts: list[bytes] = []
+            schema.write_body(parts.append, build(rtype, {"throttle_time": 0, "error_code": error_code}))
+            body = self._heartbeat_bodies[key] = b"".join(parts)
+        return body
 
     def leave_group(self, ctx: RequestContext, header: Any, req: Any) -> Any:
         rtype = response_type_of(req)

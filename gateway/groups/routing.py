@@ -8,6 +8,8 @@ groups of `__consumer_offsets` partition N and logs can be compared with a real 
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 
 def java_string_hash(s: str) -> int:
     h = 0
@@ -21,6 +23,7 @@ def _utf16_units(s: str) -> list[int]:
     return [int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data), 2)]
 
 
+@lru_cache(maxsize=1 << 16)  # every request of a group hashes its id: remember the busy ones
 def partition_for(group_id: str, num_partitions: int) -> int:
     h = java_string_hash(group_id)
     return 0 if h == -0x80000000 else abs(h) % num_partitions

@@ -88,7 +88,7 @@ class GroupCoordinatorService:
         return ShardRuntime(
             index,
             open_storage,
-            on_op_time=self._op_latency.observe,
+            on_op_time=self._op_latency.labels().observe,
             on_flush_time=self._flush_latency.observe,
             on_event=self._count_event,
         )

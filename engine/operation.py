@@ -23,11 +23,12 @@ class Operation:
     record is a snapshot of it) as Kafka's do. `on_append` is Kafka's append future: work that
     must wait until the records are durable (or failed), e.g. a leader's SyncGroup."""
 
-    __slots__ = ("_after", "completions", "events", "on_append", "records", "replay")
+    __slots__ = ("_after", "completions", "events", "explanations", "on_append", "records", "replay")
 
     def __init__(self, replay: bool = True) -> None:
         self.records: list[CoordinatorRecord] = []
         self.events: list[Event] = []
+        self.explanations: list[Event] = []
         self.completions: list[tuple[Pending, Any]] = []
         self._after: list[Callable[[], None]] | None = None
         self.replay = replay
@@ -35,6 +36,14 @@ class Operation:
 
     def event(self, name: str, **fields: Any) -> None:
         self.events.append((name, fields))
+
+    def explain(self, name: str, **fields: Any) -> None:
+        """An event that explains why the request may be refused: unlike other events it is
+        logged even when the handler then raises (an operation that fails leaves no other trace,
+        so a `member.joined` computed before the refusal must not be logged)."""
+        event = (name, fields)
+        self.events.append(event)
+        self.explanations.append(event)
 
     def complete(self, handle: Pending, response: Any) -> None:
         self.completions.append((handle, response))

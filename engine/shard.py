@@ -233,11 +233,11 @@ class Shard:
         try:
             response = fn(op)
         except CoordinatorError as e:
-            # Nothing of the operation is kept but its events, which explain the rejection.
+            # Nothing of the operation is kept but the events that explain the rejection.
             return Outcome(
                 on_error(e),
                 events=[
-                    *op.events,
+                    *op.explanations,
                     (
                         "request.rejected",
                         {
@@ -271,7 +271,7 @@ class Shard:
             return Outcome(
                 ConsumerGroupHeartbeatResponse(error_code=int(e.code), error_message=e.message),
                 events=[
-                    *op.events,
+                    *op.explanations,
                     (
                         "request.rejected",
                         {

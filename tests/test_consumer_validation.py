@@ -111,3 +111,15 @@ def test_rejected_request_emits_a_structured_event() -> None:
     [(name, fields)] = h.last.events
     assert name == "request.rejected"
     assert fields["error"] == "INVALID_REQUEST" and fields["member"] == "m1"
+
+
+def test_rejected_join_logs_only_the_rejection_not_the_join_it_did_not_make() -> None:
+    """A join refused late (the regex fails after the member was built) writes nothing, so its
+    log must not claim a `member.joined` either: only the explanation of the refusal."""
+    h = Harness()
+    h.join("m0")
+    r = h.join("m1", topics=None, subscribed_topic_regex="foo(")
+    assert r.error_code == Errors.INVALID_REGULAR_EXPRESSION
+    assert h.last is not None and not h.last.records
+    assert [name for name, _ in h.last.events] == ["request.rejected"]
+    assert "m1" not in h.group.members

@@ -106,7 +106,7 @@ def join(
         )
     names = [p.name for p in req.protocols]
     if not supports_classic_protocols(group, req.protocol_type, names):
-        op.event(
+        op.explain(
             "request.protocols_not_supported",
             group=gid,
             member=member_id,

@@ -22,4 +22,4 @@ def downgrade_enabled(config: CoordinatorConfig) -> bool:
 def refused(op: Operation, group_id: str, direction: str, reason: str, **fields: object) -> None:
     """Kafka answers a refused upgrade with a bare GROUP_ID_NOT_FOUND and logs nothing useful
     to the client; operators need to know why (migration pitfall #2)."""
-    op.event("group.conversion_refused", group=group_id, direction=direction, reason=reason, **fields)
+    op.explain("group.conversion_refused", group=group_id, direction=direction, reason=reason, **fields)

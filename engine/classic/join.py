@@ -132,6 +132,15 @@ def _join_existing_member(
     if group.is_in_state(S.DEAD):
         return error(Errors.COORDINATOR_NOT_AVAILABLE, member_id)
     if not group.supports_protocols(req.protocol_type, (p.name for p in req.protocols)):
+        op.event(
+            "request.rejected",
+            api="JoinGroup",
+            group=group.group_id,
+            member=member_id,
+            error="INCONSISTENT_GROUP_PROTOCOL",
+            reason=f"protocols {[p.name for p in req.protocols]} of type {req.protocol_type!r} "
+            f"do not overlap the group's {sorted(group.candidate_protocols())}",
+        )
         return error(Errors.INCONSISTENT_GROUP_PROTOCOL, member_id)
     if group.is_pending_member(member_id):
         if req.group_instance_id is not None:

@@ -84,7 +84,7 @@ def commit_offsets(
             validate_consumer_commit(group, req.member_id, req.generation_id_or_member_epoch, ctx.api_version)
         except CoordinatorError as e:
             cmember = group.members.get(req.member_id)
-            op.event(
+            op.explain(
                 "offset_commit.fenced",
                 group=gid,
                 member=req.member_id,

@@ -493,6 +493,17 @@ class KafkaPythonMember(Member):
         consumer = KafkaConsumer(**config)
         try:
             consumer.subscribe([topic], listener=Listener())
+            # kafka-python 3.0.12 quirk: a leader whose first join preceded the coordinator's
+            # metadata snapshot of the topic rejoins once the snapshot arrives; if a poll()
+            # timeout expires during that join, need_rejoin() turns False as soon as the leader's
+            # new assignment matches the metadata, the in-flight join task is never awaited again
+            # and the member stays unsynced and silent for good (no heartbeat, no rejoin). Waiting
+            # for the snapshot (the client's IO thread refreshes metadata on subscribe) before the
+            # first poll makes that metadata-triggered rejoin never happen.
+            coordinator = consumer._coordinator
+            wait_until(
+                lambda: coordinator._metadata_snapshot.get(topic), 30, f"{self.name}: metadata of {topic}"
+            )
             self.timeline.mark(self.name, "started", self.kind)
             self.running.set()
             while not self._stop.is_set():

@@ -1403,8 +1403,14 @@ class Cast:
         return self.confluent("classic", assignor, **kw)
 
     def stop_all(self) -> None:
+        """Stop every member: classic members first, then KIP-848 ones, so that the end of a run
+        never downgrades the group. (Stopping the KIP-848 members first converts the group while
+        the classic members may still be one epoch behind; their next heartbeat then gets
+        ILLEGAL_GENERATION, as in Kafka, and a client closing right after that sends no LeaveGroup
+        (kafka-python and the Java client skip it once unjoined), so the group's last rebalance
+        waits for that member's session to expire.)"""
         errors = []
-        for m in self.members:
+        for m in sorted(self.members, key=lambda m: m.protocol == "consumer"):
             if not m.stopped.is_set():
                 try:
                     m.stop()

@@ -83,6 +83,7 @@ def run_half(sc: Scenario, members: list[Member], seconds: float, what: str) -> 
     start = committed_offsets(sc.gw, sc.group, sc.topic)
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
+        # Pacing the run (it lasts `seconds`), not synchronisation: the checks below poll.
         time.sleep(min(5.0, max(deadline - time.monotonic(), 0)))
         for m in members:
             assert m.live and not m.errors, f"{what}: {m.name} {m.errors}"

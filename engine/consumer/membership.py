@@ -348,9 +348,19 @@ def fence_member(
 
     The translation layer may turn this into a downgrade to a classic group
     (`MigrationHooks.consumer_member_fenced` returns True when it handled the fence)."""
-    if shard.migration.consumer_member_fenced(group, member, op, reason):
-        return
     gid = group.group_id
+    if shard.migration.consumer_member_fenced(group, member, op, reason):
+        # The fence converted the group to a classic group instead (`group.converted`); the
+        # fenced member is still one event, as Kafka logs the fence before converting.
+        op.event(
+            "member.fenced",
+            group=gid,
+            member=member.member_id,
+            member_epoch=member.member_epoch,
+            group_epoch=group.group_epoch,
+            reason=reason,
+        )
+        return
     remove_member_records(gid, member.member_id, op)
     _, resolved = update_regexes(shard, group, member, None, False, op)
     metadata = subscription_metadata(shard.image, topic_counts(group, member, None, resolved))

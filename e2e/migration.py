@@ -1,0 +1,1492 @@
+"""Live migration e2e support: real consumers of three client libraries that log everything, a
+continuous producer that remembers what was acknowledged, group observers over the wire, and
+the checkers that judge a run.
+
+A test opens `scenario(gateways, name, sets)`: a `groupshift serve` with fast group settings, a
+12-partition topic written continuously by a `ContinuousProducer`, and a `Cast` that starts
+members: `KafkaPythonMember` (eager `range`/`roundrobin` or `cooperative-sticky`),
+`ConfluentMember` (classic, or KIP-848 with `group.protocol=consumer`), `AiokafkaMember` (eager),
+each in a thread of the test process (aiokafka: tasks on one loop thread), and `RemoteMember`, the
+same in a child process (`python -m e2e.migration`) so that it can be SIGKILLed. `Scenario.step`
+waits (polling, bounded) until the group has the expected type, is stable and evenly split, and
+has consumed everything acknowledged so far; `Scenario.finish` drains, waits for the commits to
+reach the log end, stops everyone and runs the checkers below.
+
+Everything a member does lands in one `Timeline`, stamped with `time.time()` (the wall clock,
+so that client events and the gateway's ISO-UTC log timestamps share one axis):
+
+* `Read`: (time, member, partition, offset, value) for every record a member consumed;
+* `Callback`: every assign / revoke / lost callback, with the moments it was entered and left;
+* `Commit`: every offset commit the coordinator acknowledged (time of the acknowledgement);
+* `Mark`: lifecycle marks (`started`, `member_id`, `closing`, `closed`).
+
+The producer logs (partition, offset) -> value for every acknowledged record.
+
+Checkers (`analyse` runs them all):
+
+**Ownership windows** (`ownership_windows`, `check_no_overlap`). A member M owns partition p
+over a window [start, end]:
+  * start = the moment M's assign callback for p was entered (the client hands p to the app);
+  * end = the earliest of: the moment M's revoke or lost callback for p returned (the app has
+    committed and let go), M's `closing` mark (it stopped polling to close, so it reads nothing
+    more), the moment the gateway fenced or removed M (a `member.fenced` / `member.removed`
+    event for M's member id: from then on the server may hand p to someone else, and whatever a
+    zombie does afterwards is no longer ownership), or the end of the run for a live member.
+  A SIGKILLed member has neither a revoke callback nor a closing mark: its windows end only
+  when the gateway fences it (its session expires), so a partition handed to someone else before
+  that fence is an overlap. Two windows of *different* members on one partition must not
+  overlap: overlap means two live members held the partition at once.
+  Separately, every record M read from p must lie inside one of M's own windows computed from
+  the client's callbacks alone (before fence truncation): a member never processes a record of
+  a partition it was not assigned, or after it revoked it.
+
+**Every acknowledged record consumed** (`check_all_consumed`): every (partition, offset) the
+producer saw acknowledged was read at least once, with the value that was produced.
+
+**Duplicates only in the at-least-once window** (`check_duplicates`): when (p, o) is read more
+than once, each re-read happened in an ownership window that began after the previous read (a
+hand-over of p came in between; the same owner never reads an offset twice within one window),
+and o is at or beyond the highest offset committed for p before that window began (records
+already committed are never delivered again; only what the previous owner read after its last
+commit is).
+
+**Commits advance** (`check_commits_advance`): per partition the acknowledged commits never go
+backwards in time order; `wait_committed` then waits for the group's committed offsets to reach
+the log end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import itertools
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from collections import defaultdict
+from collections.abc import Callable, Coroutine, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from e2e.conftest import Gateways
+from e2e.harness import GatewayProcess
+from e2e.wire import WireClient, make_request
+
+PARTITIONS = 12
+ALL = frozenset(range(PARTITIONS))
+
+# Fast groups: no initial rebalance delay; KIP-848 members heartbeat every 250 ms (the gateway's
+# setting, the bounds lowered to allow it); classic members heartbeat every 250 ms with a 6 s
+# session (their own settings; the classic minimum session lowered to 1 s).
+FAST_GROUP_SETTINGS = (
+    "group.initial.rebalance.delay.ms=0",
+    "group.min.session.timeout.ms=1000",
+    "group.consumer.min.heartbeat.interval.ms=100",
+    "group.consumer.heartbeat.interval.ms=250",
+    "group.consumer.min.session.timeout.ms=1000",
+    "group.consumer.session.timeout.ms=6000",
+)
+CLASSIC_SESSION_MS = 6000
+CLASSIC_HEARTBEAT_MS = 250
+REBALANCE_TIMEOUT_MS = 20000  # max.poll.interval.ms: JoinGroup / CGH rebalance timeout
+COMMIT_INTERVAL = 0.25  # seconds between a member's periodic commits
+SETTLE_TIMEOUT = 45.0
+CATCH_UP_TIMEOUT = 45.0
+
+
+def env_seconds(name: str, default: float) -> float:
+    value = os.environ.get(name)
+    return float(value) if value else default
+
+
+def wait_until(
+    condition: Callable[[], Any], timeout: float, what: str | Callable[[], str], interval: float = 0.05
+) -> Any:
+    """Poll `condition` until it is truthy (returned) or `timeout` seconds pass (AssertionError)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            text = what() if callable(what) else what
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {text}")
+        time.sleep(interval)
+
+
+# -- the timeline ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Read:
+    t: float
+    member: str
+    partition: int
+    offset: int
+    value: bytes | None
+
+
+@dataclass(frozen=True)
+class Callback:
+    t: float  # entered
+    t_end: float  # returned
+    member: str
+    kind: str  # assigned | revoked | lost
+    partitions: frozenset[int]
+
+
+@dataclass(frozen=True)
+class Commit:
+    t: float  # acknowledged
+    member: str
+    offsets: dict[int, int]
+
+
+@dataclass(frozen=True)
+class Mark:
+    t: float
+    member: str
+    what: str  # started | member_id | closing | closed
+    detail: str = ""
+
+
+@dataclass
+class Timeline:
+    topic: str
+    reads: list[Read] = field(default_factory=list)
+    callbacks: list[Callback] = field(default_factory=list)
+    commits: list[Commit] = field(default_factory=list)
+    marks: list[Mark] = field(default_factory=list)
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    _seen: set[tuple[int, int]] = field(default_factory=set)
+
+    def read(self, member: str, partition: int, offset: int, value: bytes | None) -> None:
+        self.add(Read(time.time(), member, partition, offset, value))
+
+    def callback(self, member: str, kind: str, partitions: Iterable[int], t: float) -> None:
+        self.add(Callback(t, time.time(), member, kind, frozenset(partitions)))
+
+    def commit(self, member: str, offsets: dict[int, int]) -> None:
+        self.add(Commit(time.time(), member, dict(offsets)))
+
+    def mark(self, member: str, what: str, detail: str = "") -> None:
+        self.add(Mark(time.time(), member, what, detail))
+
+    def add(self, event: Read | Callback | Commit | Mark) -> None:
+        with self.lock:
+            if isinstance(event, Read):
+                self.reads.append(event)
+                self._seen.add((event.partition, event.offset))
+            elif isinstance(event, Callback):
+                self.callbacks.append(event)
+            elif isinstance(event, Commit):
+                self.commits.append(event)
+            else:
+                self.marks.append(event)
+
+    def missing(self, acked: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+        with self.lock:
+            return sorted(po for po in acked if po not in self._seen)
+
+    def callbacks_of(self, member: str, since: float = 0.0) -> list[Callback]:
+        with self.lock:
+            return [c for c in self.callbacks if c.member == member and c.t >= since]
+
+    def member_ids(self) -> dict[str, str]:
+        """server member id -> member name, for every id a member reported."""
+        with self.lock:
+            return {m.detail: m.member for m in self.marks if m.what == "member_id" and m.detail}
+
+
+# -- the producer ------------------------------------------------------------------------------
+
+
+class ContinuousProducer(threading.Thread):
+    """Writes `rate` records a second round-robin over the topic's partitions until `stop()`,
+    remembering every acknowledged (partition, offset) and its value."""
+
+    def __init__(self, gw: GatewayProcess, topic: str, rate: float = 150.0) -> None:
+        super().__init__(daemon=True, name=f"producer-{topic}")
+        self.bootstrap, self.topic, self.rate = gw.bootstrap, topic, rate
+        self.acked: dict[tuple[int, int], bytes] = {}
+        self.failures: list[str] = []
+        self.sent = 0
+        self.error: BaseException | None = None
+        self.lock = threading.Lock()
+        self._halt = threading.Event()
+        self._done = threading.Event()
+
+    def run(self) -> None:
+        from confluent_kafka import Producer
+
+        def delivered(err: Any, msg: Any) -> None:
+            with self.lock:
+                if err is not None:
+                    self.failures.append(str(err))
+                else:
+                    self.acked[(msg.partition(), msg.offset())] = msg.value()
+
+        try:
+            producer = Producer(
+                {
+                    "bootstrap.servers": self.bootstrap,
+                    "linger.ms": 5,
+                    "acks": "all",
+                    "client.id": "mig-producer",
+                }
+            )
+            start = time.monotonic()
+            while not self._halt.is_set():
+                due = int((time.monotonic() - start) * self.rate) + 1
+                while self.sent < due:
+                    value = f"{self.topic}-{self.sent}".encode()
+                    producer.produce(
+                        self.topic, value=value, partition=self.sent % PARTITIONS, on_delivery=delivered
+                    )
+                    self.sent += 1
+                producer.poll(0.02)
+            remaining = producer.flush(60)
+            if remaining:
+                self.failures.append(f"{remaining} records still unacknowledged after 60 s")
+        except BaseException as e:
+            self.error = e
+        finally:
+            self._done.set()
+
+    def stop(self) -> dict[tuple[int, int], bytes]:
+        """Stop producing, wait for every acknowledgement; returns the acked records."""
+        self._halt.set()
+        assert self._done.wait(90), "producer did not finish flushing"
+        assert self.error is None, f"producer failed: {self.error!r}"
+        assert not self.failures, f"produce failures: {self.failures[:5]}"
+        return self.snapshot()
+
+    def snapshot(self) -> dict[tuple[int, int], bytes]:
+        with self.lock:
+            return dict(self.acked)
+
+    def end_offsets(self) -> dict[int, int]:
+        out = dict.fromkeys(range(PARTITIONS), 0)
+        for p, o in self.snapshot():
+            out[p] = max(out[p], o + 1)
+        return out
+
+
+def wait_caught_up(
+    timeline: Timeline, producer: ContinuousProducer, what: str, timeout: float = CATCH_UP_TIMEOUT
+) -> None:
+    """Every record acknowledged so far is consumed within `timeout` (no partition is stuck)."""
+    target = list(producer.snapshot())
+    wait_until(
+        lambda: not timeline.missing(target),
+        timeout,
+        lambda: (
+            f"{what}: {len(timeline.missing(target))} acknowledged records unconsumed, "
+            f"e.g. {timeline.missing(target)[:5]}"
+        ),
+    )
+
+
+# -- members -----------------------------------------------------------------------------------
+
+
+class Member:
+    """One consumer in a group, run in its own thread (aiokafka: a task on a shared loop).
+
+    It reads records, commits its positions every COMMIT_INTERVAL and in its revoke callback,
+    and logs everything into the timeline. `stop()` closes it the normal way: a last commit,
+    the `closing` mark, then the client's close (a dynamic member leaves the group; a static
+    one does not, per its library)."""
+
+    kind = "?"
+    protocol = "classic"
+
+    def __init__(
+        self, name: str, timeline: Timeline, bootstrap: str, group: str, instance_id: str | None = None
+    ) -> None:
+        self.name, self.timeline, self.bootstrap, self.group = name, timeline, bootstrap, group
+        self.instance_id = instance_id
+        self.topic = timeline.topic
+        self.errors: list[str] = []  # unexpected exceptions of the member's loop
+        self.client_errors: list[tuple[str, bool, str]] = []  # (code name, fatal, text) from the client
+        self.member_id = ""
+        self.running = threading.Event()
+        self.stopped = threading.Event()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._owned: set[int] = set()
+        self._positions: dict[int, int] = {}
+        self._committed: dict[int, int] = {}
+        self._last_commit = 0.0
+
+    def __repr__(self) -> str:
+        return f"<{self.kind} {self.name} owns {sorted(self.owned)}>"
+
+    # -- shared bookkeeping (called from the member's own thread or task)
+    @property
+    def owned(self) -> frozenset[int]:
+        with self._lock:
+            return frozenset(self._owned)
+
+    @property
+    def live(self) -> bool:
+        return self.running.is_set() and not self._stop.is_set() and not self.stopped.is_set()
+
+    def _record(self, partition: int, offset: int, value: bytes | None) -> None:
+        self.timeline.read(self.name, partition, offset, value)
+        with self._lock:
+            self._positions[partition] = offset + 1
+
+    def _to_commit(self, partitions: Iterable[int] | None = None) -> dict[int, int]:
+        with self._lock:
+            ps = self._owned if partitions is None else set(partitions)
+            return {p: o for p, o in self._positions.items() if p in ps and o > self._committed.get(p, -1)}
+
+    def _committed_ok(self, offsets: dict[int, int]) -> None:
+        if offsets:
+            self.timeline.commit(self.name, offsets)
+            with self._lock:
+                for p, o in offsets.items():
+                    self._committed[p] = max(o, self._committed.get(p, -1))
+
+    def _periodic_commit_due(self) -> bool:
+        now = time.monotonic()
+        if now - self._last_commit < COMMIT_INTERVAL:
+            return False
+        self._last_commit = now
+        return True
+
+    def _assigned(self, partitions: Iterable[int], t: float) -> None:
+        ps = [p for p in partitions]
+        with self._lock:
+            self._owned.update(ps)
+        self.timeline.callback(self.name, "assigned", ps, t)
+
+    def _released(self, kind: str, partitions: Iterable[int], t: float) -> None:
+        ps = [p for p in partitions]
+        with self._lock:
+            self._owned.difference_update(ps)
+            for p in ps:
+                self._positions.pop(p, None)
+                self._committed.pop(p, None)
+        self.timeline.callback(self.name, kind, ps, t)
+
+    def _note_member_id(self, member_id: str | None) -> None:
+        if member_id and member_id != self.member_id:
+            self.member_id = member_id
+            self.timeline.mark(self.name, "member_id", member_id)
+
+    def _fail(self, e: BaseException) -> None:
+        where = traceback.extract_tb(e.__traceback__)[-3:]
+        self.errors.append(f"{type(e).__name__}: {e} at {traceback.format_list(where)}")
+
+    # -- lifecycle
+    def start(self) -> Member:
+        threading.Thread(target=self._main, daemon=True, name=self.name).start()
+        return self
+
+    def _main(self) -> None:
+        try:
+            self.run()
+        except BaseException as e:
+            self._fail(e)
+        finally:
+            self.stopped.set()
+
+    def run(self) -> None:
+        raise NotImplementedError
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self._stop.set()
+        assert self.stopped.wait(timeout), f"{self.name} did not close within {timeout}s"
+
+    def reported(self, code: str, text: str = "") -> bool:
+        """The client reported error `code` (or a fatal error whose text holds `text`)."""
+        return any(c == code or (c == "_FATAL" and text and text in t) for c, _, t in self.client_errors)
+
+
+def _tp_partitions(tps: Iterable[Any], topic: str) -> list[int]:
+    return sorted(tp.partition for tp in tps if tp.topic == topic)
+
+
+class KafkaPythonMember(Member):
+    """kafka-python 3.x: eager `range` or `cooperative-sticky` (KIP-429), optionally static.
+
+    Its rebalance listener runs on the client's IO loop, where a blocking commit is refused, so
+    the listener is an AsyncConsumerRebalanceListener that awaits `commit_async`."""
+
+    def __init__(
+        self,
+        name: str,
+        timeline: Timeline,
+        bootstrap: str,
+        group: str,
+        assignor: str = "range",
+        instance_id: str | None = None,
+        session_timeout_ms: int = CLASSIC_SESSION_MS,
+    ) -> None:
+        super().__init__(name, timeline, bootstrap, group, instance_id)
+        self.assignor = assignor
+        self.kind = f"kafka-python-{assignor}"
+        self.session_timeout_ms = session_timeout_ms
+
+    def run(self) -> None:
+        from kafka import KafkaConsumer, TopicPartition
+        from kafka.consumer.subscription_state import AsyncConsumerRebalanceListener
+        from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
+        from kafka.coordinator.assignors.range import RangePartitionAssignor
+        from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+        from kafka.structs import OffsetAndMetadata
+
+        assignors = {
+            "range": RangePartitionAssignor,
+            "roundrobin": RoundRobinPartitionAssignor,
+            "cooperative-sticky": CooperativeStickyAssignor,
+        }
+        member, topic = self, self.topic
+        consumer: Any = None
+
+        def offsets_of(offsets: dict[int, int]) -> dict[Any, Any]:
+            return {TopicPartition(topic, p): OffsetAndMetadata(o, "", -1) for p, o in offsets.items()}
+
+        class Listener(AsyncConsumerRebalanceListener):
+            async def on_partitions_revoked(self, revoked: Any) -> None:
+                t = time.time()
+                ps = _tp_partitions(revoked, topic)
+                offsets = member._to_commit(ps)
+                if offsets:
+                    try:
+                        await consumer.commit_async(offsets_of(offsets))
+                        member._committed_ok(offsets)
+                    except Exception as e:
+                        member.client_errors.append((type(e).__name__, False, f"revoke commit: {e}"))
+                member._released("revoked", ps, t)
+
+            async def on_partitions_assigned(self, assigned: Any) -> None:
+                member._assigned(_tp_partitions(assigned, topic), time.time())
+
+            async def on_partitions_lost(self, lost: Any) -> None:
+                member._released("lost", _tp_partitions(lost, topic), time.time())
+
+        config: dict[str, Any] = {
+            "bootstrap_servers": self.bootstrap,
+            "group_id": self.group,
+            "client_id": self.name,
+            "enable_auto_commit": False,
+            "auto_offset_reset": "earliest",
+            "fetch_max_wait_ms": 100,
+            "heartbeat_interval_ms": CLASSIC_HEARTBEAT_MS,
+            "session_timeout_ms": self.session_timeout_ms,
+            "max_poll_interval_ms": REBALANCE_TIMEOUT_MS,
+            "reconnect_backoff_max_ms": 500,
+            "partition_assignment_strategy": [assignors[self.assignor]],
+        }
+        if self.instance_id is not None:
+            config["group_instance_id"] = self.instance_id
+        consumer = KafkaConsumer(**config)
+        try:
+            consumer.subscribe([topic], listener=Listener())
+            # kafka-python 3.0.12 quirk: a leader whose first join preceded the coordinator's
+            # metadata snapshot of the topic rejoins once the snapshot arrives; if a poll()
+            # timeout expires during that join, need_rejoin() turns False as soon as the leader's
+            # new assignment matches the metadata, the in-flight join task is never awaited again
+            # and the member stays unsynced and silent for good (no heartbeat, no rejoin). Waiting
+            # for the snapshot (the client's IO thread refreshes metadata on subscribe) before the
+            # first poll makes that metadata-triggered rejoin never happen.
+            coordinator = consumer._coordinator
+            wait_until(
+                lambda: coordinator._metadata_snapshot.get(topic), 30, f"{self.name}: metadata of {topic}"
+            )
+            self.timeline.mark(self.name, "started", self.kind)
+            self.running.set()
+            while not self._stop.is_set():
+                try:
+                    batches = consumer.poll(timeout_ms=100, max_records=500)
+                except Exception as e:  # a group error surfaced by poll: log it, keep going
+                    self.client_errors.append((type(e).__name__, False, str(e)))
+                    time.sleep(0.1)
+                    continue
+                self._note_member_id(consumer._coordinator._generation.member_id)
+                for tp, msgs in batches.items():
+                    for m in msgs:
+                        self._record(tp.partition, m.offset, m.value)
+                if self._periodic_commit_due():
+                    self._commit(consumer, offsets_of)
+            self._commit(consumer, offsets_of)
+        finally:
+            self.timeline.mark(self.name, "closing")
+            consumer.close(autocommit=False)
+            self.timeline.mark(self.name, "closed")
+
+    def _commit(self, consumer: Any, offsets_of: Callable[[dict[int, int]], Any]) -> None:
+        offsets = self._to_commit()
+        if not offsets:
+            return
+        try:
+            consumer.commit(offsets_of(offsets))
+        except Exception as e:  # e.g. REBALANCE_IN_PROGRESS: the revoke callback commits
+            self.client_errors.append((type(e).__name__, False, f"commit: {e}"))
+            return
+        self._committed_ok(offsets)
+
+
+class ConfluentMember(Member):
+    """confluent-kafka (librdkafka): classic (`range` eager or `cooperative-sticky`) or the
+    KIP-848 consumer protocol (`group.protocol=consumer`, server-side assignment)."""
+
+    def __init__(
+        self,
+        name: str,
+        timeline: Timeline,
+        bootstrap: str,
+        group: str,
+        protocol: str = "consumer",
+        assignor: str = "cooperative-sticky",
+        instance_id: str | None = None,
+        **config: Any,
+    ) -> None:
+        super().__init__(name, timeline, bootstrap, group, instance_id)
+        self.protocol = protocol
+        self.kind = "confluent-consumer" if protocol == "consumer" else f"confluent-{assignor}"
+        self.config: dict[str, Any] = {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "client.id": name,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "fetch.wait.max.ms": 100,
+            "max.poll.interval.ms": REBALANCE_TIMEOUT_MS,
+            "reconnect.backoff.max.ms": 500,
+            "error_cb": self._on_error,
+            **config,
+        }
+        if protocol == "consumer":
+            self.config["group.protocol"] = "consumer"
+        else:
+            self.config.update(
+                {
+                    "partition.assignment.strategy": assignor,
+                    "session.timeout.ms": CLASSIC_SESSION_MS,
+                    "heartbeat.interval.ms": CLASSIC_HEARTBEAT_MS,
+                }
+            )
+        if instance_id is not None:
+            self.config["group.instance.id"] = instance_id
+
+    def _on_error(self, err: Any) -> None:
+        self.client_errors.append((err.name(), bool(err.fatal()), err.str()))
+
+    def run(self) -> None:
+        from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+        topic = self.topic
+
+        def commit(consumer: Any, offsets: dict[int, int]) -> None:
+            if not offsets:
+                return
+            try:
+                result = consumer.commit(
+                    offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()], asynchronous=False
+                )
+            except KafkaException as e:
+                self.client_errors.append((e.args[0].name(), bool(e.args[0].fatal()), f"commit: {e}"))
+                return
+            ok = {tp.partition: tp.offset for tp in result or [] if tp.error is None}
+            self._committed_ok({p: o for p, o in offsets.items() if ok.get(p) == o})
+
+        def on_assign(consumer: Any, tps: Any) -> None:
+            self._assigned(_tp_partitions(tps, topic), time.time())
+
+        def on_revoke(consumer: Any, tps: Any) -> None:
+            t = time.time()
+            ps = _tp_partitions(tps, topic)
+            commit(consumer, self._to_commit(ps))
+            self._released("revoked", ps, t)
+
+        def on_lost(consumer: Any, tps: Any) -> None:
+            self._released("lost", _tp_partitions(tps, topic), time.time())
+
+        consumer = Consumer(self.config)
+        try:
+            consumer.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
+            self.timeline.mark(self.name, "started", self.kind)
+            self.running.set()
+            while not self._stop.is_set():
+                for m in consumer.consume(num_messages=500, timeout=0.1):
+                    err = m.error()
+                    if err is not None:
+                        if err.code() != KafkaError._PARTITION_EOF:
+                            self.client_errors.append((err.name(), bool(err.fatal()), err.str()))
+                        continue
+                    if m.topic() == topic:
+                        self._record(m.partition(), m.offset(), m.value())
+                self._note_member_id(consumer.memberid())
+                if self._periodic_commit_due():
+                    commit(consumer, self._to_commit())
+            commit(consumer, self._to_commit())
+        finally:
+            self.timeline.mark(self.name, "closing")
+            consumer.close()
+            self.timeline.mark(self.name, "closed")
+
+
+class AsyncLoop:
+    """One background asyncio loop thread for the aiokafka members of a test."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True, name="aio-loop")
+        self.thread.start()
+
+    def submit(self, coro: Coroutine[Any, Any, Any]) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+        self.loop.close()
+
+
+class AiokafkaMember(Member):
+    """aiokafka 0.14 (eager only; default assignor roundrobin). Its rebalance runs in a
+    background task concurrently with `getmany`, so an asyncio lock makes the loop's commit and
+    the revoke callback's commit exclusive (a late periodic commit can never overwrite the
+    commit of the partition's next owner)."""
+
+    def __init__(
+        self,
+        name: str,
+        timeline: Timeline,
+        bootstrap: str,
+        group: str,
+        aio: AsyncLoop,
+        assignor: str = "roundrobin",
+        instance_id: str | None = None,
+    ) -> None:
+        super().__init__(name, timeline, bootstrap, group, instance_id)
+        self.aio, self.assignor = aio, assignor
+        self.kind = f"aiokafka-{assignor}"
+
+    def start(self) -> Member:
+        self.aio.submit(self._amain())
+        return self
+
+    async def _amain(self) -> None:
+        try:
+            await self.arun()
+        except BaseException as e:
+            self._fail(e)
+        finally:
+            self.stopped.set()
+
+    async def arun(self) -> None:
+        from aiokafka import AIOKafkaConsumer, TopicPartition
+        from aiokafka.abc import ConsumerRebalanceListener
+        from aiokafka.coordinator.assignors.range import RangePartitionAssignor
+        from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+
+        member, topic = self, self.topic
+        lock = asyncio.Lock()
+        assignors = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor}
+
+        async def commit(consumer: Any, offsets: dict[int, int]) -> None:
+            if not offsets:
+                return
+            try:
+                await consumer.commit({TopicPartition(topic, p): o for p, o in offsets.items()})
+            except Exception as e:
+                member.client_errors.append((type(e).__name__, False, f"commit: {e}"))
+                return
+            member._committed_ok(offsets)
+
+        class Listener(ConsumerRebalanceListener):
+            async def on_partitions_revoked(self, revoked: Any) -> None:
+                t = time.time()
+                ps = _tp_partitions(revoked, topic)
+                async with lock:
+                    await commit(consumer, member._to_commit(ps))
+                    member._released("revoked", ps, t)
+
+            async def on_partitions_assigned(self, assigned: Any) -> None:
+                member._assigned(_tp_partitions(assigned, topic), time.time())
+
+        config: dict[str, Any] = {
+            "bootstrap_servers": self.bootstrap,
+            "group_id": self.group,
+            "client_id": self.name,
+            "enable_auto_commit": False,
+            "auto_offset_reset": "earliest",
+            "fetch_max_wait_ms": 100,
+            "heartbeat_interval_ms": CLASSIC_HEARTBEAT_MS,
+            "session_timeout_ms": CLASSIC_SESSION_MS,
+            "max_poll_interval_ms": REBALANCE_TIMEOUT_MS,
+            "rebalance_timeout_ms": REBALANCE_TIMEOUT_MS,
+            "partition_assignment_strategy": (assignors[self.assignor],),
+        }
+        if self.instance_id is not None:
+            config["group_instance_id"] = self.instance_id
+        consumer = AIOKafkaConsumer(**config)
+        await consumer.start()
+        try:
+            consumer.subscribe([topic], listener=Listener())
+            self.timeline.mark(self.name, "started", self.kind)
+            self.running.set()
+            while not self._stop.is_set():
+                batches = await consumer.getmany(timeout_ms=100, max_records=500)
+                async with lock:
+                    for tp, msgs in batches.items():
+                        if tp.partition not in self.owned:
+                            continue  # fetched before a revocation that has since completed
+                        for m in msgs:
+                            self._record(tp.partition, m.offset, m.value)
+                    self._note_member_id(consumer._coordinator.member_id)
+                    if self._periodic_commit_due():
+                        await commit(consumer, self._to_commit())
+            async with lock:
+                await commit(consumer, self._to_commit())
+        finally:
+            self.timeline.mark(self.name, "closing")
+            await consumer.stop()
+            self.timeline.mark(self.name, "closed")
+
+
+# -- members in their own process (so that they can be SIGKILLed) ------------------------------
+
+
+def _event_to_json(event: Read | Callback | Commit | Mark) -> dict[str, Any]:
+    if isinstance(event, Read):
+        value = None if event.value is None else event.value.decode("latin-1")
+        return {
+            "e": "read",
+            "t": event.t,
+            "m": event.member,
+            "p": event.partition,
+            "o": event.offset,
+            "v": value,
+        }
+    if isinstance(event, Callback):
+        return {
+            "e": "callback",
+            "t": event.t,
+            "t_end": event.t_end,
+            "m": event.member,
+            "kind": event.kind,
+            "ps": sorted(event.partitions),
+        }
+    if isinstance(event, Commit):
+        return {
+            "e": "commit",
+            "t": event.t,
+            "m": event.member,
+            "offsets": {str(p): o for p, o in event.offsets.items()},
+        }
+    return {"e": "mark", "t": event.t, "m": event.member, "what": event.what, "detail": event.detail}
+
+
+def _event_from_json(d: dict[str, Any]) -> Read | Callback | Commit | Mark:
+    if d["e"] == "read":
+        return Read(d["t"], d["m"], d["p"], d["o"], None if d["v"] is None else d["v"].encode("latin-1"))
+    if d["e"] == "callback":
+        return Callback(d["t"], d["t_end"], d["m"], d["kind"], frozenset(d["ps"]))
+    if d["e"] == "commit":
+        return Commit(d["t"], d["m"], {int(p): o for p, o in d["offsets"].items()})
+    return Mark(d["t"], d["m"], d["what"], d["detail"])
+
+
+class _StreamTimeline(Timeline):
+    """The child's timeline: every event goes to stdout as one JSON line."""
+
+    def add(self, event: Read | Callback | Commit | Mark) -> None:
+        _emit(_event_to_json(event))
+
+
+_emit_lock = threading.Lock()
+
+
+def _emit(obj: dict[str, Any]) -> None:
+    line = json.dumps(obj)
+    with _emit_lock:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+
+class _EchoList(list):  # type: ignore[type-arg]
+    """A member's error list in the child: every entry also goes to the parent."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__()
+        self.kind = kind
+
+    def append(self, item: Any) -> None:
+        super().append(item)
+        _emit({"e": self.kind, "x": item})
+
+
+def _child_main(config: dict[str, Any]) -> None:
+    """`python -m e2e.migration '<json>'`: run one member, report on stdout, stop on "stop"."""
+    timeline = _StreamTimeline(config["topic"])
+    cls = {"kafka-python": KafkaPythonMember, "confluent": ConfluentMember}[config["library"]]
+    member = cls(config["name"], timeline, config["bootstrap"], config["group"], **config["kwargs"])
+    member.errors = _EchoList("error")
+    member.client_errors = _EchoList("client_error")
+    member.start()
+    for line in sys.stdin:
+        if line.strip() == "stop":
+            break
+    member.stop()
+
+
+class RemoteMember(Member):
+    """A member of `library` ("kafka-python" or "confluent") run in its own Python process, its
+    events streamed into the parent's timeline. `kill()` is a SIGKILL: no leave, no callback."""
+
+    def __init__(
+        self, name: str, timeline: Timeline, bootstrap: str, group: str, library: str, **kwargs: Any
+    ) -> None:
+        super().__init__(name, timeline, bootstrap, group, kwargs.get("instance_id"))
+        self.library = library
+        self.protocol = kwargs.get("protocol", "classic") if library == "confluent" else "classic"
+        self.kind = f"remote-{library}-{self.protocol}"
+        self.config = {
+            "library": library,
+            "name": name,
+            "bootstrap": bootstrap,
+            "group": group,
+            "topic": timeline.topic,
+            "kwargs": kwargs,
+        }
+        self.killed_at: float | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> Member:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "e2e.migration", json.dumps(self.config)],
+            cwd=Path(__file__).resolve().parent.parent,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        threading.Thread(target=self._pump, daemon=True, name=f"pump-{self.name}").start()
+        return self
+
+    def _pump(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        try:
+            for line in self.proc.stdout:
+                d = json.loads(line)
+                if d["e"] == "error":
+                    self.errors.append(d["x"])
+                    continue
+                if d["e"] == "client_error":
+                    self.client_errors.append(tuple(d["x"]))
+                    continue
+                event = _event_from_json(d)
+                self.timeline.add(event)
+                if isinstance(event, Callback):
+                    with self._lock:
+                        if event.kind == "assigned":
+                            self._owned.update(event.partitions)
+                        else:
+                            self._owned.difference_update(event.partitions)
+                elif isinstance(event, Mark):
+                    if event.what == "started":
+                        self.running.set()
+                    elif event.what == "member_id":
+                        self.member_id = event.detail
+        except Exception as e:
+            self._fail(e)
+        finally:
+            self.stopped.set()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        self._stop.set()
+        self.proc.stdin.write(b"stop\n")
+        self.proc.stdin.flush()
+        assert self.stopped.wait(timeout), f"{self.name} did not close within {timeout}s"
+        self.proc.wait(10)
+
+    def kill(self) -> None:
+        """SIGKILL the member's process: it neither leaves nor runs any callback."""
+        assert self.proc is not None
+        self._stop.set()
+        self.killed_at = time.time()
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+        assert self.stopped.wait(10)
+        with self._lock:
+            self._owned.clear()  # gone from the client side; the server decides when it is fenced
+
+
+# -- the gateway, over the wire ----------------------------------------------------------------
+
+
+def create_topic(gw: GatewayProcess, topic: str, partitions: int = PARTITIONS) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": gw.bootstrap})
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(15)
+
+
+def list_groups(gw: GatewayProcess) -> dict[str, tuple[str, str]]:
+    """group id -> (type, state), from ListGroups v5."""
+    with WireClient(gw.port) as c:
+        resp = c.request(make_request(16, 5, states_filter=[], types_filter=[]))
+    assert resp.error_code == 0, resp
+    return {g.group_id: (g.group_type, g.group_state) for g in resp.groups}
+
+
+def group_type(gw: GatewayProcess, group: str) -> str | None:
+    listed = list_groups(gw).get(group)
+    return listed[0] if listed else None
+
+
+@dataclass(frozen=True)
+class DescribedMember:
+    member_id: str
+    instance_id: str | None
+    client_id: str
+    member_epoch: int
+    member_type: int  # 0 classic, 1 consumer (KIP-1099)
+    assigned: frozenset[int]
+    target: frozenset[int]
+
+
+@dataclass(frozen=True)
+class ConsumerGroupView:
+    error_code: int
+    state: str
+    group_epoch: int
+    assignment_epoch: int
+    members: dict[str, DescribedMember]  # by client id
+
+    @property
+    def settled(self) -> bool:
+        return (
+            self.error_code == 0
+            and self.state == "Stable"
+            and all(
+                m.assigned == m.target and m.member_epoch == self.group_epoch for m in self.members.values()
+            )
+        )
+
+
+def describe_consumer_group(gw: GatewayProcess, group: str) -> ConsumerGroupView:
+    """ConsumerGroupDescribe v1 (GROUP_ID_NOT_FOUND for a classic group, as Kafka)."""
+    with WireClient(gw.port) as c:
+        resp = c.request(make_request(69, 1, group_ids=[group], include_authorized_operations=False))
+    g = resp.groups[0]
+
+    def parts(a: Any) -> frozenset[int]:
+        return frozenset(p for t in a.topic_partitions for p in t.partitions)
+
+    members = {
+        m.client_id: DescribedMember(
+            m.member_id,
+            m.instance_id,
+            m.client_id,
+            m.member_epoch,
+            m.member_type,
+            parts(m.assignment),
+            parts(m.target_assignment),
+        )
+        for m in g.members
+    }
+    return ConsumerGroupView(int(g.error_code), g.group_state, g.group_epoch, g.assignment_epoch, members)
+
+
+def committed_offsets(gw: GatewayProcess, group: str, topic: str) -> dict[int, int]:
+    with WireClient(gw.port) as c:
+        resp = c.request(
+            make_request(
+                9,
+                8,
+                require_stable=False,
+                groups=[
+                    {
+                        "group_id": group,
+                        "topics": [{"name": topic, "partition_indexes": list(range(PARTITIONS))}],
+                    }
+                ],
+            )
+        )
+    g = resp.groups[0]
+    assert g.error_code == 0, g
+    return {p.partition_index: p.committed_offset for t in g.topics for p in t.partitions}
+
+
+def log_end_offsets(gw: GatewayProcess, topic: str) -> dict[int, int]:
+    with WireClient(gw.port) as c:
+        resp = c.request(
+            make_request(
+                2,
+                7,
+                replica_id=-1,
+                isolation_level=0,
+                topics=[
+                    {
+                        "name": topic,
+                        "partitions": [
+                            {"partition_index": p, "current_leader_epoch": -1, "timestamp": -1}
+                            for p in range(PARTITIONS)
+                        ],
+                    }
+                ],
+            )
+        )
+    return {p.partition_index: p.offset for t in resp.topics for p in t.partitions}
+
+
+def wait_committed(gw: GatewayProcess, group: str, topic: str, timeout: float = CATCH_UP_TIMEOUT) -> None:
+    """The group's committed offsets reach the log end on every partition."""
+    end = log_end_offsets(gw, topic)
+    wait_until(
+        lambda: committed_offsets(gw, group, topic) == end,
+        timeout,
+        lambda: f"commits to reach the log end {end}, have {committed_offsets(gw, group, topic)}",
+    )
+
+
+def restart_same_port(gateways: Gateways, gw: GatewayProcess) -> GatewayProcess:
+    """A new gateway process on the same data directory, settings and port (after kill/stop), so
+    that clients reconnect to the address they bootstrapped from."""
+    assert not gw.alive()
+    new = wait_until(lambda: _try_start(gw), 20, f"the gateway to restart on port {gw.port}", interval=0.2)
+    gateways.started.append(new)
+    return new
+
+
+def _try_start(gw: GatewayProcess) -> GatewayProcess | None:
+    try:
+        return GatewayProcess.start(
+            gw.data_dir, sets=gw.sets, log_path=gw.log_path, extra_args=("--listen", f"127.0.0.1:{gw.port}")
+        )
+    except RuntimeError as e:
+        if "Address already in use" in str(e) or "address already in use" in str(e):
+            return None
+        raise
+
+
+def server_time(event: dict[str, Any]) -> float:
+    return datetime.datetime.fromisoformat(str(event["timestamp"]).replace("Z", "+00:00")).timestamp()
+
+
+def group_events(gw: GatewayProcess, group: str, name: str) -> list[dict[str, Any]]:
+    return [e for e in gw.events(name) if e.get("group") == group]
+
+
+def fences(gw: GatewayProcess, group: str) -> list[tuple[float, str]]:
+    """(time, member id) of every member the gateway fenced or removed from `group`."""
+    return [
+        (server_time(e), str(e["member"]))
+        for name in ("member.fenced", "member.removed")
+        for e in group_events(gw, group, name)
+    ]
+
+
+# -- settling ----------------------------------------------------------------------------------
+
+
+def balanced(members: Iterable[Member]) -> bool:
+    """The live members' own views split the partitions exactly, as evenly as possible."""
+    live = [m for m in members if m.live]
+    if not live:
+        return False
+    owned = [m.owned for m in live]
+    if sum(len(o) for o in owned) != PARTITIONS or frozenset().union(*owned) != ALL:
+        return False
+    lo = PARTITIONS // len(live)
+    return all(lo <= len(o) <= lo + (1 if PARTITIONS % len(live) else 0) for o in owned)
+
+
+def settle(
+    gw: GatewayProcess,
+    group: str,
+    members: Iterable[Member],
+    expect_type: str,
+    what: str,
+    timeout: float = SETTLE_TIMEOUT,
+) -> None:
+    """Wait until the group has the expected type, is stable on the server, and the live
+    members' own assignments split the partitions evenly; fail early on member errors."""
+    members = list(members)
+
+    def done() -> bool:
+        for m in members:
+            assert not m.errors, f"{what}: {m.name} failed: {m.errors}"
+        if not balanced(members):
+            return False
+        listed = list_groups(gw).get(group)
+        if listed is None or listed[0] != expect_type or listed[1] != "Stable":
+            return False
+        if expect_type == "consumer":
+            view = describe_consumer_group(gw, group)
+            live = {m.name for m in members if m.live}
+            if not view.settled or set(view.members) != live:
+                return False
+            return all(view.members[m.name].assigned == m.owned for m in members if m.live)
+        return True
+
+    def state() -> str:
+        live = [m for m in members if m.live]
+        return (
+            f"{what}: group {group} {list_groups(gw).get(group)}, members "
+            f"{[(m.name, sorted(m.owned)) for m in live]}"
+        )
+
+    wait_until(done, timeout, state, interval=0.1)
+
+
+# -- analysis ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Window:
+    member: str
+    partition: int
+    start: float
+    end: float
+
+
+def _client_windows(tl: Timeline, end_of_run: float) -> dict[tuple[str, int], list[Window]]:
+    """Windows from each member's callbacks and closing mark alone."""
+    events: list[tuple[float, int, str, str, frozenset[int]]] = []
+    for c in tl.callbacks:
+        # An assign starts when entered, a revoke/lost ends when it returned.
+        events.append((c.t if c.kind == "assigned" else c.t_end, 0, c.member, c.kind, c.partitions))
+    for mk in tl.marks:
+        if mk.what == "closing":
+            events.append((mk.t, 1, mk.member, "closing", ALL))
+    events.sort(key=lambda e: (e[0], e[1]))
+    open_: dict[tuple[str, int], float] = {}
+    out: dict[tuple[str, int], list[Window]] = defaultdict(list)
+    for t, _, member, kind, parts in events:
+        for p in parts:
+            key = (member, p)
+            if kind == "assigned":
+                if key not in open_:
+                    open_[key] = t
+            elif key in open_:
+                out[key].append(Window(member, p, open_.pop(key), t))
+    for (member, p), start in open_.items():
+        out[(member, p)].append(Window(member, p, start, end_of_run))
+    return out
+
+
+def ownership_windows(
+    tl: Timeline, fenced: Iterable[tuple[float, str]] = (), end_of_run: float | None = None
+) -> dict[int, list[Window]]:
+    """partition -> ownership windows of every member (see the module docstring for the rule)."""
+    end_of_run = end_of_run if end_of_run is not None else time.time()
+    names = tl.member_ids()
+    fenced_at: dict[str, float] = {}
+    for t, member_id in fenced:
+        name = names.get(member_id)
+        if name is not None:
+            fenced_at[name] = min(t, fenced_at.get(name, t))
+    out: dict[int, list[Window]] = defaultdict(list)
+    for (member, p), windows in _client_windows(tl, end_of_run).items():
+        cut = fenced_at.get(member)
+        for w in windows:
+            end = w.end if cut is None or cut < w.start else min(w.end, cut)
+            out[p].append(Window(member, p, w.start, end))
+    for ws in out.values():
+        ws.sort(key=lambda w: w.start)
+    return out
+
+
+def check_no_overlap(windows: dict[int, list[Window]]) -> None:
+    for p, ws in windows.items():
+        for i, a in enumerate(ws):
+            for b in ws[i + 1 :]:
+                if b.start >= a.end:
+                    break
+                if a.member != b.member:
+                    raise AssertionError(
+                        f"partition {p} held by {a.member} [{a.start:.3f}, {a.end:.3f}] and "
+                        f"{b.member} [{b.start:.3f}, {b.end:.3f}] at the same time"
+                    )
+
+
+def check_reads_within_windows(tl: Timeline, end_of_run: float) -> None:
+    windows = _client_windows(tl, end_of_run)
+    for r in tl.reads:
+        ws = windows.get((r.member, r.partition), [])
+        if not any(w.start <= r.t <= w.end for w in ws):
+            raise AssertionError(
+                f"{r.member} read partition {r.partition} offset {r.offset} at {r.t:.3f} outside its "
+                f"ownership windows {[(round(w.start, 3), round(w.end, 3)) for w in ws]}"
+            )
+
+
+def check_all_consumed(tl: Timeline, acked: dict[tuple[int, int], bytes]) -> None:
+    read: dict[tuple[int, int], bytes | None] = {}
+    for r in tl.reads:
+        read.setdefault((r.partition, r.offset), r.value)
+    missing = sorted(po for po in acked if po not in read)
+    assert not missing, f"{len(missing)} acknowledged records never consumed, e.g. {missing[:5]}"
+    wrong = [po for po, v in acked.items() if read[po] != v]
+    assert not wrong, f"records consumed with other values than produced at {wrong[:5]}"
+
+
+def check_duplicates(tl: Timeline, end_of_run: float) -> int:
+    """Returns the number of duplicate reads; raises if one lies outside the at-least-once
+    window (see the module docstring)."""
+    windows = _client_windows(tl, end_of_run)
+    commits: dict[int, list[tuple[float, int]]] = defaultdict(list)
+    for c in tl.commits:
+        for p, o in c.offsets.items():
+            commits[p].append((c.t, o))
+    by_offset: dict[tuple[int, int], list[Read]] = defaultdict(list)
+    for r in sorted(tl.reads, key=lambda r: r.t):
+        by_offset[(r.partition, r.offset)].append(r)
+    duplicates = 0
+    for (p, o), rs in by_offset.items():
+        for before, again in itertools.pairwise(rs):
+            duplicates += 1
+            w = next((w for w in windows.get((again.member, p), []) if w.start <= again.t <= w.end), None)
+            assert w is not None, f"{again.member} re-read {p}/{o} outside any ownership window"
+            assert w.start > before.t, (
+                f"partition {p} offset {o} read twice by {again.member} within one ownership "
+                f"window (first by {before.member} at {before.t:.3f}, again at {again.t:.3f})"
+            )
+            committed = max((off for t, off in commits[p] if t < w.start), default=0)
+            assert o >= committed, (
+                f"partition {p} offset {o} re-read by {again.member} although offset {committed} "
+                f"was committed before its window began at {w.start:.3f}"
+            )
+    return duplicates
+
+
+def check_commits_advance(tl: Timeline) -> int:
+    """Acknowledged commits never go backwards per partition; returns how many there were."""
+    last: dict[int, tuple[int, str]] = {}
+    n = 0
+    for c in sorted(tl.commits, key=lambda c: c.t):
+        for p, o in c.offsets.items():
+            n += 1
+            prev = last.get(p)
+            assert prev is None or o >= prev[0], (
+                f"partition {p}: {c.member} committed {o} after {prev[1]} had committed {prev[0]}"
+            )
+            last[p] = (o, c.member)
+    return n
+
+
+@dataclass(frozen=True)
+class Report:
+    records: int
+    reads: int
+    duplicates: int
+    commits: int
+    handovers: int
+
+    def __str__(self) -> str:
+        return (
+            f"{self.records} records acknowledged, {self.reads} reads ({self.duplicates} duplicates), "
+            f"{self.commits} partition commits, {self.handovers} partition hand-overs"
+        )
+
+
+def analyse(
+    tl: Timeline, acked: dict[tuple[int, int], bytes], fenced: Iterable[tuple[float, str]] = ()
+) -> Report:
+    """Run every checker over a finished run (all members stopped)."""
+    end = time.time()
+    with tl.lock:
+        windows = ownership_windows(tl, fenced, end)
+        check_no_overlap(windows)
+        check_reads_within_windows(tl, end)
+        check_all_consumed(tl, acked)
+        duplicates = check_duplicates(tl, end)
+        commits = check_commits_advance(tl)
+        handovers = sum(max(len(ws) - 1, 0) for ws in windows.values())
+        return Report(len(acked), len(tl.reads), duplicates, commits, handovers)
+
+
+# -- a scenario's cast -------------------------------------------------------------------------
+
+
+class Cast:
+    """The members of one scenario: starts them, stops them, and stops everyone at the end."""
+
+    def __init__(self, gw: GatewayProcess, group: str, timeline: Timeline) -> None:
+        self.gw, self.group, self.timeline = gw, group, timeline
+        self.members: list[Member] = []
+        self.aio: AsyncLoop | None = None
+        self._n = 0
+
+    @property
+    def live(self) -> list[Member]:
+        return [m for m in self.members if m.live]
+
+    def _name(self, prefix: str) -> str:
+        self._n += 1
+        return f"{prefix}-{self._n}"
+
+    def add(self, member: Member) -> Member:
+        self.members.append(member)
+        member.start()
+        wait_until(
+            lambda: member.running.is_set() or member.errors or member.stopped.is_set(),
+            30,
+            f"{member.name} to start",
+        )
+        assert not member.errors, f"{member.name}: {member.errors}"
+        return member
+
+    def kafka_python(self, assignor: str = "range", **kw: Any) -> Member:
+        prefix = "kp-coop" if assignor == "cooperative-sticky" else f"kp-{assignor}"
+        return self.add(
+            KafkaPythonMember(
+                self._name(prefix), self.timeline, self.gw.bootstrap, self.group, assignor=assignor, **kw
+            )
+        )
+
+    def confluent(
+        self, protocol: str = "consumer", assignor: str = "cooperative-sticky", **kw: Any
+    ) -> Member:
+        prefix = (
+            "ck-cons"
+            if protocol == "consumer"
+            else ("ck-coop" if assignor == "cooperative-sticky" else f"ck-{assignor}")
+        )
+        return self.add(
+            ConfluentMember(
+                self._name(prefix),
+                self.timeline,
+                self.gw.bootstrap,
+                self.group,
+                protocol=protocol,
+                assignor=assignor,
+                **kw,
+            )
+        )
+
+    def aiokafka(self, assignor: str = "roundrobin", **kw: Any) -> Member:
+        if self.aio is None:
+            self.aio = AsyncLoop()
+        return self.add(
+            AiokafkaMember(
+                self._name(f"aio-{assignor}"),
+                self.timeline,
+                self.gw.bootstrap,
+                self.group,
+                self.aio,
+                assignor=assignor,
+                **kw,
+            )
+        )
+
+    def remote(self, library: str, **kw: Any) -> RemoteMember:
+        """A member in its own process (see RemoteMember); kw as for the in-process classes."""
+        prefix = "rk" if library == "confluent" else "rp"
+        member = RemoteMember(self._name(prefix), self.timeline, self.gw.bootstrap, self.group, library, **kw)
+        self.add(member)
+        return member
+
+    def classic(self, kind: str, **kw: Any) -> Member:
+        """A classic member by kind: kafka-python-range, kafka-python-cooperative-sticky,
+        aiokafka-roundrobin, confluent-range, confluent-cooperative-sticky."""
+        library, _, assignor = kind.partition("-")
+        if library == "kafka":
+            return self.kafka_python(assignor.removeprefix("python-"), **kw)
+        if library == "aiokafka":
+            return self.aiokafka(assignor, **kw)
+        return self.confluent("classic", assignor, **kw)
+
+    def stop_all(self) -> None:
+        """Stop every member: classic members first, then KIP-848 ones, so that the end of a run
+        never downgrades the group. (Stopping the KIP-848 members first converts the group while
+        the classic members may still be one epoch behind; their next heartbeat then gets
+        ILLEGAL_GENERATION, as in Kafka, and a client closing right after that sends no LeaveGroup
+        (kafka-python and the Java client skip it once unjoined), so the group's last rebalance
+        waits for that member's session to expire.)"""
+        errors = []
+        for m in sorted(self.members, key=lambda m: m.protocol == "consumer"):
+            if not m.stopped.is_set():
+                try:
+                    m.stop()
+                except (AssertionError, OSError) as e:
+                    errors.append(f"{m.name}: {e}")
+            if isinstance(m, RemoteMember) and m.proc is not None and m.proc.poll() is None:
+                m.proc.kill()
+                m.proc.wait(10)
+        if self.aio is not None:
+            self.aio.close()
+            self.aio = None
+        assert not errors, errors
+
+    def errors(self) -> dict[str, list[str]]:
+        return {m.name: m.errors for m in self.members if m.errors}
+
+
+# -- a whole scenario --------------------------------------------------------------------------
+
+
+@dataclass
+class Scenario:
+    """One gateway, one 12-partition topic written continuously, one group, its members."""
+
+    gw: GatewayProcess
+    topic: str
+    group: str
+    timeline: Timeline
+    producer: ContinuousProducer
+    cast: Cast
+
+    def settle(self, expect_type: str, what: str, timeout: float = SETTLE_TIMEOUT) -> None:
+        settle(self.gw, self.group, self.cast.members, expect_type, what, timeout)
+
+    def caught_up(self, what: str) -> None:
+        wait_caught_up(self.timeline, self.producer, what)
+
+    def step(self, expect_type: str, what: str) -> None:
+        """Settle with the expected group type, then consume everything produced so far."""
+        self.settle(expect_type, what)
+        assert group_type(self.gw, self.group) == expect_type, what
+        self.caught_up(what)
+
+    def conversions(self) -> list[tuple[str, str]]:
+        return [(e["from_type"], e["to_type"]) for e in group_events(self.gw, self.group, "group.converted")]
+
+    def finish(self) -> Report:
+        """Stop producing, let the members consume and commit everything, stop them all and run
+        every checker over the run."""
+        acked = self.producer.stop()
+        wait_caught_up(self.timeline, self.producer, "the final drain")
+        wait_committed(self.gw, self.group, self.topic)
+        self.cast.stop_all()
+        return analyse(self.timeline, acked, fences(self.gw, self.group))
+
+
+@contextmanager
+def scenario(
+    gateways: Gateways, name: str, sets: Iterable[str] = (), rate: float = 150.0
+) -> Iterator[Scenario]:
+    gw = gateways.start(name, sets=[*FAST_GROUP_SETTINGS, *sets])
+    topic, group = f"{name}-topic", f"{name}-group"
+    create_topic(gw, topic)
+    timeline = Timeline(topic)
+    producer = ContinuousProducer(gw, topic, rate)
+    producer.start()
+    cast = Cast(gw, group, timeline)
+    try:
+        yield Scenario(gw, topic, group, timeline, producer, cast)
+    finally:
+        producer._halt.set()
+        try:
+            cast.stop_all()
+        finally:
+            producer.join(90)
+
+
+if __name__ == "__main__":
+    _child_main(json.loads(sys.argv[1]))

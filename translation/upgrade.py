@@ -15,7 +15,9 @@ rejoin; a GroupMetadata tombstone; then, per Kafka's order, every member's k5, k
 generation, every member's k7, k6 at the generation, every member's k8: each member keeps its
 assignment as its target, Stable at epoch = generation, with its classic session timeout and
 protocols in ClassicMemberMetadata. The subscription metadata (k4) is left to the joiner's
-heartbeat, which then sees it changed and bumps the epoch. The consumer group the heartbeat
+heartbeat, which then sees it changed and bumps the epoch. The classic group's timers (join,
+sync, member heartbeats) are cancelled: Kafka leaves them to a group-type check, which fails once
+the group is downgraded again before they fire. The consumer group the heartbeat
 continues with is built by replaying those records, so it is what a restart would load.
 """
 
@@ -33,6 +35,7 @@ from engine.consumer.replay import apply_record
 from engine.errors import CoordinatorError, Errors
 from engine.metadata import MetadataImage, TopicId
 from engine.operation import Operation
+from engine.timers import group_join_key, group_sync_key, heartbeat_key
 from records.classic_group import GroupMetadataKey
 from records.consumer_group import ClassicMemberMetadata, ClassicProtocol
 from records.coordinator import CoordinatorRecord
@@ -142,7 +145,15 @@ def upgrade(shard: Shard, group: ClassicGroup, op: Operation) -> ConsumerGroup:
     for r in records:
         apply_record(converted, r)
 
+    classic_timer_keys = [group_join_key(gid), group_sync_key(gid)]
+    classic_timer_keys += [heartbeat_key(gid, mid) for mid in [*group.members, *group.pending_join_members]]
+
     def schedule_sessions() -> None:
+        # The classic group is gone, and its timers with it. Kafka leaves them registered and
+        # relies on their group-type check, which a later downgrade defeats: a join timer of
+        # this group would then complete a join phase of the new classic group.
+        for key in classic_timer_keys:
+            shard.timers.cancel(key)
         for m in members:
             assert m.classic_member_metadata is not None
             schedule_session_timeout(shard, gid, m.member_id, m.classic_member_metadata.session_timeout_ms)

@@ -1,0 +1,56 @@
+"""Deterministic regressions for bugs the migration state machine (test_migration_stateful.py)
+found in the translation layer. Each test replays the minimal sequence hypothesis shrank to and
+says what Kafka does and why groupshift differs where it does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.classic.api import JoinGroupResponse
+from engine.classic.records import persisted_view
+from engine.errors import Errors
+from engine.ids import SeededIds
+from engine.outcome import Pending
+from engine.shard import Shard
+from tests.migration_harness import MigrationHarness, sub
+
+
+def _dynamic_classic_join(h: MigrationHarness, **kw: Any) -> Any:
+    """JoinGroup v5 of a new dynamic member: obtain the member id, then join with it."""
+    r = h.join(**kw)
+    assert isinstance(r, JoinGroupResponse) and r.error_code == Errors.MEMBER_ID_REQUIRED
+    return h.join(r.member_id, **kw)
+
+
+def test_stale_initial_rebalance_timer_leaves_a_downgraded_group_alone() -> None:
+    """A classic group in its initial rebalance delay is upgraded, then downgraded again by a
+    static replacement (no rebalance): the first classic group's join timer must not complete a
+    join phase of the new classic group. It used to fire on it, silently drop the dynamic member
+    that had not "rejoined" and move the leadership, none of which was written to the log.
+    Kafka leaves the classic timers registered on upgrade and relies on a group-type check,
+    which the downgrade defeats; groupshift cancels them with the classic group."""
+    h = MigrationHarness(topics={"foo": 3}, group_initial_rebalance_delay_ms=3000)
+    pending = _dynamic_classic_join(h, metadata=sub("foo"))
+    assert isinstance(pending, Pending)  # parked for the initial rebalance delay
+    a = pending.member_id
+    # A consumer-protocol static member upgrades the group; A's parked join is answered.
+    assert h.cgh("E1", 0, instance_id="e", topics=["foo"]).error_code == Errors.NONE
+    assert h.result(pending).error_code == Errors.REBALANCE_IN_PROGRESS
+    # A classic process takes over instance "e": the last consumer-protocol member is replaced,
+    # the group is classic again (Stable, no rebalance: same subscription).
+    j = h.join(instance_id="e", metadata=sub("foo"))
+    assert isinstance(j, JoinGroupResponse) and j.error_code == Errors.NONE
+    g = h.shard.classic_group("g")
+    assert g is not None and a in g.members
+    before = persisted_view(g)
+
+    h.advance(3500)  # past the first classic group's initial delay
+
+    g = h.shard.classic_group("g")
+    assert g is not None and a in g.members, "a stale timer removed a member"
+    assert persisted_view(g) == before
+    fresh = Shard(h.shard.config, SeededIds(0), h.shard.image)
+    fresh.apply(h.log)
+    replayed = fresh.classic_group("g")
+    assert replayed is not None and persisted_view(replayed) == persisted_view(g)

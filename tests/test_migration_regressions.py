@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.classic.api import JoinGroupResponse
+from engine.classic.api import JoinGroupResponse, SyncGroupResponse
+from engine.classic.member import Protocol
 from engine.classic.records import persisted_view
 from engine.errors import Errors
 from engine.ids import SeededIds
@@ -54,3 +55,26 @@ def test_stale_initial_rebalance_timer_leaves_a_downgraded_group_alone() -> None
     fresh.apply(h.log)
     replayed = fresh.classic_group("g")
     assert replayed is not None and persisted_view(replayed) == persisted_view(g)
+
+
+def test_static_replacement_downgrade_answers_the_selected_protocol() -> None:
+    """A classic static member replacing the last consumer-protocol member turns the group
+    classic; its JoinGroup answer must name the protocol that classic group selected, since its
+    SyncGroup is checked against it. Kafka answers the member's first preference ("range" here)
+    and the SyncGroup then fails with INCONSISTENT_GROUP_PROTOCOL, because the vote over
+    {range, cooperative-sticky} and {cooperative-sticky} picks cooperative-sticky."""
+    h = MigrationHarness(topics={"foo": 4})
+    assert h.cgh("E1", 0, instance_id="e", topics=["foo"]).error_code == Errors.NONE
+    coop = (Protocol("cooperative-sticky", sub("foo", version=1)),)
+    c = _dynamic_classic_join(h, protocols=coop)
+    assert isinstance(c, JoinGroupResponse) and c.error_code == Errors.NONE
+
+    eager = (Protocol("range", sub("foo")), Protocol("cooperative-sticky", sub("foo")))
+    j = h.join(instance_id="e", protocols=eager)
+    assert isinstance(j, JoinGroupResponse) and j.error_code == Errors.NONE
+    g = h.shard.classic_group("g")
+    assert g is not None and g.protocol_name == "cooperative-sticky"
+    assert j.protocol_name == g.protocol_name
+
+    s = h.result(h.sync(j.member_id, j.generation_id, instance_id="e", protocol_name=j.protocol_name))
+    assert isinstance(s, SyncGroupResponse) and s.error_code == Errors.NONE

@@ -14,7 +14,8 @@ from engine.errors import Errors
 from engine.ids import SeededIds
 from engine.outcome import Pending
 from engine.shard import Shard
-from tests.migration_harness import MigrationHarness, sub
+from records.classic_group import GroupMetadataKey
+from tests.migration_harness import FOO, MigrationHarness, sub
 
 
 def _dynamic_classic_join(h: MigrationHarness, **kw: Any) -> Any:
@@ -78,3 +79,56 @@ def test_static_replacement_downgrade_answers_the_selected_protocol() -> None:
 
     s = h.result(h.sync(j.member_id, j.generation_id, instance_id="e", protocol_name=j.protocol_name))
     assert isinstance(s, SyncGroupResponse) and s.error_code == Errors.NONE
+
+
+def _coop() -> tuple[Protocol, ...]:
+    return (Protocol("cooperative-sticky", sub("foo", version=1)),)
+
+
+def _group_awaiting_a_revocation(h: MigrationHarness) -> tuple[str, str, int]:
+    """A consumer group on foo[0-3]: static consumer-protocol member R ("r"), cooperative classic
+    member H holding foo-2 and foo-3, and classic member D that has just joined at epoch 3 with
+    a target partition H still holds (H has not rejoined yet). Returns (H, D, D's generation)."""
+    r = h.cgh("R1", 0, instance_id="r", topics=["foo"])
+    owned = list(r.assignment or ())
+    h_join = _dynamic_classic_join(h, protocols=_coop())
+    H = h_join.member_id
+    r = h.cgh("R1", r.member_epoch, instance_id="r", owned=owned)  # told to revoke foo-2, foo-3
+    r = h.cgh("R1", r.member_epoch, instance_id="r", owned=list(r.assignment or ()))  # revoked
+    assert h.heartbeat(H, h_join.generation_id) == Errors.REBALANCE_IN_PROGRESS  # they are free
+    h_join = h.join(H, protocols=_coop())
+    synced = h.result(h.sync(H, h_join.generation_id, protocol_name="cooperative-sticky"))
+    assert h.assignment_partitions(synced.assignment) == {"foo": (2, 3)}
+    d_join = _dynamic_classic_join(h, protocols=_coop())
+    g = h.shard.consumer_group("g")
+    assert g is not None
+    D = d_join.member_id
+    assert set(g.target(D).get(FOO, ())) & {2, 3}, "D's target holds a partition H owns"
+    assert dict(g.members[D].assigned_partitions) == {}
+    return H, D, d_join.generation_id
+
+
+def test_downgrade_writes_current_assignments_not_targets() -> None:
+    """The GroupMetadata record of a downgrade carries each member's current assignment. Kafka
+    writes the target (`ClassicGroup.fromConsumerGroup`), and the classic group serves it to the
+    next SyncGroup once Stable: here D's target holds a partition that H, which has not rejoined
+    since, still processes, so a SyncGroup from D (without a rebalance, or after a coordinator
+    restart loads the group Stable) gave that partition to two members at once."""
+    h = MigrationHarness(topics={"foo": 4})
+    H, D, d_generation = _group_awaiting_a_revocation(h)
+
+    # The last consumer-protocol member is replaced by a classic process: the group is classic.
+    h.join(instance_id="r", protocols=_coop())
+    assert h.shard.classic_group("g") is not None
+    written = [r.value for r in h.log if isinstance(r.key, GroupMetadataKey) and r.value is not None][-1]
+    stored = {m.member_id: h.assignment_partitions(m.assignment) for m in written.members}
+    assert stored[H] == {"foo": (2, 3)}
+    assert stored[D] == {}
+
+    # A restarted coordinator loads the group Stable and answers D's SyncGroup from the record.
+    restarted = MigrationHarness(topics={"foo": 4})
+    restarted.shard.apply(h.log)
+    restarted.now = h.now
+    s = restarted.result(restarted.sync(D, d_generation, protocol_name="cooperative-sticky"))
+    assert isinstance(s, SyncGroupResponse) and s.error_code == Errors.NONE
+    assert not set(restarted.assignment_partitions(s.assignment).get("foo", ())) & {2, 3}

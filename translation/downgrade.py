@@ -13,7 +13,11 @@ Procedure: tombstones in Kafka's order (k8*, k7*, k6, k5*, k16*, k4, k3; in case
 replaced member's tombstones carry the joiner's id), then one GroupMetadata record of the classic
 group: Stable at generation = the group epoch, protocol type `consumer`, the members' own classic
 protocols (the vote picks the group's protocol), leader = the first member, and each member's
-target assignment serialized in its own subscription's version. The classic group is installed
+current assigned partitions serialized in its own subscription's version (the joiner of case (b):
+its own, reconciled from the replaced member's). Kafka writes the target assignment instead; a
+target partition may still be owned by a member that has not revoked it, so a SyncGroup answered
+from that record (case (b) without a rebalance, or any classic group after a restart) gave one
+partition to two members. The classic group is installed
 as built (not replayed: replay would keep only each member's selected protocol), once the journal
 accepted the records. Case (a) then prepares a rebalance so the classic members rejoin (next
 generation = epoch + 1). Case (b) rebalances only if the joiner's subscription differs from the
@@ -126,9 +130,16 @@ def build_classic_group(
     classic.subscribed_topics = classic.compute_subscribed_topics()
     image = shard.image
     for cm in classic.members.values():
-        source = leaving_id if joining is not None and cm.member_id == joining.member_id else cm.member_id
+        # The member's current assigned partitions, not its target: a target partition may still
+        # be owned by another member that has not revoked it yet, and a Stable classic group (a
+        # restart loads it Stable) hands this assignment to the member's next SyncGroup.
+        source = (
+            joining
+            if joining is not None and cm.member_id == joining.member_id
+            else group.members[cm.member_id]
+        )
         by_name: list[tuple[str, list[int]]] = []
-        for tid, parts in group.target(source).items():
+        for tid, parts in source.assigned_partitions.items():
             t = image.topic_by_id(tid)
             if t is not None:
                 by_name.append((t.name, sorted(parts)))

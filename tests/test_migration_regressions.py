@@ -10,6 +10,7 @@ from typing import Any
 from engine.classic.api import JoinGroupResponse, SyncGroupResponse
 from engine.classic.member import Protocol
 from engine.classic.records import persisted_view
+from engine.classic.state import ClassicGroupState
 from engine.errors import Errors
 from engine.ids import SeededIds
 from engine.outcome import Pending
@@ -77,8 +78,9 @@ def test_static_replacement_downgrade_answers_the_selected_protocol() -> None:
     assert g is not None and g.protocol_name == "cooperative-sticky"
     assert j.protocol_name == g.protocol_name
 
+    # The SyncGroup passes the protocol check; the group is rebalancing, so the member rejoins.
     s = h.result(h.sync(j.member_id, j.generation_id, instance_id="e", protocol_name=j.protocol_name))
-    assert isinstance(s, SyncGroupResponse) and s.error_code == Errors.NONE
+    assert isinstance(s, SyncGroupResponse) and s.error_code == Errors.REBALANCE_IN_PROGRESS
 
 
 def _coop() -> tuple[Protocol, ...]:
@@ -132,3 +134,31 @@ def test_downgrade_writes_current_assignments_not_targets() -> None:
     s = restarted.result(restarted.sync(D, d_generation, protocol_name="cooperative-sticky"))
     assert isinstance(s, SyncGroupResponse) and s.error_code == Errors.NONE
     assert not set(restarted.assignment_partitions(s.assignment).get("foo", ())) & {2, 3}
+
+
+def test_static_replacement_downgrade_rebalances() -> None:
+    """A downgrade by static replacement prepares a rebalance even when the joiner subscribes
+    like the member it replaces. Kafka (KAFKA-19546) skips it then, and the classic group stays
+    Stable with a leader no client knows about: every member was told leader "" by the
+    consumer group, so no one watches the metadata (added partitions are never assigned) and
+    the partitions still moving at the conversion (here foo-3, D's target) stay unassigned."""
+    h = MigrationHarness(topics={"foo": 4})
+    H, D, d_generation = _group_awaiting_a_revocation(h)
+    j = h.join(instance_id="r", protocols=_coop())
+    assert isinstance(j, JoinGroupResponse) and j.error_code == Errors.NONE
+    g = h.shard.classic_group("g")
+    assert g is not None and g.state is ClassicGroupState.PREPARING_REBALANCE
+    s = h.result(h.sync(D, d_generation, protocol_name="cooperative-sticky"))
+    assert s.error_code == Errors.REBALANCE_IN_PROGRESS
+    assert h.heartbeat(H, g.generation_id - 1) == Errors.ILLEGAL_GENERATION  # H is still at epoch 2
+
+    # Everyone rejoins: the next generation has a leader that knows it and sees every member.
+    joins = [
+        h.join(H, protocols=_coop()),
+        h.join(D, protocols=_coop()),
+        h.join(j.member_id, instance_id="r", protocols=_coop()),
+    ]
+    answers = [h.result(x) for x in joins]
+    assert all(a.error_code == Errors.NONE and a.generation_id == g.generation_id for a in answers)
+    leaders = [a for a in answers if a.leader == a.member_id]
+    assert len(leaders) == 1 and len(leaders[0].members) == 3

@@ -19,9 +19,11 @@ target partition may still be owned by a member that has not revoked it, so a Sy
 from that record (case (b) without a rebalance, or any classic group after a restart) gave one
 partition to two members. The classic group is installed
 as built (not replayed: replay would keep only each member's selected protocol), once the journal
-accepted the records. Case (a) then prepares a rebalance so the classic members rejoin (next
-generation = epoch + 1). Case (b) rebalances only if the joiner's subscription differs from the
-member it replaces (KAFKA-19546, back-ported to 4.0.x).
+accepted the records. Then a rebalance is prepared so the classic members rejoin (next
+generation = epoch + 1), in both cases. Kafka rebalances in case (b) only if the joiner's
+subscription differs from the member it replaces (KAFKA-19546, back-ported to 4.0.x); without a
+rebalance no client knows it is the classic group's leader, and partitions added afterwards, or
+still moving at the conversion, are never assigned.
 """
 
 from __future__ import annotations
@@ -182,17 +184,15 @@ def downgrade(
     op.records.append(group_metadata_record(classic, classic.group_assignment()))
     op.replay = False  # installed as built, below
 
-    rebalance = joining is None
-    if joining is not None:
-        replaced = group.members[leaving_id]
-        rebalance = set(replaced.subscribed_topic_names) != set(joining.subscribed_topic_names)
-
     def install() -> None:
         shard.groups[gid] = classic
         for cm in classic.members.values():
             reschedule_heartbeat(shard, classic, cm)
-        if rebalance:
-            prepare_rebalance(shard, classic, op, f"Downgrade group {gid} from consumer to classic.")
+        # Both cases rebalance. In case (b) Kafka rebalances only when the joiner's subscription
+        # differs (KAFKA-19546), but without a rebalance no client knows it leads the classic
+        # group (each learnt leader "" from its consumer-group JoinGroup), so nobody assigns
+        # partitions that are added later, nor the partitions still moving at the conversion.
+        prepare_rebalance(shard, classic, op, f"Downgrade group {gid} from consumer to classic.")
 
     op.after(install)
     op.event(

@@ -13,10 +13,13 @@ from engine.classic.records import persisted_view
 from engine.classic.state import ClassicGroupState
 from engine.errors import Errors
 from engine.ids import SeededIds
+from engine.metadata import topic_id_for
 from engine.outcome import Pending
 from engine.shard import Shard
-from records.classic_group import GroupMetadataKey
+from records.classic_group import GroupMemberMetadata, GroupMetadataKey, GroupMetadataValue
+from records.coordinator import CoordinatorRecord
 from tests.migration_harness import FOO, MigrationHarness, sub
+from translation.embedded_protocol import serialize_assignment
 
 
 def _dynamic_classic_join(h: MigrationHarness, **kw: Any) -> Any:
@@ -162,3 +165,34 @@ def test_static_replacement_downgrade_rebalances() -> None:
     assert all(a.error_code == Errors.NONE and a.generation_id == g.generation_id for a in answers)
     leaders = [a for a in answers if a.leader == a.member_id]
     assert len(leaders) == 1 and len(leaders[0].members) == 3
+
+
+def test_upgrade_by_static_replacement_computes_the_subscription_metadata() -> None:
+    """An upgrade writes no subscription metadata (k4); the joining heartbeat must compute it,
+    even when the joiner replaces a static member with the same subscription (no subscription
+    change, so no epoch bump of its own). Kafka does so because a new ConsumerGroup's metadata
+    refresh deadline is 0 (`hasMetadataExpired`). groupshift used to skip the refresh: the
+    group stayed at the classic generation with no subscription metadata, and partitions that
+    no member had been assigned in the classic group (here all of bar) were never assigned."""
+    h = MigrationHarness(topics={"foo": 2, "bar": 2})
+    members = (
+        GroupMemberMetadata(
+            "A", "a", "c", "/h", 10_000, 10_000, sub("foo"), serialize_assignment({"foo": [0, 1]}, 0)
+        ),
+        GroupMemberMetadata(
+            "B", None, "c", "/h", 10_000, 10_000, sub("foo", "bar"), serialize_assignment({}, 0)
+        ),
+    )
+    rec = CoordinatorRecord(
+        GroupMetadataKey("g"), GroupMetadataValue("consumer", 7, "range", "A", h.now, members)
+    )
+    h.shard.apply([rec])
+    h.log.append(rec)
+
+    r = h.cgh("A2", 0, instance_id="a", topics=["foo"])
+    assert r.error_code == Errors.NONE
+    g = h.shard.consumer_group("g")
+    assert g is not None
+    assert set(g.subscription_metadata) == {"foo", "bar"}
+    assert g.group_epoch == 8 and g.assignment_epoch == 8
+    assert {p for a in g.target_assignment.values() for p in a.get(topic_id_for("bar"), ())} == {0, 1}

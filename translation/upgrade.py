@@ -144,6 +144,11 @@ def upgrade(shard: Shard, group: ClassicGroup, op: Operation) -> ConsumerGroup:
     converted = ConsumerGroup(gid)
     for r in records:
         apply_record(converted, r)
+    # No subscription metadata was written: the joining heartbeat must compute it (and bump the
+    # epoch), even when it brings no subscription change itself, e.g. a static member replacing
+    # a classic one with the same topics. Kafka gets this from a new group's expired metadata
+    # refresh deadline.
+    converted.metadata_refresh_needed = True
 
     classic_timer_keys = [group_join_key(gid), group_sync_key(gid)]
     classic_timer_keys += [heartbeat_key(gid, mid) for mid in [*group.members, *group.pending_join_members]]

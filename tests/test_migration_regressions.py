@@ -196,3 +196,70 @@ def test_upgrade_by_static_replacement_computes_the_subscription_metadata() -> N
     assert set(g.subscription_metadata) == {"foo", "bar"}
     assert g.group_epoch == 8 and g.assignment_epoch == 8
     assert {p for a in g.target_assignment.values() for p in a.get(topic_id_for("bar"), ())} == {0, 1}
+
+
+def _eager() -> tuple[Protocol, ...]:
+    return (Protocol("range", sub("foo")), Protocol("cooperative-sticky", sub("foo")))
+
+
+def _coop_owning(*parts: int) -> tuple[Protocol, ...]:
+    return (Protocol("cooperative-sticky", sub("foo", version=1, owned={"foo": list(parts)})),)
+
+
+def _parts(h: MigrationHarness, response: Any) -> tuple[int, ...]:
+    assert isinstance(response, SyncGroupResponse) and response.error_code == Errors.NONE, response
+    return h.assignment_partitions(response.assignment).get("foo", ())
+
+
+def test_upgrade_keeps_partitions_a_cooperative_member_has_not_revoked() -> None:
+    """A cooperative classic member C holds foo-1 and foo-2; the leader's plan for generation 2
+    keeps foo-1 for C and withholds foo-2 (it moves to M next generation). Before C collects
+    that plan, a consumer-protocol member upgrades the group. C's stored assignment is {foo-1},
+    but C still processes foo-2: the conversion keeps foo-2 pending revocation on C (from the
+    owned partitions of C's subscription), so M gets it only after C rejoined without it.
+    Kafka converts the stored assignment only, and M got foo-2 while C still held it."""
+    h = MigrationHarness(topics={"foo": 3})
+    lj, cj = _dynamic_classic_join(h, protocols=_eager()), _dynamic_classic_join(h, protocols=_coop())
+    L, C = lj.member_id, cj.member_id
+    h.advance(1)  # the initial rebalance: generation 1, L leads
+    plan = {L: serialize_assignment({"foo": [0]}, 0), C: serialize_assignment({"foo": [1, 2]}, 1)}
+    h.sync(L, 1, assignments=plan, protocol_name="cooperative-sticky")
+    assert _parts(h, h.result(h.sync(C, 1, protocol_name="cooperative-sticky"))) == (1, 2)
+
+    mj = _dynamic_classic_join(h, protocols=_eager())
+    M = mj.member_id
+    assert h.heartbeat(C, 1) == Errors.REBALANCE_IN_PROGRESS
+    h.join(L, protocols=_eager())
+    h.join(C, protocols=_coop_owning(1, 2))  # generation 2 starts: everyone has rejoined
+    plan = {
+        L: serialize_assignment({"foo": [0]}, 0),
+        C: serialize_assignment({"foo": [1]}, 1),
+        M: serialize_assignment({}, 0),  # foo-2 is withheld: it changes owner
+    }
+    h.sync(L, 2, assignments=plan, protocol_name="cooperative-sticky")
+    # C has not sent its SyncGroup yet: it still processes foo-1 and foo-2.
+
+    assert h.cgh("J", 0, topics=["foo"]).error_code == Errors.NONE
+    g = h.shard.consumer_group("g")
+    assert g is not None
+    assert dict(g.members[C].assigned_partitions) == {FOO: (1,)}  # the classic assignment
+    assert dict(g.members[C].partitions_pending_revocation) == {FOO: (2,)}
+    assert set(g.target(M).get(FOO, ())) == {2}
+
+    # M is told to rebalance and rejoins: foo-2 is not free yet.
+    assert h.heartbeat(M, 2) == Errors.REBALANCE_IN_PROGRESS
+    m2 = h.join(M, protocols=_eager())
+    assert 2 not in _parts(h, h.result(h.sync(M, m2.generation_id, protocol_name="range")))
+
+    # C rejoins still owning foo-2, syncs, sees its assignment shrink, revokes and rejoins.
+    assert h.heartbeat(C, 2) == Errors.REBALANCE_IN_PROGRESS
+    c2 = h.join(C, protocols=_coop_owning(1, 2))
+    assert _parts(h, h.result(h.sync(C, c2.generation_id, protocol_name="cooperative-sticky"))) == (1,)
+    c3 = h.join(C, protocols=_coop_owning(1))
+    assert c3.error_code == Errors.NONE and c3.generation_id == g.group_epoch
+    assert h.shard.consumer_group("g").current_partition_epoch(FOO, 2) == -1  # type: ignore[union-attr]
+
+    # Now M collects foo-2.
+    assert h.heartbeat(M, m2.generation_id) == Errors.REBALANCE_IN_PROGRESS
+    m3 = h.join(M, protocols=_eager())
+    assert 2 in _parts(h, h.result(h.sync(M, m3.generation_id, protocol_name="range")))

@@ -196,8 +196,9 @@ def join(
     updated = maybe_reconcile(shard, group, updated, target_epoch, target, owned, op)
 
     downgraded = False
+    protocol_name = first.name  # the member's first preference: no vote in a consumer group
     if replaced is not None and can_downgrade_after_replacement(shard, group, replaced.member_id, op):
-        downgrade(
+        classic = downgrade(
             shard,
             group,
             replaced.member_id,
@@ -206,6 +207,10 @@ def join(
             "a classic static member replaced the last consumer-protocol member",
         )
         downgraded = True
+        # The joiner now belongs to a classic group: its SyncGroup must name the protocol that
+        # group selected (Kafka answers the first preference, which the classic SyncGroup then
+        # rejects with INCONSISTENT_GROUP_PROTOCOL whenever the vote picked another one).
+        protocol_name = classic.protocol_name or first.name
 
     session_timeout, rebalance_timeout = req.session_timeout_ms, req.rebalance_timeout_ms
 
@@ -227,7 +232,7 @@ def join(
         member_id=member_id,
         generation_id=updated.member_epoch,
         protocol_type=CONSUMER,
-        protocol_name=first.name,  # the member's first preference: no vote in a consumer group
+        protocol_name=protocol_name,
         leader="",
         skip_assignment=False,
         members=[],

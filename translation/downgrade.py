@@ -13,13 +13,18 @@ Procedure: tombstones in Kafka's order (k8*, k7*, k6, k5*, k16*, k4, k3; in case
 replaced member's tombstones carry the joiner's id), then one GroupMetadata record of the classic
 group: Stable at generation = the group epoch, protocol type `consumer`, the members' own classic
 protocols (the vote picks the group's protocol), leader = the first member, and each member's
-target assignment serialized in its own subscription's version. The records are replayed like
-any operation's, so a failed append leaves the consumer group as it was (Kafka reverts its
-snapshot); once they are accepted, the classic group built here replaces the replayed one (replay
-keeps only each member's selected protocol, the live group keeps all of them). Case (a) then
-prepares a rebalance so the classic members rejoin (next generation = epoch + 1). Case (b)
-rebalances only if the joiner's subscription differs from the member it replaces (KAFKA-19546,
-back-ported to 4.0.x).
+current assigned partitions serialized in its own subscription's version (the joiner of case (b):
+its own, reconciled from the replaced member's). Kafka writes the target assignment instead; a
+target partition may still be owned by a member that has not revoked it, so a SyncGroup answered
+from that record (case (b) without a rebalance, or any classic group after a restart) gave one
+partition to two members. The records are replayed like any operation's, so a failed append
+leaves the consumer group as it was (Kafka reverts its snapshot); once they are accepted, the
+classic group built here replaces the replayed one (replay keeps only each member's selected
+protocol, the live group keeps all of them). Then a rebalance is prepared so the classic members
+rejoin (next generation = epoch + 1), in both cases. Kafka rebalances in case (b) only if the
+joiner's subscription differs from the member it replaces (KAFKA-19546, back-ported to 4.0.x);
+without a rebalance no client knows it is the classic group's leader, and partitions added
+afterwards, or still moving at the conversion, are never assigned.
 """
 
 from __future__ import annotations
@@ -128,9 +133,16 @@ def build_classic_group(
     classic.subscribed_topics = classic.compute_subscribed_topics()
     image = shard.image
     for cm in classic.members.values():
-        source = leaving_id if joining is not None and cm.member_id == joining.member_id else cm.member_id
+        # The member's current assigned partitions, not its target: a target partition may still
+        # be owned by another member that has not revoked it yet, and a Stable classic group (a
+        # restart loads it Stable) hands this assignment to the member's next SyncGroup.
+        source = (
+            joining
+            if joining is not None and cm.member_id == joining.member_id
+            else group.members[cm.member_id]
+        )
         by_name: list[tuple[str, list[int]]] = []
-        for tid, parts in group.target(source).items():
+        for tid, parts in source.assigned_partitions.items():
             t = image.topic_by_id(tid)
             if t is not None:
                 by_name.append((t.name, sorted(parts)))
@@ -172,17 +184,15 @@ def downgrade(
     op.records.append(rb.group_epoch_tombstone(gid))
     op.records.append(group_metadata_record(classic, classic.group_assignment()))
 
-    rebalance = joining is None
-    if joining is not None:
-        replaced = group.members[leaving_id]
-        rebalance = set(replaced.subscribed_topic_names) != set(joining.subscribed_topic_names)
-
     def install() -> None:
         shard.groups[gid] = classic
         for cm in classic.members.values():
             reschedule_heartbeat(shard, classic, cm)
-        if rebalance:
-            prepare_rebalance(shard, classic, op, f"Downgrade group {gid} from consumer to classic.")
+        # Both cases rebalance. In case (b) Kafka rebalances only when the joiner's subscription
+        # differs (KAFKA-19546), but without a rebalance no client knows it leads the classic
+        # group (each learnt leader "" from its consumer-group JoinGroup), so nobody assigns
+        # partitions that are added later, nor the partitions still moving at the conversion.
+        prepare_rebalance(shard, classic, op, f"Downgrade group {gid} from consumer to classic.")
 
     op.after(install)
     op.event(

@@ -14,9 +14,14 @@ Procedure: parked JoinGroups and SyncGroups are answered REBALANCE_IN_PROGRESS s
 rejoin; a GroupMetadata tombstone; then, per Kafka's order, every member's k5, k3 at the classic
 generation, every member's k7, k6 at the generation, every member's k8: each member keeps its
 assignment as its target, Stable at epoch = generation, with its classic session timeout and
-protocols in ClassicMemberMetadata. The subscription metadata (k4) is left to the joiner's
-heartbeat, which then sees it changed and bumps the epoch. The consumer group the heartbeat
-continues with is built by replaying those records, so it is what a restart would load.
+protocols in ClassicMemberMetadata. A cooperative member whose subscription still claims
+partitions no stored assignment has (withheld from it by the leader, or reset by a rebalance) is
+converted in UNREVOKED_PARTITIONS with those pending revocation; Kafka drops them, and they went
+to another member while their owner still processed them. The subscription metadata (k4) is left
+to the joiner's heartbeat, which then sees it changed and bumps the epoch. The classic group's
+timers (join, sync, member heartbeats) are cancelled: Kafka leaves them to a group-type check,
+which fails once the group is downgraded again before they fire. The consumer group the
+heartbeat continues with is built by replaying those records, so it is what a restart would load.
 """
 
 from __future__ import annotations
@@ -33,10 +38,11 @@ from engine.consumer.replay import apply_record
 from engine.errors import CoordinatorError, Errors
 from engine.metadata import MetadataImage, TopicId
 from engine.operation import Operation
+from engine.timers import group_join_key, group_sync_key, heartbeat_key
 from records.classic_group import GroupMetadataKey
 from records.consumer_group import ClassicMemberMetadata, ClassicProtocol
 from records.coordinator import CoordinatorRecord
-from translation.embedded_protocol import SchemaError, parse_assignment, parse_subscription
+from translation.embedded_protocol import SchemaError, Subscription, parse_assignment, parse_subscription
 from translation.policy import refused, upgrade_enabled
 
 if TYPE_CHECKING:
@@ -76,12 +82,55 @@ def _assigned(data: bytes, image: MetadataImage) -> tuple[dict[TopicId, tuple[in
     return out, a.user_data
 
 
+def _still_revoking(
+    members: list[ConsumerGroupMember], subscriptions: list[Subscription], image: MetadataImage
+) -> list[ConsumerGroupMember]:
+    """Members that still hold partitions their stored assignment omits, pending revocation.
+
+    The stored assignment is not all a cooperative member holds: one that has not collected the
+    SyncGroup answer of the current generation keeps the partitions the leader withheld from it
+    (they change owner), and a rebalance that restarted from CompletingRebalance reset every
+    stored assignment to empty. Its subscription (the owned partitions of its last JoinGroup)
+    says what it holds. A claimed partition no stored assignment has stays pending revocation of
+    its claimant (the highest generation claiming it), so that it moves only once the member has
+    rejoined without it, as in the classic protocol. Kafka converts the stored assignment only,
+    which hands such a partition to another member while its owner still processes it."""
+    stored = {(t, p) for m in members for t, parts in m.assigned_partitions.items() for p in parts}
+    claimant: dict[tuple[TopicId, int], tuple[int, int]] = {}  # partition -> (generation, index)
+    for i, sub in enumerate(subscriptions):
+        for topic, parts in sub.owned_partitions:
+            t = image.topic(topic)
+            if t is None:
+                continue
+            for p in parts:
+                tp = (t.topic_id, p)
+                if p >= t.num_partitions or tp in stored:
+                    continue
+                if tp not in claimant or sub.generation_id > claimant[tp][0]:
+                    claimant[tp] = (sub.generation_id, i)
+    if not claimant:
+        return members
+    pending: dict[int, dict[TopicId, list[int]]] = {}
+    for (tid, p), (_, i) in sorted(claimant.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+        pending.setdefault(i, {}).setdefault(tid, []).append(p)
+    return [
+        m.with_changes(
+            state=MemberState.UNREVOKED_PARTITIONS,
+            partitions_pending_revocation={t: tuple(ps) for t, ps in pending[i].items()},
+        )
+        if i in pending
+        else m
+        for i, m in enumerate(members)
+    ]
+
+
 def upgrade(shard: Shard, group: ClassicGroup, op: Operation) -> ConsumerGroup:
     """Convert `group` (writing the records into `op`); return the consumer group to join."""
     check_upgrade(shard, group, op)
     gid = group.group_id
     protocol = group.protocol_name
     members: list[ConsumerGroupMember] = []
+    subscriptions: list[Subscription] = []
     for m in group.members.values():
         try:
             assigned, user_data = _assigned(m.assignment, shard.image)
@@ -102,6 +151,7 @@ def upgrade(shard: Shard, group: ClassicGroup, op: Operation) -> ConsumerGroup:
                 f"Cannot upgrade the classic group {gid} to consumer group because a custom "
                 "assignor is in use.",
             )
+        subscriptions.append(sub)
         members.append(
             ConsumerGroupMember(
                 member_id=m.member_id,
@@ -122,6 +172,8 @@ def upgrade(shard: Shard, group: ClassicGroup, op: Operation) -> ConsumerGroup:
             )
         )
 
+    members = _still_revoking(members, subscriptions, shard.image)
+
     # Members waiting in a join or sync phase must rejoin the consumer group.
     for m in group.members.values():
         group.complete_join(
@@ -141,8 +193,21 @@ def upgrade(shard: Shard, group: ClassicGroup, op: Operation) -> ConsumerGroup:
     converted = ConsumerGroup(gid)
     for r in records:
         apply_record(converted, r)
+    # No subscription metadata was written: the joining heartbeat must compute it (and bump the
+    # epoch), even when it brings no subscription change itself, e.g. a static member replacing
+    # a classic one with the same topics. Kafka gets this from a new group's expired metadata
+    # refresh deadline.
+    converted.metadata_refresh_needed = True
+
+    classic_timer_keys = [group_join_key(gid), group_sync_key(gid)]
+    classic_timer_keys += [heartbeat_key(gid, mid) for mid in [*group.members, *group.pending_join_members]]
 
     def schedule_sessions() -> None:
+        # The classic group is gone, and its timers with it. Kafka leaves them registered and
+        # relies on their group-type check, which a later downgrade defeats: a join timer of
+        # this group would then complete a join phase of the new classic group.
+        for key in classic_timer_keys:
+            shard.timers.cancel(key)
         for m in members:
             assert m.classic_member_metadata is not None
             schedule_session_timeout(shard, gid, m.member_id, m.classic_member_metadata.session_timeout_ms)

@@ -17,12 +17,13 @@ rejoins when the partition counts it assigned from change. Eager clients list
 `cooperative-sticky` second, as in the first bounce of an eager->cooperative upgrade (Java picks
 the EAGER protocol when any listed assignor is eager), so every kind can share a group.
 
-Rules: clients join, rejoin, sync, heartbeat (acknowledging or not), leave (LeaveGroup; CGH -1;
--2 for static members) or crash; a static instance is replaced by a new process of any protocol;
-time advances (session, rebalance, join, sync timeouts and the initial rebalance delay fire via
-`expire`); topics grow; and the coordinator restarts: the whole record log so far is replayed into
-a fresh Shard (with `on_loaded`), possibly with another `group.consumer.migration.policy`, and
-clients keep their own view. A conversion happens whenever the traffic calls for one: the first
+Rules: clients join, rejoin, sync, heartbeat (acknowledging or not), change their subscription,
+lose the answer to a request, leave (LeaveGroup; CGH -1; -2 for static members) or crash; a
+static instance is replaced by a new process of any protocol; time advances (session, rebalance,
+join, sync timeouts and the initial rebalance delay fire via `expire`); topics grow; and the
+coordinator restarts: the whole record log so far is replayed into a fresh Shard (with
+`on_loaded`), possibly with another `group.consumer.migration.policy`, and clients keep their own
+view. A conversion happens whenever the traffic calls for one: the first
 consumer-protocol member joining a classic group, the last one leaving (or being fenced, or
 replaced by a classic static member) with classic members left.
 
@@ -296,6 +297,10 @@ class Client:
     epoch: int = 0
     releasing: Owned = field(default_factory=dict)
     refused: bool = False  # its last join was answered GROUP_ID_NOT_FOUND
+    full_next: bool = False  # after a lost answer the next heartbeat is a full one
+    topics_changed: bool = False  # its next heartbeat carries its new subscription
+    # the answer to the request being sent will be lost (the client times the request out)
+    deaf: bool = False
 
     @property
     def classic(self) -> bool:
@@ -512,6 +517,9 @@ class MigrationMachine(RuleBasedStateMachine):
     def _join(self, c: Client) -> None:
         if c.eager:
             c.lose_all()  # eager: revoke everything before rejoining
+        elif any(t not in c.topics for t in c.owned):
+            # cooperative: revoke the partitions of topics it no longer subscribes to
+            c.owned = {t: ps for t, ps in c.owned.items() if t in c.topics}
         c.rejoin = False
         for _ in range(2):  # a dynamic member's first JoinGroup only obtains its member id
             req = JoinGroupRequest(
@@ -520,6 +528,9 @@ class MigrationMachine(RuleBasedStateMachine):
             ctx = RequestContext(c.name, "/" + c.name, 9)
             r = self._request(lambda req=req, ctx=ctx: self.coordinator.join_group(req, ctx, self._tick()))
             if self.clients.get(c.name) is not c:
+                return
+            if c.deaf:
+                c.phase = "unjoined"  # it timed the request out; it will send JoinGroup again
                 return
             if isinstance(r, Pending):
                 c.phase = "joining"
@@ -591,6 +602,9 @@ class MigrationMachine(RuleBasedStateMachine):
         r = self._request(lambda: self.coordinator.sync_group(req, ctx, self._tick()))
         if self.clients.get(c.name) is not c:
             return
+        if c.deaf:
+            c.phase = "unjoined"  # a failed SyncGroup restarts the rebalance from JoinGroup
+            return
         if isinstance(r, Pending):
             c.phase = "syncing"
             c.sync_handle = r
@@ -636,7 +650,7 @@ class MigrationMachine(RuleBasedStateMachine):
         req = HeartbeatRequest(GROUP, c.generation, c.member_id, c.instance_id)
         ctx = RequestContext(c.name, "/" + c.name, 4)
         r = self._request(lambda: self.coordinator.heartbeat(req, ctx, self._tick()))
-        if self.clients.get(c.name) is not c:
+        if self.clients.get(c.name) is not c or c.deaf:
             return
         code = Errors(r.error_code)
         if code is Errors.NONE:
@@ -705,13 +719,21 @@ class MigrationMachine(RuleBasedStateMachine):
 
     def _cgh_heartbeat(self, c: Client, ack: bool) -> None:
         owned = None
-        if ack:
+        full = c.full_next
+        if ack or full:
             owned = [TopicPartitions(topic_id_for(t), tuple(sorted(ps))) for t, ps in sorted(c.owned.items())]
             c.disowned -= pairs(c.releasing)
             c.releasing = {}  # released once the acknowledgement is sent
         req = ConsumerGroupHeartbeatRequest(
-            GROUP, c.member_id, c.epoch, instance_id=c.instance_id, topic_partitions=owned
+            GROUP,
+            c.member_id,
+            c.epoch,
+            instance_id=c.instance_id,
+            topic_partitions=owned,
+            rebalance_timeout_ms=REBALANCE_MS if full else -1,
+            subscribed_topic_names=list(c.topics) if full or c.topics_changed else None,
         )
+        c.topics_changed = False
         self._on_cgh(c, req, self._cgh(c, req))
 
     def _on_cgh(
@@ -719,6 +741,10 @@ class MigrationMachine(RuleBasedStateMachine):
     ) -> None:
         if self.clients.get(c.name) is not c:
             return
+        if c.deaf:
+            c.full_next = req.member_epoch > 0  # it resends everything in its next heartbeat
+            return
+        c.full_next = False
         code = Errors(r.error_code)
         if code is Errors.NONE:
             c.refused = False
@@ -798,6 +824,38 @@ class MigrationMachine(RuleBasedStateMachine):
             self._classic_step(c)
         else:
             self._consumer_step(c)
+
+    @precondition(lambda self: self.clients)
+    @rule(i=st.integers(0, len(NAMES) - 1), topics=st.sampled_from(SUBSCRIPTIONS))
+    def change_subscription(self, i: int, topics: tuple[str, ...]) -> None:
+        """A client subscribes to other topics: a classic client rejoins with the new subscription,
+        a consumer-protocol client sends it with its next heartbeat."""
+        c = self._pick(i)
+        if topics == c.topics:
+            return
+        c.topics = topics
+        event(f"subscription changed ({'classic' if c.classic else 'consumer'})")
+        if c.classic:
+            c.rejoin = True
+        else:
+            c.topics_changed = True
+
+    @precondition(lambda self: self.clients)
+    @rule(i=st.integers(0, len(NAMES) - 1))
+    def lose_answer(self, i: int) -> None:
+        """A client's next request reaches the coordinator but the answer is lost: it times the
+        request out (a classic client restarts its rebalance if it was joining or syncing; a
+        consumer-protocol client sends a full heartbeat next)."""
+        c = self._pick(i)
+        event(f"answer lost ({'classic' if c.classic else 'consumer'})")
+        c.deaf = True
+        try:
+            if c.classic:
+                self._classic_step(c)
+            else:
+                self._consumer_step(c)
+        finally:
+            c.deaf = False
 
     @precondition(lambda self: self.clients)
     @rule(i=st.integers(0, len(NAMES) - 1))

@@ -26,7 +26,7 @@ from engine.assignors.base import (
     SubscriptionType,
     TopicDescriber,
 )
-from engine.assignors.uniform import kafka_topic_order
+from engine.assignors.uniform import kafka_topic_order, subscription_groups
 from engine.metadata import TopicId
 
 
@@ -88,28 +88,7 @@ def topic_classes(ranked: Sequence[MemberSubscription]) -> list[tuple[list[int],
     range of a topic depends only on the class and the topic's partition count. Classes and
     the topics within them come in Kafka's topic-id order, so equal inputs give equal dicts.
     """
-    groups: list[tuple[frozenset[TopicId], list[int]]] = []
-    by_object: dict[int, list[int]] = {}
-    by_identity: dict[frozenset[int], list[int]] = {}
-    for position, member in enumerate(ranked):
-        subscribed = member.subscribed_topic_ids
-        if not subscribed:
-            continue
-        positions = by_object.get(id(subscribed))
-        if positions is None:
-            # Identity of the topic-id objects: C-speed, unlike hashing UUIDs (see uniform).
-            identity = frozenset(map(id, subscribed))
-            positions = by_identity.get(identity)
-            if positions is None:
-                positions = by_identity[identity] = []
-                groups.append((subscribed, positions))
-            by_object[id(subscribed)] = positions
-        positions.append(position)
-
-    groups_of_topic: dict[TopicId, list[int]] = {}
-    for group, (subscribed, _) in enumerate(groups):
-        for topic_id in subscribed:
-            groups_of_topic.setdefault(topic_id, []).append(group)
+    groups, groups_of_topic = subscription_groups(ranked)
 
     classes: dict[tuple[int, ...], list[TopicId]] = {}
     for topic_id in sorted(groups_of_topic, key=kafka_topic_order):

@@ -697,14 +697,15 @@ def deal(
     return dealt_to
 
 
-def subscribers_by_topic(members: Sequence[MemberSubscription]) -> dict[TopicId, list[int]]:
-    """Topic id -> the numbers of the members subscribed to it, ascending.
+def subscription_groups(
+    members: Sequence[MemberSubscription],
+) -> tuple[list[tuple[frozenset[TopicId], list[int]]], dict[TopicId, list[int]]]:
+    """Members grouped by subscription `(topic ids, member numbers)`, and topic id -> the numbers
+    of the groups subscribed to it, ascending.
 
-    Members are first grouped by subscription, so the per-topic work is per distinct
-    subscription rather than per member. Grouping compares the identities of the topic-id
-    objects (C-speed) rather than hashing `UUID`s (a Python call each): members whose equal
-    subscriptions were built from different `UUID` objects land in different groups, which
-    costs a little speed and nothing else. Topics with the same subscribers share one list.
+    Grouping compares the identities of the topic-id objects (C-speed) rather than hashing
+    `UUID`s (a Python call each): members whose equal subscriptions were built from different
+    `UUID` objects land in different groups, which costs a little speed and nothing else.
     """
     groups: list[tuple[frozenset[TopicId], list[int]]] = []
     by_object: dict[int, list[int]] = {}
@@ -732,6 +733,17 @@ def subscribers_by_topic(members: Sequence[MemberSubscription]) -> dict[TopicId,
             else:
                 of_topic.append(group)
 
+    return groups, groups_of_topic
+
+
+def subscribers_by_topic(members: Sequence[MemberSubscription]) -> dict[TopicId, list[int]]:
+    """Topic id -> the numbers of the members subscribed to it, ascending.
+
+    Members are first grouped by subscription (`subscription_groups`), so the per-topic work is
+    per distinct subscription rather than per member. Topics with the same subscribers share one
+    list.
+    """
+    groups, groups_of_topic = subscription_groups(members)
     shared: dict[tuple[int, ...], list[int]] = {}
     subscribers: dict[TopicId, list[int]] = {}
     for topic_id, of_topic in groups_of_topic.items():

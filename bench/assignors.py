@@ -126,10 +126,7 @@ def subscriptions(case: Case, ids: Sequence[TopicId], members: int) -> list[froz
     buckets = min(MAX_BUCKET_COUNT, members)
     topics_per_bucket = -(-len(ids) // buckets)
     members_per_bucket = -(-members // buckets)
-    sets = [
-        frozenset(ids[b * topics_per_bucket : (b + 1) * topics_per_bucket])
-        for b in range(buckets)
-    ]
+    sets = [frozenset(ids[b * topics_per_bucket : (b + 1) * topics_per_bucket]) for b in range(buckets)]
     return [sets[i // members_per_bucket] for i in range(members)]
 
 
@@ -147,8 +144,7 @@ def build_inputs(case: Case) -> tuple[GroupSpec, MapTopicDescriber]:
     existing = case.members - 1 if case.incremental else case.members
     subs = subscriptions(case, ids, existing)
     members = {
-        f"member{i}": MemberSubscription(f"member{i}", None, None, subs[i], {})
-        for i in range(existing)
+        f"member{i}": MemberSubscription(f"member{i}", None, None, subs[i], {}) for i in range(existing)
     }
     spec = GroupSpec(members, case.subscription, {})
     if not case.incremental:
@@ -156,9 +152,7 @@ def build_inputs(case: Case) -> tuple[GroupSpec, MapTopicDescriber]:
 
     previous = assignors.get(case.assignor).assign(spec, describer)
     members = {
-        member_id: MemberSubscription(
-            member_id, None, None, m.subscribed_topic_ids, previous[member_id]
-        )
+        member_id: MemberSubscription(member_id, None, None, m.subscribed_topic_ids, previous[member_id])
         for member_id, m in members.items()
     }
     if case.subscription is HOMOGENEOUS:
@@ -318,8 +312,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for g in goals:
             mark = "ok" if g["met"] else "MISSED"
             print(
-                f"{g['goal']:<75} {g['goal_ms']:>8.1f} {g['measured_ms']:>9.3f} "
-                f"{g['cpu_ms']:>9.3f}  {mark}"
+                f"{g['goal']:<75} {g['goal_ms']:>8.1f} {g['measured_ms']:>9.3f} {g['cpu_ms']:>9.3f}  {mark}"
             )
         print(f"load average after: {load()}")
     return 0

@@ -67,8 +67,13 @@ def api_versions_request() -> Any:
 
 
 def metadata_request() -> Any:
-    return request(3, 12, topics=[{"name": TOPIC, "topic_id": None}],
-                   allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+    return request(
+        3,
+        12,
+        topics=[{"name": TOPIC, "topic_id": None}],
+        allow_auto_topic_creation=False,
+        include_topic_authorized_operations=False,
+    )
 
 
 def find_coordinator_request() -> Any:
@@ -132,7 +137,8 @@ async def _round_trips(port: int, frame: bytes, connections: int, seconds: float
     for _ in range(connections):
         _, proto = await loop.create_connection(
             lambda: _RoundTripConnection(frame, latencies, lambda: loop.time() < stop_at),
-            "127.0.0.1", port,
+            "127.0.0.1",
+            port,
         )
         protocols.append(proto)
     await asyncio.gather(*(p.done for p in protocols))
@@ -171,18 +177,27 @@ def run_produce(gw: GatewayProcess, records: int, size: int) -> dict:
 
     admin = AdminClient({"bootstrap.servers": gw.bootstrap})
     admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])[TOPIC].result(10)
-    producer = Producer({
-        "bootstrap.servers": gw.bootstrap, "acks": "all", "linger.ms": 5,
-        "batch.size": 1 << 20, "queue.buffering.max.messages": 1_000_000,
-    })
+    producer = Producer(
+        {
+            "bootstrap.servers": gw.bootstrap,
+            "acks": "all",
+            "linger.ms": 5,
+            "batch.size": 1 << 20,
+            "queue.buffering.max.messages": 1_000_000,
+        }
+    )
     value = b"x" * size
     failed: list[Any] = []
     started = time.perf_counter()
     for i in range(records):
         while True:
             try:
-                producer.produce(TOPIC, value=value, partition=i % PARTITIONS,
-                                 on_delivery=lambda err, _m: err and failed.append(err))
+                producer.produce(
+                    TOPIC,
+                    value=value,
+                    partition=i % PARTITIONS,
+                    on_delivery=lambda err, _m: err and failed.append(err),
+                )
                 break
             except BufferError:
                 producer.poll(0.01)
@@ -202,11 +217,15 @@ def run_produce(gw: GatewayProcess, records: int, size: int) -> dict:
 def run_fetch(gw: GatewayProcess, records: int, size: int) -> dict:
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-    consumer = Consumer({
-        "bootstrap.servers": gw.bootstrap, "group.id": "bench-assign-only",
-        "enable.auto.commit": False, "fetch.max.bytes": 50 << 20,
-        "max.partition.fetch.bytes": 4 << 20,
-    })
+    consumer = Consumer(
+        {
+            "bootstrap.servers": gw.bootstrap,
+            "group.id": "bench-assign-only",
+            "enable.auto.commit": False,
+            "fetch.max.bytes": 50 << 20,
+            "max.partition.fetch.bytes": 4 << 20,
+        }
+    )
     consumer.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
     got = 0
     started = time.perf_counter()
@@ -244,8 +263,10 @@ def _top_costs(profile: Path, limit: int = 15) -> list[dict]:
         stats = pstats.Stats(str(profile))
         total = sum(v[2] for v in stats.stats.values()) or 1.0  # type: ignore[attr-defined]
         rows = sorted(stats.stats.items(), key=lambda kv: kv[1][2], reverse=True)  # type: ignore[attr-defined]
-        return [{"function": f"{Path(f).name}:{line} {name}", "self_pct": round(100 * v[2] / total, 1)}
-                for (f, line, name), v in rows[:limit]]
+        return [
+            {"function": f"{Path(f).name}:{line} {name}", "self_pct": round(100 * v[2] / total, 1)}
+            for (f, line, name), v in rows[:limit]
+        ]
     own: dict[str, int] = {}
     total = 0
     for line in profile.read_text().splitlines():
@@ -279,10 +300,15 @@ def _inclusive_costs(profile: Path, needles: tuple[str, ...]) -> dict[str, float
 
 
 PROFILE_STAGES = (
-    "data_received (gateway/framing.py", "on_frame (gateway/dispatch.py", "decode (gateway/codec.py",
-    "GroupApis.consumer_group_heartbeat (", "GroupApis.heartbeat (", "ShardRuntime.run (",
+    "data_received (gateway/framing.py",
+    "on_frame (gateway/dispatch.py",
+    "decode (gateway/codec.py",
+    "GroupApis.consumer_group_heartbeat (",
+    "GroupApis.heartbeat (",
+    "ShardRuntime.run (",
     "build (gateway/entity_builder.py",
-    "encode_response (gateway/codec.py", "_flush (gateway/framing.py",
+    "encode_response (gateway/codec.py",
+    "_flush (gateway/framing.py",
 )
 
 
@@ -314,17 +340,40 @@ def run_heartbeats(args: argparse.Namespace) -> list[dict]:
                         profile_dir.mkdir(parents=True, exist_ok=True)
                         out = profile_dir / f"{kind}-{connections}x{depth}.txt"
                         spy = subprocess.Popen(
-                            [py_spy, "record", "-p", str(gw.proc.pid), "-r", "200", "-f", "raw",
-                             "-o", str(out), "-d", str(int(args.hb_seconds + 2)), "--nonblocking"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            [
+                                py_spy,
+                                "record",
+                                "-p",
+                                str(gw.proc.pid),
+                                "-r",
+                                "200",
+                                "-f",
+                                "raw",
+                                "-o",
+                                str(out),
+                                "-d",
+                                str(int(args.hb_seconds + 2)),
+                                "--nonblocking",
+                            ],
+                            stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL,
                         )
                         time.sleep(0.5)
-                    r = hb.run_load(gw.port, kind, steady, args.groups, connections, depth,
-                                    args.hb_seconds, gateway_pid=gw.proc.pid).as_dict()
+                    r = hb.run_load(
+                        gw.port,
+                        kind,
+                        steady,
+                        args.groups,
+                        connections,
+                        depth,
+                        args.hb_seconds,
+                        gateway_pid=gw.proc.pid,
+                    ).as_dict()
                     r["setup_s"] = round(setup_s, 1)
                     r["gateway_pinned_to_one_core"] = pinned
-                    r["goal_met"] = (r["requests_per_s"] >= HEARTBEAT_GOAL
-                                     and r["p99_ms"] < HEARTBEAT_P99_GOAL_MS)
+                    r["goal_met"] = (
+                        r["requests_per_s"] >= HEARTBEAT_GOAL and r["p99_ms"] < HEARTBEAT_P99_GOAL_MS
+                    )
                     if spy is not None:
                         spy.wait(60)
                         if out.exists():
@@ -335,8 +384,13 @@ def run_heartbeats(args: argparse.Namespace) -> list[dict]:
         finally:
             gw.stop(timeout=60)
         if env_profile is not None and env_profile.exists():
-            results.append({"scenario": "gateway cProfile (whole process life)",
-                            "profile": str(env_profile), "profile_top_self": _top_costs(env_profile)})
+            results.append(
+                {
+                    "scenario": "gateway cProfile (whole process life)",
+                    "profile": str(env_profile),
+                    "profile_top_self": _top_costs(env_profile),
+                }
+            )
     return results
 
 
@@ -359,8 +413,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--groups", type=int, default=10, help="groups they are spread over")
     parser.add_argument("--hb-seconds", type=float, default=5.0, help="per heartbeat run")
     parser.add_argument(
-        "--hb-load", type=_load_spec, nargs="+", default=[(64, 1), (64, 2), (64, 4), (128, 8)],
-        metavar="CONNxDEPTH", help="heartbeat load shapes: connections x pipelined requests each",
+        "--hb-load",
+        type=_load_spec,
+        nargs="+",
+        default=[(64, 1), (64, 2), (64, 4), (128, 8)],
+        metavar="CONNxDEPTH",
+        help="heartbeat load shapes: connections x pipelined requests each",
     )
     parser.add_argument("--profile", metavar="DIR", help="profile the gateway during heartbeats")
     args = parser.parse_args(argv)
@@ -384,8 +442,11 @@ def main(argv: list[str] | None = None) -> int:
         print()
     else:
         for r in results:
-            fields = ", ".join(f"{k}={v}" for k, v in r.items()
-                               if k not in ("scenario", "profile_top_self", "profile_stages_pct"))
+            fields = ", ".join(
+                f"{k}={v}"
+                for k, v in r.items()
+                if k not in ("scenario", "profile_top_self", "profile_stages_pct")
+            )
             print(f"{r['scenario']:<34} {fields}")
             for row in r.get("profile_top_self", []):
                 print(f"    {row['self_pct']:5.1f}%  {row['function']}")

@@ -130,24 +130,48 @@ def _check(answers: list[Any], what: str, ok: Callable[[Any], bool] = lambda a: 
 
 def _member_ids(groups: int, members: int) -> list[tuple[str, str]]:
     per = members // groups
-    return [(f"bench-hb-{g}", f"member-{g:02d}-{i:05d}-xxxxxxxx"[:22]) for g in range(groups)
-            for i in range(per)]
+    return [
+        (f"bench-hb-{g}", f"member-{g:02d}-{i:05d}-xxxxxxxx"[:22]) for g in range(groups) for i in range(per)
+    ]
 
 
 async def _create_topic(port: int, topic: str, partitions: int) -> None:
     [c] = await _clients(port, 1)
-    created = await c.call(request(19, 5, topics=[{
-        "name": topic, "num_partitions": partitions, "replication_factor": 1,
-        "assignments": [], "configs": []}], timeout=60000, validate_only=False))
+    created = await c.call(
+        request(
+            19,
+            5,
+            topics=[
+                {
+                    "name": topic,
+                    "num_partitions": partitions,
+                    "replication_factor": 1,
+                    "assignments": [],
+                    "configs": [],
+                }
+            ],
+            timeout=60000,
+            validate_only=False,
+        )
+    )
     assert created.topics[0].error_code == 0, created
     assert c.transport is not None
     c.transport.close()
 
 
 def _cgh(group: str, member: str, epoch: int, **fields: Any) -> Any:
-    values = {"group_id": group, "member_id": member, "member_epoch": epoch, "instance_id": None,
-              "rack_id": None, "rebalance_timeout": -1, "subscribed_topic_names": None,
-              "subscribed_topic_regex": None, "server_assignor": None, "topic_partitions": None}
+    values = {
+        "group_id": group,
+        "member_id": member,
+        "member_epoch": epoch,
+        "instance_id": None,
+        "rack_id": None,
+        "rebalance_timeout": -1,
+        "subscribed_topic_names": None,
+        "subscribed_topic_regex": None,
+        "server_assignor": None,
+        "topic_partitions": None,
+    }
     return request(68, 1, **{**values, **fields})
 
 
@@ -155,9 +179,14 @@ async def setup_consumer_groups(port: int, groups: int, members: int) -> list[An
     """Join the members; the steady ConsumerGroupHeartbeat requests, one per member."""
     clients = await _clients(port, 16)
     ids = _member_ids(groups, members)
-    joins = await _call_all(clients, (
-        _cgh(g, m, 0, rebalance_timeout=300000, subscribed_topic_names=[CGH_TOPIC], topic_partitions=[])
-        for g, m in ids), window=500)
+    joins = await _call_all(
+        clients,
+        (
+            _cgh(g, m, 0, rebalance_timeout=300000, subscribed_topic_names=[CGH_TOPIC], topic_partitions=[])
+            for g, m in ids
+        ),
+        window=500,
+    )
     _check(joins, "CGH joins")
     await _create_topic(port, CGH_TOPIC, members // groups)
     epochs = [a.member_epoch for a in joins]
@@ -165,8 +194,7 @@ async def setup_consumer_groups(port: int, groups: int, members: int) -> list[An
     _check(first, "CGH first heartbeats", lambda a: a.error_code == 0 and a.assignment is not None)
     steady = [_cgh(g, m, a.member_epoch) for (g, m), a in zip(ids, first, strict=True)]
     again = await _call_all(clients, steady)
-    _check(again, "CGH steady check",
-           lambda a: a.error_code == 0 and a.assignment is None)
+    _check(again, "CGH steady check", lambda a: a.error_code == 0 and a.assignment is None)
     for c in clients:
         assert c.transport is not None
         c.transport.close()
@@ -184,9 +212,18 @@ def _assignment(partition: int) -> bytes:
 
 
 def _join(group: str, member_id: str) -> Any:
-    return request(11, 9, group_id=group, session_timeout=1800000, rebalance_timeout=60000,
-                   member_id=member_id, group_instance_id=None, protocol_type="consumer",
-                   protocols=[{"name": "range", "metadata": _subscription()}], reason=None)
+    return request(
+        11,
+        9,
+        group_id=group,
+        session_timeout=1800000,
+        rebalance_timeout=60000,
+        member_id=member_id,
+        group_instance_id=None,
+        protocol_type="consumer",
+        protocols=[{"name": "range", "metadata": _subscription()}],
+        reason=None,
+    )
 
 
 async def setup_classic_groups(port: int, groups: int, members: int) -> list[Any]:
@@ -212,15 +249,28 @@ async def setup_classic_groups(port: int, groups: int, members: int) -> list[Any
     for (g, m), a in zip(ids, joined, strict=True):
         assignments = []
         if a.leader == m:
-            assignments = [{"member_id": jm.member_id, "assignment": _assignment(k)}
-                           for k, jm in enumerate(a.members)]
-        syncs.append(request(14, 5, group_id=g, generation_id=a.generation_id, member_id=m,
-                             group_instance_id=None, protocol_type="consumer", protocol_name="range",
-                             assignments=assignments))
+            assignments = [
+                {"member_id": jm.member_id, "assignment": _assignment(k)} for k, jm in enumerate(a.members)
+            ]
+        syncs.append(
+            request(
+                14,
+                5,
+                group_id=g,
+                generation_id=a.generation_id,
+                member_id=m,
+                group_instance_id=None,
+                protocol_type="consumer",
+                protocol_name="range",
+                assignments=assignments,
+            )
+        )
     synced = await _call_all(clients, syncs, window=len(syncs))
     _check(synced, "SyncGroup", lambda a: a.error_code == 0 and len(a.assignment) > 0)
-    steady = [request(12, 4, group_id=g, generation_id=a.generation_id, member_id=m,
-                      group_instance_id=None) for (g, m), a in zip(ids, joined, strict=True)]
+    steady = [
+        request(12, 4, group_id=g, generation_id=a.generation_id, member_id=m, group_instance_id=None)
+        for (g, m), a in zip(ids, joined, strict=True)
+    ]
     _check(await _call_all(clients, steady), "Heartbeat steady check")
     for c in clients:
         assert c.transport is not None
@@ -296,8 +346,9 @@ class _Run:
         self.running = True
 
 
-async def _drive(port: int, frames: list[bytes], connections: int, depth: int,
-                 seconds: float) -> tuple[list[float], int, float]:
+async def _drive(
+    port: int, frames: list[bytes], connections: int, depth: int, seconds: float
+) -> tuple[list[float], int, float]:
     loop = asyncio.get_running_loop()
     run = _Run()
     slices = [frames[i::connections] for i in range(connections)]
@@ -351,8 +402,17 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def run_load(port: int, name: str, steady: list[Any], groups: int, connections: int, depth: int,
-             seconds: float, warmup: float = 1.0, gateway_pid: int | None = None) -> HeartbeatResult:
+def run_load(
+    port: int,
+    name: str,
+    steady: list[Any],
+    groups: int,
+    connections: int,
+    depth: int,
+    seconds: float,
+    warmup: float = 1.0,
+    gateway_pid: int | None = None,
+) -> HeartbeatResult:
     # the client id the members joined with: another one would change every member (a write)
     frames = [encode_request(r, correlation_id=i, client_id=CLIENT_ID) for i, r in enumerate(steady)]
     runner = asyncio.Runner(loop_factory=uvloop.new_event_loop if uvloop else None)
@@ -365,10 +425,15 @@ def run_load(port: int, name: str, steady: list[Any], groups: int, connections: 
         raise RuntimeError(f"{name}: {errors} heartbeats answered with an error")
     cpu = None if cpu_before is None or cpu_after is None else cpu_after - cpu_before
     return HeartbeatResult(
-        scenario=f"{name} steady heartbeats", members=len(steady), groups=groups,
-        connections=connections, depth=depth, requests_per_s=round(len(latencies) / elapsed),
+        scenario=f"{name} steady heartbeats",
+        members=len(steady),
+        groups=groups,
+        connections=connections,
+        depth=depth,
+        requests_per_s=round(len(latencies) / elapsed),
         p50_ms=round(percentile(latencies, 0.50) * 1000, 3),
-        p99_ms=round(percentile(latencies, 0.99) * 1000, 3), errors=errors,
+        p99_ms=round(percentile(latencies, 0.99) * 1000, 3),
+        errors=errors,
         gateway_cpu_share=None if cpu is None else round(cpu / elapsed, 2),
         requests_per_gateway_cpu_s=None if not cpu else round(len(latencies) / cpu),
     )

@@ -65,9 +65,7 @@ def coordinator_op(
     return out
 
 
-def bench_append(
-    path: str, policy: FsyncPolicy, ops_per_sync: int, seconds: float
-) -> dict[str, Any]:
+def bench_append(path: str, policy: FsyncPolicy, ops_per_sync: int, seconds: float) -> dict[str, Any]:
     rng = random.Random(1)
     ops = [coordinator_op(rng, i) for i in range(1000)]
     with SegmentLog.open(path, fsync_policy=policy) as log:
@@ -196,8 +194,7 @@ def _load_image() -> Any:
     from engine.metadata import MetadataImage, TopicImage
 
     return MetadataImage(
-        TopicImage(uuid.UUID(int=0xB000 + i), f"topic-{i:02d}", LOAD_PARTITIONS)
-        for i in range(LOAD_TOPICS)
+        TopicImage(uuid.UUID(int=0xB000 + i), f"topic-{i:02d}", LOAD_PARTITIONS) for i in range(LOAD_TOPICS)
     )
 
 
@@ -273,16 +270,17 @@ def _consumer_group_ops(rng: random.Random, w: _CoordinatorLogWriter, g: int) ->
 
     def target_of(joined: list[str]) -> dict[str, tuple[int, ...]]:
         return {
-            m: tuple(p for p in range(LOAD_PARTITIONS) if p % len(joined) == i)
-            for i, m in enumerate(joined)
+            m: tuple(p for p in range(LOAD_PARTITIONS) if p % len(joined) == i) for i, m in enumerate(joined)
         }
 
     for epoch, m in enumerate(members, 1):
         joined = members[:epoch]
         new_targets = target_of(joined)
         recs = [
-            R(K5(gid, m), V5(None, None, f"client-{epoch}", "/10.0.0.1", (f"topic-{topic:02d}",),
-                             None, 45_000, None)),
+            R(
+                K5(gid, m),
+                V5(None, None, f"client-{epoch}", "/10.0.0.1", (f"topic-{topic:02d}",), None, 45_000, None),
+            ),
         ]
         if epoch == 1:
             recs.append(R(K4(gid), V4((TopicMetadata(tid, f"topic-{topic:02d}", LOAD_PARTITIONS),))))
@@ -329,13 +327,15 @@ def build_coordinator_log(path: str, records: int, seed: int = 3) -> dict[str, A
             n = min(rng.randint(1, 8), records - w.records)
             if n <= 0:  # a consumer group's records took the last ones
                 break
-            w.op([
-                CoordinatorRecord(
-                    OffsetCommitKey(group, topic, (first + j) % LOAD_PARTITIONS),
-                    OffsetCommitValue(rng.randrange(1 << 40), -1 if j % 2 else 17, "", w.now),
-                )
-                for j in range(n)
-            ])
+            w.op(
+                [
+                    CoordinatorRecord(
+                        OffsetCommitKey(group, topic, (first + j) % LOAD_PARTITIONS),
+                        OffsetCommitValue(rng.randrange(1 << 40), -1 if j % 2 else 17, "", w.now),
+                    )
+                    for j in range(n)
+                ]
+            )
         size = log.size_bytes
     return {
         "records": w.records,
@@ -451,19 +451,13 @@ def run(
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--records", type=int, default=1_000_000, help="records in the replay log")
     ap.add_argument("--dir", default=None, help="where to write the logs (default: a temp dir)")
     ap.add_argument("--seconds", type=float, default=2.0, help="duration of each append run")
-    ap.add_argument(
-        "--load-records", type=int, default=1_000_000, help="records in the coordinator load log"
-    )
-    ap.add_argument(
-        "--only", action="append", choices=PARTS, help="run only this part (repeatable)"
-    )
+    ap.add_argument("--load-records", type=int, default=1_000_000, help="records in the coordinator load log")
+    ap.add_argument("--only", action="append", choices=PARTS, help="run only this part (repeatable)")
     ap.add_argument("--profile", metavar="FILE", help="cProfile the load into FILE (pstats)")
     args = ap.parse_args()
     only = tuple(args.only) if args.only else PARTS
@@ -473,10 +467,7 @@ def main() -> None:
         return
     if "append" in res:
         print("append_records + sync (3 records of ~30 B key / ~60 B value per operation)")
-        print(
-            f"  {'policy':<8}{'ops/sync':>9}{'ops/s':>12}{'records/s':>12}"
-            f"{'syncs/s':>10}{'us/sync':>10}"
-        )
+        print(f"  {'policy':<8}{'ops/sync':>9}{'ops/s':>12}{'records/s':>12}{'syncs/s':>10}{'us/sync':>10}")
         for a in res["append"]:
             print(
                 f"  {a['fsync_policy']:<8}{a['ops_per_sync']:>9}{a['ops_per_s']:>12,}"

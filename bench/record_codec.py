@@ -61,9 +61,7 @@ def sample_records() -> dict[str, CoordinatorRecord]:
             OffsetCommitKey(GROUP, "payments.events", 17),
             OffsetCommitValue(123_456_789, -1, "", 1_700_000_000_000, 1_700_086_400_000),
         ),
-        "k1 OffsetCommit tombstone": CoordinatorRecord(
-            OffsetCommitKey(GROUP, "payments.events", 17), None
-        ),
+        "k1 OffsetCommit tombstone": CoordinatorRecord(OffsetCommitKey(GROUP, "payments.events", 17), None),
         "k2 GroupMetadata v3 (3 members)": CoordinatorRecord(
             GroupMetadataKey(GROUP),
             GroupMetadataValue(
@@ -153,9 +151,7 @@ def measure(number: int = 50_000, repeat: int = 5) -> dict[str, dict[str, float]
         key, value = encode_record(record)
         assert decode_record(key, value) == record, name
         enc = min(timeit.repeat(lambda r=record: encode_record(r), number=number, repeat=repeat))
-        dec = min(
-            timeit.repeat(lambda k=key, v=value: decode_record(k, v), number=number, repeat=repeat)
-        )
+        dec = min(timeit.repeat(lambda k=key, v=value: decode_record(k, v), number=number, repeat=repeat))
         results[name] = {
             "encode_us": enc / number * 1e6,
             "decode_us": dec / number * 1e6,

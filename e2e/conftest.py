@@ -99,6 +99,4 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     # kafka-python 3.0.12 loads its schemas with deprecated importlib.resources calls.
-    config.addinivalue_line(
-        "filterwarnings", "ignore:.*is deprecated. Use files:DeprecationWarning"
-    )
+    config.addinivalue_line("filterwarnings", "ignore:.*is deprecated. Use files:DeprecationWarning")

@@ -70,8 +70,9 @@ def produce(gw: GatewayProcess, topic: str, indexes: Iterable[int]) -> None:
     producer = Producer({"bootstrap.servers": gw.bootstrap, "linger.ms": 5, "acks": "all"})
     for i in indexes:
         p, k, v = record(i)
-        producer.produce(topic, key=k, value=v, partition=p,
-                         on_delivery=lambda err, _m: err and failures.append(err))
+        producer.produce(
+            topic, key=k, value=v, partition=p, on_delivery=lambda err, _m: err and failures.append(err)
+        )
         producer.poll(0)
     assert producer.flush(30) == 0
     assert failures == []
@@ -130,8 +131,7 @@ class Ledger:
     commit_failures: list[tuple[str, str]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def read(self, member: str, partition: int, offset: int, key: bytes | None,
-             value: bytes | None) -> None:
+    def read(self, member: str, partition: int, offset: int, key: bytes | None, value: bytes | None) -> None:
         with self.lock:
             self.reads.append(Read(member, partition, offset, key, value, time.monotonic()))
 
@@ -227,10 +227,16 @@ class KafkaPythonMember(Member):
     def __init__(self, name: str, ledger: Ledger, bootstrap: str, group: str, **config: Any) -> None:
         super().__init__(name, ledger)
         self.config = {
-            "bootstrap_servers": bootstrap, "group_id": group, "enable_auto_commit": False,
-            "auto_offset_reset": "earliest", "fetch_max_wait_ms": 100,
-            "heartbeat_interval_ms": 200, "session_timeout_ms": 6000,
-            "max_poll_interval_ms": 30000, "client_id": name, **config,
+            "bootstrap_servers": bootstrap,
+            "group_id": group,
+            "enable_auto_commit": False,
+            "auto_offset_reset": "earliest",
+            "fetch_max_wait_ms": 100,
+            "heartbeat_interval_ms": 200,
+            "session_timeout_ms": 6000,
+            "max_poll_interval_ms": 30000,
+            "client_id": name,
+            **config,
         }
 
     def run(self) -> None:
@@ -278,14 +284,25 @@ class KafkaPythonMember(Member):
 
 
 class ConfluentMember(Member):
-    def __init__(self, name: str, ledger: Ledger, bootstrap: str, group: str,
-                 subscription: list[str] | None = None, **config: Any) -> None:
+    def __init__(
+        self,
+        name: str,
+        ledger: Ledger,
+        bootstrap: str,
+        group: str,
+        subscription: list[str] | None = None,
+        **config: Any,
+    ) -> None:
         super().__init__(name, ledger)
         self.subscription = subscription or [ledger.topic]
         self.all_topics: frozenset[str] = frozenset()  # every topic assigned (regex subscriptions)
         self.config = {
-            "bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
-            "auto.offset.reset": "earliest", "fetch.wait.max.ms": 100, "client.id": name,
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "fetch.wait.max.ms": 100,
+            "client.id": name,
             **config,
         }
         if self.config.get("group.protocol") != "consumer":
@@ -353,15 +370,22 @@ class AsyncLoop:
 
 
 class AiokafkaMember(Member):
-    def __init__(self, name: str, ledger: Ledger, loop: AsyncLoop, bootstrap: str, group: str,
-                 **config: Any) -> None:
+    def __init__(
+        self, name: str, ledger: Ledger, loop: AsyncLoop, bootstrap: str, group: str, **config: Any
+    ) -> None:
         super().__init__(name, ledger)
         self.aio = loop
         self.config = {
-            "bootstrap_servers": bootstrap, "group_id": group, "enable_auto_commit": False,
-            "auto_offset_reset": "earliest", "fetch_max_wait_ms": 100,
-            "heartbeat_interval_ms": 200, "session_timeout_ms": 6000,
-            "max_poll_interval_ms": 30000, "client_id": name, **config,
+            "bootstrap_servers": bootstrap,
+            "group_id": group,
+            "enable_auto_commit": False,
+            "auto_offset_reset": "earliest",
+            "fetch_max_wait_ms": 100,
+            "heartbeat_interval_ms": 200,
+            "session_timeout_ms": 6000,
+            "max_poll_interval_ms": 30000,
+            "client_id": name,
+            **config,
         }
 
     def start(self) -> Member:
@@ -430,8 +454,9 @@ def partitioned_exactly(members: Iterable[Member], per_member: int | None = PART
     return union == ALL
 
 
-def wait_partitioned(members: list[Member], what: str, *, settle: float = 0.6,
-                     per_member: int | None = PARTITIONS // 3) -> dict[str, frozenset[int]]:
+def wait_partitioned(
+    members: list[Member], what: str, *, settle: float = 0.6, per_member: int | None = PARTITIONS // 3
+) -> dict[str, frozenset[int]]:
     """Wait until the members split the partitions exactly, and stay so for `settle` seconds."""
 
     def check() -> bool:
@@ -444,8 +469,7 @@ def wait_partitioned(members: list[Member], what: str, *, settle: float = 0.6,
         try:
             wait_until(check, max(0.1, deadline - time.monotonic()), what)
         except AssertionError as e:
-            views = {m.name: sorted(m.assignment) if m.assignment is not None else None
-                     for m in members}
+            views = {m.name: sorted(m.assignment) if m.assignment is not None else None for m in members}
             raise AssertionError(f"{e}; the members see {views}") from None
         views = {m.name: m.assignment for m in members}
         time.sleep(settle)
@@ -480,27 +504,31 @@ def run_group_scenario(
     a, b, c = (make_member(n, ledger).start() for n in ("m1", "m2", "m3"))
     members: list[Member] = [a, b, c]
     try:
-        first = wait_partitioned([a, b, c], "three members to split the partitions",
-                                 per_member=per_member)
+        first = wait_partitioned([a, b, c], "three members to split the partitions", per_member=per_member)
         producer.go()
-        wait_until(lambda: producer.sent >= COUNT // 3 and ledger.distinct() >= COUNT // 4,
-                   CONSUME_TIMEOUT, "a third of the records produced and a quarter consumed")
+        wait_until(
+            lambda: producer.sent >= COUNT // 3 and ledger.distinct() >= COUNT // 4,
+            CONSUME_TIMEOUT,
+            "a third of the records produced and a quarter consumed",
+        )
         assert producer.error is None, producer.error
         # mid-stream: m1 leaves, m4 joins, while the producer still has records to write
         assert not producer.finished, "the producer finished before the membership change"
         a.stop()
         d = make_member("m4", ledger).start()
         members.append(d)
-        second = wait_partitioned([b, c, d], "m2, m3 and m4 to split the partitions",
-                                  per_member=per_member)
+        second = wait_partitioned([b, c, d], "m2, m3 and m4 to split the partitions", per_member=per_member)
         assert not a.errors, a.errors
         wait_until(lambda: producer.finished or producer.error, CONSUME_TIMEOUT, "the producer")
         assert producer.error is None, producer.error
-        wait_until(lambda: ledger.distinct() >= COUNT, CONSUME_TIMEOUT,
-                   "every record to be consumed")
+        wait_until(lambda: ledger.distinct() >= COUNT, CONSUME_TIMEOUT, "every record to be consumed")
         fetch = committed or (lambda: committed_offsets(gw, group, topic))
-        wait_until(lambda: fetch() == dict.fromkeys(range(PARTITIONS), PER_PARTITION),
-                   20, "the committed offsets to reach the end offsets", interval=0.3)
+        wait_until(
+            lambda: fetch() == dict.fromkeys(range(PARTITIONS), PER_PARTITION),
+            20,
+            "the committed offsets to reach the end offsets",
+            interval=0.3,
+        )
         for m in (b, c, d):
             assert not m.errors, f"{m.name}: {m.errors}"
         # the membership did not change again while the rest of the stream was consumed
@@ -519,11 +547,18 @@ def read_all(gw: GatewayProcess, topic: str) -> list[tuple[int, int, bytes, byte
     """Every record of `topic` as (partition, offset, key, value), by manual assignment."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": gw.bootstrap, "group.id": "e2e-read-all",
-                         "enable.auto.commit": False, "fetch.wait.max.ms": 50})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": gw.bootstrap,
+            "group.id": "e2e-read-all",
+            "enable.auto.commit": False,
+            "fetch.wait.max.ms": 50,
+        }
+    )
     try:
-        lo_hi = [consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
-                 for p in range(PARTITIONS)]
+        lo_hi = [
+            consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10) for p in range(PARTITIONS)
+        ]
         total = sum(hi - lo for lo, hi in lo_hi)
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
         got: list[tuple[int, int, bytes, bytes]] = []
@@ -540,8 +575,9 @@ def read_all(gw: GatewayProcess, topic: str) -> list[tuple[int, int, bytes, byte
 def requests_seen(gw: GatewayProcess, api: str) -> set[str]:
     """Versions of `api` the gateway has answered (its Prometheus endpoint must be on)."""
     prefix = f'groupshift_requests_total{{api="{api}",version="'
-    return {line[len(prefix):].split('"', 1)[0]
-            for line in gw.metrics().splitlines() if line.startswith(prefix)}
+    return {
+        line[len(prefix) :].split('"', 1)[0] for line in gw.metrics().splitlines() if line.startswith(prefix)
+    }
 
 
 def committed_offsets(gw: GatewayProcess, group: str, topic: str) -> dict[int, int]:

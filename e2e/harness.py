@@ -52,17 +52,22 @@ class GatewayProcess:
         data_dir.mkdir(parents=True, exist_ok=True)
         log_path = log_path or data_dir.parent / f"{data_dir.name}-gateway.log"
         args = [
-            sys.executable, "-m", "groupshift", "serve",
-            "--listen", "127.0.0.1:0", "--data-dir", str(data_dir), *extra_args,
+            sys.executable,
+            "-m",
+            "groupshift",
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--data-dir",
+            str(data_dir),
+            *extra_args,
         ]
         for s in sets:
             args += ["--set", s]
         log_file = open(log_path, "ab")  # noqa: SIM115 - closed in stop()
         start_offset = log_file.tell()
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        proc = subprocess.Popen(
-            args, cwd=REPO, stdout=log_file, stderr=subprocess.STDOUT, env=env
-        )
+        proc = subprocess.Popen(args, cwd=REPO, stdout=log_file, stderr=subprocess.STDOUT, env=env)
         gw = cls(proc, data_dir, log_path, tuple(sets), _log_file=log_file)
         gw._wait_listening(start_offset)
         return gw
@@ -77,8 +82,7 @@ class GatewayProcess:
                     return
             if self.proc.poll() is not None:
                 raise RuntimeError(
-                    f"gateway exited with {self.proc.returncode} before listening:\n"
-                    + self.log_tail()
+                    f"gateway exited with {self.proc.returncode} before listening:\n" + self.log_tail()
                 )
             time.sleep(0.05)
         self.proc.kill()

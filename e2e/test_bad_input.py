@@ -68,8 +68,12 @@ class SteadyTraffic:
 
         p = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 0, "acks": "all"})
         while not self._stop.is_set():
-            p.produce(self.topic, value=str(self.sent).encode(), partition=0,
-                      on_delivery=lambda err, _m: err and self.errors.append(str(err)))
+            p.produce(
+                self.topic,
+                value=str(self.sent).encode(),
+                partition=0,
+                on_delivery=lambda err, _m: err and self.errors.append(str(err)),
+            )
             self.sent += 1
             p.poll(0.005)
         p.flush(10)
@@ -77,8 +81,14 @@ class SteadyTraffic:
     def _consume(self) -> None:
         from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-        c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "steady-assign-only",
-                      "enable.auto.commit": False, "fetch.wait.max.ms": 50})
+        c = Consumer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "group.id": "steady-assign-only",
+                "enable.auto.commit": False,
+                "fetch.wait.max.ms": 50,
+            }
+        )
         c.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
         deadline = None
         while True:
@@ -138,8 +148,7 @@ def cases(gw: GatewayProcess) -> list[tuple[str, Callable[[], None]]]:
             api_key, lo, hi = struct.unpack_from(">hhh", answer, 10)
             assert (correlation_id, error_code, count) == (42, UNSUPPORTED_VERSION, 1)
             assert (api_key, lo, hi) == (18, 0, 4)
-            ok = c.request(make_request(18, 3, client_software_name="e2e",
-                                        client_software_version="1"))
+            ok = c.request(make_request(18, 3, client_software_name="e2e", client_software_version="1"))
             assert ok.error_code == 0 and any(k.api_key == 1 for k in ok.api_keys)
 
     def malformed_body() -> None:
@@ -153,9 +162,14 @@ def cases(gw: GatewayProcess) -> list[tuple[str, Callable[[], None]]]:
         assert_closed(gw, frame(header_v1(3, 1) + struct.pack(">i", 2**31 - 1)))
 
     def acks_zero_failure() -> None:
-        produce = make_request(0, 9, transactional_id=None, acks=0, timeout=1000, topic_data=[
-            {"name": "steady", "partition_data": [{"index": 0, "records": b"not a batch"}]}
-        ])
+        produce = make_request(
+            0,
+            9,
+            transactional_id=None,
+            acks=0,
+            timeout=1000,
+            topic_data=[{"name": "steady", "partition_data": [{"index": 0, "records": b"not a batch"}]}],
+        )
         with WireClient(gw.port) as c:
             c.send(produce)
             assert c.closed_by_server()
@@ -177,9 +191,23 @@ def cases(gw: GatewayProcess) -> list[tuple[str, Callable[[], None]]]:
 
 def test_bad_input_never_disturbs_other_connections(gateway: GatewayProcess) -> None:
     with WireClient(gateway.port) as admin:
-        created = admin.request(make_request(19, 5, topics=[
-            {"name": "steady", "num_partitions": 1, "replication_factor": 1,
-             "assignments": [], "configs": []}], timeout=5000, validate_only=False))
+        created = admin.request(
+            make_request(
+                19,
+                5,
+                topics=[
+                    {
+                        "name": "steady",
+                        "num_partitions": 1,
+                        "replication_factor": 1,
+                        "assignments": [],
+                        "configs": [],
+                    }
+                ],
+                timeout=5000,
+                validate_only=False,
+            )
+        )
         assert created.topics[0].error_code == 0
 
     with SteadyTraffic(gateway.bootstrap, "steady") as traffic:
@@ -201,8 +229,12 @@ def test_bad_input_never_disturbs_other_connections(gateway: GatewayProcess) -> 
 
     reasons = {e.get("reason") for e in gateway.events("request.rejected")}
     assert {
-        "frame.negative_size", "frame.oversized", "api.unknown", "api.version_unsupported",
-        "request.malformed", "produce.failed_with_acks_0",
+        "frame.negative_size",
+        "frame.oversized",
+        "api.unknown",
+        "api.version_unsupported",
+        "request.malformed",
+        "produce.failed_with_acks_0",
     } <= reasons
 
 
@@ -216,9 +248,9 @@ def test_pipelined_requests_are_answered_in_order(gateway: GatewayProcess) -> No
         make_request(18, 3, client_software_name="e2e", client_software_version="1"),
     ] * 25
     with WireClient(gateway.port) as c:
-        c.send_raw(b"".join(
-            encode_request(r, correlation_id=i, client_id="pipe") for i, r in enumerate(requests)
-        ))
+        c.send_raw(
+            b"".join(encode_request(r, correlation_id=i, client_id="pipe") for i, r in enumerate(requests))
+        )
         for i in range(len(requests)):
             answer = c.read_frame()
             assert answer is not None

@@ -26,9 +26,7 @@ def requests_seen(gw: GatewayProcess, api: str) -> set[str]:
     """Versions of `api` the gateway has answered (from its Prometheus endpoint)."""
     prefix = f'groupshift_requests_total{{api="{api}",version="'
     return {
-        line[len(prefix):].split('"', 1)[0]
-        for line in gw.metrics().splitlines()
-        if line.startswith(prefix)
+        line[len(prefix) :].split('"', 1)[0] for line in gw.metrics().splitlines() if line.startswith(prefix)
     }
 
 
@@ -51,7 +49,9 @@ def test_kafka_python_round_trip(gw: GatewayProcess) -> None:
 
     tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
     consumer = KafkaConsumer(
-        bootstrap_servers=gw.bootstrap, enable_auto_commit=False, fetch_max_wait_ms=100,
+        bootstrap_servers=gw.bootstrap,
+        enable_auto_commit=False,
+        fetch_max_wait_ms=100,
         auto_offset_reset="earliest",
     )
     consumer.assign(tps)
@@ -107,7 +107,9 @@ def test_aiokafka_round_trip(gw: GatewayProcess) -> None:
         # auto_offset_reset must agree with the seek below: with the default "latest", the
         # reset aiokafka starts on assign() can finish after seek_to_beginning() and win.
         consumer = AIOKafkaConsumer(
-            bootstrap_servers=gw.bootstrap, enable_auto_commit=False, fetch_max_wait_ms=100,
+            bootstrap_servers=gw.bootstrap,
+            enable_auto_commit=False,
+            fetch_max_wait_ms=100,
             auto_offset_reset="earliest",
         )
         await consumer.start()
@@ -159,7 +161,10 @@ def test_confluent_kafka_round_trip(gw: GatewayProcess) -> None:
     for i in range(COUNT):
         p, k, v = record(i)
         producer.produce(
-            topic, key=k, value=v, partition=p,
+            topic,
+            key=k,
+            value=v,
+            partition=p,
             on_delivery=lambda err, _msg: err and failures.append(err),
         )
         producer.poll(0)
@@ -168,8 +173,12 @@ def test_confluent_kafka_round_trip(gw: GatewayProcess) -> None:
 
     # librdkafka requires a group.id even for a consumer that only assign()s.
     consumer = Consumer(
-        {"bootstrap.servers": gw.bootstrap, "group.id": "unused-assign-only",
-         "enable.auto.commit": False, "fetch.wait.max.ms": 100}
+        {
+            "bootstrap.servers": gw.bootstrap,
+            "group.id": "unused-assign-only",
+            "enable.auto.commit": False,
+            "fetch.wait.max.ms": 100,
+        }
     )
     try:
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
@@ -184,7 +193,8 @@ def test_confluent_kafka_round_trip(gw: GatewayProcess) -> None:
 
         for p in range(PARTITIONS):
             assert consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10) == (
-                0, PER_PARTITION,
+                0,
+                PER_PARTITION,
             )
         consumer.assign([TopicPartition(topic, p, OFFSET_END) for p in range(PARTITIONS)])
         assert consumer.consume(num_messages=10, timeout=0.3) == []

@@ -15,16 +15,23 @@ from e2e.wire import WireClient, make_request
 
 def topic_ids(gw: GatewayProcess) -> dict[str, tuple[uuid.UUID, int]]:
     with WireClient(gw.port) as c:
-        resp = c.request(make_request(3, 12, topics=None, allow_auto_topic_creation=False,
-                                      include_topic_authorized_operations=False))
+        resp = c.request(
+            make_request(
+                3, 12, topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False
+            )
+        )
     return {t.name: (t.topic_id, len(t.partitions)) for t in resp.topics}
 
 
 def consume_all(gw: GatewayProcess, topic: str) -> list[tuple[int, int, bytes, bytes]]:
     from kafka import KafkaConsumer, TopicPartition
 
-    consumer = KafkaConsumer(bootstrap_servers=gw.bootstrap, enable_auto_commit=False,
-                             auto_offset_reset="earliest", fetch_max_wait_ms=100)
+    consumer = KafkaConsumer(
+        bootstrap_servers=gw.bootstrap,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        fetch_max_wait_ms=100,
+    )
     consumer.assign([TopicPartition(topic, p) for p in range(PARTITIONS)])
     got = []
     deadline = time.monotonic() + 20
@@ -61,8 +68,9 @@ def test_topics_ids_and_records_survive_sigkill(gateways: Gateways) -> None:
     # Offsets continue where the log ended.
     producer = Producer({"bootstrap.servers": restarted.bootstrap, "acks": "all"})
     offsets: list[int] = []
-    producer.produce("kept", value=b"after restart", partition=1,
-                     on_delivery=lambda err, msg: offsets.append(msg.offset()))
+    producer.produce(
+        "kept", value=b"after restart", partition=1, on_delivery=lambda err, msg: offsets.append(msg.offset())
+    )
     assert producer.flush(10) == 0
     assert offsets == [PER_PARTITION]
     assert restarted.events("log.truncated_tail") == []  # acks=all: nothing torn was acknowledged

@@ -33,8 +33,9 @@ END = dict.fromkeys(range(PARTITIONS), PER_PARTITION)
 def start_group(gw, group: str, protocol: str, n: int = 3) -> list[ConfluentMember]:
     ledger = Ledger(TOPIC)
     config = {"group.protocol": "consumer"} if protocol == "consumer" else {}
-    members = [ConfluentMember(f"{group}-{i}", ledger, gw.bootstrap, group, **config).start()
-               for i in range(n)]
+    members = [
+        ConfluentMember(f"{group}-{i}", ledger, gw.bootstrap, group, **config).start() for i in range(n)
+    ]
     wait_partitioned(members, f"{group} to assign the partitions", per_member=PARTITIONS // n)
     wait_until(lambda: ledger.distinct() >= COUNT, 60, f"{group} to consume everything")
     wait_until(lambda: committed_offsets(gw, group, TOPIC) == END, 20, f"{group} to commit")
@@ -77,16 +78,19 @@ def test_admin_clients_on_groups_of_both_types(gateways: Gateways) -> None:
     try:
         # -- alter offsets: an admin commit creates a simple group; live groups refuse it
         simple = {0: 7, 3: 42}
-        alter = admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(
-            SIMPLE, [TopicPartition(TOPIC, p, o) for p, o in simple.items()])])
+        alter = admin.alter_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(SIMPLE, [TopicPartition(TOPIC, p, o) for p, o in simple.items()])]
+        )
         assert tp_offsets(alter[SIMPLE].result(15)) == simple
         kp.alter_group_offsets(EMPTY_CLASSIC, {KpTopicPartition(TOPIC, 1): OffsetAndMetadata(11, "", -1)})
         for group in (LIVE_CLASSIC, LIVE_CONSUMER):
-            refused = admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(
-                group, [TopicPartition(TOPIC, 0, 0)])])
+            refused = admin.alter_consumer_group_offsets(
+                [ConsumerGroupTopicPartitions(group, [TopicPartition(TOPIC, 0, 0)])]
+            )
             try:
-                errors = [tp.error.code() if tp.error else 0
-                          for tp in refused[group].result(15).topic_partitions]
+                errors = [
+                    tp.error.code() if tp.error else 0 for tp in refused[group].result(15).topic_partitions
+                ]
             except KafkaException as e:
                 errors = [error_code(e)]
             assert errors == [UNKNOWN_MEMBER_ID], (group, errors)
@@ -108,44 +112,65 @@ def test_admin_clients_on_groups_of_both_types(gateways: Gateways) -> None:
         consumer_only = admin.list_consumer_groups(types={ConsumerGroupType.CONSUMER}).result(15)
         assert {g.group_id for g in consumer_only.valid} == {LIVE_CONSUMER, EMPTY_CONSUMER}
         stable_classic = admin.list_consumer_groups(
-            types={ConsumerGroupType.CLASSIC}, states={ConsumerGroupState.STABLE}).result(15)
+            types={ConsumerGroupType.CLASSIC}, states={ConsumerGroupState.STABLE}
+        ).result(15)
         assert {g.group_id for g in stable_classic.valid} == {LIVE_CLASSIC}
         kp_listed = {g["group_id"]: g for g in kp.list_groups()}
         assert {g: kp_listed[g]["group_type"] for g in kp_listed} == {
-            LIVE_CLASSIC: "classic", EMPTY_CLASSIC: "classic", SIMPLE: "classic",
-            LIVE_CONSUMER: "consumer", EMPTY_CONSUMER: "consumer",
+            LIVE_CLASSIC: "classic",
+            EMPTY_CLASSIC: "classic",
+            SIMPLE: "classic",
+            LIVE_CONSUMER: "consumer",
+            EMPTY_CONSUMER: "consumer",
         }
         assert kp_listed[SIMPLE]["protocol_type"] == ""
         assert {g["group_id"] for g in kp.list_groups(types_filter=["consumer"])} == {
-            LIVE_CONSUMER, EMPTY_CONSUMER}
+            LIVE_CONSUMER,
+            EMPTY_CONSUMER,
+        }
 
         # -- describe: ConsumerGroupDescribe for the consumer group, DescribeGroups for classic
-        described = {g: f.result(15) for g, f in admin.describe_consumer_groups(
-            [LIVE_CLASSIC, LIVE_CONSUMER, EMPTY_CONSUMER]).items()}
-        for group, kind, assignor in ((LIVE_CLASSIC, ConsumerGroupType.CLASSIC, "range"),
-                                      (LIVE_CONSUMER, ConsumerGroupType.CONSUMER, "uniform")):
+        described = {
+            g: f.result(15)
+            for g, f in admin.describe_consumer_groups([LIVE_CLASSIC, LIVE_CONSUMER, EMPTY_CONSUMER]).items()
+        }
+        for group, kind, assignor in (
+            (LIVE_CLASSIC, ConsumerGroupType.CLASSIC, "range"),
+            (LIVE_CONSUMER, ConsumerGroupType.CONSUMER, "uniform"),
+        ):
             d = described[group]
             assert (d.type, d.state, d.partition_assignor) == (kind, ConsumerGroupState.STABLE, assignor)
             assert sorted(m.client_id for m in d.members) == [f"{group}-{i}" for i in range(3)]
             parts = [tp.partition for m in d.members for tp in m.assignment.topic_partitions]
             assert sorted(parts) == list(range(PARTITIONS)), (group, parts)
             mine = {m.name: m.assignment for m in live if m.name.startswith(group)}
-            assert {m.client_id: frozenset(tp.partition for tp in m.assignment.topic_partitions)
-                    for m in d.members} == mine
+            assert {
+                m.client_id: frozenset(tp.partition for tp in m.assignment.topic_partitions)
+                for m in d.members
+            } == mine
         assert described[LIVE_CONSUMER].members[0].target_assignment is not None
         assert (described[EMPTY_CONSUMER].state, described[EMPTY_CONSUMER].members) == (
-            ConsumerGroupState.EMPTY, [])
+            ConsumerGroupState.EMPTY,
+            [],
+        )
         # librdkafka asked ConsumerGroupDescribe first and fell back to DescribeGroups for the
         # classic group (GROUP_ID_NOT_FOUND from ConsumerGroupDescribe)
         assert requests_seen(gw, "ConsumerGroupDescribe") and requests_seen(gw, "DescribeGroups")
 
         kp_described = kp.describe_groups([LIVE_CLASSIC, LIVE_CONSUMER, EMPTY_CLASSIC])
         classic = kp_described[LIVE_CLASSIC]
-        assert (classic["error"], classic["group_state"], classic["protocol_type"],
-                classic["protocol_data"]) == (None, "Stable", "consumer", "range")
-        kp_parts = {m["client_id"]: frozenset(p for t in m["member_assignment"]["assigned_partitions"]
-                                              for p in t["partitions"])
-                    for m in classic["members"]}
+        assert (
+            classic["error"],
+            classic["group_state"],
+            classic["protocol_type"],
+            classic["protocol_data"],
+        ) == (None, "Stable", "consumer", "range")
+        kp_parts = {
+            m["client_id"]: frozenset(
+                p for t in m["member_assignment"]["assigned_partitions"] for p in t["partitions"]
+            )
+            for m in classic["members"]
+        }
         assert kp_parts == {m.name: m.assignment for m in live if m.name.startswith(LIVE_CLASSIC)}
         assert all(m["member_metadata"]["topics"] == [TOPIC] for m in classic["members"])
         assert kp_described[EMPTY_CLASSIC]["group_state"] == "Empty"
@@ -171,7 +196,9 @@ def test_admin_clients_on_groups_of_both_types(gateways: Gateways) -> None:
                 assert error_code(e) == NON_EMPTY_GROUP, e
         assert futures[EMPTY_CONSUMER].result(15) is None
         assert kp.delete_groups([EMPTY_CLASSIC, SIMPLE, "admin-never-existed", LIVE_CLASSIC]) == {
-            EMPTY_CLASSIC: "OK", SIMPLE: "OK", "admin-never-existed": "GroupIdNotFoundError",
+            EMPTY_CLASSIC: "OK",
+            SIMPLE: "OK",
+            "admin-never-existed": "GroupIdNotFoundError",
             LIVE_CLASSIC: "NonEmptyGroupError",
         }
         listed_after = {g.group_id for g in admin.list_consumer_groups().result(15).valid}

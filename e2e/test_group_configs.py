@@ -65,8 +65,9 @@ def describe(admin: Any, kp: Any) -> dict[str, tuple[str, str]]:
 
     [future] = admin.describe_configs([ConfigResource(ResourceType.GROUP, GROUP)]).values()
     got = {name: (e.value, ConfigSource(e.source).name) for name, e in future.result(15).items()}
-    kp_got = kp.describe_configs([KpResource(ConfigResourceType.GROUP, GROUP)],
-                                 config_filter="all")["group"][GROUP]
+    kp_got = kp.describe_configs([KpResource(ConfigResourceType.GROUP, GROUP)], config_filter="all")["group"][
+        GROUP
+    ]
     assert {n: (c["value"], c["config_source"]) for n, c in kp_got.items()} == {
         n: (v, "DYNAMIC_GROUP_CONFIG" if s == "GROUP_CONFIG" else s) for n, (v, s) in got.items()
     }
@@ -78,10 +79,13 @@ def alter(admin: Any, **values: str) -> int:
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
-    entries = [ConfigEntry(k.replace("_", "."), v, incremental_operation=AlterConfigOpType.SET)
-               for k, v in values.items()]
+    entries = [
+        ConfigEntry(k.replace("_", "."), v, incremental_operation=AlterConfigOpType.SET)
+        for k, v in values.items()
+    ]
     [future] = admin.incremental_alter_configs(
-        [ConfigResource(ResourceType.GROUP, GROUP, incremental_configs=entries)]).values()
+        [ConfigResource(ResourceType.GROUP, GROUP, incremental_configs=entries)]
+    ).values()
     try:
         future.result(15)
     except KafkaException as e:
@@ -101,15 +105,22 @@ def test_group_heartbeat_interval_config(gateways: Gateways) -> None:
     logger.setLevel(logging.DEBUG)
     logger.propagate = False
     logger.addHandler(hb_log)
-    member = ConfluentMember("cfg-1", Ledger(TOPIC), gw.bootstrap, GROUP,
-                             **{"group.protocol": "consumer", "debug": "cgrp", "logger": logger})
+    member = ConfluentMember(
+        "cfg-1",
+        Ledger(TOPIC),
+        gw.bootstrap,
+        GROUP,
+        **{"group.protocol": "consumer", "debug": "cgrp", "logger": logger},
+    )
     admin = AdminClient({"bootstrap.servers": gw.bootstrap})
     kp = KafkaAdminClient(bootstrap_servers=gw.bootstrap, request_timeout_ms=10000)
     member.start()
     try:
         wait_partitioned([member], "the member to be assigned", per_member=None)
-        assert describe(admin, kp) == {HB_KEY: ("250", "DEFAULT_CONFIG"),
-                                       SESSION_KEY: ("10000", "DEFAULT_CONFIG")}
+        assert describe(admin, kp) == {
+            HB_KEY: ("250", "DEFAULT_CONFIG"),
+            SESSION_KEY: ("10000", "DEFAULT_CONFIG"),
+        }
         mark = time.monotonic()
         time.sleep(1.5)
         before = hb_log.median_interval(mark)
@@ -126,35 +137,68 @@ def test_group_heartbeat_interval_config(gateways: Gateways) -> None:
         # a heartbeat of the group answers the new interval (a member with no topics, which
         # takes nothing from the librdkafka member, then leaves)
         with WireClient(gw.port) as c:
-            joined = c.request(make_request(
-                68, 1, group_id=GROUP, member_id="cfg-probe-0000000000001", member_epoch=0,
-                instance_id=None, rack_id=None, rebalance_timeout=30000, subscribed_topic_names=[],
-                subscribed_topic_regex=None, server_assignor=None, topic_partitions=[]))
+            joined = c.request(
+                make_request(
+                    68,
+                    1,
+                    group_id=GROUP,
+                    member_id="cfg-probe-0000000000001",
+                    member_epoch=0,
+                    instance_id=None,
+                    rack_id=None,
+                    rebalance_timeout=30000,
+                    subscribed_topic_names=[],
+                    subscribed_topic_regex=None,
+                    server_assignor=None,
+                    topic_partitions=[],
+                )
+            )
             assert (joined.error_code, joined.heartbeat_interval.total_seconds()) == (0, 1.0), joined
-            left = c.request(make_request(
-                68, 1, group_id=GROUP, member_id="cfg-probe-0000000000001", member_epoch=-1,
-                instance_id=None, rack_id=None, rebalance_timeout=-1, subscribed_topic_names=None,
-                subscribed_topic_regex=None, server_assignor=None, topic_partitions=None))
+            left = c.request(
+                make_request(
+                    68,
+                    1,
+                    group_id=GROUP,
+                    member_id="cfg-probe-0000000000001",
+                    member_epoch=-1,
+                    instance_id=None,
+                    rack_id=None,
+                    rebalance_timeout=-1,
+                    subscribed_topic_names=None,
+                    subscribed_topic_regex=None,
+                    server_assignor=None,
+                    topic_partitions=None,
+                )
+            )
             assert (left.error_code, left.member_epoch) == (0, -1), left
 
         # outside the broker bounds (100..15000, session 2000..60000, interval < session)
-        for bad in ({"consumer_heartbeat_interval_ms": "50"},
-                    {"consumer_heartbeat_interval_ms": "20000"},
-                    {"consumer_heartbeat_interval_ms": "12000"},  # not below the session (10000)
-                    {"consumer_session_timeout_ms": "1000"},
-                    {"consumer_session_timeout_ms": "90000"},
-                    {"consumer_heartbeat_interval_ms": "soon"}):
+        for bad in (
+            {"consumer_heartbeat_interval_ms": "50"},
+            {"consumer_heartbeat_interval_ms": "20000"},
+            {"consumer_heartbeat_interval_ms": "12000"},  # not below the session (10000)
+            {"consumer_session_timeout_ms": "1000"},
+            {"consumer_session_timeout_ms": "90000"},
+            {"consumer_heartbeat_interval_ms": "soon"},
+        ):
             assert alter(admin, **bad) == INVALID_CONFIG, bad
-        refused = kp.alter_configs([KpResource(ConfigResourceType.GROUP, GROUP,
-                                               configs={HB_KEY: "99"})], incremental=True)
+        refused = kp.alter_configs(
+            [KpResource(ConfigResourceType.GROUP, GROUP, configs={HB_KEY: "99"})], incremental=True
+        )
         assert "InvalidConfigurationError" in repr(refused), refused
-        assert describe(admin, kp) == {HB_KEY: ("1000", "GROUP_CONFIG"),
-                                       SESSION_KEY: ("10000", "DEFAULT_CONFIG")}
+        assert describe(admin, kp) == {
+            HB_KEY: ("1000", "GROUP_CONFIG"),
+            SESSION_KEY: ("10000", "DEFAULT_CONFIG"),
+        }
         # both changed at once through kafka-python: accepted together
-        kp.alter_configs([KpResource(ConfigResourceType.GROUP, GROUP,
-                                     configs={SESSION_KEY: "20000", HB_KEY: "600"})], incremental=True)
-        assert describe(admin, kp) == {HB_KEY: ("600", "GROUP_CONFIG"),
-                                       SESSION_KEY: ("20000", "GROUP_CONFIG")}
+        kp.alter_configs(
+            [KpResource(ConfigResourceType.GROUP, GROUP, configs={SESSION_KEY: "20000", HB_KEY: "600"})],
+            incremental=True,
+        )
+        assert describe(admin, kp) == {
+            HB_KEY: ("600", "GROUP_CONFIG"),
+            SESSION_KEY: ("20000", "GROUP_CONFIG"),
+        }
         assert not member.errors and member.assignment
     finally:
         kp.close()
@@ -162,22 +206,34 @@ def test_group_heartbeat_interval_config(gateways: Gateways) -> None:
 
 
 def test_consumer_protocol_disabled_is_not_advertised(gateways: Gateways) -> None:
-    gw = gateways.start("classic-only", sets=[*FAST_GROUP_SETTINGS,
-                                              "group.coordinator.rebalance.protocols=classic"])
+    gw = gateways.start(
+        "classic-only", sets=[*FAST_GROUP_SETTINGS, "group.coordinator.rebalance.protocols=classic"]
+    )
     with WireClient(gw.port) as c:
-        versions = c.request(make_request(18, 3, client_software_name="e2e",
-                                          client_software_version="1"))
+        versions = c.request(make_request(18, 3, client_software_name="e2e", client_software_version="1"))
         advertised = {k.api_key for k in versions.api_keys}
         assert {11, 12, 13, 14, 15, 16, 42} <= advertised
         assert not advertised & {68, 69}
-        answer = c.request(make_request(
-            68, 1, group_id="classic-only", member_id="probe-00000000000000001", member_epoch=0,
-            instance_id=None, rack_id=None, rebalance_timeout=30000,
-            subscribed_topic_names=["classic-only"], subscribed_topic_regex=None,
-            server_assignor=None, topic_partitions=[]))
+        answer = c.request(
+            make_request(
+                68,
+                1,
+                group_id="classic-only",
+                member_id="probe-00000000000000001",
+                member_epoch=0,
+                instance_id=None,
+                rack_id=None,
+                rebalance_timeout=30000,
+                subscribed_topic_names=["classic-only"],
+                subscribed_topic_regex=None,
+                server_assignor=None,
+                topic_partitions=[],
+            )
+        )
         assert answer.error_code == UNSUPPORTED_VERSION, answer
-        described = c.request(make_request(69, 0, group_ids=["classic-only"],
-                                           include_authorized_operations=False))
+        described = c.request(
+            make_request(69, 0, group_ids=["classic-only"], include_authorized_operations=False)
+        )
         assert [g.error_code for g in described.groups] == [UNSUPPORTED_VERSION]
     assert gw.alive()
     assert [e for e in gw.events() if e.get("event", "").startswith("member.")] == []
@@ -185,8 +241,7 @@ def test_consumer_protocol_disabled_is_not_advertised(gateways: Gateways) -> Non
     # classic groups are unaffected
     create_topic(gw, "classic-only")
     ledger = Ledger("classic-only")
-    members = [KafkaPythonMember(f"k{i}", ledger, gw.bootstrap, "classic-only").start()
-               for i in range(3)]
+    members = [KafkaPythonMember(f"k{i}", ledger, gw.bootstrap, "classic-only").start() for i in range(3)]
     try:
         wait_partitioned(members, "the classic group")
     finally:

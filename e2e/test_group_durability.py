@@ -36,16 +36,16 @@ def consume_with_group(gw, group: str, expected: range) -> Ledger:
     def member(i: int) -> Member:
         if group == CLASSIC:
             return KafkaPythonMember(f"{group}-{i}", ledger, gw.bootstrap, group)
-        return ConfluentMember(f"{group}-{i}", ledger, gw.bootstrap, group,
-                               **{"group.protocol": "consumer"})
+        return ConfluentMember(f"{group}-{i}", ledger, gw.bootstrap, group, **{"group.protocol": "consumer"})
 
     members = [member(i).start() for i in range(3)]
     try:
         wait_partitioned(members, f"{group} to assign the partitions")
         target = {p: (expected.stop // PARTITIONS) for p in range(PARTITIONS)}
         wait_until(lambda: ledger.distinct() >= len(expected), 60, f"{group} to consume")
-        wait_until(lambda: committed_offsets(gw, group, TOPIC) == target, 20, f"{group} to commit",
-                   interval=0.3)
+        wait_until(
+            lambda: committed_offsets(gw, group, TOPIC) == target, 20, f"{group} to commit", interval=0.3
+        )
     finally:
         for m in members:
             m.stop()
@@ -89,4 +89,5 @@ def test_groups_and_commits_survive_sigkill(gateways: Gateways) -> None:
     # every record of both halves is still there, in order
     got = read_all(gw, TOPIC)
     assert [(p, o) for p, o, _, _ in got] == sorted(
-        (p, o) for p in range(PARTITIONS) for o in range(PER_PARTITION))
+        (p, o) for p in range(PARTITIONS) for o in range(PER_PARTITION)
+    )

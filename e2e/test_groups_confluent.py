@@ -30,8 +30,9 @@ def test_confluent_classic_group(gateways: Gateways, strategy: str) -> None:
     create_topic(gw, topic)
 
     def member(name: str, ledger: Ledger) -> ConfluentMember:
-        return ConfluentMember(name, ledger, gw.bootstrap, group,
-                               **{"partition.assignment.strategy": strategy})
+        return ConfluentMember(
+            name, ledger, gw.bootstrap, group, **{"partition.assignment.strategy": strategy}
+        )
 
     result = run_group_scenario(gw, topic, group, member)
     generations = consumer_group_events(gw, group, "group.generation_started")
@@ -52,8 +53,13 @@ def test_confluent_consumer_protocol_group(gateways: Gateways, assignor: str) ->
     create_topic(gw, topic)
 
     def member(name: str, ledger: Ledger) -> ConfluentMember:
-        return ConfluentMember(name, ledger, gw.bootstrap, group,
-                               **{"group.protocol": "consumer", "group.remote.assignor": assignor})
+        return ConfluentMember(
+            name,
+            ledger,
+            gw.bootstrap,
+            group,
+            **{"group.protocol": "consumer", "group.remote.assignor": assignor},
+        )
 
     result = run_group_scenario(gw, topic, group, member)
     assert consumer_group_events(gw, group, "group.generation_started") == []
@@ -75,8 +81,14 @@ def test_confluent_consumer_protocol_regex_subscription(gateways: Gateways) -> N
     members: list[ConfluentMember] = []
 
     def member(name: str, ledger: Ledger) -> ConfluentMember:
-        m = ConfluentMember(name, ledger, gw.bootstrap, group, subscription=["^e2e-regex-.*"],
-                            **{"group.protocol": "consumer"})
+        m = ConfluentMember(
+            name,
+            ledger,
+            gw.bootstrap,
+            group,
+            subscription=["^e2e-regex-.*"],
+            **{"group.protocol": "consumer"},
+        )
         members.append(m)
         return m
 
@@ -96,15 +108,20 @@ def test_confluent_consumer_protocol_static_members(gateways: Gateways) -> None:
     create_topic(gw, topic)
 
     def member(name: str, ledger: Ledger) -> ConfluentMember:
-        return ConfluentMember(name, ledger, gw.bootstrap, group,
-                               **{"group.protocol": "consumer", "group.instance.id": f"static-{name}"})
+        return ConfluentMember(
+            name,
+            ledger,
+            gw.bootstrap,
+            group,
+            **{"group.protocol": "consumer", "group.instance.id": f"static-{name}"},
+        )
 
     run_group_scenario(gw, topic, group, member)
-    left = {e["member"]: e.get("instance_id")
-            for e in consumer_group_events(gw, group, "member.left_temporarily")}
+    left = {
+        e["member"]: e.get("instance_id") for e in consumer_group_events(gw, group, "member.left_temporarily")
+    }
     assert "static-m1" in left.values(), left
     # m1 left with epoch -2 and kept its partitions until its session expired
     m1 = [mid for mid, iid in left.items() if iid == "static-m1"]
-    expired = [e for e in consumer_group_events(gw, group, "member.fenced")
-               if e.get("member") in m1]
+    expired = [e for e in consumer_group_events(gw, group, "member.fenced") if e.get("member") in m1]
     assert [e.get("reason") for e in expired] == ["the member session expired."], expired

@@ -10,8 +10,12 @@ import pytest
 from e2e.conftest import Gateways
 from e2e.groups import FAST_GROUP_SETTINGS, KafkaPythonMember, Ledger, create_topic, run_group_scenario
 
-ASSIGNORS = ["RangePartitionAssignor", "RoundRobinPartitionAssignor", "StickyPartitionAssignor",
-             "CooperativeStickyAssignor"]
+ASSIGNORS = [
+    "RangePartitionAssignor",
+    "RoundRobinPartitionAssignor",
+    "StickyPartitionAssignor",
+    "CooperativeStickyAssignor",
+]
 
 
 def assignor_class(name: str) -> type:
@@ -20,8 +24,15 @@ def assignor_class(name: str) -> type:
     from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
     from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
 
-    return {c.__name__: c for c in (RangePartitionAssignor, RoundRobinPartitionAssignor,
-                                    StickyPartitionAssignor, CooperativeStickyAssignor)}[name]
+    return {
+        c.__name__: c
+        for c in (
+            RangePartitionAssignor,
+            RoundRobinPartitionAssignor,
+            StickyPartitionAssignor,
+            CooperativeStickyAssignor,
+        )
+    }[name]
 
 
 @pytest.mark.parametrize("assignor", ASSIGNORS)
@@ -32,8 +43,7 @@ def test_kafka_python_group(gateways: Gateways, assignor: str) -> None:
     cls = assignor_class(assignor)
 
     def member(name: str, ledger: Ledger) -> KafkaPythonMember:
-        return KafkaPythonMember(name, ledger, gw.bootstrap, group,
-                                 partition_assignment_strategy=[cls])
+        return KafkaPythonMember(name, ledger, gw.bootstrap, group, partition_assignment_strategy=[cls])
 
     result = run_group_scenario(gw, topic, group, member)
     names = {e.get("protocol") for e in gw.events("group.generation_started")}

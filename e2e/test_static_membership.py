@@ -48,8 +48,9 @@ def test_static_member_restart_keeps_every_assignment(gateways: Gateways, protoc
     )
 
     def member(name: str, instance: str) -> ConfluentMember:
-        return ConfluentMember(name, ledger, gw.bootstrap, group,
-                               **{"group.instance.id": instance, **config}).start()
+        return ConfluentMember(
+            name, ledger, gw.bootstrap, group, **{"group.instance.id": instance, **config}
+        ).start()
 
     members = {i: member(f"m{i}", f"instance-{i}") for i in (1, 2, 3)}
     producer = PacedProducer(gw, topic, seconds=5.0)
@@ -95,8 +96,9 @@ def test_static_member_restart_keeps_every_assignment(gateways: Gateways, protoc
         assert producer.error is None
         wait_until(lambda: ledger.distinct() >= COUNT, 60, "every record to be consumed")
         end = dict.fromkeys(range(PARTITIONS), PER_PARTITION)
-        wait_until(lambda: committed_offsets(gw, group, topic) == end, 20, "the end offsets committed",
-                   interval=0.3)
+        wait_until(
+            lambda: committed_offsets(gw, group, topic) == end, 20, "the end offsets committed", interval=0.3
+        )
         ledger.check_consumed()
         for m in members.values():
             assert not m.errors, (m.name, m.errors)

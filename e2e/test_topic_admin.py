@@ -21,10 +21,21 @@ def gw(module_gateways: Gateways) -> GatewayProcess:
 
 def create(c: WireClient, name: str, partitions: int, replication: int = 1) -> tuple[int, str]:
     resp = c.request(
-        make_request(19, 5, topics=[{"name": name, "num_partitions": partitions,
-                                     "replication_factor": replication, "assignments": [],
-                                     "configs": []}],
-                     timeout=10000, validate_only=False)
+        make_request(
+            19,
+            5,
+            topics=[
+                {
+                    "name": name,
+                    "num_partitions": partitions,
+                    "replication_factor": replication,
+                    "assignments": [],
+                    "configs": [],
+                }
+            ],
+            timeout=10000,
+            validate_only=False,
+        )
     )
     (r,) = resp.topics
     return r.error_code, r.error_message or ""
@@ -64,8 +75,12 @@ def test_confluent_admin_adds_partitions_and_deletes_topics(gw: GatewayProcess) 
 
     delivered: list = []
     producer = Producer({"bootstrap.servers": gw.bootstrap})
-    producer.produce("grows", value=b"to the new partition", partition=4,
-                     on_delivery=lambda err, msg: delivered.append((err, msg.partition())))
+    producer.produce(
+        "grows",
+        value=b"to the new partition",
+        partition=4,
+        on_delivery=lambda err, msg: delivered.append((err, msg.partition())),
+    )
     assert producer.flush(10) == 0
     assert delivered == [(None, 4)]
     del producer  # librdkafka clients have no close(); drop it before the gateway stops
@@ -78,9 +93,20 @@ def test_confluent_admin_adds_partitions_and_deletes_topics(gw: GatewayProcess) 
     # A topic of the same name starts again empty, with a new id.
     admin.create_topics([NewTopic("grows", 1, 1)])["grows"].result(10)
     with WireClient(gw.port) as c:
-        resp = c.request(make_request(2, 5, replica_id=-1, isolation_level=0, topics=[
-            {"name": "grows", "partitions": [{"partition_index": 0, "timestamp": -1,
-                                               "current_leader_epoch": -1}]}]))
+        resp = c.request(
+            make_request(
+                2,
+                5,
+                replica_id=-1,
+                isolation_level=0,
+                topics=[
+                    {
+                        "name": "grows",
+                        "partitions": [{"partition_index": 0, "timestamp": -1, "current_leader_epoch": -1}],
+                    }
+                ],
+            )
+        )
         assert resp.topics[0].partitions[0].offset == 0
     # The pytest.raises results hold this frame through their tracebacks, so the admin client
     # would outlive the gateway (and log refused connections at exit) without this.

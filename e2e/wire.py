@@ -35,8 +35,9 @@ class WireClient:
     def send_raw(self, data: bytes) -> None:
         self.sock.sendall(data)
 
-    def send(self, request: Any, *, correlation_id: int | None = None,
-             client_id: str | None = "e2e-wire") -> int:
+    def send(
+        self, request: Any, *, correlation_id: int | None = None, client_id: str | None = "e2e-wire"
+    ) -> int:
         if correlation_id is None:
             self._correlation += 1
             correlation_id = self._correlation

@@ -43,8 +43,7 @@ class ApiVersionsApi:
 
     def _api_keys(self) -> list[dict[str, int]]:
         return [
-            {"api_key": k, "min_version": lo, "max_version": hi}
-            for k, lo, hi in self.registry.advertised()
+            {"api_key": k, "min_version": lo, "max_version": hi} for k, lo, hi in self.registry.advertised()
         ]
 
     def handle(self, ctx: RequestContext, header: Any, request: Any) -> Any:
@@ -68,8 +67,7 @@ class ApiVersionsApi:
                 "api_keys": self._api_keys(),
                 "throttle_time": 0,
                 "supported_features": [
-                    {"name": n, "min_version": lo, "max_version": hi}
-                    for n, lo, hi in self.supported_features
+                    {"name": n, "min_version": lo, "max_version": hi} for n, lo, hi in self.supported_features
                 ],
             },
         )
@@ -82,9 +80,7 @@ class ApiVersionsApi:
             load_response_schema(API_KEY, 0),
             {
                 "error_code": ErrorCode.unsupported_version,
-                "api_keys": [
-                    {"api_key": API_KEY, "min_version": MIN_VERSION, "max_version": MAX_VERSION}
-                ],
+                "api_keys": [{"api_key": API_KEY, "min_version": MIN_VERSION, "max_version": MAX_VERSION}],
             },
         )
         return encode_response(schema, correlation_id, body)

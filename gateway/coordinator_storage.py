@@ -96,9 +96,7 @@ def load_shard(source: SegmentLog, shard: Shard, where: str = "") -> LoadStats:
             for offset_delta, _ts_delta, key, value, _headers in iter_raw_records(raw, 0, header):
                 records += 1
                 if key is None:
-                    raise CoordinatorLoadError(
-                        f"{where}: record at offset {base + offset_delta} has no key"
-                    )
+                    raise CoordinatorLoadError(f"{where}: record at offset {base + offset_delta} has no key")
                 try:
                     record = decode(key, value)
                 except UnknownRecordTypeError as e:

@@ -141,8 +141,12 @@ class Dispatcher:
                 self._api_metrics(spec_or_none.name, 0).requests.inc()  # answered as v0
                 return
             self._reject(
-                conn, "api.version_unsupported", api_key=api_key, api_version=version,
-                min_version=spec_or_none.min_version, max_version=spec_or_none.max_version,
+                conn,
+                "api.version_unsupported",
+                api_key=api_key,
+                api_version=version,
+                min_version=spec_or_none.min_version,
+                max_version=spec_or_none.max_version,
             )
             return
         spec, schema = route.spec, route.schema
@@ -150,8 +154,12 @@ class Dispatcher:
             header, request = decode(schema, frame)
         except DecodeFailure as e:
             self._reject(
-                conn, "request.malformed", api_key=api_key, api_version=version,
-                correlation_id=correlation_id, error=str(e),
+                conn,
+                "request.malformed",
+                api_key=api_key,
+                api_version=version,
+                correlation_id=correlation_id,
+                error=str(e),
             )
             return
         ctx = conn.ctx

@@ -41,11 +41,16 @@ class FindCoordinatorApi:
             return {
                 "error_code": ErrorCode.invalid_request,
                 "error_message": f"coordinator key type {key_type} is not supported",
-                "node_id": -1, "host": "", "port": -1,
+                "node_id": -1,
+                "host": "",
+                "port": -1,
             }
         return {
-            "error_code": ErrorCode.none, "error_message": None,
-            "node_id": node.node_id, "host": node.host, "port": node.port,
+            "error_code": ErrorCode.none,
+            "error_message": None,
+            "node_id": node.node_id,
+            "host": node.host,
+            "port": node.port,
         }
 
     def handle(self, ctx: RequestContext, header: Any, request: Any) -> Any:

@@ -218,9 +218,7 @@ class _Gen:
 def _compile(emit_body: Callable[[_Gen], None], name: str) -> Guard:
     gen = _Gen()
     emit_body(gen)
-    src = "\n".join(
-        [f"def {name}(buf, pos, end):", *("    " + line for line in gen.lines), "    return pos"]
-    )
+    src = "\n".join([f"def {name}(buf, pos, end):", *("    " + line for line in gen.lines), "    return pos"])
     namespace = dict(gen.helpers)
     exec(compile(src, f"<length_guard {name}>", "exec"), namespace)
     fn: Guard = namespace[name]

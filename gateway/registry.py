@@ -154,7 +154,11 @@ class HandlerRegistry:
 
     def __setitem__(self, api_key: int, spec: HandlerSpec) -> None:
         self.register(
-            api_key, spec.min_version, spec.max_version, spec.fn, enabled=spec.enabled,
+            api_key,
+            spec.min_version,
+            spec.max_version,
+            spec.fn,
+            enabled=spec.enabled,
             replace=True,
         )
 
@@ -180,7 +184,5 @@ class HandlerRegistry:
     def advertised(self) -> list[tuple[int, int, int]]:
         """(api key, min, max) of every enabled API, sorted by key, for ApiVersions."""
         return [
-            (k, s.min_version, s.max_version)
-            for k, s in sorted(self._specs.items())
-            if s.is_advertised()
+            (k, s.min_version, s.max_version) for k, s in sorted(self._specs.items()) if s.is_advertised()
         ]

@@ -39,9 +39,20 @@ from kio.serial._introspect import (
 Writer = Callable[[Callable[[bytes], None], Any], None]
 
 _FORMATS = {
-    "int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint8": "B", "uint16": "H",
-    "uint32": "I", "uint64": "Q", "float64": "d", "bool": "?", "error_code": "h",
-    "timedelta_i32": "i", "timedelta_i64": "q", "datetime_i64": "q",
+    "int8": "b",
+    "int16": "h",
+    "int32": "i",
+    "int64": "q",
+    "uint8": "B",
+    "uint16": "H",
+    "uint32": "I",
+    "uint64": "Q",
+    "float64": "d",
+    "bool": "?",
+    "error_code": "h",
+    "timedelta_i32": "i",
+    "timedelta_i64": "q",
+    "datetime_i64": "q",
 }
 _ZERO_UUID = bytes(16)
 
@@ -93,9 +104,14 @@ class _Gen:
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.env: dict[str, Any] = {
-            "_uvarint": _uvarint, "_ms": _ms, "_epoch_ms": _epoch_ms, "_uuid": _uuid,
-            "_compact": _compact, "_legacy_string": _legacy_string,
-            "_legacy_bytes": _legacy_bytes, "_pack_i": struct.Struct(">i").pack,
+            "_uvarint": _uvarint,
+            "_ms": _ms,
+            "_epoch_ms": _epoch_ms,
+            "_uuid": _uuid,
+            "_compact": _compact,
+            "_legacy_string": _legacy_string,
+            "_legacy_bytes": _legacy_bytes,
+            "_pack_i": struct.Struct(">i").pack,
         }
         self._n = 0
         self._pending: list[tuple[str, str]] = []  # fixed-width (format char, expression)
@@ -180,9 +196,7 @@ class _Gen:
         self.emit("out(_piece)")
         self._ind -= 1
 
-    def field(
-        self, f: dataclasses.Field[Any], flexible: bool, expr: str, *, tagged: bool = False
-    ) -> None:
+    def field(self, f: dataclasses.Field[Any], flexible: bool, expr: str, *, tagged: bool = False) -> None:
         kind = classify_field(f)
         if isinstance(kind, PrimitiveField):
             self.primitive(f.metadata["kafka_type"], flexible, expr)

@@ -40,7 +40,7 @@ from records.errors import LogError
 
 log = structlog.get_logger("gateway")
 
-Extension = Callable[["GatewayServer"], None]
+Extension = Callable[["GatewayServer"], object]
 
 SHUTDOWN_GRACE_SECONDS = 10.0
 
@@ -88,9 +88,9 @@ class GatewayServer:
         self._accepted = self.metrics.counter(
             "groupshift_connections_accepted_total", "Client connections accepted"
         )
-        self.metrics.gauge(
-            "groupshift_connections", "Client connections open"
-        ).set_function(lambda: len(self._connections))
+        self.metrics.gauge("groupshift_connections", "Client connections open").set_function(
+            lambda: len(self._connections)
+        )
         self.metrics.gauge("groupshift_topics", "Topics in the embedded data plane").set_function(
             lambda: len(self.plane.topics)
         )

@@ -51,13 +51,20 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
             "the same validated model (later sources win: file, flags, --set)."
         ),
     )
-    p.add_argument("--listen", metavar="HOST:PORT", help="listener (`listeners`, default "
-                   "127.0.0.1:9092; port 0 picks a free port)")
-    p.add_argument("--data-dir", metavar="DIR", help="data directory (`log.dirs`, default "
-                   "./groupshift-data)")
+    p.add_argument(
+        "--listen",
+        metavar="HOST:PORT",
+        help="listener (`listeners`, default 127.0.0.1:9092; port 0 picks a free port)",
+    )
+    p.add_argument("--data-dir", metavar="DIR", help="data directory (`log.dirs`, default ./groupshift-data)")
     p.add_argument("--config", metavar="FILE", help="Java-properties file of NAME=VALUE lines")
-    p.add_argument("--set", metavar="NAME=VALUE", action="append", default=[],
-                   help="one setting by its Kafka name, e.g. --set num.partitions=6 (repeatable)")
+    p.add_argument(
+        "--set",
+        metavar="NAME=VALUE",
+        action="append",
+        default=[],
+        help="one setting by its Kafka name, e.g. --set num.partitions=6 (repeatable)",
+    )
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
 
     def run(args: argparse.Namespace) -> int:
@@ -115,8 +122,7 @@ def _add_records(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "dump",
         help="print every record of a log directory, segment or raw-pairs file, decoded",
         description=(
-            "Print the coordinator records of PATH decoded, like Kafka's "
-            "`kafka-dump-log --offsets-decoder`."
+            "Print the coordinator records of PATH decoded, like Kafka's `kafka-dump-log --offsets-decoder`."
         ),
         epilog=_RECORDS_DUMP_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -280,9 +280,7 @@ def validate_client_batch(buf: Buffer) -> BatchHeader:
             offset=header.base_offset,
         )
     if header.is_control:
-        raise InvalidBatchError(
-            "clients are not allowed to write control batches", offset=header.base_offset
-        )
+        raise InvalidBatchError("clients are not allowed to write control batches", offset=header.base_offset)
     if header.producer_id >= 0 and header.base_sequence < 0:
         raise InvalidBatchError(
             f"invalid sequence number {header.base_sequence} for producer id {header.producer_id}",
@@ -415,9 +413,7 @@ def encode_batch(
         + records
     )
     # batchLength counts everything after itself: leader epoch (4) + magic (1) + crc (4) + rest.
-    prefix = _PREFIX.pack(
-        base_offset, len(covered) + 9, partition_leader_epoch, MAGIC, crc32c(covered)
-    )
+    prefix = _PREFIX.pack(base_offset, len(covered) + 9, partition_leader_epoch, MAGIC, crc32c(covered))
     return prefix + covered
 
 
@@ -475,9 +471,7 @@ def _as_bytes(batch: Buffer) -> bytes:
     return batch if isinstance(batch, bytes) else bytes(batch)
 
 
-def iter_raw_records(
-    batch: Buffer, pos: int = 0, header: BatchHeader | None = None
-) -> Iterator[RawRecord]:
+def iter_raw_records(batch: Buffer, pos: int = 0, header: BatchHeader | None = None) -> Iterator[RawRecord]:
     """Yield the records of the uncompressed batch at `pos` exactly as stored, relative deltas.
 
     Validates every record's framing (length, varints, record count, no trailing bytes) and

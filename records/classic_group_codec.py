@@ -114,9 +114,7 @@ def decode_group_metadata_value(buf: bytes) -> GroupMetadataValue:
         pos = skip_tagged_fields(buf, pos)
     if pos != len(buf):
         raise trailing_bytes_error(pos, buf)
-    return _new_value(
-        protocol_type, generation, protocol, leader, current_state_timestamp, tuple(members)
-    )
+    return _new_value(protocol_type, generation, protocol, leader, current_state_timestamp, tuple(members))
 
 
 def encode_group_metadata_value(value: GroupMetadataValue) -> bytes:

@@ -159,9 +159,7 @@ _VALUE_CLASS_OF_KEY: dict[type, type] = {
 
 _EARLY_ACCESS_TYPES = frozenset({4, 5, 7, 8})
 """Record types whose Kafka 3.7 value layout differs from 3.8+ (kafka-reference.md §7.2)."""
-_EARLY_ACCESS_HINT = (
-    " (if Kafka 3.7 wrote this log: its early-access KIP-848 layouts are not supported)"
-)
+_EARLY_ACCESS_HINT = " (if Kafka 3.7 wrote this log: its early-access KIP-848 layouts are not supported)"
 
 # What a failed read looks like: our own checks, a fixed-width read or a byte index past the
 # end (left to `struct` and indexing rather than checked field by field), bad UTF-8.
@@ -238,9 +236,7 @@ def decode_key(key_bytes: bytes | bytearray | memoryview) -> RecordKey:
     return decode_record(key_bytes, None).key
 
 
-def decode_value(
-    record_type: int, value_bytes: bytes | bytearray | memoryview | None
-) -> RecordValue | None:
+def decode_value(record_type: int, value_bytes: bytes | bytearray | memoryview | None) -> RecordValue | None:
     """Decode the value of a record of `record_type` (None stays None: a tombstone)."""
     schema = _SCHEMAS.get(record_type)
     if schema is None:

@@ -88,9 +88,7 @@ def dirty_bytes(log: SegmentLog) -> int:
     return sum(s.size for s in log._segments if s.base_offset >= clean)
 
 
-def should_compact(
-    log: SegmentLog, *, min_dirty_ratio: float = 0.5, min_bytes: int = 1 << 20
-) -> bool:
+def should_compact(log: SegmentLog, *, min_dirty_ratio: float = 0.5, min_bytes: int = 1 << 20) -> bool:
     """Kafka's trigger (`min.cleanable.dirty.ratio`): compact when at least `min_bytes` were
     written since the last compaction and they make up at least `min_dirty_ratio` of the log."""
     total = log.size_bytes
@@ -161,9 +159,7 @@ def _latest_offsets(inputs: list[Segment], key_fn: KeyFn | None) -> tuple[dict[H
             base = header.base_offset
             for od, _td, key, _value, _headers in iter_raw_records(raw):
                 if key is None:
-                    raise CompactionError(
-                        f"record at offset {base + od} in {seg.path} has a null key"
-                    )
+                    raise CompactionError(f"record at offset {base + od} in {seg.path} has a null key")
                 latest[key if key_fn is None else key_fn(key)] = base + od
                 count += 1
     return latest, count
@@ -262,9 +258,7 @@ def _swap_in(
     os.rename(swap_path, final_path)
     if sync:
         fsync_dir(directory)
-    new_seg = Segment.open_file(
-        final_path, inputs[0].base_offset, log._index_interval, create=False
-    )
+    new_seg = Segment.open_file(final_path, inputs[0].base_offset, log._index_interval, create=False)
     bad = scan_segment(new_seg, os.fstat(new_seg.fd).st_size)
     if bad is not None:  # pragma: no cover - we just wrote and fsynced it
         new_seg.close()

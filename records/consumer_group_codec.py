@@ -160,9 +160,7 @@ def _decode_partition_metadata_value(buf: bytes) -> ConsumerGroupPartitionMetada
             pos = skip_tagged_fields(buf, pos)
             partition_metadata.append(_new_partition_metadata(partition, racks))
         pos = skip_tagged_fields(buf, pos)
-        topics.append(
-            _new_topic_metadata(topic_id, topic_name, num_partitions, tuple(partition_metadata))
-        )
+        topics.append(_new_topic_metadata(topic_id, topic_name, num_partitions, tuple(partition_metadata)))
     _end_of_message(buf, pos)
     return _new_partition_metadata_value(tuple(topics))
 
@@ -280,9 +278,7 @@ def _encode_member_metadata_value(value: ConsumerGroupMemberMetadataValue) -> by
 # --- types 7 and 8: assignments -----------------------------------------------------------------
 
 
-def _read_topic_partitions(
-    buf: bytes, pos: int, name: str
-) -> tuple[tuple[TopicPartitions, ...], int]:
+def _read_topic_partitions(buf: bytes, pos: int, name: str) -> tuple[tuple[TopicPartitions, ...], int]:
     """`[]TopicPartitions`: {TopicId uuid, Partitions []int32, tags} per element, inlined."""
     size = len(buf)
     n = buf[pos]

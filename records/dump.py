@@ -194,21 +194,33 @@ def _batches_entries(data: mmap.mmap, size: int, name: str) -> Iterator[Entry]:
     while pos < size:
         where = {"file": name, "position": pos}
         if size - pos < LOG_OVERHEAD + 5:
-            yield {**where, "type": "error", "error": f"incomplete batch header ({size - pos} bytes at "
-                   "the end of the file: a torn tail); rest of the segment skipped"}
+            yield {
+                **where,
+                "type": "error",
+                "error": f"incomplete batch header ({size - pos} bytes at "
+                "the end of the file: a torn tail); rest of the segment skipped",
+            }
             return
         (length,) = _unpack_i32(data, pos + 8)
         magic = data[pos + _MAGIC_POS]
         end = pos + LOG_OVERHEAD + length
         if magic in (0, 1) and length >= 14 and end <= size:
             (offset,) = _unpack_i64(data, pos)
-            yield {**where, "offset": offset, "type": "error",
-                   "error": f"message format v{magic} (pre-0.11 Kafka) is not supported; skipped"}
+            yield {
+                **where,
+                "offset": offset,
+                "type": "error",
+                "error": f"message format v{magic} (pre-0.11 Kafka) is not supported; skipped",
+            }
             pos = end
             continue
         if size - pos < RECORD_BATCH_OVERHEAD:
-            yield {**where, "type": "error", "error": f"incomplete batch header ({size - pos} bytes at "
-                   "the end of the file: a torn tail); rest of the segment skipped"}
+            yield {
+                **where,
+                "type": "error",
+                "error": f"incomplete batch header ({size - pos} bytes at "
+                "the end of the file: a torn tail); rest of the segment skipped",
+            }
             return
         try:
             header = read_batch_header(data[pos : pos + RECORD_BATCH_OVERHEAD])
@@ -217,23 +229,37 @@ def _batches_entries(data: mmap.mmap, size: int, name: str) -> Iterator[Entry]:
             return
         end = pos + header.size
         if end > size:
-            yield {**where, "offset": header.base_offset, "type": "error",
-                   "error": f"incomplete batch of {header.size} bytes ({size - pos} present: a torn "
-                   "tail); rest of the segment skipped"}
+            yield {
+                **where,
+                "offset": header.base_offset,
+                "type": "error",
+                "error": f"incomplete batch of {header.size} bytes ({size - pos} present: a torn "
+                "tail); rest of the segment skipped",
+            }
             return
         raw = data[pos:end]
         try:
             verify_crc(raw)
         except BatchError as e:
-            yield {**where, "offset": header.base_offset, "last_offset": header.last_offset,
-                   "type": "error", "error": f"{e.reason}; batch skipped"}
+            yield {
+                **where,
+                "offset": header.base_offset,
+                "last_offset": header.last_offset,
+                "type": "error",
+                "error": f"{e.reason}; batch skipped",
+            }
             pos = end
             continue
         if header.compression:
             codec = _COMPRESSION.get(header.compression, f"codec {header.compression}")
-            yield {**where, "offset": header.base_offset, "last_offset": header.last_offset,
-                   "type": "error", "error": f"compressed batch ({codec}, {header.record_count} records) "
-                   "is not supported: its records were skipped"}
+            yield {
+                **where,
+                "offset": header.base_offset,
+                "last_offset": header.last_offset,
+                "type": "error",
+                "error": f"compressed batch ({codec}, {header.record_count} records) "
+                "is not supported: its records were skipped",
+            }
             pos = end
             continue
         try:
@@ -243,8 +269,12 @@ def _batches_entries(data: mmap.mmap, size: int, name: str) -> Iterator[Entry]:
                 else:
                     yield decode_entry(rec.offset, rec.timestamp, rec.key, rec.value)
         except BatchError as e:
-            yield {**where, "offset": header.base_offset, "type": "error",
-                   "error": f"{e.reason}; rest of the batch skipped"}
+            yield {
+                **where,
+                "offset": header.base_offset,
+                "type": "error",
+                "error": f"{e.reason}; rest of the batch skipped",
+            }
         pos = end
 
 
@@ -292,9 +322,7 @@ def iter_entries(path: str | os.PathLike[str]) -> Iterator[Entry]:
             names = os.listdir(p)
         except OSError as e:
             raise DumpError(f"cannot list {p}: {e.strerror}") from None
-        segments = sorted(
-            (base, n) for n in names if (base := parse_segment_name(n)) is not None
-        )
+        segments = sorted((base, n) for n in names if (base := parse_segment_name(n)) is not None)
         if not segments:
             raise DumpError(f"{p} holds no log segments (<20-digit offset>{SEGMENT_SUFFIX} files)")
         return _chain(os.path.join(p, n) for _, n in segments)
@@ -359,8 +387,13 @@ def format_text(e: Entry) -> str:
     return " ".join(parts)
 
 
-def dump(path: str | os.PathLike[str], *, as_json: bool = False, out: IO[str] | None = None,
-         err: IO[str] | None = None) -> int:
+def dump(
+    path: str | os.PathLike[str],
+    *,
+    as_json: bool = False,
+    out: IO[str] | None = None,
+    err: IO[str] | None = None,
+) -> int:
     """Print every entry of PATH to `out`; return the exit status (module doc)."""
     out = sys.stdout if out is None else out
     err = sys.stderr if err is None else err

@@ -71,9 +71,7 @@ class OffsetOutOfRangeError(LogError):
         self.offset = offset
         self.start_offset = start_offset
         self.end_offset = end_offset
-        super().__init__(
-            f"offset {offset} is out of range [{start_offset}, {end_offset}] of this log"
-        )
+        super().__init__(f"offset {offset} is out of range [{start_offset}, {end_offset}] of this log")
 
 
 class LogFailedError(LogError):

@@ -113,13 +113,7 @@ def _two_string_decoder(cls: type[Any], first: str, second: str) -> Callable[[by
 def _encode_offset_commit_key(key: OffsetCommitKey) -> bytes:
     group = check_string_length(key.group.encode())
     topic = check_string_length(key.topic.encode())
-    return (
-        _I16_I16.pack(1, len(group))
-        + group
-        + _pack_i16(len(topic))
-        + topic
-        + _pack_i32(key.partition)
-    )
+    return _I16_I16.pack(1, len(group)) + group + _pack_i16(len(topic)) + topic + _pack_i32(key.partition)
 
 
 def _one_string_encoder(record_type: int, field: str) -> Callable[[Any], bytes]:

@@ -81,9 +81,7 @@ class PendingSync:
 
     __slots__ = ("_directory", "_fds", "done", "error", "generation", "target_offset")
 
-    def __init__(
-        self, target_offset: int, fds: list[int], directory: str | None, generation: int
-    ) -> None:
+    def __init__(self, target_offset: int, fds: list[int], directory: str | None, generation: int) -> None:
         self.target_offset = target_offset
         self.generation = generation
         self._fds = fds
@@ -565,9 +563,7 @@ class SegmentLog:
         if self._closed:
             raise LogFailedError(f"log {self._dir} is closed")
         if self._failure is not None:
-            raise LogFailedError(
-                f"log {self._dir} failed earlier ({self._failure}); reopen it to recover"
-            )
+            raise LogFailedError(f"log {self._dir} failed earlier ({self._failure}); reopen it to recover")
 
 
 def _lock_directory(directory: str) -> int:
@@ -589,15 +585,11 @@ def _recover_segments(
 ) -> list[Segment]:
     """Open and validate every segment (records.recovery); return them in offset order."""
     log = structlog.get_logger()
-    bases = sorted(
-        b for b in (parse_segment_name(n) for n in os.listdir(directory)) if b is not None
-    )
+    bases = sorted(b for b in (parse_segment_name(n) for n in os.listdir(directory)) if b is not None)
     segments: list[Segment] = []
     try:
         if not bases:
-            seg = Segment.open_file(
-                os.path.join(directory, segment_name(0)), 0, index_interval, create=True
-            )
+            seg = Segment.open_file(os.path.join(directory, segment_name(0)), 0, index_interval, create=True)
             segments.append(seg)
         for i, base in enumerate(bases):
             seg = Segment.open_file(
@@ -608,8 +600,7 @@ def _recover_segments(
                 raise LogCorruptionError(
                     prev.path,
                     prev.size,
-                    f"batches run to offset {prev.next_offset}, past the next segment's base "
-                    f"offset {base}",
+                    f"batches run to offset {prev.next_offset}, past the next segment's base offset {base}",
                 )
             segments.append(seg)
             file_size = os.fstat(seg.fd).st_size

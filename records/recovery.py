@@ -105,24 +105,18 @@ def _scan(seg: Segment, mm: mmap.mmap, mv: memoryview, size: int) -> BadSpot | N
     while p < size:
         if size - p < _HEADER_SIZE:
             return BadSpot(p, f"incomplete batch header ({size - p} bytes)", expected)
-        base, length, _ple, magic, crc, _attr, lod, _fts, max_ts, _pid, _pe, _bs, count = unpack(
-            mm, p
-        )
+        base, length, _ple, magic, crc, _attr, lod, _fts, max_ts, _pid, _pe, _bs, count = unpack(mm, p)
         if magic != MAGIC:
             return BadSpot(p, f"bad magic byte {magic}", expected)
         if length < MIN_BATCH_LENGTH:
             return BadSpot(p, f"batch length {length} below minimum {MIN_BATCH_LENGTH}", expected)
         end = p + LOG_OVERHEAD + length
         if end > size:
-            return BadSpot(
-                p, f"batch of {length + LOG_OVERHEAD} bytes extends past end of file", expected
-            )
+            return BadSpot(p, f"batch of {length + LOG_OVERHEAD} bytes extends past end of file", expected)
         if crc32c(mv[p + CRC_START : end]) != crc:
             return BadSpot(p, "CRC mismatch", expected)
         if lod < 0 or count < 0:
-            return BadSpot(
-                p, f"negative lastOffsetDelta {lod} or record count {count}", expected, True
-            )
+            return BadSpot(p, f"negative lastOffsetDelta {lod} or record count {count}", expected, True)
         if base < expected:
             return BadSpot(p, f"base offset {base} below expected {expected}", expected, True)
         expected = base + lod + 1

@@ -75,9 +75,7 @@ class Segment:
         self._since_index = 0
 
     @classmethod
-    def open_file(
-        cls, path: str, base_offset: int, index_interval: int, *, create: bool
-    ) -> Segment:
+    def open_file(cls, path: str, base_offset: int, index_interval: int, *, create: bool) -> Segment:
         flags = os.O_RDWR | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
         if create:
             flags |= os.O_CREAT | os.O_EXCL
@@ -100,9 +98,7 @@ class Segment:
 
     # --- index maintenance ---------------------------------------------------------------------
 
-    def note_batch(
-        self, pos: int, base_offset: int, next_offset: int, max_ts: int, size: int
-    ) -> None:
+    def note_batch(self, pos: int, base_offset: int, next_offset: int, max_ts: int, size: int) -> None:
         """Record that a batch of `size` bytes now sits at `pos` (the segment's current end)."""
         if not self._idx_off or self._since_index >= self._index_interval:
             prev = self._idx_ts[-1] if self._idx_ts else max_ts
@@ -155,9 +151,7 @@ class Segment:
                 yield pos + p, h
                 p += h.batch_length + LOG_OVERHEAD
             if p == 0:  # a header straddles the chunk end: read it on its own
-                h = BatchHeader._make(
-                    HEADER.unpack_from(os.pread(self.fd, RECORD_BATCH_OVERHEAD, pos), 0)
-                )
+                h = BatchHeader._make(HEADER.unpack_from(os.pread(self.fd, RECORD_BATCH_OVERHEAD, pos), 0))
                 yield pos, h
                 p = h.batch_length + LOG_OVERHEAD
             pos += p
@@ -178,9 +172,7 @@ class Segment:
                 yield pos + p, h, chunk[p:end]
                 p = end
             if p == 0:  # one batch larger than the chunk
-                h = BatchHeader._make(
-                    HEADER.unpack_from(os.pread(self.fd, RECORD_BATCH_OVERHEAD, pos), 0)
-                )
+                h = BatchHeader._make(HEADER.unpack_from(os.pread(self.fd, RECORD_BATCH_OVERHEAD, pos), 0))
                 raw = os.pread(self.fd, h.size, pos)
                 yield pos, h, raw
                 p = h.size
@@ -229,9 +221,7 @@ class Segment:
                 return chunk[:p], True
             p = end
         if p == 0 and at_least_one and pos < self.size:
-            h = BatchHeader._make(
-                HEADER.unpack_from(os.pread(self.fd, RECORD_BATCH_OVERHEAD, pos), 0)
-            )
+            h = BatchHeader._make(HEADER.unpack_from(os.pread(self.fd, RECORD_BATCH_OVERHEAD, pos), 0))
             if upper_offset is not None and h.next_offset > upper_offset:
                 return b"", True
             return os.pread(self.fd, h.size, pos), pos + h.size < self.size

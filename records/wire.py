@@ -256,9 +256,7 @@ def read_compact_bytes(buf: bytes, pos: int, name: str) -> tuple[bytes, int]:
     return buf[pos:end], end
 
 
-def read_compact_array_length(
-    buf: bytes, pos: int, name: str, min_element_size: int
-) -> tuple[int, int]:
+def read_compact_array_length(buf: bytes, pos: int, name: str, min_element_size: int) -> tuple[int, int]:
     """Non-nullable compact array count, bounded by the bytes left (see `read_array_length`)."""
     n = buf[pos]
     if n < 0x80:
@@ -379,9 +377,7 @@ def read_tagged_fields(buf: bytes, pos: int) -> tuple[list[TaggedField], int]:
         size, pos = read_uvarint(buf, pos)
         end = pos + size
         if end > len(buf):
-            raise WireFormatError(
-                f"tagged field {tag}: size {size} but {len(buf) - pos} bytes left"
-            )
+            raise WireFormatError(f"tagged field {tag}: size {size} but {len(buf) - pos} bytes left")
         fields.append((tag, pos, end))
         pos = end
     return fields, pos
@@ -415,7 +411,5 @@ def unsupported_version_error(version: int, supported: str) -> WireFormatError:
 def check_string_length(data: bytes) -> bytes:
     """UTF-8 bytes of a string about to be written; Kafka's limit is 0x7fff bytes."""
     if len(data) > MAX_STRING_LENGTH:
-        raise ValueError(
-            f"string of {len(data)} UTF-8 bytes exceeds Kafka's limit of {MAX_STRING_LENGTH}"
-        )
+        raise ValueError(f"string of {len(data)} UTF-8 bytes exceeds Kafka's limit of {MAX_STRING_LENGTH}")
     return data

@@ -122,8 +122,10 @@ class Load:
             topics=[CommitTopic(t, [CommitPartition(p, n) for p in ps]) for t, ps in topics.items()],
         )
         resp = self.track(self.shard.offset_commit(req, CTX, now))
-        if resp is None or resp.error_code != 0 or any(
-            p.error_code != 0 for t in resp.topics for p in t.partitions
+        if (
+            resp is None
+            or resp.error_code != 0
+            or any(p.error_code != 0 for t in resp.topics for p in t.partitions)
         ):
             fail("OffsetCommit", resp)
         for t, ps in topics.items():

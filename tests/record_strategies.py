@@ -64,9 +64,7 @@ def offset_commit_values(draw: st.DrawFn) -> OffsetCommitValue:
     return OffsetCommitValue(draw(int64), leader_epoch, draw(text), draw(int64), expire_timestamp)
 
 
-group_members = st.builds(
-    GroupMemberMetadata, text, optional_text, text, text, int32, int32, blobs, blobs
-)
+group_members = st.builds(GroupMemberMetadata, text, optional_text, text, text, int32, int32, blobs, blobs)
 topic_partitions = st.builds(TopicPartitions, uuids, tuples(int32, long=True))
 classic_member_metadata = st.builds(
     ClassicMemberMetadata, int32, tuples(st.builds(ClassicProtocol, text, blobs))
@@ -77,7 +75,12 @@ KEYS_AND_VALUES: list[tuple[st.SearchStrategy[Any], st.SearchStrategy[Any]]] = [
     (
         st.builds(GroupMetadataKey, text),
         st.builds(
-            GroupMetadataValue, text, int32, optional_text, optional_text, int64,
+            GroupMetadataValue,
+            text,
+            int32,
+            optional_text,
+            optional_text,
+            int64,
             tuples(group_members),
         ),
     ),
@@ -88,7 +91,10 @@ KEYS_AND_VALUES: list[tuple[st.SearchStrategy[Any], st.SearchStrategy[Any]]] = [
             ConsumerGroupPartitionMetadataValue,
             tuples(
                 st.builds(
-                    TopicMetadata, uuids, text, int32,
+                    TopicMetadata,
+                    uuids,
+                    text,
+                    int32,
                     tuples(st.builds(PartitionMetadata, int32, tuples(text))),
                 )
             ),
@@ -97,8 +103,15 @@ KEYS_AND_VALUES: list[tuple[st.SearchStrategy[Any], st.SearchStrategy[Any]]] = [
     (
         st.builds(ConsumerGroupMemberMetadataKey, text, text),
         st.builds(
-            ConsumerGroupMemberMetadataValue, optional_text, optional_text, text, text,
-            tuples(text, long=True), optional_text, int32, optional_text,
+            ConsumerGroupMemberMetadataValue,
+            optional_text,
+            optional_text,
+            text,
+            text,
+            tuples(text, long=True),
+            optional_text,
+            int32,
+            optional_text,
             st.none() | classic_member_metadata,
         ),
     ),
@@ -113,8 +126,12 @@ KEYS_AND_VALUES: list[tuple[st.SearchStrategy[Any], st.SearchStrategy[Any]]] = [
     (
         st.builds(ConsumerGroupCurrentMemberAssignmentKey, text, text),
         st.builds(
-            ConsumerGroupCurrentMemberAssignmentValue, int32, int32, int8,
-            tuples(topic_partitions), tuples(topic_partitions),
+            ConsumerGroupCurrentMemberAssignmentValue,
+            int32,
+            int32,
+            int8,
+            tuples(topic_partitions),
+            tuples(topic_partitions),
         ),
     ),
     (

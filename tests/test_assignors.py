@@ -41,9 +41,7 @@ def test_basic_case_study_second_member_takes_foo_2_from_a() -> None:
 
 
 def test_basic_case_study_third_member_takes_foo_1_from_a() -> None:
-    spec = group(
-        Member("A", previous={FOO: [0, 1]}), Member("B", previous={FOO: [2]}), Member("C")
-    )
+    spec = group(Member("A", previous={FOO: [0, 1]}), Member("B", previous={FOO: [2]}), Member("C"))
     result = UNIFORM.assign(spec, foo(3))
     assert lists(result) == {"A": [0], "B": [2], "C": [1]}
     assert result["B"] is spec.members["B"].assignment
@@ -76,9 +74,7 @@ def test_online_migration_case_study_newest_partitions_move_back_to_the_returnin
     first = UNIFORM.assign(after_b_left, foo(6))
     assert lists(first) == {"A": [0, 1, 3], "C": [2, 5, 4]}
 
-    b_is_back = group(
-        Member("A", previous=first["A"]), Member("C", previous=first["C"]), Member("B")
-    )
+    b_is_back = group(Member("A", previous=first["A"]), Member("C", previous=first["C"]), Member("B"))
     second = UNIFORM.assign(b_is_back, foo(6))
     assert lists(second) == {"A": [0, 1], "C": [2, 5], "B": [3, 4]}
 
@@ -153,9 +149,7 @@ def test_uniform_fresh_partitions_come_before_revoked_ones() -> None:
 def test_uniform_partitions_still_inverted_to_a_departed_member_are_not_lost() -> None:
     # Deviation from Kafka, which trusts the inverted map and would leave foo-0 and foo-1 out.
     stale = {FOO: {0: "A", 1: "A", 2: "C", 3: "B", 4: "B", 5: "C"}}
-    spec = group(
-        Member("B", previous={FOO: [3, 4]}), Member("C", previous={FOO: [2, 5]}), inverted=stale
-    )
+    spec = group(Member("B", previous={FOO: [3, 4]}), Member("C", previous={FOO: [2, 5]}), inverted=stale)
     assert lists(UNIFORM.assign(spec, foo(6))) == {"B": [3, 4, 0], "C": [2, 5, 1]}
 
 
@@ -275,9 +269,7 @@ def test_range_orders_static_members_by_instance_id_then_dynamic_ones_by_member_
 
 
 def test_range_static_member_restarting_under_a_new_member_id_keeps_its_range() -> None:
-    before = RANGE.assign(
-        group(Member("x1", instance_id="a"), Member("x2", instance_id="b")), foo(4)
-    )
+    before = RANGE.assign(group(Member("x1", instance_id="a"), Member("x2", instance_id="b")), foo(4))
     restarted = group(
         Member("zz", instance_id="a", previous=before["x1"]),
         Member("aa", instance_id="b", previous=before["x2"]),
@@ -293,9 +285,7 @@ def test_range_is_not_sticky_for_dynamic_members() -> None:
 
 
 def test_range_heterogeneous_divides_each_topic_among_its_own_subscribers() -> None:
-    spec = group(
-        Member("A", topics=(FOO,)), Member("B", topics=(FOO, BAR)), Member("C", topics=(BAR,))
-    )
+    spec = group(Member("A", topics=(FOO,)), Member("B", topics=(FOO, BAR)), Member("C", topics=(BAR,)))
     result = RANGE.assign(spec, MapTopicDescriber({FOO: 4, BAR: 3}))
     assert result == {"A": {FOO: (0, 1)}, "B": {FOO: (2, 3), BAR: (0, 1)}, "C": {BAR: (2,)}}
 
@@ -319,9 +309,7 @@ def test_range_compares_ids_like_java_strings_outside_the_basic_plane() -> None:
 
 
 def test_range_members_without_subscriptions_get_empty_assignments() -> None:
-    spec = group(
-        Member("A", topics=(FOO,)), Member("B", topics=(), previous={FOO: [1]}), kind=HETEROGENEOUS
-    )
+    spec = group(Member("A", topics=(FOO,)), Member("B", topics=(), previous={FOO: [1]}), kind=HETEROGENEOUS)
     assert RANGE.assign(spec, foo(2)) == {"A": {FOO: (0, 1)}, "B": {}}
 
 

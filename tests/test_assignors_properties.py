@@ -84,9 +84,7 @@ def arbitrary_groups(draw: st.DrawFn, homogeneous: bool | None = None) -> Case:
     previous: list[Assignment] = []
     for parts_by_topic in owned:
         topic_order = draw(st.permutations(list(parts_by_topic)))
-        previous.append(
-            {t: tuple(draw(st.permutations(parts_by_topic[t]))) for t in topic_order}
-        )
+        previous.append({t: tuple(draw(st.permutations(parts_by_topic[t]))) for t in topic_order})
     spec = make_spec(ids, subscriptions, previous, instance_ids)
     return spec, MapTopicDescriber(counts)
 
@@ -150,9 +148,7 @@ def owners(spec: GroupSpec, topics: MapTopicDescriber, result: Mapping[str, Assi
     if spec.subscription_type is HOMOGENEOUS:
         subscribed_topics = next(iter(spec.members.values())).subscribed_topic_ids
     else:
-        subscribed_topics = frozenset().union(
-            *(m.subscribed_topic_ids for m in spec.members.values())
-        )
+        subscribed_topics = frozenset().union(*(m.subscribed_topic_ids for m in spec.members.values()))
     for topic_id in subscribed_topics:
         for p in range(topics.num_partitions(topic_id)):
             assert (topic_id, p) in seen, f"{topic_id}-{p} left unassigned"
@@ -273,7 +269,7 @@ def test_uniform_homogeneous_second_run_changes_nobody(case: Case) -> None:
 def bucketed_groups(draw: st.DrawFn) -> Case:
     """Kafka's benchmark shape: members in buckets, each bucket on its own topics."""
     buckets = draw(st.integers(1, 3))
-    topic_sets = [frozenset(TOPICS[b :: buckets]) for b in range(buckets)]
+    topic_sets = [frozenset(TOPICS[b::buckets]) for b in range(buckets)]
     n = draw(st.integers(1, 9))
     bucket_of = [draw(st.integers(0, buckets - 1)) for _ in range(n)]
     counts = {t: draw(st.integers(0, 15)) for t in TOPICS}
@@ -314,9 +310,7 @@ def test_uniform_heterogeneous_balances_members_that_share_a_subscription(case: 
 def test_dealing_by_slices_matches_dealing_one_partition_at_a_time(
     sizes: list[int], data: st.DataObject
 ) -> None:
-    subscribers = sorted(
-        data.draw(st.sets(st.integers(0, len(sizes) - 1), min_size=1), label="subscribers")
-    )
+    subscribers = sorted(data.draw(st.sets(st.integers(0, len(sizes) - 1), min_size=1), label="subscribers"))
     count = data.draw(st.integers(0, 40), label="partitions")
     parts = data.draw(st.sampled_from([range(count), tuple(range(100, 100 + count))]))
 
@@ -410,7 +404,6 @@ def test_assignors_give_equal_inputs_equal_outputs(pair: tuple[Assignor, Case]) 
     assert ordered(assignor.assign(spec, topics)) == first
     fresh = rebuilt(spec)
     counts = MapTopicDescriber(
-        {uuid.UUID(int=t.int): topics.num_partitions(t) for t in TOPICS
-         if topics.num_partitions(t) >= 0}
+        {uuid.UUID(int=t.int): topics.num_partitions(t) for t in TOPICS if topics.num_partitions(t) >= 0}
     )
     assert ordered(assignor.assign(fresh, counts)) == first

@@ -113,9 +113,7 @@ def test_compression_bits_are_refused_by_the_encoder() -> None:
             st.integers(-(1 << 40), 1 << 40),
             st.none() | st.binary(max_size=300),
             st.none() | st.binary(max_size=300),
-            st.lists(
-                st.tuples(st.text(max_size=10), st.none() | st.binary(max_size=20)), max_size=3
-            ),
+            st.lists(st.tuples(st.text(max_size=10), st.none() | st.binary(max_size=20)), max_size=3),
         ),
         max_size=20,
     ),

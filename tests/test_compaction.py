@@ -36,11 +36,7 @@ def replay(log: SegmentLog) -> dict[bytes, bytes]:
 
 
 def records_by_offset(log: SegmentLog) -> dict[int, tuple[bytes | None, bytes | None, int]]:
-    return {
-        r.offset: (r.key, r.value, r.timestamp)
-        for _h, raw in log.batches()
-        for r in iter_records(raw)
-    }
+    return {r.offset: (r.key, r.value, r.timestamp) for _h, raw in log.batches() for r in iter_records(raw)}
 
 
 def workload(log: SegmentLog, rng: random.Random, ops: int, keys: int, ts0: int = TS) -> None:

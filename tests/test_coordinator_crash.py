@@ -31,8 +31,12 @@ ROOT = Path(__file__).resolve().parent.parent
 KILLS = 50
 
 
-def check(storage: CoordinatorStorage, offsets: dict[tuple[str, str, int], int],
-          members: dict[tuple[str, str], int], run: int) -> None:
+def check(
+    storage: CoordinatorStorage,
+    offsets: dict[tuple[str, str, int], int],
+    members: dict[tuple[str, str], int],
+    run: int,
+) -> None:
     shard = storage.shard
     for (group, topic, partition), value in offsets.items():
         stored = shard.offsets.get(group, topic, partition)

@@ -50,7 +50,9 @@ def test_requests_round_trip_through_kio(api_key: int, version: int) -> None:
         assert schema is not None
         header, body = decode(schema, frame)
         assert (header.request_api_key, header.correlation_id, header.client_id) == (
-            api_key, 5, "unit",
+            api_key,
+            5,
+            "unit",
         )
         assert body == request
 
@@ -131,12 +133,22 @@ def test_build_keeps_only_the_fields_of_the_target_version() -> None:
     v0 = load_response_schema(3, 0)
     v13 = load_response_schema(3, 13)
     topic = {
-        "error_code": 0, "name": "t", "topic_id": uuid.uuid4(), "is_internal": False,
-        "partitions": [{"error_code": 0, "partition_index": 0, "leader_id": 0,
-                        "leader_epoch": 0, "replica_nodes": [0], "isr_nodes": [0]}],
+        "error_code": 0,
+        "name": "t",
+        "topic_id": uuid.uuid4(),
+        "is_internal": False,
+        "partitions": [
+            {
+                "error_code": 0,
+                "partition_index": 0,
+                "leader_id": 0,
+                "leader_epoch": 0,
+                "replica_nodes": [0],
+                "isr_nodes": [0],
+            }
+        ],
     }
-    values = {"throttle_time": 0, "brokers": [], "cluster_id": "c", "topics": [topic],
-              "error_code": 0}
+    values = {"throttle_time": 0, "brokers": [], "cluster_id": "c", "topics": [topic], "error_code": 0}
     old, new = build(v0, values), build(v13, values)
     assert "cluster_id" not in field_names(v0) and new.cluster_id == "c"
     assert old.topics[0].partitions[0].replica_nodes == (0,)

@@ -25,8 +25,11 @@ def test_file_then_flags_then_set_with_later_sources_winning(tmp_path: Path) -> 
         "# a comment\n! another\n\nnum.partitions = 4\nlisteners=PLAINTEXT://127.0.0.1:9999\n"
         "log.dirs=/from/file\ngroup.consumer.assignors=range, uniform\n"
     )
-    c = load_config(config_file=path, overrides={"log.dirs": "/from/flag"},
-                    sets=["num.partitions=6", "metrics.listen=127.0.0.1:0"])
+    c = load_config(
+        config_file=path,
+        overrides={"log.dirs": "/from/flag"},
+        sets=["num.partitions=6", "metrics.listen=127.0.0.1:0"],
+    )
     assert c.num_partitions == 6
     assert str(c.data_dir) == "/from/flag"
     assert c.listen_address == ("127.0.0.1", 9999)
@@ -35,12 +38,14 @@ def test_file_then_flags_then_set_with_later_sources_winning(tmp_path: Path) -> 
 
 
 def test_group_settings_reach_the_coordinator_config() -> None:
-    c = build_config({
-        "group.consumer.heartbeat.interval.ms": "1000",
-        "group.consumer.min.heartbeat.interval.ms": "500",
-        "group.consumer.session.timeout.ms": "45000",
-        "group.coordinator.rebalance.protocols": "classic",
-    })
+    c = build_config(
+        {
+            "group.consumer.heartbeat.interval.ms": "1000",
+            "group.consumer.min.heartbeat.interval.ms": "500",
+            "group.consumer.session.timeout.ms": "45000",
+            "group.coordinator.rebalance.protocols": "classic",
+        }
+    )
     assert c.group.consumer_heartbeat_interval_ms == 1000
     assert not c.group.consumer_protocol_enabled
 
@@ -55,10 +60,14 @@ def test_group_settings_reach_the_coordinator_config() -> None:
         ({"listeners": "nohost"}, "listeners: expected HOST:PORT"),
         ({"listeners": "SSL://127.0.0.1:9093"}, "listeners: only PLAINTEXT"),
         ({"metrics.listen": "127.0.0.1:70000"}, "metrics.listen: port must be within"),
-        ({"group.consumer.heartbeat.interval.ms": "x"},
-         "group.consumer.heartbeat.interval.ms: Input should be a valid integer"),
-        ({"group.consumer.heartbeat.interval.ms": "60000"},
-         "group.consumer.heartbeat.interval.ms=60000 must be within"),
+        (
+            {"group.consumer.heartbeat.interval.ms": "x"},
+            "group.consumer.heartbeat.interval.ms: Input should be a valid integer",
+        ),
+        (
+            {"group.consumer.heartbeat.interval.ms": "60000"},
+            "group.consumer.heartbeat.interval.ms=60000 must be within",
+        ),
         ({"group.coordinator.rebalance.protocols": "consumer"}, "must include 'classic'"),
     ],
 )

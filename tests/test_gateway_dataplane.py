@@ -223,12 +223,14 @@ def test_topic_changes_are_durable_and_reported_with_the_new_image(tmp_path: Pat
         grown = plane.add_partitions("orders", 5)
         assert created.topic_id.int != 0 and grown.topic_id == created.topic_id
         assert [(c.kind, c.topic.partitions, c.previous_partitions) for c, _ in seen] == [
-            ("created", 2, None), ("partitions_added", 5, 2),
+            ("created", 2, None),
+            ("partitions_added", 5, 2),
         ]
         image = seen[-1][1]
         topic = image.topic("orders")
         assert topic is not None and (topic.topic_id, topic.num_partitions) == (
-            created.topic_id, 5,
+            created.topic_id,
+            5,
         )
         assert image.version > seen[0][1].version
         with pytest.raises(TopicError) as shrink:
@@ -295,15 +297,11 @@ def test_idempotent_retries_are_deduplicated_and_gaps_refused(tmp_path: Path) ->
         assert p.append(first) == (0, 1)
         assert p.append(first) == (0, 1)  # a retry: same offsets, nothing appended
         assert p.high_watermark == 2
-        assert p.append(
-            make_batch([b"c"], producer_id=7, producer_epoch=0, base_sequence=2)
-        ) == (2, 2)
+        assert p.append(make_batch([b"c"], producer_id=7, producer_epoch=0, base_sequence=2)) == (2, 2)
         with pytest.raises(SequenceError) as gap:
             p.append(make_batch([b"e"], producer_id=7, producer_epoch=0, base_sequence=9))
         assert gap.value.code == ErrorCode.out_of_order_sequence_number
-        assert p.append(
-            make_batch([b"f"], producer_id=7, producer_epoch=1, base_sequence=0)
-        ) == (3, 3)
+        assert p.append(make_batch([b"f"], producer_id=7, producer_epoch=1, base_sequence=0)) == (3, 3)
         with pytest.raises(SequenceError) as fenced:
             p.append(make_batch([b"g"], producer_id=7, producer_epoch=0, base_sequence=3))
         assert fenced.value.code == ErrorCode.invalid_producer_epoch
@@ -353,12 +351,25 @@ def test_concurrent_appends_share_fsyncs(tmp_path: Path) -> None:
 
 
 def fetch_request(topic: str, offset: int, max_wait_ms: int) -> Any:
-    return build(load_request_schema(1, 12), {
-        "max_wait": max_wait_ms, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
-        "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [], "rack_id": "",
-        "topics": [{"topic": topic, "partitions": [
-            {"partition": 0, "fetch_offset": offset, "partition_max_bytes": 1 << 20}]}],
-    })
+    return build(
+        load_request_schema(1, 12),
+        {
+            "max_wait": max_wait_ms,
+            "min_bytes": 1,
+            "max_bytes": 1 << 20,
+            "isolation_level": 0,
+            "session_id": 0,
+            "session_epoch": -1,
+            "forgotten_topics_data": [],
+            "rack_id": "",
+            "topics": [
+                {
+                    "topic": topic,
+                    "partitions": [{"partition": 0, "fetch_offset": offset, "partition_max_bytes": 1 << 20}],
+                }
+            ],
+        },
+    )
 
 
 def test_a_waiting_fetch_is_answered_as_soon_as_data_is_appended(tmp_path: Path) -> None:
@@ -397,12 +408,25 @@ def test_incremental_fetch_sessions_are_refused_so_clients_fall_back(tmp_path: P
         full = await api.handle(ctx, None, fetch_request("none", 0, 0))
         assert full.session_id == 0 and full.error_code == ErrorCode.none
         assert full.responses[0].partitions[0].records == b""
-        incremental = build(load_request_schema(1, 12), {
-            **{f: getattr(fetch_request("none", 0, 0), f) for f in (
-                "max_wait", "min_bytes", "max_bytes", "isolation_level", "topics",
-                "forgotten_topics_data", "rack_id")},
-            "session_id": 1234, "session_epoch": 1,
-        })
+        incremental = build(
+            load_request_schema(1, 12),
+            {
+                **{
+                    f: getattr(fetch_request("none", 0, 0), f)
+                    for f in (
+                        "max_wait",
+                        "min_bytes",
+                        "max_bytes",
+                        "isolation_level",
+                        "topics",
+                        "forgotten_topics_data",
+                        "rack_id",
+                    )
+                },
+                "session_id": 1234,
+                "session_epoch": 1,
+            },
+        )
         refused = await api.handle(ctx, None, incremental)
         assert refused.error_code == ErrorCode.fetch_session_id_not_found
         assert (refused.session_id, refused.responses) == (0, ())
@@ -441,20 +465,36 @@ def test_a_request_pipelined_after_a_produce_sees_its_records(tmp_path: Path) ->
         ProduceApi(plane).register(registry)
         ListOffsetsApi(plane).register(registry)
         dispatcher = Dispatcher(registry, MetricsRegistry(), unsupported_api_versions=bytes)
-        conn = KafkaConnection(connection_id=1, on_frame=dispatcher.on_frame,
-                               max_frame_bytes=1 << 20)
+        conn = KafkaConnection(connection_id=1, on_frame=dispatcher.on_frame, max_frame_bytes=1 << 20)
         transport = FakeTransport()
         conn.connection_made(transport)  # type: ignore[arg-type]
-        produce = build(load_request_schema(0, 9), {
-            "transactional_id": None, "acks": 1, "timeout": 1000, "topic_data": [
-                {"name": "ordered", "partition_data": [
-                    {"index": 0, "records": make_batch([b"a", b"b"])}]}]})
-        latest = build(load_request_schema(2, 7), {
-            "replica_id": -1, "isolation_level": 0, "topics": [
-                {"name": "ordered", "partitions": [
-                    {"partition_index": 0, "timestamp": -1, "current_leader_epoch": -1}]}]})
-        conn.data_received(encode_request(produce, correlation_id=1)
-                           + encode_request(latest, correlation_id=2))
+        produce = build(
+            load_request_schema(0, 9),
+            {
+                "transactional_id": None,
+                "acks": 1,
+                "timeout": 1000,
+                "topic_data": [
+                    {"name": "ordered", "partition_data": [{"index": 0, "records": make_batch([b"a", b"b"])}]}
+                ],
+            },
+        )
+        latest = build(
+            load_request_schema(2, 7),
+            {
+                "replica_id": -1,
+                "isolation_level": 0,
+                "topics": [
+                    {
+                        "name": "ordered",
+                        "partitions": [{"partition_index": 0, "timestamp": -1, "current_leader_epoch": -1}],
+                    }
+                ],
+            },
+        )
+        conn.data_received(
+            encode_request(produce, correlation_id=1) + encode_request(latest, correlation_id=2)
+        )
         for _ in range(50):
             if len(transport.frames()) == 2:
                 break
@@ -479,21 +519,44 @@ def test_produce_v13_and_fetch_v16_address_topics_by_id(tmp_path: Path) -> None:
         topic = plane.create_topic("by-id", 1)
         ctx = RequestContext(1, ("127.0.0.1", 1), ("127.0.0.1", 9092))
         unknown = uuid.uuid4()
-        produce = build(load_request_schema(0, 13), {
-            "transactional_id": None, "acks": -1, "timeout": 1000, "topic_data": [
-                {"topic_id": tid, "partition_data": [{"index": 0, "records": make_batch([b"x"])}]}
-                for tid in (topic.topic_id, unknown)]})
+        produce = build(
+            load_request_schema(0, 13),
+            {
+                "transactional_id": None,
+                "acks": -1,
+                "timeout": 1000,
+                "topic_data": [
+                    {"topic_id": tid, "partition_data": [{"index": 0, "records": make_batch([b"x"])}]}
+                    for tid in (topic.topic_id, unknown)
+                ],
+            },
+        )
         result = ProduceApi(plane).handle(ctx, None, produce)
         resp = await result
         assert [(t.topic_id, t.partition_responses[0].error_code) for t in resp.responses] == [
-            (topic.topic_id, ErrorCode.none), (unknown, ErrorCode.unknown_topic_id),
+            (topic.topic_id, ErrorCode.none),
+            (unknown, ErrorCode.unknown_topic_id),
         ]
-        fetch = build(load_request_schema(1, 16), {
-            "max_wait": 0, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
-            "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [], "rack_id": "",
-            "topics": [{"topic_id": tid, "partitions": [
-                {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}
-                for tid in (topic.topic_id, unknown)]})
+        fetch = build(
+            load_request_schema(1, 16),
+            {
+                "max_wait": 0,
+                "min_bytes": 1,
+                "max_bytes": 1 << 20,
+                "isolation_level": 0,
+                "session_id": 0,
+                "session_epoch": -1,
+                "forgotten_topics_data": [],
+                "rack_id": "",
+                "topics": [
+                    {
+                        "topic_id": tid,
+                        "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}],
+                    }
+                    for tid in (topic.topic_id, unknown)
+                ],
+            },
+        )
         got = await FetchApi(plane).handle(ctx, None, fetch)
         found, missing = got.responses
         assert found.topic_id == topic.topic_id and found.partitions[0].high_watermark == 1
@@ -517,9 +580,21 @@ def test_list_offsets_by_timestamp_and_special_values(tmp_path: Path) -> None:
     ctx = RequestContext(1, ("127.0.0.1", 1), ("127.0.0.1", 9092))
 
     def ask(timestamp: int) -> tuple[int, int, int]:
-        request = build(load_request_schema(2, 9), {
-            "replica_id": -1, "isolation_level": 0, "topics": [{"name": "times", "partitions": [
-                {"partition_index": 0, "timestamp": timestamp, "current_leader_epoch": -1}]}]})
+        request = build(
+            load_request_schema(2, 9),
+            {
+                "replica_id": -1,
+                "isolation_level": 0,
+                "topics": [
+                    {
+                        "name": "times",
+                        "partitions": [
+                            {"partition_index": 0, "timestamp": timestamp, "current_leader_epoch": -1}
+                        ],
+                    }
+                ],
+            },
+        )
         part = api.handle(ctx, None, request).topics[0].partitions[0]
         assert part.error_code == ErrorCode.none
         return part.offset, part.timestamp, part.leader_epoch
@@ -548,8 +623,9 @@ def test_partitions_roll_segments_at_log_segment_bytes(tmp_path: Path) -> None:
             p.append(make_batch([b"%03d" % i + b"v" * 200]))
         await p.make_durable()
         segments = sorted(f for f in os.listdir(tmp_path / "rolled-0") if f.endswith(".log"))
-        assert len(segments) >= 5 and all(os.path.getsize(tmp_path / "rolled-0" / f) <= 1000
-                                           for f in segments)
+        assert len(segments) >= 5 and all(
+            os.path.getsize(tmp_path / "rolled-0" / f) <= 1000 for f in segments
+        )
         await plane.close()
         reopened = DataPlane(tmp_path, segment_bytes=config.log_segment_bytes)
         q = reopened.partition("rolled", 0)
@@ -572,17 +648,35 @@ def test_a_failed_partition_log_answers_kafka_storage_error(tmp_path: Path) -> N
         p.append(make_batch([b"before"]))
         p.store.log._fail(OSError(5, "Input/output error"))  # what a failed fsync leaves
         ctx = RequestContext(1, ("127.0.0.1", 1), ("127.0.0.1", 9092))
-        produce = build(load_request_schema(0, 9), {
-            "transactional_id": None, "acks": -1, "timeout": 1000, "topic_data": [
-                {"name": "failing", "partition_data": [{"index": 0, "records": make_batch([b"x"])}]}]})
+        produce = build(
+            load_request_schema(0, 9),
+            {
+                "transactional_id": None,
+                "acks": -1,
+                "timeout": 1000,
+                "topic_data": [
+                    {"name": "failing", "partition_data": [{"index": 0, "records": make_batch([b"x"])}]}
+                ],
+            },
+        )
         resp = ProduceApi(plane).handle(ctx, None, produce)
         part = resp.responses[0].partition_responses[0]
         assert part.error_code == ErrorCode.kafka_storage_error
         fetched = await FetchApi(plane).handle(ctx, None, fetch_request("failing", 0, 0))
         assert fetched.responses[0].partitions[0].error_code == ErrorCode.kafka_storage_error
-        by_time = build(load_request_schema(2, 9), {
-            "replica_id": -1, "isolation_level": 0, "topics": [{"name": "failing", "partitions": [
-                {"partition_index": 0, "timestamp": 0, "current_leader_epoch": -1}]}]})
+        by_time = build(
+            load_request_schema(2, 9),
+            {
+                "replica_id": -1,
+                "isolation_level": 0,
+                "topics": [
+                    {
+                        "name": "failing",
+                        "partitions": [{"partition_index": 0, "timestamp": 0, "current_leader_epoch": -1}],
+                    }
+                ],
+            },
+        )
         listed = ListOffsetsApi(plane).handle(ctx, None, by_time)
         assert listed.topics[0].partitions[0].error_code == ErrorCode.kafka_storage_error
         await plane.close()

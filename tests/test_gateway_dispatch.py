@@ -34,7 +34,8 @@ class Gateway:
         self.api_versions = ApiVersionsApi(self.registry)
         self.api_versions.register()
         self.dispatcher = Dispatcher(
-            self.registry, self.metrics,
+            self.registry,
+            self.metrics,
             unsupported_api_versions=self.api_versions.unsupported_version_response,
         )
         self.transport = FakeTransport()
@@ -54,9 +55,15 @@ class Gateway:
 
 
 def heartbeat(version: int = 4) -> Any:
-    return build(load_request_schema(12, version), {
-        "group_id": "g", "generation_id": 1, "member_id": "m", "group_instance_id": None,
-    })
+    return build(
+        load_request_schema(12, version),
+        {
+            "group_id": "g",
+            "generation_id": 1,
+            "member_id": "m",
+            "group_instance_id": None,
+        },
+    )
 
 
 def test_api_versions_lists_exactly_the_registered_and_enabled_apis() -> None:
@@ -64,16 +71,15 @@ def test_api_versions_lists_exactly_the_registered_and_enabled_apis() -> None:
     switch = {"on": False}
     gw.registry.register(12, 0, 4, lambda ctx, h, r: heartbeat_response(r))
     gw.registry.register(68, 0, 1, lambda ctx, h, r: None, enabled=lambda: switch["on"])
-    request = build(load_request_schema(18, 3), {"client_software_name": "unit",
-                                                 "client_software_version": "1.0"})
+    request = build(
+        load_request_schema(18, 3), {"client_software_name": "unit", "client_software_version": "1.0"}
+    )
     gw.send(request, correlation_id=1)
     switch["on"] = True
     gw.send(request, correlation_id=2)
     (c1, off), (c2, on) = gw.answers(response_type_of(request))
     assert (c1, c2) == (1, 2)
-    assert [(k.api_key, k.min_version, k.max_version) for k in off.api_keys] == [
-        (12, 0, 4), (18, 0, 4)
-    ]
+    assert [(k.api_key, k.min_version, k.max_version) for k in off.api_keys] == [(12, 0, 4), (18, 0, 4)]
     assert [k.api_key for k in on.api_keys] == [12, 18, 68]
     assert gw.conn.ctx.client_software_name == "unit"
 
@@ -81,7 +87,7 @@ def test_api_versions_lists_exactly_the_registered_and_enabled_apis() -> None:
 def test_api_versions_above_the_maximum_gets_a_v0_unsupported_version_answer() -> None:
     gw = Gateway()
     gw.send_raw(struct.pack(">hhih", 18, 7, 99, 0) + b"\x00whatever")
-    (correlation_id, body), = gw.answers(response_type_of(build(load_request_schema(18, 0), {})))
+    ((correlation_id, body),) = gw.answers(response_type_of(build(load_request_schema(18, 0), {})))
     assert correlation_id == 99 and body.error_code == ErrorCode.unsupported_version
     assert [(k.api_key, k.min_version, k.max_version) for k in body.api_keys] == [(18, 0, 4)]
     assert not gw.transport.closed
@@ -89,10 +95,11 @@ def test_api_versions_above_the_maximum_gets_a_v0_unsupported_version_answer() -
 
 def test_invalid_client_software_names_get_invalid_request() -> None:
     gw = Gateway()
-    request = build(load_request_schema(18, 3), {"client_software_name": "bad name!",
-                                                 "client_software_version": "1"})
+    request = build(
+        load_request_schema(18, 3), {"client_software_name": "bad name!", "client_software_version": "1"}
+    )
     gw.send(request)
-    (_, body), = gw.answers(response_type_of(request))
+    ((_, body),) = gw.answers(response_type_of(request))
     assert body.error_code == ErrorCode.invalid_request
 
 
@@ -134,8 +141,9 @@ def test_sync_future_and_async_handlers_are_answered_in_request_order() -> None:
         gw.send(api_versions, correlation_id=3)  # answered inline
         await asyncio.sleep(0)
         assert gw.transport.written == []
-        pending.set_result(build(response_type_of(leave), {
-            "throttle_time": 0, "error_code": 0, "members": []}))
+        pending.set_result(
+            build(response_type_of(leave), {"throttle_time": 0, "error_code": 0, "members": []})
+        )
         await asyncio.sleep(0)
         assert gw.transport.written == []
         release.set()

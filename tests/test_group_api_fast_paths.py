@@ -38,11 +38,18 @@ def test_steady_consumer_group_heartbeat_body(
     version: int, error_code: int, member_id: str | None, member_epoch: int, interval: int
 ) -> None:
     rtype = load_response_schema(68, version)
-    expected = written(rtype, {
-        "throttle_time": 0, "error_code": error_code, "error_message": None,
-        "member_id": member_id, "member_epoch": member_epoch, "heartbeat_interval": interval,
-        "assignment": None,
-    })
+    expected = written(
+        rtype,
+        {
+            "throttle_time": 0,
+            "error_code": error_code,
+            "error_message": None,
+            "member_id": member_id,
+            "member_epoch": member_epoch,
+            "heartbeat_interval": interval,
+            "assignment": None,
+        },
+    )
     assert steady_cgh_body(error_code, member_id, member_epoch, interval) == expected
 
 

@@ -32,16 +32,13 @@ TS = 1_700_000_000_000
 def op(i: int, n: int = 3, value_size: int = 60) -> list[tuple[bytes | None, bytes | None]]:
     """The records of coordinator operation `i`: n (key, value) pairs, the last a tombstone."""
     recs: list[tuple[bytes | None, bytes | None]] = [
-        (f"key-{i}-{j}".encode(), f"value-{i}-{j}-".encode().ljust(value_size, b"x"))
-        for j in range(n - 1)
+        (f"key-{i}-{j}".encode(), f"value-{i}-{j}-".encode().ljust(value_size, b"x")) for j in range(n - 1)
     ]
     recs.append((f"key-{i}-tomb".encode(), None))
     return recs
 
 
-def all_records(
-    log: SegmentLog, start: int | None = None
-) -> list[tuple[int, bytes | None, bytes | None]]:
+def all_records(log: SegmentLog, start: int | None = None) -> list[tuple[int, bytes | None, bytes | None]]:
     return [(r.offset, r.key, r.value) for _h, raw in log.batches(start) for r in iter_records(raw)]
 
 
@@ -100,9 +97,7 @@ def test_records_survive_close_and_reopen_with_offsets_continuing(tmp_path: Path
         assert (log.end_offset, log.durable_offset, log.size_bytes) == (150, 150, size)
         assert log.append_records(op(50), TS) == (150, 152)
     with SegmentLog.open(tmp_path) as log:
-        assert all_records(log)[-3:] == [
-            (o, k, v) for o, (k, v) in zip(range(150, 153), op(50), strict=True)
-        ]
+        assert all_records(log)[-3:] == [(o, k, v) for o, (k, v) in zip(range(150, 153), op(50), strict=True)]
 
 
 def test_segments_roll_at_segment_bytes_with_kafka_file_names(tmp_path: Path) -> None:
@@ -185,9 +180,7 @@ def test_read_outside_the_log_is_offset_out_of_range(tmp_path: Path) -> None:
             log.read(-1, 100)
 
 
-@settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     sizes=st.lists(st.tuples(st.integers(1, 6), st.integers(0, 700)), min_size=1, max_size=80),
     segment_bytes=st.integers(500, 20_000),
@@ -229,9 +222,7 @@ def test_every_offset_reads_back_its_own_batch(
 # --- group commit and durability ----------------------------------------------------------------
 
 
-def test_one_sync_makes_many_appends_durable(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_one_sync_makes_many_appends_durable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[int] = []
     monkeypatch.setattr(log_module, "fsync_file", lambda fd: calls.append(fd))
     with SegmentLog.open(tmp_path) as log:
@@ -308,9 +299,7 @@ def test_a_truncation_during_a_pending_sync_does_not_advance_the_durable_offset(
         assert log.finish_sync(pending) == 12
 
 
-def test_a_failed_background_fsync_fails_the_log(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_failed_background_fsync_fails_the_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     log = SegmentLog.open(tmp_path)
     log.append_records(op(0), TS)
     pending = log.begin_sync()
@@ -330,9 +319,7 @@ def test_a_failed_background_fsync_fails_the_log(
     log.close()
 
 
-def test_a_failed_fsync_fails_the_log_until_reopened(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_failed_fsync_fails_the_log_until_reopened(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     log = SegmentLog.open(tmp_path)
     log.append_records(op(0), TS)
 
@@ -352,9 +339,7 @@ def test_a_failed_fsync_fails_the_log_until_reopened(
         assert log.end_offset == 3
 
 
-def test_a_failed_write_leaves_the_log_unchanged(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_failed_write_leaves_the_log_unchanged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with SegmentLog.open(tmp_path) as log:
         log.append_records(op(0), TS)
         size = log.size_bytes
@@ -403,9 +388,7 @@ def test_truncate_to_across_segments_deletes_later_files(tmp_path: Path) -> None
         assert log.read(cut, 100) == b""
         log.truncate_to(4 * 3)
         assert log.end_offset == 12
-        assert len([n for n in os.listdir(tmp_path) if n.endswith(".log")]) == len(
-            log.segment_base_offsets
-        )
+        assert len([n for n in os.listdir(tmp_path) if n.endswith(".log")]) == len(log.segment_base_offsets)
     with SegmentLog.open(tmp_path, segment_bytes=600) as log:
         assert log.end_offset == 12
         assert [o for o, _k, _v in all_records(log)] == list(range(12))

@@ -139,8 +139,18 @@ def test_malformed_key_raises_decode_error_naming_the_record_type(name: str, key
         (
             "group_metadata_negative_bytes_length",
             i16(2) + s16("g"),
-            i16(0) + s16("c") + i32(1) + i16(-1) + i16(-1) + i32(1)
-            + s16("m") + s16("c") + s16("h") + i32(1) + i32(-5) + i32(0),
+            i16(0)
+            + s16("c")
+            + i32(1)
+            + i16(-1)
+            + i16(-1)
+            + i32(1)
+            + s16("m")
+            + s16("c")
+            + s16("h")
+            + i32(1)
+            + i32(-5)
+            + i32(0),
             "length -5",
         ),
         (
@@ -206,15 +216,21 @@ def test_malformed_key_raises_decode_error_naming_the_record_type(name: str, key
         (
             "classic_member_metadata_size_mismatch",
             MEMBER_KEY,
-            i16(0) + b"\x00\x00\x02c\x02h\x01\x00" + i32(1) + b"\x00"
-            + b"\x01\x00\x09" + b"\x01" + i32(1) + b"\x01\x00" + b"\xee\xee",
+            i16(0)
+            + b"\x00\x00\x02c\x02h\x01\x00"
+            + i32(1)
+            + b"\x00"
+            + b"\x01\x00\x09"
+            + b"\x01"
+            + i32(1)
+            + b"\x01\x00"
+            + b"\xee\xee",
             "ClassicMemberMetadata",
         ),
         (
             "classic_member_metadata_truncated_inside_its_tag",
             MEMBER_KEY,
-            i16(0) + b"\x00\x00\x02c\x02h\x01\x00" + i32(1) + b"\x00"
-            + b"\x01\x00\x03" + b"\x01" + i32(1),
+            i16(0) + b"\x00\x00\x02c\x02h\x01\x00" + i32(1) + b"\x00" + b"\x01\x00\x03" + b"\x01" + i32(1),
             "truncated",
         ),
     ],
@@ -284,9 +300,7 @@ def test_kafka_3_7_member_metadata_layout_is_rejected() -> None:
 
 def test_key_and_value_of_different_record_types_are_refused() -> None:
     with pytest.raises(RecordEncodeError, match="OffsetCommitKey cannot have"):
-        encode_record(
-            CoordinatorRecord(OffsetCommitKey("g", "t", 0), ConsumerGroupMetadataValue(1))
-        )
+        encode_record(CoordinatorRecord(OffsetCommitKey("g", "t", 0), ConsumerGroupMetadataValue(1)))
 
 
 def test_string_over_kafkas_limit_is_refused_on_encode() -> None:

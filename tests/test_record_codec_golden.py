@@ -258,12 +258,16 @@ WRITTEN_VALUES: list[tuple[str, int, bytes, RecordValue]] = [
             COMMIT_TS,
             (
                 GroupMemberMetadata(
-                    "m-1", "static-1", "client", "/10.0.0.1", 300_000, 45_000,
-                    b"\x00\x01sub", b"\x00\x01asg",
+                    "m-1",
+                    "static-1",
+                    "client",
+                    "/10.0.0.1",
+                    300_000,
+                    45_000,
+                    b"\x00\x01sub",
+                    b"\x00\x01asg",
                 ),
-                GroupMemberMetadata(
-                    "m-2", None, "client", "/10.0.0.2", 60_000, 10_000, b"", b""
-                ),
+                GroupMemberMetadata("m-2", None, "client", "/10.0.0.2", 60_000, 10_000, b"", b""),
             ),
         ),
     ),
@@ -342,14 +346,22 @@ WRITTEN_VALUES: list[tuple[str, int, bytes, RecordValue]] = [
         + b"\x07rack-a"
         + b"\x0bconsumer-1"
         + b"\x0b/127.0.0.1"
-        + b"\x03" + b"\x02a" + b"\x07orders"
+        + b"\x03"
+        + b"\x02a"
+        + b"\x07orders"
         + b"\x03.*"
         + i32(300_000)
         + b"\x08uniform"
         + b"\x00",
         ConsumerGroupMemberMetadataValue(
-            "instance", "rack-a", "consumer-1", "/127.0.0.1", ("a", "orders"), ".*",
-            300_000, "uniform",
+            "instance",
+            "rack-a",
+            "consumer-1",
+            "/127.0.0.1",
+            ("a", "orders"),
+            ".*",
+            300_000,
+            "uniform",
         ),
     ),
     (
@@ -378,7 +390,14 @@ WRITTEN_VALUES: list[tuple[str, int, bytes, RecordValue]] = [
         + (cs("sticky") + cb(b"") + NO_TAGS)
         + NO_TAGS,
         ConsumerGroupMemberMetadataValue(
-            None, None, "c", "h", ("orders",), None, 300_000, None,
+            None,
+            None,
+            "c",
+            "h",
+            ("orders",),
+            None,
+            300_000,
+            None,
             ClassicMemberMetadata(
                 45_000, (ClassicProtocol("range", b"\x00\x03"), ClassicProtocol("sticky", b""))
             ),
@@ -388,8 +407,20 @@ WRITTEN_VALUES: list[tuple[str, int, bytes, RecordValue]] = [
         # ConsumerGroupMemberMetadataValue.json v0, ClassicMemberMetadata with no protocols
         "member_metadata_v0_classic_member_no_protocols",
         5,
-        i16(0) + NULL_CS + NULL_CS + cs("c") + cs("h") + carr(0) + NULL_CS + i32(1) + NULL_CS
-        + b"\x01\x00\x07" + b"\x01" + i32(10_000) + carr(0) + NO_TAGS,
+        i16(0)
+        + NULL_CS
+        + NULL_CS
+        + cs("c")
+        + cs("h")
+        + carr(0)
+        + NULL_CS
+        + i32(1)
+        + NULL_CS
+        + b"\x01\x00\x07"
+        + b"\x01"
+        + i32(10_000)
+        + carr(0)
+        + NO_TAGS,
         ConsumerGroupMemberMetadataValue(
             None, None, "c", "h", (), None, 1, None, ClassicMemberMetadata(10_000, ())
         ),
@@ -452,8 +483,7 @@ WRITTEN_VALUES: list[tuple[str, int, bytes, RecordValue]] = [
         # ConsumerGroupRegularExpressionValue (4.0) v0: Topics []string, Version, Timestamp, tags
         "regular_expression_v0",
         16,
-        i16(0) + carr(2) + cs("orders-eu") + cs("orders-us") + i64(1234) + i64(COMMIT_TS)
-        + NO_TAGS,
+        i16(0) + carr(2) + cs("orders-eu") + cs("orders-us") + i64(1234) + i64(COMMIT_TS) + NO_TAGS,
         ConsumerGroupRegularExpressionValue(("orders-eu", "orders-us"), 1234, COMMIT_TS),
     ),
     (
@@ -505,8 +535,16 @@ READ_ONLY_VALUES: list[tuple[str, int, bytes, RecordValue]] = [
         # two-byte varint c9 01; plus an unknown tagged field (tag 3, 2 bytes) to skip
         "offset_commit_v4_long_metadata_unknown_tag",
         1,
-        i16(4) + i64(1) + i32(-1) + b"\xc9\x01" + b"x" * 200 + i64(COMMIT_TS)
-        + b"\x01" + b"\x03" + b"\x02" + b"\xab\xcd",
+        i16(4)
+        + i64(1)
+        + i32(-1)
+        + b"\xc9\x01"
+        + b"x" * 200
+        + i64(COMMIT_TS)
+        + b"\x01"
+        + b"\x03"
+        + b"\x02"
+        + b"\xab\xcd",
         OffsetCommitValue(1, -1, "x" * 200, COMMIT_TS),
     ),
     (
@@ -527,7 +565,11 @@ READ_ONLY_VALUES: list[tuple[str, int, bytes, RecordValue]] = [
         + b32(b"sub")
         + b32(b"asg"),
         GroupMetadataValue(
-            "consumer", 3, "range", "m-1", -1,
+            "consumer",
+            3,
+            "range",
+            "m-1",
+            -1,
             (GroupMemberMetadata("m-1", None, "client", "/h", -1, 30_000, b"sub", b"asg"),),
         ),
     ),
@@ -549,7 +591,11 @@ READ_ONLY_VALUES: list[tuple[str, int, bytes, RecordValue]] = [
         + b32(b"")
         + b32(b"a"),
         GroupMetadataValue(
-            "consumer", 3, None, None, -1,
+            "consumer",
+            3,
+            None,
+            None,
+            -1,
             (GroupMemberMetadata("m-1", None, "client", "/h", 60_000, 30_000, b"", b"a"),),
         ),
     ),
@@ -557,8 +603,7 @@ READ_ONLY_VALUES: list[tuple[str, int, bytes, RecordValue]] = [
         # GroupMetadataValue.json v2: v1 + currentStateTimestamp (before members)
         "group_metadata_v2",
         2,
-        i16(2) + s16("connect") + i32(7) + s16("sessioned") + s16("w-1") + i64(COMMIT_TS)
-        + i32(0),
+        i16(2) + s16("connect") + i32(7) + s16("sessioned") + s16("w-1") + i64(COMMIT_TS) + i32(0),
         GroupMetadataValue("connect", 7, "sessioned", "w-1", COMMIT_TS, ()),
     ),
     (
@@ -584,7 +629,11 @@ READ_ONLY_VALUES: list[tuple[str, int, bytes, RecordValue]] = [
         + b"\x01\x07\x01\x00"  # one tagged field: tag 7, size 1, data 00
         + NO_TAGS,
         GroupMetadataValue(
-            "consumer", 5, "range", None, COMMIT_TS,
+            "consumer",
+            5,
+            "range",
+            None,
+            COMMIT_TS,
             (GroupMemberMetadata("m-1", "static", "client", "/h", 60_000, 30_000, b"s", b""),),
         ),
     ),
@@ -593,7 +642,15 @@ READ_ONLY_VALUES: list[tuple[str, int, bytes, RecordValue]] = [
         # ClassicMemberMetadata (tag 0): the unknown one is skipped, the known one kept
         "member_metadata_v0_classic_and_unknown_tag",
         5,
-        i16(0) + NULL_CS + NULL_CS + cs("c") + cs("h") + carr(0) + NULL_CS + i32(1) + NULL_CS
+        i16(0)
+        + NULL_CS
+        + NULL_CS
+        + cs("c")
+        + cs("h")
+        + carr(0)
+        + NULL_CS
+        + i32(1)
+        + NULL_CS
         + b"\x02"
         + (b"\x00\x07" + b"\x01" + i32(10_000) + carr(0) + NO_TAGS)
         + (b"\x01\x03" + b"\xff\xff\xff"),
@@ -606,7 +663,15 @@ READ_ONLY_VALUES: list[tuple[str, int, bytes, RecordValue]] = [
         # varint 0): Kafka reads that as ClassicMemberMetadata = null
         "member_metadata_v0_classic_member_null_in_tag",
         5,
-        i16(0) + NULL_CS + NULL_CS + cs("c") + cs("h") + carr(0) + NULL_CS + i32(1) + NULL_CS
+        i16(0)
+        + NULL_CS
+        + NULL_CS
+        + cs("c")
+        + cs("h")
+        + carr(0)
+        + NULL_CS
+        + i32(1)
+        + NULL_CS
         + b"\x01\x00\x01\x00",
         ConsumerGroupMemberMetadataValue(None, None, "c", "h", (), None, 1, None, None),
     ),

@@ -71,11 +71,17 @@ def topic_partitions(name: str, type_: str) -> dict[str, Any]:
 
 SCHEMAS: dict[str, dict[str, Any]] = {
     "OffsetCommitKey": message(
-        "OffsetCommitKey", "0-1", "none",
-        f("group", "string", "0-1"), f("topic", "string", "0-1"), f("partition", "int32", "0-1"),
+        "OffsetCommitKey",
+        "0-1",
+        "none",
+        f("group", "string", "0-1"),
+        f("topic", "string", "0-1"),
+        f("partition", "int32", "0-1"),
     ),
     "OffsetCommitValue": message(
-        "OffsetCommitValue", "0-4", "4+",
+        "OffsetCommitValue",
+        "0-4",
+        "4+",
         f("offset", "int64"),
         f("leaderEpoch", "int32", "3+"),
         f("metadata", "string"),
@@ -84,49 +90,67 @@ SCHEMAS: dict[str, dict[str, Any]] = {
     ),
     "GroupMetadataKey": message("GroupMetadataKey", "2", "none", f("group", "string", "2")),
     "GroupMetadataValue": message(
-        "GroupMetadataValue", "0-4", "4+",
+        "GroupMetadataValue",
+        "0-4",
+        "4+",
         f("protocolType", "string"),
         f("generation", "int32"),
         f("protocol", "string", nullable="0+"),
         f("leader", "string", nullable="0+"),
         f("currentStateTimestamp", "int64", "2+"),
-        f("members", "[]MemberMetadata", fields=[
-            f("memberId", "string"),
-            f("groupInstanceId", "string", "3+", nullable="3+"),
-            f("clientId", "string"),
-            f("clientHost", "string"),
-            f("rebalanceTimeout", "int32", "1+"),
-            f("sessionTimeout", "int32"),
-            f("subscription", "bytes"),
-            f("assignment", "bytes"),
-        ]),
+        f(
+            "members",
+            "[]MemberMetadata",
+            fields=[
+                f("memberId", "string"),
+                f("groupInstanceId", "string", "3+", nullable="3+"),
+                f("clientId", "string"),
+                f("clientHost", "string"),
+                f("rebalanceTimeout", "int32", "1+"),
+                f("sessionTimeout", "int32"),
+                f("subscription", "bytes"),
+                f("assignment", "bytes"),
+            ],
+        ),
     ),
-    "ConsumerGroupMetadataKey": message(
-        "ConsumerGroupMetadataKey", "3", "none", f("GroupId", "string", "3")
-    ),
-    "ConsumerGroupMetadataValue": message(
-        "ConsumerGroupMetadataValue", "0", "0+", f("Epoch", "int32")
-    ),
+    "ConsumerGroupMetadataKey": message("ConsumerGroupMetadataKey", "3", "none", f("GroupId", "string", "3")),
+    "ConsumerGroupMetadataValue": message("ConsumerGroupMetadataValue", "0", "0+", f("Epoch", "int32")),
     "ConsumerGroupPartitionMetadataKey": message(
         "ConsumerGroupPartitionMetadataKey", "4", "none", f("GroupId", "string", "4")
     ),
     "ConsumerGroupPartitionMetadataValue": message(
-        "ConsumerGroupPartitionMetadataValue", "0", "0+",
-        f("Topics", "[]TopicMetadata", fields=[
-            f("TopicId", "uuid"),
-            f("TopicName", "string"),
-            f("NumPartitions", "int32"),
-            f("PartitionMetadata", "[]PartitionMetadata", fields=[
-                f("Partition", "int32"), f("Racks", "[]string"),
-            ]),
-        ]),
+        "ConsumerGroupPartitionMetadataValue",
+        "0",
+        "0+",
+        f(
+            "Topics",
+            "[]TopicMetadata",
+            fields=[
+                f("TopicId", "uuid"),
+                f("TopicName", "string"),
+                f("NumPartitions", "int32"),
+                f(
+                    "PartitionMetadata",
+                    "[]PartitionMetadata",
+                    fields=[
+                        f("Partition", "int32"),
+                        f("Racks", "[]string"),
+                    ],
+                ),
+            ],
+        ),
     ),
     "ConsumerGroupMemberMetadataKey": message(
-        "ConsumerGroupMemberMetadataKey", "5", "none",
-        f("GroupId", "string", "5"), f("MemberId", "string", "5"),
+        "ConsumerGroupMemberMetadataKey",
+        "5",
+        "none",
+        f("GroupId", "string", "5"),
+        f("MemberId", "string", "5"),
     ),
     "ConsumerGroupMemberMetadataValue": message(
-        "ConsumerGroupMemberMetadataValue", "0", "0+",
+        "ConsumerGroupMemberMetadataValue",
+        "0",
+        "0+",
         f("InstanceId", "string", nullable="0+"),
         f("RackId", "string", nullable="0+"),
         f("ClientId", "string"),
@@ -135,13 +159,25 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         f("SubscribedTopicRegex", "string", nullable="0+"),
         f("RebalanceTimeoutMs", "int32"),
         f("ServerAssignor", "string", nullable="0+"),
-        f("ClassicMemberMetadata", "ClassicMemberMetadata", nullable="0+", default=None,
-          taggedVersions="0+", tag=0, fields=[
-              f("SessionTimeoutMs", "int32"),
-              f("SupportedProtocols", "[]ClassicProtocol", fields=[
-                  f("Name", "string"), f("Metadata", "bytes"),
-              ]),
-          ]),
+        f(
+            "ClassicMemberMetadata",
+            "ClassicMemberMetadata",
+            nullable="0+",
+            default=None,
+            taggedVersions="0+",
+            tag=0,
+            fields=[
+                f("SessionTimeoutMs", "int32"),
+                f(
+                    "SupportedProtocols",
+                    "[]ClassicProtocol",
+                    fields=[
+                        f("Name", "string"),
+                        f("Metadata", "bytes"),
+                    ],
+                ),
+            ],
+        ),
     ),
     "ConsumerGroupTargetAssignmentMetadataKey": message(
         "ConsumerGroupTargetAssignmentMetadataKey", "6", "none", f("GroupId", "string", "6")
@@ -150,19 +186,29 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         "ConsumerGroupTargetAssignmentMetadataValue", "0", "0+", f("AssignmentEpoch", "int32")
     ),
     "ConsumerGroupTargetAssignmentMemberKey": message(
-        "ConsumerGroupTargetAssignmentMemberKey", "7", "none",
-        f("GroupId", "string", "7"), f("MemberId", "string", "7"),
+        "ConsumerGroupTargetAssignmentMemberKey",
+        "7",
+        "none",
+        f("GroupId", "string", "7"),
+        f("MemberId", "string", "7"),
     ),
     "ConsumerGroupTargetAssignmentMemberValue": message(
-        "ConsumerGroupTargetAssignmentMemberValue", "0", "0+",
+        "ConsumerGroupTargetAssignmentMemberValue",
+        "0",
+        "0+",
         topic_partitions("TopicPartitions", "[]TopicPartition"),
     ),
     "ConsumerGroupCurrentMemberAssignmentKey": message(
-        "ConsumerGroupCurrentMemberAssignmentKey", "8", "none",
-        f("GroupId", "string", "8"), f("MemberId", "string", "8"),
+        "ConsumerGroupCurrentMemberAssignmentKey",
+        "8",
+        "none",
+        f("GroupId", "string", "8"),
+        f("MemberId", "string", "8"),
     ),
     "ConsumerGroupCurrentMemberAssignmentValue": message(
-        "ConsumerGroupCurrentMemberAssignmentValue", "0", "0+",
+        "ConsumerGroupCurrentMemberAssignmentValue",
+        "0",
+        "0+",
         f("MemberEpoch", "int32"),
         f("PreviousMemberEpoch", "int32"),
         f("State", "int8"),
@@ -171,12 +217,19 @@ SCHEMAS: dict[str, dict[str, Any]] = {
     ),
     # Kafka 4.0; newer than the Kafka mirror, so not checked against it.
     "ConsumerGroupRegularExpressionKey": message(
-        "ConsumerGroupRegularExpressionKey", "16", "none",
-        f("GroupId", "string", "16"), f("RegularExpression", "string", "16"),
+        "ConsumerGroupRegularExpressionKey",
+        "16",
+        "none",
+        f("GroupId", "string", "16"),
+        f("RegularExpression", "string", "16"),
     ),
     "ConsumerGroupRegularExpressionValue": message(
-        "ConsumerGroupRegularExpressionValue", "0", "0+",
-        f("Topics", "[]string"), f("Version", "int64"), f("Timestamp", "int64"),
+        "ConsumerGroupRegularExpressionValue",
+        "0",
+        "0+",
+        f("Topics", "[]string"),
+        f("Version", "int64"),
+        f("Timestamp", "int64"),
     ),
 }
 

@@ -91,9 +91,7 @@ def _decode_is_total(key: bytes, value: bytes | None) -> None:
     assert decode_record(*encode_record(record)) == record
 
 
-KNOWN_TYPE_PREFIXES = st.sampled_from([0, 1, 2, 3, 4, 5, 6, 7, 8, 16]).map(
-    lambda t: struct.pack(">h", t)
-)
+KNOWN_TYPE_PREFIXES = st.sampled_from([0, 1, 2, 3, 4, 5, 6, 7, 8, 16]).map(lambda t: struct.pack(">h", t))
 
 
 @settings(max_examples=400)

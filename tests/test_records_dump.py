@@ -44,7 +44,12 @@ def run_dump(path: Path, as_json: bool = False) -> tuple[int, list[str], str]:
 
 def engine_log(path: Path, steps: int = 300, seed: int = 4) -> None:
     storage = CoordinatorStorage.open(
-        str(path), config=CONFIG, ids=SeededIds(1), image=IMAGE, now_ms=1000, fsync_policy="none",
+        str(path),
+        config=CONFIG,
+        ids=SeededIds(1),
+        image=IMAGE,
+        now_ms=1000,
+        fsync_policy="none",
         segment_bytes=16 * 1024,
     )
     w = Workload(storage.shard, seed)
@@ -75,8 +80,12 @@ def test_every_record_the_engine_wrote_is_dumped_decoded(tmp_path: Path) -> None
         if record.value is not None:
             assert entry["value"].items() <= to_json_fields(record.value).items()
         kinds.add(entry["type"])
-    assert {"OffsetCommit", "GroupMetadata", "ConsumerGroupMetadata",
-            "ConsumerGroupCurrentMemberAssignment"} <= kinds
+    assert {
+        "OffsetCommit",
+        "GroupMetadata",
+        "ConsumerGroupMetadata",
+        "ConsumerGroupCurrentMemberAssignment",
+    } <= kinds
     # The text form: one line per record, same order.
     status, text, _ = run_dump(tmp_path)
     assert status == 0 and len(text) == len(expected)
@@ -111,9 +120,14 @@ def test_raw_pairs_file(tmp_path: Path) -> None:
         ),
         encode(
             GroupMetadataKey("classic"),
-            GroupMetadataValue("consumer", 3, "range", "m", TS, (
-                GroupMemberMetadata("m", None, "c", "/h", 1000, 500, b"\x00\x01", b""),
-            )),
+            GroupMetadataValue(
+                "consumer",
+                3,
+                "range",
+                "m",
+                TS,
+                (GroupMemberMetadata("m", None, "c", "/h", 1000, 500, b"\x00\x01", b""),),
+            ),
         ),
     ]
     lines = ["# dumped from a test", ""]
@@ -157,9 +171,15 @@ def test_raw_pairs_file(tmp_path: Path) -> None:
     status, js, _ = run_dump(path, as_json=True)
     entries = [json.loads(line) for line in js]
     assert entries[2] == {
-        "offset": 2, "timestamp": None, "type": "OffsetCommit", "record_type": 1,
+        "offset": 2,
+        "timestamp": None,
+        "type": "OffsetCommit",
+        "record_type": 1,
         "key": {"group": "g", "topic": "t", "partition": 3},
-        "value_version": None, "value": None, "tombstone": True, "line": 6,
+        "value_version": None,
+        "value": None,
+        "tombstone": True,
+        "line": 6,
     }
     assert entries[5]["type"] == "unknown" and entries[5]["record_type"] == 99
     assert entries[6]["type"] == "error" and entries[6]["offset"] == 6 and entries[6]["record_type"] == 3
@@ -177,8 +197,14 @@ def test_kafka_style_directory_with_damage_control_and_compressed_batches(tmp_pa
     compressed = bytearray(build_batch(good[2:4], base_offset=2, timestamp_ms=TS))
     compressed[22] |= 4  # attributes: zstd (the payload is not really zstd: never looked at)
     _recrc(compressed)
-    control = build_batch([(b"\x00\x00\x00\x01", b"\x00\x00\x00\x00\x00\x00")], base_offset=4,
-                          timestamp_ms=TS, attributes=ATTR_CONTROL, producer_id=7, producer_epoch=0)
+    control = build_batch(
+        [(b"\x00\x00\x00\x01", b"\x00\x00\x00\x00\x00\x00")],
+        base_offset=4,
+        timestamp_ms=TS,
+        attributes=ATTR_CONTROL,
+        producer_id=7,
+        producer_epoch=0,
+    )
     bad_crc = bytearray(build_batch(good[4:5], base_offset=5, timestamp_ms=TS))
     bad_crc[-1] ^= 0xFF
     b6 = build_batch(good[5:6], base_offset=6, timestamp_ms=TS)

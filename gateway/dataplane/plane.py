@@ -90,8 +90,7 @@ class Partition:
         h = validate_client_batch(raw_batch)
         if h.is_transactional:
             raise InvalidBatchError(
-                "transactional batches are not supported: groupshift has no transaction "
-                "coordinator",
+                "transactional batches are not supported: groupshift has no transaction coordinator",
                 offset=h.base_offset,
             )
         check = self.producers.check(h)
@@ -201,14 +200,10 @@ class DataPlane:
             props = _read_properties(path)
             stored = int(props.get("node.id", self.node_id))
             if stored != self.node_id:
-                raise ValueError(
-                    f"node.id={self.node_id} does not match node.id={stored} stored in {path}"
-                )
+                raise ValueError(f"node.id={self.node_id} does not match node.id={stored} stored in {path}")
             return props["cluster.id"]
         cluster_id = kafka_uuid_string(uuid.uuid4().bytes)
-        write_atomically(
-            path, f"version=1\ncluster.id={cluster_id}\nnode.id={self.node_id}\n".encode()
-        )
+        write_atomically(path, f"version=1\ncluster.id={cluster_id}\nnode.id={self.node_id}\n".encode())
         return cluster_id
 
     def _partition_dir(self, name: str, index: int) -> Path:
@@ -320,9 +315,7 @@ class DataPlane:
                 f"Topic '{name}' collides with existing topic: {other}",
             )
         if partitions <= 0:
-            raise TopicError(
-                ErrorCode.invalid_partitions, "Number of partitions must be larger than 0."
-            )
+            raise TopicError(ErrorCode.invalid_partitions, "Number of partitions must be larger than 0.")
         if partitions > MAX_PARTITIONS:
             raise TopicError(
                 ErrorCode.invalid_partitions,
@@ -434,4 +427,3 @@ def _read_properties_colon(path: Path) -> dict[str, str]:
         if sep:
             out[k.strip()] = v.strip()
     return out
-

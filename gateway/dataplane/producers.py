@@ -53,9 +53,7 @@ class ProducerIdAllocator:
 class _ProducerEntry:
     epoch: int
     # (first sequence, last sequence, base offset, last offset) of recent batches
-    batches: deque[tuple[int, int, int, int]] = field(
-        default_factory=lambda: deque(maxlen=CACHED_BATCHES)
-    )
+    batches: deque[tuple[int, int, int, int]] = field(default_factory=lambda: deque(maxlen=CACHED_BATCHES))
 
 
 class SequenceCheck:

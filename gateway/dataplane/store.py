@@ -29,7 +29,10 @@ from records.log import SegmentLog, TimestampOffset
 
 # The data plane's produce path waits for `sync()` (acks=1/-1): SegmentLog's "batch" policy.
 _FSYNC_POLICIES: dict[str, FsyncPolicy] = {
-    "explicit": "batch", "batch": "batch", "interval": "interval", "none": "none",
+    "explicit": "batch",
+    "batch": "batch",
+    "interval": "interval",
+    "none": "none",
 }
 # Kafka's `index.interval.bytes`.
 INDEX_INTERVAL_BYTES = 4096
@@ -78,8 +81,7 @@ class PartitionStore(Protocol):
 
 
 class StoreFactory(Protocol):
-    def __call__(self, path: Path, *, segment_bytes: int, fsync_policy: str) -> PartitionStore:
-        ...
+    def __call__(self, path: Path, *, segment_bytes: int, fsync_policy: str) -> PartitionStore: ...
 
 
 class SegmentPartitionStore:

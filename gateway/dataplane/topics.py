@@ -55,8 +55,7 @@ def topic_name_error(name: str) -> str | None:
         return 'Topic name cannot be "." or ".."'
     if len(name) > MAX_NAME_LENGTH:
         return (
-            f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, "
-            f"topic name: {name}"
+            f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, topic name: {name}"
         )
     if not _LEGAL.fullmatch(name):
         return (

@@ -60,12 +60,14 @@ def _compact_string(value: str | None) -> bytes:
 
 def steady_cgh_body(error_code: int, member_id: str | None, member_epoch: int, interval_ms: int) -> bytes:
     """The body of a ConsumerGroupHeartbeatResponse v0/v1 with a null message and assignment."""
-    return b"".join((
-        _CGH_HEAD.pack(0, error_code, 0),
-        _compact_string(member_id),
-        _EPOCH_AND_INTERVAL.pack(member_epoch, interval_ms),
-        _CGH_TAIL,
-    ))
+    return b"".join(
+        (
+            _CGH_HEAD.pack(0, error_code, 0),
+            _compact_string(member_id),
+            _EPOCH_AND_INTERVAL.pack(member_epoch, interval_ms),
+            _CGH_TAIL,
+        )
+    )
 
 
 def register(registry: HandlerRegistry, service: GroupCoordinatorService) -> None:
@@ -303,7 +305,7 @@ class GroupApis:
         result = self.service.runtime_for(req.group_id).run(lambda c, now: c.heartbeat(ereq, ectx, now))
         return then(result, lambda r: self._heartbeat_body(rtype, r.error_code))
 
-    def _heartbeat_body(self, rtype: type, error_code: int) -> bytes:
+    def _heartbeat_body(self, rtype: Any, error_code: int) -> bytes:
         """A Heartbeat response is its error code: encode each (version, code) once."""
         key = (rtype, error_code)
         body = self._heartbeat_bodies.get(key)
@@ -407,11 +409,11 @@ class GroupApis:
         names = list(req.groups_names)
         parts = []
         for shard_index, ids in self.service.by_shard(names).items():
-            parts.append(
-                self.service.runtimes[shard_index].run(
-                    lambda c, now, ids=ids: c.delete_groups(ids, ectx, now)
-                )
-            )
+
+            def delete(c: Any, now: int, ids: list[str] = ids) -> Any:
+                return c.delete_groups(ids, ectx, now)
+
+            parts.append(self.service.runtimes[shard_index].run(delete))
 
         def respond(results: list[Any]) -> Any:
             codes = {r.group_id: r.error_code for rs in results for r in rs}

@@ -14,9 +14,7 @@ from gateway.dataplane.plane import DataPlane
 from gateway.registry import HandlerRegistry
 
 
-def register_dataplane_apis(
-    registry: HandlerRegistry, plane: DataPlane, cluster: ClusterView
-) -> None:
+def register_dataplane_apis(registry: HandlerRegistry, plane: DataPlane, cluster: ClusterView) -> None:
     """Metadata, Produce, Fetch, ListOffsets, topic admin, InitProducerId, DescribeCluster."""
     MetadataApi(plane, cluster).register(registry)
     ProduceApi(plane).register(registry)

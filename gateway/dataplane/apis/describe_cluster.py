@@ -37,18 +37,23 @@ class DescribeClusterApi:
             {
                 "throttle_time": 0,
                 "error_code": ErrorCode.none if ok else ErrorCode.unsupported_endpoint_type,
-                "error_message": None if ok else "The request was sent to a broker, not to a "
-                "controller.",
+                "error_message": None if ok else "The request was sent to a broker, not to a controller.",
                 "endpoint_type": endpoint_type,
                 "cluster_id": self.cluster.cluster_id,
                 "controller_id": self.cluster.controller_id,
                 "brokers": [
-                    {"broker_id": node.node_id, "host": node.host, "port": node.port,
-                     "rack": None, "is_fenced": False}
-                ] if ok else [],
+                    {
+                        "broker_id": node.node_id,
+                        "host": node.host,
+                        "port": node.port,
+                        "rack": None,
+                        "is_fenced": False,
+                    }
+                ]
+                if ok
+                else [],
                 "cluster_authorized_operations": (
-                    CLUSTER_OPERATIONS if request.include_cluster_authorized_operations
-                    else NOT_REQUESTED
+                    CLUSTER_OPERATIONS if request.include_cluster_authorized_operations else NOT_REQUESTED
                 ),
             },
         )

@@ -96,9 +96,7 @@ class FetchApi:
                     error = missing
                 else:
                     error = _epoch_error(getattr(fp, "current_leader_epoch", -1))
-                wanted.append(
-                    _Wanted(fp.partition, p, error, fp.fetch_offset, fp.partition_max_bytes)
-                )
+                wanted.append(_Wanted(fp.partition, p, error, fp.fetch_offset, fp.partition_max_bytes))
             topics.append(
                 _Topic(
                     None if by_id else ft.topic,
@@ -179,12 +177,7 @@ class FetchApi:
         while True:
             out, total, has_error = self._read(topics, max_bytes, read_committed)
             remaining = deadline - loop.time()
-            if (
-                total >= request.min_bytes
-                or has_error
-                or remaining <= 0
-                or self.plane.closing
-            ):
+            if total >= request.min_bytes or has_error or remaining <= 0 or self.plane.closing:
                 break
             await self._wait_for_append(topics, remaining)
         return build(

@@ -36,7 +36,12 @@ MIN_VERSION = 1
 MAX_VERSION = 11
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING = (
-    -1, -2, -3, -4, -5, -6,
+    -1,
+    -2,
+    -3,
+    -4,
+    -5,
+    -6,
 )
 LEADER_EPOCH = 0
 _SCAN_CHUNK = 1 << 20
@@ -82,9 +87,7 @@ class ListOffsetsApi:
         if timestamp in (LATEST_TIERED, EARLIEST_PENDING):
             return -1, -1
         found = (
-            max_timestamp_offset(p)
-            if timestamp == MAX_TIMESTAMP
-            else p.store.offset_for_timestamp(timestamp)
+            max_timestamp_offset(p) if timestamp == MAX_TIMESTAMP else p.store.offset_for_timestamp(timestamp)
         )
         if found is None:
             return -1, -1
@@ -94,16 +97,16 @@ class ListOffsetsApi:
         index = req_part.partition_index
         p = self.plane.partition(topic, index)
         out: dict[str, Any] = {
-            "partition_index": index, "timestamp": -1, "offset": -1, "leader_epoch": -1,
+            "partition_index": index,
+            "timestamp": -1,
+            "offset": -1,
+            "leader_epoch": -1,
         }
         if p is None:
             return {**out, "error_code": ErrorCode.unknown_topic_or_partition}
         epoch = getattr(req_part, "current_leader_epoch", -1)
         if epoch >= 0 and epoch != LEADER_EPOCH:
-            code = (
-                ErrorCode.unknown_leader_epoch if epoch > LEADER_EPOCH
-                else ErrorCode.fenced_leader_epoch
-            )
+            code = ErrorCode.unknown_leader_epoch if epoch > LEADER_EPOCH else ErrorCode.fenced_leader_epoch
             return {**out, "error_code": code}
         try:
             offset, ts = self._lookup(p, req_part.timestamp)

@@ -87,9 +87,7 @@ class MetadataApi:
     def _requested(self, request: Any, version: int, topic_ops: int) -> list[dict[str, Any]]:
         entries: list[dict[str, Any]] = []
         wanted = request.topics
-        by_id = version >= 12 and any(
-            t.topic_id is not None and t.topic_id.int != 0 for t in wanted
-        )
+        by_id = version >= 12 and any(t.topic_id is not None and t.topic_id.int != 0 for t in wanted)
         seen: set[Any] = set()
         allow_auto = getattr(request, "allow_auto_topic_creation", True)
         for rt in wanted:
@@ -105,7 +103,8 @@ class MetadataApi:
                 seen.add(topic_id)
                 found = self.plane.topic_by_id(topic_id)
                 entries.append(
-                    self._topic(found, topic_ops) if found is not None
+                    self._topic(found, topic_ops)
+                    if found is not None
                     else _error_topic(ErrorCode.unknown_topic_id, None, topic_id)
                 )
                 continue
@@ -140,9 +139,7 @@ class MetadataApi:
             response_type_of(request),
             {
                 "throttle_time": 0,
-                "brokers": [
-                    {"node_id": node.node_id, "host": node.host, "port": node.port, "rack": None}
-                ],
+                "brokers": [{"node_id": node.node_id, "host": node.host, "port": node.port, "rack": None}],
                 "cluster_id": self.cluster.cluster_id,
                 "controller_id": self.cluster.controller_id,
                 "topics": topics,

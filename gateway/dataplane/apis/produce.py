@@ -52,8 +52,7 @@ def single_produce_batch(records: bytes | None, api_version: int) -> bytes:
     first = _complete_batch_size(data, 0)
     if first is None:
         raise InvalidBatchError(
-            f"Produce requests with version {api_version} must have at least one record batch "
-            "per partition"
+            f"Produce requests with version {api_version} must have at least one record batch per partition"
         )
     if data[_MAGIC_POS] != MAGIC:
         raise InvalidBatchError(
@@ -75,8 +74,7 @@ def _complete_batch_size(data: bytes, pos: int) -> int | None:
     size = int.from_bytes(data[pos + 8 : pos + 12], "big", signed=True) + LOG_OVERHEAD
     if size < _MIN_RECORD_OVERHEAD:
         raise CorruptBatchError(
-            f"Record size {size} is less than the minimum record overhead "
-            f"({_MIN_RECORD_OVERHEAD})",
+            f"Record size {size} is less than the minimum record overhead ({_MIN_RECORD_OVERHEAD})",
             position=pos,
         )
     if len(data) - pos < size:
@@ -120,8 +118,7 @@ class ProduceApi:
             return _result(index, e.code, e.message)
         except (LogError, OSError) as e:  # a write error (nothing appended), or the log failed
             return _result(index, ErrorCode.kafka_storage_error, str(e))
-        return {**_result(index, ErrorCode.none), "base_offset": base,
-                "log_start_offset": p.log_start_offset}
+        return {**_result(index, ErrorCode.none), "base_offset": base, "log_start_offset": p.log_start_offset}
 
     def handle(self, ctx: RequestContext, header: Any, request: Any) -> Any:
         """Append now, answer once durable.
@@ -159,11 +156,14 @@ class ProduceApi:
             if failed:
                 raise CloseConnection(
                     "produce.failed_with_acks_0",
-                    errors=sorted({
-                        ErrorCode(r["error_code"]).name
-                        for t in topics_out for r in t["partition_responses"]
-                        if r["error_code"] != ErrorCode.none
-                    }),
+                    errors=sorted(
+                        {
+                            ErrorCode(r["error_code"]).name
+                            for t in topics_out
+                            for r in t["partition_responses"]
+                            if r["error_code"] != ErrorCode.none
+                        }
+                    ),
                 )
             return NO_RESPONSE
         response_type = response_type_of(request)
@@ -182,9 +182,7 @@ class ProduceApi:
         for p, r in appended:
             by_partition.setdefault(id(p), (p, []))[1].append(r)
         entries = list(by_partition.values())
-        outcomes = await asyncio.gather(
-            *(p.make_durable() for p, _ in entries), return_exceptions=True
-        )
+        outcomes = await asyncio.gather(*(p.make_durable() for p, _ in entries), return_exceptions=True)
         for (_, results), outcome in zip(entries, outcomes, strict=True):
             if isinstance(outcome, BaseException):
                 for r in results:

@@ -33,9 +33,11 @@ class InitProducerIdApi:
 
     def handle(self, ctx: RequestContext, header: Any, request: Any) -> Any:
         if request.transactional_id is not None:
-            values = {"error_code": ErrorCode.invalid_request, "producer_id": -1,
-                      "producer_epoch": -1}
+            values = {"error_code": ErrorCode.invalid_request, "producer_id": -1, "producer_epoch": -1}
         else:
-            values = {"error_code": ErrorCode.none,
-                      "producer_id": self.plane.producer_ids.next_id(), "producer_epoch": 0}
+            values = {
+                "error_code": ErrorCode.none,
+                "producer_id": self.plane.producer_ids.next_id(),
+                "producer_epoch": 0,
+            }
         return build(response_type_of(request), {"throttle_time": 0, **values})

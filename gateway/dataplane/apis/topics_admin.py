@@ -100,8 +100,12 @@ class TopicsAdminApi:
         results = []
         for t in request.topics:
             out: dict[str, Any] = {
-                "name": t.name, "topic_id": None, "num_partitions": -1,
-                "replication_factor": -1, "configs": [], "error_message": None,
+                "name": t.name,
+                "topic_id": None,
+                "num_partitions": -1,
+                "replication_factor": -1,
+                "configs": [],
+                "error_message": None,
             }
             try:
                 if counts[t.name] > 1:
@@ -140,20 +144,18 @@ class TopicsAdminApi:
             out: dict[str, Any] = {"name": name, "topic_id": topic_id, "error_message": None}
             try:
                 if has_id and name is not None:
-                    raise TopicError(
-                        ErrorCode.invalid_request, "Only one of name or topic id may be set."
-                    )
+                    raise TopicError(ErrorCode.invalid_request, "Only one of name or topic id may be set.")
                 if has_id:
                     info = self.plane.topic_by_id(topic_id)
                     if info is None:
-                        raise TopicError(ErrorCode.unknown_topic_id, "This server does not host "
-                                         "this topic ID.")
+                        raise TopicError(
+                            ErrorCode.unknown_topic_id, "This server does not host this topic ID."
+                        )
                     name = info.name
                 if name is None:
                     raise TopicError(ErrorCode.invalid_request, "Neither name nor topic id set.")
                 deleted = await self.plane.delete_topic(name)
-                out.update(name=deleted.name, topic_id=deleted.topic_id,
-                           error_code=ErrorCode.none)
+                out.update(name=deleted.name, topic_id=deleted.topic_id, error_code=ErrorCode.none)
             except TopicError as e:
                 out.update(error_code=e.code, error_message=e.message)
             results.append(out)

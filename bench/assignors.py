@@ -1,4 +1,4 @@
-"""Server assignors on Kafka's `ServerSideAssignorBenchmark` grid (spec §10.3).
+"""Server assignors on Kafka's `ServerSideAssignorBenchmark` grid (Kafka's assignor benchmarks).
 
 Kafka measures its assignors with JMH over members x partitions-per-member x topics, homogeneous
 and bucketed heterogeneous subscriptions, full and incremental assignments. Running the same grid

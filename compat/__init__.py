@@ -1,1 +1,1 @@
-"""compat layer (see DESIGN.md)."""
+"""compat layer (see docs/architecture.md)."""

@@ -13,7 +13,8 @@ e2e runs and pinned here against `groupshift serve` (which answers as Kafka does
 
 * aiokafka 0.14 treats REBALANCE_IN_PROGRESS in a JoinGroup response as fatal ("Unexpected error
   in join group", the consumer's next `getmany` raises KafkaError). Kafka answers exactly that to
-  every JoinGroup parked in a rebalance when the group is upgraded (spec §5.3, procedure step 1),
+  every JoinGroup parked in a rebalance when the group is upgraded (KIP-848 "Supporting Online Consumer
+  Group Upgrade", procedure step 1),
   so an aiokafka member that is (re)joining at the moment of the upgrade dies. kafka-python
   (like the Java client) retries and carries on as a classic member of the consumer group. To
   park the joins deterministically a raw wire member holds the classic group in

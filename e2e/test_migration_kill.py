@@ -6,7 +6,7 @@ go to someone else.
 
 * The last KIP-848 member of a consumer group with classic members dies: its session
   (`group.consumer.session.timeout.ms`) expires, the fence downgrades the group to classic (spec
-  §5.6 trigger (a), Kafka `testLastConsumerProtocolMemberSessionTimeoutInConsumerGroup`) and the
+  KIP-848 downgrade trigger, Kafka `testLastConsumerProtocolMemberSessionTimeoutInConsumerGroup`) and the
   classic members rebalance over all partitions.
 * A classic member living in a consumer group dies: it is fenced after its own (classic) session
   timeout, the group stays a consumer group (a classic member never triggers a downgrade) and the

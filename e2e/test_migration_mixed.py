@@ -6,7 +6,8 @@ Why the run has two halves. The issue asks for 2 kafka-python eager (`range`), 2
 classic `cooperative-sticky` and 2 KIP-848 members at once. Kafka does not allow that group:
 a classic member may join a consumer group only if one of its protocols is supported by *every*
 classic member already there (`ConsumerGroup.supportsClassicProtocols`, checked on every
-JoinGroup, spec §5.4 step 3), else INCONSISTENT_GROUP_PROTOCOL; and neither library can offer
+JoinGroup, KIP-848 "Supporting Online Consumer Group Upgrade"), else INCONSISTENT_GROUP_PROTOCOL; and
+neither library can offer
 an eager and a cooperative assignor together (kafka-python: "Mixing EAGER and COOPERATIVE
 assignors in a single consumer is not supported"; librdkafka: "All partition.assignment.strategy
 assignors must have the same protocol type"), so `range` members and `cooperative-sticky`

@@ -1,5 +1,6 @@
 """`group.consumer.migration.policy` on a live `groupshift serve` (Kafka
-`ConsumerGroupMigrationPolicy`, spec §5.1): `disabled`, `upgrade` and `downgrade`, each with
+`ConsumerGroupMigrationPolicy`, KIP-848 "Supporting Online Consumer Group Upgrade"): `disabled`, `upgrade`
+and `downgrade`, each with
 real clients and a continuous producer. (`bidirectional`, the default, is what the rolling and
 mixed tests run.)
 

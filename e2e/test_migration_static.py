@@ -16,7 +16,8 @@ with cooperative members "no movement" can be asserted as "no revoke or assign c
 3. The KIP-848 member closes: librdkafka's static member leaves with epoch -2 (a temporary leave:
    the group keeps its assignment for the instance id).
 4. A kafka-python static member with instance id `static-1` joins: it replaces the last KIP-848
-   member through JoinGroup, which downgrades the group to classic (spec §5.6 case (b),
+   member through JoinGroup, which downgrades the group to classic (KIP-848 "Supporting Online Consumer
+   Group Upgrade",
    `testLastStaticConsumerProtocolMemberReplacedByClassicProtocolMember`); its subscription is
    the same, so there is no rebalance (KAFKA-19546), and it gets the same partitions again.
 Throughout, the two dynamic members see no callback after the initial assignment.

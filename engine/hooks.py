@@ -1,5 +1,5 @@
 """Where the translation layer plugs into the engine (KIP-848 "Supporting Online Consumer Group
-Upgrade"; spec §5.2).
+Upgrade").
 
 The engine runs each group type natively. A request of one protocol that reaches a group of the
 other type is handed to these hooks; the translation layer implements them (classic members in

@@ -17,7 +17,7 @@ Requests of one protocol that reach a group of the other type go to `self.migrat
 Durability: the runtime installs `journal`, which appends an operation's records to the log
 (without waiting for fsync) and raises `AppendError` when it cannot. The shard calls it before
 applying anything, so a failed append leaves the state exactly as it was and the client gets
-Kafka's mapped error (spec §1). Classic paths, which change state in place, learn of the
+Kafka's mapped error (Kafka `CoordinatorRuntime`). Classic paths, which change state in place, learn of the
 failure through their append continuation, as Kafka's append futures do.
 """
 
@@ -302,7 +302,8 @@ class Shard:
             return group
         if isinstance(group, ClassicGroup) and group.is_empty() and create:
             # An empty classic group (even an offsets-only one) is replaced whatever the
-            # migration policy; offsets are keyed by group id and stay (spec §5.7).
+            # migration policy; offsets are keyed by group id and stay (Kafka converts empty groups
+            # whatever the policy).
             from engine.classic.records import group_metadata_tombstone
 
             op.records.append(group_metadata_tombstone(group_id))

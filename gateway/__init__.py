@@ -1,1 +1,1 @@
-"""gateway layer (see DESIGN.md)."""
+"""gateway layer (see docs/architecture.md)."""

@@ -1,4 +1,4 @@
-"""A coordinator shard bound to its log (spec §1 runtime semantics, §7.1 loading; Kafka
+"""A coordinator shard bound to its log (Kafka `CoordinatorRuntime`; Kafka
 `CoordinatorRuntime` write path and `CoordinatorLoaderImpl`).
 
 This is the synchronous core of a shard's runtime; the asyncio server wraps it. It:

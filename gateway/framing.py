@@ -9,7 +9,7 @@ responses are written only from the head of that queue.
 
 The parser is a buffered `asyncio.Protocol` (`data_received` slices complete frames out of one
 bytearray), not `StreamReader.readexactly` per frame: on this machine that is 3x the
-throughput (spec/environment.md). As in Kafka's `NetworkReceive`, a negative size or one above
+throughput. As in Kafka's `NetworkReceive`, a negative size or one above
 `socket.request.max.bytes` is refused as soon as the 4 size bytes arrive, before any payload is
 buffered, and only that connection is closed.
 

@@ -1,7 +1,7 @@
 """The table of implemented Kafka APIs: api key -> (version range, handler).
 
 It is the single source of truth for both dispatch and ApiVersions, so the gateway advertises
-exactly what it implements (DESIGN.md: "ApiVersions advertises exactly what is implemented").
+exactly what it implements (docs/architecture.md: "ApiVersions advertises exactly what is implemented").
 Each API is one registration; the group layer adds FindCoordinator/JoinGroup/... the same way
 the data plane adds Produce/Fetch, and may replace a registration (e.g. FindCoordinator) with
 `replace=True`.
@@ -32,7 +32,7 @@ from typing import Any
 from kio.index import KioIndexError, load_request_schema
 
 # librdkafka sends GetTelemetrySubscriptions as soon as key 71 is advertised and the classic
-# consumer fails when it goes unanswered (clients.md §1.7): never advertise KIP-714 telemetry.
+# consumer fails when it goes unanswered: never advertise KIP-714 telemetry.
 NEVER_ADVERTISED = frozenset({71, 72})
 
 Handler = Callable[["RequestContext", Any, Any], Any]

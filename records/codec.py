@@ -158,7 +158,7 @@ _VALUE_CLASS_OF_KEY: dict[type, type] = {
 }
 
 _EARLY_ACCESS_TYPES = frozenset({4, 5, 7, 8})
-"""Record types whose Kafka 3.7 value layout differs from 3.8+ (kafka-reference.md §7.2)."""
+"""Record types whose Kafka 3.7 value layout differs from 3.8+."""
 _EARLY_ACCESS_HINT = " (if Kafka 3.7 wrote this log: its early-access KIP-848 layouts are not supported)"
 
 # What a failed read looks like: our own checks, a fixed-width read or a byte index past the

@@ -1,7 +1,7 @@
 """What is durable when: the guarantees of `SegmentLog`, and the fsync helpers behind them.
 
 Kafka's own log relies on replication and flushes lazily; groupshift runs a single node, so a
-response may be released only once its records are on disk (DESIGN.md, "records/"). The rules:
+response may be released only once its records are on disk (docs/architecture.md, "records/"). The rules:
 
 1. **Append** (`append_records`, `append_batch`) writes the batch to the segment file with
    `os.write` before returning, so it is in the kernel page cache: it survives a crash of the

@@ -1,4 +1,5 @@
-"""Classic group rules, one test each (spec §4.1-4.4; Kafka `GroupMetadataManagerTest` classic
+"""Classic group rules, one test each (Kafka's classic group protocol; Kafka `GroupMetadataManagerTest`
+classic
 cases). Responses, states, timers and GroupMetadata records are asserted."""
 
 from __future__ import annotations

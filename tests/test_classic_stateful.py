@@ -1,4 +1,4 @@
-"""Stateful property test of classic groups (spec §4; KIP-345).
+"""Stateful property test of classic groups (Kafka's classic group protocol; KIP-345).
 
 Random joins (dynamic and static, with the v4 member-id round trip), syncs, heartbeats,
 leaves, static restarts under a new member id, and clock advances that expire sessions and

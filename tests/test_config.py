@@ -1,4 +1,4 @@
-"""Configuration: Kafka names, defaults and bounds (spec §2)."""
+"""Configuration: Kafka names, defaults and bounds (Kafka `GroupCoordinatorConfig`)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """ConsumerGroupHeartbeat handling, epochs, leaving, target assignment and group state
-(spec §3.3-3.5, §3.7, §3.9). Each test pins one rule and asserts the records written."""
+(KIP-848 consumer group protocol). Each test pins one rule and asserts the records written."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Regex subscriptions (spec §3.10) and topic metadata changes (spec §3.3 step 8)."""
+"""Regex subscriptions (KIP-848 regex subscriptions) and topic metadata changes (KIP-848 consumer group
+protocol)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Static members on the KIP-848 path (KIP-345 semantics, spec §3.5-3.6)."""
+"""Static members on the KIP-848 path (KIP-345 semantics, KIP-848 consumer group protocol)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Session and rebalance timeouts (spec §3.11) and the timer structure itself."""
+"""Session and rebalance timeouts (KIP-848 session and rebalance timeouts) and the timer structure itself."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""ConsumerGroupHeartbeat request validation (spec §3.2, Kafka 4.0 rules)."""
+"""ConsumerGroupHeartbeat request validation (Kafka `throwIfConsumerGroupHeartbeatRequestIsInvalid`, Kafka
+4.0 rules)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Durable shard state (issue 4): loading, rollback of a failed append, crash consistency at every
-byte of the last batch, corruption, lenient replay and compaction (spec §1, §7)."""
+byte of the last batch, corruption, lenient replay and compaction (Kafka `CoordinatorRuntime`)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""`group.consumer.migration.policy` and every reason a conversion is refused (spec §5.1, §5.3,
-§5.6, §5.7; migration pitfall #2), plus the rebalance after a static replacement downgrade
+"""`group.consumer.migration.policy` and every reason a conversion is refused (KIP-848 "Supporting Online
+Consumer Group Upgrade"; migration pitfall #2), plus the rebalance after a static replacement downgrade
 (KAFKA-19546).
 
 A refused upgrade answers what Kafka answers — GROUP_ID_NOT_FOUND with Kafka's message — and the
@@ -283,7 +283,7 @@ def test_upgrade_accepts_empty_user_data_and_members_that_never_synced() -> None
     }
 
 
-# --- empty groups convert whatever the policy (spec §5.7) -----------------------------------------------
+# --- empty groups convert whatever the policy (Kafka converts empty groups whatever the policy)
 
 
 @pytest.mark.parametrize("policy", POLICIES)

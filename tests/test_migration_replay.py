@@ -1,6 +1,6 @@
 """Replay across migrations: the records a shard writes while groups move between protocols
 rebuild, in a fresh shard, exactly the state the live shard persisted — also when the log is cut
-between any two operations in the middle of a migration (DESIGN.md, engine/: "replaying the
+between any two operations in the middle of a migration (docs/architecture.md, engine/: "replaying the
 records of a shard from an empty state must rebuild exactly the same in-memory state").
 
 The harness checkpoints after every operation that wrote records: the number of records logged

@@ -1,4 +1,5 @@
-"""The online-migration scenarios of Kafka's GroupMetadataManagerTest (spec §5.11), one test each,
+"""The online-migration scenarios of Kafka's GroupMetadataManagerTest (KIP-848 "Supporting Online Consumer
+Group Upgrade"), one test each,
 named after Kafka's test, through the translation layer installed on a shard.
 
 Each test asserts what Kafka's does: the records written (types, keys, values, in write order),
@@ -164,7 +165,7 @@ def last_records(h: MigrationHarness) -> list[Any]:
     return list(h.last.records)
 
 
-# --- upgrade: classic -> consumer (spec §5.3, §5.7) ---------------------------------------------
+# --- upgrade: classic -> consumer (KIP-848 "Supporting Online Consumer Group Upgrade")
 
 
 def test_consumer_group_heartbeat_with_non_empty_classic_group() -> None:
@@ -427,7 +428,8 @@ def test_consumer_group_heartbeat_with_completing_rebalance_classic_group() -> N
 
 
 def test_upgrade_cancels_the_classic_groups_timers() -> None:
-    """Not one of Kafka's tests. Kafka (spec §5.3 step 5) leaves the classic group's timers (here
+    """Not one of Kafka's tests. Kafka (KIP-848 "Supporting Online Consumer Group Upgrade") leaves the
+    classic group's timers (here
     the members' heartbeat timers from loading and the join phase's `join-g`) registered and lets
     them do nothing because the group is no longer classic; that check fails once the group is
     downgraded again before they fire, so groupshift cancels them at the upgrade. The members,
@@ -552,7 +554,7 @@ def test_consumer_group_heartbeat_from_existing_classic_static_member() -> None:
     assert h.deadline(session_key("new-1")) == h.now + 45000
 
 
-# --- downgrade: consumer -> classic (spec §5.6) -----------------------------------------------------
+# --- downgrade: consumer -> classic (KIP-848 "Supporting Online Consumer Group Upgrade")
 
 RANGE_M1 = sub("foo", "bar", version=3, owned={"foo": [0, 1, 2], "bar": [0, 1]})
 
@@ -821,7 +823,7 @@ def test_no_conversion_when_size_exceeds_classic_max_group_size() -> None:
     ]
 
 
-# --- JoinGroup to a consumer group (spec §5.4) --------------------------------------------------------
+# --- JoinGroup to a consumer group (KIP-848 "Supporting Online Consumer Group Upgrade")
 
 
 def test_joining_consumer_group_throws_exception_if_group_over_max_size() -> None:
@@ -1081,7 +1083,7 @@ def test_static_member_joining_consumer_group_with_unmatched_member_id() -> None
     assert last_records(h) == []
 
 
-# --- the classic member's own rebalance loop (spec §5.5) ----------------------------------------------
+# --- the classic member's own rebalance loop (KIP-848 "Supporting Online Consumer Group Upgrade")
 
 
 def _reconciliation_group(h: MigrationHarness) -> None:
@@ -1215,7 +1217,7 @@ def test_reconciliation_in_joining_consumer_group_with_cooperative_protocol() ->
     assert _sync_assignment(h, "m1", 11) == {"foo": (0, 1), "zar": (0,)}
 
 
-# --- SyncGroup to a consumer group (spec §5.4) ----------------------------------------------------------
+# --- SyncGroup to a consumer group (KIP-848 "Supporting Online Consumer Group Upgrade")
 
 
 @pytest.mark.parametrize("version", [0, 1, 2, 3])
@@ -1321,7 +1323,7 @@ def test_classic_group_sync_to_consumer_group_rebalance_in_progress() -> None:
     assert h.deadline(join_key("m")) == h.now + 10000
 
 
-# --- Heartbeat to a consumer group (spec §5.4) ---------------------------------------------------------
+# --- Heartbeat to a consumer group (KIP-848 "Supporting Online Consumer Group Upgrade")
 
 
 def test_classic_group_heartbeat_to_consumer_group_maintains_session() -> None:
@@ -1397,7 +1399,7 @@ def test_classic_group_heartbeat_to_consumer_with_member_not_using_classic_proto
     assert h.heartbeat("member-id", 10) == Errors.UNKNOWN_MEMBER_ID
 
 
-# --- classic members fenced by their timers (spec §5.4) ------------------------------------------------
+# --- classic members fenced by their timers (KIP-848 "Supporting Online Consumer Group Upgrade")
 
 
 def test_consumer_group_member_using_classic_protocol_fenced_when_session_timeout() -> None:
@@ -1439,7 +1441,7 @@ def test_consumer_group_member_using_classic_protocol_fenced_when_join_timeout()
     assert not h.shard.timers.is_scheduled(session_key("m"))
 
 
-# --- LeaveGroup to a consumer group (spec §5.4) ---------------------------------------------------------
+# --- LeaveGroup to a consumer group (KIP-848 "Supporting Online Consumer Group Upgrade")
 
 
 def test_consumer_group_member_using_classic_protocol_batch_leave_group() -> None:
@@ -1649,7 +1651,7 @@ def test_classic_group_join_to_consumer_group_without_classic_members_accepts_an
 def test_classic_group_leave_emptying_consumer_group_never_downgrades() -> None:
     """The last (classic) member leaving through LeaveGroup leaves an empty consumer group: the
     leaver is classic, so this path never downgrades, whatever the policy. The next classic
-    JoinGroup then replaces the empty consumer group (spec §5.7)."""
+    JoinGroup then replaces the empty consumer group (Kafka converts empty groups whatever the policy)."""
     h = MigrationHarness(prepared_assignor=True)
     h.seed_consumer_group(10, [cg_member("m", classic=classic_meta(5000, ("range", sub("foo", version=3))))])
 

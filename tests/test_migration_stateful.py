@@ -1,5 +1,6 @@
 """Stateful property test of online migration (KIP-848 "Supporting Online Consumer Group Upgrade";
-spec §5): one group driven through the Coordinator by three kinds of clients at once.
+KIP-848 "Supporting Online Consumer Group Upgrade"): one group driven through the Coordinator by three
+kinds of clients at once.
 
 * classic **eager** members (range / roundrobin first): they revoke everything before every
   JoinGroup, own exactly what their last SyncGroup gave them, and report no owned partitions;

@@ -1,4 +1,5 @@
-"""Offsets for both group types: commit fencing, simple commits, fetch, delete, expiry (spec §6)."""
+"""Offsets for both group types: commit fencing, simple commits, fetch, delete, expiry (Kafka
+`OffsetMetadataManager`)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Offsets and group deletion are records too: replaying every record written by a random
 sequence of commits, offset deletions, group deletions, topic deletions and expiry runs rebuilds
-exactly the live offsets and groups (spec §6, §7.3)."""
+exactly the live offsets and groups (Kafka `OffsetMetadataManager`)."""
 
 from __future__ import annotations
 

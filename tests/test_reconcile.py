@@ -1,4 +1,5 @@
-"""The per-member reconciliation machine (spec §3.8, Kafka `CurrentAssignmentBuilder`)."""
+"""The per-member reconciliation machine (Kafka `CurrentAssignmentBuilder`, Kafka
+`CurrentAssignmentBuilder`)."""
 
 from __future__ import annotations
 

@@ -1,1 +1,1 @@
-"""translation layer (see DESIGN.md)."""
+"""translation layer (see docs/architecture.md)."""

@@ -1,5 +1,6 @@
 """Classic members living inside a consumer group (KIP-848 "Supporting Online Consumer Group
-Upgrade"; spec §5.4-5.5; Kafka `classicGroupJoinToConsumerGroup`, `classicGroupSyncToConsumerGroup`,
+Upgrade"; KIP-848 "Supporting Online Consumer Group Upgrade"; Kafka `classicGroupJoinToConsumerGroup`,
+`classicGroupSyncToConsumerGroup`,
 `classicGroupHeartbeatToConsumerGroup`, `classicGroupLeaveToConsumerGroup`).
 
 Rules of this file:

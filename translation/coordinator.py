@@ -1,5 +1,5 @@
-"""The Coordinator facade: the gateway's only entry point into a shard's groups (DESIGN.md,
-"translation/"; spec §5.2 "Who handles which request").
+"""The Coordinator facade: the gateway's only entry point into a shard's groups (docs/architecture.md,
+"translation/"; KIP-848 "Supporting Online Consumer Group Upgrade").
 
 One Coordinator per shard. Every group API goes through it: the engine answers each request for
 a group of the request's own protocol natively, and hands a request of the other protocol (a

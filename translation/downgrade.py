@@ -1,5 +1,6 @@
 """Downgrade: a consumer group whose last consumer-protocol member goes becomes a classic group
-again (KIP-848 "Supporting Online Consumer Group Upgrade"; spec §5.6; Kafka
+again (KIP-848 "Supporting Online Consumer Group Upgrade"; KIP-848 "Supporting Online Consumer Group
+Upgrade"; Kafka
 `validateOnlineDowngradeWithFencedMember`, `validateOnlineDowngradeWithReplacedMemberId`,
 `convertToClassicGroup`, `ClassicGroup.fromConsumerGroup`).
 

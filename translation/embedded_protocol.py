@@ -1,5 +1,5 @@
 """The embedded consumer protocol: ConsumerProtocolSubscription and ConsumerProtocolAssignment
-v0-v3 (spec §5.8; Kafka `ConsumerProtocol`, `CMSG/ConsumerProtocolSubscription.json`,
+v0-v3 (Kafka `ConsumerProtocol`; Kafka `ConsumerProtocol`, `CMSG/ConsumerProtocolSubscription.json`,
 `CMSG/ConsumerProtocolAssignment.json`).
 
 Classic consumers carry their subscription in JoinGroup protocol metadata and receive their

@@ -1,5 +1,5 @@
 """Where protocols meet: the engine's `MigrationHooks`, implemented (KIP-848 "Supporting Online
-Consumer Group Upgrade"; spec §5.2 dispatch table).
+Consumer Group Upgrade").
 
 | request                  | group of the other type                                   |
 |--------------------------|-----------------------------------------------------------|
@@ -9,7 +9,8 @@ Consumer Group Upgrade"; spec §5.2 dispatch table).
 | SyncGroup / Heartbeat    | consumer group: the classic member's own loop             |
 | LeaveGroup               | consumer group: classic members leave (never a downgrade) |
 
-Empty groups are replaced by the engine itself whatever the policy (spec §5.7).
+Empty groups are replaced by the engine itself whatever the policy (Kafka converts empty groups whatever
+the policy).
 """
 
 from __future__ import annotations

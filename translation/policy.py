@@ -1,8 +1,10 @@
-"""`group.consumer.migration.policy` (Kafka `ConsumerGroupMigrationPolicy`, spec §5.1) and the
+"""`group.consumer.migration.policy` (Kafka `ConsumerGroupMigrationPolicy`, KIP-848 "Supporting Online
+Consumer Group Upgrade") and the
 structured event every refused conversion logs.
 
 The policy governs only conversions of non-empty groups: empty groups convert whatever it says
-(spec §5.7), and classic members may join a non-empty consumer group whatever it says.
+(Kafka converts empty groups whatever the policy), and classic members may join a non-empty consumer group
+whatever it says.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """Upgrade: a classic group becomes a consumer group when a ConsumerGroupHeartbeat joins it
-(KIP-848 "Supporting Online Consumer Group Upgrade"; spec §5.3; Kafka `validateOnlineUpgrade`,
+(KIP-848 "Supporting Online Consumer Group Upgrade"; KIP-848 "Supporting Online Consumer Group Upgrade";
+Kafka `validateOnlineUpgrade`,
 `convertToConsumerGroup`, `ConsumerGroup.fromClassicGroup`).
 
 Conditions (all, else GROUP_ID_NOT_FOUND "Group X is not a consumer group" and a

@@ -1,4 +1,4 @@
-"""DescribeGroups for classic groups and ListGroups for every group type (spec §4, §8;
+"""DescribeGroups for classic groups and ListGroups for every group type (Kafka's classic group protocol;
 Kafka `describeGroups`, `listGroups`). Consumer groups are described in classic shape by the
 translation layer, which owns the embedded consumer protocol."""
 

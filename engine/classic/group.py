@@ -1,4 +1,4 @@
-"""A classic group (Kafka `ClassicGroup`, spec §4): members, generation, protocol, leader.
+"""A classic group (Kafka `ClassicGroup`): members, generation, protocol, leader.
 
 Unlike consumer groups, a classic group is changed in place by its handlers, and one
 GroupMetadata record (type 2) persists its stable part: generation, protocol type and name,

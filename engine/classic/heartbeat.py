@@ -1,4 +1,4 @@
-"""Heartbeat and LeaveGroup for classic groups (spec §4.4; Kafka
+"""Heartbeat and LeaveGroup for classic groups (Kafka's classic group protocol; Kafka
 `classicGroupHeartbeatToClassicGroup`, `classicGroupLeaveToClassicGroup`).
 
 A heartbeat keeps a member's session and tells it when to rejoin (REBALANCE_IN_PROGRESS). A

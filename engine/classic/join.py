@@ -1,4 +1,4 @@
-"""JoinGroup to a classic group (spec §4.2; Kafka `classicGroupJoinToClassicGroup`,
+"""JoinGroup to a classic group (Kafka's classic group protocol; Kafka `classicGroupJoinToClassicGroup`,
 `classicGroupJoinNewMember`, `classicGroupJoinExistingMember`,
 `updateStaticMemberThenRebalanceOrCompleteJoin`; KIP-345 for static members).
 

@@ -1,4 +1,4 @@
-"""Classic rebalance mechanics (spec §4.3-4.4; Kafka `prepareRebalance`,
+"""Classic rebalance mechanics (Kafka's classic group protocol; Kafka `prepareRebalance`,
 `completeClassicGroupJoin`, `tryCompleteInitialRebalanceElseSchedule`, `expirePendingSync`,
 `expireClassicGroupMemberHeartbeat`).
 

@@ -1,4 +1,5 @@
-"""GroupMetadata records (type 2) for classic groups: writing and replaying them (spec §7.2-7.3;
+"""GroupMetadata records (type 2) for classic groups: writing and replaying them (Kafka's
+`__consumer_offsets` records;
 Kafka `newGroupMetadataRecord`, `newEmptyGroupMetadataRecord`, `replay(GroupMetadataKey, ...)`).
 
 The record is a snapshot of the group's stable part. Replay rebuilds a group Stable when the

@@ -1,4 +1,4 @@
-"""Classic group states and their legal transitions (Kafka `ClassicGroupState`, spec §4.1).
+"""Classic group states and their legal transitions (Kafka `ClassicGroupState`).
 
 Rules of this file: the table below is the whole state machine; `transition` is the only way a
 group changes state, and an illegal move raises an error naming the group, the state and the

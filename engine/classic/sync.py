@@ -1,4 +1,4 @@
-"""SyncGroup to a classic group (spec §4.4; Kafka `classicGroupSyncToClassicGroup`).
+"""SyncGroup to a classic group (Kafka's classic group protocol; Kafka `classicGroupSyncToClassicGroup`).
 
 Followers park until the leader's SyncGroup carries everyone's assignment; the leader's
 assignment is written as a GroupMetadata record, and only once that record is durable does the

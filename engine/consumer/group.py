@@ -4,7 +4,7 @@ Kafka `ConsumerGroup` / `ModernGroup`. A handler computes records from this stat
 it; the shard then replays the records here. That one path is what makes a restart (replay from
 the log) and a live run end in the same state.
 
-Replay rules (Kafka `GroupMetadataManager.replay`, spec §7.3):
+Replay rules (Kafka `GroupMetadataManager.replay`, Kafka's `__consumer_offsets` records):
 * k5 value creates or updates a member's subscription; k5 tombstone needs the k8 and k7
   tombstones first (member epoch -1, no target).
 * k8 value sets the member's epochs, state and partitions and moves partition ownership; a k8

@@ -1,5 +1,5 @@
 """ConsumerGroupHeartbeat (KIP-848 "ConsumerGroupHeartbeat API"; Kafka 4.0
-`GroupMetadataManager.consumerGroupHeartbeat`, spec §3.2-3.6).
+`GroupMetadataManager.consumerGroupHeartbeat`, Kafka `throwIfConsumerGroupHeartbeatRequestIsInvalid`).
 
 One request does everything a member needs: join (epoch 0), stay alive and acknowledge
 revocations (epoch > 0), leave (-1) or leave temporarily as a static member (-2). The handler

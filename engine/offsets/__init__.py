@@ -1,1 +1,1 @@
-"""Committed offsets for every group type (spec §6; Kafka `OffsetMetadataManager`)."""
+"""Committed offsets for every group type (Kafka `OffsetMetadataManager`)."""

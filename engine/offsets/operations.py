@@ -1,4 +1,4 @@
-"""OffsetCommit, OffsetFetch, OffsetDelete and DeleteGroups (spec §6.1-6.4; Kafka
+"""OffsetCommit, OffsetFetch, OffsetDelete and DeleteGroups (Kafka `OffsetMetadataManager`; Kafka
 `OffsetMetadataManager.commitOffset/fetchOffsets/fetchAllOffsets/deleteOffsets`,
 `GroupCoordinatorShard.deleteGroups`).
 
@@ -197,7 +197,7 @@ def delete_offsets(shard: Shard, req: OffsetDeleteRequest, op: Operation) -> Off
 
 
 def group_tombstones(group: Any, records: list[CoordinatorRecord]) -> None:
-    """The records that delete a group (spec §7.3 write orders)."""
+    """The records that delete a group (Kafka's `__consumer_offsets` records)."""
     if isinstance(group, ClassicGroup):
         records.append(group_metadata_tombstone(group.group_id))
         return
@@ -235,7 +235,7 @@ def delete_groups(shard: Shard, group_ids: list[str], op: Operation) -> list[Del
     return results
 
 
-# --- expiry (spec §6.3) ------------------------------------------------------------------------
+# --- expiry (Kafka `OffsetMetadataManager`)
 
 
 def _expiry_base(group: Any, o: OffsetAndMetadata) -> int | None:

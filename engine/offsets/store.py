@@ -1,4 +1,4 @@
-"""The offsets store and its replay (spec §6, §7.2; Kafka `OffsetMetadataManager.replay`).
+"""The offsets store and its replay (Kafka `OffsetMetadataManager.replay`).
 
 Offsets are keyed by group id only, so they survive group conversions (classic <-> consumer) and
 outlive groups: an offset commit for a group that has no group record creates a "simple" classic

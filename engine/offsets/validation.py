@@ -1,4 +1,4 @@
-"""Who may commit and fetch offsets, per group type (spec §6.1-6.2; Kafka
+"""Who may commit and fetch offsets, per group type (Kafka `OffsetMetadataManager`; Kafka
 `ClassicGroup.validateOffsetCommit`, `ConsumerGroup.validateOffsetCommit/Fetch`).
 
 Classic groups check generation and member id; consumer groups check the member epoch, and a

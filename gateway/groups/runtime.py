@@ -1,4 +1,4 @@
-"""One shard's runtime on the event loop (spec §1 "Runtime semantics"; Kafka `CoordinatorRuntime`).
+"""One shard's runtime on the event loop (Kafka `CoordinatorRuntime`).
 
 Rules:
 * The shard is only touched on the loop thread, one operation at a time: the engine never sees

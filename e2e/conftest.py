@@ -100,3 +100,36 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     # kafka-python 3.0.12 loads its schemas with deprecated importlib.resources calls.
     config.addinivalue_line("filterwarnings", "ignore:.*is deprecated. Use files:DeprecationWarning")
+
+
+# Group settings given to both sides of a differential pair (Kafka's names; groupshift takes them
+# as they are). Kafka-only settings (replication factors) go to Kafka alone.
+DIFFERENTIAL_GROUP_SETTINGS = {
+    "group.initial.rebalance.delay.ms": "0",
+    "group.consumer.heartbeat.interval.ms": "5000",
+    "group.consumer.session.timeout.ms": "45000",
+    "group.coordinator.rebalance.protocols": "classic,consumer",
+    "group.consumer.migration.policy": "bidirectional",
+}
+
+
+@pytest.fixture(scope="session")
+def differential_pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """A real Apache Kafka 4.x node and a groupshift server with the same group settings:
+    (kafka bootstrap, groupshift bootstrap)."""
+    import os
+
+    kafka = os.environ.get("DIFFERENTIAL_KAFKA")
+    if not kafka:
+        pytest.skip("no reference Kafka (DIFFERENTIAL_KAFKA unset)")
+    g = Gateways(tmp_path_factory.mktemp("differential"))
+    sets = [
+        f"{k}={v}"
+        for k, v in DIFFERENTIAL_GROUP_SETTINGS.items()
+        if k != "group.coordinator.rebalance.protocols"
+    ]
+    gw = g.start("groupshift", sets=sets)
+    yield kafka, gw.bootstrap
+    problems = g.finish()
+    if problems:
+        pytest.fail("\n\n".join(problems))

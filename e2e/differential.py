@@ -71,6 +71,8 @@ def plain(value: Any) -> Any:
     """kio entities and wire types as plain JSON-like values."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
     if isinstance(value, enum.Enum):
         return value.name
     if isinstance(value, datetime.timedelta):
@@ -163,7 +165,9 @@ class Session:
 
     def note(self, label: str, value: Any) -> None:
         """Record a derived value (e.g. a sorted assignment) in the transcript."""
-        self.transcript.append(Exchange(label, self.norm(plain(value))))
+        as_plain = plain(value)
+        self._learn(as_plain)
+        self.transcript.append(Exchange(label, self.norm(as_plain)))
 
     def _learn(self, value: Any) -> None:
         """Learn topic ids from any answer that pairs a name with an id."""

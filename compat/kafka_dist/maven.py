@@ -9,8 +9,9 @@ Layout: `<cache>/<version>/<component>/*.jar` plus `dist.json` (what was asked, 
 took, how many bytes), where `<cache>` is `$GROUPSHIFT_KAFKA_CACHE`, else
 `$XDG_CACHE_HOME/groupshift/kafka`, else `~/.cache/groupshift/kafka`. Two components:
 
-- `broker`: `kafka_2.13` and, from 4.0 on (Kafka moved to log4j2 there and its POM names no
-  binding), `log4j-slf4j-impl` + `log4j-core`; 3.x brings `slf4j-reload4j` transitively.
+- `broker`: `kafka_2.13` and a logging binding, which its POM does not name (the distribution
+  tarball adds it): from 4.0 on (log4j2) `log4j-slf4j-impl` + `log4j-core`, before that
+  `slf4j-reload4j` (which brings `reload4j`). Without one the broker would log nothing.
 - `clients`: `kafka-tools` (it depends on `kafka-clients`), which holds `VerifiableConsumer`,
   `VerifiableProducer` and, from 3.8 on, `ConsumerGroupCommand`; before 3.8 that command lives
   in `kafka_2.13` (`kafka.admin.ConsumerGroupCommand`), so older clients include the core jar too.
@@ -54,6 +55,8 @@ LINE_ARTIFACT: dict[str, str] = {"broker": "kafka_2.13", "clients": "kafka-tools
 #: Binding for Kafka 4.x (log4j2 behind slf4j 1.7, which Kafka 4 still uses); the version
 #: matches Kafka 4.0's own distribution.
 LOG4J2_VERSION = "2.24.3"
+#: Binding for Kafka 3.x (its distribution's `slf4j-reload4j`; the broker POM does not name it).
+RELOAD4J_BINDING_VERSION = "1.7.36"
 #: Known-good releases per line per component, used when Maven cannot list versions.
 PINNED: dict[str, dict[str, str]] = {
     "broker": {"4": "4.4.0", "4.4": "4.4.0", "4.3": "4.3.1", "3.9": "3.9.1", "3.8": "3.8.1", "3.7": "3.7.2"},
@@ -188,21 +191,22 @@ def _artifacts(version: str, component: Component) -> list[tuple[str, str, str, 
     key = version_key(version)
     if component == "broker":
         deps = [(GROUP, "kafka_2.13", version, "jar")]
-        if key >= (4,):
-            deps += [
-                ("org.apache.logging.log4j", "log4j-slf4j-impl", LOG4J2_VERSION, "jar"),
-                ("org.apache.logging.log4j", "log4j-core", LOG4J2_VERSION, "jar"),
-            ]
-        return deps
-    deps = [(GROUP, "kafka-tools", version, "jar")]
-    if key < (3, 8):
-        deps.append((GROUP, "kafka_2.13", version, "jar"))
+    else:
+        deps = [(GROUP, "kafka-tools", version, "jar")]
+        if key < (3, 8):
+            deps.append((GROUP, "kafka_2.13", version, "jar"))
     if key >= (4,):
         deps += [
             ("org.apache.logging.log4j", "log4j-slf4j-impl", LOG4J2_VERSION, "jar"),
             ("org.apache.logging.log4j", "log4j-core", LOG4J2_VERSION, "jar"),
         ]
+    else:
+        deps.append(("org.slf4j", "slf4j-reload4j", RELOAD4J_BINDING_VERSION, "jar"))
     return deps
+
+
+def _coordinates(artifacts: list[tuple[str, str, str, str]]) -> list[str]:
+    return [":".join(a[:3]) for a in artifacts]
 
 
 def _local_repository() -> Path:
@@ -297,7 +301,9 @@ def _load(version: str, component: Component) -> KafkaDist | None:
         info = json.loads(marker.read_text())
     except ValueError:
         return None
-    return KafkaDist(version, component, lib, info if isinstance(info, dict) else {})
+    if not isinstance(info, dict) or info.get("artifacts") != _coordinates(_artifacts(version, component)):
+        return None  # made by an older recipe (e.g. without a logging binding): fetch again
+    return KafkaDist(version, component, lib, info)
 
 
 def _download(version: str, component: Component) -> KafkaDist:
@@ -322,7 +328,7 @@ def _download(version: str, component: Component) -> KafkaDist:
             info: dict[str, object] = {
                 "version": version,
                 "component": component,
-                "artifacts": [":".join(a[:3]) for a in artifacts],
+                "artifacts": _coordinates(artifacts),
                 "seconds": round(time.monotonic() - started, 1),
                 "bytes": sum(j.stat().st_size for j in jars),
                 "jars": len(jars),
@@ -371,9 +377,7 @@ def cached_versions(component: Component = "broker") -> list[str]:
     root = cache_root()
     if not root.is_dir():
         return []
-    found = [
-        d.name for d in root.iterdir() if _RELEASE.match(d.name) and (d / component / "dist.json").exists()
-    ]
+    found = [d.name for d in root.iterdir() if _RELEASE.match(d.name) and _load(d.name, component)]
     return sorted(found, key=version_key, reverse=True)
 
 

@@ -110,3 +110,57 @@ def broker_ids(host: str, port: int, timeout: float = 5.0) -> list[int]:
             reader.int32()  # port
             reader.string()  # rack
         return sorted(ids)
+
+
+def _uvarint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _compact_string(value: str | None) -> bytes:
+    if value is None:
+        return b"\x00"
+    raw = value.encode()
+    return _uvarint(len(raw) + 1) + raw
+
+
+def consumer_group_heartbeat_error(
+    host: str, port: int, group_id: str, member_id: str, topics: list[str], timeout: float = 10.0
+) -> int:
+    """The error code of a first ConsumerGroupHeartbeat v0 (epoch 0, joining) for `group_id`.
+
+    0 means the broker runs KIP-848 groups; UNSUPPORTED_VERSION (35) means it advertises the
+    API but the new protocol is not enabled (`group.coordinator.rebalance.protocols`). The
+    member is left to expire with its session timeout.
+    """
+    body = (
+        _compact_string(group_id)
+        + _compact_string(member_id)
+        + struct.pack(">i", 0)  # member epoch: joining
+        + _compact_string(None)  # instance id
+        + _compact_string(None)  # rack id
+        + struct.pack(">i", 30000)  # rebalance timeout
+        + _uvarint(len(topics) + 1)
+        + b"".join(_compact_string(t) for t in topics)
+        + _compact_string(None)  # server assignor
+        + _uvarint(1)  # owned topic partitions: empty
+        + b"\x00"  # tagged fields
+    )
+    header = struct.pack(">hhih", API_CONSUMER_GROUP_HEARTBEAT, 0, 7, len(_CLIENT_ID)) + _CLIENT_ID + b"\x00"
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        payload = header + body
+        sock.sendall(struct.pack(">i", len(payload)) + payload)
+        (size,) = struct.unpack(">i", _recv_exact(sock, 4))
+        reader = _Reader(_recv_exact(sock, size))
+        if reader.int32() != 7:
+            raise ConnectionError("response correlation id does not match")
+        reader.pos += 1  # response header tagged fields (none)
+        reader.int32()  # throttle_time_ms
+        return reader.int16()

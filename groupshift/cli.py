@@ -148,6 +148,20 @@ def _add_records(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     d.set_defaults(run=run_dump)
 
 
+def _add_kafka(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "kafka",
+        help="a reference Apache Kafka from Maven Central: start a local cluster, list versions",
+        description=(
+            "Reference Apache Kafka for comparisons and migrations (docs/kafka-in-the-loop.md). "
+            "Needs Java 17+ and Maven; releases are cached under ~/.cache/groupshift/kafka."
+        ),
+    )
+    from compat.kafka_dist.commands import add_arguments
+
+    add_arguments(p)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="groupshift", description=__doc__)
     parser.add_argument("--version", action="version", version=f"groupshift {__version__}")
@@ -155,6 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_simulate(sub)
     _add_serve(sub)
     _add_records(sub)
+    _add_kafka(sub)
     return parser
 
 

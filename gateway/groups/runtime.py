@@ -31,8 +31,9 @@ from typing import Any
 import structlog
 
 from engine.errors import Errors
-from engine.outcome import Outcome, Pending
+from engine.outcome import Event, Outcome, Pending
 from gateway.coordinator_storage import CoordinatorStorage
+from gateway.groups.events import WARNING_EVENTS, annotate
 from translation.coordinator import Coordinator
 
 log = structlog.get_logger("coordinator")
@@ -73,6 +74,7 @@ class ShardRuntime:
         self._loop: asyncio.AbstractEventLoop | None = None
         for out in self.storage.load_outcomes:
             self._after(out, None)
+        self.loaded = True  # False while a failed shard is being reloaded (`/health/ready`)
 
     @property
     def shard(self) -> Any:
@@ -97,8 +99,7 @@ class ShardRuntime:
     def _after(self, out: Outcome[Any], response: Any) -> Any:
         """Route what an outcome produced: events, completions, continuation, response."""
         if out.events:
-            for name, fields in out.events:
-                self._emit(name, fields)
+            self._emit(out.events)
         end = self.storage.end_offset
         durable = self.storage.durable_offset >= end and not self._waiting
         for handle, value in out.completions:
@@ -131,13 +132,16 @@ class ShardRuntime:
         loop = self._loop or asyncio.get_running_loop()
         return loop.create_future()
 
-    def _emit(self, name: str, fields: dict[str, Any]) -> None:
-        if self._on_event is not None:
-            self._on_event(name, fields)
-        if name == "request.rejected":
-            log.info(name, shard=self.index, **fields)
-        else:
-            log.info(name, shard=self.index, **fields)
+    def _emit(self, events: list[Event] | tuple[Event, ...]) -> None:
+        """Log one outcome's events (completed by `gateway.groups.events`) and count them."""
+        annotate(self.shard, events)
+        for name, fields in events:
+            if self._on_event is not None:
+                self._on_event(name, fields)
+            if name in WARNING_EVENTS:
+                log.warning(name, shard=self.index, **fields)
+            else:
+                log.info(name, shard=self.index, **fields)
 
     # --- group commit ------------------------------------------------------------------------------
 
@@ -213,6 +217,7 @@ class ShardRuntime:
                 fut.set_exception(failure)
         self._waiting.clear()
         self._parked.clear()
+        self.loaded = False
         with contextlib.suppress(Exception):
             self.storage.close()
         try:
@@ -220,6 +225,7 @@ class ShardRuntime:
             self.coordinator = Coordinator(self.storage.shard)
             for out in self.storage.load_outcomes:
                 self._after(out, None)
+            self.loaded = True
             log.info("coordinator.shard_reloaded", shard=self.index)
         except Exception as e:
             log.error("coordinator.shard_reload_failed", shard=self.index, error=str(e))

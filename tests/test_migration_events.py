@@ -18,10 +18,11 @@ from typing import Any
 from engine.classic.member import Protocol
 from engine.errors import Errors
 from engine.outcome import Outcome
-from gateway.groups.events import WARNING_EVENTS, annotate
+from gateway.groups.events import WARNING_EVENTS, ClassicAssignments, annotate
 from gateway.groups.group_metrics import GroupMetrics
 from gateway.metrics import MetricsRegistry
 from tests.migration_harness import MigrationHarness, sub
+from translation.embedded_protocol import serialize_assignment
 
 
 def events(out: Outcome[Any] | None, name: str) -> list[dict[str, Any]]:
@@ -138,3 +139,24 @@ def test_group_metrics_count_members_by_protocol_through_an_upgrade_and_cap_grou
     h.cgh("other", 0, group="g2")  # over the cap of one group
     got = gm.collect()
     assert set(got["groupshift_group_epoch"]) == {("g",)} and gm.untracked == 1
+
+
+def test_classic_group_assignment_changes_are_derived_from_installed_generations() -> None:
+    """A classic group's assignment is opaque bytes in the engine, overwritten in place; the
+    runtime derives `member.assignment_changed` when a generation is installed."""
+    h = MigrationHarness()
+    h.seed_classic_group(3, {"c1": [0, 1, 2], "c2": [3, 4, 5]}, session=600_000)
+    derive = ClassicAssignments()
+    stable = [("group.stable", {"group": "g", "generation": 3})]
+    first = {f["member"]: f for _, f in derive.derive(h.shard, stable)}
+    assert first["c1"]["added"] == ["foo-0", "foo-1", "foo-2"] and first["c1"]["revoked"] == []
+    assert derive.derive(h.shard, stable) == []  # nothing changed: nothing to say
+    group = h.shard.classic_group("g")
+    assert group is not None
+    group.members["c1"].assignment = serialize_assignment({"foo": [0, 1]}, 0)
+    group.members["c2"].assignment = serialize_assignment({"foo": [2, 3, 4, 5]}, 0)
+    changed = {f["member"]: f for _, f in derive.derive(h.shard, stable)}
+    assert (changed["c1"]["added"], changed["c1"]["revoked"]) == ([], ["foo-2"])
+    assert (changed["c2"]["added"], changed["c2"]["revoked"]) == (["foo-2"], [])
+    assert changed["c2"]["assigned"] == ["foo-2", "foo-3", "foo-4", "foo-5"]
+    assert changed["c2"]["protocol"] == "classic" and changed["c2"]["generation"] == 3

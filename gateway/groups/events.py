@@ -14,6 +14,13 @@ the operation, or in the operation's other events:
 * Conversions and refusals are logged at warning level: they change how every member of the group
   is served, or strand a client.
 
+* `member.assignment_changed` for the members of a classic group of protocol type `consumer`,
+  derived here (`ClassicAssignments`) when a generation's assignment is installed
+  (`group.stable`): the classic engine stores each member's assignment as opaque bytes and
+  overwrites them in place, so the runtime decodes the embedded consumer protocol and compares
+  with the assignment it saw at the previous generation (after a restart the first generation
+  reports everything as added).
+
 Only outcomes that carry events reach this module; a steady heartbeat carries none, so the hot
 path pays nothing.
 """
@@ -26,6 +33,7 @@ from engine.classic.group import ClassicGroup
 from engine.consumer.group import ConsumerGroup
 from engine.outcome import Event
 from engine.shard import Shard
+from translation.embedded_protocol import SchemaError, parse_assignment
 
 WARNING_EVENTS = frozenset({"group.converted", "group.conversion_refused"})
 
@@ -73,3 +81,58 @@ def annotate(shard: Shard, events: list[Event] | tuple[Event, ...]) -> None:
             fields.update(member_details(shard, fields["group"], fields["member"]))
         elif name == "group.conversion_refused":
             fields["told"] = told
+
+
+def _partition_key(name: str) -> tuple[str, int]:
+    topic, _, p = name.rpartition("-")
+    return topic, int(p)
+
+
+class ClassicAssignments:
+    """The last assignment each member of each classic consumer group received (one runtime)."""
+
+    def __init__(self) -> None:
+        self._groups: dict[str, dict[str, frozenset[str]]] = {}
+
+    def derive(self, shard: Shard, events: list[Event] | tuple[Event, ...]) -> list[Event]:
+        out: list[Event] = []
+        for name, fields in events:
+            if name == "group.stable":
+                out.extend(self._changes(shard, str(fields["group"])))
+            elif name in ("group.converted", "group.deleted"):
+                self._groups.pop(str(fields.get("group")), None)
+        return out
+
+    def _changes(self, shard: Shard, group_id: str) -> list[Event]:
+        group = shard.groups.get(group_id)
+        if not isinstance(group, ClassicGroup) or group.protocol_type != "consumer":
+            return []
+        before = self._groups.get(group_id, {})
+        now: dict[str, frozenset[str]] = {}
+        out: list[Event] = []
+        for mid, member in group.members.items():
+            try:
+                parts = parse_assignment(member.assignment).partitions if member.assignment else ()
+            except SchemaError:
+                continue
+            new = frozenset(f"{t}-{p}" for t, ps in parts for p in ps)
+            now[mid] = new
+            old = before.get(mid, frozenset())
+            if new == old and mid in before:
+                continue
+            out.append(
+                (
+                    "member.assignment_changed",
+                    {
+                        "group": group_id,
+                        "member": mid,
+                        "protocol": "classic",
+                        "generation": group.generation_id,
+                        "added": sorted(new - old, key=_partition_key),
+                        "revoked": sorted(old - new, key=_partition_key),
+                        "assigned": sorted(new, key=_partition_key),
+                    },
+                )
+            )
+        self._groups[group_id] = now
+        return out

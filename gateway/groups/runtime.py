@@ -33,7 +33,7 @@ import structlog
 from engine.errors import Errors
 from engine.outcome import Event, Outcome, Pending
 from gateway.coordinator_storage import CoordinatorStorage
-from gateway.groups.events import WARNING_EVENTS, annotate
+from gateway.groups.events import WARNING_EVENTS, ClassicAssignments, annotate
 from translation.coordinator import Coordinator
 
 log = structlog.get_logger("coordinator")
@@ -72,6 +72,7 @@ class ShardRuntime:
         self._on_flush_time = on_flush_time
         self._on_event = on_event
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._classic_assignments = ClassicAssignments()
         for out in self.storage.load_outcomes:
             self._after(out, None)
         self.loaded = True  # False while a failed shard is being reloaded (`/health/ready`)
@@ -135,7 +136,8 @@ class ShardRuntime:
     def _emit(self, events: list[Event] | tuple[Event, ...]) -> None:
         """Log one outcome's events (completed by `gateway.groups.events`) and count them."""
         annotate(self.shard, events)
-        for name, fields in events:
+        derived = self._classic_assignments.derive(self.shard, events)
+        for name, fields in (*events, *derived) if derived else events:
             if self._on_event is not None:
                 self._on_event(name, fields)
             if name in WARNING_EVENTS:

@@ -160,3 +160,26 @@ def test_classic_group_assignment_changes_are_derived_from_installed_generations
     assert (changed["c2"]["added"], changed["c2"]["revoked"]) == (["foo-2"], [])
     assert changed["c2"]["assigned"] == ["foo-2", "foo-3", "foo-4", "foo-5"]
     assert changed["c2"]["protocol"] == "classic" and changed["c2"]["generation"] == 3
+
+
+def test_refusals_are_counted_by_direction_and_reason() -> None:
+    h = MigrationHarness(**{"group_consumer_migration_policy": "downgrade"})
+    h.seed_classic_group(3, {"c1": [0, 1, 2, 3, 4, 5]}, session=600_000)
+    registry = MetricsRegistry()
+
+    def groups() -> Any:
+        for gid, g in h.shard.groups.items():
+            yield gid, g, h.shard.offsets.group(gid)
+
+    gm = GroupMetrics(registry, groups, h.shard.groups.get, lambda t, p: None)
+    for _ in range(2):
+        h.cgh("k1", 0)
+        assert h.last is not None
+        for name, fields in h.last.events:
+            gm.on_event(name, fields)
+    text = registry.render()
+    assert 'groupshift_conversion_refusals_total{direction="upgrade",reason="policy"} 2' in text
+    assert (
+        'groupshift_group_conversion_refusals_total{group="g",direction="upgrade",reason="policy"} 2' in text
+    )
+    assert 'groupshift_group_members{group="g",protocol="classic"} 1' in text

@@ -22,8 +22,9 @@ fleet needs per group:
 Cardinality is bounded: at most `metrics.groups.max` groups have series (the first seen; a
 group that is deleted frees its slot, and `groupshift_group_metrics_untracked_groups` counts the
 groups left out), and `metrics.groups.enabled=false` turns the per-group families off. Gauges
-are computed at scrape time from the shards' state; counters and the last stable moment are
-updated only from events, which a steady heartbeat never produces.
+are computed at scrape time from the shards' state; counters (and the moment a group was last
+seen stable, also refreshed at scrape time) are updated from events, which a steady heartbeat
+never produces.
 """
 
 from __future__ import annotations

@@ -270,7 +270,7 @@ def leave(shard: Shard, req: ConsumerGroupHeartbeatRequest, op: Operation) -> Co
                 Errors.UNKNOWN_MEMBER_ID,
                 f"Member {req.member_id} is not a member of group {gid}.",
             )
-        fence_member(shard, group, member, op, "the member left the group.")
+        fence_member(shard, group, member, op, "the member left the group.", "member.left")
         return response
     member = group.static_member(req.instance_id)
     if member is None:
@@ -295,5 +295,5 @@ def leave(shard: Shard, req: ConsumerGroupHeartbeatRequest, op: Operation) -> Co
         return ConsumerGroupHeartbeatResponse(
             member_id=member.member_id, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH
         )
-    fence_member(shard, group, member, op, "the static member left the group.")
+    fence_member(shard, group, member, op, "the static member left the group.", "member.left")
     return response

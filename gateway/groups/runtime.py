@@ -33,6 +33,7 @@ import structlog
 from engine.errors import Errors
 from engine.outcome import Outcome, Pending
 from gateway.coordinator_storage import CoordinatorStorage
+from gateway.registry import CloseConnection
 from translation.coordinator import Coordinator
 
 log = structlog.get_logger("coordinator")
@@ -44,8 +45,12 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-class StorageFailed(Exception):
-    """The shard's log failed; the request should be retried on a fresh connection."""
+class StorageFailed(CloseConnection):
+    """The shard's log failed; the request should be retried on a fresh connection (the
+    dispatcher closes it, and the client rediscovers the coordinator)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("coordinator.storage_failed", error=message)
 
 
 class ShardRuntime:

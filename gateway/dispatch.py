@@ -10,7 +10,8 @@ UNSUPPORTED_VERSION (see `api_versions`).
 
 A handler that raises unexpectedly (a bug) is answered as Kafka's `KafkaApis.handle` answers
 it: with the request's error response (`error_response`, Kafka `AbstractRequest.getErrorResponse`)
-carrying UNKNOWN_SERVER_ERROR, logged once as `request.failed` with the API, version and
+carrying UNKNOWN_SERVER_ERROR (COORDINATOR_NOT_AVAILABLE for the group coordinator's APIs, which
+clients retry: `failure_error`), logged once as `request.failed` with the API, version and
 correlation id (never the request's payload); the connection, the requests behind it and the
 group live on. Only `CloseConnection` (and failures it stands for, such as a coordinator log
 that failed) closes the connection.
@@ -29,10 +30,9 @@ from collections.abc import Callable
 from typing import Any
 
 import structlog
-from kio.schema.errors import ErrorCode
 
 from gateway.codec import ApiSchema, DecodeFailure, api_schema, decode, encode_response, peek
-from gateway.error_response import error_response
+from gateway.error_response import error_response, failure_error
 from gateway.framing import KafkaConnection, ResponseSlot
 from gateway.metrics import CounterChild, MetricsRegistry, SummaryChild
 from gateway.registry import NO_RESPONSE, CloseConnection, HandlerRegistry, HandlerSpec
@@ -90,7 +90,7 @@ class Dispatcher:
         )
         self._failures = metrics.counter(
             "groupshift_requests_failed_total",
-            "Requests whose handler failed unexpectedly and were answered UNKNOWN_SERVER_ERROR, by API",
+            "Requests whose handler failed unexpectedly and were answered with an error, by API",
             ("api",),
         )
         self._by_api: dict[tuple[str, int], _ApiMetrics] = {}
@@ -257,7 +257,7 @@ class Dispatcher:
         request: Any,
         exc: BaseException,
     ) -> None:
-        """A handler bug: log it once, answer UNKNOWN_SERVER_ERROR, keep the connection."""
+        """A handler bug: log it once, answer the request's error response, keep the connection."""
         self._failures.labels(spec.name).inc()
         log.error(
             "request.failed",
@@ -271,9 +271,8 @@ class Dispatcher:
             exc_info=exc,
         )
         try:
-            response = error_response(
-                schema.api_key, schema.response_type, request, ErrorCode.unknown_server_error
-            )
+            error = failure_error(schema.api_key)
+            response = error_response(schema.api_key, schema.response_type, request, error)
             data = encode_response(schema, correlation_id, response)
         except Exception as e:  # pragma: no cover - tests/test_error_response.py covers every API
             self._rejected.labels("handler.failed").inc()

@@ -4,7 +4,8 @@ When a handler fails unexpectedly Kafka does not close the connection: `KafkaApi
 catches the exception and sends `request.getErrorResponse(e)`, which each request class builds
 its own way: a top-level `error_code` where the response has one, and for a request about many
 things (topics and partitions, groups, config resources, coordinator keys) one entry per
-requested thing carrying the error, named as in the request. Clients then retry or report that
+requested thing carrying the error, named as in the request. The error is UNKNOWN_SERVER_ERROR,
+except for the group coordinator's APIs (`failure_error`). Clients then retry or report that
 one request, and the connection (with every other request in flight on it) lives on.
 
 Here one generic builder does what those per-class methods do, from kio's response schemas:
@@ -124,6 +125,20 @@ _ZERO_BY_KAFKA_TYPE: Mapping[str, Any] = {
     "uuid": uuid.UUID(int=0),
     "records": None,
 }
+
+
+# The group coordinator's APIs. Kafka answers a coordinator bug with UNKNOWN_SERVER_ERROR too,
+# but KIP-848 consumers (librdkafka, the Java client) treat that error on ConsumerGroupHeartbeat
+# as fatal and stop for good; COORDINATOR_NOT_AVAILABLE, which every version of these APIs
+# has, makes every client rediscover the coordinator and retry (docs/deviations.md).
+COORDINATOR_APIS = frozenset({8, 9, 11, 12, 13, 14, 15, 16, 42, 47, 68, 69})
+
+
+def failure_error(api_key: int) -> ErrorCode:
+    """The error that answers a request whose handler failed unexpectedly."""
+    if api_key in COORDINATOR_APIS:
+        return ErrorCode.coordinator_not_available
+    return ErrorCode.unknown_server_error
 
 
 def error_response(api_key: int, response_type: type, request: Any, error: ErrorCode) -> Any:

@@ -18,7 +18,7 @@ from kio.serial._introspect import EntityField, EntityTupleField, PrimitiveTuple
 
 from gateway.codec import api_schema, decode_response, encode_response
 from gateway.config import build_config
-from gateway.error_response import error_response
+from gateway.error_response import error_response, failure_error
 from gateway.groups.service import install_group_layer
 from gateway.server import GatewayServer
 
@@ -91,6 +91,13 @@ def error_codes(entity: Any) -> list[int]:
 
 
 SERVED = served()
+
+
+def test_coordinator_apis_fail_with_a_retriable_error_the_others_with_unknown_server_error() -> None:
+    assert failure_error(68) == ErrorCode.coordinator_not_available  # ConsumerGroupHeartbeat
+    assert failure_error(8) == ErrorCode.coordinator_not_available  # OffsetCommit
+    assert failure_error(0) == ErrorCode.unknown_server_error  # Produce
+    assert failure_error(19) == ErrorCode.unknown_server_error  # CreateTopics
 
 
 def test_the_served_apis_are_all_covered() -> None:

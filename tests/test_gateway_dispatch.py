@@ -172,8 +172,9 @@ def test_no_response_sends_nothing_and_close_connection_closes() -> None:
     assert calls == [1, 2] and gw.transport.closed
 
 
-def test_a_handler_that_fails_answers_unknown_server_error_and_keeps_the_connection() -> None:
-    """Kafka `KafkaApis.handle`: a handler bug answers the request's error response."""
+def test_a_handler_that_fails_answers_an_error_and_keeps_the_connection() -> None:
+    """Kafka `KafkaApis.handle`: a handler bug answers the request's error response (for a
+    coordinator API such as Heartbeat the retriable COORDINATOR_NOT_AVAILABLE)."""
     gw = Gateway()
     calls = []
 
@@ -189,7 +190,7 @@ def test_a_handler_that_fails_answers_unknown_server_error_and_keeps_the_connect
     assert not gw.transport.closed
     answers = gw.answers(response_type_of(heartbeat()))
     assert [(cid, r.error_code) for cid, r in answers] == [
-        (1, ErrorCode.unknown_server_error),
+        (1, ErrorCode.coordinator_not_available),
         (2, ErrorCode.none),
     ]
     assert 'groupshift_requests_failed_total{api="Heartbeat"} 1' in gw.metrics.render()
@@ -216,8 +217,8 @@ def test_a_failing_async_handler_and_a_bad_response_are_answered_too() -> None:
     assert not gw.transport.closed
     answers = gw.answers(response_type_of(heartbeat()))
     assert [(cid, r.error_code) for cid, r in answers] == [
-        (1, ErrorCode.unknown_server_error),
-        (2, ErrorCode.unknown_server_error),
+        (1, ErrorCode.coordinator_not_available),
+        (2, ErrorCode.coordinator_not_available),
     ]
 
 

@@ -76,6 +76,15 @@ class ServerConfig(BaseModel):
     # groupshift-specific: how coordinator logs reach the disk. "batch" (default): one fsync per
     # group commit, and a response waits for it; "none": no fsync (tests, benchmarks).
     coordinator_fsync_policy: Literal["batch", "none"] = Field("batch", alias="coordinator.fsync.policy")
+    # The coordinator logs are compacted by the running server (Kafka's log cleaner on
+    # __consumer_offsets): when at least coordinator.compaction.min.bytes (groupshift-specific)
+    # were written since the last compaction and they are at least this ratio of the log.
+    log_cleaner_enable: bool = Field(True, alias="log.cleaner.enable")
+    log_cleaner_min_cleanable_ratio: float = Field(0.5, alias="log.cleaner.min.cleanable.ratio", ge=0, le=1)
+    log_cleaner_delete_retention_ms: int = Field(86400000, alias="log.cleaner.delete.retention.ms", ge=0)
+    coordinator_compaction_min_bytes: int = Field(
+        4 * 1024 * 1024, alias="coordinator.compaction.min.bytes", ge=1, le=INT_MAX
+    )
     group: CoordinatorConfig = Field(default_factory=lambda: CoordinatorConfig.model_validate({}))
 
     @field_validator("listeners")
@@ -101,7 +110,7 @@ class ServerConfig(BaseModel):
             raise ValueError("the data directory must not be empty")
         return value
 
-    @field_validator("auto_create_topics_enable", mode="before")
+    @field_validator("auto_create_topics_enable", "log_cleaner_enable", mode="before")
     @classmethod
     def _kafka_boolean(cls, value: Any) -> Any:
         """Kafka's BOOLEAN configs take `true` or `false` (any case), nothing else."""

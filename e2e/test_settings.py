@@ -210,3 +210,41 @@ def test_records_dump_finds_a_groups_shard_from_the_data_directory(tmp_path: Pat
         timeout=60,
     )
     assert piped.stdout == "log: __consumer_offsets-0\n" and piped.stderr == ""
+
+
+def test_the_server_compacts_its_coordinator_log_and_restarts_to_the_same_offsets(tmp_path: Path) -> None:
+    sets = (
+        "offsets.topic.num.partitions=1",
+        "coordinator.compaction.min.bytes=8192",
+        "coordinator.fsync.policy=none",
+    )
+    gw = GatewayProcess.start(tmp_path / "data", sets=sets)
+    log_dir = tmp_path / "data" / "coordinator" / "__consumer_offsets-0"
+    commits = 600
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=gw.bootstrap, request_timeout_ms=10000)
+        admin.create_topics([NewTopic("orders", 6, 1)])
+        consumer = KafkaConsumer(bootstrap_servers=gw.bootstrap, group_id="billing", enable_auto_commit=False)
+        largest = 0
+        for i in range(commits):
+            consumer.commit({TopicPartition("orders", i % 6): OffsetAndMetadata(i, f"m{i}", -1)})
+            if i % 100 == 0:
+                largest = max(largest, sum(f.stat().st_size for f in log_dir.iterdir() if f.suffix == ".log"))
+        consumer.close()
+        before = admin.list_group_offsets("billing")
+        admin.close()
+        compacted = gw.events("coordinator.compacted")
+        assert len(compacted) >= 3, gw.log_tail()
+        assert largest < 4 * 8192  # 600 commits take about 70 KB uncompacted
+    finally:
+        assert gw.stop() == 0
+    again = gw.restart()
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=again.bootstrap, request_timeout_ms=10000)
+        after = admin.list_group_offsets("billing")
+        admin.close()
+    finally:
+        assert again.stop() == 0
+    assert after == before
+    offsets = {tp.partition: (om.offset, om.metadata) for tp, om in after["billing"].items()}
+    assert offsets == {i % 6: (i, f"m{i}") for i in range(commits - 6, commits)}

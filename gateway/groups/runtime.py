@@ -243,13 +243,14 @@ class ShardRuntime:
     # --- compaction ------------------------------------------------------------------------------
 
     def _maybe_compact(self) -> None:
-        """Start a compaction if the policy triggers (checked once per 64 KiB appended)."""
+        """Start a compaction if the policy triggers (checked once per 64 KiB appended, or per
+        quarter of the policy's minimum when that is smaller)."""
         policy = self._compaction_policy
         if policy is None or self._compaction is not None or self._loop is None:
             return
         storage = self.storage
         size = storage.log.size_bytes
-        if abs(size - self._compaction_checked_size) < COMPACTION_CHECK_BYTES:
+        if abs(size - self._compaction_checked_size) < min(COMPACTION_CHECK_BYTES, policy.min_bytes // 4):
             return
         self._compaction_checked_size = size
         try:

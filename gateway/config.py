@@ -195,6 +195,55 @@ def _suggest(key: str) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
+# Kafka's default `listener.security.protocol.map`: a listener named like a protocol uses it.
+_DEFAULT_PROTOCOLS = {p: p for p in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")}
+
+
+def _kafka_listener(settings: Mapping[str, Any], at: str) -> str:
+    """The one listener groupshift serves, from a Kafka `listeners` value.
+
+    A broker's `listeners` may name several (`PLAINTEXT://:9092,CONTROLLER://:9093`), each
+    `NAME://HOST:PORT` with NAME's protocol in `listener.security.protocol.map`; groupshift
+    serves the one PLAINTEXT listener that is not a controller listener
+    (`controller.listener.names`). An empty host means every interface, as in Kafka.
+    """
+    value = str(settings["listeners"])
+    if "://" not in value:
+        return value  # HOST:PORT, groupshift's own form
+    protocols = dict(_DEFAULT_PROTOCOLS)
+    for pair in str(settings.get("listener.security.protocol.map", "")).split(","):
+        name, sep, protocol = pair.partition(":")
+        if sep:
+            protocols[name.strip().upper()] = protocol.strip().upper()
+    controllers = {n.strip().upper() for n in str(settings.get("controller.listener.names", "")).split(",")}
+    served = []
+    for entry in (e.strip() for e in value.split(",") if e.strip()):
+        name, sep, address = entry.partition("://")
+        if not sep:
+            raise ConfigError(f"{at}listeners: expected NAME://HOST:PORT entries, got {entry!r}")
+        name = name.strip().upper()
+        if name in controllers:
+            continue
+        protocol = protocols.get(name)
+        if protocol is None:
+            raise ConfigError(
+                f"{at}listeners: listener {name} has no protocol in listener.security.protocol.map"
+            )
+        if protocol == "PLAINTEXT":
+            served.append(address if not address.startswith(":") else "0.0.0.0" + address)
+    if not served:
+        raise ConfigError(
+            f"{at}listeners: only PLAINTEXT listeners are supported, and {value!r} names none "
+            "(controller listeners aside)"
+        )
+    if len(served) > 1:
+        raise ConfigError(
+            f"{at}listeners: {value!r} names {len(served)} PLAINTEXT listeners and groupshift "
+            "serves one: set listeners (or --listen) to HOST:PORT"
+        )
+    return served[0]
+
+
 @dataclass(frozen=True)
 class LoadedConfig:
     """A validated configuration and the Kafka broker keys it accepted without using them."""
@@ -212,6 +261,8 @@ def resolve_config(settings: Mapping[str, Any], origins: Mapping[str, str] | Non
     prefixes each error. Raises `ConfigError` naming every unknown key or invalid value.
     """
     origins = origins or {}
+    if isinstance(settings.get("listeners"), str):
+        settings = {**settings, "listeners": _kafka_listener(settings, _at(origins, "listeners"))}
     server: dict[str, Any] = {}
     group: dict[str, Any] = {}
     unknown = []

@@ -125,6 +125,24 @@ def test_a_kafka_server_properties_is_taken_as_is_and_its_unused_keys_reported(t
     )
 
 
+def test_the_plaintext_listener_of_a_kafka_listeners_value_is_the_one_served() -> None:
+    def listen(**settings: str) -> tuple[str, int]:
+        return build_config(settings).listen_address
+
+    kafka = {  # Kafka's shipped KRaft server.properties
+        "listeners": "PLAINTEXT://:9092,CONTROLLER://:9093",
+        "controller.listener.names": "CONTROLLER",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL",
+    }
+    assert listen(**kafka) == ("0.0.0.0", 9092)  # an empty host: every interface, as in Kafka
+    named = {"listeners": "INTERNAL://127.0.0.1:9094", "listener.security.protocol.map": "INTERNAL:PLAINTEXT"}
+    assert listen(**named) == ("127.0.0.1", 9094)
+    with pytest.raises(ConfigError, match="names 2 PLAINTEXT listeners and groupshift serves one"):
+        listen(listeners="PLAINTEXT://127.0.0.1:1,PLAINTEXT://127.0.0.1:2")
+    with pytest.raises(ConfigError, match="listener EXTERNAL has no protocol"):
+        listen(listeners="EXTERNAL://127.0.0.1:1")
+
+
 def test_errors_name_the_file_and_line_or_the_flag(tmp_path: Path) -> None:
     path = tmp_path / "server.properties"
     path.write_text("# groupshift\nnum.partitions=2\n\nnum.partitons=3\ngroup.max.size=0\n")

@@ -224,12 +224,12 @@ def _kafka_listener(settings: Mapping[str, Any], at: str) -> str:
         name = name.strip().upper()
         if name in controllers:
             continue
-        protocol = protocols.get(name)
-        if protocol is None:
+        listener_protocol = protocols.get(name)
+        if listener_protocol is None:
             raise ConfigError(
                 f"{at}listeners: listener {name} has no protocol in listener.security.protocol.map"
             )
-        if protocol == "PLAINTEXT":
+        if listener_protocol == "PLAINTEXT":
             served.append(address if not address.startswith(":") else "0.0.0.0" + address)
     if not served:
         raise ConfigError(

@@ -195,6 +195,7 @@ def _suggest(key: str) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
+LISTENER_KEYS = frozenset({"listener.security.protocol.map", "controller.listener.names"})
 # Kafka's default `listener.security.protocol.map`: a listener named like a protocol uses it.
 _DEFAULT_PROTOCOLS = {p: p for p in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")}
 
@@ -261,8 +262,10 @@ def resolve_config(settings: Mapping[str, Any], origins: Mapping[str, str] | Non
     prefixes each error. Raises `ConfigError` naming every unknown key or invalid value.
     """
     origins = origins or {}
-    if isinstance(settings.get("listeners"), str):
+    used_kafka_keys: frozenset[str] = frozenset()
+    if isinstance(settings.get("listeners"), str) and "://" in settings["listeners"]:
         settings = {**settings, "listeners": _kafka_listener(settings, _at(origins, "listeners"))}
+        used_kafka_keys = LISTENER_KEYS  # they chose the listener: not ignored
     server: dict[str, Any] = {}
     group: dict[str, Any] = {}
     unknown = []
@@ -274,7 +277,8 @@ def resolve_config(settings: Mapping[str, Any], origins: Mapping[str, str] | Non
         elif key in GROUP_KEYS:
             group[key] = _coerce_group_value(key, value)
         elif is_kafka_broker_key(raw_key):
-            ignored.append(raw_key)
+            if raw_key not in used_kafka_keys:
+                ignored.append(raw_key)
         else:
             unknown.append(raw_key)
     if unknown:

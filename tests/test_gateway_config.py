@@ -14,6 +14,7 @@ from gateway.config import (
     load_config,
     load_settings,
     parse_properties,
+    resolve_config,
 )
 from gateway.kafka_broker_keys import KAFKA_VERSIONS
 
@@ -135,6 +136,7 @@ def test_the_plaintext_listener_of_a_kafka_listeners_value_is_the_one_served() -
         "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL",
     }
     assert listen(**kafka) == ("0.0.0.0", 9092)  # an empty host: every interface, as in Kafka
+    assert resolve_config(kafka).ignored_kafka_keys == ()  # both other keys were used
     named = {"listeners": "INTERNAL://127.0.0.1:9094", "listener.security.protocol.map": "INTERNAL:PLAINTEXT"}
     assert listen(**named) == ("127.0.0.1", 9094)
     with pytest.raises(ConfigError, match="names 2 PLAINTEXT listeners and groupshift serves one"):

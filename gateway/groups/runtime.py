@@ -99,6 +99,7 @@ class ShardRuntime:
         self._compaction_policy = compaction
         self._compaction: _RunningCompaction | None = None
         self._compaction_checked_size = 0
+        self._closing = False
         self.compactions = 0
         self._open_storage = open_storage
         self.storage = open_storage(now_ms())
@@ -246,7 +247,7 @@ class ShardRuntime:
         """Start a compaction if the policy triggers (checked once per 64 KiB appended, or per
         quarter of the policy's minimum when that is smaller)."""
         policy = self._compaction_policy
-        if policy is None or self._compaction is not None or self._loop is None:
+        if policy is None or self._compaction is not None or self._loop is None or self._closing:
             return
         storage = self.storage
         size = storage.log.size_bytes
@@ -376,6 +377,7 @@ class ShardRuntime:
         self._release()
 
     def close(self) -> None:
+        self._closing = True
         if self._timer is not None:
             self._timer.cancel()
         self.flush_now()

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from engine.config import INT_MAX, CoordinatorConfig
 from gateway.kafka_broker_keys import KAFKA_BROKER_KEYS, KAFKA_VERSIONS, is_kafka_broker_key
@@ -119,6 +119,18 @@ class ServerConfig(BaseModel):
                 raise ValueError(f"expected true or false, got {value!r}")
             return value.strip().lower() == "true"
         return value
+
+    @model_validator(mode="after")
+    def _distinct_ports(self) -> ServerConfig:
+        """The Kafka listener and the metrics endpoint cannot share a port."""
+        if self.metrics_listen is not None:
+            host, port = _split_host_port(self.listeners)
+            m_host, m_port = _split_host_port(self.metrics_listen)
+            if port != 0 and port == m_port and (host == m_host or "0.0.0.0" in (host, m_host)):
+                raise ValueError(
+                    f"metrics.listen={self.metrics_listen} uses the port of listeners={self.listeners}"
+                )
+        return self
 
     @property
     def listen_address(self) -> tuple[str, int]:

@@ -70,6 +70,10 @@ def test_group_settings_reach_the_coordinator_config() -> None:
             "num.partitions: Input should be less than or equal to 2147483647",
         ),
         ({"log.dirs": ""}, "the data directory must not be empty"),
+        (
+            {"listeners": "127.0.0.1:9092", "metrics.listen": "127.0.0.1:9092"},
+            "metrics.listen=127.0.0.1:9092 uses the port of listeners=127.0.0.1:9092",
+        ),
         ({"num.partitions": "three"}, "num.partitions: Input should be a valid integer"),
         ({"num.partitions": "0"}, "num.partitions: Input should be greater than or equal to 1"),
         ({"auto.create.topics.enable": "maybe"}, "auto.create.topics.enable: expected true or false"),

@@ -59,14 +59,11 @@ from engine.consumer.api import (
 )
 from engine.consumer.group import ConsumerGroup, ReplayError
 from engine.consumer.member import MemberState
-from engine.consumer.membership import (
-    fence_member,
-    schedule_rebalance_timeout,
-    schedule_session_timeout,
-)
+from engine.consumer.membership import schedule_rebalance_timeout, schedule_session_timeout
 from engine.consumer.replay import CONSUMER_GROUP_KEYS, apply_record
 from engine.context import RequestContext
 from engine.errors import AppendError, CoordinatorError, Errors, append_error_to_response
+from engine.expiry import EXPIRY, RETRY_BACKOFF_MS, schedule_offset_expiration
 from engine.hooks import MigrationHooks, RefuseMigration
 from engine.ids import IdSource, SeededIds
 from engine.metadata import MetadataImage
@@ -85,7 +82,8 @@ from engine.offsets.api import (
 from engine.offsets.store import OffsetStore
 from engine.operation import AppendContinuation, Operation
 from engine.outcome import Outcome, Pending
-from engine.timers import Timers
+from engine.state import Group, ShardState
+from engine.timers import Timers, TimerTask, apply_timer_changes
 from records.classic_group import GroupMetadataKey, GroupMetadataValue
 from records.consumer_group import (
     ConsumerGroupMetadataKey,
@@ -94,7 +92,6 @@ from records.coordinator import CoordinatorRecord
 from records.offsets import OffsetCommitKey
 
 S = ClassicGroupState
-OFFSET_EXPIRATION_KEY = "expire-group-metadata"
 
 _CONSUMER_KEYS = CONSUMER_GROUP_KEYS
 
@@ -105,57 +102,92 @@ class Shard:
         config: CoordinatorConfig | None = None,
         ids: IdSource | None = None,
         image: MetadataImage | None = None,
+        migration: MigrationHooks | None = None,
     ) -> None:
-        self.config = config if config is not None else CoordinatorConfig()
-        self.ids: IdSource = ids if ids is not None else SeededIds(0)
-        self.image = image if image is not None else MetadataImage.EMPTY
+        # What handlers see (config, clock, ids, image, groups, offsets, migration hooks).
+        self.state = ShardState(
+            config if config is not None else CoordinatorConfig(),
+            ids if ids is not None else SeededIds(0),
+            image if image is not None else MetadataImage.EMPTY,
+            migration if migration is not None else RefuseMigration(),
+        )
         self.timers = Timers()
-        self.groups: dict[str, Any] = {}
-        self.offsets = OffsetStore()
-        self.group_configs: dict[str, GroupConfig] = {}
-        self.now_ms = 0
-        self.migration: MigrationHooks = RefuseMigration()
         # Replay anomalies tolerated on load (KAFKA-21117); the loader logs and clears them.
         self.replay_warnings: list[tuple[str, dict[str, Any]]] = []
         # Appends an operation's records (no fsync); raises AppendError. None: no log (tests).
         self.journal: Callable[[Sequence[CoordinatorRecord]], None] | None = None
 
+    # --- the state, as the runtime, the loader and tests read it ----------------------------------
+
+    @property
+    def config(self) -> CoordinatorConfig:
+        return self.state.config
+
+    @property
+    def ids(self) -> IdSource:
+        return self.state.ids
+
+    @property
+    def image(self) -> MetadataImage:
+        return self.state.image
+
+    @property
+    def groups(self) -> dict[str, Group]:
+        return self.state.groups
+
+    @property
+    def offsets(self) -> OffsetStore:
+        return self.state.offsets
+
+    @property
+    def group_configs(self) -> dict[str, GroupConfig]:
+        return self.state.group_configs
+
+    @property
+    def now_ms(self) -> int:
+        return self.state.now_ms
+
+    @property
+    def migration(self) -> MigrationHooks:
+        return self.state.migration
+
+    @migration.setter
+    def migration(self, hooks: MigrationHooks) -> None:
+        self.state.migration = hooks
+
     # --- time and configuration ---------------------------------------------------------------
 
     def tick(self, now_ms: int) -> int:
         """Advance the shard's clock (never backwards) and return it."""
-        if now_ms > self.now_ms:
-            self.now_ms = now_ms
-        return self.now_ms
+        st = self.state
+        if now_ms > st.now_ms:
+            st.now_ms = now_ms
+        return st.now_ms
 
     def consumer_session_timeout_ms(self, group_id: str) -> int:
-        gc = self.group_configs.get(group_id)
-        if gc is not None and gc.consumer_session_timeout_ms is not None:
-            return gc.consumer_session_timeout_ms
-        return self.config.consumer_session_timeout_ms
+        return self.state.consumer_session_timeout_ms(group_id)
 
     def consumer_heartbeat_interval_ms(self, group_id: str) -> int:
-        gc = self.group_configs.get(group_id)
-        if gc is not None and gc.consumer_heartbeat_interval_ms is not None:
-            return gc.consumer_heartbeat_interval_ms
-        return self.config.consumer_heartbeat_interval_ms
+        return self.state.consumer_heartbeat_interval_ms(group_id)
 
     def set_group_config(self, group_id: str, config: GroupConfig | None) -> None:
         if config is None:
-            self.group_configs.pop(group_id, None)
+            self.state.group_configs.pop(group_id, None)
         else:
-            config.validate_against(self.config)
-            self.group_configs[group_id] = config
+            config.validate_against(self.state.config)
+            self.state.group_configs[group_id] = config
 
     # --- running operations ---------------------------------------------------------------------
 
     def commit(
         self, op: Operation, response: Any, on_error: Callable[[CoordinatorError], Any] | None = None
     ) -> Outcome[Any]:
-        """Journal the operation's records, apply them (replaying operations) and package it.
+        """The only place state changes: journal the operation's records, then apply them
+        (replaying operations), its `after` actions and its timer changes, and package it.
 
         When the journal refuses the records nothing is applied: a replaying operation answers
-        `on_error(mapped error)`; a classic one runs its append continuation with the error."""
+        `on_error(mapped error)`; a classic one (whose group already changed in place) runs its
+        append continuation with the error and keeps the timer changes that go with its group."""
         if op.records and self.journal is not None:
             try:
                 self.journal(op.records)
@@ -164,6 +196,8 @@ class Shard:
         if op.replay and op.records:
             self.apply(op.records)
         op.run_after()
+        if op.timers:
+            apply_timer_changes(self.timers, op.timers, self.state.now_ms)
         completions: Any = op.completions
         if isinstance(response, Pending) and completions:
             # The operation also completed its own parked request (e.g. the last member to
@@ -187,6 +221,7 @@ class Shard:
         e: AppendError,
     ) -> Outcome[Any]:
         mapped = append_error_to_response(e.code)
+        op.append_error = mapped
         failure = {
             "error": e.code.name,
             "answered": mapped.name,
@@ -198,6 +233,7 @@ class Shard:
             failed = on_error(CoordinatorError(mapped, e.message)) if on_error is not None else None
             # Parked requests the operation already answered (an upgrade tells a rebalancing
             # classic group's members to rejoin) keep their answers, as Kafka's futures do.
+            # Its timer changes are dropped with its records: the state they were for is not.
             return Outcome(failed, (), op.completions, events)
         # Classic paths already changed the group: their continuation undoes or reports it.
         completions = list(op.completions)
@@ -206,6 +242,7 @@ class Shard:
             op.on_append(mapped, follow)
             completions.extend(follow.completions)
             events.extend(follow.events)
+            op.timers.extend(follow.timers)
         op.records = []
         op.completions = completions
         op.events = events
@@ -252,12 +289,6 @@ class Shard:
             )
         return self.commit(op, response, on_error)
 
-    def classic_timer(self, fn: Callable[[Operation], None]) -> Outcome[None]:
-        """A fired classic-group timer runs as an operation of its own."""
-        op = Operation(replay=False)
-        fn(op)
-        return self.commit(op, None)
-
     # --- ConsumerGroupHeartbeat ---------------------------------------------------------------
 
     def consumer_group_heartbeat(
@@ -266,7 +297,7 @@ class Shard:
         self.tick(now_ms)
         op = Operation()
         try:
-            response = cg_heartbeat.heartbeat(self, request, ctx, op)
+            response = cg_heartbeat.heartbeat(self.state, request, ctx, op)
         except CoordinatorError as e:
             return Outcome(
                 ConsumerGroupHeartbeatResponse(error_code=int(e.code), error_message=e.message),
@@ -291,70 +322,22 @@ class Shard:
             lambda e: ConsumerGroupHeartbeatResponse(error_code=int(e.code), error_message=e.message),
         )
 
-    def consumer_group_for_heartbeat(self, group_id: str, create: bool, op: Operation) -> ConsumerGroup:
-        """Kafka `getOrMaybeCreateConsumerGroup`: the group a heartbeat works on."""
-        group = self.groups.get(group_id)
-        if group is None:
-            if not create:
-                raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
-            return ConsumerGroup(group_id)  # materialised by replaying the join's records
-        if isinstance(group, ConsumerGroup):
-            return group
-        if isinstance(group, ClassicGroup) and group.is_empty() and create:
-            # An empty classic group (even an offsets-only one) is replaced whatever the
-            # migration policy; offsets are keyed by group id and stay (Kafka converts empty groups
-            # whatever the policy).
-            from engine.classic.records import group_metadata_tombstone
-
-            op.records.append(group_metadata_tombstone(group_id))
-            op.event(
-                "group.converted",
-                group=group_id,
-                from_type="classic",
-                to_type="consumer",
-                reason="empty classic group",
-            )
-            return ConsumerGroup(group_id)
-        if isinstance(group, ClassicGroup) and create:
-            return self.migration.consumer_heartbeat_to_classic_group(group, create, op)
-        raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group")
-
     def consumer_group_strict(self, group_id: str) -> ConsumerGroup:
-        group = self.groups.get(group_id)
-        if group is None:
-            raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
-        if not isinstance(group, ConsumerGroup):
-            raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group")
-        return group
-
-    def fence_consumer_member(
-        self, group_id: str, member_id: str, reason: str, only_at_epoch: int | None = None
-    ) -> Outcome[None] | None:
-        """Timer-driven fencing (session or rebalance timeout); nothing when already gone."""
-        group = self.groups.get(group_id)
-        if not isinstance(group, ConsumerGroup):
-            return None
-        member = group.members.get(member_id)
-        if member is None:
-            return None
-        if only_at_epoch is not None and member.member_epoch != only_at_epoch:
-            return None
-        op = Operation()
-        try:
-            fence_member(self, group, member, op, reason)
-        except CoordinatorError:
-            return None
-        return self.commit(op, None)
+        return self.state.consumer_group_strict(group_id)
 
     # --- classic groups ---------------------------------------------------------------------
 
     def classic_group(self, group_id: str) -> ClassicGroup | None:
-        g = self.groups.get(group_id)
-        return g if isinstance(g, ClassicGroup) else None
+        return self.state.classic_group(group_id)
 
     def join_group(
         self, req: JoinGroupRequest, ctx: RequestContext, now_ms: int
     ) -> Outcome[JoinGroupResponse]:
+        st = self.state
+        current = st.groups.get(req.group_id)
+        # A classic member joining a non-empty consumer group writes consumer-group records.
+        into_consumer_group = isinstance(current, ConsumerGroup) and not current.is_empty()
+
         def fn(op: Operation) -> Any:
             if not req.group_id:
                 raise CoordinatorError(Errors.INVALID_GROUP_ID)
@@ -366,13 +349,13 @@ class Shard:
                 raise CoordinatorError(Errors.INVALID_SESSION_TIMEOUT)
             if req.rebalance_timeout_ms < 0:
                 req.rebalance_timeout_ms = req.session_timeout_ms  # JoinGroup v0 has none
-            group = self.groups.get(req.group_id)
+            group = st.groups.get(req.group_id)
             if isinstance(group, ConsumerGroup):
-                if not group.is_empty():
-                    return self.migration.classic_join_to_consumer_group(group, req, ctx, op)
+                if into_consumer_group:
+                    return st.migration.classic_join_to_consumer_group(group, req, ctx, op)
                 # An empty consumer group is replaced by a classic group whatever the policy.
                 offsets_ops.group_tombstones(group, op.records)
-                del self.groups[req.group_id]
+                del st.groups[req.group_id]
                 op.event(
                     "group.converted",
                     group=req.group_id,
@@ -380,14 +363,14 @@ class Shard:
                     to_type="classic",
                     reason="empty consumer group",
                 )
-            return join_classic_group(self, req, ctx, op)
+            return join_classic_group(st, req, ctx, op)
 
         return self._run(
             now_ms,
             "JoinGroup",
             fn,
             lambda e: JoinGroupResponse(error_code=int(e.code), member_id=req.member_id),
-            replay=False,
+            replay=into_consumer_group,
             group_id=req.group_id,
             member_id=req.member_id,
         )
@@ -402,12 +385,12 @@ class Shard:
                 req.protocol_type is None or req.protocol_name is None
             ):
                 raise CoordinatorError(Errors.INCONSISTENT_GROUP_PROTOCOL)
-            group = self.groups.get(req.group_id)
+            group = self.state.groups.get(req.group_id)
             if group is None or group.is_empty():
                 raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID)
             if isinstance(group, ConsumerGroup):
-                return self.migration.classic_sync_to_consumer_group(group, req, ctx, op)
-            return sync_classic_group(self, group, req, ctx, op)
+                return self.state.migration.classic_sync_to_consumer_group(group, req, ctx, op)
+            return sync_classic_group(self.state, group, req, ctx, op)
 
         return self._run(
             now_ms,
@@ -425,11 +408,11 @@ class Shard:
         def fn(op: Operation) -> Any:
             if not req.group_id:
                 raise CoordinatorError(Errors.INVALID_GROUP_ID)
-            group = self.groups.get(req.group_id)
+            group = self.state.groups.get(req.group_id)
             if isinstance(group, ClassicGroup):
-                return heartbeat_classic_group(self, group, req)
+                return heartbeat_classic_group(self.state, group, req, op)
             if isinstance(group, ConsumerGroup):
-                return self.migration.classic_heartbeat_to_consumer_group(group, req, ctx, op)
+                return self.state.migration.classic_heartbeat_to_consumer_group(group, req, ctx, op)
             raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, f"Group {req.group_id} not found.")
 
         return self._run(
@@ -445,15 +428,18 @@ class Shard:
     def leave_group(
         self, req: LeaveGroupRequest, ctx: RequestContext, now_ms: int
     ) -> Outcome[LeaveGroupResponse]:
+        st = self.state
+        # Classic members leaving a consumer group write consumer-group records.
+        from_consumer_group = isinstance(st.groups.get(req.group_id), ConsumerGroup)
+
         def fn(op: Operation) -> Any:
             if not req.group_id:
                 raise CoordinatorError(Errors.INVALID_GROUP_ID)
-            group = self.groups.get(req.group_id)
+            group = st.groups.get(req.group_id)
             if isinstance(group, ClassicGroup):
-                return leave_classic_group(self, group, req, op)
+                return leave_classic_group(st, group, req, op)
             if isinstance(group, ConsumerGroup):
-                op.replay = True  # classic members leaving a consumer group write consumer records
-                return self.migration.classic_leave_to_consumer_group(group, req, ctx, op)
+                return st.migration.classic_leave_to_consumer_group(group, req, ctx, op)
             return LeaveGroupResponse(
                 members=[
                     MemberResponse(m.member_id, m.group_instance_id, int(Errors.UNKNOWN_MEMBER_ID))
@@ -466,7 +452,7 @@ class Shard:
             "LeaveGroup",
             fn,
             lambda e: LeaveGroupResponse(error_code=int(e.code)),
-            replay=False,
+            replay=from_consumer_group,
             group_id=req.group_id,
         )
 
@@ -504,7 +490,7 @@ class Shard:
         return self._run(
             now_ms,
             "OffsetCommit",
-            lambda op: offsets_ops.commit_offsets(self, req, ctx, op),
+            lambda op: offsets_ops.commit_offsets(self.state, req, ctx, op),
             failed,
             group_id=req.group_id,
             member_id=req.member_id,
@@ -513,7 +499,7 @@ class Shard:
     def offset_fetch(
         self, groups: Iterable[OffsetFetchGroupRequest], require_stable: bool = False
     ) -> list[OffsetFetchGroupResponse]:
-        return [offsets_ops.fetch_offsets(self, g, require_stable) for g in groups]
+        return [offsets_ops.fetch_offsets(self.state, g, require_stable) for g in groups]
 
     def offset_delete(
         self, req: OffsetDeleteRequest, ctx: RequestContext, now_ms: int
@@ -521,7 +507,7 @@ class Shard:
         return self._run(
             now_ms,
             "OffsetDelete",
-            lambda op: offsets_ops.delete_offsets(self, req, op),
+            lambda op: offsets_ops.delete_offsets(self.state, req, op),
             lambda e: OffsetDeleteResponse(error_code=int(e.code)),
             group_id=req.group_id,
         )
@@ -532,20 +518,14 @@ class Shard:
         return self._run(
             now_ms,
             "DeleteGroups",
-            lambda op: offsets_ops.delete_groups(self, group_ids, op),
+            lambda op: offsets_ops.delete_groups(self.state, group_ids, op),
             lambda e: [DeleteGroupResult(g, int(e.code)) for g in group_ids],
         )
 
     def schedule_offset_expiration(self) -> None:
-        def fire(now: int) -> Outcome[None]:
-            op = Operation()
-            offsets_ops.expire_offsets(self, op)
-            self.schedule_offset_expiration()
-            return self.commit(op, None)
-
-        self.timers.schedule(
-            OFFSET_EXPIRATION_KEY, self.config.offsets_retention_check_interval_ms, self.now_ms, fire
-        )
+        op = Operation()
+        schedule_offset_expiration(self.state, op)
+        self.commit(op, None)
 
     # --- timers ------------------------------------------------------------------------------
 
@@ -553,15 +533,29 @@ class Shard:
         return self.timers.next_deadline()
 
     def expire(self, now_ms: int) -> list[Outcome[Any]]:
-        """Run every timer due at `now_ms`, earliest first; each fired timer is one operation."""
+        """Run every timer due at `now_ms`, earliest first; each fired timer is one operation,
+        dispatched by its kind through `engine.expiry.EXPIRY`."""
         self.tick(now_ms)
         out: list[Outcome[Any]] = []
         while True:
             entry = self.timers.pop_due(now_ms)
             if entry is None:
                 return out
-            result = entry.callback(now_ms)
-            if isinstance(result, Outcome) and (result.records or result.completions or result.events):
+            task: TimerTask = entry.callback
+            expiry = EXPIRY[task.kind]
+            op = Operation(replay=expiry.replay)
+            try:
+                expiry.fire(self.state, task, op)
+            except CoordinatorError:
+                result = None
+            else:
+                result = self.commit(op, None)
+                if op.append_error is not None and op.replay:
+                    # The state the timer was for is still there: try again (Kafka's timer retry).
+                    self.timers.schedule(task.key, RETRY_BACKOFF_MS, now_ms, task)
+            if expiry.periodic:
+                self.schedule_offset_expiration()
+            if result is not None and (result.records or result.completions or result.events):
                 out.append(result)
 
     # --- metadata ----------------------------------------------------------------------------
@@ -572,7 +566,7 @@ class Shard:
         (Kafka `onPartitionsDeleted`). The response is the set of groups marked for refresh."""
         if now_ms is not None:
             self.tick(now_ms)
-        old, self.image = self.image, image
+        old, self.state.image = self.state.image, image
         changed = old.changed_topic_names(image)
         op = Operation()
         marked: set[str] = set()
@@ -588,7 +582,7 @@ class Shard:
                     marked.add(gid)
             deleted = {n for n in changed if image.topic(n) is None}
             if deleted:
-                offsets_ops.offsets_of_deleted_topics(self, deleted, op)
+                offsets_ops.offsets_of_deleted_topics(self.state, deleted, op)
         return self.commit(op, marked)
 
     # --- load --------------------------------------------------------------------------------
@@ -600,25 +594,26 @@ class Shard:
         classic heartbeats, a rebalance for classic groups above `group.max.size`, and the
         periodic offset expiration."""
         self.tick(now_ms)
+        st = self.state
         out: list[Outcome[Any]] = []
-        for gid, group in list(self.groups.items()):
+        timers = Operation()
+        for gid, group in list(st.groups.items()):
             if isinstance(group, ConsumerGroup):
                 group.metadata_refresh_needed = True
                 for mid, m in group.members.items():
-                    schedule_session_timeout(self, gid, mid, self.consumer_session_timeout_ms(gid))
+                    schedule_session_timeout(timers, gid, mid, st.consumer_session_timeout_ms(gid))
                     if m.state is MemberState.UNREVOKED_PARTITIONS and not m.uses_classic_protocol:
-                        schedule_rebalance_timeout(self, gid, m)
-            elif isinstance(group, ClassicGroup):
+                        schedule_rebalance_timeout(timers, gid, m)
+            else:
                 for cm in group.members.values():
-                    reschedule_heartbeat(self, group, cm)
-                if group.num_members > self.config.max_size:
-                    reason = f"group exceeds group.max.size={self.config.max_size}"
-
-                    def rebalance(op: Operation, g: ClassicGroup = group, why: str = reason) -> None:
-                        prepare_rebalance(self, g, op, why)
-
-                    out.append(self.classic_timer(rebalance))
-        self.schedule_offset_expiration()
+                    reschedule_heartbeat(timers, group, cm)
+        schedule_offset_expiration(st, timers)
+        self.commit(timers, None)
+        for group in list(st.groups.values()):
+            if isinstance(group, ClassicGroup) and group.num_members > st.config.max_size:
+                op = Operation(replay=False)
+                prepare_rebalance(st, group, op, f"group exceeds group.max.size={st.config.max_size}")
+                out.append(self.commit(op, None))
         return out
 
     # --- replay ------------------------------------------------------------------------------
@@ -634,10 +629,11 @@ class Shard:
             # Inlined (most of a log is offset commits): a key's value is of its own type, as
             # records.codec decodes and encodes it.
             value: Any = record.value
-            if value is not None and key.group not in self.groups:
+            st = self.state
+            if value is not None and key.group not in st.groups:
                 # Offsets of a group that has no group record: a "simple" classic group.
-                self.groups[key.group] = ClassicGroup(key.group, self.now_ms)
-            self.offsets.replay(key, value)
+                st.groups[key.group] = ClassicGroup(key.group, st.now_ms)
+            st.offsets.replay(key, value)
         elif kt is GroupMetadataKey:
             self._replay_group_metadata(key.group, record.value)
         elif kt in _CONSUMER_KEYS:

@@ -69,7 +69,7 @@ class Coordinator:
         self.shard = shard
         from translation.migration import Migration
 
-        shard.migration = Migration(shard)
+        shard.migration = Migration(shard.state)
 
     # --- writes (each returns the engine's Outcome) -------------------------------------------
 

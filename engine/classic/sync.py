@@ -27,7 +27,7 @@ from engine.outcome import Pending
 
 if TYPE_CHECKING:
     from engine.classic.group import ClassicGroup
-    from engine.shard import Shard
+    from engine.state import ShardState
 
 S = ClassicGroupState
 
@@ -40,7 +40,7 @@ def _inconsistent(request_value: str | None, group_value: str | None) -> bool:
 
 
 def sync_classic_group(
-    shard: Shard, group: ClassicGroup, req: SyncGroupRequest, ctx: RequestContext, op: Operation
+    shard: ShardState, group: ClassicGroup, req: SyncGroupRequest, ctx: RequestContext, op: Operation
 ) -> SyncGroupResponse | Pending:
     if group.is_in_state(S.DEAD):
         return SyncGroupResponse(error_code=int(Errors.COORDINATOR_NOT_AVAILABLE))
@@ -58,7 +58,7 @@ def sync_classic_group(
         return SyncGroupResponse(error_code=int(Errors.REBALANCE_IN_PROGRESS))
     member = group.members[req.member_id]
     if group.is_in_state(S.STABLE):
-        remove_pending_sync_member(shard, group, req.member_id)
+        remove_pending_sync_member(op, group, req.member_id)
         return SyncGroupResponse(
             protocol_type=group.protocol_type,
             protocol_name=group.protocol_name,
@@ -69,7 +69,7 @@ def sync_classic_group(
         group.complete_sync(member, SyncGroupResponse(error_code=int(Errors.REBALANCE_IN_PROGRESS)), op)
     handle = Pending("SyncGroup", group.group_id, req.member_id)
     member.awaiting_sync = handle
-    remove_pending_sync_member(shard, group, req.member_id)
+    remove_pending_sync_member(op, group, req.member_id)
     if not group.is_leader(req.member_id):
         return handle
 

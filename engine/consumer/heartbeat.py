@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from engine.assignment import is_subset, to_records
+from engine.classic.records import group_metadata_tombstone
 from engine.consumer import record_builders as rb
 from engine.consumer.api import (
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -40,7 +41,7 @@ from engine.ids import consumer_member_id
 from engine.operation import Operation
 
 if TYPE_CHECKING:
-    from engine.shard import Shard
+    from engine.state import ShardState
 
 # From this version the client generates its member id (KIP-1082).
 CLIENT_GENERATED_MEMBER_ID_VERSION = 1
@@ -108,7 +109,7 @@ def check_member_epoch(member: ConsumerGroupMember, received: int, owned: OwnedP
 
 
 def heartbeat(
-    shard: Shard, req: ConsumerGroupHeartbeatRequest, ctx: RequestContext, op: Operation
+    shard: ShardState, req: ConsumerGroupHeartbeatRequest, ctx: RequestContext, op: Operation
 ) -> ConsumerGroupHeartbeatResponse:
     validate(req, ctx.api_version, shard.config.consumer_assignors)
     if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
@@ -117,11 +118,11 @@ def heartbeat(
 
 
 def join_or_heartbeat(
-    shard: Shard, req: ConsumerGroupHeartbeatRequest, ctx: RequestContext, op: Operation
+    shard: ShardState, req: ConsumerGroupHeartbeatRequest, ctx: RequestContext, op: Operation
 ) -> ConsumerGroupHeartbeatResponse:
     gid = req.group_id
     joining = req.member_epoch == 0
-    group = shard.consumer_group_for_heartbeat(gid, joining, op)
+    group = consumer_group_for_heartbeat(shard, gid, joining, op)
 
     member_id = req.member_id
     if group.num_members >= shard.config.consumer_max_size and (
@@ -160,7 +161,7 @@ def join_or_heartbeat(
     target_epoch, target = update_target(shard, group, sub, old, updated, op)
     updated = maybe_reconcile(shard, group, updated, target_epoch, target, owned, op)
 
-    schedule_session_timeout(shard, gid, member_id, shard.consumer_session_timeout_ms(gid))
+    schedule_session_timeout(op, gid, member_id, shard.consumer_session_timeout_ms(gid))
 
     full = joining or (
         req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None and owned is not None
@@ -179,8 +180,37 @@ def join_or_heartbeat(
     )
 
 
+def consumer_group_for_heartbeat(
+    shard: ShardState, group_id: str, create: bool, op: Operation
+) -> ConsumerGroup:
+    """Kafka `getOrMaybeCreateConsumerGroup`: the group a heartbeat works on."""
+    group = shard.groups.get(group_id)
+    if group is None:
+        if not create:
+            raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
+        return ConsumerGroup(group_id)  # materialised by replaying the join's records
+    if isinstance(group, ConsumerGroup):
+        return group
+    if group.is_empty() and create:
+        # An empty classic group (even an offsets-only one) is replaced whatever the migration
+        # policy; offsets are keyed by group id and stay (Kafka converts empty groups whatever the
+        # policy).
+        op.records.append(group_metadata_tombstone(group_id))
+        op.event(
+            "group.converted",
+            group=group_id,
+            from_type="classic",
+            to_type="consumer",
+            reason="empty classic group",
+        )
+        return ConsumerGroup(group_id)
+    if create:
+        return shard.migration.consumer_heartbeat_to_classic_group(group, create, op)
+    raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group")
+
+
 def _static_member(
-    shard: Shard,
+    shard: ShardState,
     group: ConsumerGroup,
     member_id: str,
     req: ConsumerGroupHeartbeatRequest,
@@ -256,7 +286,9 @@ def _apply_request(
     return member.with_changes(**changes) if changes else member
 
 
-def leave(shard: Shard, req: ConsumerGroupHeartbeatRequest, op: Operation) -> ConsumerGroupHeartbeatResponse:
+def leave(
+    shard: ShardState, req: ConsumerGroupHeartbeatRequest, op: Operation
+) -> ConsumerGroupHeartbeatResponse:
     """Kafka `consumerGroupLeave`: -1 fences the member, -2 parks a static member's assignment."""
     gid = req.group_id
     group = shard.consumer_group_strict(gid)

@@ -4,8 +4,9 @@
 
 The ConsumerGroupHeartbeat path uses them directly; the translation layer uses the same functions
 for classic members living in consumer groups, so both protocols bump epochs, compute targets and
-reconcile in exactly one way. Every function appends records to an `Operation` and never
-changes the group: the shard replays the records afterwards.
+reconcile in exactly one way. Every function appends records and timer changes to an
+`Operation` and never changes the group or its timers: the shard applies both afterwards, once
+the records are in the journal.
 """
 
 from __future__ import annotations
@@ -22,23 +23,18 @@ from engine.consumer.reconcile import OwnedPartitions, reconcile
 from engine.consumer.target import build_target_assignment
 from engine.metadata import MetadataImage
 from engine.operation import Operation
-from engine.timers import (
-    classic_join_key,
-    classic_sync_key,
-    rebalance_timeout_key,
-    session_timeout_key,
-)
+from engine.timers import TimerKind, TimerTask
 from records.consumer_group import PartitionMetadata, TopicMetadata
 
 if TYPE_CHECKING:
-    from engine.shard import Shard
+    from engine.state import ShardState
 
 
 # --- subscription: regexes, topic counts, subscription metadata, epoch ------------------------
 
 
 def update_regexes(
-    shard: Shard,
+    shard: ShardState,
     group: ConsumerGroup,
     old: ConsumerGroupMember | None,
     new: ConsumerGroupMember | None,
@@ -88,7 +84,7 @@ def update_regexes(
 
 
 def _resolve(
-    shard: Shard,
+    shard: ShardState,
     group: ConsumerGroup,
     pattern: str,
     op: Operation,
@@ -167,7 +163,7 @@ class SubscriptionUpdate:
 
 
 def update_subscription(
-    shard: Shard,
+    shard: ShardState,
     group: ConsumerGroup,
     old: ConsumerGroupMember | None,
     new: ConsumerGroupMember,
@@ -228,7 +224,7 @@ def _refreshed(group: ConsumerGroup) -> None:
 
 
 def preferred_assignor(
-    shard: Shard, group: ConsumerGroup, old: ConsumerGroupMember | None, new: ConsumerGroupMember | None
+    shard: ShardState, group: ConsumerGroup, old: ConsumerGroupMember | None, new: ConsumerGroupMember | None
 ) -> str:
     counts = group.server_assignor_counts()
     for m, delta in ((old, -1), (new, 1)):
@@ -246,7 +242,7 @@ def preferred_assignor(
 
 
 def update_target(
-    shard: Shard,
+    shard: ShardState,
     group: ConsumerGroup,
     sub: SubscriptionUpdate,
     old: ConsumerGroupMember | None,
@@ -284,7 +280,7 @@ def update_target(
 
 
 def maybe_reconcile(
-    shard: Shard,
+    shard: ShardState,
     group: ConsumerGroup,
     member: ConsumerGroupMember,
     target_epoch: int,
@@ -309,9 +305,9 @@ def maybe_reconcile(
     )
     if not updated.uses_classic_protocol:
         if updated.state is MemberState.UNREVOKED_PARTITIONS:
-            schedule_rebalance_timeout(shard, group.group_id, updated)
+            schedule_rebalance_timeout(op, group.group_id, updated)
         else:
-            shard.timers.cancel(rebalance_timeout_key(group.group_id, updated.member_id))
+            op.cancel(TimerKind.CONSUMER_REBALANCE, group.group_id, updated.member_id)
     return updated
 
 
@@ -338,7 +334,7 @@ def replace_member_records(
 
 
 def fence_member(
-    shard: Shard,
+    shard: ShardState,
     group: ConsumerGroup,
     member: ConsumerGroupMember,
     op: Operation,
@@ -368,7 +364,7 @@ def fence_member(
         op.records.append(rb.subscription_metadata(gid, metadata.values()))
     epoch = group.group_epoch + 1
     op.records.append(rb.group_epoch(gid, epoch))
-    cancel_member_timers(shard, gid, member.member_id)
+    cancel_member_timers(op, gid, member.member_id)
     op.event(
         "member.fenced",
         group=gid,
@@ -379,37 +375,39 @@ def fence_member(
     )
 
 
-def cancel_member_timers(shard: Shard, group_id: str, member_id: str) -> None:
-    t = shard.timers
-    t.cancel(session_timeout_key(group_id, member_id))
-    t.cancel(rebalance_timeout_key(group_id, member_id))
-    t.cancel(classic_join_key(group_id, member_id))
-    t.cancel(classic_sync_key(group_id, member_id))
+def cancel_member_timers(op: Operation, group_id: str, member_id: str) -> None:
+    op.cancel(TimerKind.CONSUMER_SESSION, group_id, member_id)
+    op.cancel(TimerKind.CONSUMER_REBALANCE, group_id, member_id)
+    op.cancel(TimerKind.CLASSIC_MEMBER_JOIN, group_id, member_id)
+    op.cancel(TimerKind.CLASSIC_MEMBER_SYNC, group_id, member_id)
 
 
 # --- timers -----------------------------------------------------------------------------------
 
 
-def schedule_session_timeout(shard: Shard, group_id: str, member_id: str, timeout_ms: int) -> None:
-    key = session_timeout_key(group_id, member_id)
-    if not shard.timers.reschedule(key, timeout_ms, shard.now_ms):
-        shard.timers.schedule(
-            key,
-            timeout_ms,
-            shard.now_ms,
-            lambda now: shard.fence_consumer_member(group_id, member_id, "the member session expired."),
-        )
+def schedule_session_timeout(op: Operation, group_id: str, member_id: str, timeout_ms: int) -> None:
+    op.schedule(TimerTask(TimerKind.CONSUMER_SESSION, group_id, member_id), timeout_ms)
 
 
-def schedule_rebalance_timeout(shard: Shard, group_id: str, member: ConsumerGroupMember) -> None:
-    member_id, epoch, timeout = member.member_id, member.member_epoch, member.rebalance_timeout_ms
+def schedule_rebalance_timeout(op: Operation, group_id: str, member: ConsumerGroupMember) -> None:
+    """Fences the member if it is still at this epoch when the timer fires (KIP-848 "Rebalance
+    Timeout"); `data` keeps the timeout for the fence's reason."""
+    timeout = member.rebalance_timeout_ms
+    task = TimerTask(TimerKind.CONSUMER_REBALANCE, group_id, member.member_id, member.member_epoch, timeout)
+    op.schedule(task, max(timeout, 0))
 
-    def fire(now: int) -> object:
-        return shard.fence_consumer_member(
-            group_id,
-            member_id,
-            f"it failed to transition from epoch {epoch} within {timeout}ms.",
-            only_at_epoch=epoch,
-        )
 
-    shard.timers.schedule(rebalance_timeout_key(group_id, member_id), max(timeout, 0), shard.now_ms, fire)
+def fence_expired_member(
+    shard: ShardState, task: TimerTask, op: Operation, reason: str, only_at_epoch: int | None = None
+) -> None:
+    """A consumer-group member's timer fired (session, rebalance, classic join or sync timeout):
+    fence it, or nothing when it is already gone (or moved past `only_at_epoch`)."""
+    group = shard.consumer_group(task.group_id)
+    if group is None:
+        return
+    member = group.members.get(task.member_id)
+    if member is None:
+        return
+    if only_at_epoch is not None and member.member_epoch != only_at_epoch:
+        return
+    fence_member(shard, group, member, op, reason)  # a CoordinatorError drops the operation

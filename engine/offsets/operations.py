@@ -42,7 +42,7 @@ from records.coordinator import CoordinatorRecord
 from records.offsets import OffsetCommitKey
 
 if TYPE_CHECKING:
-    from engine.shard import Shard
+    from engine.state import ShardState
 
 S = ClassicGroupState
 # OffsetCommit v9+: GROUP_ID_NOT_FOUND for a missing group (older versions: ILLEGAL_GENERATION).
@@ -58,7 +58,7 @@ def offset_tombstone(group: str, topic: str, partition: int) -> CoordinatorRecor
 
 
 def commit_offsets(
-    shard: Shard, req: OffsetCommitRequest, ctx: RequestContext, op: Operation
+    shard: ShardState, req: OffsetCommitRequest, ctx: RequestContext, op: Operation
 ) -> OffsetCommitResponse:
     gid = req.group_id
     group = shard.groups.get(gid)
@@ -78,7 +78,7 @@ def commit_offsets(
         if group.state in (S.STABLE, S.PREPARING_REBALANCE):
             member = group.members.get(req.member_id)
             if member is not None:
-                reschedule_heartbeat(shard, group, member)  # commits keep a classic session alive
+                reschedule_heartbeat(op, group, member)  # commits keep a classic session alive
     elif isinstance(group, ConsumerGroup):
         try:
             validate_consumer_commit(group, req.member_id, req.generation_id_or_member_epoch, ctx.api_version)
@@ -121,7 +121,7 @@ def commit_offsets(
 
 
 def fetch_offsets(
-    shard: Shard, req: OffsetFetchGroupRequest, require_stable: bool
+    shard: ShardState, req: OffsetFetchGroupRequest, require_stable: bool
 ) -> OffsetFetchGroupResponse:
     """A missing (or Dead) group fails all partitions: offset -1 and no error, as Kafka does.
     With no transactional offsets, `require_stable` never finds unstable offsets."""
@@ -166,7 +166,7 @@ def is_subscribed_to_topic(group: Any, topic: str) -> bool:
     return False
 
 
-def delete_offsets(shard: Shard, req: OffsetDeleteRequest, op: Operation) -> OffsetDeleteResponse:
+def delete_offsets(shard: ShardState, req: OffsetDeleteRequest, op: Operation) -> OffsetDeleteResponse:
     gid = req.group_id
     group = shard.groups.get(gid)
     if group is None:
@@ -212,7 +212,7 @@ def group_tombstones(group: Any, records: list[CoordinatorRecord]) -> None:
     records.append(rb.group_epoch_tombstone(gid))
 
 
-def delete_groups(shard: Shard, group_ids: list[str], op: Operation) -> list[DeleteGroupResult]:
+def delete_groups(shard: ShardState, group_ids: list[str], op: Operation) -> list[DeleteGroupResult]:
     results = []
     for gid in group_ids:
         group = shard.groups.get(gid)
@@ -258,7 +258,7 @@ def _expiry_base(group: Any, o: OffsetAndMetadata) -> int | None:
     return o.commit_timestamp
 
 
-def expire_offsets(shard: Shard, op: Operation) -> None:
+def expire_offsets(shard: ShardState, op: Operation) -> None:
     """Kafka `cleanupGroupMetadata`, run every `offsets.retention.check.interval.ms`: for every
     group, expired offsets of topics it does not subscribe to are deleted; a group whose offsets
     are all gone (or that had none) and that has no members is deleted too."""
@@ -286,7 +286,7 @@ def expire_offsets(shard: Shard, op: Operation) -> None:
             op.event("group.deleted", group=gid, reason="no members and no unexpired offsets")
 
 
-def offsets_of_deleted_topics(shard: Shard, topics: set[str], op: Operation) -> None:
+def offsets_of_deleted_topics(shard: ShardState, topics: set[str], op: Operation) -> None:
     """Kafka `onPartitionsDeleted`: a deleted topic's committed offsets go with it."""
     for gid in shard.offsets.group_ids():
         for topic, parts in shard.offsets.group(gid).items():

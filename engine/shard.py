@@ -36,17 +36,14 @@ from engine.classic.api import (
     JoinGroupResponse,
     LeaveGroupRequest,
     LeaveGroupResponse,
-    MemberResponse,
     SyncGroupRequest,
     SyncGroupResponse,
 )
 from engine.classic.group import ClassicGroup
-from engine.classic.heartbeat import heartbeat_classic_group, leave_classic_group
-from engine.classic.join import join_classic_group
 from engine.classic.rebalance import prepare_rebalance, reschedule_heartbeat
 from engine.classic.records import group_from_record
 from engine.classic.state import ClassicGroupState
-from engine.classic.sync import PROTOCOL_FIELDS_REQUIRED_VERSION, sync_classic_group
+from engine.classic.sync import PROTOCOL_FIELDS_REQUIRED_VERSION
 from engine.config import CoordinatorConfig, GroupConfig
 from engine.consumer import heartbeat as cg_heartbeat
 from engine.consumer.api import (
@@ -82,6 +79,7 @@ from engine.offsets.api import (
 from engine.offsets.store import OffsetStore
 from engine.operation import AppendContinuation, Operation
 from engine.outcome import Outcome, Pending
+from engine.routing import ROUTES, kind_of, route
 from engine.state import Group, ShardState
 from engine.timers import Timers, TimerTask, apply_timer_changes
 from records.classic_group import GroupMetadataKey, GroupMetadataValue
@@ -94,6 +92,15 @@ from records.offsets import OffsetCommitKey
 S = ClassicGroupState
 
 _CONSUMER_KEYS = CONSUMER_GROUP_KEYS
+
+
+_NO_OP = Operation()  # stands for the operation of a request refused before it has one
+ROUTES_CGH = ROUTES["ConsumerGroupHeartbeat"]
+
+
+def _check_group_id(req: Any) -> None:
+    if not req.group_id:
+        raise CoordinatorError(Errors.INVALID_GROUP_ID)
 
 
 class Shard:
@@ -295,9 +302,14 @@ class Shard:
         self, request: ConsumerGroupHeartbeatRequest, ctx: RequestContext, now_ms: int
     ) -> Outcome[ConsumerGroupHeartbeatResponse]:
         self.tick(now_ms)
-        op = Operation()
+        st = self.state
+        op = _NO_OP
         try:
-            response = cg_heartbeat.heartbeat(self.state, request, ctx, op)
+            cg_heartbeat.validate(request, ctx.api_version, st.config.consumer_assignors)
+            group = st.groups.get(request.group_id)
+            r = ROUTES_CGH[kind_of(group)]
+            op = Operation(r.replay)
+            response = r.path(st, group, request, ctx, op)
         except CoordinatorError as e:
             return Outcome(
                 ConsumerGroupHeartbeatResponse(error_code=int(e.code), error_message=e.message),
@@ -333,128 +345,93 @@ class Shard:
     def join_group(
         self, req: JoinGroupRequest, ctx: RequestContext, now_ms: int
     ) -> Outcome[JoinGroupResponse]:
-        st = self.state
-        current = st.groups.get(req.group_id)
-        # A classic member joining a non-empty consumer group writes consumer-group records.
-        into_consumer_group = isinstance(current, ConsumerGroup) and not current.is_empty()
+        config = self.state.config
 
-        def fn(op: Operation) -> Any:
+        def check() -> None:
             if not req.group_id:
                 raise CoordinatorError(Errors.INVALID_GROUP_ID)
-            if (
-                not self.config.min_session_timeout_ms
-                <= req.session_timeout_ms
-                <= self.config.max_session_timeout_ms
-            ):
+            if not config.min_session_timeout_ms <= req.session_timeout_ms <= config.max_session_timeout_ms:
                 raise CoordinatorError(Errors.INVALID_SESSION_TIMEOUT)
             if req.rebalance_timeout_ms < 0:
                 req.rebalance_timeout_ms = req.session_timeout_ms  # JoinGroup v0 has none
-            group = st.groups.get(req.group_id)
-            if isinstance(group, ConsumerGroup):
-                if into_consumer_group:
-                    return st.migration.classic_join_to_consumer_group(group, req, ctx, op)
-                # An empty consumer group is replaced by a classic group whatever the policy.
-                offsets_ops.group_tombstones(group, op.records)
-                del st.groups[req.group_id]
-                op.event(
-                    "group.converted",
-                    group=req.group_id,
-                    from_type="consumer",
-                    to_type="classic",
-                    reason="empty consumer group",
-                )
-            return join_classic_group(st, req, ctx, op)
 
-        return self._run(
+        return self._route(
             now_ms,
             "JoinGroup",
-            fn,
+            req,
+            ctx,
+            check,
             lambda e: JoinGroupResponse(error_code=int(e.code), member_id=req.member_id),
-            replay=into_consumer_group,
-            group_id=req.group_id,
-            member_id=req.member_id,
+            req.member_id,
         )
 
     def sync_group(
         self, req: SyncGroupRequest, ctx: RequestContext, now_ms: int
     ) -> Outcome[SyncGroupResponse]:
-        def fn(op: Operation) -> Any:
+        def check() -> None:
             if not req.group_id:
                 raise CoordinatorError(Errors.INVALID_GROUP_ID)
             if ctx.api_version >= PROTOCOL_FIELDS_REQUIRED_VERSION and (
                 req.protocol_type is None or req.protocol_name is None
             ):
                 raise CoordinatorError(Errors.INCONSISTENT_GROUP_PROTOCOL)
-            group = self.state.groups.get(req.group_id)
-            if group is None or group.is_empty():
-                raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID)
-            if isinstance(group, ConsumerGroup):
-                return self.state.migration.classic_sync_to_consumer_group(group, req, ctx, op)
-            return sync_classic_group(self.state, group, req, ctx, op)
 
-        return self._run(
+        return self._route(
             now_ms,
             "SyncGroup",
-            fn,
+            req,
+            ctx,
+            check,
             lambda e: SyncGroupResponse(error_code=int(e.code)),
-            replay=False,
-            group_id=req.group_id,
-            member_id=req.member_id,
+            req.member_id,
         )
 
     def heartbeat(
         self, req: HeartbeatRequest, ctx: RequestContext, now_ms: int
     ) -> Outcome[HeartbeatResponse]:
-        def fn(op: Operation) -> Any:
-            if not req.group_id:
-                raise CoordinatorError(Errors.INVALID_GROUP_ID)
-            group = self.state.groups.get(req.group_id)
-            if isinstance(group, ClassicGroup):
-                return heartbeat_classic_group(self.state, group, req, op)
-            if isinstance(group, ConsumerGroup):
-                return self.state.migration.classic_heartbeat_to_consumer_group(group, req, ctx, op)
-            raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, f"Group {req.group_id} not found.")
-
-        return self._run(
+        return self._route(
             now_ms,
             "Heartbeat",
-            fn,
+            req,
+            ctx,
+            lambda: _check_group_id(req),
             lambda e: HeartbeatResponse(int(e.code)),
-            replay=False,
-            group_id=req.group_id,
-            member_id=req.member_id,
+            req.member_id,
         )
 
     def leave_group(
         self, req: LeaveGroupRequest, ctx: RequestContext, now_ms: int
     ) -> Outcome[LeaveGroupResponse]:
-        st = self.state
-        # Classic members leaving a consumer group write consumer-group records.
-        from_consumer_group = isinstance(st.groups.get(req.group_id), ConsumerGroup)
-
-        def fn(op: Operation) -> Any:
-            if not req.group_id:
-                raise CoordinatorError(Errors.INVALID_GROUP_ID)
-            group = st.groups.get(req.group_id)
-            if isinstance(group, ClassicGroup):
-                return leave_classic_group(st, group, req, op)
-            if isinstance(group, ConsumerGroup):
-                return st.migration.classic_leave_to_consumer_group(group, req, ctx, op)
-            return LeaveGroupResponse(
-                members=[
-                    MemberResponse(m.member_id, m.group_instance_id, int(Errors.UNKNOWN_MEMBER_ID))
-                    for m in req.members
-                ]
-            )
-
-        return self._run(
+        return self._route(
             now_ms,
             "LeaveGroup",
-            fn,
+            req,
+            ctx,
+            lambda: _check_group_id(req),
             lambda e: LeaveGroupResponse(error_code=int(e.code)),
-            replay=from_consumer_group,
-            group_id=req.group_id,
         )
+
+    def _route(
+        self,
+        now_ms: int,
+        api: str,
+        req: Any,
+        ctx: RequestContext,
+        check: Callable[[], None],
+        on_error: Callable[[CoordinatorError], Any],
+        member_id: str = "",
+    ) -> Outcome[Any]:
+        """Run a classic API: the request checks, then the path `engine.routing.ROUTES` names
+        for the group the request finds, in an operation of the route's replay mode."""
+        st = self.state
+        group = st.groups.get(req.group_id)
+        r = route(api, group)
+
+        def fn(op: Operation) -> Any:
+            check()
+            return r.path(st, group, req, ctx, op)
+
+        return self._run(now_ms, api, fn, on_error, r.replay, req.group_id, member_id)
 
     def describe_groups(self, group_ids: Iterable[str]) -> list[DescribedGroup]:
         """DescribeGroups for classic groups; missing groups are Dead. Consumer groups are

@@ -44,9 +44,10 @@ from engine.consumer.group import ConsumerGroup
 from engine.consumer.member import ConsumerGroupMember, MemberState, normalize_topic_names
 from engine.consumer.membership import (
     cancel_member_timers,
+    joining_static_member,
+    known_static_member,
     maybe_reconcile,
     remove_member_records,
-    replace_member_records,
     schedule_session_timeout,
     subscription_metadata,
     topic_counts,
@@ -94,7 +95,6 @@ def join(
     shard: ShardState, group: ConsumerGroup, req: JoinGroupRequest, ctx: RequestContext, op: Operation
 ) -> JoinGroupResponse:
     gid = group.group_id
-    op.replay = True  # consumer-group records, applied by replay (unless a downgrade below)
     member_id = req.member_id
     unknown = member_id == ""
     if unknown:
@@ -130,38 +130,13 @@ def join(
         base = member if member is not None else ConsumerGroupMember(member_id=member_id)
         if member is None:
             op.event("member.joined", group=gid, member=member_id, protocol="classic")
+    elif unknown:
+        # A classic static member takes the instance id over at once (no -2 needed).
+        old, base, replaced = joining_static_member(
+            group, member_id, instance_id, op, protocol="classic", rejoin_by_id=False, take_over_active=True
+        )
     else:
-        existing = group.static_member(instance_id)
-        if unknown:
-            if existing is None:
-                old, base = None, ConsumerGroupMember(member_id=member_id)
-                op.event(
-                    "member.joined", group=gid, member=member_id, instance_id=instance_id, protocol="classic"
-                )
-            else:
-                # A classic static member may replace the existing one directly (no -2 needed).
-                replaced = existing
-                base = existing.with_changes(member_id=member_id, member_epoch=0, previous_member_epoch=0)
-                replace_member_records(group, existing, base, op)
-                old = base
-                op.event(
-                    "member.replaced",
-                    group=gid,
-                    member=member_id,
-                    replaced=existing.member_id,
-                    instance_id=instance_id,
-                    protocol="classic",
-                )
-        else:
-            if existing is None:
-                raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
-            if existing.member_id != member_id:
-                raise CoordinatorError(
-                    Errors.FENCED_INSTANCE_ID,
-                    f"Static member {member_id} with instance id {instance_id} was fenced by member "
-                    f"{existing.member_id}.",
-                )
-            old = base = existing
+        old = base = known_static_member(group, member_id, instance_id)
 
     first = req.protocols[0]
     try:
@@ -240,18 +215,7 @@ def _validate_member(group: ConsumerGroup, member_id: str, instance_id: str | No
                 Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group.group_id}."
             )
     else:
-        member = group.static_member(instance_id)
-        if member is None:
-            raise CoordinatorError(
-                Errors.UNKNOWN_MEMBER_ID,
-                f"Member with instance id {instance_id} is not a member of group {group.group_id}.",
-            )
-        if member.member_id != member_id:
-            raise CoordinatorError(
-                Errors.FENCED_INSTANCE_ID,
-                f"Static member {member_id} with instance id {instance_id} was fenced by member "
-                f"{member.member_id}.",
-            )
+        member = known_static_member(group, member_id, instance_id)
     if member.classic_member_metadata is None:
         raise CoordinatorError(
             Errors.UNKNOWN_MEMBER_ID, f"Member {member.member_id} does not use the classic protocol."

@@ -17,10 +17,12 @@ from typing import TYPE_CHECKING
 from engine.assignment import EMPTY, Assignment
 from engine.consumer import record_builders as rb
 from engine.consumer import regex as regexes
+from engine.consumer.api import LEAVE_GROUP_STATIC_MEMBER_EPOCH
 from engine.consumer.group import ConsumerGroup, ResolvedRegex
 from engine.consumer.member import ConsumerGroupMember, MemberState
 from engine.consumer.reconcile import OwnedPartitions, reconcile
 from engine.consumer.target import build_target_assignment
+from engine.errors import CoordinatorError, Errors
 from engine.metadata import MetadataImage
 from engine.operation import Operation
 from engine.timers import TimerKind, TimerTask
@@ -309,6 +311,74 @@ def maybe_reconcile(
         else:
             op.cancel(TimerKind.CONSUMER_REBALANCE, group.group_id, updated.member_id)
     return updated
+
+
+# --- static members (KIP-345, as KIP-848 keeps it) ------------------------------------------------
+
+
+def known_static_member(group: ConsumerGroup, member_id: str, instance_id: str) -> ConsumerGroupMember:
+    """The member that holds `instance_id`, which must be `member_id` (both protocols)."""
+    existing = group.static_member(instance_id)
+    if existing is None:
+        raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
+    if existing.member_id != member_id:
+        raise CoordinatorError(
+            Errors.FENCED_INSTANCE_ID,
+            f"Static member {member_id} with instance id {instance_id} was fenced by member "
+            f"{existing.member_id}.",
+        )
+    return existing
+
+
+def joining_static_member(
+    group: ConsumerGroup,
+    member_id: str,
+    instance_id: str,
+    op: Operation,
+    *,
+    protocol: str,
+    rejoin_by_id: bool,
+    take_over_active: bool,
+) -> tuple[ConsumerGroupMember | None, ConsumerGroupMember, ConsumerGroupMember | None]:
+    """Kafka `getOrMaybeSubscribeStaticConsumerGroupMember` for both protocols: a static member
+    joining under `member_id`. Returns (old, base, replaced): `old` is the member as the group
+    counts it today (None when new), `base` the member the request then updates, `replaced` the
+    member whose instance id it took over (its records are replaced in `op`).
+
+    The protocols differ in two flags only: a consumer-protocol member may rejoin under its own
+    id (`rejoin_by_id`, KAFKA-19233) and takes over an instance id only once its holder left with
+    epoch -2 (else UNRELEASED_INSTANCE_ID), while a classic member takes it over at once
+    (`take_over_active`), as a classic static member always could."""
+    gid = group.group_id
+    existing = group.static_member(instance_id)
+    if existing is None:
+        if rejoin_by_id:
+            member = group.members.get(member_id)
+            if member is not None:
+                return member, member, None
+        op.event("member.joined", group=gid, member=member_id, instance_id=instance_id, protocol=protocol)
+        return None, ConsumerGroupMember(member_id=member_id), None
+    if (
+        not take_over_active
+        and not existing.uses_classic_protocol
+        and existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH
+    ):
+        raise CoordinatorError(
+            Errors.UNRELEASED_INSTANCE_ID,
+            f"Static member {member_id} with instance id {instance_id} cannot join the "
+            f"group because the instance id is owned by {existing.member_id} member.",
+        )
+    replacement = existing.with_changes(member_id=member_id, member_epoch=0, previous_member_epoch=0)
+    replace_member_records(group, existing, replacement, op)
+    op.event(
+        "member.replaced",
+        group=gid,
+        member=member_id,
+        replaced=existing.member_id,
+        instance_id=instance_id,
+        protocol=protocol,
+    )
+    return replacement, replacement, existing
 
 
 # --- removal ----------------------------------------------------------------------------------

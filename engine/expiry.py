@@ -98,4 +98,4 @@ EXPIRY: dict[TimerKind, Expiry] = {
 
 
 def schedule_offset_expiration(s: ShardState, op: Operation) -> None:
-    op.schedule(TimerTask(K.OFFSET_EXPIRATION, ""), s.config.offsets_retention_check_interval_ms)
+    op.schedule(K.OFFSET_EXPIRATION, "", "", s.config.offsets_retention_check_interval_ms)

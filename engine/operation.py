@@ -14,7 +14,7 @@ from typing import Any
 
 from engine.errors import Errors
 from engine.outcome import Event, Pending
-from engine.timers import CANCEL, SCHEDULE, SCHEDULE_IF_ABSENT, TimerChange, TimerKind, TimerTask
+from engine.timers import CANCEL, SCHEDULE, SCHEDULE_IF_ABSENT, TimerChange, TimerKind, timer_key
 from records.coordinator import CoordinatorRecord
 
 # Called with Errors.NONE once the records are durable, or with the append's (mapped) error.
@@ -67,15 +67,20 @@ class Operation:
 
     # --- timer changes (applied by `Shard.commit` with the records) ----------------------------
 
-    def schedule(self, task: TimerTask, timeout_ms: int) -> None:
-        """Schedule `task` at now + timeout, replacing any timer with the same key."""
-        self.timers.append((SCHEDULE, task, timeout_ms))
+    def schedule(
+        self, kind: TimerKind, group_id: str, member_id: str, timeout_ms: int, epoch: int = 0, data: int = 0
+    ) -> None:
+        """Schedule the timer (kind, group, member) at now + timeout, replacing any timer with the
+        same key; `epoch` and `data` are what its handler needs (`engine.timers.TimerTask`)."""
+        key = timer_key(kind, group_id, member_id)
+        self.timers.append((SCHEDULE, key, kind, group_id, member_id, epoch, data, timeout_ms))
 
-    def schedule_if_absent(self, task: TimerTask, timeout_ms: int) -> None:
-        self.timers.append((SCHEDULE_IF_ABSENT, task, timeout_ms))
+    def schedule_if_absent(self, kind: TimerKind, group_id: str, member_id: str, timeout_ms: int) -> None:
+        key = timer_key(kind, group_id, member_id)
+        self.timers.append((SCHEDULE_IF_ABSENT, key, kind, group_id, member_id, 0, 0, timeout_ms))
 
     def cancel(self, kind: TimerKind, group_id: str, member_id: str = "") -> None:
-        self.timers.append((CANCEL, TimerTask(kind, group_id, member_id), 0))
+        self.timers.append((CANCEL, timer_key(kind, group_id, member_id), kind, group_id, member_id, 0, 0, 0))
 
     def after(self, action: Callable[[], None]) -> None:
         if self._after is None:

@@ -92,12 +92,6 @@ class Route(NamedTuple):
 # --- ConsumerGroupHeartbeat ----------------------------------------------------------------------
 
 
-def _cgh_native(
-    s: ShardState, group: ConsumerGroup | None, req: Any, ctx: RequestContext, op: Operation
-) -> Any:
-    return cg_heartbeat.heartbeat(s, group, req, ctx, op)
-
-
 def _cgh_replace_empty_classic(
     s: ShardState, group: ClassicGroup, req: ConsumerGroupHeartbeatRequest, ctx: RequestContext, op: Operation
 ) -> Any:
@@ -216,11 +210,11 @@ REPLAY, IN_PLACE = True, False
 
 ROUTES: dict[str, dict[GroupKind, Route]] = {
     "ConsumerGroupHeartbeat": {
-        K.NONE: Route(REPLAY, _cgh_native),
+        K.NONE: Route(REPLAY, cg_heartbeat.heartbeat),
         K.CLASSIC_EMPTY: Route(REPLAY, _cgh_replace_empty_classic),
         K.CLASSIC: Route(REPLAY, _cgh_upgrade),
-        K.CONSUMER_EMPTY: Route(REPLAY, _cgh_native),
-        K.CONSUMER: Route(REPLAY, _cgh_native),
+        K.CONSUMER_EMPTY: Route(REPLAY, cg_heartbeat.heartbeat),
+        K.CONSUMER: Route(REPLAY, cg_heartbeat.heartbeat),
     },
     "JoinGroup": {
         K.NONE: Route(IN_PLACE, _join_native),

@@ -5,20 +5,27 @@ and the metadata image they assign from. Its surface is small, like h11's: handl
 `now`, `expire(now)` due timers, `replay(record)`, and `append_completed` for operations whose
 follow-up waits for their records to be durable.
 
-Two kinds of operations, as in Kafka:
-* consumer groups, offsets and group deletion compute records from the current state and change
-  state only by replaying those records (`Operation(replay=True)`), so a restart and a live run
-  cannot diverge;
-* classic groups change in place and write a GroupMetadata snapshot (`replay=False`).
+Rules of this file:
+* One way to change state. A request is checked, routed (`engine.routing.ROUTES` names the path
+  and the operation's replay mode) and computed into an `Operation` by a handler that sees only
+  `ShardState`; `commit` then journals the records and, only if the journal accepted them,
+  applies the records, the `after` actions and the timer changes. Nothing else here or in a
+  handler changes a consumer group, an offset or a timer.
+* Two kinds of operations, as in Kafka: consumer groups, offsets and group deletion compute
+  records from the current state and change state only by replaying them
+  (`Operation(replay=True)`), so a restart and a live run cannot diverge; classic groups change
+  in place and write a GroupMetadata snapshot (`replay=False`).
+* A fired timer is a `TimerTask`, dispatched by kind through `engine.expiry.EXPIRY`.
 
-Requests of one protocol that reach a group of the other type go to `self.migration`
-(`engine.hooks.MigrationHooks`); the translation layer installs its implementation.
+Requests of one protocol that reach a group of the other type go to the `MigrationHooks`
+(`engine.hooks`) in `ShardState.migration`; the translation layer installs its implementation.
 
 Durability: the runtime installs `journal`, which appends an operation's records to the log
 (without waiting for fsync) and raises `AppendError` when it cannot. The shard calls it before
-applying anything, so a failed append leaves the state exactly as it was and the client gets
-Kafka's mapped error (Kafka `CoordinatorRuntime`). Classic paths, which change state in place, learn of the
-failure through their append continuation, as Kafka's append futures do.
+applying anything, so a failed append leaves the state and the timers exactly as they were and
+the client gets Kafka's mapped error (Kafka `CoordinatorRuntime`). Classic paths, which change
+state in place, learn of the failure through their append continuation, as Kafka's append
+futures do.
 """
 
 from __future__ import annotations
@@ -79,7 +86,7 @@ from engine.offsets.api import (
 from engine.offsets.store import OffsetStore
 from engine.operation import AppendContinuation, Operation
 from engine.outcome import Outcome, Pending
-from engine.routing import ROUTES, kind_of, route
+from engine.routing import ROUTES, GroupKind, kind_of, route
 from engine.state import Group, ShardState
 from engine.timers import Timers, TimerTask, apply_timer_changes
 from records.classic_group import GroupMetadataKey, GroupMetadataValue
@@ -96,6 +103,7 @@ _CONSUMER_KEYS = CONSUMER_GROUP_KEYS
 
 _NO_OP = Operation()  # stands for the operation of a request refused before it has one
 ROUTES_CGH = ROUTES["ConsumerGroupHeartbeat"]
+_CGH_CONSUMER = ROUTES_CGH[GroupKind.CONSUMER]
 
 
 def _check_group_id(req: Any) -> None:
@@ -202,7 +210,8 @@ class Shard:
                 return self._append_failed(op, response, on_error, e)
         if op.replay and op.records:
             self.apply(op.records)
-        op.run_after()
+        if op._after:
+            op.run_after()
         if op.timers:
             apply_timer_changes(self.timers, op.timers, self.state.now_ms)
         completions: Any = op.completions
@@ -307,7 +316,8 @@ class Shard:
         try:
             cg_heartbeat.validate(request, ctx.api_version, st.config.consumer_assignors)
             group = st.groups.get(request.group_id)
-            r = ROUTES_CGH[kind_of(group)]
+            # The table's cell for a consumer group, looked up once (every steady heartbeat).
+            r = _CGH_CONSUMER if type(group) is ConsumerGroup else ROUTES_CGH[kind_of(group)]
             op = Operation(r.replay)
             response = r.path(st, group, request, ctx, op)
         except CoordinatorError as e:

@@ -108,9 +108,15 @@ class Timers:
         entry = self._entries.get(key)
         if entry is None:
             return False
+        self.push(entry, timeout_ms, now_ms)
+        return True
+
+    def push(self, entry: TimerEntry, timeout_ms: int, now_ms: int) -> None:
+        """`reschedule` of an entry already looked up."""
+        key = entry.key
         if entry.timeout_ms != timeout_ms:
             self.schedule(key, timeout_ms, now_ms, entry.callback)
-            return True
+            return
         now = self._clock(now_ms)
         self._seq += 1
         if entry.deadline == self._min:
@@ -118,7 +124,6 @@ class Timers:
         entry.deadline = now + timeout_ms
         entry.seq = self._seq
         self._buckets[timeout_ms].move_to_end(key)
-        return True
 
     def cancel(self, key: str) -> None:
         entry = self._entries.get(key)
@@ -244,8 +249,9 @@ SCHEDULE = 0
 SCHEDULE_IF_ABSENT = 1
 CANCEL = 2
 
-# (action, task, timeout_ms): a tuple, since the hot path adds one per heartbeat.
-TimerChange = tuple[int, TimerTask, int]
+# (action, key, kind, group_id, member_id, epoch, data, timeout_ms): a plain tuple, since the hot
+# path adds one per heartbeat; the TimerTask is built only when a timer is created or changes.
+TimerChange = tuple[int, str, TimerKind, str, str, int, int, int]
 
 
 def timer_key(kind: TimerKind, group_id: str, member_id: str = "") -> str:
@@ -262,10 +268,17 @@ def timer_key(kind: TimerKind, group_id: str, member_id: str = "") -> str:
 
 def apply_timer_changes(timers: Timers, changes: list[TimerChange], now_ms: int) -> None:
     """Apply an operation's timer changes in order (called by `Shard.commit` only)."""
-    for action, task, timeout in changes:
+    entries = timers._entries
+    for action, key, kind, group_id, member_id, epoch, data, timeout in changes:
         if action == SCHEDULE:
-            timers.schedule(task.key, timeout, now_ms, task)
+            entry = entries.get(key)
+            if entry is not None:
+                task = entry.callback
+                if task.kind is kind and task.epoch == epoch and task.data == data:
+                    timers.push(entry, timeout, now_ms)  # the same task, later (every heartbeat)
+                    continue
+            timers.schedule(key, timeout, now_ms, TimerTask(kind, group_id, member_id, epoch, data))
         elif action == CANCEL:
-            timers.cancel(task.key)
-        else:
-            timers.schedule_if_absent(task.key, timeout, now_ms, task)
+            timers.cancel(key)
+        elif key not in entries:
+            timers.schedule(key, timeout, now_ms, TimerTask(kind, group_id, member_id, epoch, data))

@@ -59,7 +59,7 @@ from engine.context import RequestContext
 from engine.errors import CoordinatorError, Errors
 from engine.ids import consumer_member_id
 from engine.operation import Operation
-from engine.timers import TimerKind, TimerTask
+from engine.timers import TimerKind
 from records.consumer_group import ClassicMemberMetadata, ClassicProtocol, TopicPartitions
 from translation.downgrade import can_downgrade_after_replacement, downgrade
 from translation.embedded_protocol import (
@@ -192,7 +192,7 @@ def join(
     if not downgraded:
         schedule_session_timeout(op, gid, member_id, req.session_timeout_ms)
         sync_timeout = max(req.rebalance_timeout_ms, 0)
-        op.schedule(TimerTask(TimerKind.CLASSIC_MEMBER_SYNC, gid, member_id), sync_timeout)
+        op.schedule(TimerKind.CLASSIC_MEMBER_SYNC, gid, member_id, sync_timeout)
     return JoinGroupResponse(
         member_id=member_id,
         generation_id=updated.member_epoch,
@@ -233,8 +233,9 @@ def _check_generation(member: ConsumerGroupMember, generation: int) -> None:
 
 
 def _schedule_join_timeout(op: Operation, group_id: str, member: ConsumerGroupMember) -> None:
-    task = TimerTask(TimerKind.CLASSIC_MEMBER_JOIN, group_id, member.member_id)
-    op.schedule_if_absent(task, max(member.rebalance_timeout_ms, 0))
+    op.schedule_if_absent(
+        TimerKind.CLASSIC_MEMBER_JOIN, group_id, member.member_id, max(member.rebalance_timeout_ms, 0)
+    )
 
 
 def _session_timeout(member: ConsumerGroupMember) -> int:

@@ -39,15 +39,15 @@ def heartbeat_classic_group(
     shard: ShardState, group: ClassicGroup, req: HeartbeatRequest, op: Operation
 ) -> HeartbeatResponse:
     if group.is_in_state(S.DEAD):
-        return HeartbeatResponse(int(Errors.COORDINATOR_NOT_AVAILABLE))
-    try:
-        group.validate_member(req.member_id, req.group_instance_id)
-    except CoordinatorError as e:
-        return HeartbeatResponse(int(e.code))
+        raise CoordinatorError(Errors.COORDINATOR_NOT_AVAILABLE)
+    group.validate_member(req.member_id, req.group_instance_id)
     if req.generation_id != group.generation_id:
-        return HeartbeatResponse(int(Errors.ILLEGAL_GENERATION))
+        raise CoordinatorError(
+            Errors.ILLEGAL_GENERATION,
+            f"generation {req.generation_id} is not the group's generation {group.generation_id}",
+        )
     if group.is_in_state(S.EMPTY):
-        return HeartbeatResponse(int(Errors.UNKNOWN_MEMBER_ID))
+        raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, "the group is empty")
     reschedule_heartbeat(op, group, group.members[req.member_id])
     if group.is_in_state(S.PREPARING_REBALANCE):
         return HeartbeatResponse(int(Errors.REBALANCE_IN_PROGRESS))

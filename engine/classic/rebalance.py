@@ -20,7 +20,7 @@ from engine.classic.records import group_metadata_record
 from engine.classic.state import ClassicGroupState
 from engine.errors import Errors
 from engine.operation import Operation
-from engine.timers import TimerKind, TimerTask
+from engine.timers import TimerKind
 
 if TYPE_CHECKING:
     from engine.state import ShardState
@@ -39,7 +39,7 @@ def reschedule_heartbeat(
 
 
 def schedule_member_heartbeat(op: Operation, group_id: str, member_id: str, timeout_ms: int) -> None:
-    op.schedule(TimerTask(TimerKind.CLASSIC_HEARTBEAT, group_id, member_id), timeout_ms)
+    op.schedule(TimerKind.CLASSIC_HEARTBEAT, group_id, member_id, timeout_ms)
 
 
 def expire_member_heartbeat(shard: ShardState, group_id: str, member_id: str, op: Operation) -> None:
@@ -117,7 +117,7 @@ def prepare_rebalance(shard: ShardState, group: ClassicGroup, op: Operation, rea
 
 
 def _schedule_initial(op: Operation, group_id: str, delay: int, remaining: int) -> None:
-    op.schedule(TimerTask(TimerKind.CLASSIC_INITIAL_REBALANCE, group_id, "", delay, remaining), delay)
+    op.schedule(TimerKind.CLASSIC_INITIAL_REBALANCE, group_id, "", delay, epoch=delay, data=remaining)
 
 
 def try_complete_initial_rebalance(
@@ -141,7 +141,7 @@ def _complete_join_else_schedule(shard: ShardState, group: ClassicGroup, op: Ope
     if group.has_all_members_joined():
         complete_join(shard, group, op)
     else:
-        op.schedule(TimerTask(TimerKind.CLASSIC_JOIN_PHASE, group.group_id), group.rebalance_timeout_ms())
+        op.schedule(TimerKind.CLASSIC_JOIN_PHASE, group.group_id, "", group.rebalance_timeout_ms())
 
 
 def maybe_complete_join_phase(shard: ShardState, group: ClassicGroup, op: Operation) -> None:
@@ -174,7 +174,7 @@ def complete_join(shard: ShardState, group: ClassicGroup, op: Operation) -> None
         return
     if not group.maybe_elect_new_joined_leader() and group.members:
         # Nobody rejoined: try again after another rebalance timeout, until sessions expire.
-        op.schedule(TimerTask(TimerKind.CLASSIC_JOIN_PHASE, gid), group.rebalance_timeout_ms())
+        op.schedule(TimerKind.CLASSIC_JOIN_PHASE, gid, "", group.rebalance_timeout_ms())
         return
     group.init_next_generation(shard.now_ms)
     op.event(
@@ -203,8 +203,9 @@ def complete_join(shard: ShardState, group: ClassicGroup, op: Operation) -> None
         reschedule_heartbeat(op, group, m)
         m.is_new = False
         group.pending_sync_members[m.member_id] = None
-    task = TimerTask(TimerKind.CLASSIC_SYNC_PHASE, gid, "", group.generation_id)
-    op.schedule(task, group.rebalance_timeout_ms())
+    op.schedule(
+        TimerKind.CLASSIC_SYNC_PHASE, gid, "", group.rebalance_timeout_ms(), epoch=group.generation_id
+    )
 
 
 # --- sync phase ----------------------------------------------------------------------------

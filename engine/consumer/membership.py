@@ -25,7 +25,7 @@ from engine.consumer.target import build_target_assignment
 from engine.errors import CoordinatorError, Errors
 from engine.metadata import MetadataImage
 from engine.operation import Operation
-from engine.timers import TimerKind, TimerTask
+from engine.timers import SCHEDULE, TimerKind, TimerTask
 from records.consumer_group import PartitionMetadata, TopicMetadata
 
 if TYPE_CHECKING:
@@ -456,15 +456,23 @@ def cancel_member_timers(op: Operation, group_id: str, member_id: str) -> None:
 
 
 def schedule_session_timeout(op: Operation, group_id: str, member_id: str, timeout_ms: int) -> None:
-    op.schedule(TimerTask(TimerKind.CONSUMER_SESSION, group_id, member_id), timeout_ms)
+    # Inlined `op.schedule` (every heartbeat): the key is `timer_key(CONSUMER_SESSION, ...)`.
+    key = f"session-timeout-{group_id}-{member_id}"
+    op.timers.append((SCHEDULE, key, TimerKind.CONSUMER_SESSION, group_id, member_id, 0, 0, timeout_ms))
 
 
 def schedule_rebalance_timeout(op: Operation, group_id: str, member: ConsumerGroupMember) -> None:
     """Fences the member if it is still at this epoch when the timer fires (KIP-848 "Rebalance
     Timeout"); `data` keeps the timeout for the fence's reason."""
     timeout = member.rebalance_timeout_ms
-    task = TimerTask(TimerKind.CONSUMER_REBALANCE, group_id, member.member_id, member.member_epoch, timeout)
-    op.schedule(task, max(timeout, 0))
+    op.schedule(
+        TimerKind.CONSUMER_REBALANCE,
+        group_id,
+        member.member_id,
+        max(timeout, 0),
+        member.member_epoch,
+        timeout,
+    )
 
 
 def fence_expired_member(

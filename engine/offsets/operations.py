@@ -7,7 +7,7 @@ Every change is an OffsetCommit record (type 1) or its tombstone, replayed into 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from engine.classic.group import ClassicGroup
 from engine.classic.rebalance import reschedule_heartbeat
@@ -42,7 +42,7 @@ from records.coordinator import CoordinatorRecord
 from records.offsets import OffsetCommitKey
 
 if TYPE_CHECKING:
-    from engine.state import ShardState
+    from engine.state import Group, ShardState
 
 S = ClassicGroupState
 # OffsetCommit v9+: GROUP_ID_NOT_FOUND for a missing group (older versions: ILLEGAL_GENERATION).
@@ -158,12 +158,10 @@ def fetch_offsets(
     return OffsetFetchGroupResponse(gid, topics)
 
 
-def is_subscribed_to_topic(group: Any, topic: str) -> bool:
+def is_subscribed_to_topic(group: Group, topic: str) -> bool:
     if isinstance(group, ConsumerGroup):
         return group.is_subscribed_to(topic)
-    if isinstance(group, ClassicGroup):
-        return group.is_subscribed_to_topic(topic)
-    return False
+    return group.is_subscribed_to_topic(topic)
 
 
 def delete_offsets(shard: ShardState, req: OffsetDeleteRequest, op: Operation) -> OffsetDeleteResponse:
@@ -196,12 +194,11 @@ def delete_offsets(shard: ShardState, req: OffsetDeleteRequest, op: Operation) -
     return OffsetDeleteResponse(topics=results)
 
 
-def group_tombstones(group: Any, records: list[CoordinatorRecord]) -> None:
+def group_tombstones(group: Group, records: list[CoordinatorRecord]) -> None:
     """The records that delete a group (Kafka's `__consumer_offsets` records)."""
     if isinstance(group, ClassicGroup):
         records.append(group_metadata_tombstone(group.group_id))
         return
-    assert isinstance(group, ConsumerGroup)
     gid = group.group_id
     records.extend(rb.current_assignment_tombstone(gid, m) for m in group.members)
     records.extend(rb.target_member_tombstone(gid, m) for m in group.members)
@@ -224,9 +221,9 @@ def delete_groups(shard: ShardState, group_ids: list[str], op: Operation) -> lis
                 code = Errors.GROUP_ID_NOT_FOUND
             elif group.state in (S.STABLE, S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE):
                 code = Errors.NON_EMPTY_GROUP
-        elif isinstance(group, ConsumerGroup) and group.state() is not ConsumerGroupState.EMPTY:
+        elif group.state() is not ConsumerGroupState.EMPTY:
             code = Errors.NON_EMPTY_GROUP
-        if code is Errors.NONE:
+        if group is not None and code is Errors.NONE:
             for topic, parts in shard.offsets.group(gid).items():
                 op.records.extend(offset_tombstone(gid, topic, p) for p in parts)
             group_tombstones(group, op.records)
@@ -238,24 +235,18 @@ def delete_groups(shard: ShardState, group_ids: list[str], op: Operation) -> lis
 # --- expiry (Kafka `OffsetMetadataManager`)
 
 
-def _expiry_base(group: Any, o: OffsetAndMetadata) -> int | None:
+def _expiry_base(group: Group | None, o: OffsetAndMetadata) -> int | None:
     """The timestamp an offset's age is measured from, or None when it never expires now."""
-    if isinstance(group, ConsumerGroup):
+    if not isinstance(group, ClassicGroup):
+        return o.commit_timestamp  # a consumer group, or offsets without a group
+    if group.protocol_type is None:
+        return o.commit_timestamp  # a simple group
+    if group.is_in_state(S.EMPTY):
+        ts = group.current_state_timestamp
+        return o.commit_timestamp if ts is None else ts
+    if group.uses_consumer_protocol() and group.subscribed_topics is not None and group.is_in_state(S.STABLE):
         return o.commit_timestamp
-    if isinstance(group, ClassicGroup):
-        if group.protocol_type is None:
-            return o.commit_timestamp  # a simple group
-        if group.is_in_state(S.EMPTY):
-            ts = group.current_state_timestamp
-            return o.commit_timestamp if ts is None else ts
-        if (
-            group.uses_consumer_protocol()
-            and group.subscribed_topics is not None
-            and group.is_in_state(S.STABLE)
-        ):
-            return o.commit_timestamp
-        return None
-    return o.commit_timestamp
+    return None
 
 
 def expire_offsets(shard: ShardState, op: Operation) -> None:

@@ -46,7 +46,7 @@ from translation.embedded_protocol import SchemaError, read_version, serialize_a
 from translation.policy import downgrade_enabled, refused
 
 if TYPE_CHECKING:
-    from engine.shard import Shard
+    from engine.state import ShardState
 
 
 def all_members_use_classic_except(group: ConsumerGroup, member_id: str) -> bool:
@@ -58,7 +58,7 @@ def all_members_use_classic_except(group: ConsumerGroup, member_id: str) -> bool
     )
 
 
-def can_downgrade_after_fence(shard: Shard, group: ConsumerGroup, fenced_id: str, op: Operation) -> bool:
+def can_downgrade_after_fence(shard: ShardState, group: ConsumerGroup, fenced_id: str, op: Operation) -> bool:
     if not all_members_use_classic_except(group, fenced_id):
         return False
     if group.num_members <= 1:
@@ -80,7 +80,7 @@ def can_downgrade_after_fence(shard: Shard, group: ConsumerGroup, fenced_id: str
 
 
 def can_downgrade_after_replacement(
-    shard: Shard, group: ConsumerGroup, replaced_id: str, op: Operation
+    shard: ShardState, group: ConsumerGroup, replaced_id: str, op: Operation
 ) -> bool:
     if not all_members_use_classic_except(group, replaced_id):
         return False
@@ -111,7 +111,7 @@ def _classic_member(m: ConsumerGroupMember) -> ClassicGroupMember:
 
 
 def build_classic_group(
-    shard: Shard,
+    shard: ShardState,
     group: ConsumerGroup,
     leaving_id: str,
     joining: ConsumerGroupMember | None,
@@ -154,7 +154,7 @@ def build_classic_group(
 
 
 def downgrade(
-    shard: Shard,
+    shard: ShardState,
     group: ConsumerGroup,
     leaving_id: str,
     joining: ConsumerGroupMember | None,
@@ -187,13 +187,6 @@ def downgrade(
 
     def install() -> None:
         shard.groups[gid] = classic
-        for cm in classic.members.values():
-            reschedule_heartbeat(shard, classic, cm)
-        # Both cases rebalance. In case (b) Kafka rebalances only when the joiner's subscription
-        # differs (KAFKA-19546), but without a rebalance no client knows it leads the classic
-        # group (each learnt leader "" from its consumer-group JoinGroup), so nobody assigns
-        # partitions that are added later, nor the partitions still moving at the conversion.
-        prepare_rebalance(shard, classic, op, f"Downgrade group {gid} from consumer to classic.")
 
     op.after(install)
     op.event(
@@ -207,4 +200,13 @@ def downgrade(
         protocol=classic.protocol_name,
         leader=classic.leader_id,
     )
+    # The classic group is not installed yet (the shard does it once the records are in the
+    # journal), so its members' timers and its rebalance are computed on it here, into `op`.
+    for cm in classic.members.values():
+        reschedule_heartbeat(op, classic, cm)
+    # Both cases rebalance. In case (b) Kafka rebalances only when the joiner's subscription
+    # differs (KAFKA-19546), but without a rebalance no client knows it leads the classic group
+    # (each learnt leader "" from its consumer-group JoinGroup), so nobody assigns partitions
+    # that are added later, nor the partitions still moving at the conversion.
+    prepare_rebalance(shard, classic, op, f"Downgrade group {gid} from consumer to classic.")
     return classic

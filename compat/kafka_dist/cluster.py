@@ -29,8 +29,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
-from compat.kafka_dist import wire
 from compat.kafka_dist.maven import KafkaDist, resolve
+from compat.kafka_dist.wire import api_versions, broker_ids
 
 HOST = "127.0.0.1"
 DEFAULT_JVM_OPTS = (
@@ -215,7 +215,7 @@ class KafkaNode:
 
     def answers(self) -> bool:
         try:
-            wire.api_versions(HOST, self.port, timeout=2.0)
+            api_versions(HOST, self.port, timeout=2.0)
         except (OSError, ConnectionError, KeyError, ValueError):
             return False
         return True
@@ -281,7 +281,7 @@ class KafkaCluster:
         return proc.pid if proc is not None and proc.poll() is None else None
 
     def api_versions(self, i: int = 0) -> dict[int, tuple[int, int]]:
-        return wire.api_versions(HOST, self.nodes[i].port)
+        return api_versions(HOST, self.nodes[i].port)
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -322,7 +322,7 @@ class KafkaCluster:
                     )
             if all(n.answers() for n in running):
                 try:
-                    ids = wire.broker_ids(HOST, running[0].port)
+                    ids = broker_ids(HOST, running[0].port)
                 except (OSError, ConnectionError, KeyError, ValueError):
                     ids = []
                 if {n.node_id for n in running} <= set(ids):

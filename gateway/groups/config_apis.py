@@ -10,17 +10,15 @@ on another resource type gets INVALID_REQUEST.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 
 from engine.errors import Errors
 from gateway.codec import response_type_of
 from gateway.entity_builder import build
+from gateway.groups.apis import GroupService
 from gateway.registry import HandlerRegistry, RequestContext
-
-if TYPE_CHECKING:
-    from gateway.groups.service import GroupCoordinatorService
 
 GROUP_RESOURCE = 32
 GROUP_CONFIGS = ("consumer.session.timeout.ms", "consumer.heartbeat.interval.ms")
@@ -29,14 +27,14 @@ DYNAMIC_GROUP_CONFIG, DEFAULT_CONFIG = 8, 5  # DescribeConfigs config sources
 INT_TYPE = 3
 
 
-def register(registry: HandlerRegistry, service: GroupCoordinatorService) -> None:
+def register(registry: HandlerRegistry, service: GroupService) -> None:
     apis = ConfigApis(service)
     registry.register(32, 1, 4, apis.describe_configs)
     registry.register(44, 0, 1, apis.incremental_alter_configs)
 
 
 class ConfigApis:
-    def __init__(self, service: GroupCoordinatorService) -> None:
+    def __init__(self, service: GroupService) -> None:
         self.service = service
 
     def describe_configs(self, ctx: RequestContext, header: Any, req: Any) -> Any:

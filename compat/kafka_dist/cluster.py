@@ -30,6 +30,7 @@ from pathlib import Path
 from types import TracebackType
 
 from compat.kafka_dist import wire
+from compat.kafka_dist.cds import CdsSession
 from compat.kafka_dist.maven import KafkaDist, resolve
 
 HOST = "127.0.0.1"
@@ -122,6 +123,7 @@ class KafkaNode:
         self.properties = self.dir / "server.properties"
         self.log_path = self.dir / "server.log"
         self.process: subprocess.Popen[bytes] | None = None
+        self._cds: CdsSession | None = None
 
     @property
     def address(self) -> str:
@@ -157,10 +159,12 @@ class KafkaNode:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.properties.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
 
-    def _java(self, main: str, *args: str) -> list[str]:
+    def _java(self, main: str, *args: str, cds: CdsSession | None = None) -> list[str]:
+        shared = cds.options if cds is not None else self.cluster.shared_archive_options()
         return [
             "java",
             *jvm_opts(),
+            *shared,
             *self.cluster.logging_props,
             "-cp",
             self.cluster.dist.classpath,
@@ -183,8 +187,9 @@ class KafkaNode:
         with open(self.log_path, "ab") as out:
             out.write(f"\n--- groupshift: starting node {self.node_id} at {time.ctime()} ---\n".encode())
             out.flush()
+            self._cds = self.cluster.cds_session() if self.node_id == 0 else None
             self.process = subprocess.Popen(
-                self._java("kafka.Kafka", str(self.properties)),
+                self._java("kafka.Kafka", str(self.properties), cds=self._cds),
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
@@ -206,12 +211,19 @@ class KafkaNode:
         except subprocess.TimeoutExpired:
             self.signal(signal.SIGKILL)
             self.process.wait(10)
+        self.exited()
 
     def kill(self) -> None:
         if self.process is None:
             return
         self.signal(signal.SIGKILL)
         self.process.wait(10)
+        self.exited()
+
+    def exited(self) -> None:
+        if self._cds is not None and self.process is not None:
+            self._cds.finish(self.process.returncode)
+            self._cds = None
 
     def answers(self) -> bool:
         try:
@@ -253,6 +265,21 @@ class KafkaCluster:
         self.nodes = [KafkaNode(self, i) for i in range(brokers)]
         self.started = False
         self.startup_seconds: float | None = None
+        self._archive_claimed = False
+
+    # --- class-data sharing (compat.kafka_dist.cds) --------------------------------------------
+
+    def shared_archive_options(self) -> list[str]:
+        """Use the release's class archive if one exists (format runs, nodes other than 0)."""
+        session = CdsSession(self.dist)
+        return session.options if session.pending is None else []
+
+    def cds_session(self) -> CdsSession | None:
+        """Node 0's first start uses the archive or, if there is none yet, makes it."""
+        if self._archive_claimed:
+            return None
+        self._archive_claimed = True
+        return CdsSession(self.dist)
 
     # --- addresses and logs --------------------------------------------------------------------
 
@@ -361,6 +388,7 @@ class KafkaCluster:
                 node.process.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 node.kill()
+            node.exited()
         self.started = False
 
     def cleanup(self) -> None:

@@ -212,3 +212,17 @@ def test_kafka_versions_lists_the_cache() -> None:
         check=True,
     ).stdout
     assert any(line.split()[:2] == [version, "broker"] for line in out.splitlines())
+
+
+def test_groupshift_kafka_command_parses_start_options() -> None:
+    from groupshift.cli import build_parser
+
+    args = build_parser().parse_args(
+        ["kafka", "start", "--version", "3.9", "--brokers", "3", "--set", "a.b=1", "--set", "c=x=y"]
+    )
+    assert (args.kafka_version, args.brokers, args.set) == ("3.9", 3, ["a.b=1", "c=x=y"])
+    from compat.kafka_dist.commands import parse_sets
+
+    assert parse_sets(args.set) == {"a.b": "1", "c": "x=y"}
+    with pytest.raises(ValueError, match="NAME=VALUE"):
+        parse_sets(["novalue"])

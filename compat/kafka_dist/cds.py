@@ -17,6 +17,7 @@ import functools
 import hashlib
 import os
 import shutil
+import time
 import uuid
 from pathlib import Path
 
@@ -40,6 +41,14 @@ def archive_path(dist: KafkaDist) -> Path | None:
     return dist.home / f"{dist.component}-{digest}.jsa"
 
 
+def _drop_stale(archive: Path, age_seconds: float = 3600.0) -> None:
+    """Remove archives-in-progress of JVMs that were never stopped through us (over an hour old)."""
+    for leftover in archive.parent.glob(f".{archive.name}.*"):
+        with contextlib.suppress(OSError):
+            if time.time() - leftover.stat().st_mtime > age_seconds:
+                leftover.unlink()
+
+
 class CdsSession:
     """The JVM options for one process and, if it is the one making the archive, its adoption."""
 
@@ -52,6 +61,7 @@ class CdsSession:
         if self.archive.exists():
             self.options = [f"-XX:SharedArchiveFile={self.archive}"]
         else:
+            _drop_stale(self.archive)
             self.pending = self.archive.with_name(f".{self.archive.name}.{uuid.uuid4().hex[:8]}")
             self.options = [f"-XX:ArchiveClassesAtExit={self.pending}"]
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -129,6 +130,25 @@ def test_three_node_cluster_survives_a_killed_node_and_takes_it_back(tmp_path: P
         assert cluster.pid(1) != old_pid
         assert cluster.api_versions(1)
         assert "starting node 1" in cluster.log_path(1).read_text().split("--- groupshift:")[-1]
+
+
+def test_a_port_taken_before_the_bind_is_replaced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another process takes the chosen client port before Kafka binds it: one retry on new ports."""
+    import compat.kafka_dist.cluster as cluster_module
+
+    squatter = socket.socket()
+    squatter.bind(("127.0.0.1", 0))
+    squatter.listen()
+    taken = squatter.getsockname()[1]
+    real_free_port = cluster_module.free_port
+    ports = iter([taken])
+    monkeypatch.setattr(cluster_module, "free_port", lambda: next(ports, None) or real_free_port())
+    try:
+        with KafkaCluster("4", workdir=tmp_path) as cluster:
+            assert cluster.port(0) != taken
+            assert cluster.api_versions()
+    finally:
+        squatter.close()
 
 
 def test_start_failure_reports_the_log_tail(tmp_path: Path) -> None:

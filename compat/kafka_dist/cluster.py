@@ -313,9 +313,28 @@ class KafkaCluster:
     # --- lifecycle -----------------------------------------------------------------------------
 
     def start(self) -> KafkaCluster:
+        """Format every node's storage, start them, wait until ready.
+
+        A free port can be taken by another process between its choice and the JVM's bind; if a
+        node fails on "Address already in use", the whole cluster is formatted again on new
+        ports, once.
+        """
         if self.started:
             return self
         began = time.monotonic()
+        try:
+            self._start_once()
+        except KafkaStartError as exc:
+            if "Address already in use" not in str(exc):
+                raise
+            for node in self.nodes:
+                shutil.rmtree(node.dir, ignore_errors=True)
+                node.port, node.controller_port = free_port(), free_port()
+            self._start_once()
+        self.startup_seconds = time.monotonic() - began
+        return self
+
+    def _start_once(self) -> None:
         for node in self.nodes:
             node.write_properties()
         formats = [(node, node.format()) for node in self.nodes]
@@ -332,8 +351,6 @@ class KafkaCluster:
         except BaseException:
             self.stop()
             raise
-        self.startup_seconds = time.monotonic() - began
-        return self
 
     def wait_ready(self, timeout: float | None = None) -> None:
         """Until every running node answers ApiVersions and the metadata lists them all."""

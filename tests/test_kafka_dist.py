@@ -187,11 +187,25 @@ def test_verifiable_producer_and_kip848_consumer_and_group_command(
     assert topic in described.stdout
 
 
-def test_java_clients_of_3_7_find_the_old_group_command_class() -> None:
+def test_java_clients_of_3_7_consume_from_kafka4_with_the_classic_protocol(
+    kafka4: KafkaCluster, kafka_clients4: JavaClients
+) -> None:
     clients = java_clients("3.7")
     assert clients.version.startswith("3.7.")
     assert clients.main_class("ConsumerGroupCommand") == "kafka.admin.ConsumerGroupCommand"
     assert clients.main_class("VerifiableConsumer") == "org.apache.kafka.tools.VerifiableConsumer"
+    topic, group = f"old-{uuid.uuid4().hex[:8]}", f"old-{uuid.uuid4().hex[:8]}"
+    with kafka_clients4.verifiable_producer(kafka4.bootstrap, topic, 20) as producer:
+        list(producer.iter_events(timeout=60))
+    assert producer.process.returncode == 0
+    with clients.verifiable_consumer(
+        kafka4.bootstrap, topic, group, group_protocol="classic", max_messages=20
+    ) as consumer:
+        consumed = 0
+        while consumed < 20:
+            consumed += consumer.wait_for("records_consumed", timeout=60)["count"]
+    assert consumed == 20
+    assert group in clients.list_groups(kafka4.bootstrap)
 
 
 # --- the command line ------------------------------------------------------------------------------

@@ -328,6 +328,8 @@ class JavaClients:
         extra_args: Sequence[str] = (),
     ) -> VerifiableProcess:
         """Start `VerifiableConsumer`; `group_protocol` ("classic" | "consumer") needs 3.7+."""
+        if (group_protocol or group_remote_assignor) and self.version_tuple < (3, 7):
+            raise ValueError(f"VerifiableConsumer {self.version} has no --group-protocol (3.7+)")
         args = ["--bootstrap-server", bootstrap, "--topic", topic, "--group-id", group_id]
         args += ["--reset-policy", reset_policy]
         if group_protocol is not None:

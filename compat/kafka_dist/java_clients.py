@@ -216,10 +216,15 @@ class VerifiableProcess:
 class JavaClients:
     """Kafka's Java tools of one release (a `clients` component from the cache)."""
 
-    def __init__(self, dist: KafkaDist) -> None:
+    def __init__(self, dist: KafkaDist, workdir: str | Path | None = None) -> None:
+        """`workdir` holds client configs and each tool's stderr (a temporary one by default)."""
         self.dist = dist
         self.version = dist.version
-        self.workdir = Path(tempfile.mkdtemp(prefix=f"kafka-clients-{dist.version}-"))
+        if workdir is None:
+            self.workdir = Path(tempfile.mkdtemp(prefix=f"kafka-clients-{dist.version}-"))
+        else:
+            self.workdir = Path(workdir)
+            self.workdir.mkdir(parents=True, exist_ok=True)
         log4j2 = self.workdir / "log4j2.properties"
         log4j2.write_text(_LOG4J2_STDERR)
         log4j1 = self.workdir / "log4j.properties"
@@ -371,6 +376,6 @@ class JavaClients:
         return VerifiableProcess(command, self._stderr_path("producer"), cds)
 
 
-def java_clients(spec: str = "4") -> JavaClients:
+def java_clients(spec: str = "4", workdir: str | Path | None = None) -> JavaClients:
     """Kafka's Java tools for a version spec ("4" = newest 4.x that publishes `kafka-tools`)."""
-    return JavaClients(resolve_component(spec, "clients"))
+    return JavaClients(resolve_component(spec, "clients"), workdir)

@@ -124,6 +124,8 @@ class KafkaNode:
         self.log_path = self.dir / "server.log"
         self.process: subprocess.Popen[bytes] | None = None
         self._cds: CdsSession | None = None
+        #: Started and not deliberately stopped or killed since: must be running.
+        self.wanted = False
 
     @property
     def address(self) -> str:
@@ -188,6 +190,7 @@ class KafkaNode:
             out.write(f"\n--- groupshift: starting node {self.node_id} at {time.ctime()} ---\n".encode())
             out.flush()
             self._cds = self.cluster.cds_session() if self.node_id == 0 else None
+            self.wanted = True
             self.process = subprocess.Popen(
                 self._java("kafka.Kafka", str(self.properties), cds=self._cds),
                 stdout=out,
@@ -203,6 +206,7 @@ class KafkaNode:
 
     def stop(self, timeout: float = 30.0) -> None:
         """SIGTERM (Kafka's controlled shutdown), then SIGKILL after `timeout` seconds."""
+        self.wanted = False
         if self.process is None:
             return
         self.signal(signal.SIGTERM)
@@ -214,6 +218,7 @@ class KafkaNode:
         self.exited()
 
     def kill(self) -> None:
+        self.wanted = False
         if self.process is None:
             return
         self.signal(signal.SIGKILL)
@@ -356,7 +361,9 @@ class KafkaCluster:
         """Until every running node answers ApiVersions and the metadata lists them all."""
         deadline = time.monotonic() + (timeout if timeout is not None else self.start_timeout)
         while True:
-            running = [n for n in self.nodes if n.process is not None]
+            running = [n for n in self.nodes if n.wanted]
+            if not running:
+                return
             for node in running:
                 if not node.is_running():
                     raise KafkaStartError(
@@ -396,6 +403,7 @@ class KafkaCluster:
     def stop(self, timeout: float = 30.0) -> None:
         """Stop every node (SIGTERM, then SIGKILL), brokers first; remove a temporary workdir."""
         for node in self.nodes:
+            node.wanted = False
             node.signal(signal.SIGTERM)
         deadline = time.monotonic() + timeout
         for node in self.nodes:

@@ -18,11 +18,13 @@ import contextlib
 import json
 import os
 import queue
+import shutil
 import signal
 import subprocess
 import tempfile
 import threading
 import time
+import weakref
 import zipfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -222,6 +224,7 @@ class JavaClients:
         self.version = dist.version
         if workdir is None:
             self.workdir = Path(tempfile.mkdtemp(prefix=f"kafka-clients-{dist.version}-"))
+            weakref.finalize(self, shutil.rmtree, str(self.workdir), True)
         else:
             self.workdir = Path(workdir)
             self.workdir.mkdir(parents=True, exist_ok=True)

@@ -29,6 +29,7 @@ from gateway.api_versions import ApiVersionsApi
 from gateway.cluster import ClusterView, NodeEndpoint
 from gateway.config import ServerConfig
 from gateway.dataplane.apis import register_dataplane_apis
+from gateway.dataplane.configs import static_broker_configs
 from gateway.dataplane.plane import DataPlane
 from gateway.dataplane.store import StoreFactory, open_segment_store
 from gateway.dispatch import Dispatcher
@@ -63,6 +64,14 @@ class GatewayServer:
             auto_create_topics=config.auto_create_topics_enable,
             segment_bytes=config.log_segment_bytes,
             open_store=open_store,
+            static_configs=static_broker_configs(
+                {
+                    **config.model_dump(by_alias=True, exclude={"group"}),
+                    **config.group.model_dump(by_alias=True),
+                },
+                config.data_dir,
+                config.listeners,
+            ),
         )
         host, port = config.listen_address
         self.cluster = ClusterView(self.plane.cluster_id, NodeEndpoint(config.node_id, host, port))

@@ -438,6 +438,16 @@ def test_wire_bad_input(gw: GatewayProcess) -> None:
             "Unexpected broker id, expected 0 or empty string, but received 9",
         )
         assert describe_raw(c, 99, "x").error_code.value == INVALID_REQUEST
+        res = describe_raw(c, 8, "0")  # BROKER_LOGGER
+        assert (res.error_code.value, res.error_message) == (
+            INVALID_REQUEST,
+            "groupshift does not serve BROKER_LOGGER configs",
+        )
+        twice = {"resource_type": TOPIC_RESOURCE, "resource_name": "raw-ok", "configs": []}
+        resp = c.request(make_request(33, 2, resources=[twice, twice], validate_only=False))
+        assert [(r.error_code.value, r.error_message) for r in resp.responses] == [
+            (INVALID_REQUEST, "Duplicate resource in the request")
+        ] * 2
 
         assert iac_raw(c, TOPIC_RESOURCE, "raw-ok", ("segment.ms", SET, "1"), ("segment.ms", SET, "2")) == (
             INVALID_REQUEST,

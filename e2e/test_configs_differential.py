@@ -233,8 +233,13 @@ def run_script(port: int, suffix: str, node: int, settle_s: float) -> dict[str, 
         iac("iac_broker_read_only", BROKER, str(node), ("log.dirs", SET, "/x"))
         iac("iac_broker_other", BROKER, str(node + 7), ("log.cleaner.threads", SET, "2"))
         iac("iac_broker_bad_value", BROKER, str(node), ("log.cleaner.threads", SET, "x"))
+        iac("iac_broker_custom", BROKER, str(node), (f"custom.{suffix}", SET, "1"))
+        iac("iac_broker_default_custom", BROKER, "", (f"custom.default.{suffix}", SET, "2"))
         settle()
         describe("describe_broker_after", BROKER, str(node), BROKER_KEYS)
+        # (one name per request: where Kafka lists names it does not define is not reproduced)
+        describe("describe_broker_custom", BROKER, str(node), [f"custom.{suffix}"])
+        describe("describe_broker_custom_default", BROKER, str(node), [f"custom.default.{suffix}"])
         describe("describe_topic_after_broker", TOPIC, t("plain"), ["retention.ms", "max.message.bytes"])
 
         alter("alter_topic", TOPIC, t("cfg"), segment_ms="100000")
@@ -253,7 +258,14 @@ def run_script(port: int, suffix: str, node: int, settle_s: float) -> dict[str, 
             ("log.cleaner.threads", DELETE, None),
             ("message.max.bytes", DELETE, None),
         )
-        iac("cleanup_broker_default", BROKER, "", ("log.retention.ms", DELETE, None))
+        iac("cleanup_broker_custom", BROKER, str(node), (f"custom.{suffix}", DELETE, None))
+        iac(
+            "cleanup_broker_default",
+            BROKER,
+            "",
+            ("log.retention.ms", DELETE, None),
+            (f"custom.default.{suffix}", DELETE, None),
+        )
 
         create("create_records", "records")
         settle()

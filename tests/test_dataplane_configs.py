@@ -101,6 +101,14 @@ def test_every_kafka_topic_config_is_listed_with_a_default() -> None:
     assert all(d.documentation for d in TOPIC_DEFS.values())
 
 
+def test_hash_map_order_reproduces_kafkas_listing_order() -> None:
+    from gateway.dataplane.configs import BROKER_DEFS
+
+    # kafka_configs.json keeps the order Kafka 4.3.1 listed them in.
+    assert hash_map_order(list(BROKER_DEFS)) == list(BROKER_DEFS)
+    assert hash_map_order(list(TOPIC_DEFS)) == list(TOPIC_DEFS)
+
+
 def test_hash_map_order_is_kafkas() -> None:
     # Kafka 4.3.1 lists its dynamic broker defaults in this order.
     assert hash_map_order(["min.insync.replicas", "log.retention.ms"]) == [
@@ -137,6 +145,21 @@ def test_topic_values_follow_broker_synonyms(tmp_path: Path) -> None:
     assert reopened.topics == {"t": {"cleanup.policy": "compact, delete"}}
     assert reopened.broker == {"message.max.bytes": "2000"}
     assert reopened.broker_default == {"log.retention.ms": "1000"}
+
+
+def test_custom_broker_configs_are_kept_and_described_as_kafka_does(tmp_path: Path) -> None:
+    store = ConfigStore(tmp_path, 1)
+    store.set_broker(True, {"custom.x": "1"})
+    assert "custom.x" in store.broker_names(per_broker=True)
+    entry = store.broker_entry("custom.x", per_broker=True)
+    # Kafka 4.3.1: no type known, so treated as sensitive and read-only.
+    assert (entry["value"], entry["config_source"], entry["read_only"], entry["is_sensitive"]) == (
+        None,
+        DYNAMIC_BROKER,
+        True,
+        True,
+    )
+    assert entry["synonyms"] == [{"name": "custom.x", "value": None, "source": DYNAMIC_BROKER}]
 
 
 def test_a_new_node_has_kafkas_cluster_default_min_insync_replicas(tmp_path: Path) -> None:

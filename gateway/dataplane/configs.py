@@ -397,7 +397,7 @@ class ConfigStore:
     def synonyms(self, primary: str, names: Iterable[str]) -> list[tuple[str, str | None, int]]:
         """(name, value, source) of every layer holding one of `names`, from `primary` on."""
         names = tuple(names)
-        sensitive = (d := BROKER_DEFS.get(primary)) is not None and d.sensitive
+        sensitive = (d := BROKER_DEFS.get(primary)) is None or d.sensitive
         out = [
             (n, None if sensitive else layer[n], source)
             for source, layer in self._layers()
@@ -446,7 +446,7 @@ class ConfigStore:
     def broker_entry(self, name: str, per_broker: bool) -> dict[str, Any]:
         """One DescribeConfigs entry for a broker config (`ConfigHelper.createBrokerConfigEntry`)."""
         d = BROKER_DEFS.get(name)
-        sensitive = d is not None and d.sensitive
+        sensitive = d is None or d.sensitive  # a name of unknown type may hold a secret
         syns = self.synonyms(name, broker_synonyms(name))
         if not per_broker:
             syns = [s for s in syns if s[2] == DYNAMIC_DEFAULT_BROKER]
@@ -466,8 +466,10 @@ class ConfigStore:
     def broker_names(self, per_broker: bool) -> list[str]:
         if not per_broker:
             return hash_map_order(self.broker_default)
-        extra = [n for n in self.static if n not in BROKER_DEFS]
-        return list(BROKER_DEFS) + extra
+        extra = {n: None for layer in (self.static, self.broker_default, self.broker) for n in layer}
+        # Kafka's order for the known names; where it puts names it does not define is not
+        # reproduced (they follow).
+        return list(BROKER_DEFS) + [n for n in extra if n not in BROKER_DEFS]
 
 
 def java_string_hash(s: str) -> int:
@@ -479,9 +481,10 @@ def java_string_hash(s: str) -> int:
 
 
 def hash_map_order(names: Iterable[str]) -> list[str]:
-    """The iteration order of a hash map of these keys on the JVM (table of 16 buckets growing
-    by doubling at 3/4 load, bucket = spread hash & (size - 1)): the order Kafka lists a
-    config map that is not one of its config definitions (the dynamic broker defaults)."""
+    """The iteration order of a `java.util.HashMap` of these keys (a table of 16 buckets that
+    doubles past 3/4 load, bucket = spread hash & (size - 1), insertion order within a bucket):
+    the order Kafka lists configs in DescribeConfigs. `kafka_configs.json` keeps Kafka's order,
+    which this reproduces, and the dynamic broker defaults (a map of their own)."""
     keys = list(names)
     size = 16
     while len(keys) > size * 3 // 4:

@@ -485,3 +485,11 @@ def test_wire_bad_input(gw: GatewayProcess) -> None:
         assert delete(-1) == (0, 0)
         assert delete(0, partition=3) == (UNKNOWN_TOPIC_OR_PARTITION, -1)
         assert delete(0, topic="missing") == (UNKNOWN_TOPIC_OR_PARTITION, -1)
+
+
+def test_api_versions_advertise_the_config_apis_as_kafka_4_does(gw: GatewayProcess) -> None:
+    with WireClient(gw.port) as c:
+        resp = c.request(make_request(18, 3, client_software_name="e2e", client_software_version="1"))
+    served = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
+    # Kafka 4.3.1 advertises exactly these ranges (DescribeConfigs v0 went in Kafka 4.0).
+    assert {k: served.get(k) for k in (21, 32, 33, 44)} == {21: (0, 2), 32: (1, 4), 33: (0, 2), 44: (0, 1)}

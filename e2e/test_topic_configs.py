@@ -193,6 +193,7 @@ def test_confluent_broker_configs(gw: GatewayProcess) -> None:
     assert (got["log.cleaner.threads"].value, got["log.cleaner.threads"].is_read_only) == ("1", False)
     assert got["ssl.key.password"].is_sensitive and got["ssl.key.password"].value is None
     assert got["min.insync.replicas"].source == DYNAMIC_DEFAULT_BROKER_CONFIG
+    assert got["listeners"].value == f"PLAINTEXT://{gw.bootstrap}"  # the bound port, not 0
 
     assert incremental(gw, ResourceType.BROKER, "0", ("log.cleaner.threads", "SET", "2")) == 0
     with WireClient(gw.port) as c:  # (confluent refuses an empty resource name: the cluster default)

@@ -127,6 +127,7 @@ class GatewayServer:
         )
         bound = self._server.sockets[0].getsockname()
         self.cluster.node.port = int(bound[1])
+        self.plane.configs.set_listener(host, self.cluster.node.port)  # (the port may have been 0)
         for hook in self.on_start:
             hook(loop)
         metrics_at = self.config.metrics_address

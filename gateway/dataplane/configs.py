@@ -352,6 +352,10 @@ class ConfigStore:
         }
         write_atomically(self._path, json.dumps(doc, indent=1, sort_keys=False).encode())
 
+    def set_listener(self, host: str, port: int) -> None:
+        """The address actually bound (STATIC_BROKER_CONFIG `listeners`)."""
+        self.static["listeners"] = self.static["advertised.listeners"] = f"PLAINTEXT://{host}:{port}"
+
     def forget_topics_except(self, names: Iterable[str]) -> None:
         """Drop configs of topics that no longer exist (a crash between the two writes)."""
         keep = set(names)

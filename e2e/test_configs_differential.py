@@ -187,6 +187,11 @@ def run_script(port: int, suffix: str, node: int, settle_s: float) -> dict[str, 
         describe("describe_cfg_v1", TOPIC, t("cfg"), version=1)
         describe("describe_raw_values", TOPIC, t("raw"))
         describe("describe_keys", TOPIC, t("cfg"), ["retention.ms", "no.such", "cleanup.policy"])
+        for i, bad_name in enumerate([".", "a b", "x" * 250]):
+            describe(f"describe_bad_name_{i}", TOPIC, bad_name)
+            iac(f"iac_bad_name_{i}", TOPIC, bad_name, ("retention.ms", SET, "1"))
+        iac("iac_default_topic", TOPIC, "", ("retention.ms", SET, "1"))
+        alter("alter_default_topic", TOPIC, "", retention_ms="1")
         describe("describe_unknown_topic", TOPIC, t("missing"))
         describe("describe_empty_name", TOPIC, "")
         describe("describe_broker", BROKER, str(node), BROKER_KEYS)

@@ -28,7 +28,7 @@ TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
 DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3
 STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 4, 5
 OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION, MESSAGE_TOO_LARGE = 1, 3, 10
-INVALID_CONFIG, INVALID_REQUEST = 40, 42
+INVALID_TOPIC_EXCEPTION, INVALID_CONFIG, INVALID_REQUEST = 17, 40, 42
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
@@ -433,6 +433,16 @@ def test_wire_bad_input(gw: GatewayProcess) -> None:
         ]
         assert res.configs[1].documentation.startswith("True if we should preallocate")
         assert describe_raw(c, TOPIC_RESOURCE, "missing").error_code.value == UNKNOWN_TOPIC_OR_PARTITION
+        res = describe_raw(c, TOPIC_RESOURCE, "a b")
+        assert (res.error_code.value, res.error_message) == (
+            INVALID_TOPIC_EXCEPTION,
+            "Topic name is invalid: 'a b' contains one or more characters other than ASCII alphanumerics, "
+            "'.', '_' and '-'",
+        )
+        assert iac_raw(c, TOPIC_RESOURCE, "", ("retention.ms", SET, "1")) == (
+            INVALID_REQUEST,
+            "Default topic resources are not allowed.",
+        )
         res = describe_raw(c, BROKER_RESOURCE, "9")
         assert (res.error_code.value, res.error_message) == (
             INVALID_REQUEST,

@@ -113,6 +113,10 @@ class TopicConfigs:
         self.store: ConfigStore = plane.configs
 
     def _missing(self, name: str) -> Result | None:
+        if not name:
+            return _fail(ErrorCode.invalid_request, "Default topic resources are not allowed.")
+        if (err := topic_name_error(name)) is not None:
+            return _fail(ErrorCode.invalid_topic_exception, err)
         if self.plane.topic(name) is None:
             return _fail(ErrorCode.unknown_topic_or_partition, f"The topic '{name}' does not exist.")
         return None
@@ -120,12 +124,6 @@ class TopicConfigs:
     def describe(
         self, name: str, keys: Sequence[str] | None, include_documentation: bool
     ) -> tuple[int, str | None, list[ConfigEntry]]:
-        if not name:
-            return (
-                int(ErrorCode.invalid_topic_exception),
-                "Topic name is invalid: the empty string is not allowed",
-                [],
-            )
         if (err := topic_name_error(name)) is not None:
             return int(ErrorCode.invalid_topic_exception), err, []
         if self.plane.topic(name) is None:

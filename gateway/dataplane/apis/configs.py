@@ -71,8 +71,13 @@ def _apply_ops(
     ops: Sequence[tuple[str, int, str | None]],
     list_type: Mapping[str, bool],
     default_of: Mapping[str, str | None],
+    broker: bool = False,
 ) -> dict[str, str | None] | Result:
-    """Kafka's incremental edit of a resource's dynamic configs (None value = deleted)."""
+    """Kafka's incremental edit of a resource's dynamic configs (None value = deleted).
+
+    APPEND/SUBTRACT on a config that is not a list is refused in the topic controller's words,
+    or in `ConfigAdminManager`'s for broker resources (`broker`).
+    """
     counts = Counter(name for name, _, _ in ops)
     if any(n > 1 for n in counts.values()):
         return _fail(ErrorCode.invalid_request, "Error due to duplicate config keys")
@@ -86,6 +91,11 @@ def _apply_ops(
             out[name] = None
         elif op in (APPEND, SUBTRACT):
             if not list_type.get(name, False):
+                if broker:
+                    return _fail(
+                        ErrorCode.invalid_config,
+                        f"Config value {_OP_NAMES[op].lower()} is not allowed for config key: {name}",
+                    )
                 return _fail(
                     ErrorCode.invalid_config,
                     f"Can't {_OP_NAMES[op]} to key {name} because its type is not LIST.",
@@ -246,6 +256,7 @@ class BrokerConfigs:
             ops,
             {k: d.type == LIST for k, d in BROKER_DEFS.items()},
             {k: self.store.broker_value(k) for k, _, _ in ops},
+            broker=True,
         )
         if isinstance(edited, tuple):
             return edited

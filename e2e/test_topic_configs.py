@@ -23,6 +23,7 @@ import pytest
 from e2e.conftest import Gateways
 from e2e.harness import GatewayProcess
 from e2e.wire import WireClient, make_request
+from gateway.dataplane.configs import TOPIC_DEFS
 
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
 DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3
@@ -127,7 +128,7 @@ def test_confluent_topic_configs_described_and_altered(gw: GatewayProcess) -> No
 
     topic = new_topic(gw, cleanup_policy="compact", retention_ms="3600000")
     got = describe_topic(gw, topic)
-    assert len(got) == 33  # every topic config Kafka 4.3 lists
+    assert len(got) == len(TOPIC_DEFS)  # every topic config Kafka lists
     assert (got["cleanup.policy"].value, got["cleanup.policy"].source) == ("compact", DYNAMIC_TOPIC_CONFIG)
     assert not got["cleanup.policy"].is_default
     assert [(s.name, s.value, s.source) for s in got["cleanup.policy"].synonyms.values()] == [
@@ -340,7 +341,7 @@ def test_aiokafka_admin(gw: GatewayProcess) -> None:
 
     entries, low = asyncio.run(run())
     assert entries["flush.messages"] == ("200", DYNAMIC_TOPIC_CONFIG)
-    assert len(entries) == 33
+    assert len(entries) == len(TOPIC_DEFS)
     assert low == 2
 
 
@@ -502,5 +503,5 @@ def test_api_versions_advertise_the_config_apis_as_kafka_4_does(gw: GatewayProce
     with WireClient(gw.port) as c:
         resp = c.request(make_request(18, 3, client_software_name="e2e", client_software_version="1"))
     served = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
-    # Kafka 4.3.1 advertises exactly these ranges (DescribeConfigs v0 went in Kafka 4.0).
+    # Kafka 4.3.1 and 4.4.0 advertise exactly these ranges (DescribeConfigs v0 went in Kafka 4.0).
     assert {k: served.get(k) for k in (21, 32, 33, 44)} == {21: (0, 2), 32: (1, 4), 33: (0, 2), 44: (0, 1)}

@@ -100,6 +100,9 @@ TOPIC_SYNONYMS: dict[str, tuple[tuple[str, int], ...]] = {
     "message.timestamp.after.max.ms": (("log.message.timestamp.after.max.ms", 1),),
     "local.retention.ms": (("log.local.retention.ms", 1),),
     "local.retention.bytes": (("log.local.retention.bytes", 1),),
+    "remote.copy.lag.ms": (("log.remote.copy.lag.ms", 1),),
+    "remote.copy.lag.bytes": (("log.remote.copy.lag.bytes", 1),),
+    "max.decompressed.message.bytes": (("max.decompressed.message.bytes", 1),),
 }
 # Broker configs that are synonyms of each other (`DynamicBrokerConfig.brokerConfigSynonyms`).
 _BROKER_FAMILIES = (
@@ -261,6 +264,9 @@ TOPIC_VALIDATORS: dict[str, Callable[[str, Any], str | None]] = {
     "follower.replication.throttled.replicas": _throttled,
     "local.retention.ms": _at_least(-2),
     "local.retention.bytes": _at_least(-2),
+    "remote.copy.lag.ms": _at_least(-1),
+    "remote.copy.lag.bytes": _at_least(-1),
+    "max.decompressed.message.bytes": _at_least(1),
 }
 
 

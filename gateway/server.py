@@ -29,6 +29,7 @@ from gateway.api_versions import ApiVersionsApi
 from gateway.cluster import ClusterView, NodeEndpoint
 from gateway.config import ServerConfig
 from gateway.dataplane.apis import register_dataplane_apis
+from gateway.dataplane.configs import static_broker_configs
 from gateway.dataplane.plane import DataPlane
 from gateway.dataplane.store import StoreFactory, open_segment_store
 from gateway.dispatch import Dispatcher
@@ -63,6 +64,14 @@ class GatewayServer:
             auto_create_topics=config.auto_create_topics_enable,
             segment_bytes=config.log_segment_bytes,
             open_store=open_store,
+            static_configs=static_broker_configs(
+                {
+                    **config.model_dump(by_alias=True, exclude={"group"}),
+                    **config.group.model_dump(by_alias=True),
+                },
+                config.data_dir,
+                config.listeners,
+            ),
         )
         host, port = config.listen_address
         self.cluster = ClusterView(self.plane.cluster_id, NodeEndpoint(config.node_id, host, port))
@@ -127,6 +136,7 @@ class GatewayServer:
         )
         bound = self._server.sockets[0].getsockname()
         self.cluster.node.port = int(bound[1])
+        self.plane.configs.set_listener(host, self.cluster.node.port)  # (the port may have been 0)
         for hook in self.on_start:
             hook(loop)
         metrics_at = self.config.metrics_address

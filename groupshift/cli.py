@@ -148,6 +148,12 @@ def _add_records(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     d.set_defaults(run=run_dump)
 
 
+def _add_groups(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from compat.groups.command import add_parser
+
+    add_parser(sub)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="groupshift", description=__doc__)
     parser.add_argument("--version", action="version", version=f"groupshift {__version__}")
@@ -155,6 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_simulate(sub)
     _add_serve(sub)
     _add_records(sub)
+    _add_groups(sub)
     return parser
 
 

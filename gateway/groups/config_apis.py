@@ -3,9 +3,12 @@
 
 Only `consumer.session.timeout.ms` and `consumer.heartbeat.interval.ms` exist (Kafka 4.0's
 group configs for consumer groups), validated against the broker's min/max bounds; values are
-kept across restarts. Other resource types (topics, brokers) are answered with no configs and no
-error: the embedded data plane has no topic or broker configs to show. IncrementalAlterConfigs
-on another resource type gets INVALID_REQUEST.
+kept across restarts. The BROKER resource (type 4, any name) shows the broker-level group settings
+that decide conversions (`BROKER_GROUP_CONFIGS`: the migration policy, `group.max.size`,
+`group.consumer.max.size`, ...), as a Kafka broker lists them among its configs, so
+`groupshift groups migration` reads the same keys from groupshift and from Kafka. Topics are
+answered with no configs and no error: the embedded data plane has no topic configs to show.
+IncrementalAlterConfigs on another resource type gets INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -23,6 +26,18 @@ if TYPE_CHECKING:
     from gateway.groups.service import GroupCoordinatorService
 
 GROUP_RESOURCE = 32
+BROKER_RESOURCE = 4
+BROKER_GROUP_CONFIGS = (
+    "group.consumer.migration.policy",
+    "group.consumer.max.size",
+    "group.max.size",
+    "group.consumer.assignors",
+    "group.consumer.heartbeat.interval.ms",
+    "group.consumer.session.timeout.ms",
+    "group.coordinator.rebalance.protocols",
+)
+STATIC_BROKER_CONFIG = 4
+STRING_TYPE = 2
 GROUP_CONFIGS = ("consumer.session.timeout.ms", "consumer.heartbeat.interval.ms")
 SET, DELETE = 0, 1  # IncrementalAlterConfigs operations (APPEND/SUBTRACT apply to lists only)
 DYNAMIC_GROUP_CONFIG, DEFAULT_CONFIG = 8, 5  # DescribeConfigs config sources
@@ -65,6 +80,24 @@ class ConfigApis:
                             "is_sensitive": False,
                             "synonyms": [],
                             "config_type": INT_TYPE,
+                            "documentation": None,
+                        }
+                    )
+            elif res.resource_type == BROKER_RESOURCE:
+                settings = self.service.config.model_dump(by_alias=True)
+                for name in BROKER_GROUP_CONFIGS:
+                    if res.configuration_keys is not None and name not in res.configuration_keys:
+                        continue
+                    value = settings[name]
+                    configs.append(
+                        {
+                            "name": name,
+                            "value": ",".join(value) if isinstance(value, list | tuple) else str(value),
+                            "read_only": True,
+                            "config_source": STATIC_BROKER_CONFIG,
+                            "is_sensitive": False,
+                            "synonyms": [],
+                            "config_type": STRING_TYPE,
                             "documentation": None,
                         }
                     )

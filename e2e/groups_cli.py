@@ -1,0 +1,82 @@
+"""Run `groupshift groups` as a user does (a subprocess) and read its output back.
+
+`groups(bootstrap, *args)` runs `python -m groupshift groups --bootstrap-server B ARGS...` and
+returns the completed process; `table(stdout)` parses the aligned tables it prints (and those of
+Kafka's `kafka-consumer-groups.sh`, which uses the same headers) into one dict per row, keyed by
+header, by the columns' start positions (headers such as "COORDINATOR (ID)" hold a space).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+from e2e.harness import REPO
+
+HEADER_STARTS = ("GROUP", "TOPIC", "NAME", "CONSUMER-ID", "PARTITION")
+
+
+def groups(bootstrap: str, *args: str, timeout: float = 60.0, env: dict[str, str] | None = None) -> Any:
+    cmd = [sys.executable, "-m", "groupshift", "groups", "--bootstrap-server", bootstrap, *args]
+    return subprocess.run(
+        cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})}
+    )
+
+
+def groups_json(bootstrap: str, *args: str, expect: int = 0) -> Any:
+    r = groups(bootstrap, *args, "--json")
+    assert r.returncode == expect, f"exit {r.returncode}, expected {expect}\n{r.stdout}\n{r.stderr}"
+    return json.loads(r.stdout)
+
+
+def ok(bootstrap: str, *args: str) -> str:
+    r = groups(bootstrap, *args)
+    assert r.returncode == 0, f"groups {' '.join(args)}: exit {r.returncode}\n{r.stdout}\n{r.stderr}"
+    return str(r.stdout)
+
+
+def _columns(header: str) -> list[tuple[str, int]]:
+    """(name, start) for each header; a header is a run of words separated by single spaces
+    ('COORDINATOR (ID)'), columns by two or more spaces or one space before an upper-case word."""
+    cols: list[tuple[str, int]] = []
+    i = 0
+    n = len(header)
+    while i < n:
+        while i < n and header[i] == " ":
+            i += 1
+        if i >= n:
+            break
+        start = i
+        while i < n and header[i] != " ":
+            i += 1
+        word = header[start:i]
+        if word.startswith("(") and cols:  # "COORDINATOR (ID)": continues the previous header
+            name, s = cols.pop()
+            cols.append((f"{name} {word}", s))
+            continue
+        cols.append((word, start))
+    return cols
+
+
+def table(text: str) -> list[dict[str, str]]:
+    """Rows of every table in `text` (a header line starts with a known header word)."""
+    rows: list[dict[str, str]] = []
+    cols: list[tuple[str, int]] | None = None
+    for line in text.splitlines():
+        if not line.strip():
+            cols = None
+            continue
+        if line.split(" ", 1)[0] in HEADER_STARTS and line.strip() == line.strip().upper():
+            cols = _columns(line)
+            continue
+        if cols is None:
+            continue
+        row = {}
+        for k, (name, start) in enumerate(cols):
+            end = cols[k + 1][1] if k + 1 < len(cols) else len(line)
+            row[name] = line[start:end].strip()
+        rows.append(row)
+    return rows

@@ -174,7 +174,9 @@ def test_describe_consumer_protocol_member_epochs_and_targets(gw: GatewayProcess
         assert d["type"] == "consumer" and d["described_with"] == "ConsumerGroupDescribe"
         (m,) = d["members"]
         assert m["protocol"] == "consumer" and m["member_epoch"] == d["group_epoch"] >= 1
-        assert m["assignment"] == m["target_assignment"] == [{"topic": topic, "partition": p} for p in range(3)]
+        assert (
+            m["assignment"] == m["target_assignment"] == [{"topic": topic, "partition": p} for p in range(3)]
+        )
         verbose = table(ok(gw.bootstrap, "describe", group, "--members", "--verbose"))[0]
         assert verbose["CURRENT-EPOCH"] == verbose["TARGET-EPOCH"] == str(d["group_epoch"])
         assert verbose["TARGET-ASSIGNMENT"] == f"{topic}:0,1,2"
@@ -217,7 +219,9 @@ def test_reset_offsets_every_scenario_dry_run_then_execute(gw: GatewayProcess, t
     assert plan("--to-offset", "4") == {0: 4, 1: 4, 2: 3}  # clamped to the log end
     assert plan("--shift-by", "2") == {0: 6, 1: 4, 2: 3}
     assert plan("--shift-by", "-3") == {0: 1, 1: 0, 2: 0}  # clamped to the log start
-    future = (datetime.datetime.now(datetime.UTC) + datetime.timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    future = (datetime.datetime.now(datetime.UTC) + datetime.timedelta(hours=1)).strftime(
+        "%Y-%m-%dT%H:%M:%S.000Z"
+    )
     assert plan("--to-datetime", future) == ends
     assert plan("--to-datetime", "2000-01-01T00:00:00.000+00:00") == {0: 0, 1: 0, 2: 0}
     only = groups_json(gw.bootstrap, "reset-offsets", group, "--topic", f"{topic}:1", "--to-earliest")
@@ -319,7 +323,7 @@ def test_config_set_and_delete(gw: GatewayProcess) -> None:
 
 
 def test_output_is_plain_when_piped_and_json_is_json(gw: GatewayProcess, active: Any) -> None:
-    topic, group, c = active
+    _topic, group, _c = active
     out = ok(gw.bootstrap, "describe", group)
     assert "\x1b[" not in out  # not a terminal: no colour
     json.loads(groups(gw.bootstrap, "--json", "describe", group).stdout)

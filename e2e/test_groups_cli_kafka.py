@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import io
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -253,3 +254,106 @@ def test_groups_cli_agrees_with_kafka_consumer_groups_sh(
             ), scenario
     finally:
         t.close()
+
+
+class Polling:
+    """A consumer polled by a background thread, so it heartbeats, rejoins and reconciles."""
+
+    def __init__(self, consumer: Any, poll: Any) -> None:
+        self.consumer, self._poll = consumer, poll
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._poll()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(30)
+        self.consumer.close()
+
+
+def _settled(rep: dict[str, Any], members: int) -> bool:
+    return (
+        rep.get("exists") is True
+        and len(rep["members"]) == members
+        and rep["state"] == "Stable"
+        and not rep["pending_revocation"]
+        and sum(len(m["owns"]) for m in rep["members"]) == len(COUNTS)
+    )
+
+
+def _wait_report(bootstrap: str, group: str, members: int, phase: str) -> dict[str, Any]:
+    deadline = time.monotonic() + 60
+    rep: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        rep = groups_json(bootstrap, "migration", group)
+        if rep.get("phase") == phase and _settled(rep, members):
+            return rep
+        time.sleep(0.5)
+    raise AssertionError(f"{group} never reached phase {phase} with {members} settled members: {rep}")
+
+
+def migration_transcript(t: Target) -> list[dict[str, Any]]:
+    from confluent_kafka import Consumer
+
+    group = f"{t.active}-mig"
+    kp = KafkaConsumer(
+        t.topic,
+        bootstrap_servers=t.bootstrap,
+        group_id=group,
+        client_id="cmp-classic",
+        enable_auto_commit=False,
+        session_timeout_ms=10000,
+        heartbeat_interval_ms=500,
+    )
+    classic = Polling(kp, lambda: kp.poll(100))
+    steps = []
+    try:
+        steps.append(_wait_report(t.bootstrap, group, 1, "classic"))
+        ck = Consumer(
+            {
+                "bootstrap.servers": t.bootstrap,
+                "group.id": group,
+                "group.protocol": "consumer",
+                "client.id": "cmp-848",
+            }
+        )
+        ck.subscribe([t.topic])
+        modern = Polling(ck, lambda: ck.poll(0.1))
+        try:
+            steps.append(_wait_report(t.bootstrap, group, 2, "migrating"))
+            classic.close()
+            steps.append(_wait_report(t.bootstrap, group, 1, "consumer"))
+        finally:
+            modern.close()
+    finally:
+        if not classic._stop.is_set():
+            classic.close()
+    keep = ("phase", "type", "state", "members_by_protocol", "members_by_client", "pending_revocation")
+    return [
+        {
+            **{k: r[k] for k in keep},
+            "conversion": {k: r["conversion"][k] for k in ("direction", "allowed", "refusals", "policy")},
+            "next_step": r["next_step"].split(":")[0].split(" ")[0],
+            "epochs_agree": r["group_epoch"] == r["assignment_epoch"],
+        }
+        for r in steps
+    ]
+
+
+def test_migration_view_says_the_same_of_groupshift_and_kafka(pair: tuple[Target, Target]) -> None:
+    ours, theirs = pair
+    a, b = migration_transcript(ours), migration_transcript(theirs)
+    assert [s["phase"] for s in a] == ["classic", "migrating", "consumer"]
+    assert a[1]["members_by_protocol"] == {"classic": 1, "consumer": 1}
+    assert a[0]["conversion"] == {
+        "direction": "upgrade",
+        "allowed": True,
+        "refusals": [],
+        "policy": "bidirectional",
+    }
+    for i, (x, y) in enumerate(zip(a, b, strict=True)):
+        assert x == y, f"step {i}: groupshift {x} != kafka {y}"

@@ -31,6 +31,7 @@ which partition when (see `plot`) from the polls, or from the gateway's JSON eve
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -379,13 +380,29 @@ def run(admin: AdminWire, args: argparse.Namespace, out: TextIO, style: Style) -
     last: dict[str, Any] = {}
     try:
         while True:
-            obs = Observation(time.time(), describe(admin, args.group), settings)
+            try:
+                obs = Observation(time.time(), describe(admin, args.group), settings)
+            except (WireError, KafkaError) as e:
+                if not args.watch:
+                    raise
+                # A watch outlives a restarting gateway or a moving coordinator: say so, go on.
+                admin.reset()
+                if args.json:
+                    out.write(json.dumps({"group": args.group, "poll_error": str(e)}) + "\n")
+                else:
+                    out.write(style.warn(f"poll failed: {e}") + "\n")
+                out.flush()
+                polls += 1
+                if args.count and polls >= args.count:
+                    break
+                time.sleep(args.interval)
+                continue
             tracker.observe(obs)
             last = report(obs, tracker, args.stuck_after)
             story = changes(prev, obs)
             if args.json:
                 if args.watch:
-                    out.write(__import__("json").dumps({**last, "changes": story}) + "\n")
+                    out.write(json.dumps({**last, "changes": story}) + "\n")
                 else:
                     emit_json(last, out)
             else:

@@ -12,10 +12,11 @@ GROUP_ID_NOT_FOUND ("not a consumer group") or is not supported. A group Describ
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from compat.groups.wire import AdminWire, KafkaError, Node, code_of
+from compat.groups.wire import RETRIABLE_COORDINATOR_ERRORS, AdminWire, KafkaError, Node, code_of
 from translation.embedded_protocol import SchemaError, parse_assignment, parse_subscription
 
 GROUP_ID_NOT_FOUND = 69
@@ -108,7 +109,20 @@ def _parts(assignment: Any) -> TopicPartitions:
     return {t: sorted(ps) for t, ps in out.items()}
 
 
-def describe(admin: AdminWire, group_id: str) -> Group:
+def describe(admin: AdminWire, group_id: str, attempts: int = 5) -> Group:
+    """The group, asking again when its coordinator is loading or has moved."""
+    for attempt in range(attempts):
+        try:
+            return _describe(admin, group_id)
+        except KafkaError as e:
+            if e.code not in RETRIABLE_COORDINATOR_ERRORS or attempt == attempts - 1:
+                raise
+            admin.reset()
+            time.sleep(0.2 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
+def _describe(admin: AdminWire, group_id: str) -> Group:
     coordinator_id = admin.coordinator(group_id)
     coordinator = admin.node(coordinator_id)
     answer = admin.consumer_group_describe(group_id)

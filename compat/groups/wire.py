@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -65,6 +66,10 @@ _SUPPORTED: dict[int, tuple[int, int]] = {
 
 GROUP_RESOURCE = 32  # KIP-848 "Dynamic group configs"
 BROKER_RESOURCE = 4
+# Coordinator errors that go away by asking again (Kafka's admin client retries them too):
+# COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE (e.g. __consumer_offsets not created
+# yet on a fresh Kafka), NOT_COORDINATOR (the group moved).
+RETRIABLE_COORDINATOR_ERRORS = frozenset({14, 15, 16})
 EARLIEST = -2
 LATEST = -1
 CLIENT_ID = "groupshift-groups"
@@ -182,6 +187,11 @@ class AdminWire:
         self._conns.clear()
         self._any = None
 
+    def reset(self) -> None:
+        """Forget connections and coordinators (after a lost connection or a moved group)."""
+        self.close()
+        self._coordinators.clear()
+
     # -- connections and versions ---------------------------------------------------------------
 
     def _open(self, host: str, port: int) -> _Connection:
@@ -269,6 +279,16 @@ class AdminWire:
     def coordinator(self, group: str) -> int:
         if group in self._coordinators:
             return self._coordinators[group]
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                return self._find_coordinator(group)
+            except KafkaError as e:
+                if e.code not in RETRIABLE_COORDINATOR_ERRORS or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
+    def _find_coordinator(self, group: str) -> int:
         values = {"key": group, "key_type": 0, "coordinator_keys": [group]}
         resp, v = self._call(FIND_COORDINATOR, values)
         if v >= 4:

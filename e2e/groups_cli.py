@@ -1,16 +1,25 @@
-"""Run `groupshift groups` as a user does (a subprocess) and read its output back.
+"""Run `groupshift groups` and read its output back.
 
-`groups(bootstrap, *args)` runs `python -m groupshift groups --bootstrap-server B ARGS...` and
-returns the completed process; `table(stdout)` parses the aligned tables it prints (and those of
-Kafka's `kafka-consumer-groups.sh`, which uses the same headers) into one dict per row, keyed by
-header, by the columns' start positions (headers such as "COORDINATOR (ID)" hold a space).
+`groups(bootstrap, *args)` runs `groupshift groups --bootstrap-server B ARGS...` and returns a
+`subprocess.CompletedProcess` (args, returncode, stdout, stderr). By default the command runs in
+this process (the same `main(argv)` the console script calls, with stdout and stderr captured):
+a new interpreter per call costs about 1.5 s on a loaded CI machine and the Kafka-comparison
+transcripts make dozens of calls. `subprocess=True` (and `GROUPS_CLI_SUBPROCESS=1` for all
+calls) runs `python -m groupshift groups` as a user would; the tests of exit codes seen by a
+shell, of colour on a pipe, and `--watch` under SIGINT use it.
+
+`table(stdout)` parses the aligned tables it prints (and those of Kafka's
+`kafka-consumer-groups.sh`, which uses the same headers) into one dict per row, keyed by header,
+by the columns' start positions (headers such as "COORDINATOR (ID)" hold a space).
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
-import subprocess
+import subprocess as _subprocess
 import sys
 from typing import Any
 
@@ -19,11 +28,25 @@ from e2e.harness import REPO
 HEADER_STARTS = ("GROUP", "TOPIC", "NAME", "CONSUMER-ID", "PARTITION")
 
 
-def groups(bootstrap: str, *args: str, timeout: float = 60.0, env: dict[str, str] | None = None) -> Any:
-    cmd = [sys.executable, "-m", "groupshift", "groups", "--bootstrap-server", bootstrap, *args]
-    return subprocess.run(
-        cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})}
-    )
+def groups(bootstrap: str, *args: str, timeout: float = 60.0, subprocess: bool = False) -> Any:
+    argv = ["groups", "--bootstrap-server", bootstrap, *args]
+    if subprocess or os.environ.get("GROUPS_CLI_SUBPROCESS") == "1":
+        return _subprocess.run(
+            [sys.executable, "-m", "groupshift", *argv],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+    from groupshift.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as e:  # argparse usage errors
+            code = e.code if isinstance(e.code, int) else 2
+    return _subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
 
 
 def groups_json(bootstrap: str, *args: str, expect: int = 0) -> Any:

@@ -188,13 +188,13 @@ def test_describe_consumer_protocol_member_epochs_and_targets(gw: GatewayProcess
 
 
 def test_describe_unknown_group_exits_3(gw: GatewayProcess) -> None:
-    r = groups(gw.bootstrap, "describe", "no-such-group")
+    r = groups(gw.bootstrap, "describe", "no-such-group", subprocess=True)
     assert r.returncode == 3
     assert "Consumer group 'no-such-group' does not exist." in r.stderr
 
 
 def test_unreachable_cluster_exits_1() -> None:
-    r = groups("127.0.0.1:1", "--timeout", "2", "list")
+    r = groups("127.0.0.1:1", "--timeout", "2", "list", subprocess=True)
     assert r.returncode == 1 and "cannot connect" in r.stderr
 
 
@@ -324,6 +324,7 @@ def test_config_set_and_delete(gw: GatewayProcess) -> None:
 
 def test_output_is_plain_when_piped_and_json_is_json(gw: GatewayProcess, active: Any) -> None:
     _topic, group, _c = active
-    out = ok(gw.bootstrap, "describe", group)
-    assert "\x1b[" not in out  # not a terminal: no colour
+    piped = groups(gw.bootstrap, "describe", group, subprocess=True)
+    assert piped.returncode == 0 and "\x1b[" not in piped.stdout  # not a terminal: no colour
+    assert table(piped.stdout)[0]["GROUP"] == group
     json.loads(groups(gw.bootstrap, "--json", "describe", group).stdout)

@@ -81,9 +81,9 @@ def assignment_string(parts: dict[str, list[int]] | None) -> str:
     return ";".join(f"{t}:{','.join(str(p) for p in sorted(ps))}" for t, ps in sorted(parts.items()) if ps)
 
 
-def emit_json(value: Any, out: TextIO = sys.stdout) -> None:
-    out.write(json.dumps(value, indent=2, sort_keys=False) + "\n")
+def emit_json(value: Any, out: TextIO | None = None) -> None:
+    (out or sys.stdout).write(json.dumps(value, indent=2, sort_keys=False) + "\n")
 
 
-def error(message: str, err: TextIO = sys.stderr) -> None:
-    err.write(f"Error: {message}\n")
+def error(message: str, err: TextIO | None = None) -> None:
+    (err or sys.stderr).write(f"Error: {message}\n")

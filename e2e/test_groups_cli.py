@@ -45,22 +45,30 @@ def produce(gw: GatewayProcess, topic: str, counts: tuple[int, ...] = PER_PARTIT
 
 
 def member(gw: GatewayProcess, topic: str, group: str) -> KafkaConsumer:
-    """A kafka-python member that has joined and been assigned every partition."""
-    c = KafkaConsumer(
-        topic,
-        bootstrap_servers=gw.bootstrap,
-        group_id=group,
-        client_id=f"{group}-client",
-        enable_auto_commit=False,
-        auto_offset_reset="earliest",
-        session_timeout_ms=10000,
-        heartbeat_interval_ms=500,
-    )
-    deadline = time.monotonic() + 30
-    while not c.assignment() and time.monotonic() < deadline:
-        c.poll(200)
-    assert c.assignment(), "the kafka-python member was never assigned partitions"
-    return c
+    """A kafka-python member that has joined and been assigned every partition.
+
+    kafka-python 3.0.12 sometimes stalls in the first group of a fresh server: its leader
+    rejoins once the topic's metadata arrives, the server completes that generation (SyncGroup
+    answered), and the client neither applies the assignment nor heartbeats again until its
+    session expires. A member not assigned within 15 s is closed and started again."""
+    for _ in range(3):
+        c = KafkaConsumer(
+            topic,
+            bootstrap_servers=gw.bootstrap,
+            group_id=group,
+            client_id=f"{group}-client",
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            session_timeout_ms=10000,
+            heartbeat_interval_ms=500,
+        )
+        deadline = time.monotonic() + 15
+        while not c.assignment() and time.monotonic() < deadline:
+            c.poll(200)
+        if c.assignment():
+            return c
+        c.close()
+    raise AssertionError(f"the kafka-python member of {group} was never assigned partitions")
 
 
 def commit(c: KafkaConsumer, topic: str, offsets: dict[int, int]) -> None:

@@ -64,22 +64,29 @@ class Target:
         self.member = self._join(self.active, {0: 4, 1: 5})
 
     def _join(self, group: str, offsets: dict[int, int]) -> KafkaConsumer:
-        c = KafkaConsumer(
-            self.topic,
-            bootstrap_servers=self.bootstrap,
-            group_id=group,
-            client_id="cmp-client",
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-            session_timeout_ms=10000,
-            heartbeat_interval_ms=500,
-        )
-        deadline = time.monotonic() + 60
-        while not c.assignment() and time.monotonic() < deadline:
-            c.poll(200)
-        assert c.assignment(), f"{self.name}: kafka-python member of {group} never assigned"
-        c.commit({TopicPartition(self.topic, p): OffsetAndMetadata(o, "", -1) for p, o in offsets.items()})
-        return c
+        # Retried: kafka-python 3.0.12 sometimes stalls in the first group of a fresh server
+        # (see e2e/test_groups_cli.py `member`).
+        for _ in range(3):
+            c = KafkaConsumer(
+                self.topic,
+                bootstrap_servers=self.bootstrap,
+                group_id=group,
+                client_id="cmp-client",
+                enable_auto_commit=False,
+                auto_offset_reset="earliest",
+                session_timeout_ms=10000,
+                heartbeat_interval_ms=500,
+            )
+            deadline = time.monotonic() + 20
+            while not c.assignment() and time.monotonic() < deadline:
+                c.poll(200)
+            if c.assignment():
+                c.commit(
+                    {TopicPartition(self.topic, p): OffsetAndMetadata(o, "", -1) for p, o in offsets.items()}
+                )
+                return c
+            c.close()
+        raise AssertionError(f"{self.name}: kafka-python member of {group} never assigned")
 
     def close(self) -> None:
         if self.member is not None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import threading
 import time
 import uuid
@@ -296,7 +297,9 @@ def _wait_report(bootstrap: str, group: str, members: int, phase: str) -> dict[s
     deadline = time.monotonic() + 60
     rep: dict[str, Any] = {}
     while time.monotonic() < deadline:
-        rep = groups_json(bootstrap, "migration", group)
+        r = groups(bootstrap, "--json", "migration", group)
+        assert r.returncode in (0, 3), r.stderr  # 3: not joined yet
+        rep = json.loads(r.stdout)
         if rep.get("phase") == phase and _settled(rep, members):
             return rep
         time.sleep(0.5)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -100,3 +101,47 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     # kafka-python 3.0.12 loads its schemas with deprecated importlib.resources calls.
     config.addinivalue_line("filterwarnings", "ignore:.*is deprecated. Use files:DeprecationWarning")
+
+
+# Group settings given to both sides of a differential pair (Kafka's names; groupshift takes them
+# as they are). `KAFKA_ONLY` settings go to Kafka alone: replication factors, and the assignment
+# interval (Kafka 4.3 computes target assignments in the background every
+# `group.consumer.assignment.interval.ms`; 0 makes it compute them in the heartbeat, which is what
+# groupshift always does).
+DIFFERENTIAL_GROUP_SETTINGS = {
+    "group.initial.rebalance.delay.ms": "0",
+    "group.consumer.heartbeat.interval.ms": "5000",
+    "group.consumer.session.timeout.ms": "45000",
+    "group.consumer.migration.policy": "bidirectional",
+}
+KAFKA_ONLY = {
+    "group.coordinator.rebalance.protocols": "classic,consumer",
+    "group.consumer.assignment.interval.ms": "0",
+    "offsets.topic.replication.factor": "1",
+    "offsets.topic.num.partitions": "4",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+}
+
+
+@pytest.fixture(scope="session")
+def differential_pair(
+    tmp_path_factory: pytest.TempPathFactory, kafka_cluster_factory: Any
+) -> Iterator[tuple[str, str]]:
+    """A real Apache Kafka 4.x node and a groupshift server with the same group settings:
+    (kafka bootstrap, groupshift bootstrap). DIFFERENTIAL_KAFKA=HOST:PORT uses a running node
+    instead (started with the same settings)."""
+    import os
+
+    kafka = os.environ.get("DIFFERENTIAL_KAFKA")
+    if not kafka:
+        cluster = kafka_cluster_factory(
+            "4", configs={**DIFFERENTIAL_GROUP_SETTINGS, **KAFKA_ONLY}, name="differential"
+        )
+        kafka = cluster.bootstrap
+    g = Gateways(tmp_path_factory.mktemp("differential"))
+    gw = g.start("groupshift", sets=[f"{k}={v}" for k, v in DIFFERENTIAL_GROUP_SETTINGS.items()])
+    yield kafka, gw.bootstrap
+    problems = g.finish()
+    if problems:
+        pytest.fail("\n\n".join(problems))

@@ -29,9 +29,10 @@ over a window [start, end]:
   * start = the moment M's assign callback for p was entered (the client hands p to the app);
   * end = the earliest of: the moment M's revoke or lost callback for p returned (the app has
     committed and let go), M's `closing` mark (it stopped polling to close, so it reads nothing
-    more), the moment the gateway fenced or removed M (a `member.fenced` / `member.removed`
-    event for M's member id: from then on the server may hand p to someone else, and whatever a
-    zombie does afterwards is no longer ownership), or the end of the run for a live member.
+    more), the moment the gateway fenced or removed M (a `member.fenced` event for M's member
+    id: expiry or timeout; or `member.left`: its leave): from then on the server may hand p to
+    someone else, and whatever a zombie does afterwards is no longer ownership), or the end of
+    the run for a live member.
   A SIGKILLed member has neither a revoke callback nor a closing mark: its windows end only
   when the gateway fences it (its session expires), so a partition handed to someone else before
   that fence is an overlap. Two windows of *different* members on one partition must not
@@ -1086,7 +1087,7 @@ def fences(gw: GatewayProcess, group: str) -> list[tuple[float, str]]:
     """(time, member id) of every member the gateway fenced or removed from `group`."""
     return [
         (server_time(e), str(e["member"]))
-        for name in ("member.fenced", "member.removed")
+        for name in ("member.fenced", "member.left")
         for e in group_events(gw, group, name)
     ]
 

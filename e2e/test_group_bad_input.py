@@ -212,7 +212,7 @@ def test_bad_group_requests_get_kafkas_errors_and_disturb_nobody(gateways: Gatew
             "group.generation_started",
             "member.joined",
             "member.fenced",
-            "member.removed",
+            "member.left",
             "group.converted",
         ):
             assert gw.events(event, since=mark) == [], event

@@ -48,6 +48,8 @@ def test_librdkafka_cooperative_sticky_leader_blocks_the_upgrade(gateways: Gatew
         )
         refused = group_events(sc.gw, sc.group, "group.conversion_refused")
         assert refused and {e["reason"] for e in refused} == {"custom assignor"}, refused
+        # What the client was told, at warning level (docs/migration-guide.md).
+        assert {(e["told"], e["level"]) for e in refused} == {("GROUP_ID_NOT_FOUND", "warning")}
         sc.caught_up("classic members after the refused upgrade")
         assert list_groups(sc.gw)[sc.group] == ("classic", "Stable")
         assert not joiner.owned

@@ -317,14 +317,15 @@ class Shard:
             return ConsumerGroup(group_id)
         if isinstance(group, ClassicGroup) and create:
             return self.migration.consumer_heartbeat_to_classic_group(group, create, op)
-        raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group")
+        raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
 
     def consumer_group_strict(self, group_id: str) -> ConsumerGroup:
+        """Kafka `consumerGroup(groupId)`: the group a leave works on, with its messages."""
         group = self.groups.get(group_id)
         if group is None:
-            raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
+            raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
         if not isinstance(group, ConsumerGroup):
-            raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group")
+            raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
         return group
 
     def fence_consumer_member(
@@ -732,7 +733,7 @@ class Shard:
             elif not isinstance(g, ConsumerGroup):
                 out.append(
                     DescribedConsumerGroup(
-                        gid, int(Errors.GROUP_ID_NOT_FOUND), f"Group {gid} is not a consumer group"
+                        gid, int(Errors.GROUP_ID_NOT_FOUND), f"Group {gid} is not a consumer group."
                     )
                 )
             else:

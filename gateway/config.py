@@ -68,6 +68,10 @@ class ServerConfig(BaseModel):
     socket_request_max_bytes: int = Field(104857600, alias="socket.request.max.bytes", ge=1)
     log_segment_bytes: int = Field(1073741824, alias="log.segment.bytes", ge=14)
     metrics_listen: str | None = Field(None, alias="metrics.listen")
+    # groupshift-specific: per-group series (members by protocol, epoch, lag, ...) for at most
+    # `metrics.groups.max` groups, so a fleet of groups cannot blow up a scrape; off with false.
+    metrics_groups_enabled: bool = Field(True, alias="metrics.groups.enabled")
+    metrics_groups_max: int = Field(500, alias="metrics.groups.max", ge=1)
     node_id: int = Field(0, alias="node.id", ge=0)
     # groupshift-specific: how coordinator logs reach the disk. "batch" (default): one fsync per
     # group commit, and a response waits for it; "none": no fsync (tests, benchmarks).

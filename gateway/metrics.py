@@ -1,4 +1,5 @@
-"""Prometheus text-format metrics, served over plain asyncio HTTP at `/metrics`.
+"""Prometheus text-format metrics, served over plain asyncio HTTP at `/metrics`, with the health
+probes `/health/live` and `/health/ready` on the same endpoint (`metrics.listen`).
 
 No client library: a counter, a gauge and a summary are a few lines each, and the hot path must
 stay cheap (a request costs one dict-free `inc()` and one `observe()` on a pre-bound child).
@@ -11,6 +12,7 @@ operator reading p50/p99 latency needs.
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -202,11 +204,37 @@ class Summary(_Metric):
         return lines
 
 
+class Collected(_Metric):
+    """A family read entirely at scrape time (per-group series computed from the shards' state):
+    nothing is kept between scrapes and nothing is done on the request path."""
+
+    def __init__(
+        self,
+        name: str,
+        help_text: str,
+        labelnames: Labels,
+        kind: str,
+        fn: Callable[[], dict[Labels, float]],
+    ) -> None:
+        super().__init__(name, help_text, labelnames)
+        self.kind = kind
+        self.fn = fn
+
+    def render(self) -> list[str]:
+        lines = self.header()
+        for values, reading in sorted(self.fn().items()):
+            lines.append(f"{self.name}{_label_text(self.labelnames, values)} {_num(reading)}")
+        return lines
+
+
 class MetricsRegistry:
     """Named metrics of one process; `render()` is the Prometheus text exposition."""
 
     def __init__(self) -> None:
         self._metrics: dict[str, _Metric] = {}
+        # Called once at the start of every scrape, before any family renders (e.g. to compute
+        # every per-group reading in one pass over the shards).
+        self.before_render: list[Callable[[], None]] = []
 
     def _add(self, metric: _Metric) -> _Metric:
         existing = self._metrics.get(metric.name)
@@ -234,15 +262,40 @@ class MetricsRegistry:
         assert isinstance(m, Summary)
         return m
 
+    def collected(
+        self,
+        name: str,
+        help_text: str,
+        labelnames: Iterable[str],
+        fn: Callable[[], dict[Labels, float]],
+        kind: str = "gauge",
+    ) -> Collected:
+        m = self._add(Collected(name, help_text, tuple(labelnames), kind, fn))
+        assert isinstance(m, Collected)
+        return m
+
     def render(self) -> str:
+        for hook in self.before_render:
+            hook()
         lines: list[str] = []
         for name in sorted(self._metrics):
             lines.extend(self._metrics[name].render())  # type: ignore[attr-defined]
         return "\n".join(lines) + "\n"
 
 
-async def serve_metrics(registry: MetricsRegistry, host: str, port: int) -> asyncio.Server:
-    """A minimal HTTP/1.0-style responder: `GET /metrics` -> text format, anything else 404."""
+Readiness = Callable[[], dict[str, bool]]
+
+
+async def serve_metrics(
+    registry: MetricsRegistry, host: str, port: int, ready: Readiness | None = None
+) -> asyncio.Server:
+    """A minimal HTTP/1.0-style responder on the `metrics.listen` endpoint:
+
+    * `GET /metrics`: the Prometheus text format;
+    * `GET /health/live`: 200 as long as the event loop answers (a liveness probe);
+    * `GET /health/ready`: 200 when every check of `ready()` holds (all coordinator shards
+      loaded, the Kafka listener accepting), else 503; the body is the checks as JSON;
+    * anything else 404."""
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -250,9 +303,18 @@ async def serve_metrics(registry: MetricsRegistry, host: str, port: int) -> asyn
             request_line = head.split(b"\r\n", 1)[0].decode("latin-1")
             parts = request_line.split()
             path = parts[1].split("?", 1)[0] if len(parts) >= 2 else ""
-            if len(parts) >= 2 and parts[0] in ("GET", "HEAD") and path == "/metrics":
+            get = len(parts) >= 2 and parts[0] in ("GET", "HEAD")
+            if get and path == "/metrics":
                 body = registry.render().encode()
                 status, ctype = "200 OK", "text/plain; version=0.0.4; charset=utf-8"
+            elif get and path == "/health/live":
+                body, status, ctype = b'{"live": true}\n', "200 OK", "application/json"
+            elif get and path == "/health/ready":
+                checks = ready() if ready is not None else {}
+                ok = all(checks.values())
+                body = (json.dumps({"ready": ok, **checks}, sort_keys=True) + "\n").encode()
+                status = "200 OK" if ok else "503 Service Unavailable"
+                ctype = "application/json"
             else:
                 body, status, ctype = b"not found\n", "404 Not Found", "text/plain"
             writer.write(

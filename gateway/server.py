@@ -74,6 +74,9 @@ class GatewayServer:
         # the connections are drained (`on_stop()`), e.g. the group layer's shard runtimes.
         self.on_start: list[Callable[[asyncio.AbstractEventLoop], None]] = []
         self.on_stop: list[Callable[[], None]] = []
+        # Readiness checks for `/health/ready` (name -> holds now), e.g. the group layer's
+        # "every coordinator shard is loaded"; the listener's own check is added here.
+        self.ready_checks: dict[str, Callable[[], bool]] = {"listener_accepting": self._accepting}
         for install in extensions:
             install(self)
         self.dispatcher = Dispatcher(
@@ -106,6 +109,12 @@ class GatewayServer:
         self._accepted.inc()
         return conn
 
+    def _accepting(self) -> bool:
+        return self._server is not None and self._server.is_serving()
+
+    def readiness(self) -> dict[str, bool]:
+        return {name: check() for name, check in self.ready_checks.items()}
+
     @property
     def port(self) -> int:
         return self.cluster.node.port
@@ -122,7 +131,7 @@ class GatewayServer:
             hook(loop)
         metrics_at = self.config.metrics_address
         if metrics_at is not None:
-            self._metrics_server = await serve_metrics(self.metrics, *metrics_at)
+            self._metrics_server = await serve_metrics(self.metrics, *metrics_at, ready=self.readiness)
             mport = self._metrics_server.sockets[0].getsockname()[1]
             metrics_at = (metrics_at[0], int(mport))
         log.info(

@@ -19,13 +19,17 @@ def _add_simulate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         description=(
             "Drive the sans-IO engine with a virtual clock and print, after each step, the group "
             "epoch, the target assignment and every member's epoch, state and partitions "
-            "(the KIP-848 case studies' format)."
+            "(the KIP-848 case studies' format). Migration scenarios mix classic members "
+            "(JoinGroup/SyncGroup, eager range) and KIP-848 members in one group."
         ),
     )
     p.add_argument(
         "--scenario",
         default="basic",
-        help="basic | incremental | member-failure | partition-added | random (default: basic)",
+        help=(
+            "basic | incremental | member-failure | partition-added | random (default: basic), or a "
+            "migration: online-migration (the KIP's case study) | rolling-upgrade | rolling-downgrade"
+        ),
     )
     p.add_argument("--seed", type=int, default=1, help="seed for --scenario random")
     p.add_argument("--steps", type=int, default=30, help="steps for --scenario random")
@@ -33,7 +37,11 @@ def _add_simulate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
     def run(args: argparse.Namespace) -> int:
         from engine.simulate import main as simulate_main
+        from translation.simulate import SCENARIOS as MIGRATIONS
+        from translation.simulate import main as migration_main
 
+        if args.scenario in MIGRATIONS:
+            return migration_main(args.scenario, assignor=args.assignor, out=sys.stdout)
         return simulate_main(
             args.scenario, seed=args.seed, steps=args.steps, assignor=args.assignor, out=sys.stdout
         )
@@ -154,6 +162,20 @@ def _add_groups(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     add_parser(sub)
 
 
+def _add_kafka(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "kafka",
+        help="a reference Apache Kafka from Maven Central: start a local cluster, list versions",
+        description=(
+            "Reference Apache Kafka for comparisons and migrations (docs/kafka-in-the-loop.md). "
+            "Needs Java 17+ and Maven; releases are cached under ~/.cache/groupshift/kafka."
+        ),
+    )
+    from compat.kafka_dist.commands import add_arguments
+
+    add_arguments(p)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="groupshift", description=__doc__)
     parser.add_argument("--version", action="version", version=f"groupshift {__version__}")
@@ -162,6 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_serve(sub)
     _add_records(sub)
     _add_groups(sub)
+    _add_kafka(sub)
     return parser
 
 

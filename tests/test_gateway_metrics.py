@@ -45,3 +45,48 @@ def test_metrics_are_served_over_http() -> None:
     ok, missing = asyncio.run(scenario())
     assert ok.startswith(b"HTTP/1.1 200 OK") and b"hits_total 1" in ok
     assert missing.startswith(b"HTTP/1.1 404")
+
+
+def test_health_probes_answer_live_and_ready_from_the_checks() -> None:
+    """`/health/ready` is 503 while any readiness check fails (a shard reloading, the listener
+    not yet accepting) and names the checks; `/health/live` needs nothing but the loop."""
+    checks = {"listener_accepting": True, "coordinator_shards_loaded": False}
+
+    async def scenario() -> list[bytes]:
+        server = await serve_metrics(MetricsRegistry(), "127.0.0.1", 0, ready=lambda: dict(checks))
+        port = server.sockets[0].getsockname()[1]
+        answers = []
+        for path in ("/health/live", "/health/ready", "/health/ready"):
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+            answers.append(await reader.read())
+            writer.close()
+            checks["coordinator_shards_loaded"] = len(answers) == 2  # loaded after the 1st ready
+        server.close()
+        return answers
+
+    live, not_ready, ready = asyncio.run(scenario())
+    assert live.startswith(b"HTTP/1.1 200 OK") and live.endswith(b'{"live": true}\n')
+    assert not_ready.startswith(b"HTTP/1.1 503")
+    assert b'"coordinator_shards_loaded": false' in not_ready and b'"ready": false' in not_ready
+    assert ready.startswith(b"HTTP/1.1 200 OK") and b'"ready": true' in ready
+
+
+def test_collected_families_are_computed_once_per_scrape() -> None:
+    m = MetricsRegistry()
+    scrapes: list[int] = []
+    readings: dict[tuple[str, ...], float] = {}
+
+    def refresh() -> None:
+        scrapes.append(1)
+        readings.clear()
+        readings[("g1", "classic")] = len(scrapes)
+
+    m.before_render.append(refresh)
+    m.collected("groupshift_group_members", "Members", ("group", "protocol"), lambda: readings)
+    m.collected("groupshift_x_total", "X", ("group",), lambda: {("g1",): 2.0}, kind="counter")
+    text = m.render()
+    assert 'groupshift_group_members{group="g1",protocol="classic"} 1' in text
+    assert "# TYPE groupshift_x_total counter" in text and 'groupshift_x_total{group="g1"} 2' in text
+    assert 'groupshift_group_members{group="g1",protocol="classic"} 2' in m.render()
+    assert len(scrapes) == 2

@@ -21,15 +21,17 @@ def upgraded_group(h: MigrationHarness) -> None:
     assert r.error_code == 0 and h.shard.consumer_group("g") is not None
 
 
-def test_last_kip848_member_leaving_is_logged_as_fenced_when_it_downgrades() -> None:
+def test_last_kip848_member_leaving_is_logged_as_left_when_it_downgrades() -> None:
     """Found by test_migration_kill / the rolling tests: when the fence of the last KIP-848 member
     downgraded the group, only `group.converted` was logged and the fenced member was named
-    nowhere (Kafka logs the fence, with its reason, before `convertToClassicGroup`)."""
+    nowhere (Kafka logs the fence, with its reason, before `convertToClassicGroup`). A leave the
+    member asked for is `member.left`, not `member.fenced`."""
     h = MigrationHarness()
     upgraded_group(h)
     h.cgh("k1", -1)
     assert h.last is not None
-    fenced = events(h.last, "member.fenced")
+    assert events(h.last, "member.fenced") == []
+    fenced = events(h.last, "member.left")
     assert [(e["member"], e["reason"]) for e in fenced] == [("k1", "the member left the group.")]
     assert [e["to_type"] for e in events(h.last, "group.converted")] == ["classic"]
     assert isinstance(h.shard.groups["g"], ClassicGroup)

@@ -1587,7 +1587,7 @@ def test_consumer_group_heartbeat_to_classic_group_without_joining() -> None:
         r = h.cgh("c1", epoch_)
         assert (r.error_code, r.error_message) == (
             Errors.GROUP_ID_NOT_FOUND,
-            "Group g is not a consumer group",
+            "Group g is not a consumer group.",
         )
         assert last_records(h) == [] and h.events("group.conversion_refused") == []
     assert h.shard.persisted_state() == before
@@ -1601,7 +1601,7 @@ def test_consumer_group_describe_on_classic_group() -> None:
 
     [d] = h.coordinator.consumer_group_describe(["g"])
 
-    assert (d.error_code, d.error_message) == (Errors.GROUP_ID_NOT_FOUND, "Group g is not a consumer group")
+    assert (d.error_code, d.error_message) == (Errors.GROUP_ID_NOT_FOUND, "Group g is not a consumer group.")
 
 
 def test_classic_group_requests_to_missing_group() -> None:

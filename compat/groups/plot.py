@@ -6,10 +6,10 @@ reads left to right as hatching giving way to solid bars and gaps show partition
 Drawn with matplotlib's Agg backend (no display needed); matplotlib is imported only here.
 
 Spans come from the polls of `--watch` (an owner seen at poll i is taken to own the partition
-until poll i+1), or from the gateway's JSON event log (`--events`): `member.assignment_changed`
-events carrying the member's partitions (`assigned`, or `partitions`: a {topic: [partitions]}
-mapping, a list of "topic-partition" strings or of {topic, partition} objects) start spans, and
-`member.left` / `member.fenced` / `member.removed` end the member's spans.
+until poll i+1), or from the gateway's JSON event log (`--events`, see `ownership_from_events`):
+`member.assignment_changed` events start and end spans, and `member.left` / `member.fenced` /
+`member.removed` end the member's spans. Partition lists may be "topic-partition" strings (as
+the gateway logs them), a {topic: [partitions]} mapping or {topic, partition} objects.
 """
 
 from __future__ import annotations
@@ -92,13 +92,30 @@ def _partitions(value: Any) -> list[str] | None:
 
 
 def ownership_from_events(path: str | Path, group: str) -> list[Span]:
-    """Spans from a JSON-lines event log; raises ValueError if it has no partition lists."""
-    open_spans: dict[str, tuple[str, str | None, float]] = {}  # partition -> (owner, protocol, start)
-    by_member: dict[str, set[str]] = {}
+    """Spans from a JSON-lines event log; raises ValueError if it has no partition lists.
+
+    A member owns its assigned partitions plus those pending revocation (it still holds them
+    until it releases them). `member.assignment_changed` carries either the whole assignment
+    (`assigned`, or `partitions`: a classic generation) or the change (`added`, `revoked`,
+    and the full `pending_revocation`: a KIP-848 reconciliation)."""
+    assigned: dict[str, set[str]] = {}
+    pending: dict[str, set[str]] = {}
+    owned: dict[str, set[str]] = {}
     protocols: dict[str, str | None] = {}
+    open_spans: dict[tuple[str, str], float] = {}  # (partition, member) -> start
     spans: list[Span] = []
     last_t = 0.0
     saw_partitions = False
+
+    def settle(member: str, now_owned: set[str], t: float) -> None:
+        before = owned.get(member, set())
+        for p in before - now_owned:
+            start = open_spans.pop((p, member), t)
+            spans.append(Span(p, member, protocols.get(member), start, t))
+        for p in now_owned - before:
+            open_spans[(p, member)] = t
+        owned[member] = now_owned
+
     for line in Path(path).read_text(errors="replace").splitlines():
         try:
             e = json.loads(line)
@@ -112,35 +129,32 @@ def ownership_from_events(path: str | Path, group: str) -> list[Span]:
         last_t = max(last_t, t)
         member = str(e.get("member", e.get("member_id", "")))
         name = e.get("event")
-        if name == "member.joined" and e.get("protocol"):
+        if e.get("protocol"):
             protocols[member] = str(e["protocol"])
         if name == "member.assignment_changed":
-            parts = _partitions(e.get("assigned", e.get("partitions")))
-            if parts is None:
+            full = _partitions(e.get("assigned", e.get("partitions")))
+            added = _partitions(e.get("added"))
+            if full is not None:
+                assigned[member] = set(full)
+                pending[member] = set(_partitions(e.get("pending_revocation")) or ())
+            elif added is not None or "pending_revocation" in e:
+                revoked = set(_partitions(e.get("revoked")) or ())
+                assigned[member] = (assigned.get(member, set()) - revoked) | set(added or ())
+                pending[member] = set(_partitions(e.get("pending_revocation")) or ())
+            else:
                 continue
             saw_partitions = True
-            now = set(parts)
-            for p in by_member.get(member, set()) - now:
-                owner, proto, start = open_spans.pop(p, (member, None, t))
-                if owner == member:
-                    spans.append(Span(p, owner, proto, start, t))
-            for p in now - by_member.get(member, set()):
-                prev = open_spans.get(p)
-                if prev is not None:
-                    spans.append(Span(p, prev[0], prev[1], prev[2], t))
-                    by_member.get(prev[0], set()).discard(p)
-                open_spans[p] = (member, protocols.get(member, e.get("protocol")), t)
-            by_member[member] = now
+            settle(member, assigned[member] | pending[member], t)
         elif name in ("member.left", "member.fenced", "member.removed"):
-            for p in by_member.pop(member, set()):
-                owner, proto, start = open_spans.pop(p, (member, None, t))
-                spans.append(Span(p, owner, proto, start, t))
+            assigned.pop(member, None)
+            pending.pop(member, None)
+            settle(member, set(), t)
     if not saw_partitions:
         raise ValueError(
             f"{path}: no member.assignment_changed event of group {group!r} lists its partitions"
         )
-    for p, (owner, proto, start) in open_spans.items():
-        spans.append(Span(p, owner, proto, start, max(last_t, start + 1.0)))
+    for (p, member), start in open_spans.items():
+        spans.append(Span(p, member, protocols.get(member), start, max(last_t, start + 1.0)))
     return spans
 
 

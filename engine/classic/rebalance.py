@@ -52,7 +52,7 @@ def expire_member_heartbeat(shard: Shard, group_id: str, member_id: str, op: Ope
         return
     if group.is_pending_member(member_id):
         group.remove(member_id)
-        op.event("member.removed", group=group_id, member=member_id, reason="pending member expired")
+        op.event("member.fenced", group=group_id, member=member_id, reason="pending member expired")
         if group.is_in_state(S.PREPARING_REBALANCE) and group.has_all_members_joined():
             complete_join(shard, group, op)
         return
@@ -79,7 +79,7 @@ def remove_member_and_update(
     answer_parked_requests(group, member, op)
     group.remove(member.member_id)
     op.event(
-        "member.removed",
+        "member.fenced",
         group=group.group_id,
         member=member.member_id,
         generation=group.generation_id,
@@ -186,7 +186,7 @@ def complete_join(shard: Shard, group: ClassicGroup, op: Operation) -> None:
     for m in gone:
         group.remove(m.member_id)
         shard.timers.cancel(heartbeat_key(gid, m.member_id))
-        op.event("member.removed", group=gid, member=m.member_id, reason="did not rejoin in time")
+        op.event("member.fenced", group=gid, member=m.member_id, reason="did not rejoin in time")
     if group.is_in_state(S.DEAD):
         return
     if not group.maybe_elect_new_joined_leader() and group.members:
@@ -246,7 +246,7 @@ def expire_pending_sync(shard: Shard, group_id: str, generation: int, op: Operat
         for mid in late:
             group.remove(mid)
             shard.timers.cancel(heartbeat_key(group_id, mid))
-            op.event("member.removed", group=group_id, member=mid, reason="did not sync in time")
+            op.event("member.fenced", group=group_id, member=mid, reason="did not sync in time")
         prepare_rebalance(shard, group, op, f"Removing {late} on pending sync request expiration")
 
 

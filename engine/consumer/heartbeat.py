@@ -48,17 +48,19 @@ CLIENT_GENERATED_MEMBER_ID_VERSION = 1
 
 def validate(req: ConsumerGroupHeartbeatRequest, api_version: int, assignors: tuple[str, ...]) -> None:
     """Kafka `throwIfConsumerGroupHeartbeatRequestIsInvalid` (4.0 rules)."""
+    epoch = req.member_epoch
+    # Kafka checks the member id first, then group, instance and rack ids (a request with both
+    # ids empty is told about the member id).
+    if (api_version >= CLIENT_GENERATED_MEMBER_ID_VERSION or epoch > 0 or epoch == -1) and (
+        req.member_id is None or not req.member_id.strip()
+    ):
+        raise invalid_request("MemberId can't be empty.")
     if req.group_id is None or not req.group_id.strip():
         raise invalid_request("GroupId can't be empty.")
     if req.instance_id is not None and not req.instance_id.strip():
         raise invalid_request("InstanceId can't be empty.")
     if req.rack_id is not None and not req.rack_id.strip():
         raise invalid_request("RackId can't be empty.")
-    epoch = req.member_epoch
-    if (api_version >= CLIENT_GENERATED_MEMBER_ID_VERSION or epoch > 0 or epoch == -1) and (
-        req.member_id is None or not req.member_id.strip()
-    ):
-        raise invalid_request("MemberId can't be empty.")
     if epoch > 0 and req.rebalance_timeout_ms == -1 and req.server_assignor is None:
         return  # the common steady heartbeat: nothing else to check
     if epoch == 0:
@@ -68,7 +70,7 @@ def validate(req: ConsumerGroupHeartbeatRequest, api_version: int, assignors: tu
             raise invalid_request("TopicPartitions must be empty when (re-)joining.")
         if req.subscribed_topic_names is None and req.subscribed_topic_regex is None:
             raise invalid_request(
-                "SubscribedTopicNames or SubscribedTopicRegex must be set in first request."
+                "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining."
             )
     elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
         if req.instance_id is None:
@@ -268,7 +270,7 @@ def leave(shard: Shard, req: ConsumerGroupHeartbeatRequest, op: Operation) -> Co
                 Errors.UNKNOWN_MEMBER_ID,
                 f"Member {req.member_id} is not a member of group {gid}.",
             )
-        fence_member(shard, group, member, op, "the member left the group.")
+        fence_member(shard, group, member, op, "the member left the group.", "member.left")
         return response
     member = group.static_member(req.instance_id)
     if member is None:
@@ -293,5 +295,5 @@ def leave(shard: Shard, req: ConsumerGroupHeartbeatRequest, op: Operation) -> Co
         return ConsumerGroupHeartbeatResponse(
             member_id=member.member_id, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH
         )
-    fence_member(shard, group, member, op, "the static member left the group.")
+    fence_member(shard, group, member, op, "the static member left the group.", "member.left")
     return response

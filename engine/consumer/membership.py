@@ -18,7 +18,7 @@ from engine.consumer import record_builders as rb
 from engine.consumer import regex as regexes
 from engine.consumer.group import ConsumerGroup, ResolvedRegex
 from engine.consumer.member import ConsumerGroupMember, MemberState
-from engine.consumer.reconcile import OwnedPartitions, reconcile
+from engine.consumer.reconcile import OwnedPartitions, pending_assignment, reconcile
 from engine.consumer.target import build_target_assignment
 from engine.metadata import MetadataImage
 from engine.operation import Operation
@@ -283,6 +283,18 @@ def update_target(
     return group.assignment_epoch, target if target is not None else EMPTY
 
 
+def partition_names(image: MetadataImage, a: Assignment, minus: Assignment = EMPTY) -> list[str]:
+    """`topic-partition` names of `a` not in `minus`, for events an operator reads (computed only
+    when an assignment changes, never for a steady heartbeat)."""
+    out: list[str] = []
+    for t, parts in a.items():
+        gone = minus.get(t, ())
+        topic = image.topic_by_id(t)
+        name = topic.name if topic is not None else str(t)
+        out.extend(f"{name}-{p}" for p in parts if p not in gone)
+    return out
+
+
 def maybe_reconcile(
     shard: Shard,
     group: ConsumerGroup,
@@ -299,13 +311,21 @@ def maybe_reconcile(
     if updated is member or updated.assignment_equals(member):
         return member
     op.records.append(rb.current_assignment(group.group_id, updated))
+    image = shard.image
     op.event(
         "member.assignment_changed",
         group=group.group_id,
         member=updated.member_id,
         member_epoch=updated.member_epoch,
         previous_member_epoch=updated.previous_member_epoch,
+        target_epoch=target_epoch,
         state=updated.state.name,
+        added=partition_names(image, updated.assigned_partitions, member.assigned_partitions),
+        revoked=partition_names(
+            image, updated.partitions_pending_revocation, member.partitions_pending_revocation
+        ),
+        pending_revocation=partition_names(image, updated.partitions_pending_revocation),
+        pending_assignment=partition_names(image, pending_assignment(updated, target)),
     )
     if not updated.uses_classic_protocol:
         if updated.state is MemberState.UNREVOKED_PARTITIONS:
@@ -343,8 +363,12 @@ def fence_member(
     member: ConsumerGroupMember,
     op: Operation,
     reason: str,
+    event: str = "member.fenced",
 ) -> None:
     """Remove a member and bump the group epoch (leave -1, session or rebalance timeout).
+
+    `event` names the log line: `member.left` for a leave the member asked for, `member.fenced`
+    for a removal the coordinator decided (expiry, timeout).
 
     The translation layer may turn this into a downgrade to a classic group
     (`MigrationHooks.consumer_member_fenced` returns True when it handled the fence)."""
@@ -353,7 +377,7 @@ def fence_member(
         # The fence converted the group to a classic group instead (`group.converted`); the
         # fenced member is still one event, as Kafka logs the fence before converting.
         op.event(
-            "member.fenced",
+            event,
             group=gid,
             member=member.member_id,
             member_epoch=member.member_epoch,
@@ -370,7 +394,7 @@ def fence_member(
     op.records.append(rb.group_epoch(gid, epoch))
     cancel_member_timers(shard, gid, member.member_id)
     op.event(
-        "member.fenced",
+        event,
         group=gid,
         member=member.member_id,
         member_epoch=member.member_epoch,

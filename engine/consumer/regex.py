@@ -25,15 +25,42 @@ _OPTIONS = re2.Options()
 _OPTIONS.log_errors = False  # an invalid pattern is an answer to the client, not a server log
 
 
+# google-re2 (C++ RE2) error texts -> the descriptions RE2/J, which Kafka uses, gives for the same
+# errors; Kafka's error message ends with that description.
+_RE2J_DESCRIPTIONS = {
+    "invalid escape sequence": "invalid escape sequence",
+    "invalid character class": "invalid character class",
+    "invalid character class range": "invalid character class range",
+    "missing ]": "missing closing ]",
+    "missing )": "missing closing )",
+    # RE2/J has no "unexpected )" text: it reports its internal error for an unmatched `)`.
+    "unexpected )": "regexp/syntax: internal error",
+    "extra )": "regexp/syntax: internal error",
+    "trailing \\": "trailing backslash at end of expression",
+    "no argument for repetition operator": "missing argument to repetition operator",
+    "invalid repetition size": "invalid repeat count",
+    "bad repetition operator": "invalid nested repetition operator",
+    "invalid perl operator": "invalid or unsupported Perl syntax",
+    "invalid named capture group": "invalid named capture",
+}
+
+
+def _re2j_description(reason: str) -> str:
+    """The RE2/J description of a google-re2 error (`"missing ]: [a-"` -> `"missing closing ]"`)."""
+    code = reason.split(":", 1)[0].strip()
+    return _RE2J_DESCRIPTIONS.get(code, reason)
+
+
 @lru_cache(maxsize=1024)
 def compile_regex(pattern: str) -> Any:
     try:
         return re2.compile(pattern, options=_OPTIONS)
     except re2.error as e:
         reason = e.args[0].decode() if e.args and isinstance(e.args[0], bytes) else str(e)
+        description = _re2j_description(reason)
         raise CoordinatorError(
             Errors.INVALID_REGULAR_EXPRESSION,
-            f"SubscribedTopicRegex `{pattern}` is not a valid regular expression: {reason}.",
+            f"SubscribedTopicRegex `{pattern}` is not a valid regular expression: {description}.",
         ) from None
 
 

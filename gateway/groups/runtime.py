@@ -31,8 +31,9 @@ from typing import Any
 import structlog
 
 from engine.errors import Errors
-from engine.outcome import Outcome, Pending
+from engine.outcome import Event, Outcome, Pending
 from gateway.coordinator_storage import CoordinatorStorage
+from gateway.groups.events import WARNING_EVENTS, ClassicAssignments, annotate
 from translation.coordinator import Coordinator
 
 log = structlog.get_logger("coordinator")
@@ -71,8 +72,10 @@ class ShardRuntime:
         self._on_flush_time = on_flush_time
         self._on_event = on_event
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._classic_assignments = ClassicAssignments()
         for out in self.storage.load_outcomes:
             self._after(out, None)
+        self.loaded = True  # False while a failed shard is being reloaded (`/health/ready`)
 
     @property
     def shard(self) -> Any:
@@ -97,8 +100,7 @@ class ShardRuntime:
     def _after(self, out: Outcome[Any], response: Any) -> Any:
         """Route what an outcome produced: events, completions, continuation, response."""
         if out.events:
-            for name, fields in out.events:
-                self._emit(name, fields)
+            self._emit(out.events)
         end = self.storage.end_offset
         durable = self.storage.durable_offset >= end and not self._waiting
         for handle, value in out.completions:
@@ -131,13 +133,17 @@ class ShardRuntime:
         loop = self._loop or asyncio.get_running_loop()
         return loop.create_future()
 
-    def _emit(self, name: str, fields: dict[str, Any]) -> None:
-        if self._on_event is not None:
-            self._on_event(name, fields)
-        if name == "request.rejected":
-            log.info(name, shard=self.index, **fields)
-        else:
-            log.info(name, shard=self.index, **fields)
+    def _emit(self, events: list[Event] | tuple[Event, ...]) -> None:
+        """Log one outcome's events (completed by `gateway.groups.events`) and count them."""
+        annotate(self.shard, events)
+        derived = self._classic_assignments.derive(self.shard, events)
+        for name, fields in (*events, *derived) if derived else events:
+            if self._on_event is not None:
+                self._on_event(name, fields)
+            if name in WARNING_EVENTS:
+                log.warning(name, shard=self.index, **fields)
+            else:
+                log.info(name, shard=self.index, **fields)
 
     # --- group commit ------------------------------------------------------------------------------
 
@@ -213,6 +219,7 @@ class ShardRuntime:
                 fut.set_exception(failure)
         self._waiting.clear()
         self._parked.clear()
+        self.loaded = False
         with contextlib.suppress(Exception):
             self.storage.close()
         try:
@@ -220,6 +227,7 @@ class ShardRuntime:
             self.coordinator = Coordinator(self.storage.shard)
             for out in self.storage.load_outcomes:
                 self._after(out, None)
+            self.loaded = True
             log.info("coordinator.shard_reloaded", shard=self.index)
         except Exception as e:
             log.error("coordinator.shard_reload_failed", shard=self.index, error=str(e))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +23,7 @@ from engine.consumer.group import ConsumerGroup
 from engine.ids import SystemIds
 from engine.metadata import MetadataImage
 from gateway.coordinator_storage import CoordinatorStorage
+from gateway.groups.group_metrics import GroupMetrics
 from gateway.groups.routing import partition_for
 from gateway.groups.runtime import ShardRuntime
 from records.durability import fsync_dir, fsync_file
@@ -60,6 +61,14 @@ class GroupCoordinatorService:
             ("group_type",),
         )
         self._events = m.counter("groupshift_coordinator_events_total", "Coordinator events", ("event",))
+        self.group_metrics = GroupMetrics(
+            m,
+            self._all_groups,
+            self._lookup_group,
+            self._log_end_offset,
+            enabled=server.config.metrics_groups_enabled,
+            max_groups=server.config.metrics_groups_max,
+        )
         self.runtimes = [self._make_runtime(i) for i in range(self.num_shards)]
         self.group_configs: dict[str, GroupConfig] = {}
         self._load_group_configs()
@@ -71,6 +80,7 @@ class GroupCoordinatorService:
             "Responses waiting for durability (KIP-848 event-queue-size)",
         ).set_function(lambda: sum(len(r._waiting) for r in self.runtimes))
         server.plane.subscribe(self._on_topic_change)
+        server.ready_checks["coordinator_shards_loaded"] = lambda: all(r.loaded for r in self.runtimes)
 
     def _make_runtime(self, index: int) -> ShardRuntime:
         directory = str(self.base / f"__consumer_offsets-{index}")
@@ -176,6 +186,22 @@ class GroupCoordinatorService:
             self._rebalances.labels("consumer").inc()
         elif name == "group.generation_started":
             self._rebalances.labels("classic").inc()
+        self.group_metrics.on_event(name, fields)
+
+    def _all_groups(self) -> Iterator[tuple[str, Any, Mapping[str, Mapping[int, Any]]]]:
+        for r in self.runtimes:
+            shard = r.shard
+            for gid, g in shard.groups.items():
+                yield gid, g, shard.offsets.group(gid)
+
+    def _lookup_group(self, group_id: str) -> Any:
+        if len(getattr(self, "runtimes", ())) != self.num_shards:
+            return None  # events replayed while the shards are still being loaded
+        return self.runtime_for(group_id).shard.groups.get(group_id)
+
+    def _log_end_offset(self, topic: str, partition: int) -> int | None:
+        p = self.server.plane.partition(topic, partition)
+        return None if p is None else p.high_watermark
 
     def _group_counts(self) -> dict[tuple[str, ...], float]:
         counts: dict[tuple[str, ...], float] = {}

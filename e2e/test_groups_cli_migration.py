@@ -11,14 +11,17 @@ reason, before any consumer-protocol member tries.
 
 from __future__ import annotations
 
+import itertools
 import json
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+from compat.groups.plot import ownership_from_events
 from e2e.conftest import Gateways
-from e2e.groups_cli import groups_json
+from e2e.groups_cli import groups, groups_json
 from e2e.harness import REPO
 from e2e.migration import scenario
 
@@ -96,11 +99,26 @@ def test_migration_watch_through_a_rolling_upgrade(gateways: Gateways, tmp_path:
                 sc.step("consumer", f"upgrade {i + 1}/2: consumer member joined")
                 old.stop()
                 sc.step("consumer", f"upgrade {i + 1}/2: {old.name} left")
+            # The target assignment after the last leave may still be computing (Assigning):
+            # wait until the group reports itself done, then give the watch a few more polls.
+            deadline = time.monotonic() + 30
+            while not groups_json(sc.gw.bootstrap, "migration", sc.group)["next_step"].startswith("Done"):
+                assert time.monotonic() < deadline, "the group never reported the migration done"
+                time.sleep(0.3)
+            time.sleep(1.2)
         finally:
             watch.send_signal(signal.SIGINT)
             out, err = watch.communicate(timeout=60)
         assert watch.returncode == 0, err
         polls = [json.loads(line) for line in [first, *out.splitlines()] if line.strip()]
+        # The same story from the gateway's own event log: who owns each partition at the end.
+        from_log = tmp_path / "from-log.png"
+        r = groups(
+            sc.gw.bootstrap, "migration", sc.group, "--plot", str(from_log), "--events", str(sc.gw.log_path)
+        )
+        assert r.returncode == 0, r.stderr
+        assert from_log.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        spans = ownership_from_events(sc.gw.log_path, sc.group)
         sc.finish()
     assert len(polls) >= 4, f"only {len(polls)} polls"
     phases = [p["phase"] for p in polls]
@@ -122,6 +140,20 @@ def test_migration_watch_through_a_rolling_upgrade(gateways: Gateways, tmp_path:
             assert pend["partition"] in owns[pend["member_id"]]
             assert pend["pending_for_s"] >= 0
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and plot.stat().st_size > 5000
+    last_owner = {
+        p: m["member_id"] for m in polls[-1]["members"] for p in m["owns"]
+    }  # the last poll, with both consumer members settled
+    latest = {sp.partition: sp.owner for sp in sorted(spans, key=lambda sp: sp.start)}
+    assert latest == last_owner
+    # In the log's account (assigned + pending revocation) no partition had two owners at once:
+    # a receiver is given a partition only after its previous owner released it.
+    by_partition: dict[str, list[tuple[float, float]]] = {}
+    for sp in spans:
+        by_partition.setdefault(sp.partition, []).append((sp.start, sp.end))
+    for p, windows in by_partition.items():
+        windows.sort()
+        for (_, e1), (s2, _) in itertools.pairwise(windows):
+            assert s2 >= e1 - 1e-6, f"{p} owned twice at once: {windows}"
 
 
 def test_migration_names_the_refusal_before_anyone_tries(gateways: Gateways) -> None:

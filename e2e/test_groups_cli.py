@@ -336,3 +336,33 @@ def test_output_is_plain_when_piped_and_json_is_json(gw: GatewayProcess, active:
     assert piped.returncode == 0 and "\x1b[" not in piped.stdout  # not a terminal: no colour
     assert table(piped.stdout)[0]["GROUP"] == group
     json.loads(groups(gw.bootstrap, "--json", "describe", group).stdout)
+
+
+def test_describe_members_shows_static_instance_ids(gw: GatewayProcess) -> None:
+    from confluent_kafka import Consumer
+
+    topic, group = "cli-static-t", "cli-static"
+    produce(gw, topic)
+    k = Consumer(
+        {
+            "bootstrap.servers": gw.bootstrap,
+            "group.id": group,
+            "group.protocol": "consumer",
+            "group.instance.id": "static-1",
+            "client.id": "static-client",
+        }
+    )
+    k.subscribe([topic])
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and len(k.assignment()) < 3:
+            k.poll(0.2)
+        (row,) = table(ok(gw.bootstrap, "describe", group, "--members"))
+        assert row["GROUP-INSTANCE-ID"] == "static-1" and row["CLIENT-ID"] == "static-client"
+        assert row["#PARTITIONS"] == "3" and row["PROTOCOL"] == "consumer"
+        (m,) = groups_json(gw.bootstrap, "describe", group, "--members")["members"]
+        assert m["instance_id"] == "static-1"
+        rep = groups_json(gw.bootstrap, "migration", group)
+        assert rep["members"][0]["instance_id"] == "static-1" and rep["phase"] == "consumer"
+    finally:
+        k.close()

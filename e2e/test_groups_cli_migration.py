@@ -169,3 +169,55 @@ def test_migration_names_the_refusal_before_anyone_tries(gateways: Gateways) -> 
         sc.finish()
     missing = groups_json(sc.gw.bootstrap, "migration", "no-such-group", expect=3)
     assert missing["exists"] is False and missing["phase"] == "not found"
+
+
+def test_migration_watch_outlives_a_gateway_restart(gateways: Gateways) -> None:
+    """A watch keeps going while the gateway is SIGKILLed and restarted on the same port: the
+    polls in between report the failure (`poll_error`), the ones after see the group again
+    (recovered from the coordinator log)."""
+    from e2e.migration import FAST_GROUP_SETTINGS, create_topic, restart_same_port
+
+    gw = gateways.start("watch-restart", sets=FAST_GROUP_SETTINGS)
+    create_topic(gw, "wr-t", 3)
+    ok = groups(gw.bootstrap, "reset-offsets", "wr-g", "--topic", "wr-t", "--to-earliest", "--execute")
+    assert ok.returncode == 0, ok.stderr  # an empty group with committed offsets
+    watch = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "groupshift",
+            "groups",
+            "--bootstrap-server",
+            gw.bootstrap,
+            "--timeout",
+            "2",
+            "--json",
+            "migration",
+            "wr-g",
+            "--watch",
+            "--interval",
+            "0.3",
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert watch.stdout is not None
+        first = json.loads(watch.stdout.readline())
+        assert first["phase"] == "empty"
+        gw.kill()
+        time.sleep(1.0)
+        restarted = restart_same_port(gateways, gw)
+        assert restarted.port == gw.port
+        time.sleep(2.0)
+    finally:
+        watch.send_signal(signal.SIGINT)
+        out, err = watch.communicate(timeout=60)
+    assert watch.returncode == 0, err
+    lines = [json.loads(line) for line in out.splitlines() if line.strip()]
+    errors = [i for i, line in enumerate(lines) if "poll_error" in line]
+    assert errors, "no poll failed while the gateway was down"
+    after = lines[errors[-1] + 1 :]
+    assert after and all(p["phase"] == "empty" and p["exists"] for p in after)

@@ -197,3 +197,49 @@ def test_ownership_spans_from_an_event_log(tmp_path: Path) -> None:
     png = tmp_path / "o.png"
     plot_ownership(spans, png, "g")
     assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def run_cli(*argv: str) -> tuple[int, str, str]:
+    import contextlib
+    import io
+
+    from groupshift.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(argv))
+        except SystemExit as e:
+            code = int(e.code or 0)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_usage_errors_exit_2_before_any_connection() -> None:
+    # Port 1 on 127.0.0.1: nothing listens, so reaching the network would exit 1, not 2.
+    assert run_cli("groups", "--bootstrap-server", "127.0.0.1:1")[0] == 2  # no sub-command
+    code, _, err = run_cli("groups", "--bootstrap-server", "no-port", "list")
+    assert code == 2 and "HOST:PORT" in err
+    code, _, err = run_cli(
+        "groups", "--bootstrap-server", "127.0.0.1:1", "reset-offsets", "g", "--topic", "t"
+    )
+    assert code == 2 and "exactly one of" in err
+    code, _, err = run_cli(
+        "groups",
+        "--bootstrap-server",
+        "127.0.0.1:1",
+        "reset-offsets",
+        "g",
+        "--topic",
+        "t",
+        "--to-earliest",
+        "--to-latest",
+    )
+    assert code == 2
+    code, _, _ = run_cli(
+        "groups", "--bootstrap-server", "127.0.0.1:1", "reset-offsets", "g", "--dry-run", "--execute"
+    )
+    assert code == 2  # argparse: mutually exclusive
+    code, _, err = run_cli("groups", "--bootstrap-server", "127.0.0.1:1", "list", "--type", "share")
+    assert code == 2 and "Invalid types list" in err
+    code, _, err = run_cli("groups", "--bootstrap-server", "127.0.0.1:1", "--timeout", "1", "describe", "g")
+    assert code == 1 and "cannot connect" in err

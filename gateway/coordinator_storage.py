@@ -13,7 +13,8 @@ This is the synchronous core of a shard's runtime; the asyncio server wraps it. 
 * **group commit**: `sync()` makes everything appended so far durable with one fsync; the caller
   releases the responses of operations whose batch ends at or before `durable_offset`;
 * **compaction**: keeps the log bounded (latest value per key; tombstones dropped after a
-  retention).
+  retention). The shard runtime starts it when a `CompactionPolicy` triggers and writes the
+  compacted segment in a thread while the shard keeps serving (`begin_compaction`).
 
 After an fsync failure the log refuses all further work (a record may or may not be on disk):
 the owner fails the waiting responses and reopens the shard, which reloads it from what the log
@@ -45,7 +46,14 @@ from records.codec import (
     decode_record,
     encode_record,
 )
-from records.compaction import CompactionResult, compact, should_compact
+from records.compaction import (
+    CompactionJob,
+    CompactionResult,
+    begin_compaction,
+    compact,
+    finish_compaction,
+    should_compact,
+)
 from records.coordinator import CoordinatorRecord
 from records.durability import FsyncPolicy
 from records.errors import LogError
@@ -59,6 +67,16 @@ DEFAULT_TOMBSTONE_RETENTION_MS = 24 * 3600 * 1000
 # Kafka's `offsets.load.buffer.size`-era batch limit: a single operation's batch above this is
 # refused as MESSAGE_TOO_LARGE (like a record batch over `message.max.bytes`).
 DEFAULT_MAX_BATCH_BYTES = 1024 * 1024 + 12
+
+
+@dataclass(frozen=True)
+class CompactionPolicy:
+    """When a running shard compacts its log (Kafka's log cleaner on `__consumer_offsets`):
+    once at least `min_bytes` were written since the last compaction and they make up at
+    least `min_dirty_ratio` of the log (`log.cleaner.min.cleanable.ratio`)."""
+
+    min_dirty_ratio: float = 0.5
+    min_bytes: int = 4 * 1024 * 1024
 
 
 class CoordinatorLoadError(LogError):
@@ -238,6 +256,8 @@ class CoordinatorStorage:
     def maybe_compact(
         self, now_ms: int, *, min_dirty_ratio: float = 0.5, min_bytes: int = 4 * 1024 * 1024
     ) -> CompactionResult | None:
+        """Compact in place, now, if the trigger says so (tests, tools; the server uses
+        `begin_compaction` and compacts off its event loop)."""
         if not should_compact(self.log, min_dirty_ratio=min_dirty_ratio, min_bytes=min_bytes):
             return None
         return self.compact(now_ms)
@@ -247,6 +267,17 @@ class CoordinatorStorage:
         result = compact(self.log, now_ms=now_ms, tombstone_retention_ms=self.tombstone_retention_ms)
         log.info("coordinator.compacted", log=self.log.directory, **result._asdict())
         return result
+
+    def begin_compaction(self, now_ms: int, policy: CompactionPolicy) -> CompactionJob | None:
+        """Start a compaction if `policy` triggers: roll the log and name its inputs. The caller
+        runs `records.compaction.write_compaction(job)` in a thread, then `finish_compaction`
+        (or `records.compaction.abandon_compaction`) here again."""
+        if not should_compact(self.log, min_dirty_ratio=policy.min_dirty_ratio, min_bytes=policy.min_bytes):
+            return None
+        return begin_compaction(self.log, now_ms=now_ms, tombstone_retention_ms=self.tombstone_retention_ms)
+
+    def finish_compaction(self, job: CompactionJob) -> CompactionResult:
+        return finish_compaction(job)
 
     def close(self) -> None:
         self.shard.journal = None

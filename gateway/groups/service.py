@@ -22,7 +22,7 @@ from engine.config import GroupConfig
 from engine.consumer.group import ConsumerGroup
 from engine.ids import SystemIds
 from engine.metadata import MetadataImage
-from gateway.coordinator_storage import CoordinatorStorage
+from gateway.coordinator_storage import CompactionPolicy, CoordinatorStorage
 from gateway.groups.group_metrics import GroupMetrics
 from gateway.groups.routing import partition_for
 from gateway.groups.runtime import ShardRuntime
@@ -85,6 +85,8 @@ class GroupCoordinatorService:
     def _make_runtime(self, index: int) -> ShardRuntime:
         directory = str(self.base / f"__consumer_offsets-{index}")
 
+        settings = self.server.config
+
         def open_storage(now: int) -> CoordinatorStorage:
             return CoordinatorStorage.open(
                 directory,
@@ -93,14 +95,23 @@ class GroupCoordinatorService:
                 image=self.image,
                 now_ms=now,
                 fsync_policy=self.fsync_policy,
+                tombstone_retention_ms=settings.log_cleaner_delete_retention_ms,
             )
 
+        compaction = (
+            CompactionPolicy(
+                settings.log_cleaner_min_cleanable_ratio, settings.coordinator_compaction_min_bytes
+            )
+            if settings.log_cleaner_enable
+            else None
+        )
         return ShardRuntime(
             index,
             open_storage,
             on_op_time=self._op_latency.labels().observe,
             on_flush_time=self._flush_latency.observe,
             on_event=self._count_event,
+            compaction=compaction,
         )
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:

@@ -187,6 +187,12 @@ def _add_records(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     d.set_defaults(run=run_dump)
 
 
+def _add_groups(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from compat.groups.command import add_parser
+
+    add_parser(sub)
+
+
 def _add_kafka(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "kafka",
@@ -221,6 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_simulate(sub)
     _add_serve(sub)
     _add_records(sub)
+    _add_groups(sub)
     _add_kafka(sub)
     return parser
 

@@ -18,6 +18,18 @@ from gateway.groups.apis import GroupService
 from gateway.registry import ConfigEntry, HandlerRegistry
 
 GROUP_RESOURCE = 32
+BROKER_RESOURCE = 4
+BROKER_GROUP_CONFIGS = (
+    "group.consumer.migration.policy",
+    "group.consumer.max.size",
+    "group.max.size",
+    "group.consumer.assignors",
+    "group.consumer.heartbeat.interval.ms",
+    "group.consumer.session.timeout.ms",
+    "group.coordinator.rebalance.protocols",
+)
+STATIC_BROKER_CONFIG = 4
+STRING_TYPE = 2
 GROUP_CONFIGS = ("consumer.session.timeout.ms", "consumer.heartbeat.interval.ms")
 SET, DELETE = 0, 1  # IncrementalAlterConfigs operations (APPEND/SUBTRACT apply to lists only)
 DYNAMIC_GROUP_CONFIG, DEFAULT_CONFIG = 8, 5  # DescribeConfigs config sources

@@ -22,6 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from engine.config import CoordinatorConfig
+from gateway.upstream.config import UPSTREAM_KEYS, UpstreamConfig
 
 DEFAULT_PORT = 9092
 
@@ -73,6 +74,8 @@ class ServerConfig(BaseModel):
     # group commit, and a response waits for it; "none": no fsync (tests, benchmarks).
     coordinator_fsync_policy: Literal["batch", "none"] = Field("batch", alias="coordinator.fsync.policy")
     group: CoordinatorConfig = Field(default_factory=lambda: CoordinatorConfig.model_validate({}))
+    # Upstream mode (`upstream.*` keys, `serve --upstream`): None serves embedded topics.
+    upstream: UpstreamConfig | None = None
 
     @field_validator("listeners")
     @classmethod
@@ -115,7 +118,7 @@ def _aliases(model: type[BaseModel]) -> dict[str, str]:
     return {f.alias: name for name, f in model.model_fields.items() if f.alias}
 
 
-SERVER_KEYS = {k: v for k, v in _aliases(ServerConfig).items() if v != "group"}
+SERVER_KEYS = {k: v for k, v in _aliases(ServerConfig).items() if v not in ("group", "upstream")}
 # `log.dir` is Kafka's single-directory spelling of `log.dirs`.
 SERVER_KEY_SYNONYMS = {"log.dir": "log.dirs"}
 GROUP_KEYS = _aliases(CoordinatorConfig)
@@ -162,6 +165,7 @@ def build_config(settings: Mapping[str, Any]) -> ServerConfig:
     """
     server: dict[str, Any] = {}
     group: dict[str, Any] = {}
+    upstream: dict[str, Any] = {}
     unknown = []
     for raw_key, value in settings.items():
         key = SERVER_KEY_SYNONYMS.get(raw_key, raw_key)
@@ -169,6 +173,8 @@ def build_config(settings: Mapping[str, Any]) -> ServerConfig:
             server[key] = value
         elif key in GROUP_KEYS:
             group[key] = _coerce_group_value(key, value)
+        elif key in UPSTREAM_KEYS:
+            upstream[key] = value
         else:
             unknown.append(raw_key)
     if unknown:
@@ -177,8 +183,16 @@ def build_config(settings: Mapping[str, Any]) -> ServerConfig:
         coordinator = CoordinatorConfig.model_validate(group)
     except ValidationError as e:
         raise ConfigError(_explain(e, GROUP_KEYS)) from None
+    upstream_config = None
+    if upstream:
+        if "upstream.bootstrap.servers" not in upstream:
+            raise ConfigError("upstream.bootstrap.servers is required when any upstream.* key is set")
+        try:
+            upstream_config = UpstreamConfig.model_validate(upstream)
+        except ValidationError as e:
+            raise ConfigError(_explain(e, UPSTREAM_KEYS)) from None
     try:
-        return ServerConfig.model_validate({**server, "group": coordinator})
+        return ServerConfig.model_validate({**server, "group": coordinator, "upstream": upstream_config})
     except ValidationError as e:
         raise ConfigError(_explain(e, SERVER_KEYS)) from None
 

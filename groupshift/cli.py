@@ -59,6 +59,14 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--data-dir", metavar="DIR", help="data directory (`log.dirs`, default ./groupshift-data)")
     p.add_argument("--config", metavar="FILE", help="Java-properties file of NAME=VALUE lines")
     p.add_argument(
+        "--upstream",
+        metavar="BOOTSTRAP",
+        help=(
+            "front an existing Kafka cluster (`upstream.bootstrap.servers`, HOST:PORT[,HOST:PORT...]): "
+            "group APIs are answered here, everything else is forwarded"
+        ),
+    )
+    p.add_argument(
         "--set",
         metavar="NAME=VALUE",
         action="append",
@@ -79,10 +87,16 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
             overrides["listeners"] = args.listen
         if args.data_dir is not None:
             overrides["log.dirs"] = args.data_dir
+        if args.upstream is not None:
+            overrides["upstream.bootstrap.servers"] = args.upstream
         try:
             config = load_config(config_file=args.config, overrides=overrides, sets=args.set)
         except ConfigError as e:
             p.error(str(e))
+        if config.upstream is not None:
+            from gateway.upstream import install_upstream_mode
+
+            return serve(config, extensions=[install_upstream_mode])
         return serve(config, extensions=[install_group_layer])
 
     p.set_defaults(run=run)

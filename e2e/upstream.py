@@ -1,0 +1,292 @@
+"""Shared scenarios of the upstream-mode e2e tests (`serve --upstream`).
+
+Each scenario takes the gateway (a `GatewayProcess` started with `--upstream`) and a backend
+(`Backend`: the upstream's bootstrap plus kill/restart of one of its brokers) and drives real
+clients: kafka-python (classic protocol) and confluent-kafka (librdkafka, `group.protocol`
+classic or consumer). The same scenarios run against a second groupshift process in embedded
+mode (always available) and against real Apache Kafka clusters (`test_upstream_kafka.py`).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from e2e.expected import PARTITIONS, record
+from e2e.groups import ConfluentMember, KafkaPythonMember, Ledger, create_topic, produce, wait_until
+from e2e.harness import GatewayProcess
+from e2e.wire import WireClient, make_request
+
+FAST_UPSTREAM_SETTINGS = (
+    "group.initial.rebalance.delay.ms=0",
+    "group.min.session.timeout.ms=1000",
+    "group.consumer.min.heartbeat.interval.ms=100",
+    "group.consumer.heartbeat.interval.ms=250",
+    "group.consumer.min.session.timeout.ms=2000",
+    "group.consumer.session.timeout.ms=10000",
+    "upstream.metadata.max.age.ms=1000",
+    "upstream.request.timeout.ms=10000",
+    "upstream.socket.connection.setup.timeout.ms=2000",
+    "metrics.listen=127.0.0.1:0",
+)
+
+
+@dataclass
+class Endpoint:
+    """Anything with a `bootstrap` (what the shared e2e helpers need of a server)."""
+
+    bootstrap: str
+
+
+@dataclass
+class Backend:
+    name: str
+    bootstrap: str
+    brokers: int
+    kill_broker: Callable[[int], None]
+    start_broker: Callable[[int], None]
+
+    @property
+    def endpoint(self) -> Endpoint:
+        return Endpoint(self.bootstrap)
+
+
+def upstream_ports(backend: Backend) -> set[int]:
+    return {int(a.rsplit(":", 1)[1]) for a in backend.bootstrap.split(",")}
+
+
+def metric(gw: GatewayProcess, name: str) -> float:
+    total = 0.0
+    for line in gw.metrics().splitlines():
+        if line.startswith(name) and (len(line) == len(name) or line[len(name)] in " {"):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+def upstream_offsets(backend: Backend, group: str, topic: str) -> dict[int, int]:
+    """The group's offsets as the upstream cluster itself reports them (OffsetFetch there)."""
+    from kafka.admin import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=backend.bootstrap, request_timeout_ms=10000)
+    try:
+        offsets = admin.list_group_offsets({group: None})
+    finally:
+        admin.close()
+    return {tp.partition: om.offset for tp, om in offsets.get(group, {}).items() if tp.topic == topic}
+
+
+def gateway_offsets(gw: GatewayProcess, group: str, topic: str) -> dict[int, int]:
+    return upstream_offsets(Backend("gw", gw.bootstrap, 1, lambda i: None, lambda i: None), group, topic)
+
+
+def run_until(members: list[Any], ledger: Ledger, want: int, timeout: float) -> None:
+    def done() -> bool:
+        for m in members:
+            assert not m.errors, f"{m.name}: {m.errors}"
+        return ledger.distinct() >= want
+
+    wait_until(done, timeout, f"{want} distinct records consumed", interval=0.2)
+
+
+# -- scenarios ---------------------------------------------------------------------------------
+
+
+def check_metadata_and_versions(gw: GatewayProcess, backend: Backend) -> None:
+    """Clients see only groupshift's listeners; ApiVersions is the documented mix."""
+    from confluent_kafka.admin import AdminClient
+
+    md = AdminClient({"bootstrap.servers": gw.bootstrap}).list_topics(timeout=10)
+    ports = {b.port for b in md.brokers.values()}
+    assert len(md.brokers) == backend.brokers
+    assert not ports & upstream_ports(backend), "an upstream address leaked to the client"
+    assert all(b.host == "127.0.0.1" for b in md.brokers.values())
+    with WireClient(gw.port) as c:
+        resp = c.request(make_request(18, 3, client_software_name="e2e", client_software_version="1"))
+    keys = {int(a.api_key): (int(a.min_version), int(a.max_version)) for a in resp.api_keys}
+    for forwarded in (0, 1, 2, 3, 19):
+        assert forwarded in keys, f"api {forwarded} not advertised"
+    for terminated in (11, 12, 13, 14, 8, 9, 68):
+        assert terminated in keys, f"group api {terminated} not advertised"
+    assert 28 not in keys and 25 not in keys, "transactional offset commits must not be advertised"
+
+
+def check_roundtrip(gw: GatewayProcess, backend: Backend, topic: str) -> None:
+    """Produce through the gateway; a KIP-848 and a classic group both consume everything;
+    their commits are mirrored to the upstream."""
+    create_topic(Endpoint(gw.bootstrap), topic)  # type: ignore[arg-type]
+    count = 600
+    produce(Endpoint(gw.bootstrap), topic, range(count))  # type: ignore[arg-type]
+    for name, member_of in (
+        (
+            "kip848",
+            lambda led, g: ConfluentMember("ck848", led, gw.bootstrap, g, **{"group.protocol": "consumer"}),
+        ),
+        ("classic", lambda led, g: KafkaPythonMember("kp", led, gw.bootstrap, g)),
+    ):
+        group = f"{topic}-{name}"
+        ledger = Ledger(topic)
+        member = member_of(ledger, group).start()
+        try:
+            run_until([member], ledger, count, 60)
+            ledger.check_consumed(range(count))
+        finally:
+            member.stop()
+        expected = {p: count // PARTITIONS for p in range(PARTITIONS)}
+        assert gateway_offsets(gw, group, topic) == expected
+
+        def mirrored(group: str = group, expected: dict[int, int] = expected) -> bool:
+            return upstream_offsets(backend, group, topic) == expected
+
+        wait_until(mirrored, 20, f"{group} mirrored upstream", interval=0.5)
+
+
+def check_cutover(gw: GatewayProcess, backend: Backend, topic: str) -> None:
+    """A classic fleet committed directly on the upstream; restarted against groupshift it
+    resumes from those commits (imported on the group's first appearance)."""
+    from kafka import KafkaConsumer, TopicPartition
+    from kafka.structs import OffsetAndMetadata
+
+    group = f"{topic}-cutover"
+    create_topic(backend.endpoint, topic)  # type: ignore[arg-type]
+    produce(backend.endpoint, topic, range(120))  # type: ignore[arg-type]
+    direct = KafkaConsumer(bootstrap_servers=backend.bootstrap, group_id=group, enable_auto_commit=False)
+    try:
+        direct.commit({TopicPartition(topic, p): OffsetAndMetadata(7 + p, "", -1) for p in range(PARTITIONS)})
+    finally:
+        direct.close()
+    assert upstream_offsets(backend, group, topic) == {p: 7 + p for p in range(PARTITIONS)}
+    ledger = Ledger(topic)
+    member = KafkaPythonMember("kp-cutover", ledger, gw.bootstrap, group).start()
+    try:
+        run_until([member], ledger, 120 - sum(7 + p for p in range(PARTITIONS)), 60)
+    finally:
+        member.stop()
+    first = {}
+    for r in sorted(ledger.reads, key=lambda r: r.offset):
+        first.setdefault(r.partition, r.offset)
+    assert first == {p: 7 + p for p in range(PARTITIONS)}, "did not resume from the upstream commits"
+    assert ledger.distinct() == 120 - sum(7 + p for p in range(PARTITIONS))
+    events = gw.events("upstream.offsets_imported")
+    assert any(e["group_id"] == group and e["partitions"] == PARTITIONS for e in events)
+
+
+def check_conflict(gw: GatewayProcess, backend: Backend, topic: str) -> None:
+    """A live classic group of the same id on the upstream refuses the mirror: counted and
+    logged; groupshift's commits are unaffected; once that group is gone the mirror lands."""
+    from confluent_kafka import Consumer, TopicPartition
+    from kafka import KafkaConsumer
+
+    group = f"{topic}-conflict"
+    create_topic(Endpoint(gw.bootstrap), topic)  # type: ignore[arg-type]
+    produce(Endpoint(gw.bootstrap), topic, range(60))  # type: ignore[arg-type]
+    # First appearance through the gateway (nothing to import), then a live group upstream.
+    gateway_offsets(gw, group, topic)
+    direct = KafkaConsumer(
+        topic, bootstrap_servers=backend.bootstrap, group_id=group, enable_auto_commit=False,
+        heartbeat_interval_ms=200, session_timeout_ms=6000,
+    )  # fmt: skip
+    stop = threading.Event()
+
+    def keep_alive() -> None:
+        while not stop.is_set():
+            direct.poll(timeout_ms=200)
+
+    wait_until(
+        lambda: direct.poll(timeout_ms=200) is not None and direct.assignment(), 30, "live upstream group"
+    )
+    t = threading.Thread(target=keep_alive, daemon=True)
+    t.start()
+    before = metric(gw, "groupshift_upstream_mirror_conflicts_total")
+    c = Consumer({"bootstrap.servers": gw.bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        c.commit(offsets=[TopicPartition(topic, p, 3) for p in range(PARTITIONS)], asynchronous=False)
+        assert {
+            tp.partition: tp.offset
+            for tp in c.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=10)
+        } == {p: 3 for p in range(PARTITIONS)}
+        wait_until(
+            lambda: metric(gw, "groupshift_upstream_mirror_conflicts_total") > before, 20, "conflict counted"
+        )
+        assert any(e["group_id"] == group for e in gw.events("upstream.mirror_conflict"))
+        assert upstream_offsets(backend, group, topic).get(0) != 3
+    finally:
+        c.close()
+        stop.set()
+        t.join(5)
+        direct.close()  # LeaveGroup: the upstream group becomes empty
+    wait_until(
+        lambda: upstream_offsets(backend, group, topic) == {p: 3 for p in range(PARTITIONS)},
+        30,
+        "the mirror landing once the upstream group left",
+        interval=0.5,
+    )
+
+
+def check_broker_restart(
+    gw: GatewayProcess, backend: Backend, topic: str, victim: int, down_seconds: float = 4.0
+) -> None:
+    """A KIP-848 and a classic member consume through the gateway while records are produced;
+    one upstream broker is killed and restarted; every acknowledged record is consumed."""
+    from confluent_kafka import Producer
+
+    create_topic(Endpoint(gw.bootstrap), topic)  # type: ignore[arg-type]
+    group = f"{topic}-faults"
+    ledger = Ledger(topic)
+    members = [
+        ConfluentMember("ck848", ledger, gw.bootstrap, group, **{"group.protocol": "consumer"}).start(),
+        KafkaPythonMember("kp", ledger, gw.bootstrap, group).start(),
+    ]
+    acked: set[int] = set()
+    errors: list[str] = []
+    stop = threading.Event()
+
+    def produce_loop() -> None:
+        p = Producer(
+            {"bootstrap.servers": gw.bootstrap, "acks": "all", "linger.ms": 5, "message.timeout.ms": 60000}
+        )
+        i = 0
+        while not stop.is_set():
+            part, k, v = record(i)
+
+            def cb(err: Any, _m: Any, i: int = i) -> None:
+                if err is None:
+                    acked.add(i)
+                else:
+                    errors.append(str(err))
+
+            p.produce(topic, key=k, value=v, partition=part, on_delivery=cb)
+            p.poll(0)
+            i += 1
+            time.sleep(0.005)
+        p.flush(60)
+
+    producer = threading.Thread(target=produce_loop, daemon=True)
+    producer.start()
+    try:
+        wait_until(lambda: ledger.distinct() >= 100, 60, "consumption under way", interval=0.2)
+        backend.kill_broker(victim)
+        time.sleep(down_seconds)
+        backend.start_broker(victim)
+        time.sleep(3)
+    finally:
+        stop.set()
+        producer.join(90)
+    want = set(acked)
+    assert len(want) >= 200
+    try:
+        wait_until(
+            lambda: {int(re.sub(rb"\D", b"", r.key or b"0")) for r in ledger.reads} >= want,
+            90,
+            "every acked record consumed",
+            interval=0.5,
+        )
+    finally:
+        for m in members:
+            m.stop()
+    keys = {int(re.sub(rb"\D", b"", r.key or b"0")) for r in ledger.reads}
+    assert want <= keys
+    assert gw.alive()

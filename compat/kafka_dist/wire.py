@@ -1,0 +1,112 @@
+"""Two blocking Kafka requests over a raw socket, enough to tell that a broker is up.
+
+A KRaft broker enables request processing on its client listener only at the end of its
+startup (`BrokerServer` calls the socket server's `enableRequestProcessing` last), so an
+answered ApiVersions means the broker serves requests. ApiVersions v0 is kept by every broker
+version (it is how a client learns what else to send; KIP-511, KIP-896 keep it), and its answer
+also says which APIs the broker offers, e.g. whether ConsumerGroupHeartbeat (KIP-848, key 68)
+is enabled. Metadata then tells how many brokers the cluster has registered. Both use
+non-flexible versions, so the encoding here is plain big-endian structs.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+
+API_METADATA = 3
+API_VERSIONS = 18
+API_CONSUMER_GROUP_HEARTBEAT = 68
+_CLIENT_ID = b"groupshift-kafka-dist"
+
+
+class _Reader:
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.pos = 0
+
+    def take(self, fmt: str) -> tuple[int, ...]:
+        values = struct.unpack_from(fmt, self.data, self.pos)
+        self.pos += struct.calcsize(fmt)
+        return values
+
+    def int16(self) -> int:
+        return self.take(">h")[0]
+
+    def int32(self) -> int:
+        return self.take(">i")[0]
+
+    def string(self) -> str | None:
+        size = self.int16()
+        if size < 0:
+            return None
+        raw = self.data[self.pos : self.pos + size]
+        self.pos += size
+        return raw.decode()
+
+
+def _recv_exact(sock: socket.socket, size: int) -> bytes:
+    chunks = bytearray()
+    while len(chunks) < size:
+        chunk = sock.recv(size - len(chunks))
+        if not chunk:
+            raise ConnectionError("broker closed the connection")
+        chunks += chunk
+    return bytes(chunks)
+
+
+def _request(sock: socket.socket, api_key: int, version: int, correlation: int, body: bytes) -> _Reader:
+    header = struct.pack(">hhih", api_key, version, correlation, len(_CLIENT_ID)) + _CLIENT_ID
+    payload = header + body
+    sock.sendall(struct.pack(">i", len(payload)) + payload)
+    (size,) = struct.unpack(">i", _recv_exact(sock, 4))
+    reader = _Reader(_recv_exact(sock, size))
+    if reader.int32() != correlation:
+        raise ConnectionError("response correlation id does not match")
+    return reader
+
+
+def _parse_api_versions(reader: _Reader) -> dict[int, tuple[int, int]]:
+    error = reader.int16()
+    if error != 0:
+        raise ConnectionError(f"ApiVersions error code {error}")
+    apis: dict[int, tuple[int, int]] = {}
+    for _ in range(reader.int32()):
+        key, low, high = reader.take(">hhh")
+        apis[key] = (low, high)
+    return apis
+
+
+def api_versions(host: str, port: int, timeout: float = 5.0) -> dict[int, tuple[int, int]]:
+    """The broker's ApiVersions answer: api key -> (min version, max version)."""
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        return _parse_api_versions(_request(sock, API_VERSIONS, 0, 1, b""))
+
+
+def _metadata_body(version: int) -> bytes:
+    body = struct.pack(">i", 0)  # no topics: brokers only
+    if version >= 4:
+        body += b"\x00"  # allow_auto_topic_creation
+    if version >= 8:
+        body += b"\x00\x00"  # include cluster / topic authorized operations
+    return body
+
+
+def broker_ids(host: str, port: int, timeout: float = 5.0) -> list[int]:
+    """Node ids of the brokers the cluster's metadata lists, via a non-flexible Metadata."""
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        apis = _parse_api_versions(_request(sock, API_VERSIONS, 0, 1, b""))
+        low, high = apis[API_METADATA]
+        version = min(high, 8)
+        if version < max(low, 1):
+            raise ConnectionError(f"no non-flexible Metadata version in {low}..{high}")
+        reader = _request(sock, API_METADATA, version, 2, _metadata_body(version))
+        if version >= 3:
+            reader.int32()  # throttle_time_ms
+        ids: list[int] = []
+        for _ in range(reader.int32()):
+            ids.append(reader.int32())
+            reader.string()  # host
+            reader.int32()  # port
+            reader.string()  # rack
+        return sorted(ids)

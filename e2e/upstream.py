@@ -83,6 +83,13 @@ def gateway_offsets(gw: GatewayProcess, group: str, topic: str) -> dict[int, int
     return upstream_offsets(Backend("gw", gw.bootstrap, 1, lambda i: None, lambda i: None), group, topic)
 
 
+def create_replicated_topic(bootstrap: str, topic: str, replicas: int) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, PARTITIONS, min(replicas, 3))])[topic].result(30)
+
+
 def run_until(members: list[Any], ledger: Ledger, want: int, timeout: float) -> None:
     def done() -> bool:
         for m in members:
@@ -117,7 +124,7 @@ def check_metadata_and_versions(gw: GatewayProcess, backend: Backend) -> None:
 def check_roundtrip(gw: GatewayProcess, backend: Backend, topic: str) -> None:
     """Produce through the gateway; a KIP-848 and a classic group both consume everything;
     their commits are mirrored to the upstream."""
-    create_topic(Endpoint(gw.bootstrap), topic)  # type: ignore[arg-type]
+    create_replicated_topic(gw.bootstrap, topic, backend.brokers)
     count = 600
     produce(Endpoint(gw.bootstrap), topic, range(count))  # type: ignore[arg-type]
     for name, member_of in (
@@ -233,7 +240,7 @@ def check_broker_restart(
     one upstream broker is killed and restarted; every acknowledged record is consumed."""
     from confluent_kafka import Producer
 
-    create_topic(Endpoint(gw.bootstrap), topic)  # type: ignore[arg-type]
+    create_replicated_topic(gw.bootstrap, topic, backend.brokers)
     group = f"{topic}-faults"
     ledger = Ledger(topic)
     members = [

@@ -20,6 +20,7 @@ from e2e.upstream import (
     check_broker_restart,
     check_conflict,
     check_cutover,
+    check_delete_group,
     check_metadata_and_versions,
     check_roundtrip,
 )
@@ -80,3 +81,7 @@ def test_mirror_conflict_with_live_upstream_group(setup: tuple[GatewayProcess, B
 
 def test_upstream_killed_and_restarted(setup: tuple[GatewayProcess, Backend]) -> None:
     check_broker_restart(*setup, "us-faults", victim=0)
+
+
+def test_delete_group_deletes_the_upstream_copy(setup: tuple[GatewayProcess, Backend]) -> None:
+    check_delete_group(*setup, "us-delete")

@@ -30,6 +30,7 @@ from e2e.upstream import (
     check_broker_restart,
     check_conflict,
     check_cutover,
+    check_delete_group,
     check_metadata_and_versions,
     check_roundtrip,
 )
@@ -104,3 +105,9 @@ def test_kafka4_without_consumer_protocol(kafka4_classic: tuple[GatewayProcess, 
 
 def test_kafka4_mirror_conflict(kafka4_classic: tuple[GatewayProcess, Backend]) -> None:
     check_conflict(*kafka4_classic, "k4-conflict")
+
+
+def test_kafka4_delete_group_deletes_the_upstream_copy(
+    kafka4_classic: tuple[GatewayProcess, Backend],
+) -> None:
+    check_delete_group(*kafka4_classic, "k4-delete")

@@ -297,3 +297,29 @@ def check_broker_restart(
     keys = {int(re.sub(rb"\D", b"", r.key or b"0")) for r in ledger.reads}
     assert want <= keys
     assert gw.alive()
+
+
+def check_delete_group(gw: GatewayProcess, backend: Backend, topic: str) -> None:
+    """DeleteGroups through the gateway deletes the mirrored copy on the upstream too, so the
+    next group of that id starts fresh instead of importing the deleted offsets."""
+    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    group = f"{topic}-delete"
+    create_replicated_topic(gw.bootstrap, topic, backend.brokers)
+    c = Consumer({"bootstrap.servers": gw.bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        c.commit(offsets=[TopicPartition(topic, p, 2) for p in range(PARTITIONS)], asynchronous=False)
+    finally:
+        c.close()
+    wait_until(
+        lambda: upstream_offsets(backend, group, topic) == {p: 2 for p in range(PARTITIONS)},
+        20,
+        "mirrored",
+        0.3,
+    )
+    admin = AdminClient({"bootstrap.servers": gw.bootstrap})  # kept alive until the answer
+    admin.delete_consumer_groups([group])[group].result(15)
+    assert gateway_offsets(gw, group, topic) == {}
+    wait_until(lambda: upstream_offsets(backend, group, topic) == {}, 20, "the upstream copy deleted", 0.3)
+    assert any(e["group_id"] == group for e in gw.events("upstream.group_deleted"))

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("upstream")
 
-OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, CONSUMER_GROUP_HEARTBEAT = 8, 9, 11, 68
+OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, CONSUMER_GROUP_HEARTBEAT, DELETE_GROUPS = 8, 9, 11, 68, 42
 # Errors of a coordinator that moved or is loading: ask FindCoordinator again and retry.
 RETRY_COORDINATOR = frozenset({14, 15, 16})  # LOAD_IN_PROGRESS, NOT_AVAILABLE, NOT_COORDINATOR
 # A live group of the same id refuses a simple commit.
@@ -67,6 +67,7 @@ class OffsetBridge:
         self._pending: dict[str, dict[tuple[str, int], Offset]] = {}
         self._mirrors: dict[str, asyncio.Task[None]] = {}
         self._coordinators: dict[str, int] = {}
+        self._deletes: set[asyncio.Task[None]] = set()
         self._imports = metrics.counter(
             "groupshift_upstream_offset_imports_total",
             "Groups checked for offsets on the upstream, by result",
@@ -106,8 +107,16 @@ class OffsetBridge:
                 fn = self._importing_first(fn, group_ids)
             registry.register(key, spec.min_version, spec.max_version, fn, enabled=spec.enabled, replace=True)
 
+        spec = registry.get(DELETE_GROUPS)
+        if spec is not None and self.mirror_enabled:
+            registry.register(
+                DELETE_GROUPS, spec.min_version, spec.max_version, self._deleting(spec.fn), replace=True
+            )
+
     def close(self) -> None:
         for task in self._mirrors.values():
+            task.cancel()
+        for task in self._deletes:
             task.cancel()
 
     # -- import --------------------------------------------------------------------------------
@@ -341,6 +350,52 @@ class OffsetBridge:
             else:
                 backoff = 0.1
         self._mirrors.pop(group_id, None)
+
+    # -- deletes -------------------------------------------------------------------------------
+
+    def _deleting(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """DeleteGroups through the gateway also deletes the upstream's copy (best effort), so a
+        later group of the same id does not import the deleted group's mirrored offsets."""
+
+        def handler(ctx: RequestContext, header: Any, req: Any) -> Any:
+            result = fn(ctx, header, req)
+            if isinstance(result, asyncio.Future):
+                result.add_done_callback(
+                    lambda f: None if f.cancelled() or f.exception() else self._deleted(f.result())
+                )
+            else:
+                self._deleted(result)
+            return result
+
+        return handler
+
+    def _deleted(self, response: Any) -> None:
+        for r in response.results:
+            if int(r.error_code) != 0:
+                continue
+            group_id = r.group_id
+            self._known.add(group_id)  # nothing to import again in this process
+            self._pending.pop(group_id, None)
+            task = asyncio.ensure_future(self._delete_upstream(group_id))
+            self._deletes.add(task)
+            task.add_done_callback(self._deletes.discard)
+
+    async def _delete_upstream(self, group_id: str) -> None:
+        try:
+            mirror = self._mirrors.get(group_id)
+            if mirror is not None:
+                await asyncio.wait([mirror], timeout=self.cluster.request_timeout)
+            node = await self._coordinator(group_id)
+            version = self.cluster.version_for(DELETE_GROUPS, 2)
+            resp = await self.cluster.call(node, DELETE_GROUPS, version, {"groups_names": [group_id]})
+            code = int(resp.results[0].error_code)
+        except (UpstreamUnavailable, OSError, TimeoutError) as e:
+            log.warning("upstream.group_delete_failed", group_id=group_id, error=str(e))
+            return
+        if code not in (0, 69):  # GROUP_ID_NOT_FOUND: nothing was mirrored
+            log.warning("upstream.group_delete_failed", group_id=group_id, error_code=code)
+        else:
+            log.info("upstream.group_deleted", group_id=group_id)
 
     def _requeue(self, group_id: str, batch: dict[tuple[str, int], Offset]) -> None:
         # Newer offsets committed meanwhile win over the ones being retried.

@@ -119,6 +119,34 @@ def check_metadata_and_versions(gw: GatewayProcess, backend: Backend) -> None:
     for terminated in (11, 12, 13, 14, 8, 9, 68):
         assert terminated in keys, f"group api {terminated} not advertised"
     assert 28 not in keys and 25 not in keys, "transactional offset commits must not be advertised"
+    with WireClient(gw.port) as c:
+        txn = c.request(
+            make_request(
+                28,
+                3,
+                transactional_id="t",
+                group_id="g",
+                producer_id=1,
+                producer_epoch=0,
+                generation_id=-1,
+                member_id="",
+                group_instance_id=None,
+                topics=[
+                    {
+                        "name": "x",
+                        "partitions": [
+                            {
+                                "partition_index": 0,
+                                "committed_offset": 5,
+                                "committed_leader_epoch": -1,
+                                "committed_metadata": None,
+                            }
+                        ],
+                    }
+                ],
+            )
+        )
+    assert [p.error_code for t in txn.topics for p in t.partitions] == [35]  # UNSUPPORTED_VERSION
 
 
 def check_roundtrip(gw: GatewayProcess, backend: Backend, topic: str) -> None:

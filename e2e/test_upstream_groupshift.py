@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from compat.kafka_dist import free_port
 from e2e.conftest import Gateways
 from e2e.harness import GatewayProcess
 from e2e.upstream import (
@@ -21,8 +22,10 @@ from e2e.upstream import (
     check_conflict,
     check_cutover,
     check_delete_group,
+    check_gateway_killed,
     check_metadata_and_versions,
     check_roundtrip,
+    start_fixed_gateway,
 )
 
 
@@ -85,3 +88,13 @@ def test_upstream_killed_and_restarted(setup: tuple[GatewayProcess, Backend]) ->
 
 def test_delete_group_deletes_the_upstream_copy(setup: tuple[GatewayProcess, Backend]) -> None:
     check_delete_group(*setup, "us-delete")
+
+
+def test_gateway_sigkilled_and_restarted(
+    setup: tuple[GatewayProcess, Backend], module_gateways: Gateways, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    _, backend = setup
+    base = Path(tmp_path_factory.mktemp("gwkill")) / "gw"
+    port = free_port()
+    gw = check_gateway_killed(lambda: start_fixed_gateway(base, backend, port), backend, "us-gwkill")
+    module_gateways.started.append(gw)

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from compat.kafka_dist import free_port
 from e2e.conftest import Gateways
 from e2e.harness import GatewayProcess
 from e2e.upstream import (
@@ -31,8 +32,10 @@ from e2e.upstream import (
     check_conflict,
     check_cutover,
     check_delete_group,
+    check_gateway_killed,
     check_metadata_and_versions,
     check_roundtrip,
+    start_fixed_gateway,
 )
 
 FAST_BROKER = {
@@ -111,3 +114,15 @@ def test_kafka4_delete_group_deletes_the_upstream_copy(
     kafka4_classic: tuple[GatewayProcess, Backend],
 ) -> None:
     check_delete_group(*kafka4_classic, "k4-delete")
+
+
+def test_kafka4_gateway_sigkilled_and_restarted(
+    kafka4_classic: tuple[GatewayProcess, Backend],
+    module_gateways: Gateways,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    _, backend = kafka4_classic
+    base = Path(tmp_path_factory.mktemp("gwkill")) / "gw"
+    port = free_port()
+    gw = check_gateway_killed(lambda: start_fixed_gateway(base, backend, port), backend, "k4-gwkill")
+    module_gateways.started.append(gw)

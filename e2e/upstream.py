@@ -351,3 +351,73 @@ def check_delete_group(gw: GatewayProcess, backend: Backend, topic: str) -> None
     assert gateway_offsets(gw, group, topic) == {}
     wait_until(lambda: upstream_offsets(backend, group, topic) == {}, 20, "the upstream copy deleted", 0.3)
     assert any(e["group_id"] == group for e in gw.events("upstream.group_deleted"))
+
+
+def start_fixed_gateway(base: Any, backend: Backend, port: int) -> GatewayProcess:
+    """A gateway on a fixed port (its broker listeners at port + 1 + node id), so a restarted
+    process is found where clients left it."""
+    return GatewayProcess.start(
+        base,
+        sets=FAST_UPSTREAM_SETTINGS,
+        log_path=base.parent / f"{base.name}-gateway.log",
+        extra_args=("--upstream", backend.bootstrap, "--listen", f"127.0.0.1:{port}"),
+    )
+
+
+def check_gateway_killed(start: Callable[[], GatewayProcess], backend: Backend, topic: str) -> GatewayProcess:
+    """groupshift SIGKILLed and restarted under a mixed group (one KIP-848 member, one classic)
+    while records are produced through the cluster: every acknowledged record is consumed,
+    the group resumes from groupshift's own log, and the mirror catches up afterwards."""
+    from confluent_kafka import Producer
+
+    gw = start()
+    create_replicated_topic(backend.bootstrap, topic, backend.brokers)
+    group = f"{topic}-gwkill"
+    ledger = Ledger(topic)
+    members = [
+        ConfluentMember("ck848", ledger, gw.bootstrap, group, **{"group.protocol": "consumer"}).start(),
+        # librdkafka for the classic member too: kafka-python 3.0.12 raises ECONNREFUSED out of
+        # poll() when its only bootstrap server is down, which ends the member's loop.
+        ConfluentMember("ckclassic", ledger, gw.bootstrap, group).start(),
+    ]
+    acked: set[int] = set()
+    stop = threading.Event()
+
+    def produce_loop() -> None:
+        p = Producer({"bootstrap.servers": backend.bootstrap, "acks": "all", "linger.ms": 5})
+        i = 0
+        while not stop.is_set():
+            part, k, v = record(i)
+            p.produce(topic, key=k, value=v, partition=part, on_delivery=lambda e, _m, i=i: e or acked.add(i))
+            p.poll(0)
+            i += 1
+            time.sleep(0.005)
+        p.flush(60)
+
+    producer = threading.Thread(target=produce_loop, daemon=True)
+    producer.start()
+    try:
+        wait_until(lambda: ledger.distinct() >= 100, 60, "consumption under way", interval=0.2)
+        gw.kill()
+        time.sleep(1)
+        gw = start()
+        before = ledger.distinct()
+        wait_until(lambda: ledger.distinct() >= before + 100, 60, "consumption after the restart", 0.2)
+    finally:
+        stop.set()
+        producer.join(60)
+
+    def keys() -> set[int]:
+        return {int((r.key or b"key-0").split(b"-")[1]) for r in ledger.reads}
+
+    try:
+        wait_until(lambda: keys() >= acked, 90, "every acked record consumed", interval=0.5)
+    finally:
+        for m in members:
+            m.stop()
+    for m in members:
+        assert not m.errors, f"{m.name}: {m.errors}"
+    committed = gateway_offsets(gw, group, topic)
+    assert sum(committed.values()) >= len(acked) - 50 * PARTITIONS
+    wait_until(lambda: upstream_offsets(backend, group, topic) == committed, 30, "mirror caught up", 0.5)
+    return gw

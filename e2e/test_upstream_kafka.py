@@ -33,6 +33,7 @@ from e2e.upstream import (
     check_cutover,
     check_delete_group,
     check_gateway_killed,
+    check_java_consumer_and_lag_tool,
     check_metadata_and_versions,
     check_roundtrip,
     start_fixed_gateway,
@@ -126,3 +127,9 @@ def test_kafka4_gateway_sigkilled_and_restarted(
     port = free_port()
     gw = check_gateway_killed(lambda: start_fixed_gateway(base, backend, port), backend, "k4-gwkill")
     module_gateways.started.append(gw)
+
+
+def test_kafka39_java_kip848_consumer_and_lag_tool(
+    kafka39: tuple[GatewayProcess, Backend], kafka_clients4: Any
+) -> None:
+    check_java_consumer_and_lag_tool(*kafka39, kafka_clients4, "k39-java")

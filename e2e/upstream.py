@@ -421,3 +421,32 @@ def check_gateway_killed(start: Callable[[], GatewayProcess], backend: Backend, 
     assert sum(committed.values()) >= len(acked) - 50 * PARTITIONS
     wait_until(lambda: upstream_offsets(backend, group, topic) == committed, 30, "mirror caught up", 0.5)
     return gw
+
+
+def check_java_consumer_and_lag_tool(gw: GatewayProcess, backend: Backend, clients: Any, topic: str) -> None:
+    """Kafka's Java consumer with `group.protocol=consumer` (KIP-848) consumes everything
+    through groupshift from a cluster without KIP-848; `kafka-consumer-groups --describe` run
+    against the cluster itself then shows the group's mirrored offsets with no lag."""
+    group = f"{topic}-java"
+    count = 300
+    create_replicated_topic(gw.bootstrap, topic, backend.brokers)
+    produce(Endpoint(gw.bootstrap), topic, range(count))  # type: ignore[arg-type]
+    consumed = 0
+    with clients.verifiable_consumer(gw.bootstrap, topic, group, group_protocol="consumer") as consumer:
+        deadline = time.monotonic() + 90
+        while consumed < count:
+            event = consumer.wait_for("records_consumed", timeout=max(1.0, deadline - time.monotonic()))
+            consumed += int(event["count"])
+        consumer.wait_for("offsets_committed", timeout=30, predicate=lambda e: bool(e.get("success")))
+        consumer.stop()
+    assert consumed >= count
+    expected = {p: count // PARTITIONS for p in range(PARTITIONS)}
+    wait_until(lambda: gateway_offsets(gw, group, topic) == expected, 30, "Java commits in groupshift", 0.5)
+    wait_until(lambda: upstream_offsets(backend, group, topic) == expected, 30, "mirrored upstream", 0.5)
+    result = clients.consumer_groups(backend.bootstrap, "--describe", "--group", group)
+    assert result.returncode == 0, result.stderr
+    rows = [line.split() for line in result.stdout.splitlines() if line.split()[:2] == [group, topic]]
+    # GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG ...
+    assert {int(r[2]): (int(r[3]), int(r[4]), int(r[5])) for r in rows} == {
+        p: (n, n, 0) for p, n in expected.items()
+    }, result.stdout

@@ -35,6 +35,7 @@ from e2e.upstream import (
     check_gateway_killed,
     check_java_consumer_and_lag_tool,
     check_metadata_and_versions,
+    check_rolling_upgrade_then_downgrade,
     check_roundtrip,
     start_fixed_gateway,
 )
@@ -133,3 +134,7 @@ def test_kafka39_java_kip848_consumer_and_lag_tool(
     kafka39: tuple[GatewayProcess, Backend], kafka_clients4: Any
 ) -> None:
     check_java_consumer_and_lag_tool(*kafka39, kafka_clients4, "k39-java")
+
+
+def test_kafka39_rolling_upgrade_then_downgrade(kafka39: tuple[GatewayProcess, Backend]) -> None:
+    check_rolling_upgrade_then_downgrade(kafka39[0], "k39-rolling")

@@ -28,6 +28,7 @@ from e2e.harness import GatewayProcess
 from e2e.upstream import (
     FAST_UPSTREAM_SETTINGS,
     Backend,
+    check_broker_leaves_and_returns,
     check_broker_restart,
     check_conflict,
     check_cutover,
@@ -68,7 +69,15 @@ def kafka39(
     kafka_cluster_factory: Any, module_gateways: Gateways, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[GatewayProcess, Backend]]:
     cluster = kafka_cluster_factory(
-        "3.9", brokers=3, configs={**FAST_BROKER, "min.insync.replicas": "1"}, name="upstream-kafka39"
+        "3.9",
+        brokers=3,
+        configs={
+            **FAST_BROKER,
+            "min.insync.replicas": "1",
+            "broker.session.timeout.ms": "3000",
+            "broker.heartbeat.interval.ms": "500",
+        },
+        name="upstream-kafka39",
     )
     yield _gateway(module_gateways, tmp_path_factory.mktemp("gw39"), "gw", cluster)
 
@@ -138,3 +147,7 @@ def test_kafka39_java_kip848_consumer_and_lag_tool(
 
 def test_kafka39_rolling_upgrade_then_downgrade(kafka39: tuple[GatewayProcess, Backend]) -> None:
     check_rolling_upgrade_then_downgrade(kafka39[0], "k39-rolling")
+
+
+def test_kafka39_broker_leaves_and_returns(kafka39: tuple[GatewayProcess, Backend]) -> None:
+    check_broker_leaves_and_returns(*kafka39, victim=2)

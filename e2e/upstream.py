@@ -516,3 +516,35 @@ def check_rolling_upgrade_then_downgrade(
             cast.stop_all()
         finally:
             producer.join(90)
+
+
+def check_broker_leaves_and_returns(gw: GatewayProcess, backend: Backend, victim: int) -> None:
+    """A broker that leaves the cluster's metadata disappears from the gateway's Metadata, and
+    reappears (on the same local listener) when it is back: picked up by the periodic refresh."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    def brokers() -> set[int] | None:
+        admin = AdminClient({"bootstrap.servers": gw.bootstrap})
+        try:
+            return set(admin.list_topics(timeout=10).brokers)
+        except KafkaException:
+            return None  # this connection happened to go to the dead broker: ask again
+
+    everyone = brokers()
+    assert everyone is not None and victim in everyone
+    port_before = {e["node_id"]: e["port"] for e in gw.events("upstream.listening")}[victim]
+    backend.kill_broker(victim)
+    try:
+        wait_until(
+            lambda: (b := brokers()) is not None and victim not in b,
+            60,
+            f"broker {victim} gone from the metadata",
+            1.0,
+        )
+        assert metric(gw, "groupshift_upstream_brokers") == len(everyone) - 1
+    finally:
+        backend.start_broker(victim)
+    wait_until(lambda: brokers() == everyone, 60, f"broker {victim} back in the metadata", 1.0)
+    assert {e["node_id"]: e["port"] for e in gw.events("upstream.listening")}[victim] == port_before
+    assert any(victim in e["removed"] for e in gw.events("upstream.brokers_changed"))

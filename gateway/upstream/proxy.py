@@ -36,6 +36,7 @@ import asyncio
 import dataclasses
 import random
 import struct
+import time
 import zlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -55,7 +56,7 @@ from gateway.codec import (
 )
 from gateway.entity_builder import build
 from gateway.framing import KafkaConnection, ResponseSlot
-from gateway.registry import HandlerRegistry, RequestContext
+from gateway.registry import CloseConnection, HandlerRegistry, RequestContext
 from gateway.upstream.cluster import Broker, UpstreamCluster
 from gateway.upstream.link import UpstreamLink
 
@@ -90,6 +91,7 @@ REWRITTEN = frozenset({PRODUCE, FETCH, METADATA, DESCRIBE_CLUSTER, FIND_COORDINA
 REFUSED = frozenset({ADD_OFFSETS_TO_TXN, TXN_OFFSET_COMMIT})
 LEADER_HINTS_FROM = {PRODUCE: 10, FETCH: 16}
 IDLE_LINKS_PER_BROKER = 16
+DOWN_SECONDS = 10.0  # the main listener avoids a broker this long after a link to it failed
 
 _LINKS = "upstream.links"
 _NODE = "upstream.node"
@@ -155,6 +157,7 @@ class UpstreamProxy:
         self._port_to_node: dict[int, int] = {}
         self._servers: dict[int, asyncio.Server] = {}
         self._idle: dict[int, list[UpstreamLink]] = {}
+        self._down: dict[int, float] = {}  # node -> when a link to it last failed
         self._inner: Callable[[KafkaConnection, bytes, ResponseSlot], None] = lambda c, f, s: None
         m = server.metrics
         self._forwarded = m.counter(
@@ -331,7 +334,13 @@ class UpstreamProxy:
         if node is None or node not in self.cluster.brokers:
             if not self.cluster.brokers:
                 return None
-            node = attrs[_NODE] = random.choice(sorted(self.cluster.brokers))
+            # Prefer brokers whose links did not fail lately: a dead broker stays in the
+            # cluster's metadata until its session times out.
+            now = time.monotonic()
+            healthy = [
+                n for n in self.cluster.brokers if now - self._down.get(n, -DOWN_SECONDS) >= DOWN_SECONDS
+            ]
+            node = attrs[_NODE] = random.choice(sorted(healthy or self.cluster.brokers))
         return int(node)
 
     def _lease(self, conn: KafkaConnection, node: int) -> UpstreamLink:
@@ -393,6 +402,7 @@ class UpstreamProxy:
             return
         exc = fut.exception()
         if exc is not None:
+            self._down[node] = time.monotonic()
             self._unavailable.inc()
             conn.close("upstream.unavailable", node_id=node, error=str(exc))
             return
@@ -609,8 +619,11 @@ class _UpstreamApiVersions(ApiVersionsApi):
         return [{"api_key": k, "min_version": lo, "max_version": hi} for k, lo, hi in self.proxy.advertised()]
 
     async def handle(self, ctx: RequestContext, header: Any, request: Any) -> Any:
+        """Waits for the first upstream metadata; while the cluster cannot be reached at all the
+        connection is closed (as a broker that is not up yet would refuse it) rather than
+        answered with group APIs only, which clients would take as "no Produce, no Fetch"."""
         try:
             await asyncio.wait_for(self.proxy.cluster.ready.wait(), self.proxy.cluster.request_timeout)
         except TimeoutError:
-            log.warning("upstream.not_ready", api="ApiVersions")
+            raise CloseConnection("upstream.unavailable", error="upstream cluster not reachable") from None
         return super().handle(ctx, header, request)

@@ -237,3 +237,37 @@ def test_api_versions_mix_forwarded_and_terminated(proxy: UpstreamProxy) -> None
     assert 25 not in adv and 28 not in adv  # transactional offset commits are refused
     assert 80 not in adv  # not a client API groupshift forwards
     assert 19 not in adv  # the upstream does not serve CreateTopics here
+
+
+def test_produce_leader_hints_are_rewritten(proxy: UpstreamProxy) -> None:
+    version = _kio_max(0, 11)
+    values = {
+        "throttle_time": 0,
+        "node_endpoints": [{"node_id": 1, "host": "10.0.0.1", "port": 9092, "rack": None}],
+        "responses": [
+            {
+                "name": "t",
+                "partition_responses": [
+                    {
+                        "index": 0,
+                        "error_code": 6,
+                        "base_offset": -1,
+                        "log_append_time": -1,
+                        "log_start_offset": -1,
+                        "record_errors": [],
+                        "error_message": None,
+                        "current_leader": {"leader_id": 1, "leader_epoch": 3},
+                    }
+                ],
+            }
+        ],
+    }
+    out = proxy._rewrite(0, version, 11, _upstream_response(0, version, values))
+    assert isinstance(out, bytes)
+    cid, body = _decode(0, version, out)
+    assert cid == 11
+    assert [(e.node_id, e.host, e.port) for e in body.node_endpoints] == [(1, "127.0.0.1", 19001)]
+    assert body.responses[0].partition_responses[0].current_leader.leader_id == 1
+    values["node_endpoints"] = []
+    assert proxy._rewrite(0, version, 11, _upstream_response(0, version, values)) is None
+    assert proxy._rewrite(0, 9, 11, b"never decoded") is None

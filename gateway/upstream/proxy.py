@@ -89,6 +89,7 @@ FORWARDED = frozenset(
 # Forwarded APIs whose responses name brokers: decoded, so capped at what kio can decode.
 REWRITTEN = frozenset({PRODUCE, FETCH, METADATA, DESCRIBE_CLUSTER, FIND_COORDINATOR})
 REFUSED = frozenset({ADD_OFFSETS_TO_TXN, TXN_OFFSET_COMMIT})
+TOPIC_CHANGES = frozenset({19, 20, 37})  # CreateTopics, DeleteTopics, CreatePartitions
 LEADER_HINTS_FROM = {PRODUCE: 10, FETCH: 16}
 IDLE_LINKS_PER_BROKER = 16
 DOWN_SECONDS = 10.0  # the main listener avoids a broker this long after a link to it failed
@@ -407,6 +408,8 @@ class UpstreamProxy:
             conn.close("upstream.unavailable", node_id=node, error=str(exc))
             return
         raw = fut.result()
+        if api_key in TOPIC_CHANGES:
+            self.cluster.request_refresh()  # the assignors should see the change promptly
         if api_key in REWRITTEN:
             try:
                 rewritten = self._rewrite(api_key, version, cid, raw)

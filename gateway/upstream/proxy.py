@@ -58,7 +58,7 @@ from gateway.entity_builder import build
 from gateway.framing import KafkaConnection, ResponseSlot
 from gateway.registry import CloseConnection, HandlerRegistry, RequestContext
 from gateway.upstream.cluster import Broker, UpstreamCluster
-from gateway.upstream.link import UpstreamLink
+from gateway.upstream.link import UpstreamLink, UpstreamUnavailable
 
 if TYPE_CHECKING:
     from gateway.server import GatewayServer
@@ -300,7 +300,6 @@ class UpstreamProxy:
             self._unavailable.inc()
             conn.close("upstream.unavailable", error="no upstream broker is known")
             return
-        link = self._lease(conn, node)
         expect = True
         if api_key == PRODUCE:
             try:
@@ -308,7 +307,13 @@ class UpstreamProxy:
             except (struct.error, IndexError):
                 expect = True
         self._forwarded_children[api_key].inc()
-        fut = link.send(frame, expect_response=expect)
+        try:
+            fut = self._lease(conn, node).send(frame, expect_response=expect)
+        except UpstreamUnavailable as e:  # a listener of a broker that left the cluster
+            self._down[node] = time.monotonic()
+            self._unavailable.inc()
+            conn.close("upstream.unavailable", node_id=node, error=str(e))
+            return
         if fut is None:
             slot.complete(None)
             return
@@ -359,17 +364,15 @@ class UpstreamProxy:
                 return candidate
         b = self.cluster.brokers.get(node)
         if b is None:
-            # A listener of a broker that left the cluster: nothing to reach, fail the request.
-            link = UpstreamLink(node, "0.0.0.0", 0, connect_timeout=0.001, request_timeout=0.001)
-            link.close()
-        else:
-            link = UpstreamLink(
-                node,
-                b.host,
-                b.port,
-                connect_timeout=self.cluster.connect_timeout,
-                request_timeout=self.cluster.request_timeout,
-            )
+            # A listener of a broker that left the cluster: nothing to reach.
+            raise UpstreamUnavailable(f"broker {node} is not in the upstream metadata")
+        link = UpstreamLink(
+            node,
+            b.host,
+            b.port,
+            connect_timeout=self.cluster.connect_timeout,
+            request_timeout=self.cluster.request_timeout,
+        )
         links[node] = link
         return link
 

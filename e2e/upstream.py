@@ -147,6 +147,24 @@ def check_metadata_and_versions(gw: GatewayProcess, backend: Backend) -> None:
             )
         )
     assert [p.error_code for t in txn.topics for p in t.partitions] == [35]  # UNSUPPORTED_VERSION
+    # Group listings are groupshift's own: a group that exists only on the cluster is not shown.
+    from kafka import KafkaConsumer, TopicPartition
+    from kafka.admin import KafkaAdminClient
+    from kafka.structs import OffsetAndMetadata
+
+    create_replicated_topic(backend.bootstrap, "upstream-only-topic", backend.brokers)
+    direct = KafkaConsumer(
+        bootstrap_servers=backend.bootstrap, group_id="upstream-only", enable_auto_commit=False
+    )
+    try:
+        direct.commit({TopicPartition("upstream-only-topic", 0): OffsetAndMetadata(0, "", -1)})
+    finally:
+        direct.close()
+    admin = KafkaAdminClient(bootstrap_servers=gw.bootstrap, request_timeout_ms=10000)
+    try:
+        assert "upstream-only" not in {g["group_id"] for g in admin.list_groups()}
+    finally:
+        admin.close()
 
 
 def check_roundtrip(gw: GatewayProcess, backend: Backend, topic: str) -> None:

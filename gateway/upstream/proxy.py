@@ -224,6 +224,9 @@ class UpstreamProxy:
             if node_id in self.listeners:
                 continue
             port = 0 if self.port_base is None else self.port_base + node_id
+            if port > 65535:
+                log.warning("upstream.listener_port_out_of_range", node_id=node_id, port=port)
+                port = 0
             try:
                 srv = await loop.create_server(
                     self.server.new_connection, self.host, port, reuse_address=True, backlog=1024

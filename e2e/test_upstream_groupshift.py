@@ -96,5 +96,10 @@ def test_gateway_sigkilled_and_restarted(
     _, backend = setup
     base = Path(tmp_path_factory.mktemp("gwkill")) / "gw"
     port = free_port()
-    gw = check_gateway_killed(lambda: start_fixed_gateway(base, backend, port), backend, "us-gwkill")
-    module_gateways.started.append(gw)
+
+    def start() -> GatewayProcess:
+        gw = start_fixed_gateway(base, backend, port)
+        module_gateways.started.append(gw)  # stopped (and checked) at the module's end
+        return gw
+
+    check_gateway_killed(start, backend, "us-gwkill")

@@ -135,8 +135,13 @@ def test_kafka4_gateway_sigkilled_and_restarted(
     _, backend = kafka4_classic
     base = Path(tmp_path_factory.mktemp("gwkill")) / "gw"
     port = free_port()
-    gw = check_gateway_killed(lambda: start_fixed_gateway(base, backend, port), backend, "k4-gwkill")
-    module_gateways.started.append(gw)
+
+    def start() -> GatewayProcess:
+        gw = start_fixed_gateway(base, backend, port)
+        module_gateways.started.append(gw)  # stopped (and checked) at the module's end
+        return gw
+
+    check_gateway_killed(start, backend, "k4-gwkill")
 
 
 def test_kafka39_java_kip848_consumer_and_lag_tool(

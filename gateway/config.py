@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from engine.config import INT_MAX, CoordinatorConfig
 from gateway.kafka_broker_keys import KAFKA_BROKER_KEYS, KAFKA_VERSIONS, is_kafka_broker_key
+from gateway.upstream.config import UPSTREAM_KEYS, UpstreamConfig
 
 DEFAULT_PORT = 9092
 
@@ -90,6 +91,8 @@ class ServerConfig(BaseModel):
         4 * 1024 * 1024, alias="coordinator.compaction.min.bytes", ge=1, le=INT_MAX
     )
     group: CoordinatorConfig = Field(default_factory=lambda: CoordinatorConfig.model_validate({}))
+    # Upstream mode (`upstream.*` keys, `serve --upstream`): None serves embedded topics.
+    upstream: UpstreamConfig | None = None
 
     @field_validator("listeners")
     @classmethod
@@ -156,7 +159,7 @@ def _aliases(model: type[BaseModel]) -> dict[str, str]:
     return {f.alias: name for name, f in model.model_fields.items() if f.alias}
 
 
-SERVER_KEYS = {k: v for k, v in _aliases(ServerConfig).items() if v != "group"}
+SERVER_KEYS = {k: v for k, v in _aliases(ServerConfig).items() if v not in ("group", "upstream")}
 # `log.dir` is Kafka's single-directory spelling of `log.dirs`.
 SERVER_KEY_SYNONYMS = {"log.dir": "log.dirs"}
 GROUP_KEYS = _aliases(CoordinatorConfig)
@@ -284,6 +287,7 @@ def resolve_config(settings: Mapping[str, Any], origins: Mapping[str, str] | Non
         used_kafka_keys = LISTENER_KEYS  # they chose the listener: not ignored
     server: dict[str, Any] = {}
     group: dict[str, Any] = {}
+    upstream: dict[str, Any] = {}
     unknown = []
     ignored = []
     for raw_key, value in settings.items():
@@ -292,6 +296,8 @@ def resolve_config(settings: Mapping[str, Any], origins: Mapping[str, str] | Non
             server[key] = value
         elif key in GROUP_KEYS:
             group[key] = _coerce_group_value(key, value)
+        elif key in UPSTREAM_KEYS:
+            upstream[key] = value
         elif is_kafka_broker_key(raw_key):
             if raw_key not in used_kafka_keys:
                 ignored.append(raw_key)
@@ -309,8 +315,16 @@ def resolve_config(settings: Mapping[str, Any], origins: Mapping[str, str] | Non
         coordinator = CoordinatorConfig.model_validate(group)
     except ValidationError as e:
         raise ConfigError(_explain(e, GROUP_KEYS, origins)) from None
+    upstream_config = None
+    if upstream:
+        if "upstream.bootstrap.servers" not in upstream:
+            raise ConfigError("upstream.bootstrap.servers is required when any upstream.* key is set")
+        try:
+            upstream_config = UpstreamConfig.model_validate(upstream)
+        except ValidationError as e:
+            raise ConfigError(_explain(e, UPSTREAM_KEYS, origins)) from None
     try:
-        config = ServerConfig.model_validate({**server, "group": coordinator})
+        config = ServerConfig.model_validate({**server, "group": coordinator, "upstream": upstream_config})
     except ValidationError as e:
         raise ConfigError(_explain(e, SERVER_KEYS, origins)) from None
     return LoadedConfig(config, tuple(sorted(ignored)))

@@ -72,6 +72,14 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--data-dir", metavar="DIR", help="data directory (`log.dirs`, default ./groupshift-data)")
     p.add_argument("--config", metavar="FILE", help="Java-properties file of NAME=VALUE lines")
     p.add_argument(
+        "--upstream",
+        metavar="BOOTSTRAP",
+        help=(
+            "front an existing Kafka cluster (`upstream.bootstrap.servers`, HOST:PORT[,HOST:PORT...]): "
+            "group APIs are answered here, everything else is forwarded"
+        ),
+    )
+    p.add_argument(
         "--set",
         metavar="NAME=VALUE",
         action="append",
@@ -99,6 +107,8 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
             overrides["listeners"] = args.listen
         if args.data_dir is not None:
             overrides["log.dirs"] = args.data_dir
+        if args.upstream is not None:
+            overrides["upstream.bootstrap.servers"] = args.upstream
         try:
             loaded = load_settings(
                 config_file=args.config,
@@ -115,6 +125,10 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                 keys=list(loaded.ignored_kafka_keys),
                 reason="Kafka broker settings that groupshift does not use",
             )
+        if loaded.config.upstream is not None:
+            from gateway.upstream import install_upstream_mode
+
+            return serve(loaded.config, extensions=[install_upstream_mode])
         return serve(loaded.config, extensions=[install_group_layer])
 
     p.set_defaults(run=run)

@@ -52,7 +52,10 @@ _MIRRORS: Mapping[int, Mapping[str, tuple[str, str | None]]] = {
     15: {"groups": ("groups", "group_id")},
     19: {"topics": ("topics", None)},
     20: {"responses": ("topics", None)},
-    21: {"topics": ("topics", None), "partitions": ("partitions", None)},  # v6+; v1-5 name topics as strings (below)
+    21: {
+        "topics": ("topics", None),
+        "partitions": ("partitions", None),
+    },  # v6+; v1-5 name topics as strings (below)
     32: {"results": ("resources", None)},
     33: {"responses": ("resources", None)},
     37: {"results": ("topics", None)},

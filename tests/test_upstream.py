@@ -56,7 +56,7 @@ def test_upstream_keys_build_an_upstream_config() -> None:
         ),
         (
             {"upstream.bootstrap.servers": "h:9092", "upstream.nope": "1"},
-            "unknown configuration key(s): upstream.nope",
+            "unknown configuration key 'upstream.nope'",
         ),
     ],
 )

@@ -19,10 +19,21 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from compat.groups.migration import Observation
+from compat.groups.snapshot import Group
+
+
+class Observation(Protocol):
+    """What a plot needs of one poll (`compat.groups.migration.Observation`): when, and the group
+    as it was then. A protocol, so that this module and the migration view do not import each
+    other."""
+
+    @property
+    def at(self) -> float: ...
+
+    @property
+    def group(self) -> Group: ...
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,7 @@ from engine.classic.api import (
 )
 from engine.classic.group import ClassicGroup
 from engine.classic.heartbeat import heartbeat_classic_group, leave_classic_group
+from engine.classic.join import error as join_error
 from engine.classic.join import join_classic_group
 from engine.classic.rebalance import prepare_rebalance, reschedule_heartbeat
 from engine.classic.records import group_from_record
@@ -370,6 +371,11 @@ class Shard:
             if isinstance(group, ConsumerGroup):
                 if not group.is_empty():
                     return self.migration.classic_join_to_consumer_group(group, req, ctx, op)
+                if req.member_id:
+                    # A member id the empty group does not know: Kafka's getOrMaybeCreateClassicGroup
+                    # refuses it before anything changes, so the group (and the offsets an
+                    # OffsetFetch finds through it) stays.
+                    return join_error(Errors.UNKNOWN_MEMBER_ID, req.member_id)
                 # An empty consumer group is replaced by a classic group whatever the policy.
                 offsets_ops.group_tombstones(group, op.records)
                 del self.groups[req.group_id]

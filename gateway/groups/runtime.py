@@ -17,6 +17,12 @@ Rules:
 
 Time is wall-clock milliseconds: commit timestamps and state timestamps are persisted and must
 mean the same after a restart.
+
+Injection points (docs/simulation.md): the clock (`clock`, default the wall clock), the storage
+(`open_storage`, which may open any log honouring `records.durability.CoordinatorLog`) and the event
+loop (`start(loop)`: anything with asyncio's `call_soon`, `call_later`, `run_in_executor`,
+`create_future`). The deterministic simulator passes a virtual clock, a simulated log whose
+appends and fsyncs fail, stall or tear, and a virtual loop; the server passes nothing.
 """
 
 from __future__ import annotations
@@ -56,10 +62,14 @@ class ShardRuntime:
         on_op_time: Callable[[float], None] | None = None,
         on_flush_time: Callable[[float], None] | None = None,
         on_event: Callable[[str, dict[str, Any]], None] | None = None,
+        clock: Callable[[], int] = now_ms,
+        loop: asyncio.AbstractEventLoop | None = None,
     ) -> None:
         self.index = index
+        self._clock = clock
+        self._loop: asyncio.AbstractEventLoop | None = loop
         self._open_storage = open_storage
-        self.storage = open_storage(now_ms())
+        self.storage = open_storage(clock())
         self.coordinator = Coordinator(self.storage.shard)
         self._waiting: deque[tuple[int, asyncio.Future[Any] | None, Any, Outcome[Any] | None]] = deque()
         self._parked: dict[Pending, asyncio.Future[Any]] = {}
@@ -70,7 +80,6 @@ class ShardRuntime:
         self._on_op_time = on_op_time
         self._on_flush_time = on_flush_time
         self._on_event = on_event
-        self._loop: asyncio.AbstractEventLoop | None = None
         for out in self.storage.load_outcomes:
             self._after(out, None)
 
@@ -87,7 +96,7 @@ class ShardRuntime:
     def run(self, op: Operation) -> Any:
         """Run one operation now; its response, or a future of it when it must wait."""
         start = time.perf_counter()
-        out = op(self.coordinator, now_ms())
+        out = op(self.coordinator, self._clock())
         if self._on_op_time is not None:
             self._on_op_time(time.perf_counter() - start)
         result = self._after(out, out.response)
@@ -216,7 +225,7 @@ class ShardRuntime:
         with contextlib.suppress(Exception):
             self.storage.close()
         try:
-            self.storage = self._open_storage(now_ms())
+            self.storage = self._open_storage(self._clock())
             self.coordinator = Coordinator(self.storage.shard)
             for out in self.storage.load_outcomes:
                 self._after(out, None)
@@ -241,13 +250,13 @@ class ShardRuntime:
         self._timer_deadline = deadline
         if deadline is None:
             return
-        delay = max(0.0, (deadline - now_ms()) / 1000.0)
+        delay = max(0.0, (deadline - self._clock()) / 1000.0)
         self._timer = loop.call_later(delay, self._on_timer)
 
     def _on_timer(self) -> None:
         self._timer = None
         self._timer_deadline = None
-        now = now_ms()
+        now = self._clock()
         for out in self.coordinator.expire(now):
             self._after(out, None)
         self._reschedule_timer()

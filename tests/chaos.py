@@ -77,8 +77,8 @@ from engine.shard import Shard
 from gateway.coordinator_storage import CoordinatorStorage, load_shard
 from gateway.groups.runtime import ShardRuntime
 from records.batch import BatchHeader, build_batch, iter_raw_records, read_batch_header
-from records.codec import decode_record
 from records.classic_group import GroupMetadataKey
+from records.codec import decode_record
 from records.coordinator import CoordinatorRecord
 from records.errors import LogFailedError
 from tests.test_migration_stateful import (

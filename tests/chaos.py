@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import hashlib
 import heapq
 import random
 import traceback
@@ -887,6 +888,7 @@ class SeedResult:
     seed: int
     steps: int
     stats: dict[str, int]
+    digest: str  # of what the simulated disk holds at the end: equal runs, equal digests
 
 
 def run_seed(seed: int, steps: int, tolerate_known: bool = False) -> SeedResult:
@@ -920,7 +922,8 @@ def _run_seed(seed: int, steps: int, tolerate_known: bool) -> SeedResult:
             f"{type(e).__name__}: {e}\nreproduce: groupshift simulate --chaos --seed {seed} "
             f"--steps {steps}{' --tolerate-known' if tolerate_known else ''}\n{detail}"
         ) from e
-    return SeedResult(seed, step, m.stats)
+    digest = hashlib.sha256(b"".join(raw for _n, raw in m.disk.batches)).hexdigest()
+    return SeedResult(seed, step, m.stats, digest)
 
 
 def main(

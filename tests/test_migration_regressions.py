@@ -326,7 +326,7 @@ def test_failed_append_keeps_the_empty_consumer_group_it_would_replace() -> None
     j = h.join(metadata=sub("foo"))
     assert isinstance(j, JoinGroupResponse) and j.error_code == Errors.NOT_COORDINATOR, j
     assert h.shard.consumer_group("g") is not None
-    assert not [k for k in h.shard.timers.keys() if k.startswith(("heartbeat-g", "join-g"))]
+    assert not [k for k in h.shard.timers.keys() if k.startswith(("heartbeat-g", "join-g"))]  # noqa: SIM118
     h.append_error = None
     pending = _dynamic_classic_join(h, metadata=sub("foo"))
     h.advance(100)  # the join phase completes

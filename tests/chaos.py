@@ -64,7 +64,6 @@ from engine.consumer.membership import schedule_session_timeout
 from engine.context import RequestContext
 from engine.errors import Errors
 from engine.ids import SeededIds
-from engine.metadata import TopicImage
 from engine.offsets.api import (
     CommitPartition,
     CommitTopic,
@@ -86,7 +85,6 @@ from records.errors import LogFailedError
 from tests.test_migration_stateful import (
     GROUP,
     KINDS,
-    MAX_PARTITIONS,
     NAMES,
     POLICIES,
     SESSION_MS,
@@ -567,13 +565,9 @@ class SimMachine(MigrationMachine):
         self._after(before, records_from)
 
     def grow_topic(self, topic: str, more: int) -> None:
-        t = self.image.topic(topic)
-        assert t is not None
-        n = min(t.num_partitions + more, MAX_PARTITIONS)
-        if n == t.num_partitions:
+        if not self._grow(topic, more):
             return
-        self.image = image = self.image.with_topic(TopicImage(t.topic_id, topic, n))
-        self.replica.update_metadata(image)
+        image = self.image
         before = self._server_view()
         records_from = len(self.log)
         result = self.runtime.run(lambda c, now: c.update_metadata(image, now))

@@ -954,15 +954,20 @@ class MigrationMachine(RuleBasedStateMachine):
     @rule(topic=st.sampled_from(TOPICS), more=st.integers(1, 2))
     def grow_topic(self, topic: str, more: int) -> None:
         """Partitions are added (Kafka never removes partitions of a topic)."""
+        if self._grow(topic, more):
+            out = self.coordinator.update_metadata(self.image, self._tick())
+            self._run(out)
+
+    def _grow(self, topic: str, more: int) -> bool:
+        """Add up to `more` partitions (at most MAX_PARTITIONS) to the image and the replica."""
         t = self.image.topic(topic)
         assert t is not None
         n = min(t.num_partitions + more, MAX_PARTITIONS)
         if n == t.num_partitions:
-            return
+            return False
         self.image = self.image.with_topic(TopicImage(t.topic_id, topic, n))
         self.replica.update_metadata(self.image)
-        out = self.coordinator.update_metadata(self.image, self._tick())
-        self._run(out)
+        return True
 
     @rule(policy=st.sampled_from(POLICIES))
     def restart(self, policy: str) -> None:

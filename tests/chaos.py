@@ -469,6 +469,11 @@ class SimMachine(MigrationMachine):
             return out
 
         result = self.runtime.run(op)
+        # What the operation changed is judged against the state before it, and what the loop
+        # does next (continuations, timers now due) against the state after it: a timer's
+        # conversion must keep the assignments as they are when it fires.
+        self._after(before, records_from)
+        before, records_from = self._server_view(), len(self.log)
         self._drain()
         response = sent[0].response
         lost = False
@@ -820,9 +825,15 @@ class SimMachine(MigrationMachine):
         elif name == "lose":
             self.lose_answer(i)
         elif name == "duplicate":
-            self._duplicate = True
-            self.act(i)
-            self._duplicate = False
+            if self._pick(i).classic:
+                self._duplicate = True  # a classic request resent as it was (a retry)
+                self.act(i)
+                self._duplicate = False
+            else:
+                # A consumer-protocol client never resends a heartbeat as it was: after a lost
+                # answer its retry is a full heartbeat (what the server must accept twice).
+                self.lose_answer(i)
+                self.act(i)
         elif name == "crash_client":
             self.crash(i)
         elif name == "clock_jump":

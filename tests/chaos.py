@@ -46,6 +46,7 @@ import dataclasses
 import hashlib
 import heapq
 import random
+import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -949,9 +950,17 @@ def main(
         total_steps += r.steps
         for k, v2 in r.stats.items():
             stats[k] = stats.get(k, 0) + v2
+        done = s - seed + 1
+        if done % 50 == 0 and done < seeds:
+            print(
+                f"progress: {done} seeds, {total_steps} steps, {failures} violations, "
+                f"{time.process_time():.0f} s CPU",
+                file=out,
+                flush=True,
+            )
     print(
         f"chaos: {seeds} seeds from {seed}, {steps} steps each: {total_steps} steps run, "
-        f"{failures} violations",
+        f"{failures} violations ({time.process_time():.0f} s CPU)",
         file=out,
     )
     for k in sorted(stats):

@@ -630,7 +630,9 @@ class SimMachine(MigrationMachine):
     def _commit(
         self, c: Client | None, req: OffsetCommitRequest, offsets: dict[tuple[str, int], int]
     ) -> None:
-        ctx = RequestContext("committer", "/committer", 8)
+        # OffsetCommit v9 (KIP-848): a consumer-protocol member's commit needs it; classic ones
+        # (and admin commits) use v8 like the Java classic consumer.
+        ctx = RequestContext("committer", "/committer", 8 if c is None or c.classic else 9)
         self._acting = c
         r = self._request(lambda: self.coordinator.offset_commit(req, ctx, self._tick()))
         if c is not None and c.deaf:

@@ -128,6 +128,11 @@ def _join_native(s: ShardState, group: Any, req: JoinGroupRequest, ctx: RequestC
 def _join_replace_empty_consumer(
     s: ShardState, group: ConsumerGroup, req: JoinGroupRequest, ctx: RequestContext, op: Operation
 ) -> Any:
+    if req.member_id:
+        # A member id the empty group does not know: Kafka's getOrMaybeCreateClassicGroup refuses
+        # it before anything changes, so the group (and the offsets an OffsetFetch finds through
+        # it) stays.
+        raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID)
     group_tombstones(group, op.records)
     del s.groups[req.group_id]
     op.event(

@@ -88,7 +88,14 @@ from engine.operation import AppendContinuation, Operation
 from engine.outcome import Outcome, Pending
 from engine.routing import ROUTES, GroupKind, kind_of, route
 from engine.state import Group, ShardState
-from engine.timers import Timers, TimerTask, apply_timer_changes
+from engine.timers import (
+    Timers,
+    TimerTask,
+    apply_timer_changes,
+    group_join_key,
+    group_sync_key,
+    heartbeat_key,
+)
 from records.classic_group import GroupMetadataKey, GroupMetadataValue
 from records.consumer_group import (
     ConsumerGroupMetadataKey,
@@ -365,7 +372,8 @@ class Shard:
             if req.rebalance_timeout_ms < 0:
                 req.rebalance_timeout_ms = req.session_timeout_ms  # JoinGroup v0 has none
 
-        return self._route(
+        replaced = self.groups.get(req.group_id)
+        out = self._route(
             now_ms,
             "JoinGroup",
             req,
@@ -374,6 +382,35 @@ class Shard:
             lambda e: JoinGroupResponse(error_code=int(e.code), member_id=req.member_id),
             req.member_id,
         )
+        if isinstance(replaced, ConsumerGroup) and self.groups.get(req.group_id) is not replaced:
+            failed = [fields for name, fields in out.events if name == "append.failed"]
+            if failed:
+                return self._undo_empty_group_replacement(req, replaced, out, failed[0])
+        return out
+
+    def _undo_empty_group_replacement(
+        self,
+        req: JoinGroupRequest,
+        replaced: ConsumerGroup,
+        out: Outcome[Any],
+        failure: dict[str, Any],
+    ) -> Outcome[JoinGroupResponse]:
+        """The records replacing an empty consumer group by a classic group were refused: put the
+        consumer group back (Kafka reverts the whole operation), or the log would keep the
+        consumer group while memory holds a classic one, and the next GroupMetadata record would
+        make the log fail to load. The new classic group had only the joiner: its timers go,
+        and it is answered the append's error."""
+        gid = req.group_id
+        classic = self.groups.get(gid)
+        if isinstance(classic, ClassicGroup):
+            for mid in [*classic.members, *classic.pending_join_members]:
+                self.timers.cancel(heartbeat_key(gid, mid))
+        self.timers.cancel(group_join_key(gid))
+        self.timers.cancel(group_sync_key(gid))
+        self.groups[gid] = replaced
+        code = Errors[failure["answered"]]
+        events = [e for e in out.events if e[0] != "group.converted"]
+        return Outcome(JoinGroupResponse(error_code=int(code), member_id=req.member_id), (), (), events)
 
     def sync_group(
         self, req: SyncGroupRequest, ctx: RequestContext, now_ms: int

@@ -55,7 +55,7 @@ from records.compaction import (
     should_compact,
 )
 from records.coordinator import CoordinatorRecord
-from records.durability import FsyncPolicy
+from records.durability import CoordinatorLog, FsyncPolicy
 from records.errors import LogError
 from records.log import SegmentLog
 
@@ -91,7 +91,7 @@ class LoadStats:
     seconds: float
 
 
-def load_shard(source: SegmentLog, shard: Shard, where: str = "") -> LoadStats:
+def load_shard(source: CoordinatorLog, shard: Shard, where: str = "") -> LoadStats:
     """Replay every record of `source` into `shard` (Kafka `CoordinatorLoaderImpl.load`).
 
     The hot loop of a shard's startup (a million records in a few seconds): it reads records
@@ -164,7 +164,7 @@ class CoordinatorStorage:
     def __init__(
         self,
         shard: Shard,
-        segment_log: SegmentLog,
+        segment_log: CoordinatorLog,
         *,
         tombstone_retention_ms: int = DEFAULT_TOMBSTONE_RETENTION_MS,
         max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
@@ -193,6 +193,31 @@ class CoordinatorStorage:
     ) -> CoordinatorStorage:
         """Open (recovering) the log, replay it into a new shard, run the load duties."""
         segment_log = SegmentLog.open(directory, segment_bytes=segment_bytes, fsync_policy=fsync_policy)
+        return cls.load(
+            segment_log,
+            config=config,
+            ids=ids,
+            image=image,
+            now_ms=now_ms,
+            tombstone_retention_ms=tombstone_retention_ms,
+            max_batch_bytes=max_batch_bytes,
+        )
+
+    @classmethod
+    def load(
+        cls,
+        segment_log: CoordinatorLog,
+        *,
+        config: CoordinatorConfig,
+        ids: IdSource,
+        image: MetadataImage,
+        now_ms: int,
+        tombstone_retention_ms: int = DEFAULT_TOMBSTONE_RETENTION_MS,
+        max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+    ) -> CoordinatorStorage:
+        """Replay an opened log into a new shard and run the load duties (the simulator passes
+        its own log here, docs/simulation.md); the log is closed if the load fails."""
+        directory = segment_log.directory
         shard = Shard(config, ids, image)
         shard.tick(now_ms)
         try:
@@ -258,11 +283,14 @@ class CoordinatorStorage:
     ) -> CompactionResult | None:
         """Compact in place, now, if the trigger says so (tests, tools; the server uses
         `begin_compaction` and compacts off its event loop)."""
+        if not isinstance(self.log, SegmentLog):
+            return None  # a simulated log is not compacted
         if not should_compact(self.log, min_dirty_ratio=min_dirty_ratio, min_bytes=min_bytes):
             return None
         return self.compact(now_ms)
 
     def compact(self, now_ms: int) -> CompactionResult:
+        assert isinstance(self.log, SegmentLog), "compaction needs a segment log"
         self.log.sync()
         result = compact(self.log, now_ms=now_ms, tombstone_retention_ms=self.tombstone_retention_ms)
         log.info("coordinator.compacted", log=self.log.directory, **result._asdict())
@@ -272,6 +300,8 @@ class CoordinatorStorage:
         """Start a compaction if `policy` triggers: roll the log and name its inputs. The caller
         runs `records.compaction.write_compaction(job)` in a thread, then `finish_compaction`
         (or `records.compaction.abandon_compaction`) here again."""
+        if not isinstance(self.log, SegmentLog):
+            return None  # a simulated log is not compacted
         if not should_compact(self.log, min_dirty_ratio=policy.min_dirty_ratio, min_bytes=policy.min_bytes):
             return None
         return begin_compaction(self.log, now_ms=now_ms, tombstone_retention_ms=self.tombstone_retention_ms)

@@ -39,8 +39,23 @@ def _add_simulate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument("--seed", type=int, default=1, help="seed for --scenario random")
     p.add_argument("--steps", type=int, default=30, help="steps for --scenario random")
     p.add_argument("--assignor", default="uniform", help="server assignor (uniform | range)")
+    p.add_argument(
+        "--chaos",
+        action="store_true",
+        help="run the deterministic whole-coordinator simulator with faults instead "
+        "(docs/simulation.md; needs a source checkout with the test extras)",
+    )
+    p.add_argument("--seeds", type=int, default=1, help="--chaos: seeds --seed .. --seed+N-1")
+    p.add_argument("--keep-going", action="store_true", help="--chaos: run every seed after a violation")
+    p.add_argument(
+        "--tolerate-known",
+        action="store_true",
+        help="--chaos: restore the expiry timer lost with a failed append (issue 11) and go on",
+    )
 
     def run(args: argparse.Namespace) -> int:
+        if args.chaos:
+            return _run_chaos(args)
         from engine.simulate import main as simulate_main
         from translation.simulate import SCENARIOS as MIGRATIONS
         from translation.simulate import main as migration_main
@@ -52,6 +67,30 @@ def _add_simulate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         )
 
     p.set_defaults(run=run)
+
+
+def _run_chaos(args: argparse.Namespace) -> int:
+    import importlib
+
+    try:
+        # imported by name: the simulator lives in tests/ (it reuses the test suite's clients)
+        chaos = importlib.import_module("tests.chaos")
+    except ImportError as e:
+        print(
+            f"groupshift simulate --chaos runs tests/chaos.py from a source checkout with the test "
+            f"extras installed (run it from the repository root): {e}",
+            file=sys.stderr,
+        )
+        return 2
+    result: int = chaos.main(
+        args.seed,
+        args.steps,
+        args.seeds,
+        sys.stdout,
+        keep_going=args.keep_going,
+        tolerate_known=args.tolerate_known,
+    )
+    return result
 
 
 def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -40,6 +40,7 @@ from engine.classic.state import ClassicGroupState
 from engine.consumer import record_builders as rb
 from engine.consumer.group import ConsumerGroup
 from engine.consumer.member import ConsumerGroupMember
+from engine.consumer.membership import cancel_member_timers
 from engine.errors import CoordinatorError, Errors
 from engine.operation import Operation
 from translation.embedded_protocol import SchemaError, read_version, serialize_assignment
@@ -175,7 +176,8 @@ def downgrade(
     def renamed(member_id: str) -> str:
         return joining.member_id if joining is not None and member_id == leaving_id else member_id
 
-    ids = [renamed(mid) for mid in group.members]
+    consumer_ids = list(group.members)  # before the tombstones below empty the group
+    ids = [renamed(mid) for mid in consumer_ids]
     op.records.extend(rb.current_assignment_tombstone(gid, mid) for mid in ids)
     op.records.extend(rb.target_member_tombstone(gid, mid) for mid in ids)
     op.records.append(rb.target_epoch_tombstone(gid))
@@ -200,8 +202,12 @@ def downgrade(
         protocol=classic.protocol_name,
         leader=classic.leader_id,
     )
-    # The classic group is not installed yet (the shard does it once the records are in the
-    # journal), so its members' timers and its rebalance are computed on it here, into `op`.
+    # The consumer group's member timers (session, rebalance, classic join/sync) end with it, as
+    # Kafka's `convertToClassicGroup` cancels them. The classic group is not installed yet (the
+    # shard does it once the records are in the journal), so its members' timers and its
+    # rebalance are computed on it here, into `op`.
+    for mid in consumer_ids:
+        cancel_member_timers(op, gid, mid)
     for cm in classic.members.values():
         reschedule_heartbeat(op, classic, cm)
     # Both cases rebalance. In case (b) Kafka rebalances only when the joiner's subscription

@@ -20,6 +20,12 @@ Rules:
 
 Time is wall-clock milliseconds: commit timestamps and state timestamps are persisted and must
 mean the same after a restart.
+
+Injection points (docs/simulation.md): the clock (`clock`, default the wall clock), the storage
+(`open_storage`, which may open any log honouring `records.durability.CoordinatorLog`) and the event
+loop (`start(loop)`: anything with asyncio's `call_soon`, `call_later`, `run_in_executor`,
+`create_future`). The deterministic simulator passes a virtual clock, a simulated log whose
+appends and fsyncs fail, stall or tear, and a virtual loop; the server passes nothing.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ from gateway.coordinator_storage import CompactionPolicy, CoordinatorStorage
 from gateway.groups.events import WARNING_EVENTS, ClassicAssignments, annotate
 from gateway.registry import CloseConnection
 from records.compaction import CompactionJob, abandon_compaction, write_compaction
+from records.log import SegmentLog
 from translation.coordinator import Coordinator
 
 log = structlog.get_logger("coordinator")
@@ -95,15 +102,19 @@ class ShardRuntime:
         on_flush_time: Callable[[float], None] | None = None,
         on_event: Callable[[str, dict[str, Any]], None] | None = None,
         compaction: CompactionPolicy | None = None,
+        clock: Callable[[], int] = now_ms,
+        loop: asyncio.AbstractEventLoop | None = None,
     ) -> None:
         self.index = index
+        self._clock = clock
+        self._loop: asyncio.AbstractEventLoop | None = loop
         self._compaction_policy = compaction
         self._compaction: _RunningCompaction | None = None
         self._compaction_checked_size = 0
         self._closing = False
         self.compactions = 0
         self._open_storage = open_storage
-        self.storage = open_storage(now_ms())
+        self.storage = open_storage(clock())
         self.coordinator = Coordinator(self.storage.shard)
         self._waiting: deque[tuple[int, asyncio.Future[Any] | None, Any, Outcome[Any] | None]] = deque()
         self._parked: dict[Pending, asyncio.Future[Any]] = {}
@@ -114,7 +125,6 @@ class ShardRuntime:
         self._on_op_time = on_op_time
         self._on_flush_time = on_flush_time
         self._on_event = on_event
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._classic_assignments = ClassicAssignments()
         for out in self.storage.load_outcomes:
             self._after(out, None)
@@ -133,7 +143,7 @@ class ShardRuntime:
     def run(self, op: Operation) -> Any:
         """Run one operation now; its response, or a future of it when it must wait."""
         start = time.perf_counter()
-        out = op(self.coordinator, now_ms())
+        out = op(self.coordinator, self._clock())
         if self._on_op_time is not None:
             self._on_op_time(time.perf_counter() - start)
         result = self._after(out, out.response)
@@ -256,12 +266,14 @@ class ShardRuntime:
         if policy is None or self._compaction is not None or self._loop is None or self._closing:
             return
         storage = self.storage
+        if not isinstance(storage.log, SegmentLog):
+            return  # a simulated log is not compacted
         size = storage.log.size_bytes
         if abs(size - self._compaction_checked_size) < min(COMPACTION_CHECK_BYTES, policy.min_bytes // 4):
             return
         self._compaction_checked_size = size
         try:
-            job = storage.begin_compaction(now_ms(), policy)
+            job = storage.begin_compaction(self._clock(), policy)
         except Exception as e:
             log.error("coordinator.compaction_failed", shard=self.index, error=str(e))
             return
@@ -281,7 +293,12 @@ class ShardRuntime:
         self._compaction = None
         written = time.perf_counter() - started
         error = cf.exception()
-        if error is not None or storage is not self.storage or storage.log.closed:
+        if (
+            error is not None
+            or storage is not self.storage
+            or not isinstance(storage.log, SegmentLog)
+            or storage.log.closed
+        ):
             abandon_compaction(job)
             if error is not None:
                 log.error("coordinator.compaction_failed", shard=self.index, error=str(error))
@@ -293,7 +310,7 @@ class ShardRuntime:
             self._fail(e)
             return
         self.compactions += 1
-        self._compaction_checked_size = storage.log.size_bytes
+        self._compaction_checked_size = storage.log.size_bytes if isinstance(storage.log, SegmentLog) else 0
         log.info(
             "coordinator.compacted",
             shard=self.index,
@@ -334,7 +351,7 @@ class ShardRuntime:
         with contextlib.suppress(Exception):
             self.storage.close()
         try:
-            self.storage = self._open_storage(now_ms())
+            self.storage = self._open_storage(self._clock())
             self.coordinator = Coordinator(self.storage.shard)
             for out in self.storage.load_outcomes:
                 self._after(out, None)
@@ -360,13 +377,13 @@ class ShardRuntime:
         self._timer_deadline = deadline
         if deadline is None:
             return
-        delay = max(0.0, (deadline - now_ms()) / 1000.0)
+        delay = max(0.0, (deadline - self._clock()) / 1000.0)
         self._timer = loop.call_later(delay, self._on_timer)
 
     def _on_timer(self) -> None:
         self._timer = None
         self._timer_deadline = None
-        now = now_ms()
+        now = self._clock()
         for out in self.coordinator.expire(now):
             self._after(out, None)
         self._reschedule_timer()

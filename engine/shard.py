@@ -124,15 +124,21 @@ class Shard:
         config: CoordinatorConfig | None = None,
         ids: IdSource | None = None,
         image: MetadataImage | None = None,
-        migration: MigrationHooks | None = None,
+        migration: Callable[[ShardState], MigrationHooks] | None = None,
     ) -> None:
-        # What handlers see (config, clock, ids, image, groups, offsets, migration hooks).
+        # What handlers see (config, clock, ids, image, groups, offsets, migration hooks). The
+        # migration hooks are built here, from the state they work on, by the layer that
+        # implements them (`translation.migration.Migration`); without them the engine refuses
+        # every cross-protocol request, as Kafka does when no conversion is possible. They never
+        # change afterwards.
         self.state = ShardState(
             config if config is not None else CoordinatorConfig(),
             ids if ids is not None else SeededIds(0),
             image if image is not None else MetadataImage.EMPTY,
-            migration if migration is not None else RefuseMigration(),
+            RefuseMigration(),
         )
+        if migration is not None:
+            self.state.migration = migration(self.state)
         self.timers = Timers()
         # Replay anomalies tolerated on load (KAFKA-21117); the loader logs and clears them.
         self.replay_warnings: list[tuple[str, dict[str, Any]]] = []
@@ -172,10 +178,6 @@ class Shard:
     @property
     def migration(self) -> MigrationHooks:
         return self.state.migration
-
-    @migration.setter
-    def migration(self, hooks: MigrationHooks) -> None:
-        self.state.migration = hooks
 
     # --- time and configuration ---------------------------------------------------------------
 

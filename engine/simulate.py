@@ -17,7 +17,7 @@ Used by `groupshift simulate` and by the case-study tests.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -28,11 +28,13 @@ from engine.consumer.group import ConsumerGroup
 from engine.consumer.member import MemberState
 from engine.consumer.reconcile import pending_assignment
 from engine.context import RequestContext
+from engine.hooks import MigrationHooks
 from engine.ids import SeededIds
 from engine.metadata import MetadataImage, TopicImage, topic_id_for
 from engine.operation import Operation
 from engine.outcome import Outcome
 from engine.shard import Shard
+from engine.state import ShardState
 from records.consumer_group import (
     ConsumerGroupMetadataKey,
     ConsumerGroupTargetAssignmentMetadataKey,
@@ -167,11 +169,12 @@ class Simulator:
         config: dict[str, Any] | None = None,
         seed: int = 0,
         group_id: str = GROUP,
+        migration: Callable[[ShardState], MigrationHooks] | None = None,
     ) -> None:
         cfg = dict(SIM_CONFIG)
         cfg.update(config or {})
         image = MetadataImage([TopicImage(topic_id_for(n), n, c) for n, c in (topics or {}).items()])
-        self.shard = Shard(CoordinatorConfig.from_kafka(cfg), SeededIds(seed), image)
+        self.shard = Shard(CoordinatorConfig.from_kafka(cfg), SeededIds(seed), image, migration)
         self.shadow = Shard(self.shard.config, SeededIds(seed), image)
         self.group_id = group_id
         self.now = 0

@@ -58,6 +58,7 @@ from records.coordinator import CoordinatorRecord
 from records.durability import CoordinatorLog, FsyncPolicy
 from records.errors import LogError
 from records.log import SegmentLog
+from translation.migration import Migration
 
 log = structlog.get_logger()
 
@@ -218,7 +219,7 @@ class CoordinatorStorage:
         """Replay an opened log into a new shard and run the load duties (the simulator passes
         its own log here, docs/simulation.md); the log is closed if the load fails."""
         directory = segment_log.directory
-        shard = Shard(config, ids, image)
+        shard = Shard(config, ids, image, migration=Migration)
         shard.tick(now_ms)
         try:
             stats = load_shard(segment_log, shard, directory)

@@ -47,6 +47,7 @@ from translation.embedded_protocol import (
     serialize_assignment,
     serialize_subscription,
 )
+from translation.migration import Migration
 
 FOO = topic_id_for("foo")
 BAR = topic_id_for("bar")
@@ -138,7 +139,7 @@ class MigrationHarness:
         image = MetadataImage(
             [TopicImage(topic_id_for(n), n, c) for n, c in ({"foo": 6} if topics is None else topics).items()]
         )
-        self.shard = Shard(CoordinatorConfig.from_kafka(cfg), SeededIds(21), image)
+        self.shard = Shard(CoordinatorConfig.from_kafka(cfg), SeededIds(21), image, migration=Migration)
         self.coordinator = Coordinator(self.shard)
         self.now = 10_000
         self.completed: dict[Pending, Any] = {}

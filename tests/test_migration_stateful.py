@@ -130,6 +130,7 @@ from translation.embedded_protocol import (
     serialize_assignment,
     serialize_subscription,
 )
+from translation.migration import Migration
 
 GROUP = "g"
 
@@ -367,7 +368,7 @@ class MigrationMachine(RuleBasedStateMachine):
 
     def _new_shard(self) -> Shard:
         # A fresh id seed per incarnation of the coordinator: ids must not repeat across restarts.
-        return Shard(config(self.policy), SeededIds(1000 + self.restarts), self.image)
+        return Shard(config(self.policy), SeededIds(1000 + self.restarts), self.image, migration=Migration)
 
     # --- plumbing ---------------------------------------------------------------------------
 

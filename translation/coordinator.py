@@ -68,9 +68,13 @@ from translation.migration import Migration
 
 class Coordinator:
     def __init__(self, shard: Shard) -> None:
+        # The engine refuses cross-protocol requests on its own; this layer answers them, through
+        # the hooks the shard was built with (`Shard(..., migration=Migration)`).
+        if not isinstance(shard.migration, Migration):
+            raise TypeError(
+                "the Coordinator needs a shard built with migration=translation.migration.Migration"
+            )
         self.shard = shard
-        # The engine refuses cross-protocol requests on its own; this layer answers them.
-        shard.migration = Migration(shard.state)
 
     # --- writes (each returns the engine's Outcome) -------------------------------------------
 

@@ -44,6 +44,7 @@ from translation.embedded_protocol import (
     serialize_assignment,
     serialize_subscription,
 )
+from translation.migration import Migration
 
 CLASSIC_CTX = RequestContext("sim-classic", "/127.0.0.1", 5)
 SESSION_MS = 45_000
@@ -81,7 +82,9 @@ def range_assign(
 
 class MigrationSimulator(Simulator):
     def __init__(self, topics: dict[str, int] | None = None, config: dict[str, Any] | None = None) -> None:
-        super().__init__(topics, {"group.initial.rebalance.delay.ms": 0, **(config or {})})
+        super().__init__(
+            topics, {"group.initial.rebalance.delay.ms": 0, **(config or {})}, migration=Migration
+        )
         self.coordinator = Coordinator(self.shard)
         self.classic: dict[str, ClassicClient] = {}
         self._parked: dict[Pending, ClassicClient] = {}

@@ -1,0 +1,454 @@
+"""Differential: the classic group protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) against a
+real Apache Kafka 4.x node and groupshift with the same settings: the errors of each API across
+versions (KIP-394's MEMBER_ID_REQUIRED on JoinGroup v4+, UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION,
+REBALANCE_IN_PROGRESS, INCONSISTENT_GROUP_PROTOCOL, INVALID_SESSION_TIMEOUT, GROUP_MAX_SIZE_REACHED
+with `group.max.size`), static membership (KIP-345: replacement, FENCED_INSTANCE_ID, LeaveGroup v3+
+by instance id with per-member errors) and a full two-member rebalance with a third member joining.
+
+Kafka's JoinGroup waits (is parked) until every known member has rejoined, so a scenario that needs
+two requests in flight sends the parked one from a thread on its own connection and records every
+answer in a fixed order afterwards, so both transcripts line up.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+from e2e.differential import Session, compare, run_both
+from e2e.wire import WireClient, make_request
+
+pytestmark = pytest.mark.e2e
+
+# ConsumerProtocol subscription bytes (version 1, one topic "t", no user data); opaque to both
+# coordinators, which only compare protocol names.
+METADATA = b"\x00\x01\x00\x00\x00\x01\x00\x01t\xff\xff\xff\xff\x00\x00\x00\x00"
+RANGE = [{"name": "range", "metadata": METADATA}]
+
+
+def client(s: Session) -> WireClient:
+    """Another connection to the same backend (a second member's socket)."""
+    return WireClient(s.port, timeout=30.0)
+
+
+def raw_on(c: WireClient, api_key: int, version: int, **fields: Any) -> Any:
+    return c.request(make_request(api_key, version, **fields))
+
+
+def join_fields(s: Session, version: int, **over: Any) -> dict[str, Any]:
+    fields: dict[str, Any] = {
+        "group_id": s.group(),
+        "session_timeout": 10000,
+        "rebalance_timeout": 10000,
+        "member_id": "",
+        "protocol_type": "consumer",
+        "protocols": RANGE,
+    }
+    if version >= 5:
+        fields["group_instance_id"] = None
+    if version >= 8:
+        fields["reason"] = None
+    if version < 1:
+        del fields["rebalance_timeout"]
+    fields.update(over)
+    return fields
+
+
+def join(s: Session, version: int = 9, c: WireClient | None = None, **over: Any) -> Any:
+    return raw_on(c or s.client, 11, version, **join_fields(s, version, **over))
+
+
+def note_join(s: Session, r: Any, label: str = "JoinGroup") -> None:
+    """A JoinGroup answer with the leader's member list in a stable order."""
+    members = sorted(r.members, key=lambda m: s.norm.member(m.member_id))
+    s.note(label, {**{f.name: getattr(r, f.name) for f in dataclasses.fields(r)}, "members": members})
+
+
+def member_id(s: Session, version: int = 9, c: WireClient | None = None, **over: Any) -> str:
+    """A member id for a new dynamic member (JoinGroup v4+ answers MEMBER_ID_REQUIRED first)."""
+    r = join(s, version, c, **over)
+    s.note("JoinGroup(member id)", r)
+    return str(r.member_id)
+
+
+def sync(s: Session, gen: int, mid: str, c: WireClient | None = None, version: int = 5, **over: Any) -> Any:
+    fields: dict[str, Any] = {
+        "group_id": s.group(),
+        "generation_id": gen,
+        "member_id": mid,
+        "assignments": [],
+    }
+    if version >= 3:
+        fields["group_instance_id"] = None
+    if version >= 5:
+        fields["protocol_type"] = "consumer"
+        fields["protocol_name"] = "range"
+    fields.update(over)
+    return raw_on(c or s.client, 14, version, **fields)
+
+
+def heartbeat(
+    s: Session, gen: int, mid: str, c: WireClient | None = None, version: int = 4, **over: Any
+) -> Any:
+    fields: dict[str, Any] = {"group_id": s.group(), "generation_id": gen, "member_id": mid}
+    if version >= 3:
+        fields["group_instance_id"] = None
+    fields.update(over)
+    return raw_on(c or s.client, 12, version, **fields)
+
+
+def leave(s: Session, version: int, members: list[dict[str, Any]], c: WireClient | None = None) -> Any:
+    if version >= 3:
+        fields: dict[str, Any] = {
+            "group_id": s.group(),
+            "members": [{"group_instance_id": None, "reason": None, **m} for m in members],
+        }
+        if version < 5:
+            for m in fields["members"]:
+                del m["reason"]
+    else:
+        fields = {"group_id": s.group(), "member_id": members[0]["member_id"]}
+    return raw_on(c or s.client, 13, version, **fields)
+
+
+def commit(s: Session, gen: int, mid: str, **over: Any) -> Any:
+    """OffsetCommit v9 of partition 0 of the scenario's topic (created by the scenario)."""
+    fields: dict[str, Any] = {
+        "group_id": s.group(),
+        "generation_id_or_member_epoch": gen,
+        "member_id": mid,
+        "group_instance_id": None,
+        "topics": [
+            {
+                "name": s.topic(),
+                "partitions": [
+                    {
+                        "partition_index": 0,
+                        "committed_offset": 5,
+                        "committed_leader_epoch": -1,
+                        "committed_metadata": None,
+                    }
+                ],
+            }
+        ],
+    }
+    fields.update(over)
+    return s.raw(8, 9, **fields)
+
+
+def solo_member(s: Session, **over: Any) -> tuple[str, int]:
+    """A group with one stable member (joined and synced): (member id, generation)."""
+    s.wait_coordinator(s.group())
+    mid = member_id(s, **over)
+    r = join(s, member_id=mid, **over)
+    s.note("JoinGroup", r)
+    s.note("SyncGroup", sync(s, r.generation_id, mid, assignments=[{"member_id": mid, "assignment": b"a"}]))
+    return mid, int(r.generation_id)
+
+
+def wait_state(s: Session, state: str, timeout: float = 20.0) -> None:
+    """Poll DescribeGroups (unrecorded) until the group is in `state`: a parked JoinGroup sent
+    from a thread has then reached the coordinator."""
+    deadline = time.monotonic() + timeout
+    while True:
+        (g,) = s.raw(15, 5, groups=[s.group()], include_authorized_operations=False).groups
+        if g.group_state == state:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{s.backend}: group {s.group()} is {g.group_state}, not {state}")
+        time.sleep(0.02)
+
+
+def in_thread(fn: Callable[[], Any]) -> Future[Any]:
+    pool = ThreadPoolExecutor(1)
+    future = pool.submit(fn)
+    pool.shutdown(wait=False)
+    return future
+
+
+# -- scenarios --------------------------------------------------------------------------------------
+
+
+def scenario_join_member_id_required_by_version(s: Session) -> None:
+    """v0-v3 hand out a member id with the first answer; v4+ answer MEMBER_ID_REQUIRED first."""
+    s.wait_coordinator(s.group())
+    for version in (0, 1, 2, 3, 4, 5, 6, 7, 8, 9):
+        c = client(s)
+        r = join(s, version, c, group_id=s.group(f"v{version}"))
+        s.note(f"JoinGroup v{version}", {"error_code": r.error_code, "member_id_given": bool(r.member_id)})
+        c.close()
+
+
+def scenario_join_unknown_member_id(s: Session) -> None:
+    s.wait_coordinator(s.group())
+    s.note("JoinGroup", join(s, member_id="not-a-member"))
+    solo_member(s, group_id=s.group("g2"))
+    s.note("JoinGroup(other id)", join(s, group_id=s.group("g2"), member_id="someone-else"))
+
+
+def scenario_join_invalid_session_timeout(s: Session) -> None:
+    s.wait_coordinator(s.group())
+    s.note("JoinGroup(too short)", join(s, session_timeout=1))
+    s.note("JoinGroup(too long)", join(s, session_timeout=1800001))
+    s.note("JoinGroup(v0 too short)", join(s, 0, session_timeout=5999))
+
+
+def scenario_join_inconsistent_protocols(s: Session) -> None:
+    solo_member(s)
+    other = [{"name": "roundrobin", "metadata": METADATA}]
+    c = client(s)
+    s.note("JoinGroup(other protocol)", join(s, c=c, protocols=other))
+    s.note("JoinGroup(other type)", join(s, c=c, protocol_type="connect"))
+    s.note("JoinGroup(empty protocols, new group)", join(s, c=c, group_id=s.group("e"), protocols=[]))
+    s.note("JoinGroup(empty type, new group)", join(s, c=c, group_id=s.group("f"), protocol_type=""))
+    c.close()
+
+
+def scenario_sync_errors(s: Session) -> None:
+    mid, gen = solo_member(s)
+    s.note("SyncGroup(wrong generation)", sync(s, gen + 1, mid))
+    s.note("SyncGroup(unknown member)", sync(s, gen, "not-a-member"))
+    s.note("SyncGroup(other protocol type)", sync(s, gen, mid, protocol_type="connect"))
+    s.note("SyncGroup(other protocol name)", sync(s, gen, mid, protocol_name="roundrobin"))
+    s.note("SyncGroup(unknown group)", sync(s, 1, mid, group_id=s.group("none")))
+    s.note("SyncGroup v0 again", sync(s, gen, mid, version=0))
+
+
+def scenario_heartbeat_errors(s: Session) -> None:
+    s.wait_coordinator(s.group())
+    s.note("Heartbeat(unknown group)", heartbeat(s, 1, "not-a-member"))
+    mid, gen = solo_member(s)
+    for version in (0, 1, 2, 3, 4):
+        s.note(f"Heartbeat v{version}", heartbeat(s, gen, mid, version=version))
+    s.note("Heartbeat(wrong generation)", heartbeat(s, gen + 3, mid))
+    s.note("Heartbeat(old generation)", heartbeat(s, gen - 1, mid))
+    s.note("Heartbeat(unknown member)", heartbeat(s, gen, "not-a-member"))
+    s.note("Heartbeat(unknown instance)", heartbeat(s, gen, mid, group_instance_id="i-9"))
+
+
+def scenario_heartbeat_before_sync(s: Session) -> None:
+    """Between JoinGroup and SyncGroup (CompletingRebalance) a heartbeat is answered."""
+    s.wait_coordinator(s.group())
+    mid = member_id(s)
+    r = join(s, member_id=mid)
+    s.note("JoinGroup", r)
+    s.note("Heartbeat(completing rebalance)", heartbeat(s, r.generation_id, mid))
+    s.note("SyncGroup", sync(s, r.generation_id, mid))
+    s.note("Heartbeat(stable)", heartbeat(s, r.generation_id, mid))
+
+
+def scenario_leave_errors_by_version(s: Session) -> None:
+    s.wait_coordinator(s.group())
+    for version in (0, 1, 2, 3, 4, 5):
+        s.note(f"LeaveGroup v{version}(unknown group)", leave(s, version, [{"member_id": "nobody"}]))
+    mid, gen = solo_member(s)
+    for version in (0, 3, 5):
+        s.note(f"LeaveGroup v{version}(unknown member)", leave(s, version, [{"member_id": "nobody"}]))
+    s.note("LeaveGroup v1", leave(s, 1, [{"member_id": mid}]))
+    s.note("Heartbeat(after leave)", heartbeat(s, gen, mid))
+
+
+def scenario_leave_batch_per_member_errors(s: Session) -> None:
+    """LeaveGroup v3+ answers each member; one unknown member does not fail the others."""
+    s.wait_coordinator(s.group())
+    a = client(s)
+    b = client(s)
+    mid_a, _ = solo_member(s)
+    mid_b = member_id(s, c=a)
+    fb = in_thread(lambda: join(s, c=a, member_id=mid_b))
+    wait_state(s, "PreparingRebalance")
+    s.note("Heartbeat(a, rebalancing)", heartbeat(s, 1, mid_a))
+    ra = join(s, member_id=mid_a)
+    note_join(s, ra, "JoinGroup(a)")
+    note_join(s, fb.result(30), "JoinGroup(b)")
+    s.note(
+        "LeaveGroup v4",
+        leave(s, 4, [{"member_id": mid_a}, {"member_id": "nobody"}, {"member_id": mid_b}], c=b),
+    )
+    s.note("DescribeGroups", raw_on(b, 15, 5, groups=[s.group()], include_authorized_operations=False))
+    a.close()
+    b.close()
+
+
+def scenario_full_rebalance(s: Session) -> None:
+    """Two members join and sync (leader assigns), then a third joins: the others hear
+    REBALANCE_IN_PROGRESS on heartbeat, rejoin and get the next generation."""
+    s.create_topic(s.topic(), 1)
+    s.wait_coordinator(s.group())
+    b, c = client(s), client(s)
+    mid_a = member_id(s)
+    mid_b = member_id(s, c=b)
+    ra1 = join(s, member_id=mid_a)  # alone: generation 1
+    note_join(s, ra1, "JoinGroup(a) gen1")
+    fb = in_thread(lambda: join(s, c=b, member_id=mid_b))  # parks: the group rebalances
+    wait_state(s, "PreparingRebalance")
+    s.note("SyncGroup(a) gen1 during rebalance", sync(s, ra1.generation_id, mid_a))
+    s.note("Heartbeat(a) gen1", heartbeat(s, ra1.generation_id, mid_a))
+    ra2 = join(s, member_id=mid_a)
+    rb2 = fb.result(30)
+    note_join(s, ra2, "JoinGroup(a) gen2")
+    note_join(s, rb2, "JoinGroup(b) gen2")
+    gen = ra2.generation_id
+    leader_is_a = ra2.leader == mid_a
+    s.note("leader is a", leader_is_a)
+    follower = in_thread(lambda: sync(s, gen, mid_b, c=b))
+    assignments = [{"member_id": mid_a, "assignment": b"A"}, {"member_id": mid_b, "assignment": b"B"}]
+    s.note("SyncGroup(a) gen2", sync(s, gen, mid_a, assignments=assignments))
+    s.note("SyncGroup(b) gen2", follower.result(30))
+    s.note("Heartbeat(b) stable", heartbeat(s, gen, mid_b, c=b))
+    mid_c = member_id(s, c=c)
+    fc = in_thread(lambda: join(s, c=c, member_id=mid_c))
+    wait_state(s, "PreparingRebalance")
+    s.note("Heartbeat(a) after third joins", heartbeat(s, gen, mid_a))
+    s.note("Heartbeat(b) after third joins", heartbeat(s, gen, mid_b, c=b))
+    s.note("OffsetCommit(a) during rebalance", commit(s, gen, mid_a))
+    fa3 = in_thread(lambda: join(s, member_id=mid_a))
+    rb3 = join(s, c=b, member_id=mid_b)
+    note_join(s, fa3.result(30), "JoinGroup(a) gen3")
+    note_join(s, rb3, "JoinGroup(b) gen3")
+    note_join(s, fc.result(30), "JoinGroup(c) gen3")
+    b.close()
+    c.close()
+
+
+def scenario_static_member_replacement(s: Session) -> None:
+    """KIP-345: a static member joining again with an empty member id replaces the old one,
+    which is fenced from then on."""
+    s.create_topic(s.topic(), 1)
+    s.wait_coordinator(s.group())
+    r1 = join(s, group_instance_id="i-1")  # static members need no MEMBER_ID_REQUIRED round
+    note_join(s, r1, "JoinGroup(static)")
+    old = r1.member_id
+    s.note(
+        "SyncGroup",
+        sync(
+            s,
+            r1.generation_id,
+            old,
+            group_instance_id="i-1",
+            assignments=[{"member_id": old, "assignment": b"x"}],
+        ),
+    )
+    c = client(s)
+    r2 = join(s, c=c, group_instance_id="i-1")
+    note_join(s, r2, "JoinGroup(replacement)")
+    new = r2.member_id
+    s.note("Heartbeat(old id)", heartbeat(s, r1.generation_id, old, group_instance_id="i-1"))
+    s.note("SyncGroup(old id)", sync(s, r1.generation_id, old, group_instance_id="i-1"))
+    s.note("JoinGroup(old id)", join(s, member_id=old, group_instance_id="i-1"))
+    s.note("Heartbeat(new id)", heartbeat(s, r2.generation_id, new, c=c, group_instance_id="i-1"))
+    s.note("Heartbeat(new id, no instance)", heartbeat(s, r2.generation_id, new, c=c))
+    s.note("OffsetCommit(old id)", commit(s, r2.generation_id, old, group_instance_id="i-1"))
+    s.note("OffsetCommit(new id)", commit(s, r2.generation_id, new, group_instance_id="i-1"))
+    c.close()
+
+
+def scenario_static_leave_by_instance_id(s: Session) -> None:
+    """LeaveGroup v3+ by instance id: a wrong member id is FENCED_INSTANCE_ID, an unknown
+    instance UNKNOWN_MEMBER_ID, an empty member id with the right instance leaves."""
+    s.wait_coordinator(s.group())
+    r1 = join(s, group_instance_id="i-1")
+    s.note("JoinGroup(i-1)", r1)
+    s.note("SyncGroup", sync(s, r1.generation_id, r1.member_id, group_instance_id="i-1"))
+    s.note(
+        "LeaveGroup v3",
+        leave(
+            s,
+            3,
+            [
+                {"member_id": "wrong", "group_instance_id": "i-1"},
+                {"member_id": "", "group_instance_id": "i-404"},
+            ],
+        ),
+    )
+    s.note("LeaveGroup v5", leave(s, 5, [{"member_id": "", "group_instance_id": "i-1", "reason": "bye"}]))
+    s.note("LeaveGroup v5 again", leave(s, 5, [{"member_id": "", "group_instance_id": "i-1"}]))
+    s.note("DescribeGroups", s.raw(15, 5, groups=[s.group()], include_authorized_operations=False))
+
+
+def scenario_static_join_on_old_versions(s: Session) -> None:
+    """A dynamic member joining a group whose member is static, and a static join with a
+    member id the coordinator does not know."""
+    s.wait_coordinator(s.group())
+    s.note("JoinGroup(static, unknown member id)", join(s, group_instance_id="i-1", member_id="made-up"))
+    r = join(s, 5, group_instance_id="i-2")
+    note_join(s, r, "JoinGroup v5(static)")
+
+
+SCENARIOS = [
+    scenario_join_member_id_required_by_version,
+    scenario_join_unknown_member_id,
+    scenario_join_invalid_session_timeout,
+    scenario_join_inconsistent_protocols,
+    scenario_sync_errors,
+    scenario_heartbeat_errors,
+    scenario_heartbeat_before_sync,
+    scenario_leave_errors_by_version,
+    scenario_leave_batch_per_member_errors,
+    scenario_full_rebalance,
+    scenario_static_member_replacement,
+    scenario_static_leave_by_instance_id,
+    scenario_static_join_on_old_versions,
+]
+KNOWN: dict[str, dict[str, str]] = {}
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=[f.__name__.removeprefix("scenario_") for f in SCENARIOS])
+def test_classic(scenario: Callable[[Session], None], differential_pair: tuple[str, str]) -> None:
+    compare(run_both(scenario, *differential_pair), KNOWN.get(scenario.__name__, {}))
+
+
+# -- group.max.size ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def max_size_pair(differential_pair_factory: Any) -> tuple[str, str]:
+    return differential_pair_factory("differential-max-size", **{"group.max.size": "2"})  # type: ignore[no-any-return]
+
+
+def coordinator_loaded(s: Session, timeout: float = 30.0) -> None:
+    """A fresh Kafka node answers FindCoordinator before it has loaded the offsets partition;
+    DescribeGroups says NOT_COORDINATOR/COORDINATOR_LOAD_IN_PROGRESS until then."""
+    s.wait_coordinator(s.group())
+    deadline = time.monotonic() + timeout
+    while True:
+        (g,) = s.raw(15, 5, groups=[s.group()], include_authorized_operations=False).groups
+        if g.error_code.name == "none":
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{s.backend}: coordinator of {s.group()} not loaded: {g.error_code}")
+        time.sleep(0.1)
+
+
+def scenario_group_max_size(s: Session) -> None:
+    """A third member of a group limited to two: GROUP_MAX_SIZE_REACHED (KIP-389)."""
+    coordinator_loaded(s)
+    b, c = client(s), client(s)
+    mid_a = member_id(s)
+    ra = join(s, member_id=mid_a)
+    note_join(s, ra, "JoinGroup(a)")
+    s.note("SyncGroup(a)", sync(s, ra.generation_id, mid_a))
+    mid_b = member_id(s, c=b)
+    fb = in_thread(lambda: join(s, c=b, member_id=mid_b))
+    wait_state(s, "PreparingRebalance")
+    s.note("Heartbeat(a)", heartbeat(s, ra.generation_id, mid_a))
+    ra2 = join(s, member_id=mid_a)
+    note_join(s, ra2, "JoinGroup(a) gen2")
+    note_join(s, fb.result(30), "JoinGroup(b) gen2")
+    r = join(s, c=c)
+    s.note("JoinGroup(c, no id)", {"error_code": r.error_code, "member_id_given": bool(r.member_id)})
+    if r.member_id:
+        s.note("JoinGroup(c, with id)", {"error_code": join(s, c=c, member_id=r.member_id).error_code})
+    s.note("JoinGroup v3(c)", {"error_code": join(s, 3, c).error_code})
+    s.note("JoinGroup(static d)", {"error_code": join(s, c=c, group_instance_id="d").error_code})
+    b.close()
+    c.close()
+
+
+def test_group_max_size(max_size_pair: tuple[str, str]) -> None:
+    compare(run_both(scenario_group_max_size, *max_size_pair))

@@ -25,7 +25,13 @@ if TYPE_CHECKING:
 GROUP_RESOURCE = 32
 GROUP_CONFIGS = ("consumer.session.timeout.ms", "consumer.heartbeat.interval.ms")
 SET, DELETE = 0, 1  # IncrementalAlterConfigs operations (APPEND/SUBTRACT apply to lists only)
-DYNAMIC_GROUP_CONFIG, DEFAULT_CONFIG = 8, 5  # DescribeConfigs config sources
+DYNAMIC_GROUP_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 8, 4, 5  # DescribeConfigs sources
+# The broker setting each group config falls back to (its source when the group has no override:
+# STATIC_BROKER_CONFIG if the setting was given, else DEFAULT_CONFIG, as Kafka 4.3 answers).
+BROKER_FIELD = {
+    "consumer.session.timeout.ms": "consumer_session_timeout_ms",
+    "consumer.heartbeat.interval.ms": "consumer_heartbeat_interval_ms",
+}
 INT_TYPE = 3
 
 
@@ -53,6 +59,7 @@ class ConfigApis:
                     else set(overrides.model_dump(by_alias=True, exclude_none=True))
                 )
                 keys = res.configuration_keys
+                given = self.service.config.model_fields_set
                 for name in GROUP_CONFIGS:
                     if keys is not None and name not in keys:
                         continue
@@ -61,7 +68,11 @@ class ConfigApis:
                             "name": name,
                             "value": str(effective[name]),
                             "read_only": False,
-                            "config_source": DYNAMIC_GROUP_CONFIG if name in set_names else DEFAULT_CONFIG,
+                            "config_source": DYNAMIC_GROUP_CONFIG
+                            if name in set_names
+                            else STATIC_BROKER_CONFIG
+                            if BROKER_FIELD[name] in given
+                            else DEFAULT_CONFIG,
                             "is_sensitive": False,
                             "synonyms": [],
                             "config_type": INT_TYPE,
@@ -71,7 +82,8 @@ class ConfigApis:
             results.append(
                 {
                     "error_code": 0,
-                    "error_message": None,
+                    # Kafka answers a described GROUP with an empty message
+                    "error_message": "" if res.resource_type == GROUP_RESOURCE else None,
                     "resource_type": res.resource_type,
                     "resource_name": res.resource_name,
                     "configs": configs,
@@ -100,7 +112,8 @@ class ConfigApis:
                         except (TypeError, ValueError):
                             code, message = (
                                 Errors.INVALID_CONFIG,
-                                f"{c.name} must be an integer, got {c.value!r}",
+                                f"Invalid value {c.value} for configuration {c.name}: "
+                                "Not a number of type INT",
                             )
                             break
                     else:
@@ -109,9 +122,9 @@ class ConfigApis:
                             f"{c.name} is not a list: only SET and DELETE apply",
                         )
                         break
-                if code is Errors.NONE and not req.validate_only:
-                    try:
-                        self.service.set_group_config(res.resource_name, values)
+                if code is Errors.NONE:
+                    try:  # validate_only still validates, as Kafka does
+                        self.service.set_group_config(res.resource_name, values, apply=not req.validate_only)
                     except (ValueError, ValidationError) as e:
                         code, message = Errors.INVALID_CONFIG, str(e).splitlines()[0]
             out.append(

@@ -90,7 +90,7 @@ def register(registry: HandlerRegistry, service: GroupCoordinatorService) -> Non
     registry.register(14, 0, 5, apis.sync_group)
     registry.register(12, 0, 4, apis.heartbeat)
     registry.register(13, 0, 5, apis.leave_group)
-    registry.register(15, 0, 5, apis.describe_groups)
+    registry.register(15, 0, 6, apis.describe_groups)
     registry.register(16, 0, 5, apis.list_groups)
     registry.register(42, 0, 2, apis.delete_groups)
 
@@ -371,18 +371,23 @@ class GroupApis:
             for d in self.service.runtimes[shard_index].coordinator.describe_groups(ids):
                 described[d.group_id] = d
         include = bool(getattr(req, "include_authorized_operations", False))
+        version = req.__version__
         out = []
         for gid in req.groups:
             d = described[gid]
+            error_code, error_message = d.error_code, d.error_message
+            if version >= 6 and not error_code and d.group_state == "Dead":
+                # KIP-1043: v6 says GROUP_ID_NOT_FOUND where older versions answer Dead
+                error_code, error_message = Errors.GROUP_ID_NOT_FOUND, f"Group {gid} not found."
             out.append(
                 {
-                    "error_code": d.error_code,
-                    "error_message": d.error_message,
+                    "error_code": error_code,
+                    "error_message": error_message,
                     "group_id": gid,
                     "group_state": d.group_state,
                     "protocol_type": d.protocol_type,
                     "protocol_data": d.protocol_data,
-                    "authorized_operations": group_authorized_operations(include, d.error_code),
+                    "authorized_operations": group_authorized_operations(include, error_code),
                     "members": [
                         {
                             "member_id": m.member_id,

@@ -411,18 +411,19 @@ def max_size_pair(differential_pair_factory: Any) -> tuple[str, str]:
     return differential_pair_factory("differential-max-size", **{"group.max.size": "2"})  # type: ignore[no-any-return]
 
 
-def coordinator_loaded(s: Session, timeout: float = 30.0) -> None:
-    """A fresh Kafka node answers FindCoordinator before it has loaded the offsets partition;
-    DescribeGroups says NOT_COORDINATOR/COORDINATOR_LOAD_IN_PROGRESS until then."""
-    s.wait_coordinator(s.group())
-    deadline = time.monotonic() + timeout
-    while True:
-        (g,) = s.raw(15, 5, groups=[s.group()], include_authorized_operations=False).groups
-        if g.error_code.name == "none":
-            return
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{s.backend}: coordinator of {s.group()} not loaded: {g.error_code}")
-        time.sleep(0.1)
+def coordinator_loaded(s: Session, *groups: str, timeout: float = 30.0) -> None:
+    """A fresh Kafka node answers FindCoordinator before it has loaded every offsets partition;
+    DescribeGroups says NOT_COORDINATOR/COORDINATOR_LOAD_IN_PROGRESS until the group's is."""
+    for group in groups or (s.group(),):
+        s.wait_coordinator(group)
+        deadline = time.monotonic() + timeout
+        while True:
+            (g,) = s.raw(15, 5, groups=[group], include_authorized_operations=False).groups
+            if g.error_code.name == "none":
+                break
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{s.backend}: coordinator of {group} not loaded: {g.error_code}")
+            time.sleep(0.1)
 
 
 def scenario_group_max_size(s: Session) -> None:

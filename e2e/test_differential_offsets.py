@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from e2e.differential import Session, compare, run_both
-from e2e.test_differential_classic import client, join, member_id, raw_on, sync
+from e2e.differential import Session, compare, plain, run_both
+from e2e.test_differential_classic import client, coordinator_loaded, join, member_id, raw_on, sync
 
 pytestmark = pytest.mark.e2e
 
@@ -124,7 +124,7 @@ def classic_member(s: Session, *topics: str, protocol_type: str = "consumer") ->
 
 def setup(s: Session, partitions_: int = 2) -> None:
     s.create_topic(s.topic(), partitions_)
-    s.wait_coordinator(s.group())
+    coordinator_loaded(s, *(s.group(n) for n in ("g", "a", "b", "c")))
 
 
 # -- scenarios --------------------------------------------------------------------------------------
@@ -135,7 +135,9 @@ def scenario_simple_commit_fetch_across_versions(s: Session) -> None:
     back on every OffsetFetch version."""
     setup(s)
     for version in range(2, 10):
-        t = [{"name": s.topic(), "partitions": partitions((version % 2, 10 + version), metadata=f"v{version}")}]
+        t = [
+            {"name": s.topic(), "partitions": partitions((version % 2, 10 + version), metadata=f"v{version}")}
+        ]
         s.note(f"OffsetCommit v{version}", commit(s, version, t))
         for fv in (1, 5, 7, 8, 9):
             s.note(f"OffsetFetch v{fv} after v{version}", fetch(s, fv, [topic(s, 0, 1)]))
@@ -160,19 +162,25 @@ def scenario_fetch_batched_groups(s: Session) -> None:
     commit(s, 9, [{"name": s.topic(), "partitions": partitions((0, 3))}], group=s.group("a"))
     commit(s, 9, [{"name": s.topic(), "partitions": partitions((1, 4))}], group=s.group("b"))
     for v in (8, 9):
-        s.note(
-            f"OffsetFetch v{v}",
+        r = plain(
             s.raw(
                 9,
                 v,
                 groups=[
-                    {"group_id": s.group("a"), "member_id": None, "member_epoch": -1, "topics": [topic(s, 0, 1)]},
+                    {
+                        "group_id": s.group("a"),
+                        "member_id": None,
+                        "member_epoch": -1,
+                        "topics": [topic(s, 0, 1)],
+                    },
                     {"group_id": s.group("b"), "member_id": None, "member_epoch": -1, "topics": None},
                     {"group_id": s.group("c"), "member_id": None, "member_epoch": -1, "topics": None},
                 ],
                 require_stable=False,
-            ),
+            )
         )
+        r["groups"].sort(key=lambda g: g["group_id"])  # Kafka: coordinator partition order
+        s.note(f"OffsetFetch v{v}", r)
 
 
 def scenario_commit_unknown_topic_and_partition(s: Session) -> None:
@@ -215,7 +223,9 @@ def scenario_commit_classic_generation_checks(s: Session) -> None:
     s.note("OffsetCommit(-1, member id)", commit(s, 9, t, -1, mid))
     s.note("OffsetCommit(unknown instance)", commit(s, 9, t, gen, mid, group_instance_id="i-1"))
     s.note("OffsetFetch v9 with member", fetch(s, 9, [topic(s, 0)], member_id=mid, member_epoch=gen))
-    s.note("OffsetFetch v9 with stale member", fetch(s, 9, [topic(s, 0)], member_id=mid, member_epoch=gen + 4))
+    s.note(
+        "OffsetFetch v9 with stale member", fetch(s, 9, [topic(s, 0)], member_id=mid, member_epoch=gen + 4)
+    )
 
 
 def scenario_commit_generation_to_new_or_empty_group(s: Session) -> None:
@@ -225,7 +235,16 @@ def scenario_commit_generation_to_new_or_empty_group(s: Session) -> None:
     s.note("OffsetCommit(generation 3, no group)", commit(s, 9, t, 3, "ghost"))
     s.note("OffsetCommit v5(generation 3, no group)", commit(s, 5, t, 3, "ghost"))
     mid, gen = classic_member(s, s.topic())
-    s.note("LeaveGroup", raw_on(s.client, 13, 5, group_id=s.group(), members=[{"member_id": mid, "group_instance_id": None, "reason": None}]))
+    s.note(
+        "LeaveGroup",
+        raw_on(
+            s.client,
+            13,
+            5,
+            group_id=s.group(),
+            members=[{"member_id": mid, "group_instance_id": None, "reason": None}],
+        ),
+    )
     s.note("OffsetCommit(left member)", commit(s, 9, t, gen, mid))
     s.note("OffsetCommit(simple, empty group)", commit(s, 9, t))
 
@@ -248,7 +267,9 @@ def scenario_commit_consumer_group_epochs(s: Session) -> None:
     s.note("OffsetCommit v8(simple)", commit(s, 8, t))
     s.note("OffsetFetch v9 member", fetch(s, 9, [topic(s, 0)], member_id=mid, member_epoch=epoch))
     s.note("OffsetFetch v9 stale epoch", fetch(s, 9, [topic(s, 0)], member_id=mid, member_epoch=epoch + 5))
-    s.note("OffsetFetch v9 unknown member", fetch(s, 9, [topic(s, 0)], member_id="nobody", member_epoch=epoch))
+    s.note(
+        "OffsetFetch v9 unknown member", fetch(s, 9, [topic(s, 0)], member_id="nobody", member_epoch=epoch)
+    )
     s.note("OffsetFetch v8", fetch(s, 8, [topic(s, 0)]))
 
 
@@ -269,7 +290,12 @@ def scenario_offset_delete(s: Session) -> None:
     s.note("OffsetFetch", fetch(s, 9, None))
     s.note(
         "OffsetDelete(unknown topic)",
-        s.raw(47, 0, group_id=s.group(), topics=[{"name": s.topic("nope"), "partitions": [{"partition_index": 0}]}]),
+        s.raw(
+            47,
+            0,
+            group_id=s.group(),
+            topics=[{"name": s.topic("nope"), "partitions": [{"partition_index": 0}]}],
+        ),
     )
 
 
@@ -312,7 +338,9 @@ def scenario_offset_delete_non_consumer_protocol(s: Session) -> None:
     commit(s, 9, [{"name": s.topic(), "partitions": partitions((0, 5))}], gen, mid)
     s.note(
         "OffsetDelete",
-        s.raw(47, 0, group_id=s.group(), topics=[{"name": s.topic(), "partitions": [{"partition_index": 0}]}]),
+        s.raw(
+            47, 0, group_id=s.group(), topics=[{"name": s.topic(), "partitions": [{"partition_index": 0}]}]
+        ),
     )
 
 

@@ -300,3 +300,29 @@ KNOWN: dict[str, dict[str, str]] = {
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[f.__name__.removeprefix("scenario_") for f in SCENARIOS])
 def test_admin(scenario: Callable[[Session], None], differential_pair: tuple[str, str]) -> None:
     compare(run_both(scenario, *differential_pair), KNOWN.get(scenario.__name__, {}))
+
+
+def test_groupshift_answers_groups_in_request_order(differential_pair: tuple[str, str]) -> None:
+    """Kafka answers the groups of one DescribeGroups/DeleteGroups/OffsetFetch request grouped by
+    coordinator partition in hash-map order; groupshift keeps the request's order (clients match
+    answers by group id; docs/deviations.md). The scenarios above sort; this pins our order."""
+    from e2e.wire import WireClient, make_request
+
+    run = uuid.uuid4().hex[:10]
+    names = [f"{c}-{run}" for c in "zyxwvutsrq"]
+    with WireClient(int(differential_pair[1].rsplit(":", 1)[1]), timeout=30.0) as c:
+        r = c.request(make_request(15, 5, groups=names, include_authorized_operations=False))
+        assert [g.group_id for g in r.groups] == names
+        r = c.request(make_request(42, 2, groups_names=names))
+        assert [g.group_id for g in r.results] == names
+        r = c.request(
+            make_request(
+                9,
+                9,
+                groups=[
+                    {"group_id": n, "member_id": None, "member_epoch": -1, "topics": None} for n in names
+                ],
+                require_stable=False,
+            )
+        )
+        assert [g.group_id for g in r.groups] == names

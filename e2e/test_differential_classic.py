@@ -143,7 +143,7 @@ def commit(s: Session, gen: int, mid: str, **over: Any) -> Any:
 
 def solo_member(s: Session, **over: Any) -> tuple[str, int]:
     """A group with one stable member (joined and synced): (member id, generation)."""
-    s.wait_coordinator(s.group())
+    coordinator_loaded(s, over.get("group_id", s.group()))
     mid = member_id(s, **over)
     r = join(s, member_id=mid, **over)
     s.note("JoinGroup", r)
@@ -176,7 +176,7 @@ def in_thread(fn: Callable[[], Any]) -> Future[Any]:
 
 def scenario_join_member_id_required_by_version(s: Session) -> None:
     """v0-v3 hand out a member id with the first answer; v4+ answer MEMBER_ID_REQUIRED first."""
-    s.wait_coordinator(s.group())
+    coordinator_loaded(s, *(s.group(f"v{v}") for v in range(10)))
     for version in (0, 1, 2, 3, 4, 5, 6, 7, 8, 9):
         c = client(s)
         r = join(s, version, c, group_id=s.group(f"v{version}"))
@@ -185,20 +185,21 @@ def scenario_join_member_id_required_by_version(s: Session) -> None:
 
 
 def scenario_join_unknown_member_id(s: Session) -> None:
-    s.wait_coordinator(s.group())
+    coordinator_loaded(s, s.group(), s.group("g2"))
     s.note("JoinGroup", join(s, member_id="not-a-member"))
     solo_member(s, group_id=s.group("g2"))
     s.note("JoinGroup(other id)", join(s, group_id=s.group("g2"), member_id="someone-else"))
 
 
 def scenario_join_invalid_session_timeout(s: Session) -> None:
-    s.wait_coordinator(s.group())
+    coordinator_loaded(s)
     s.note("JoinGroup(too short)", join(s, session_timeout=1))
     s.note("JoinGroup(too long)", join(s, session_timeout=1800001))
     s.note("JoinGroup(v0 too short)", join(s, 0, session_timeout=5999))
 
 
 def scenario_join_inconsistent_protocols(s: Session) -> None:
+    coordinator_loaded(s, s.group("e"), s.group("f"))
     solo_member(s)
     other = [{"name": "roundrobin", "metadata": METADATA}]
     c = client(s)
@@ -210,6 +211,7 @@ def scenario_join_inconsistent_protocols(s: Session) -> None:
 
 
 def scenario_sync_errors(s: Session) -> None:
+    coordinator_loaded(s, s.group("none"))
     mid, gen = solo_member(s)
     s.note("SyncGroup(wrong generation)", sync(s, gen + 1, mid))
     s.note("SyncGroup(unknown member)", sync(s, gen, "not-a-member"))
@@ -220,7 +222,7 @@ def scenario_sync_errors(s: Session) -> None:
 
 
 def scenario_heartbeat_errors(s: Session) -> None:
-    s.wait_coordinator(s.group())
+    coordinator_loaded(s)
     s.note("Heartbeat(unknown group)", heartbeat(s, 1, "not-a-member"))
     mid, gen = solo_member(s)
     for version in (0, 1, 2, 3, 4):
@@ -233,7 +235,7 @@ def scenario_heartbeat_errors(s: Session) -> None:
 
 def scenario_heartbeat_before_sync(s: Session) -> None:
     """Between JoinGroup and SyncGroup (CompletingRebalance) a heartbeat is answered."""
-    s.wait_coordinator(s.group())
+    coordinator_loaded(s)
     mid = member_id(s)
     r = join(s, member_id=mid)
     s.note("JoinGroup", r)
@@ -243,7 +245,7 @@ def scenario_heartbeat_before_sync(s: Session) -> None:
 
 
 def scenario_leave_errors_by_version(s: Session) -> None:
-    s.wait_coordinator(s.group())
+    coordinator_loaded(s)
     for version in (0, 1, 2, 3, 4, 5):
         s.note(f"LeaveGroup v{version}(unknown group)", leave(s, version, [{"member_id": "nobody"}]))
     mid, gen = solo_member(s)
@@ -255,7 +257,7 @@ def scenario_leave_errors_by_version(s: Session) -> None:
 
 def scenario_leave_batch_per_member_errors(s: Session) -> None:
     """LeaveGroup v3+ answers each member; one unknown member does not fail the others."""
-    s.wait_coordinator(s.group())
+    coordinator_loaded(s)
     a = client(s)
     b = client(s)
     mid_a, _ = solo_member(s)
@@ -279,7 +281,7 @@ def scenario_full_rebalance(s: Session) -> None:
     """Two members join and sync (leader assigns), then a third joins: the others hear
     REBALANCE_IN_PROGRESS on heartbeat, rejoin and get the next generation."""
     s.create_topic(s.topic(), 1)
-    s.wait_coordinator(s.group())
+    coordinator_loaded(s)
     b, c = client(s), client(s)
     mid_a = member_id(s)
     mid_b = member_id(s, c=b)
@@ -320,7 +322,7 @@ def scenario_static_member_replacement(s: Session) -> None:
     """KIP-345: a static member joining again with an empty member id replaces the old one,
     which is fenced from then on."""
     s.create_topic(s.topic(), 1)
-    s.wait_coordinator(s.group())
+    coordinator_loaded(s)
     r1 = join(s, group_instance_id="i-1")  # static members need no MEMBER_ID_REQUIRED round
     note_join(s, r1, "JoinGroup(static)")
     old = r1.member_id
@@ -351,7 +353,7 @@ def scenario_static_member_replacement(s: Session) -> None:
 def scenario_static_leave_by_instance_id(s: Session) -> None:
     """LeaveGroup v3+ by instance id: a wrong member id is FENCED_INSTANCE_ID, an unknown
     instance UNKNOWN_MEMBER_ID, an empty member id with the right instance leaves."""
-    s.wait_coordinator(s.group())
+    coordinator_loaded(s)
     r1 = join(s, group_instance_id="i-1")
     s.note("JoinGroup(i-1)", r1)
     s.note("SyncGroup", sync(s, r1.generation_id, r1.member_id, group_instance_id="i-1"))
@@ -374,13 +376,42 @@ def scenario_static_leave_by_instance_id(s: Session) -> None:
 def scenario_static_join_on_old_versions(s: Session) -> None:
     """A dynamic member joining a group whose member is static, and a static join with a
     member id the coordinator does not know."""
-    s.wait_coordinator(s.group())
+    coordinator_loaded(s)
     s.note("JoinGroup(static, unknown member id)", join(s, group_instance_id="i-1", member_id="made-up"))
     r = join(s, 5, group_instance_id="i-2")
     note_join(s, r, "JoinGroup v5(static)")
 
 
+def scenario_describe_during_rebalance(s: Session) -> None:
+    """DescribeGroups while the group prepares and completes a rebalance: no protocol data and
+    members without metadata or assignment until the group is stable again."""
+    coordinator_loaded(s)
+    b = client(s)
+    mid_a, _ = solo_member(s)
+    mid_b = member_id(s, c=b)
+    fb = in_thread(lambda: join(s, c=b, member_id=mid_b))
+    wait_state(s, "PreparingRebalance")
+    describe = {"groups": [s.group()], "include_authorized_operations": False}
+    s.note("DescribeGroups(preparing)", s.raw(15, 5, **describe))
+    ra = join(s, member_id=mid_a)
+    fb.result(30)
+    s.note("DescribeGroups(completing)", s.raw(15, 5, **describe))
+    s.note("SyncGroup(follower first)", "parked")
+    follower = in_thread(lambda: sync(s, ra.generation_id, mid_b, c=b))
+    leader_assignments = [{"member_id": mid_a, "assignment": b"A"}, {"member_id": mid_b, "assignment": b"B"}]
+    s.note("SyncGroup(leader)", sync(s, ra.generation_id, mid_a, assignments=leader_assignments))
+    s.note("SyncGroup(follower)", follower.result(30))
+    r = s.raw(15, 5, **describe)
+    s.note(
+        "DescribeGroups(stable) members",
+        sorted((s.norm.member(m.member_id), m.member_assignment) for m in r.groups[0].members),
+    )
+    s.note("DescribeGroups(stable) state", (r.groups[0].group_state, r.groups[0].protocol_data))
+    b.close()
+
+
 SCENARIOS = [
+    scenario_describe_during_rebalance,
     scenario_join_member_id_required_by_version,
     scenario_join_unknown_member_id,
     scenario_join_invalid_session_timeout,

@@ -410,7 +410,96 @@ def scenario_describe_during_rebalance(s: Session) -> None:
     b.close()
 
 
+def scenario_empty_group_id(s: Session) -> None:
+    """Every classic API refuses the empty group id (INVALID_GROUP_ID)."""
+    s.create_topic(s.topic(), 1)
+    coordinator_loaded(s)
+    s.note("JoinGroup", join(s, group_id=""))
+    s.note("JoinGroup v3", join(s, 3, group_id=""))
+    s.note("SyncGroup", sync(s, 1, "m", group_id=""))
+    s.note("Heartbeat", heartbeat(s, 1, "m", group_id=""))
+    s.note("LeaveGroup v0", raw_on(s.client, 13, 0, group_id="", member_id="m"))
+    s.note(
+        "LeaveGroup v4",
+        raw_on(s.client, 13, 4, group_id="", members=[{"member_id": "m", "group_instance_id": None}]),
+    )
+    s.note("OffsetCommit", commit(s, -1, "", group_id=""))
+    s.note("OffsetFetch v7", s.raw(9, 7, group_id="", topics=None, require_stable=False))
+
+
+def scenario_pending_member(s: Session) -> None:
+    """A member id handed out with MEMBER_ID_REQUIRED is pending until the member joins with it:
+    heartbeats and syncs from it are unknown, LeaveGroup removes it."""
+    mid_a, gen = solo_member(s)
+    c = client(s)
+    pending = member_id(s, c=c)
+    s.note("Heartbeat(pending)", heartbeat(s, gen, pending, c=c))
+    s.note("SyncGroup(pending)", sync(s, gen, pending, c=c))
+    s.note("LeaveGroup v4(pending)", leave(s, 4, [{"member_id": pending}], c=c))
+    s.note("Heartbeat(a) still stable", heartbeat(s, gen, mid_a))
+    c.close()
+
+
+def scenario_stable_rejoin(s: Session) -> None:
+    """A follower rejoining a stable group with unchanged metadata gets the current generation
+    back; the leader rejoining starts a rebalance (Kafka's classic group rules)."""
+    mid_a, _ = solo_member(s)
+    r = join(s, member_id=mid_a)
+    note_join(s, r, "JoinGroup(leader rejoins)")
+    s.note("SyncGroup(after rejoin)", sync(s, r.generation_id, mid_a))
+    other = [{"name": "range", "metadata": METADATA + b"x"}]
+    r2 = join(s, member_id=mid_a, protocols=other)
+    note_join(s, r2, "JoinGroup(changed metadata)")
+    s.note("SyncGroup v3(new generation)", sync(s, r2.generation_id, mid_a, version=3))
+    s.note("Heartbeat v2", heartbeat(s, r2.generation_id, mid_a, version=2))
+
+
+def scenario_static_rejoin_with_known_id(s: Session) -> None:
+    """A static member joining again with its own member id while stable: no new generation."""
+    coordinator_loaded(s)
+    r1 = join(s, group_instance_id="i-1")
+    s.note("JoinGroup(static)", r1)
+    s.note(
+        "SyncGroup",
+        sync(
+            s,
+            r1.generation_id,
+            r1.member_id,
+            group_instance_id="i-1",
+            assignments=[{"member_id": r1.member_id, "assignment": b"q"}],
+        ),
+    )
+    r2 = join(s, member_id=r1.member_id, group_instance_id="i-1")
+    note_join(s, r2, "JoinGroup(static, same id)")
+    s.note("SyncGroup again", sync(s, r2.generation_id, r1.member_id, group_instance_id="i-1"))
+    s.note("Heartbeat(wrong instance)", heartbeat(s, r2.generation_id, r1.member_id, group_instance_id="i-2"))
+    s.note("JoinGroup(empty instance id)", join(s, group_id=s.group("other"), group_instance_id=""))
+
+
+def scenario_sync_assignment_for_unknown_member(s: Session) -> None:
+    """The leader's SyncGroup may name members the group does not have; the coordinator keeps
+    the assignments of its own members."""
+    coordinator_loaded(s)
+    mid = member_id(s)
+    r = join(s, member_id=mid)
+    s.note(
+        "SyncGroup",
+        sync(
+            s,
+            r.generation_id,
+            mid,
+            assignments=[{"member_id": "ghost", "assignment": b"g"}, {"member_id": mid, "assignment": b"m"}],
+        ),
+    )
+    s.note("DescribeGroups", s.raw(15, 5, groups=[s.group()], include_authorized_operations=False))
+
+
 SCENARIOS = [
+    scenario_empty_group_id,
+    scenario_pending_member,
+    scenario_stable_rejoin,
+    scenario_static_rejoin_with_known_id,
+    scenario_sync_assignment_for_unknown_member,
     scenario_describe_during_rebalance,
     scenario_join_member_id_required_by_version,
     scenario_join_unknown_member_id,

@@ -395,7 +395,47 @@ def scenario_commit_during_rebalance(s: Session) -> None:
     b.close()
 
 
+def scenario_commit_with_retention_time(s: Session) -> None:
+    """OffsetCommit v2-v4 carry a retention time (ignored by Kafka 4.x, which expires by group
+    state); a classic member commits with it, an admin without."""
+    setup(s)
+    mid, gen = classic_member(s, s.topic())
+    for v in (2, 3, 4):
+        t = [{"name": s.topic(), "partitions": partitions((v % 2, v))}]
+        s.note(f"OffsetCommit v{v} retention", commit(s, v, t, gen, mid, retention_time=1000))
+    s.note("OffsetFetch v3", fetch(s, 3, [topic(s, 0, 1)]))
+
+
+def scenario_fetch_with_member_on_unknown_or_emptied_groups(s: Session) -> None:
+    """OffsetFetch v9 naming a member: a group that does not exist, and a consumer group whose
+    only member left; OffsetDelete on that empty consumer group."""
+    setup(s)
+    s.note("OffsetFetch v9 member, no group", fetch(s, 9, [topic(s, 0)], member_id="m", member_epoch=1))
+    mid = str(uuid.uuid4())
+    r = cgh(s, member_id=mid)
+    s.note("ConsumerGroupHeartbeat", r.error_code)
+    commit(s, 9, [{"name": s.topic(), "partitions": partitions((0, 3))}], r.member_epoch, mid)
+    s.note("ConsumerGroupHeartbeat leave", cgh(s, member_id=mid, member_epoch=-1).error_code)
+    s.note(
+        "OffsetFetch v9 departed member",
+        fetch(s, 9, [topic(s, 0)], member_id=mid, member_epoch=r.member_epoch),
+    )
+    s.note("OffsetFetch v9 admin", fetch(s, 9, [topic(s, 0)]))
+    s.note(
+        "OffsetDelete(empty consumer group)",
+        s.raw(
+            47, 0, group_id=s.group(), topics=[{"name": s.topic(), "partitions": [{"partition_index": 0}]}]
+        ),
+    )
+    s.note(
+        "OffsetCommit v9 admin to empty consumer group",
+        commit(s, 9, [{"name": s.topic(), "partitions": partitions((1, 4))}]),
+    )
+
+
 SCENARIOS: list[Callable[[Session], None]] = [
+    scenario_commit_with_retention_time,
+    scenario_fetch_with_member_on_unknown_or_emptied_groups,
     scenario_simple_commit_fetch_across_versions,
     scenario_fetch_all_topics_and_unknown,
     scenario_fetch_batched_groups,

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from e2e.differential import Session, compare, plain, run_both
-from e2e.test_differential_classic import coordinator_loaded, join, member_id, sync
+from e2e.differential_classic import coordinator_loaded, join, member_id, sync
 from e2e.test_differential_offsets import cgh, commit, partitions
 
 pytestmark = pytest.mark.e2e

@@ -17,7 +17,16 @@ from typing import Any
 import pytest
 
 from e2e.differential import Session, compare, plain, run_both
-from e2e.test_differential_classic import client, coordinator_loaded, join, member_id, raw_on, sync
+from e2e.differential_classic import (
+    client,
+    coordinator_loaded,
+    in_thread,
+    join,
+    member_id,
+    raw_on,
+    sync,
+    wait_state,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -381,7 +390,6 @@ def scenario_commit_during_rebalance(s: Session) -> None:
     mid, gen = classic_member(s, s.topic())
     b = client(s)
     mid_b = member_id(s, c=b)
-    from e2e.test_differential_classic import in_thread, wait_state
 
     fb = in_thread(lambda: join(s, c=b, member_id=mid_b))
     wait_state(s, "PreparingRebalance")

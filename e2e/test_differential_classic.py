@@ -361,7 +361,43 @@ def scenario_sync_assignment_for_unknown_member(s: Session) -> None:
     s.note("DescribeGroups", s.raw(15, 5, groups=[s.group()], include_authorized_operations=False))
 
 
+def scenario_member_missing_rebalance_is_removed(s: Session) -> None:
+    """A member that does not rejoin within the rebalance timeout is dropped from the next
+    generation and hears UNKNOWN_MEMBER_ID afterwards (1.5 s rebalance timeouts; no sleep, the
+    parked joins take that long)."""
+    coordinator_loaded(s)
+    quick = {"rebalance_timeout": 1500}
+    b, c = client(s), client(s)
+    mid_a = member_id(s, **quick)
+    mid_b = member_id(s, c=b, **quick)
+    ra = join(s, member_id=mid_a, **quick)
+    fb = in_thread(lambda: join(s, c=b, member_id=mid_b, **quick))
+    wait_state(s, "PreparingRebalance")
+    ra2 = join(s, member_id=mid_a, **quick)
+    rb2 = fb.result(30)
+    note_join(s, ra2, "JoinGroup(a) gen2")
+    note_join(s, rb2, "JoinGroup(b) gen2")
+    follower = in_thread(lambda: sync(s, rb2.generation_id, mid_b, c=b))
+    s.note(
+        "SyncGroup(a)",
+        sync(s, ra2.generation_id, mid_a, assignments=[{"member_id": mid_b, "assignment": b"B"}]),
+    )
+    s.note("SyncGroup(b)", follower.result(30))
+    mid_c = member_id(s, c=c, **quick)
+    fc = in_thread(lambda: join(s, c=c, member_id=mid_c, **quick))
+    wait_state(s, "PreparingRebalance")
+    ra3 = join(s, member_id=mid_a, **quick)  # b never rejoins: the join completes at the timeout
+    note_join(s, ra3, "JoinGroup(a) gen3")
+    note_join(s, fc.result(30), "JoinGroup(c) gen3")
+    s.note("Heartbeat(b) removed", heartbeat(s, rb2.generation_id, mid_b, c=b))
+    s.note("JoinGroup(b) removed", join(s, c=b, member_id=mid_b, **quick))
+    s.note("generation unchanged by the first answer", ra.generation_id)
+    b.close()
+    c.close()
+
+
 SCENARIOS = [
+    scenario_member_missing_rebalance_is_removed,
     scenario_empty_group_id,
     scenario_pending_member,
     scenario_stable_rejoin,

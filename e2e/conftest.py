@@ -145,3 +145,25 @@ def differential_pair(
     problems = g.finish()
     if problems:
         pytest.fail("\n\n".join(problems))
+
+
+@pytest.fixture(scope="module")
+def differential_pair_factory(
+    tmp_path_factory: pytest.TempPathFactory, kafka_cluster_factory: Any
+) -> Iterator[Any]:
+    """`factory(name, **settings)`: a Kafka 4.x node and a groupshift server with
+    DIFFERENTIAL_GROUP_SETTINGS plus `settings` (Kafka's names, given to both sides), for
+    scenarios that need a setting the shared pair cannot have (e.g. `group.max.size`). Pairs live
+    for the module; the Kafka nodes stop with the session's cluster factory."""
+    g = Gateways(tmp_path_factory.mktemp("differential-custom"))
+
+    def factory(name: str, **settings: str) -> tuple[str, str]:
+        group_settings = {**DIFFERENTIAL_GROUP_SETTINGS, **settings}
+        cluster = kafka_cluster_factory("4", configs={**group_settings, **KAFKA_ONLY}, name=name)
+        gw = g.start(name, sets=[f"{k}={v}" for k, v in group_settings.items()])
+        return cluster.bootstrap, gw.bootstrap
+
+    yield factory
+    problems = g.finish()
+    if problems:
+        pytest.fail("\n\n".join(problems))

@@ -118,8 +118,8 @@ def test_group_heartbeat_interval_config(gateways: Gateways) -> None:
     try:
         wait_partitioned([member], "the member to be assigned", per_member=None)
         assert describe(admin, kp) == {
-            HB_KEY: ("250", "DEFAULT_CONFIG"),
-            SESSION_KEY: ("10000", "DEFAULT_CONFIG"),
+            HB_KEY: ("250", "STATIC_BROKER_CONFIG"),
+            SESSION_KEY: ("10000", "STATIC_BROKER_CONFIG"),
         }
         mark = time.monotonic()
         time.sleep(1.5)
@@ -188,7 +188,7 @@ def test_group_heartbeat_interval_config(gateways: Gateways) -> None:
         assert "InvalidConfigurationError" in repr(refused), refused
         assert describe(admin, kp) == {
             HB_KEY: ("1000", "GROUP_CONFIG"),
-            SESSION_KEY: ("10000", "DEFAULT_CONFIG"),
+            SESSION_KEY: ("10000", "STATIC_BROKER_CONFIG"),
         }
         # both changed at once through kafka-python: accepted together
         kp.alter_configs(

@@ -147,26 +147,29 @@ class GroupConfig(BaseModel):
     consumer_heartbeat_interval_ms: int | None = Field(None, alias="consumer.heartbeat.interval.ms")
 
     def validate_against(self, broker: CoordinatorConfig) -> None:
-        """Kafka checks per-group values against the broker's min/max bounds."""
+        """Kafka checks per-group values against the broker's min/max bounds (messages as Kafka
+        4.3's `GroupConfig` validation words them)."""
         s = self.consumer_session_timeout_ms
         if s is not None and not (
             broker.consumer_min_session_timeout_ms <= s <= broker.consumer_max_session_timeout_ms
         ):
             raise ValueError(
-                f"consumer.session.timeout.ms must be within "
-                f"[{broker.consumer_min_session_timeout_ms}, "
-                f"{broker.consumer_max_session_timeout_ms}], got {s}"
+                f"consumer.session.timeout.ms must be in the range "
+                f"{broker.consumer_min_session_timeout_ms} to "
+                f"{broker.consumer_max_session_timeout_ms} inclusive."
             )
         hb = self.consumer_heartbeat_interval_ms
         if hb is not None and not (
             broker.consumer_min_heartbeat_interval_ms <= hb <= broker.consumer_max_heartbeat_interval_ms
         ):
             raise ValueError(
-                f"consumer.heartbeat.interval.ms must be within "
-                f"[{broker.consumer_min_heartbeat_interval_ms}, "
-                f"{broker.consumer_max_heartbeat_interval_ms}], got {hb}"
+                f"consumer.heartbeat.interval.ms must be in the range "
+                f"{broker.consumer_min_heartbeat_interval_ms} to "
+                f"{broker.consumer_max_heartbeat_interval_ms} inclusive."
             )
         session = s if s is not None else broker.consumer_session_timeout_ms
         interval = hb if hb is not None else broker.consumer_heartbeat_interval_ms
         if interval >= session:
-            raise ValueError("consumer.heartbeat.interval.ms must be less than consumer.session.timeout.ms")
+            raise ValueError(
+                "consumer.session.timeout.ms must be greater than consumer.heartbeat.interval.ms"
+            )

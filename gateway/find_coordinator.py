@@ -8,6 +8,11 @@ v1-v3 add `key_type` (0 = group, 1 = transaction); v4+ batch `coordinator_keys` 
 entry per key (KIP-699), each with its own error. Key type 2 (share groups) needs v6 and a share
 coordinator, which groupshift does not have, so it gets INVALID_REQUEST, as Kafka answers
 without one. An error answer carries Kafka's "no node" (-1, "", -1).
+
+Error messages, as Kafka 4.3.1 answers them (measured by the differential suite): v1-v3 carry
+the error's own message (`Errors.message()`: "NONE" on success); v4+ entries leave it empty,
+except when the whole request fails (an unknown key type), where every entry carries the
+error's default message.
 """
 
 from __future__ import annotations
@@ -26,6 +31,11 @@ MIN_VERSION = 0
 MAX_VERSION = 6
 
 GROUP, TRANSACTION = 0, 1
+# Kafka's default message of INVALID_REQUEST (`Errors.INVALID_REQUEST.message()`).
+INVALID_REQUEST_MESSAGE = (
+    "This most likely occurs because of a request being malformed by the client library or the "
+    "message was sent to an incompatible broker. See the broker logs for more details."
+)
 
 
 class FindCoordinatorApi:
@@ -35,19 +45,19 @@ class FindCoordinatorApi:
     def register(self, registry: HandlerRegistry) -> None:
         registry.register(API_KEY, MIN_VERSION, MAX_VERSION, self.handle)
 
-    def _lookup(self, key_type: int, key: str) -> dict[str, Any]:
+    def _lookup(self, key_type: int, key: str, batched: bool) -> dict[str, Any]:
         node = self.cluster.node
         if key_type not in (GROUP, TRANSACTION):
             return {
                 "error_code": ErrorCode.invalid_request,
-                "error_message": f"coordinator key type {key_type} is not supported",
+                "error_message": INVALID_REQUEST_MESSAGE,
                 "node_id": -1,
                 "host": "",
                 "port": -1,
             }
         return {
             "error_code": ErrorCode.none,
-            "error_message": None,
+            "error_message": "" if batched else "NONE",
             "node_id": node.node_id,
             "host": node.host,
             "port": node.port,
@@ -62,7 +72,7 @@ class FindCoordinatorApi:
                 response_type,
                 {
                     "throttle_time": 0,
-                    "coordinators": [{"key": k, **self._lookup(key_type, k)} for k in keys],
+                    "coordinators": [{"key": k, **self._lookup(key_type, k, True)} for k in keys],
                 },
             )
-        return build(response_type, {"throttle_time": 0, **self._lookup(key_type, request.key)})
+        return build(response_type, {"throttle_time": 0, **self._lookup(key_type, request.key, False)})

@@ -23,7 +23,8 @@ def describe_classic_group(group: ClassicGroup) -> DescribedGroup:
             client_id=m.client_id,
             client_host=m.client_host,
             member_metadata=m.metadata(group.protocol_name) if stable else b"",
-            member_assignment=m.assignment if stable else b"",
+            # Kafka's `describeNoMetadata` keeps the last assignment while the group rebalances
+            member_assignment=m.assignment,
         )
         for m in group.members.values()
     )

@@ -18,6 +18,7 @@ from typing import Any, Protocol, TypeVar
 
 from engine.config import CoordinatorConfig, GroupConfig
 from engine.context import RequestContext as EngineContext
+from engine.metadata import MetadataImage
 from gateway.groups.runtime import ShardRuntime
 from gateway.registry import RequestContext
 
@@ -37,11 +38,16 @@ class GroupService(Protocol):
     @property
     def group_configs(self) -> dict[str, GroupConfig]: ...
 
+    @property
+    def image(self) -> MetadataImage: ...
+
     def runtime_for(self, group_id: str) -> ShardRuntime: ...
 
     def by_shard(self, group_ids: Iterable[str]) -> dict[int, list[str]]: ...
 
-    def set_group_config(self, group_id: str, values: dict[str, int | None]) -> None: ...
+    def set_group_config(
+        self, group_id: str, values: dict[str, int | None], *, apply: bool = True
+    ) -> None: ...
 
     def effective_group_config(self, group_id: str) -> dict[str, int]: ...
 

@@ -18,22 +18,23 @@ from gateway.groups.apis import GroupService
 from gateway.registry import ConfigEntry, HandlerRegistry
 
 GROUP_RESOURCE = 32
-BROKER_RESOURCE = 4
-BROKER_GROUP_CONFIGS = (
-    "group.consumer.migration.policy",
-    "group.consumer.max.size",
-    "group.max.size",
-    "group.consumer.assignors",
-    "group.consumer.heartbeat.interval.ms",
-    "group.consumer.session.timeout.ms",
-    "group.coordinator.rebalance.protocols",
-)
 STATIC_BROKER_CONFIG = 4
-STRING_TYPE = 2
 GROUP_CONFIGS = ("consumer.session.timeout.ms", "consumer.heartbeat.interval.ms")
 SET, DELETE = 0, 1  # IncrementalAlterConfigs operations (APPEND/SUBTRACT apply to lists only)
-DYNAMIC_GROUP_CONFIG, DEFAULT_CONFIG = 8, 5  # DescribeConfigs config sources
+DYNAMIC_GROUP_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 8, 4, 5  # DescribeConfigs sources
+# The broker setting each group config falls back to (its source when the group has no override:
+# STATIC_BROKER_CONFIG if the setting was given, else DEFAULT_CONFIG, as Kafka 4.3 answers).
+BROKER_FIELD = {
+    "consumer.session.timeout.ms": "consumer_session_timeout_ms",
+    "consumer.heartbeat.interval.ms": "consumer_heartbeat_interval_ms",
+}
 INT_TYPE = 3
+# The broker setting each group config falls back to (its CoordinatorConfig field): a fallback to
+# a setting given explicitly is reported as STATIC_BROKER_CONFIG, as Kafka does.
+BROKER_FIELD = {
+    "consumer.session.timeout.ms": "consumer_session_timeout_ms",
+    "consumer.heartbeat.interval.ms": "consumer_heartbeat_interval_ms",
+}
 
 
 def register(registry: HandlerRegistry, service: GroupService) -> None:
@@ -57,6 +58,7 @@ class GroupConfigs:
         set_names = (
             set() if overrides is None else set(overrides.model_dump(by_alias=True, exclude_none=True))
         )
+        given = self.service.config.model_fields_set
         configs = []
         for config in GROUP_CONFIGS:
             if keys and config not in keys:
@@ -66,7 +68,11 @@ class GroupConfigs:
                     "name": config,
                     "value": str(effective[config]),
                     "read_only": False,
-                    "config_source": DYNAMIC_GROUP_CONFIG if config in set_names else DEFAULT_CONFIG,
+                    "config_source": DYNAMIC_GROUP_CONFIG
+                    if config in set_names
+                    else STATIC_BROKER_CONFIG
+                    if BROKER_FIELD[config] in given
+                    else DEFAULT_CONFIG,
                     "is_sensitive": False,
                     "synonyms": [],
                     "config_type": INT_TYPE,
@@ -76,10 +82,8 @@ class GroupConfigs:
         return 0, "", configs
 
     def _set(self, name: str, values: dict[str, int | None], validate_only: bool) -> tuple[int, str | None]:
-        if validate_only:
-            return 0, None
-        try:
-            self.service.set_group_config(name, values)
+        try:  # validate_only still validates, as Kafka does
+            self.service.set_group_config(name, values, apply=not validate_only)
         except (ValueError, ValidationError) as e:
             return int(Errors.INVALID_CONFIG), str(e).splitlines()[0]
         return 0, None
@@ -90,7 +94,10 @@ class GroupConfigs:
         try:
             return int(value)  # type: ignore[arg-type]
         except (TypeError, ValueError):
-            return int(Errors.INVALID_CONFIG), f"{config} must be an integer, got {value!r}"
+            return (
+                int(Errors.INVALID_CONFIG),
+                f"Invalid value {value} for configuration {config}: Not a number of type INT",
+            )
 
     def alter(
         self, name: str, configs: Mapping[str, str | None], validate_only: bool

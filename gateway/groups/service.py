@@ -152,14 +152,17 @@ class GroupCoordinatorService:
             self.group_configs[gid] = cfg
             self.runtime_for(gid).coordinator.set_group_config(gid, cfg)
 
-    def set_group_config(self, group_id: str, values: dict[str, int | None]) -> None:
-        """Apply (validated) per-group overrides; a None value removes that override."""
+    def set_group_config(self, group_id: str, values: dict[str, int | None], *, apply: bool = True) -> None:
+        """Apply (validated) per-group overrides; a None value removes that override. With
+        `apply=False` only validate (IncrementalAlterConfigs' validate_only)."""
         current = self.group_configs.get(group_id)
         merged = current.model_dump(by_alias=True) if current is not None else {}
         merged.update(values)
         merged = {k: v for k, v in merged.items() if v is not None}
         cfg = GroupConfig.model_validate(merged)
         cfg.validate_against(self.config)
+        if not apply:
+            return
         coordinator = self.runtime_for(group_id).coordinator
         if merged:
             self.group_configs[group_id] = cfg

@@ -76,7 +76,7 @@ def register(registry: HandlerRegistry, service: GroupService) -> None:
     registry.register(14, 0, 5, apis.sync_group)
     registry.register(12, 0, 4, apis.heartbeat)
     registry.register(13, 0, 5, apis.leave_group)
-    registry.register(15, 0, 5, apis.describe_groups)
+    registry.register(15, 0, 6, apis.describe_groups)
     registry.register(16, 0, 5, apis.list_groups)
     registry.register(42, 0, 2, apis.delete_groups)
 
@@ -356,13 +356,20 @@ class GroupApis:
         for shard_index, ids in self.service.by_shard(req.groups).items():
             for d in self.service.runtimes[shard_index].coordinator.describe_groups(ids):
                 described[d.group_id] = d
+        # v6 (KIP-1043) reports a group that does not exist as GROUP_ID_NOT_FOUND with Kafka's
+        # message instead of an error-free Dead group; the Java admin client (4.x) then fails the
+        # describe with that message, as `kafka-consumer-groups.sh --describe` shows it.
+        not_found_errors = int(getattr(rtype, "__version__", 0)) >= 6
         out = []
         for gid in req.groups:
             d = described[gid]
+            error_code, error_message = d.error_code, d.error_message
+            if not_found_errors and error_code == 0 and d.group_state == "Dead":
+                error_code, error_message = Errors.GROUP_ID_NOT_FOUND, f"Group {gid} not found."
             out.append(
                 {
-                    "error_code": d.error_code,
-                    "error_message": d.error_message,
+                    "error_code": error_code,
+                    "error_message": error_message,
                     "group_id": gid,
                     "group_state": d.group_state,
                     "protocol_type": d.protocol_type,

@@ -39,6 +39,7 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -65,6 +66,12 @@ KAFKA_EXTRA = {
     "offsets.topic.num.partitions": "4",
 }
 DEFAULT_LOADS = [(64, 4), (500, 1)]
+# The JVM flags Kafka's own start scripts use (kafka-server-start.sh, kafka-run-class.sh), not
+# compat.kafka_dist's fast-start defaults (C1 only, serial GC), so that Kafka runs as deployed.
+KAFKA_SERVER_JVM_OPTS = (
+    "-Xmx1G -Xms1G -server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 "
+    "-XX:+ExplicitGCInvokesConcurrent -XX:MaxInlineLevel=15 -Djava.awt.headless=true"
+)
 BUDGETS = (("one core", "0", {1}), ("both cores", "0,1", {0, 1}))
 
 
@@ -285,6 +292,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--skip-heartbeats", action="store_true")
     p.add_argument("--skip-migration", action="store_true")
     args = p.parse_args(argv)
+    # SIGTERM unwinds like Ctrl-C, so that the servers started here are stopped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    os.environ.setdefault("GROUPSHIFT_KAFKA_JVM_OPTS", KAFKA_SERVER_JVM_OPTS)
 
     def progress(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
@@ -296,6 +306,7 @@ def main(argv: list[str] | None = None) -> int:
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "cpus": os.cpu_count(),
         "kafka_version": resolve("4").version,
+        "kafka_jvm_opts": os.environ["GROUPSHIFT_KAFKA_JVM_OPTS"],
         "command": "python -m bench.versus_kafka " + " ".join(argv if argv is not None else sys.argv[1:]),
         "heartbeats": [] if args.skip_heartbeats else heartbeats(args, progress),
         "membership": [] if args.skip_migration else membership(progress),

@@ -113,8 +113,9 @@ def heartbeats(args: argparse.Namespace, progress: Any) -> list[dict[str, Any]]:
     with tempfile.TemporaryDirectory(prefix="groupshift-versus-kafka-") as tmp:
         cluster = KafkaCluster("4", configs={**KAFKA_HB_SETTINGS, **KAFKA_EXTRA}, workdir=Path(tmp) / "kafka")
         cluster.start()
-        gw = GatewayProcess.start(Path(tmp) / "gs", sets=list(hb.SETTINGS))
+        gw = None
         try:
+            gw = GatewayProcess.start(Path(tmp) / "gs", sets=list(hb.SETTINGS))
             kafka_pid = cluster.pid(0)
             assert kafka_pid is not None
             servers = {
@@ -180,7 +181,8 @@ def heartbeats(args: argparse.Namespace, progress: Any) -> list[dict[str, Any]]:
                         )
         finally:
             os.sched_setaffinity(0, set(range(os.cpu_count() or 1)))
-            gw.stop(timeout=60)
+            if gw is not None:
+                gw.stop(timeout=60)
             cluster.stop()
     return results
 
@@ -201,9 +203,10 @@ def membership(progress: Any) -> list[dict[str, Any]]:
         clients = java_clients("4", workdir=Path(tmp) / "clients")
         cluster = KafkaCluster("4", configs={**settings, **KAFKA_ONLY}, workdir=Path(tmp) / "kafka")
         cluster.start()
-        gw = GatewayProcess.start(Path(tmp) / "gs", sets=FAST_GROUP_SETTINGS)
-        backends: dict[str, Any] = {"kafka": KafkaBackend(cluster.bootstrap), "groupshift": gw}
+        gw: GatewayProcess | None = None
         try:
+            gw = GatewayProcess.start(Path(tmp) / "gs", sets=FAST_GROUP_SETTINGS)
+            backends: dict[str, Any] = {"kafka": KafkaBackend(cluster.bootstrap), "groupshift": gw}
 
             def add_member(sc: Scenario, o: Outcome) -> None:
                 t = time.monotonic()
@@ -259,7 +262,8 @@ def membership(progress: Any) -> list[dict[str, Any]]:
                     )
                     progress(f"  {step:<26} kafka {k:6.2f}s  groupshift {g:6.2f}s")
         finally:
-            gw.stop(timeout=60)
+            if gw is not None:
+                gw.stop(timeout=60)
             cluster.stop()
     return out
 

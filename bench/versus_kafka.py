@@ -166,6 +166,8 @@ def heartbeats(args: argparse.Namespace, progress: Any) -> list[dict[str, Any]]:
                         rate_k = max(pair["kafka"]["requests_per_s"], 1)
                         per_k = max(pair["kafka"]["requests_per_gateway_cpu_s"] or 1, 1)
                         per_g = pair["groupshift"]["requests_per_gateway_cpu_s"] or 0
+                        failed = any("error" in x for x in pair.values())
+                        rate_g = pair["groupshift"]["requests_per_s"]
                         results.append(
                             {
                                 "budget": budget,
@@ -175,8 +177,8 @@ def heartbeats(args: argparse.Namespace, progress: Any) -> list[dict[str, Any]]:
                                 "load": f"{connections}x{depth}",
                                 "kafka": pair["kafka"],
                                 "groupshift": pair["groupshift"],
-                                "ratio": round(pair["groupshift"]["requests_per_s"] / rate_k, 2),
-                                "ratio_per_cpu_s": round(per_g / per_k, 2),
+                                "ratio": None if failed else round(rate_g / rate_k, 2),
+                                "ratio_per_cpu_s": None if failed else round(per_g / per_k, 2),
                             }
                         )
         finally:
@@ -282,7 +284,7 @@ def print_table(doc: dict[str, Any]) -> None:
                 cells.append(f"{x['requests_per_s']:>7} {lat} {cpu!s:>5} {per!s:>7}")
             print(
                 f"{r['budget']:<11}{r['kind']:<23}{r['load']:<7}{cells[0]:>34}{cells[1]:>34}"
-                f"{r['ratio']:>6}{r['ratio_per_cpu_s']:>6}"
+                f"{r['ratio']!s:>6}{r['ratio_per_cpu_s']!s:>6}"
             )
     if doc["membership"]:
         print("\nmembership changes, Java consumers (group.protocol=consumer): seconds to stable + caught up")

@@ -221,3 +221,15 @@ def test_describe_groups_v6_says_group_id_not_found_like_kafka(gateways: Gateway
     assert answers["groupshift"] == answers["kafka"], answers
     assert answers["groupshift"][0] == (69, "Group no-such-group not found.", "Dead", 0)
     assert answers["groupshift"][1] == (0, None, "Dead", 0)
+
+
+def test_describe_groups_v6_not_found_on_groupshift_alone(gateways: Gateways) -> None:
+    """The same regression check without Java: v6 says GROUP_ID_NOT_FOUND, v5 an empty Dead group."""
+    from e2e.wire import WireClient, make_request
+
+    gw = gateways.start("dg6-alone", sets=FAST_GROUP_SETTINGS)
+    with WireClient(gw.port) as c:
+        v6 = c.request(make_request(15, 6, groups=["nope"], include_authorized_operations=False))
+        v5 = c.request(make_request(15, 5, groups=["nope"], include_authorized_operations=False))
+    assert (v6.groups[0].error_code, v6.groups[0].error_message) == (69, "Group nope not found.")
+    assert (v5.groups[0].error_code, v5.groups[0].group_state) == (0, "Dead")

@@ -191,11 +191,22 @@ async def setup_consumer_groups(port: int, groups: int, members: int) -> list[An
     _check(joins, "CGH joins")
     await _create_topic(port, CGH_TOPIC, members // groups)
     epochs = [a.member_epoch for a in joins]
-    first = await _call_all(clients, (_cgh(g, m, e) for (g, m), e in zip(ids, epochs, strict=True)))
-    _check(first, "CGH first heartbeats", lambda a: a.error_code == 0 and a.assignment is not None)
-    steady = [_cgh(g, m, a.member_epoch) for (g, m), a in zip(ids, first, strict=True)]
-    again = await _call_all(clients, steady)
-    _check(again, "CGH steady check", lambda a: a.error_code == 0 and a.assignment is None)
+    # Heartbeat everyone until each member has had its assignment and a whole round changes
+    # nothing (groupshift: two rounds; Kafka sees the new topic asynchronously, so its first
+    # rounds may answer without an assignment).
+    assigned = [False] * len(ids)
+    for _ in range(120):
+        answers = await _call_all(clients, (_cgh(g, m, e) for (g, m), e in zip(ids, epochs, strict=True)))
+        _check(answers, "CGH heartbeats after the topic was created")
+        epochs = [a.member_epoch for a in answers]
+        if all(assigned) and all(a.assignment is None for a in answers):
+            break
+        assigned = [done or a.assignment is not None for done, a in zip(assigned, answers, strict=True)]
+        if not all(assigned):
+            await asyncio.sleep(0.25)
+    else:
+        raise RuntimeError("CGH members never settled on their assignments")
+    steady = [_cgh(g, m, e) for (g, m), e in zip(ids, epochs, strict=True)]
     for c in clients:
         assert c.transport is not None
         c.transport.close()
@@ -227,13 +238,17 @@ def _join(group: str, member_id: str) -> Any:
     )
 
 
-async def setup_classic_groups(port: int, groups: int, members: int) -> list[Any]:
-    """Join and sync the members; the steady Heartbeat v4 requests, one per member."""
+async def setup_classic_groups(
+    port: int, groups: int, members: int, join_connections: int | None = None
+) -> list[Any]:
+    """Join and sync the members; the steady Heartbeat v4 requests, one per member.
+    `join_connections`: how many connections carry the JoinGroups (Kafka reads no further
+    request on a connection whose JoinGroup is parked: give it one per member)."""
     per = members // groups
     await _create_topic(port, CLASSIC_TOPIC, per)
     # Parked JoinGroups count against the gateway's per-connection in-flight limit (512), past
     # which it stops reading that connection: spread them so that none waits unread.
-    clients = await _clients(port, max(16, members // 200))
+    clients = await _clients(port, join_connections or max(16, members // 200))
     # Interleaved over the groups, so that every group's members arrive well within the initial
     # rebalance delay (5 s, extended while members keep coming): a group whose first generation
     # started without some members would wait a rebalance timeout for rejoins that never come.
@@ -440,9 +455,9 @@ def run_load(
     )
 
 
-def setup(port: int, kind: str, groups: int, members: int) -> list[Any]:
+def setup(port: int, kind: str, groups: int, members: int, join_connections: int | None = None) -> list[Any]:
     runner = asyncio.Runner(loop_factory=uvloop.new_event_loop if uvloop else None)
     with runner:
         if kind == "ConsumerGroupHeartbeat":
             return runner.run(setup_consumer_groups(port, groups, members))
-        return runner.run(setup_classic_groups(port, groups, members))
+        return runner.run(setup_classic_groups(port, groups, members, join_connections))

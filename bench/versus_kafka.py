@@ -1,0 +1,340 @@
+"""groupshift against Apache Kafka 4.x on the same machine, in one run.
+
+    python -m bench.versus_kafka [--json] [--members 10000] [--groups 10] [--seconds 5]
+                                 [--load CONNxDEPTH ...] [--skip-heartbeats] [--skip-migration]
+
+1. Steady heartbeats: `bench.heartbeats`' setup and load generator (ConsumerGroupHeartbeat and
+   classic Heartbeat of `--members` members in `--groups` groups, every answer checked) against
+   a real Kafka 4.x node (`compat.kafka_dist`, the same group settings as bench.gateway's
+   heartbeat runs) and against `groupshift serve` (`coordinator.fsync.policy=none`). Each server
+   gets the same CPU budget: first one core (the server's every thread pinned to core 0 with
+   `taskset -a`, the load generator on core 1), then both cores (server and load generator each
+   allowed on both). The backends alternate run by run (kafka, groupshift, kafka, ...), so the
+   machine's noise falls on both alike. Printed: requests/s, p50/p99 latency, the server's CPU
+   use, and the ratio groupshift/Kafka of the rates.
+
+   Kafka reads one request per connection at a time (it mutes a connection until the answer is
+   sent), so pipelining buys it nothing; groupshift reads on. `--load 500x1` (many connections,
+   no pipelining) puts the two on equal terms. A run that gets an error answer or stalls is
+   recorded with its error instead of ending the benchmark.
+
+   The classic setup parks one JoinGroup per member until the group's first generation starts;
+   since Kafka would not read a second request on a connection with a parked JoinGroup, the
+   joins use one connection per member on both servers.
+
+2. Membership changes with Kafka's Java consumer (`VerifiableConsumer`, kafka-clients 4.x,
+   `group.protocol=consumer`) on both backends, a producer writing throughout, the same fast
+   group settings (e2e/migration.py): "add a member" (three members stable, a fourth joins:
+   seconds until the group is stable, evenly split and caught up) and "rolling restart" (four
+   members, each replaced in turn by a new one: seconds per step and in total). The backends run
+   at the same time, each in a thread, so they share the machine's noise; these are wall-clock
+   times of whole client round trips (JVM start included), indications rather than precise
+   figures.
+
+The machine this runs on is shared: figures vary between runs; compare within one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import heartbeats as hb
+
+# bench.heartbeats.SETTINGS in Kafka's names (groupshift takes the same names), minus what Kafka
+# does not have; KAFKA_EXTRA: what a single Kafka node needs, and assignments computed in the
+# heartbeat (`group.consumer.assignment.interval.ms=0`) as groupshift does.
+KAFKA_HB_SETTINGS = {
+    k: v for k, v in (s.split("=", 1) for s in hb.SETTINGS) if not k.startswith("coordinator.")
+}
+KAFKA_EXTRA = {
+    "group.coordinator.rebalance.protocols": "classic,consumer",
+    "group.consumer.assignment.interval.ms": "0",
+    "group.consumer.min.heartbeat.interval.ms": "100",
+    "group.consumer.min.session.timeout.ms": "1000",
+    "group.min.session.timeout.ms": "1000",
+    "offsets.topic.replication.factor": "1",
+    "offsets.topic.num.partitions": "4",
+}
+DEFAULT_LOADS = [(64, 4)]
+# The JVM flags Kafka's own start scripts use (kafka-server-start.sh, kafka-run-class.sh), not
+# compat.kafka_dist's fast-start defaults (C1 only, serial GC), so that Kafka runs as deployed.
+KAFKA_SERVER_JVM_OPTS = (
+    "-Xmx1G -Xms1G -server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 "
+    "-XX:+ExplicitGCInvokesConcurrent -XX:MaxInlineLevel=15 -Djava.awt.headless=true"
+)
+BUDGETS = (("one core", "0", {1}), ("both cores", "0,1", {0, 1}))
+
+
+def pin_all_threads(pid: int, cpus: str) -> None:
+    """Every thread of `pid` (a JVM has dozens) onto `cpus`; new threads inherit it."""
+    subprocess.run(["taskset", "-a", "-cp", cpus, str(pid)], check=True, capture_output=True)
+
+
+async def _coordinators_ready(port: int, group_ids: list[str], timeout: float = 60.0) -> None:
+    """FindCoordinator for every group (a fresh Kafka creates `__consumer_offsets` then) and
+    DescribeGroups until no group's coordinator is loading or missing."""
+    [c] = await hb._clients(port, 1)
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            found = await c.call(hb.request(10, 4, key_type=0, coordinator_keys=group_ids))
+            described = await c.call(hb.request(15, 5, groups=group_ids, include_authorized_operations=False))
+            codes = [x.error_code for x in found.coordinators] + [g.error_code for g in described.groups]
+            if all(code == 0 for code in codes):
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"coordinators not ready after {timeout}s: {codes}")
+            await asyncio.sleep(0.5)
+    finally:
+        assert c.transport is not None
+        c.transport.close()
+
+
+def coordinators_ready(port: int, group_ids: list[str]) -> None:
+    asyncio.run(_coordinators_ready(port, group_ids))
+
+
+def heartbeats(args: argparse.Namespace, progress: Any) -> list[dict[str, Any]]:
+    from compat.kafka_dist import KafkaCluster
+    from e2e.harness import GatewayProcess
+
+    results: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="groupshift-versus-kafka-") as tmp:
+        cluster = KafkaCluster("4", configs={**KAFKA_HB_SETTINGS, **KAFKA_EXTRA}, workdir=Path(tmp) / "kafka")
+        cluster.start()
+        gw = None
+        try:
+            gw = GatewayProcess.start(Path(tmp) / "gs", sets=list(hb.SETTINGS))
+            kafka_pid = cluster.pid(0)
+            assert kafka_pid is not None
+            servers = {
+                "kafka": (cluster.port(0), kafka_pid, cluster.version),
+                "groupshift": (gw.port, gw.proc.pid, "serve"),
+            }
+            group_ids = [f"bench-hb-{g}" for g in range(args.groups)]
+            group_ids += [f"bench-classic-{g}" for g in range(args.groups)]
+            for port, _, _ in servers.values():
+                coordinators_ready(port, group_ids)
+            steady: dict[tuple[str, str], list[Any]] = {}
+            for kind in ("ConsumerGroupHeartbeat", "Heartbeat"):
+                for name, (port, _, _) in servers.items():
+                    progress(f"setup {kind} on {name} ({args.members} members)")
+                    started = time.perf_counter()
+                    steady[(name, kind)] = hb.setup(
+                        port, kind, args.groups, args.members, join_connections=args.members
+                    )
+                    progress(f"  {time.perf_counter() - started:.1f}s")
+            for budget, server_cpus, load_cpus in BUDGETS:
+                for _, pid, _ in servers.values():
+                    pin_all_threads(pid, server_cpus)
+                os.sched_setaffinity(0, load_cpus)
+                for kind in ("ConsumerGroupHeartbeat", "Heartbeat"):
+                    for connections, depth in args.load:
+                        pair: dict[str, dict[str, Any]] = {}
+                        for name, (port, pid, _) in servers.items():
+                            try:
+                                r = hb.run_load(
+                                    port,
+                                    kind,
+                                    steady[(name, kind)],
+                                    args.groups,
+                                    connections,
+                                    depth,
+                                    args.seconds,
+                                    gateway_pid=pid,
+                                ).as_dict()
+                            except (RuntimeError, TimeoutError, ConnectionError) as e:
+                                # An error answer or a stall is a result too: recorded, not fatal.
+                                r = {"requests_per_s": 0, "p50_ms": 0.0, "p99_ms": 0.0, "error": str(e)}
+                                r |= {"gateway_cpu_share": None, "requests_per_gateway_cpu_s": None}
+                            pair[name] = r
+                            progress(
+                                f"{budget:<10} {kind:<22} {connections}x{depth:<3} {name:<10} "
+                                f"{r['requests_per_s']:>8}/s p50 {r['p50_ms']} ms p99 {r['p99_ms']} ms"
+                            )
+                        rate_k = max(pair["kafka"]["requests_per_s"], 1)
+                        per_k = max(pair["kafka"]["requests_per_gateway_cpu_s"] or 1, 1)
+                        per_g = pair["groupshift"]["requests_per_gateway_cpu_s"] or 0
+                        failed = any("error" in x for x in pair.values())
+                        rate_g = pair["groupshift"]["requests_per_s"]
+                        results.append(
+                            {
+                                "budget": budget,
+                                "kind": kind,
+                                "members": args.members,
+                                "groups": args.groups,
+                                "load": f"{connections}x{depth}",
+                                "kafka": pair["kafka"],
+                                "groupshift": pair["groupshift"],
+                                "ratio": None if failed else round(rate_g / rate_k, 2),
+                                "ratio_per_cpu_s": None if failed else round(per_g / per_k, 2),
+                            }
+                        )
+        finally:
+            os.sched_setaffinity(0, set(range(os.cpu_count() or 1)))
+            if gw is not None:
+                gw.stop(timeout=60)
+            cluster.stop()
+    return results
+
+
+def membership(progress: Any) -> list[dict[str, Any]]:
+    """bench.migration's "add a member" and "rolling restart" with Java consumers on both."""
+    from compat.kafka_dist import KafkaCluster
+    from compat.kafka_dist.java_clients import java_clients
+    from e2e.conftest import KAFKA_ONLY
+    from e2e.harness import GatewayProcess
+    from e2e.java import add_java
+    from e2e.migration import FAST_GROUP_SETTINGS, Scenario
+    from e2e.realclients import KafkaBackend, Outcome, run_scenario, timed_step
+
+    out: list[dict[str, Any]] = []
+    settings = dict(s.split("=", 1) for s in FAST_GROUP_SETTINGS)
+    with tempfile.TemporaryDirectory(prefix="groupshift-versus-kafka-java-") as tmp:
+        clients = java_clients("4", workdir=Path(tmp) / "clients")
+        cluster = KafkaCluster("4", configs={**settings, **KAFKA_ONLY}, workdir=Path(tmp) / "kafka")
+        cluster.start()
+        gw: GatewayProcess | None = None
+        try:
+            gw = GatewayProcess.start(Path(tmp) / "gs", sets=FAST_GROUP_SETTINGS)
+            backends: dict[str, Any] = {"kafka": KafkaBackend(cluster.bootstrap), "groupshift": gw}
+
+            def add_member(sc: Scenario, o: Outcome) -> None:
+                t = time.monotonic()
+                for _ in range(3):
+                    add_java(sc.cast, clients, "consumer")
+                timed_step(sc, o, "consumer", "three members", t)
+                t = time.monotonic()
+                add_java(sc.cast, clients, "consumer")
+                timed_step(sc, o, "consumer", "add a member", t)
+
+            def rolling_restart(sc: Scenario, o: Outcome) -> None:
+                t = time.monotonic()
+                members = [add_java(sc.cast, clients, "consumer") for _ in range(4)]
+                timed_step(sc, o, "consumer", "four members", t)
+                first = time.monotonic()
+                for i, old in enumerate(members):
+                    t = time.monotonic()
+                    old.stop()
+                    add_java(sc.cast, clients, "consumer")
+                    timed_step(sc, o, "consumer", f"restart {i + 1}/4", t)
+                o.timings.append(("rolling restart (total)", time.monotonic() - first))
+
+            for case, body in (("add a member", add_member), ("rolling restart", rolling_restart)):
+                progress(f"{case}: both backends at once")
+                outcomes: dict[str, Outcome] = {}
+                stamp = f"vk-{case.split()[0]}-{int(time.time())}"
+
+                def go(
+                    name: str, body: Any = body, stamp: str = stamp, outcomes: dict[str, Outcome] = outcomes
+                ) -> None:
+                    outcomes[name] = run_scenario(name, backends[name], stamp, body)
+
+                threads = [threading.Thread(target=go, args=(n,)) for n in backends]
+                for th in threads:
+                    th.start()
+                for th in threads:
+                    th.join(300)
+                for name, o in outcomes.items():
+                    if o.error is not None:
+                        raise RuntimeError(f"{case} on {name}: {o.error!r}") from o.error
+                steps = [s for s, _ in outcomes["kafka"].timings]
+                for step in steps:
+                    k = dict(outcomes["kafka"].timings)[step]
+                    g = dict(outcomes["groupshift"].timings)[step]
+                    out.append(
+                        {
+                            "case": case,
+                            "step": step,
+                            "kafka_s": round(k, 2),
+                            "groupshift_s": round(g, 2),
+                            "ratio": round(g / k, 2) if k else None,
+                        }
+                    )
+                    progress(f"  {step:<26} kafka {k:6.2f}s  groupshift {g:6.2f}s")
+        finally:
+            if gw is not None:
+                gw.stop(timeout=60)
+            cluster.stop()
+    return out
+
+
+def print_table(doc: dict[str, Any]) -> None:
+    print(f"groupshift vs Apache Kafka {doc['kafka_version']} on {doc['cpus']} cores ({doc['date']})")
+    if doc["heartbeats"]:
+        print("\nsteady heartbeats: requests/s, p50/p99 ms, server CPU share, requests per server CPU-second")
+        print(f"{'budget':<11}{'kind':<23}{'load':<7}{'kafka':>34}{'groupshift':>34}{'ratio':>6}{'/CPU':>6}")
+        for r in doc["heartbeats"]:
+            cells = []
+            for side in ("kafka", "groupshift"):
+                x = r[side]
+                cpu, per = x["gateway_cpu_share"], x["requests_per_gateway_cpu_s"]
+                lat = f"{x['p50_ms']:>6.1f}/{x['p99_ms']:<6.1f}"
+                cells.append(f"{x['requests_per_s']:>7} {lat} {cpu!s:>5} {per!s:>7}")
+            print(
+                f"{r['budget']:<11}{r['kind']:<23}{r['load']:<7}{cells[0]:>34}{cells[1]:>34}"
+                f"{r['ratio']!s:>6}{r['ratio_per_cpu_s']!s:>6}"
+            )
+    if doc["membership"]:
+        print("\nmembership changes, Java consumers (group.protocol=consumer): seconds to stable + caught up")
+        print(f"{'case':<17}{'step':<26}{'kafka':>8}{'groupshift':>12}{'ratio':>7}")
+        for r in doc["membership"]:
+            print(f"{r['case']:<17}{r['step']:<26}{r['kafka_s']:>8}{r['groupshift_s']:>12}{r['ratio']:>7}")
+    print("\nshared, noisy machine: compare within this run only")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.versus_kafka", description=__doc__)
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.add_argument("--members", type=int, default=10_000)
+    p.add_argument("--groups", type=int, default=10)
+    p.add_argument("--seconds", type=float, default=5.0, help="per heartbeat run")
+    p.add_argument("--load", type=_load_spec, nargs="+", default=DEFAULT_LOADS, metavar="CONNxDEPTH")
+    p.add_argument("--skip-heartbeats", action="store_true")
+    p.add_argument("--skip-migration", action="store_true")
+    args = p.parse_args(argv)
+    # SIGTERM unwinds like Ctrl-C, so that the servers started here are stopped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    os.environ.setdefault("GROUPSHIFT_KAFKA_JVM_OPTS", KAFKA_SERVER_JVM_OPTS)
+
+    def progress(text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+
+    from compat.kafka_dist import resolve
+
+    doc: dict[str, Any] = {
+        "benchmark": "versus_kafka",
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "cpus": os.cpu_count(),
+        "kafka_version": resolve("4").version,
+        "kafka_jvm_opts": os.environ["GROUPSHIFT_KAFKA_JVM_OPTS"],
+        "command": "python -m bench.versus_kafka " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "heartbeats": [] if args.skip_heartbeats else heartbeats(args, progress),
+        "membership": [] if args.skip_migration else membership(progress),
+    }
+    if args.json:
+        json.dump(doc, sys.stdout, indent=1)
+        print()
+    else:
+        print_table(doc)
+    return 0
+
+
+def _load_spec(text: str) -> tuple[int, int]:
+    conns, _, depth = text.partition("x")
+    return int(conns), int(depth or 1)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

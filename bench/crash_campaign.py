@@ -25,7 +25,7 @@ lives through every round; a round is:
    committer, so "at least the highest acknowledged" is exact.
 
 Figures: kills, acknowledged commits checked, lost (must be 0), restarts that failed (must be
-0), restart time. CI runs 3 rounds (`tests/test_crash_campaign.py`).
+0), restart time. CI runs 3 rounds (`e2e/test_crash_campaign.py`).
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from e2e import harness
 from e2e.harness import GatewayProcess
 from e2e.wire import WireClient, make_request
 
@@ -113,41 +114,44 @@ def _simple(port: int, acks: Acks, stop: threading.Event) -> None:
                 acks.ack(SIMPLE, p, n, "simple")
 
 
-def _classic(bootstrap: str, acks: Acks, stop: threading.Event, closers: list[Callable[[], None]]) -> None:
+def _classic(
+    bootstrap: str, group: str, acks: Acks, closers: list[Callable[[], None]], stop: threading.Event
+) -> None:
     from kafka import KafkaConsumer, TopicPartition
     from kafka.structs import OffsetAndMetadata
 
     consumer = KafkaConsumer(
         bootstrap_servers=bootstrap,
-        group_id=MIXED,
+        group_id=group,
         enable_auto_commit=False,
-        session_timeout_ms=10000,
+        session_timeout_ms=6000,
         heartbeat_interval_ms=500,
         request_timeout_ms=3000,
         reconnect_backoff_max_ms=200,
-        api_version_auto_timeout_ms=3000,
     )
     closers.append(lambda: consumer.close(autocommit=False))
     consumer.subscribe([TOPIC])
     while not stop.is_set():
         consumer.poll(timeout_ms=50)
         p = random.choice((0, 2, 4))
-        n = acks.draw(MIXED, p)
+        n = acks.draw(group, p)
         try:
             consumer.commit({TopicPartition(TOPIC, p): OffsetAndMetadata(n, "", -1)})
         except Exception:
             time.sleep(0.05)
             continue
-        acks.ack(MIXED, p, n, "classic (kafka-python)")
+        acks.ack(group, p, n, "classic (kafka-python)")
 
 
-def _consumer(bootstrap: str, acks: Acks, stop: threading.Event, closers: list[Callable[[], None]]) -> None:
+def _consumer(
+    bootstrap: str, group: str, acks: Acks, closers: list[Callable[[], None]], stop: threading.Event
+) -> None:
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
-            "group.id": MIXED,
+            "group.id": group,
             "group.protocol": "consumer",
             "enable.auto.commit": False,
             "socket.timeout.ms": 3000,
@@ -160,14 +164,14 @@ def _consumer(bootstrap: str, acks: Acks, stop: threading.Event, closers: list[C
     while not stop.is_set():
         consumer.poll(0.05)
         p = random.choice((1, 3, 5))
-        n = acks.draw(MIXED, p)
+        n = acks.draw(group, p)
         try:
             result = consumer.commit(offsets=[TopicPartition(TOPIC, p, n)], asynchronous=False)
         except KafkaException:
             time.sleep(0.05)
             continue
         if result and all(tp.error is None for tp in result):
-            acks.ack(MIXED, p, n, "consumer (confluent-kafka, KIP-848)")
+            acks.ack(group, p, n, "consumer (confluent-kafka, KIP-848)")
 
 
 def committed(port: int, group: str) -> dict[int, int]:
@@ -186,7 +190,7 @@ def check(port: int, acks: Acks) -> list[str]:
     lost = []
     with acks.lock:
         acked = dict(acks.acked)
-    for group in (SIMPLE, MIXED):
+    for group in sorted({g for g, _ in acked}):
         have = committed(port, group)
         for (g, p), n in sorted(acked.items()):
             if g == group and have.get(p, -1) < n:
@@ -241,10 +245,17 @@ def _quiet(fn: Callable[[], None]) -> Callable[[], None]:
     return run
 
 
-def _guard(fn: Callable[..., None], *args: Any) -> Callable[[], None]:
+def _guard(
+    fn: Callable[..., None], stop: threading.Event, killed: threading.Event, errors: list[str], *args: Any
+) -> Callable[[], None]:
+    """Run a worker; it may fail once the gateway is killed, but a failure before is a bug."""
+
     def run() -> None:
-        with contextlib.suppress(Exception):  # a worker ends when the gateway dies under it
-            fn(*args)
+        try:
+            fn(*args, stop)
+        except Exception as e:
+            if not killed.is_set():
+                errors.append(f"{fn.__name__}: {e!r}")
 
     return run
 
@@ -257,11 +268,16 @@ def campaign(
     max_delay: float = 8.0,
     data_dir: Path | None = None,
     progress: Callable[[str], None] | None = None,
+    start_timeout: float = 180.0,
 ) -> dict[str, Any]:
+    # On a loaded machine a start (imports, 50 shard logs) can take longer than the harness's
+    # default; a gateway that exits or never listens within `start_timeout` fails the campaign.
+    harness.START_TIMEOUT = max(harness.START_TIMEOUT, start_timeout)
     rng = random.Random(seed)
     acks = Acks()
     rounds: list[Round] = []
     failed_restarts: list[str] = []
+    worker_errors: list[str] = []
     logging.getLogger("kafka").setLevel(logging.CRITICAL)
     with tempfile.TemporaryDirectory(prefix="crash-campaign-") as tmp:
         base = data_dir or Path(tmp)
@@ -270,19 +286,31 @@ def campaign(
         try:
             create_topic(gw.port)
             for i in range(kills):
-                stop = threading.Event()
+                stop, killed = threading.Event(), threading.Event()
                 closers: list[Callable[[], None]] = []
+                mixed = f"{MIXED}-{i}"  # a new group per round: no dead members to wait for
                 threads = [
-                    threading.Thread(target=_guard(_simple, gw.port, acks, stop), daemon=True),
-                    threading.Thread(target=_guard(_classic, gw.bootstrap, acks, stop, closers), daemon=True),
                     threading.Thread(
-                        target=_guard(_consumer, gw.bootstrap, acks, stop, closers), daemon=True
+                        target=_guard(_simple, stop, killed, worker_errors, gw.port, acks), daemon=True
+                    ),
+                    threading.Thread(
+                        target=_guard(
+                            _classic, stop, killed, worker_errors, gw.bootstrap, mixed, acks, closers
+                        ),
+                        daemon=True,
+                    ),
+                    threading.Thread(
+                        target=_guard(
+                            _consumer, stop, killed, worker_errors, gw.bootstrap, mixed, acks, closers
+                        ),
+                        daemon=True,
                     ),
                 ]
                 for t in threads:
                     t.start()
                 delay = rng.uniform(min_delay, max_delay)
                 time.sleep(delay)
+                killed.set()
                 gw.kill()
                 stop.set()
                 _close_all(closers, threads)
@@ -319,6 +347,7 @@ def campaign(
         "lost": len(lost_all),
         "lost_detail": lost_all[:10],
         "failed_restarts": failed_restarts,
+        "worker_errors_before_kill": worker_errors[:10],
         "restart_s_max": max(restarts, default=0.0),
         "restart_s_mean": round(sum(restarts) / len(restarts), 2) if restarts else 0.0,
         "seconds": round(elapsed, 1),

@@ -25,4 +25,5 @@ def test_three_kills_lose_no_acknowledged_commit(tmp_path: Path) -> None:
     assert result["kills"] == 3
     assert result["lost"] == 0, result["lost_detail"]
     assert result["acknowledged_commits"] > 0
+    assert result["worker_errors_before_kill"] == []
     assert result["acknowledged_by_client"].get("simple", 0) > 0

@@ -62,13 +62,14 @@ def run_atheris(t: Target, runs: int, seed: int, max_len: int) -> RunResult:
 
     def test_one(data: bytes) -> None:
         count[0] += 1
-        if count[0] == runs:
-            report()  # libFuzzer ends the process without running Python's atexit hooks
         try:
             t.check(data)
         except Exception as e:
             print(Finding(t.name, data, e), file=sys.stderr, flush=True)
+            report()
             raise
+        if count[0] == runs:
+            report()  # libFuzzer ends the process without running Python's atexit hooks
 
     atheris.Setup(
         [

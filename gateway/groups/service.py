@@ -10,6 +10,7 @@ per-group dynamic configs (KIP-848 `consumer.session.timeout.ms` /
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -79,6 +80,16 @@ class GroupCoordinatorService:
             "groupshift_coordinator_pending_operations",
             "Responses waiting for durability (KIP-848 event-queue-size)",
         ).set_function(lambda: sum(len(r._waiting) for r in self.runtimes))
+        m.gauge(
+            "groupshift_coordinator_timers",
+            "Coordinator timers scheduled (sessions, rebalance deadlines, retries); tracks members",
+        ).set_function(lambda: sum(len(r.shard.timers) for r in self.runtimes))
+        m.gauge("groupshift_coordinator_log_bytes", "Coordinator log size on disk (all shards)").set_function(
+            self._coordinator_log_bytes
+        )
+        m.gauge(
+            "groupshift_coordinator_compactions", "Coordinator log compactions since start (all shards)"
+        ).set_function(lambda: sum(r.compactions for r in self.runtimes))
         server.plane.subscribe(self._on_topic_change)
         server.ready_checks["coordinator_shards_loaded"] = lambda: all(r.loaded for r in self.runtimes)
 
@@ -197,6 +208,15 @@ class GroupCoordinatorService:
         elif name == "group.generation_started":
             self._rebalances.labels("classic").inc()
         self.group_metrics.on_event(name, fields)
+
+    def _coordinator_log_bytes(self) -> int:
+        """Bytes of every coordinator log segment on disk (what compaction keeps bounded)."""
+        total = 0
+        for shard_dir in self.base.glob("__consumer_offsets-*"):
+            for f in shard_dir.iterdir():
+                with contextlib.suppress(OSError):  # a segment removed by compaction meanwhile
+                    total += f.stat().st_size
+        return total
 
     def _all_groups(self) -> Iterator[tuple[str, Any, Mapping[str, Mapping[int, Any]]]]:
         for r in self.runtimes:

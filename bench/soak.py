@@ -1,0 +1,409 @@
+"""Soak: many KIP-848 members heartbeating for a long time, members coming and going.
+
+`python -m bench.soak --minutes 30 [--members 10000] [--json]` starts a real `groupshift serve`
+(pinned to one core), joins `members` consumer-protocol members in groups of `--group-size`
+over the wire (`bench.heartbeats.setup_consumer_groups`), then for the whole run:
+
+* every member heartbeats once per `group.consumer.heartbeat.interval.ms` (paced, not flat
+  out), echoing a new assignment in its next heartbeat as a real client does, and rejoining
+  with epoch 0 when fenced (KIP-848 `FENCED_MEMBER_EPOCH` / `UNKNOWN_MEMBER_ID`);
+* every second `--churn` members go away (half leave with epoch -1, half just stop, so their
+  session timer expires them) and as many new members join random groups;
+* every `--sample-seconds` the gateway's RSS (from /proc), its scheduled coordinator timers,
+  the coordinator log size on disk and the compactions so far (from the metrics endpoint) are
+  sampled.
+
+What a healthy server shows: RSS flat after warm-up (slope near 0), timers tracking the member
+count (one session timer per member, plus members being expired), the log bounded by
+compaction (`coordinator.compaction.min.bytes`, lowered here so it triggers within the run).
+`summarize` computes min/max/least-squares slope of each curve; the CI test
+(`e2e/test_soak_mini.py`) runs 20 seconds of this and asserts bounds on them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import re
+import tempfile
+import time
+import urllib.request
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.heartbeats import CGH_TOPIC, _cgh, _Client, _clients, setup_consumer_groups
+from e2e.harness import GatewayProcess
+
+try:
+    import uvloop
+except ImportError:  # pragma: no cover
+    uvloop = None  # type: ignore[assignment]
+
+FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID = 110, 25
+
+
+def settings(heartbeat_ms: int, session_ms: int, compaction_min_bytes: int) -> list[str]:
+    return [
+        "metrics.listen=127.0.0.1:0",
+        f"group.consumer.heartbeat.interval.ms={heartbeat_ms}",
+        f"group.consumer.session.timeout.ms={session_ms}",
+        f"group.consumer.min.session.timeout.ms={min(session_ms, 45000)}",
+        f"group.consumer.min.heartbeat.interval.ms={min(heartbeat_ms, 5000)}",
+        f"coordinator.compaction.min.bytes={compaction_min_bytes}",
+        "group.initial.rebalance.delay.ms=0",
+    ]
+
+
+@dataclass
+class Member:
+    group: str
+    member_id: str
+    epoch: int
+    owned: list[dict[str, Any]] | None = None  # an assignment to echo in the next heartbeat
+    due: float = 0.0
+    busy: bool = False
+
+
+@dataclass
+class Sample:
+    t: float
+    rss_mb: float
+    timers: int
+    log_bytes: int
+    compactions: int
+    members: int
+    heartbeats_per_s: float
+
+
+@dataclass
+class SoakState:
+    members: dict[str, Member] = field(default_factory=dict)
+    heartbeats: int = 0
+    joins: int = 0
+    leaves: int = 0
+    abandoned: int = 0
+    rejoins: int = 0
+    errors: dict[int, int] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)
+    scrape_failures: list[str] = field(default_factory=list)
+
+
+def rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmRSS for pid {pid}")
+
+
+_METRIC = re.compile(r"^(groupshift_coordinator_(?:timers|log_bytes|compactions)) ([0-9.e+]+)$", re.M)
+
+
+def scrape(url: str) -> dict[str, float]:
+    with urllib.request.urlopen(url, timeout=30) as r:
+        text = r.read().decode()
+    return {m.group(1): float(m.group(2)) for m in _METRIC.finditer(text)}
+
+
+def slope_per_hour(xs: list[float], ys: list[float]) -> float:
+    """Least-squares slope of ys over xs (seconds), per hour; 0 for fewer than two points."""
+    n = len(xs)
+    if n < 2:
+        return 0.0
+    mx, my = sum(xs) / n, sum(ys) / n
+    den = sum((x - mx) ** 2 for x in xs)
+    return 0.0 if den == 0 else sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / den * 3600
+
+
+def summarize(samples: list[Sample], warmup_s: float) -> dict[str, Any]:
+    """min/max/slope of each curve; the RSS slope only after `warmup_s` (allocator warm-up)."""
+    steady = [s for s in samples if s.t >= warmup_s] or samples
+
+    def curve(attr: str, pts: list[Sample]) -> dict[str, float]:
+        pts = [s for s in pts if getattr(s, attr) >= 0] or pts  # -1: metrics not scraped then
+        ys = [float(getattr(s, attr)) for s in pts]
+        return {
+            "min": round(min(ys), 2),
+            "max": round(max(ys), 2),
+            "first": round(ys[0], 2),
+            "last": round(ys[-1], 2),
+            "slope_per_hour": round(slope_per_hour([s.t for s in pts], ys), 2),
+        }
+
+    return {
+        "rss_mb": curve("rss_mb", samples),
+        "rss_mb_after_warmup": curve("rss_mb", steady),
+        "timers": curve("timers", samples),
+        "timers_after_warmup": curve("timers", steady),
+        "log_bytes": curve("log_bytes", samples),
+        "members": curve("members", samples),
+        "compactions": max((int(s.compactions) for s in samples), default=0),
+    }
+
+
+async def _heartbeat(client: _Client, m: Member, st: SoakState, topic: str, interval_s: float) -> None:
+    fields: dict[str, Any] = {}
+    if m.epoch == 0:
+        fields = {"rebalance_timeout": 60000, "subscribed_topic_names": [topic], "topic_partitions": []}
+    elif m.owned is not None:
+        fields = {"topic_partitions": m.owned}
+    try:
+        answer = await client.call(_cgh(m.group, m.member_id, m.epoch, **fields))
+    except ConnectionError as e:
+        st.failures.append(str(e))
+        return
+    finally:
+        m.busy = False
+    st.heartbeats += 1
+    m.due = time.monotonic() + interval_s
+    code = int(answer.error_code)
+    if code:
+        st.errors[code] = st.errors.get(code, 0) + 1
+        if code in (FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID):
+            m.epoch, m.owned = 0, None  # rejoin, as KIP-848 clients do
+            st.rejoins += 1
+        return
+    if m.owned is not None and m.epoch != 0:
+        m.owned = None  # echoed
+    m.epoch = int(answer.member_epoch)
+    if answer.assignment is not None:
+        m.owned = [
+            {"topic_id": tp.topic_id, "partitions": list(tp.partitions)}
+            for tp in answer.assignment.topic_partitions
+        ]
+
+
+async def _leave(client: _Client, m: Member, st: SoakState) -> None:
+    try:
+        answer = await client.call(_cgh(m.group, m.member_id, -1))
+    except ConnectionError as e:
+        st.failures.append(str(e))
+        return
+    if int(answer.error_code):
+        st.errors[int(answer.error_code)] = st.errors.get(int(answer.error_code), 0) + 1
+    st.leaves += 1
+
+
+async def drive(
+    gw: GatewayProcess,
+    *,
+    steady: list[Any],
+    groups: int,
+    seconds: float,
+    churn_per_s: float,
+    interval_s: float,
+    sample_s: float,
+    connections: int,
+    seed: int,
+    progress: bool,
+) -> tuple[SoakState, list[Sample]]:
+    rng = random.Random(seed)
+    st = SoakState()
+    now = time.monotonic()
+    for i, r in enumerate(steady):
+        st.members[r.member_id] = Member(
+            r.group_id, r.member_id, int(r.member_epoch), due=now + interval_s * i / len(steady)
+        )
+    clients = await _clients(gw.port, connections)
+    tasks: set[asyncio.Task[None]] = set()
+
+    def spawn(coro: Any) -> None:
+        t = asyncio.ensure_future(coro)
+        tasks.add(t)
+        t.add_done_callback(tasks.discard)
+
+    group_names = sorted({m.group for m in st.members.values()})
+    assert len(group_names) == groups
+    samples: list[Sample] = []
+    started = time.monotonic()
+    next_sample = started
+    churn_credit = 0.0
+    last_tick = started
+    hb_at_last_sample = 0
+    assert gw.metrics_url is not None
+    while True:
+        now = time.monotonic()
+        if now >= next_sample:
+            try:
+                m = await asyncio.to_thread(scrape, gw.metrics_url)
+            except OSError as e:  # a saturated gateway answers its metrics late: a gap, not an end
+                st.scrape_failures.append(f"t={now - started:.0f}s: {e!r}")
+                m = {}
+            elapsed = now - started
+            rate = (st.heartbeats - hb_at_last_sample) / sample_s if samples else 0.0
+            hb_at_last_sample = st.heartbeats
+            samples.append(
+                Sample(
+                    t=round(elapsed, 1),
+                    rss_mb=round(rss_mb(gw.proc.pid), 1),
+                    timers=int(m.get("groupshift_coordinator_timers", -1)),
+                    log_bytes=int(m.get("groupshift_coordinator_log_bytes", -1)),
+                    compactions=int(m.get("groupshift_coordinator_compactions", -1)),
+                    members=len(st.members),
+                    heartbeats_per_s=round(rate),
+                )
+            )
+            if progress:
+                print(json.dumps(samples[-1].__dict__), flush=True)
+            next_sample += sample_s
+            if elapsed >= seconds:
+                break
+        # churn: leave (half gracefully, half by going silent) and join as many new members
+        churn_credit += (now - last_tick) * churn_per_s
+        last_tick = now
+        while churn_credit >= 1 and st.members:
+            churn_credit -= 1
+            victim = st.members.pop(rng.choice(list(st.members)) if len(st.members) < 64 else _any(st, rng))
+            if rng.random() < 0.5:
+                spawn(_leave(rng.choice(clients), victim, st))
+            else:
+                st.abandoned += 1  # its session timer expires it
+            new = Member(rng.choice(group_names), str(uuid.uuid4()), 0, due=now)
+            st.members[new.member_id] = new
+            st.joins += 1
+        for m_ in st.members.values():
+            if not m_.busy and m_.due <= now:
+                m_.busy = True
+                m_.due = now + interval_s  # until answered
+                spawn(_heartbeat(clients[hash(m_.member_id) % connections], m_, st, CGH_TOPIC, interval_s))
+        if st.failures:
+            break
+        await asyncio.sleep(0.1)
+    for t in list(tasks):
+        await t
+    for c in clients:
+        if c.transport is not None:
+            c.transport.close()
+    return st, samples
+
+
+def _any(st: SoakState, rng: random.Random) -> str:
+    # a random key without materialising 10,000 keys every churn step
+    it = iter(st.members)
+    for _ in range(rng.randrange(min(len(st.members), 64))):
+        next(it)
+    return next(it)
+
+
+def run(
+    *,
+    minutes: float,
+    members: int,
+    group_size: int,
+    churn_per_s: float,
+    heartbeat_ms: int,
+    session_ms: int,
+    compaction_min_bytes: int,
+    sample_s: float,
+    gateway_core: int | None,
+    data_dir: Path | None = None,
+    seed: int = 1,
+    progress: bool = False,
+) -> dict[str, Any]:
+    groups = max(1, members // group_size)
+    members = groups * group_size
+    with tempfile.TemporaryDirectory(prefix="soak-") as tmp:
+        base = data_dir or Path(tmp)
+        gw = GatewayProcess.start(
+            base / "data", sets=settings(heartbeat_ms, session_ms, compaction_min_bytes)
+        )
+        try:
+            if gateway_core is not None:
+                os.sched_setaffinity(gw.proc.pid, {gateway_core})
+            runner = asyncio.Runner(loop_factory=uvloop.new_event_loop if uvloop else None)
+            with runner:
+                t0 = time.monotonic()
+                steady = runner.run(setup_consumer_groups(gw.port, groups, members))
+                setup_s = time.monotonic() - t0
+                st, samples = runner.run(
+                    drive(
+                        gw,
+                        steady=steady,
+                        groups=groups,
+                        seconds=minutes * 60,
+                        churn_per_s=churn_per_s,
+                        interval_s=heartbeat_ms / 1000,
+                        sample_s=sample_s,
+                        connections=8,
+                        seed=seed,
+                        progress=progress,
+                    )
+                )
+            alive = gw.alive()
+        finally:
+            gw.stop()
+    warmup = min(300.0, minutes * 60 / 4)
+    return {
+        "scenario": "soak",
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "minutes": minutes,
+        "members": members,
+        "groups": groups,
+        "churn_per_s": churn_per_s,
+        "heartbeat_interval_ms": heartbeat_ms,
+        "session_timeout_ms": session_ms,
+        "compaction_min_bytes": compaction_min_bytes,
+        "setup_s": round(setup_s, 1),
+        "heartbeats": st.heartbeats,
+        "joins": st.joins,
+        "leaves": st.leaves,
+        "abandoned": st.abandoned,
+        "rejoins": st.rejoins,
+        "errors": {str(k): v for k, v in sorted(st.errors.items())},
+        "failures": st.failures[:5],
+        "metrics_scrape_failures": st.scrape_failures[:10],
+        "gateway_alive_at_end": alive,
+        "warmup_s": warmup,
+        "summary": summarize(samples, warmup),
+        "samples": [s.__dict__ for s in samples],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.soak", description=__doc__.splitlines()[0])
+    p.add_argument("--minutes", type=float, default=30.0)
+    p.add_argument("--members", type=int, default=10000)
+    p.add_argument("--group-size", type=int, default=100)
+    p.add_argument("--churn", type=float, default=10.0, help="members leaving (and joining) per second")
+    p.add_argument("--heartbeat-ms", type=int, default=5000)
+    p.add_argument("--session-ms", type=int, default=45000)
+    p.add_argument("--compaction-min-bytes", type=int, default=1 << 20)
+    p.add_argument("--sample-seconds", type=float, default=10.0)
+    p.add_argument("--gateway-core", type=int, default=1, help="CPU the gateway is pinned to (-1: none)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--progress", action="store_true", help="print every sample as it is taken")
+    a = p.parse_args(argv)
+    result = run(
+        minutes=a.minutes,
+        members=a.members,
+        group_size=a.group_size,
+        churn_per_s=a.churn,
+        heartbeat_ms=a.heartbeat_ms,
+        session_ms=a.session_ms,
+        compaction_min_bytes=a.compaction_min_bytes,
+        sample_s=a.sample_seconds,
+        gateway_core=None if a.gateway_core < 0 else a.gateway_core,
+        seed=a.seed,
+        progress=a.progress,
+    )
+    if a.json:
+        print(json.dumps(result))
+    else:
+        s = result["summary"]
+        print(f"soak {result['minutes']} min, {result['members']} members, churn {result['churn_per_s']}/s")
+        print(f"  heartbeats {result['heartbeats']}, joins {result['joins']}, leaves {result['leaves']},")
+        print(f"  abandoned {result['abandoned']}, rejoins {result['rejoins']}, errors {result['errors']}")
+        for k in ("rss_mb", "rss_mb_after_warmup", "timers", "log_bytes", "members"):
+            print(f"  {k}: {s[k]}")
+        print(f"  compactions: {s['compactions']}")
+    return 0 if not result["failures"] and result["gateway_alive_at_end"] else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,29 @@
+"""Fuzz harnesses for every decoder that reads bytes from outside (issue 11, "The proof").
+
+One module per target; `python -m fuzz TARGET --runs N` runs one (see `fuzz.__main__`):
+
+* `framing`  - the TCP frame parser and in-order responses (`gateway.framing`);
+* `requests` - every request decoder a `groupshift serve` gateway serves (`gateway.codec`);
+* `embedded` - the embedded consumer protocol (`translation.embedded_protocol`);
+* `records`  - coordinator record keys and values (`records.codec` and `records/*_codec.py`);
+* `batches`  - v2 record batches as the coordinator loader and Produce read them
+  (`records.batch`).
+
+Each module's docstring says what "clean" means for its target: the exceptions the server turns
+into a Kafka error or a closed connection. Anything else is a finding. Figures: docs/robustness.md.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from fuzz.common import Target
+
+NAMES = ("framing", "requests", "embedded", "records", "batches")
+
+
+def target(name: str) -> Target:
+    if name not in NAMES:
+        raise KeyError(f"unknown fuzz target {name!r} (one of {', '.join(NAMES)})")
+    t: Target = importlib.import_module(f"fuzz.{name}").TARGET
+    return t

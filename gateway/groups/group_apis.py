@@ -35,6 +35,9 @@ if TYPE_CHECKING:
     from gateway.groups.service import GroupCoordinatorService
 
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+# What a Kafka broker without an authorizer answers for a GROUP resource when asked
+# (`AclEntry.supportedOperations(GROUP)`): READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS.
+GROUP_OPERATIONS = sum(1 << op for op in (3, 6, 8, 10, 11))
 
 # The common ConsumerGroupHeartbeat answer (no assignment, no error message), encoded directly;
 # v0 and v1 share the layout. Byte-identical to the compiled writer (tests/test_group_api_fast_paths).
@@ -201,7 +204,10 @@ class GroupApis:
                     "group_epoch": d.group_epoch,
                     "assignment_epoch": d.assignment_epoch,
                     "assignor_name": d.assignor_name,
-                    "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+                    # Kafka `handleConsumerGroupDescribe`: only for groups described without error.
+                    "authorized_operations": GROUP_OPERATIONS
+                    if req.include_authorized_operations and d.error_code == 0
+                    else AUTHORIZED_OPERATIONS_OMITTED,
                     "members": [
                         {
                             "member_id": m.member_id,

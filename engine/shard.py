@@ -387,7 +387,12 @@ class Shard:
             now_ms,
             "JoinGroup",
             fn,
-            lambda e: JoinGroupResponse(error_code=int(e.code), member_id=req.member_id),
+            # Kafka answers a join its consumer-group path refused (an exception) without a member
+            # id (`GroupCoordinatorService.joinGroup`).
+            lambda e: JoinGroupResponse(
+                error_code=int(e.code),
+                member_id="" if isinstance(self.groups.get(req.group_id), ConsumerGroup) else req.member_id,
+            ),
             replay=False,
             group_id=req.group_id,
             member_id=req.member_id,

@@ -918,7 +918,8 @@ def test_joining_consumer_group_failing_to_persist_records() -> None:
 
     r = joined(h, h.join("new", metadata=sub("foo", version=3), session=500, rebalance=500))
 
-    assert (r.error_code, r.member_id) == (Errors.NOT_COORDINATOR, "new")
+    # without a member id, as Kafka answers any join that failed with an exception
+    assert (r.error_code, r.member_id) == (Errors.NOT_COORDINATOR, "")
     g = h.shard.consumer_group("g")
     assert g is not None and "new" not in g.members and h.shard.persisted_state() == before
     assert not h.shard.timers.is_scheduled(session_key("new"))

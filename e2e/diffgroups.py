@@ -108,6 +108,7 @@ def join(
     protocol_type: str = "consumer",
     version: int = 9,
     session_timeout: int = 30000,
+    rebalance_timeout: int = 10000,
 ) -> Any:
     """A classic JoinGroup of group `g`; records the answer (member metadata decoded)."""
     if protocols is None:
@@ -117,7 +118,7 @@ def join(
         version,
         group_id=s.group(),
         session_timeout=session_timeout,
-        rebalance_timeout=30000,
+        rebalance_timeout=rebalance_timeout,
         member_id=member_id,
         group_instance_id=instance_id,
         protocol_type=protocol_type,
@@ -138,6 +139,7 @@ def sync(
     *,
     assignments: dict[str, dict[str, list[int]]] | None = None,
     instance_id: str | None = None,
+    user_data: bytes | None = None,
 ) -> Any:
     """A classic SyncGroup v5; a leader passes `assignments` (member id -> topic -> partitions)."""
     from translation.embedded_protocol import serialize_assignment
@@ -152,7 +154,8 @@ def sync(
         protocol_type="consumer",
         protocol_name="range",
         assignments=[
-            {"member_id": m, "assignment": serialize_assignment(a, 3)} for m, a in (assignments or {}).items()
+            {"member_id": m, "assignment": serialize_assignment(a, 3, user_data)}
+            for m, a in (assignments or {}).items()
         ],
     )
     p = plain(r)

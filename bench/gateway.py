@@ -153,7 +153,7 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def run_round_trip(gw: GatewayProcess, rt: RoundTrip, connections: int, seconds: float) -> dict:
+def run_round_trip(gw: GatewayProcess, rt: RoundTrip, connections: int, seconds: float) -> dict[str, Any]:
     frame = encode_request(rt.make_request(), correlation_id=1, client_id="bench")
     runner = asyncio.Runner(loop_factory=uvloop.new_event_loop if uvloop else None)
     with runner:
@@ -171,9 +171,10 @@ def run_round_trip(gw: GatewayProcess, rt: RoundTrip, connections: int, seconds:
 # -- data plane throughput -------------------------------------------------------------------
 
 
-def run_produce(gw: GatewayProcess, records: int, size: int) -> dict:
+def run_produce(gw: GatewayProcess, records: int, size: int) -> dict[str, Any]:
     from confluent_kafka import Producer
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import AdminClient
+    from confluent_kafka.cimpl import NewTopic  # where it is defined (and typed)
 
     admin = AdminClient({"bootstrap.servers": gw.bootstrap})
     admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])[TOPIC].result(10)
@@ -196,7 +197,7 @@ def run_produce(gw: GatewayProcess, records: int, size: int) -> dict:
                     TOPIC,
                     value=value,
                     partition=i % PARTITIONS,
-                    on_delivery=lambda err, _m: err and failed.append(err),
+                    on_delivery=lambda err, _m: None if err is None else failed.append(err),
                 )
                 break
             except BufferError:
@@ -214,7 +215,7 @@ def run_produce(gw: GatewayProcess, records: int, size: int) -> dict:
     }
 
 
-def run_fetch(gw: GatewayProcess, records: int, size: int) -> dict:
+def run_fetch(gw: GatewayProcess, records: int, size: int) -> dict[str, Any]:
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
     consumer = Consumer(
@@ -257,7 +258,7 @@ def _pin(pid: int, cpu: int) -> bool:
     return True
 
 
-def _top_costs(profile: Path, limit: int = 15) -> list[dict]:
+def _top_costs(profile: Path, limit: int = 15) -> list[dict[str, Any]]:
     """Top functions by own time from a py-spy raw (collapsed) profile or a cProfile dump."""
     if profile.suffix == ".prof":
         stats = pstats.Stats(str(profile))
@@ -312,10 +313,10 @@ PROFILE_STAGES = (
 )
 
 
-def run_heartbeats(args: argparse.Namespace) -> list[dict]:
+def run_heartbeats(args: argparse.Namespace) -> list[dict[str, Any]]:
     from bench import heartbeats as hb
 
-    results: list[dict] = []
+    results: list[dict[str, Any]] = []
     profile_dir = Path(args.profile) if args.profile else None
     py_spy = shutil.which("py-spy") or shutil.which("py-spy", path=str(Path(sys.executable).parent))
     with tempfile.TemporaryDirectory(prefix="groupshift-bench-hb-") as tmp:

@@ -22,6 +22,7 @@ answer's arrival. The gateway should run on one core and this process on the oth
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import struct
 import time
@@ -354,7 +355,7 @@ async def _drive(
     slices = [frames[i::connections] for i in range(connections)]
     protos = []
     for s in slices:
-        _, p = await loop.create_connection(lambda s=s: _Load(s, depth, run), "127.0.0.1", port)
+        _, p = await loop.create_connection(functools.partial(_Load, s, depth, run), "127.0.0.1", port)
         protos.append(p)
     started = time.perf_counter()
     for p in protos:

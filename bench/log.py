@@ -384,7 +384,7 @@ def bench_load(path: str, profile: str | None = None) -> dict[str, Any]:
         path, config=config, ids=SeededIds(1), image=image, now_ms=now, fsync_policy="none"
     )
     total, cpu = time.perf_counter() - t0, time.process_time() - c0
-    if profiler is not None:
+    if profiler is not None and profile:
         profiler.disable()
         profiler.dump_stats(profile)
     stats = storage.load_stats

@@ -364,7 +364,7 @@ class Case:
         self.name, self.s, self.log_dir = name, settings, log_dir
         self.spec = CASES[name]
         self.tracker = Tracker(settings.partitions)
-        self.spec_common = {
+        self.spec_common: dict[str, Any] = {
             "bootstrap": gw.bootstrap,
             "group": group,
             "topic": TOPIC,
@@ -378,7 +378,7 @@ class Case:
         self.committed: dict[int, int] | None = None
 
     def kinds(self) -> list[str]:
-        initial = self.spec["initial"]
+        initial: list[str] = self.spec["initial"]
         n = self.s.members
         if len(initial) == 1:
             return initial * n
@@ -521,7 +521,8 @@ def committed_offsets(bootstrap: str, group: str, s: Settings) -> dict[int, int]
 
 def create_topic(gw: GatewayProcess, s: Settings) -> None:
     from confluent_kafka import Producer
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import AdminClient
+    from confluent_kafka.cimpl import NewTopic  # where it is defined (and typed)
 
     admin = AdminClient({"bootstrap.servers": gw.bootstrap})
     admin.create_topics([NewTopic(TOPIC, s.partitions, 1)])[TOPIC].result(30)

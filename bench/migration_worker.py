@@ -95,7 +95,7 @@ def run_kafka_python(spec: dict[str, Any], ctl: Control) -> None:
 
     assignor = CooperativeStickyAssignor if spec["kind"] == "kp-cooperative" else RangePartitionAssignor
 
-    class Listener(ConsumerRebalanceListener):
+    class Listener(ConsumerRebalanceListener):  # type: ignore[misc]  # kafka-python is untyped
         def on_partitions_revoked(self, revoked: Any) -> None:
             emit("revoke", parts=sorted(tp.partition for tp in revoked))
 
@@ -194,7 +194,9 @@ def run_confluent(spec: dict[str, Any], ctl: Control) -> None:
             m for m in consumer.consume(num_messages=spec["max_poll_records"], timeout=0.1) if not m.error()
         ]
         for m in msgs:
-            got.add(m.partition(), m.offset())
+            partition, offset = m.partition(), m.offset()
+            assert partition is not None and offset is not None  # consumed messages have both
+            got.add(partition, offset)
         work(len(msgs) * per_record + gap)
     emit("closing", records=got.count, got=got.ranges())
     consumer.close()

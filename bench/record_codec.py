@@ -11,6 +11,7 @@ assignments that all differ, once each (object churn and garbage collection incl
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import timeit
@@ -150,8 +151,8 @@ def measure(number: int = 50_000, repeat: int = 5) -> dict[str, dict[str, float]
     for name, record in sample_records().items():
         key, value = encode_record(record)
         assert decode_record(key, value) == record, name
-        enc = min(timeit.repeat(lambda r=record: encode_record(r), number=number, repeat=repeat))
-        dec = min(timeit.repeat(lambda k=key, v=value: decode_record(k, v), number=number, repeat=repeat))
+        enc = min(timeit.repeat(functools.partial(encode_record, record), number=number, repeat=repeat))
+        dec = min(timeit.repeat(functools.partial(decode_record, key, value), number=number, repeat=repeat))
         results[name] = {
             "encode_us": enc / number * 1e6,
             "decode_us": dec / number * 1e6,

@@ -90,11 +90,12 @@ def kafka4(kafka_cluster_factory: KafkaClusterFactory) -> KafkaCluster:
 
 
 @pytest.fixture(scope="session")
-def kafka_clients4() -> JavaClients:
-    """Kafka's Java tools of the newest 4.x release that publishes them."""
+def kafka_clients4(tmp_path_factory: pytest.TempPathFactory) -> JavaClients:
+    """Kafka's Java tools of the newest 4.x release that publishes them (each tool's stderr is
+    kept under pytest's basetemp)."""
     skip_without_tools()
     try:
-        return java_clients("4")
+        return java_clients("4", workdir=tmp_path_factory.mktemp("kafka-clients4"))
     except KafkaUnavailable as exc:
         if exc.tool_missing:
             pytest.skip(f"reference Kafka unavailable: {exc}")

@@ -111,7 +111,8 @@ class GatewayProcess:
     def metrics(self) -> str:
         assert self.metrics_url is not None, "start with --set metrics.listen=127.0.0.1:0"
         with urllib.request.urlopen(self.metrics_url, timeout=5) as r:
-            return r.read().decode()
+            body: bytes = r.read()
+            return body.decode()
 
     # -- lifecycle ----------------------------------------------------------------------------
 

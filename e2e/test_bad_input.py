@@ -133,7 +133,7 @@ def cases(gw: GatewayProcess) -> list[tuple[str, Callable[[], None]]]:
         assert_closed(gw, frame(header_v1(9999, 0)))
 
     def unimplemented_api_key() -> None:
-        assert_closed(gw, frame(header_v1(33, 1) + b"\x00\x00\x00\x00\x00"))  # AlterConfigs (not served)
+        assert_closed(gw, frame(header_v1(25, 1) + b"\x00\x00\x00\x00\x00"))  # AddOffsetsToTxn (not served)
 
     def unsupported_version() -> None:
         assert_closed(gw, frame(header_v2(3, 14) + b"\x01\x01\x00\x00"))  # Metadata v14

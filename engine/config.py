@@ -12,7 +12,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from engine import assignors
+
 INT_MAX = 2**31 - 1
+
+# Kafka's builtin server assignors by class name (`group.consumer.assignors` takes either).
+KAFKA_ASSIGNOR_CLASSES = {
+    "org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
+    "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range",
+}
 
 MigrationPolicy = Literal["bidirectional", "upgrade", "downgrade", "disabled"]
 RebalanceProtocol = Literal["classic", "consumer"]
@@ -24,17 +32,25 @@ class CoordinatorConfig(BaseModel):
     model_config = ConfigDict(populate_by_name=True, frozen=True, extra="forbid")
 
     # --- consumer groups (KIP-848) ---
-    consumer_session_timeout_ms: int = Field(45000, alias="group.consumer.session.timeout.ms", ge=1)
-    consumer_min_session_timeout_ms: int = Field(45000, alias="group.consumer.min.session.timeout.ms", ge=1)
-    consumer_max_session_timeout_ms: int = Field(60000, alias="group.consumer.max.session.timeout.ms", ge=1)
-    consumer_heartbeat_interval_ms: int = Field(5000, alias="group.consumer.heartbeat.interval.ms", ge=1)
+    consumer_session_timeout_ms: int = Field(
+        45000, alias="group.consumer.session.timeout.ms", ge=1, le=INT_MAX
+    )
+    consumer_min_session_timeout_ms: int = Field(
+        45000, alias="group.consumer.min.session.timeout.ms", ge=1, le=INT_MAX
+    )
+    consumer_max_session_timeout_ms: int = Field(
+        60000, alias="group.consumer.max.session.timeout.ms", ge=1, le=INT_MAX
+    )
+    consumer_heartbeat_interval_ms: int = Field(
+        5000, alias="group.consumer.heartbeat.interval.ms", ge=1, le=INT_MAX
+    )
     consumer_min_heartbeat_interval_ms: int = Field(
-        5000, alias="group.consumer.min.heartbeat.interval.ms", ge=1
+        5000, alias="group.consumer.min.heartbeat.interval.ms", ge=1, le=INT_MAX
     )
     consumer_max_heartbeat_interval_ms: int = Field(
-        15000, alias="group.consumer.max.heartbeat.interval.ms", ge=1
+        15000, alias="group.consumer.max.heartbeat.interval.ms", ge=1, le=INT_MAX
     )
-    consumer_max_size: int = Field(INT_MAX, alias="group.consumer.max.size", ge=1)
+    consumer_max_size: int = Field(INT_MAX, alias="group.consumer.max.size", ge=1, le=INT_MAX)
     consumer_assignors: tuple[str, ...] = Field(
         ("uniform", "range"), alias="group.consumer.assignors", min_length=1
     )
@@ -46,18 +62,34 @@ class CoordinatorConfig(BaseModel):
     )
 
     # --- classic groups ---
-    min_session_timeout_ms: int = Field(6000, alias="group.min.session.timeout.ms", ge=0)
-    max_session_timeout_ms: int = Field(1800000, alias="group.max.session.timeout.ms", ge=0)
-    initial_rebalance_delay_ms: int = Field(3000, alias="group.initial.rebalance.delay.ms", ge=0)
-    max_size: int = Field(INT_MAX, alias="group.max.size", ge=1)
+    min_session_timeout_ms: int = Field(6000, alias="group.min.session.timeout.ms", ge=0, le=INT_MAX)
+    max_session_timeout_ms: int = Field(1800000, alias="group.max.session.timeout.ms", ge=0, le=INT_MAX)
+    initial_rebalance_delay_ms: int = Field(3000, alias="group.initial.rebalance.delay.ms", ge=0, le=INT_MAX)
+    max_size: int = Field(INT_MAX, alias="group.max.size", ge=1, le=INT_MAX)
 
     # --- offsets ---
-    offsets_retention_minutes: int = Field(10080, alias="offsets.retention.minutes", ge=1)
+    offsets_retention_minutes: int = Field(10080, alias="offsets.retention.minutes", ge=1, le=INT_MAX)
     offsets_retention_check_interval_ms: int = Field(
         600000, alias="offsets.retention.check.interval.ms", ge=1
     )
-    offset_metadata_max_bytes: int = Field(4096, alias="offset.metadata.max.bytes", ge=0)
-    offsets_topic_num_partitions: int = Field(50, alias="offsets.topic.num.partitions", ge=1)
+    offset_metadata_max_bytes: int = Field(4096, alias="offset.metadata.max.bytes", ge=0, le=INT_MAX)
+    offsets_topic_num_partitions: int = Field(50, alias="offsets.topic.num.partitions", ge=1, le=INT_MAX)
+
+    @field_validator("consumer_assignors", mode="after")
+    @classmethod
+    def _known_assignors(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        """Kafka instantiates every listed assignor at start-up, so a wrong name stops the
+        broker there instead of failing every heartbeat that needs an assignment. Kafka's class
+        names of its builtin assignors stand for their names (a server.properties copied from
+        a 3.x broker lists them that way)."""
+        known = assignors.names()
+        out = []
+        for name in value:
+            short = KAFKA_ASSIGNOR_CLASSES.get(name, name)
+            if short not in known:
+                raise ValueError(f"unknown assignor {name!r} (known: {', '.join(known)})")
+            out.append(short)
+        return tuple(out)
 
     @field_validator("consumer_migration_policy", mode="before")
     @classmethod

@@ -1,7 +1,15 @@
 """Kafka error codes the coordinator produces (`org.apache.kafka.common.protocol.Errors`).
 
-Handlers raise `CoordinatorError(code, message)`; the operation boundary turns it into the
-response's error code and message, and no record of the failed operation is kept.
+One error style for handlers, in both protocols: a handler refuses a request by raising
+`CoordinatorError(code, message)`; the operation boundary (`Shard._run`, or the
+ConsumerGroupHeartbeat entry) turns it into the response's error code (and message, where the API
+has one), logs a `request.rejected` event, and keeps nothing else of the operation: no record, no
+timer change, no completion.
+
+A handler returns an error response instead only when the refusal itself changes state that must
+stay: a classic group changed in place as Kafka's classic paths do (a member removed because the
+group is full, a parked request answered), or a timer the refusal arms (a classic member of a
+consumer group told to rejoin gets a join timer). Those paths log their own `request.rejected`.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 Upgrade").
 
 The engine runs each group type natively. A request of one protocol that reaches a group of the
-other type is handed to these hooks; the translation layer implements them (classic members in
+other type is handed to these hooks (the cells of `engine.routing.ROUTES` that say so, and the
+fencing of a member, which may downgrade its group); the translation layer implements them (classic members in
 consumer groups, conversions in both directions). `RefuseMigration` is the engine's behaviour on
 its own: what Kafka answers when no conversion is possible.
 """

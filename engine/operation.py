@@ -1,8 +1,10 @@
-"""What a handler accumulates while it computes one operation.
+"""What a handler accumulates while it computes one operation (Kafka `CoordinatorResult`).
 
-Records, completions of parked requests, log events, and `after` actions: small in-memory
-changes that are not records (e.g. clearing a metadata-refresh flag) and must happen only if the
-operation succeeds. A handler that raises leaves nothing behind: the shard drops the Operation.
+Records, timer changes, completions of parked requests, log events, and `after` actions: small
+in-memory changes that are not records (e.g. clearing a metadata-refresh flag). Records, timer
+changes and `after` actions are applied together by `Shard.commit`, and only once the journal has
+accepted the records; nothing else may change the shard's state or its timers. A handler that
+raises leaves nothing behind: the shard drops the Operation.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any
 
 from engine.errors import Errors
 from engine.outcome import Event, Pending
+from engine.timers import CANCEL, SCHEDULE, SCHEDULE_IF_ABSENT, TimerChange, TimerKind, timer_key
 from records.coordinator import CoordinatorRecord
 
 # Called with Errors.NONE once the records are durable, or with the append's (mapped) error.
@@ -20,19 +23,33 @@ AppendContinuation = Callable[["Errors", "Operation"], None]
 
 class Operation:
     """`replay` is False for classic-group paths, which change state in place (the GroupMetadata
-    record is a snapshot of it) as Kafka's do. `on_append` is Kafka's append future: work that
-    must wait until the records are durable (or failed), e.g. a leader's SyncGroup."""
+    record is a snapshot of it) as Kafka's do; it is chosen when the operation is created (by the
+    routing table or the expiry table) and never changes. `on_append` is Kafka's append future:
+    work that must wait until the records are durable (or failed), e.g. a leader's SyncGroup."""
 
-    __slots__ = ("_after", "completions", "events", "explanations", "on_append", "records", "replay")
+    __slots__ = (
+        "_after",
+        "append_error",
+        "completions",
+        "events",
+        "explanations",
+        "on_append",
+        "records",
+        "replay",
+        "timers",
+    )
 
     def __init__(self, replay: bool = True) -> None:
         self.records: list[CoordinatorRecord] = []
+        self.timers: list[TimerChange] = []
         self.events: list[Event] = []
         self.explanations: list[Event] = []
         self.completions: list[tuple[Pending, Any]] = []
         self._after: list[Callable[[], None]] | None = None
         self.replay = replay
         self.on_append: AppendContinuation | None = None
+        # Set by `Shard.commit` when the journal refused the records (the mapped error).
+        self.append_error: Errors | None = None
 
     def event(self, name: str, **fields: Any) -> None:
         self.events.append((name, fields))
@@ -47,6 +64,23 @@ class Operation:
 
     def complete(self, handle: Pending, response: Any) -> None:
         self.completions.append((handle, response))
+
+    # --- timer changes (applied by `Shard.commit` with the records) ----------------------------
+
+    def schedule(
+        self, kind: TimerKind, group_id: str, member_id: str, timeout_ms: int, epoch: int = 0, data: int = 0
+    ) -> None:
+        """Schedule the timer (kind, group, member) at now + timeout, replacing any timer with the
+        same key; `epoch` and `data` are what its handler needs (`engine.timers.TimerTask`)."""
+        key = timer_key(kind, group_id, member_id)
+        self.timers.append((SCHEDULE, key, kind, group_id, member_id, epoch, data, timeout_ms))
+
+    def schedule_if_absent(self, kind: TimerKind, group_id: str, member_id: str, timeout_ms: int) -> None:
+        key = timer_key(kind, group_id, member_id)
+        self.timers.append((SCHEDULE_IF_ABSENT, key, kind, group_id, member_id, 0, 0, timeout_ms))
+
+    def cancel(self, kind: TimerKind, group_id: str, member_id: str = "") -> None:
+        self.timers.append((CANCEL, timer_key(kind, group_id, member_id), kind, group_id, member_id, 0, 0, 0))
 
     def after(self, action: Callable[[], None]) -> None:
         if self._after is None:

@@ -5,20 +5,27 @@ and the metadata image they assign from. Its surface is small, like h11's: handl
 `now`, `expire(now)` due timers, `replay(record)`, and `append_completed` for operations whose
 follow-up waits for their records to be durable.
 
-Two kinds of operations, as in Kafka:
-* consumer groups, offsets and group deletion compute records from the current state and change
-  state only by replaying those records (`Operation(replay=True)`), so a restart and a live run
-  cannot diverge;
-* classic groups change in place and write a GroupMetadata snapshot (`replay=False`).
+Rules of this file:
+* One way to change state. A request is checked, routed (`engine.routing.ROUTES` names the path
+  and the operation's replay mode) and computed into an `Operation` by a handler that sees only
+  `ShardState`; `commit` then journals the records and, only if the journal accepted them,
+  applies the records, the `after` actions and the timer changes. Nothing else here or in a
+  handler changes a consumer group, an offset or a timer.
+* Two kinds of operations, as in Kafka: consumer groups, offsets and group deletion compute
+  records from the current state and change state only by replaying them
+  (`Operation(replay=True)`), so a restart and a live run cannot diverge; classic groups change
+  in place and write a GroupMetadata snapshot (`replay=False`).
+* A fired timer is a `TimerTask`, dispatched by kind through `engine.expiry.EXPIRY`.
 
-Requests of one protocol that reach a group of the other type go to `self.migration`
-(`engine.hooks.MigrationHooks`); the translation layer installs its implementation.
+Requests of one protocol that reach a group of the other type go to the `MigrationHooks`
+(`engine.hooks`) in `ShardState.migration`; the translation layer installs its implementation.
 
 Durability: the runtime installs `journal`, which appends an operation's records to the log
 (without waiting for fsync) and raises `AppendError` when it cannot. The shard calls it before
-applying anything, so a failed append leaves the state exactly as it was and the client gets
-Kafka's mapped error (Kafka `CoordinatorRuntime`). Classic paths, which change state in place, learn of the
-failure through their append continuation, as Kafka's append futures do.
+applying anything, so a failed append leaves the state and the timers exactly as they were and
+the client gets Kafka's mapped error (Kafka `CoordinatorRuntime`). Classic paths, which change
+state in place, learn of the failure through their append continuation, as Kafka's append
+futures do.
 """
 
 from __future__ import annotations
@@ -36,17 +43,14 @@ from engine.classic.api import (
     JoinGroupResponse,
     LeaveGroupRequest,
     LeaveGroupResponse,
-    MemberResponse,
     SyncGroupRequest,
     SyncGroupResponse,
 )
 from engine.classic.group import ClassicGroup
-from engine.classic.heartbeat import heartbeat_classic_group, leave_classic_group
-from engine.classic.join import join_classic_group
 from engine.classic.rebalance import prepare_rebalance, reschedule_heartbeat
 from engine.classic.records import group_from_record
 from engine.classic.state import ClassicGroupState
-from engine.classic.sync import PROTOCOL_FIELDS_REQUIRED_VERSION, sync_classic_group
+from engine.classic.sync import PROTOCOL_FIELDS_REQUIRED_VERSION
 from engine.config import CoordinatorConfig, GroupConfig
 from engine.consumer import heartbeat as cg_heartbeat
 from engine.consumer.api import (
@@ -59,14 +63,11 @@ from engine.consumer.api import (
 )
 from engine.consumer.group import ConsumerGroup, ReplayError
 from engine.consumer.member import MemberState
-from engine.consumer.membership import (
-    fence_member,
-    schedule_rebalance_timeout,
-    schedule_session_timeout,
-)
+from engine.consumer.membership import schedule_rebalance_timeout, schedule_session_timeout
 from engine.consumer.replay import CONSUMER_GROUP_KEYS, apply_record
 from engine.context import RequestContext
 from engine.errors import AppendError, CoordinatorError, Errors, append_error_to_response
+from engine.expiry import EXPIRY, RETRY_BACKOFF_MS, schedule_offset_expiration
 from engine.hooks import MigrationHooks, RefuseMigration
 from engine.ids import IdSource, SeededIds
 from engine.metadata import MetadataImage, TopicId
@@ -85,7 +86,16 @@ from engine.offsets.api import (
 from engine.offsets.store import OffsetStore
 from engine.operation import AppendContinuation, Operation
 from engine.outcome import Outcome, Pending
-from engine.timers import Timers
+from engine.routing import ROUTES, GroupKind, kind_of, route
+from engine.state import Group, ShardState
+from engine.timers import (
+    Timers,
+    TimerTask,
+    apply_timer_changes,
+    group_join_key,
+    group_sync_key,
+    heartbeat_key,
+)
 from records.classic_group import GroupMetadataKey, GroupMetadataValue
 from records.consumer_group import (
     ConsumerGroupMetadataKey,
@@ -94,9 +104,18 @@ from records.coordinator import CoordinatorRecord
 from records.offsets import OffsetCommitKey
 
 S = ClassicGroupState
-OFFSET_EXPIRATION_KEY = "expire-group-metadata"
 
 _CONSUMER_KEYS = CONSUMER_GROUP_KEYS
+
+
+_NO_OP = Operation()  # stands for the operation of a request refused before it has one
+ROUTES_CGH = ROUTES["ConsumerGroupHeartbeat"]
+_CGH_CONSUMER = ROUTES_CGH[GroupKind.CONSUMER]
+
+
+def _check_group_id(req: Any) -> None:
+    if not req.group_id:
+        raise CoordinatorError(Errors.INVALID_GROUP_ID)
 
 
 class Shard:
@@ -105,57 +124,92 @@ class Shard:
         config: CoordinatorConfig | None = None,
         ids: IdSource | None = None,
         image: MetadataImage | None = None,
+        migration: MigrationHooks | None = None,
     ) -> None:
-        self.config = config if config is not None else CoordinatorConfig()
-        self.ids: IdSource = ids if ids is not None else SeededIds(0)
-        self.image = image if image is not None else MetadataImage.EMPTY
+        # What handlers see (config, clock, ids, image, groups, offsets, migration hooks).
+        self.state = ShardState(
+            config if config is not None else CoordinatorConfig(),
+            ids if ids is not None else SeededIds(0),
+            image if image is not None else MetadataImage.EMPTY,
+            migration if migration is not None else RefuseMigration(),
+        )
         self.timers = Timers()
-        self.groups: dict[str, Any] = {}
-        self.offsets = OffsetStore()
-        self.group_configs: dict[str, GroupConfig] = {}
-        self.now_ms = 0
-        self.migration: MigrationHooks = RefuseMigration()
         # Replay anomalies tolerated on load (KAFKA-21117); the loader logs and clears them.
         self.replay_warnings: list[tuple[str, dict[str, Any]]] = []
         # Appends an operation's records (no fsync); raises AppendError. None: no log (tests).
         self.journal: Callable[[Sequence[CoordinatorRecord]], None] | None = None
 
+    # --- the state, as the runtime, the loader and tests read it ----------------------------------
+
+    @property
+    def config(self) -> CoordinatorConfig:
+        return self.state.config
+
+    @property
+    def ids(self) -> IdSource:
+        return self.state.ids
+
+    @property
+    def image(self) -> MetadataImage:
+        return self.state.image
+
+    @property
+    def groups(self) -> dict[str, Group]:
+        return self.state.groups
+
+    @property
+    def offsets(self) -> OffsetStore:
+        return self.state.offsets
+
+    @property
+    def group_configs(self) -> dict[str, GroupConfig]:
+        return self.state.group_configs
+
+    @property
+    def now_ms(self) -> int:
+        return self.state.now_ms
+
+    @property
+    def migration(self) -> MigrationHooks:
+        return self.state.migration
+
+    @migration.setter
+    def migration(self, hooks: MigrationHooks) -> None:
+        self.state.migration = hooks
+
     # --- time and configuration ---------------------------------------------------------------
 
     def tick(self, now_ms: int) -> int:
         """Advance the shard's clock (never backwards) and return it."""
-        if now_ms > self.now_ms:
-            self.now_ms = now_ms
-        return self.now_ms
+        st = self.state
+        if now_ms > st.now_ms:
+            st.now_ms = now_ms
+        return st.now_ms
 
     def consumer_session_timeout_ms(self, group_id: str) -> int:
-        gc = self.group_configs.get(group_id)
-        if gc is not None and gc.consumer_session_timeout_ms is not None:
-            return gc.consumer_session_timeout_ms
-        return self.config.consumer_session_timeout_ms
+        return self.state.consumer_session_timeout_ms(group_id)
 
     def consumer_heartbeat_interval_ms(self, group_id: str) -> int:
-        gc = self.group_configs.get(group_id)
-        if gc is not None and gc.consumer_heartbeat_interval_ms is not None:
-            return gc.consumer_heartbeat_interval_ms
-        return self.config.consumer_heartbeat_interval_ms
+        return self.state.consumer_heartbeat_interval_ms(group_id)
 
     def set_group_config(self, group_id: str, config: GroupConfig | None) -> None:
         if config is None:
-            self.group_configs.pop(group_id, None)
+            self.state.group_configs.pop(group_id, None)
         else:
-            config.validate_against(self.config)
-            self.group_configs[group_id] = config
+            config.validate_against(self.state.config)
+            self.state.group_configs[group_id] = config
 
     # --- running operations ---------------------------------------------------------------------
 
     def commit(
         self, op: Operation, response: Any, on_error: Callable[[CoordinatorError], Any] | None = None
     ) -> Outcome[Any]:
-        """Journal the operation's records, apply them (replaying operations) and package it.
+        """The only place state changes: journal the operation's records, then apply them
+        (replaying operations), its `after` actions and its timer changes, and package it.
 
         When the journal refuses the records nothing is applied: a replaying operation answers
-        `on_error(mapped error)`; a classic one runs its append continuation with the error."""
+        `on_error(mapped error)`; a classic one (whose group already changed in place) runs its
+        append continuation with the error and keeps the timer changes that go with its group."""
         if op.records and self.journal is not None:
             try:
                 self.journal(op.records)
@@ -163,7 +217,10 @@ class Shard:
                 return self._append_failed(op, response, on_error, e)
         if op.replay and op.records:
             self.apply(op.records)
-        op.run_after()
+        if op._after:
+            op.run_after()
+        if op.timers:
+            apply_timer_changes(self.timers, op.timers, self.state.now_ms)
         completions: Any = op.completions
         if isinstance(response, Pending) and completions:
             # The operation also completed its own parked request (e.g. the last member to
@@ -187,6 +244,7 @@ class Shard:
         e: AppendError,
     ) -> Outcome[Any]:
         mapped = append_error_to_response(e.code)
+        op.append_error = mapped
         failure = {
             "error": e.code.name,
             "answered": mapped.name,
@@ -198,6 +256,7 @@ class Shard:
             failed = on_error(CoordinatorError(mapped, e.message)) if on_error is not None else None
             # Parked requests the operation already answered (an upgrade tells a rebalancing
             # classic group's members to rejoin) keep their answers, as Kafka's futures do.
+            # Its timer changes are dropped with its records: the state they were for is not.
             return Outcome(failed, (), op.completions, events)
         # Classic paths already changed the group: their continuation undoes or reports it.
         completions = list(op.completions)
@@ -206,6 +265,7 @@ class Shard:
             op.on_append(mapped, follow)
             completions.extend(follow.completions)
             events.extend(follow.events)
+            op.timers.extend(follow.timers)
         op.records = []
         op.completions = completions
         op.events = events
@@ -252,21 +312,21 @@ class Shard:
             )
         return self.commit(op, response, on_error)
 
-    def classic_timer(self, fn: Callable[[Operation], None]) -> Outcome[None]:
-        """A fired classic-group timer runs as an operation of its own."""
-        op = Operation(replay=False)
-        fn(op)
-        return self.commit(op, None)
-
     # --- ConsumerGroupHeartbeat ---------------------------------------------------------------
 
     def consumer_group_heartbeat(
         self, request: ConsumerGroupHeartbeatRequest, ctx: RequestContext, now_ms: int
     ) -> Outcome[ConsumerGroupHeartbeatResponse]:
         self.tick(now_ms)
-        op = Operation()
+        st = self.state
+        op = _NO_OP
         try:
-            response = cg_heartbeat.heartbeat(self, request, ctx, op)
+            cg_heartbeat.validate(request, ctx.api_version, st.config.consumer_assignors)
+            group = st.groups.get(request.group_id)
+            # The table's cell for a consumer group, looked up once (every steady heartbeat).
+            r = _CGH_CONSUMER if type(group) is ConsumerGroup else ROUTES_CGH[kind_of(group)]
+            op = Operation(r.replay)
+            response = r.path(st, group, request, ctx, op)
         except CoordinatorError as e:
             return Outcome(
                 ConsumerGroupHeartbeatResponse(error_code=int(e.code), error_message=e.message),
@@ -291,190 +351,139 @@ class Shard:
             lambda e: ConsumerGroupHeartbeatResponse(error_code=int(e.code), error_message=e.message),
         )
 
-    def consumer_group_for_heartbeat(self, group_id: str, create: bool, op: Operation) -> ConsumerGroup:
-        """Kafka `getOrMaybeCreateConsumerGroup`: the group a heartbeat works on."""
-        group = self.groups.get(group_id)
-        if group is None:
-            if not create:
-                raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
-            return ConsumerGroup(group_id)  # materialised by replaying the join's records
-        if isinstance(group, ConsumerGroup):
-            return group
-        if isinstance(group, ClassicGroup) and group.is_empty() and create:
-            # An empty classic group (even an offsets-only one) is replaced whatever the
-            # migration policy; offsets are keyed by group id and stay (Kafka converts empty groups
-            # whatever the policy).
-            from engine.classic.records import group_metadata_tombstone
-
-            op.records.append(group_metadata_tombstone(group_id))
-            op.event(
-                "group.converted",
-                group=group_id,
-                from_type="classic",
-                to_type="consumer",
-                reason="empty classic group",
-            )
-            return ConsumerGroup(group_id)
-        if isinstance(group, ClassicGroup) and create:
-            return self.migration.consumer_heartbeat_to_classic_group(group, create, op)
-        raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
-
     def consumer_group_strict(self, group_id: str) -> ConsumerGroup:
-        """Kafka `consumerGroup(groupId)`: the group a leave works on, with its messages."""
-        group = self.groups.get(group_id)
-        if group is None:
-            raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
-        if not isinstance(group, ConsumerGroup):
-            raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
-        return group
-
-    def fence_consumer_member(
-        self, group_id: str, member_id: str, reason: str, only_at_epoch: int | None = None
-    ) -> Outcome[None] | None:
-        """Timer-driven fencing (session or rebalance timeout); nothing when already gone."""
-        group = self.groups.get(group_id)
-        if not isinstance(group, ConsumerGroup):
-            return None
-        member = group.members.get(member_id)
-        if member is None:
-            return None
-        if only_at_epoch is not None and member.member_epoch != only_at_epoch:
-            return None
-        op = Operation()
-        try:
-            fence_member(self, group, member, op, reason)
-        except CoordinatorError:
-            return None
-        return self.commit(op, None)
+        return self.state.consumer_group_strict(group_id)
 
     # --- classic groups ---------------------------------------------------------------------
 
     def classic_group(self, group_id: str) -> ClassicGroup | None:
-        g = self.groups.get(group_id)
-        return g if isinstance(g, ClassicGroup) else None
+        return self.state.classic_group(group_id)
 
     def join_group(
         self, req: JoinGroupRequest, ctx: RequestContext, now_ms: int
     ) -> Outcome[JoinGroupResponse]:
-        def fn(op: Operation) -> Any:
+        config = self.state.config
+
+        def check() -> None:
             if not req.group_id:
                 raise CoordinatorError(Errors.INVALID_GROUP_ID)
-            if (
-                not self.config.min_session_timeout_ms
-                <= req.session_timeout_ms
-                <= self.config.max_session_timeout_ms
-            ):
+            if not config.min_session_timeout_ms <= req.session_timeout_ms <= config.max_session_timeout_ms:
                 raise CoordinatorError(Errors.INVALID_SESSION_TIMEOUT)
             if req.rebalance_timeout_ms < 0:
                 req.rebalance_timeout_ms = req.session_timeout_ms  # JoinGroup v0 has none
-            group = self.groups.get(req.group_id)
-            if isinstance(group, ConsumerGroup):
-                if not group.is_empty():
-                    return self.migration.classic_join_to_consumer_group(group, req, ctx, op)
-                # An empty consumer group is replaced by a classic group whatever the policy.
-                offsets_ops.group_tombstones(group, op.records)
-                del self.groups[req.group_id]
-                op.event(
-                    "group.converted",
-                    group=req.group_id,
-                    from_type="consumer",
-                    to_type="classic",
-                    reason="empty consumer group",
-                )
-            return join_classic_group(self, req, ctx, op)
 
-        return self._run(
+        replaced = self.groups.get(req.group_id)
+        out = self._route(
             now_ms,
             "JoinGroup",
-            fn,
+            req,
+            ctx,
+            check,
             # Kafka answers a join its consumer-group path refused (an exception) without a member
             # id (`GroupCoordinatorService.joinGroup`).
             lambda e: JoinGroupResponse(
                 error_code=int(e.code),
                 member_id="" if isinstance(self.groups.get(req.group_id), ConsumerGroup) else req.member_id,
             ),
-            replay=False,
-            group_id=req.group_id,
-            member_id=req.member_id,
+            req.member_id,
         )
+        if isinstance(replaced, ConsumerGroup) and self.groups.get(req.group_id) is not replaced:
+            failed = [fields for name, fields in out.events if name == "append.failed"]
+            if failed:
+                return self._undo_empty_group_replacement(req, replaced, out, failed[0])
+        return out
+
+    def _undo_empty_group_replacement(
+        self,
+        req: JoinGroupRequest,
+        replaced: ConsumerGroup,
+        out: Outcome[Any],
+        failure: dict[str, Any],
+    ) -> Outcome[JoinGroupResponse]:
+        """The records replacing an empty consumer group by a classic group were refused: put the
+        consumer group back (Kafka reverts the whole operation), or the log would keep the
+        consumer group while memory holds a classic one, and the next GroupMetadata record would
+        make the log fail to load. The new classic group had only the joiner: its timers go,
+        and it is answered the append's error."""
+        gid = req.group_id
+        classic = self.groups.get(gid)
+        if isinstance(classic, ClassicGroup):
+            for mid in [*classic.members, *classic.pending_join_members]:
+                self.timers.cancel(heartbeat_key(gid, mid))
+        self.timers.cancel(group_join_key(gid))
+        self.timers.cancel(group_sync_key(gid))
+        self.groups[gid] = replaced
+        code = Errors[failure["answered"]]
+        events = [e for e in out.events if e[0] != "group.converted"]
+        return Outcome(JoinGroupResponse(error_code=int(code), member_id=req.member_id), (), (), events)
 
     def sync_group(
         self, req: SyncGroupRequest, ctx: RequestContext, now_ms: int
     ) -> Outcome[SyncGroupResponse]:
-        def fn(op: Operation) -> Any:
+        def check() -> None:
             if not req.group_id:
                 raise CoordinatorError(Errors.INVALID_GROUP_ID)
             if ctx.api_version >= PROTOCOL_FIELDS_REQUIRED_VERSION and (
                 req.protocol_type is None or req.protocol_name is None
             ):
                 raise CoordinatorError(Errors.INCONSISTENT_GROUP_PROTOCOL)
-            group = self.groups.get(req.group_id)
-            if group is None or group.is_empty():
-                raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID)
-            if isinstance(group, ConsumerGroup):
-                return self.migration.classic_sync_to_consumer_group(group, req, ctx, op)
-            return sync_classic_group(self, group, req, ctx, op)
 
-        return self._run(
+        return self._route(
             now_ms,
             "SyncGroup",
-            fn,
+            req,
+            ctx,
+            check,
             lambda e: SyncGroupResponse(error_code=int(e.code)),
-            replay=False,
-            group_id=req.group_id,
-            member_id=req.member_id,
+            req.member_id,
         )
 
     def heartbeat(
         self, req: HeartbeatRequest, ctx: RequestContext, now_ms: int
     ) -> Outcome[HeartbeatResponse]:
-        def fn(op: Operation) -> Any:
-            if not req.group_id:
-                raise CoordinatorError(Errors.INVALID_GROUP_ID)
-            group = self.groups.get(req.group_id)
-            if isinstance(group, ClassicGroup):
-                return heartbeat_classic_group(self, group, req)
-            if isinstance(group, ConsumerGroup):
-                return self.migration.classic_heartbeat_to_consumer_group(group, req, ctx, op)
-            raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, f"Group {req.group_id} not found.")
-
-        return self._run(
+        return self._route(
             now_ms,
             "Heartbeat",
-            fn,
+            req,
+            ctx,
+            lambda: _check_group_id(req),
             lambda e: HeartbeatResponse(int(e.code)),
-            replay=False,
-            group_id=req.group_id,
-            member_id=req.member_id,
+            req.member_id,
         )
 
     def leave_group(
         self, req: LeaveGroupRequest, ctx: RequestContext, now_ms: int
     ) -> Outcome[LeaveGroupResponse]:
-        def fn(op: Operation) -> Any:
-            if not req.group_id:
-                raise CoordinatorError(Errors.INVALID_GROUP_ID)
-            group = self.groups.get(req.group_id)
-            if isinstance(group, ClassicGroup):
-                return leave_classic_group(self, group, req, op)
-            if isinstance(group, ConsumerGroup):
-                op.replay = True  # classic members leaving a consumer group write consumer records
-                return self.migration.classic_leave_to_consumer_group(group, req, ctx, op)
-            return LeaveGroupResponse(
-                members=[
-                    MemberResponse(m.member_id, m.group_instance_id, int(Errors.UNKNOWN_MEMBER_ID))
-                    for m in req.members
-                ]
-            )
-
-        return self._run(
+        return self._route(
             now_ms,
             "LeaveGroup",
-            fn,
+            req,
+            ctx,
+            lambda: _check_group_id(req),
             lambda e: LeaveGroupResponse(error_code=int(e.code)),
-            replay=False,
-            group_id=req.group_id,
         )
+
+    def _route(
+        self,
+        now_ms: int,
+        api: str,
+        req: Any,
+        ctx: RequestContext,
+        check: Callable[[], None],
+        on_error: Callable[[CoordinatorError], Any],
+        member_id: str = "",
+    ) -> Outcome[Any]:
+        """Run a classic API: the request checks, then the path `engine.routing.ROUTES` names
+        for the group the request finds, in an operation of the route's replay mode."""
+        st = self.state
+        group = st.groups.get(req.group_id)
+        r = route(api, group)
+
+        def fn(op: Operation) -> Any:
+            check()
+            return r.path(st, group, req, ctx, op)
+
+        return self._run(now_ms, api, fn, on_error, r.replay, req.group_id, member_id)
 
     def describe_groups(self, group_ids: Iterable[str]) -> list[DescribedGroup]:
         """DescribeGroups for classic groups; missing groups are Dead. Consumer groups are
@@ -510,7 +519,7 @@ class Shard:
         return self._run(
             now_ms,
             "OffsetCommit",
-            lambda op: offsets_ops.commit_offsets(self, req, ctx, op),
+            lambda op: offsets_ops.commit_offsets(self.state, req, ctx, op),
             failed,
             group_id=req.group_id,
             member_id=req.member_id,
@@ -519,7 +528,7 @@ class Shard:
     def offset_fetch(
         self, groups: Iterable[OffsetFetchGroupRequest], require_stable: bool = False
     ) -> list[OffsetFetchGroupResponse]:
-        return [offsets_ops.fetch_offsets(self, g, require_stable) for g in groups]
+        return [offsets_ops.fetch_offsets(self.state, g, require_stable) for g in groups]
 
     def offset_delete(
         self, req: OffsetDeleteRequest, ctx: RequestContext, now_ms: int
@@ -527,7 +536,7 @@ class Shard:
         return self._run(
             now_ms,
             "OffsetDelete",
-            lambda op: offsets_ops.delete_offsets(self, req, op),
+            lambda op: offsets_ops.delete_offsets(self.state, req, op),
             lambda e: OffsetDeleteResponse(error_code=int(e.code)),
             group_id=req.group_id,
         )
@@ -538,20 +547,14 @@ class Shard:
         return self._run(
             now_ms,
             "DeleteGroups",
-            lambda op: offsets_ops.delete_groups(self, group_ids, op),
+            lambda op: offsets_ops.delete_groups(self.state, group_ids, op),
             lambda e: [DeleteGroupResult(g, int(e.code)) for g in group_ids],
         )
 
     def schedule_offset_expiration(self) -> None:
-        def fire(now: int) -> Outcome[None]:
-            op = Operation()
-            offsets_ops.expire_offsets(self, op)
-            self.schedule_offset_expiration()
-            return self.commit(op, None)
-
-        self.timers.schedule(
-            OFFSET_EXPIRATION_KEY, self.config.offsets_retention_check_interval_ms, self.now_ms, fire
-        )
+        op = Operation()
+        schedule_offset_expiration(self.state, op)
+        self.commit(op, None)
 
     # --- timers ------------------------------------------------------------------------------
 
@@ -559,15 +562,29 @@ class Shard:
         return self.timers.next_deadline()
 
     def expire(self, now_ms: int) -> list[Outcome[Any]]:
-        """Run every timer due at `now_ms`, earliest first; each fired timer is one operation."""
+        """Run every timer due at `now_ms`, earliest first; each fired timer is one operation,
+        dispatched by its kind through `engine.expiry.EXPIRY`."""
         self.tick(now_ms)
         out: list[Outcome[Any]] = []
         while True:
             entry = self.timers.pop_due(now_ms)
             if entry is None:
                 return out
-            result = entry.callback(now_ms)
-            if isinstance(result, Outcome) and (result.records or result.completions or result.events):
+            task: TimerTask = entry.callback
+            expiry = EXPIRY[task.kind]
+            op = Operation(replay=expiry.replay)
+            try:
+                expiry.fire(self.state, task, op)
+            except CoordinatorError:
+                result = None
+            else:
+                result = self.commit(op, None)
+                if op.append_error is not None and op.replay:
+                    # The state the timer was for is still there: try again (Kafka's timer retry).
+                    self.timers.schedule(task.key, RETRY_BACKOFF_MS, now_ms, task)
+            if expiry.periodic:
+                self.schedule_offset_expiration()
+            if result is not None and (result.records or result.completions or result.events):
                 out.append(result)
 
     # --- metadata ----------------------------------------------------------------------------
@@ -578,7 +595,7 @@ class Shard:
         (Kafka `onPartitionsDeleted`). The response is the set of groups marked for refresh."""
         if now_ms is not None:
             self.tick(now_ms)
-        old, self.image = self.image, image
+        old, self.state.image = self.state.image, image
         changed = old.changed_topic_names(image)
         op = Operation()
         marked: set[str] = set()
@@ -594,7 +611,7 @@ class Shard:
                     marked.add(gid)
             deleted = {n for n in changed if image.topic(n) is None}
             if deleted:
-                offsets_ops.offsets_of_deleted_topics(self, deleted, op)
+                offsets_ops.offsets_of_deleted_topics(self.state, deleted, op)
         return self.commit(op, marked)
 
     # --- load --------------------------------------------------------------------------------
@@ -606,25 +623,26 @@ class Shard:
         classic heartbeats, a rebalance for classic groups above `group.max.size`, and the
         periodic offset expiration."""
         self.tick(now_ms)
+        st = self.state
         out: list[Outcome[Any]] = []
-        for gid, group in list(self.groups.items()):
+        timers = Operation()
+        for gid, group in list(st.groups.items()):
             if isinstance(group, ConsumerGroup):
                 group.metadata_refresh_needed = True
                 for mid, m in group.members.items():
-                    schedule_session_timeout(self, gid, mid, self.consumer_session_timeout_ms(gid))
+                    schedule_session_timeout(timers, gid, mid, st.consumer_session_timeout_ms(gid))
                     if m.state is MemberState.UNREVOKED_PARTITIONS and not m.uses_classic_protocol:
-                        schedule_rebalance_timeout(self, gid, m)
-            elif isinstance(group, ClassicGroup):
+                        schedule_rebalance_timeout(timers, gid, m)
+            else:
                 for cm in group.members.values():
-                    reschedule_heartbeat(self, group, cm)
-                if group.num_members > self.config.max_size:
-                    reason = f"group exceeds group.max.size={self.config.max_size}"
-
-                    def rebalance(op: Operation, g: ClassicGroup = group, why: str = reason) -> None:
-                        prepare_rebalance(self, g, op, why)
-
-                    out.append(self.classic_timer(rebalance))
-        self.schedule_offset_expiration()
+                    reschedule_heartbeat(timers, group, cm)
+        schedule_offset_expiration(st, timers)
+        self.commit(timers, None)
+        for group in list(st.groups.values()):
+            if isinstance(group, ClassicGroup) and group.num_members > st.config.max_size:
+                op = Operation(replay=False)
+                prepare_rebalance(st, group, op, f"group exceeds group.max.size={st.config.max_size}")
+                out.append(self.commit(op, None))
         return out
 
     # --- replay ------------------------------------------------------------------------------
@@ -640,10 +658,11 @@ class Shard:
             # Inlined (most of a log is offset commits): a key's value is of its own type, as
             # records.codec decodes and encodes it.
             value: Any = record.value
-            if value is not None and key.group not in self.groups:
+            st = self.state
+            if value is not None and key.group not in st.groups:
                 # Offsets of a group that has no group record: a "simple" classic group.
-                self.groups[key.group] = ClassicGroup(key.group, self.now_ms)
-            self.offsets.replay(key, value)
+                st.groups[key.group] = ClassicGroup(key.group, st.now_ms)
+            st.offsets.replay(key, value)
         elif kt is GroupMetadataKey:
             self._replay_group_metadata(key.group, record.value)
         elif kt in _CONSUMER_KEYS:

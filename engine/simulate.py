@@ -30,6 +30,7 @@ from engine.consumer.reconcile import pending_assignment
 from engine.context import RequestContext
 from engine.ids import SeededIds
 from engine.metadata import MetadataImage, TopicImage, topic_id_for
+from engine.operation import Operation
 from engine.outcome import Outcome
 from engine.shard import Shard
 from records.consumer_group import (
@@ -349,9 +350,11 @@ def seed_group(
     for m in members.values():
         recs.append(rb.current_assignment(gid, m))
     sim.seed_records(recs)
+    timers = Operation()
     for mid in assignments:
         sim.adopt(mid, (topic,))
-        schedule_session_timeout(sim.shard, gid, mid, sim.shard.consumer_session_timeout_ms(gid))
+        schedule_session_timeout(timers, gid, mid, sim.shard.consumer_session_timeout_ms(gid))
+    sim.shard.commit(timers, None)
 
 
 def scenario_basic(sim: Simulator) -> None:

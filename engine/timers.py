@@ -2,8 +2,15 @@
 `join-{g}-{m}`, `sync-{g}-{m}`, `heartbeat-{g}-{m}`, `join-{g}`, `sync-{g}`).
 
 Kafka semantics (`CoordinatorTimer`): scheduling a key again replaces its timer; `schedule_if_absent`
-keeps an existing one; a fired timer runs its callback as a write operation. Sans-IO: the runtime
-asks `next_deadline()` and calls the engine's `expire(now)`, which pops due entries here.
+keeps an existing one; a fired timer runs as a write operation. Sans-IO: the runtime asks
+`next_deadline()` and calls the engine's `expire(now)`, which pops due entries here.
+
+Timers are data, not closures: a handler never touches `Timers`; it adds `TimerChange`s to its
+`Operation` (`schedule` / `schedule_if_absent` / `cancel` of a `TimerTask`: kind + group + member
++ epoch), and the shard applies them in `Shard.commit` together with the operation's records,
+so a timer exists exactly when the state that needs it does. A fired `TimerTask` is dispatched by
+its kind through the engine's expiry table (`engine/expiry.py`). This structure itself stores any
+payload under `callback` (the engine stores the `TimerTask`).
 
 Why buckets: every heartbeat reschedules a session timer, so rescheduling must be O(1) and
 allocation-free. Entries of one timeout length are kept in one OrderedDict in deadline order
@@ -19,10 +26,10 @@ heartbeat pushes a session timer that is not the earliest, and leaves the cache 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable
+from enum import Enum
 from typing import Any
 
-TimerCallback = Callable[[int], Any]
+TimerCallback = Any  # the payload of an entry: a TimerTask in the engine, anything in tests
 
 _STALE = -1  # `Timers._min` when it must be recomputed (deadlines are never negative)
 
@@ -101,9 +108,15 @@ class Timers:
         entry = self._entries.get(key)
         if entry is None:
             return False
+        self.push(entry, timeout_ms, now_ms)
+        return True
+
+    def push(self, entry: TimerEntry, timeout_ms: int, now_ms: int) -> None:
+        """`reschedule` of an entry already looked up."""
+        key = entry.key
         if entry.timeout_ms != timeout_ms:
             self.schedule(key, timeout_ms, now_ms, entry.callback)
-            return True
+            return
         now = self._clock(now_ms)
         self._seq += 1
         if entry.deadline == self._min:
@@ -111,7 +124,6 @@ class Timers:
         entry.deadline = now + timeout_ms
         entry.seq = self._seq
         self._buckets[timeout_ms].move_to_end(key)
-        return True
 
     def cancel(self, key: str) -> None:
         entry = self._entries.get(key)
@@ -193,3 +205,80 @@ def group_join_key(group_id: str) -> str:
 
 def group_sync_key(group_id: str) -> str:
     return f"sync-{group_id}"
+
+
+# --- timers as data -----------------------------------------------------------------------------
+
+
+class TimerKind(Enum):
+    """What a timer is for; the value is its key prefix (Kafka's timer key names)."""
+
+    CONSUMER_SESSION = "session-timeout"  # a consumer-group member's session (both protocols)
+    CONSUMER_REBALANCE = "rebalance-timeout"  # a consumer-protocol member revoking partitions
+    CLASSIC_MEMBER_JOIN = "join"  # a classic member of a consumer group told to rejoin
+    CLASSIC_MEMBER_SYNC = "sync"  # a classic member of a consumer group between join and sync
+    CLASSIC_HEARTBEAT = "heartbeat"  # a classic group member's session
+    CLASSIC_JOIN_PHASE = "join-phase"  # a classic group's join barrier (key `join-{g}`)
+    CLASSIC_INITIAL_REBALANCE = "initial-rebalance"  # a new classic group's delay (key `join-{g}`)
+    CLASSIC_SYNC_PHASE = "sync-phase"  # a classic group's sync barrier (key `sync-{g}`)
+    OFFSET_EXPIRATION = "expire-group-metadata"  # the periodic offset retention check
+
+
+class TimerTask:
+    """What fires: `epoch` is the member epoch (rebalance timeout), the generation (sync phase)
+    or the delay (initial rebalance); `data` is the rebalance timeout (rebalance timeout) or the
+    remaining wait (initial rebalance). Immutable once built."""
+
+    __slots__ = ("data", "epoch", "group_id", "key", "kind", "member_id")
+
+    def __init__(
+        self, kind: TimerKind, group_id: str, member_id: str = "", epoch: int = 0, data: int = 0
+    ) -> None:
+        self.kind = kind
+        self.group_id = group_id
+        self.member_id = member_id
+        self.epoch = epoch
+        self.data = data
+        self.key = timer_key(kind, group_id, member_id)
+
+    def __repr__(self) -> str:
+        return f"TimerTask({self.kind.name}, {self.group_id!r}, {self.member_id!r}, epoch={self.epoch})"
+
+
+SCHEDULE = 0
+SCHEDULE_IF_ABSENT = 1
+CANCEL = 2
+
+# (action, key, kind, group_id, member_id, epoch, data, timeout_ms): a plain tuple, since the hot
+# path adds one per heartbeat; the TimerTask is built only when a timer is created or changes.
+TimerChange = tuple[int, str, TimerKind, str, str, int, int, int]
+
+
+def timer_key(kind: TimerKind, group_id: str, member_id: str = "") -> str:
+    if kind is TimerKind.CONSUMER_SESSION:
+        return f"session-timeout-{group_id}-{member_id}"
+    if kind is TimerKind.OFFSET_EXPIRATION:
+        return "expire-group-metadata"
+    if kind in (TimerKind.CLASSIC_JOIN_PHASE, TimerKind.CLASSIC_INITIAL_REBALANCE):
+        return f"join-{group_id}"
+    if kind is TimerKind.CLASSIC_SYNC_PHASE:
+        return f"sync-{group_id}"
+    return f"{kind.value}-{group_id}-{member_id}"
+
+
+def apply_timer_changes(timers: Timers, changes: list[TimerChange], now_ms: int) -> None:
+    """Apply an operation's timer changes in order (called by `Shard.commit` only)."""
+    entries = timers._entries
+    for action, key, kind, group_id, member_id, epoch, data, timeout in changes:
+        if action == SCHEDULE:
+            entry = entries.get(key)
+            if entry is not None:
+                task = entry.callback
+                if task.kind is kind and task.epoch == epoch and task.data == data:
+                    timers.push(entry, timeout, now_ms)  # the same task, later (every heartbeat)
+                    continue
+            timers.schedule(key, timeout, now_ms, TimerTask(kind, group_id, member_id, epoch, data))
+        elif action == CANCEL:
+            timers.cancel(key)
+        elif key not in entries:
+            timers.schedule(key, timeout, now_ms, TimerTask(kind, group_id, member_id, epoch, data))

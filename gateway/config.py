@@ -13,15 +13,20 @@ Group-coordinator names (`group.*`, `offsets.*`, `offset.*`) are routed to
 
 from __future__ import annotations
 
+import difflib
+import os
 import types
 import typing
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from engine.config import CoordinatorConfig
+from engine.config import INT_MAX, CoordinatorConfig
+from gateway.kafka_broker_keys import KAFKA_BROKER_KEYS, KAFKA_VERSIONS, is_kafka_broker_key
+from gateway.upstream.config import UPSTREAM_KEYS, UpstreamConfig
 
 DEFAULT_PORT = 9092
 
@@ -63,20 +68,31 @@ class ServerConfig(BaseModel):
 
     listeners: str = Field(f"127.0.0.1:{DEFAULT_PORT}", alias="listeners")
     log_dirs: Path = Field(Path("./groupshift-data"), alias="log.dirs")
-    num_partitions: int = Field(1, alias="num.partitions", ge=1)
+    num_partitions: int = Field(1, alias="num.partitions", ge=1, le=INT_MAX)
     auto_create_topics_enable: bool = Field(True, alias="auto.create.topics.enable")
-    socket_request_max_bytes: int = Field(104857600, alias="socket.request.max.bytes", ge=1)
-    log_segment_bytes: int = Field(1073741824, alias="log.segment.bytes", ge=14)
+    socket_request_max_bytes: int = Field(104857600, alias="socket.request.max.bytes", ge=1, le=INT_MAX)
+    log_segment_bytes: int = Field(1073741824, alias="log.segment.bytes", ge=14, le=INT_MAX)
     metrics_listen: str | None = Field(None, alias="metrics.listen")
     # groupshift-specific: per-group series (members by protocol, epoch, lag, ...) for at most
     # `metrics.groups.max` groups, so a fleet of groups cannot blow up a scrape; off with false.
     metrics_groups_enabled: bool = Field(True, alias="metrics.groups.enabled")
-    metrics_groups_max: int = Field(500, alias="metrics.groups.max", ge=1)
-    node_id: int = Field(0, alias="node.id", ge=0)
+    metrics_groups_max: int = Field(500, alias="metrics.groups.max", ge=1, le=INT_MAX)
+    node_id: int = Field(0, alias="node.id", ge=0, le=INT_MAX)
     # groupshift-specific: how coordinator logs reach the disk. "batch" (default): one fsync per
     # group commit, and a response waits for it; "none": no fsync (tests, benchmarks).
     coordinator_fsync_policy: Literal["batch", "none"] = Field("batch", alias="coordinator.fsync.policy")
+    # The coordinator logs are compacted by the running server (Kafka's log cleaner on
+    # __consumer_offsets): when at least coordinator.compaction.min.bytes (groupshift-specific)
+    # were written since the last compaction and they are at least this ratio of the log.
+    log_cleaner_enable: bool = Field(True, alias="log.cleaner.enable")
+    log_cleaner_min_cleanable_ratio: float = Field(0.5, alias="log.cleaner.min.cleanable.ratio", ge=0, le=1)
+    log_cleaner_delete_retention_ms: int = Field(86400000, alias="log.cleaner.delete.retention.ms", ge=0)
+    coordinator_compaction_min_bytes: int = Field(
+        4 * 1024 * 1024, alias="coordinator.compaction.min.bytes", ge=1, le=INT_MAX
+    )
     group: CoordinatorConfig = Field(default_factory=lambda: CoordinatorConfig.model_validate({}))
+    # Upstream mode (`upstream.*` keys, `serve --upstream`): None serves embedded topics.
+    upstream: UpstreamConfig | None = None
 
     @field_validator("listeners")
     @classmethod
@@ -97,7 +113,31 @@ class ServerConfig(BaseModel):
     def _one_dir(cls, value: Any) -> Any:
         if isinstance(value, str) and "," in value:
             raise ValueError("exactly one data directory is supported")
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("the data directory must not be empty")
         return value
+
+    @field_validator("auto_create_topics_enable", "log_cleaner_enable", mode="before")
+    @classmethod
+    def _kafka_boolean(cls, value: Any) -> Any:
+        """Kafka's BOOLEAN configs take `true` or `false` (any case), nothing else."""
+        if isinstance(value, str):
+            if value.strip().lower() not in ("true", "false"):
+                raise ValueError(f"expected true or false, got {value!r}")
+            return value.strip().lower() == "true"
+        return value
+
+    @model_validator(mode="after")
+    def _distinct_ports(self) -> ServerConfig:
+        """The Kafka listener and the metrics endpoint cannot share a port."""
+        if self.metrics_listen is not None:
+            host, port = _split_host_port(self.listeners)
+            m_host, m_port = _split_host_port(self.metrics_listen)
+            if port != 0 and port == m_port and (host == m_host or "0.0.0.0" in (host, m_host)):
+                raise ValueError(
+                    f"metrics.listen={self.metrics_listen} uses the port of listeners={self.listeners}"
+                )
+        return self
 
     @property
     def listen_address(self) -> tuple[str, int]:
@@ -119,7 +159,7 @@ def _aliases(model: type[BaseModel]) -> dict[str, str]:
     return {f.alias: name for name, f in model.model_fields.items() if f.alias}
 
 
-SERVER_KEYS = {k: v for k, v in _aliases(ServerConfig).items() if v != "group"}
+SERVER_KEYS = {k: v for k, v in _aliases(ServerConfig).items() if v not in ("group", "upstream")}
 # `log.dir` is Kafka's single-directory spelling of `log.dirs`.
 SERVER_KEY_SYNONYMS = {"log.dir": "log.dirs"}
 GROUP_KEYS = _aliases(CoordinatorConfig)
@@ -140,8 +180,9 @@ def _coerce_group_value(key: str, value: Any) -> Any:
     return value
 
 
-def _explain(err: ValidationError, keys: Mapping[str, str]) -> str:
-    """Turn pydantic's report into one line per bad key, using Kafka's names."""
+def _explain(err: ValidationError, keys: Mapping[str, str], origins: Mapping[str, str]) -> str:
+    """Turn pydantic's report into one line per bad key, using Kafka's names, each prefixed by
+    where the key was set (`server.properties:12: ...`, `--set ...`) when that is known."""
     field_to_key = {field: key for key, field in keys.items()}
     lines = []
     for e in err.errors():
@@ -153,46 +194,154 @@ def _explain(err: ValidationError, keys: Mapping[str, str]) -> str:
         if key:
             got = e.get("input")
             shown = "" if custom or isinstance(got, dict) else f" (got {got!r})"
-            lines.append(f"{key}: {msg}{shown}")
+            lines.append(_at(origins, key) + f"{key}: {msg}{shown}")
         else:
             lines.append(msg)
-    return "; ".join(lines)
+    return "\n".join(lines)
 
 
-def build_config(settings: Mapping[str, Any]) -> ServerConfig:
+def _at(origins: Mapping[str, str], key: str) -> str:
+    origin = origins.get(key) or origins.get(
+        next((k for k, v in SERVER_KEY_SYNONYMS.items() if v == key), "")
+    )
+    return f"{origin}: " if origin else ""
+
+
+def _suggest(key: str) -> str:
+    close = difflib.get_close_matches(key, [*SERVER_KEYS, *GROUP_KEYS, *SERVER_KEY_SYNONYMS], n=1)
+    if not close:
+        close = difflib.get_close_matches(key, sorted(KAFKA_BROKER_KEYS), n=1, cutoff=0.8)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+LISTENER_KEYS = frozenset({"listener.security.protocol.map", "controller.listener.names"})
+# Kafka's default `listener.security.protocol.map`: a listener named like a protocol uses it.
+_DEFAULT_PROTOCOLS = {p: p for p in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")}
+
+
+def _kafka_listener(settings: Mapping[str, Any], at: str) -> str:
+    """The one listener groupshift serves, from a Kafka `listeners` value.
+
+    A broker's `listeners` may name several (`PLAINTEXT://:9092,CONTROLLER://:9093`), each
+    `NAME://HOST:PORT` with NAME's protocol in `listener.security.protocol.map`; groupshift
+    serves the one PLAINTEXT listener that is not a controller listener
+    (`controller.listener.names`). An empty host means every interface, as in Kafka.
+    """
+    value = str(settings["listeners"])
+    if "://" not in value:
+        return value  # HOST:PORT, groupshift's own form
+    protocols = dict(_DEFAULT_PROTOCOLS)
+    for pair in str(settings.get("listener.security.protocol.map", "")).split(","):
+        name, sep, protocol = pair.partition(":")
+        if sep:
+            protocols[name.strip().upper()] = protocol.strip().upper()
+    controllers = {n.strip().upper() for n in str(settings.get("controller.listener.names", "")).split(",")}
+    served = []
+    for entry in (e.strip() for e in value.split(",") if e.strip()):
+        name, sep, address = entry.partition("://")
+        if not sep:
+            raise ConfigError(f"{at}listeners: expected NAME://HOST:PORT entries, got {entry!r}")
+        name = name.strip().upper()
+        if name in controllers:
+            continue
+        listener_protocol = protocols.get(name)
+        if listener_protocol is None:
+            raise ConfigError(
+                f"{at}listeners: listener {name} has no protocol in listener.security.protocol.map"
+            )
+        if listener_protocol == "PLAINTEXT":
+            served.append(address if not address.startswith(":") else "0.0.0.0" + address)
+    if not served:
+        raise ConfigError(
+            f"{at}listeners: only PLAINTEXT listeners are supported, and {value!r} names none "
+            "(controller listeners aside)"
+        )
+    if len(served) > 1:
+        raise ConfigError(
+            f"{at}listeners: {value!r} names {len(served)} PLAINTEXT listeners and groupshift "
+            "serves one: set listeners (or --listen) to HOST:PORT"
+        )
+    return served[0]
+
+
+@dataclass(frozen=True)
+class LoadedConfig:
+    """A validated configuration and the Kafka broker keys it accepted without using them."""
+
+    config: ServerConfig
+    ignored_kafka_keys: tuple[str, ...] = ()
+
+
+def resolve_config(settings: Mapping[str, Any], origins: Mapping[str, str] | None = None) -> LoadedConfig:
     """Validate a flat map of Kafka-named settings into a `ServerConfig`.
 
-    Raises `ConfigError` naming every unknown key or invalid value.
+    A key groupshift does not use but a Kafka broker knows (`gateway.kafka_broker_keys`) is
+    accepted and returned in `ignored_kafka_keys`, so that a Kafka `server.properties` can be
+    given as is; any other unknown key is refused. `origins` (key -> `FILE:LINE` or the flag)
+    prefixes each error. Raises `ConfigError` naming every unknown key or invalid value.
     """
+    origins = origins or {}
+    used_kafka_keys: frozenset[str] = frozenset()
+    if isinstance(settings.get("listeners"), str) and "://" in settings["listeners"]:
+        settings = {**settings, "listeners": _kafka_listener(settings, _at(origins, "listeners"))}
+        used_kafka_keys = LISTENER_KEYS  # they chose the listener: not ignored
     server: dict[str, Any] = {}
     group: dict[str, Any] = {}
+    upstream: dict[str, Any] = {}
     unknown = []
+    ignored = []
     for raw_key, value in settings.items():
         key = SERVER_KEY_SYNONYMS.get(raw_key, raw_key)
         if key in SERVER_KEYS:
             server[key] = value
         elif key in GROUP_KEYS:
             group[key] = _coerce_group_value(key, value)
+        elif key in UPSTREAM_KEYS:
+            upstream[key] = value
+        elif is_kafka_broker_key(raw_key):
+            if raw_key not in used_kafka_keys:
+                ignored.append(raw_key)
         else:
             unknown.append(raw_key)
     if unknown:
-        raise ConfigError("unknown configuration key(s): " + ", ".join(sorted(unknown)))
+        raise ConfigError(
+            "\n".join(
+                _at(origins, k) + f"unknown configuration key {k!r}: neither groupshift nor a Kafka "
+                f"broker (Kafka {', '.join(KAFKA_VERSIONS)}) knows it{_suggest(k)}"
+                for k in unknown
+            )
+        )
     try:
         coordinator = CoordinatorConfig.model_validate(group)
     except ValidationError as e:
-        raise ConfigError(_explain(e, GROUP_KEYS)) from None
+        raise ConfigError(_explain(e, GROUP_KEYS, origins)) from None
+    upstream_config = None
+    if upstream:
+        if "upstream.bootstrap.servers" not in upstream:
+            raise ConfigError("upstream.bootstrap.servers is required when any upstream.* key is set")
+        try:
+            upstream_config = UpstreamConfig.model_validate(upstream)
+        except ValidationError as e:
+            raise ConfigError(_explain(e, UPSTREAM_KEYS, origins)) from None
     try:
-        return ServerConfig.model_validate({**server, "group": coordinator})
+        config = ServerConfig.model_validate({**server, "group": coordinator, "upstream": upstream_config})
     except ValidationError as e:
-        raise ConfigError(_explain(e, SERVER_KEYS)) from None
+        raise ConfigError(_explain(e, SERVER_KEYS, origins)) from None
+    return LoadedConfig(config, tuple(sorted(ignored)))
 
 
-def parse_properties(text: str, *, source: str = "<config>") -> dict[str, str]:
+def build_config(settings: Mapping[str, Any]) -> ServerConfig:
+    """`resolve_config` without the report of ignored Kafka keys."""
+    return resolve_config(settings).config
+
+
+def parse_properties_lines(text: str, *, source: str = "<config>") -> dict[str, tuple[str, int]]:
     """Java-properties style `name=value` (or `name: value`) lines; `#`/`!` start comments.
+    Each name maps to its value and its line number (the last one wins, as in Java).
 
     Line continuations and escapes are not supported: Kafka broker configs never need them.
     """
-    out: dict[str, str] = {}
+    out: dict[str, tuple[str, int]] = {}
     for lineno, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if not line or line[0] in "#!":
@@ -201,8 +350,13 @@ def parse_properties(text: str, *, source: str = "<config>") -> dict[str, str]:
         if not seps:
             raise ConfigError(f"{source}:{lineno}: expected NAME=VALUE, got {raw.strip()!r}")
         i = min(seps)
-        out[line[:i].strip()] = line[i + 1 :].strip()
+        out[line[:i].strip()] = (line[i + 1 :].strip(), lineno)
     return out
+
+
+def parse_properties(text: str, *, source: str = "<config>") -> dict[str, str]:
+    """`parse_properties_lines` without the line numbers."""
+    return {k: v for k, (v, _) in parse_properties_lines(text, source=source).items()}
 
 
 def parse_set_options(items: Iterable[str]) -> dict[str, str]:
@@ -216,21 +370,102 @@ def parse_set_options(items: Iterable[str]) -> dict[str, str]:
     return out
 
 
-def load_config(
+def load_settings(
     *,
     config_file: str | Path | None = None,
     overrides: Mapping[str, str] | None = None,
+    override_origins: Mapping[str, str] | None = None,
     sets: Iterable[str] = (),
-) -> ServerConfig:
-    """File first, then dedicated CLI flags (`overrides`), then `--set` items."""
+) -> LoadedConfig:
+    """File first, then dedicated CLI flags (`overrides`), then `--set` items; errors name the
+    file and line, the flag (`override_origins`: key -> flag) or the `--set` item."""
     settings: dict[str, str] = {}
+    origins: dict[str, str] = {}
     if config_file is not None:
         path = Path(config_file)
         try:
             text = path.read_text(encoding="utf-8")
         except OSError as e:
             raise ConfigError(f"cannot read config file {path}: {e.strerror or e}") from None
-        settings.update(parse_properties(text, source=str(path)))
-    settings.update(overrides or {})
-    settings.update(parse_set_options(sets))
-    return build_config(settings)
+        except UnicodeDecodeError as e:
+            raise ConfigError(f"cannot read config file {path}: not UTF-8 text ({e.reason})") from None
+        for key, (value, lineno) in parse_properties_lines(text, source=str(path)).items():
+            settings[key] = value
+            origins[key] = f"{path}:{lineno}"
+    for key, value in (overrides or {}).items():
+        settings[key] = value
+        origins[key] = (override_origins or {}).get(key, "")
+    for key, value in parse_set_options(sets).items():
+        settings[key] = value
+        origins[key] = f"--set {key}"
+    return resolve_config(settings, {k: v for k, v in origins.items() if v})
+
+
+def load_config(
+    *,
+    config_file: str | Path | None = None,
+    overrides: Mapping[str, str] | None = None,
+    sets: Iterable[str] = (),
+) -> ServerConfig:
+    """`load_settings` without the report of ignored Kafka keys."""
+    return load_settings(config_file=config_file, overrides=overrides, sets=sets).config
+
+
+# What a Kafka broker's log directory holds and a groupshift data directory never does.
+_KAFKA_LOG_DIR_MARKERS = (
+    "recovery-point-offset-checkpoint",
+    "replication-offset-checkpoint",
+    "log-start-offset-checkpoint",
+    "cleaner-offset-checkpoint",
+    "bootstrap.checkpoint",
+    "__cluster_metadata-0",
+)
+_IGNORED_ENTRIES = frozenset({"lost+found"})
+COORDINATOR_DIR = "coordinator"
+OFFSETS_LOG_PREFIX = "__consumer_offsets-"
+
+
+def is_groupshift_data_dir(path: Path) -> bool:
+    """A directory groupshift created: its `meta.properties`, and none of a Kafka broker's
+    checkpoint files (Kafka's log directories have a `meta.properties` too)."""
+    return (path / "meta.properties").is_file() and not any(
+        (path / marker).exists() for marker in _KAFKA_LOG_DIR_MARKERS
+    )
+
+
+def check_data_dir(
+    config: ServerConfig, *, allow_foreign: bool = False, flag: str = "--force-data-dir"
+) -> None:
+    """Refuse a data directory that would hurt: a file; a non-empty directory groupshift did
+    not create (it removes partition directories no topic of its own owns, so pointed at a
+    Kafka log dir or a home directory it would delete things), unless `allow_foreign`; a data
+    directory whose coordinator log count differs from `offsets.topic.num.partitions` (groups
+    would be looked up in the wrong shard; Kafka likewise never changes the partition count
+    of `__consumer_offsets` once created)."""
+    path = Path(config.data_dir)
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"data directory {path} (log.dirs / --data-dir) is a file, not a directory")
+    if not path.is_dir():
+        return
+    try:
+        entries = [e for e in os.listdir(path) if e not in _IGNORED_ENTRIES]
+    except OSError as e:
+        raise ConfigError(f"data directory {path} cannot be read: {e.strerror or e}") from None
+    if entries and not is_groupshift_data_dir(path) and not allow_foreign:
+        shown = ", ".join(sorted(entries)[:5]) + (", ..." if len(entries) > 5 else "")
+        raise ConfigError(
+            f"data directory {path} is not empty and is not a groupshift data directory "
+            f"(it holds {shown}); groupshift removes partition directories it does not own, so "
+            f"give it an empty or new directory, or pass {flag} to use this one anyway"
+        )
+    coordinator = path / COORDINATOR_DIR
+    if coordinator.is_dir():
+        shards = [e for e in os.listdir(coordinator) if e.startswith(OFFSETS_LOG_PREFIX)]
+        want = config.group.offsets_topic_num_partitions
+        if shards and len(shards) != want:
+            raise ConfigError(
+                f"offsets.topic.num.partitions={want} but data directory {path} holds "
+                f"{len(shards)} coordinator logs: groups are placed by this count, so it cannot "
+                f"change once set (as Kafka's __consumer_offsets partition count); "
+                f"set offsets.topic.num.partitions={len(shards)}"
+            )

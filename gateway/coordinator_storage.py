@@ -13,7 +13,8 @@ This is the synchronous core of a shard's runtime; the asyncio server wraps it. 
 * **group commit**: `sync()` makes everything appended so far durable with one fsync; the caller
   releases the responses of operations whose batch ends at or before `durable_offset`;
 * **compaction**: keeps the log bounded (latest value per key; tombstones dropped after a
-  retention).
+  retention). The shard runtime starts it when a `CompactionPolicy` triggers and writes the
+  compacted segment in a thread while the shard keeps serving (`begin_compaction`).
 
 After an fsync failure the log refuses all further work (a record may or may not be on disk):
 the owner fails the waiting responses and reopens the shard, which reloads it from what the log
@@ -45,9 +46,16 @@ from records.codec import (
     decode_record,
     encode_record,
 )
-from records.compaction import CompactionResult, compact, should_compact
+from records.compaction import (
+    CompactionJob,
+    CompactionResult,
+    begin_compaction,
+    compact,
+    finish_compaction,
+    should_compact,
+)
 from records.coordinator import CoordinatorRecord
-from records.durability import FsyncPolicy
+from records.durability import CoordinatorLog, FsyncPolicy
 from records.errors import LogError
 from records.log import SegmentLog
 
@@ -59,6 +67,16 @@ DEFAULT_TOMBSTONE_RETENTION_MS = 24 * 3600 * 1000
 # Kafka's `offsets.load.buffer.size`-era batch limit: a single operation's batch above this is
 # refused as MESSAGE_TOO_LARGE (like a record batch over `message.max.bytes`).
 DEFAULT_MAX_BATCH_BYTES = 1024 * 1024 + 12
+
+
+@dataclass(frozen=True)
+class CompactionPolicy:
+    """When a running shard compacts its log (Kafka's log cleaner on `__consumer_offsets`):
+    once at least `min_bytes` were written since the last compaction and they make up at
+    least `min_dirty_ratio` of the log (`log.cleaner.min.cleanable.ratio`)."""
+
+    min_dirty_ratio: float = 0.5
+    min_bytes: int = 4 * 1024 * 1024
 
 
 class CoordinatorLoadError(LogError):
@@ -73,7 +91,7 @@ class LoadStats:
     seconds: float
 
 
-def load_shard(source: SegmentLog, shard: Shard, where: str = "") -> LoadStats:
+def load_shard(source: CoordinatorLog, shard: Shard, where: str = "") -> LoadStats:
     """Replay every record of `source` into `shard` (Kafka `CoordinatorLoaderImpl.load`).
 
     The hot loop of a shard's startup (a million records in a few seconds): it reads records
@@ -146,7 +164,7 @@ class CoordinatorStorage:
     def __init__(
         self,
         shard: Shard,
-        segment_log: SegmentLog,
+        segment_log: CoordinatorLog,
         *,
         tombstone_retention_ms: int = DEFAULT_TOMBSTONE_RETENTION_MS,
         max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
@@ -175,6 +193,31 @@ class CoordinatorStorage:
     ) -> CoordinatorStorage:
         """Open (recovering) the log, replay it into a new shard, run the load duties."""
         segment_log = SegmentLog.open(directory, segment_bytes=segment_bytes, fsync_policy=fsync_policy)
+        return cls.load(
+            segment_log,
+            config=config,
+            ids=ids,
+            image=image,
+            now_ms=now_ms,
+            tombstone_retention_ms=tombstone_retention_ms,
+            max_batch_bytes=max_batch_bytes,
+        )
+
+    @classmethod
+    def load(
+        cls,
+        segment_log: CoordinatorLog,
+        *,
+        config: CoordinatorConfig,
+        ids: IdSource,
+        image: MetadataImage,
+        now_ms: int,
+        tombstone_retention_ms: int = DEFAULT_TOMBSTONE_RETENTION_MS,
+        max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+    ) -> CoordinatorStorage:
+        """Replay an opened log into a new shard and run the load duties (the simulator passes
+        its own log here, docs/simulation.md); the log is closed if the load fails."""
+        directory = segment_log.directory
         shard = Shard(config, ids, image)
         shard.tick(now_ms)
         try:
@@ -238,15 +281,33 @@ class CoordinatorStorage:
     def maybe_compact(
         self, now_ms: int, *, min_dirty_ratio: float = 0.5, min_bytes: int = 4 * 1024 * 1024
     ) -> CompactionResult | None:
+        """Compact in place, now, if the trigger says so (tests, tools; the server uses
+        `begin_compaction` and compacts off its event loop)."""
+        if not isinstance(self.log, SegmentLog):
+            return None  # a simulated log is not compacted
         if not should_compact(self.log, min_dirty_ratio=min_dirty_ratio, min_bytes=min_bytes):
             return None
         return self.compact(now_ms)
 
     def compact(self, now_ms: int) -> CompactionResult:
+        assert isinstance(self.log, SegmentLog), "compaction needs a segment log"
         self.log.sync()
         result = compact(self.log, now_ms=now_ms, tombstone_retention_ms=self.tombstone_retention_ms)
         log.info("coordinator.compacted", log=self.log.directory, **result._asdict())
         return result
+
+    def begin_compaction(self, now_ms: int, policy: CompactionPolicy) -> CompactionJob | None:
+        """Start a compaction if `policy` triggers: roll the log and name its inputs. The caller
+        runs `records.compaction.write_compaction(job)` in a thread, then `finish_compaction`
+        (or `records.compaction.abandon_compaction`) here again."""
+        if not isinstance(self.log, SegmentLog):
+            return None  # a simulated log is not compacted
+        if not should_compact(self.log, min_dirty_ratio=policy.min_dirty_ratio, min_bytes=policy.min_bytes):
+            return None
+        return begin_compaction(self.log, now_ms=now_ms, tombstone_retention_ms=self.tombstone_retention_ms)
+
+    def finish_compaction(self, job: CompactionJob) -> CompactionResult:
+        return finish_compaction(job)
 
     def close(self) -> None:
         self.shard.journal = None

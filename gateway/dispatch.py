@@ -6,9 +6,15 @@ is outside the served range (ApiVersions excepted), or whose header or body fail
 makes Kafka close that connection without a response; so does this dispatcher, after logging a
 `request.rejected` event. ApiVersions is special-cased as in Kafka (`ApiKeys.isVersionEnabled`):
 any version is accepted, and one above the maximum is answered with a v0 body carrying
-UNSUPPORTED_VERSION (see `api_versions`). A handler that raises unexpectedly also closes only
-its own connection (Kafka would send a generic error response; we have no generic error
-builder for every API, and closing makes every client retry on a fresh connection).
+UNSUPPORTED_VERSION (see `api_versions`).
+
+A handler that raises unexpectedly (a bug) is answered as Kafka's `KafkaApis.handle` answers
+it: with the request's error response (`error_response`, Kafka `AbstractRequest.getErrorResponse`)
+carrying UNKNOWN_SERVER_ERROR (COORDINATOR_NOT_AVAILABLE for the group coordinator's APIs, which
+clients retry: `failure_error`), logged once as `request.failed` with the API, version and
+correlation id (never the request's payload); the connection, the requests behind it and the
+group live on. Only `CloseConnection` (and failures it stands for, such as a coordinator log
+that failed) closes the connection.
 
 Per-request overhead matters (classic and KIP-848 heartbeats reach tens of thousands per
 second): the handler, codec and pre-bound metric children of each served (key, version) are
@@ -26,6 +32,7 @@ from typing import Any
 import structlog
 
 from gateway.codec import ApiSchema, DecodeFailure, api_schema, decode, encode_response, peek
+from gateway.error_response import error_response, failure_error
 from gateway.framing import KafkaConnection, ResponseSlot
 from gateway.metrics import CounterChild, MetricsRegistry, SummaryChild
 from gateway.registry import NO_RESPONSE, CloseConnection, HandlerRegistry, HandlerSpec
@@ -80,6 +87,11 @@ class Dispatcher:
             "groupshift_requests_rejected_total",
             "Requests that closed their connection instead of being answered, by reason",
             ("reason",),
+        )
+        self._failures = metrics.counter(
+            "groupshift_requests_failed_total",
+            "Requests whose handler failed unexpectedly and were answered with an error, by API",
+            ("api",),
         )
         self._by_api: dict[tuple[str, int], _ApiMetrics] = {}
         self._routes: dict[tuple[int, int], _Route] = {}
@@ -171,26 +183,27 @@ class Dispatcher:
             self._reject(conn, e.reason, api=spec.name, **e.fields)
             return
         except Exception as e:
-            self._failed(conn, spec, e)
+            self._failed(conn, slot, spec, schema, correlation_id, started, request, e)
             return
         if spec.is_coroutine:
             result = asyncio.ensure_future(result)
         if asyncio.isfuture(result):
             slot.task = result  # cancelled if the connection closes first
             result.add_done_callback(
-                lambda f: self._complete(conn, slot, spec, schema, correlation_id, started, f)
+                lambda f: self._complete(conn, slot, spec, schema, correlation_id, started, request, f)
             )
         else:
-            self._deliver(conn, slot, spec, schema, correlation_id, started, result, route.metrics)
+            self._deliver(conn, slot, spec, schema, correlation_id, started, request, result, route.metrics)
 
     def _complete(
         self,
         conn: KafkaConnection,
         slot: ResponseSlot,
         spec: HandlerSpec,
-        schema: Any,
+        schema: ApiSchema,
         correlation_id: int,
         started: float,
+        request: Any,
         fut: asyncio.Future[Any],
     ) -> None:
         if fut.cancelled():
@@ -200,45 +213,73 @@ class Dispatcher:
             self._reject(conn, exc.reason, api=spec.name, **exc.fields)
             return
         if exc is not None:
-            self._failed(conn, spec, exc)
+            self._failed(conn, slot, spec, schema, correlation_id, started, request, exc)
             return
-        self._deliver(conn, slot, spec, schema, correlation_id, started, fut.result())
+        self._deliver(conn, slot, spec, schema, correlation_id, started, request, fut.result())
 
     def _deliver(
         self,
         conn: KafkaConnection,
         slot: ResponseSlot,
         spec: HandlerSpec,
-        schema: Any,
+        schema: ApiSchema,
         correlation_id: int,
         started: float,
+        request: Any,
         response: Any,
         metrics: _ApiMetrics | None = None,
     ) -> None:
         if response is NO_RESPONSE:
             data = None
         elif response is None:
-            self._failed(conn, spec, TypeError("handler returned None (use NO_RESPONSE)"))
+            error = TypeError("handler returned None (use NO_RESPONSE)")
+            self._failed(conn, slot, spec, schema, correlation_id, started, request, error)
             return
         else:
             try:
                 data = encode_response(schema, correlation_id, response)
             except Exception as e:
-                self._failed(conn, spec, e)
+                self._failed(conn, slot, spec, schema, correlation_id, started, request, e)
                 return
         m = metrics or self._api_metrics(spec.name, schema.version)
         m.requests.inc()
         m.latency.observe(time.perf_counter() - started)
         slot.complete(data)
 
-    def _failed(self, conn: KafkaConnection, spec: HandlerSpec, exc: BaseException) -> None:
-        self._rejected.labels("handler.failed").inc()
+    def _failed(
+        self,
+        conn: KafkaConnection,
+        slot: ResponseSlot,
+        spec: HandlerSpec,
+        schema: ApiSchema,
+        correlation_id: int,
+        started: float,
+        request: Any,
+        exc: BaseException,
+    ) -> None:
+        """A handler bug: log it once, answer the request's error response, keep the connection."""
+        self._failures.labels(spec.name).inc()
         log.error(
             "request.failed",
             connection_id=conn.connection_id,
             client_id=conn.ctx.client_id,
             api=spec.name,
-            error=f"{type(exc).__name__}: {exc}",
+            api_key=schema.api_key,
+            api_version=schema.version,
+            correlation_id=correlation_id,
+            error=f"{type(exc).__name__}: {exc}"[:500],
             exc_info=exc,
         )
-        conn.close("handler.failed", api=spec.name)
+        try:
+            error = failure_error(schema.api_key)
+            response = error_response(schema.api_key, schema.response_type, request, error)
+            data = encode_response(schema, correlation_id, response)
+        except Exception as e:  # pragma: no cover - tests/test_error_response.py covers every API
+            self._rejected.labels("handler.failed").inc()
+            log.error("request.error_response_failed", api=spec.name, error=f"{type(e).__name__}: {e}")
+            conn.close("handler.failed", api=spec.name)
+            return
+        m = self._api_metrics(spec.name, schema.version)
+        m.requests.inc()
+        m.latency.observe(time.perf_counter() - started)
+        slot.complete(data)

@@ -25,9 +25,9 @@ is simply not registered.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from kio.index import KioIndexError, load_request_schema
 
@@ -102,11 +102,45 @@ def api_name(api_key: int, version: int) -> str:
         return f"Api{api_key}"
 
 
+ConfigEntry = dict[str, Any]
+"""One DescribeConfigs entry: name, value, read_only, config_source, is_sensitive, synonyms
+(list of {name, value, source}), config_type, documentation."""
+
+
+class ConfigResources(Protocol):
+    """The configs of one resource type (TOPIC, BROKER, GROUP, ...), for the config APIs.
+
+    DescribeConfigs, AlterConfigs and IncrementalAlterConfigs carry resources of several types
+    in one request; the data plane's handlers (`gateway.dataplane.apis.configs`) answer each
+    resource through the `ConfigResources` registered for its type in
+    `HandlerRegistry.config_resources`, so a layer adds a resource type without taking over the
+    APIs. Results are (error code, error message, ...) with Kafka's codes and wording.
+    """
+
+    def describe(
+        self, name: str, keys: Sequence[str] | None, include_documentation: bool
+    ) -> tuple[int, str | None, list[ConfigEntry]]: ...
+
+    def alter(
+        self, name: str, configs: Mapping[str, str | None], validate_only: bool
+    ) -> tuple[int, str | None]:
+        """Legacy AlterConfigs: `configs` replace every dynamic config of the resource."""
+        ...
+
+    def incremental_alter(
+        self, name: str, ops: Sequence[tuple[str, int, str | None]], validate_only: bool
+    ) -> tuple[int, str | None]:
+        """(config name, operation SET=0/DELETE=1/APPEND=2/SUBTRACT=3, value) in request order."""
+        ...
+
+
 class HandlerRegistry:
     """api key -> HandlerSpec, validated against what the codec (kio) can decode."""
 
     def __init__(self) -> None:
         self._specs: dict[int, HandlerSpec] = {}
+        self.config_resources: dict[int, ConfigResources] = {}
+        """Config resource type (Kafka's `ConfigResource.Type` id) -> its configs."""
         self.generation = 0
         """Bumped by every (un)registration, so callers may cache lookups between changes."""
 

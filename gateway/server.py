@@ -29,11 +29,12 @@ from gateway.api_versions import ApiVersionsApi
 from gateway.cluster import ClusterView, NodeEndpoint
 from gateway.config import ServerConfig
 from gateway.dataplane.apis import register_dataplane_apis
+from gateway.dataplane.configs import static_broker_configs
 from gateway.dataplane.plane import DataPlane
 from gateway.dataplane.store import StoreFactory, open_segment_store
 from gateway.dispatch import Dispatcher
 from gateway.find_coordinator import FindCoordinatorApi
-from gateway.framing import KafkaConnection
+from gateway.framing import FrameHandler, KafkaConnection
 from gateway.metrics import MetricsRegistry, serve_metrics
 from gateway.registry import HandlerRegistry
 from records.errors import LogError
@@ -63,6 +64,14 @@ class GatewayServer:
             auto_create_topics=config.auto_create_topics_enable,
             segment_bytes=config.log_segment_bytes,
             open_store=open_store,
+            static_configs=static_broker_configs(
+                {
+                    **config.model_dump(by_alias=True, exclude={"group"}),
+                    **config.group.model_dump(by_alias=True),
+                },
+                config.data_dir,
+                config.listeners,
+            ),
         )
         host, port = config.listen_address
         self.cluster = ClusterView(self.plane.cluster_id, NodeEndpoint(config.node_id, host, port))
@@ -77,6 +86,10 @@ class GatewayServer:
         # Readiness checks for `/health/ready` (name -> holds now), e.g. the group layer's
         # "every coordinator shard is loaded"; the listener's own check is added here.
         self.ready_checks: dict[str, Callable[[], bool]] = {"listener_accepting": self._accepting}
+        # `on_connection_lost` hooks see every closed connection; `extra_servers` (listeners an
+        # extension opened) stop accepting together with the main one.
+        self.on_connection_lost: list[Callable[[KafkaConnection], None]] = []
+        self.extra_servers: list[asyncio.Server] = []
         for install in extensions:
             install(self)
         self.dispatcher = Dispatcher(
@@ -84,6 +97,9 @@ class GatewayServer:
             self.metrics,
             unsupported_api_versions=self.api_versions.unsupported_version_response,
         )
+        # The frame handler of new connections: the dispatcher, unless an extension (upstream
+        # mode) wraps it in `on_start`.
+        self.frame_handler: FrameHandler = self.dispatcher.on_frame
         self._connections: set[KafkaConnection] = set()
         self._ids = itertools.count(1)
         self._server: asyncio.Server | None = None
@@ -101,9 +117,9 @@ class GatewayServer:
     def _new_connection(self) -> KafkaConnection:
         conn = KafkaConnection(
             connection_id=next(self._ids),
-            on_frame=self.dispatcher.on_frame,
+            on_frame=self.frame_handler,
             max_frame_bytes=self.config.socket_request_max_bytes,
-            on_lost=self._connections.discard,
+            on_lost=self._connection_lost,
         )
         self._connections.add(conn)
         self._accepted.inc()
@@ -114,6 +130,15 @@ class GatewayServer:
 
     def readiness(self) -> dict[str, bool]:
         return {name: check() for name, check in self.ready_checks.items()}
+
+    def new_connection(self) -> KafkaConnection:
+        """Protocol factory of every listener (extensions open more with it)."""
+        return self._new_connection()
+
+    def _connection_lost(self, conn: KafkaConnection) -> None:
+        self._connections.discard(conn)
+        for hook in self.on_connection_lost:
+            hook(conn)
 
     @property
     def port(self) -> int:
@@ -127,6 +152,7 @@ class GatewayServer:
         )
         bound = self._server.sockets[0].getsockname()
         self.cluster.node.port = int(bound[1])
+        self.plane.configs.set_listener(host, self.cluster.node.port)  # (the port may have been 0)
         for hook in self.on_start:
             hook(loop)
         metrics_at = self.config.metrics_address
@@ -150,6 +176,8 @@ class GatewayServer:
         log.info("gateway.stopping", connections=len(self._connections))
         if self._server is not None:
             self._server.close()
+        for extra in self.extra_servers:
+            extra.close()
         if self._metrics_server is not None:
             self._metrics_server.close()
         conns = list(self._connections)

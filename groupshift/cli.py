@@ -1,4 +1,9 @@
-"""The `groupshift` command. Subcommands import their layer lazily so `--version` stays instant."""
+"""The `groupshift` command.
+
+Subcommands import their layer lazily so `--version` stays instant. Errors in settings are
+printed as `groupshift serve: error: ...` alone (no usage block: the usage is not the problem),
+and output piped into a reader that stops early (`| head`) ends the command quietly.
+"""
 
 from __future__ import annotations
 
@@ -34,8 +39,23 @@ def _add_simulate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument("--seed", type=int, default=1, help="seed for --scenario random")
     p.add_argument("--steps", type=int, default=30, help="steps for --scenario random")
     p.add_argument("--assignor", default="uniform", help="server assignor (uniform | range)")
+    p.add_argument(
+        "--chaos",
+        action="store_true",
+        help="run the deterministic whole-coordinator simulator with faults instead "
+        "(docs/simulation.md; needs a source checkout with the test extras)",
+    )
+    p.add_argument("--seeds", type=int, default=1, help="--chaos: seeds --seed .. --seed+N-1")
+    p.add_argument("--keep-going", action="store_true", help="--chaos: run every seed after a violation")
+    p.add_argument(
+        "--tolerate-known",
+        action="store_true",
+        help="--chaos: restore the expiry timer lost with a failed append (issue 11) and go on",
+    )
 
     def run(args: argparse.Namespace) -> int:
+        if args.chaos:
+            return _run_chaos(args)
         from engine.simulate import main as simulate_main
         from translation.simulate import SCENARIOS as MIGRATIONS
         from translation.simulate import main as migration_main
@@ -47,6 +67,30 @@ def _add_simulate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         )
 
     p.set_defaults(run=run)
+
+
+def _run_chaos(args: argparse.Namespace) -> int:
+    import importlib
+
+    try:
+        # imported by name: the simulator lives in tests/ (it reuses the test suite's clients)
+        chaos = importlib.import_module("tests.chaos")
+    except ImportError as e:
+        print(
+            f"groupshift simulate --chaos runs tests/chaos.py from a source checkout with the test "
+            f"extras installed (run it from the repository root): {e}",
+            file=sys.stderr,
+        )
+        return 2
+    result: int = chaos.main(
+        args.seed,
+        args.steps,
+        args.seeds,
+        sys.stdout,
+        keep_going=args.keep_going,
+        tolerate_known=args.tolerate_known,
+    )
+    return result
 
 
 def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -67,16 +111,31 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--data-dir", metavar="DIR", help="data directory (`log.dirs`, default ./groupshift-data)")
     p.add_argument("--config", metavar="FILE", help="Java-properties file of NAME=VALUE lines")
     p.add_argument(
+        "--upstream",
+        metavar="BOOTSTRAP",
+        help=(
+            "front an existing Kafka cluster (`upstream.bootstrap.servers`, HOST:PORT[,HOST:PORT...]): "
+            "group APIs are answered here, everything else is forwarded"
+        ),
+    )
+    p.add_argument(
         "--set",
         metavar="NAME=VALUE",
         action="append",
         default=[],
         help="one setting by its Kafka name, e.g. --set num.partitions=6 (repeatable)",
     )
+    p.add_argument(
+        "--force-data-dir",
+        action="store_true",
+        help="use a non-empty data directory that groupshift did not create (normally refused)",
+    )
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
 
     def run(args: argparse.Namespace) -> int:
-        from gateway.config import ConfigError, load_config
+        import structlog
+
+        from gateway.config import ConfigError, check_data_dir, load_settings
         from gateway.groups.service import install_group_layer
         from gateway.logs import configure_logging
         from gateway.server import run as serve
@@ -87,17 +146,38 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
             overrides["listeners"] = args.listen
         if args.data_dir is not None:
             overrides["log.dirs"] = args.data_dir
+        if args.upstream is not None:
+            overrides["upstream.bootstrap.servers"] = args.upstream
         try:
-            config = load_config(config_file=args.config, overrides=overrides, sets=args.set)
+            loaded = load_settings(
+                config_file=args.config,
+                overrides=overrides,
+                override_origins={"listeners": "--listen", "log.dirs": "--data-dir"},
+                sets=args.set,
+            )
+            check_data_dir(loaded.config, allow_foreign=args.force_data_dir)
         except ConfigError as e:
-            p.error(str(e))
-        return serve(config, extensions=[install_group_layer])
+            return _error(p, str(e))
+        if loaded.ignored_kafka_keys:
+            structlog.get_logger("gateway").warning(
+                "config.kafka_keys_ignored",
+                keys=list(loaded.ignored_kafka_keys),
+                reason="Kafka broker settings that groupshift does not use",
+            )
+        if loaded.config.upstream is not None:
+            from gateway.upstream import install_upstream_mode
+
+            return serve(loaded.config, extensions=[install_upstream_mode])
+        return serve(loaded.config, extensions=[install_group_layer])
 
     p.set_defaults(run=run)
 
 
 _RECORDS_DUMP_EPILOG = """\
 PATH is one of:
+  a data directory    groupshift's --data-dir: every coordinator log in <data dir>/coordinator
+  a coordinator dir   <data dir>/coordinator, or a Kafka broker's log directory: every
+                      __consumer_offsets-N log in it, each under a "log: NAME" line
   a log directory     every <20-digit offset>.log segment in it: groupshift's
                       <data dir>/coordinator/__consumer_offsets-N, or a __consumer_offsets-N
                       directory copied from a Kafka broker (.index, .timeindex, ... ignored)
@@ -109,6 +189,9 @@ PATH is one of:
                         for m in KafkaConsumer("__consumer_offsets", exclude_internal_topics=False,
                                 auto_offset_reset="earliest", consumer_timeout_ms=5000):
                             print(m.key.hex(), "-" if m.value is None else m.value.hex())
+
+--group GROUP prints only that group's records; with a data or coordinator directory it
+reads only the log that holds the group (Kafka's partitionFor over the number of logs).
 
 One line per record: offset, timestamp, record type, key fields, value version and fields (or
 <tombstone>), with Kafka's JSON field names. Unknown record types are printed as unknown(N).
@@ -135,18 +218,19 @@ def _add_records(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         epilog=_RECORDS_DUMP_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    d.add_argument("path", metavar="PATH", help="log directory, .log segment or raw-pairs text file")
+    d.add_argument(
+        "path",
+        metavar="PATH",
+        help="data directory, coordinator directory, log directory, .log segment or raw-pairs text file",
+    )
     d.add_argument("--json", action="store_true", help="print one JSON object per record")
+    d.add_argument("--group", metavar="GROUP", help="only the records of this group")
 
     def run_dump(args: argparse.Namespace) -> int:
+        from gateway.groups.routing import partition_for
         from records.dump import dump
 
-        try:
-            return dump(args.path, as_json=args.json)
-        except BrokenPipeError:  # e.g. piped into `head`: stop quietly
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-            return 0
+        return dump(args.path, as_json=args.json, group=args.group, shard_for=partition_for)
 
     def usage(args: argparse.Namespace) -> int:
         p.print_help()
@@ -154,6 +238,12 @@ def _add_records(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
     p.set_defaults(run=usage)
     d.set_defaults(run=run_dump)
+
+
+def _add_groups(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from compat.groups.command import add_parser
+
+    add_parser(sub)
 
 
 def _add_kafka(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -170,22 +260,48 @@ def _add_kafka(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     add_arguments(p)
 
 
+def _error(parser: argparse.ArgumentParser, message: str) -> int:
+    """`PROG: error: message` on stderr and exit status 2, like argparse, without the usage."""
+    lines = message.splitlines() or [""]
+    sys.stderr.write("".join(f"{parser.prog}: error: {line}\n" for line in lines))
+    return 2
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="groupshift", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="groupshift",
+        description=(
+            "A Kafka wire-protocol server for consumer groups of both protocols (classic and "
+            "KIP-848) and the migration between them."
+        ),
+    )
     parser.add_argument("--version", action="version", version=f"groupshift {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_simulate(sub)
     _add_serve(sub)
     _add_records(sub)
+    _add_groups(sub)
     _add_kafka(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    run: Runner | None = getattr(args, "run", None)
-    if run is None:
-        parser.print_help()
-        return 2
-    return run(args)
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        run: Runner | None = getattr(args, "run", None)
+        if run is None:
+            parser.print_help()
+            return 2
+        return run(args)
+    except BrokenPipeError:
+        return _stdout_gone()
+
+
+def _stdout_gone() -> int:
+    """The reader of stdout went away (`groupshift ... | head`): stop quietly. stdout is
+    pointed at /dev/null so that the interpreter's final flush cannot fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 0

@@ -53,11 +53,16 @@ from records.segment import Segment, segment_name
 
 __all__ = [
     "COMPACTION_STEPS",
+    "CompactionJob",
     "CompactionResult",
     "KeyFn",
+    "abandon_compaction",
+    "begin_compaction",
     "compact",
     "dirty_bytes",
+    "finish_compaction",
     "should_compact",
+    "write_compaction",
 ]
 
 KeyFn = Callable[[bytes], Hashable]
@@ -112,49 +117,153 @@ def compact(
     file is complete fails the log (reopen to finish the swap).
     """
     step = on_step or (lambda _name: None)
-    inputs = log._sealed_segments()
-    if not inputs:
+    job = begin_compaction(log, now_ms=now_ms, tombstone_retention_ms=tombstone_retention_ms, key_fn=key_fn)
+    if job is None:
         return CompactionResult(0, 0, 0, 0, 0, 0, log.clean_offset)
     step("rolled")
-    latest, records_before = _latest_offsets(inputs, key_fn)
-    base = inputs[0].base_offset
-    final_path = os.path.join(log.directory, segment_name(base))
-    cleaned_path = final_path[: -len(".log")] + CLEANED_SUFFIX
-    sync = log.fsync_policy != "none"
     try:
-        kept, dropped = _write_cleaned(
-            cleaned_path, inputs, latest, now_ms, tombstone_retention_ms, key_fn, sync, step
-        )
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(cleaned_path)
+        write_compaction(job, step)
+    except (OSError, CompactionError):
         raise
     except BaseException as exc:
         log._fail(exc)
         raise
+    return finish_compaction(job, step)
+
+
+class CompactionJob:
+    """One compaction split in three so that the slow part can run off the event loop:
+    `begin_compaction` (on the log's owner: roll, make the inputs durable), `write_compaction`
+    (any thread: read the sealed, immutable input segments and write and validate the
+    `.cleaned` file; the log keeps taking appends meanwhile, in its new active segment), and
+    `finish_compaction` (on the owner again: the crash-safe swap) or `abandon_compaction`."""
+
+    __slots__ = (
+        "base",
+        "cleaned_path",
+        "dropped",
+        "final_path",
+        "inputs",
+        "kept",
+        "key_fn",
+        "log",
+        "now_ms",
+        "records_before",
+        "retention_ms",
+        "segment",
+        "sync",
+    )
+
+    def __init__(
+        self, log: SegmentLog, inputs: list[Segment], now_ms: int, retention_ms: int, key_fn: KeyFn | None
+    ) -> None:
+        self.log = log
+        self.inputs = inputs
+        self.now_ms = now_ms
+        self.retention_ms = retention_ms
+        self.key_fn = key_fn
+        self.base = inputs[0].base_offset
+        self.final_path = os.path.join(log.directory, segment_name(self.base))
+        self.cleaned_path = self.final_path[: -len(".log")] + CLEANED_SUFFIX
+        self.sync = log.fsync_policy != "none"
+        self.records_before = 0
+        self.kept = 0
+        self.dropped = 0
+        self.segment: Segment | None = None  # the validated .cleaned file, once written
+
+    @property
+    def input_bytes(self) -> int:
+        return sum(s.size for s in self.inputs)
+
+
+def begin_compaction(
+    log: SegmentLog, *, now_ms: int, tombstone_retention_ms: int, key_fn: KeyFn | None = None
+) -> CompactionJob | None:
+    """Roll the log and name its sealed segments as the inputs; None when there are none."""
+    inputs = log._sealed_segments()
+    if not inputs:
+        return None
+    return CompactionJob(log, inputs, now_ms, tombstone_retention_ms, key_fn)
+
+
+def write_compaction(
+    job: CompactionJob,
+    step: Callable[[str], None] | None = None,
+    pause: Callable[[], None] = lambda: None,
+) -> None:
+    """Passes 1 and 2: write the kept records to the `.cleaned` file, fsync and validate it.
+    Touches only the input segments' files (read with pread) and the new file, so it may run
+    in another thread; `pause` is called before each batch is read (a thread gives the
+    interpreter lock to the event loop there). On an OSError or CompactionError the `.cleaned`
+    file is removed; the log itself is never changed here (`abandon_compaction` removes the
+    file after any error)."""
+    step = step or (lambda _name: None)
+    latest, job.records_before = _latest_offsets(job.inputs, job.key_fn, pause)
+    try:
+        job.kept, job.dropped = _write_cleaned(
+            job.cleaned_path,
+            job.inputs,
+            latest,
+            job.now_ms,
+            job.retention_ms,
+            job.key_fn,
+            job.sync,
+            step,
+            pause,
+        )
+        seg = Segment.open_file(job.cleaned_path, job.base, job.log._index_interval, create=False)
+        bad = scan_segment(seg, os.fstat(seg.fd).st_size)
+        if bad is not None:  # pragma: no cover - we just wrote and fsynced it
+            seg.close()
+            raise CompactionError(f"compacted segment {job.cleaned_path} fails validation: {bad.reason}")
+        job.segment = seg
+    except (OSError, CompactionError):
+        with contextlib.suppress(OSError):
+            os.unlink(job.cleaned_path)
+        raise
+
+
+def abandon_compaction(job: CompactionJob) -> None:
+    """Drop a written but not installed compaction (the log moved on, or is closing)."""
+    if job.segment is not None:
+        job.segment.close()
+        job.segment = None
+    with contextlib.suppress(OSError):
+        os.unlink(job.cleaned_path)
+
+
+def finish_compaction(job: CompactionJob, step: Callable[[str], None] | None = None) -> CompactionResult:
+    """Steps 3-5 on the log's owner: commit the `.cleaned` file in place of the inputs. Any
+    failure here fails the log (reopening it finishes or discards the swap)."""
+    step = step or (lambda _name: None)
+    log = job.log
+    assert job.segment is not None, "write_compaction did not complete"
     try:
         step("cleaned_written")
-        new_seg = _swap_in(log, inputs, cleaned_path, final_path, sync, step)
+        new_seg = _swap_in(log, job.inputs, job.segment, job.cleaned_path, job.final_path, job.sync, step)
     except BaseException as exc:
         log._fail(exc)
         raise
     return CompactionResult(
-        segments_replaced=len(inputs),
-        bytes_before=sum(s.size for s in inputs),
+        segments_replaced=len(job.inputs),
+        bytes_before=job.input_bytes,
         bytes_after=new_seg.size,
-        records_before=records_before,
-        records_kept=kept,
-        tombstones_dropped=dropped,
+        records_before=job.records_before,
+        records_kept=job.kept,
+        tombstones_dropped=job.dropped,
         clean_offset=log.clean_offset,
     )
 
 
-def _latest_offsets(inputs: list[Segment], key_fn: KeyFn | None) -> tuple[dict[Hashable, int], int]:
+def _latest_offsets(
+    inputs: list[Segment], key_fn: KeyFn | None, pause: Callable[[], None] = lambda: None
+) -> tuple[dict[Hashable, int], int]:
     """Pass 1: the offset of the last record of every key."""
     latest: dict[Hashable, int] = {}
     count = 0
     for seg in inputs:
         for pos, header, raw in seg.batches():
+            pause()
             _check_compactable(seg, pos, header)
             base = header.base_offset
             for od, _td, key, _value, _headers in iter_raw_records(raw):
@@ -182,6 +291,7 @@ def _write_cleaned(
     key_fn: KeyFn | None,
     sync: bool,
     step: Callable[[str], None],
+    pause: Callable[[], None] = lambda: None,
 ) -> tuple[int, int]:
     """Pass 2: write the kept records to `path`; return (records kept, tombstones dropped)."""
     kept_total = 0
@@ -194,6 +304,7 @@ def _write_cleaned(
         started = False
         for seg in inputs:
             for _pos, header, raw in seg.batches():
+                pause()
                 kept: list[RawRecord] = []
                 b = header.base_offset
                 lat = header.max_timestamp if header.attributes & ATTR_LOG_APPEND_TIME else None
@@ -237,12 +348,14 @@ def _write_cleaned(
 def _swap_in(
     log: SegmentLog,
     inputs: list[Segment],
+    new_seg: Segment,
     cleaned_path: str,
     final_path: str,
     sync: bool,
     step: Callable[[str], None],
 ) -> Segment:
-    """Steps 3-5: commit the cleaned file as a swap, drop the inputs, install the swap."""
+    """Steps 3-5: commit the cleaned file as a swap, drop the inputs, install the swap. The
+    new segment stays open across the renames (an open descriptor follows its file)."""
     directory = log.directory
     swap_path = final_path[: -len(".log")] + SWAP_SUFFIX
     os.rename(cleaned_path, swap_path)
@@ -258,11 +371,7 @@ def _swap_in(
     os.rename(swap_path, final_path)
     if sync:
         fsync_dir(directory)
-    new_seg = Segment.open_file(final_path, inputs[0].base_offset, log._index_interval, create=False)
-    bad = scan_segment(new_seg, os.fstat(new_seg.fd).st_size)
-    if bad is not None:  # pragma: no cover - we just wrote and fsynced it
-        new_seg.close()
-        raise CompactionError(f"compacted segment {final_path} fails validation: {bad.reason}")
+    new_seg.path = final_path
     log._install_compacted(new_seg, inputs)
     step("swap_installed")
     return new_seg

@@ -68,7 +68,7 @@ import os
 import struct
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 from records.batch import (
@@ -83,7 +83,15 @@ from records.codec import RecordDecodeError, UnknownRecordTypeError, decode_reco
 from records.errors import BatchError
 from records.segment import SEGMENT_SUFFIX, parse_segment_name
 
-__all__ = ["DumpError", "dump", "iter_entries", "iter_raw_pairs", "to_json_fields"]
+__all__ = [
+    "DumpError",
+    "dump",
+    "group_of",
+    "iter_entries",
+    "iter_raw_pairs",
+    "offsets_logs",
+    "to_json_fields",
+]
 
 Entry = dict[str, Any]
 
@@ -387,23 +395,103 @@ def format_text(e: Entry) -> str:
     return " ".join(parts)
 
 
+OFFSETS_LOG_PREFIX = "__consumer_offsets-"
+COORDINATOR_DIR = "coordinator"
+
+ShardFor = Callable[[str, int], int]
+
+
+def offsets_logs(path: str | os.PathLike[str]) -> list[tuple[int, str]] | None:
+    """The `__consumer_offsets-N` log directories that PATH holds, as (N, path) in N order:
+    those of `PATH/coordinator` (a groupshift data directory) or of PATH itself (groupshift's
+    coordinator directory, or a Kafka broker's log directory); None when PATH holds none."""
+    p = os.fspath(path)
+    for base in (os.path.join(p, COORDINATOR_DIR), p):
+        try:
+            names = os.listdir(base)
+        except OSError:
+            continue
+        logs = sorted(
+            (int(n[len(OFFSETS_LOG_PREFIX) :]), os.path.join(base, n))
+            for n in names
+            if n.startswith(OFFSETS_LOG_PREFIX)
+            and n[len(OFFSETS_LOG_PREFIX) :].isdigit()
+            and os.path.isdir(os.path.join(base, n))
+        )
+        if logs:
+            return logs
+    return None
+
+
+def group_of(entry: Entry) -> str | None:
+    """The group a decoded record belongs to (`group` of offset keys, `groupId` of others)."""
+    key = entry.get("key")
+    if not isinstance(key, dict):
+        return None
+    group = key.get("group", key.get("groupId"))
+    return group if isinstance(group, str) else None
+
+
 def dump(
     path: str | os.PathLike[str],
     *,
     as_json: bool = False,
     out: IO[str] | None = None,
     err: IO[str] | None = None,
+    group: str | None = None,
+    shard_for: ShardFor | None = None,
 ) -> int:
-    """Print every entry of PATH to `out`; return the exit status (module doc)."""
+    """Print every entry of PATH to `out`; return the exit status (module doc).
+
+    PATH may also be a data directory or a coordinator directory (several
+    `__consumer_offsets-N` logs): each log is dumped in turn, under a `log: NAME` line (JSON:
+    a `log` field). With `group`, only that group's records (and any error line) are printed;
+    `shard_for(group, number of logs)` (Kafka's `partitionFor`, given by the caller so this
+    module stays in the records layer) then picks the one log that can hold them.
+    """
     out = sys.stdout if out is None else out
     err = sys.stderr if err is None else err
+    logs = offsets_logs(path)
+    if logs is None:
+        return _dump_one(path, as_json, out, err, group, None)
+    if group is not None and shard_for is not None:
+        n = shard_for(group, logs[-1][0] + 1)
+        chosen = [log for log in logs if log[0] == n]
+        if not chosen:
+            err.write(
+                f"groupshift records dump: group {group!r} belongs to {OFFSETS_LOG_PREFIX}{n}, "
+                f"which {os.fspath(path)} does not hold\n"
+            )
+            return 2
+        logs = chosen
+    status = 0
+    for _n, log_path in logs:
+        label = os.path.basename(log_path) if len(logs) > 1 else None
+        status = max(status, _dump_one(log_path, as_json, out, err, group, label, quiet_empty=True))
+    return status
+
+
+def _dump_one(
+    path: str | os.PathLike[str],
+    as_json: bool,
+    out: IO[str],
+    err: IO[str],
+    group: str | None,
+    label: str | None,
+    *,
+    quiet_empty: bool = False,
+) -> int:
     try:
         entries = iter_entries(path)
     except DumpError as e:
+        if quiet_empty and os.path.isdir(path):
+            return 0  # a shard that never had a record
         err.write(f"groupshift records dump: {e}\n")
         return 2
     status = 0
     write = out.write
+    if label is not None and not as_json:
+        write(f"log: {label}\n")
     while True:
         try:
             entry = next(entries, None)
@@ -414,4 +502,8 @@ def dump(
             return status
         if entry["type"] == "error":
             status = 1
+        elif group is not None and group_of(entry) != group:
+            continue
+        if label is not None and as_json:
+            entry = {"log": label, **entry}
         write((_compact(entry) if as_json else format_text(entry)) + "\n")

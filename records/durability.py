@@ -49,7 +49,10 @@ On macOS `fsync` does not flush the drive's cache (that needs F_FULLFSYNC); prod
 from __future__ import annotations
 
 import os
-from typing import Literal
+from collections.abc import Iterator, Sequence
+from typing import Any, Literal, Protocol
+
+from records.batch import BatchHeader
 
 FsyncPolicy = Literal["batch", "interval", "none"]
 FSYNC_POLICIES: tuple[FsyncPolicy, ...] = ("batch", "interval", "none")
@@ -70,3 +73,41 @@ def fsync_dir(path: str) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+class SyncJob(Protocol):
+    """The blocking half of a group commit (`SegmentLog.begin_sync`): run in a worker thread."""
+
+    def run(self) -> None: ...
+
+
+class CoordinatorLog(Protocol):
+    """What a coordinator shard needs of its log: `SegmentLog` in the server; the deterministic
+    simulator (docs/simulation.md) passes an in-memory log whose appends and fsyncs fail, stall
+    or tear, with the same guarantees as rules 1-3 above."""
+
+    @property
+    def directory(self) -> str: ...
+
+    @property
+    def fsync_policy(self) -> FsyncPolicy: ...
+
+    @property
+    def end_offset(self) -> int: ...
+
+    @property
+    def durable_offset(self) -> int: ...
+
+    def append_records(
+        self, records: Sequence[tuple[bytes | None, bytes | None]], timestamp_ms: int
+    ) -> tuple[int, int]: ...
+
+    def sync(self) -> int: ...
+
+    def begin_sync(self) -> SyncJob: ...
+
+    def finish_sync(self, pending: Any) -> int: ...
+
+    def batches(self, from_offset: int | None = None) -> Iterator[tuple[BatchHeader, bytes]]: ...
+
+    def close(self) -> None: ...

@@ -172,12 +172,54 @@ def test_no_response_sends_nothing_and_close_connection_closes() -> None:
     assert calls == [1, 2] and gw.transport.closed
 
 
-def test_a_handler_that_fails_closes_only_its_connection() -> None:
+def test_a_handler_that_fails_answers_an_error_and_keeps_the_connection() -> None:
+    """Kafka `KafkaApis.handle`: a handler bug answers the request's error response (for a
+    coordinator API such as Heartbeat the retriable COORDINATOR_NOT_AVAILABLE)."""
     gw = Gateway()
-    gw.registry.register(12, 0, 4, lambda ctx, h, r: 1 / 0)
-    gw.send(heartbeat())
-    assert gw.transport.closed
-    assert 'reason="handler.failed"' in gw.metrics.render()
+    calls = []
+
+    def flaky(ctx: Any, header: Any, request: Any) -> Any:
+        calls.append(header.correlation_id)
+        if len(calls) == 1:
+            raise KeyError("a bug")
+        return heartbeat_response(request)
+
+    gw.registry.register(12, 0, 4, flaky)
+    gw.send(heartbeat(), correlation_id=1)
+    gw.send(heartbeat(), correlation_id=2)
+    assert not gw.transport.closed
+    answers = gw.answers(response_type_of(heartbeat()))
+    assert [(cid, r.error_code) for cid, r in answers] == [
+        (1, ErrorCode.coordinator_not_available),
+        (2, ErrorCode.none),
+    ]
+    assert 'groupshift_requests_failed_total{api="Heartbeat"} 1' in gw.metrics.render()
+
+
+def test_a_failing_async_handler_and_a_bad_response_are_answered_too() -> None:
+    gw = Gateway()
+
+    async def failing(ctx: Any, header: Any, request: Any) -> Any:
+        await asyncio.sleep(0)
+        raise RuntimeError("later")
+
+    async def scenario() -> None:
+        gw.registry.register(12, 0, 4, failing)
+        gw.send(heartbeat(), correlation_id=1)
+        for _ in range(5):
+            await asyncio.sleep(0)
+        gw.registry.register(12, 0, 4, lambda ctx, h, r: None, replace=True)  # None: a bug
+        gw.send(heartbeat(), correlation_id=2)
+        for _ in range(5):
+            await asyncio.sleep(0)
+
+    asyncio.run(scenario())
+    assert not gw.transport.closed
+    answers = gw.answers(response_type_of(heartbeat()))
+    assert [(cid, r.error_code) for cid, r in answers] == [
+        (1, ErrorCode.coordinator_not_available),
+        (2, ErrorCode.coordinator_not_available),
+    ]
 
 
 def test_registry_refuses_telemetry_unknown_versions_and_silent_replacement() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -123,12 +124,31 @@ def test_three_node_cluster_survives_a_killed_node_and_takes_it_back(tmp_path: P
         old_pid = cluster.pid(1)
         cluster.kill_broker(1)
         assert not cluster.is_running(1)
-        assert broker_ids("127.0.0.1", cluster.port(2)) is not None  # the others still answer
+        cluster.wait_ready(timeout=30)  # the others still answer; the killed one is not awaited
         cluster.start_broker(1)
         assert cluster.is_running(1)
         assert cluster.pid(1) != old_pid
         assert cluster.api_versions(1)
         assert "starting node 1" in cluster.log_path(1).read_text().split("--- groupshift:")[-1]
+
+
+def test_a_port_taken_before_the_bind_is_replaced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another process takes the chosen client port before Kafka binds it: one retry on new ports."""
+    import compat.kafka_dist.cluster as cluster_module
+
+    squatter = socket.socket()
+    squatter.bind(("127.0.0.1", 0))
+    squatter.listen()
+    taken = squatter.getsockname()[1]
+    real_free_port = cluster_module.free_port
+    ports = iter([taken])
+    monkeypatch.setattr(cluster_module, "free_port", lambda: next(ports, None) or real_free_port())
+    try:
+        with KafkaCluster("4", workdir=tmp_path) as cluster:
+            assert cluster.port(0) != taken
+            assert cluster.api_versions()
+    finally:
+        squatter.close()
 
 
 def test_start_failure_reports_the_log_tail(tmp_path: Path) -> None:
@@ -167,11 +187,25 @@ def test_verifiable_producer_and_kip848_consumer_and_group_command(
     assert topic in described.stdout
 
 
-def test_java_clients_of_3_7_find_the_old_group_command_class() -> None:
+def test_java_clients_of_3_7_consume_from_kafka4_with_the_classic_protocol(
+    kafka4: KafkaCluster, kafka_clients4: JavaClients
+) -> None:
     clients = java_clients("3.7")
     assert clients.version.startswith("3.7.")
     assert clients.main_class("ConsumerGroupCommand") == "kafka.admin.ConsumerGroupCommand"
     assert clients.main_class("VerifiableConsumer") == "org.apache.kafka.tools.VerifiableConsumer"
+    topic, group = f"old-{uuid.uuid4().hex[:8]}", f"old-{uuid.uuid4().hex[:8]}"
+    with kafka_clients4.verifiable_producer(kafka4.bootstrap, topic, 20) as producer:
+        list(producer.iter_events(timeout=60))
+    assert producer.process.returncode == 0
+    with clients.verifiable_consumer(
+        kafka4.bootstrap, topic, group, group_protocol="classic", max_messages=20
+    ) as consumer:
+        consumed = 0
+        while consumed < 20:
+            consumed += consumer.wait_for("records_consumed", timeout=60)["count"]
+    assert consumed == 20
+    assert group in clients.list_groups(kafka4.bootstrap)
 
 
 # --- the command line ------------------------------------------------------------------------------
@@ -212,3 +246,17 @@ def test_kafka_versions_lists_the_cache() -> None:
         check=True,
     ).stdout
     assert any(line.split()[:2] == [version, "broker"] for line in out.splitlines())
+
+
+def test_groupshift_kafka_command_parses_start_options() -> None:
+    from groupshift.cli import build_parser
+
+    args = build_parser().parse_args(
+        ["kafka", "start", "--version", "3.9", "--brokers", "3", "--set", "a.b=1", "--set", "c=x=y"]
+    )
+    assert (args.kafka_version, args.brokers, args.set) == ("3.9", 3, ["a.b=1", "c=x=y"])
+    from compat.kafka_dist.commands import parse_sets
+
+    assert parse_sets(args.set) == {"a.b": "1", "c": "x=y"}
+    with pytest.raises(ValueError, match="NAME=VALUE"):
+        parse_sets(["novalue"])

@@ -18,7 +18,7 @@ from engine.outcome import Pending
 from engine.shard import Shard
 from records.classic_group import GroupMemberMetadata, GroupMetadataKey, GroupMetadataValue
 from records.coordinator import CoordinatorRecord
-from tests.migration_harness import FOO, MigrationHarness, sub
+from tests.migration_harness import FOO, MigrationHarness, assignment, sub
 from translation.embedded_protocol import serialize_assignment
 
 
@@ -263,3 +263,77 @@ def test_upgrade_keeps_partitions_a_cooperative_member_has_not_revoked() -> None
     assert h.heartbeat(M, m2.generation_id) == Errors.REBALANCE_IN_PROGRESS
     m3 = h.join(M, protocols=_eager())
     assert 2 in _parts(h, h.result(h.sync(M, m3.generation_id, protocol_name="range")))
+
+
+# --- found by the chaos simulator (tests/chaos.py, docs/simulation.md) -----------------------------
+
+
+def test_downgrade_cancels_the_consumer_members_timers() -> None:
+    """A downgrade ends the consumer group's member timers (session, rebalance, classic join and
+    sync), as Kafka's `convertToClassicGroup` does; the classic members get heartbeat timers.
+    They used to outlive the conversion (chaos seed 2, before the fix): timers of members of a
+    group that no longer exists, which fire without effect."""
+    h = MigrationHarness(topics={"foo": 2})
+    r = h.cgh("R1", 0, topics=["foo"])
+    c = _dynamic_classic_join(h, metadata=sub("foo"))
+    assert isinstance(c, JoinGroupResponse) and c.error_code == Errors.NONE, c
+    assert h.deadline("session-timeout-g-R1") is not None
+    assert h.deadline(f"session-timeout-g-{c.member_id}") is not None
+    left = h.cgh("R1", -1)  # the last consumer-protocol member leaves: the group is classic
+    assert left.error_code == Errors.NONE and r.error_code == Errors.NONE
+    assert h.shard.classic_group("g") is not None
+    keys = set(h.shard.timers.keys())
+    assert not {k for k in keys if k.startswith(("session-timeout-", "rebalance-timeout-"))}, keys
+    assert f"heartbeat-g-{c.member_id}" in keys
+
+
+def test_join_with_a_stale_member_id_keeps_an_empty_consumer_group() -> None:
+    """A classic JoinGroup with a member id the empty consumer group does not know is refused
+    with UNKNOWN_MEMBER_ID and changes nothing (Kafka: `getOrMaybeCreateClassicGroup` throws
+    before the conversion is kept). It used to delete the consumer group and create nothing, so
+    OffsetFetch found none of the group's committed offsets (chaos seed 7, before the fix)."""
+    from engine.context import RequestContext
+    from engine.offsets.api import CommitPartition, CommitTopic, OffsetCommitRequest, OffsetFetchGroupRequest
+
+    h = MigrationHarness(topics={"foo": 2})
+    r = h.cgh("R1", 0, topics=["foo"])
+    commit = OffsetCommitRequest(
+        "g", r.member_epoch, "R1", topics=[CommitTopic("foo", [CommitPartition(0, 42)])]
+    )
+    out = h.process(h.coordinator.offset_commit(commit, RequestContext("c", "/h", 9), h.tick()))
+    assert out.topics[0].partitions[0].error_code == 0
+    assert h.cgh("R1", -1).error_code == Errors.NONE  # the group is empty now
+
+    j = h.join("stale-member-id", metadata=sub("foo"))
+    assert isinstance(j, JoinGroupResponse) and j.error_code == Errors.UNKNOWN_MEMBER_ID
+    assert h.shard.consumer_group("g") is not None
+    fetched = h.coordinator.offset_fetch([OffsetFetchGroupRequest("g", None)])[0]
+    assert [
+        (t.name, p.partition_index, p.committed_offset) for t in fetched.topics for p in t.partitions
+    ] == [("foo", 0, 42)]
+
+
+def test_failed_append_keeps_the_empty_consumer_group_it_would_replace() -> None:
+    """A JoinGroup that replaces an empty consumer group by a classic group, whose records are
+    refused: the consumer group stays (Kafka reverts the operation) and the joiner gets the
+    append's error. The classic group used to stay in memory while the log kept the consumer
+    group, so the next GroupMetadata record made the log fail to load ("Group g is a consumer
+    group: a GroupMetadata record cannot replace it...", chaos seeds 57 and 19, before the fix)."""
+    h = MigrationHarness(topics={"foo": 2})
+    assert h.cgh("R1", 0, topics=["foo"]).error_code == Errors.NONE
+    assert h.cgh("R1", -1).error_code == Errors.NONE
+    h.append_error = Errors.KAFKA_STORAGE_ERROR
+    j = h.join(metadata=sub("foo"))
+    assert isinstance(j, JoinGroupResponse) and j.error_code == Errors.NOT_COORDINATOR, j
+    assert h.shard.consumer_group("g") is not None
+    assert not [k for k in h.shard.timers.keys() if k.startswith(("heartbeat-g", "join-g"))]  # noqa: SIM118
+    h.append_error = None
+    pending = _dynamic_classic_join(h, metadata=sub("foo"))
+    h.advance(100)  # the join phase completes
+    c = h.result(pending)
+    assert isinstance(c, JoinGroupResponse) and c.error_code == Errors.NONE, c
+    s = h.result(h.sync(c.member_id, c.generation_id, assignments={c.member_id: assignment(foo=[0, 1])}))
+    assert isinstance(s, SyncGroupResponse) and s.error_code == Errors.NONE, s
+    replayed = h.replayed()  # the log loads (its GroupMetadata record follows the tombstones)
+    g = replayed.classic_group("g")
+    assert g is not None and c.member_id in g.members

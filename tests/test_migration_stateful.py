@@ -91,7 +91,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from hypothesis import event
+from hypothesis import currently_in_test_context
+from hypothesis import event as hypothesis_event
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
@@ -131,6 +132,14 @@ from translation.embedded_protocol import (
 )
 
 GROUP = "g"
+
+
+def event(value: str) -> None:
+    """`hypothesis.event` under Hypothesis; nothing when tests/chaos.py drives the machine."""
+    if currently_in_test_context():
+        hypothesis_event(value)
+
+
 TOPICS = ("foo", "bar")
 INITIAL_PARTITIONS = {"foo": 3, "bar": 2}
 MAX_PARTITIONS = 7
@@ -945,15 +954,20 @@ class MigrationMachine(RuleBasedStateMachine):
     @rule(topic=st.sampled_from(TOPICS), more=st.integers(1, 2))
     def grow_topic(self, topic: str, more: int) -> None:
         """Partitions are added (Kafka never removes partitions of a topic)."""
+        if self._grow(topic, more):
+            out = self.coordinator.update_metadata(self.image, self._tick())
+            self._run(out)
+
+    def _grow(self, topic: str, more: int) -> bool:
+        """Add up to `more` partitions (at most MAX_PARTITIONS) to the image and the replica."""
         t = self.image.topic(topic)
         assert t is not None
         n = min(t.num_partitions + more, MAX_PARTITIONS)
         if n == t.num_partitions:
-            return
+            return False
         self.image = self.image.with_topic(TopicImage(t.topic_id, topic, n))
         self.replica.update_metadata(self.image)
-        out = self.coordinator.update_metadata(self.image, self._tick())
-        self._run(out)
+        return True
 
     @rule(policy=st.sampled_from(POLICIES))
     def restart(self, policy: str) -> None:
@@ -962,10 +976,7 @@ class MigrationMachine(RuleBasedStateMachine):
         restarts its rebalance from JoinGroup, whether its JoinGroup or its SyncGroup was lost
         (it sends SyncGroup as soon as the JoinGroup answer arrives, so "joined" means its
         SyncGroup was in flight)."""
-        g = self.group
-        if isinstance(g, ClassicGroup) and self.since_downgrade and g.state is not ClassicGroupState.STABLE:
-            self.unwatched = True  # see the module docstring (invariant 2)
-            event("restart lost the rebalance after a downgrade")
+        self._before_restart()
         self.policy = policy
         self.restarts += 1
         event(f"restart with policy {policy}")
@@ -975,6 +986,16 @@ class MigrationMachine(RuleBasedStateMachine):
         self.shard.tick(self.now)
         for o in self.shard.on_loaded(self.now):
             self._run(o)
+        self._after_restart()
+
+    def _before_restart(self) -> None:
+        g = self.group
+        if isinstance(g, ClassicGroup) and self.since_downgrade and g.state is not ClassicGroupState.STABLE:
+            self.unwatched = True  # see the module docstring (invariant 2)
+            event("restart lost the rebalance after a downgrade")
+
+    def _after_restart(self) -> None:
+        """The clients' side of a coordinator restart (see `restart`)."""
         self.handles.clear()
         self.early.clear()
         for c in self.clients.values():

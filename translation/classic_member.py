@@ -44,9 +44,10 @@ from engine.consumer.group import ConsumerGroup
 from engine.consumer.member import ConsumerGroupMember, MemberState, normalize_topic_names
 from engine.consumer.membership import (
     cancel_member_timers,
+    joining_static_member,
+    known_static_member,
     maybe_reconcile,
     remove_member_records,
-    replace_member_records,
     schedule_session_timeout,
     subscription_metadata,
     topic_counts,
@@ -58,7 +59,7 @@ from engine.context import RequestContext
 from engine.errors import CoordinatorError, Errors
 from engine.ids import consumer_member_id
 from engine.operation import Operation
-from engine.timers import classic_join_key, classic_sync_key
+from engine.timers import TimerKind
 from records.consumer_group import ClassicMemberMetadata, ClassicProtocol, TopicPartitions
 from translation.downgrade import can_downgrade_after_replacement, downgrade
 from translation.embedded_protocol import (
@@ -70,7 +71,7 @@ from translation.embedded_protocol import (
 from translation.policy import refused
 
 if TYPE_CHECKING:
-    from engine.shard import Shard
+    from engine.state import ShardState
 
 CONSUMER = "consumer"
 # A dynamic classic member must first obtain a member id from JoinGroup v4 (KIP-394).
@@ -92,7 +93,7 @@ def supports_classic_protocols(group: ConsumerGroup, protocol_type: str, names: 
 
 
 def join(
-    shard: Shard, group: ConsumerGroup, req: JoinGroupRequest, ctx: RequestContext, op: Operation
+    shard: ShardState, group: ConsumerGroup, req: JoinGroupRequest, ctx: RequestContext, op: Operation
 ) -> JoinGroupResponse:
     gid = group.group_id
     if shard.config.consumer_migration_policy == "disabled":
@@ -104,7 +105,6 @@ def join(
             f"Cannot join the consumer group {gid} with the classic protocol because the group "
             "migration is disabled.",
         )
-    op.replay = True  # consumer-group records, applied by replay (unless a downgrade below)
     member_id = req.member_id
     unknown = member_id == ""
     if unknown:
@@ -140,38 +140,13 @@ def join(
         base = member if member is not None else ConsumerGroupMember(member_id=member_id)
         if member is None:
             op.event("member.joined", group=gid, member=member_id, protocol="classic")
+    elif unknown:
+        # A classic static member takes the instance id over at once (no -2 needed).
+        old, base, replaced = joining_static_member(
+            group, member_id, instance_id, op, protocol="classic", rejoin_by_id=False, take_over_active=True
+        )
     else:
-        existing = group.static_member(instance_id)
-        if unknown:
-            if existing is None:
-                old, base = None, ConsumerGroupMember(member_id=member_id)
-                op.event(
-                    "member.joined", group=gid, member=member_id, instance_id=instance_id, protocol="classic"
-                )
-            else:
-                # A classic static member may replace the existing one directly (no -2 needed).
-                replaced = existing
-                base = existing.with_changes(member_id=member_id, member_epoch=0, previous_member_epoch=0)
-                replace_member_records(group, existing, base, op)
-                old = base
-                op.event(
-                    "member.replaced",
-                    group=gid,
-                    member=member_id,
-                    replaced=existing.member_id,
-                    instance_id=instance_id,
-                    protocol="classic",
-                )
-        else:
-            if existing is None:
-                raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
-            if existing.member_id != member_id:
-                raise CoordinatorError(
-                    Errors.FENCED_INSTANCE_ID,
-                    f"Static member {member_id} with instance id {instance_id} was fenced by member "
-                    f"{existing.member_id}.",
-                )
-            old = base = existing
+        old = base = known_static_member(group, member_id, instance_id)
 
     first = req.protocols[0]
     try:
@@ -223,22 +198,11 @@ def join(
         # rejects with INCONSISTENT_GROUP_PROTOCOL whenever the vote picked another one).
         protocol_name = classic.protocol_name or first.name
 
-    session_timeout, rebalance_timeout = req.session_timeout_ms, req.rebalance_timeout_ms
-
-    def timers() -> None:
-        shard.timers.cancel(classic_join_key(gid, member_id))
-        if not downgraded:
-            schedule_session_timeout(shard, gid, member_id, session_timeout)
-            shard.timers.schedule(
-                classic_sync_key(gid, member_id),
-                max(rebalance_timeout, 0),
-                shard.now_ms,
-                lambda now: shard.fence_consumer_member(
-                    gid, member_id, "the member failed to sync within timeout."
-                ),
-            )
-
-    op.after(timers)
+    op.cancel(TimerKind.CLASSIC_MEMBER_JOIN, gid, member_id)
+    if not downgraded:
+        schedule_session_timeout(op, gid, member_id, req.session_timeout_ms)
+        sync_timeout = max(req.rebalance_timeout_ms, 0)
+        op.schedule(TimerKind.CLASSIC_MEMBER_SYNC, gid, member_id, sync_timeout)
     return JoinGroupResponse(
         member_id=member_id,
         generation_id=updated.member_epoch,
@@ -261,18 +225,7 @@ def _validate_member(group: ConsumerGroup, member_id: str, instance_id: str | No
                 Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group.group_id}."
             )
     else:
-        member = group.static_member(instance_id)
-        if member is None:
-            raise CoordinatorError(
-                Errors.UNKNOWN_MEMBER_ID,
-                f"Member with instance id {instance_id} is not a member of group {group.group_id}.",
-            )
-        if member.member_id != member_id:
-            raise CoordinatorError(
-                Errors.FENCED_INSTANCE_ID,
-                f"Static member {member_id} with instance id {instance_id} was fenced by member "
-                f"{member.member_id}.",
-            )
+        member = known_static_member(group, member_id, instance_id)
     if member.classic_member_metadata is None:
         raise CoordinatorError(
             Errors.UNKNOWN_MEMBER_ID, f"Member {member.member_id} does not use the classic protocol."
@@ -289,15 +242,9 @@ def _check_generation(member: ConsumerGroupMember, generation: int) -> None:
         )
 
 
-def _schedule_join_timeout(shard: Shard, group_id: str, member: ConsumerGroupMember) -> None:
-    member_id = member.member_id
-    shard.timers.schedule_if_absent(
-        classic_join_key(group_id, member_id),
-        max(member.rebalance_timeout_ms, 0),
-        shard.now_ms,
-        lambda now: shard.fence_consumer_member(
-            group_id, member_id, "the classic member failed to join within the rebalance timeout."
-        ),
+def _schedule_join_timeout(op: Operation, group_id: str, member: ConsumerGroupMember) -> None:
+    op.schedule_if_absent(
+        TimerKind.CLASSIC_MEMBER_JOIN, group_id, member.member_id, max(member.rebalance_timeout_ms, 0)
     )
 
 
@@ -306,7 +253,7 @@ def _session_timeout(member: ConsumerGroupMember) -> int:
     return member.classic_member_metadata.session_timeout_ms
 
 
-def sync(shard: Shard, group: ConsumerGroup, req: SyncGroupRequest, op: Operation) -> SyncGroupResponse:
+def sync(shard: ShardState, group: ConsumerGroup, req: SyncGroupRequest, op: Operation) -> SyncGroupResponse:
     gid = group.group_id
     member = _validate_member(group, req.member_id, req.group_instance_id)
     _check_generation(member, req.generation_id)
@@ -327,14 +274,23 @@ def sync(shard: Shard, group: ConsumerGroup, req: SyncGroupRequest, op: Operatio
             f"protocol name {first.name} returned in the join response.",
         )
     if group.group_epoch > member.member_epoch and member.state is not MemberState.UNREVOKED_PARTITIONS:
-        _schedule_join_timeout(shard, gid, member)
-        raise CoordinatorError(
-            Errors.REBALANCE_IN_PROGRESS,
+        # An answer, not a raise: the join timer it starts must outlive the refusal.
+        _schedule_join_timeout(op, gid, member)
+        message = (
             f"A new rebalance is triggered in group {gid} and member {member.member_id} "
-            "should rejoin to catch up.",
+            "should rejoin to catch up."
         )
-    shard.timers.cancel(classic_sync_key(gid, member.member_id))
-    schedule_session_timeout(shard, gid, member.member_id, _session_timeout(member))
+        op.event(
+            "request.rejected",
+            api="SyncGroup",
+            group=gid,
+            member=member.member_id,
+            error=Errors.REBALANCE_IN_PROGRESS.name,
+            reason=message,
+        )
+        return SyncGroupResponse(error_code=int(Errors.REBALANCE_IN_PROGRESS))
+    op.cancel(TimerKind.CLASSIC_MEMBER_SYNC, gid, member.member_id)
+    schedule_session_timeout(op, gid, member.member_id, _session_timeout(member))
     by_name: list[tuple[str, list[int]]] = []
     for tid, parts in member.assigned_partitions.items():
         t = shard.image.topic_by_id(tid)
@@ -351,11 +307,13 @@ def sync(shard: Shard, group: ConsumerGroup, req: SyncGroupRequest, op: Operatio
     )
 
 
-def heartbeat(shard: Shard, group: ConsumerGroup, req: HeartbeatRequest) -> HeartbeatResponse:
+def heartbeat(
+    shard: ShardState, group: ConsumerGroup, req: HeartbeatRequest, op: Operation
+) -> HeartbeatResponse:
     gid = group.group_id
     member = _validate_member(group, req.member_id, req.group_instance_id)
     _check_generation(member, req.generation_id)
-    schedule_session_timeout(shard, gid, member.member_id, _session_timeout(member))
+    schedule_session_timeout(op, gid, member.member_id, _session_timeout(member))
     must_rejoin = (
         member.member_epoch < group.group_epoch
         or member.state is MemberState.UNREVOKED_PARTITIONS
@@ -367,7 +325,7 @@ def heartbeat(shard: Shard, group: ConsumerGroup, req: HeartbeatRequest) -> Hear
         )
     )
     if must_rejoin:
-        _schedule_join_timeout(shard, gid, member)
+        _schedule_join_timeout(op, gid, member)
         return HeartbeatResponse(int(Errors.REBALANCE_IN_PROGRESS))
     return HeartbeatResponse(0)
 
@@ -375,7 +333,9 @@ def heartbeat(shard: Shard, group: ConsumerGroup, req: HeartbeatRequest) -> Hear
 # --- LeaveGroup ---------------------------------------------------------------------------------
 
 
-def leave(shard: Shard, group: ConsumerGroup, req: LeaveGroupRequest, op: Operation) -> LeaveGroupResponse:
+def leave(
+    shard: ShardState, group: ConsumerGroup, req: LeaveGroupRequest, op: Operation
+) -> LeaveGroupResponse:
     """Per-member removal, one epoch bump for the batch; never a downgrade (the leavers are
     classic), even when the group is left empty."""
     gid = group.group_id
@@ -404,7 +364,7 @@ def leave(shard: Shard, group: ConsumerGroup, req: LeaveGroupRequest, op: Operat
             responses.append(MemberResponse(member_id, instance_id, int(e.code)))
             continue
         remove_member_records(gid, member.member_id, op)
-        cancel_member_timers(shard, gid, member.member_id)
+        cancel_member_timers(op, gid, member.member_id)
         removed.append(member)
         responses.append(MemberResponse(member.member_id, instance_id))
         op.event(

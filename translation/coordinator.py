@@ -34,6 +34,7 @@ from engine.classic.api import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
+from engine.config import GroupConfig
 from engine.consumer.api import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
@@ -62,14 +63,14 @@ from translation.embedded_protocol import (
     serialize_assignment,
     serialize_subscription,
 )
+from translation.migration import Migration
 
 
 class Coordinator:
     def __init__(self, shard: Shard) -> None:
         self.shard = shard
-        from translation.migration import Migration
-
-        shard.migration = Migration(shard)
+        # The engine refuses cross-protocol requests on its own; this layer answers them.
+        shard.migration = Migration(shard.state)
 
     # --- writes (each returns the engine's Outcome) -------------------------------------------
 
@@ -163,6 +164,28 @@ class Coordinator:
             protocol_data=g.preferred_server_assignor() or self.shard.config.consumer_assignors[0],
             members=tuple(members),
         )
+
+    # --- per-group configs and metrics ------------------------------------------------------------
+
+    def set_group_config(self, group_id: str, config: GroupConfig | None) -> None:
+        self.shard.set_group_config(group_id, config)
+
+    def effective_group_config(self, group_id: str) -> dict[str, int]:
+        """The KIP-848 group configs in force for `group_id` (its overrides, else the defaults)."""
+        return {
+            "consumer.session.timeout.ms": self.shard.consumer_session_timeout_ms(group_id),
+            "consumer.heartbeat.interval.ms": self.shard.consumer_heartbeat_interval_ms(group_id),
+        }
+
+    def group_counts(self) -> dict[tuple[str, str], int]:
+        """Groups by (type, state), for the KIP-848 group-count metric."""
+        counts: dict[tuple[str, str], int] = {}
+        for g in self.shard.groups.values():
+            key = (
+                ("consumer", g.state().value) if isinstance(g, ConsumerGroup) else ("classic", g.state.value)
+            )
+            counts[key] = counts.get(key, 0) + 1
+        return counts
 
     # --- timers and metadata --------------------------------------------------------------------
 

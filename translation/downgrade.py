@@ -40,13 +40,14 @@ from engine.classic.state import ClassicGroupState
 from engine.consumer import record_builders as rb
 from engine.consumer.group import ConsumerGroup
 from engine.consumer.member import ConsumerGroupMember
+from engine.consumer.membership import cancel_member_timers
 from engine.errors import CoordinatorError, Errors
 from engine.operation import Operation
 from translation.embedded_protocol import SchemaError, read_version, serialize_assignment
 from translation.policy import downgrade_enabled, refused
 
 if TYPE_CHECKING:
-    from engine.shard import Shard
+    from engine.state import ShardState
 
 
 def all_members_use_classic_except(group: ConsumerGroup, member_id: str) -> bool:
@@ -58,7 +59,7 @@ def all_members_use_classic_except(group: ConsumerGroup, member_id: str) -> bool
     )
 
 
-def can_downgrade_after_fence(shard: Shard, group: ConsumerGroup, fenced_id: str, op: Operation) -> bool:
+def can_downgrade_after_fence(shard: ShardState, group: ConsumerGroup, fenced_id: str, op: Operation) -> bool:
     if not all_members_use_classic_except(group, fenced_id):
         return False
     if group.num_members <= 1:
@@ -80,7 +81,7 @@ def can_downgrade_after_fence(shard: Shard, group: ConsumerGroup, fenced_id: str
 
 
 def can_downgrade_after_replacement(
-    shard: Shard, group: ConsumerGroup, replaced_id: str, op: Operation
+    shard: ShardState, group: ConsumerGroup, replaced_id: str, op: Operation
 ) -> bool:
     if not all_members_use_classic_except(group, replaced_id):
         return False
@@ -111,7 +112,7 @@ def _classic_member(m: ConsumerGroupMember) -> ClassicGroupMember:
 
 
 def build_classic_group(
-    shard: Shard,
+    shard: ShardState,
     group: ConsumerGroup,
     leaving_id: str,
     joining: ConsumerGroupMember | None,
@@ -154,7 +155,7 @@ def build_classic_group(
 
 
 def downgrade(
-    shard: Shard,
+    shard: ShardState,
     group: ConsumerGroup,
     leaving_id: str,
     joining: ConsumerGroupMember | None,
@@ -175,7 +176,8 @@ def downgrade(
     def renamed(member_id: str) -> str:
         return joining.member_id if joining is not None and member_id == leaving_id else member_id
 
-    ids = [renamed(mid) for mid in group.members]
+    consumer_ids = list(group.members)  # before the tombstones below empty the group
+    ids = [renamed(mid) for mid in consumer_ids]
     op.records.extend(rb.current_assignment_tombstone(gid, mid) for mid in ids)
     op.records.extend(rb.target_member_tombstone(gid, mid) for mid in ids)
     op.records.append(rb.target_epoch_tombstone(gid))
@@ -187,13 +189,6 @@ def downgrade(
 
     def install() -> None:
         shard.groups[gid] = classic
-        for cm in classic.members.values():
-            reschedule_heartbeat(shard, classic, cm)
-        # Both cases rebalance. In case (b) Kafka rebalances only when the joiner's subscription
-        # differs (KAFKA-19546), but without a rebalance no client knows it leads the classic
-        # group (each learnt leader "" from its consumer-group JoinGroup), so nobody assigns
-        # partitions that are added later, nor the partitions still moving at the conversion.
-        prepare_rebalance(shard, classic, op, f"Downgrade group {gid} from consumer to classic.")
 
     op.after(install)
     op.event(
@@ -207,4 +202,17 @@ def downgrade(
         protocol=classic.protocol_name,
         leader=classic.leader_id,
     )
+    # The consumer group's member timers (session, rebalance, classic join/sync) end with it, as
+    # Kafka's `convertToClassicGroup` cancels them. The classic group is not installed yet (the
+    # shard does it once the records are in the journal), so its members' timers and its
+    # rebalance are computed on it here, into `op`.
+    for mid in consumer_ids:
+        cancel_member_timers(op, gid, mid)
+    for cm in classic.members.values():
+        reschedule_heartbeat(op, classic, cm)
+    # Both cases rebalance. In case (b) Kafka rebalances only when the joiner's subscription
+    # differs (KAFKA-19546), but without a rebalance no client knows it leads the classic group
+    # (each learnt leader "" from its consumer-group JoinGroup), so nobody assigns partitions
+    # that are added later, nor the partitions still moving at the conversion.
+    prepare_rebalance(shard, classic, op, f"Downgrade group {gid} from consumer to classic.")
     return classic

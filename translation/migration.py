@@ -31,14 +31,14 @@ from engine.consumer.member import ConsumerGroupMember
 from engine.context import RequestContext
 from engine.operation import Operation
 from engine.outcome import Pending
-from engine.shard import Shard
+from engine.state import ShardState
 from translation import classic_member
 from translation.downgrade import can_downgrade_after_fence, downgrade
 from translation.upgrade import not_a_consumer_group, upgrade
 
 
 class Migration:
-    def __init__(self, shard: Shard) -> None:
+    def __init__(self, shard: ShardState) -> None:
         self.shard = shard
 
     def consumer_heartbeat_to_classic_group(
@@ -76,7 +76,7 @@ class Migration:
     def classic_heartbeat_to_consumer_group(
         self, group: ConsumerGroup, req: HeartbeatRequest, ctx: RequestContext, op: Operation
     ) -> HeartbeatResponse:
-        return classic_member.heartbeat(self.shard, group, req)
+        return classic_member.heartbeat(self.shard, group, req, op)
 
     def classic_leave_to_consumer_group(
         self, group: ConsumerGroup, req: LeaveGroupRequest, ctx: RequestContext, op: Operation

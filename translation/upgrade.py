@@ -39,7 +39,7 @@ from engine.consumer.replay import apply_record
 from engine.errors import CoordinatorError, Errors
 from engine.metadata import MetadataImage, TopicId
 from engine.operation import Operation
-from engine.timers import group_join_key, group_sync_key, heartbeat_key
+from engine.timers import TimerKind
 from records.classic_group import GroupMetadataKey
 from records.consumer_group import ClassicMemberMetadata, ClassicProtocol
 from records.coordinator import CoordinatorRecord
@@ -47,7 +47,7 @@ from translation.embedded_protocol import SchemaError, Subscription, parse_assig
 from translation.policy import refused, upgrade_enabled
 
 if TYPE_CHECKING:
-    from engine.shard import Shard
+    from engine.state import ShardState
 
 
 def not_a_consumer_group(group_id: str) -> CoordinatorError:
@@ -62,7 +62,7 @@ def cannot_upgrade(group_id: str, because: str) -> CoordinatorError:
     )
 
 
-def check_upgrade(shard: Shard, group: ClassicGroup, op: Operation) -> None:
+def check_upgrade(shard: ShardState, group: ClassicGroup, op: Operation) -> None:
     gid = group.group_id
     if not upgrade_enabled(shard.config):
         refused(op, gid, "upgrade", "policy", policy=shard.config.consumer_migration_policy)
@@ -133,7 +133,7 @@ def _still_revoking(
     ]
 
 
-def upgrade(shard: Shard, group: ClassicGroup, op: Operation) -> ConsumerGroup:
+def upgrade(shard: ShardState, group: ClassicGroup, op: Operation) -> ConsumerGroup:
     """Convert `group` (writing the records into `op`); return the consumer group to join."""
     check_upgrade(shard, group, op)
     gid = group.group_id
@@ -204,20 +204,17 @@ def upgrade(shard: Shard, group: ClassicGroup, op: Operation) -> ConsumerGroup:
     # refresh deadline.
     converted.metadata_refresh_needed = True
 
-    classic_timer_keys = [group_join_key(gid), group_sync_key(gid)]
-    classic_timer_keys += [heartbeat_key(gid, mid) for mid in [*group.members, *group.pending_join_members]]
-
-    def schedule_sessions() -> None:
-        # The classic group is gone, and its timers with it. Kafka leaves them registered and
-        # relies on their group-type check, which a later downgrade defeats: a join timer of
-        # this group would then complete a join phase of the new classic group.
-        for key in classic_timer_keys:
-            shard.timers.cancel(key)
-        for m in members:
-            assert m.classic_member_metadata is not None
-            schedule_session_timeout(shard, gid, m.member_id, m.classic_member_metadata.session_timeout_ms)
-
-    op.after(schedule_sessions)
+    # The classic group is gone, and its timers with it. Kafka leaves them registered and relies
+    # on their group-type check, which a later downgrade defeats: a join timer of this group
+    # would then complete a join phase of the new classic group.
+    op.cancel(TimerKind.CLASSIC_JOIN_PHASE, gid)
+    op.cancel(TimerKind.CLASSIC_SYNC_PHASE, gid)
+    for classic_id in [*group.members, *group.pending_join_members]:
+        op.cancel(TimerKind.CLASSIC_HEARTBEAT, gid, classic_id)
+    for converted_member in members:
+        meta = converted_member.classic_member_metadata
+        assert meta is not None
+        schedule_session_timeout(op, gid, converted_member.member_id, meta.session_timeout_ms)
     op.event(
         "group.converted",
         group=gid,

@@ -29,8 +29,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
-from compat.kafka_dist import wire
+from compat.kafka_dist.cds import CdsSession
 from compat.kafka_dist.maven import KafkaDist, resolve
+from compat.kafka_dist.wire import api_versions, broker_ids
 
 HOST = "127.0.0.1"
 DEFAULT_JVM_OPTS = (
@@ -122,6 +123,9 @@ class KafkaNode:
         self.properties = self.dir / "server.properties"
         self.log_path = self.dir / "server.log"
         self.process: subprocess.Popen[bytes] | None = None
+        self._cds: CdsSession | None = None
+        #: Started and not deliberately stopped or killed since: must be running.
+        self.wanted = False
 
     @property
     def address(self) -> str:
@@ -157,10 +161,12 @@ class KafkaNode:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.properties.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
 
-    def _java(self, main: str, *args: str) -> list[str]:
+    def _java(self, main: str, *args: str, cds: CdsSession | None = None) -> list[str]:
+        shared = cds.options if cds is not None else self.cluster.shared_archive_options()
         return [
             "java",
             *jvm_opts(),
+            *shared,
             *self.cluster.logging_props,
             "-cp",
             self.cluster.dist.classpath,
@@ -183,8 +189,10 @@ class KafkaNode:
         with open(self.log_path, "ab") as out:
             out.write(f"\n--- groupshift: starting node {self.node_id} at {time.ctime()} ---\n".encode())
             out.flush()
+            self._cds = self.cluster.cds_session() if self.node_id == 0 else None
+            self.wanted = True
             self.process = subprocess.Popen(
-                self._java("kafka.Kafka", str(self.properties)),
+                self._java("kafka.Kafka", str(self.properties), cds=self._cds),
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
@@ -198,6 +206,7 @@ class KafkaNode:
 
     def stop(self, timeout: float = 30.0) -> None:
         """SIGTERM (Kafka's controlled shutdown), then SIGKILL after `timeout` seconds."""
+        self.wanted = False
         if self.process is None:
             return
         self.signal(signal.SIGTERM)
@@ -206,16 +215,24 @@ class KafkaNode:
         except subprocess.TimeoutExpired:
             self.signal(signal.SIGKILL)
             self.process.wait(10)
+        self.exited()
 
     def kill(self) -> None:
+        self.wanted = False
         if self.process is None:
             return
         self.signal(signal.SIGKILL)
         self.process.wait(10)
+        self.exited()
+
+    def exited(self) -> None:
+        if self._cds is not None and self.process is not None:
+            self._cds.finish(self.process.returncode)
+            self._cds = None
 
     def answers(self) -> bool:
         try:
-            wire.api_versions(HOST, self.port, timeout=2.0)
+            api_versions(HOST, self.port, timeout=2.0)
         except (OSError, ConnectionError, KeyError, ValueError):
             return False
         return True
@@ -253,6 +270,21 @@ class KafkaCluster:
         self.nodes = [KafkaNode(self, i) for i in range(brokers)]
         self.started = False
         self.startup_seconds: float | None = None
+        self._archive_claimed = False
+
+    # --- class-data sharing (compat.kafka_dist.cds) --------------------------------------------
+
+    def shared_archive_options(self) -> list[str]:
+        """Use the release's class archive if one exists (format runs, nodes other than 0)."""
+        session = CdsSession(self.dist)
+        return session.options if session.pending is None else []
+
+    def cds_session(self) -> CdsSession | None:
+        """Node 0's first start uses the archive or, if there is none yet, makes it."""
+        if self._archive_claimed:
+            return None
+        self._archive_claimed = True
+        return CdsSession(self.dist)
 
     # --- addresses and logs --------------------------------------------------------------------
 
@@ -281,14 +313,33 @@ class KafkaCluster:
         return proc.pid if proc is not None and proc.poll() is None else None
 
     def api_versions(self, i: int = 0) -> dict[int, tuple[int, int]]:
-        return wire.api_versions(HOST, self.nodes[i].port)
+        return api_versions(HOST, self.nodes[i].port)
 
     # --- lifecycle -----------------------------------------------------------------------------
 
     def start(self) -> KafkaCluster:
+        """Format every node's storage, start them, wait until ready.
+
+        A free port can be taken by another process between its choice and the JVM's bind; if a
+        node fails on "Address already in use", the whole cluster is formatted again on new
+        ports, once.
+        """
         if self.started:
             return self
         began = time.monotonic()
+        try:
+            self._start_once()
+        except KafkaStartError as exc:
+            if "Address already in use" not in str(exc):
+                raise
+            for node in self.nodes:
+                shutil.rmtree(node.dir, ignore_errors=True)
+                node.port, node.controller_port = free_port(), free_port()
+            self._start_once()
+        self.startup_seconds = time.monotonic() - began
+        return self
+
+    def _start_once(self) -> None:
         for node in self.nodes:
             node.write_properties()
         formats = [(node, node.format()) for node in self.nodes]
@@ -305,14 +356,14 @@ class KafkaCluster:
         except BaseException:
             self.stop()
             raise
-        self.startup_seconds = time.monotonic() - began
-        return self
 
     def wait_ready(self, timeout: float | None = None) -> None:
         """Until every running node answers ApiVersions and the metadata lists them all."""
         deadline = time.monotonic() + (timeout if timeout is not None else self.start_timeout)
         while True:
-            running = [n for n in self.nodes if n.process is not None]
+            running = [n for n in self.nodes if n.wanted]
+            if not running:
+                return
             for node in running:
                 if not node.is_running():
                     raise KafkaStartError(
@@ -322,7 +373,7 @@ class KafkaCluster:
                     )
             if all(n.answers() for n in running):
                 try:
-                    ids = wire.broker_ids(HOST, running[0].port)
+                    ids = broker_ids(HOST, running[0].port)
                 except (OSError, ConnectionError, KeyError, ValueError):
                     ids = []
                 if {n.node_id for n in running} <= set(ids):
@@ -352,6 +403,7 @@ class KafkaCluster:
     def stop(self, timeout: float = 30.0) -> None:
         """Stop every node (SIGTERM, then SIGKILL), brokers first; remove a temporary workdir."""
         for node in self.nodes:
+            node.wanted = False
             node.signal(signal.SIGTERM)
         deadline = time.monotonic() + timeout
         for node in self.nodes:
@@ -361,6 +413,7 @@ class KafkaCluster:
                 node.process.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 node.kill()
+            node.exited()
         self.started = False
 
     def cleanup(self) -> None:

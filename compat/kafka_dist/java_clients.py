@@ -18,11 +18,13 @@ import contextlib
 import json
 import os
 import queue
+import shutil
 import signal
 import subprocess
 import tempfile
 import threading
 import time
+import weakref
 import zipfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -31,6 +33,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from compat.kafka_dist.cds import CdsSession
 from compat.kafka_dist.maven import KafkaDist, resolve_component
 
 TOOL_CLASSES: dict[str, tuple[str, ...]] = {
@@ -77,9 +80,10 @@ class VerifiableProcess:
     `next_event(timeout)` and `wait_for(name, timeout)` never block past their timeout.
     """
 
-    def __init__(self, command: list[str], stderr_path: Path) -> None:
+    def __init__(self, command: list[str], stderr_path: Path, cds: CdsSession | None = None) -> None:
         self.command = command
         self.stderr_path = stderr_path
+        self._cds = cds
         self._stderr = open(stderr_path, "wb")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(
             command,
@@ -170,6 +174,7 @@ class VerifiableProcess:
                 self.kill()
         self._reader.join(5)
         self._stderr.close()
+        self._exited()
         return int(self.process.returncode)
 
     def kill(self) -> None:
@@ -177,6 +182,12 @@ class VerifiableProcess:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.process.pid, signal.SIGKILL)
         self.process.wait(10)
+        self._exited()
+
+    def _exited(self) -> None:
+        if self._cds is not None:
+            self._cds.finish(self.process.returncode)
+            self._cds = None
 
     def drain(self) -> list[dict[str, Any]]:
         """Every event the reader has queued so far, without waiting."""
@@ -207,16 +218,23 @@ class VerifiableProcess:
 class JavaClients:
     """Kafka's Java tools of one release (a `clients` component from the cache)."""
 
-    def __init__(self, dist: KafkaDist) -> None:
+    def __init__(self, dist: KafkaDist, workdir: str | Path | None = None) -> None:
+        """`workdir` holds client configs and each tool's stderr (a temporary one by default)."""
         self.dist = dist
         self.version = dist.version
-        self.workdir = Path(tempfile.mkdtemp(prefix=f"kafka-clients-{dist.version}-"))
+        if workdir is None:
+            self.workdir = Path(tempfile.mkdtemp(prefix=f"kafka-clients-{dist.version}-"))
+            weakref.finalize(self, shutil.rmtree, str(self.workdir), True)
+        else:
+            self.workdir = Path(workdir)
+            self.workdir.mkdir(parents=True, exist_ok=True)
         log4j2 = self.workdir / "log4j2.properties"
         log4j2.write_text(_LOG4J2_STDERR)
         log4j1 = self.workdir / "log4j.properties"
         log4j1.write_text(_LOG4J1_STDERR)
         self.logging_props = [f"-Dlog4j2.configurationFile={log4j2}", f"-Dlog4j.configuration=file:{log4j1}"]
         self._counter = 0
+        self._archive_claimed = False
 
     @property
     def version_tuple(self) -> tuple[int, ...]:
@@ -241,11 +259,22 @@ class JavaClients:
                 return candidate
         raise LookupError(f"Kafka {self.version} has no {tool}")
 
-    def command(self, tool: str, *args: str) -> list[str]:
+    def _cds(self) -> CdsSession | None:
+        """The first tool JVM makes the class archive (compat.kafka_dist.cds); later ones use it."""
+        session = CdsSession(self.dist)
+        if session.pending is None:
+            return session if session.options else None
+        if self._archive_claimed:
+            return None
+        self._archive_claimed = True
+        return session
+
+    def command(self, tool: str, *args: str, cds: CdsSession | None = None) -> list[str]:
         """The `java ...` command line that runs `tool` with `args`."""
         return [
             "java",
             *TOOL_JVM_OPTS,
+            *(cds.options if cds is not None else []),
             *self.logging_props,
             "-cp",
             self.dist.classpath,
@@ -264,14 +293,21 @@ class JavaClients:
         return self.workdir / f"{tool}-{self._counter}.stderr"
 
     def run(self, tool: str, *args: str, timeout: float = 120.0) -> ToolResult:
-        proc = subprocess.run(
-            self.command(tool, *args),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
+        cds = self._cds()
+        code: int | None = None
+        try:
+            proc = subprocess.run(
+                self.command(tool, *args, cds=cds),
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                stdin=subprocess.DEVNULL,
+                check=False,
+            )
+            code = proc.returncode
+        finally:
+            if cds is not None:
+                cds.finish(code)
         return ToolResult(proc.returncode, proc.stdout, proc.stderr)
 
     def consumer_groups(self, bootstrap: str, *args: str, timeout: float = 120.0) -> ToolResult:
@@ -300,6 +336,8 @@ class JavaClients:
         extra_args: Sequence[str] = (),
     ) -> VerifiableProcess:
         """Start `VerifiableConsumer`; `group_protocol` ("classic" | "consumer") needs 3.7+."""
+        if (group_protocol or group_remote_assignor) and self.version_tuple < (3, 7):
+            raise ValueError(f"VerifiableConsumer {self.version} has no --group-protocol (3.7+)")
         args = ["--bootstrap-server", bootstrap, "--topic", topic, "--group-id", group_id]
         args += ["--reset-policy", reset_policy]
         if group_protocol is not None:
@@ -315,7 +353,9 @@ class JavaClients:
         if properties:
             args += ["--consumer.config", str(self._config_file(properties))]
         args += list(extra_args)
-        return VerifiableProcess(self.command("VerifiableConsumer", *args), self._stderr_path("consumer"))
+        cds = self._cds()
+        command = self.command("VerifiableConsumer", *args, cds=cds)
+        return VerifiableProcess(command, self._stderr_path("consumer"), cds)
 
     def verifiable_producer(
         self,
@@ -334,9 +374,11 @@ class JavaClients:
         if properties:
             args += ["--producer.config", str(self._config_file(properties))]
         args += list(extra_args)
-        return VerifiableProcess(self.command("VerifiableProducer", *args), self._stderr_path("producer"))
+        cds = self._cds()
+        command = self.command("VerifiableProducer", *args, cds=cds)
+        return VerifiableProcess(command, self._stderr_path("producer"), cds)
 
 
-def java_clients(spec: str = "4") -> JavaClients:
+def java_clients(spec: str = "4", workdir: str | Path | None = None) -> JavaClients:
     """Kafka's Java tools for a version spec ("4" = newest 4.x that publishes `kafka-tools`)."""
-    return JavaClients(resolve_component(spec, "clients"))
+    return JavaClients(resolve_component(spec, "clients"), workdir)

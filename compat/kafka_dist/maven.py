@@ -57,10 +57,11 @@ LINE_ARTIFACT: dict[str, str] = {"broker": "kafka_2.13", "clients": "kafka-tools
 LOG4J2_VERSION = "2.24.3"
 #: Binding for Kafka 3.x (its distribution's `slf4j-reload4j`; the broker POM does not name it).
 RELOAD4J_BINDING_VERSION = "1.7.36"
-#: Known-good releases per line per component, used when Maven cannot list versions.
+#: Releases per line per component verified here (started, tools run), used when Maven cannot
+#: list versions.
 PINNED: dict[str, dict[str, str]] = {
-    "broker": {"4": "4.4.0", "4.4": "4.4.0", "4.3": "4.3.1", "3.9": "3.9.1", "3.8": "3.8.1", "3.7": "3.7.2"},
-    "clients": {"4": "4.3.1", "4.3": "4.3.1", "3.9": "3.9.1", "3.8": "3.8.1", "3.7": "3.7.2"},
+    "broker": {"4": "4.4.0", "4.4": "4.4.0", "3.9": "3.9.2", "3.7": "3.7.2"},
+    "clients": {"4": "4.3.1", "4.3": "4.3.1", "3.9": "3.9.2", "3.7": "3.7.2"},
 }
 #: How long a line's resolution is trusted before Maven is asked again.
 LINE_TTL_SECONDS = 7 * 24 * 3600

@@ -26,34 +26,36 @@ from engine.classic.rebalance import (
 from engine.classic.state import ClassicGroupState
 from engine.errors import CoordinatorError, Errors
 from engine.operation import Operation
-from engine.timers import heartbeat_key
+from engine.timers import TimerKind
 
 if TYPE_CHECKING:
     from engine.classic.group import ClassicGroup
-    from engine.shard import Shard
+    from engine.state import ShardState
 
 S = ClassicGroupState
 
 
-def heartbeat_classic_group(shard: Shard, group: ClassicGroup, req: HeartbeatRequest) -> HeartbeatResponse:
+def heartbeat_classic_group(
+    shard: ShardState, group: ClassicGroup, req: HeartbeatRequest, op: Operation
+) -> HeartbeatResponse:
     if group.is_in_state(S.DEAD):
-        return HeartbeatResponse(int(Errors.COORDINATOR_NOT_AVAILABLE))
-    try:
-        group.validate_member(req.member_id, req.group_instance_id)
-    except CoordinatorError as e:
-        return HeartbeatResponse(int(e.code))
+        raise CoordinatorError(Errors.COORDINATOR_NOT_AVAILABLE)
+    group.validate_member(req.member_id, req.group_instance_id)
     if req.generation_id != group.generation_id:
-        return HeartbeatResponse(int(Errors.ILLEGAL_GENERATION))
+        raise CoordinatorError(
+            Errors.ILLEGAL_GENERATION,
+            f"generation {req.generation_id} is not the group's generation {group.generation_id}",
+        )
     if group.is_in_state(S.EMPTY):
-        return HeartbeatResponse(int(Errors.UNKNOWN_MEMBER_ID))
-    reschedule_heartbeat(shard, group, group.members[req.member_id])
+        raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, "the group is empty")
+    reschedule_heartbeat(op, group, group.members[req.member_id])
     if group.is_in_state(S.PREPARING_REBALANCE):
         return HeartbeatResponse(int(Errors.REBALANCE_IN_PROGRESS))
     return HeartbeatResponse(0)
 
 
 def leave_classic_group(
-    shard: Shard, group: ClassicGroup, req: LeaveGroupRequest, op: Operation
+    shard: ShardState, group: ClassicGroup, req: LeaveGroupRequest, op: Operation
 ) -> LeaveGroupResponse:
     if group.is_in_state(S.DEAD):
         return LeaveGroupResponse(error_code=int(Errors.COORDINATOR_NOT_AVAILABLE))
@@ -71,7 +73,7 @@ def leave_classic_group(
                 responses.append(MemberResponse(mid, iid, int(Errors.UNKNOWN_MEMBER_ID)))
         elif group.is_pending_member(mid):
             group.remove(mid)
-            shard.timers.cancel(heartbeat_key(group.group_id, mid))
+            op.cancel(TimerKind.CLASSIC_HEARTBEAT, group.group_id, mid)
             op.event("member.left", group=group.group_id, member=mid, reason=ident.reason or "pending member")
             responses.append(MemberResponse(mid, iid))
             left.append(mid)
@@ -94,10 +96,10 @@ def leave_classic_group(
 
 
 def _remove_current_member(
-    shard: Shard, group: ClassicGroup, member_id: str, op: Operation, reason: str | None
+    shard: ShardState, group: ClassicGroup, member_id: str, op: Operation, reason: str | None
 ) -> None:
     member = group.members[member_id]
-    shard.timers.cancel(heartbeat_key(group.group_id, member_id))
+    op.cancel(TimerKind.CLASSIC_HEARTBEAT, group.group_id, member_id)
     answer_parked_requests(group, member, op)
     group.remove(member_id)
     op.event(

@@ -21,6 +21,7 @@ from engine.classic.rebalance import (
     maybe_prepare_rebalance_or_complete_join,
     prepare_rebalance,
     reschedule_heartbeat,
+    schedule_member_heartbeat,
 )
 from engine.classic.records import empty_group_metadata_record, group_metadata_record
 from engine.classic.state import ClassicGroupState
@@ -29,10 +30,9 @@ from engine.errors import Errors
 from engine.ids import classic_member_id
 from engine.operation import Operation
 from engine.outcome import Pending
-from engine.timers import heartbeat_key
 
 if TYPE_CHECKING:
-    from engine.shard import Shard
+    from engine.state import ShardState
 
 S = ClassicGroupState
 
@@ -50,7 +50,9 @@ def error(code: Errors, member_id: str = "") -> JoinGroupResponse:
     return JoinGroupResponse(error_code=int(code), member_id=member_id)
 
 
-def join_classic_group(shard: Shard, req: JoinGroupRequest, ctx: RequestContext, op: Operation) -> JoinResult:
+def join_classic_group(
+    shard: ShardState, req: JoinGroupRequest, ctx: RequestContext, op: Operation
+) -> JoinResult:
     member_id = req.member_id
     unknown = member_id == ""
     is_new_group = req.group_id not in shard.groups
@@ -75,7 +77,7 @@ def join_classic_group(shard: Shard, req: JoinGroupRequest, ctx: RequestContext,
     return result
 
 
-def _accept_joining_member(shard: Shard, group: ClassicGroup, member_id: str) -> bool:
+def _accept_joining_member(shard: ShardState, group: ClassicGroup, member_id: str) -> bool:
     """`group.max.size`: in PreparingRebalance count the members already waiting (so the last
     ones to rejoin are the ones kept out); otherwise count members."""
     max_size = shard.config.max_size
@@ -88,7 +90,7 @@ def _accept_joining_member(shard: Shard, group: ClassicGroup, member_id: str) ->
 
 
 def _join_new_member(
-    shard: Shard, group: ClassicGroup, req: JoinGroupRequest, ctx: RequestContext, op: Operation
+    shard: ShardState, group: ClassicGroup, req: JoinGroupRequest, ctx: RequestContext, op: Operation
 ) -> JoinResult:
     if group.is_in_state(S.DEAD):
         return error(Errors.COORDINATOR_NOT_AVAILABLE)
@@ -112,21 +114,13 @@ def _join_new_member(
         return add_member_then_rebalance_or_complete_join(shard, group, req, ctx, new_id, op)
     if ctx.api_version >= KNOWN_MEMBER_ID_REQUIRED_VERSION:
         group.add_pending_member(new_id)
-        gid = group.group_id
-        from engine.classic.rebalance import expire_member_heartbeat
-
-        shard.timers.schedule(
-            heartbeat_key(gid, new_id),
-            req.session_timeout_ms,
-            shard.now_ms,
-            lambda now: shard.classic_timer(lambda o: expire_member_heartbeat(shard, gid, new_id, o)),
-        )
+        schedule_member_heartbeat(op, group.group_id, new_id, req.session_timeout_ms)
         return error(Errors.MEMBER_ID_REQUIRED, new_id)
     return add_member_then_rebalance_or_complete_join(shard, group, req, ctx, new_id, op)
 
 
 def _join_existing_member(
-    shard: Shard, group: ClassicGroup, req: JoinGroupRequest, ctx: RequestContext, op: Operation
+    shard: ShardState, group: ClassicGroup, req: JoinGroupRequest, ctx: RequestContext, op: Operation
 ) -> JoinResult:
     member_id = req.member_id
     if group.is_in_state(S.DEAD):
@@ -194,7 +188,7 @@ def _current_generation(group: ClassicGroup, member_id: str, include_members: bo
     )
 
 
-def _park(shard: Shard, group: ClassicGroup, member: ClassicGroupMember, op: Operation) -> Pending:
+def _park(shard: ShardState, group: ClassicGroup, member: ClassicGroupMember, op: Operation) -> Pending:
     """A fresh handle for the member's join. A join still parked from an earlier request of the
     same member is answered REBALANCE_IN_PROGRESS rather than left hanging (Kafka overwrites it
     and never answers it; a never-answered request would block its connection's responses)."""
@@ -204,7 +198,7 @@ def _park(shard: Shard, group: ClassicGroup, member: ClassicGroupMember, op: Ope
 
 
 def _update_member_then_rebalance(
-    shard: Shard,
+    shard: ShardState,
     group: ClassicGroup,
     member: ClassicGroupMember,
     req: JoinGroupRequest,
@@ -218,7 +212,7 @@ def _update_member_then_rebalance(
 
 
 def add_member_then_rebalance_or_complete_join(
-    shard: Shard,
+    shard: ShardState,
     group: ClassicGroup,
     req: JoinGroupRequest,
     ctx: RequestContext,
@@ -249,13 +243,13 @@ def add_member_then_rebalance_or_complete_join(
         generation=group.generation_id,
     )
     # A new member cannot heartbeat while its join is parked: the join timeout is its session.
-    reschedule_heartbeat(shard, group, member, NEW_MEMBER_JOIN_TIMEOUT_MS)
+    reschedule_heartbeat(op, group, member, NEW_MEMBER_JOIN_TIMEOUT_MS)
     maybe_prepare_rebalance_or_complete_join(shard, group, op, f"Adding new member {member_id}")
     return handle
 
 
 def _replace_static_member(
-    shard: Shard,
+    shard: ShardState,
     group: ClassicGroup,
     req: JoinGroupRequest,
     ctx: RequestContext,
@@ -275,7 +269,7 @@ def _replace_static_member(
         instance_id=instance_id,
         protocol="classic",
     )
-    reschedule_heartbeat(shard, group, new)
+    reschedule_heartbeat(op, group, new)
     old_protocols = new.supported_protocols
     old_rebalance, old_session = new.rebalance_timeout_ms, new.session_timeout_ms
     handle = Pending("JoinGroup", group.group_id, new_member_id)
@@ -291,7 +285,7 @@ def _replace_static_member(
                 if err is not Errors.NONE:
                     group.update_member(new, old_protocols, old_rebalance, old_session, None)
                     old = group.replace_static_member(instance_id, new_member_id, old_member_id, _op)
-                    reschedule_heartbeat(shard, group, old)
+                    reschedule_heartbeat(_op, group, old)
                     _op.complete(
                         handle,
                         JoinGroupResponse(

@@ -20,10 +20,10 @@ from engine.classic.records import group_metadata_record
 from engine.classic.state import ClassicGroupState
 from engine.errors import Errors
 from engine.operation import Operation
-from engine.timers import group_join_key, group_sync_key, heartbeat_key
+from engine.timers import TimerKind
 
 if TYPE_CHECKING:
-    from engine.shard import Shard
+    from engine.state import ShardState
 
 S = ClassicGroupState
 
@@ -32,21 +32,17 @@ S = ClassicGroupState
 
 
 def reschedule_heartbeat(
-    shard: Shard, group: ClassicGroup, member: ClassicGroupMember, timeout_ms: int | None = None
+    op: Operation, group: ClassicGroup, member: ClassicGroupMember, timeout_ms: int | None = None
 ) -> None:
-    gid, mid = group.group_id, member.member_id
     timeout = member.session_timeout_ms if timeout_ms is None else timeout_ms
-    key = heartbeat_key(gid, mid)
-    if not shard.timers.reschedule(key, timeout, shard.now_ms):
-        shard.timers.schedule(
-            key,
-            timeout,
-            shard.now_ms,
-            lambda now: shard.classic_timer(lambda op: expire_member_heartbeat(shard, gid, mid, op)),
-        )
+    schedule_member_heartbeat(op, group.group_id, member.member_id, timeout)
 
 
-def expire_member_heartbeat(shard: Shard, group_id: str, member_id: str, op: Operation) -> None:
+def schedule_member_heartbeat(op: Operation, group_id: str, member_id: str, timeout_ms: int) -> None:
+    op.schedule(TimerKind.CLASSIC_HEARTBEAT, group_id, member_id, timeout_ms)
+
+
+def expire_member_heartbeat(shard: ShardState, group_id: str, member_id: str, op: Operation) -> None:
     group = shard.classic_group(group_id)
     if group is None or group.is_in_state(S.DEAD):
         return
@@ -73,7 +69,7 @@ def answer_parked_requests(group: ClassicGroup, member: ClassicGroupMember, op: 
 
 
 def remove_member_and_update(
-    shard: Shard, group: ClassicGroup, member: ClassicGroupMember, op: Operation, reason: str
+    shard: ShardState, group: ClassicGroup, member: ClassicGroupMember, op: Operation, reason: str
 ) -> None:
     """Kafka `removeMemberAndUpdateClassicGroup`: answer its parked requests, remove it, rebalance."""
     answer_parked_requests(group, member, op)
@@ -95,7 +91,7 @@ def remove_member_and_update(
 
 
 def maybe_prepare_rebalance_or_complete_join(
-    shard: Shard, group: ClassicGroup, op: Operation, reason: str
+    shard: ShardState, group: ClassicGroup, op: Operation, reason: str
 ) -> None:
     if group.can_rebalance():
         prepare_rebalance(shard, group, op, reason)
@@ -103,36 +99,29 @@ def maybe_prepare_rebalance_or_complete_join(
         maybe_complete_join_phase(shard, group, op)
 
 
-def prepare_rebalance(shard: Shard, group: ClassicGroup, op: Operation, reason: str) -> None:
+def prepare_rebalance(shard: ShardState, group: ClassicGroup, op: Operation, reason: str) -> None:
     if group.is_in_state(S.COMPLETING_REBALANCE):
         reset_and_propagate_assignment_with_error(shard, group, Errors.REBALANCE_IN_PROGRESS, op)
     group.pending_sync_members.clear()
-    shard.timers.cancel(group_sync_key(group.group_id))
+    op.cancel(TimerKind.CLASSIC_SYNC_PHASE, group.group_id)
     initial = group.is_in_state(S.EMPTY)
     gid = group.group_id
     if initial:
         delay = shard.config.initial_rebalance_delay_ms
         remaining = max(group.rebalance_timeout_ms() - delay, 0)
-        _schedule_initial(shard, gid, delay, remaining)
+        _schedule_initial(op, gid, delay, remaining)
     group.transition_to(S.PREPARING_REBALANCE, shard.now_ms)
     op.event("group.rebalance_prepared", group=gid, generation=group.generation_id, reason=reason)
     if not initial:
         _complete_join_else_schedule(shard, group, op)
 
 
-def _schedule_initial(shard: Shard, group_id: str, delay: int, remaining: int) -> None:
-    shard.timers.schedule(
-        group_join_key(group_id),
-        delay,
-        shard.now_ms,
-        lambda now: shard.classic_timer(
-            lambda op: try_complete_initial_rebalance(shard, group_id, delay, remaining, op)
-        ),
-    )
+def _schedule_initial(op: Operation, group_id: str, delay: int, remaining: int) -> None:
+    op.schedule(TimerKind.CLASSIC_INITIAL_REBALANCE, group_id, "", delay, epoch=delay, data=remaining)
 
 
 def try_complete_initial_rebalance(
-    shard: Shard, group_id: str, delay: int, remaining: int, op: Operation
+    shard: ShardState, group_id: str, delay: int, remaining: int, op: Operation
 ) -> None:
     """The initial delay: each newly added member extends the wait (up to the rebalance timeout),
     so a fleet starting together forms one generation instead of many."""
@@ -143,25 +132,19 @@ def try_complete_initial_rebalance(
         group.new_member_added = False
         new_delay = min(shard.config.initial_rebalance_delay_ms, remaining)
         new_remaining = max(remaining - delay, 0)
-        _schedule_initial(shard, group_id, new_delay, new_remaining)
+        _schedule_initial(op, group_id, new_delay, new_remaining)
     else:
         complete_join(shard, group, op)
 
 
-def _complete_join_else_schedule(shard: Shard, group: ClassicGroup, op: Operation) -> None:
+def _complete_join_else_schedule(shard: ShardState, group: ClassicGroup, op: Operation) -> None:
     if group.has_all_members_joined():
         complete_join(shard, group, op)
     else:
-        gid = group.group_id
-        shard.timers.schedule(
-            group_join_key(gid),
-            group.rebalance_timeout_ms(),
-            shard.now_ms,
-            lambda now: shard.classic_timer(lambda o: _complete_join_by_id(shard, gid, o)),
-        )
+        op.schedule(TimerKind.CLASSIC_JOIN_PHASE, group.group_id, "", group.rebalance_timeout_ms())
 
 
-def maybe_complete_join_phase(shard: Shard, group: ClassicGroup, op: Operation) -> None:
+def maybe_complete_join_phase(shard: ShardState, group: ClassicGroup, op: Operation) -> None:
     if not group.is_in_state(S.PREPARING_REBALANCE):
         return
     if group.previous_state is S.EMPTY:
@@ -171,32 +154,27 @@ def maybe_complete_join_phase(shard: Shard, group: ClassicGroup, op: Operation) 
     complete_join(shard, group, op)
 
 
-def _complete_join_by_id(shard: Shard, group_id: str, op: Operation) -> None:
+def complete_join_by_id(shard: ShardState, group_id: str, op: Operation) -> None:
     group = shard.classic_group(group_id)
     if group is not None:
         complete_join(shard, group, op)
 
 
-def complete_join(shard: Shard, group: ClassicGroup, op: Operation) -> None:
+def complete_join(shard: ShardState, group: ClassicGroup, op: Operation) -> None:
     """End the join phase: drop dynamic members that did not rejoin, start the next
     generation, answer every parked join (the leader gets the member list), open the sync phase."""
     gid = group.group_id
-    shard.timers.cancel(group_join_key(gid))
+    op.cancel(TimerKind.CLASSIC_JOIN_PHASE, gid)
     gone = [m for m in group.members.values() if not m.is_awaiting_join and not m.is_static]
     for m in gone:
         group.remove(m.member_id)
-        shard.timers.cancel(heartbeat_key(gid, m.member_id))
+        op.cancel(TimerKind.CLASSIC_HEARTBEAT, gid, m.member_id)
         op.event("member.fenced", group=gid, member=m.member_id, reason="did not rejoin in time")
     if group.is_in_state(S.DEAD):
         return
     if not group.maybe_elect_new_joined_leader() and group.members:
         # Nobody rejoined: try again after another rebalance timeout, until sessions expire.
-        shard.timers.schedule(
-            group_join_key(gid),
-            group.rebalance_timeout_ms(),
-            shard.now_ms,
-            lambda now: shard.classic_timer(lambda o: _complete_join_by_id(shard, gid, o)),
-        )
+        op.schedule(TimerKind.CLASSIC_JOIN_PHASE, gid, "", group.rebalance_timeout_ms())
         return
     group.init_next_generation(shard.now_ms)
     op.event(
@@ -222,22 +200,18 @@ def complete_join(shard: Shard, group: ClassicGroup, op: Operation) -> None:
             skip_assignment=False,
         )
         group.complete_join(m, resp, op)
-        reschedule_heartbeat(shard, group, m)
+        reschedule_heartbeat(op, group, m)
         m.is_new = False
         group.pending_sync_members[m.member_id] = None
-    generation = group.generation_id
-    shard.timers.schedule(
-        group_sync_key(gid),
-        group.rebalance_timeout_ms(),
-        shard.now_ms,
-        lambda now: shard.classic_timer(lambda o: expire_pending_sync(shard, gid, generation, o)),
+    op.schedule(
+        TimerKind.CLASSIC_SYNC_PHASE, gid, "", group.rebalance_timeout_ms(), epoch=group.generation_id
     )
 
 
 # --- sync phase ----------------------------------------------------------------------------
 
 
-def expire_pending_sync(shard: Shard, group_id: str, generation: int, op: Operation) -> None:
+def expire_pending_sync(shard: ShardState, group_id: str, generation: int, op: Operation) -> None:
     group = shard.classic_group(group_id)
     if group is None or generation != group.generation_id:
         return
@@ -245,19 +219,19 @@ def expire_pending_sync(shard: Shard, group_id: str, generation: int, op: Operat
         late = list(group.pending_sync_members)
         for mid in late:
             group.remove(mid)
-            shard.timers.cancel(heartbeat_key(group_id, mid))
+            op.cancel(TimerKind.CLASSIC_HEARTBEAT, group_id, mid)
             op.event("member.fenced", group=group_id, member=mid, reason="did not sync in time")
         prepare_rebalance(shard, group, op, f"Removing {late} on pending sync request expiration")
 
 
-def remove_pending_sync_member(shard: Shard, group: ClassicGroup, member_id: str) -> None:
+def remove_pending_sync_member(op: Operation, group: ClassicGroup, member_id: str) -> None:
     group.pending_sync_members.pop(member_id, None)
     if group.state in (S.DEAD, S.EMPTY, S.PREPARING_REBALANCE) or group.has_received_sync_from_all_members():
-        shard.timers.cancel(group_sync_key(group.group_id))
+        op.cancel(TimerKind.CLASSIC_SYNC_PHASE, group.group_id)
 
 
 def reset_and_propagate_assignment_with_error(
-    shard: Shard, group: ClassicGroup, error: Errors, op: Operation
+    shard: ShardState, group: ClassicGroup, error: Errors, op: Operation
 ) -> None:
     for m in group.members.values():
         m.assignment = EMPTY_ASSIGNMENT
@@ -265,14 +239,14 @@ def reset_and_propagate_assignment_with_error(
 
 
 def set_and_propagate_assignment(
-    shard: Shard, group: ClassicGroup, assignment: dict[str, bytes], op: Operation
+    shard: ShardState, group: ClassicGroup, assignment: dict[str, bytes], op: Operation
 ) -> None:
     for mid, m in group.members.items():
         m.assignment = assignment.get(mid, EMPTY_ASSIGNMENT)
     propagate_assignment(shard, group, Errors.NONE, op)
 
 
-def propagate_assignment(shard: Shard, group: ClassicGroup, error: Errors, op: Operation) -> None:
+def propagate_assignment(shard: ShardState, group: ClassicGroup, error: Errors, op: Operation) -> None:
     ok = error is Errors.NONE
     for m in group.members.values():
         resp = SyncGroupResponse(
@@ -283,4 +257,4 @@ def propagate_assignment(shard: Shard, group: ClassicGroup, error: Errors, op: O
         )
         if group.complete_sync(m, resp, op):
             # A session that expired while the sync was parked was ignored: start it afresh.
-            reschedule_heartbeat(shard, group, m)
+            reschedule_heartbeat(op, group, m)

@@ -27,7 +27,7 @@ from engine.outcome import Pending
 
 if TYPE_CHECKING:
     from engine.classic.group import ClassicGroup
-    from engine.shard import Shard
+    from engine.state import ShardState
 
 S = ClassicGroupState
 
@@ -40,25 +40,29 @@ def _inconsistent(request_value: str | None, group_value: str | None) -> bool:
 
 
 def sync_classic_group(
-    shard: Shard, group: ClassicGroup, req: SyncGroupRequest, ctx: RequestContext, op: Operation
+    shard: ShardState, group: ClassicGroup, req: SyncGroupRequest, ctx: RequestContext, op: Operation
 ) -> SyncGroupResponse | Pending:
     if group.is_in_state(S.DEAD):
-        return SyncGroupResponse(error_code=int(Errors.COORDINATOR_NOT_AVAILABLE))
-    try:
-        group.validate_member(req.member_id, req.group_instance_id)
-    except CoordinatorError as e:
-        return SyncGroupResponse(error_code=int(e.code))
+        raise CoordinatorError(Errors.COORDINATOR_NOT_AVAILABLE)
+    group.validate_member(req.member_id, req.group_instance_id)
     if req.generation_id != group.generation_id:
-        return SyncGroupResponse(error_code=int(Errors.ILLEGAL_GENERATION))
+        raise CoordinatorError(
+            Errors.ILLEGAL_GENERATION,
+            f"generation {req.generation_id} is not the group's generation {group.generation_id}",
+        )
     if _inconsistent(req.protocol_type, group.protocol_type) or _inconsistent(
         req.protocol_name, group.protocol_name
     ):
-        return SyncGroupResponse(error_code=int(Errors.INCONSISTENT_GROUP_PROTOCOL))
+        raise CoordinatorError(
+            Errors.INCONSISTENT_GROUP_PROTOCOL,
+            f"protocol {req.protocol_type}/{req.protocol_name} is not the group's "
+            f"{group.protocol_type}/{group.protocol_name}",
+        )
     if group.is_in_state(S.PREPARING_REBALANCE):
-        return SyncGroupResponse(error_code=int(Errors.REBALANCE_IN_PROGRESS))
+        raise CoordinatorError(Errors.REBALANCE_IN_PROGRESS, "the group is rebalancing")
     member = group.members[req.member_id]
     if group.is_in_state(S.STABLE):
-        remove_pending_sync_member(shard, group, req.member_id)
+        remove_pending_sync_member(op, group, req.member_id)
         return SyncGroupResponse(
             protocol_type=group.protocol_type,
             protocol_name=group.protocol_name,
@@ -69,7 +73,7 @@ def sync_classic_group(
         group.complete_sync(member, SyncGroupResponse(error_code=int(Errors.REBALANCE_IN_PROGRESS)), op)
     handle = Pending("SyncGroup", group.group_id, req.member_id)
     member.awaiting_sync = handle
-    remove_pending_sync_member(shard, group, req.member_id)
+    remove_pending_sync_member(op, group, req.member_id)
     if not group.is_leader(req.member_id):
         return handle
 

@@ -27,8 +27,9 @@ from engine.consumer.group import ConsumerGroup
 from engine.consumer.member import ConsumerGroupMember, normalize_topic_names
 from engine.consumer.membership import (
     fence_member,
+    joining_static_member,
+    known_static_member,
     maybe_reconcile,
-    replace_member_records,
     schedule_session_timeout,
     update_subscription,
     update_target,
@@ -40,7 +41,7 @@ from engine.ids import consumer_member_id
 from engine.operation import Operation
 
 if TYPE_CHECKING:
-    from engine.shard import Shard
+    from engine.state import ShardState
 
 # From this version the client generates its member id (KIP-1082).
 CLIENT_GENERATED_MEMBER_ID_VERSION = 1
@@ -110,20 +111,34 @@ def check_member_epoch(member: ConsumerGroupMember, received: int, owned: OwnedP
 
 
 def heartbeat(
-    shard: Shard, req: ConsumerGroupHeartbeatRequest, ctx: RequestContext, op: Operation
+    shard: ShardState,
+    group: ConsumerGroup | None,
+    req: ConsumerGroupHeartbeatRequest,
+    ctx: RequestContext,
+    op: Operation,
 ) -> ConsumerGroupHeartbeatResponse:
-    validate(req, ctx.api_version, shard.config.consumer_assignors)
+    """The native path (`engine.routing`): `group` is the consumer group the request found, or
+    None; the request has passed `validate`."""
     if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
-        return leave(shard, req, op)
-    return join_or_heartbeat(shard, req, ctx, op)
+        if group is None:
+            raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Consumer group {req.group_id} not found.")
+        return leave(shard, group, req, op)
+    if group is None:
+        if req.member_epoch != 0:
+            raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Consumer group {req.group_id} not found.")
+        group = ConsumerGroup(req.group_id)  # materialised by replaying the join's records
+    return join_or_heartbeat(shard, group, req, ctx, op)
 
 
 def join_or_heartbeat(
-    shard: Shard, req: ConsumerGroupHeartbeatRequest, ctx: RequestContext, op: Operation
+    shard: ShardState,
+    group: ConsumerGroup,
+    req: ConsumerGroupHeartbeatRequest,
+    ctx: RequestContext,
+    op: Operation,
 ) -> ConsumerGroupHeartbeatResponse:
     gid = req.group_id
     joining = req.member_epoch == 0
-    group = shard.consumer_group_for_heartbeat(gid, joining, op)
 
     member_id = req.member_id
     if group.num_members >= shard.config.consumer_max_size and (
@@ -153,7 +168,7 @@ def join_or_heartbeat(
             check_member_epoch(member, req.member_epoch, owned)
             old = base = member
     else:
-        old, base = _static_member(shard, group, member_id, req, op)
+        old, base = _static_member(group, member_id, req, op)
 
     # `old` is the member as the group counts it today: None for a new member, the member
     # itself, or (static takeover) the copy of the replaced member under the new id.
@@ -162,7 +177,7 @@ def join_or_heartbeat(
     target_epoch, target = update_target(shard, group, sub, old, updated, op)
     updated = maybe_reconcile(shard, group, updated, target_epoch, target, owned, op)
 
-    schedule_session_timeout(shard, gid, member_id, shard.consumer_session_timeout_ms(gid))
+    schedule_session_timeout(op, gid, member_id, shard.consumer_session_timeout_ms(gid))
 
     full = joining or (
         req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None and owned is not None
@@ -182,50 +197,21 @@ def join_or_heartbeat(
 
 
 def _static_member(
-    shard: Shard,
     group: ConsumerGroup,
     member_id: str,
     req: ConsumerGroupHeartbeatRequest,
     op: Operation,
 ) -> tuple[ConsumerGroupMember | None, ConsumerGroupMember]:
-    """Kafka `getOrMaybeSubscribeStaticConsumerGroupMember`: returns (old, base) where `old` is
-    the member as the group knows it (None when new) and `base` the member the request updates."""
-    gid, instance_id = group.group_id, req.instance_id
-    existing = group.static_member(instance_id)
+    """Returns (old, base) where `old` is the member as the group knows it (None when new) and
+    `base` the member the request updates (`membership.joining_static_member`)."""
+    instance_id = req.instance_id
+    assert instance_id is not None
     if req.member_epoch == 0:
-        if existing is None:
-            member = group.members.get(member_id)
-            if member is not None:
-                return member, member
-            op.event(
-                "member.joined", group=gid, member=member_id, instance_id=instance_id, protocol="consumer"
-            )
-            return None, ConsumerGroupMember(member_id=member_id)
-        if not existing.uses_classic_protocol and existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-            raise CoordinatorError(
-                Errors.UNRELEASED_INSTANCE_ID,
-                f"Static member {member_id} with instance id {instance_id} cannot join the "
-                f"group because the instance id is owned by {existing.member_id} member.",
-            )
-        replacement = existing.with_changes(member_id=member_id, member_epoch=0, previous_member_epoch=0)
-        replace_member_records(group, existing, replacement, op)
-        op.event(
-            "member.replaced",
-            group=gid,
-            member=member_id,
-            replaced=existing.member_id,
-            instance_id=instance_id,
-            protocol="consumer",
+        old, base, _ = joining_static_member(
+            group, member_id, instance_id, op, protocol="consumer", rejoin_by_id=True, take_over_active=False
         )
-        return replacement, replacement
-    if existing is None:
-        raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
-    if existing.member_id != member_id:
-        raise CoordinatorError(
-            Errors.FENCED_INSTANCE_ID,
-            f"Static member {member_id} with instance id {instance_id} was fenced by member "
-            f"{existing.member_id}.",
-        )
+        return old, base
+    existing = known_static_member(group, member_id, instance_id)
     check_member_epoch(existing, req.member_epoch, req.topic_partitions)
     return existing, existing
 
@@ -258,10 +244,11 @@ def _apply_request(
     return member.with_changes(**changes) if changes else member
 
 
-def leave(shard: Shard, req: ConsumerGroupHeartbeatRequest, op: Operation) -> ConsumerGroupHeartbeatResponse:
+def leave(
+    shard: ShardState, group: ConsumerGroup, req: ConsumerGroupHeartbeatRequest, op: Operation
+) -> ConsumerGroupHeartbeatResponse:
     """Kafka `consumerGroupLeave`: -1 fences the member, -2 parks a static member's assignment."""
     gid = req.group_id
-    group = shard.consumer_group_strict(gid)
     response = ConsumerGroupHeartbeatResponse(member_id=req.member_id, member_epoch=req.member_epoch)
     if req.instance_id is None:
         member = group.members.get(req.member_id)
@@ -272,15 +259,7 @@ def leave(shard: Shard, req: ConsumerGroupHeartbeatRequest, op: Operation) -> Co
             )
         fence_member(shard, group, member, op, "the member left the group.", "member.left")
         return response
-    member = group.static_member(req.instance_id)
-    if member is None:
-        raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown.")
-    if member.member_id != req.member_id:
-        raise CoordinatorError(
-            Errors.FENCED_INSTANCE_ID,
-            f"Static member {req.member_id} with instance id {req.instance_id} was fenced by "
-            f"member {member.member_id}.",
-        )
+    member = known_static_member(group, req.member_id, req.instance_id)
     if req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
         leaving = member.with_changes(
             member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, partitions_pending_revocation={}

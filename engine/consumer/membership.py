@@ -4,8 +4,9 @@
 
 The ConsumerGroupHeartbeat path uses them directly; the translation layer uses the same functions
 for classic members living in consumer groups, so both protocols bump epochs, compute targets and
-reconcile in exactly one way. Every function appends records to an `Operation` and never
-changes the group: the shard replays the records afterwards.
+reconcile in exactly one way. Every function appends records and timer changes to an
+`Operation` and never changes the group or its timers: the shard applies both afterwards, once
+the records are in the journal.
 """
 
 from __future__ import annotations
@@ -16,29 +17,26 @@ from typing import TYPE_CHECKING
 from engine.assignment import EMPTY, Assignment
 from engine.consumer import record_builders as rb
 from engine.consumer import regex as regexes
+from engine.consumer.api import LEAVE_GROUP_STATIC_MEMBER_EPOCH
 from engine.consumer.group import ConsumerGroup, ResolvedRegex
 from engine.consumer.member import ConsumerGroupMember, MemberState
 from engine.consumer.reconcile import OwnedPartitions, pending_assignment, reconcile
 from engine.consumer.target import build_target_assignment
+from engine.errors import CoordinatorError, Errors
 from engine.metadata import MetadataImage
 from engine.operation import Operation
-from engine.timers import (
-    classic_join_key,
-    classic_sync_key,
-    rebalance_timeout_key,
-    session_timeout_key,
-)
+from engine.timers import SCHEDULE, TimerKind, TimerTask
 from records.consumer_group import PartitionMetadata, TopicMetadata
 
 if TYPE_CHECKING:
-    from engine.shard import Shard
+    from engine.state import ShardState
 
 
 # --- subscription: regexes, topic counts, subscription metadata, epoch ------------------------
 
 
 def update_regexes(
-    shard: Shard,
+    shard: ShardState,
     group: ConsumerGroup,
     old: ConsumerGroupMember | None,
     new: ConsumerGroupMember | None,
@@ -88,7 +86,7 @@ def update_regexes(
 
 
 def _resolve(
-    shard: Shard,
+    shard: ShardState,
     group: ConsumerGroup,
     pattern: str,
     op: Operation,
@@ -167,7 +165,7 @@ class SubscriptionUpdate:
 
 
 def update_subscription(
-    shard: Shard,
+    shard: ShardState,
     group: ConsumerGroup,
     old: ConsumerGroupMember | None,
     new: ConsumerGroupMember,
@@ -230,7 +228,7 @@ def _refreshed(group: ConsumerGroup) -> None:
 
 
 def preferred_assignor(
-    shard: Shard, group: ConsumerGroup, old: ConsumerGroupMember | None, new: ConsumerGroupMember | None
+    shard: ShardState, group: ConsumerGroup, old: ConsumerGroupMember | None, new: ConsumerGroupMember | None
 ) -> str:
     counts = group.server_assignor_counts()
     for m, delta in ((old, -1), (new, 1)):
@@ -248,7 +246,7 @@ def preferred_assignor(
 
 
 def update_target(
-    shard: Shard,
+    shard: ShardState,
     group: ConsumerGroup,
     sub: SubscriptionUpdate,
     old: ConsumerGroupMember | None,
@@ -298,7 +296,7 @@ def partition_names(image: MetadataImage, a: Assignment, minus: Assignment = EMP
 
 
 def maybe_reconcile(
-    shard: Shard,
+    shard: ShardState,
     group: ConsumerGroup,
     member: ConsumerGroupMember,
     target_epoch: int,
@@ -331,10 +329,78 @@ def maybe_reconcile(
     )
     if not updated.uses_classic_protocol:
         if updated.state is MemberState.UNREVOKED_PARTITIONS:
-            schedule_rebalance_timeout(shard, group.group_id, updated)
+            schedule_rebalance_timeout(op, group.group_id, updated)
         else:
-            shard.timers.cancel(rebalance_timeout_key(group.group_id, updated.member_id))
+            op.cancel(TimerKind.CONSUMER_REBALANCE, group.group_id, updated.member_id)
     return updated
+
+
+# --- static members (KIP-345, as KIP-848 keeps it) ------------------------------------------------
+
+
+def known_static_member(group: ConsumerGroup, member_id: str, instance_id: str) -> ConsumerGroupMember:
+    """The member that holds `instance_id`, which must be `member_id` (both protocols)."""
+    existing = group.static_member(instance_id)
+    if existing is None:
+        raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
+    if existing.member_id != member_id:
+        raise CoordinatorError(
+            Errors.FENCED_INSTANCE_ID,
+            f"Static member {member_id} with instance id {instance_id} was fenced by member "
+            f"{existing.member_id}.",
+        )
+    return existing
+
+
+def joining_static_member(
+    group: ConsumerGroup,
+    member_id: str,
+    instance_id: str,
+    op: Operation,
+    *,
+    protocol: str,
+    rejoin_by_id: bool,
+    take_over_active: bool,
+) -> tuple[ConsumerGroupMember | None, ConsumerGroupMember, ConsumerGroupMember | None]:
+    """Kafka `getOrMaybeSubscribeStaticConsumerGroupMember` for both protocols: a static member
+    joining under `member_id`. Returns (old, base, replaced): `old` is the member as the group
+    counts it today (None when new), `base` the member the request then updates, `replaced` the
+    member whose instance id it took over (its records are replaced in `op`).
+
+    The protocols differ in two flags only: a consumer-protocol member may rejoin under its own
+    id (`rejoin_by_id`, KAFKA-19233) and takes over an instance id only once its holder left with
+    epoch -2 (else UNRELEASED_INSTANCE_ID), while a classic member takes it over at once
+    (`take_over_active`), as a classic static member always could."""
+    gid = group.group_id
+    existing = group.static_member(instance_id)
+    if existing is None:
+        if rejoin_by_id:
+            member = group.members.get(member_id)
+            if member is not None:
+                return member, member, None
+        op.event("member.joined", group=gid, member=member_id, instance_id=instance_id, protocol=protocol)
+        return None, ConsumerGroupMember(member_id=member_id), None
+    if (
+        not take_over_active
+        and not existing.uses_classic_protocol
+        and existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH
+    ):
+        raise CoordinatorError(
+            Errors.UNRELEASED_INSTANCE_ID,
+            f"Static member {member_id} with instance id {instance_id} cannot join the "
+            f"group because the instance id is owned by {existing.member_id} member.",
+        )
+    replacement = existing.with_changes(member_id=member_id, member_epoch=0, previous_member_epoch=0)
+    replace_member_records(group, existing, replacement, op)
+    op.event(
+        "member.replaced",
+        group=gid,
+        member=member_id,
+        replaced=existing.member_id,
+        instance_id=instance_id,
+        protocol=protocol,
+    )
+    return replacement, replacement, existing
 
 
 # --- removal ----------------------------------------------------------------------------------
@@ -360,7 +426,7 @@ def replace_member_records(
 
 
 def fence_member(
-    shard: Shard,
+    shard: ShardState,
     group: ConsumerGroup,
     member: ConsumerGroupMember,
     op: Operation,
@@ -394,7 +460,7 @@ def fence_member(
         op.records.append(rb.subscription_metadata(gid, metadata.values()))
     epoch = group.group_epoch + 1
     op.records.append(rb.group_epoch(gid, epoch))
-    cancel_member_timers(shard, gid, member.member_id)
+    cancel_member_timers(op, gid, member.member_id)
     op.event(
         event,
         group=gid,
@@ -405,37 +471,47 @@ def fence_member(
     )
 
 
-def cancel_member_timers(shard: Shard, group_id: str, member_id: str) -> None:
-    t = shard.timers
-    t.cancel(session_timeout_key(group_id, member_id))
-    t.cancel(rebalance_timeout_key(group_id, member_id))
-    t.cancel(classic_join_key(group_id, member_id))
-    t.cancel(classic_sync_key(group_id, member_id))
+def cancel_member_timers(op: Operation, group_id: str, member_id: str) -> None:
+    op.cancel(TimerKind.CONSUMER_SESSION, group_id, member_id)
+    op.cancel(TimerKind.CONSUMER_REBALANCE, group_id, member_id)
+    op.cancel(TimerKind.CLASSIC_MEMBER_JOIN, group_id, member_id)
+    op.cancel(TimerKind.CLASSIC_MEMBER_SYNC, group_id, member_id)
 
 
 # --- timers -----------------------------------------------------------------------------------
 
 
-def schedule_session_timeout(shard: Shard, group_id: str, member_id: str, timeout_ms: int) -> None:
-    key = session_timeout_key(group_id, member_id)
-    if not shard.timers.reschedule(key, timeout_ms, shard.now_ms):
-        shard.timers.schedule(
-            key,
-            timeout_ms,
-            shard.now_ms,
-            lambda now: shard.fence_consumer_member(group_id, member_id, "the member session expired."),
-        )
+def schedule_session_timeout(op: Operation, group_id: str, member_id: str, timeout_ms: int) -> None:
+    # Inlined `op.schedule` (every heartbeat): the key is `timer_key(CONSUMER_SESSION, ...)`.
+    key = f"session-timeout-{group_id}-{member_id}"
+    op.timers.append((SCHEDULE, key, TimerKind.CONSUMER_SESSION, group_id, member_id, 0, 0, timeout_ms))
 
 
-def schedule_rebalance_timeout(shard: Shard, group_id: str, member: ConsumerGroupMember) -> None:
-    member_id, epoch, timeout = member.member_id, member.member_epoch, member.rebalance_timeout_ms
+def schedule_rebalance_timeout(op: Operation, group_id: str, member: ConsumerGroupMember) -> None:
+    """Fences the member if it is still at this epoch when the timer fires (KIP-848 "Rebalance
+    Timeout"); `data` keeps the timeout for the fence's reason."""
+    timeout = member.rebalance_timeout_ms
+    op.schedule(
+        TimerKind.CONSUMER_REBALANCE,
+        group_id,
+        member.member_id,
+        max(timeout, 0),
+        member.member_epoch,
+        timeout,
+    )
 
-    def fire(now: int) -> object:
-        return shard.fence_consumer_member(
-            group_id,
-            member_id,
-            f"it failed to transition from epoch {epoch} within {timeout}ms.",
-            only_at_epoch=epoch,
-        )
 
-    shard.timers.schedule(rebalance_timeout_key(group_id, member_id), max(timeout, 0), shard.now_ms, fire)
+def fence_expired_member(
+    shard: ShardState, task: TimerTask, op: Operation, reason: str, only_at_epoch: int | None = None
+) -> None:
+    """A consumer-group member's timer fired (session, rebalance, classic join or sync timeout):
+    fence it, or nothing when it is already gone (or moved past `only_at_epoch`)."""
+    group = shard.consumer_group(task.group_id)
+    if group is None:
+        return
+    member = group.members.get(task.member_id)
+    if member is None:
+        return
+    if only_at_epoch is not None and member.member_epoch != only_at_epoch:
+        return
+    fence_member(shard, group, member, op, reason)  # a CoordinatorError drops the operation

@@ -7,7 +7,7 @@ Every change is an OffsetCommit record (type 1) or its tombstone, replayed into 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from engine.classic.group import ClassicGroup
 from engine.classic.rebalance import reschedule_heartbeat
@@ -42,7 +42,7 @@ from records.coordinator import CoordinatorRecord
 from records.offsets import OffsetCommitKey
 
 if TYPE_CHECKING:
-    from engine.shard import Shard
+    from engine.state import Group, ShardState
 
 S = ClassicGroupState
 # OffsetCommit v9+: GROUP_ID_NOT_FOUND for a missing group (older versions: ILLEGAL_GENERATION).
@@ -58,7 +58,7 @@ def offset_tombstone(group: str, topic: str, partition: int) -> CoordinatorRecor
 
 
 def commit_offsets(
-    shard: Shard, req: OffsetCommitRequest, ctx: RequestContext, op: Operation
+    shard: ShardState, req: OffsetCommitRequest, ctx: RequestContext, op: Operation
 ) -> OffsetCommitResponse:
     gid = req.group_id
     group = shard.groups.get(gid)
@@ -78,7 +78,7 @@ def commit_offsets(
         if group.state in (S.STABLE, S.PREPARING_REBALANCE):
             member = group.members.get(req.member_id)
             if member is not None:
-                reschedule_heartbeat(shard, group, member)  # commits keep a classic session alive
+                reschedule_heartbeat(op, group, member)  # commits keep a classic session alive
     elif isinstance(group, ConsumerGroup):
         try:
             validate_consumer_commit(group, req.member_id, req.generation_id_or_member_epoch, ctx.api_version)
@@ -121,7 +121,7 @@ def commit_offsets(
 
 
 def fetch_offsets(
-    shard: Shard, req: OffsetFetchGroupRequest, require_stable: bool
+    shard: ShardState, req: OffsetFetchGroupRequest, require_stable: bool
 ) -> OffsetFetchGroupResponse:
     """A missing (or Dead) group fails all partitions: offset -1 and no error, as Kafka does.
     With no transactional offsets, `require_stable` never finds unstable offsets."""
@@ -158,15 +158,13 @@ def fetch_offsets(
     return OffsetFetchGroupResponse(gid, topics)
 
 
-def is_subscribed_to_topic(group: Any, topic: str) -> bool:
+def is_subscribed_to_topic(group: Group, topic: str) -> bool:
     if isinstance(group, ConsumerGroup):
         return group.is_subscribed_to(topic)
-    if isinstance(group, ClassicGroup):
-        return group.is_subscribed_to_topic(topic)
-    return False
+    return group.is_subscribed_to_topic(topic)
 
 
-def delete_offsets(shard: Shard, req: OffsetDeleteRequest, op: Operation) -> OffsetDeleteResponse:
+def delete_offsets(shard: ShardState, req: OffsetDeleteRequest, op: Operation) -> OffsetDeleteResponse:
     gid = req.group_id
     group = shard.groups.get(gid)
     if group is None:
@@ -196,12 +194,11 @@ def delete_offsets(shard: Shard, req: OffsetDeleteRequest, op: Operation) -> Off
     return OffsetDeleteResponse(topics=results)
 
 
-def group_tombstones(group: Any, records: list[CoordinatorRecord]) -> None:
+def group_tombstones(group: Group, records: list[CoordinatorRecord]) -> None:
     """The records that delete a group (Kafka's `__consumer_offsets` records)."""
     if isinstance(group, ClassicGroup):
         records.append(group_metadata_tombstone(group.group_id))
         return
-    assert isinstance(group, ConsumerGroup)
     gid = group.group_id
     records.extend(rb.current_assignment_tombstone(gid, m) for m in group.members)
     records.extend(rb.target_member_tombstone(gid, m) for m in group.members)
@@ -212,7 +209,7 @@ def group_tombstones(group: Any, records: list[CoordinatorRecord]) -> None:
     records.append(rb.group_epoch_tombstone(gid))
 
 
-def delete_groups(shard: Shard, group_ids: list[str], op: Operation) -> list[DeleteGroupResult]:
+def delete_groups(shard: ShardState, group_ids: list[str], op: Operation) -> list[DeleteGroupResult]:
     results = []
     for gid in group_ids:
         group = shard.groups.get(gid)
@@ -224,9 +221,9 @@ def delete_groups(shard: Shard, group_ids: list[str], op: Operation) -> list[Del
                 code = Errors.GROUP_ID_NOT_FOUND
             elif group.state in (S.STABLE, S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE):
                 code = Errors.NON_EMPTY_GROUP
-        elif isinstance(group, ConsumerGroup) and group.state() is not ConsumerGroupState.EMPTY:
+        elif group.state() is not ConsumerGroupState.EMPTY:
             code = Errors.NON_EMPTY_GROUP
-        if code is Errors.NONE:
+        if group is not None and code is Errors.NONE:
             for topic, parts in shard.offsets.group(gid).items():
                 op.records.extend(offset_tombstone(gid, topic, p) for p in parts)
             group_tombstones(group, op.records)
@@ -238,27 +235,21 @@ def delete_groups(shard: Shard, group_ids: list[str], op: Operation) -> list[Del
 # --- expiry (Kafka `OffsetMetadataManager`)
 
 
-def _expiry_base(group: Any, o: OffsetAndMetadata) -> int | None:
+def _expiry_base(group: Group | None, o: OffsetAndMetadata) -> int | None:
     """The timestamp an offset's age is measured from, or None when it never expires now."""
-    if isinstance(group, ConsumerGroup):
+    if not isinstance(group, ClassicGroup):
+        return o.commit_timestamp  # a consumer group, or offsets without a group
+    if group.protocol_type is None:
+        return o.commit_timestamp  # a simple group
+    if group.is_in_state(S.EMPTY):
+        ts = group.current_state_timestamp
+        return o.commit_timestamp if ts is None else ts
+    if group.uses_consumer_protocol() and group.subscribed_topics is not None and group.is_in_state(S.STABLE):
         return o.commit_timestamp
-    if isinstance(group, ClassicGroup):
-        if group.protocol_type is None:
-            return o.commit_timestamp  # a simple group
-        if group.is_in_state(S.EMPTY):
-            ts = group.current_state_timestamp
-            return o.commit_timestamp if ts is None else ts
-        if (
-            group.uses_consumer_protocol()
-            and group.subscribed_topics is not None
-            and group.is_in_state(S.STABLE)
-        ):
-            return o.commit_timestamp
-        return None
-    return o.commit_timestamp
+    return None
 
 
-def expire_offsets(shard: Shard, op: Operation) -> None:
+def expire_offsets(shard: ShardState, op: Operation) -> None:
     """Kafka `cleanupGroupMetadata`, run every `offsets.retention.check.interval.ms`: for every
     group, expired offsets of topics it does not subscribe to are deleted; a group whose offsets
     are all gone (or that had none) and that has no members is deleted too."""
@@ -286,7 +277,7 @@ def expire_offsets(shard: Shard, op: Operation) -> None:
             op.event("group.deleted", group=gid, reason="no members and no unexpired offsets")
 
 
-def offsets_of_deleted_topics(shard: Shard, topics: set[str], op: Operation) -> None:
+def offsets_of_deleted_topics(shard: ShardState, topics: set[str], op: Operation) -> None:
     """Kafka `onPartitionsDeleted`: a deleted topic's committed offsets go with it."""
     for gid in shard.offsets.group_ids():
         for topic, parts in shard.offsets.group(gid).items():

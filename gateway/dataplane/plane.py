@@ -3,10 +3,12 @@
 On-disk layout of the data directory (Kafka's where it has one):
   meta.properties             cluster.id and node.id (Kafka's file of the same name)
   topics.json                 the topic registry (names, ids, partition counts)
+  configs.json                dynamic topic and broker configs (`configs.ConfigStore`)
   producer-ids.json           reserved producer-id block
   <topic>-<partition>/        one directory per partition, holding its log and
       partition.metadata      the owning topic id (Kafka's file), so a directory left by a
-                              deleted or re-created topic is recognised and removed on open.
+                              deleted or re-created topic is recognised and removed on open;
+      log-start-offset        the log start offset DeleteRecords advanced it to, if any.
 
 Durability: a topic change is durable before it is visible (directories first, then the
 registry file, atomically). Appends go to the OS at once, so they survive SIGKILL; produce
@@ -25,7 +27,7 @@ import contextlib
 import os
 import shutil
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import structlog
@@ -33,6 +35,7 @@ from kio.schema.errors import ErrorCode
 
 from engine.ids import kafka_uuid_string
 from engine.metadata import MetadataImage, TopicImage
+from gateway.dataplane.configs import ConfigStore, ConfigValueError, check_topic_configs
 from gateway.dataplane.durable import fsync_dir, write_atomically
 from gateway.dataplane.producers import PartitionProducers, ProducerIdAllocator
 from gateway.dataplane.store import PartitionStore, StoreFactory, open_segment_store
@@ -44,6 +47,7 @@ log = structlog.get_logger("gateway.dataplane")
 
 META_FILE = "meta.properties"
 PARTITION_META_FILE = "partition.metadata"
+LOG_START_FILE = "log-start-offset"
 MAX_PARTITIONS = 10_000  # per topic; a guard against accidental huge counts
 
 TopicListener = Callable[[TopicChange, MetadataImage], None]
@@ -71,6 +75,8 @@ class Partition:
         self._appended = 0  # appends so far
         self._synced = 0  # appends known durable
         self._sync_job: asyncio.Future[None] | None = None
+        lso_file = path / LOG_START_FILE
+        self._deleted_upto = int(lso_file.read_text().strip()) if lso_file.exists() else 0
 
     @property
     def high_watermark(self) -> int:
@@ -78,7 +84,21 @@ class Partition:
 
     @property
     def log_start_offset(self) -> int:
-        return self.store.start_offset
+        """The first offset readable: the log's start, or where DeleteRecords moved it."""
+        return max(self.store.start_offset, min(self._deleted_upto, self.store.end_offset))
+
+    def delete_records_before(self, offset: int) -> int:
+        """Advance the log start offset to `offset` (DeleteRecords); durable on return.
+
+        `offset` must lie in [0, high watermark]; a smaller one than the current start changes
+        nothing. The records stay on disk until their segment is dropped (groupshift has no
+        retention), but nothing below the new start is ever served again. Returns the new
+        log start offset (Kafka's low watermark).
+        """
+        if offset > self.log_start_offset:
+            write_atomically(self.path / LOG_START_FILE, f"{offset}\n".encode())
+            self._deleted_upto = offset
+        return self.log_start_offset
 
     def append(self, raw_batch: bytes) -> tuple[int, int]:
         """Append one client batch; raises `records.errors.BatchError` for a refused batch,
@@ -175,6 +195,7 @@ class DataPlane:
         auto_create_topics: bool = True,
         segment_bytes: int = 1 << 30,
         open_store: StoreFactory = open_segment_store,
+        static_configs: Mapping[str, str] | None = None,
     ) -> None:
         self.data_dir = data_dir
         self.node_id = node_id
@@ -189,6 +210,8 @@ class DataPlane:
         data_dir.mkdir(parents=True, exist_ok=True)
         self.cluster_id = self._load_meta()
         self.topics = TopicRegistry.load(data_dir)
+        self.configs = ConfigStore(data_dir, node_id, static_configs)
+        self.configs.forget_topics_except(t.name for t in self.topics.all())
         self.producer_ids = ProducerIdAllocator(data_dir)
         self._open_partitions()
 
@@ -322,14 +345,24 @@ class DataPlane:
                 f"Number of partitions {partitions} exceeds the limit of {MAX_PARTITIONS}.",
             )
 
-    def create_topic(self, name: str, partitions: int | None = None) -> TopicInfo:
-        """Create a topic (default partition count: `num.partitions`); durable on return."""
+    def create_topic(
+        self, name: str, partitions: int | None = None, configs: Mapping[str, str] | None = None
+    ) -> TopicInfo:
+        """Create a topic (default partition count: `num.partitions`) with its topic config
+        overrides; durable on return (configs first: a crash leaves none for a missing topic,
+        and `forget_topics_except` drops those at the next start)."""
         count = self.num_partitions if partitions is None else partitions
         self.check_new_topic(name, count)
+        if configs:
+            try:
+                check_topic_configs(configs)
+            except ConfigValueError as e:
+                raise TopicError(ErrorCode.invalid_config, e.message) from None
         topic = TopicInfo(name, uuid.uuid4(), count)  # KIP-516: random, never zero
         for i in range(count):
             self._write_partition_meta(topic, self._partition_dir(name, i))
         fsync_dir(self.data_dir)
+        self.configs.set_topic(name, dict(configs or {}))
         self.topics.add(topic)
         for i in range(count):
             self._open_partition(topic, i, create=False)
@@ -353,6 +386,7 @@ class DataPlane:
                 "This server does not host this topic-partition.",
             )
         self.topics.delete(name)
+        self.configs.drop_topic(name)
         for i in range(topic.partitions):
             p = self._partitions.pop((name, i), None)
             if p is not None:

@@ -1,4 +1,7 @@
-"""Registration of the group APIs and the helpers their handlers share.
+"""What the group API handlers share: the service interface they use and small helpers.
+
+The handlers depend on `GroupService`, the part of `gateway.groups.service` they call, so the
+service module can import and register them without an import cycle (tests/test_import_graph.py).
 
 A handler decodes nothing itself (the dispatcher hands it the kio request of the negotiated
 version), turns the request into the engine's request, runs it on the owning shard's runtime and
@@ -10,17 +13,37 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol, TypeVar
 
+from engine.config import CoordinatorConfig, GroupConfig
 from engine.context import RequestContext as EngineContext
-from gateway.registry import HandlerRegistry, RequestContext
-
-if TYPE_CHECKING:
-    from gateway.groups.service import GroupCoordinatorService
+from gateway.groups.runtime import ShardRuntime
+from gateway.registry import RequestContext
 
 T = TypeVar("T")
 MS = datetime.timedelta(milliseconds=1)
+
+
+class GroupService(Protocol):
+    """The group coordinator service as the API handlers see it."""
+
+    @property
+    def config(self) -> CoordinatorConfig: ...
+
+    @property
+    def runtimes(self) -> Sequence[ShardRuntime]: ...
+
+    @property
+    def group_configs(self) -> dict[str, GroupConfig]: ...
+
+    def runtime_for(self, group_id: str) -> ShardRuntime: ...
+
+    def by_shard(self, group_ids: Iterable[str]) -> dict[int, list[str]]: ...
+
+    def set_group_config(self, group_id: str, values: dict[str, int | None]) -> None: ...
+
+    def effective_group_config(self, group_id: str) -> dict[str, int]: ...
 
 
 def millis(value: Any) -> int:
@@ -76,11 +99,3 @@ def gather(results: Iterable[Any], fn: Callable[[list[Any]], T]) -> T | asyncio.
         return fn(values)
 
     return asyncio.ensure_future(wait())
-
-
-def register_group_apis(registry: HandlerRegistry, service: GroupCoordinatorService) -> None:
-    from gateway.groups import config_apis, group_apis, offset_apis
-
-    group_apis.register(registry, service)
-    offset_apis.register(registry, service)
-    config_apis.register(registry, service)

@@ -1,125 +1,123 @@
-"""Per-group dynamic configs on the wire: DescribeConfigs (32, v1-v4) and IncrementalAlterConfigs
-(44, v0-v1) for the GROUP resource (type 32, KIP-848 "Dynamic group configs").
+"""Per-group dynamic configs (KIP-848 "Dynamic group configs"): the GROUP resource (type 32) of
+DescribeConfigs, AlterConfigs and IncrementalAlterConfigs.
 
 Only `consumer.session.timeout.ms` and `consumer.heartbeat.interval.ms` exist (Kafka 4.0's
 group configs for consumer groups), validated against the broker's min/max bounds; values are
-kept across restarts. Other resource types (topics, brokers) are answered with no configs and no
-error: the embedded data plane has no topic or broker configs to show. IncrementalAlterConfigs
-on another resource type gets INVALID_REQUEST.
+kept across restarts. The APIs themselves belong to the data plane
+(`gateway.dataplane.apis.configs`), which routes GROUP resources here.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
 
 from pydantic import ValidationError
 
 from engine.errors import Errors
-from gateway.codec import response_type_of
-from gateway.entity_builder import build
-from gateway.registry import HandlerRegistry, RequestContext
-
-if TYPE_CHECKING:
-    from gateway.groups.service import GroupCoordinatorService
+from gateway.groups.apis import GroupService
+from gateway.registry import ConfigEntry, HandlerRegistry
 
 GROUP_RESOURCE = 32
+BROKER_RESOURCE = 4
+BROKER_GROUP_CONFIGS = (
+    "group.consumer.migration.policy",
+    "group.consumer.max.size",
+    "group.max.size",
+    "group.consumer.assignors",
+    "group.consumer.heartbeat.interval.ms",
+    "group.consumer.session.timeout.ms",
+    "group.coordinator.rebalance.protocols",
+)
+STATIC_BROKER_CONFIG = 4
+STRING_TYPE = 2
 GROUP_CONFIGS = ("consumer.session.timeout.ms", "consumer.heartbeat.interval.ms")
 SET, DELETE = 0, 1  # IncrementalAlterConfigs operations (APPEND/SUBTRACT apply to lists only)
 DYNAMIC_GROUP_CONFIG, DEFAULT_CONFIG = 8, 5  # DescribeConfigs config sources
 INT_TYPE = 3
 
 
-def register(registry: HandlerRegistry, service: GroupCoordinatorService) -> None:
-    apis = ConfigApis(service)
-    registry.register(32, 1, 4, apis.describe_configs)
-    registry.register(44, 0, 1, apis.incremental_alter_configs)
+def register(registry: HandlerRegistry, service: GroupService) -> None:
+    """Serve GROUP resources through the config APIs the data plane registers."""
+    registry.config_resources[GROUP_RESOURCE] = GroupConfigs(service)
 
 
-class ConfigApis:
-    def __init__(self, service: GroupCoordinatorService) -> None:
+class GroupConfigs:
+    """GROUP resources (`gateway.registry.ConfigResources`)."""
+
+    def __init__(self, service: GroupService) -> None:
         self.service = service
 
-    def describe_configs(self, ctx: RequestContext, header: Any, req: Any) -> Any:
-        rtype = response_type_of(req)
-        results = []
-        for res in req.resources:
-            configs = []
-            if res.resource_type == GROUP_RESOURCE:
-                effective = self.service.effective_group_config(res.resource_name)
-                overrides = self.service.group_configs.get(res.resource_name)
-                set_names = (
-                    set()
-                    if overrides is None
-                    else set(overrides.model_dump(by_alias=True, exclude_none=True))
-                )
-                keys = res.configuration_keys
-                for name in GROUP_CONFIGS:
-                    if keys is not None and name not in keys:
-                        continue
-                    configs.append(
-                        {
-                            "name": name,
-                            "value": str(effective[name]),
-                            "read_only": False,
-                            "config_source": DYNAMIC_GROUP_CONFIG if name in set_names else DEFAULT_CONFIG,
-                            "is_sensitive": False,
-                            "synonyms": [],
-                            "config_type": INT_TYPE,
-                            "documentation": None,
-                        }
-                    )
-            results.append(
+    def describe(
+        self, name: str, keys: Sequence[str] | None, include_documentation: bool
+    ) -> tuple[int, str | None, list[ConfigEntry]]:
+        if not name:
+            return int(Errors.INVALID_REQUEST), "Group name must not be empty", []
+        effective = self.service.effective_group_config(name)
+        overrides = self.service.group_configs.get(name)
+        set_names = (
+            set() if overrides is None else set(overrides.model_dump(by_alias=True, exclude_none=True))
+        )
+        configs = []
+        for config in GROUP_CONFIGS:
+            if keys and config not in keys:
+                continue
+            configs.append(
                 {
-                    "error_code": 0,
-                    "error_message": None,
-                    "resource_type": res.resource_type,
-                    "resource_name": res.resource_name,
-                    "configs": configs,
+                    "name": config,
+                    "value": str(effective[config]),
+                    "read_only": False,
+                    "config_source": DYNAMIC_GROUP_CONFIG if config in set_names else DEFAULT_CONFIG,
+                    "is_sensitive": False,
+                    "synonyms": [],
+                    "config_type": INT_TYPE,
+                    "documentation": None,
                 }
             )
-        return build(rtype, {"throttle_time": 0, "results": results})
+        return 0, "", configs
 
-    def incremental_alter_configs(self, ctx: RequestContext, header: Any, req: Any) -> Any:
-        rtype = response_type_of(req)
-        out = []
-        for res in req.resources:
-            code, message = Errors.NONE, None
-            if res.resource_type != GROUP_RESOURCE:
-                code, message = Errors.INVALID_REQUEST, "only GROUP configs can be altered here"
+    def _set(self, name: str, values: dict[str, int | None], validate_only: bool) -> tuple[int, str | None]:
+        if validate_only:
+            return 0, None
+        try:
+            self.service.set_group_config(name, values)
+        except (ValueError, ValidationError) as e:
+            return int(Errors.INVALID_CONFIG), str(e).splitlines()[0]
+        return 0, None
+
+    def _parse(self, config: str, value: str | None) -> int | tuple[int, str]:
+        if config not in GROUP_CONFIGS:
+            return int(Errors.INVALID_CONFIG), f"Unknown group config name: {config}"
+        try:
+            return int(value)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            return int(Errors.INVALID_CONFIG), f"{config} must be an integer, got {value!r}"
+
+    def alter(
+        self, name: str, configs: Mapping[str, str | None], validate_only: bool
+    ) -> tuple[int, str | None]:
+        """Legacy AlterConfigs: the given configs replace every override of the group."""
+        values: dict[str, int | None] = dict.fromkeys(GROUP_CONFIGS)
+        for config, value in configs.items():
+            parsed = self._parse(config, value)
+            if isinstance(parsed, tuple):
+                return parsed
+            values[config] = parsed
+        return self._set(name, values, validate_only)
+
+    def incremental_alter(
+        self, name: str, ops: Sequence[tuple[str, int, str | None]], validate_only: bool
+    ) -> tuple[int, str | None]:
+        values: dict[str, int | None] = {}
+        for config, op, value in ops:
+            if config not in GROUP_CONFIGS:
+                return int(Errors.INVALID_CONFIG), f"Unknown group config name: {config}"
+            if op == DELETE:
+                values[config] = None
+            elif op == SET:
+                parsed = self._parse(config, value)
+                if isinstance(parsed, tuple):
+                    return parsed
+                values[config] = parsed
             else:
-                values: dict[str, int | None] = {}
-                for c in res.configs:
-                    if c.name not in GROUP_CONFIGS:
-                        code, message = Errors.INVALID_CONFIG, f"Unknown group config name: {c.name}"
-                        break
-                    if c.config_operation == DELETE:
-                        values[c.name] = None
-                    elif c.config_operation == SET:
-                        try:
-                            values[c.name] = int(c.value)
-                        except (TypeError, ValueError):
-                            code, message = (
-                                Errors.INVALID_CONFIG,
-                                f"{c.name} must be an integer, got {c.value!r}",
-                            )
-                            break
-                    else:
-                        code, message = (
-                            Errors.INVALID_CONFIG,
-                            f"{c.name} is not a list: only SET and DELETE apply",
-                        )
-                        break
-                if code is Errors.NONE and not req.validate_only:
-                    try:
-                        self.service.set_group_config(res.resource_name, values)
-                    except (ValueError, ValidationError) as e:
-                        code, message = Errors.INVALID_CONFIG, str(e).splitlines()[0]
-            out.append(
-                {
-                    "error_code": int(code),
-                    "error_message": message,
-                    "resource_type": res.resource_type,
-                    "resource_name": res.resource_name,
-                }
-            )
-        return build(rtype, {"throttle_time": 0, "responses": out})
+                return int(Errors.INVALID_CONFIG), f"{config} is not a list: only SET and DELETE apply"
+        return self._set(name, values, validate_only)

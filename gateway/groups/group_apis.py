@@ -13,7 +13,7 @@ Version details handled here (Kafka's request/response classes do the same):
 from __future__ import annotations
 
 import struct
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from engine.classic.api import (
     HeartbeatRequest,
@@ -27,12 +27,9 @@ from engine.consumer.api import ConsumerGroupHeartbeatRequest
 from engine.errors import Errors
 from gateway.codec import api_schema, response_type_of
 from gateway.entity_builder import build
-from gateway.groups.apis import engine_ctx, gather, millis, then
+from gateway.groups.apis import GroupService, engine_ctx, gather, millis, then
 from gateway.registry import HandlerRegistry, RequestContext
 from records.consumer_group import TopicPartitions
-
-if TYPE_CHECKING:
-    from gateway.groups.service import GroupCoordinatorService
 
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 # What a Kafka broker without an authorizer answers for a GROUP resource when asked
@@ -73,7 +70,7 @@ def steady_cgh_body(error_code: int, member_id: str | None, member_epoch: int, i
     )
 
 
-def register(registry: HandlerRegistry, service: GroupCoordinatorService) -> None:
+def register(registry: HandlerRegistry, service: GroupService) -> None:
     apis = GroupApis(service)
     enabled = service.config.consumer_protocol_enabled
     registry.register(68, 0, 1, apis.consumer_group_heartbeat, enabled=lambda: enabled)
@@ -88,7 +85,7 @@ def register(registry: HandlerRegistry, service: GroupCoordinatorService) -> Non
 
 
 class GroupApis:
-    def __init__(self, service: GroupCoordinatorService) -> None:
+    def __init__(self, service: GroupService) -> None:
         self.service = service
         self.consumer_enabled = service.config.consumer_protocol_enabled
         self._heartbeat_bodies: dict[tuple[type, int], bytes] = {}

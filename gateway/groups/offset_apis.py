@@ -10,7 +10,7 @@ belong to a group are reported at the top level.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from engine.offsets.api import (
     CommitPartition,
@@ -22,14 +22,11 @@ from engine.offsets.api import (
 )
 from gateway.codec import response_type_of
 from gateway.entity_builder import build
-from gateway.groups.apis import engine_ctx, millis, then
+from gateway.groups.apis import GroupService, engine_ctx, millis, then
 from gateway.registry import HandlerRegistry, RequestContext
 
-if TYPE_CHECKING:
-    from gateway.groups.service import GroupCoordinatorService
 
-
-def register(registry: HandlerRegistry, service: GroupCoordinatorService) -> None:
+def register(registry: HandlerRegistry, service: GroupService) -> None:
     apis = OffsetApis(service)
     registry.register(8, 2, 9, apis.offset_commit)
     registry.register(9, 1, 9, apis.offset_fetch)
@@ -37,7 +34,7 @@ def register(registry: HandlerRegistry, service: GroupCoordinatorService) -> Non
 
 
 class OffsetApis:
-    def __init__(self, service: GroupCoordinatorService) -> None:
+    def __init__(self, service: GroupService) -> None:
         self.service = service
 
     def offset_commit(self, ctx: RequestContext, header: Any, req: Any) -> Any:

@@ -11,18 +11,29 @@ Rules:
   thread) makes all of them durable; then waiting responses are released in order and append
   continuations (e.g. a leader's SyncGroup) run.
 * Timers: one loop timer at the shard's next deadline; firing runs `expire(now)`.
+* Compaction: when the shard is idle (nothing waits for an fsync) and its `CompactionPolicy`
+  triggers, the log is rolled and its sealed segments are compacted by a worker thread while
+  the shard keeps serving; the swap (a few renames) runs back on the loop.
 * Storage failure: waiting responses fail (the dispatcher closes those connections, clients
   reconnect and rediscover the coordinator, as after Kafka's NOT_COORDINATOR), and the shard is
   reloaded from what the log holds.
 
 Time is wall-clock milliseconds: commit timestamps and state timestamps are persisted and must
 mean the same after a restart.
+
+Injection points (docs/simulation.md): the clock (`clock`, default the wall clock), the storage
+(`open_storage`, which may open any log honouring `records.durability.CoordinatorLog`) and the event
+loop (`start(loop)`: anything with asyncio's `call_soon`, `call_later`, `run_in_executor`,
+`create_future`). The deterministic simulator passes a virtual clock, a simulated log whose
+appends and fsyncs fail, stall or tear, and a virtual loop; the server passes nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
+import functools
 import time
 from collections import deque
 from collections.abc import Callable
@@ -32,21 +43,54 @@ import structlog
 
 from engine.errors import Errors
 from engine.outcome import Event, Outcome, Pending
-from gateway.coordinator_storage import CoordinatorStorage
+from gateway.coordinator_storage import CompactionPolicy, CoordinatorStorage
 from gateway.groups.events import WARNING_EVENTS, ClassicAssignments, annotate
+from gateway.registry import CloseConnection
+from records.compaction import CompactionJob, abandon_compaction, write_compaction
+from records.log import SegmentLog
 from translation.coordinator import Coordinator
 
 log = structlog.get_logger("coordinator")
 
 Operation = Callable[[Coordinator, int], Outcome[Any]]
 
+COMPACTION_CHECK_BYTES = 64 * 1024
+_RunningCompaction = tuple[concurrent.futures.Future[None], CompactionJob, CoordinatorStorage]
+
+
+def _yielder(every: float = 0.002, pause: float = 0.0002) -> Callable[[], None]:
+    """Called before each batch the compaction thread reads: every `every` seconds it sleeps
+    briefly, which hands the interpreter lock to the event loop at once instead of making the
+    loop wait out the interpreter's switch interval behind a busy thread."""
+    deadline = time.perf_counter() + every
+
+    def maybe_pause() -> None:
+        nonlocal deadline
+        now = time.perf_counter()
+        if now >= deadline:
+            time.sleep(pause)
+            deadline = now + pause + every
+
+    return maybe_pause
+
+
+@functools.cache
+def _compaction_executor() -> concurrent.futures.ThreadPoolExecutor:
+    """One thread compacts for every shard, one log at a time: compaction is background work
+    and must not take more than one core from the loop."""
+    return concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="compaction")
+
 
 def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-class StorageFailed(Exception):
-    """The shard's log failed; the request should be retried on a fresh connection."""
+class StorageFailed(CloseConnection):
+    """The shard's log failed; the request should be retried on a fresh connection (the
+    dispatcher closes it, and the client rediscovers the coordinator)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("coordinator.storage_failed", error=message)
 
 
 class ShardRuntime:
@@ -57,10 +101,20 @@ class ShardRuntime:
         on_op_time: Callable[[float], None] | None = None,
         on_flush_time: Callable[[float], None] | None = None,
         on_event: Callable[[str, dict[str, Any]], None] | None = None,
+        compaction: CompactionPolicy | None = None,
+        clock: Callable[[], int] = now_ms,
+        loop: asyncio.AbstractEventLoop | None = None,
     ) -> None:
         self.index = index
+        self._clock = clock
+        self._loop: asyncio.AbstractEventLoop | None = loop
+        self._compaction_policy = compaction
+        self._compaction: _RunningCompaction | None = None
+        self._compaction_checked_size = 0
+        self._closing = False
+        self.compactions = 0
         self._open_storage = open_storage
-        self.storage = open_storage(now_ms())
+        self.storage = open_storage(clock())
         self.coordinator = Coordinator(self.storage.shard)
         self._waiting: deque[tuple[int, asyncio.Future[Any] | None, Any, Outcome[Any] | None]] = deque()
         self._parked: dict[Pending, asyncio.Future[Any]] = {}
@@ -71,7 +125,6 @@ class ShardRuntime:
         self._on_op_time = on_op_time
         self._on_flush_time = on_flush_time
         self._on_event = on_event
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._classic_assignments = ClassicAssignments()
         for out in self.storage.load_outcomes:
             self._after(out, None)
@@ -90,7 +143,7 @@ class ShardRuntime:
     def run(self, op: Operation) -> Any:
         """Run one operation now; its response, or a future of it when it must wait."""
         start = time.perf_counter()
-        out = op(self.coordinator, now_ms())
+        out = op(self.coordinator, self._clock())
         if self._on_op_time is not None:
             self._on_op_time(time.perf_counter() - start)
         result = self._after(out, out.response)
@@ -201,6 +254,80 @@ class ShardRuntime:
             elif fut is not None and not fut.done():
                 fut.set_result(value)
         self._reschedule_timer()
+        if not self._waiting and not self._syncing:
+            self._maybe_compact()
+
+    # --- compaction ------------------------------------------------------------------------------
+
+    def _maybe_compact(self) -> None:
+        """Start a compaction if the policy triggers (checked once per 64 KiB appended, or per
+        quarter of the policy's minimum when that is smaller)."""
+        policy = self._compaction_policy
+        if policy is None or self._compaction is not None or self._loop is None or self._closing:
+            return
+        storage = self.storage
+        if not isinstance(storage.log, SegmentLog):
+            return  # a simulated log is not compacted
+        size = storage.log.size_bytes
+        if abs(size - self._compaction_checked_size) < min(COMPACTION_CHECK_BYTES, policy.min_bytes // 4):
+            return
+        self._compaction_checked_size = size
+        try:
+            job = storage.begin_compaction(self._clock(), policy)
+        except Exception as e:
+            log.error("coordinator.compaction_failed", shard=self.index, error=str(e))
+            return
+        if job is None:
+            return
+        started = time.perf_counter()
+        cf = _compaction_executor().submit(write_compaction, job, None, _yielder())
+        self._compaction = (cf, job, storage)
+        asyncio.wrap_future(cf, loop=self._loop).add_done_callback(
+            lambda _f: self._compaction_written(started)
+        )
+
+    def _compaction_written(self, started: float) -> None:
+        if self._compaction is None:
+            return
+        cf, job, storage = self._compaction
+        self._compaction = None
+        written = time.perf_counter() - started
+        error = cf.exception()
+        if (
+            error is not None
+            or storage is not self.storage
+            or not isinstance(storage.log, SegmentLog)
+            or storage.log.closed
+        ):
+            abandon_compaction(job)
+            if error is not None:
+                log.error("coordinator.compaction_failed", shard=self.index, error=str(error))
+            return
+        swap_started = time.perf_counter()
+        try:
+            result = storage.finish_compaction(job)
+        except Exception as e:
+            self._fail(e)
+            return
+        self.compactions += 1
+        self._compaction_checked_size = storage.log.size_bytes if isinstance(storage.log, SegmentLog) else 0
+        log.info(
+            "coordinator.compacted",
+            shard=self.index,
+            write_seconds=round(written, 4),
+            swap_seconds=round(time.perf_counter() - swap_started, 4),
+            **result._asdict(),
+        )
+
+    def _wait_for_compaction(self) -> None:
+        """Before the log is closed (shutdown, reload): let the writer finish, drop its work."""
+        if self._compaction is None:
+            return
+        cf, job, _storage = self._compaction
+        self._compaction = None
+        with contextlib.suppress(Exception):
+            cf.result()
+        abandon_compaction(job)
 
     def _fail(self, error: BaseException) -> None:
         log.error(
@@ -219,11 +346,12 @@ class ShardRuntime:
                 fut.set_exception(failure)
         self._waiting.clear()
         self._parked.clear()
+        self._wait_for_compaction()
         self.loaded = False
         with contextlib.suppress(Exception):
             self.storage.close()
         try:
-            self.storage = self._open_storage(now_ms())
+            self.storage = self._open_storage(self._clock())
             self.coordinator = Coordinator(self.storage.shard)
             for out in self.storage.load_outcomes:
                 self._after(out, None)
@@ -249,13 +377,13 @@ class ShardRuntime:
         self._timer_deadline = deadline
         if deadline is None:
             return
-        delay = max(0.0, (deadline - now_ms()) / 1000.0)
+        delay = max(0.0, (deadline - self._clock()) / 1000.0)
         self._timer = loop.call_later(delay, self._on_timer)
 
     def _on_timer(self) -> None:
         self._timer = None
         self._timer_deadline = None
-        now = now_ms()
+        now = self._clock()
         for out in self.coordinator.expire(now):
             self._after(out, None)
         self._reschedule_timer()
@@ -274,7 +402,9 @@ class ShardRuntime:
         self._release()
 
     def close(self) -> None:
+        self._closing = True
         if self._timer is not None:
             self._timer.cancel()
         self.flush_now()
+        self._wait_for_compaction()
         self.storage.close()

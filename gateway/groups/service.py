@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from engine.config import GroupConfig
-from engine.consumer.group import ConsumerGroup
 from engine.ids import SystemIds
 from engine.metadata import MetadataImage
-from gateway.coordinator_storage import CoordinatorStorage
+from gateway.coordinator_storage import CompactionPolicy, CoordinatorStorage
+from gateway.groups import config_apis, group_apis, offset_apis
 from gateway.groups.group_metrics import GroupMetrics
 from gateway.groups.routing import partition_for
 from gateway.groups.runtime import ShardRuntime
@@ -85,6 +85,8 @@ class GroupCoordinatorService:
     def _make_runtime(self, index: int) -> ShardRuntime:
         directory = str(self.base / f"__consumer_offsets-{index}")
 
+        settings = self.server.config
+
         def open_storage(now: int) -> CoordinatorStorage:
             return CoordinatorStorage.open(
                 directory,
@@ -93,14 +95,23 @@ class GroupCoordinatorService:
                 image=self.image,
                 now_ms=now,
                 fsync_policy=self.fsync_policy,
+                tombstone_retention_ms=settings.log_cleaner_delete_retention_ms,
             )
 
+        compaction = (
+            CompactionPolicy(
+                settings.log_cleaner_min_cleanable_ratio, settings.coordinator_compaction_min_bytes
+            )
+            if settings.log_cleaner_enable
+            else None
+        )
         return ShardRuntime(
             index,
             open_storage,
             on_op_time=self._op_latency.labels().observe,
             on_flush_time=self._flush_latency.observe,
             on_event=self._count_event,
+            compaction=compaction,
         )
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -139,7 +150,7 @@ class GroupCoordinatorService:
         for gid, values in data.items():
             cfg = GroupConfig.model_validate(values)
             self.group_configs[gid] = cfg
-            self.runtime_for(gid).shard.set_group_config(gid, cfg)
+            self.runtime_for(gid).coordinator.set_group_config(gid, cfg)
 
     def set_group_config(self, group_id: str, values: dict[str, int | None]) -> None:
         """Apply (validated) per-group overrides; a None value removes that override."""
@@ -149,13 +160,13 @@ class GroupCoordinatorService:
         merged = {k: v for k, v in merged.items() if v is not None}
         cfg = GroupConfig.model_validate(merged)
         cfg.validate_against(self.config)
-        shard = self.runtime_for(group_id).shard
+        coordinator = self.runtime_for(group_id).coordinator
         if merged:
             self.group_configs[group_id] = cfg
-            shard.set_group_config(group_id, cfg)
+            coordinator.set_group_config(group_id, cfg)
         else:
             self.group_configs.pop(group_id, None)
-            shard.set_group_config(group_id, None)
+            coordinator.set_group_config(group_id, None)
         self._save_group_configs()
 
     def _save_group_configs(self) -> None:
@@ -172,11 +183,7 @@ class GroupCoordinatorService:
         fsync_dir(str(self.base))
 
     def effective_group_config(self, group_id: str) -> dict[str, int]:
-        shard = self.runtime_for(group_id).shard
-        return {
-            "consumer.session.timeout.ms": shard.consumer_session_timeout_ms(group_id),
-            "consumer.heartbeat.interval.ms": shard.consumer_heartbeat_interval_ms(group_id),
-        }
+        return self.runtime_for(group_id).coordinator.effective_group_config(group_id)
 
     # --- metrics --------------------------------------------------------------------------------
 
@@ -206,20 +213,16 @@ class GroupCoordinatorService:
     def _group_counts(self) -> dict[tuple[str, ...], float]:
         counts: dict[tuple[str, ...], float] = {}
         for r in self.runtimes:
-            for g in r.shard.groups.values():
-                if isinstance(g, ConsumerGroup):
-                    key = ("consumer", g.state().value)
-                else:
-                    key = ("classic", g.state.value)
-                counts[key] = counts.get(key, 0) + 1
+            for key, n in r.coordinator.group_counts().items():
+                counts[key] = counts.get(key, 0) + n
         return counts
 
 
 def install_group_layer(server: GatewayServer) -> GroupCoordinatorService:
-    from gateway.groups.apis import register_group_apis
-
     service = GroupCoordinatorService(server)
-    register_group_apis(server.registry, service)
+    group_apis.register(server.registry, service)
+    offset_apis.register(server.registry, service)
+    config_apis.register(server.registry, service)
     server.on_start.append(lambda loop: service.start(loop))
     server.on_stop.append(service.close)
     return service

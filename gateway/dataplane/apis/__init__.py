@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from gateway.cluster import ClusterView
+from gateway.dataplane.apis.configs import register_config_apis
+from gateway.dataplane.apis.delete_records import DeleteRecordsApi
 from gateway.dataplane.apis.describe_cluster import DescribeClusterApi
 from gateway.dataplane.apis.fetch import FetchApi
 from gateway.dataplane.apis.list_offsets import ListOffsetsApi
@@ -15,7 +17,8 @@ from gateway.registry import HandlerRegistry
 
 
 def register_dataplane_apis(registry: HandlerRegistry, plane: DataPlane, cluster: ClusterView) -> None:
-    """Metadata, Produce, Fetch, ListOffsets, topic admin, InitProducerId, DescribeCluster."""
+    """Metadata, Produce, Fetch, ListOffsets, topic admin, InitProducerId, DescribeCluster,
+    DeleteRecords, and the config APIs (TOPIC and BROKER resources)."""
     MetadataApi(plane, cluster).register(registry)
     ProduceApi(plane).register(registry)
     FetchApi(plane).register(registry)
@@ -23,3 +26,5 @@ def register_dataplane_apis(registry: HandlerRegistry, plane: DataPlane, cluster
     TopicsAdminApi(plane, cluster).register(registry)
     InitProducerIdApi(plane).register(registry)
     DescribeClusterApi(cluster).register(registry)
+    DeleteRecordsApi(plane).register(registry)
+    register_config_apis(registry, plane)

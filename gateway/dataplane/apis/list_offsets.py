@@ -91,7 +91,9 @@ class ListOffsetsApi:
         )
         if found is None:
             return -1, -1
-        return found
+        if found[0] < p.log_start_offset:  # DeleteRecords moved the start past it
+            return p.log_start_offset, found[1]
+        return found[0], found[1]
 
     def _partition(self, topic: str, req_part: Any) -> dict[str, Any]:
         index = req_part.partition_index

@@ -11,6 +11,8 @@ Kafka behaviour reproduced (`KafkaApis.handleProduceRequest`, `ReplicaManager.ap
     instead so the producer notices and refreshes metadata -- so do we;
   * acks=1/-1: the response waits until the appended batches are fsynced (single node: the
     leader is the whole ISR, so -1 and 1 mean the same here);
+  * a batch larger than the topic's `max.message.bytes` (its override, else the broker's
+    `message.max.bytes`) -> MESSAGE_TOO_LARGE (`UnifiedLog.analyzeAndValidateRecords`);
   * a write error, or a partition whose log failed (an fsync error, until restart) ->
     KAFKA_STORAGE_ERROR.
 Transactions are not supported (InitProducerId refuses transactional ids), so a transactional
@@ -111,7 +113,16 @@ class ProduceApi:
 
     def _append(self, p: Partition, index: int, records: Any, version: int) -> dict[str, Any]:
         try:
-            base, _ = p.append(single_produce_batch(records, version))
+            batch = single_produce_batch(records, version)
+            limit = self.plane.configs.max_message_bytes(p.topic.name)
+            if len(batch) > limit:
+                return _result(
+                    index,
+                    ErrorCode.message_too_large,
+                    f"The record batch size in the append to {p.topic.name}-{p.index} is "
+                    f"{len(batch)} bytes which exceeds the maximum configured value of {limit}.",
+                )
+            base, _ = p.append(batch)
         except BatchError as e:
             return _result(index, batch_error_code(e), e.reason)
         except SequenceError as e:

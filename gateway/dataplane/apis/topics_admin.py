@@ -10,7 +10,9 @@ Kafka behaviour reproduced (`ControllerApis` / `ReplicationControlManager` / `To
     explicit replica assignments must put each partition on this node only, numbered 0..n-1
     -> else INVALID_REPLICA_ASSIGNMENT (and they exclude num_partitions/replication_factor);
   * `validate_only` checks without creating;
-  * topic configs are accepted and not stored (the data plane has no per-topic settings);
+  * topic configs are validated as Kafka's controller does (unknown name, null or bad value
+    -> INVALID_CONFIG with Kafka's message) and stored with the topic; v5+ answers list every
+    config of the new topic as Kafka does (by name; overrides as given, DYNAMIC_TOPIC_CONFIG);
   * DeleteTopics v6 may name topics by id (unknown -> UNKNOWN_TOPIC_ID) or name (unknown ->
     UNKNOWN_TOPIC_OR_PARTITION);
   * CreatePartitions only increases the count -> INVALID_PARTITIONS otherwise.
@@ -26,6 +28,7 @@ from kio.schema.errors import ErrorCode
 
 from gateway.cluster import ClusterView
 from gateway.codec import response_type_of
+from gateway.dataplane.configs import TOPIC_DEFS, ConfigValueError, check_topic_config
 from gateway.dataplane.plane import DataPlane, TopicError
 from gateway.entity_builder import build
 from gateway.registry import HandlerRegistry, RequestContext
@@ -116,20 +119,55 @@ class TopicsAdminApi:
                     )
                 partitions = self._partitions_for(t)
                 self.plane.check_new_topic(t.name, partitions)
+                configs = self._configs(t.configs)
                 if request.validate_only:
                     info = None
                 else:
-                    info = self.plane.create_topic(t.name, partitions)
+                    info = self.plane.create_topic(t.name, partitions, configs)
                 out.update(
                     error_code=ErrorCode.none,
                     topic_id=None if info is None else info.topic_id,
                     num_partitions=partitions,
                     replication_factor=1,
+                    configs=self._described(configs),
                 )
             except TopicError as e:
-                out.update(error_code=e.code, error_message=e.message, configs=None)
+                out.update(error_code=e.code, error_message=e.message, configs=[])
             results.append(out)
         return build(response_type_of(request), {"throttle_time": 0, "topics": results})
+
+    def _configs(self, creatable: Any) -> dict[str, str]:
+        """The topic's config overrides, validated (a later duplicate wins, as in Kafka)."""
+        configs: dict[str, str] = {}
+        for c in creatable or ():
+            try:
+                check_topic_config(c.name, c.value)
+            except ConfigValueError as e:
+                raise TopicError(ErrorCode.invalid_config, e.message) from None
+            configs[c.name] = c.value
+        return configs
+
+    def _described(self, overrides: dict[str, str]) -> list[dict[str, Any]]:
+        """CreateTopics v5+ `configs`: every topic config, by name (overrides as given)."""
+        store = self.plane.configs
+        out = []
+        for name in sorted(TOPIC_DEFS):
+            if name in overrides:
+                value: str | None = overrides[name]
+                source = 1  # DYNAMIC_TOPIC_CONFIG
+            else:
+                entry = store.topic_entry("", name)
+                value, source = entry["value"], entry["config_source"]
+            out.append(
+                {
+                    "name": name,
+                    "value": value,
+                    "read_only": False,
+                    "config_source": source,
+                    "is_sensitive": False,
+                }
+            )
+        return out
 
     # -- DeleteTopics -------------------------------------------------------------------------
 

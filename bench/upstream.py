@@ -1,0 +1,269 @@
+"""Upstream-mode benchmark: the same clients and load directly against a Kafka cluster and
+through `groupshift serve --upstream` in front of it, in one run.
+
+    python -m bench.upstream [--json] [--kafka 4|3.9|groupshift] [--records N] [--record-bytes B]
+
+Measures, direct and through the gateway:
+  * produce throughput: librdkafka producing fixed-size records (acks=all, linger 5 ms);
+  * fetch throughput: librdkafka reading them back from the beginning (assign, no group);
+  * forwarded round trips at moderate load: ListOffsets (a forwarded request whose response
+    passes through as bytes) and Metadata (whose response groupshift decodes and rewrites),
+    `--rate` requests/s in total paced over `--connections` connections; p50/p99 latency.
+and prints the ratios (goals from the issue: through-gateway throughput >= 85% of direct,
+added p99 <= 1 ms at moderate load). The backend is a real Apache Kafka single node from
+compat.kafka_dist (needs java; `--kafka groupshift` uses a second groupshift in embedded mode
+instead). Heartbeat throughput is the engine's and the gateway's, as in embedded mode (see
+`bench.gateway --only heartbeats`): group APIs are not forwarded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.gateway import percentile, request
+from e2e.harness import GatewayProcess
+from gateway.codec import encode_request
+
+PARTITIONS = 6
+
+
+class _Endpoint:
+    def __init__(self, bootstrap: str) -> None:
+        self.bootstrap = bootstrap
+        self.port = int(bootstrap.split(",")[0].rsplit(":", 1)[1])
+
+
+def produce(bootstrap: str, topic: str, records: int, size: int) -> dict[str, Any]:
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient
+    from confluent_kafka.cimpl import NewTopic  # where it is defined (and typed)
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(30)
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "all",
+            "linger.ms": 5,
+            "batch.size": 1 << 20,
+            "queue.buffering.max.messages": 1_000_000,
+        }
+    )
+    value = b"x" * size
+    failed: list[Any] = []
+    started = time.perf_counter()
+    for i in range(records):
+        while True:
+            try:
+                producer.produce(
+                    topic,
+                    value=value,
+                    partition=i % PARTITIONS,
+                    on_delivery=lambda e, _m: None if e is None else failed.append(e),
+                )
+                break
+            except BufferError:
+                producer.poll(0.01)
+    producer.flush(120)
+    elapsed = time.perf_counter() - started
+    if failed:
+        raise RuntimeError(f"{len(failed)} deliveries failed, e.g. {failed[0]}")
+    return {"records_per_s": round(records / elapsed), "mb_per_s": round(records * size / elapsed / 1e6, 1)}
+
+
+def fetch(bootstrap: str, topic: str, records: int, size: int) -> dict[str, Any]:
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "bench-assign-only",
+            "enable.auto.commit": False,
+            "fetch.max.bytes": 50 << 20,
+            "max.partition.fetch.bytes": 4 << 20,
+        }
+    )
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
+    got = 0
+    started = time.perf_counter()
+    deadline = started + 120
+    while got < records and time.perf_counter() < deadline:
+        got += sum(1 for m in consumer.consume(num_messages=10_000, timeout=1) if not m.error())
+    elapsed = time.perf_counter() - started
+    consumer.close()
+    return {
+        "records": got,
+        "records_per_s": round(got / elapsed),
+        "mb_per_s": round(got * size / elapsed / 1e6, 1),
+    }
+
+
+async def _paced(port: int, frame: bytes, connections: int, rate: float, seconds: float) -> list[float]:
+    """`connections` connections, each sending one request every `connections / rate` seconds
+    (one in flight at a time): a moderate, steady load, not a saturation test."""
+    import asyncio
+    import struct
+
+    interval = connections / rate
+    latencies: list[float] = []
+
+    async def one() -> None:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        loop = asyncio.get_running_loop()
+        stop_at = loop.time() + seconds
+        next_at = loop.time()
+        while loop.time() < stop_at:
+            started = time.perf_counter()
+            writer.write(frame)
+            (size,) = struct.unpack(">i", await reader.readexactly(4))
+            await reader.readexactly(size)
+            latencies.append(time.perf_counter() - started)
+            next_at += interval
+            await asyncio.sleep(max(0.0, next_at - loop.time()))
+        writer.close()
+
+    await asyncio.gather(*(one() for _ in range(connections)))
+    return latencies
+
+
+def round_trips(port: int, frame: bytes, connections: int, rate: float, seconds: float) -> dict[str, Any]:
+    import asyncio
+
+    try:
+        import uvloop
+
+        factory: Any = uvloop.new_event_loop
+    except ImportError:  # pragma: no cover
+        factory = None
+    with asyncio.Runner(loop_factory=factory) as runner:
+        runner.run(_paced(port, frame, connections, rate, 0.5))  # warm-up
+        latencies = runner.run(_paced(port, frame, connections, rate, seconds))
+    return {
+        "requests_per_s": round(len(latencies) / seconds),
+        "p50_ms": round(percentile(latencies, 0.50) * 1000, 3),
+        "p99_ms": round(percentile(latencies, 0.99) * 1000, 3),
+    }
+
+
+def list_offsets_frame(topic: str) -> bytes:
+    req = request(
+        2,
+        7,
+        replica_id=-1,
+        isolation_level=0,
+        topics=[
+            {
+                "name": topic,
+                "partitions": [{"partition_index": 0, "current_leader_epoch": -1, "timestamp": -1}],
+            }
+        ],
+    )
+    return encode_request(req, correlation_id=1, client_id="bench")
+
+
+def metadata_frame(topic: str) -> bytes:
+    req = request(
+        3,
+        12,
+        topics=[{"name": topic, "topic_id": None}],
+        allow_auto_topic_creation=False,
+        include_topic_authorized_operations=False,
+    )
+    return encode_request(req, correlation_id=1, client_id="bench")
+
+
+def run(backend_bootstrap: str, gw: GatewayProcess, args: argparse.Namespace) -> list[dict[str, Any]]:
+    results: list[dict[str, Any]] = []
+    targets = {"direct": _Endpoint(backend_bootstrap), "gateway": _Endpoint(gw.bootstrap)}
+    for name, ep in targets.items():
+        topic = f"bench-{name}"
+        p = produce(ep.bootstrap, topic, args.records, args.record_bytes)
+        f = fetch(ep.bootstrap, topic, args.records, args.record_bytes)
+        results.append({"scenario": f"produce {name}", **p})
+        results.append({"scenario": f"fetch {name}", **f})
+    for label, make in (("ListOffsets", list_offsets_frame), ("Metadata", metadata_frame)):
+        for name, ep in targets.items():
+            rt = round_trips(ep.port, make("bench-direct"), args.connections, args.rate, args.seconds)
+            results.append(
+                {
+                    "scenario": f"{label} round trip {name}",
+                    "connections": args.connections,
+                    "rate": args.rate,
+                    **rt,
+                }
+            )
+    by = {r["scenario"]: r for r in results}
+    ratios = {
+        "scenario": "ratios (gateway / direct)",
+        "produce_throughput": round(
+            by["produce gateway"]["records_per_s"] / by["produce direct"]["records_per_s"], 3
+        ),
+        "fetch_throughput": round(
+            by["fetch gateway"]["records_per_s"] / by["fetch direct"]["records_per_s"], 3
+        ),
+        "list_offsets_added_p99_ms": round(
+            by["ListOffsets round trip gateway"]["p99_ms"] - by["ListOffsets round trip direct"]["p99_ms"], 3
+        ),
+        "metadata_added_p99_ms": round(
+            by["Metadata round trip gateway"]["p99_ms"] - by["Metadata round trip direct"]["p99_ms"], 3
+        ),
+    }
+    results.append(ratios)
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.upstream", description=__doc__)
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.add_argument("--kafka", default="4", help="Kafka version spec, or `groupshift` (default 4)")
+    parser.add_argument("--records", type=int, default=100_000)
+    parser.add_argument("--record-bytes", type=int, default=100)
+    parser.add_argument("--seconds", type=float, default=3.0, help="per round-trip scenario")
+    parser.add_argument("--connections", type=int, default=8, help="round-trip connections")
+    parser.add_argument(
+        "--rate", type=float, default=1000.0, help="round-trip requests/s in total (moderate load)"
+    )
+    args = parser.parse_args(argv)
+
+    with tempfile.TemporaryDirectory(prefix="groupshift-bench-upstream-") as tmp:
+        base = Path(tmp)
+        cluster: Any = None
+        upstream: GatewayProcess | None = None
+        if args.kafka == "groupshift":
+            upstream = GatewayProcess.start(base / "upstream", sets=["coordinator.fsync.policy=none"])
+            bootstrap = upstream.bootstrap
+            label = "groupshift (embedded)"
+        else:
+            from compat.kafka_dist import KafkaCluster
+
+            cluster = KafkaCluster(args.kafka, brokers=1, workdir=base / "kafka").start()
+            bootstrap = cluster.bootstrap
+            label = f"Apache Kafka {cluster.version}"
+        gw = GatewayProcess.start(base / "gw", extra_args=("--upstream", bootstrap))
+        try:
+            results = run(bootstrap, gw, args)
+        finally:
+            gw.stop()
+            if upstream is not None:
+                upstream.stop()
+            if cluster is not None:
+                cluster.stop()
+    if args.json:
+        json.dump({"benchmark": "upstream", "backend": label, "results": results}, sys.stdout, indent=1)
+        print()
+    else:
+        print(f"backend: {label}")
+        for r in results:
+            fields = ", ".join(f"{k}={v}" for k, v in r.items() if k != "scenario")
+            print(f"{r['scenario']:<32} {fields}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,158 @@
+"""groupshift in front of real Apache Kafka (compat.kafka_dist's reference clusters).
+
+* Kafka 3.9, three brokers, classic coordinator only: clients see three groupshift listeners;
+  KIP-848 (librdkafka `group.protocol=consumer`) and classic consumers share the gateway's
+  groups while the cluster has no KIP-848; a fleet that committed directly on the cluster
+  resumes from those commits behind the gateway; one broker is SIGKILLed and restarted while
+  records flow.
+* Kafka 4.x, one broker, consumer protocol disabled on the broker
+  (`group.coordinator.rebalance.protocols=classic`): the same round trip, and a live group of
+  the same id on the cluster refusing the mirror.
+
+One cluster per module (started once, by the session's cluster factory). Without java/mvn the
+fixtures skip with the reason; `test_upstream_groupshift.py` runs the same scenarios against a
+groupshift backend everywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from compat.kafka_dist import free_port
+from e2e.conftest import Gateways
+from e2e.harness import GatewayProcess
+from e2e.upstream import (
+    FAST_UPSTREAM_SETTINGS,
+    Backend,
+    check_broker_leaves_and_returns,
+    check_broker_restart,
+    check_conflict,
+    check_cutover,
+    check_delete_group,
+    check_gateway_killed,
+    check_java_consumer_and_lag_tool,
+    check_metadata_and_versions,
+    check_rolling_upgrade_then_downgrade,
+    check_roundtrip,
+    start_fixed_gateway,
+)
+
+FAST_BROKER = {
+    "group.initial.rebalance.delay.ms": "0",
+    "group.min.session.timeout.ms": "1000",
+    "offsets.topic.num.partitions": "4",
+    "auto.create.topics.enable": "false",
+}
+
+
+def _gateway(gateways: Gateways, base: Path, name: str, cluster: Any) -> tuple[GatewayProcess, Backend]:
+    backend = Backend(
+        f"kafka-{cluster.version}",
+        cluster.bootstrap,
+        cluster.size,
+        cluster.kill_broker,
+        cluster.start_broker,
+    )
+    gw = GatewayProcess.start(
+        base / name, sets=FAST_UPSTREAM_SETTINGS, extra_args=("--upstream", backend.bootstrap)
+    )
+    gateways.started.append(gw)
+    return gw, backend
+
+
+@pytest.fixture(scope="module")
+def kafka39(
+    kafka_cluster_factory: Any, module_gateways: Gateways, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[GatewayProcess, Backend]]:
+    cluster = kafka_cluster_factory(
+        "3.9",
+        brokers=3,
+        configs={
+            **FAST_BROKER,
+            "min.insync.replicas": "1",
+            "broker.session.timeout.ms": "3000",
+            "broker.heartbeat.interval.ms": "500",
+        },
+        name="upstream-kafka39",
+    )
+    yield _gateway(module_gateways, tmp_path_factory.mktemp("gw39"), "gw", cluster)
+
+
+@pytest.fixture(scope="module")
+def kafka4_classic(
+    kafka_cluster_factory: Any, module_gateways: Gateways, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[GatewayProcess, Backend]]:
+    cluster = kafka_cluster_factory(
+        "4",
+        brokers=1,
+        configs={**FAST_BROKER, "group.coordinator.rebalance.protocols": "classic"},
+        name="upstream-kafka4-classic",
+    )
+    yield _gateway(module_gateways, tmp_path_factory.mktemp("gw4"), "gw", cluster)
+
+
+def test_kafka39_metadata_and_api_versions(kafka39: tuple[GatewayProcess, Backend]) -> None:
+    check_metadata_and_versions(*kafka39)
+
+
+def test_kafka39_kip848_and_classic_consumers(kafka39: tuple[GatewayProcess, Backend]) -> None:
+    check_roundtrip(*kafka39, "k39-roundtrip")
+
+
+def test_kafka39_cutover_imports_upstream_commits(kafka39: tuple[GatewayProcess, Backend]) -> None:
+    check_cutover(*kafka39, "k39-cutover")
+
+
+def test_kafka39_broker_killed_and_restarted(kafka39: tuple[GatewayProcess, Backend]) -> None:
+    check_broker_restart(*kafka39, "k39-faults", victim=1)
+
+
+def test_kafka4_without_consumer_protocol(kafka4_classic: tuple[GatewayProcess, Backend]) -> None:
+    gw, backend = kafka4_classic
+    check_metadata_and_versions(gw, backend)
+    check_roundtrip(gw, backend, "k4-roundtrip")
+
+
+def test_kafka4_mirror_conflict(kafka4_classic: tuple[GatewayProcess, Backend]) -> None:
+    check_conflict(*kafka4_classic, "k4-conflict")
+
+
+def test_kafka4_delete_group_deletes_the_upstream_copy(
+    kafka4_classic: tuple[GatewayProcess, Backend],
+) -> None:
+    check_delete_group(*kafka4_classic, "k4-delete")
+
+
+def test_kafka4_gateway_sigkilled_and_restarted(
+    kafka4_classic: tuple[GatewayProcess, Backend],
+    module_gateways: Gateways,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    _, backend = kafka4_classic
+    base = Path(tmp_path_factory.mktemp("gwkill")) / "gw"
+    port = free_port()
+
+    def start() -> GatewayProcess:
+        gw = start_fixed_gateway(base, backend, port)
+        module_gateways.started.append(gw)  # stopped (and checked) at the module's end
+        return gw
+
+    check_gateway_killed(start, backend, "k4-gwkill")
+
+
+def test_kafka39_java_kip848_consumer_and_lag_tool(
+    kafka39: tuple[GatewayProcess, Backend], kafka_clients4: Any
+) -> None:
+    check_java_consumer_and_lag_tool(*kafka39, kafka_clients4, "k39-java")
+
+
+def test_kafka39_rolling_upgrade_then_downgrade(kafka39: tuple[GatewayProcess, Backend]) -> None:
+    check_rolling_upgrade_then_downgrade(kafka39[0], "k39-rolling")
+
+
+def test_kafka39_broker_leaves_and_returns(kafka39: tuple[GatewayProcess, Backend]) -> None:
+    check_broker_leaves_and_returns(*kafka39, victim=2)

@@ -1,0 +1,568 @@
+"""Shared scenarios of the upstream-mode e2e tests (`serve --upstream`).
+
+Each scenario takes the gateway (a `GatewayProcess` started with `--upstream`) and a backend
+(`Backend`: the upstream's bootstrap plus kill/restart of one of its brokers) and drives real
+clients: kafka-python (classic protocol) and confluent-kafka (librdkafka, `group.protocol`
+classic or consumer). The same scenarios run against a second groupshift process in embedded
+mode (always available) and against real Apache Kafka clusters (`test_upstream_kafka.py`).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from e2e.expected import PARTITIONS, record
+from e2e.groups import ConfluentMember, KafkaPythonMember, Ledger, create_topic, produce, wait_until
+from e2e.harness import GatewayProcess
+from e2e.wire import WireClient, make_request
+
+FAST_UPSTREAM_SETTINGS = (
+    "group.initial.rebalance.delay.ms=0",
+    "group.min.session.timeout.ms=1000",
+    "group.consumer.min.heartbeat.interval.ms=100",
+    "group.consumer.heartbeat.interval.ms=250",
+    "group.consumer.min.session.timeout.ms=2000",
+    "group.consumer.session.timeout.ms=10000",
+    "upstream.metadata.max.age.ms=1000",
+    "upstream.request.timeout.ms=10000",
+    "upstream.socket.connection.setup.timeout.ms=2000",
+    "metrics.listen=127.0.0.1:0",
+)
+
+
+@dataclass
+class Endpoint:
+    """Anything with a `bootstrap` (what the shared e2e helpers need of a server)."""
+
+    bootstrap: str
+
+
+@dataclass
+class Backend:
+    name: str
+    bootstrap: str
+    brokers: int
+    kill_broker: Callable[[int], None]
+    start_broker: Callable[[int], None]
+
+    @property
+    def endpoint(self) -> Endpoint:
+        return Endpoint(self.bootstrap)
+
+
+def upstream_ports(backend: Backend) -> set[int]:
+    return {int(a.rsplit(":", 1)[1]) for a in backend.bootstrap.split(",")}
+
+
+def metric(gw: GatewayProcess, name: str) -> float:
+    total = 0.0
+    for line in gw.metrics().splitlines():
+        if line.startswith(name) and (len(line) == len(name) or line[len(name)] in " {"):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+def upstream_offsets(backend: Backend, group: str, topic: str) -> dict[int, int]:
+    """The group's offsets as the upstream cluster itself reports them (OffsetFetch there)."""
+    from kafka.admin import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=backend.bootstrap, request_timeout_ms=10000)
+    try:
+        offsets = admin.list_group_offsets({group: None})
+    finally:
+        admin.close()
+    return {tp.partition: om.offset for tp, om in offsets.get(group, {}).items() if tp.topic == topic}
+
+
+def gateway_offsets(gw: GatewayProcess, group: str, topic: str) -> dict[int, int]:
+    return upstream_offsets(Backend("gw", gw.bootstrap, 1, lambda i: None, lambda i: None), group, topic)
+
+
+def create_replicated_topic(bootstrap: str, topic: str, replicas: int) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, PARTITIONS, min(replicas, 3))])[topic].result(30)
+
+
+def run_until(members: list[Any], ledger: Ledger, want: int, timeout: float) -> None:
+    def done() -> bool:
+        for m in members:
+            assert not m.errors, f"{m.name}: {m.errors}"
+        return ledger.distinct() >= want
+
+    wait_until(done, timeout, f"{want} distinct records consumed", interval=0.2)
+
+
+# -- scenarios ---------------------------------------------------------------------------------
+
+
+def check_metadata_and_versions(gw: GatewayProcess, backend: Backend) -> None:
+    """Clients see only groupshift's listeners; ApiVersions is the documented mix."""
+    from confluent_kafka.admin import AdminClient
+
+    md = AdminClient({"bootstrap.servers": gw.bootstrap}).list_topics(timeout=10)
+    ports = {b.port for b in md.brokers.values()}
+    assert len(md.brokers) == backend.brokers
+    assert not ports & upstream_ports(backend), "an upstream address leaked to the client"
+    assert all(b.host == "127.0.0.1" for b in md.brokers.values())
+    with WireClient(gw.port) as c:
+        resp = c.request(make_request(18, 3, client_software_name="e2e", client_software_version="1"))
+    keys = {int(a.api_key): (int(a.min_version), int(a.max_version)) for a in resp.api_keys}
+    for forwarded in (0, 1, 2, 3, 19):
+        assert forwarded in keys, f"api {forwarded} not advertised"
+    for terminated in (11, 12, 13, 14, 8, 9, 68):
+        assert terminated in keys, f"group api {terminated} not advertised"
+    assert 28 not in keys and 25 not in keys, "transactional offset commits must not be advertised"
+    with WireClient(gw.port) as c:
+        txn = c.request(
+            make_request(
+                28,
+                3,
+                transactional_id="t",
+                group_id="g",
+                producer_id=1,
+                producer_epoch=0,
+                generation_id=-1,
+                member_id="",
+                group_instance_id=None,
+                topics=[
+                    {
+                        "name": "x",
+                        "partitions": [
+                            {
+                                "partition_index": 0,
+                                "committed_offset": 5,
+                                "committed_leader_epoch": -1,
+                                "committed_metadata": None,
+                            }
+                        ],
+                    }
+                ],
+            )
+        )
+    assert [p.error_code for t in txn.topics for p in t.partitions] == [35]  # UNSUPPORTED_VERSION
+    # Group listings are groupshift's own: a group that exists only on the cluster is not shown.
+    from kafka import KafkaConsumer, TopicPartition
+    from kafka.admin import KafkaAdminClient
+    from kafka.structs import OffsetAndMetadata
+
+    create_replicated_topic(backend.bootstrap, "upstream-only-topic", backend.brokers)
+    direct = KafkaConsumer(
+        bootstrap_servers=backend.bootstrap, group_id="upstream-only", enable_auto_commit=False
+    )
+    try:
+        direct.commit({TopicPartition("upstream-only-topic", 0): OffsetAndMetadata(0, "", -1)})
+    finally:
+        direct.close()
+    admin = KafkaAdminClient(bootstrap_servers=gw.bootstrap, request_timeout_ms=10000)
+    try:
+        assert "upstream-only" not in {g["group_id"] for g in admin.list_groups()}
+    finally:
+        admin.close()
+
+
+def check_roundtrip(gw: GatewayProcess, backend: Backend, topic: str) -> None:
+    """Produce through the gateway; a KIP-848 and a classic group both consume everything;
+    their commits are mirrored to the upstream."""
+    create_replicated_topic(gw.bootstrap, topic, backend.brokers)
+    count = 600
+    produce(Endpoint(gw.bootstrap), topic, range(count))  # type: ignore[arg-type]
+    for name, member_of in (
+        (
+            "kip848",
+            lambda led, g: ConfluentMember("ck848", led, gw.bootstrap, g, **{"group.protocol": "consumer"}),
+        ),
+        ("classic", lambda led, g: KafkaPythonMember("kp", led, gw.bootstrap, g)),
+    ):
+        group = f"{topic}-{name}"
+        ledger = Ledger(topic)
+        member = member_of(ledger, group).start()
+        try:
+            run_until([member], ledger, count, 60)
+            ledger.check_consumed(range(count))
+        finally:
+            member.stop()
+        expected = {p: count // PARTITIONS for p in range(PARTITIONS)}
+        assert gateway_offsets(gw, group, topic) == expected
+
+        def mirrored(group: str = group, expected: dict[int, int] = expected) -> bool:
+            return upstream_offsets(backend, group, topic) == expected
+
+        wait_until(mirrored, 20, f"{group} mirrored upstream", interval=0.5)
+
+
+def check_cutover(gw: GatewayProcess, backend: Backend, topic: str) -> None:
+    """A classic fleet committed directly on the upstream; restarted against groupshift it
+    resumes from those commits (imported on the group's first appearance)."""
+    from kafka import KafkaConsumer, TopicPartition
+    from kafka.structs import OffsetAndMetadata
+
+    group = f"{topic}-cutover"
+    create_topic(backend.endpoint, topic)  # type: ignore[arg-type]
+    produce(backend.endpoint, topic, range(120))  # type: ignore[arg-type]
+    direct = KafkaConsumer(bootstrap_servers=backend.bootstrap, group_id=group, enable_auto_commit=False)
+    try:
+        direct.commit({TopicPartition(topic, p): OffsetAndMetadata(7 + p, "", -1) for p in range(PARTITIONS)})
+    finally:
+        direct.close()
+    assert upstream_offsets(backend, group, topic) == {p: 7 + p for p in range(PARTITIONS)}
+    ledger = Ledger(topic)
+    member = KafkaPythonMember("kp-cutover", ledger, gw.bootstrap, group).start()
+    try:
+        run_until([member], ledger, 120 - sum(7 + p for p in range(PARTITIONS)), 60)
+    finally:
+        member.stop()
+    first = {}
+    for r in sorted(ledger.reads, key=lambda r: r.offset):
+        first.setdefault(r.partition, r.offset)
+    assert first == {p: 7 + p for p in range(PARTITIONS)}, "did not resume from the upstream commits"
+    assert ledger.distinct() == 120 - sum(7 + p for p in range(PARTITIONS))
+    events = gw.events("upstream.offsets_imported")
+    assert any(e["group_id"] == group and e["partitions"] == PARTITIONS for e in events)
+
+
+def check_conflict(gw: GatewayProcess, backend: Backend, topic: str) -> None:
+    """A live classic group of the same id on the upstream refuses the mirror: counted and
+    logged; groupshift's commits are unaffected; once that group is gone the mirror lands."""
+    from confluent_kafka import Consumer, TopicPartition
+    from kafka import KafkaConsumer
+
+    group = f"{topic}-conflict"
+    create_topic(Endpoint(gw.bootstrap), topic)  # type: ignore[arg-type]
+    produce(Endpoint(gw.bootstrap), topic, range(60))  # type: ignore[arg-type]
+    # First appearance through the gateway (nothing to import), then a live group upstream.
+    gateway_offsets(gw, group, topic)
+    direct = KafkaConsumer(
+        topic, bootstrap_servers=backend.bootstrap, group_id=group, enable_auto_commit=False,
+        heartbeat_interval_ms=200, session_timeout_ms=6000,
+    )  # fmt: skip
+    stop = threading.Event()
+
+    def keep_alive() -> None:
+        while not stop.is_set():
+            direct.poll(timeout_ms=200)
+
+    wait_until(
+        lambda: direct.poll(timeout_ms=200) is not None and direct.assignment(), 30, "live upstream group"
+    )
+    t = threading.Thread(target=keep_alive, daemon=True)
+    t.start()
+    before = metric(gw, "groupshift_upstream_mirror_conflicts_total")
+    c = Consumer({"bootstrap.servers": gw.bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        c.commit(offsets=[TopicPartition(topic, p, 3) for p in range(PARTITIONS)], asynchronous=False)
+        assert {
+            tp.partition: tp.offset
+            for tp in c.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=10)
+        } == {p: 3 for p in range(PARTITIONS)}
+        wait_until(
+            lambda: metric(gw, "groupshift_upstream_mirror_conflicts_total") > before, 20, "conflict counted"
+        )
+        assert any(e["group_id"] == group for e in gw.events("upstream.mirror_conflict"))
+        assert upstream_offsets(backend, group, topic).get(0) != 3
+    finally:
+        c.close()
+        stop.set()
+        t.join(5)
+        direct.close()  # LeaveGroup: the upstream group becomes empty
+    wait_until(
+        lambda: upstream_offsets(backend, group, topic) == {p: 3 for p in range(PARTITIONS)},
+        30,
+        "the mirror landing once the upstream group left",
+        interval=0.5,
+    )
+
+
+def check_broker_restart(
+    gw: GatewayProcess, backend: Backend, topic: str, victim: int, down_seconds: float = 4.0
+) -> None:
+    """A KIP-848 and a classic member consume through the gateway while records are produced;
+    one upstream broker is killed and restarted; every acknowledged record is consumed."""
+    from confluent_kafka import Producer
+
+    create_replicated_topic(gw.bootstrap, topic, backend.brokers)
+    group = f"{topic}-faults"
+    ledger = Ledger(topic)
+    members = [
+        ConfluentMember("ck848", ledger, gw.bootstrap, group, **{"group.protocol": "consumer"}).start(),
+        KafkaPythonMember("kp", ledger, gw.bootstrap, group).start(),
+    ]
+    acked: set[int] = set()
+    errors: list[str] = []
+    stop = threading.Event()
+
+    def produce_loop() -> None:
+        p = Producer(
+            {"bootstrap.servers": gw.bootstrap, "acks": "all", "linger.ms": 5, "message.timeout.ms": 60000}
+        )
+        i = 0
+        while not stop.is_set():
+            part, k, v = record(i)
+
+            def cb(err: Any, _m: Any, i: int = i) -> None:
+                if err is None:
+                    acked.add(i)
+                else:
+                    errors.append(str(err))
+
+            p.produce(topic, key=k, value=v, partition=part, on_delivery=cb)
+            p.poll(0)
+            i += 1
+            time.sleep(0.005)
+        p.flush(60)
+
+    producer = threading.Thread(target=produce_loop, daemon=True)
+    producer.start()
+    try:
+        wait_until(lambda: ledger.distinct() >= 100, 60, "consumption under way", interval=0.2)
+        backend.kill_broker(victim)
+        time.sleep(down_seconds)
+        backend.start_broker(victim)
+        time.sleep(3)
+    finally:
+        stop.set()
+        producer.join(90)
+    want = set(acked)
+    assert len(want) >= 200
+    try:
+        wait_until(
+            lambda: {int(re.sub(rb"\D", b"", r.key or b"0")) for r in ledger.reads} >= want,
+            90,
+            "every acked record consumed",
+            interval=0.5,
+        )
+    finally:
+        for m in members:
+            m.stop()
+    keys = {int(re.sub(rb"\D", b"", r.key or b"0")) for r in ledger.reads}
+    assert want <= keys
+    assert gw.alive()
+
+
+def check_delete_group(gw: GatewayProcess, backend: Backend, topic: str) -> None:
+    """DeleteGroups through the gateway deletes the mirrored copy on the upstream too, so the
+    next group of that id starts fresh instead of importing the deleted offsets."""
+    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    group = f"{topic}-delete"
+    create_replicated_topic(gw.bootstrap, topic, backend.brokers)
+    c = Consumer({"bootstrap.servers": gw.bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        c.commit(offsets=[TopicPartition(topic, p, 2) for p in range(PARTITIONS)], asynchronous=False)
+    finally:
+        c.close()
+    wait_until(
+        lambda: upstream_offsets(backend, group, topic) == {p: 2 for p in range(PARTITIONS)},
+        20,
+        "mirrored",
+        0.3,
+    )
+    admin = AdminClient({"bootstrap.servers": gw.bootstrap})  # kept alive until the answer
+    admin.delete_consumer_groups([group])[group].result(15)
+    assert gateway_offsets(gw, group, topic) == {}
+    wait_until(lambda: upstream_offsets(backend, group, topic) == {}, 20, "the upstream copy deleted", 0.3)
+    assert any(e["group_id"] == group for e in gw.events("upstream.group_deleted"))
+
+
+def start_fixed_gateway(base: Any, backend: Backend, port: int) -> GatewayProcess:
+    """A gateway on a fixed port (its broker listeners at port + 1 + node id), so a restarted
+    process is found where clients left it."""
+    return GatewayProcess.start(
+        base,
+        sets=FAST_UPSTREAM_SETTINGS,
+        log_path=base.parent / f"{base.name}-gateway.log",
+        extra_args=("--upstream", backend.bootstrap, "--listen", f"127.0.0.1:{port}"),
+    )
+
+
+def check_gateway_killed(start: Callable[[], GatewayProcess], backend: Backend, topic: str) -> GatewayProcess:
+    """groupshift SIGKILLed and restarted under a mixed group (one KIP-848 member, one classic)
+    while records are produced through the cluster: every acknowledged record is consumed,
+    the group resumes from groupshift's own log, and the mirror catches up afterwards."""
+    from confluent_kafka import Producer
+
+    gw = start()
+    create_replicated_topic(backend.bootstrap, topic, backend.brokers)
+    group = f"{topic}-gwkill"
+    ledger = Ledger(topic)
+    members = [
+        ConfluentMember("ck848", ledger, gw.bootstrap, group, **{"group.protocol": "consumer"}).start(),
+        # librdkafka for the classic member too: kafka-python 3.0.12 raises ECONNREFUSED out of
+        # poll() when its only bootstrap server is down, which ends the member's loop.
+        ConfluentMember("ckclassic", ledger, gw.bootstrap, group).start(),
+    ]
+    acked: set[int] = set()
+    stop = threading.Event()
+
+    def produce_loop() -> None:
+        p = Producer({"bootstrap.servers": backend.bootstrap, "acks": "all", "linger.ms": 5})
+        i = 0
+        while not stop.is_set():
+            part, k, v = record(i)
+            p.produce(topic, key=k, value=v, partition=part, on_delivery=lambda e, _m, i=i: e or acked.add(i))
+            p.poll(0)
+            i += 1
+            time.sleep(0.005)
+        p.flush(60)
+
+    producer = threading.Thread(target=produce_loop, daemon=True)
+    producer.start()
+    try:
+        wait_until(lambda: ledger.distinct() >= 100, 60, "consumption under way", interval=0.2)
+        gw.kill()
+        time.sleep(1)
+        gw = start()
+        before = ledger.distinct()
+        wait_until(lambda: ledger.distinct() >= before + 100, 60, "consumption after the restart", 0.2)
+    finally:
+        stop.set()
+        producer.join(60)
+
+    def keys() -> set[int]:
+        return {int((r.key or b"key-0").split(b"-")[1]) for r in ledger.reads}
+
+    try:
+        wait_until(lambda: keys() >= acked, 90, "every acked record consumed", interval=0.5)
+    finally:
+        for m in members:
+            m.stop()
+    for m in members:
+        assert not m.errors, f"{m.name}: {m.errors}"
+    committed = gateway_offsets(gw, group, topic)
+    assert sum(committed.values()) >= len(acked) - 50 * PARTITIONS
+    wait_until(lambda: upstream_offsets(backend, group, topic) == committed, 30, "mirror caught up", 0.5)
+    return gw
+
+
+def check_java_consumer_and_lag_tool(gw: GatewayProcess, backend: Backend, clients: Any, topic: str) -> None:
+    """Kafka's Java consumer with `group.protocol=consumer` (KIP-848) consumes everything
+    through groupshift from a cluster without KIP-848; `kafka-consumer-groups --describe` run
+    against the cluster itself then shows the group's mirrored offsets with no lag."""
+    group = f"{topic}-java"
+    count = 300
+    create_replicated_topic(gw.bootstrap, topic, backend.brokers)
+    produce(Endpoint(gw.bootstrap), topic, range(count))  # type: ignore[arg-type]
+    consumed = 0
+    with clients.verifiable_consumer(gw.bootstrap, topic, group, group_protocol="consumer") as consumer:
+        deadline = time.monotonic() + 90
+        while consumed < count:
+            event = consumer.wait_for("records_consumed", timeout=max(1.0, deadline - time.monotonic()))
+            consumed += int(event["count"])
+        consumer.wait_for("offsets_committed", timeout=30, predicate=lambda e: bool(e.get("success")))
+        consumer.stop()
+    assert consumed >= count
+    expected = {p: count // PARTITIONS for p in range(PARTITIONS)}
+    wait_until(lambda: gateway_offsets(gw, group, topic) == expected, 30, "Java commits in groupshift", 0.5)
+    wait_until(lambda: upstream_offsets(backend, group, topic) == expected, 30, "mirrored upstream", 0.5)
+    result = clients.consumer_groups(backend.bootstrap, "--describe", "--group", group)
+    assert result.returncode == 0, result.stderr
+    rows = [line.split() for line in result.stdout.splitlines() if line.split()[:2] == [group, topic]]
+    # GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG ...
+    assert {int(r[2]): (int(r[3]), int(r[4]), int(r[5])) for r in rows} == {
+        p: (n, n, 0) for p, n in expected.items()
+    }, result.stdout
+
+
+def log_end_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "e2e-watermarks"})
+    try:
+        return {
+            p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions)
+        }
+    finally:
+        c.close()
+
+
+def check_rolling_upgrade_then_downgrade(
+    gw: GatewayProcess, topic: str, kind: str = "kafka-python-cooperative-sticky"
+) -> None:
+    """The embedded migration test's rolling upgrade then downgrade (e2e/test_migration_rolling.py)
+    through groupshift in front of a cluster: four classic members replaced one at a time by
+    KIP-848 members and back, with a producer writing continuously; after each step the group
+    is stable and evenly split and every acknowledged record is consumed; at the end no
+    partition was held twice at once, duplicates stay within the at-least-once window and
+    commits reached the log end (e2e/migration.py's checkers)."""
+    from e2e import migration
+
+    group = f"{topic}-group"
+    migration.create_topic(gw, topic)
+    timeline = migration.Timeline(topic)
+    producer = migration.ContinuousProducer(gw, topic, 150.0)
+    producer.start()
+    cast = migration.Cast(gw, group, timeline)
+    sc = migration.Scenario(gw, topic, group, timeline, producer, cast)
+    try:
+        classic = [cast.classic(kind) for _ in range(4)]
+        sc.step("classic", f"four {kind} members")
+        upgraded = []
+        for i, old in enumerate(classic):
+            upgraded.append(cast.confluent("consumer"))
+            sc.step("consumer", f"upgrade {i + 1}/4: {upgraded[-1].name} joined")
+            old.stop()
+            sc.step("consumer", f"upgrade {i + 1}/4: {old.name} left")
+        downgraded = []
+        for i, old in enumerate(upgraded):
+            downgraded.append(cast.classic(kind))
+            sc.step("consumer", f"downgrade {i + 1}/4: {downgraded[-1].name} joined")
+            old.stop()
+            sc.step("classic" if i == 3 else "consumer", f"downgrade {i + 1}/4: {old.name} left")
+        assert sc.conversions() == [("classic", "consumer"), ("consumer", "classic")]
+        # Scenario.finish, with the log end read from each partition's leader (the gateway's
+        # main listener forwards ListOffsets to one broker, which answers only for its own).
+        acked = producer.stop()
+        migration.wait_caught_up(timeline, producer, "the final drain")
+        end = log_end_offsets(gw.bootstrap, topic, migration.PARTITIONS)
+        wait_until(
+            lambda: migration.committed_offsets(gw, group, topic) == end, 45, "commits at the log end", 0.3
+        )
+        cast.stop_all()
+        report = migration.analyse(timeline, acked, migration.fences(gw, group))
+        print(f"upstream rolling {kind}: {report}")
+        assert report.handovers >= 16
+    finally:
+        producer._halt.set()
+        try:
+            cast.stop_all()
+        finally:
+            producer.join(90)
+
+
+def check_broker_leaves_and_returns(gw: GatewayProcess, backend: Backend, victim: int) -> None:
+    """A broker that leaves the cluster's metadata disappears from the gateway's Metadata, and
+    reappears (on the same local listener) when it is back: picked up by the periodic refresh."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    def brokers() -> set[int] | None:
+        admin = AdminClient({"bootstrap.servers": gw.bootstrap})
+        try:
+            return set(admin.list_topics(timeout=10).brokers)
+        except KafkaException:
+            return None  # this connection happened to go to the dead broker: ask again
+
+    everyone = brokers()
+    assert everyone is not None and victim in everyone
+    port_before = {e["node_id"]: e["port"] for e in gw.events("upstream.listening")}[victim]
+    backend.kill_broker(victim)
+    try:
+        wait_until(
+            lambda: (b := brokers()) is not None and victim not in b,
+            60,
+            f"broker {victim} gone from the metadata",
+            1.0,
+        )
+        assert metric(gw, "groupshift_upstream_brokers") == len(everyone) - 1
+    finally:
+        backend.start_broker(victim)
+    wait_until(lambda: brokers() == everyone, 60, f"broker {victim} back in the metadata", 1.0)
+    assert {e["node_id"]: e["port"] for e in gw.events("upstream.listening")}[victim] == port_before
+    assert any(victim in e["removed"] for e in gw.events("upstream.brokers_changed"))

@@ -1,0 +1,256 @@
+"""Which path answers a group request, for each type of group it reaches (KIP-848 "Supporting
+Online Consumer Group Upgrade"; Kafka `GroupMetadataManager.consumerGroupHeartbeat`,
+`classicGroupJoin`, `classicGroupSync`, `classicGroupHeartbeat`, `classicGroupLeave`).
+
+Rules of this file:
+* Everything that decides *which* handler runs lives in `ROUTES`: one row per API, one cell per
+  kind of group the request finds. Reading the table is reading how the two protocols share
+  groups; a handler never re-dispatches on the group's type.
+* A cell also fixes the operation's replay mode, chosen before the operation is created and
+  never changed: `True` when the path writes consumer-group records that the shard replays,
+  `False` when it changes a classic group in place (its GroupMetadata record is a snapshot).
+* Request checks that do not depend on the group (a missing group id, a session timeout out of
+  range, Kafka's `throwIfConsumerGroupHeartbeatRequestIsInvalid`) run before the table, exactly
+  as Kafka orders its errors.
+* A path of one protocol into a group of the other type goes through the translation layer
+  (`state.migration`, `engine.hooks.MigrationHooks`); on its own the engine refuses them as
+  Kafka does when no conversion is possible.
+
+The table:
+
+    request                 no group   classic,empty  classic        consumer,empty  consumer
+    ConsumerGroupHeartbeat  native(1)  replaced(2)    upgrade(3)     native          native
+    JoinGroup               native     native         native         replaced(4)     classic member(5)
+    SyncGroup               UNKNOWN    UNKNOWN        native         UNKNOWN         classic member(5)
+    Heartbeat               UNKNOWN    native         native         classic member  classic member(5)
+    LeaveGroup              UNKNOWN    native         native         classic member  classic member(5)
+
+UNKNOWN: UNKNOWN_MEMBER_ID (LeaveGroup: per member).
+(1) a join (epoch 0) creates the group; anything else is GROUP_ID_NOT_FOUND.
+(2) an empty classic group (even offsets only) becomes a consumer group whatever the migration
+    policy, on a join; otherwise "not a consumer group".
+(3) a non-empty classic group is converted when the policy allows it, on a join.
+(4) an empty consumer group is replaced by a classic group whatever the policy.
+(5) a classic member living inside the consumer group (`translation/classic_member.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from enum import Enum
+from typing import Any, NamedTuple
+
+from engine.classic.api import (
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    MemberResponse,
+    SyncGroupRequest,
+)
+from engine.classic.group import ClassicGroup
+from engine.classic.heartbeat import heartbeat_classic_group, leave_classic_group
+from engine.classic.join import join_classic_group
+from engine.classic.records import group_metadata_tombstone
+from engine.classic.sync import sync_classic_group
+from engine.consumer import heartbeat as cg_heartbeat
+from engine.consumer.api import ConsumerGroupHeartbeatRequest
+from engine.consumer.group import ConsumerGroup
+from engine.context import RequestContext
+from engine.errors import CoordinatorError, Errors
+from engine.offsets.operations import group_tombstones
+from engine.operation import Operation
+from engine.state import Group, ShardState
+
+
+class GroupKind(Enum):
+    NONE = "no group"
+    CLASSIC_EMPTY = "classic, empty"
+    CLASSIC = "classic"
+    CONSUMER_EMPTY = "consumer, empty"
+    CONSUMER = "consumer"
+
+
+def kind_of(group: Group | None) -> GroupKind:
+    if group is None:
+        return GroupKind.NONE
+    if isinstance(group, ConsumerGroup):
+        return GroupKind.CONSUMER if group.members else GroupKind.CONSUMER_EMPTY
+    return GroupKind.CLASSIC_EMPTY if group.is_empty() else GroupKind.CLASSIC
+
+
+# A path: (state, the group found (None when none), request, request context, operation).
+Path = Callable[[ShardState, Any, Any, RequestContext, Operation], Any]
+
+
+class Route(NamedTuple):
+    replay: bool
+    path: Path
+
+
+# --- ConsumerGroupHeartbeat ----------------------------------------------------------------------
+
+
+def _cgh_replace_empty_classic(
+    s: ShardState, group: ClassicGroup, req: ConsumerGroupHeartbeatRequest, ctx: RequestContext, op: Operation
+) -> Any:
+    if req.member_epoch != 0:
+        raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group.group_id} is not a consumer group.")
+    # Offsets are keyed by group id and stay (Kafka converts empty groups whatever the policy).
+    op.records.append(group_metadata_tombstone(group.group_id))
+    op.event(
+        "group.converted",
+        group=group.group_id,
+        from_type="classic",
+        to_type="consumer",
+        reason="empty classic group",
+    )
+    return cg_heartbeat.heartbeat(s, None, req, ctx, op)
+
+
+def _cgh_upgrade(
+    s: ShardState, group: ClassicGroup, req: ConsumerGroupHeartbeatRequest, ctx: RequestContext, op: Operation
+) -> Any:
+    if req.member_epoch != 0:
+        raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group.group_id} is not a consumer group.")
+    converted = s.migration.consumer_heartbeat_to_classic_group(group, True, op)
+    return cg_heartbeat.heartbeat(s, converted, req, ctx, op)
+
+
+# --- classic APIs --------------------------------------------------------------------------------
+
+
+def _join_native(s: ShardState, group: Any, req: JoinGroupRequest, ctx: RequestContext, op: Operation) -> Any:
+    return join_classic_group(s, req, ctx, op)
+
+
+def _join_replace_empty_consumer(
+    s: ShardState, group: ConsumerGroup, req: JoinGroupRequest, ctx: RequestContext, op: Operation
+) -> Any:
+    if req.member_id:
+        # A member id the empty group does not know: Kafka's getOrMaybeCreateClassicGroup refuses
+        # it before anything changes, so the group (and the offsets an OffsetFetch finds through
+        # it) stays.
+        raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID)
+    group_tombstones(group, op.records)
+    del s.groups[req.group_id]
+    op.event(
+        "group.converted",
+        group=req.group_id,
+        from_type="consumer",
+        to_type="classic",
+        reason="empty consumer group",
+    )
+    return join_classic_group(s, req, ctx, op)
+
+
+def _join_classic_member(
+    s: ShardState, group: ConsumerGroup, req: JoinGroupRequest, ctx: RequestContext, op: Operation
+) -> Any:
+    return s.migration.classic_join_to_consumer_group(group, req, ctx, op)
+
+
+def _unknown_member(s: ShardState, group: Any, req: Any, ctx: RequestContext, op: Operation) -> Any:
+    raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID)
+
+
+def _sync_native(
+    s: ShardState, group: ClassicGroup, req: SyncGroupRequest, ctx: RequestContext, op: Operation
+) -> Any:
+    return sync_classic_group(s, group, req, ctx, op)
+
+
+def _sync_classic_member(
+    s: ShardState, group: ConsumerGroup, req: SyncGroupRequest, ctx: RequestContext, op: Operation
+) -> Any:
+    return s.migration.classic_sync_to_consumer_group(group, req, ctx, op)
+
+
+def _heartbeat_native(
+    s: ShardState, group: ClassicGroup, req: HeartbeatRequest, ctx: RequestContext, op: Operation
+) -> HeartbeatResponse:
+    return heartbeat_classic_group(s, group, req, op)
+
+
+def _heartbeat_classic_member(
+    s: ShardState, group: ConsumerGroup, req: HeartbeatRequest, ctx: RequestContext, op: Operation
+) -> HeartbeatResponse:
+    return s.migration.classic_heartbeat_to_consumer_group(group, req, ctx, op)
+
+
+def _heartbeat_no_group(
+    s: ShardState, group: None, req: HeartbeatRequest, ctx: RequestContext, op: Operation
+) -> Any:
+    raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, f"Group {req.group_id} not found.")
+
+
+def _leave_native(
+    s: ShardState, group: ClassicGroup, req: LeaveGroupRequest, ctx: RequestContext, op: Operation
+) -> LeaveGroupResponse:
+    return leave_classic_group(s, group, req, op)
+
+
+def _leave_classic_member(
+    s: ShardState, group: ConsumerGroup, req: LeaveGroupRequest, ctx: RequestContext, op: Operation
+) -> LeaveGroupResponse:
+    return s.migration.classic_leave_to_consumer_group(group, req, ctx, op)
+
+
+def _leave_no_group(
+    s: ShardState, group: None, req: LeaveGroupRequest, ctx: RequestContext, op: Operation
+) -> LeaveGroupResponse:
+    return LeaveGroupResponse(
+        members=[
+            MemberResponse(m.member_id, m.group_instance_id, int(Errors.UNKNOWN_MEMBER_ID))
+            for m in req.members
+        ]
+    )
+
+
+# --- the table -----------------------------------------------------------------------------------
+
+K = GroupKind
+REPLAY, IN_PLACE = True, False
+
+ROUTES: dict[str, dict[GroupKind, Route]] = {
+    "ConsumerGroupHeartbeat": {
+        K.NONE: Route(REPLAY, cg_heartbeat.heartbeat),
+        K.CLASSIC_EMPTY: Route(REPLAY, _cgh_replace_empty_classic),
+        K.CLASSIC: Route(REPLAY, _cgh_upgrade),
+        K.CONSUMER_EMPTY: Route(REPLAY, cg_heartbeat.heartbeat),
+        K.CONSUMER: Route(REPLAY, cg_heartbeat.heartbeat),
+    },
+    "JoinGroup": {
+        K.NONE: Route(IN_PLACE, _join_native),
+        K.CLASSIC_EMPTY: Route(IN_PLACE, _join_native),
+        K.CLASSIC: Route(IN_PLACE, _join_native),
+        K.CONSUMER_EMPTY: Route(IN_PLACE, _join_replace_empty_consumer),
+        K.CONSUMER: Route(REPLAY, _join_classic_member),
+    },
+    "SyncGroup": {
+        K.NONE: Route(IN_PLACE, _unknown_member),
+        K.CLASSIC_EMPTY: Route(IN_PLACE, _unknown_member),
+        K.CLASSIC: Route(IN_PLACE, _sync_native),
+        K.CONSUMER_EMPTY: Route(IN_PLACE, _unknown_member),
+        K.CONSUMER: Route(IN_PLACE, _sync_classic_member),
+    },
+    "Heartbeat": {
+        K.NONE: Route(IN_PLACE, _heartbeat_no_group),
+        K.CLASSIC_EMPTY: Route(IN_PLACE, _heartbeat_native),
+        K.CLASSIC: Route(IN_PLACE, _heartbeat_native),
+        K.CONSUMER_EMPTY: Route(IN_PLACE, _heartbeat_classic_member),
+        K.CONSUMER: Route(IN_PLACE, _heartbeat_classic_member),
+    },
+    "LeaveGroup": {
+        K.NONE: Route(IN_PLACE, _leave_no_group),
+        K.CLASSIC_EMPTY: Route(IN_PLACE, _leave_native),
+        K.CLASSIC: Route(IN_PLACE, _leave_native),
+        K.CONSUMER_EMPTY: Route(REPLAY, _leave_classic_member),
+        K.CONSUMER: Route(REPLAY, _leave_classic_member),
+    },
+}
+
+
+def route(api: str, group: Group | None) -> Route:
+    return ROUTES[api][kind_of(group)]

@@ -1,0 +1,81 @@
+"""What a handler may see of its shard: the narrow context of every engine and translation
+handler (Kafka's `GroupMetadataManager` fields, without the manager).
+
+Rules of this file:
+* Handlers read the configuration, the clock (`now_ms`, advanced only by the shard), the
+  metadata image, the id source and the groups; they write nothing here except what the classic
+  paths change in place (a classic group and its members, as Kafka's classic groups do) and the
+  groups map for a brand-new classic group.
+* Timers are not here: a handler asks for timer changes through its `Operation`, and
+  `Shard.commit` applies them with the records. Appending, replaying and committing are not here
+  either: only `engine.shard.Shard` does those, and no handler imports it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from engine.classic.group import ClassicGroup
+from engine.config import CoordinatorConfig, GroupConfig
+from engine.consumer.group import ConsumerGroup
+from engine.errors import CoordinatorError, Errors
+from engine.ids import IdSource
+from engine.metadata import MetadataImage
+from engine.offsets.store import OffsetStore
+
+if TYPE_CHECKING:
+    from engine.hooks import MigrationHooks
+
+# Every group of a shard is one of these; mypy checks each `match`/`isinstance` over the cases.
+Group = ConsumerGroup | ClassicGroup
+
+
+class ShardState:
+    __slots__ = ("config", "group_configs", "groups", "ids", "image", "migration", "now_ms", "offsets")
+
+    def __init__(
+        self, config: CoordinatorConfig, ids: IdSource, image: MetadataImage, migration: MigrationHooks
+    ) -> None:
+        self.config = config
+        self.ids = ids
+        self.image = image
+        self.groups: dict[str, Group] = {}
+        self.offsets = OffsetStore()
+        self.group_configs: dict[str, GroupConfig] = {}
+        self.now_ms = 0
+        # What a request of one protocol does to a group of the other type (translation layer).
+        self.migration = migration
+
+    # --- per-group settings (KIP-848 dynamic group configs) ---------------------------------------
+
+    def consumer_session_timeout_ms(self, group_id: str) -> int:
+        gc = self.group_configs.get(group_id)
+        if gc is not None and gc.consumer_session_timeout_ms is not None:
+            return gc.consumer_session_timeout_ms
+        return self.config.consumer_session_timeout_ms
+
+    def consumer_heartbeat_interval_ms(self, group_id: str) -> int:
+        gc = self.group_configs.get(group_id)
+        if gc is not None and gc.consumer_heartbeat_interval_ms is not None:
+            return gc.consumer_heartbeat_interval_ms
+        return self.config.consumer_heartbeat_interval_ms
+
+    # --- typed lookups ----------------------------------------------------------------------------
+
+    def classic_group(self, group_id: str) -> ClassicGroup | None:
+        g = self.groups.get(group_id)
+        return g if isinstance(g, ClassicGroup) else None
+
+    def consumer_group(self, group_id: str) -> ConsumerGroup | None:
+        g = self.groups.get(group_id)
+        return g if isinstance(g, ConsumerGroup) else None
+
+    def consumer_group_strict(self, group_id: str) -> ConsumerGroup:
+        """The consumer group, or GROUP_ID_NOT_FOUND as Kafka's `consumerGroup(groupId)` says (the
+        group a leave works on)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+        if not isinstance(group, ConsumerGroup):
+            raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+        return group

@@ -1,0 +1,56 @@
+"""Upstream mode: groupshift in front of an existing Kafka cluster.
+
+Group coordination is terminated in groupshift (its engine, its log); everything else is
+forwarded to the cluster given by `upstream.bootstrap.servers` (`serve --upstream`). The parts:
+
+* `config`: the `upstream.*` settings;
+* `link`: one pipelined TCP connection to a broker, correlation ids remapped;
+* `cluster`: bootstrap, periodic Metadata refresh, brokers and the engine's topic image;
+* `proxy`: per-broker listeners, the frame path (terminate or forward), endpoint rewriting,
+  ApiVersions;
+* `offsets`: offsets imported from the cluster on a group's first appearance and mirrored back.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from gateway.upstream.cluster import UpstreamCluster
+from gateway.upstream.offsets import OffsetBridge
+from gateway.upstream.proxy import UpstreamProxy
+
+if TYPE_CHECKING:
+    from gateway.server import GatewayServer
+
+
+def install_upstream_mode(server: GatewayServer) -> UpstreamProxy:
+    """Extension for `GatewayServer`: the group layer, with upstream forwarding around it."""
+    from gateway.groups.service import install_group_layer
+
+    config = server.config.upstream
+    if config is None:
+        raise ValueError("upstream mode needs upstream.bootstrap.servers")
+    service = install_group_layer(server)
+    cluster = UpstreamCluster(config)
+    proxy = UpstreamProxy(server, cluster)
+    proxy.install()
+    bridge = OffsetBridge(service, cluster, server.metrics)
+    bridge.install(server.registry)
+
+    def on_image(image: Any) -> None:
+        service._on_topic_change(None, image)
+
+    cluster.on_image.append(on_image)
+
+    def start(loop: Any) -> None:
+        proxy.start(loop)
+        cluster.start()
+
+    def stop() -> None:
+        bridge.close()
+        cluster.close()
+        proxy.close()
+
+    server.on_start.append(start)
+    server.on_stop.append(stop)
+    return proxy

@@ -1,0 +1,638 @@
+"""Upstream mode's request path: terminate the group APIs, forward everything else.
+
+Every client connection (on the main listener or on a broker's listener) is handled frame by
+frame before the dispatcher decodes anything:
+
+* group APIs (Join/Sync/Heartbeat/Leave, ConsumerGroupHeartbeat/Describe, OffsetCommit/Fetch/
+  Delete, List/Describe/DeleteGroups, FindCoordinator for groups, DescribeConfigs and
+  IncrementalAlterConfigs on GROUP resources) and ApiVersions go to the dispatcher and are
+  answered by groupshift's engine, as in embedded mode;
+* data-plane and topic-admin APIs are forwarded: the raw request frame, with only its
+  correlation id rewritten, goes to the upstream broker behind the listener the client used
+  (the main listener sticks to one live broker per connection), and the response frame comes
+  back with the client's correlation id restored. Record batches are never decoded.
+* responses that carry broker addresses are decoded and re-encoded with the broker endpoints
+  replaced by groupshift's listeners: Metadata, DescribeCluster, FindCoordinator for
+  transactions, and Produce (v10+) / Fetch (v16+) when their KIP-951 leader hints
+  (`NodeEndpoints`) are present; any other response of those two is passed on as received.
+
+Response order per client connection is the connection's slot queue (`framing`); the upstream
+broker answers the requests of one link in order too. A broker that cannot be reached, drops
+its connection or does not answer within `upstream.request.timeout.ms` closes the client
+connections that were waiting on it: to the client this is the network error a dead broker
+gives (it reconnects and refreshes metadata, which by then no longer names that broker as a
+leader). A leader that moved answers NOT_LEADER_OR_FOLLOWER itself, and that is passed on.
+
+ApiVersions answers, per API, the upstream's versions for forwarded APIs (capped to what
+groupshift can decode where it rewrites), groupshift's for terminated ones, and the
+intersection for FindCoordinator and the config APIs that are both. Transactional offset
+commits (AddOffsetsToTxn, TxnOffsetCommit) are not advertised: groupshift's offsets would miss
+them (see README, "In front of your cluster").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import random
+import struct
+import time
+import zlib
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import structlog
+from kio.schema.errors import ErrorCode
+
+from gateway.api_versions import ApiVersionsApi
+from gateway.codec import (
+    DecodeFailure,
+    api_schema,
+    decode,
+    decode_response,
+    encode_response,
+    peek,
+    response_type_of,
+)
+from gateway.entity_builder import build
+from gateway.framing import KafkaConnection, ResponseSlot
+from gateway.registry import CloseConnection, HandlerRegistry, RequestContext
+from gateway.upstream.cluster import Broker, UpstreamCluster
+from gateway.upstream.link import UpstreamLink, UpstreamUnavailable
+
+if TYPE_CHECKING:
+    from gateway.server import GatewayServer
+
+log = structlog.get_logger("upstream")
+
+_SIZE = struct.Struct(">i")
+_CID = struct.Struct(">i")
+_I16 = struct.Struct(">h")
+
+API_VERSIONS, FIND_COORDINATOR, DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 18, 10, 32, 44
+PRODUCE, FETCH, METADATA, DESCRIBE_CLUSTER = 0, 1, 3, 60
+ADD_OFFSETS_TO_TXN, TXN_OFFSET_COMMIT = 25, 28
+GROUP_RESOURCE = 32
+
+# Answered by groupshift alone (the group APIs of the registry, and ApiVersions).
+TERMINATED = frozenset({API_VERSIONS, 8, 9, 11, 12, 13, 14, 15, 16, 42, 47, 68, 69})
+# Answered by groupshift or forwarded, depending on the request (group key / GROUP resource).
+SPLIT = frozenset({FIND_COORDINATOR, DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS})
+# Client-facing APIs forwarded when the upstream serves them. Broker-to-broker and controller
+# APIs, SASL (security is reserved), share and streams groups and telemetry are left out.
+FORWARDED = frozenset(
+    {
+        PRODUCE, FETCH, 2, METADATA, 19, 20, 21, 22, 23, 24, 26, 29, 30, 31, 33, 35, 37, 43,
+        45, 46, 48, 49, 50, 51, 57, DESCRIBE_CLUSTER, 61, 65, 66, 75,
+    }
+)  # fmt: skip
+# Forwarded APIs whose responses name brokers: decoded, so capped at what kio can decode.
+REWRITTEN = frozenset({PRODUCE, FETCH, METADATA, DESCRIBE_CLUSTER, FIND_COORDINATOR})
+REFUSED = frozenset({ADD_OFFSETS_TO_TXN, TXN_OFFSET_COMMIT})
+TOPIC_CHANGES = frozenset({19, 20, 37})  # CreateTopics, DeleteTopics, CreatePartitions
+LEADER_HINTS_FROM = {PRODUCE: 10, FETCH: 16}
+IDLE_LINKS_PER_BROKER = 16
+DOWN_SECONDS = 10.0  # the main listener avoids a broker this long after a link to it failed
+
+_LINKS = "upstream.links"
+_NODE = "upstream.node"
+
+
+def _kio_max(api_key: int, hi: int) -> int:
+    while hi >= 0 and api_schema(api_key, hi) is None:
+        hi -= 1
+    return hi
+
+
+def produce_acks(frame: bytes, version: int) -> int:
+    """The `acks` of a Produce request frame, read without decoding the records.
+
+    Header: key, version, correlation id, client id (int16-length string); header v2 (Produce
+    v9+) adds tagged fields. Body: transactional id (nullable string; compact from v9), then
+    acks (int16).
+    """
+    pos = 8
+    (n,) = _I16.unpack_from(frame, pos)
+    pos += 2 + max(n, 0)
+    if version >= 9:
+        pos = _skip_tagged(frame, pos)
+        n, pos = _uvarint(frame, pos)  # compact nullable string: length + 1, 0 = null
+        pos += max(n - 1, 0)
+    else:
+        (n,) = _I16.unpack_from(frame, pos)
+        pos += 2 + max(n, 0)
+    return int(_I16.unpack_from(frame, pos)[0])
+
+
+def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
+    shift = value = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return value, pos
+        shift += 7
+
+
+def _skip_tagged(buf: bytes, pos: int) -> int:
+    count, pos = _uvarint(buf, pos)
+    for _ in range(count):
+        _, pos = _uvarint(buf, pos)
+        size, pos = _uvarint(buf, pos)
+        pos += size
+    return pos
+
+
+class UpstreamProxy:
+    def __init__(self, server: GatewayServer, cluster: UpstreamCluster) -> None:
+        self.server = server
+        self.cluster = cluster
+        self.registry: HandlerRegistry = server.registry
+        host, port = server.config.listen_address
+        self.host = host
+        base = cluster.config.node_port_base
+        self.port_base: int | None = base if base is not None else None
+        self._main_port_configured = port
+        self.listeners: dict[int, tuple[str, int]] = {}
+        self._port_to_node: dict[int, int] = {}
+        self._servers: dict[int, asyncio.Server] = {}
+        self._idle: dict[int, list[UpstreamLink]] = {}
+        self._down: dict[int, float] = {}  # node -> when a link to it last failed
+        self._inner: Callable[[KafkaConnection, bytes, ResponseSlot], None] = lambda c, f, s: None
+        m = server.metrics
+        self._forwarded = m.counter(
+            "groupshift_upstream_requests_total",
+            "Requests forwarded to the upstream cluster, by API key",
+            ("api_key",),
+        )
+        self._unavailable = m.counter(
+            "groupshift_upstream_unavailable_total",
+            "Client connections closed because their upstream broker was unreachable or silent",
+        )
+        self._rewritten = m.counter(
+            "groupshift_upstream_rewritten_total",
+            "Forwarded responses re-encoded with groupshift's endpoints",
+            ("api_key",),
+        )
+        m.gauge("groupshift_upstream_brokers", "Upstream brokers in the last metadata").set_function(
+            lambda: len(cluster.brokers)
+        )
+        m.gauge("groupshift_upstream_idle_links", "Pooled idle links to upstream brokers").set_function(
+            lambda: sum(len(v) for v in self._idle.values())
+        )
+        self._forwarded_children = {k: self._forwarded.labels(str(k)) for k in FORWARDED | SPLIT}
+        cluster.on_brokers.append(self._on_brokers)
+        server.on_connection_lost.append(self._release)
+
+    # -- installation --------------------------------------------------------------------------
+
+    def install(self) -> None:
+        registry = self.registry
+        keep = TERMINATED | SPLIT
+        for key in list(registry):
+            if key not in keep:
+                registry.unregister(key)  # the embedded data plane's handlers
+        versions = _UpstreamApiVersions(registry, self)
+        registry.register(API_VERSIONS, 0, 4, versions.handle, replace=True)
+        registry.register(FIND_COORDINATOR, 0, 6, self._find_coordinator, replace=True)
+        registry.register(
+            ADD_OFFSETS_TO_TXN, 0, _kio_max(ADD_OFFSETS_TO_TXN, 4), self._refuse_txn, enabled=lambda: False
+        )
+        registry.register(
+            TXN_OFFSET_COMMIT, 0, _kio_max(TXN_OFFSET_COMMIT, 4), self._refuse_txn, enabled=lambda: False
+        )
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Runs once the main listener is bound (its port decides the default port base)."""
+        if self.port_base is None and self._main_port_configured != 0:
+            self.port_base = self.server.port + 1
+        self._inner = self.server.dispatcher.on_frame
+        self.server.frame_handler = self.on_frame
+
+    def close(self) -> None:
+        for links in self._idle.values():
+            for link in links:
+                link.close()
+        self._idle.clear()
+
+    # -- listeners -----------------------------------------------------------------------------
+
+    async def _on_brokers(self, brokers: dict[int, Broker]) -> None:
+        loop = asyncio.get_running_loop()
+        for node_id in sorted(brokers):
+            if node_id in self.listeners:
+                continue
+            port = 0 if self.port_base is None else self.port_base + node_id
+            if port > 65535:
+                log.warning("upstream.listener_port_out_of_range", node_id=node_id, port=port)
+                port = 0
+            try:
+                srv = await loop.create_server(
+                    self.server.new_connection, self.host, port, reuse_address=True, backlog=1024
+                )
+            except OSError as e:
+                if port == 0:
+                    raise
+                log.warning("upstream.listener_port_taken", node_id=node_id, port=port, error=str(e))
+                srv = await loop.create_server(
+                    self.server.new_connection, self.host, 0, reuse_address=True, backlog=1024
+                )
+            bound = int(srv.sockets[0].getsockname()[1])
+            self._servers[node_id] = srv
+            self.server.extra_servers.append(srv)
+            self.listeners[node_id] = (self.host, bound)
+            self._port_to_node[bound] = node_id
+            b = brokers[node_id]
+            log.info(
+                "upstream.listening", node_id=node_id, host=self.host, port=bound, broker=f"{b.host}:{b.port}"
+            )
+
+    def endpoint(self, node_id: int) -> tuple[str, int] | None:
+        return self.listeners.get(node_id)
+
+    # -- the frame path ------------------------------------------------------------------------
+
+    def on_frame(self, conn: KafkaConnection, frame: bytes, slot: ResponseSlot) -> None:
+        try:
+            api_key, version, cid = peek(frame)
+        except DecodeFailure:
+            self._inner(conn, frame, slot)
+            return
+        if api_key in FORWARDED or (api_key in SPLIT and self._forwards_split(api_key, version, frame)):
+            self._forward(conn, frame, slot, api_key, version, cid)
+        else:
+            self._inner(conn, frame, slot)
+
+    def _forwards_split(self, api_key: int, version: int, frame: bytes) -> bool:
+        schema = api_schema(api_key, version)
+        if schema is None:
+            return False
+        try:
+            _, req = decode(schema, frame)
+        except DecodeFailure:
+            return False  # the dispatcher rejects it
+        if api_key == FIND_COORDINATOR:
+            return int(getattr(req, "key_type", 0)) == 1  # transactions live upstream
+        return not any(int(r.resource_type) == GROUP_RESOURCE for r in req.resources)
+
+    def _forward(
+        self, conn: KafkaConnection, frame: bytes, slot: ResponseSlot, api_key: int, version: int, cid: int
+    ) -> None:
+        if not self.cluster.ready.is_set():
+            task = asyncio.ensure_future(self._forward_when_ready(conn, frame, slot, api_key, version, cid))
+            slot.task = task
+            return
+        ranges = self.cluster.api_versions.get(api_key)
+        if (
+            ranges is None
+            or not ranges[0] <= version <= ranges[1]
+            or (api_key in REWRITTEN and api_schema(api_key, version) is None)
+        ):
+            log.warning(
+                "request.rejected",
+                connection_id=conn.connection_id,
+                reason="api.version_unsupported",
+                api_key=api_key,
+                api_version=version,
+            )
+            conn.close("api.version_unsupported", api_key=api_key, api_version=version)
+            return
+        node = self._node_for(conn)
+        if node is None:
+            self._unavailable.inc()
+            conn.close("upstream.unavailable", error="no upstream broker is known")
+            return
+        expect = True
+        if api_key == PRODUCE:
+            try:
+                expect = produce_acks(frame, version) != 0
+            except (struct.error, IndexError):
+                expect = True
+        self._forwarded_children[api_key].inc()
+        try:
+            fut = self._lease(conn, node).send(frame, expect_response=expect)
+        except UpstreamUnavailable as e:  # a listener of a broker that left the cluster
+            self._down[node] = time.monotonic()
+            self._unavailable.inc()
+            conn.close("upstream.unavailable", node_id=node, error=str(e))
+            return
+        if fut is None:
+            slot.complete(None)
+            return
+        slot.task = fut
+        fut.add_done_callback(lambda f: self._answered(conn, slot, api_key, version, cid, node, f))
+
+    async def _forward_when_ready(
+        self, conn: KafkaConnection, frame: bytes, slot: ResponseSlot, api_key: int, version: int, cid: int
+    ) -> None:
+        try:
+            await asyncio.wait_for(self.cluster.ready.wait(), self.cluster.request_timeout)
+        except TimeoutError:
+            self._unavailable.inc()
+            conn.close("upstream.unavailable", error="upstream cluster not reachable yet")
+            return
+        self._forward(conn, frame, slot, api_key, version, cid)
+
+    def _node_for(self, conn: KafkaConnection) -> int | None:
+        node = self._port_to_node.get(conn.ctx.listener[1])
+        if node is not None:
+            return node
+        attrs = conn.ctx.attributes
+        node = attrs.get(_NODE)
+        if node is None or node not in self.cluster.brokers:
+            if not self.cluster.brokers:
+                return None
+            # Prefer brokers whose links did not fail lately: a dead broker stays in the
+            # cluster's metadata until its session times out.
+            now = time.monotonic()
+            healthy = [
+                n for n in self.cluster.brokers if now - self._down.get(n, -DOWN_SECONDS) >= DOWN_SECONDS
+            ]
+            node = attrs[_NODE] = random.choice(sorted(healthy or self.cluster.brokers))
+        return int(node)
+
+    def _lease(self, conn: KafkaConnection, node: int) -> UpstreamLink:
+        links: dict[int, UpstreamLink] | None = conn.ctx.attributes.get(_LINKS)
+        if links is None:
+            links = conn.ctx.attributes[_LINKS] = {}
+        link = links.get(node)
+        if link is not None and not link.closed:
+            return link
+        idle = self._idle.get(node)
+        while idle:
+            candidate = idle.pop()
+            if not candidate.closed:
+                links[node] = candidate
+                return candidate
+        b = self.cluster.brokers.get(node)
+        if b is None:
+            # A listener of a broker that left the cluster: nothing to reach.
+            raise UpstreamUnavailable(f"broker {node} is not in the upstream metadata")
+        link = UpstreamLink(
+            node,
+            b.host,
+            b.port,
+            connect_timeout=self.cluster.connect_timeout,
+            request_timeout=self.cluster.request_timeout,
+        )
+        links[node] = link
+        return link
+
+    def _release(self, conn: KafkaConnection) -> None:
+        links: dict[int, UpstreamLink] | None = conn.ctx.attributes.pop(_LINKS, None)
+        if not links:
+            return
+        for node, link in links.items():
+            idle = self._idle.setdefault(node, [])
+            if (
+                link.closed
+                or link.in_flight
+                or len(idle) >= IDLE_LINKS_PER_BROKER
+                or node not in self.cluster.brokers
+            ):
+                link.close()
+            else:
+                idle.append(link)
+
+    def _answered(
+        self,
+        conn: KafkaConnection,
+        slot: ResponseSlot,
+        api_key: int,
+        version: int,
+        cid: int,
+        node: int,
+        fut: asyncio.Future[bytes],
+    ) -> None:
+        if fut.cancelled() or slot.done:
+            return
+        exc = fut.exception()
+        if exc is not None:
+            self._down[node] = time.monotonic()
+            self._unavailable.inc()
+            conn.close("upstream.unavailable", node_id=node, error=str(exc))
+            return
+        raw = fut.result()
+        if api_key in TOPIC_CHANGES:
+            self.cluster.request_refresh()  # the assignors should see the change promptly
+        if api_key in REWRITTEN:
+            try:
+                rewritten = self._rewrite(api_key, version, cid, raw)
+            except Exception as e:
+                log.error(
+                    "upstream.rewrite_failed", api_key=api_key, api_version=version, error=repr(e), exc_info=e
+                )
+                conn.close("upstream.rewrite_failed", api_key=api_key)
+                return
+            if isinstance(rewritten, asyncio.Future):
+                slot.task = rewritten
+                rewritten.add_done_callback(
+                    lambda f: None if f.cancelled() or f.exception() else slot.complete(f.result())
+                )
+                return
+            if rewritten is not None:
+                slot.complete(rewritten)
+                return
+        slot.complete(b"".join((_SIZE.pack(len(raw)), _CID.pack(cid), raw[4:])))
+
+    # -- rewriting -----------------------------------------------------------------------------
+
+    def _rewrite(
+        self, api_key: int, version: int, cid: int, raw: bytes
+    ) -> bytes | asyncio.Future[bytes] | None:
+        """The response frame with groupshift's endpoints; None to pass `raw` on unchanged."""
+        if api_key in LEADER_HINTS_FROM and version < LEADER_HINTS_FROM[api_key]:
+            return None
+        schema = api_schema(api_key, version)
+        assert schema is not None
+        _, body = decode_response(schema.response_type, raw)
+        if api_key in LEADER_HINTS_FROM:
+            if not body.node_endpoints:
+                return None
+            nodes = [int(e.node_id) for e in body.node_endpoints]
+        elif api_key == FIND_COORDINATOR:
+            if hasattr(body, "coordinators"):
+                nodes = [int(c.node_id) for c in body.coordinators if c.node_id >= 0]
+            else:
+                nodes = [int(body.node_id)] if body.node_id >= 0 else []
+        else:
+            nodes = [int(b.node_id) for b in body.brokers]
+            if api_key == METADATA:
+                self._notice_metadata(body)
+        missing = [n for n in nodes if n not in self.listeners]
+        if missing:
+            return asyncio.ensure_future(self._rewrite_later(schema, api_key, cid, body))
+        self._rewritten.labels(str(api_key)).inc()
+        return encode_response(schema, cid, self._replace(api_key, body))
+
+    async def _rewrite_later(self, schema: Any, api_key: int, cid: int, body: Any) -> bytes:
+        # A broker groupshift has not seen yet: learn it (opening its listener) first.
+        self.cluster.request_refresh()
+        for _ in range(50):
+            await asyncio.sleep(0.1)
+            if self._all_known(api_key, body):
+                break
+        self._rewritten.labels(str(api_key)).inc()
+        return encode_response(schema, cid, self._replace(api_key, body))
+
+    def _all_known(self, api_key: int, body: Any) -> bool:
+        try:
+            self._replace(api_key, body, strict=True)
+        except KeyError:
+            return False
+        return True
+
+    def _endpoint_fields(self, node_id: int, strict: bool) -> dict[str, Any]:
+        ep = self.listeners.get(node_id)
+        if ep is None:
+            if strict:
+                raise KeyError(node_id)
+            return {}
+        return {"host": ep[0], "port": ep[1]}
+
+    def _replace(self, api_key: int, body: Any, strict: bool = False) -> Any:
+        rep = dataclasses.replace
+        if api_key in LEADER_HINTS_FROM:
+            endpoints = tuple(
+                rep(e, **self._endpoint_fields(int(e.node_id), strict)) for e in body.node_endpoints
+            )
+            return rep(body, node_endpoints=endpoints)
+        if api_key == FIND_COORDINATOR:
+            if hasattr(body, "coordinators"):
+                return rep(
+                    body,
+                    coordinators=tuple(
+                        rep(c, **self._endpoint_fields(int(c.node_id), strict)) if c.node_id >= 0 else c
+                        for c in body.coordinators
+                    ),
+                )
+            if body.node_id < 0:
+                return body
+            return rep(body, **self._endpoint_fields(int(body.node_id), strict))
+        brokers = tuple(rep(b, **self._endpoint_fields(int(b.node_id), strict)) for b in body.brokers)
+        return rep(body, brokers=brokers)
+
+    def _notice_metadata(self, body: Any) -> None:
+        """A forwarded Metadata answer shows a broker or topic change before the next refresh."""
+        if {int(b.node_id) for b in body.brokers} != set(self.cluster.brokers):
+            self.cluster.request_refresh()
+            return
+        for t in body.topics:
+            known = t.error_code != 0 or t.is_internal or t.name is None
+            if not known and not self.cluster.knows_topic(t.name, len(t.partitions)):
+                self.cluster.request_refresh()
+                return
+
+    # -- terminated handlers -------------------------------------------------------------------
+
+    def _coordinator_for(self, key: str) -> tuple[int, str, int] | None:
+        """The broker listener clients reach a group through: spread by the key's hash like
+        Kafka spreads groups over coordinators; any listener serves every group."""
+        nodes = sorted(n for n in self.cluster.brokers if n in self.listeners)
+        if not nodes:
+            return None
+        node = nodes[zlib.crc32(key.encode()) % len(nodes)]
+        host, port = self.listeners[node]
+        return node, host, port
+
+    def _find_coordinator(self, ctx: RequestContext, header: Any, request: Any) -> Any:
+        rtype = response_type_of(request)
+        key_type = int(getattr(request, "key_type", 0))
+
+        def lookup(key: str) -> dict[str, Any]:
+            if key_type != 0:
+                return {
+                    "error_code": ErrorCode.invalid_request,
+                    "error_message": f"coordinator key type {key_type} is not supported",
+                    "node_id": -1,
+                    "host": "",
+                    "port": -1,
+                }
+            found = self._coordinator_for(key)
+            if found is None:
+                return {
+                    "error_code": ErrorCode.coordinator_not_available,
+                    "error_message": "the upstream cluster is not reachable yet",
+                    "node_id": -1,
+                    "host": "",
+                    "port": -1,
+                }
+            node, host, port = found
+            return {
+                "error_code": ErrorCode.none,
+                "error_message": None,
+                "node_id": node,
+                "host": host,
+                "port": port,
+            }
+
+        keys = getattr(request, "coordinator_keys", None)
+        if keys is not None:
+            return build(rtype, {"throttle_time": 0, "coordinators": [{"key": k, **lookup(k)} for k in keys]})
+        return build(rtype, {"throttle_time": 0, **lookup(request.key)})
+
+    def _refuse_txn(self, ctx: RequestContext, header: Any, request: Any) -> Any:
+        rtype = response_type_of(request)
+        code = ErrorCode.unsupported_version
+        if request.__api_key__ == ADD_OFFSETS_TO_TXN:
+            return build(rtype, {"throttle_time": 0, "error_code": code})
+        return build(
+            rtype,
+            {
+                "throttle_time": 0,
+                "topics": [
+                    {
+                        "name": t.name,
+                        "partitions": [
+                            {"partition_index": p.partition_index, "error_code": code} for p in t.partitions
+                        ],
+                    }
+                    for t in request.topics
+                ],
+            },
+        )
+
+    def advertised(self) -> list[tuple[int, int, int]]:
+        ours = {k: (lo, hi) for k, lo, hi in self.registry.advertised()}
+        upstream = self.cluster.api_versions
+        out: dict[int, tuple[int, int]] = {}
+        for key, (lo, hi) in ours.items():
+            if key in SPLIT:
+                if key not in upstream:
+                    continue
+                ulo, uhi = upstream[key]
+                lo, hi = max(lo, ulo), min(hi, uhi)
+                if lo > hi:
+                    continue
+            out[key] = (lo, hi)
+        for key in FORWARDED:
+            if key not in upstream:
+                continue
+            lo, hi = upstream[key]
+            if key in REWRITTEN:
+                hi = _kio_max(key, hi)
+            if lo <= hi:
+                out[key] = (lo, hi)
+        return [(k, lo, hi) for k, (lo, hi) in sorted(out.items())]
+
+
+class _UpstreamApiVersions(ApiVersionsApi):
+    """ApiVersions over the union of terminated and forwarded APIs (see the module docstring)."""
+
+    def __init__(self, registry: HandlerRegistry, proxy: UpstreamProxy) -> None:
+        super().__init__(registry)
+        self.proxy = proxy
+
+    def _api_keys(self) -> list[dict[str, int]]:
+        return [{"api_key": k, "min_version": lo, "max_version": hi} for k, lo, hi in self.proxy.advertised()]
+
+    async def handle(self, ctx: RequestContext, header: Any, request: Any) -> Any:
+        """Waits for the first upstream metadata; while the cluster cannot be reached at all the
+        connection is closed (as a broker that is not up yet would refuse it) rather than
+        answered with group APIs only, which clients would take as "no Produce, no Fetch"."""
+        try:
+            await asyncio.wait_for(self.proxy.cluster.ready.wait(), self.proxy.cluster.request_timeout)
+        except TimeoutError:
+            raise CloseConnection("upstream.unavailable", error="upstream cluster not reachable") from None
+        return super().handle(ctx, header, request)

@@ -1,0 +1,245 @@
+"""The parts of `groupshift groups` that need no server: the migration judgement (pending
+revocations and their age, the conversion check, the next step, the change story), the reset
+plan's CSV, the assignment strings, and the ownership spans the plot draws (from polls and from
+a gateway event log). The e2e tests run the same code against live servers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from compat.groups.migration import Observation, Tracker, changes, conversion_check, report
+from compat.groups.output import Style, assignment_string, table
+from compat.groups.plot import Span, ownership_from_events, ownership_from_observations, plot_ownership
+from compat.groups.reset_offsets import PlanError, parse_csv, parse_datetime, to_csv
+from compat.groups.snapshot import Group, Member
+
+POLICY = {
+    "group.consumer.migration.policy": "bidirectional",
+    "group.consumer.max.size": "3",
+    "group.max.size": "2",
+}
+
+
+def consumer_group(members: list[Member], epoch: int = 5) -> Group:
+    return Group(
+        "g", True, "Reconciling", "consumer", "consumer", "uniform", epoch, epoch, None, members, "test"
+    )
+
+
+def classic_group(members: list[Member], protocol_type: str = "consumer") -> Group:
+    return Group("g", True, "Stable", "classic", protocol_type, "range", None, None, None, members, "test")
+
+
+def test_pending_revocation_ages_across_polls_and_clears() -> None:
+    old = Member("a", "kp", "/h", protocol="classic", assignment={"t": [0, 1]}, target={"t": [0]})
+    new = Member("b", "rd", "/h", protocol="consumer", assignment={}, target={"t": [1]})
+    tracker = Tracker()
+    first = Observation(100.0, consumer_group([old, new]), POLICY)
+    tracker.observe(first)
+    later = Observation(107.5, consumer_group([old, new]), POLICY)
+    tracker.observe(later)
+    rep = report(later, tracker, stuck_after=60)
+    assert rep["pending_revocation"] == [
+        {"partition": "t-1", "member_id": "a", "client_id": "kp", "protocol": "classic", "pending_for_s": 7.5}
+    ]
+    (b,) = [m for m in rep["members"] if m["member_id"] == "b"]
+    assert b["awaiting"] == [{"partition": "t-1", "held_by": "a"}]
+    assert rep["phase"] == "migrating" and rep["next_step"].startswith("Wait: 1 partition(s)")
+    stuck = report(later, tracker, stuck_after=5)
+    assert "has held t-1 for 7.5s" in stuck["next_step"]
+    released = Member("a", "kp", "/h", protocol="classic", assignment={"t": [0]}, target={"t": [0]})
+    tracker.observe(Observation(110.0, consumer_group([released, new]), POLICY))
+    assert tracker.first_pending == {}
+
+
+def test_upgrade_refusals_are_all_named() -> None:
+    members = [
+        Member(f"m{i}", "rdkafka", "/h", protocol="classic", assignment={"t": [i]}, user_data=(i == 0))
+        for i in range(4)
+    ]
+    check = conversion_check(
+        classic_group(members, protocol_type="connect"),
+        {**POLICY, "group.consumer.migration.policy": "downgrade"},
+    )
+    assert check["direction"] == "upgrade" and check["allowed"] is False
+    text = " | ".join(check["refusals"])
+    assert "policy is downgrade" in text
+    assert "protocol type is 'connect'" in text
+    assert "4 members exceed group.consumer.max.size=3" in text
+    assert "member m0 (client rdkafka) has assignment userData" in text
+    unknown = conversion_check(classic_group(members[1:]), {"group.consumer.migration.policy": None})
+    assert unknown["allowed"] is True and unknown["unknown"]
+
+
+def test_downgrade_check_counts_classic_members_against_group_max_size() -> None:
+    members = [Member(f"c{i}", "kp", "/h", protocol="classic") for i in range(3)]
+    members.append(Member("n", "rd", "/h", protocol="consumer"))
+    check = conversion_check(consumer_group(members), POLICY)
+    assert check["direction"] == "downgrade"
+    assert check["refusals"] == ["3 classic members exceed group.max.size=2"]
+    empty = conversion_check(consumer_group([]), {**POLICY, "group.consumer.migration.policy": "disabled"})
+    assert empty["allowed"] is True and empty["direction"] is None
+
+
+def test_change_story_between_polls() -> None:
+    a = Member("a", "kp", "/h", protocol="classic", assignment={"t": [0, 1]})
+    before = Observation(1.0, classic_group([a]), POLICY)
+    a2 = Member("a", "kp", "/h", protocol="classic", assignment={"t": [0]}, target={"t": [0]})
+    b = Member("b", "rd", "/h", protocol="consumer", assignment={"t": [1]}, target={"t": [1]})
+    after = Observation(2.0, consumer_group([a2, b], epoch=2), POLICY)
+    assert changes(before, after) == [
+        "group converted classic -> consumer",
+        "state Stable -> Reconciling",
+        "group epoch - -> 2",
+        "member b joined (consumer, client rd)",
+        "t-1: a -> b",
+    ]
+
+
+def test_reset_plan_csv_round_trip_and_errors() -> None:
+    plan = {("orders", 1): 5, ("orders", 0): 7}
+    text = to_csv(plan)
+    assert text == "orders,0,7\norders,1,5\n"
+    assert parse_csv(text, "g") == plan
+    assert parse_csv("g,orders,0,3\nother,orders,1,9\n", "g") == {("orders", 0): 3}
+    with pytest.raises(PlanError, match="line 2"):
+        parse_csv("orders,0,1\norders,x,1\n", "g")
+    assert parse_datetime("1970-01-01T00:00:01.500Z") == 1500
+    assert parse_datetime("1970-01-01T01:00:00.000+01:00") == 0
+    with pytest.raises(PlanError):
+        parse_datetime("yesterday")
+
+
+def test_tables_and_assignment_strings_match_kafkas_words() -> None:
+    assert assignment_string({"b": [2, 0], "a": [1]}) == "a:1;b:0,2"
+    assert assignment_string({}) == "-"
+    out = table(["GROUP", "LAG"], [["g", 3], ["longer-group", None]], Style(False))
+    assert out.splitlines() == ["GROUP        LAG", "g            3", "longer-group -"]
+    coloured = table(["GROUP"], [["g"]], Style(True))
+    assert coloured.startswith("\x1b[1m")
+
+
+def test_ownership_spans_from_polls_merge_consecutive_owners() -> None:
+    a = Member("member-a", "kp", "/h", protocol="classic", assignment={"t": [0, 1]})
+    b = Member("member-b", "rd", "/h", protocol="consumer", assignment={"t": [1]})
+    a2 = Member("member-a", "kp", "/h", protocol="classic", assignment={"t": [0]})
+    obs = [
+        Observation(0.0, classic_group([a]), POLICY),
+        Observation(1.0, classic_group([a]), POLICY),
+        Observation(2.0, consumer_group([a2, b]), POLICY),
+    ]
+    spans = ownership_from_observations(obs)
+    assert sorted(spans, key=lambda s: (s.partition, s.start)) == [
+        Span("t-0", "kp member-a", "classic", 0.0, 3.0),
+        Span("t-1", "kp member-a", "classic", 0.0, 2.0),
+        Span("t-1", "rd member-b", "consumer", 2.0, 3.0),
+    ]
+
+
+def test_ownership_spans_from_an_event_log(tmp_path: Path) -> None:
+    log = tmp_path / "gateway.log"
+    events = [
+        {
+            "event": "member.joined",
+            "group": "g",
+            "member": "a",
+            "protocol": "classic",
+            "timestamp": "2026-01-01T00:00:00Z",
+        },
+        {
+            "event": "member.assignment_changed",
+            "group": "g",
+            "member": "a",
+            "assigned": {"t": [0, 1]},
+            "timestamp": "2026-01-01T00:00:01Z",
+        },
+        {
+            "event": "member.assignment_changed",
+            "group": "other",
+            "member": "z",
+            "assigned": {"t": [0]},
+            "timestamp": "2026-01-01T00:00:01Z",
+        },
+        {
+            "event": "member.assignment_changed",
+            "group": "g",
+            "member": "a",
+            "assigned": ["t-0"],
+            "timestamp": "2026-01-01T00:00:03Z",
+        },
+        {
+            "event": "member.assignment_changed",
+            "group": "g",
+            "member": "b",
+            "partitions": [{"topic": "t", "partition": 1}],
+            "timestamp": "2026-01-01T00:00:04Z",
+        },
+        {"event": "member.left", "group": "g", "member": "a", "timestamp": "2026-01-01T00:00:06Z"},
+    ]
+    log.write_text("not json\n" + "\n".join(json.dumps(e) for e in events) + "\n")
+    spans = sorted(ownership_from_events(log, "g"), key=lambda s: (s.partition, s.start))
+    t0 = spans[0].start
+    assert [(s.partition, s.owner, s.protocol, s.start - t0, s.end - t0) for s in spans] == [
+        ("t-0", "a", "classic", 0.0, 5.0),
+        ("t-1", "a", "classic", 0.0, 2.0),
+        ("t-1", "b", None, 3.0, 5.0),
+    ]
+    bare = tmp_path / "bare.log"
+    bare.write_text(
+        json.dumps({"event": "member.assignment_changed", "group": "g", "member": "a", "timestamp": 1}) + "\n"
+    )
+    with pytest.raises(ValueError, match="lists its partitions"):
+        ownership_from_events(bare, "g")
+    pytest.importorskip("matplotlib", reason="--plot needs matplotlib (extra 'plot')")
+    png = tmp_path / "o.png"
+    plot_ownership(spans, png, "g")
+    assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def run_cli(*argv: str) -> tuple[int, str, str]:
+    import contextlib
+    import io
+
+    from groupshift.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(argv))
+        except SystemExit as e:
+            code = int(e.code or 0)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_usage_errors_exit_2_before_any_connection() -> None:
+    # Port 1 on 127.0.0.1: nothing listens, so reaching the network would exit 1, not 2.
+    assert run_cli("groups", "--bootstrap-server", "127.0.0.1:1")[0] == 2  # no sub-command
+    code, _, err = run_cli("groups", "--bootstrap-server", "no-port", "list")
+    assert code == 2 and "HOST:PORT" in err
+    code, _, err = run_cli(
+        "groups", "--bootstrap-server", "127.0.0.1:1", "reset-offsets", "g", "--topic", "t"
+    )
+    assert code == 2 and "exactly one of" in err
+    code, _, err = run_cli(
+        "groups",
+        "--bootstrap-server",
+        "127.0.0.1:1",
+        "reset-offsets",
+        "g",
+        "--topic",
+        "t",
+        "--to-earliest",
+        "--to-latest",
+    )
+    assert code == 2
+    code, _, _ = run_cli(
+        "groups", "--bootstrap-server", "127.0.0.1:1", "reset-offsets", "g", "--dry-run", "--execute"
+    )
+    assert code == 2  # argparse: mutually exclusive
+    code, _, err = run_cli("groups", "--bootstrap-server", "127.0.0.1:1", "list", "--type", "share")
+    assert code == 2 and "Invalid types list" in err
+    code, _, err = run_cli("groups", "--bootstrap-server", "127.0.0.1:1", "--timeout", "1", "describe", "g")
+    assert code == 1 and "cannot connect" in err

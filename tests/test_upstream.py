@@ -1,0 +1,273 @@
+"""Upstream mode's pure parts: the `upstream.*` settings, reading a Produce request's acks
+without decoding it, the endpoint rewriting of forwarded responses, and ApiVersions' mix of
+forwarded and terminated APIs. The forwarding itself runs against real backends in
+e2e/test_upstream_*.py."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kio.index import load_request_schema
+
+from gateway.codec import api_schema, decode_response, encode_request, encode_response
+from gateway.config import ConfigError, build_config
+from gateway.entity_builder import build
+from gateway.server import GatewayServer
+from gateway.upstream import install_upstream_mode
+from gateway.upstream.cluster import Broker
+from gateway.upstream.proxy import UpstreamProxy, _kio_max, produce_acks
+
+# -- settings ------------------------------------------------------------------------------------
+
+
+def test_upstream_keys_build_an_upstream_config() -> None:
+    cfg = build_config(
+        {
+            "upstream.bootstrap.servers": "PLAINTEXT://10.0.0.1:9092, 10.0.0.2:9093",
+            "upstream.request.timeout.ms": "5000",
+            "upstream.node.port.base": "19000",
+        }
+    )
+    assert cfg.upstream is not None
+    assert cfg.upstream.bootstrap == [("10.0.0.1", 9092), ("10.0.0.2", 9093)]
+    assert cfg.upstream.request_timeout_ms == 5000
+    assert cfg.upstream.node_port_base == 19000
+    assert build_config({}).upstream is None
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"upstream.request.timeout.ms": "5000"}, "upstream.bootstrap.servers is required"),
+        ({"upstream.bootstrap.servers": "nohost"}, "upstream.bootstrap.servers: expected HOST:PORT"),
+        ({"upstream.bootstrap.servers": "SSL://h:9093"}, "only PLAINTEXT"),
+        (
+            {"upstream.bootstrap.servers": "h:9092", "upstream.security.protocol": "SASL_SSL"},
+            "upstream.security.protocol: only PLAINTEXT is supported",
+        ),
+        (
+            {"upstream.bootstrap.servers": "h:9092", "upstream.request.timeout.ms": "5"},
+            "upstream.request.timeout.ms",
+        ),
+        (
+            {"upstream.bootstrap.servers": "h:9092", "upstream.nope": "1"},
+            "unknown configuration key 'upstream.nope'",
+        ),
+    ],
+)
+def test_bad_upstream_settings_name_the_key(settings: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        build_config(settings)
+
+
+# -- Produce acks --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", [3, 7, 8, 9, 10, 11])
+@pytest.mark.parametrize("acks", [0, 1, -1])
+@pytest.mark.parametrize("transactional_id", [None, "txn-1"])
+def test_produce_acks_is_read_from_the_raw_frame(
+    version: int, acks: int, transactional_id: str | None
+) -> None:
+    schema = api_schema(0, version)
+    assert schema is not None
+    request = build(
+        load_request_schema(0, version),
+        {
+            "transactional_id": transactional_id,
+            "acks": acks,
+            "timeout": 1000,
+            "topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": b"\x00" * 70}]}],
+        },
+    )
+    frame = encode_request(request, correlation_id=5, client_id="a-client-id")[4:]
+    assert produce_acks(frame, version) == acks
+
+
+# -- rewriting -----------------------------------------------------------------------------------
+
+LISTENERS = {1: ("127.0.0.1", 19001), 2: ("127.0.0.1", 19002)}
+UPSTREAM_BROKERS = {n: Broker(n, f"10.0.0.{n}", 9092, None) for n in LISTENERS}
+
+
+@pytest.fixture
+def proxy(tmp_path: Path) -> Iterator[UpstreamProxy]:
+    config = build_config(
+        {
+            "upstream.bootstrap.servers": "10.0.0.1:9092",
+            "log.dirs": str(tmp_path / "data"),
+            "offsets.topic.num.partitions": "1",
+        }
+    )
+    installed: list[UpstreamProxy] = []
+    server = GatewayServer(config, extensions=[lambda s: installed.append(install_upstream_mode(s))])
+    proxy = installed[0]
+    proxy.listeners.update(LISTENERS)
+    proxy.cluster.brokers.update(UPSTREAM_BROKERS)
+    yield proxy
+    for hook in server.on_stop:
+        hook()
+    asyncio.run(server.plane.close())
+
+
+def _upstream_response(api_key: int, version: int, values: dict[str, Any], cid: int = 99) -> bytes:
+    schema = api_schema(api_key, version)
+    assert schema is not None
+    return encode_response(schema, cid, build(schema.response_type, values))[4:]
+
+
+def _decode(api_key: int, version: int, frame: bytes) -> tuple[int, Any]:
+    schema = api_schema(api_key, version)
+    assert schema is not None
+    return decode_response(schema.response_type, frame[4:])
+
+
+def test_metadata_brokers_become_groupshift_listeners(proxy: UpstreamProxy) -> None:
+    raw = _upstream_response(
+        3,
+        12,
+        {
+            "throttle_time": 0,
+            "brokers": [{"node_id": n, "host": f"10.0.0.{n}", "port": 9092, "rack": "r1"} for n in (1, 2)],
+            "cluster_id": "c",
+            "controller_id": 1,
+            "topics": [],
+        },
+    )
+    out = proxy._rewrite(3, 12, 7, raw)
+    assert isinstance(out, bytes)
+    cid, body = _decode(3, 12, out)
+    assert cid == 7
+    assert [(b.node_id, b.host, b.port, b.rack) for b in body.brokers] == [
+        (1, "127.0.0.1", 19001, "r1"),
+        (2, "127.0.0.1", 19002, "r1"),
+    ]
+    assert body.controller_id == 1
+
+
+def test_transaction_coordinator_is_rewritten(proxy: UpstreamProxy) -> None:
+    raw = _upstream_response(
+        10,
+        4,
+        {
+            "throttle_time": 0,
+            "coordinators": [
+                {
+                    "key": "tx",
+                    "node_id": 2,
+                    "host": "10.0.0.2",
+                    "port": 9092,
+                    "error_code": 0,
+                    "error_message": None,
+                },
+                {"key": "tz", "node_id": -1, "host": "", "port": -1, "error_code": 15, "error_message": None},
+            ],
+        },
+    )
+    out = proxy._rewrite(10, 4, 3, raw)
+    assert isinstance(out, bytes)
+    _, body = _decode(10, 4, out)
+    assert [(c.node_id, c.host, c.port) for c in body.coordinators] == [(2, "127.0.0.1", 19002), (-1, "", -1)]
+
+
+def _fetch(node_endpoints: list[dict[str, Any]]) -> bytes:
+    return _upstream_response(
+        1,
+        16,
+        {
+            "throttle_time": 0,
+            "error_code": 0,
+            "session_id": 0,
+            "node_endpoints": node_endpoints,
+            "responses": [
+                {
+                    "topic_id": uuid.uuid4(),
+                    "partitions": [
+                        {
+                            "partition_index": 0,
+                            "error_code": 6 if node_endpoints else 0,
+                            "high_watermark": 10,
+                            "last_stable_offset": 10,
+                            "log_start_offset": 0,
+                            "aborted_transactions": None,
+                            "preferred_read_replica": -1,
+                            "records": b"opaque record bytes",
+                        }
+                    ],
+                }
+            ],
+        },
+    )
+
+
+def test_fetch_without_leader_hints_passes_through(proxy: UpstreamProxy) -> None:
+    assert proxy._rewrite(1, 16, 3, _fetch([])) is None
+    assert proxy._rewrite(1, 15, 3, b"never decoded") is None
+
+
+def test_fetch_leader_hints_are_rewritten_and_records_kept(proxy: UpstreamProxy) -> None:
+    raw = _fetch([{"node_id": 2, "host": "10.0.0.2", "port": 9092, "rack": None}])
+    out = proxy._rewrite(1, 16, 3, raw)
+    assert isinstance(out, bytes)
+    _, body = _decode(1, 16, out)
+    assert [(e.node_id, e.host, e.port) for e in body.node_endpoints] == [(2, "127.0.0.1", 19002)]
+    assert bytes(body.responses[0].partitions[0].records) == b"opaque record bytes"
+
+
+def test_api_versions_mix_forwarded_and_terminated(proxy: UpstreamProxy) -> None:
+    proxy.cluster.api_versions = {
+        0: (3, 12),
+        1: (4, 17),
+        3: (0, 13),
+        10: (0, 5),
+        25: (0, 4),
+        28: (0, 4),
+        80: (0, 1),
+    }
+    adv = {k: (lo, hi) for k, lo, hi in proxy.advertised()}
+    assert adv[0] == (3, _kio_max(0, 12))  # capped at what the codec can rewrite
+    assert adv[1][0] == 4
+    assert adv[10] == (0, 5)  # ours is 0-6: the intersection
+    assert 11 in adv and 68 in adv  # terminated group APIs
+    assert 25 not in adv and 28 not in adv  # transactional offset commits are refused
+    assert 80 not in adv  # not a client API groupshift forwards
+    assert 19 not in adv  # the upstream does not serve CreateTopics here
+
+
+def test_produce_leader_hints_are_rewritten(proxy: UpstreamProxy) -> None:
+    version = _kio_max(0, 11)
+    values = {
+        "throttle_time": 0,
+        "node_endpoints": [{"node_id": 1, "host": "10.0.0.1", "port": 9092, "rack": None}],
+        "responses": [
+            {
+                "name": "t",
+                "partition_responses": [
+                    {
+                        "index": 0,
+                        "error_code": 6,
+                        "base_offset": -1,
+                        "log_append_time": -1,
+                        "log_start_offset": -1,
+                        "record_errors": [],
+                        "error_message": None,
+                        "current_leader": {"leader_id": 1, "leader_epoch": 3},
+                    }
+                ],
+            }
+        ],
+    }
+    out = proxy._rewrite(0, version, 11, _upstream_response(0, version, values))
+    assert isinstance(out, bytes)
+    cid, body = _decode(0, version, out)
+    assert cid == 11
+    assert [(e.node_id, e.host, e.port) for e in body.node_endpoints] == [(1, "127.0.0.1", 19001)]
+    assert body.responses[0].partition_responses[0].current_leader.leader_id == 1
+    values["node_endpoints"] = []
+    assert proxy._rewrite(0, version, 11, _upstream_response(0, version, values)) is None
+    assert proxy._rewrite(0, 9, 11, b"never decoded") is None

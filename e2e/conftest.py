@@ -114,6 +114,10 @@ DIFFERENTIAL_GROUP_SETTINGS = {
     "group.consumer.session.timeout.ms": "45000",
     "group.consumer.migration.policy": "bidirectional",
 }
+# The release the suite settles against: 4.3 (4.4 computes every target assignment in the
+# background whatever `group.consumer.assignment.interval.ms` says, so a member's first answer
+# carries no partitions; comparing with 4.4 would compare timing, not rules).
+DIFFERENTIAL_KAFKA_VERSION = "4.3"
 KAFKA_ONLY = {
     "group.coordinator.rebalance.protocols": "classic,consumer",
     "group.consumer.assignment.interval.ms": "0",
@@ -136,7 +140,9 @@ def differential_pair(
     kafka = os.environ.get("DIFFERENTIAL_KAFKA")
     if not kafka:
         cluster = kafka_cluster_factory(
-            "4", configs={**DIFFERENTIAL_GROUP_SETTINGS, **KAFKA_ONLY}, name="differential"
+            DIFFERENTIAL_KAFKA_VERSION,
+            configs={**DIFFERENTIAL_GROUP_SETTINGS, **KAFKA_ONLY},
+            name="differential",
         )
         kafka = cluster.bootstrap
     g = Gateways(tmp_path_factory.mktemp("differential"))
@@ -159,11 +165,61 @@ def differential_pair_factory(
 
     def factory(name: str, **settings: str) -> tuple[str, str]:
         group_settings = {**DIFFERENTIAL_GROUP_SETTINGS, **settings}
-        cluster = kafka_cluster_factory("4", configs={**group_settings, **KAFKA_ONLY}, name=name)
+        cluster = kafka_cluster_factory(
+            DIFFERENTIAL_KAFKA_VERSION, configs={**group_settings, **KAFKA_ONLY}, name=name
+        )
         gw = g.start(name, sets=[f"{k}={v}" for k, v in group_settings.items()])
         return cluster.bootstrap, gw.bootstrap
 
     yield factory
     problems = g.finish()
+    if problems:
+        pytest.fail("\n\n".join(problems))
+
+
+class DifferentialPairs:
+    """Differential pairs with other group settings (migration policies, size limits), each a
+    Kafka node and a groupshift server given `DIFFERENTIAL_GROUP_SETTINGS` overridden by the
+    caller's; one pair per distinct setting set, stopped when the module ends."""
+
+    def __init__(self, kafka_cluster_factory: Any, base: Path) -> None:
+        self.factory = kafka_cluster_factory
+        self.gateways = Gateways(base)
+        self.pairs: dict[tuple[tuple[str, str], ...], tuple[str, str]] = {}
+        self.clusters: list[Any] = []
+
+    def __call__(self, **settings: str) -> tuple[str, str]:
+        """(kafka bootstrap, groupshift bootstrap); settings are Kafka names with `_` for `.`."""
+        group = {**DIFFERENTIAL_GROUP_SETTINGS, **{k.replace("_", "."): v for k, v in settings.items()}}
+        key = tuple(sorted(group.items()))
+        if key not in self.pairs:
+            cluster = self.factory(
+                DIFFERENTIAL_KAFKA_VERSION,
+                configs={**group, **KAFKA_ONLY},
+                name=f"differential-{len(self.pairs)}",
+            )
+            self.clusters.append(cluster)
+            gw = self.gateways.start(
+                f"groupshift-{len(self.pairs)}", sets=[f"{k}={v}" for k, v in group.items()]
+            )
+            self.pairs[key] = (cluster.bootstrap, gw.bootstrap)
+        return self.pairs[key]
+
+    def finish(self) -> list[str]:
+        for cluster in self.clusters:
+            cluster.stop()
+        return self.gateways.finish()
+
+
+@pytest.fixture(scope="module")
+def differential_pairs(
+    tmp_path_factory: pytest.TempPathFactory, kafka_cluster_factory: Any
+) -> Iterator[DifferentialPairs]:
+    """A factory of differential pairs with given group settings, e.g.
+    `differential_pairs(group_consumer_migration_policy="disabled")`; module-scoped so that each
+    setting set costs one Kafka start per module."""
+    pairs = DifferentialPairs(kafka_cluster_factory, tmp_path_factory.mktemp("differential-pairs"))
+    yield pairs
+    problems = pairs.finish()
     if problems:
         pytest.fail("\n\n".join(problems))

@@ -117,6 +117,9 @@ class Normaliser:
                 return self.member(value)
             if _UUID_RE.match(value):
                 return self.topic_ids.get(value, value)
+            if key == "error_message":  # messages name members ("Member X is not a member ...")
+                for raw, placeholder in self.members.items():
+                    value = value.replace(raw, placeholder)
         return value
 
 

@@ -72,8 +72,11 @@ def scenario_cgh_join_without_subscription(s: Session) -> None:
 
 
 def scenario_cgh_join_and_assign(s: Session) -> None:
+    from e2e.diffgroups import wait_visible_to_groups
+
     s.create_topic(s.topic(), 3)
     s.wait_coordinator(s.group())
+    wait_visible_to_groups(s, [s.topic()])  # Kafka's coordinator learns of new topics a moment later
     import uuid as _uuid
 
     member = str(_uuid.uuid4())

@@ -4,9 +4,9 @@ and `downgrade`, each with
 real clients and a continuous producer. (`bidirectional`, the default, is what the rolling and
 mixed tests run.)
 
-A refused upgrade is Kafka's bare GROUP_ID_NOT_FOUND "Group X is not a consumer group." to the
-KIP-848 member's ConsumerGroupHeartbeat; librdkafka surfaces it through the consumer's error
-callback as a *fatal* error (`_FATAL`, "Broker: The group id does not exist:
+A refused upgrade is Kafka 4.3's GROUP_ID_NOT_FOUND "Cannot upgrade classic group X to consumer
+group because ..." to the KIP-848 member's ConsumerGroupHeartbeat; librdkafka surfaces it through the
+consumer's error callback as a *fatal* error (`_FATAL`, "Broker: The group id does not exist:
 ConsumerGroupHeartbeat fatal error"): the consumer is unusable from then on and never gets
 partitions. The gateway
 also logs `group.conversion_refused` with the reason. The classic members must not notice: no

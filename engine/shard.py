@@ -30,7 +30,7 @@ futures do.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from engine.assignment import Assignment
@@ -70,7 +70,7 @@ from engine.errors import AppendError, CoordinatorError, Errors, append_error_to
 from engine.expiry import EXPIRY, RETRY_BACKOFF_MS, schedule_offset_expiration
 from engine.hooks import MigrationHooks, RefuseMigration
 from engine.ids import IdSource, SeededIds
-from engine.metadata import MetadataImage
+from engine.metadata import MetadataImage, TopicId
 from engine.offsets import operations as offsets_ops
 from engine.offsets.api import (
     DeleteGroupResult,
@@ -381,7 +381,12 @@ class Shard:
             req,
             ctx,
             check,
-            lambda e: JoinGroupResponse(error_code=int(e.code), member_id=req.member_id),
+            # Kafka answers a join its consumer-group path refused (an exception) without a member
+            # id (`GroupCoordinatorService.joinGroup`).
+            lambda e: JoinGroupResponse(
+                error_code=int(e.code),
+                member_id="" if isinstance(self.groups.get(req.group_id), ConsumerGroup) else req.member_id,
+            ),
             req.member_id,
         )
         if isinstance(replaced, ConsumerGroup) and self.groups.get(req.group_id) is not replaced:
@@ -778,8 +783,10 @@ class Shard:
                 client_id=m.client_id,
                 client_host=m.client_host,
                 subscribed_topic_names=m.subscribed_topic_names,
-                subscribed_topic_regex=m.subscribed_topic_regex,
-                assignment=self._names(m.assigned_partitions),
+                subscribed_topic_regex=m.subscribed_topic_regex or "",  # Kafka's member default
+                # Kafka `asConsumerGroupDescribeMember`: what the member still holds, i.e. its
+                # assigned partitions and those pending revocation.
+                assignment=self._names(_held(m.assigned_partitions, m.partitions_pending_revocation)),
                 target_assignment=self._names(g.target(m.member_id)),
                 member_type=0 if m.uses_classic_protocol else 1,
                 state=m.state.name,
@@ -809,3 +816,13 @@ class Shard:
             elif isinstance(g, ClassicGroup):
                 groups[gid] = ("classic", persisted_view(g))
         return {"groups": groups, "offsets": self.offsets.snapshot()}
+
+
+def _held(
+    assigned: Mapping[TopicId, tuple[int, ...]], pending: Mapping[TopicId, tuple[int, ...]]
+) -> dict[TopicId, tuple[int, ...]]:
+    """Assigned partitions plus those pending revocation, topic by topic."""
+    out = dict(assigned)
+    for t, parts in pending.items():
+        out[t] = tuple(sorted({*out.get(t, ()), *parts}))
+    return out

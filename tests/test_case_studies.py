@@ -60,78 +60,79 @@ class Steps:
 
 
 def test_basic_case_study_tables() -> None:
+    """Epochs are one above the KIP's table: Kafka 4.3 starts a new group at epoch 1."""
     sim = Simulator(topics={"foo": 3})
     s = Steps(sim)
     assert sim.view().kip() == table(0, 0, {}, {})
 
     sim.join("A")
     assert s.new() == [
-        table(1, 0, {}, {"A": (0, (), ())}),  # A joins, epoch bumped to 1
-        table(1, 1, {"A": (0, 1, 2)}, {"A": (0, (), ())}),  # target computed
-        table(1, 1, {"A": (0, 1, 2)}, {"A": (1, (0, 1, 2), ())}),  # A moves to epoch 1
+        table(2, 0, {}, {"A": (0, (), ())}),  # A joins, epoch bumped to 2
+        table(2, 2, {"A": (0, 1, 2)}, {"A": (0, (), ())}),  # target computed
+        table(2, 2, {"A": (0, 1, 2)}, {"A": (2, (0, 1, 2), ())}),  # A moves to epoch 2
     ]
 
     sim.join("B")
     assert s.new() == [
-        table(2, 1, {"A": (0, 1, 2)}, {"A": (1, (0, 1, 2), ()), "B": (0, (), ())}),
-        table(2, 2, {"A": (0, 1), "B": (2,)}, {"A": (1, (0, 1, 2), ()), "B": (0, (), ())}),
-        # B transitions to epoch 2 but cannot get foo-2 until A revokes it
-        table(2, 2, {"A": (0, 1), "B": (2,)}, {"A": (1, (0, 1, 2), ()), "B": (2, (), (2,))}),
+        table(3, 2, {"A": (0, 1, 2)}, {"A": (2, (0, 1, 2), ()), "B": (0, (), ())}),
+        table(3, 3, {"A": (0, 1), "B": (2,)}, {"A": (2, (0, 1, 2), ()), "B": (0, (), ())}),
+        # B transitions to epoch 3 but cannot get foo-2 until A revokes it
+        table(3, 3, {"A": (0, 1), "B": (2,)}, {"A": (2, (0, 1, 2), ()), "B": (3, (), (2,))}),
     ]
 
     sim.heartbeat("A")  # A is instructed to revoke foo-2
     assert sim.view().assignments["A"].revoking == foo(2)
-    sim.heartbeat("A")  # A acknowledges: epoch 2, foo-2 released
+    sim.heartbeat("A")  # A acknowledges: epoch 3, foo-2 released
     assert sim.view().kip() == table(
-        2, 2, {"A": (0, 1), "B": (2,)}, {"A": (2, (0, 1), ()), "B": (2, (), (2,))}
+        3, 3, {"A": (0, 1), "B": (2,)}, {"A": (3, (0, 1), ()), "B": (3, (), (2,))}
     )
     sim.heartbeat("B")  # B gets foo-2
     assert sim.view().kip() == table(
-        2, 2, {"A": (0, 1), "B": (2,)}, {"A": (2, (0, 1), ()), "B": (2, (2,), ())}
+        3, 3, {"A": (0, 1), "B": (2,)}, {"A": (3, (0, 1), ()), "B": (3, (2,), ())}
     )
 
     s.new()
     sim.join("C")
     assert s.new() == [
-        table(3, 2, {"A": (0, 1), "B": (2,)}, {"A": (2, (0, 1), ()), "B": (2, (2,), ()), "C": (0, (), ())}),
+        table(4, 3, {"A": (0, 1), "B": (2,)}, {"A": (3, (0, 1), ()), "B": (3, (2,), ()), "C": (0, (), ())}),
         table(
-            3,
-            3,
+            4,
+            4,
             {"A": (0,), "B": (2,), "C": (1,)},
-            {"A": (2, (0, 1), ()), "B": (2, (2,), ()), "C": (0, (), ())},
+            {"A": (3, (0, 1), ()), "B": (3, (2,), ()), "C": (0, (), ())},
         ),
-        # Kafka reconciles C in its own join: epoch 3, waiting for foo-1 (see module docstring)
+        # Kafka reconciles C in its own join: epoch 4, waiting for foo-1 (see module docstring)
         table(
-            3,
-            3,
+            4,
+            4,
             {"A": (0,), "B": (2,), "C": (1,)},
-            {"A": (2, (0, 1), ()), "B": (2, (2,), ()), "C": (3, (), (1,))},
+            {"A": (3, (0, 1), ()), "B": (3, (2,), ()), "C": (4, (), (1,))},
         ),
     ]
-    sim.heartbeat("B")  # B has nothing to revoke: epoch 3
+    sim.heartbeat("B")  # B has nothing to revoke: epoch 4
     assert sim.view().kip() == table(
-        3,
-        3,
+        4,
+        4,
         {"A": (0,), "B": (2,), "C": (1,)},
-        {"A": (2, (0, 1), ()), "B": (3, (2,), ()), "C": (3, (), (1,))},
+        {"A": (3, (0, 1), ()), "B": (4, (2,), ()), "C": (4, (), (1,))},
     )
     sim.heartbeat("C")  # C still cannot get foo-1
     assert sim.view().assignments["C"].pending == foo(1)
     sim.heartbeat("A")  # A is instructed to revoke foo-1
-    sim.heartbeat("A")  # A acknowledges: epoch 3, foo-1 released
+    sim.heartbeat("A")  # A acknowledges: epoch 4, foo-1 released
     assert sim.view().kip() == table(
-        3,
-        3,
+        4,
+        4,
         {"A": (0,), "B": (2,), "C": (1,)},
-        {"A": (3, (0,), ()), "B": (3, (2,), ()), "C": (3, (), (1,))},
+        {"A": (4, (0,), ()), "B": (4, (2,), ()), "C": (4, (), (1,))},
     )
     sim.heartbeat("C")
     # All the members have eventually advanced to the group epoch (3).
     assert sim.view().kip() == table(
-        3,
-        3,
+        4,
+        4,
         {"A": (0,), "B": (2,), "C": (1,)},
-        {"A": (3, (0,), ()), "B": (3, (2,), ()), "C": (3, (1,), ())},
+        {"A": (4, (0,), ()), "B": (4, (2,), ()), "C": (4, (1,), ())},
     )
 
 

@@ -21,20 +21,20 @@ def test_first_join_writes_records_in_kafka_order() -> None:
     assert r.error_code == 0
     # member, subscription metadata, group epoch, target member, target epoch, current assignment
     assert h.record_types() == ["k5", "k4", "k3", "k7", "k6", "k8"]
-    assert h.records[2].value == ConsumerGroupMetadataValue(1)
-    assert r.member_epoch == 1
+    assert h.records[2].value == ConsumerGroupMetadataValue(2)
+    assert r.member_epoch == 2
     assert r.assignment == (tp(FOO, 0, 1, 2, 3, 4, 5),)
 
 
 def test_heartbeat_to_missing_group_with_nonzero_epoch_is_group_id_not_found() -> None:
-    r = Harness().hb(member_id="m1", member_epoch=5)
+    r = Harness().hb(member_id="m1", member_epoch=6)
     assert (r.error_code, r.error_message) == (Errors.GROUP_ID_NOT_FOUND, "Consumer group g not found.")
 
 
 def test_unknown_member_with_nonzero_epoch_is_unknown_member_id() -> None:
     h = Harness()
     h.join("m1")
-    r = h.hb(member_id="ghost", member_epoch=1)
+    r = h.hb(member_id="ghost", member_epoch=2)
     assert r.error_code == Errors.UNKNOWN_MEMBER_ID
     assert r.error_message == "Member ghost is not a member of group g."
 
@@ -45,14 +45,14 @@ def test_full_group_rejects_new_members_but_not_existing_ones() -> None:
     r = h.join("m2")
     assert r.error_code == Errors.GROUP_MAX_SIZE_REACHED
     assert r.error_message == "The consumer group has reached its maximum capacity of 1 members."
-    assert h.hb(member_id="m1", member_epoch=1).error_code == 0
+    assert h.hb(member_id="m1", member_epoch=2).error_code == 0
 
 
 def test_steady_heartbeat_with_null_fields_writes_nothing_and_returns_no_assignment() -> None:
     h = Harness()
     h.join("m1")
-    r = h.hb(member_id="m1", member_epoch=1)
-    assert r.error_code == 0 and r.member_epoch == 1
+    r = h.hb(member_id="m1", member_epoch=2)
+    assert r.error_code == 0 and r.member_epoch == 2
     assert h.records == []
     assert r.assignment is None
     assert r.heartbeat_interval_ms == 5000
@@ -63,7 +63,7 @@ def test_full_request_always_gets_the_assignment() -> None:
     h.join("m1")
     r = h.hb(
         member_id="m1",
-        member_epoch=1,
+        member_epoch=2,
         rebalance_timeout_ms=30000,
         subscribed_topic_names=["foo"],
         topic_partitions=[tp(FOO, 0, 1, 2, 3, 4, 5)],
@@ -75,32 +75,35 @@ def test_full_request_always_gets_the_assignment() -> None:
 def test_subscription_change_bumps_the_group_epoch() -> None:
     h = Harness()
     h.join("m1")
-    r = h.hb(member_id="m1", member_epoch=1, subscribed_topic_names=["foo", "bar"])
+    r = h.hb(member_id="m1", member_epoch=2, subscribed_topic_names=["foo", "bar"])
     assert h.record_types() == ["k5", "k4", "k3", "k7", "k6", "k8"]
-    assert r.member_epoch == 2
+    assert r.member_epoch == 3
     assert {t.topic_id for t in r.assignment or ()} == {FOO, BAR}
 
 
 def test_same_topics_in_another_order_are_not_a_subscription_change() -> None:
     h = Harness()
     h.join("m1", topics=("foo", "bar"))
-    h.hb(member_id="m1", member_epoch=1, subscribed_topic_names=["bar", "foo", "foo"])
+    h.hb(member_id="m1", member_epoch=2, subscribed_topic_names=["bar", "foo", "foo"])
     assert h.records == []
 
 
-def test_rack_change_bumps_the_group_epoch() -> None:
+def test_rack_change_is_written_without_a_bump() -> None:
+    """Kafka 4.3 `hasMemberSubscriptionChanged`: only subscribed topics bump the epoch; a new
+    rack is recorded and counts at the next bump."""
     h = Harness()
     h.join("m1")
-    r = h.hb(member_id="m1", member_epoch=1, rack_id="rack-b")
-    assert "k3" in h.record_types()
-    assert r.member_epoch == 2
+    r = h.hb(member_id="m1", member_epoch=2, rack_id="rack-b")
+    assert h.record_types() == ["k5"]
+    assert r.member_epoch == 2 and h.group.group_epoch == 2
     assert h.member("m1").rack_id == "rack-b"
 
 
-def test_server_assignor_change_bumps_the_group_epoch() -> None:
+def test_server_assignor_change_is_written_without_a_bump() -> None:
     h = Harness()
     h.join("m1")
-    h.hb(member_id="m1", member_epoch=1, server_assignor="range")
+    h.hb(member_id="m1", member_epoch=2, server_assignor="range")
+    assert h.record_types() == ["k5"]
     assert h.group.group_epoch == 2
 
 
@@ -108,51 +111,51 @@ def test_client_id_change_rewrites_the_member_without_a_bump() -> None:
     h = Harness()
     h.join("m1")
     h.ctx = h.ctx.__class__("client-2", "/127.0.0.1", 1)
-    h.hb(member_id="m1", member_epoch=1)
+    h.hb(member_id="m1", member_epoch=2)
     assert h.record_types() == ["k5"]
-    assert h.group.group_epoch == 1
+    assert h.group.group_epoch == 2
     assert h.member("m1").client_id == "client-2"
 
 
 def test_greater_member_epoch_is_fenced() -> None:
     h = Harness()
     h.join("m1")
-    r = h.hb(member_id="m1", member_epoch=2)
+    r = h.hb(member_id="m1", member_epoch=3)
     assert r.error_code == Errors.FENCED_MEMBER_EPOCH
-    assert "greater member epoch (2)" in (r.error_message or "")
+    assert "greater member epoch (3)" in (r.error_message or "")
 
 
 def test_smaller_epoch_is_accepted_after_a_lost_response_when_owned_is_a_subset() -> None:
     h = Harness()
     h.join("m1")
     h.join("m2")  # m1 must give up half: it moves through revocation to epoch 2
-    r = h.hb(member_id="m1", member_epoch=1)
+    r = h.hb(member_id="m1", member_epoch=2)
     assert h.member("m1").state is MemberState.UNREVOKED_PARTITIONS
     r = h.ack("m1", r)
-    assert r.member_epoch == 2 and h.member("m1").previous_member_epoch == 1
+    assert r.member_epoch == 3 and h.member("m1").previous_member_epoch == 2
     # The epoch-2 response was lost: m1 retries with epoch 1 and what it owns.
-    r2 = h.ack("m1", r.__class__(member_epoch=1, assignment=r.assignment))
-    assert r2.error_code == 0 and r2.member_epoch == 2
+    r2 = h.ack("m1", r.__class__(member_epoch=2, assignment=r.assignment))
+    assert r2.error_code == 0 and r2.member_epoch == 3
 
 
 def test_smaller_epoch_without_owned_partitions_is_fenced() -> None:
     h = Harness()
     h.join("m1")
     h.join("m2")
-    r = h.hb(member_id="m1", member_epoch=1)
+    r = h.hb(member_id="m1", member_epoch=2)
     h.ack("m1", r)
-    r = h.hb(member_id="m1", member_epoch=1)  # previous epoch, owned not reported
+    r = h.hb(member_id="m1", member_epoch=2)  # previous epoch, owned not reported
     assert r.error_code == Errors.FENCED_MEMBER_EPOCH
-    assert "smaller member epoch (1)" in (r.error_message or "")
+    assert "smaller member epoch (2)" in (r.error_message or "")
 
 
 def test_smaller_epoch_owning_more_than_assigned_is_fenced() -> None:
     h = Harness()
     h.join("m1")
     h.join("m2")
-    r = h.hb(member_id="m1", member_epoch=1)
+    r = h.hb(member_id="m1", member_epoch=2)
     h.ack("m1", r)
-    r = h.hb(member_id="m1", member_epoch=1, topic_partitions=[tp(FOO, 0, 1, 2, 3, 4, 5)])
+    r = h.hb(member_id="m1", member_epoch=2, topic_partitions=[tp(FOO, 0, 1, 2, 3, 4, 5)])
     assert r.error_code == Errors.FENCED_MEMBER_EPOCH
 
 
@@ -161,7 +164,7 @@ def test_known_member_rejoining_with_epoch_zero_keeps_its_assignment() -> None:
     h = Harness()
     h.join("m1")
     r = h.join("m1")
-    assert r.error_code == 0 and r.member_epoch == 1
+    assert r.error_code == 0 and r.member_epoch == 2
     assert r.assignment == (tp(FOO, 0, 1, 2, 3, 4, 5),)
     assert len(h.group.members) == 1
 
@@ -173,7 +176,7 @@ def test_leave_writes_tombstones_in_replay_order_then_bumps_the_epoch() -> None:
     r = h.hb(member_id="m2", member_epoch=-1)
     assert (r.error_code, r.member_id, r.member_epoch) == (0, "m2", -1)
     assert h.record_types() == ["k8-", "k7-", "k5-", "k3"]
-    assert h.records[-1].value == ConsumerGroupMetadataValue(3)
+    assert h.records[-1].value == ConsumerGroupMetadataValue(4)
     assert set(h.group.members) == {"m1"}
     assert not any("m2" in k for k in h.timer_keys())
 
@@ -256,11 +259,11 @@ def test_describe_and_list_report_consumer_groups() -> None:
     h = Harness()
     h.join("m1", rack_id="r1")
     [d] = h.shard.describe_consumer_groups(["g"])
-    assert (d.group_state, d.group_epoch, d.assignment_epoch, d.assignor_name) == ("Stable", 1, 1, "uniform")
+    assert (d.group_state, d.group_epoch, d.assignment_epoch, d.assignor_name) == ("Stable", 2, 2, "uniform")
     [m] = d.members
     assert (m.member_id, m.member_epoch, m.rack_id, m.client_id, m.member_type) == (
         "m1",
-        1,
+        2,
         "r1",
         "client-1",
         1,
@@ -277,11 +280,11 @@ def test_current_assignment_record_carries_epochs_state_and_partitions() -> None
     h = Harness()
     h.join("m1")
     h.join("m2")
-    h.hb(member_id="m1", member_epoch=1)
+    h.hb(member_id="m1", member_epoch=2)
     [rec] = h.records
     assert rec.value == ConsumerGroupCurrentMemberAssignmentValue(
-        member_epoch=1,
-        previous_member_epoch=1,
+        member_epoch=2,
+        previous_member_epoch=2,
         state=1,
         assigned_partitions=(tp(FOO, 0, 1, 2),),
         partitions_pending_revocation=(tp(FOO, 3, 4, 5),),

@@ -69,7 +69,7 @@ def test_last_member_leaving_a_regex_deletes_its_record() -> None:
 def test_switching_regex_writes_the_new_one_and_deletes_the_old_one() -> None:
     h = Harness()
     h.join("m1", topics=(), subscribed_topic_regex="fo.*")
-    h.hb(member_id="m1", member_epoch=1, subscribed_topic_regex="ba.*")
+    h.hb(member_id="m1", member_epoch=2, subscribed_topic_regex="ba.*")
     assert _regex_records(h) == [("fo.*", None), ("ba.*", ("bar",))]
     assert set(h.group.resolved_regexes) == {"ba.*"}
 
@@ -80,7 +80,7 @@ def test_new_topic_matching_a_regex_rebalances_on_the_next_heartbeat() -> None:
     epoch = h.group.group_epoch
     h.shard.update_metadata(h.shard.image.with_topic(TopicImage(topic_id_for("fox"), "fox", 3)))
     assert h.group.group_epoch == epoch  # nothing happens until a member heartbeats
-    r = h.hb(member_id="m1", member_epoch=1)
+    r = h.hb(member_id="m1", member_epoch=2)
     assert _regex_records(h) == [("fo.*", ("fox", "foo"))] or _regex_records(h) == [("fo.*", ("foo", "fox"))]
     assert h.group.group_epoch == epoch + 1
     assert {t.topic_id for t in r.assignment or ()} == {FOO, topic_id_for("fox")}
@@ -90,17 +90,17 @@ def test_partition_count_change_of_a_subscribed_topic_bumps_the_epoch() -> None:
     h = Harness()
     h.join("m1")
     h.shard.update_metadata(h.shard.image.with_topic(TopicImage(FOO, "foo", 8)))
-    r = h.hb(member_id="m1", member_epoch=1)
+    r = h.hb(member_id="m1", member_epoch=2)
     assert h.record_types()[:2] == ["k4", "k3"]
-    assert r.member_epoch == 2 and r.assignment is not None and len(r.assignment[0].partitions) == 8
+    assert r.member_epoch == 3 and r.assignment is not None and len(r.assignment[0].partitions) == 8
 
 
 def test_deleting_a_subscribed_topic_bumps_the_epoch_and_revokes_it() -> None:
     h = Harness()
     h.join("m1", topics=("foo", "bar"))
     h.shard.update_metadata(h.shard.image.without_topic("bar"))
-    r = h.hb(member_id="m1", member_epoch=1)
-    assert h.group.group_epoch == 2
+    r = h.hb(member_id="m1", member_epoch=2)
+    assert h.group.group_epoch == 3
     assert "bar" not in h.group.subscription_metadata
     # bar's partitions must be given up (revocation), foo's are kept
     assert h.member("m1").partitions_pending_revocation.get(BAR) == (0, 1, 2)
@@ -111,8 +111,8 @@ def test_creating_a_subscribed_topic_that_did_not_exist_bumps_the_epoch() -> Non
     h = Harness(topics={"foo": 2})
     h.join("m1", topics=("foo", "later"))
     h.shard.update_metadata(h.shard.image.with_topic(TopicImage(topic_id_for("later"), "later", 2)))
-    r = h.hb(member_id="m1", member_epoch=1)
-    assert r.member_epoch == 2
+    r = h.hb(member_id="m1", member_epoch=2)
+    assert r.member_epoch == 3
     assert {t.topic_id for t in r.assignment or ()} == {FOO, topic_id_for("later")}
 
 
@@ -121,7 +121,7 @@ def test_change_to_an_unsubscribed_topic_does_not_touch_the_group() -> None:
     h.join("m1", topics=("foo",))
     marked = h.shard.update_metadata(h.shard.image.with_topic(TopicImage(BAR, "bar", 9))).response
     assert marked == set()
-    h.hb(member_id="m1", member_epoch=1)
+    h.hb(member_id="m1", member_epoch=2)
     assert h.records == []
 
 
@@ -129,6 +129,6 @@ def test_partition_rack_change_of_a_subscribed_topic_bumps_the_epoch() -> None:
     h = Harness()
     h.join("m1")
     h.shard.update_metadata(h.shard.image.with_topic(TopicImage(FOO, "foo", 6, {0: ("r1",), 1: ("r2",)})))
-    h.hb(member_id="m1", member_epoch=1)
-    assert h.group.group_epoch == 2
+    h.hb(member_id="m1", member_epoch=2)
+    assert h.group.group_epoch == 3
     assert [p.racks for p in h.group.subscription_metadata["foo"].partition_metadata] == [("r1",), ("r2",)]

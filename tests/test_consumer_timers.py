@@ -28,7 +28,7 @@ def test_heartbeat_pushes_the_session_deadline() -> None:
     h.join("m1")
     first = h.shard.timers.deadline("session-timeout-g-m1")
     h.advance(10_000)
-    h.hb(member_id="m1", member_epoch=1)
+    h.hb(member_id="m1", member_epoch=2)
     assert h.shard.timers.deadline("session-timeout-g-m1") == h.now + 45_000
     assert first is not None and h.shard.timers.deadline("session-timeout-g-m1") > first
 
@@ -37,13 +37,13 @@ def test_rebalance_timeout_fences_a_member_that_does_not_revoke() -> None:
     h = Harness()
     h.join("m1", rebalance_timeout_ms=5_000)
     h.join("m2")
-    h.hb(member_id="m1", member_epoch=1)  # asked to revoke, never acknowledges
+    h.hb(member_id="m1", member_epoch=2)  # asked to revoke, never acknowledges
     assert h.member("m1").state is MemberState.UNREVOKED_PARTITIONS
     assert h.shard.timers.is_scheduled("rebalance-timeout-g-m1")
-    h.hb(member_id="m1", member_epoch=1)  # still owns them (owned not reported)
+    h.hb(member_id="m1", member_epoch=2)  # still owns them (owned not reported)
     outs = h.advance(5_001)
     assert [f["reason"] for o in outs for n, f in o.events if n == "member.fenced"] == [
-        "it failed to transition from epoch 1 within 5000ms."
+        "it failed to transition from epoch 2 within 5000ms."
     ]
     assert "m1" not in h.group.members
 
@@ -52,7 +52,7 @@ def test_rebalance_timer_is_cancelled_once_the_revocation_is_acknowledged() -> N
     h = Harness()
     h.join("m1", rebalance_timeout_ms=5_000)
     h.join("m2")
-    r = h.hb(member_id="m1", member_epoch=1)
+    r = h.hb(member_id="m1", member_epoch=2)
     h.ack("m1", r)
     assert h.member("m1").state is MemberState.STABLE
     assert not h.shard.timers.is_scheduled("rebalance-timeout-g-m1")
@@ -63,7 +63,7 @@ def test_fencing_cancels_all_of_the_members_timers() -> None:
     h = Harness()
     h.join("m1", rebalance_timeout_ms=5_000)
     h.join("m2")
-    h.hb(member_id="m1", member_epoch=1)
+    h.hb(member_id="m1", member_epoch=2)
     h.hb(member_id="m1", member_epoch=-1)
     assert not any(k.endswith("-m1") for k in h.timer_keys())
 

@@ -32,7 +32,7 @@ from tests.test_migration_scenarios import cg_member, joined
 POLICIES = ["bidirectional", "upgrade", "downgrade", "disabled"]
 UPGRADES = {"bidirectional", "upgrade"}
 DOWNGRADES = {"bidirectional", "downgrade"}
-NOT_A_CONSUMER_GROUP = "Group g is not a consumer group"
+CANNOT_UPGRADE = "Cannot upgrade classic group g to consumer group because "  # Kafka 4.3's words
 S = ClassicGroupState
 
 
@@ -57,9 +57,7 @@ def classic_group(h: MigrationHarness, members: int = 2, **kw: Any) -> None:
     )
 
 
-def assert_upgrade_refused(
-    h: MigrationHarness, reason: str, message: str = NOT_A_CONSUMER_GROUP
-) -> dict[str, Any]:
+def assert_upgrade_refused(h: MigrationHarness, reason: str, message: str) -> dict[str, Any]:
     """The joiner is answered GROUP_ID_NOT_FOUND with `message`, nothing is written, the group
     is still the same classic group, and one refusal event names `reason`."""
     classic = h.shard.classic_group("g")
@@ -108,7 +106,7 @@ def test_upgrade_follows_the_policy(policy: str) -> None:
         assert h.shard.classic_group("g") is None and h.shard.consumer_group("g") is not None
         assert h.events("group.conversion_refused") == []
     else:
-        event = assert_upgrade_refused(h, "policy")
+        event = assert_upgrade_refused(h, "policy", CANNOT_UPGRADE + "online upgrade is disabled.")
         assert event["policy"] == policy
 
 
@@ -144,6 +142,10 @@ def test_static_replacement_downgrade_follows_the_policy(policy: str) -> None:
 
     r = joined(h, h.join("", metadata=sub("foo", version=3), instance_id="i1"))
 
+    if policy == "disabled":  # no classic member joins a consumer group then (KAFKA-20640)
+        assert r.error_code == Errors.INCONSISTENT_GROUP_PROTOCOL
+        assert h.events("group.conversion_refused")[0]["reason"] == "policy"
+        return
     assert r.error_code == Errors.NONE and r.generation_id == 10
     if policy in DOWNGRADES:
         classic = h.shard.classic_group("g")
@@ -164,7 +166,9 @@ def test_upgrade_refused_when_the_protocol_type_is_not_consumer() -> None:
     h = harness()
     classic_group(h, protocol_type="connect")
 
-    event = assert_upgrade_refused(h, "protocol type")
+    event = assert_upgrade_refused(
+        h, "protocol type", CANNOT_UPGRADE + "the group does not use the consumer embedded protocol."
+    )
     assert event["protocol_type"] == "connect"
 
 
@@ -174,7 +178,9 @@ def test_upgrade_refused_when_the_group_exceeds_the_consumer_max_size() -> None:
     joiner then does not fit: GROUP_MAX_SIZE_REACHED, and nothing of the conversion is kept."""
     h = harness(**{"group.consumer.max.size": 2})
     classic_group(h, members=3)
-    event = assert_upgrade_refused(h, "size")
+    event = assert_upgrade_refused(
+        h, "size", CANNOT_UPGRADE + "the group size exceeds the consumer group maximum size."
+    )
     assert (event["members"], event["max_size"]) == (3, 2)
 
     h = harness(**{"group.consumer.max.size": 2})
@@ -233,8 +239,7 @@ def test_upgrade_refused_when_the_embedded_protocol_is_malformed(
     event = assert_upgrade_refused(
         h,
         "malformed embedded protocol",
-        "Cannot upgrade the classic group g to consumer group because the embedded consumer protocol "
-        "is malformed.",
+        CANNOT_UPGRADE + "the embedded consumer protocol is malformed.",
     )
     assert event["member"] == "c1"
 
@@ -254,7 +259,8 @@ def test_upgrade_refused_when_a_custom_assignor_is_in_use() -> None:
     event = assert_upgrade_refused(
         h,
         "custom assignor",
-        "Cannot upgrade the classic group g to consumer group because a custom assignor is in use.",
+        CANNOT_UPGRADE + "an unsupported custom assignor is in use. Please refer to the documentation "
+        "or switch to a default assignor before re-attempting the upgrade.",
     )
     assert event["member"] == "c1"
 
@@ -290,7 +296,8 @@ def test_upgrade_accepts_empty_user_data_and_members_that_never_synced() -> None
 def test_empty_group_conversions_ignore_the_policy(policy: str) -> None:
     """Empty groups are replaced whatever the policy: a ConsumerGroupHeartbeat to an empty
     classic group, and to an offsets-only ("simple") group whose offsets stay; a classic JoinGroup
-    to an empty consumer group. And classic members may join a non-empty consumer group."""
+    to an empty consumer group. And classic members may join a non-empty consumer group unless the
+    policy is `disabled`."""
     h = harness(policy)
     h.seed_classic(2, [], protocol=None, protocol_type="")
     assert h.cgh("k1", 0).error_code == Errors.NONE
@@ -316,6 +323,9 @@ def test_empty_group_conversions_ignore_the_policy(policy: str) -> None:
     h = harness(policy)
     h.seed_consumer_group(4, [cg_member("k1", epoch=4, topics=("foo",), client=("kip848", "/h"))])
     r = joined(h, h.join("", version=3))
+    if policy == "disabled":  # Kafka 4.3 `throwIfClassicMemberCannotJoinConsumerGroup` (KAFKA-20640)
+        assert r.error_code == Errors.INCONSISTENT_GROUP_PROTOCOL
+        return
     assert r.error_code == Errors.NONE and r.generation_id == 5
     g = h.shard.consumer_group("g")
     assert g is not None and g.num_classic_members == 1

@@ -281,7 +281,7 @@ def test_empty_group_conversions_replay() -> None:
     assert h.shard.classic_group("g").is_empty()  # type: ignore[union-attr]
     cgh_ok(h.cgh("k2", 0))
     assert group_type(h) == "consumer" and len(h.shard.persisted_state()["offsets"]) > 0
-    assert r.member_epoch == 1
+    assert r.member_epoch == 2
 
     assert_every_prefix_replays(h, min_checkpoints=6)
 

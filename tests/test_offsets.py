@@ -125,12 +125,12 @@ def test_static_member_commit_with_a_stale_member_id_is_fenced_instance_id() -> 
 def test_consumer_group_commit_is_fenced_by_member_epoch() -> None:
     h = Harness()
     h.join("m1")
-    assert codes(commit(h.shard, h.now, gen=1, member="m1", version=9)) == [0]
-    out = commit(h.shard, h.now, gen=0, member="m1", version=9)
+    assert codes(commit(h.shard, h.now, gen=2, member="m1", version=9)) == [0]
+    out = commit(h.shard, h.now, gen=1, member="m1", version=9)
     assert codes(out) == [Errors.STALE_MEMBER_EPOCH]
     assert [n for n, _ in out.events] == ["offset_commit.fenced", "request.rejected"]
-    assert codes(commit(h.shard, h.now, gen=1, member="x", version=9)) == [Errors.UNKNOWN_MEMBER_ID]
-    assert codes(commit(h.shard, h.now, gen=1, member="m1", version=8)) == [Errors.UNSUPPORTED_VERSION]
+    assert codes(commit(h.shard, h.now, gen=2, member="x", version=9)) == [Errors.UNKNOWN_MEMBER_ID]
+    assert codes(commit(h.shard, h.now, gen=2, member="m1", version=8)) == [Errors.UNSUPPORTED_VERSION]
     assert codes(commit(h.shard, h.now, gen=-1, member="", version=9)) == [Errors.UNKNOWN_MEMBER_ID]
 
 
@@ -182,9 +182,9 @@ def test_fetch_from_a_consumer_group_validates_the_member_epoch_when_given() -> 
     h = Harness()
     h.join("m1")
     assert fetch(h.shard, topics={"foo": [0]}).error_code == 0  # librdkafka: null member, -1
-    assert fetch(h.shard, topics={"foo": [0]}, member="m1", epoch=1).error_code == 0
-    assert fetch(h.shard, topics={"foo": [0]}, member="m1", epoch=0).error_code == Errors.STALE_MEMBER_EPOCH
-    assert fetch(h.shard, topics={"foo": [0]}, member="zz", epoch=1).error_code == Errors.UNKNOWN_MEMBER_ID
+    assert fetch(h.shard, topics={"foo": [0]}, member="m1", epoch=2).error_code == 0
+    assert fetch(h.shard, topics={"foo": [0]}, member="m1", epoch=1).error_code == Errors.STALE_MEMBER_EPOCH
+    assert fetch(h.shard, topics={"foo": [0]}, member="zz", epoch=2).error_code == Errors.UNKNOWN_MEMBER_ID
 
 
 # --- delete --------------------------------------------------------------------------------
@@ -294,7 +294,7 @@ def test_simple_group_offsets_expire_after_retention_and_the_group_goes_too() ->
 def test_offsets_of_subscribed_topics_never_expire() -> None:
     h = Harness(offsets_retention_minutes=1)
     h.join("m1")
-    commit(h.shard, h.now, gen=1, member="m1", version=9, offsets={("foo", 0): 1, ("gone", 0): 2})
+    commit(h.shard, h.now, gen=2, member="m1", version=9, offsets={("foo", 0): 1, ("gone", 0): 2})
     outs = expire(h.shard, h.now + 10 * DAY)
     assert [r.key for o in outs for r in o.records] == [OffsetCommitKey("g", "gone", 0)]
     assert h.shard.offsets.get("g", "foo", 0) is not None

@@ -68,6 +68,7 @@ from translation.embedded_protocol import (
     read_version,
     serialize_assignment,
 )
+from translation.policy import refused
 
 if TYPE_CHECKING:
     from engine.state import ShardState
@@ -95,6 +96,15 @@ def join(
     shard: ShardState, group: ConsumerGroup, req: JoinGroupRequest, ctx: RequestContext, op: Operation
 ) -> JoinGroupResponse:
     gid = group.group_id
+    if shard.config.consumer_migration_policy == "disabled":
+        # Kafka 4.3 `throwIfClassicMemberCannotJoinConsumerGroup` (KAFKA-20640), before any
+        # other check.
+        refused(op, gid, "join", "policy", policy="disabled", member=req.member_id)
+        raise CoordinatorError(
+            Errors.INCONSISTENT_GROUP_PROTOCOL,
+            f"Cannot join the consumer group {gid} with the classic protocol because the group "
+            "migration is disabled.",
+        )
     member_id = req.member_id
     unknown = member_id == ""
     if unknown:

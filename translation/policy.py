@@ -3,8 +3,9 @@ Consumer Group Upgrade") and the
 structured event every refused conversion logs.
 
 The policy governs only conversions of non-empty groups: empty groups convert whatever it says
-(Kafka converts empty groups whatever the policy), and classic members may join a non-empty consumer group
-whatever it says.
+(Kafka converts empty groups whatever the policy). Classic members may join a non-empty consumer
+group unless the policy is `disabled` (Kafka 4.3 answers INCONSISTENT_GROUP_PROTOCOL then,
+KAFKA-20640).
 """
 
 from __future__ import annotations

@@ -54,19 +54,27 @@ def not_a_consumer_group(group_id: str) -> CoordinatorError:
     return CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group")
 
 
+def cannot_upgrade(group_id: str, because: str) -> CoordinatorError:
+    """Kafka 4.3's refusal (`GroupMetadataManager.validateOnlineUpgrade`), word for word."""
+    return CoordinatorError(
+        Errors.GROUP_ID_NOT_FOUND,
+        f"Cannot upgrade classic group {group_id} to consumer group because {because}",
+    )
+
+
 def check_upgrade(shard: ShardState, group: ClassicGroup, op: Operation) -> None:
     gid = group.group_id
     if not upgrade_enabled(shard.config):
         refused(op, gid, "upgrade", "policy", policy=shard.config.consumer_migration_policy)
-        raise not_a_consumer_group(gid)
+        raise cannot_upgrade(gid, "online upgrade is disabled.")
     if not group.uses_consumer_protocol():
         refused(op, gid, "upgrade", "protocol type", protocol_type=group.protocol_type)
-        raise not_a_consumer_group(gid)
+        raise cannot_upgrade(gid, "the group does not use the consumer embedded protocol.")
     if group.num_members > shard.config.consumer_max_size:
         refused(
             op, gid, "upgrade", "size", members=group.num_members, max_size=shard.config.consumer_max_size
         )
-        raise not_a_consumer_group(gid)
+        raise cannot_upgrade(gid, "the group size exceeds the consumer group maximum size.")
 
 
 def _assigned(data: bytes, image: MetadataImage) -> tuple[dict[TopicId, tuple[int, ...]], bytes | None]:
@@ -140,17 +148,13 @@ def upgrade(shard: ShardState, group: ClassicGroup, op: Operation) -> ConsumerGr
             )
         except (SchemaError, ValueError) as e:
             refused(op, gid, "upgrade", "malformed embedded protocol", member=m.member_id, error=str(e))
-            raise CoordinatorError(
-                Errors.GROUP_ID_NOT_FOUND,
-                f"Cannot upgrade the classic group {gid} to consumer group because the embedded "
-                "consumer protocol is malformed.",
-            ) from None
+            raise cannot_upgrade(gid, "the embedded consumer protocol is malformed.") from None
         if user_data:
             refused(op, gid, "upgrade", "custom assignor", member=m.member_id)
-            raise CoordinatorError(
-                Errors.GROUP_ID_NOT_FOUND,
-                f"Cannot upgrade the classic group {gid} to consumer group because a custom "
-                "assignor is in use.",
+            raise cannot_upgrade(
+                gid,
+                "an unsupported custom assignor is in use. Please refer to the documentation or "
+                "switch to a default assignor before re-attempting the upgrade.",
             )
         subscriptions.append(sub)
         members.append(

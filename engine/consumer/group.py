@@ -75,7 +75,8 @@ class ConsumerGroup:
 
     def __init__(self, group_id: str) -> None:
         self.group_id = group_id
-        self.group_epoch = 0
+        # A new group starts at epoch 1 (Kafka 4.3 `ModernGroup`), so its first member gets 2.
+        self.group_epoch = 1
         self.assignment_epoch = 0
         self.members: dict[str, ConsumerGroupMember] = {}
         self.static_members: dict[str, str] = {}  # instance id -> member id

@@ -183,11 +183,13 @@ def update_subscription(
     bump = False
     if old is None or not new.subscription_equals(old):
         op.records.append(rb.member_metadata(gid, new))
-        if old is None or (
-            new.subscribed_topic_names != old.subscribed_topic_names
-            or (new.subscribed_topic_regex or None) != (old.subscribed_topic_regex or None)
-            or new.rack_id != old.rack_id
-            or new.server_assignor != old.server_assignor
+        # Kafka 4.3 `hasMemberSubscriptionChanged`: only the topic names (and a regex, below)
+        # bump the epoch; a new member without topics, a rack or an assignor change do not (they
+        # count at the next bump).
+        old_names = old.subscribed_topic_names if old is not None else ()
+        old_regex = old.subscribed_topic_regex if old is not None else None
+        if new.subscribed_topic_names != old_names or (new.subscribed_topic_regex or None) != (
+            old_regex or None
         ):
             bump = True
     if group.group_epoch == 0:

@@ -44,6 +44,9 @@ def group_authorized_operations(include: bool, error_code: int) -> int:
     return GROUP_AUTHORIZED_OPERATIONS if include and not error_code else AUTHORIZED_OPERATIONS_OMITTED
 
 
+# The same bitfield, as ConsumerGroupDescribe answers it when asked.
+GROUP_OPERATIONS = GROUP_AUTHORIZED_OPERATIONS
+
 # The common ConsumerGroupHeartbeat answer (no assignment, no error message), encoded directly;
 # v0 and v1 share the layout. Byte-identical to the compiled writer (tests/test_group_api_fast_paths).
 _CGH_HEAD = struct.Struct(">ihB")  # throttle time 0, error code, null error message
@@ -209,7 +212,10 @@ class GroupApis:
                     "group_epoch": d.group_epoch,
                     "assignment_epoch": d.assignment_epoch,
                     "assignor_name": d.assignor_name,
-                    "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+                    # Kafka `handleConsumerGroupDescribe`: only for groups described without error.
+                    "authorized_operations": GROUP_OPERATIONS
+                    if req.include_authorized_operations and d.error_code == 0
+                    else AUTHORIZED_OPERATIONS_OMITTED,
                     "members": [
                         {
                             "member_id": m.member_id,

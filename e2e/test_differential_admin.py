@@ -289,7 +289,6 @@ KNOWN: dict[str, dict[str, str]] = {
     },
     "scenario_api_versions_group_apis": {
         r"ApiVersions group APIs#0\.(8|9)\[1\]": "OffsetCommit/OffsetFetch v10 (topic ids) not served",
-        r"ApiVersions group APIs#0\.42\[1\]": "DeleteGroups v3 not served",
     },
     "scenario_describe_consumer_group": {
         r"DescribeGroups v5 consumer group#\d+\.(group_state|protocol_type)": "classic shape (deviations.md)",

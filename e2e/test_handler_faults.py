@@ -117,12 +117,18 @@ def fail_next_request(gateway: InProcessGateway, api_key: int) -> dict[str, int]
     return state
 
 
+# What a described group that does not exist gives, by the DescribeGroups version kafka-python
+# picks: an error-free Dead group (v0-v5) or GROUP_ID_NOT_FOUND (v6).
+NOT_FOUND_OR_NONE = (None, "[Error 69] GroupIdNotFoundError: Group g not found.")
+
+
 def test_a_failed_request_is_answered_and_the_next_one_uses_the_same_connection(
     gateway: InProcessGateway,
 ) -> None:
     admin = KafkaAdminClient(bootstrap_servers=gateway.bootstrap, request_timeout_ms=10000)
     try:
-        assert admin.describe_groups(["g"])["g"]["error"] is None  # the connection is up
+        # the connection is up (DescribeGroups v6 answers an unknown group GROUP_ID_NOT_FOUND)
+        assert admin.describe_groups(["g"])["g"]["error"] in NOT_FOUND_OR_NONE
         accepted = gateway.metric("groupshift_connections_accepted_total")
 
         state = fail_next_request(gateway, 19)  # CreateTopics: UNKNOWN_SERVER_ERROR per topic
@@ -133,8 +139,8 @@ def test_a_failed_request_is_answered_and_the_next_one_uses_the_same_connection(
 
         state = fail_next_request(gateway, 15)  # DescribeGroups: a coordinator API
         failed = admin.describe_groups(["g"])["g"]
-        assert failed["error"] == str(CoordinatorNotAvailableError(""))
-        assert admin.describe_groups(["g"])["g"]["error"] is None and state["calls"] == 2
+        assert failed["error"].startswith(str(CoordinatorNotAvailableError("")))
+        assert admin.describe_groups(["g"])["g"]["error"] in NOT_FOUND_OR_NONE and state["calls"] == 2
 
         assert gateway.metric("groupshift_connections_accepted_total") == accepted
         assert gateway.metric('groupshift_requests_failed_total{api="CreateTopics"}') == 1

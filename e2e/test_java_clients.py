@@ -132,7 +132,7 @@ def test_java_upgrade_refused_under_disabled_policy(gateways: Gateways, kafka_cl
         wait_until(joiner.stopped.is_set, 30, f"{joiner.name} to give up")
         assert isinstance(joiner, JavaMember) and joiner.proc is not None
         stderr = joiner.errors_text()
-        assert "GroupIdNotFoundException" in stderr and "is not a consumer group" in stderr, stderr
+        assert "GroupIdNotFoundException" in stderr and "online upgrade is disabled" in stderr, stderr
         refusals = group_events(sc.gw, sc.group, "group.conversion_refused")
         assert refusals and refusals[-1]["reason"] == "policy", refusals
         assert not joiner.owned

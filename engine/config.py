@@ -150,22 +150,28 @@ class GroupConfig(BaseModel):
         """Kafka checks per-group values against the broker's min/max bounds (messages as Kafka
         4.3's `GroupConfig` validation words them)."""
         s = self.consumer_session_timeout_ms
-        if s is not None and not (
-            broker.consumer_min_session_timeout_ms <= s <= broker.consumer_max_session_timeout_ms
-        ):
-            raise ValueError(
-                f"consumer.session.timeout.ms must be in the range "
-                f"{broker.consumer_min_session_timeout_ms} to "
-                f"{broker.consumer_max_session_timeout_ms} inclusive."
-            )
         hb = self.consumer_heartbeat_interval_ms
-        if hb is not None and not (
-            broker.consumer_min_heartbeat_interval_ms <= hb <= broker.consumer_max_heartbeat_interval_ms
-        ):
+        # Kafka 4.3 checks the heartbeat interval first, then the session timeout, and names the
+        # broker bound that was crossed.
+        if hb is not None and hb < broker.consumer_min_heartbeat_interval_ms:
             raise ValueError(
-                f"consumer.heartbeat.interval.ms must be in the range "
-                f"{broker.consumer_min_heartbeat_interval_ms} to "
-                f"{broker.consumer_max_heartbeat_interval_ms} inclusive."
+                "consumer.heartbeat.interval.ms must be greater than or equal to "
+                "group.consumer.min.heartbeat.interval.ms"
+            )
+        if hb is not None and hb > broker.consumer_max_heartbeat_interval_ms:
+            raise ValueError(
+                "consumer.heartbeat.interval.ms must be less than or equal to "
+                "group.consumer.max.heartbeat.interval.ms"
+            )
+        if s is not None and s < broker.consumer_min_session_timeout_ms:
+            raise ValueError(
+                "consumer.session.timeout.ms must be greater than or equal to "
+                "group.consumer.min.session.timeout.ms"
+            )
+        if s is not None and s > broker.consumer_max_session_timeout_ms:
+            raise ValueError(
+                "consumer.session.timeout.ms must be less than or equal to "
+                "group.consumer.max.session.timeout.ms"
             )
         session = s if s is not None else broker.consumer_session_timeout_ms
         interval = hb if hb is not None else broker.consumer_heartbeat_interval_ms

@@ -67,7 +67,7 @@ def test_unknown_names_and_bad_values_are_rejected() -> None:
 def test_group_overrides_are_checked_against_the_broker_bounds() -> None:
     broker = CoordinatorConfig()
     GroupConfig.model_validate({"consumer.session.timeout.ms": 50000}).validate_against(broker)
-    with pytest.raises(ValueError, match=r"session\.timeout\.ms must be in the range 45000 to 60000"):
+    with pytest.raises(ValueError, match=r"session\.timeout\.ms must be greater than or equal to"):
         GroupConfig.model_validate({"consumer.session.timeout.ms": 1000}).validate_against(broker)
 
 

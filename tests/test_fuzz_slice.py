@@ -9,13 +9,25 @@ refuse some cleanly: a harness that refuses everything (or nothing) exercises no
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
+import structlog
 
 from fuzz import NAMES, target
 from fuzz.__main__ import quiet_logs
 from fuzz.common import run_random
 
 RUNS = 4000
+
+
+@pytest.fixture(autouse=True)
+def _restore_structlog() -> Iterator[None]:
+    """`quiet_logs` configures structlog for the whole process; put the configuration back so
+    that later tests (which capture warnings) see their events."""
+    saved = structlog.get_config()
+    yield
+    structlog.configure(**saved)
 
 
 @pytest.mark.parametrize("name", NAMES)

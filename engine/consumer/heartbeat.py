@@ -120,8 +120,8 @@ def heartbeat(
     """The native path (`engine.routing`): `group` is the consumer group the request found, or
     None; the request has passed `validate`."""
     if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
-        if group is None:
-            raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Consumer group {req.group_id} not found.")
+        if group is None:  # Kafka's `consumerGroup(groupId)` words for a leave
+            raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {req.group_id} not found.")
         return leave(shard, group, req, op)
     if group is None:
         if req.member_epoch != 0:

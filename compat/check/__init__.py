@@ -1,0 +1,1 @@
+"""`groupshift check`: upgrade readiness and downgrade safety per group (issue 15)."""

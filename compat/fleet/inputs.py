@@ -1,0 +1,97 @@
+"""The inputs of `groupshift fleet report`: `NAME=PATH` arguments, each tagged with its cluster.
+
+PATH may be:
+
+* a groupshift data dir (`PATH/coordinator/__consumer_offsets-N/*.log`), a Kafka broker's log
+  directory (`PATH/__consumer_offsets-N/*.log`) or one `__consumer_offsets-N` directory (its
+  partition number read from the name); Kafka's other files (indexes, snapshots, checkpoints)
+  are ignored. In a directory, `*.jsonl` files are event logs, `settings.json` the broker
+  settings the cluster runs with (`{"group.consumer.migration.policy": "upgrade", ...}`, what
+  the verdicts are judged against; Kafka 4.x's defaults otherwise) and `topics.json` a
+  `{topic id: name}` map for consumer groups whose log does not name their topics (Kafka 4.1+
+  no longer writes ConsumerGroupPartitionMetadata);
+* a file: an event log (groupshift's JSON lines, e.g. `groupshift serve 2> events.jsonl`).
+
+A bare PATH is tagged with its directory name. The same NAME may be given several times (a data
+dir and an event log kept elsewhere).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from dataclasses import dataclass, field
+
+from records.dump import OFFSETS_LOG_PREFIX, offsets_logs
+from records.segment import SEGMENT_SUFFIX, parse_segment_name
+
+
+class InputError(ValueError):
+    """An input that cannot be read; the command prints it and exits 2."""
+
+
+@dataclass
+class Cluster:
+    name: str
+    segments: list[tuple[int, str]] = field(default_factory=list)  # (partition, segment file)
+    events: list[str] = field(default_factory=list)
+    settings: dict[str, str | None] = field(default_factory=dict)
+    topic_names: dict[str, str] = field(default_factory=dict)  # topic id (str) -> name
+
+    def topic_ids(self) -> dict[uuid.UUID, str]:
+        return {uuid.UUID(k): v for k, v in self.topic_names.items()}
+
+
+def _segments(directory: str) -> list[str]:
+    names = sorted(n for n in os.listdir(directory) if parse_segment_name(n, SEGMENT_SUFFIX) is not None)
+    return [os.path.join(directory, n) for n in names]
+
+
+def _read_json(path: str) -> dict[str, str]:
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError) as e:
+        raise InputError(f"{path}: {e}") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: expected a JSON object")
+    return {str(k): str(v) for k, v in data.items()}
+
+
+def discover(specs: list[str]) -> list[Cluster]:
+    clusters: dict[str, Cluster] = {}
+    for spec in specs:
+        name, sep, path = spec.partition("=")
+        if not sep:
+            path = spec
+            name = os.path.basename(os.path.normpath(spec))
+        if not name or not path:
+            raise InputError(f"{spec!r}: expected NAME=PATH")
+        path = os.path.abspath(path)
+        c = clusters.setdefault(name, Cluster(name))
+        if os.path.isfile(path):
+            c.events.append(path)
+            continue
+        if not os.path.isdir(path):
+            raise InputError(f"{spec}: {path} is neither a directory nor a file")
+        found = False
+        base = os.path.basename(path)
+        if base.startswith(OFFSETS_LOG_PREFIX) and base[len(OFFSETS_LOG_PREFIX) :].isdigit():
+            c.segments += [(int(base[len(OFFSETS_LOG_PREFIX) :]), s) for s in _segments(path)]
+            found = True
+        for partition, directory in offsets_logs(path) or []:
+            c.segments += [(partition, s) for s in _segments(directory)]
+            found = True
+        for n in sorted(os.listdir(path)):
+            p = os.path.join(path, n)
+            if n.endswith(".jsonl") and os.path.isfile(p):
+                c.events.append(p)
+                found = True
+        if os.path.isfile(os.path.join(path, "settings.json")):
+            c.settings.update(_read_json(os.path.join(path, "settings.json")))
+        if os.path.isfile(os.path.join(path, "topics.json")):
+            c.topic_names.update(_read_json(os.path.join(path, "topics.json")))
+        if not found:
+            raise InputError(f"{spec}: no __consumer_offsets-N segments and no *.jsonl event log in {path}")
+    return list(clusters.values())

@@ -211,16 +211,13 @@ def health(cluster: str, group: str, events: Sequence[dict[str, Any]]) -> dict[s
                 open_consumer = None
         elif name == "group.conversion_refused":
             refusals += 1
-        if open_consumer is not None and name in (
-            "member.assignment_changed",
-            "group.target_assignment_computed",
-        ):
-            if all(steady.get(m, True) for m in assigned):
-                durations.append(t - open_consumer)
-                open_consumer = None
-        if migrating and name in ENDS | {"member.joined", "member.assignment_changed"}:
-            if assigned and not any(protocols.get(m) == "classic" for m in assigned):
-                migrating = False
+        settles = name in ("member.assignment_changed", "group.target_assignment_computed")
+        if open_consumer is not None and settles and all(steady.get(m, True) for m in assigned):
+            durations.append(t - open_consumer)
+            open_consumer = None
+        moves = name in ENDS or name in ("member.joined", "member.assignment_changed")
+        if migrating and moves and assigned and not any(protocols.get(m) == "classic" for m in assigned):
+            migrating = False
     first = evs[0]["ts"] if evs else None
     last = evs[-1]["ts"] if evs else None
     hours = max((last or 0.0) - (first or 0.0), 1.0) / 3600.0

@@ -225,7 +225,7 @@ def build(
     tables: dict[str, DataFrame] = {}
 
     if seg_index:
-        NEWEST = F.struct("offset", "timestamp", "record_type", "group", "value")
+        newest = F.struct("offset", "timestamp", "record_type", "group", "value")
         files = spark.read.format("binaryFile").load(sorted(seg_index))
         decoded = files.select("path", "content").mapInArrow(_decode_files(seg_index), RECORD_SCHEMA)
         decoded = decoded.persist()
@@ -233,9 +233,7 @@ def build(
         live = (
             records.groupBy("cluster", "partition", "key")
             .agg(
-                F.max_by(F.struct("offset", "timestamp", "record_type", "group", "value"), "offset").alias(
-                    "r"
-                ),
+                F.max_by(newest, "offset").alias("r"),
                 F.sum("n").alias("n"),
             )
             .select("cluster", "partition", "key", "r.*", "n")

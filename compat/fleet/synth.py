@@ -69,9 +69,15 @@ from translation.embedded_protocol import (
 )
 
 T0_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z: the fleet's clock starts here
-SESSION_MS = 45_000
+# Long sessions (the broker allows up to 30 minutes) so that a simulated hour costs few
+# heartbeats: every live member heartbeats each KEEPALIVE_MS, time moves in STEP_MS steps and a
+# group whose timers fired settles at once (its members rejoin, as real clients would).
+SESSION_MS = 300_000
 REBALANCE_MS = 30_000
-KEEPALIVE_MS = 5_000
+KEEPALIVE_MS = 120_000
+STEP_MS = 10_000
+ROUND_MS = 300_000
+CHURN_PER_ROUND = 0.04
 
 TOPICS: dict[str, int] = {
     "orders": 12,
@@ -210,6 +216,7 @@ class ShardDriver:
         self.groups: dict[str, GroupPlan] = {}
         self._parked: dict[Pending, tuple[GroupPlan, ClassicClient]] = {}
         self.last_keepalive = cluster.now
+        self._settling = False
 
     # --- plumbing --------------------------------------------------------------------------
 
@@ -235,8 +242,20 @@ class ShardDriver:
             self.cluster.log_event(name, self.index, fields)
 
     def expire(self) -> None:
+        """Fire the timers due now; a group whose timers fired (a session expired, a rebalance
+        timed out) settles at once, as its live members would on their next heartbeat."""
+        touched: set[str] = set()
         for out in self.storage.shard.expire(self.cluster.now):
+            touched |= {str(f.get("group")) for _, f in out.events}
             self.run(out)
+        for gid in sorted(touched):
+            plan = self.groups.get(gid)
+            if plan is not None and not self._settling:
+                self._settling = True
+                try:
+                    self.settle(plan)
+                finally:
+                    self._settling = False
 
     def ctx(self, client_id: str, version: int) -> RequestContext:
         return RequestContext(client_id, f"/10.{self.cluster.index % 250}.0.{self.index + 1}", version)
@@ -314,7 +333,7 @@ class ShardDriver:
 
     def classic_heartbeat(self, plan: GroupPlan, c: ClassicClient) -> bool:
         """Heartbeat; rejoin when told to. True when the member had to rejoin."""
-        if not c.member_id:
+        if not c.member_id or c.generation < 0:  # never joined, or its JoinGroup still waits
             self.classic_join(plan, c)
             return True
         self.cluster.tick()
@@ -453,6 +472,8 @@ class ClusterDriver:
         self.config = CoordinatorConfig.from_kafka(
             {
                 "group.initial.rebalance.delay.ms": 0,
+                "group.consumer.session.timeout.ms": SESSION_MS,
+                "group.consumer.max.session.timeout.ms": 1_800_000,
                 "group.consumer.migration.policy": self.settings["group.consumer.migration.policy"],
                 "group.consumer.max.size": int(self.settings["group.consumer.max.size"]),
                 "group.max.size": int(self.settings["group.max.size"]),
@@ -465,6 +486,8 @@ class ClusterDriver:
         os.makedirs(os.path.join(self.dir, "coordinator"), exist_ok=True)
         with open(os.path.join(self.dir, "settings.json"), "w") as f:
             json.dump(self.settings, f, indent=2, sort_keys=True)
+        with open(os.path.join(self.dir, "topics.json"), "w") as f:
+            json.dump({str(tid): n for tid, n in self.topic_names.items()}, f, indent=2, sort_keys=True)
         self.events: IO[str] = open(os.path.join(self.dir, "events.jsonl"), "w")  # noqa: SIM115
         self.shards = [
             ShardDriver(self, i, os.path.join(self.dir, "coordinator", f"__consumer_offsets-{i}"))
@@ -477,7 +500,7 @@ class ClusterDriver:
     def advance(self, ms: int) -> None:
         """Move the clock in steps short enough that every live member heartbeats in time."""
         while ms > 0:
-            step = min(ms, KEEPALIVE_MS)
+            step = min(ms, STEP_MS)
             self.now += step
             ms -= step
             for s in self.shards:
@@ -517,67 +540,120 @@ def _classic_client(rng: random.Random, name: str, topics: tuple[str, ...], kind
     return ClassicClient(name, f"{prefix}-{name}", topics, assignors, user_data)
 
 
-def build_group(cluster: ClusterDriver, rng: random.Random, group_id: str, kind: str) -> GroupPlan:
-    """Form one group of the given kind through the engine and leave it live (or empty)."""
-    shard = cluster.shard_for(group_id)
-    plan = GroupPlan(group_id, kind)
-    shard.groups[group_id] = plan
-    topics = tuple(sorted(rng.sample(PLAIN_TOPICS, rng.randint(1, 3))))
-    size = rng.choice((1, 2, 2, 3, 3, 4, 5, 6, 8)) if kind != "large" else rng.randint(26, 40)
+CLASSIC_KINDS = ("classic", "classic-static", "classic-userdata", "connect", "large", "migrated", "migrating")
 
-    def add_classic(n: int, member_kind: str) -> None:
+
+class GroupBuilder:
+    """Forms one group of a kind through the engine, then lives its life on the timeline:
+    restarts, crashes (the member stops heartbeating and the coordinator expires it), and for
+    the migration kinds a rolling restart onto the other protocol."""
+
+    def __init__(self, cluster: ClusterDriver, rng: random.Random, group_id: str, kind: str) -> None:
+        self.cluster = cluster
+        self.rng = rng
+        self.shard = cluster.shard_for(group_id)
+        self.plan = GroupPlan(group_id, kind)
+        self.shard.groups[group_id] = self.plan
+        self.topics = tuple(sorted(rng.sample(PLAIN_TOPICS, rng.randint(1, 3))))
+        self.size = rng.choice((1, 2, 2, 3, 3, 4, 5, 6, 8)) if kind != "large" else rng.randint(26, 40)
+        self.member_kind = kind if kind in ("classic-static", "classic-userdata", "connect") else "classic"
+        self.regex = kind == "consumer-regex"
+        self.serial = 0
+
+    def add_classic(self, n: int, member_kind: str, instance_id: str | None = None) -> None:
+        plan = self.plan
         for i in range(n):
-            name = f"{group_id}-c{len(plan.classic) + i}"
-            c = _classic_client(rng, name, topics, member_kind)
+            self.serial += 1
+            name = f"{plan.group_id}-c{self.serial}"
+            c = _classic_client(self.rng, name, self.topics, member_kind)
             if member_kind == "classic-static":
-                c.instance_id = f"{group_id}-instance-{i}"
+                c.instance_id = instance_id or f"{plan.group_id}-instance-{i}"
             if member_kind == "connect":
                 c.protocol_type, c.assignors, c.client_id = "connect", ("sessioned",), f"connect-{name}"
             plan.classic[name] = c
-            shard.classic_join(plan, c)
-            cluster.tick(rng.randint(5, 200))
-        shard.settle(plan)
+            self.shard.classic_join(plan, c)
+            self.cluster.tick(self.rng.randint(5, 200))
+        self.shard.settle(plan)
 
-    def add_consumer(n: int, regex: bool) -> None:
+    def add_consumer(self, n: int) -> None:
+        plan = self.plan
         for _ in range(n):
-            mid = f"{group_id}-k{len(plan.consumer)}-{rng.getrandbits(40):010x}"
+            self.serial += 1
+            mid = f"{plan.group_id}-k{self.serial}-{self.rng.getrandbits(40):010x}"
             k = ConsumerClient(
                 mid,
-                f"{rng.choice(('java-consumer', 'rdkafka'))}-{mid[-6:]}",
-                () if regex else topics,
-                rng.choice(REGEXES) if regex else None,
-                rng.choice((None, None, "uniform", "range")),
+                f"{self.rng.choice(('java-consumer', 'rdkafka'))}-{mid[-6:]}",
+                () if self.regex else self.topics,
+                self.rng.choice(REGEXES) if self.regex else None,
+                self.rng.choice((None, None, "uniform", "range")),
             )
             plan.consumer[mid] = k
-            shard.consumer_heartbeat(plan, k)
-            shard.settle(plan)
-            cluster.advance(rng.randint(100, 3000))
+            self.shard.consumer_heartbeat(plan, k)
+            self.shard.settle(plan)
+            self.cluster.tick(self.rng.randint(100, 3000))
 
-    if kind in ("classic", "classic-static", "classic-userdata", "connect", "large"):
-        add_classic(size, kind)
-    elif kind == "offsets-only":
-        shard.commit(plan, rng, [0])  # an admin tool's commit creates the (empty) group
-    elif kind in ("consumer", "consumer-regex"):
-        add_consumer(size, kind == "consumer-regex")
-    elif kind in ("migrated", "migrating"):
-        add_classic(size, "classic")
-        cluster.advance(rng.randint(60_000, 600_000))
-        steps = size if kind == "migrated" else max(1, size // 2)
-        for name in list(plan.classic)[:steps]:
-            add_consumer(1, False)  # the new instance starts first, then the old one stops
-            shard.classic_leave(plan, name)
-            shard.settle(plan)
-            cluster.advance(rng.randint(500, 20_000))
-    elif kind == "downgraded":
-        add_consumer(size, False)
-        cluster.advance(rng.randint(60_000, 600_000))
-        for mid in list(plan.consumer):
-            add_classic(1, "classic")
-            shard.consumer_leave(plan, mid)
-            shard.settle(plan)
-            cluster.advance(rng.randint(500, 20_000))
-    shard.settle(plan)
-    return plan
+    def form(self) -> None:
+        kind = self.plan.kind
+        if kind in (
+            "classic",
+            "classic-static",
+            "classic-userdata",
+            "connect",
+            "large",
+            "migrated",
+            "migrating",
+        ):
+            self.add_classic(self.size, self.member_kind)
+        elif kind == "offsets-only":
+            self.shard.commit(self.plan, self.rng, [0])  # an admin tool's commit creates the group
+        elif kind in ("consumer", "consumer-regex", "downgraded"):
+            self.add_consumer(self.size)
+        self.shard.settle(self.plan)
+
+    def churn(self) -> None:
+        """One member restarts (leaves, a new instance joins) or crashes (no leave: the
+        coordinator fences it when its session times out; a new instance joins now)."""
+        plan = self.plan
+        crash = self.rng.random() < 0.3
+        if plan.classic and (not plan.consumer or self.rng.random() < 0.5):
+            name = self.rng.choice(sorted(plan.classic))
+            instance_id = plan.classic[name].instance_id  # a static member comes back as itself
+            kind = "classic-static" if instance_id else self.member_kind
+            if plan.classic[name].protocol_type == "connect":
+                kind = "connect"
+            if crash:
+                plan.classic.pop(name)
+            else:
+                self.shard.classic_leave(plan, name)
+            self.shard.settle(plan)
+            self.add_classic(1, kind, instance_id)
+        elif plan.consumer:
+            mid = self.rng.choice(sorted(plan.consumer))
+            if crash:
+                plan.consumer.pop(mid)
+            else:
+                self.shard.consumer_leave(plan, mid)
+            self.shard.settle(plan)
+            self.add_consumer(1)
+
+    def migrate(self) -> None:
+        """A rolling restart onto the other protocol, one member at a time, the new instance
+        first (KIP-848's online migration): all of them, or half for the `migrating` kind."""
+        plan = self.plan
+        if plan.kind in ("migrated", "migrating"):
+            names = sorted(plan.classic)
+            steps = len(names) if plan.kind == "migrated" else max(1, len(names) // 2)
+            for name in names[:steps]:
+                self.add_consumer(1)
+                self.shard.classic_leave(plan, name)
+                self.shard.settle(plan)
+                self.cluster.advance(self.rng.randint(5_000, 60_000))
+        elif plan.kind == "downgraded":
+            for mid in sorted(plan.consumer):
+                self.add_classic(1, "classic")
+                self.shard.consumer_leave(plan, mid)
+                self.shard.settle(plan)
+                self.cluster.advance(self.rng.randint(5_000, 60_000))
 
 
 @dataclass
@@ -593,46 +669,60 @@ def synth(
     clusters: int,
     groups: int,
     records: int,
+    hours: float = 4.0,
     seed: int = 1,
     progress: IO[str] | None = None,
 ) -> SynthResult:
     """Write `clusters` data dirs under `out_dir` with `groups` groups each and, all clusters
-    together, at least `records` coordinator records (offset commits fill up to it)."""
+    together, at least `records` coordinator records (offset commits fill up to it), over
+    `hours` of simulated time per cluster: groups form in the first tenth, then every
+    `ROUND_MS` each group commits, now and then a member restarts or crashes, and the
+    migration kinds roll over to the other protocol at a random point of the middle half."""
     rng = random.Random(seed)
     names = [f"cluster-{i:02d}" for i in range(clusters)]
     kinds = [k for k, _ in KINDS]
     weights = [w for _, w in KINDS]
-    drivers = [ClusterDriver(out_dir, n, i, seed) for i, n in enumerate(names)]
     total_groups = 0
-    try:
-        for d in drivers:
+    total = 0
+    per_cluster = max(1, records // max(1, clusters))
+    counter = [0]
+    for ci, name in enumerate(names):
+        d = ClusterDriver(out_dir, name, ci, seed)
+        try:
+            span = int(hours * 3_600_000)
+            rounds = max(4, span // ROUND_MS)
+            builders = []
             for gi in range(groups):
                 kind = rng.choices(kinds, weights)[0]
-                build_group(d, rng, f"{kind}-{gi:04d}-{rng.getrandbits(24):06x}", kind)
-                total_groups += 1
-                d.advance(rng.randint(1_000, 30_000))
-            if progress is not None:
-                progress.write(f"{d.name}: {groups} groups, {d.records()} records\n")
-        per_cluster = max(0, records - sum(d.records() for d in drivers)) // max(1, clusters)
-        counter = [0]
-        for d in drivers:
-            goal = d.records() + per_cluster
-            while d.records() < goal:
+                b = GroupBuilder(d, rng, f"{kind}-{gi:04d}-{rng.getrandbits(24):06x}", kind)
+                b.form()
+                builders.append(b)
+                d.advance(max(1, span // 10 // max(1, groups)))
+            total_groups += len(builders)
+            migrate_at = {id(b): rng.randint(rounds // 4, 3 * rounds // 4) for b in builders}
+            for r in range(rounds):
+                budget = max(0, per_cluster - d.records()) // max(1, rounds - r)
+                goal = d.records() + budget
+                for b in builders:
+                    if r == migrate_at[id(b)]:
+                        b.migrate()
+                    elif rng.random() < CHURN_PER_ROUND:
+                        b.churn()
+                    if d.records() < goal:
+                        b.shard.commit(b.plan, rng, counter)
+                d.advance(ROUND_MS)
+            while d.records() < per_cluster:  # the rest of the records, as more commits
                 before = d.records()
-                for s in d.shards:
-                    for plan in list(s.groups.values()):
-                        s.commit(plan, rng, counter)
-                        if d.records() >= goal:
-                            break
-                    if d.records() >= goal:
+                for b in builders:
+                    b.shard.commit(b.plan, rng, counter)
+                    if d.records() >= per_cluster:
                         break
-                d.advance(rng.randint(1_000, 5_000))
+                d.advance(ROUND_MS)
                 if d.records() == before:
                     break  # nothing can commit (no owned partitions anywhere)
+            total += d.records()
             if progress is not None:
-                progress.write(f"{d.name}: {d.records()} records\n")
-        total = sum(d.records() for d in drivers)
-    finally:
-        for d in drivers:
+                progress.write(f"{d.name}: {len(builders)} groups, {d.records()} records\n")
+        finally:
             d.close()
     return SynthResult(names, total_groups, total)

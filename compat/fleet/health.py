@@ -10,6 +10,11 @@ Read from the log, per group and in time order:
   assigned) is *unowned* while no member owns it: its records are not consumed. The integral
   over time is the group's **unowned partition-seconds**;
 * **membership changes**: `member.joined`, `member.left`, `member.fenced`, `member.removed`;
+* **eager rebalances**: a classic member of an eager assignor (every one but
+  `cooperative-sticky`) gives up all its partitions before it rejoins, which the log does not
+  show (the gateway logs a classic member's assignment only when a generation installs a
+  different one): from `group.rebalance_prepared` to `group.stable` the members of an eager
+  group own nothing, then own again what they owned unless the new generation changed it;
 * **rebalances**: a classic rebalance starts at `group.rebalance_prepared` and ends at the next
   `group.stable`; a consumer-group rebalance starts at `group.epoch_bumped` and ends when every
   member is STABLE with nothing pending (the `state` and `pending_assignment` of its last
@@ -36,6 +41,7 @@ ENDS = frozenset({"member.left", "member.fenced", "member.removed"})
 KEPT = MEMBERSHIP | {
     "member.assignment_changed",
     "group.rebalance_prepared",
+    "group.generation_started",
     "group.stable",
     "group.epoch_bumped",
     "group.target_assignment_computed",
@@ -127,14 +133,20 @@ class _Phase:
     unowned: float = 0.0
 
 
-def health(cluster: str, group: str, events: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The HEALTH_SCHEMA row of one group from its parsed events (any order: sorted here)."""
+def health(
+    cluster: str, group: str, events: Sequence[dict[str, Any]], window: tuple[float, float] | None = None
+) -> dict[str, Any]:
+    """The HEALTH_SCHEMA row of one group from its parsed events (any order: sorted here).
+    `window` is the time span the cluster's log covers (its first and last event): rates are
+    per hour of that span, since a quiet group logs nothing for hours."""
     evs = sorted(events, key=lambda e: (e["ts"], e["seq"]))
     assigned: dict[str, set[str]] = {}
     pending: dict[str, set[str]] = {}
     steady: dict[str, bool] = {}  # member -> STABLE with nothing pending (consumer groups)
     protocols: dict[str, str] = {}
     known: set[str] = set()
+    suspended: dict[str, set[str]] = {}  # eager members' partitions during a classic rebalance
+    group_protocol: str | None = None
     before, after, migration = _Phase(), _Phase(), _Phase()
     converted_at: float | None = None
     conversion: str | None = None
@@ -182,15 +194,24 @@ def health(cluster: str, group: str, events: Sequence[dict[str, Any]]) -> dict[s
             if e["state"] is not None:
                 steady[member] = e["state"] == "STABLE" and not e["pending_assignment"]
         elif name in ENDS:
+            suspended.pop(member, None)
             assigned.pop(member, None)
             pending.pop(member, None)
             steady.pop(member, None)
             protocols.pop(member, None)
+        elif name == "group.generation_started":
+            group_protocol = e["protocol"]
         elif name == "group.rebalance_prepared":
             rebalances += 1
             if open_classic is None:
                 open_classic = t
+            if group_protocol != "cooperative-sticky":
+                for m in list(assigned):
+                    suspended.setdefault(m, set()).update(assigned.pop(m))
         elif name == "group.stable":
+            for m, parts in suspended.items():
+                assigned[m] = parts
+            suspended.clear()
             if open_classic is not None:
                 durations.append(t - open_classic)
                 open_classic = None
@@ -220,7 +241,8 @@ def health(cluster: str, group: str, events: Sequence[dict[str, Any]]) -> dict[s
             migrating = False
     first = evs[0]["ts"] if evs else None
     last = evs[-1]["ts"] if evs else None
-    hours = max((last or 0.0) - (first or 0.0), 1.0) / 3600.0
+    lo, hi = window if window is not None else (first or 0.0, last or 0.0)
+    hours = max(hi - lo, 1.0) / 3600.0
 
     def per(p: _Phase) -> float | None:
         return p.unowned / p.changes if p.changes else None

@@ -194,16 +194,21 @@ def _parse_event_files(index: dict[str, str]) -> Any:
     return parse
 
 
-def _health_of_group(table: pa.Table) -> pa.Table:
-    import pyarrow as pa
+def _health_of_groups(windows: dict[str, tuple[float, float]]) -> Any:
+    def health_of_group(table: pa.Table) -> pa.Table:
+        import pyarrow as pa
 
-    from compat.fleet.health import HEALTH_SCHEMA, health
+        from compat.fleet.health import HEALTH_SCHEMA, health
 
-    schema = _arrow(HEALTH_SCHEMA)
-    if table.num_rows == 0:
-        return schema.empty_table()
-    rows = table.to_pylist()
-    return pa.Table.from_pylist([health(rows[0]["cluster"], rows[0]["group"], rows)], schema=schema)
+        schema = _arrow(HEALTH_SCHEMA)
+        if table.num_rows == 0:
+            return schema.empty_table()
+        rows = table.to_pylist()
+        cluster = rows[0]["cluster"]
+        row = health(cluster, rows[0]["group"], rows, windows.get(cluster))
+        return pa.Table.from_pylist([row], schema=schema)
+
+    return health_of_group
 
 
 def build(
@@ -255,7 +260,11 @@ def build(
         events = (
             files.select("path", "content").mapInArrow(_parse_event_files(ev_index), EVENT_SCHEMA).persist()
         )
-        tables["health"] = events.groupBy("cluster", "group").applyInArrow(_health_of_group, HEALTH_SCHEMA)
+        # the span each cluster's log covers: one row per cluster, the only thing collected here
+        spans = events.groupBy("cluster").agg(F.min("ts").alias("lo"), F.max("ts").alias("hi")).collect()
+        windows = {r["cluster"]: (float(r["lo"]), float(r["hi"])) for r in spans}
+        health_of_group = _health_of_groups(windows)
+        tables["health"] = events.groupBy("cluster", "group").applyInArrow(health_of_group, HEALTH_SCHEMA)
         starts = events.filter(F.col("event").isin("group.rebalance_prepared", "group.epoch_bumped"))
         tables["rebalances_hourly"] = (
             starts.withColumn("hour", F.timestamp_seconds(F.floor(F.col("ts") / 3600) * 3600))

@@ -248,7 +248,7 @@ def render(verdicts: Sequence[Verdict], problems: Sequence[str], verbose: bool, 
         out.write(table(headers, rows, style, {3: lambda s: s not in ("READY", "SAFE")}) + "\n")
     for v in verdicts:
         if v.kafka_message:
-            out.write(f"{v.group}: the upgrade is refused with GROUP_ID_NOT_FOUND: {v.kafka_message}\n")
+            out.write(f"{v.group}: a group.protocol=consumer member is refused: {v.kafka_message}\n")
         if verbose:
             for c in v.details:
                 fix = f" -> {c.fix}" if c.fix else ""

@@ -113,6 +113,7 @@ class Check:
     status: Status
     reason: str
     fix: str | None = None
+    message: str | None = None  # a refusal: the error message Kafka 4.x and groupshift answer
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +156,7 @@ def upgrade_checks(facts: GroupFacts, settings: Settings) -> tuple[list[Check], 
 
     def refuse(name: str, reason: str, fix: str, kafka_because: str) -> None:
         nonlocal message
-        checks.append(Check(name, "refused", reason, fix))
+        checks.append(Check(name, "refused", reason, fix, _cannot_upgrade(g, kafka_because)))
         if message is None:
             message = _cannot_upgrade(g, kafka_because)
 
@@ -370,9 +371,12 @@ def upgrade_verdict(facts: GroupFacts, settings: Settings) -> Verdict:
     checks, message = upgrade_checks(facts, settings)
     refused = [c for c in checks if c.status == "refused"]
     if refused:
-        first = refused[0]
+        # Kafka validates a heartbeat's regex before it looks the group up: a regex refusal is
+        # what a member subscribing with it sees first.
+        regex = [c for c in refused if c.name == "regex"]
+        first = regex[0] if regex else refused[0]
         more = f" (+{len(refused) - 1} more)" if len(refused) > 1 else ""
-        return verdict(NOT_READY, first.reason + more, first.fix, checks, message)
+        return verdict(NOT_READY, first.reason + more, first.fix, checks, first.message or message)
     warnings = [c for c in checks if c.status == "warning"]
     reason = "converts when a group.protocol=consumer member joins"
     if warnings:
@@ -408,6 +412,7 @@ def regex_meaning(pattern: str, topics: tuple[str, ...] | None) -> Check | None:
             f"it is refused INVALID_REGULAR_EXPRESSION ({e.message})",
             "rewrite the pattern without lookarounds/backreferences (RE2 syntax), "
             "or subscribe by topic names",
+            e.message,
         )
     try:
         py = re.compile(pattern)
@@ -460,7 +465,7 @@ def regex_checks(facts: GroupFacts, settings: Settings) -> list[Check]:
         c = regex_meaning(pattern, settings.topics)
         if c is not None:
             if facts.type == "consumer" and pattern in facts.regexes and c.status == "refused":
-                c = Check(c.name, "warning", c.reason, c.fix)
+                c = Check(c.name, "warning", c.reason, c.fix, c.message)
             out.append(c)
     return out
 

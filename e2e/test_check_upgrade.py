@@ -170,8 +170,9 @@ def check(args: list[str]) -> tuple[int, dict[str, Any]]:
 
 def verdicts(doc: dict[str, Any]) -> dict[str, tuple[str, str, str | None]]:
     """{group: (verdict, reason, predicted refusal)}, member ids (each server's own) masked."""
+    mask = re.compile(r"member \S+ \(client")
     return {
-        g["group"]: (g["verdict"], re.sub(r"member \S+ \(client", "member <id> (client", g["reason"]), g["kafka_message"])
+        g["group"]: (g["verdict"], mask.sub("member <id> (client", g["reason"]), g["kafka_message"])
         for g in doc["groups"]
     }
 

@@ -206,19 +206,10 @@ def upgrade_checks(facts: GroupFacts, settings: Settings) -> tuple[list[Check], 
             )
         )
     if facts.protocol_type == "consumer":
-        # ConsumerGroup.fromClassicGroup, member by member: the assignment (userData, then its
-        # parse) then the subscription. The first failing member decides Kafka's message.
+        # ConsumerGroup.fromClassicGroup, member by member: the assignment (its userData first),
+        # then the subscription. The first failing member decides Kafka's message.
         for m in facts.members:
-            if m.embedded_error:
-                refuse(
-                    "embedded-protocol",
-                    f"member {m.member_id} (client {m.client_id}): embedded consumer protocol does "
-                    f"not parse: {m.embedded_error}",
-                    f"restart member {m.member_id} (client {m.client_id}) with a standard Kafka "
-                    "consumer client so that it rejoins with a well-formed subscription",
-                    "the embedded consumer protocol is malformed.",
-                )
-            elif m.assignment_user_data:
+            if m.assignment_user_data:
                 who = f"member {m.member_id} (client {m.client_id}"
                 who += f", {m.software})" if m.software else ")"
                 librdkafka = m.software == "librdkafka" and (facts.protocol or "") in COOPERATIVE_ASSIGNORS
@@ -232,13 +223,19 @@ def upgrade_checks(facts: GroupFacts, settings: Settings) -> tuple[list[Check], 
                         if librdkafka
                         else ": the server cannot take over a custom assignor (KAFKA-18134)"
                     ),
-                    "switch the members to partition.assignment.strategy=range (or roundrobin) and "
-                    "roll them once, then upgrade"
-                    if librdkafka
-                    else "switch the members to a built-in assignor (range, roundrobin, "
-                    "cooperative-sticky for Java clients) and roll them once, then upgrade",
+                    "stop every member of the group, then start them with group.protocol=consumer "
+                    "(an empty group converts whatever its history; committed offsets are kept)",
                     "an unsupported custom assignor is in use. Please refer to the documentation or "
                     "switch to a default assignor before re-attempting the upgrade.",
+                )
+            elif m.embedded_error:
+                refuse(
+                    "embedded-protocol",
+                    f"member {m.member_id} (client {m.client_id}): embedded consumer protocol does "
+                    f"not parse: {m.embedded_error}",
+                    f"restart member {m.member_id} (client {m.client_id}) with a standard Kafka "
+                    "consumer client so that it rejoins with a well-formed subscription",
+                    "the embedded consumer protocol is malformed.",
                 )
     checks.extend(_upgrade_advice(facts, settings))
     return checks, message

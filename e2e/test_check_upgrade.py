@@ -24,6 +24,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -156,9 +157,9 @@ def build(s: Session) -> None:
     offsets_only(s, "offsets")
 
 
-def check(args: list[str]) -> tuple[int, dict[str, Any]]:
+def check(args: list[str], command: str = "upgrade") -> tuple[int, dict[str, Any]]:
     proc = subprocess.run(
-        [sys.executable, "-m", "groupshift", "check", "upgrade", "--json", *args],
+        [sys.executable, "-m", "groupshift", "check", command, "--json", *args],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -204,8 +205,10 @@ def wait_type(s: Session, gid: str, want: str, timeout: float = 60.0) -> None:
     raise AssertionError(f"{s.backend}: group {gid} is {got}, not {want}")
 
 
-def join_with_consumer_protocol(s: Session, gid: str, instance: str | None = None) -> None:
-    """confluent-kafka with group.protocol=consumer joins; the group must become a consumer group."""
+@contextmanager
+def consumer_protocol_member(s: Session, gid: str, instance: str | None = None) -> Iterator[Any]:
+    """confluent-kafka with group.protocol=consumer joins `gid` and stays until the block ends
+    (librdkafka heartbeats from its own thread); the group must have become a consumer group."""
     from confluent_kafka import Consumer
 
     conf: dict[str, Any] = {
@@ -221,14 +224,15 @@ def join_with_consumer_protocol(s: Session, gid: str, instance: str | None = Non
     try:
         c.subscribe([s.topic("orders")])
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
+        while True:
             c.poll(0.2)
             try:
                 wait_type(s, gid, "consumer", timeout=0.1)
-                return
+                break
             except AssertionError:
-                continue
-        wait_type(s, gid, "consumer", timeout=0.1)
+                if time.monotonic() > deadline:
+                    raise
+        yield c
     finally:
         c.close()
 
@@ -277,6 +281,7 @@ def test_check_upgrade_verdicts_agree_across_inputs_and_come_true(pair: Pair, tm
         assert got[0] == live_kafka[0] == 1, label  # some NOT-READY: exit status 1
 
     # 2. the verdicts come true on both servers
+    bootstrap = {"kafka": pair.kafka.bootstrap, "groupshift": pair.gateway.bootstrap}
     for backend, s in sessions.items():
         for name in GROUPS:
             gid = s.group(name)
@@ -286,8 +291,30 @@ def test_check_upgrade_verdicts_agree_across_inputs_and_come_true(pair: Pair, tm
                     code, _ = heartbeat_refusal(s, gid)
                     assert code == "none", (backend, name)
                     wait_type(s, gid, "consumer")
+                elif name == "static":
+                    # replaces the classic static member in place
+                    with consumer_protocol_member(s, gid, instance="host-1"):
+                        pass
                 else:
-                    join_with_consumer_protocol(s, gid, instance="host-1" if name == "static" else None)
+                    with consumer_protocol_member(s, gid):
+                        # converted, with its classic member left: a rollback to classic
+                        # clients is SAFE and happens when the consumer-protocol member leaves
+                        code, doc = check(["--bootstrap-server", bootstrap[backend], gid], "upgrade")
+                        assert verdicts(doc)[gid][:2] == (
+                            "READY",
+                            "already a consumer group (1 classic member(s) left: roll them to "
+                            "group.protocol=consumer)",
+                        ), backend
+                        code, doc = check(
+                            ["--to", "classic-protocol", "--bootstrap-server", bootstrap[backend], gid],
+                            "downgrade",
+                        )
+                        assert code == 0 and verdicts(doc)[gid][:2] == (
+                            "SAFE",
+                            "converts back to a classic group when the last of its 1 "
+                            "consumer-protocol member(s) leaves",
+                        ), (backend, doc)
+                    wait_type(s, gid, "classic")
             else:
                 code, got = heartbeat_refusal(s, gid, REGEX if name == "regex" else None)
                 want_code = "invalid_regular_expression" if name == "regex" else "group_id_not_found"

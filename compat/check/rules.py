@@ -31,6 +31,7 @@ from compat.check.facts import BUILTIN_ASSIGNORS, COOPERATIVE_ASSIGNORS, GroupFa
 INT_MAX = 2**31 - 1
 UPGRADE_POLICIES = ("bidirectional", "upgrade")
 DOWNGRADE_POLICIES = ("bidirectional", "downgrade")
+POLICIES = ("bidirectional", "upgrade", "downgrade", "disabled")
 CLASSIC_TARGET = "classic-protocol"
 
 READY, NOT_READY = "READY", "NOT-READY"
@@ -79,14 +80,20 @@ class Settings:
         kw: dict[str, Any] = {}
         known = set()
         if (v := configs.get("group.consumer.migration.policy")) is not None:
-            kw["migration_policy"] = v.strip().lower()
+            policy = v.strip().lower()
+            if policy not in POLICIES:
+                raise ValueError(f"group.consumer.migration.policy={v}: not one of {', '.join(POLICIES)}")
+            kw["migration_policy"] = policy
             known.add("group.consumer.migration.policy")
-        if (v := configs.get("group.consumer.max.size")) is not None:
-            kw["consumer_max_size"] = int(v)
-            known.add("group.consumer.max.size")
-        if (v := configs.get("group.max.size")) is not None:
-            kw["classic_max_size"] = int(v)
-            known.add("group.max.size")
+        for name, attr in (
+            ("group.consumer.max.size", "consumer_max_size"),
+            ("group.max.size", "classic_max_size"),
+        ):
+            if (v := configs.get(name)) is not None:
+                if not v.strip().isdigit() or not 1 <= int(v) <= INT_MAX:
+                    raise ValueError(f"{name}={v}: not an integer in [1, {INT_MAX}]")
+                kw[attr] = int(v)
+                known.add(name)
         if (v := configs.get("group.consumer.assignors")) is not None:
             names = tuple(_assignor_name(a) for a in v.split(",") if a.strip())
             if names:

@@ -1,0 +1,324 @@
+"""Proof of `groupshift check upgrade`: the verdicts are what really happens.
+
+The same classic groups are built, member by member over the wire, on a real Apache Kafka 4.3
+node and on a groupshift server with the same settings: a plain `range` group, a static one, one
+whose assignment carries userData (a client-side assignor, KAFKA-18134), a Kafka Connect-style
+group (protocol type `connect`), one whose embedded subscription does not parse, one whose
+clients are said (`--regex`) to subscribe with a lookahead, and a group with committed offsets
+only. Then:
+
+1. `groupshift check upgrade --json` reads them four ways: live from Kafka and from groupshift
+   (admin APIs only), from groupshift's data dir and from Kafka's `__consumer_offsets` partition
+   directories. All four give the same verdict, reason and predicted refusal for every group.
+2. The verdicts are carried out: a confluent-kafka consumer with `group.protocol=consumer`
+   joins each READY group, which becomes a consumer group, on both servers; a KIP-848
+   ConsumerGroupHeartbeat to each NOT-READY group is refused with exactly the predicted message.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from e2e.conftest import DIFFERENTIAL_GROUP_SETTINGS, KAFKA_ONLY, Gateways
+from e2e.differential import Session
+from e2e.differential_classic import coordinator_loaded, join, sync
+from e2e.harness import REPO
+from translation.embedded_protocol import Subscription, serialize_assignment, serialize_subscription
+
+pytestmark = pytest.mark.e2e
+
+SESSION_MS = 120_000  # the raw members never heartbeat: they must outlive the test
+REGEX = "(?=x)orders.*"
+
+
+class Pair:
+    def __init__(self, kafka: Any, gateway: Any) -> None:
+        self.kafka = kafka
+        self.gateway = gateway
+        self.names = {"run": uuid.uuid4().hex[:6]}
+
+    def session(self, backend: str) -> Session:
+        bootstrap = self.kafka.bootstrap if backend == "kafka" else self.gateway.bootstrap
+        return Session(backend, bootstrap, self.names)
+
+
+@pytest.fixture(scope="module")
+def pair(kafka_cluster_factory: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
+    kafka = kafka_cluster_factory(
+        "4.3", configs={**DIFFERENTIAL_GROUP_SETTINGS, **KAFKA_ONLY}, name="check-upgrade"
+    )
+    gateways = Gateways(tmp_path_factory.mktemp("check-upgrade"))
+    gw = gateways.start("groupshift", sets=[f"{k}={v}" for k, v in DIFFERENTIAL_GROUP_SETTINGS.items()])
+    yield Pair(kafka, gw)
+    problems = gateways.finish()
+    if problems:
+        pytest.fail("\n\n".join(problems))
+
+
+def solo(
+    s: Session,
+    name: str,
+    *,
+    protocol_type: str = "consumer",
+    protocol: str = "range",
+    metadata: bytes | None = None,
+    assignment: bytes | None = None,
+    instance: str | None = None,
+) -> None:
+    """A classic group with one member that joined and synced (never heartbeats)."""
+    gid = s.group(name)
+    topic = s.topic("orders")
+    coordinator_loaded(s, gid)
+    meta = metadata if metadata is not None else serialize_subscription(Subscription(1, (topic,)))
+    over: dict[str, Any] = {
+        "group_id": gid,
+        "protocol_type": protocol_type,
+        "protocols": [{"name": protocol, "metadata": meta}],
+        "session_timeout": SESSION_MS,
+        "group_instance_id": instance,
+    }
+    r = join(s, **over)
+    if r.error_code.name == "member_id_required":
+        r = join(s, member_id=r.member_id, **over)
+    assert r.error_code.name == "none", (s.backend, name, r)
+    mid = r.member_id
+    data = assignment if assignment is not None else serialize_assignment({topic: [0, 1, 2]}, 1)
+    sr = sync(
+        s,
+        r.generation_id,
+        mid,
+        group_id=gid,
+        group_instance_id=instance,
+        protocol_type=protocol_type,
+        protocol_name=protocol,
+        assignments=[{"member_id": mid, "assignment": data}],
+    )
+    assert sr.error_code.name == "none", (s.backend, name, sr)
+
+
+def offsets_only(s: Session, name: str) -> None:
+    gid = s.group(name)
+    coordinator_loaded(s, gid)
+    r = s.raw(
+        8,
+        9,
+        group_id=gid,
+        generation_id_or_member_epoch=-1,
+        member_id="",
+        group_instance_id=None,
+        topics=[
+            {
+                "name": s.topic("orders"),
+                "partitions": [
+                    {
+                        "partition_index": 1,
+                        "committed_offset": 7,
+                        "committed_leader_epoch": -1,
+                        "committed_metadata": None,
+                    }
+                ],
+            }
+        ],
+    )
+    assert r.topics[0].partitions[0].error_code.name == "none", r
+
+
+GROUPS = ("ready", "static", "userdata", "connect", "malformed", "regex", "offsets")
+
+
+def build(s: Session) -> None:
+    topic = s.topic("orders")
+    s.create_topic(topic, 3)
+    solo(s, "ready")
+    solo(s, "static", instance="host-1")
+    solo(
+        s,
+        "userdata",
+        protocol="cooperative-sticky",
+        assignment=serialize_assignment({topic: [0, 1, 2]}, 1, b"\x00\x00\x00\x01"),
+    )
+    solo(s, "connect", protocol_type="connect", protocol="default", metadata=b"\x00\x01connect-config")
+    # v1 whose v0 prefix (topics, userData) is whole but whose owned partitions are missing: the
+    # classic join reads the prefix only, the conversion reads it all
+    v0 = serialize_subscription(Subscription(0, (topic,)))
+    solo(s, "malformed", metadata=b"\x00\x01" + v0[2:])
+    solo(s, "regex")
+    offsets_only(s, "offsets")
+
+
+def check(args: list[str], command: str = "upgrade") -> tuple[int, dict[str, Any]]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "groupshift", "check", command, "--json", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode in (0, 1, 2), proc.stderr
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def verdicts(doc: dict[str, Any]) -> dict[str, tuple[str, str, str | None]]:
+    """{group: (verdict, reason, predicted refusal)}, member ids (each server's own) masked."""
+    mask = re.compile(r"member \S+ \(client")
+    return {
+        g["group"]: (g["verdict"], mask.sub("member <id> (client", g["reason"]), g["kafka_message"])
+        for g in doc["groups"]
+    }
+
+
+EXPECTED = {
+    "ready": "READY",
+    "static": "READY",
+    "offsets": "READY",
+    "userdata": "NOT-READY",
+    "connect": "NOT-READY",
+    "malformed": "NOT-READY",
+    "regex": "NOT-READY",
+}
+
+
+def wait_type(s: Session, gid: str, want: str, timeout: float = 60.0) -> None:
+    from compat.groups.snapshot import describe
+    from compat.groups.wire import AdminWire
+
+    deadline = time.monotonic() + timeout
+    got = None
+    while time.monotonic() < deadline:
+        with AdminWire(f"127.0.0.1:{s.port}") as admin:
+            g = describe(admin, gid)
+            got = g.group_type
+            if got == want:
+                return
+        time.sleep(0.3)
+    raise AssertionError(f"{s.backend}: group {gid} is {got}, not {want}")
+
+
+@contextmanager
+def consumer_protocol_member(s: Session, gid: str, instance: str | None = None) -> Iterator[Any]:
+    """confluent-kafka with group.protocol=consumer joins `gid` and stays until the block ends
+    (librdkafka heartbeats from its own thread); the group must have become a consumer group."""
+    from confluent_kafka import Consumer
+
+    conf: dict[str, Any] = {
+        "bootstrap.servers": f"127.0.0.1:{s.port}",
+        "group.id": gid,
+        "group.protocol": "consumer",
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+    }
+    if instance:
+        conf["group.instance.id"] = instance
+    c = Consumer(conf)
+    try:
+        c.subscribe([s.topic("orders")])
+        deadline = time.monotonic() + 60
+        while True:
+            c.poll(0.2)
+            try:
+                wait_type(s, gid, "consumer", timeout=0.1)
+                break
+            except AssertionError:
+                if time.monotonic() > deadline:
+                    raise
+        yield c
+    finally:
+        c.close()
+
+
+def heartbeat_refusal(s: Session, gid: str, regex: str | None = None) -> tuple[str, str | None]:
+    r = s.raw(
+        68,
+        1,
+        group_id=gid,
+        member_id=str(uuid.uuid4()),
+        member_epoch=0,
+        instance_id=None,
+        rack_id=None,
+        rebalance_timeout=30000,
+        subscribed_topic_names=None if regex else [s.topic("orders")],
+        subscribed_topic_regex=regex,
+        server_assignor=None,
+        topic_partitions=[],
+    )
+    return r.error_code.name, r.error_message
+
+
+def test_check_upgrade_verdicts_agree_across_inputs_and_come_true(pair: Pair, tmp_path: Path) -> None:
+    sessions = {b: pair.session(b) for b in ("kafka", "groupshift")}
+    for s in sessions.values():
+        build(s)
+    k = sessions["kafka"]
+    names = [k.group(n) for n in GROUPS]
+    regex_arg = ["--regex", f"{k.group('regex')}={REGEX}"]
+
+    # 1. four inputs, one set of verdicts
+    t0 = time.monotonic()
+    live_kafka = check(["--bootstrap-server", pair.kafka.bootstrap, *regex_arg, *names])
+    live_gs = check(["--bootstrap-server", pair.gateway.bootstrap, *regex_arg, *names])
+    data_dir = check(["--data-dir", str(pair.gateway.data_dir), *regex_arg, *names])
+    log_dir = check(["--log-dir", str(pair.kafka.nodes[0].data_dir), *regex_arg, *names])
+    print(f"four checks in {time.monotonic() - t0:.1f}s")
+    reference = verdicts(live_kafka[1])
+    assert {g: v[0] for g, v in reference.items()} == {k.group(n): EXPECTED[n] for n in GROUPS}
+    for label, got in (
+        ("groupshift live", live_gs),
+        ("groupshift data dir", data_dir),
+        ("kafka log dir", log_dir),
+    ):
+        assert verdicts(got[1]) == reference, label
+        assert got[0] == live_kafka[0] == 1, label  # some NOT-READY: exit status 1
+
+    # 2. the verdicts come true on both servers
+    bootstrap = {"kafka": pair.kafka.bootstrap, "groupshift": pair.gateway.bootstrap}
+    for backend, s in sessions.items():
+        for name in GROUPS:
+            gid = s.group(name)
+            verdict, reason, message = reference[gid]
+            if verdict == "READY":
+                if name == "offsets":
+                    code, _ = heartbeat_refusal(s, gid)
+                    assert code == "none", (backend, name)
+                    wait_type(s, gid, "consumer")
+                elif name == "static":
+                    # replaces the classic static member in place
+                    with consumer_protocol_member(s, gid, instance="host-1"):
+                        pass
+                else:
+                    with consumer_protocol_member(s, gid):
+                        # converted, with its classic member left: a rollback to classic
+                        # clients is SAFE and happens when the consumer-protocol member leaves
+                        code, doc = check(["--bootstrap-server", bootstrap[backend], gid], "upgrade")
+                        assert verdicts(doc)[gid][:2] == (
+                            "READY",
+                            "already a consumer group (1 classic member(s) left: roll them to "
+                            "group.protocol=consumer)",
+                        ), backend
+                        code, doc = check(
+                            ["--to", "classic-protocol", "--bootstrap-server", bootstrap[backend], gid],
+                            "downgrade",
+                        )
+                        assert code == 0 and verdicts(doc)[gid][:2] == (
+                            "SAFE",
+                            "converts back to a classic group when the last of its 1 "
+                            "consumer-protocol member(s) leaves",
+                        ), (backend, doc)
+                    wait_type(s, gid, "classic")
+            else:
+                code, got = heartbeat_refusal(s, gid, REGEX if name == "regex" else None)
+                want_code = "invalid_regular_expression" if name == "regex" else "group_id_not_found"
+                assert (code, got) == (want_code, message), (backend, name, reason)
+                wait_type(s, gid, "classic", timeout=5)
+    for s in sessions.values():
+        s.close()

@@ -693,7 +693,8 @@ def synth(
             rounds = max(4, span // ROUND_MS)
             builders = []
             for gi in range(groups):
-                kind = rng.choices(kinds, weights)[0]
+                # every kind at least once per cluster (the first groups), then the weighted mix
+                kind = kinds[(gi + ci) % len(kinds)] if gi < len(kinds) else rng.choices(kinds, weights)[0]
                 b = GroupBuilder(d, rng, f"{kind}-{gi:04d}-{rng.getrandbits(24):06x}", kind)
                 b.form()
                 builders.append(b)

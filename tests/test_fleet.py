@@ -1,0 +1,227 @@
+"""`groupshift fleet` (compat/fleet): the Spark job against a plain-Python reference, the synthetic
+fleet, the report in a real browser, and the job on a real Spark standalone cluster.
+
+All Spark tests share one local-mode session (`spark` fixture, compat/pytest_fleet.py) and one
+synthetic fleet written by the real engine (`small_fleet`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from compat.fleet.inputs import Cluster, InputError, discover
+from compat.fleet.reference import facts_and_verdicts, health_rows
+from records.dump import iter_entries
+
+REPO = Path(__file__).resolve().parents[1]
+TARGETS = ["classic-protocol", "kafka-3.9"]
+
+
+def _inputs(fleet: Path) -> list[str]:
+    return [f"{p.name}={p}" for p in sorted(fleet.iterdir()) if p.is_dir()]
+
+
+def _key(row: dict[str, Any]) -> tuple[str, ...]:
+    return (row["cluster"], row["group"], row.get("direction") or "", row.get("target") or "")
+
+
+def _rows(df: Any) -> list[dict[str, Any]]:
+    return sorted((r.asDict(recursive=True) for r in df.collect()), key=_key)
+
+
+def _same(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> None:
+    assert len(a) == len(b)
+    for x, y in zip(a, b, strict=True):
+        assert x.keys() == y.keys(), (x, y)
+        for k in x:
+            if isinstance(x[k], float) and isinstance(y[k], float):
+                assert math.isclose(x[k], y[k], rel_tol=1e-9, abs_tol=1e-9), (k, x, y)
+            else:
+                assert x[k] == y[k], (k, x["group"], x[k], y[k])
+
+
+# --- the synthetic fleet (no Spark) -------------------------------------------------------------
+
+
+def test_synth_writes_engine_records_and_event_logs(small_fleet: Path) -> None:
+    clusters = discover(_inputs(small_fleet))
+    assert [c.name for c in clusters] == ["cluster-00", "cluster-01", "cluster-02"]
+    kinds: Counter[str] = Counter()
+    for c in clusters:
+        assert c.segments and c.events and c.settings["group.consumer.max.size"] == "24"
+        for _partition, path in c.segments:
+            for e in iter_entries(path):
+                assert e["type"] not in ("error", "unknown"), e  # every record decodes
+                kinds[e["type"]] += 1
+    # classic groups, KIP-848 groups and their regexes, offsets: all written by the engine
+    for kind in ("OffsetCommit", "GroupMetadata", "ConsumerGroupMemberMetadata", "ConsumerGroupMetadata"):
+        assert kinds[kind] > 0, kinds
+    assert sum(kinds.values()) >= 6000
+    events = Counter(
+        json.loads(line)["event"]
+        for c in clusters
+        for p in c.events
+        for line in Path(p).read_text().splitlines()
+    )
+    assert events["group.converted"] > 0 and events["member.fenced"] + events["member.left"] > 0, events
+
+
+def test_reference_verdicts_cover_the_blockers(small_fleet: Path) -> None:
+    facts, verdicts = facts_and_verdicts(discover(_inputs(small_fleet)), TARGETS)
+    assert {f["type"] for f in facts} >= {"classic", "consumer", "empty"}
+    upgrade = Counter((v["verdict"], v["blocker"]) for v in verdicts if v["direction"] == "upgrade")
+    assert upgrade[("READY", None)] > 0
+    blockers = {b for (verdict, b) in upgrade if verdict == "NOT-READY"}
+    assert {"protocol-type", "size"} <= blockers, upgrade
+    assert any(f["static_members"] for f in facts) and any(f["regexes"] for f in facts)
+    health = health_rows(discover(_inputs(small_fleet)))
+    upgraded = [h for h in health if h["conversion"] == "upgrade"]
+    assert upgraded and all(h["migration_steps"] >= 1 for h in upgraded)
+
+
+def test_inputs_are_checked(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no __consumer_offsets-N segments"):
+        discover([f"x={tmp_path}"])
+    with pytest.raises(InputError, match="neither a directory nor a file"):
+        discover([f"x={tmp_path / 'missing'}"])
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "groupshift",
+            "fleet",
+            "report",
+            f"x={tmp_path}",
+            "--out",
+            str(tmp_path / "o"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert r.returncode == 2 and "no __consumer_offsets-N segments" in r.stderr
+
+
+def test_health_counts_eager_revocation() -> None:
+    from compat.fleet.health import health, parse_event
+
+    T0 = 1_767_225_600_000  # epoch milliseconds, as the gateway's numeric timestamps
+    lines = [
+        {"event": "group.generation_started", "group": "g", "protocol": "range", "timestamp": T0 + 0},
+        {"event": "member.assignment_changed", "group": "g", "member": "a", "assigned": ["t-0", "t-1"],
+         "timestamp": T0 + 1000},
+        {"event": "group.rebalance_prepared", "group": "g", "timestamp": T0 + 11000},
+        {"event": "member.joined", "group": "g", "member": "b", "protocol": "classic",
+         "timestamp": T0 + 11000},
+        {"event": "group.stable", "group": "g", "timestamp": T0 + 16000},
+        {"event": "member.assignment_changed", "group": "g", "member": "a", "assigned": ["t-0"],
+         "timestamp": T0 + 16000},
+        {"event": "member.assignment_changed", "group": "g", "member": "b", "assigned": ["t-1"],
+         "timestamp": T0 + 16000},
+    ]  # fmt: skip
+    evs = [e for i, d in enumerate(lines) if (e := parse_event(json.dumps(d), "c", i))]
+    h = health("c", "g", evs)
+    # both partitions unowned for the 5 s of the eager rebalance: 10 partition-seconds
+    assert h["unowned_ps_before"] == pytest.approx(10.0)
+    assert (h["rebalances"], h["stable_rebalances"]) == (1, 1)
+    assert h["mean_time_to_stable_s"] == pytest.approx(5.0)
+    assert h["changes_before"] == 1 and h["conversion"] is None
+
+
+# --- Spark ----------------------------------------------------------------------------------------
+
+
+def test_spark_job_equals_the_reference_row_for_row(spark: Any, small_fleet: Path) -> None:
+    from compat.fleet.job import build
+
+    clusters = discover(_inputs(small_fleet))
+    tables = build(spark, clusters, TARGETS)
+    facts, verdicts = facts_and_verdicts(clusters, TARGETS)
+    _same(_rows(tables["facts"]), sorted(facts, key=_key))
+    _same(_rows(tables["verdicts"]), sorted(verdicts, key=_key))
+    _same(_rows(tables["health"]), sorted(health_rows(clusters), key=_key))
+    assert tables["problems"].count() == 0
+    hourly = tables["rebalances_hourly"].groupBy().sum("rebalances").collect()[0][0]
+    assert hourly == sum(h["rebalances"] for h in health_rows(clusters))
+
+
+def test_spark_job_reports_damaged_segments(spark: Any, small_fleet: Path, tmp_path: Path) -> None:
+    """A flipped byte fails one batch's CRC: a problem row, the other batches still count."""
+    from compat.fleet.job import build
+
+    [c] = discover([f"cluster-00={small_fleet / 'cluster-00'}"])
+    partition, path = c.segments[0]
+    data = bytearray(Path(path).read_bytes())
+    data[200] ^= 0xFF
+    broken = tmp_path / f"__consumer_offsets-{partition}"
+    broken.mkdir()
+    (broken / Path(path).name).write_bytes(bytes(data))
+    damaged = Cluster("damaged", [(partition, str(broken / Path(path).name))])
+    tables = build(spark, [damaged], TARGETS)
+    problems = [r.problem for r in tables["problems"].collect()]
+    assert len(problems) == 1 and "crc" in problems[0].lower(), problems
+    assert tables["facts"].count() > 0
+
+
+def test_report_renders_in_chromium_with_its_plots(spark: Any, small_fleet: Path, tmp_path: Path) -> None:
+    from compat import headless
+    from compat.fleet.job import run
+    from compat.fleet.report import from_tables, render
+
+    try:
+        headless.chromium()
+    except headless.ChromiumMissing as e:
+        pytest.skip(str(e))
+    clusters = discover(_inputs(small_fleet))
+    result = run(spark, clusters, str(tmp_path), TARGETS)
+    assert {"facts", "verdicts", "health", "rebalances_hourly", "problems"} <= set(result.counts)
+    tables = {n: spark.read.parquet(str(tmp_path / n)) for n in result.counts}
+    page = tmp_path / "report.html"
+    page.write_text(render(from_tables(tables)))
+    dom = headless.dump_dom(page)
+    plots = re.findall(
+        r'<img class="plot" alt="([^"]+)" src="data:image/png;base64,([A-Za-z0-9+/=]{2000,})"', dom
+    )
+    assert [alt for alt, _ in plots] == [
+        "Readiness by cluster",
+        "Blockers by reason",
+        "Unowned time before, during and after migration",
+    ]
+    for c in clusters:
+        assert f"<td>{c.name}</td>" in dom
+    assert "http://" not in page.read_text() and "https://" not in page.read_text()  # self-contained
+    shot = headless.screenshot(page, tmp_path / "report.png", size=(1200, 2400))
+    assert shot.stat().st_size > 20_000
+
+
+def test_standalone_cluster_gives_the_local_results(
+    spark: Any, spark_standalone: str, small_fleet: Path, tmp_path: Path
+) -> None:
+    """`groupshift fleet report --master spark://...` on a master and two workers writes the
+    same tables as the local-mode job."""
+    from compat.fleet.job import build
+
+    out = tmp_path / "standalone"
+    r = subprocess.run(
+        [sys.executable, "-m", "groupshift", "fleet", "report", *_inputs(small_fleet), "--out", str(out),
+         "--master", spark_standalone, "--downgrade-target", TARGETS[0], "--downgrade-target", TARGETS[1]],
+        cwd=REPO, capture_output=True, text=True, timeout=600, check=False,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-5000:]
+    assert (out / "report.html").is_file()
+    local = build(spark, discover(_inputs(small_fleet)), TARGETS)
+    for name in ("facts", "verdicts", "health"):
+        _same(_rows(spark.read.parquet(str(out / name))), _rows(local[name]))

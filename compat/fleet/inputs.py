@@ -9,7 +9,8 @@ PATH may be:
   settings the cluster runs with (`{"group.consumer.migration.policy": "upgrade", ...}`, what
   the verdicts are judged against; Kafka 4.x's defaults otherwise) and `topics.json` a
   `{topic id: name}` map for consumer groups whose log does not name their topics (Kafka 4.1+
-  no longer writes ConsumerGroupPartitionMetadata);
+  no longer writes ConsumerGroupPartitionMetadata; in a Kafka log dir the topic directories'
+  `partition.metadata` files give them);
 * a file: an event log (groupshift's JSON lines, e.g. `groupshift serve 2> events.jsonl`).
 
 A bare PATH is tagged with its directory name. The same NAME may be given several times (a data
@@ -59,6 +60,33 @@ def _read_json(path: str) -> dict[str, str]:
     return {str(k): str(v) for k, v in data.items()}
 
 
+def kafka_topic_ids(log_dir: str) -> dict[str, str]:
+    """{topic id: name} from a Kafka log dir's `<topic>-<partition>/partition.metadata` files
+    (Kafka `PartitionMetadataFile`: `version: 0` / `topic_id: <base64 Uuid>`), so consumer
+    groups read from a broker's disk get their topic names without a topics.json."""
+    import base64
+
+    out: dict[str, str] = {}
+    try:
+        names = os.listdir(log_dir)
+    except OSError:
+        return out
+    for n in names:
+        topic, _, p = n.rpartition("-")
+        meta = os.path.join(log_dir, n, "partition.metadata")
+        if not topic or not p.isdigit() or not os.path.isfile(meta):
+            continue
+        try:
+            with open(meta) as f:
+                fields = dict(line.split(":", 1) for line in f.read().splitlines() if ":" in line)
+            raw = fields["topic_id"].strip()
+            tid = uuid.UUID(bytes=base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)))
+        except (OSError, KeyError, ValueError):
+            continue
+        out[str(tid)] = topic
+    return out
+
+
 def discover(specs: list[str]) -> list[Cluster]:
     clusters: dict[str, Cluster] = {}
     for spec in specs:
@@ -88,6 +116,7 @@ def discover(specs: list[str]) -> list[Cluster]:
             if n.endswith(".jsonl") and os.path.isfile(p):
                 c.events.append(p)
                 found = True
+        c.topic_names.update(kafka_topic_ids(path))
         if os.path.isfile(os.path.join(path, "settings.json")):
             c.settings.update(_read_json(os.path.join(path, "settings.json")))
         if os.path.isfile(os.path.join(path, "topics.json")):

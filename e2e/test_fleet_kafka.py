@@ -1,0 +1,167 @@
+"""`groupshift fleet` on logs written by Apache Kafka 4.x: the Spark job reading the broker's
+`__consumer_offsets` partition directories gives the facts a live admin-API read of the same
+cluster gives (compat.check.facts.facts_from_admin over compat.groups.wire).
+
+The groups are made by real clients (confluent-kafka): a classic group of two members
+(`group.protocol=classic`, range), a KIP-848 consumer group of two members
+(`group.protocol=consumer`), both committing offsets, and a group that committed and left (offsets
+only, an empty classic group). The broker keeps running: its segment files are read as they are
+(appends reach the file at once; the active segment is read up to its last whole batch).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+# Facts both inputs know. Left out, with why: `source`; `state` (only a live read knows it);
+# `record_kinds*` (only the log has record versions); per member `assignors` /
+# `assignors_complete` / `subscription_version` (a classic group's record keeps only the
+# elected protocol, DescribeGroups too, but the log keeps the raw metadata); timeouts and epochs
+# (ConsumerGroupDescribe does not show timeouts; the log's member epoch may lag a heartbeat).
+MEMBER_FIELDS = ("member_id", "client_id", "instance_id", "protocol", "subscribed_topics", "owned")
+GROUP_FIELDS = ("group", "type", "protocol_type", "protocol", "size", "offsets")
+
+
+def _consumer(bootstrap: str, gid: str, protocol: str, client_id: str) -> Any:
+    from confluent_kafka import Consumer
+
+    conf: dict[str, Any] = {
+        "bootstrap.servers": bootstrap,
+        "group.id": gid,
+        "group.protocol": protocol,
+        "client.id": client_id,
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+    }
+    if protocol == "classic":
+        conf["partition.assignment.strategy"] = "range"
+        conf["session.timeout.ms"] = 45000
+    return Consumer(conf)
+
+
+def _poll_until(consumers: list[Any], done: Any, timeout: float = 90.0) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        for c in consumers:
+            c.poll(0.1)
+        if done():
+            return
+    raise AssertionError("the consumers did not get their assignments in time")
+
+
+def _commit_all(c: Any, offset: int) -> None:
+    from confluent_kafka import TopicPartition
+
+    parts = [TopicPartition(tp.topic, tp.partition, offset + tp.partition) for tp in c.assignment()]
+    if parts:
+        c.commit(offsets=parts, asynchronous=False)
+
+
+def _project(f: Any) -> dict[str, Any]:
+    doc = f.to_json()
+    out = {k: doc[k] for k in GROUP_FIELDS}
+    out["offsets"] = sorted(tuple(x) for x in doc["offsets"])
+    out["members"] = sorted(
+        ({k: (tuple(tuple(x) for x in m[k]) if k == "owned" else m[k]) for k in MEMBER_FIELDS}
+         for m in doc["members"]),
+        key=lambda m: m["member_id"],
+    )  # fmt: skip
+    for m in out["members"]:
+        m["subscribed_topics"] = tuple(m["subscribed_topics"])
+    return out
+
+
+@pytest.fixture
+def groups_on_kafka(kafka4: Any) -> Iterator[tuple[Any, dict[str, str]]]:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    run = uuid.uuid4().hex[:6]
+    topic = f"fleet-orders-{run}"
+    admin = AdminClient({"bootstrap.servers": kafka4.bootstrap})
+    admin.create_topics([NewTopic(topic, 4, 1)])[topic].result(30)
+    names = {k: f"fleet-{k}-{run}" for k in ("classic", "consumer", "offsets")}
+    with ExitStack() as stack:
+        members: dict[str, list[Any]] = {"classic": [], "consumer": []}
+        for kind, protocol in (("classic", "classic"), ("consumer", "consumer")):
+            for i in range(2):
+                c = _consumer(kafka4.bootstrap, names[kind], protocol, f"{kind}-client-{i}")
+                stack.callback(c.close)
+                c.subscribe([topic])
+                members[kind].append(c)
+        everyone = members["classic"] + members["consumer"]
+
+        def settled() -> bool:
+            return all(
+                sum(len(c.assignment()) for c in members[k]) == 4 and all(c.assignment() for c in members[k])
+                for k in members
+            )
+
+        _poll_until(everyone, settled)
+        for i, c in enumerate(everyone):
+            _commit_all(c, 100 * (i + 1))
+        lone = _consumer(kafka4.bootstrap, names["offsets"], "classic", "offsets-client")
+        lone.subscribe([topic])
+        _poll_until([lone], lambda: len(lone.assignment()) == 4)
+        _commit_all(lone, 7)
+        lone.close()
+        _poll_until(everyone, settled, timeout=30)  # still stable after the commits
+        yield kafka4, names
+
+
+def test_kafka_logs_give_the_facts_of_a_live_read(
+    spark: Any, groups_on_kafka: tuple[Any, dict[str, str]], tmp_path: Path
+) -> None:
+    from compat.check.facts import facts_from_admin
+    from compat.fleet.inputs import discover
+    from compat.fleet.job import build
+    from compat.groups.wire import AdminWire
+
+    kafka, names = groups_on_kafka
+    with AdminWire(kafka.bootstrap) as admin:
+        live, _read = facts_from_admin(admin, sorted(names.values()), cluster="k4")
+    log_dir = kafka.nodes[0].data_dir
+    [cluster] = discover([f"k4={log_dir}"])
+    assert any(Path(p).parent.name.startswith("__consumer_offsets-") for _, p in cluster.segments)
+    tables = build(spark, [cluster], ["classic-protocol"])
+    rows = tables["facts"].filter(tables["facts"]["group"].isin(*names.values())).collect()
+    from_logs = {r["group"]: json.loads(r["facts_json"]) for r in rows}
+    assert set(from_logs) == set(names.values()), sorted(from_logs)
+
+    class _Doc:
+        def __init__(self, doc: dict[str, Any]) -> None:
+            self.doc = doc
+
+        def to_json(self) -> dict[str, Any]:
+            return self.doc
+
+    for kind, gid in names.items():
+        want, got = _project(live[gid]), _project(_Doc(from_logs[gid]))
+        assert got == want, (kind, got, want)
+    classic, consumer = _project(live[names["classic"]]), _project(live[names["consumer"]])
+    assert (classic["type"], classic["size"], consumer["type"], consumer["size"]) == (
+        "classic",
+        2,
+        "consumer",
+        2,
+    )
+    for g in (classic, consumer):  # every partition owned by one member, named (not a topic id)
+        owned = [tp for m in g["members"] for tp in m["owned"]]
+        assert len(owned) == 4 and all(t.startswith("fleet-orders-") for t, _ in owned), owned
+    assert _project(live[names["offsets"]])["type"] == "empty"
+    assert len(_project(live[names["offsets"]])["offsets"]) == 4
+    verdicts = {
+        r["group"]: r["verdict"]
+        for r in tables["verdicts"].filter(tables["verdicts"]["direction"] == "upgrade").collect()
+        if r["group"] in names.values()
+    }
+    assert verdicts == dict.fromkeys(names.values(), "READY")

@@ -37,7 +37,10 @@ RECORD_SCHEMA = (
     "cluster string, partition int, offset long, timestamp long, record_type int, `group` string, "
     "key binary, value binary, n long, problem string, file string"
 )
-FILES_PER_BATCH = 4  # Arrow batch of the binaryFile source: whole segment files, so keep it small
+# A task of the binaryFile source holds whole files in one Arrow batch: at most this many bytes
+# of them (plus one file, when a single file is larger), which bounds a Python worker's memory.
+FILE_BYTES_PER_TASK = 64 * 2**20
+SHUFFLE_BYTES_PER_PARTITION = 32 * 2**20  # input bytes per shuffle partition (2 at least)
 
 
 def session(master: str = "local[2]", app: str = "groupshift-fleet", **conf: str) -> SparkSession:
@@ -57,8 +60,8 @@ def session(master: str = "local[2]", app: str = "groupshift-fleet", **conf: str
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "8")
-        .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(FILES_PER_BATCH))
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.files.maxPartitionBytes", str(FILE_BYTES_PER_TASK))
         .config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
         .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
         .config("spark.pyspark.python", sys.executable)
@@ -229,6 +232,9 @@ def build(
     topics = {c.name: c.topic_names for c in clusters}
     tables: dict[str, DataFrame] = {}
 
+    total = sum(os.path.getsize(p) for p in seg_index) + sum(os.path.getsize(p) for p in ev_index)
+    partitions = max(2, min(200, total // SHUFFLE_BYTES_PER_PARTITION + 1))
+    spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
     if seg_index:
         newest = F.struct("offset", "timestamp", "record_type", "group", "value")
         files = spark.read.format("binaryFile").load(sorted(seg_index))

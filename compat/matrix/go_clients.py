@@ -23,6 +23,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from compat.matrix.runtime import ClientSpec
@@ -105,6 +106,24 @@ def go_client_binary(spec: ClientSpec) -> Path:
             _run(go, ["build", "-trimpath", "-o", str(partial), f"./{package}"], src)
             shutil.move(str(partial), str(binary))
     return binary
+
+
+def go_argv(argv: Sequence[str]) -> list[str]:
+    """The Go client's arguments from the runner's command line for a Python client.
+
+    The runner may hand every non-Java client the command line of
+    compat/matrix/clients/verifiable_consumer.py (a script path, then flags): the Go clients take
+    the same flags, so a leading script path is dropped and the rest passed through.
+    """
+    args = list(argv)
+    if args and args[0].endswith(".py"):
+        args = args[1:]
+    return args
+
+
+def go_command(spec: ClientSpec, argv: Sequence[str]) -> list[str]:
+    """What the process runtime runs for a Go client: the built binary and its arguments."""
+    return [str(go_client_binary(spec)), *go_argv(argv)]
 
 
 def _run(go: str, args: list[str], cwd: Path) -> None:

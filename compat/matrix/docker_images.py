@@ -45,7 +45,7 @@ from compat.matrix.docker_engine import engine_home
 from compat.matrix.runtime import ClientSpec
 
 #: Bump to rebuild every image (a recipe change that the hashed inputs do not show).
-RECIPE_VERSION = "1"
+RECIPE_VERSION = "2"
 PYTHON_LIBRARIES = ("kafka-python", "aiokafka", "confluent-kafka")
 APT_INSTALL = (
     "set -e; apt-get update -q; "
@@ -162,8 +162,12 @@ def build_network_settings() -> tuple[dict[str, str], dict[str, str]]:
         "/etc/ssl/certs/ca-certificates.crt",
     )
     if Path(bundle).is_file():
-        mounts[bundle] = "/etc/groupshift-host-ca.crt"
-        env.update(PIP_CERT="/etc/groupshift-host-ca.crt", SSL_CERT_FILE="/etc/groupshift-host-ca.crt")
+        # a directory mount (a copy of the bundle): file mounts over image files are refused
+        trust = engine_home() / "cache" / "host-ca"
+        trust.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(bundle, trust / "ca.crt")
+        mounts[str(trust)] = "/run/groupshift-host-ca"
+        env.update(PIP_CERT="/run/groupshift-host-ca/ca.crt", SSL_CERT_FILE="/run/groupshift-host-ca/ca.crt")
     links = os.environ.get("PIP_FIND_LINKS", "")
     if links.startswith("/") and Path(links).is_dir():
         mounts[links] = links
@@ -218,17 +222,21 @@ class ImageBuilder:
         self, parent: str, script: str, image: str, mounts: dict[str, str] | None = None
     ) -> None:
         repository, tag = image.rsplit(":", 1)
-        volumes = {host: {"bind": inside, "mode": "rw"} for host, inside in (mounts or {}).items()}
-        for host in volumes:
+        from docker.types import Mount
+
+        # HostConfig mounts only: `volumes=` would also declare each target a VOLUME in the
+        # container's config, which the commit would carry into the image.
+        binds = [Mount(inside, host, type="bind") for host, inside in (mounts or {}).items()]
+        for host in mounts or {}:
             Path(host).mkdir(parents=True, exist_ok=True)
         environment, trust = build_network_settings()
-        volumes.update({host: {"bind": inside, "mode": "ro"} for host, inside in trust.items()})
+        binds += [Mount(inside, host, type="bind", read_only=True) for host, inside in trust.items()]
         container = self.docker.containers.run(
             parent,
             ["sh", "-c", script],
             network_mode="host",
             detach=True,
-            volumes=volumes,
+            mounts=binds,
             environment=environment,
         )
         try:

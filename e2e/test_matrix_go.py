@@ -1,10 +1,11 @@
-"""The franz-go verifiable consumer of `groupshift matrix` on an embedded groupshift.
+"""The Go verifiable consumers of `groupshift matrix` (franz-go, Sarama) on an embedded groupshift.
 
 The matrix judges every client by the JSON lines of Kafka's `VerifiableConsumer`; this checks that
-the Go client (compat/matrix/clients/go/franzgo, built by compat.matrix.go_clients) joins a group
-on groupshift with the classic protocol (JoinGroup/SyncGroup, a client-side balancer) and with
-KIP-848's ConsumerGroupHeartbeat (franz-go's ServerSideBalancer), splits the partitions with a
-second member, consumes and commits every record, and prints well-formed events in that shape.
+each Go client (compat/matrix/clients/go/*, built by compat.matrix.go_clients) joins a group on
+groupshift with the classic protocol (JoinGroup/SyncGroup, a client-side balancer) and, for
+franz-go, with KIP-848's ConsumerGroupHeartbeat (its ServerSideBalancer; Sarama has none),
+splits the partitions with a second member, consumes and commits every record, and prints
+well-formed events in that shape.
 The protocol the gateway logs for each joining member proves which one franz-go actually spoke (it
 falls back to classic silently when a broker lacks ConsumerGroupHeartbeat v1).
 """
@@ -43,13 +44,17 @@ SHAPES: dict[str, set[str]] = {
 }
 
 
-@pytest.fixture(scope="module")
-def franzgo() -> Path:
-    try:
-        return go_client_binary(ClientSpec("franz-go", "pinned"))
-    except GoUnavailable as e:
-        print(f"franz-go client unavailable: {e}")
-        pytest.skip(f"franz-go client cannot be built here: {e}")
+_binaries: dict[str, Path] = {}
+
+
+def go_binary(library: str) -> Path:
+    if library not in _binaries:
+        try:
+            _binaries[library] = go_client_binary(ClientSpec(library, "pinned"))
+        except GoUnavailable as e:
+            print(f"{library} client unavailable: {e}")
+            pytest.skip(f"the {library} client cannot be built here: {e}")
+    return _binaries[library]
 
 
 class GoMember:
@@ -144,18 +149,21 @@ def check_well_formed(member: GoMember) -> None:
 
 
 @pytest.mark.parametrize(
-    ("protocol", "assignor", "group_type"),
+    ("library", "protocol", "assignor", "group_type"),
     [
-        ("classic", "cooperative-sticky", "classic"),
-        ("classic", "range", "classic"),
-        ("consumer", "uniform", "consumer"),
+        ("franz-go", "classic", "cooperative-sticky", "classic"),
+        ("franz-go", "classic", "range", "classic"),
+        ("franz-go", "consumer", "uniform", "consumer"),
+        ("sarama", "classic", "cooperative-sticky", "classic"),
+        ("sarama", "classic", "range", "classic"),
     ],
 )
-def test_franzgo_verifiable_consumer(
-    gateways: Gateways, franzgo: Path, tmp_path: Path, protocol: str, assignor: str, group_type: str
+def test_go_verifiable_consumer(
+    gateways: Gateways, tmp_path: Path, library: str, protocol: str, assignor: str, group_type: str
 ) -> None:
-    gw = gateways.start("franzgo", sets=FAST_GROUP_SETTINGS)
-    topic, group = f"go-{protocol}-{assignor}", f"go-group-{protocol}-{assignor}"
+    binary = go_binary(library)
+    gw = gateways.start("go", sets=FAST_GROUP_SETTINGS)
+    topic, group = f"{library}-{protocol}-{assignor}", f"{library}-group-{protocol}-{assignor}"
     create_topic(gw, topic, PARTITIONS)
     produce(gw, topic, range(RECORDS))
 
@@ -165,7 +173,7 @@ def test_franzgo_verifiable_consumer(
             "--group-protocol", protocol, "--assignor", assignor, "--client-id", f"go-{n}",
             "--session-timeout", "6000", "--heartbeat-interval", "250",
         ]  # fmt: skip
-        return GoMember(franzgo, args, tmp_path / f"member-{n}.stderr")
+        return GoMember(binary, args, tmp_path / f"member-{n}.stderr")
 
     first = start(1)
     members = [first]

@@ -2,15 +2,17 @@
 
 Go fleets mostly run franz-go (github.com/twmb/franz-go), whose client speaks KIP-848's
 `ConsumerGroupHeartbeat` (opted into with `kgo.ServerSideBalancer()`, Kafka 4.0+ brokers), so it is
-a client family of its own next to Java's KafkaConsumer and librdkafka. Its verifiable consumer
-(compat/matrix/clients/go/franzgo) prints the JSON-lines events of Kafka's `VerifiableConsumer` and
-takes the flags of both VerifiableConsumer and compat/matrix/clients/verifiable_consumer.py.
+a client family of its own next to Java's KafkaConsumer and librdkafka; Sarama (github.com/IBM/sarama)
+is the other Go client fleets run (classic protocol only: it has no KIP-848 consumer). Their
+verifiable consumers (compat/matrix/clients/go/franzgo and .../sarama, sharing package vc) print the
+JSON-lines events of Kafka's `VerifiableConsumer` and take the flags of both VerifiableConsumer and
+compat/matrix/clients/verifiable_consumer.py.
 
 Binaries are never committed: `go_client_binary(spec)` builds one into
 `~/.cache/groupshift/matrix/go/` (or `$GROUPSHIFT_MATRIX_CACHE/go/`) named by a hash of the
 sources, go.mod/go.sum, the requested library version and the Go toolchain, so an edit rebuilds
-and an unchanged tree never does. The pinned version in go.mod is `FRANZ_GO_VERSION`; another
-version is built from a scratch copy of the module after `go get` of that version (only the Go
+and an unchanged tree never does. The version go.mod pins is in `GO_LIBRARIES` (`pinned` names
+it); another version is built from a scratch copy of the module after `go get` of that version (only the Go
 module proxy is used), and fails with go's own message if that release lacks an API the client
 uses. Static (`CGO_ENABLED=0`), so the same file runs in a container of any base.
 """
@@ -29,11 +31,11 @@ from pathlib import Path
 from compat.matrix.runtime import ClientSpec
 
 GO_SOURCES = Path(__file__).resolve().parent / "clients" / "go"
-FRANZ_GO_VERSION = "1.22.2"
-#: library name (the matrix's `library` dimension) -> the main package under GO_SOURCES and the
-#: Go module whose version `ClientSpec.version` names.
-GO_LIBRARIES: dict[str, tuple[str, str]] = {
-    "franz-go": ("franzgo", "github.com/twmb/franz-go"),
+#: library name (the matrix's `library` dimension) -> the main package under GO_SOURCES, the Go
+#: module whose version `ClientSpec.version` names, and the version go.mod pins.
+GO_LIBRARIES: dict[str, tuple[str, str, str]] = {
+    "franz-go": ("franzgo", "github.com/twmb/franz-go", "1.22.2"),
+    "sarama": ("sarama", "github.com/IBM/sarama", "1.61.1"),
 }
 #: Versions that mean "what go.mod pins".
 PINNED = ("pinned", "installed", "newest")
@@ -69,7 +71,9 @@ def _go_env() -> dict[str, str]:
 def source_digest(package: str) -> str:
     """Hash of what the binary is built from (go.mod, go.sum and the package's .go files)."""
     h = hashlib.sha256()
-    files = [GO_SOURCES / "go.mod", GO_SOURCES / "go.sum", *sorted((GO_SOURCES / package).glob("*.go"))]
+    packages = (package, "vc")  # vc: the shared command line and events
+    files = [GO_SOURCES / "go.mod", GO_SOURCES / "go.sum"]
+    files += [f for p in packages for f in sorted((GO_SOURCES / p).glob("*.go"))]
     for f in files:
         h.update(f.relative_to(GO_SOURCES).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
     return h.hexdigest()
@@ -83,8 +87,8 @@ def go_client_binary(spec: ClientSpec) -> Path:
     """
     if spec.library not in GO_LIBRARIES:
         raise ValueError(f"no Go verifiable consumer for {spec.library!r} (known: {sorted(GO_LIBRARIES)})")
-    package, module = GO_LIBRARIES[spec.library]
-    version = FRANZ_GO_VERSION if spec.version in PINNED else spec.version.removeprefix("v")
+    package, module, pinned = GO_LIBRARIES[spec.library]
+    version = pinned if spec.version in PINNED else spec.version.removeprefix("v")
     go = go_tool()
     key = hashlib.sha256(f"{source_digest(package)} {module}@{version} {go_version(go)}".encode()).hexdigest()
     out_dir = go_cache_dir()
@@ -98,7 +102,7 @@ def go_client_binary(spec: ClientSpec) -> Path:
             return binary
         with tempfile.TemporaryDirectory(prefix="groupshift-go-") as scratch:
             src = GO_SOURCES
-            if version != FRANZ_GO_VERSION:
+            if version != pinned:
                 src = Path(scratch) / "src"
                 shutil.copytree(GO_SOURCES, src)
                 _run(go, ["get", f"{module}@v{version}"], src)

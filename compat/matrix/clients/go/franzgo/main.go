@@ -16,148 +16,26 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/signal"
-	"sort"
-	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"groupshift/matrix/clients/vc"
 )
-
-// out serialises event lines: callbacks run on franz-go's goroutines.
-type out struct {
-	mu sync.Mutex
-	w  *bufio.Writer
-}
-
-func (o *out) emit(name string, fields map[string]any) {
-	event := map[string]any{"timestamp": time.Now().UnixMilli(), "name": name}
-	for k, v := range fields {
-		event[k] = v
-	}
-	line, err := json.Marshal(event)
-	if err != nil {
-		line = []byte(fmt.Sprintf("Bad data can't be written as json: %v", err))
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.w.Write(line)
-	o.w.WriteByte('\n')
-	o.w.Flush()
-}
-
-type topicPartition struct {
-	Topic     string `json:"topic"`
-	Partition int32  `json:"partition"`
-}
-
-func partitionList(m map[string][]int32) []topicPartition {
-	list := []topicPartition{}
-	for topic, partitions := range m {
-		for _, p := range partitions {
-			list = append(list, topicPartition{topic, p})
-		}
-	}
-	sort.Slice(list, func(i, j int) bool {
-		if list[i].Topic != list[j].Topic {
-			return list[i].Topic < list[j].Topic
-		}
-		return list[i].Partition < list[j].Partition
-	})
-	return list
-}
-
-type options struct {
-	bootstrap      string
-	topic          string
-	groupProtocol  string
-	remoteAssignor string
-	groupID        string
-	instanceID     string
-	maxMessages    int
-	sessionTimeout int
-	verbose        bool
-	autoCommit     bool
-	resetPolicy    string
-	assignment     string
-	consumerConfig string
-	commandConfig  string
-	clientID       string
-	heartbeatMs    int
-	maxPollMs      int
-}
-
-func parseOptions() options {
-	var o options
-	fs := flag.NewFlagSet("franzgo", flag.ExitOnError)
-	fs.StringVar(&o.bootstrap, "bootstrap-server", "", "host:port list of the cluster")
-	fs.StringVar(&o.bootstrap, "broker-list", "", "deprecated alias of --bootstrap-server")
-	fs.StringVar(&o.topic, "topic", "", "topic to consume")
-	fs.StringVar(&o.groupProtocol, "group-protocol", "classic", "classic or consumer (KIP-848)")
-	fs.StringVar(&o.remoteAssignor, "group-remote-assignor", "", "uniform or range (consumer protocol)")
-	fs.StringVar(&o.groupID, "group-id", "", "consumer group id")
-	fs.StringVar(&o.instanceID, "group-instance-id", "", "static member id")
-	fs.IntVar(&o.maxMessages, "max-messages", -1, "stop after this many records (-1: never)")
-	fs.IntVar(&o.sessionTimeout, "session-timeout", 30000, "session timeout in ms (classic)")
-	fs.BoolVar(&o.verbose, "verbose", false, "print a record_data event per record")
-	fs.BoolVar(&o.autoCommit, "enable-autocommit", false, "let the client commit on its own")
-	fs.StringVar(&o.resetPolicy, "reset-policy", "earliest", "earliest, latest or none")
-	fs.StringVar(&o.assignment, "assignment-strategy", "", "classic assignor (Java class or short name)")
-	fs.StringVar(&o.consumerConfig, "consumer.config", "", "properties file (client.id, heartbeat.interval.ms, max.poll.interval.ms)")
-	fs.StringVar(&o.commandConfig, "command-config", "", "same as --consumer.config")
-	// The flags of compat/matrix/clients/verifiable_consumer.py, so the runner can hand every
-	// non-Java client the same command line.
-	fs.StringVar(&o.assignment, "assignor", "", "short assignor name: range, roundrobin, sticky, cooperative-sticky (classic); uniform or range (consumer)")
-	fs.StringVar(&o.clientID, "client-id", "", "client.id")
-	fs.IntVar(&o.heartbeatMs, "heartbeat-interval", 0, "heartbeat.interval.ms (classic)")
-	fs.IntVar(&o.maxPollMs, "max-poll-interval", 0, "max.poll.interval.ms, franz-go's rebalance timeout")
-	fs.String("library", "franz-go", "ignored: names the client family for the runner")
-	_ = fs.Parse(os.Args[1:])
-	if o.bootstrap == "" || o.topic == "" || o.groupID == "" {
-		fmt.Fprintln(os.Stderr, "--bootstrap-server, --topic and --group-id are required")
-		os.Exit(2)
-	}
-	return o
-}
-
-func loadProperties(path string) (map[string]string, error) {
-	props := map[string]string{}
-	if path == "" {
-		return props, nil
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") || strings.HasPrefix(line, "!") {
-			continue
-		}
-		if k, v, ok := strings.Cut(line, "="); ok {
-			props[strings.TrimSpace(k)] = strings.TrimSpace(v)
-		}
-	}
-	return props, nil
-}
 
 // balancer maps VerifiableConsumer's --assignment-strategy (a Java class name) or a short name to
 // franz-go's balancer of the same algorithm.
 func balancer(name string) (kgo.GroupBalancer, error) {
-	short := strings.ToLower(name[strings.LastIndex(name, ".")+1:])
-	switch short {
+	switch vc.StringShort(name) {
 	case "", "rangeassignor", "range":
 		return kgo.RangeBalancer(), nil
 	case "roundrobinassignor", "roundrobin":
@@ -171,83 +49,64 @@ func balancer(name string) (kgo.GroupBalancer, error) {
 }
 
 func main() {
-	o := parseOptions()
-	emitter := &out{w: bufio.NewWriter(os.Stdout)}
-	props := map[string]string{}
-	for _, path := range []string{o.consumerConfig, o.commandConfig} {
-		p, err := loadProperties(path)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(2)
-		}
-		for k, v := range p {
-			props[k] = v
-		}
-	}
+	o := vc.ParseOptions("franzgo")
+	emitter := vc.NewOut()
+	props := o.Properties()
 
 	reset := kgo.NewOffset().AtStart()
-	switch o.resetPolicy {
+	switch o.ResetPolicy {
 	case "latest":
 		reset = kgo.NewOffset().AtEnd()
 	case "none":
 		reset = kgo.NoResetOffset()
 	}
 	opts := []kgo.Opt{
-		kgo.SeedBrokers(strings.Split(o.bootstrap, ",")...),
-		kgo.ConsumerGroup(o.groupID),
-		kgo.ConsumeTopics(o.topic),
+		kgo.SeedBrokers(strings.Split(o.Bootstrap, ",")...),
+		kgo.ConsumerGroup(o.GroupID),
+		kgo.ConsumeTopics(o.Topic),
 		kgo.ConsumeResetOffset(reset),
 		kgo.BlockRebalanceOnPoll(),
-		kgo.SessionTimeout(time.Duration(o.sessionTimeout) * time.Millisecond),
+		kgo.SessionTimeout(time.Duration(o.SessionTimeout) * time.Millisecond),
 		kgo.WithLogger(kgo.BasicLogger(os.Stderr, kgo.LogLevelWarn, nil)),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
-			emitter.emit("partitions_assigned", map[string]any{"partitions": partitionList(m)})
+			emitter.Emit("partitions_assigned", map[string]any{"partitions": vc.PartitionList(m)})
 		}),
 		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
-			emitter.emit("partitions_revoked", map[string]any{"partitions": partitionList(m)})
+			emitter.Emit("partitions_revoked", map[string]any{"partitions": vc.PartitionList(m)})
 		}),
 		// Kafka 4.3's VerifiableConsumer has no onPartitionsLost: the Java default reports a loss
 		// through onPartitionsRevoked, and so does this client.
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
-			emitter.emit("partitions_revoked", map[string]any{"partitions": partitionList(m)})
+			emitter.Emit("partitions_revoked", map[string]any{"partitions": vc.PartitionList(m)})
 		}),
-	}
-	if o.clientID != "" {
-		props["client.id"] = o.clientID
-	}
-	if o.heartbeatMs > 0 {
-		props["heartbeat.interval.ms"] = strconv.Itoa(o.heartbeatMs)
-	}
-	if o.maxPollMs > 0 {
-		props["max.poll.interval.ms"] = strconv.Itoa(o.maxPollMs)
 	}
 	if id, ok := props["client.id"]; ok {
 		opts = append(opts, kgo.ClientID(id))
 	}
-	if ms, err := strconv.Atoi(props["heartbeat.interval.ms"]); err == nil {
-		opts = append(opts, kgo.HeartbeatInterval(time.Duration(ms)*time.Millisecond))
+	if d, ok := vc.Millis(props, "heartbeat.interval.ms"); ok {
+		opts = append(opts, kgo.HeartbeatInterval(d))
 	}
-	if ms, err := strconv.Atoi(props["max.poll.interval.ms"]); err == nil {
-		opts = append(opts, kgo.RebalanceTimeout(time.Duration(ms)*time.Millisecond))
+	if d, ok := vc.Millis(props, "max.poll.interval.ms"); ok {
+		opts = append(opts, kgo.RebalanceTimeout(d))
 	}
-	if o.instanceID != "" {
-		opts = append(opts, kgo.InstanceID(o.instanceID))
+	if o.InstanceID != "" {
+		opts = append(opts, kgo.InstanceID(o.InstanceID))
 	}
-	if !o.autoCommit {
+	if !o.AutoCommit {
 		opts = append(opts, kgo.DisableAutoCommit())
 	}
-	switch o.groupProtocol {
+	switch o.GroupProtocol {
 	case "classic":
-		b, err := balancer(o.assignment)
+		b, err := balancer(o.Assignment)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
 		}
 		opts = append(opts, kgo.Balancers(b))
 	case "consumer":
-		remote := o.remoteAssignor
-		if remote == "" && (o.assignment == "uniform" || o.assignment == "range") {
-			remote = o.assignment
+		remote := o.RemoteAssignor
+		if remote == "" && (o.Assignment == "uniform" || o.Assignment == "range") {
+			remote = o.Assignment
 		}
 		b := kgo.StickyBalancer() // server assignor "uniform", Kafka's default
 		if remote == "range" {
@@ -258,7 +117,7 @@ func main() {
 		}
 		opts = append(opts, kgo.Balancers(b), kgo.ServerSideBalancer())
 	default:
-		fmt.Fprintf(os.Stderr, "unknown group protocol %q\n", o.groupProtocol)
+		fmt.Fprintf(os.Stderr, "unknown group protocol %q\n", o.GroupProtocol)
 		os.Exit(2)
 	}
 
@@ -272,13 +131,13 @@ func main() {
 	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
 	go func() {
 		<-signals
-		emitter.emit("shutdown_requested", nil)
+		emitter.Emit("shutdown_requested", nil)
 		cancel()
 	}()
 
-	emitter.emit("startup_complete", nil)
+	emitter.Emit("startup_complete", nil)
 	consumed := 0
-	for ctx.Err() == nil && (o.maxMessages < 0 || consumed < o.maxMessages) {
+	for ctx.Err() == nil && (o.MaxMessages < 0 || consumed < o.MaxMessages) {
 		fetches := client.PollFetches(ctx)
 		fetches.EachError(func(topic string, partition int32, err error) {
 			if !errors.Is(err, context.Canceled) {
@@ -289,41 +148,36 @@ func main() {
 		client.AllowRebalance()
 	}
 	client.CloseAllowingRebalance()
-	emitter.emit("shutdown_complete", nil)
+	emitter.Emit("shutdown_complete", nil)
 }
 
 // onRecords reports a poll's records like VerifiableConsumer.onRecordsReceived (capped at
 // --max-messages) and commits the next offset of each partition synchronously.
-func onRecords(client *kgo.Client, emitter *out, fetches kgo.Fetches, o *options, consumed int) int {
-	type summary struct {
-		Topic     string `json:"topic"`
-		Partition int32  `json:"partition"`
-		Count     int    `json:"count"`
-		MinOffset int64  `json:"minOffset"`
-		MaxOffset int64  `json:"maxOffset"`
-	}
-	summaries := []summary{}
+func onRecords(client *kgo.Client, emitter *vc.Out, fetches kgo.Fetches, o *vc.Options, consumed int) int {
+	summaries := []vc.Summary{}
 	offsets := map[string]map[int32]kgo.EpochOffset{}
 	count := 0
 	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
 		records := p.Records
-		if o.maxMessages >= 0 && consumed+count+len(records) > o.maxMessages {
-			records = records[:o.maxMessages-consumed-count]
+		if o.MaxMessages >= 0 && consumed+count+len(records) > o.MaxMessages {
+			records = records[:o.MaxMessages-consumed-count]
 		}
 		if len(records) == 0 {
 			return
 		}
 		first, last := records[0], records[len(records)-1]
-		summaries = append(summaries, summary{p.Topic, p.Partition, len(records), first.Offset, last.Offset})
+		summaries = append(summaries, vc.Summary{
+			Topic: p.Topic, Partition: p.Partition, Count: len(records), MinOffset: first.Offset, MaxOffset: last.Offset,
+		})
 		if offsets[p.Topic] == nil {
 			offsets[p.Topic] = map[int32]kgo.EpochOffset{}
 		}
 		offsets[p.Topic][p.Partition] = kgo.EpochOffset{Epoch: last.LeaderEpoch, Offset: last.Offset + 1}
-		if o.verbose {
+		if o.Verbose {
 			for _, r := range records {
-				emitter.emit("record_data", map[string]any{
-					"topic": r.Topic, "partition": r.Partition, "key": nullable(r.Key),
-					"value": nullable(r.Value), "offset": r.Offset,
+				emitter.Emit("record_data", map[string]any{
+					"topic": r.Topic, "partition": r.Partition, "key": vc.Nullable(r.Key),
+					"value": vc.Nullable(r.Value), "offset": r.Offset,
 				})
 			}
 		}
@@ -332,13 +186,13 @@ func onRecords(client *kgo.Client, emitter *out, fetches kgo.Fetches, o *options
 	if count == 0 {
 		return 0
 	}
-	emitter.emit("records_consumed", map[string]any{"count": count, "partitions": summaries})
-	if o.autoCommit {
+	emitter.Emit("records_consumed", map[string]any{"count": count, "partitions": summaries})
+	if o.AutoCommit {
 		return count
 	}
 	client.CommitOffsetsSync(context.Background(), offsets,
 		func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-			emitter.emit("offsets_committed", commitEvent(offsets, resp, err))
+			emitter.Emit("offsets_committed", commitEvent(offsets, resp, err))
 		})
 	return count
 }
@@ -346,23 +200,13 @@ func onRecords(client *kgo.Client, emitter *out, fetches kgo.Fetches, o *options
 // commitEvent builds offsets_committed: every offset asked for, and the first error (a request
 // error, or a partition's error code) as VerifiableConsumer reports the commit's exception.
 func commitEvent(offsets map[string]map[int32]kgo.EpochOffset, resp *kmsg.OffsetCommitResponse, err error) map[string]any {
-	type committed struct {
-		Topic     string `json:"topic"`
-		Partition int32  `json:"partition"`
-		Offset    int64  `json:"offset"`
-	}
-	list := []committed{}
+	list := []vc.Committed{}
 	for topic, partitions := range offsets {
 		for p, eo := range partitions {
-			list = append(list, committed{topic, p, eo.Offset})
+			list = append(list, vc.Committed{Topic: topic, Partition: p, Offset: eo.Offset})
 		}
 	}
-	sort.Slice(list, func(i, j int) bool {
-		if list[i].Topic != list[j].Topic {
-			return list[i].Topic < list[j].Topic
-		}
-		return list[i].Partition < list[j].Partition
-	})
+	vc.Sorted(list, func(c vc.Committed) (string, int32) { return c.Topic, c.Partition })
 	if err == nil && resp != nil {
 		for _, t := range resp.Topics {
 			for _, p := range t.Partitions {
@@ -381,11 +225,4 @@ func commitEvent(offsets map[string]map[int32]kgo.EpochOffset, resp *kmsg.Offset
 		event["error"] = err.Error()
 	}
 	return event
-}
-
-func nullable(b []byte) any {
-	if b == nil {
-		return nil
-	}
-	return string(b)
 }

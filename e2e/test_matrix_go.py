@@ -151,10 +151,9 @@ def check_well_formed(member: GoMember) -> None:
 @pytest.mark.parametrize(
     ("library", "protocol", "assignor", "group_type"),
     [
+        # one incremental and one eager classic case, and KIP-848 where the client has it
         ("franz-go", "classic", "cooperative-sticky", "classic"),
-        ("franz-go", "classic", "range", "classic"),
         ("franz-go", "consumer", "uniform", "consumer"),
-        ("sarama", "classic", "cooperative-sticky", "classic"),
         ("sarama", "classic", "range", "classic"),
     ],
 )

@@ -216,7 +216,21 @@ class ImageBuilder:
                 build()
                 with self._lock:
                     self.timings[image] = round(time.monotonic() - t0, 1)
+                self._drop_stale(image)
         return image
+
+    def _drop_stale(self, image: str) -> None:
+        """Remove the other tags of `image`'s repository: older builds of the same layer. An old
+        image still under a newer one (or used by a container) is refused by the engine and kept."""
+        import docker.errors
+
+        repository = image.rsplit(":", 1)[0]
+        for old in self.docker.images.list(name=repository):
+            if image in old.tags:
+                continue
+            for tag in old.tags:
+                with contextlib.suppress(docker.errors.APIError):
+                    self.docker.images.remove(tag, noprune=False)
 
     def _run_and_commit(
         self, parent: str, script: str, image: str, mounts: dict[str, str] | None = None

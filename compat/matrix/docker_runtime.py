@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from compat.matrix.docker_engine import Engine, ensure_engine
-from compat.matrix.go_clients import GO_LIBRARIES, go_argv
+from compat.matrix.go_clients import GO_LIBRARIES, PINNED, go_argv
 from compat.matrix.runtime import ClientSpec
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -175,6 +175,20 @@ class DockerRuntime:
         with self._lock:
             self._images[client.key] = found
         return found
+
+    def installed_version(self, client: ClientSpec) -> str:
+        """The exact release the client's image runs (what `2.2.x`, `newest` or `4` resolved to)."""
+        image, prefix = self._image(client)
+        if client.library == "java":
+            return str(self._java[client.key].version)
+        if client.library in GO_LIBRARIES:
+            pinned = GO_LIBRARIES[client.library][2]
+            return pinned if client.version in PINNED else client.version
+        code = f"import importlib.metadata as m; print(m.version({client.library!r}))"
+        output = self.engine.client(timeout=120).containers.run(
+            image, [prefix[0], "-c", code], remove=True, network_mode="host"
+        )
+        return bytes(output).decode().strip() or client.version
 
     def command(self, client: ClientSpec, argv: Sequence[str]) -> tuple[str, list[str]]:
         """The image and the full command line of a client container."""

@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import importlib.metadata
 import io
 import os
 import re
@@ -85,9 +86,16 @@ class ImageBuildError(RuntimeError):
 
 
 def pip_requirements(client: ClientSpec) -> list[str]:
-    """`2.0.2` pins exactly, `2.2` or `2.2.x` takes the newest 2.2 release, `newest` the newest."""
+    """`2.0.2` pins exactly, `2.2` or `2.2.x` takes the newest 2.2 release, `newest` the newest,
+    `installed` the release this interpreter has (so both runtimes run the same one)."""
     v = client.version
-    if v in ("newest", "installed"):
+    if v == "installed":
+        # the process runtime's `installed` is the runner's own interpreter's copy: pin that release
+        try:
+            v = importlib.metadata.version(client.library)
+        except importlib.metadata.PackageNotFoundError:
+            v = "newest"
+    if v == "newest":
         req = client.library
     else:
         v = v.removesuffix(".x")

@@ -3,7 +3,8 @@
 Order of preference:
 1. `DOCKER_HOST` (any engine the user points us at: `unix:///path`, `tcp://host:port`), used as is;
 2. the system engine at /var/run/docker.sock, when it answers;
-3. our own `dockerd`, started here and stopped by `close()` (by the PID we started, nothing else).
+3. our own `dockerd`, started here and stopped by `close()` (by the PID it was started with,
+   nothing else) when no other groupshift process still uses it (a shared lock per user).
    When `dockerd` is missing and we are root, Debian's `docker.io` (which brings containerd, runc,
    tini and iptables) is installed with apt-get first. It runs with its own data root under
    `~/.cache/groupshift/docker` (images survive between runs, so built client images are reused),
@@ -89,15 +90,41 @@ class Engine:
         return self.pid is not None
 
     def close(self) -> None:
-        """Stop the daemon if we started it (SIGTERM, then SIGKILL of its process group)."""
-        pid, self.pid = self.pid, None
-        if pid is not None:
-            _stop_pid(pid)
-            with contextlib.suppress(OSError):
-                (engine_home() / "dockerd.pid").unlink()
-        if self._lock_file is not None:
-            self._lock_file.close()
-            self._lock_file = None
+        """Leave the engine; the last groupshift user of a groupshift-started dockerd stops it.
+
+        Every user of our own daemon holds a shared lock on `dockerd.users` for as long as it uses
+        it; whoever can turn that into an exclusive lock on leaving is the last one and stops the
+        daemon (SIGTERM, then SIGKILL of its process group) by the PID it was started with. An
+        engine found through DOCKER_HOST or the system socket is never stopped.
+        """
+        users, self._lock_file = self._lock_file, None
+        if users is None:
+            return
+        home = engine_home()
+        with open(home / "dockerd.lock", "w") as start_lock:
+            fcntl.flock(start_lock, fcntl.LOCK_EX)  # nobody attaches while we decide
+            try:
+                fcntl.flock(users, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                last = True
+            except BlockingIOError:
+                last = False
+            pid = self.pid if self.pid is not None else _read_pid(home / "dockerd.pid")
+            self.pid = None
+            if last and pid is not None:
+                _stop_pid(pid)
+                with contextlib.suppress(OSError):
+                    (home / "dockerd.pid").unlink()
+            users.close()
+
+
+def _read_pid(path: Path) -> int | None:
+    """The PID in a groupshift dockerd pid file, if that process is still a dockerd."""
+    try:
+        pid = int(path.read_text().strip())
+        comm = Path(f"/proc/{pid}/comm").read_text().strip()
+    except (OSError, ValueError):
+        return None
+    return pid if comm == "dockerd" else None
 
 
 def _stop_pid(pid: int) -> None:
@@ -140,19 +167,21 @@ def ensure_engine(*, install: bool = True) -> Engine:
     home.mkdir(parents=True, exist_ok=True)
     socket = home / "docker.sock"
     host = f"unix://{socket}"
-    lock_file = open(home / "dockerd.lock", "w")  # noqa: SIM115 - kept by the Engine
-    try:
-        fcntl.flock(lock_file, fcntl.LOCK_EX)
-        if socket.exists() and ping(host) is None:
-            # A daemon an earlier (or a concurrent) runner started: use it, do not stop it.
-            lock_file.close()
-            return Engine(host, how=f"a groupshift dockerd already running at {socket}")
-        _ensure_installed(install)
-        engine = _start_dockerd(home, socket)
-    except BaseException:
-        lock_file.close()
-        raise
-    engine._lock_file = lock_file
+    users = open(home / "dockerd.users", "w")  # noqa: SIM115 - kept by the Engine until close()
+    with open(home / "dockerd.lock", "w") as start_lock:
+        fcntl.flock(start_lock, fcntl.LOCK_EX)
+        fcntl.flock(users, fcntl.LOCK_SH)
+        try:
+            if socket.exists() and ping(host) is None:
+                # started by another groupshift runner that still uses it, or one that died
+                engine = Engine(host, how=f"the groupshift dockerd already running at {socket}")
+            else:
+                _ensure_installed(install)
+                engine = _start_dockerd(home, socket)
+        except BaseException:
+            users.close()
+            raise
+    engine._lock_file = users
     return engine
 
 

@@ -363,25 +363,3 @@ def test_unreachable_docker_host_is_named(monkeypatch: pytest.MonkeyPatch, tmp_p
     assert ping(host) is not None
     with pytest.raises(EngineUnavailable, match=r"absent\.sock"):
         ensure_engine()
-
-
-def test_own_engine_stops_when_its_last_user_leaves(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Two users of the groupshift dockerd: the first to leave keeps it running for the other,
-    the last one stops it (by the PID it was started with)."""
-    monkeypatch.delenv("DOCKER_HOST", raising=False)
-    try:
-        first = ensure_engine()
-    except EngineUnavailable as e:
-        print(f"no Docker engine can be started here: {e}")
-        pytest.skip(f"no Docker engine can be started here: {e}")
-    if first._lock_file is None:
-        first.close()
-        pytest.skip(f"an engine not started by groupshift is in use ({first.how}): nothing to stop")
-    second = ensure_engine()
-    try:
-        assert second.host == first.host
-        first.close()
-        assert ping(second.host) is None, "the daemon stopped while a user was left"
-    finally:
-        second.close()
-    assert ping(first.host) is not None, "the last user left and the daemon still answers"

@@ -37,9 +37,14 @@ log = structlog.get_logger("coordinator")
 GROUP_CONFIGS_FILE = "group-configs.json"
 
 
+# Scale-out's storage factory (docs/scale-out.md): (shard, now, config, ids, image) -> storage.
+ShardOpener = Callable[[int, int, Any, Any, MetadataImage], CoordinatorStorage]
+
+
 class GroupCoordinatorService:
-    def __init__(self, server: GatewayServer) -> None:
+    def __init__(self, server: GatewayServer, open_shard: ShardOpener | None = None) -> None:
         self.server = server
+        self.open_shard = open_shard
         self.config = server.config.group
         self.num_shards = self.config.offsets_topic_num_partitions
         self.base = Path(server.config.data_dir) / "coordinator"
@@ -99,6 +104,8 @@ class GroupCoordinatorService:
         settings = self.server.config
 
         def open_storage(now: int) -> CoordinatorStorage:
+            if self.open_shard is not None:
+                return self.open_shard(index, now, self.config, self._ids, self.image)
             return CoordinatorStorage.open(
                 directory,
                 config=self.config,
@@ -241,8 +248,10 @@ class GroupCoordinatorService:
         return counts
 
 
-def install_group_layer(server: GatewayServer) -> GroupCoordinatorService:
-    service = GroupCoordinatorService(server)
+def install_group_layer(
+    server: GatewayServer, open_shard: ShardOpener | None = None
+) -> GroupCoordinatorService:
+    service = GroupCoordinatorService(server, open_shard)
     group_apis.register(server.registry, service)
     offset_apis.register(server.registry, service)
     config_apis.register(server.registry, service)

@@ -1,0 +1,372 @@
+"""Fleet membership: every groupshift node joins one classic group on the upstream cluster.
+
+The classic group protocol with groupshift's own protocol type (`groupshift`) is Kafka's
+generic "group membership for resource management" (the protocol Kafka Connect's workers use
+with protocol type `connect`): the upstream group coordinator tracks which nodes are alive
+(JoinGroup / SyncGroup / Heartbeat, `session.timeout.ms`), elects a leader, and hands every
+member the assignment the leader computed. Here the resources are coordinator shards.
+
+* Member metadata (JSON): the node's id, the endpoint clients reach it at, the shards it owns.
+* The leader's assignment (`assign`): balanced (every member gets floor or ceil of shards /
+  members) and sticky (a member keeps what it owns up to its share, so a rebalance moves only
+  the shards that must move).
+* Every member receives the whole view (generation, shard -> node, node endpoints), so every node
+  can route every group to its owner.
+
+The lease: a member whose heartbeat, sent at time t, succeeded cannot be removed from the group
+by the coordinator before t + session timeout. `FleetMember.lease_deadline` is that bound minus
+one heartbeat interval: past it the node must assume its shards were given away (docs/scale-out.md,
+"node partitioned from the upstream cluster").
+
+Requests go over an `UpstreamLink` of its own to the group's coordinator broker (a JoinGroup
+waits for the rebalance; it must not hold up other traffic on a shared connection).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+from kio.index import load_request_schema, load_response_schema
+
+from gateway.codec import decode_response, encode_request
+from gateway.entity_builder import build
+from gateway.upstream.cluster import UpstreamCluster
+from gateway.upstream.link import UpstreamLink, UpstreamUnavailable
+
+log = structlog.get_logger("scaleout")
+
+PROTOCOL_TYPE = "groupshift"
+PROTOCOL_NAME = "shards-v1"
+
+NONE = 0
+COORDINATOR_LOAD_IN_PROGRESS = 14
+COORDINATOR_NOT_AVAILABLE = 15
+NOT_COORDINATOR = 16
+ILLEGAL_GENERATION = 22
+UNKNOWN_MEMBER_ID = 25
+REBALANCE_IN_PROGRESS = 27
+MEMBER_ID_REQUIRED = 79
+FENCED_INSTANCE_ID = 82
+_REFIND = {COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR}
+_RESET = {ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID}
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    node_id: int
+    host: str
+    port: int
+    owned: tuple[int, ...] = ()
+
+    def encode(self) -> bytes:
+        return json.dumps(
+            {"node_id": self.node_id, "host": self.host, "port": self.port, "owned": list(self.owned)}
+        ).encode()
+
+    @classmethod
+    def decode(cls, data: bytes) -> NodeInfo:
+        d = json.loads(data)
+        return cls(
+            int(d["node_id"]), str(d["host"]), int(d["port"]), tuple(int(s) for s in d.get("owned", ()))
+        )
+
+
+@dataclass(frozen=True)
+class FleetView:
+    """One generation's assignment, as every member receives it."""
+
+    generation: int
+    owners: dict[int, int]  # shard -> node id
+    nodes: dict[int, tuple[str, int]]  # node id -> (host, port)
+
+    def encode(self) -> bytes:
+        return json.dumps(
+            {
+                "generation": self.generation,
+                "owners": {str(s): n for s, n in self.owners.items()},
+                "nodes": {str(n): [h, p] for n, (h, p) in self.nodes.items()},
+            }
+        ).encode()
+
+    @classmethod
+    def decode(cls, data: bytes) -> FleetView:
+        d = json.loads(data)
+        return cls(
+            int(d["generation"]),
+            {int(s): int(n) for s, n in d["owners"].items()},
+            {int(n): (str(hp[0]), int(hp[1])) for n, hp in d["nodes"].items()},
+        )
+
+    def shards_of(self, node_id: int) -> set[int]:
+        return {s for s, n in self.owners.items() if n == node_id}
+
+
+def assign(members: dict[str, NodeInfo], num_shards: int) -> dict[int, str]:
+    """Shard -> member id: balanced, keeping each member's current shards up to its share.
+
+    Members are ordered by how many shards they own now (most first), then by node id, so the
+    members that get the larger share (when shards do not divide evenly) are the ones that
+    already hold more: fewer moves.
+    """
+    if not members:
+        return {}
+    order = sorted(members, key=lambda m: (-len(members[m].owned), members[m].node_id, m))
+    base, extra = divmod(num_shards, len(order))
+    quota = {m: base + (1 if i < extra else 0) for i, m in enumerate(order)}
+    out: dict[int, str] = {}
+    load = dict.fromkeys(order, 0)
+    for m in order:
+        for s in sorted(members[m].owned):
+            if 0 <= s < num_shards and s not in out and load[m] < quota[m]:
+                out[s] = m
+                load[m] += 1
+    for s in range(num_shards):
+        if s in out:
+            continue
+        m = min(order, key=lambda x: (load[x] - quota[x], load[x], members[x].node_id, x))
+        out[s] = m
+        load[m] += 1
+    return out
+
+
+class FleetMember:
+    """The membership loop of one node (an asyncio task)."""
+
+    def __init__(
+        self,
+        cluster: UpstreamCluster,
+        *,
+        group_id: str,
+        num_shards: int,
+        session_timeout_ms: int,
+        heartbeat_interval_ms: int,
+        me: Callable[[], NodeInfo],
+        on_view: Callable[[FleetView | None], None],
+    ) -> None:
+        self.cluster = cluster
+        self.group_id = group_id
+        self.num_shards = num_shards
+        self.session = session_timeout_ms / 1000
+        self.interval = heartbeat_interval_ms / 1000
+        self.me = me
+        self.on_view = on_view
+        self.member_id = ""
+        self.generation = -1
+        self.view: FleetView | None = None
+        self.lease_deadline = 0.0  # time.monotonic() bound of the shards' ownership
+        self._link: UpstreamLink | None = None
+        self._coordinator: int | None = None
+        self._rejoin = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = False
+        self.rebalances = 0
+
+    # -- control -------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    def request_rejoin(self) -> None:
+        """A shard was dropped on a failure: a new generation decides its owner again."""
+        self._rejoin.set()
+
+    def close(self) -> None:
+        """Stop; a member leaves the group on its way out (LeaveGroup, not waited for: the
+        transport writes it before closing), so the others need not wait for its session to
+        time out."""
+        self._stopping = True
+        if self._task is not None:
+            self._task.cancel()
+        link = self._link
+        if link is not None and not link.closed and self.member_id:
+            request = build(
+                load_request_schema(13, 3),
+                {
+                    "group_id": self.group_id,
+                    "members": [{"member_id": self.member_id, "group_instance_id": None}],
+                },
+            )
+            with contextlib.suppress(UpstreamUnavailable):
+                link.send(
+                    encode_request(request, correlation_id=0, client_id="groupshift-fleet")[4:],
+                    expect_response=False,
+                )
+        if link is not None:
+            link.close()
+
+    # -- wire ----------------------------------------------------------------------------------
+
+    async def _call(self, api_key: int, version: int, body: dict[str, Any]) -> Any:
+        link = await self._coordinator_link()
+        request = build(load_request_schema(api_key, version), body)
+        frame = encode_request(request, correlation_id=0, client_id="groupshift-fleet")[4:]
+        raw = await link.request(frame)
+        return decode_response(load_response_schema(api_key, version), raw)[1]
+
+    async def _coordinator_link(self) -> UpstreamLink:
+        if self._link is not None and not self._link.closed:
+            return self._link
+        await self.cluster.ready.wait()
+        resp = await self.cluster.call(None, 10, 3, {"key": self.group_id, "key_type": 0})
+        if int(resp.error_code) != NONE:
+            raise UpstreamUnavailable(f"no fleet coordinator yet (error {int(resp.error_code)})")
+        self._coordinator = int(resp.node_id)
+        self._link = UpstreamLink(
+            int(resp.node_id),
+            str(resp.host),
+            int(resp.port),
+            connect_timeout=self.cluster.connect_timeout,
+            request_timeout=self.session + 5.0,
+        )
+        return self._link
+
+    def _drop_link(self) -> None:
+        if self._link is not None:
+            self._link.close()
+        self._link = None
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        while not self._stopping:
+            try:
+                if await self._join():
+                    await self._heartbeats()
+            except asyncio.CancelledError:
+                raise
+            except (UpstreamUnavailable, OSError, TimeoutError) as e:
+                log.info("scaleout.fleet_unreachable", error=str(e))
+                self._drop_link()
+                await asyncio.sleep(min(self.interval, 0.5))
+            except Exception as e:  # never let the membership die silently
+                log.error("scaleout.fleet_error", error=repr(e), exc_info=e)
+                self._drop_link()
+                await asyncio.sleep(self.interval)
+
+    def _renew(self, sent: float) -> None:
+        self.lease_deadline = max(self.lease_deadline, sent + self.session - self.interval)
+
+    async def _join(self) -> bool:
+        me = self.me()
+        sent = time.monotonic()
+        resp = await self._call(
+            11,
+            5,
+            {
+                "group_id": self.group_id,
+                "session_timeout": int(self.session * 1000),
+                "rebalance_timeout": int(self.session * 1000),
+                "member_id": self.member_id,
+                "group_instance_id": None,
+                "protocol_type": PROTOCOL_TYPE,
+                "protocols": [{"name": PROTOCOL_NAME, "metadata": me.encode()}],
+            },
+        )
+        code = int(resp.error_code)
+        if code == MEMBER_ID_REQUIRED:
+            self.member_id = str(resp.member_id)
+            return False
+        if code in _RESET:
+            self.member_id = ""
+            return False
+        if code in _REFIND:
+            self._drop_link()
+            await asyncio.sleep(0.1)
+            return False
+        if code != NONE:
+            log.warning("scaleout.join_failed", error_code=code)
+            await asyncio.sleep(min(self.interval, 0.5))
+            return False
+        self._renew(sent)
+        self.member_id = str(resp.member_id)
+        self.generation = int(resp.generation_id)
+        assignments: list[dict[str, Any]] = []
+        if str(resp.leader) == self.member_id:
+            members = {str(m.member_id): NodeInfo.decode(bytes(m.metadata)) for m in resp.members}
+            shard_owner = assign(members, self.num_shards)
+            view = FleetView(
+                self.generation,
+                {s: members[m].node_id for s, m in shard_owner.items()},
+                {i.node_id: (i.host, i.port) for i in members.values()},
+            )
+            data = view.encode()
+            assignments = [{"member_id": m, "assignment": data} for m in members]
+            log.info("scaleout.fleet_assigned", generation=self.generation, members=len(members))
+        sent = time.monotonic()
+        sresp = await self._call(
+            14,
+            3,
+            {
+                "group_id": self.group_id,
+                "generation_id": self.generation,
+                "member_id": self.member_id,
+                "group_instance_id": None,
+                "assignments": assignments,
+            },
+        )
+        code = int(sresp.error_code)
+        if code in _RESET:
+            self.member_id = ""
+            return False
+        if code in _REFIND:
+            self._drop_link()
+            return False
+        if code != NONE or not sresp.assignment:
+            return False
+        self._renew(sent)
+        self.view = FleetView.decode(bytes(sresp.assignment))
+        self.rebalances += 1
+        self._rejoin.clear()
+        log.info(
+            "scaleout.fleet_view",
+            generation=self.view.generation,
+            mine=sorted(self.view.shards_of(me.node_id)),
+            nodes=sorted(self.view.nodes),
+        )
+        self.on_view(self.view)
+        return True
+
+    async def _heartbeats(self) -> None:
+        while not self._stopping:
+            try:
+                await asyncio.wait_for(self._rejoin.wait(), self.interval)
+                return  # rejoin asked for
+            except TimeoutError:
+                pass
+            sent = time.monotonic()
+            try:
+                resp = await self._call(
+                    12,
+                    3,
+                    {
+                        "group_id": self.group_id,
+                        "generation_id": self.generation,
+                        "member_id": self.member_id,
+                        "group_instance_id": None,
+                    },
+                )
+            except (UpstreamUnavailable, OSError, TimeoutError) as e:
+                log.info("scaleout.heartbeat_failed", error=str(e))
+                self._drop_link()
+                continue  # keep the member id; find the coordinator again
+            code = int(resp.error_code)
+            if code == NONE:
+                self._renew(sent)
+            elif code == REBALANCE_IN_PROGRESS:
+                self._renew(sent)
+                return
+            elif code in _RESET:
+                self.member_id = ""
+                return
+            elif code in _REFIND:
+                self._drop_link()
+            else:
+                log.warning("scaleout.heartbeat_error", error_code=code)
+                return

@@ -113,6 +113,7 @@ def test_fleet_failover_and_return(cluster: Any, started: list[GatewayProcess], 
         "mixed": group_on(shards_of[1003], "fa-mixed", SHARDS),
     }
     bootstrap = ",".join(n.bootstrap for n in nodes)
+    _check_routing(nodes, groups, shards_of)
     timelines = {kind: Timeline(topic) for kind in groups}
     producer = ContinuousProducer(SimpleNamespace(bootstrap=cluster.bootstrap), topic, rate=60)  # type: ignore[arg-type]
     producer.start()
@@ -203,6 +204,33 @@ def test_fleet_failover_and_return(cluster: Any, started: list[GatewayProcess], 
         f"failover: new view {view_at - killed_at:.2f}s, "
         f"shards loaded {loaded_at - killed_at:.2f}s after SIGKILL"
     )
+
+
+def _check_routing(
+    nodes: list[GatewayProcess], groups: dict[str, str], shards_of: dict[int, set[int]]
+) -> None:
+    """Every node names each group's owner (FindCoordinator), lists every fleet node as a
+    broker (Metadata), and answers NOT_COORDINATOR for a group whose shard it does not own."""
+    port_of = dict(zip(NODE_IDS, (n.port for n in nodes), strict=True))
+    for node_id, gw in zip(NODE_IDS, nodes, strict=True):
+        with WireClient(gw.port) as c:
+            md = c.request(
+                make_request(
+                    3,
+                    12,
+                    topics=None,
+                    allow_auto_topic_creation=False,
+                    include_topic_authorized_operations=False,
+                )
+            )
+            listed = {int(b.node_id): int(b.port) for b in md.brokers}
+            assert all(listed.get(n) == p for n, p in port_of.items()), listed
+            for g in groups.values():
+                owner = next(n for n, ss in shards_of.items() if partition_for(g, SHARDS) in ss)
+                fc = c.request(make_request(10, 3, key=g, key_type=0))
+                assert (int(fc.error_code), int(fc.node_id), int(fc.port)) == (0, owner, port_of[owner]), fc
+                of = c.request(make_request(9, 7, group_id=g, topics=None, require_stable=False))
+                assert int(of.error_code) == (0 if owner == node_id else 16), (node_id, g, of)
 
 
 def _last_acked_commits(tl: Timeline) -> dict[int, int]:

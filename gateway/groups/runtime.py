@@ -129,6 +129,9 @@ class ShardRuntime:
         for out in self.storage.load_outcomes:
             self._after(out, None)
         self.loaded = True  # False while a failed shard is being reloaded (`/health/ready`)
+        # Called with the new coordinator after a reload or reopen (the service re-applies the
+        # per-group dynamic configs, which live outside the log).
+        self.on_reopen: Callable[[Coordinator], None] | None = None
 
     @property
     def shard(self) -> Any:
@@ -367,6 +370,8 @@ class ShardRuntime:
         try:
             self.storage = self._open_storage(self._clock())
             self.coordinator = Coordinator(self.storage.shard)
+            if self.on_reopen is not None:
+                self.on_reopen(self.coordinator)
             for out in self.storage.load_outcomes:
                 self._after(out, None)
             self.loaded = True

@@ -123,7 +123,7 @@ class GroupCoordinatorService:
             if settings.log_cleaner_enable
             else None
         )
-        return ShardRuntime(
+        runtime = ShardRuntime(
             index,
             open_storage,
             on_op_time=self._op_latency.labels().observe,
@@ -131,6 +131,15 @@ class GroupCoordinatorService:
             on_event=self._count_event,
             compaction=compaction,
         )
+        runtime.on_reopen = lambda coordinator: self._reapply_group_configs(index, coordinator)
+        return runtime
+
+    def _reapply_group_configs(self, index: int, coordinator: Any) -> None:
+        """A reloaded or reopened shard gets a new coordinator: give it the shard's per-group
+        configs again (they live in `group-configs.json`, not in the log)."""
+        for gid, cfg in getattr(self, "group_configs", {}).items():
+            if partition_for(gid, self.num_shards) == index:
+                coordinator.set_group_config(gid, cfg)
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         for r in self.runtimes:

@@ -2,7 +2,7 @@
 sharing coordinator shards kept on a Kafka cluster, and the failover time after a SIGKILL.
 
     python -m bench.scale_out [--json] [--kafka 3.9] [--brokers 1] [--members 3000] [--groups 30]
-                              [--seconds 5] [--session-ms 3000] [--nodes 1,2,3]
+                              [--seconds 5] [--session-ms 10000] [--nodes 1,2,3]
 
 * Heartbeats/s: the same `--groups` KIP-848 groups (`--members` members in all) are spread over
   the shards (`--shards`, equally many groups per shard), so each node serves the groups of the
@@ -278,7 +278,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--connections", type=int, default=4, help="load connections per node")
     parser.add_argument("--depth", type=int, default=64, help="heartbeats in flight per connection")
-    parser.add_argument("--session-ms", type=int, default=3000, help="fleet session timeout")
+    parser.add_argument("--session-ms", type=int, default=10000, help="fleet session timeout")
+    parser.add_argument("--workdir", help="keep the cluster's and nodes' files and logs here")
     args = parser.parse_args(argv)
     sizes = [int(x) for x in args.nodes.split(",")]
     groups = group_names(args.groups, args.shards)
@@ -287,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
 
     results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="groupshift-bench-scaleout-") as tmp:
-        base = Path(tmp)
+        base = Path(args.workdir or tmp)
         cluster = KafkaCluster(
             args.kafka,
             brokers=args.brokers,

@@ -19,7 +19,8 @@ one heartbeat interval: past it the node must assume its shards were given away 
 "node partitioned from the upstream cluster").
 
 Requests go over an `UpstreamLink` of its own to the group's coordinator broker (a JoinGroup
-waits for the rebalance; it must not hold up other traffic on a shared connection).
+waits for the rebalance; it must not hold up other traffic on a shared connection), from a
+thread and event loop of its own (`FleetMember`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import random
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,7 +40,6 @@ from kio.index import load_request_schema, load_response_schema
 
 from gateway.codec import decode_response, encode_request
 from gateway.entity_builder import build
-from gateway.upstream.cluster import UpstreamCluster
 from gateway.upstream.link import UpstreamLink, UpstreamUnavailable
 
 log = structlog.get_logger("scaleout")
@@ -137,24 +139,33 @@ def assign(members: dict[str, NodeInfo], num_shards: int) -> dict[int, str]:
 
 
 class FleetMember:
-    """The membership loop of one node (an asyncio task)."""
+    """The membership loop of one node, on a thread and event loop of its own.
+
+    Like the Java consumer's heartbeat thread: a gateway loop busy with a storm of joins must
+    not starve the fleet heartbeats, or the node would lose its membership (and every shard)
+    because it is busy. The lease it maintains is a float the serving loop reads; views are
+    handed to the serving loop with `call_soon_threadsafe`; `me()` must be safe to call from
+    this thread (the ownership publishes an immutable snapshot for it).
+    """
 
     def __init__(
         self,
-        cluster: UpstreamCluster,
+        bootstrap: list[tuple[str, int]],
         *,
         group_id: str,
         num_shards: int,
         session_timeout_ms: int,
         heartbeat_interval_ms: int,
+        connect_timeout: float,
         me: Callable[[], NodeInfo],
         on_view: Callable[[FleetView | None], None],
     ) -> None:
-        self.cluster = cluster
+        self.bootstrap = bootstrap
         self.group_id = group_id
         self.num_shards = num_shards
         self.session = session_timeout_ms / 1000
         self.interval = heartbeat_interval_ms / 1000
+        self.connect_timeout = connect_timeout
         self.me = me
         self.on_view = on_view
         self.member_id = ""
@@ -163,27 +174,56 @@ class FleetMember:
         self.lease_deadline = 0.0  # time.monotonic() bound of the shards' ownership
         self._link: UpstreamLink | None = None
         self._coordinator: int | None = None
-        self._rejoin = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._serving_loop: asyncio.AbstractEventLoop | None = None
+        self._rejoin: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
+        self._thread: threading.Thread | None = None
         self._stopping = False
         self.rebalances = 0
 
-    # -- control -------------------------------------------------------------------------------
+    # -- control (from the serving loop) -------------------------------------------------------
 
     def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run())
+        self._serving_loop = asyncio.get_running_loop()
+        started = threading.Event()
+
+        def main() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            self._rejoin = asyncio.Event()
+            self._task = loop.create_task(self._run())
+            started.set()
+            with contextlib.suppress(asyncio.CancelledError):
+                loop.run_until_complete(self._task)
+            loop.run_until_complete(asyncio.sleep(0.05))  # let a LeaveGroup reach the socket
+            loop.close()
+
+        self._thread = threading.Thread(target=main, name="fleet-membership", daemon=True)
+        self._thread.start()
+        started.wait(5)
 
     def request_rejoin(self) -> None:
         """A shard was dropped on a failure: a new generation decides its owner again."""
-        self._rejoin.set()
+        loop, event = self._loop, self._rejoin
+        if loop is not None and event is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(event.set)
 
     def close(self) -> None:
         """Stop; a member leaves the group on its way out (LeaveGroup, not waited for: the
         transport writes it before closing), so the others need not wait for its session to
         time out."""
         self._stopping = True
-        if self._task is not None:
-            self._task.cancel()
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(self._leave_and_stop)
+        if self._thread is not None:
+            self._thread.join(2.0)
+
+    def _leave_and_stop(self) -> None:
         link = self._link
         if link is not None and not link.closed and self.member_id:
             request = build(
@@ -198,13 +238,24 @@ class FleetMember:
                     encode_request(request, correlation_id=0, client_id="groupshift-fleet")[4:],
                     expect_response=False,
                 )
+        if self._task is not None:
+            self._task.cancel()
         if link is not None:
             link.close()
+
+    def _deliver(self, view: FleetView) -> None:
+        loop = self._serving_loop
+        if loop is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(self.on_view, view)
 
     # -- wire ----------------------------------------------------------------------------------
 
     async def _call(self, api_key: int, version: int, body: dict[str, Any]) -> Any:
         link = await self._coordinator_link()
+        return await self._request(link, api_key, version, body)
+
+    async def _request(self, link: UpstreamLink, api_key: int, version: int, body: dict[str, Any]) -> Any:
         request = build(load_request_schema(api_key, version), body)
         frame = encode_request(request, correlation_id=0, client_id="groupshift-fleet")[4:]
         raw = await link.request(frame)
@@ -213,8 +264,14 @@ class FleetMember:
     async def _coordinator_link(self) -> UpstreamLink:
         if self._link is not None and not self._link.closed:
             return self._link
-        await self.cluster.ready.wait()
-        resp = await self.cluster.call(None, 10, 3, {"key": self.group_id, "key_type": 0})
+        host, port = random.choice(self.bootstrap)
+        link = UpstreamLink(
+            -1, host, port, connect_timeout=self.connect_timeout, request_timeout=self.session
+        )
+        try:
+            resp = await self._request(link, 10, 3, {"key": self.group_id, "key_type": 0})
+        finally:
+            link.close()
         if int(resp.error_code) != NONE:
             raise UpstreamUnavailable(f"no fleet coordinator yet (error {int(resp.error_code)})")
         self._coordinator = int(resp.node_id)
@@ -222,7 +279,7 @@ class FleetMember:
             int(resp.node_id),
             str(resp.host),
             int(resp.port),
-            connect_timeout=self.cluster.connect_timeout,
+            connect_timeout=self.connect_timeout,
             request_timeout=self.session + 5.0,
         )
         return self._link
@@ -323,6 +380,7 @@ class FleetMember:
         self._renew(sent)
         self.view = FleetView.decode(bytes(sresp.assignment))
         self.rebalances += 1
+        assert self._rejoin is not None
         self._rejoin.clear()
         log.info(
             "scaleout.fleet_view",
@@ -330,11 +388,12 @@ class FleetMember:
             mine=sorted(self.view.shards_of(me.node_id)),
             nodes=sorted(self.view.nodes),
         )
-        self.on_view(self.view)
+        self._deliver(self.view)
         return True
 
     async def _heartbeats(self) -> None:
         while not self._stopping:
+            assert self._rejoin is not None
             try:
                 await asyncio.wait_for(self._rejoin.wait(), self.interval)
                 return  # rejoin asked for
@@ -361,8 +420,10 @@ class FleetMember:
                 self._renew(sent)
             elif code == REBALANCE_IN_PROGRESS:
                 self._renew(sent)
+                log.info("scaleout.fleet_rebalance", generation=self.generation)
                 return
             elif code in _RESET:
+                log.warning("scaleout.fleet_member_lost", generation=self.generation, error_code=code)
                 self.member_id = ""
                 return
             elif code in _REFIND:

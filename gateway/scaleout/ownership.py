@@ -132,8 +132,10 @@ class ShardOwnership:
         self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="shard-load")
         self._watchdog: asyncio.Task[None] | None = None
         self._start_task: asyncio.Task[None] | None = None
+        self._claimed: tuple[int, ...] = ()  # serving | loading, published for the fleet thread
         self.fleet = FleetMember(
-            cluster,
+            cfg.bootstrap,
+            connect_timeout=cluster.connect_timeout,
             group_id=cfg.fleet_group_id,
             num_shards=self.num_shards,
             session_timeout_ms=cfg.fleet_session_timeout_ms,
@@ -158,6 +160,7 @@ class ShardOwnership:
         if loaded is None:
             was_serving = index in self.serving
             self.serving.discard(index)
+            self._publish()
             if was_serving and self._assigned_here(index):
                 log.warning("scaleout.shard_dropped_on_failure", shard=index)
                 self.fleet.request_rejoin()
@@ -165,6 +168,7 @@ class ShardOwnership:
         shard_log = KafkaShardLog(loaded, self.topic, timeout_ms=self.timeout_ms)
         storage = CoordinatorStorage.load(shard_log, config=config, ids=ids, image=image, now_ms=now)
         self.serving.add(index)
+        self._publish()
         log.info(
             "scaleout.shard_loaded",
             shard=index,
@@ -178,10 +182,12 @@ class ShardOwnership:
     # -- lifecycle -----------------------------------------------------------------------------
 
     def _me(self) -> NodeInfo:
+        """This node's member metadata (called on the fleet thread: reads published values)."""
         host, _ = self.server.config.listen_address
-        return NodeInfo(
-            self.node_id, host, self.server.port, tuple(sorted(self.serving | set(self._loading)))
-        )
+        return NodeInfo(self.node_id, host, self.server.port, self._claimed)
+
+    def _publish(self) -> None:
+        self._claimed = tuple(sorted(self.serving | set(self._loading)))
 
     def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -258,6 +264,7 @@ class ShardOwnership:
             self._drop(s, "reassigned")
         for s in sorted(mine - self.serving - set(self._loading)):
             self._loading[s] = asyncio.get_running_loop().create_task(self._gain(s, view))
+        self._publish()
 
     async def _gain(self, shard: int, view: FleetView | None) -> None:
         loop = asyncio.get_running_loop()
@@ -279,6 +286,7 @@ class ShardOwnership:
                 return
         finally:
             self._loading.pop(shard, None)
+            self._publish()
 
     def _install(self, shard: int, loaded: Loaded) -> None:
         assert self.service is not None
@@ -295,6 +303,7 @@ class ShardOwnership:
         if self.service is None or shard not in self.serving:
             return
         self.serving.discard(shard)
+        self._publish()
         log.info("scaleout.shard_dropped", shard=shard, reason=reason)
         self.service.runtimes[shard].reopen("scaleout.shard_dropped")
 
@@ -308,6 +317,9 @@ class ShardOwnership:
                     t.cancel()
                 for s in sorted(self.serving):
                     self._drop(s, "lease expired")
+                # The cluster may still count this node a member (the lease is conservative):
+                # a new generation hands the shards out again, here or elsewhere.
+                self.fleet.request_rejoin()
 
     # -- routing -------------------------------------------------------------------------------
 

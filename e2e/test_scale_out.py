@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from e2e import harness
 from e2e.conftest import Gateways
 from e2e.harness import GatewayProcess
 from e2e.migration import (
@@ -84,9 +85,15 @@ def cluster(kafka_cluster_factory: Any) -> Any:
 
 @pytest.fixture
 def started(module_gateways: Gateways) -> Iterator[list[GatewayProcess]]:
+    # A node starts several librdkafka clients besides the interpreter: on a loaded two-core
+    # machine that can take longer than the harness's usual 30 s.
+    saved, harness.START_TIMEOUT = harness.START_TIMEOUT, max(harness.START_TIMEOUT, 90.0)
     nodes: list[GatewayProcess] = []
-    yield nodes
-    module_gateways.started.extend(nodes)
+    try:
+        yield nodes
+    finally:
+        harness.START_TIMEOUT = saved
+        module_gateways.started.extend(nodes)
 
 
 def _add(member: Member) -> Member:

@@ -8,7 +8,7 @@ import pytest
 
 from engine.errors import AppendError, Errors
 from gateway.config import ConfigError, build_config
-from gateway.scaleout.fleet import FleetView, NodeInfo, assign
+from gateway.scaleout.fleet import FleetView, NodeInfo, assign, plan
 from gateway.scaleout.ownership import UnownedLog
 from gateway.scaleout.shard_log import ShardLogFailed, transactional_id
 
@@ -66,9 +66,13 @@ def test_claims_outside_the_shard_count_are_ignored() -> None:
 
 
 def test_view_and_node_info_round_trip() -> None:
-    view = FleetView(7, {0: 1001, 1: 1002}, {1001: ("127.0.0.1", 9092), 1002: ("10.0.0.2", 9093)})
+    view = FleetView(
+        7, {0: 1001, 1: 1002}, {1001: ("127.0.0.1", 9092), 1002: ("10.0.0.2", 9093)}, {0: "m-a", 1: "m-b"}
+    )
     assert FleetView.decode(view.encode()) == view
     assert view.shards_of(1002) == {1}
+    received = FleetView.decode(view.encode(), "m-b")
+    assert received.mine() == {1} and FleetView.decode(view.encode()).mine() == set()
     info = NodeInfo(1001, "127.0.0.1", 9092, (3, 4))
     assert NodeInfo.decode(info.encode()) == info
 
@@ -117,3 +121,16 @@ def test_settings() -> None:
         build_config(
             {"upstream.bootstrap.servers": "127.0.0.1:9092", "upstream.coordinator.storage": "zookeeper"}
         )
+
+
+def test_a_duplicate_node_id_gets_no_shards() -> None:
+    members = {
+        "a": NodeInfo(1001, "127.0.0.1", 9092),
+        "b": NodeInfo(1001, "127.0.0.1", 9192),
+        "c": NodeInfo(1002, "127.0.0.1", 9292),
+    }
+    view = plan(3, members, 6)
+    assert set(view.members.values()) == {"a", "c"}
+    assert view.nodes == {1001: ("127.0.0.1", 9092), 1002: ("127.0.0.1", 9292)}
+    assert FleetView.decode(view.encode(), "b").mine() == set()
+    assert len(FleetView.decode(view.encode(), "a").mine()) == 3

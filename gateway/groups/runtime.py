@@ -237,6 +237,8 @@ class ShardRuntime:
             if storage is not self.storage:
                 # The shard was reopened meanwhile (scale-out: dropped or gained): this commit's
                 # responses were already failed; its outcome concerns a log no longer served.
+                if not f.cancelled():
+                    f.exception()  # retrieved: its failure was logged by the log itself
                 if self.storage.end_offset > self.storage.durable_offset:
                     self._schedule_flush()
                 return

@@ -32,7 +32,7 @@ import random
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
@@ -82,11 +82,17 @@ class NodeInfo:
 
 @dataclass(frozen=True)
 class FleetView:
-    """One generation's assignment, as every member receives it."""
+    """One generation's assignment, as every member receives it.
+
+    Ownership is by member id (`members`), routing by node id (`owners`, `nodes`): two processes
+    started with the same `node.id` by mistake are still two members, and only one of them is
+    ever given shards (`FleetMember` leaves the other out and logs it)."""
 
     generation: int
     owners: dict[int, int]  # shard -> node id
     nodes: dict[int, tuple[str, int]]  # node id -> (host, port)
+    members: dict[int, str] = field(default_factory=dict)  # shard -> member id
+    local_member: str = ""  # the receiving member's id (not sent)
 
     def encode(self) -> bytes:
         return json.dumps(
@@ -94,20 +100,29 @@ class FleetView:
                 "generation": self.generation,
                 "owners": {str(s): n for s, n in self.owners.items()},
                 "nodes": {str(n): [h, p] for n, (h, p) in self.nodes.items()},
+                "members": {str(s): m for s, m in self.members.items()},
             }
         ).encode()
 
     @classmethod
-    def decode(cls, data: bytes) -> FleetView:
+    def decode(cls, data: bytes, local_member: str = "") -> FleetView:
         d = json.loads(data)
         return cls(
             int(d["generation"]),
             {int(s): int(n) for s, n in d["owners"].items()},
             {int(n): (str(hp[0]), int(hp[1])) for n, hp in d["nodes"].items()},
+            {int(s): str(m) for s, m in d.get("members", {}).items()},
+            local_member,
         )
 
     def shards_of(self, node_id: int) -> set[int]:
         return {s for s, n in self.owners.items() if n == node_id}
+
+    def mine(self) -> set[int]:
+        """The shards assigned to the receiving member."""
+        if not self.local_member:
+            return set()
+        return {s for s, m in self.members.items() if m == self.local_member}
 
 
 def assign(members: dict[str, NodeInfo], num_shards: int) -> dict[int, str]:
@@ -136,6 +151,32 @@ def assign(members: dict[str, NodeInfo], num_shards: int) -> dict[int, str]:
         out[s] = m
         load[m] += 1
     return out
+
+
+def plan(generation: int, members: dict[str, NodeInfo], num_shards: int) -> FleetView:
+    """The leader's view: members with a node id already taken (two processes started with the
+    same `node.id`) get no shards, since clients could not tell them apart."""
+    eligible: dict[str, NodeInfo] = {}
+    seen: dict[int, str] = {}
+    for mid in sorted(members):
+        info = members[mid]
+        if info.node_id in seen:
+            log.error(
+                "scaleout.duplicate_node_id",
+                node_id=info.node_id,
+                members=[seen[info.node_id], mid],
+                reason="two fleet nodes share node.id; the second gets no shards",
+            )
+            continue
+        seen[info.node_id] = mid
+        eligible[mid] = info
+    shard_owner = assign(eligible, num_shards)
+    return FleetView(
+        generation,
+        {s: eligible[m].node_id for s, m in shard_owner.items()},
+        {i.node_id: (i.host, i.port) for i in eligible.values()},
+        dict(shard_owner),
+    )
 
 
 class FleetMember:
@@ -347,12 +388,7 @@ class FleetMember:
         assignments: list[dict[str, Any]] = []
         if str(resp.leader) == self.member_id:
             members = {str(m.member_id): NodeInfo.decode(bytes(m.metadata)) for m in resp.members}
-            shard_owner = assign(members, self.num_shards)
-            view = FleetView(
-                self.generation,
-                {s: members[m].node_id for s, m in shard_owner.items()},
-                {i.node_id: (i.host, i.port) for i in members.values()},
-            )
+            view = plan(self.generation, members, self.num_shards)
             data = view.encode()
             assignments = [{"member_id": m, "assignment": data} for m in members]
             log.info("scaleout.fleet_assigned", generation=self.generation, members=len(members))
@@ -378,14 +414,14 @@ class FleetMember:
         if code != NONE or not sresp.assignment:
             return False
         self._renew(sent)
-        self.view = FleetView.decode(bytes(sresp.assignment))
+        self.view = FleetView.decode(bytes(sresp.assignment), self.member_id)
         self.rebalances += 1
         assert self._rejoin is not None
         self._rejoin.clear()
         log.info(
             "scaleout.fleet_view",
             generation=self.view.generation,
-            mine=sorted(self.view.shards_of(me.node_id)),
+            mine=sorted(self.view.mine()),
             nodes=sorted(self.view.nodes),
         )
         self._deliver(self.view)

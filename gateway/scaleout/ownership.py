@@ -252,14 +252,14 @@ class ShardOwnership:
     # -- views ---------------------------------------------------------------------------------
 
     def _assigned_here(self, shard: int) -> bool:
-        return self.view is not None and self.view.owners.get(shard) == self.node_id
+        return self.view is not None and shard in self.view.mine()
 
     def _lease_valid(self) -> bool:
         return time.monotonic() < self.fleet.lease_deadline
 
     def _on_view(self, view: FleetView | None) -> None:
         self.view = view
-        mine = set() if view is None else view.shards_of(self.node_id)
+        mine = set() if view is None else view.mine()
         for s in sorted(self.serving - mine):
             self._drop(s, "reassigned")
         for s in sorted(mine - self.serving - set(self._loading)):

@@ -218,8 +218,15 @@ class Forwarder:
     def heal(self) -> None:
         self._call(self._open())
 
+    async def _close(self) -> None:
+        await self._cut()
+        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
     def close(self) -> None:
-        self._call(self._cut())
+        self._call(self._close())
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(5)
 

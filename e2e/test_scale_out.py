@@ -68,6 +68,8 @@ BROKER_CONFIGS = {
     "transaction.state.log.num.partitions": "4",
     "auto.create.topics.enable": "false",
     "min.insync.replicas": "1",
+    "broker.session.timeout.ms": "3000",
+    "broker.heartbeat.interval.ms": "500",
 }
 SHARDS = 6
 NODE_IDS = (1001, 1002, 1003)
@@ -391,5 +393,38 @@ def test_partitioned_node_is_fenced(cluster: Any, started: list[GatewayProcess],
         assert history[:1] == [111] and 888 in history, history
         assert history.index(888) > history.index(111)
         print(f"cut-off node's commit outcome: {outcome}; shard {shard} history {history}")
+
+        # An upstream broker dies: the shard topic (3 replicas, min.insync.replicas=2) keeps
+        # taking the fleet's appends once leadership moved; the commit is readable afterwards.
+        victim = _leader(cluster.bootstrap, "gs-fleet-b", shard)  # broker ids are 0..2
+        cluster.kill_broker(victim)
+        try:
+            wait_until(
+                lambda: _commit_via_fleet(direct.port, group, data_topic, 999) == "ok",
+                90,
+                "a commit after a broker died",
+            )
+            assert committed(f"127.0.0.1:{direct.port}", group, data_topic, 1) == {0: 999}
+        finally:
+            cluster.start_broker(victim)
     finally:
         fwd.close()
+
+
+def _leader(bootstrap: str, topic: str, partition: int) -> int:
+    from confluent_kafka.admin import AdminClient
+
+    md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=10)
+    return int(md.topics[topic].partitions[partition].leader)
+
+
+def _commit_via_fleet(port: int, group: str, topic: str, offset: int) -> str:
+    """A commit sent where FindCoordinator at `port` says the group's coordinator is."""
+    try:
+        with WireClient(port) as c:
+            fc = c.request(make_request(10, 3, key=group, key_type=0))
+    except (ConnectionError, OSError) as e:
+        return f"closed: {type(e).__name__}"
+    if int(fc.error_code) != 0:
+        return fc.error_code.name
+    return _commit(int(fc.port), group, topic, offset)

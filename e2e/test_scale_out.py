@@ -13,7 +13,9 @@
 * `test_partitioned_node_is_fenced`: a node reaching the cluster only through TCP forwarders is
   cut off: a commit sent to it is never acknowledged, the other node takes the shard (fencing its
   transactional id), and after the cut heals no record of the cut-off node lands in the shard's
-  partition: the only commits there are the one from before the cut and the new owner's.
+  partition: the only commits there are the one from before the cut and the new owner's. Then
+  the upstream broker leading the shard's partition is SIGKILLed: the fleet keeps committing
+  (3 replicas, min.insync.replicas=2) once leadership moved.
 
 One cluster for the module (`proxied_listener=True` gives it the forwarders' listeners). Takes
 about 2-3 minutes here. Without java/mvn the cluster fixture skips with the reason.

@@ -62,6 +62,7 @@ def producer_config(bootstrap: str, topic: str, shard: int, timeout_ms: int) -> 
         "message.timeout.ms": timeout_ms,
         "socket.connection.setup.timeout.ms": min(timeout_ms, 10000),
         "client.id": f"groupshift-shard-{shard}",
+        "log.connection.close": False,  # idle connections closed by brokers are not news
     }
 
 
@@ -94,6 +95,7 @@ def fence_and_read(
             "auto.offset.reset": "earliest",
             "fetch.max.bytes": 64 * 1024 * 1024,
             "client.id": f"groupshift-loader-{shard}",
+            "log.connection.close": False,
         }
     )
     batches: list[bytes] = []

@@ -134,10 +134,56 @@ def offsets_only(s: Session, name: str) -> None:
     assert r.topics[0].partitions[0].error_code.name == "none", r
 
 
-GROUPS = ("ready", "static", "userdata", "connect", "malformed", "regex", "offsets")
+GROUPS = ("ready", "static", "userdata", "connect", "malformed", "regex", "offsets", "rdk")
 
 
-def build(s: Session) -> None:
+def librdkafka_cooperative_sticky(s: Session, name: str) -> list[Any]:
+    """Two confluent-kafka classic members with cooperative-sticky, until the leader has copied
+    a member's sticky userData into its assignment (from that member's second generation on)."""
+    from confluent_kafka import Consumer
+
+    from compat.groups.snapshot import describe
+    from compat.groups.wire import AdminWire
+
+    gid = s.group(name)
+    consumers: list[Any] = []
+
+    def settled(members: int, user_data: bool) -> None:
+        deadline = time.monotonic() + 60
+        while True:
+            for c in consumers:
+                c.poll(0.1)
+            with AdminWire(f"127.0.0.1:{s.port}") as admin:
+                g = describe(admin, gid)
+            if (
+                g.state == "Stable"
+                and len(g.members) == members
+                and all(m.assignment for m in g.members)
+                and (not user_data or any(m.user_data for m in g.members))
+            ):
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{s.backend}: {gid} not settled ({members}, {user_data}): {g}")
+
+    for n in (1, 2):  # the second member joins a stable group: the first one's 2nd generation
+        c = Consumer(
+            {
+                "bootstrap.servers": f"127.0.0.1:{s.port}",
+                "group.id": gid,
+                "group.protocol": "classic",
+                "partition.assignment.strategy": "cooperative-sticky",
+                "heartbeat.interval.ms": 500,
+                "session.timeout.ms": 45000,
+                "enable.auto.commit": False,
+            }
+        )
+        c.subscribe([s.topic("orders")])
+        consumers.append(c)
+        settled(n, user_data=n == 2)
+    return consumers
+
+
+def build(s: Session) -> list[Any]:
     topic = s.topic("orders")
     s.create_topic(topic, 3)
     solo(s, "ready")
@@ -155,6 +201,7 @@ def build(s: Session) -> None:
     solo(s, "malformed", metadata=b"\x00\x01" + v0[2:])
     solo(s, "regex")
     offsets_only(s, "offsets")
+    return librdkafka_cooperative_sticky(s, "rdk")
 
 
 def check(args: list[str], command: str = "upgrade") -> tuple[int, dict[str, Any]]:
@@ -186,6 +233,7 @@ EXPECTED = {
     "connect": "NOT-READY",
     "malformed": "NOT-READY",
     "regex": "NOT-READY",
+    "rdk": "NOT-READY",
 }
 
 
@@ -257,8 +305,7 @@ def heartbeat_refusal(s: Session, gid: str, regex: str | None = None) -> tuple[s
 
 def test_check_upgrade_verdicts_agree_across_inputs_and_come_true(pair: Pair, tmp_path: Path) -> None:
     sessions = {b: pair.session(b) for b in ("kafka", "groupshift")}
-    for s in sessions.values():
-        build(s)
+    clients = [c for s in sessions.values() for c in build(s)]
     k = sessions["kafka"]
     names = [k.group(n) for n in GROUPS]
     regex_arg = ["--regex", f"{k.group('regex')}={REGEX}"]
@@ -320,5 +367,7 @@ def test_check_upgrade_verdicts_agree_across_inputs_and_come_true(pair: Pair, tm
                 want_code = "invalid_regular_expression" if name == "regex" else "group_id_not_found"
                 assert (code, got) == (want_code, message), (backend, name, reason)
                 wait_type(s, gid, "classic", timeout=5)
+    for c in clients:
+        c.close()
     for s in sessions.values():
         s.close()

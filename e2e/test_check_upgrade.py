@@ -371,3 +371,44 @@ def test_check_upgrade_verdicts_agree_across_inputs_and_come_true(pair: Pair, tm
         c.close()
     for s in sessions.values():
         s.close()
+
+
+def test_check_reads_a_kafka_3_cluster_before_its_upgrade(kafka_cluster_factory: Any) -> None:
+    """The operator's starting point: a Kafka 3.9 cluster with classic groups only. The live read
+    (DescribeGroups; no consumer groups there) and the broker's log directory give the verdicts
+    Kafka 4.3 and groupshift proved above for the same groups."""
+    kafka = kafka_cluster_factory(
+        "3.9",
+        configs={
+            "group.initial.rebalance.delay.ms": "0",
+            "offsets.topic.replication.factor": "1",
+            "offsets.topic.num.partitions": "4",
+        },
+        name="check-kafka-3.9",
+    )
+    s = Session("kafka-3.9", kafka.bootstrap, {"run": uuid.uuid4().hex[:6]})
+    topic = s.topic("orders")
+    s.create_topic(topic, 3)
+    solo_groups = [n for n in GROUPS if n != "rdk"]
+    solo(s, "ready")
+    solo(s, "static", instance="host-1")
+    solo(
+        s,
+        "userdata",
+        protocol="cooperative-sticky",
+        assignment=serialize_assignment({topic: [0, 1, 2]}, 1, b"\x00\x00\x00\x01"),
+    )
+    solo(s, "connect", protocol_type="connect", protocol="default", metadata=b"\x00\x01connect-config")
+    v0 = serialize_subscription(Subscription(0, (topic,)))
+    solo(s, "malformed", metadata=b"\x00\x01" + v0[2:])
+    solo(s, "regex")
+    offsets_only(s, "offsets")
+    names = [s.group(n) for n in solo_groups]
+    regex_arg = ["--regex", f"{s.group('regex')}={REGEX}"]
+    live = check(["--bootstrap-server", kafka.bootstrap, *regex_arg, *names])
+    logs = check(["--log-dir", str(kafka.nodes[0].data_dir), *regex_arg, *names])
+    got = verdicts(live[1])
+    assert {g: v[0] for g, v in got.items()} == {s.group(n): EXPECTED[n] for n in solo_groups}
+    assert verdicts(logs[1]) == got
+    assert live[0] == logs[0] == 1
+    s.close()

@@ -344,3 +344,58 @@ def test_release_target_per_record(rules_37: None) -> None:
     reasons = " | ".join(c.reason for c in v.details)
     assert "skips ConsumerGroupMemberMetadata v0: the group's group state would be lost" in reasons
     assert "no rule for ConsumerGroupCurrentMemberAssignment v0" in reasons
+
+
+def test_assignor_mix_and_custom_assignor_warnings() -> None:
+    gid = "mix"
+    recs: list[CoordinatorRecord] = [
+        CoordinatorRecord(ConsumerGroupMetadataKey(gid), ConsumerGroupMetadataValue(2))
+    ]
+    for mid, protocols in (("e", ("range",)), ("c", ("cooperative-sticky",))):
+        recs.append(
+            CoordinatorRecord(
+                ConsumerGroupMemberMetadataKey(gid, mid),
+                ConsumerGroupMemberMetadataValue(
+                    None, None, "consumer-mix-1", "/h", ("orders",), None, 30000, None,
+                    ClassicMemberMetadata(10000, tuple(ClassicProtocol(p, b"") for p in protocols)),
+                ),
+            )
+        )  # fmt: skip
+    f = facts(recs, gid)
+    from compat.check.rules import _upgrade_advice
+
+    mix = [c for c in _upgrade_advice(f, DEFAULTS) if c.name == "assignor-mix"]
+    assert mix and mix[0].status == "warning" and "INCONSISTENT_GROUP_PROTOCOL" in mix[0].reason
+    v = upgrade_verdict(facts(classic_group(classic_member("a"), protocol="my-assignor")), DEFAULTS)
+    assert v.verdict == READY
+    custom = [c for c in v.details if c.name == "custom-assignor"]
+    assert custom and custom[0].status == "warning" and "my-assignor" in custom[0].reason
+    # the server assignor a non-range group gets is the default, uniform: said as info
+    assignor = [c for c in v.details if c.name == "server-assignor"]
+    assert assignor and assignor[0].status == "info" and "uniform" in assignor[0].reason
+
+
+def test_settings_from_broker_configs() -> None:
+    s = Settings.from_configs(
+        {
+            "group.consumer.migration.policy": "UPGRADE",
+            "group.consumer.max.size": "10",
+            "group.max.size": None,
+            "group.consumer.assignors": "org.apache.kafka.coordinator.group.assignor.RangeAssignor,uniform",
+        }
+    )
+    assert (s.migration_policy, s.consumer_max_size, s.consumer_assignors) == (
+        "upgrade",
+        10,
+        ("range", "uniform"),
+    )
+    assert s.known == {
+        "group.consumer.migration.policy",
+        "group.consumer.max.size",
+        "group.consumer.assignors",
+    }
+    with pytest.raises(ValueError):
+        Settings.from_configs({"group.consumer.migration.policy": "sideways"})
+    # range is the broker default: a range group gets it without asking
+    v = upgrade_verdict(facts(classic_group(classic_member("a"))), s)
+    assert [c.status for c in v.details if c.name == "server-assignor"] == ["info"]

@@ -252,10 +252,17 @@ def check(args: list[str], command: str = "upgrade") -> tuple[int, dict[str, Any
 
 
 def verdicts(doc: dict[str, Any]) -> dict[str, tuple[str, str, str | None]]:
-    """{group: (verdict, reason, predicted refusal)}, member ids (each server's own) masked."""
+    """{group: (verdict, reason, predicted refusal)}, member ids (each server's own) and the count
+    of further refusals masked."""
     mask = re.compile(r"member \S+ \(client")
+    # how many librdkafka members carry userData yet depends on each server's rebalance history
+    more = re.compile(r" \(\+\d+ more\)$")
     return {
-        g["group"]: (g["verdict"], mask.sub("member <id> (client", g["reason"]), g["kafka_message"])
+        g["group"]: (
+            g["verdict"],
+            more.sub("", mask.sub("member <id> (client", g["reason"])),
+            g["kafka_message"],
+        )
         for g in doc["groups"]
     }
 

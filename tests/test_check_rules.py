@@ -342,7 +342,7 @@ def test_release_target_per_record(rules_37: None) -> None:
     v = downgrade_verdict(only_members, "kafka-3.7", DEFAULTS)
     assert v.verdict == NEEDS_ACTION
     reasons = " | ".join(c.reason for c in v.details)
-    assert "skips ConsumerGroupMemberMetadata v0: the group's group state would be lost" in reasons
+    assert "skips ConsumerGroupMemberMetadata v0: the group's state would be lost" in reasons
     assert "no rule for ConsumerGroupCurrentMemberAssignment v0" in reasons
 
 

@@ -714,7 +714,7 @@ def _kafka_release(
                 )
             )
         elif rule.outcome == "skipped":
-            lost = "offsets" if k.record_type in OFFSET_TYPES else "group state"
+            lost = "offsets" if k.record_type in OFFSET_TYPES else "state"
             if k.value_version is None or (exact and k.record_type not in live_types):
                 # a tombstone, or values superseded since: skipping them loses nothing
                 checks.append(Check(f"record-{k.record_type}", "info", f"{target} skips {name}{proven}"))

@@ -386,6 +386,19 @@ def test_check_upgrade_verdicts_agree_across_inputs_and_come_true(pair: Pair, tm
             assert verdicts(got[1]) == reference, label
             assert regex_details(got[1], rx) == regex_findings, label
             assert got[0] == live_kafka[0] == 1, label  # some NOT-READY: exit status 1
+        # a rollback to classic clients, judged from the four inputs alike
+        inputs = (
+            ["--bootstrap-server", pair.kafka.bootstrap],
+            ["--bootstrap-server", pair.gateway.bootstrap],
+            ["--data-dir", str(pair.gateway.data_dir)],
+            ["--log-dir", str(pair.kafka.nodes[0].data_dir)],
+        )
+        rollback = [check(["--to", "classic-protocol", *i, *names], "downgrade") for i in inputs]
+        assert verdicts(rollback[0][1])[rx][:2] == (
+            "SAFE",
+            "converts back to a classic group when the last of its 1 consumer-protocol member(s) leaves",
+        )
+        assert all(verdicts(r[1]) == verdicts(rollback[0][1]) and r[0] == 0 for r in rollback), rollback
 
         # 2. the verdicts come true on both servers
         bootstrap = {"kafka": pair.kafka.bootstrap, "groupshift": pair.gateway.bootstrap}

@@ -522,7 +522,8 @@ def _verdict_from(facts: GroupFacts, target: str, checks: list[Check], ok_reason
 
 def _classic_protocol(facts: GroupFacts, settings: Settings) -> Verdict:
     if facts.type != "consumer":
-        why = f"already a {facts.type} group: classic clients join it"
+        why = "already a classic group" if facts.type == "classic" else "empty"
+        why += ": classic clients join it"
         return _verdict_from(facts, CLASSIC_TARGET, [], why)
     checks: list[Check] = []
     policy = settings.migration_policy

@@ -282,6 +282,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_records(sub)
     _add_groups(sub)
     _add_kafka(sub)
+    __import__("compat.matrix.command", fromlist=["add_parser"]).add_parser(sub)
     return parser
 
 

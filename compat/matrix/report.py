@@ -121,10 +121,12 @@ def timeline_svg(row: dict[str, Any], width: int = 560) -> str:
     lines where a step began (labelled with its time to full ownership)."""
     lane, top, left, right = 16, 22, 34, 10
     partitions = max([PARTITIONS, *[w["partition"] + 1 for w in row.get("windows", [])]])
-    height = top + lane * partitions + 34
+    members = sorted(row.get("members", {}))
+    per_row = 3
+    legend_rows = (len(members) + per_row - 1) // per_row
+    height = top + lane * partitions + 20 + 12 * legend_rows
     span = max([row.get("duration", 1.0), *[w["end"] for w in row.get("windows", [])], 1.0])
     scale = (width - left - right) / span
-    members = sorted(row.get("members", {}))
     colour = {m: PALETTE[i % len(PALETTE)] for i, m in enumerate(members)}
     out = [
         f'<svg class="timeline" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
@@ -158,15 +160,14 @@ def timeline_svg(row: dict[str, Any], width: int = 560) -> str:
         out.append(
             f'<text x="{x:.1f}" y="{top + lane * partitions + 12}" font-size="9" fill="#777">{i}s</text>'
         )
-    lx = left
-    for m in members:
+    column = (width - left) // per_row
+    for i, m in enumerate(members):
         info = row["members"][m]
         text = html.escape(f"{m} {info['client']} {info['protocol']}")
-        out.append(f'<rect x="{lx}" y="{height - 12}" width="9" height="9" fill="{colour[m]}"/>')
-        out.append(f'<text x="{lx + 12}" y="{height - 4}" font-size="9">{text}</text>')
-        lx += 12 + 6 * len(text) // 1 + 8
-        if lx > width - 80:
-            break
+        lx = left + (i % per_row) * column
+        ly = top + lane * partitions + 20 + 12 * (i // per_row)
+        out.append(f'<rect x="{lx}" y="{ly - 8}" width="9" height="9" fill="{colour[m]}"/>')
+        out.append(f'<text x="{lx + 12}" y="{ly}" font-size="9">{text}</text>')
     out.append("</svg>")
     return "".join(out)
 

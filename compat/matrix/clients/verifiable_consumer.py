@@ -141,8 +141,9 @@ def run_kafka_python(a: argparse.Namespace) -> None:
     consumer.subscribe([topic], listener=Listener())
     # kafka-python 3.0.x: a leader whose first join preceded the coordinator's metadata snapshot
     # of the topic can stall for good; waiting for the snapshot before the first poll avoids it.
-    snapshot = getattr(consumer._coordinator, "_metadata_snapshot", None)
-    if snapshot is not None:
+    # (Before 3.0 the metadata is only fetched inside poll(): nothing to wait for.)
+    major = int(str(kafka.__version__).split(".")[0])
+    if major >= 3 and getattr(consumer._coordinator, "_metadata_snapshot", None) is not None:
         deadline = time.monotonic() + 30
         while not consumer._coordinator._metadata_snapshot.get(topic) and time.monotonic() < deadline:
             time.sleep(0.05)

@@ -89,7 +89,7 @@ class GatewayServer:
         args += ["--data-dir", str(workdir / "data"), *extra_args]
         for k, v in sets.items():
             args += ["--set", f"{k}={v}"]
-        self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in close()
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in close()
         self.proc = subprocess.Popen(
             args,
             cwd=REPO,

@@ -112,7 +112,9 @@ def consumer_argv(
         props: dict[str, str] = {"client.id": client_id, "fetch.max.wait.ms": "100"}
         props["max.poll.interval.ms"] = str(MAX_POLL_MS)
         if protocol == "consumer":
-            args += ["--group-protocol", "consumer"]
+            # 3.7's VerifiableConsumer puts a null remote assignor into its properties (NPE)
+            # unless one is given; "uniform" is the server's default anyway.
+            args += ["--group-protocol", "consumer", "--group-remote-assignor", "uniform"]
         else:
             if _vt(client.version) >= (3, 7):
                 args += ["--group-protocol", "classic"]

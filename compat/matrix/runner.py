@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import shutil
 import sys
 import threading
 import time
@@ -131,6 +132,8 @@ def run_grid(
         cells = [c for c in cells if c.id in failed]
         previous = [r for r in previous if r["id"] not in failed]
     work = out_dir / "work"
+    if work.exists():  # backends' data and client logs of an earlier run: never reused
+        shutil.rmtree(work)
     runtime = make_runtime(runtime_name, work)
     pool = BackendPool(work / "backends")
     progress = Progress(len(cells), progress_out)

@@ -380,6 +380,7 @@ class CellRun:
                     m.stop()
         end = time.time()
         logs = [m.log for m in self.members]
+        self.write_events(logs)
         if not reason:
             verdict_detail = judge(logs, acked, end)
             extra = self.scenario_checks(logs)
@@ -403,6 +404,14 @@ class CellRun:
             t0=t0,
             t1=end,
         )
+
+    def write_events(self, logs: list[MemberLog]) -> None:
+        """Each member's event stream as it printed it, for post-mortems (events/NAME.jsonl)."""
+        with contextlib.suppress(OSError):
+            d = self.workdir / "events"
+            d.mkdir(parents=True, exist_ok=True)
+            for log in logs:
+                (d / f"{log.name}.jsonl").write_text("".join(json.dumps(e) + "\n" for e in log.events))
 
     def summary(self, v: Verdict | None) -> str:
         if v is None:

@@ -61,21 +61,21 @@ DEFAULT = """
 name = "default"
 reference = "kafka-4"
 
-# Classic-only Python clients: their own group, then online migration to KIP-848 members.
+# Classic-only Python clients: their own group, then an online upgrade to KIP-848 members
+# (confluent-kafka, the newest installed).
 [[cells]]
 clients = ["kafka-python@2.0.2", "kafka-python@2.2.x", "kafka-python@3.0.x",
            "aiokafka@0.8.1", "aiokafka@0.10.x", "aiokafka@0.12.x", "aiokafka@0.14.x"]
 assignors = ["range"]
 scenarios = ["add-remove", "rolling-upgrade"]
-policies = ["bidirectional"]
 
 [[cells]]
 clients = ["kafka-python@3.0.x"]
 assignors = ["cooperative-sticky"]
-scenarios = ["rolling-upgrade", "static-bounce"]
 static = [true]
+scenarios = ["rolling-upgrade", "static-bounce"]
 
-# confluent-kafka (librdkafka): classic lines, and KIP-848 from 2.12 on.
+# confluent-kafka (librdkafka): the classic protocol on every line, KIP-848 from 2.12 on.
 [[cells]]
 clients = ["confluent-kafka@2.3", "confluent-kafka@2.6", "confluent-kafka@2.10",
            "confluent-kafka@2.12", "confluent-kafka@newest"]
@@ -88,18 +88,59 @@ protocols = ["consumer"]
 assignors = ["range"]
 scenarios = ["add-remove", "rolling-downgrade", "offline-migration", "flapping"]
 
-# Kafka's own Java client.
+# The migration policies beyond bidirectional.
+[[cells]]
+clients = ["confluent-kafka@newest"]
+protocols = ["classic"]
+assignors = ["range"]
+scenarios = ["rolling-upgrade", "offline-migration"]
+policies = ["upgrade", "disabled"]
+
+[[cells]]
+clients = ["confluent-kafka@newest"]
+protocols = ["consumer"]
+assignors = ["range"]
+scenarios = ["rolling-downgrade"]
+policies = ["downgrade"]
+
+# Kafka's own Java client (VerifiableConsumer) of the releases Kafka's own
+# consumer_protocol_migration_test uses, upgraded online to KIP-848 members (its own protocol
+# from 3.7 on, else the Java 4 client's).
+[[cells]]
+clients = ["java@2.1", "java@2.3"]
+assignors = ["range"]
+scenarios = ["rolling-upgrade"]
+
+[[cells]]
+clients = ["java@2.4", "java@2.5", "java@3.2", "java@3.4", "java@3.7", "java@3.9", "java@4"]
+assignors = ["cooperative-sticky"]
+scenarios = ["rolling-upgrade"]
+
 [[cells]]
 clients = ["java@3.9", "java@4"]
-assignors = ["cooperative-sticky"]
-scenarios = ["rolling-upgrade", "static-bounce"]
+assignors = ["range"]
 static = [true]
+scenarios = ["static-bounce"]
 
 [[cells]]
 clients = ["java@4"]
 protocols = ["consumer"]
 assignors = ["range"]
 scenarios = ["rolling-downgrade", "offline-migration"]
+
+# groupshift in front of Apache Kafka 3.9 (no KIP-848 there: groupshift brings it).
+[[cells]]
+clients = ["kafka-python@3.0.x", "java@3.9"]
+assignors = ["range"]
+scenarios = ["rolling-upgrade"]
+backends = ["groupshift-kafka-3.9"]
+
+[[cells]]
+clients = ["confluent-kafka@newest"]
+protocols = ["consumer"]
+assignors = ["range"]
+scenarios = ["rolling-downgrade"]
+backends = ["groupshift-kafka-3.9"]
 """
 
 FULL = """

@@ -174,6 +174,9 @@ def run_grid(
             progress.finished(r)
             with lock:
                 results.append(r)
+                # results so far, so that an interrupted long run still leaves a report
+                done = previous + [result_row(x) for x in results]
+                write_all(out_dir, grid, done, results, time.time() - t0, runtime_name)
             if on_result is not None:
                 on_result(r)
             return r

@@ -276,16 +276,26 @@ class CellRun:
 
     # -- settling ------------------------------------------------------------------------------
 
-    def _group(self) -> tuple[str | None, str | None]:
+    def _group(self) -> tuple[str | None, str | None, int | None]:
+        """(type, state) from ListGroups, and the number of members the coordinator describes:
+        ConsumerGroupDescribe for a consumer group (classic members included, KIP-1099),
+        DescribeGroups for a classic one."""
         try:
             with admin(self.backend.bootstrap) as a:
                 for row in a.list_groups():
                     if row["group"] == self.group:
-                        t = row["type"]
-                        return (None if t is None else str(t).lower()), row["state"]
+                        t = None if row["type"] is None else str(row["type"]).lower()
+                        members: int | None = None
+                        if t == "consumer":
+                            described = a.consumer_group_describe(self.group)
+                            if described is not None:
+                                members = len(described[0].members)
+                        else:
+                            members = len(a.describe_group(self.group).members)
+                        return t, row["state"], members
         except Exception as e:
-            return None, f"ListGroups failed: {e}"
-        return None, None
+            return None, f"ListGroups/describe failed: {e}", None
+        return None, None, None
 
     def _split_ok(self) -> bool:
         live = self.live
@@ -303,11 +313,14 @@ class CellRun:
         assert self.producer is not None
         while True:
             if self._split_ok():
-                gtype, state = self._group()
+                gtype, state, described = self._group()
                 step.observed_type = gtype
-                if gtype == expect_type and state == "Stable":
+                live = len(self.live)
+                if gtype == expect_type and state == "Stable" and described == live:
                     break
-                self._last_seen = f"group listed as ({gtype}, {state})"
+                self._last_seen = (
+                    f"group listed as ({gtype}, {state}), {described} members described, {live} live"
+                )
             else:
                 self._last_seen = "members own " + ", ".join(
                     f"{m.name}:{sorted(m.snapshot())}" for m in self.live

@@ -270,6 +270,20 @@ class CellRun:
         lines = [ln for ln in Path(path).read_text(errors="replace").splitlines() if ln.strip()]
         return " | ".join(lines[-3:])[-600:]
 
+    def _client_errors(self) -> str:
+        """The first error line each live member's client wrote on stderr, so that a refusal
+        (e.g. GROUP_ID_NOT_FOUND for an upgrade the server will not do) shows in the reason."""
+        out = []
+        for m in self.live:
+            path = getattr(m.handle, "stderr_path", None)
+            if path is None or not Path(path).exists():
+                continue
+            for line in Path(path).read_text(errors="replace").splitlines():
+                if "error" in line.lower() or "exception" in line.lower():
+                    out.append(f"{m.name}: {line.strip()[:300]}")
+                    break
+        return ("; client errors: " + " | ".join(out)) if out else ""
+
     @property
     def live(self) -> list[Member]:
         return [m for m in self.members if m.live]
@@ -328,7 +342,7 @@ class CellRun:
             if time.monotonic() > deadline:
                 step.error = (
                     f"{label}: not settled as a {expect_type} group within {SETTLE_TIMEOUT:.0f}s; "
-                    f"{self._last_seen}"
+                    f"{self._last_seen}{self._client_errors()}"
                 )
                 raise StepFailed(step.error)
             time.sleep(0.1)

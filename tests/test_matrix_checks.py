@@ -55,7 +55,7 @@ def handover(second_assigned_at: float) -> list[MemberLog]:
 def test_no_overlap_accepts_a_clean_handover_and_reports_two_owners() -> None:
     assert checks.check_no_overlap(checks.ownership_windows(handover(5.0), 20)) == []
     bad = checks.check_no_overlap(checks.ownership_windows(handover(4.0), 20))
-    assert len(bad) == 1 and "partition 0 owned by a" in bad[0] and "and by b" in bad[0]
+    assert len(bad) == 1 and "partition 0 held by a [1.000, 5.000] and b [4.000" in bad[0]
 
 
 def test_a_killed_member_owns_nothing_after_its_process_exited() -> None:

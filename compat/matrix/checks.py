@@ -112,6 +112,7 @@ def reads(members: Iterable[MemberLog]) -> list[Read]:
 
 
 def check_no_overlap(windows: Mapping[int, list[Window]]) -> list[str]:
+    """Every pair of overlapping windows of different members (shared with e2e/migration.py)."""
     bad = []
     for p, ws in sorted(windows.items()):
         for i, a in enumerate(ws):
@@ -120,7 +121,7 @@ def check_no_overlap(windows: Mapping[int, list[Window]]) -> list[str]:
                     break
                 if a.member != b.member:
                     bad.append(
-                        f"partition {p} owned by {a.member} [{a.start:.3f}, {a.end:.3f}] and by "
+                        f"partition {p} held by {a.member} [{a.start:.3f}, {a.end:.3f}] and "
                         f"{b.member} [{b.start:.3f}, {b.end:.3f}] at the same time"
                     )
     return bad
@@ -203,9 +204,15 @@ def check_duplicates(
 
 
 def check_commits_monotonic(members: Iterable[MemberLog]) -> list[str]:
+    return commits_going_back(successful_commits(members))
+
+
+def commits_going_back(commits: Iterable[tuple[float, str, int, int]]) -> list[str]:
+    """(time, member, partition, offset) acknowledged commits in time order -> every commit
+    that moved a partition back (shared with e2e/migration.py's checkers)."""
     last: dict[int, tuple[int, str]] = {}
     bad = []
-    for _, member, p, o in successful_commits(members):
+    for _, member, p, o in commits:
         prev = last.get(p)
         if prev is not None and o < prev[0]:
             bad.append(f"partition {p}: {member} committed {o} after {prev[1]} had committed {prev[0]}")

@@ -107,13 +107,26 @@ policies = ["downgrade"]
 # consumer_protocol_migration_test uses, upgraded online to KIP-848 members (its own protocol
 # from 3.7 on, else the Java 4 client's).
 [[cells]]
-clients = ["java@2.1", "java@2.3"]
+clients = ["java@2.1"]
 assignors = ["range"]
 scenarios = ["rolling-upgrade"]
 
 [[cells]]
-clients = ["java@2.4", "java@2.5", "java@3.2", "java@3.4", "java@3.7", "java@3.9", "java@4"]
+clients = ["java@2.5", "java@3.2", "java@3.4", "java@3.7", "java@3.9", "java@4"]
 assignors = ["cooperative-sticky"]
+scenarios = ["rolling-upgrade"]
+
+# 2.3 and 2.4's VerifiableConsumer only runs static members.
+[[cells]]
+clients = ["java@2.3"]
+assignors = ["range"]
+static = [true]
+scenarios = ["rolling-upgrade"]
+
+[[cells]]
+clients = ["java@2.4"]
+assignors = ["cooperative-sticky"]
+static = [true]
 scenarios = ["rolling-upgrade"]
 
 [[cells]]

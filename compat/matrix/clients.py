@@ -67,6 +67,11 @@ def supports_static(c: ClientSpec) -> bool:
     return True
 
 
+def requires_static(c: ClientSpec) -> bool:
+    """Kafka 2.3 and 2.4's VerifiableConsumer declares --group-instance-id as required."""
+    return c.library == "java" and (2, 3) <= _vt(c.version)[:2] < (2, 5)
+
+
 def classic_assignors(c: ClientSpec) -> tuple[str, ...]:
     if c.library == "aiokafka":
         return ("range", "roundrobin")

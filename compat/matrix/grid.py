@@ -106,6 +106,8 @@ def applicable(cell: Cell) -> str | None:
         return f"unknown group protocol {cell.protocol!r}"
     if not (cell.backend in BACKENDS or cell.backend.startswith(("kafka-", "groupshift-kafka-"))):
         return f"unknown backend {cell.backend!r}"
+    if not cell.static and cl.requires_static(c):
+        return f"{cell.client}'s VerifiableConsumer requires --group-instance-id (static members only)"
     if cell.static and not cl.supports_static(c):
         return f"{cell.client} has no static membership"
     if cell.scenario == "static-bounce" and not cell.static:

@@ -3,8 +3,8 @@
 Cells run `--jobs` at a time in threads of the runner (each cell's clients are processes or
 containers of the chosen runtime); backends are started on first use per (backend, policy) and
 shared. The results go to DIR (`report.write_all`): `results.json`, `junit.xml`, `report.html`.
-`--rerun-failed` reads DIR/results.json and runs only the cells that failed there, keeping the
-other results.
+`--rerun-failed` reads DIR/results.json and runs only the grid's cells that did not pass there
+(failed, or not run: an interrupted run, a grown grid), keeping the other results.
 """
 
 from __future__ import annotations
@@ -127,10 +127,11 @@ def run_grid(
         path = out_dir / "results.json"
         if not path.exists():
             raise ValueError(f"--rerun-failed: no {path} from an earlier run")
-        previous = json.loads(path.read_text())["cells"]
-        failed = {r["id"] for r in previous if r["verdict"] != "pass"}
-        cells = [c for c in cells if c.id in failed]
-        previous = [r for r in previous if r["id"] not in failed]
+        wanted = {c.id for c in cells}
+        previous = [r for r in json.loads(path.read_text())["cells"] if r["id"] in wanted]
+        passed = {r["id"] for r in previous if r["verdict"] == "pass"}
+        cells = [c for c in cells if c.id not in passed]  # failed, or not run before
+        previous = [r for r in previous if r["id"] in passed]
     work = out_dir / "work"
     if work.exists():  # backends' data and client logs of an earlier run: never reused
         shutil.rmtree(work)

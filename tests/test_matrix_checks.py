@@ -66,6 +66,22 @@ def test_a_killed_member_owns_nothing_after_its_process_exited() -> None:
     assert checks.check_no_overlap(checks.ownership_windows([a, b], 20))
 
 
+def test_a_closing_member_owns_nothing_after_it_stopped_polling() -> None:
+    # Java < 2.4 leaves without a revocation callback: the next owner may start before the old
+    # one printed shutdown_complete, but after it stopped polling (shutdown_requested)
+    a = member(
+        "a",
+        ev(1, "partitions_assigned", partitions=parts(0)),
+        ev(3, "shutdown_requested"),
+        consumed(3.2, 0, 0, 4),
+        ev(4, "shutdown_complete"),
+    )
+    b = member("b", ev(3.5, "partitions_assigned", partitions=parts(0)))
+    assert checks.check_no_overlap(checks.ownership_windows([a, b], 20)) == []
+    b.events[0] = ev(3.1, "partitions_assigned", partitions=parts(0))  # a still processing at 3.2
+    assert checks.check_no_overlap(checks.ownership_windows([a, b], 20))
+
+
 def test_reads_outside_ownership_are_reported() -> None:
     logs = handover(5.0)
     logs[0].events.append(consumed(6, 0, 10, 10))  # a reads p0 after it was revoked

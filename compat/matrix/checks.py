@@ -9,7 +9,11 @@ library, runtime and backend:
 * **Ownership windows** (`ownership_windows`): a member owns partition p from the
   `partitions_assigned` event that gave it p until the `partitions_revoked` event that took it
   (KIP-429 lost partitions are reported as revoked, as the Java listener does), its
-  `shutdown_complete`, or the moment its process exited (a SIGKILLed process reads nothing more).
+  `shutdown_requested` (it stops polling then; if it still reports records after that, its last
+  `records_consumed`), its `shutdown_complete`, or the moment its process exited (a SIGKILLed
+  process reads nothing more). Closing consumers before KIP-429 (Java < 2.4) leave the group
+  without a revocation callback, so the server may hand their partitions over before
+  `shutdown_complete` is printed; they stopped processing at `shutdown_requested`.
 * **No partition owned by two members at once** (`check_no_overlap`): windows of different
   members on one partition never overlap.
 * **Reads inside ownership** (`check_reads_within_windows`): a member only reports records of a
@@ -80,6 +84,12 @@ def ownership_windows(members: Iterable[MemberLog], end_of_run: float) -> dict[i
     for m in members:
         open_: dict[int, float] = {}
         end = end_of_run if m.exited_at is None else min(m.exited_at, end_of_run)
+        stopping = next((_t(e) for e in m.events if e.get("name") == "shutdown_requested"), None)
+        if stopping is not None:
+            last_read = max(
+                (_t(e) for e in m.named("records_consumed") if _t(e) >= stopping), default=stopping
+            )
+            end = min(end, last_read)
         for e in m.events:
             name = e.get("name")
             if name == "partitions_assigned":

@@ -27,7 +27,7 @@ import fnmatch
 import itertools
 import tomllib
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -141,11 +141,16 @@ class Grid:
     cells: list[Cell]
     dropped: list[tuple[Cell, str]]
     reference: str
+    universe: list[Cell] = field(default_factory=list)  # the cells before --only
+
+    def __post_init__(self) -> None:
+        if not self.universe:
+            self.universe = list(self.cells)
 
     def only(self, terms: str | None) -> Grid:
         if not terms:
             return self
-        return replace(self, cells=[c for c in self.cells if matches(c, terms)])
+        return replace(self, cells=[c for c in self.cells if matches(c, terms)], universe=self.universe)
 
 
 def matches(cell: Cell, terms: str) -> bool:

@@ -127,11 +127,13 @@ def run_grid(
         path = out_dir / "results.json"
         if not path.exists():
             raise ValueError(f"--rerun-failed: no {path} from an earlier run")
-        wanted = {c.id for c in cells}
-        previous = [r for r in json.loads(path.read_text())["cells"] if r["id"] in wanted]
+        # rows of cells still in the grid (before --only) are kept unless run again now
+        known = {c.id for c in grid.universe}
+        previous = [r for r in json.loads(path.read_text())["cells"] if r["id"] in known]
         passed = {r["id"] for r in previous if r["verdict"] == "pass"}
         cells = [c for c in cells if c.id not in passed]  # failed, or not run before
-        previous = [r for r in previous if r["id"] in passed]
+        rerun = {c.id for c in cells}
+        previous = [r for r in previous if r["id"] not in rerun]
     work = out_dir / "work"
     if work.exists():  # backends' data and client logs of an earlier run: never reused
         shutil.rmtree(work)
@@ -187,7 +189,7 @@ def run_grid(
     finally:
         pool.close()
         runtime.close()
-    order = {c.id: i for i, c in enumerate(grid.cells)}
+    order = {c.id: i for i, c in enumerate(grid.universe)}
     results.sort(key=lambda r: order.get(r.cell.id, 0))
     rows = previous + [result_row(r) for r in results]
     rows.sort(key=lambda row: order.get(row["id"], len(order)))

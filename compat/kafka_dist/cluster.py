@@ -82,8 +82,13 @@ def free_port() -> int:
 
 
 def new_cluster_id() -> str:
-    """A Kafka `Uuid` in its base64url, unpadded form (what `kafka-storage random-uuid` prints)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A Kafka `Uuid` in its base64url, unpadded form (what `kafka-storage random-uuid` prints).
+    Like Kafka's `Uuid.randomUuid`, never one starting with "-": `kafka-storage format
+    --cluster-id -x...` would read it as an option (1 start in 64 failed that way)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 def jvm_opts() -> list[str]:

@@ -24,7 +24,8 @@ SCRIPT = "compat/matrix/clients/verifiable_consumer.py"
 CLASSIC_SESSION_MS = 6000
 # A static member must come back within its session; a JVM restarting on a loaded machine can
 # take longer than 6 s, and an expired static member means a rebalance the scenario did not ask for.
-STATIC_SESSION_MS = 30000
+# (librdkafka wants max.poll.interval.ms >= session.timeout.ms.)
+STATIC_SESSION_MS = 20000
 CLASSIC_HEARTBEAT_MS = 250
 MAX_POLL_MS = 20000
 JAVA_ASSIGNORS = {

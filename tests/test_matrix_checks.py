@@ -187,6 +187,9 @@ def test_builtin_grids_have_kafka_twins_and_only_filters() -> None:
     assert {c.scenario for c in only.cells} == {"rolling-upgrade", "rolling-downgrade"}
     assert all(c.backend == "kafka-4" for c in only.cells)
     assert matches(cell(), "kafka-python@2.0.2") and not matches(cell(), "java@*")
+    assert matches(cell(), "!java@*,!backend=kafka-*") and not matches(cell(), "!client=kafka-python@*")
+    no_java = smoke.only("backend=groupshift,!client=java@*").cells
+    assert no_java and all(c.backend == "groupshift" and c.spec.library != "java" for c in no_java)
     with pytest.raises(ValueError, match="no dimension"):
         matches(cell(), "colour=red")
     assert len(load_grid("default").cells) > len(smoke.cells)

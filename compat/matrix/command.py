@@ -28,7 +28,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     for q in (run, ls):
         q.add_argument("--grid", default="smoke", help="smoke | default | full | a TOML file (default smoke)")
         q.add_argument(
-            "--only", metavar="FILTER", help="comma-separated globs, e.g. scenario=rolling-*,java@*"
+            "--only",
+            metavar="FILTER",
+            help="comma-separated globs, all must match; !TERM must not, e.g. scenario=rolling-*,!java@*",
         )
     run.add_argument("--jobs", type=int, default=2, help="cells at a time (default 2)")
     run.add_argument("--runtime", choices=["process", "docker"], default="process")

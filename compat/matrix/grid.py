@@ -155,18 +155,22 @@ class Grid:
 
 def matches(cell: Cell, terms: str) -> bool:
     """`--only`: comma-separated terms, all must match; `key=glob` matches one dimension
-    (client, protocol, assignor, static, scenario, policy, backend), a bare glob the cell id."""
+    (client, protocol, assignor, static, scenario, policy, backend), a bare glob the cell id;
+    a term starting with `!` must not match."""
     dims = {k: str(v).lower() for k, v in cell.dimensions().items()}
     for term in (t.strip() for t in terms.split(",")):
+        negate = term.startswith("!")
+        term = term.removeprefix("!")
         if not term:
             continue
         key, eq, pattern = term.partition("=")
         if eq:
             if key not in dims:
                 raise ValueError(f"--only: no dimension {key!r} (one of {', '.join(DIMENSIONS)})")
-            if not fnmatch.fnmatch(dims[key], pattern.lower()):
-                return False
-        elif not fnmatch.fnmatch(cell.id.lower(), f"*{term.lower()}*"):
+            hit = fnmatch.fnmatch(dims[key], pattern.lower())
+        else:
+            hit = fnmatch.fnmatch(cell.id.lower(), f"*{term.lower()}*")
+        if hit == negate:
             return False
     return True
 

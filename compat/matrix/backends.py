@@ -5,7 +5,10 @@
   (README "In front of your cluster"): Kafka 3.9 has no KIP-848, groupshift answers every group
   API, records and topics live in Kafka.
 * `kafka-4`: Apache Kafka 4.x itself, the reference column every groupshift cell is compared
-  with (`compat.kafka_dist.KafkaCluster`).
+  with (`compat.kafka_dist.KafkaCluster`). `kafka-X.Y` runs that line instead; `kafka-4.3` gets
+  `group.consumer.assignment.interval.ms=0` (target assignments computed in the heartbeat, as
+  groupshift does; 4.4 computes them in the background, which hides timing-dependent client
+  behaviour).
 
 Every backend gets `group.consumer.migration.policy` from the cell (a broker-level setting in
 Kafka, `--set` in groupshift) and short group timings, the same on both sides, so that a Kafka
@@ -185,6 +188,10 @@ class KafkaBackend:
         self.policy = policy
         self.name = f"kafka-{spec}"
         configs = {**GROUP_SETTINGS, **KAFKA_ONLY, "group.consumer.migration.policy": policy}
+        if spec == "4.3":
+            # 4.3 computes target assignments in the heartbeat when the interval is 0, as
+            # groupshift always does (4.4 computes them in the background whatever it says)
+            configs["group.consumer.assignment.interval.ms"] = "0"
         self.cluster = KafkaCluster(spec, brokers=1, configs=configs, workdir=workdir / "kafka")
         self.cluster.start()
         self.version = str(self.cluster.version)

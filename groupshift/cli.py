@@ -283,6 +283,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_groups(sub)
     _add_kafka(sub)
     __import__("compat.check.command", fromlist=["add_parser"]).add_parser(sub)
+    __import__("compat.matrix.command", fromlist=["add_parser"]).add_parser(sub)
     return parser
 
 

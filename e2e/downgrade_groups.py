@@ -22,7 +22,7 @@ import time
 import uuid
 from typing import Any
 
-from compat.groups.wire import AdminWire
+from compat.groups.wire import AdminWire, KafkaError
 from e2e.wire import WireClient, make_request
 
 TOPICS = {"orders": 4, "ev-a": 2, "ev-b": 2}
@@ -92,7 +92,7 @@ def classic_member(
 
     def join(member_id: str) -> Any:
         return s.call(
-            c, 11, 9, group_id=group, session_timeout=30000, rebalance_timeout=30000, member_id=member_id,
+            c, 11, 9, group_id=group, session_timeout=120000, rebalance_timeout=30000, member_id=member_id,
             group_instance_id=instance_id, protocol_type="consumer", protocols=protocols, reason=None,
         )  # fmt: skip
 
@@ -208,7 +208,8 @@ def make_groups(bootstrap: str) -> tuple[Server, dict[str, Offsets]]:
     consumer_member(s, "cg-static", want["cg-static"], topics=["orders"], instance_id="static-1")
     consumer_member(s, "cg-regex", want["cg-regex"], regex="ev-.*", want_partitions=4)
     classic_member(s, "cg-mixed", {})
-    consumer_member(s, "cg-mixed", want["cg-mixed"], topics=["orders"])
+    # the classic member keeps every partition (it never rejoins): the new member owns none yet
+    consumer_member(s, "cg-mixed", want["cg-mixed"], topics=["orders"], want_partitions=0)
     with AdminWire(bootstrap, timeout=30) as wire:
         codes = wire.commit_offsets("offsets-only", want["offsets-only"])
         assert set(codes.values()) == {0}, codes
@@ -216,11 +217,22 @@ def make_groups(bootstrap: str) -> tuple[Server, dict[str, Offsets]]:
 
 
 def observed(bootstrap: str, groups: tuple[str, ...] = ALL_GROUPS, timeout: float = 60.0) -> dict[str, Any]:
-    """What a server shows of each group: ListGroups' entry and the committed offsets."""
+    """What a server shows of each group: ListGroups' entry and the committed offsets (retried
+    while the coordinator is still loading after a start)."""
     out: dict[str, Any] = {}
+    deadline = time.monotonic() + timeout
     with AdminWire(bootstrap, timeout=timeout) as wire:
-        listed = {g["group"]: g for g in _retry(wire.list_groups, lambda r: True, "ListGroups", timeout)}
         for g in groups:
-            offsets = {k: v[0] for k, v in wire.offset_fetch(g).items()}
-            out[g] = {"listed": listed.get(g), "offsets": offsets}
+            while True:
+                try:
+                    out[g] = {"offsets": {k: v[0] for k, v in wire.offset_fetch(g).items()}}
+                    break
+                except KafkaError:
+                    if time.monotonic() > deadline:
+                        raise
+                    wire.reset()
+                    time.sleep(0.3)
+        listed = {g["group"]: g for g in wire.list_groups()}
+    for g in groups:
+        out[g]["listed"] = listed.get(g)
     return out

@@ -203,7 +203,7 @@ def _value_version(value: bytes | None) -> int | None:
 
 
 def _offset_topic_id(value: bytes) -> uuid.UUID | None:
-    """The `topicId` tagged field (tag 0) of an OffsetCommitValue v4, which Kafka 4.x writes."""
+    """The `topicId` tagged field (tag 0) of an OffsetCommitValue v4, which Kafka 4.1+ writes."""
     try:
         pos = 2 + 8 + 4
         n, pos = _uvarint(value, pos)

@@ -101,7 +101,7 @@ def offset_value_v0(offset: int) -> bytes:
 
 
 def offset_value_v4(offset: int, *, topic_id: uuid.UUID | None, version: int = 4) -> bytes:
-    """OffsetCommitValue v4 as Kafka 4.x writes it: flexible, `topicId` as tagged field 0."""
+    """OffsetCommitValue v4 as Kafka 4.1+ writes it: flexible, `topicId` as tagged field 0."""
     body = struct.pack(">hqi", version, offset, -1) + _cstr("") + struct.pack(">q", NOW)
     if topic_id is None:
         return body + b"\x00"

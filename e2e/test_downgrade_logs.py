@@ -6,7 +6,7 @@ groupshift data dirs go to Kafka 4.x and back with `records export` / `records i
 
 As is, the outcome is the one `compat.check.loader_rules` predicts for the records the log
 holds: a partition with a fatal record loses every group and offset on it (3.4.0 reads no
-OffsetCommitValue v4, which 4.x writes for every commit), elsewhere every offset loads and the
+OffsetCommitValue v4, which 4.1+ writes for every commit), elsewhere every offset loads and the
 consumer groups appear as empty classic groups (3.9 skips their records). Rewritten, every group
 and every offset loads on both.
 

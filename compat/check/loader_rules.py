@@ -13,8 +13,8 @@ Three loaders exist (the record type is the key's leading int16, the value versi
   throw too. A throw during `loadGroupsAndOffsets` is logged ("Error loading offsets from
   __consumer_offsets-N") and the partition is then marked owned with nothing loaded: every group
   and offset of the partition is silently gone (OffsetFetch answers "no offset", ListGroups omits
-  the groups). Note that Kafka 4.x writes OffsetCommitValue v4 for every offset commit without
-  an expire timestamp, so a 4.x log fails on this loader even without consumer groups;
+  the groups). Note that Kafka 4.1+ writes OffsetCommitValue v4 for every offset commit without
+  an expire timestamp, so a 4.1+ log fails on this loader even without consumer groups;
 * the same `GroupMetadataManager` after KIP-915 (3.4.1 and 3.5+, the default coordinator through
   3.9): unknown key versions are skipped ("Unknown message key with version N ... Ignoring it"),
   value versions up to 4 are read (v4 is flexible: unknown tagged fields are ignored), versions
@@ -106,7 +106,7 @@ def _old_pre_kip915(target: str) -> list[Rule]:
         Rule(t, 1, "read", True, "offsets load (values v1, v3 proven)", (0, 3), pin),
         Rule(
             t, 1, "fatal", True,
-            "v4 (what Kafka >= 3.5 and 4.x write): Unknown offset message version; partition served empty",
+            "v4 (what Kafka 4.1+ writes): Unknown offset message version; partition served empty",
             (4, _MAX), pin,
         ),
         Rule(t, 0, "fatal", False, "as type 1", (4, _MAX)),

@@ -120,11 +120,13 @@ def export_data_dir(
 ) -> int:
     shards = _source_logs(data_dir)
     existing = list_partitions(log_dir)
-    n = partitions or (len(existing) if existing else len(shards))
-    if existing and len(existing) != n:
+    n = partitions or len(shards)
+    beyond = sorted(p for p in existing if p >= n)
+    if beyond:
         raise TransferError(
-            f"{log_dir} holds {len(existing)} __consumer_offsets partitions, not {n}: Kafka never "
-            f"changes the partition count of __consumer_offsets; use --partitions {len(existing)}"
+            f"{log_dir} holds __consumer_offsets partition(s) {beyond[:5]}, beyond the {n} exported: "
+            f"Kafka never changes the partition count of __consumer_offsets; pass --partitions with "
+            f"the broker's offsets.topic.num.partitions"
         )
     if set(shards) == set(range(n)):
         for p, src in shards.items():

@@ -352,6 +352,17 @@ def prepare_cluster(cluster: KafkaCluster) -> None:
             time.sleep(0.3)
 
 
+def wait_partition_dirs(cluster: KafkaCluster, num_partitions: int, timeout: float = 30.0) -> None:
+    """Until the broker created every `__consumer_offsets-N` directory with its
+    `partition.metadata` (it does so asynchronously, when it becomes each partition's leader):
+    replacing the segments before that leaves a partition without the topic id file."""
+    deadline = time.monotonic() + timeout
+    data = cluster.nodes[0].data_dir
+    while not all((partition_dir(data, p) / "partition.metadata").is_file() for p in range(num_partitions)):
+        assert time.monotonic() < deadline, f"__consumer_offsets directories missing in {data}"
+        time.sleep(0.1)
+
+
 def observe(
     cluster: KafkaCluster,
     num_partitions: int,

@@ -39,6 +39,7 @@ from compat.kafka_logs import (
 )
 from compat.pytest_kafka import KAFKA4_TEST_CONFIGS, skip_without_tools
 from e2e.downgrade_groups import ALL_GROUPS, CONSUMER, TOPICS, make_groups, observed
+from e2e.downgrade_probe import wait_partition_dirs
 from e2e.harness import GatewayProcess
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
@@ -107,10 +108,31 @@ def test_kafka4_wrote_both_group_types(kafka4_log: Source) -> None:
     assert {1, 2, 3, 5, 8, 16} <= types, types  # offsets, classic, consumer groups, a regex
 
 
-def predicted_lost(log_dir: Path, target: str) -> set[int]:
+@pytest.fixture(scope="module")
+def groupshift_log(tmp_path_factory: pytest.TempPathFactory) -> Source:
+    """The same groups made on groupshift; its data dir after it stopped."""
+    data = tmp_path_factory.mktemp("groupshift-log") / "data"
+    gw = GatewayProcess.start(
+        data, sets=(f"offsets.topic.num.partitions={P}", "group.initial.rebalance.delay.ms=0")
+    )
+    try:
+        server, offsets = make_groups(gw.bootstrap)
+        seen = observed(gw.bootstrap)
+        server.close()
+    finally:
+        gw.stop()
+    return Source(data, offsets, seen)
+
+
+def partitions_of(source: Source) -> dict[int, Path]:
+    coordinator = source.log_dir / "coordinator"
+    return list_partitions(coordinator if coordinator.is_dir() else source.log_dir)
+
+
+def predicted_lost(source: Source, target: str) -> set[int]:
     """Partitions holding a record `target` fails on (loader_rules)."""
     lost = set()
-    for p, d in list_partitions(log_dir).items():
+    for p, d in partitions_of(source).items():
         for r in read_partition(d):
             rtype = struct.unpack(">h", r.key[:2])[0]
             version = None if r.value is None else struct.unpack(">h", r.value[:2])[0]
@@ -119,58 +141,79 @@ def predicted_lost(log_dir: Path, target: str) -> set[int]:
     return lost
 
 
+def _prepare_target(cluster: KafkaCluster) -> None:
+    """Topics and `__consumer_offsets` (a FindCoordinator creates it) on a fresh target."""
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    from compat.groups.wire import AdminWire
+
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=20000)
+    try:
+        admin.create_topics([NewTopic(t, n, 1) for t, n in TOPICS.items()])
+    finally:
+        admin.close()
+    with AdminWire(cluster.bootstrap, timeout=30) as wire:
+        wire.coordinator("setup")
+    wait_partition_dirs(cluster, P)
+
+
+def _as_is(cluster: KafkaCluster, source: Source, target: str, name: str) -> None:
+    """The source's partitions loaded unchanged: the groups of a partition the rules call
+    fatal are gone, every other offset is there, consumer groups are Empty classic groups."""
+    data = cluster.nodes[0].data_dir
+    for p, d in partitions_of(source).items():
+        write_partition_batches(partition_dir(data, p), list(read_batches(d)))
+    cluster.start_broker(0)
+    lost = predicted_lost(source, target)
+    got = observed(cluster.bootstrap)
+    cluster.kill_broker(0)
+    for g in ALL_GROUPS:
+        if partition_for(g, P) in lost:
+            assert got[g]["offsets"] == {} and got[g]["listed"] is None, (name, target, g, got[g])
+        else:
+            assert got[g]["offsets"] == source.offsets[g], (name, target, g, got[g])
+            if g in CONSUMER:
+                assert got[g]["listed"]["state"] == "Empty", (name, g, got[g])
+    if target == "kafka-3.4.0" and name == "kafka4":
+        assert lost == {partition_for(g, P) for g in ALL_GROUPS}  # every commit is a v4 value
+    if target == "kafka-3.4.0" and name == "groupshift":  # v3 values: only consumer groups hurt
+        assert lost == {partition_for(g, P) for g in CONSUMER}
+
+
+def _rewritten(cluster: KafkaCluster, source: Source, target: str, name: str) -> None:
+    """The source rewritten for the target: every group and offset loads."""
+    data = cluster.nodes[0].data_dir
+    flag = "--data-dir" if (source.log_dir / "coordinator").is_dir() else "--log-dir"
+    summary = records_cli("rewrite", "--for-downgrade", target, flag, source.log_dir, "--out", data)
+    for g in CONSUMER:
+        assert f"converted: {g}: consumer group" in summary, summary
+    assert "ConsumerGroupMemberMetadata record(s)" in summary, summary
+    log_start = cluster.log_path(0).stat().st_size
+    cluster.start_broker(0)
+    got = observed(cluster.bootstrap)
+    cluster.kill_broker(0)
+    for g in ALL_GROUPS:
+        assert got[g]["offsets"] == source.offsets[g], (name, target, g, got[g], summary)
+        assert got[g]["listed"] is not None, (name, target, g)
+    for g in CONSUMER:
+        assert got[g]["listed"]["protocol_type"] == "consumer", (name, g, got[g])
+    assert got["classic-static"]["listed"]["state"] == "Stable", (name, got["classic-static"])
+    with open(cluster.log_path(0), "rb") as f:
+        f.seek(log_start)
+        assert b"Error loading offsets" not in f.read()
+
+
 @pytest.mark.parametrize("target", ["kafka-3.9", "kafka-3.4.0"])
-def test_downgrade_as_is_and_rewritten(kafka4_log: Source, target: str, tmp_path: Path) -> None:
+def test_downgrade_as_is_and_rewritten(
+    kafka4_log: Source, groupshift_log: Source, target: str, tmp_path: Path
+) -> None:
     with KafkaCluster(TARGET_RELEASES[target], configs=OLD_CONFIGS, workdir=tmp_path / "kafka") as cluster:
         cluster.start()
-        from kafka.admin import KafkaAdminClient, NewTopic
-
-        admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=20000)
-        admin.create_topics([NewTopic(t, n, 1) for t, n in TOPICS.items()])
-        admin.close()
-        from compat.groups.wire import AdminWire
-
-        with AdminWire(cluster.bootstrap, timeout=30) as wire:  # creates __consumer_offsets
-            wire.coordinator("setup")
-        cluster.stop_broker(0)
-        data = cluster.nodes[0].data_dir
-
-        # 1. as is: what the rules predict
-        for p, d in list_partitions(kafka4_log.log_dir).items():
-            write_partition_batches(partition_dir(data, p), list(read_batches(d)))
-        cluster.start_broker(0)
-        lost = predicted_lost(kafka4_log.log_dir, target)
-        got = observed(cluster.bootstrap)
-        for g in ALL_GROUPS:
-            if partition_for(g, P) in lost:
-                assert got[g]["offsets"] == {} and got[g]["listed"] is None, (target, g, got[g])
-            else:
-                assert got[g]["offsets"] == kafka4_log.offsets[g], (target, g, got[g])
-                if g in CONSUMER:
-                    assert got[g]["listed"]["state"] == "Empty", (g, got[g])
-        if target == "kafka-3.4.0":
-            assert lost == {partition_for(g, P) for g in ALL_GROUPS}  # every commit is a v4 value
-        cluster.stop_broker(0)
-
-        # 2. rewritten: every group and offset
-        summary = records_cli(
-            "rewrite", "--for-downgrade", target, "--log-dir", kafka4_log.log_dir, "--out", data
-        )
-        for g in CONSUMER:
-            assert f"converted: {g}: consumer group" in summary, summary
-        assert "ConsumerGroupMemberMetadata record(s)" in summary, summary
-        log_start = cluster.log_path(0).stat().st_size
-        cluster.start_broker(0)
-        got = observed(cluster.bootstrap)
-        for g in ALL_GROUPS:
-            assert got[g]["offsets"] == kafka4_log.offsets[g], (target, g, got[g], summary)
-            assert got[g]["listed"] is not None, (target, g)
-        for g in CONSUMER:
-            assert got[g]["listed"]["protocol_type"] == "consumer", (g, got[g])
-        assert got["classic-static"]["listed"]["state"] == "Stable"
-        with open(cluster.log_path(0), "rb") as f:
-            f.seek(log_start)
-            assert b"Error loading offsets" not in f.read()
+        _prepare_target(cluster)
+        cluster.kill_broker(0)  # SIGKILL: a restart recovers every partition, as it must anyway
+        for name, source in (("kafka4", kafka4_log), ("groupshift", groupshift_log)):
+            _as_is(cluster, source, target, name)
+            _rewritten(cluster, source, target, name)
 
 
 def test_import_into_groupshift(kafka4_log: Source, tmp_path: Path) -> None:
@@ -190,30 +233,12 @@ def test_import_into_groupshift(kafka4_log: Source, tmp_path: Path) -> None:
         assert got[g]["listed"]["type"] == "consumer", (g, got[g])
 
 
-def test_export_from_groupshift(tmp_path: Path) -> None:
-    skip_without_tools()
-    data = tmp_path / "data"
-    gw = GatewayProcess.start(
-        data, sets=(f"offsets.topic.num.partitions={P}", "group.initial.rebalance.delay.ms=0")
-    )
-    try:
-        server, offsets = make_groups(gw.bootstrap)
-        seen = observed(gw.bootstrap)
-        server.close()
-    finally:
-        gw.stop()
+def test_export_from_groupshift(groupshift_log: Source, tmp_path: Path) -> None:
+    data, seen = groupshift_log.log_dir, groupshift_log.seen
     with KafkaCluster("4", configs=KAFKA_CONFIGS, workdir=tmp_path / "kafka") as cluster:
         cluster.start()
-        from kafka.admin import KafkaAdminClient, NewTopic
-
-        admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=20000)
-        admin.create_topics([NewTopic(t, n, 1) for t, n in TOPICS.items()])
-        admin.close()
-        from compat.groups.wire import AdminWire
-
-        with AdminWire(cluster.bootstrap, timeout=30) as wire:
-            wire.coordinator("setup")
-        cluster.stop_broker(0)
+        _prepare_target(cluster)
+        cluster.kill_broker(0)
         kdata = cluster.nodes[0].data_dir
         records_cli("export", "--data-dir", data, "--to-log-dir", kdata)
         for p in range(P):  # batches byte for byte
@@ -223,5 +248,5 @@ def test_export_from_groupshift(tmp_path: Path) -> None:
         cluster.start_broker(0)
         got = observed(cluster.bootstrap)
     for g in ALL_GROUPS:
-        assert got[g]["offsets"] == offsets[g] == seen[g]["offsets"], (g, got[g])
+        assert got[g]["offsets"] == groupshift_log.offsets[g] == seen[g]["offsets"], (g, got[g])
         assert got[g]["listed"]["type"] == seen[g]["listed"]["type"], (g, got[g], seen[g])

@@ -21,7 +21,16 @@ import pytest
 from compat.check.loader_rules import OTHER, RULES, TARGET_RELEASES, Rule, outcome
 from compat.kafka_dist import KafkaCluster
 from compat.pytest_kafka import skip_without_tools
-from e2e.downgrade_probe import CASES, PROBE_CONFIGS, TOPIC, CaseResult, observe, prepare_cluster, write_cases
+from e2e.downgrade_probe import (
+    CASES,
+    PROBE_CONFIGS,
+    TOPIC,
+    CaseResult,
+    observe,
+    prepare_cluster,
+    wait_partition_dirs,
+    write_cases,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
@@ -72,7 +81,8 @@ def test_loader_rules(target: str, tmp_path: Path) -> None:
     with KafkaCluster(TARGET_RELEASES[target], configs=configs, workdir=tmp_path / "kafka") as cluster:
         cluster.start()
         prepare_cluster(cluster)
-        cluster.stop_broker(0)
+        wait_partition_dirs(cluster, NUM_PARTITIONS)
+        cluster.kill_broker(0)  # SIGKILL: seconds faster than a controlled shutdown
         write_cases(cluster.nodes[0].data_dir, NUM_PARTITIONS)
         cluster.start_broker(0)
         results = observe(cluster, NUM_PARTITIONS)

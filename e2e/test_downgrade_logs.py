@@ -75,6 +75,7 @@ class Source:
     log_dir: Path  # a copy of Kafka 4.x's __consumer_offsets-N directories
     offsets: dict[str, dict[tuple[str, int], int]]  # what the groups committed
     seen: dict[str, Any]  # what Kafka 4.x showed before it stopped
+    cluster: KafkaCluster | None = None  # the stopped Kafka 4.x that wrote it (reused by export)
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +92,7 @@ def kafka4_log(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Source]:
         for d in list_partitions(cluster.nodes[0].data_dir).values():
             shutil.copytree(d, copy / d.name)
         assert len(list_partitions(copy)) == P
-    yield Source(copy, offsets, seen)
+        yield Source(copy, offsets, seen, cluster)
 
 
 def test_kafka4_wrote_both_group_types(kafka4_log: Source) -> None:
@@ -233,20 +234,20 @@ def test_import_into_groupshift(kafka4_log: Source, tmp_path: Path) -> None:
         assert got[g]["listed"]["type"] == "consumer", (g, got[g])
 
 
-def test_export_from_groupshift(groupshift_log: Source, tmp_path: Path) -> None:
-    data, seen = groupshift_log.log_dir, groupshift_log.seen
-    with KafkaCluster("4", configs=KAFKA_CONFIGS, workdir=tmp_path / "kafka") as cluster:
-        cluster.start()
-        _prepare_target(cluster)
-        cluster.kill_broker(0)
-        kdata = cluster.nodes[0].data_dir
-        records_cli("export", "--data-dir", data, "--to-log-dir", kdata)
-        for p in range(P):  # batches byte for byte
-            assert list(read_batches(data / "coordinator" / f"__consumer_offsets-{p}")) == list(
-                read_batches(partition_dir(kdata, p))
-            )
-        cluster.start_broker(0)
-        got = observed(cluster.bootstrap)
+def test_export_from_groupshift(groupshift_log: Source, kafka4_log: Source) -> None:
+    """groupshift's data dir exported into the (stopped) Kafka 4.x that wrote `kafka4_log`: its
+    own `__consumer_offsets` directories (topic id kept) get groupshift's batches."""
+    data, seen, cluster = groupshift_log.log_dir, groupshift_log.seen, kafka4_log.cluster
+    assert cluster is not None
+    kdata = cluster.nodes[0].data_dir
+    records_cli("export", "--data-dir", data, "--to-log-dir", kdata)
+    for p in range(P):  # batches byte for byte
+        assert list(read_batches(data / "coordinator" / f"__consumer_offsets-{p}")) == list(
+            read_batches(partition_dir(kdata, p))
+        )
+    cluster.start_broker(0)
+    got = observed(cluster.bootstrap)
+    cluster.kill_broker(0)
     for g in ALL_GROUPS:
         assert got[g]["offsets"] == groupshift_log.offsets[g] == seen[g]["offsets"], (g, got[g])
         assert got[g]["listed"]["type"] == seen[g]["listed"]["type"], (g, got[g], seen[g])

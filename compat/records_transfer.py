@@ -253,6 +253,17 @@ def _topic_image(decoded: Sequence[tuple[Entry, CoordinatorRecord | None]]) -> M
     return MetadataImage(topics.values())
 
 
+def keeps_consumer_groups(target: str) -> bool:
+    """Whether `target` reads every consumer-group record whatever the order (4.x): otherwise
+    the rewrite converts the groups (3.x; 3.9 with KIP-848 on skips regex records and fails on
+    a record or tombstone of a group it does not hold yet, which compaction can leave first)."""
+    return all(
+        r.outcome == "read" and not r.needs_group
+        for t in CONSUMER_GROUP_TYPES
+        for r in (outcome(target, t, 0), outcome(target, t, None))
+    )
+
+
 def rewrite_partition(entries: Sequence[Entry], target: str, summary: RewriteSummary) -> list[Entry]:
     decoded: list[tuple[Entry, CoordinatorRecord | None]] = []
     for e in entries:
@@ -261,6 +272,7 @@ def rewrite_partition(entries: Sequence[Entry], target: str, summary: RewriteSum
         except CoordinatorRecordError:
             decoded.append((e, None))
     shard = Shard(image=_topic_image(decoded))
+    convert = not keeps_consumer_groups(target)
     out: list[Entry] = []
     last_ts = 0
     for (key, value, ts), rec in decoded:
@@ -273,7 +285,9 @@ def rewrite_partition(entries: Sequence[Entry], target: str, summary: RewriteSum
             except Exception as e:  # a record the engine cannot apply: reported, the rest goes on
                 summary.notes.append(f"replay of a {name} record failed: {e}")
         rule = outcome(target, rtype, _value_version(value))
-        if rule.outcome == "read":
+        if convert and rtype in CONSUMER_GROUP_TYPES:
+            summary.drop(name)
+        elif rule.outcome == "read":
             out.append((key, value, ts))
             summary.kept += 1
         elif rtype in (0, 1) and isinstance(rec, CoordinatorRecord) and rec.value is not None:
@@ -286,7 +300,7 @@ def rewrite_partition(entries: Sequence[Entry], target: str, summary: RewriteSum
             summary.reencoded += 1
         else:
             summary.drop(f"{name}" if rtype in CONSUMER_GROUP_TYPES or rtype > 2 else f"{name} (unreadable)")
-    if outcome(target, 3, 0).outcome == "read":
+    if not convert:
         return out
     for _gid, group in sorted(shard.state.groups.items()):
         if isinstance(group, ConsumerGroup):

@@ -219,6 +219,8 @@ class Case:
     build: Callable[[str], list[Pair]]
     # the case group's committed offsets when the partition loads (None: not checked)
     offsets: Mapping[tuple[str, int], int] | None = None
+    # the case's first record creates the consumer group (rules with `needs_group` then read)
+    creates_group: bool = False
 
 
 def _cg_case(rtype: int) -> Case:
@@ -265,6 +267,7 @@ CASES: tuple[Case, ...] = (
         0,
         lambda g: [consumer_group_records(g)[t] for t in (5, 16, 4, 3, 7, 6, 8)] + [_offset_v3(g, 0, 18)],
         {(TOPIC, 0): 18},
+        creates_group=True,
     ),
     Case("unknown-type-99", 99, 0, lambda g: [(unknown_key(99, g), struct.pack(">h", 0) + b"\x00")]),
 )

@@ -72,6 +72,10 @@ def test_rules_that_decide_a_downgrade() -> None:
     assert outcome("kafka-4.0", 16, 0).outcome == "read"
     assert outcome("kafka-4.0", 99, 0).outcome == "skipped"
     assert outcome("kafka-3.7", 1, 5).outcome == "fatal"
+    # 3.9 with KIP-848 on: a tombstone of a group it does not hold fails the load
+    assert outcome("kafka-3.9-kip848", 3, None).outcome == "fatal"
+    assert outcome("kafka-3.9-kip848", 3, 0).outcome == "read"
+    assert outcome("kafka-3.9-kip848", 7, 0).needs_group
     with pytest.raises(KeyError):
         outcome("kafka-2.8", 1, 3)
 
@@ -189,6 +193,12 @@ def test_rewrite_for_39_keeps_bytes_and_makes_a_stable_group_of_classic_members(
     assert [m.member_id for m in group.members] == ["m-1"]
     assert group.members[0].assignment == consumer_assignment(TOPIC, [0, 1])
     assert "Stable classic group" in summary.converted[0]
+
+
+def test_rewrite_for_39_kip848_converts_too() -> None:
+    cg = consumer_group_records("cg")
+    entries = [(cg[t][0], cg[t][1], NOW) for t in (5, 16, 4, 3, 7, 6, 8)]
+    assert _types(rewrite_partition(entries, "kafka-3.9-kip848", RewriteSummary())) == [2]
 
 
 def test_rewrite_for_4x_changes_nothing() -> None:

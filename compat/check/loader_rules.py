@@ -23,7 +23,10 @@ Three loaders exist (the record type is the key's leading int16, the value versi
 * the new `CoordinatorRuntime` loader (4.x): record types it does not know are skipped ("Unknown
   record type N ... Ignoring it"); a known type whose value version is above what the release
   knows fails the deserialization, the partition goes to FAILED ("Failed to load metadata from
-  __consumer_offsets-N") and its groups answer NOT_COORDINATOR.
+  __consumer_offsets-N") and its groups answer NOT_COORDINATOR. Kafka 3.9 runs it too when
+  KIP-848 is on (`kafka-3.9-kip848`), with two differences: higher value versions are read, and
+  a consumer-group record other than the group's metadata or a member's (or a group tombstone)
+  fails the load when the group does not exist yet (`needs_group`).
 """
 
 from __future__ import annotations
@@ -77,6 +80,13 @@ class Rule:
     # value versions the row covers, inclusive; None: every version and tombstones
     versions: tuple[int, int] | None = None
     pinned_by: str = ""  # the proof test (pytest node id) when proven
+    # read only if the group exists at that point of the partition (an earlier record of the
+    # group created it); otherwise the load fails ("Consumer group X not found")
+    needs_group: bool = False
+
+
+#: `versions` of a row that covers tombstones (null values) only.
+TOMBSTONE = (-1, -1)
 
 
 #: The Kafka release each target was proven on (`compat.kafka_dist` specs).
@@ -84,11 +94,34 @@ TARGET_RELEASES: dict[str, str] = {
     "kafka-3.4.0": "3.4.0",
     "kafka-3.7": "3.7",
     "kafka-3.9": "3.9",
+    "kafka-3.9-kip848": "3.9",
     "kafka-4.0": "4.0.2",
     "kafka-4.4": "4",
 }
 
-KAFKA_TARGETS: tuple[str, ...] = ("kafka-3.4.0", "kafka-3.7", "kafka-3.9", "kafka-4.0", "kafka-4.4")
+#: Broker settings a target needs besides the defaults.
+TARGET_CONFIGS: dict[str, dict[str, str]] = {
+    "kafka-3.9-kip848": {"group.coordinator.rebalance.protocols": "classic,consumer"},
+}
+
+#: Which loader each target runs ("scala-pre-kip915", "scala", "runtime").
+TARGET_LOADERS: dict[str, str] = {
+    "kafka-3.4.0": "scala-pre-kip915",
+    "kafka-3.7": "scala",
+    "kafka-3.9": "scala",
+    "kafka-3.9-kip848": "runtime",
+    "kafka-4.0": "runtime",
+    "kafka-4.4": "runtime",
+}
+
+KAFKA_TARGETS: tuple[str, ...] = (
+    "kafka-3.4.0",
+    "kafka-3.7",
+    "kafka-3.9",
+    "kafka-3.9-kip848",
+    "kafka-4.0",
+    "kafka-4.4",
+)
 
 _TEST = "e2e/test_downgrade_rules.py::test_loader_rules"
 _MAX = 32767
@@ -159,16 +192,59 @@ def _new_runtime(target: str, share: tuple[int, ...], streams: tuple[int, ...]) 
     return rows
 
 
+def _runtime_39(target: str) -> list[Rule]:
+    """Kafka 3.9 with the new group coordinator on (`group.coordinator.rebalance.protocols`
+    includes `consumer`, KIP-848 early access): its replay of a consumer-group record other than
+    the group's metadata or a member's requires the group to exist already ("Consumer group X
+    not found" fails the load), so does a tombstone; 4.x creates the group instead. After
+    compaction a group's surviving records can come in any order."""
+    t, pin = target, _pinned(target)
+    fatal = "FAILED: Consumer group X not found (IllegalStateException); groups answer NOT_COORDINATOR"
+    rows = [
+        Rule(t, 0, "read", True, "offsets load (value v0 proven)", (0, 4), pin),
+        Rule(t, 1, "read", True, "offsets load (v1, v3, v4 with tagged topicId proven)", (0, 4), pin),
+        Rule(
+            t,
+            1,
+            "read",
+            True,
+            "versions above 4 load too (v5 proven)",
+            (5, _MAX),
+            pin,
+        ),
+        Rule(t, 0, "read", False, "as type 1", (5, _MAX)),
+        Rule(t, 2, "read", True, "classic group loads (v3, v4 proven)", (0, 4), pin),
+        Rule(t, 2, "read", False, "as type 1", (5, _MAX)),
+        Rule(t, 3, "fatal", True, "a tombstone of a group it does not hold: " + fatal, TOMBSTONE, pin),
+        Rule(t, 3, "read", True, "creates the consumer group", (0, 0), pin),
+        Rule(t, 5, "read", True, "creates the consumer group", (0, 0), pin),
+    ]
+    for rt in (4, 6, 7, 8):
+        rows.append(
+            Rule(t, rt, "read", True, "read if the group exists, else " + fatal, None, pin, needs_group=True)
+        )
+    rows.append(Rule(t, 16, "skipped", True, "Unknown record type 16 ... Ignoring it (WARN)", None, pin))
+    rows += [
+        Rule(t, rt, "read", False, "a share-group type 3.9 knows (from its sources)") for rt in (9, 10, 11)
+    ]
+    skipped = "Unknown record type N ... Ignoring it (WARN; type 99 proven)"
+    rows.append(Rule(t, OTHER, "skipped", True, skipped, None, pin))
+    return rows
+
+
 RULES: tuple[Rule, ...] = (
     *_old_pre_kip915("kafka-3.4.0"),
     *_old_kip915("kafka-3.7"),
     *_old_kip915("kafka-3.9"),
+    *_runtime_39("kafka-3.9-kip848"),
     *_new_runtime("kafka-4.0", share=(9, 10, 11, 12, 13, 14, 15), streams=()),
     *_new_runtime("kafka-4.4", share=(10, 11, 12, 13, 14, 15), streams=(17, 19, 20, 21, 22, 23)),
 )
 
 
 def _covers(rule: Rule, value_version: int | None) -> bool:
+    if rule.versions == TOMBSTONE:
+        return value_version is None
     if rule.versions is None or value_version is None:
         return True
     lo, hi = rule.versions

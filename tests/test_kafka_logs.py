@@ -235,3 +235,19 @@ def test_export_repartitions_and_import_copies(tmp_path: Path) -> None:
     for d in parts.values():
         assert list(read_batches(d)) == list(read_batches(back / "coordinator" / d.name))
         assert not (back / "coordinator" / d.name / "partition.metadata").exists()
+
+
+def test_cli_bad_input_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from groupshift.cli import main
+
+    assert (
+        main(["records", "export", "--data-dir", str(tmp_path / "none"), "--to-log-dir", str(tmp_path)]) == 2
+    )
+    assert "holds no __consumer_offsets-N log" in capsys.readouterr().err
+    assert (
+        main(["records", "import", "--from-log-dir", str(tmp_path), "--data-dir", str(tmp_path / "d")]) == 2
+    )
+    assert "no __consumer_offsets-N partition directory" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["records", "rewrite", "--for-downgrade", "kafka-2.8", "--log-dir", str(tmp_path), "--out", "o"])
+    assert "invalid choice" in capsys.readouterr().err

@@ -1,0 +1,200 @@
+"""`groupshift check` on file inputs, without servers: `__consumer_offsets-N` directories written
+here as Kafka lays them out (magic-2 batch segments, `partition.metadata` beside them), read by
+compat.check.inputs; the CLI's table, `--json`, settings from `--set`/`--config`, and exit codes."""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from io import StringIO
+from pathlib import Path
+
+import pytest
+
+from compat.check.inputs import read_logs, topic_names
+from groupshift.cli import main
+from records.batch import build_batch
+from records.classic_group import GroupMemberMetadata, GroupMetadataKey, GroupMetadataValue
+from records.codec import encode_record
+from records.consumer_group import (
+    ConsumerGroupCurrentMemberAssignmentKey,
+    ConsumerGroupCurrentMemberAssignmentValue,
+    ConsumerGroupMemberMetadataKey,
+    ConsumerGroupMemberMetadataValue,
+    ConsumerGroupMetadataKey,
+    ConsumerGroupMetadataValue,
+    TopicPartitions,
+)
+from records.coordinator import CoordinatorRecord
+from records.offsets import OffsetCommitKey, OffsetCommitValue
+from records.segment import segment_name
+from translation.embedded_protocol import Subscription, serialize_assignment, serialize_subscription
+
+TOPIC_ID = uuid.UUID("6f1c7d1e-0b7a-4a57-9d0e-3a3c1f1e2d4c")
+
+
+def member(mid: str, user_data: bytes | None = None) -> GroupMemberMetadata:
+    return GroupMemberMetadata(
+        mid,
+        None,
+        "rdkafka",
+        "/127.0.0.1",
+        30000,
+        10000,
+        serialize_subscription(Subscription(1, ("orders",))),
+        serialize_assignment({"orders": [0]}, 1, user_data),
+    )
+
+
+def write_log_dir(base: Path) -> Path:
+    """A broker log dir: __consumer_offsets-0 with three groups, and the topic `orders`."""
+    log = base / "__consumer_offsets-0"
+    log.mkdir(parents=True)
+    records = [
+        CoordinatorRecord(
+            GroupMetadataKey("ok"), GroupMetadataValue("consumer", 4, "range", "a", 0, (member("a"),))
+        ),
+        CoordinatorRecord(
+            GroupMetadataKey("sticky"),
+            GroupMetadataValue("consumer", 3, "cooperative-sticky", "b", 0, (member("b", b"\x00\x01"),)),
+        ),
+        CoordinatorRecord(OffsetCommitKey("ok", "orders", 0), OffsetCommitValue(10, -1, "", 0)),
+        CoordinatorRecord(ConsumerGroupMetadataKey("cg"), ConsumerGroupMetadataValue(6)),
+        CoordinatorRecord(
+            ConsumerGroupMemberMetadataKey("cg", "m1"),
+            ConsumerGroupMemberMetadataValue(None, None, "rdkafka", "/h", ("orders",), None),
+        ),
+        CoordinatorRecord(
+            ConsumerGroupCurrentMemberAssignmentKey("cg", "m1"),
+            ConsumerGroupCurrentMemberAssignmentValue(6, 5, 0, (TopicPartitions(TOPIC_ID, (0, 1)),)),
+        ),
+    ]
+    batch = build_batch([encode_record(r) for r in records], base_offset=0, timestamp_ms=1_700_000_000_000)
+    (log / segment_name(0)).write_bytes(batch)
+    (log / "00000000000000000000.index").write_bytes(b"")
+    part = base / "orders-0"
+    part.mkdir()
+    tid = base64.urlsafe_b64encode(TOPIC_ID.bytes).decode().rstrip("=")
+    (part / "partition.metadata").write_text(f"version: 0\ntopic_id: {tid}\n")
+    return base
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_log_dir_facts(tmp_path: Path) -> None:
+    base = write_log_dir(tmp_path)
+    assert topic_names(str(base)) == {TOPIC_ID: "orders"}
+    got = read_logs([str(base)])
+    assert got.problems == []
+    assert sorted(got.facts) == ["cg", "ok", "sticky"]
+    assert got.facts["cg"].members[0].owned == (("orders", 0), ("orders", 1))
+    assert got.facts["ok"].offsets == (("orders", 0, 10),)
+    assert got.facts["sticky"].members[0].assignment_user_data
+    # one partition directory is an input too
+    assert sorted(read_logs([str(base / "__consumer_offsets-0")]).facts) == ["cg", "ok", "sticky"]
+
+
+def test_upgrade_table_and_exit_status(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = write_log_dir(tmp_path)
+    code, out, _ = run(["check", "upgrade", "--log-dir", str(base), "--all"], capsys)
+    assert code == 1  # one NOT-READY
+    lines = out.splitlines()
+    assert lines[0].split()[:4] == ["GROUP", "TYPE", "MEMBERS", "VERDICT"]
+    rows = {line.split()[0]: line.split()[3] for line in lines[1:4]}
+    assert rows == {"cg": "READY", "ok": "READY", "sticky": "NOT-READY"}
+    assert "sticky: a group.protocol=consumer member is refused: Cannot upgrade classic group sticky" in out
+    assert "librdkafka cooperative-sticky leaders copy sticky userData" in out
+    assert lines[-1].endswith("3 group(s): 1 NOT-READY, 2 READY")
+    # only the READY groups: exit 0
+    code, _, _ = run(["check", "upgrade", "--log-dir", str(base), "ok", "cg"], capsys)
+    assert code == 0
+
+
+def test_json_and_settings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = write_log_dir(tmp_path)
+    props = tmp_path / "server.properties"
+    props.write_text("# broker\ngroup.consumer.migration.policy=downgrade\n")
+    code, out, _ = run(
+        ["check", "upgrade", "--log-dir", str(base), "ok", "--json", "--config", str(props)], capsys
+    )
+    doc = json.loads(out)
+    assert code == 1 and doc["exit_status"] == 1
+    (g,) = doc["groups"]
+    assert {"group", "verdict", "reason", "fix", "kafka_message", "details"} <= set(g)
+    assert g["kafka_message"].endswith("because online upgrade is disabled.")
+    assert doc["settings"]["known"] == ["group.consumer.migration.policy"]
+    # --set wins over --config
+    code, out, _ = run(
+        ["check", "upgrade", "--log-dir", str(base), "ok", "--json", "--config", str(props), "--set",
+         "group.consumer.migration.policy=bidirectional"],
+        capsys,
+    )  # fmt: skip
+    assert code == 0 and json.loads(out)["groups"][0]["verdict"] == "READY"
+
+
+def test_downgrade_targets(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = write_log_dir(tmp_path)
+    code, out, _ = run(
+        ["check", "downgrade", "--to", "classic-protocol", "--log-dir", str(base), "--all", "--json",
+         "--set", "group.max.size=0"],
+        capsys,
+    )  # fmt: skip
+    assert code == 3  # Kafka's bounds: group.max.size >= 1
+    code, out, _ = run(
+        ["check", "downgrade", "--to", "classic-protocol", "--log-dir", str(base), "cg", "--json",
+         "--set", "group.consumer.migration.policy=disabled"],
+        capsys,
+    )  # fmt: skip
+    assert code == 2 and json.loads(out)["groups"][0]["verdict"] == "UNSAFE"
+    code, out, _ = run(
+        ["check", "downgrade", "--to", "kafka-3.9", "--log-dir", str(base), "cg", "--json"], capsys
+    )
+    (g,) = json.loads(out)["groups"]
+    kinds = [d["reason"] for d in g["details"]]
+    assert any("ConsumerGroupMetadata v0" in k for k in kinds), kinds
+    assert code in (0, 1, 2) and g["target"] == "kafka-3.9"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["check", "upgrade", "--all"],  # no input
+        ["check", "upgrade", "--log-dir", "/nonexistent", "--all"],
+        ["check", "upgrade", "--log-dir", "."],  # neither groups nor --all
+        ["check", "downgrade", "--log-dir", ".", "--all"],  # no --to
+        ["check", "downgrade", "--to", "kafka-0.8", "--log-dir", ".", "--all"],
+        ["check", "upgrade", "--bootstrap-server", "127.0.0.1:1", "--all", "--timeout", "1"],
+    ],
+)
+def test_input_errors_exit_3(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    try:
+        code = main(argv)
+    except SystemExit as e:  # argparse's own errors, raised by our error handler
+        code = int(e.code or 0)
+    _, err = capsys.readouterr()
+    assert code == 3, err
+    assert "error" in err
+
+
+def test_unknown_group_is_an_input_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = write_log_dir(tmp_path)
+    code, _, err = run(["check", "upgrade", "--log-dir", str(base), "nope"], capsys)
+    assert code == 3 and "group(s) not found: nope" in err
+
+
+def test_verbose_lists_every_check(tmp_path: Path) -> None:
+    base = write_log_dir(tmp_path)
+    out = StringIO()
+    from compat.check.command import render
+    from compat.check.rules import Settings, upgrade_verdict
+
+    facts = read_logs([str(base)]).facts
+    render([upgrade_verdict(facts["ok"], Settings())], [], True, out)
+    text = out.getvalue()
+    assert "ok [ok] policy:" in text and "ok [info] server-assignor" not in text
+    assert "ok [warning] server-assignor" in text

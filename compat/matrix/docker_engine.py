@@ -45,6 +45,10 @@ def engine_home() -> Path:
     return Path(base) if base else Path.home() / ".cache" / "groupshift" / "docker"
 
 
+def exec_root() -> Path:
+    return Path(f"/run/groupshift-docker-{os.getuid()}")
+
+
 def docker_client(host: str, timeout: float = 120.0) -> Any:
     """A docker SDK client for `host` (the API version is negotiated with the engine)."""
     try:
@@ -114,6 +118,10 @@ class Engine:
                 _stop_pid(pid)
                 with contextlib.suppress(OSError):
                     (home / "dockerd.pid").unlink()
+                # dockerd leaves its default network namespace bind-mounted in its exec root
+                netns = exec_root() / "netns" / "default"
+                if os.path.ismount(netns):
+                    subprocess.run(["umount", str(netns)], capture_output=True, timeout=30, check=False)
             users.close()
 
 
@@ -223,7 +231,7 @@ def _start_dockerd(home: Path, socket: Path) -> Engine:
             "dockerd",
             f"--data-root={home / 'root'}",
             # the exec root holds containerd's socket: a short path keeps it under the 108-byte limit
-            f"--exec-root=/run/groupshift-docker-{os.getuid()}",
+            f"--exec-root={exec_root()}",
             f"--pidfile={pid_path}",
             f"--host=unix://{socket}",
             f"--storage-driver={driver}",

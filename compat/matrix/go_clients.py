@@ -109,6 +109,9 @@ def go_client_binary(spec: ClientSpec) -> Path:
             partial = Path(scratch) / "binary"
             _run(go, ["build", "-trimpath", "-o", str(partial), f"./{package}"], src)
             shutil.move(str(partial), str(binary))
+        for stale in out_dir.glob(f"{package}-*"):  # older builds of this client
+            if stale != binary and not stale.name.endswith(".lock"):
+                stale.unlink(missing_ok=True)
     return binary
 
 

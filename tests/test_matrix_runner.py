@@ -63,6 +63,12 @@ def test_capabilities_and_partners() -> None:
     assert cl.speaks_consumer_protocol(ClientSpec("java", "3.7"))
     assert not cl.speaks_consumer_protocol(ClientSpec("java", "3.6"))
     assert cl.partner(ClientSpec("java", "2.1")) == ClientSpec("java", "4")
+    # Go: franz-go speaks KIP-848 and is Sarama's consumer-protocol partner
+    assert cl.speaks_consumer_protocol(ClientSpec("franz-go", "pinned"))
+    assert not cl.speaks_consumer_protocol(ClientSpec("sarama", "pinned"))
+    assert cl.partner(ClientSpec("sarama", "pinned")) == ClientSpec("franz-go", "pinned")
+    default = load_grid("default")
+    assert {c.spec.library for c in default.cells} >= {"franz-go", "sarama"}
     grid = load_grid("smoke")
     assert ClientSpec("confluent-kafka", "installed") in needed_clients(grid.cells)
 

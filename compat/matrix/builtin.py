@@ -141,6 +141,19 @@ protocols = ["consumer"]
 assignors = ["range"]
 scenarios = ["rolling-downgrade", "offline-migration"]
 
+# Go: franz-go (classic, and KIP-848 through kgo.ServerSideBalancer) and Sarama (classic only;
+# its consumer-protocol partner is franz-go).
+[[cells]]
+clients = ["franz-go@pinned", "sarama@pinned"]
+assignors = ["cooperative-sticky"]
+scenarios = ["add-remove", "rolling-upgrade"]
+
+[[cells]]
+clients = ["franz-go@pinned"]
+protocols = ["consumer"]
+assignors = ["range"]
+scenarios = ["rolling-downgrade", "offline-migration"]
+
 # groupshift in front of Apache Kafka 3.9 (no KIP-848 there: groupshift brings it).
 [[cells]]
 clients = ["kafka-python@3.0.x", "java@3.9"]
@@ -166,7 +179,8 @@ clients = ["kafka-python@2.0.2", "kafka-python@2.2.x", "kafka-python@3.0.x",
            "confluent-kafka@2.3", "confluent-kafka@2.6", "confluent-kafka@2.10",
            "confluent-kafka@2.12", "confluent-kafka@newest",
            "java@2.1", "java@2.3", "java@2.4", "java@2.5", "java@3.2", "java@3.4", "java@3.5",
-           "java@3.6", "java@3.7", "java@3.8", "java@3.9", "java@4"]
+           "java@3.6", "java@3.7", "java@3.8", "java@3.9", "java@4",
+           "franz-go@pinned", "sarama@pinned"]
 protocols = ["classic", "consumer"]
 assignors = ["range", "roundrobin", "cooperative-sticky", "server"]
 static = [false, true]

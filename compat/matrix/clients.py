@@ -60,7 +60,7 @@ def speaks_consumer_protocol(c: ClientSpec) -> bool:
         return _vt(c.version) >= (2, 12)
     if c.library == "java":
         return _vt(c.version) >= (3, 7)
-    return False
+    return c.library == "franz-go"  # kgo.ServerSideBalancer; Sarama has no KIP-848 consumer
 
 
 def supports_static(c: ClientSpec) -> bool:
@@ -99,6 +99,8 @@ def partner(c: ClientSpec) -> ClientSpec:
     migration scenario: the newest of its family."""
     if c.library == "java":
         return ClientSpec("java", "4")
+    if c.library in ("franz-go", "sarama"):
+        return ClientSpec("franz-go", "pinned")
     return ClientSpec("confluent-kafka", "installed")
 
 

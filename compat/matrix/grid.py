@@ -96,7 +96,7 @@ def applicable(cell: Cell) -> str | None:
         c = cell.spec
     except ValueError as e:
         return str(e)
-    if c.library not in ("kafka-python", "aiokafka", "confluent-kafka", "java"):
+    if c.library not in ("kafka-python", "aiokafka", "confluent-kafka", "java", "franz-go", "sarama"):
         return f"unknown client library {c.library!r}"
     if cell.scenario not in SCENARIOS:
         return f"unknown scenario {cell.scenario!r}"

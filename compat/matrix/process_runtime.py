@@ -26,6 +26,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from compat.matrix.go_clients import GO_LIBRARIES, PINNED, go_client_binary, go_command
 from compat.matrix.runtime import ClientSpec
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -115,6 +116,8 @@ class ProcessRuntime:
             self._java_clients(client)
         elif client.library in PYTHON_LIBRARIES:
             self._python(client)
+        elif client.library in GO_LIBRARIES:
+            go_client_binary(client)
         else:
             raise ValueError(f"the process runtime runs no {client.library!r} clients")
 
@@ -145,6 +148,9 @@ class ProcessRuntime:
         """The exact release the client runs (what `installed`, `2.2.x` or `newest` resolved to)."""
         if client.library == "java":
             return str(self._java_clients(client).version)
+        if client.library in GO_LIBRARIES:
+            pinned = GO_LIBRARIES[client.library][2]
+            return pinned if client.version in PINNED else client.version
         python = self._python(client)
         module = {
             "kafka-python": "kafka-python",
@@ -165,6 +171,8 @@ class ProcessRuntime:
     def spawn(self, client: ClientSpec, argv: Sequence[str], env: Mapping[str, str]) -> ProcessHandle:
         if client.library == "java":
             command = self._java_clients(client).command(argv[0], *argv[1:])
+        elif client.library in GO_LIBRARIES:
+            command = go_command(client, argv)
         else:
             command = [self._python(client), "-u", *argv]
         with self._lock:

@@ -78,6 +78,7 @@ class Sample:
     compactions: int
     members: int
     heartbeats_per_s: float
+    py_blocks: int = -1  # the interpreter's live allocated blocks (groupshift_python_allocated_blocks)
 
 
 @dataclass
@@ -101,7 +102,11 @@ def rss_mb(pid: int) -> float:
     raise RuntimeError(f"no VmRSS for pid {pid}")
 
 
-_METRIC = re.compile(r"^(groupshift_coordinator_(?:timers|log_bytes|compactions)) ([0-9.e+]+)$", re.M)
+_METRIC = re.compile(
+    r"^(groupshift_coordinator_(?:timers|log_bytes|compactions)|groupshift_python_allocated_blocks)"
+    r" ([0-9.e+]+)$",
+    re.M,
+)
 
 
 def scrape(url: str) -> dict[str, float]:
@@ -141,6 +146,7 @@ def summarize(samples: list[Sample], warmup_s: float) -> dict[str, Any]:
         "timers": curve("timers", samples),
         "timers_after_warmup": curve("timers", steady),
         "log_bytes": curve("log_bytes", samples),
+        "py_blocks_after_warmup": curve("py_blocks", steady),
         "members": curve("members", samples),
         "compactions": max((int(s.compactions) for s in samples), default=0),
     }
@@ -246,6 +252,7 @@ async def drive(
                     compactions=int(m.get("groupshift_coordinator_compactions", -1)),
                     members=len(st.members),
                     heartbeats_per_s=round(rate),
+                    py_blocks=int(m.get("groupshift_python_allocated_blocks", -1)),
                 )
             )
             if progress:
@@ -304,13 +311,15 @@ def run(
     data_dir: Path | None = None,
     seed: int = 1,
     progress: bool = False,
+    extra_settings: list[str] | None = None,
 ) -> dict[str, Any]:
     groups = max(1, members // group_size)
     members = groups * group_size
     with tempfile.TemporaryDirectory(prefix="soak-") as tmp:
         base = data_dir or Path(tmp)
         gw = GatewayProcess.start(
-            base / "data", sets=settings(heartbeat_ms, session_ms, compaction_min_bytes)
+            base / "data",
+            sets=settings(heartbeat_ms, session_ms, compaction_min_bytes) + (extra_settings or []),
         )
         try:
             if gateway_core is not None:
@@ -376,6 +385,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sample-seconds", type=float, default=10.0)
     p.add_argument("--gateway-core", type=int, default=1, help="CPU the gateway is pinned to (-1: none)")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="extra gateway setting (repeatable)"
+    )
     p.add_argument("--json", action="store_true")
     p.add_argument("--progress", action="store_true", help="print every sample as it is taken")
     a = p.parse_args(argv)
@@ -391,6 +403,7 @@ def main(argv: list[str] | None = None) -> int:
         gateway_core=None if a.gateway_core < 0 else a.gateway_core,
         seed=a.seed,
         progress=a.progress,
+        extra_settings=a.set,
     )
     if a.json:
         print(json.dumps(result))
@@ -399,7 +412,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"soak {result['minutes']} min, {result['members']} members, churn {result['churn_per_s']}/s")
         print(f"  heartbeats {result['heartbeats']}, joins {result['joins']}, leaves {result['leaves']},")
         print(f"  abandoned {result['abandoned']}, rejoins {result['rejoins']}, errors {result['errors']}")
-        for k in ("rss_mb", "rss_mb_after_warmup", "timers", "log_bytes", "members"):
+        for k in (
+            "rss_mb",
+            "rss_mb_after_warmup",
+            "py_blocks_after_warmup",
+            "timers",
+            "log_bytes",
+            "members",
+        ):
             print(f"  {k}: {s[k]}")
         print(f"  compactions: {s['compactions']}")
     return 0 if not result["failures"] and result["gateway_alive_at_end"] else 1

@@ -57,11 +57,18 @@ class KafkaClusterFactory:
         configs: Mapping[str, str] | None = None,
         *,
         name: str | None = None,
+        proxied_listener: bool = False,
     ) -> KafkaCluster:
         skip_without_tools()
         label = name or f"kafka-{version}-{brokers}n-{len(self.clusters)}"
         try:
-            cluster = KafkaCluster(version, brokers=brokers, configs=configs, workdir=self.base / label)
+            cluster = KafkaCluster(
+                version,
+                brokers=brokers,
+                configs=configs,
+                workdir=self.base / label,
+                proxied_listener=proxied_listener,
+            )
         except KafkaUnavailable as exc:
             if exc.tool_missing:
                 pytest.skip(f"reference Kafka unavailable: {exc}")

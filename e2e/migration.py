@@ -76,6 +76,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from compat.matrix.checks import Window, commits_going_back
+from compat.matrix.checks import check_no_overlap as overlapping_windows
 from e2e.conftest import Gateways
 from e2e.harness import GatewayProcess
 from e2e.wire import WireClient, make_request
@@ -1148,14 +1150,6 @@ def settle(
 # -- analysis ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Window:
-    member: str
-    partition: int
-    start: float
-    end: float
-
-
 def _client_windows(tl: Timeline, end_of_run: float) -> dict[tuple[str, int], list[Window]]:
     """Windows from each member's callbacks and closing mark alone."""
     events: list[tuple[float, int, str, str, frozenset[int]]] = []
@@ -1204,16 +1198,9 @@ def ownership_windows(
 
 
 def check_no_overlap(windows: dict[int, list[Window]]) -> None:
-    for p, ws in windows.items():
-        for i, a in enumerate(ws):
-            for b in ws[i + 1 :]:
-                if b.start >= a.end:
-                    break
-                if a.member != b.member:
-                    raise AssertionError(
-                        f"partition {p} held by {a.member} [{a.start:.3f}, {a.end:.3f}] and "
-                        f"{b.member} [{b.start:.3f}, {b.end:.3f}] at the same time"
-                    )
+    bad = overlapping_windows(windows)
+    if bad:
+        raise AssertionError(bad[0])
 
 
 def check_reads_within_windows(tl: Timeline, end_of_run: float) -> None:
@@ -1268,17 +1255,12 @@ def check_duplicates(tl: Timeline, end_of_run: float) -> int:
 
 def check_commits_advance(tl: Timeline) -> int:
     """Acknowledged commits never go backwards per partition; returns how many there were."""
-    last: dict[int, tuple[int, str]] = {}
-    n = 0
-    for c in sorted(tl.commits, key=lambda c: c.t):
-        for p, o in c.offsets.items():
-            n += 1
-            prev = last.get(p)
-            assert prev is None or o >= prev[0], (
-                f"partition {p}: {c.member} committed {o} after {prev[1]} had committed {prev[0]}"
-            )
-            last[p] = (o, c.member)
-    return n
+    commits = [
+        (c.t, c.member, p, o) for c in sorted(tl.commits, key=lambda c: c.t) for p, o in c.offsets.items()
+    ]
+    bad = commits_going_back(commits)
+    assert not bad, bad[0]
+    return len(commits)
 
 
 @dataclass(frozen=True)

@@ -134,10 +134,65 @@ def offsets_only(s: Session, name: str) -> None:
     assert r.topics[0].partitions[0].error_code.name == "none", r
 
 
-GROUPS = ("ready", "static", "userdata", "connect", "malformed", "regex", "offsets")
+GROUPS = ("ready", "static", "userdata", "connect", "malformed", "regex", "offsets", "rdk", "rx")
+# A consumer group whose KIP-848 member subscribes with a regex that the server matches against
+# whole topic names: `^orders` matches no `orders-<run>` topic there, where a classic librdkafka
+# client (a partial search) subscribed to them.
+RX = "^orders"
 
 
-def build(s: Session) -> None:
+def librdkafka_cooperative_sticky(s: Session, name: str) -> list[Any]:
+    """Two confluent-kafka classic members with cooperative-sticky, until the leader has copied
+    a member's sticky userData into its assignment (from that member's second generation on)."""
+    from confluent_kafka import Consumer
+
+    from compat.groups.snapshot import describe
+    from compat.groups.wire import AdminWire
+
+    gid = s.group(name)
+    consumers: list[Any] = []
+
+    def settled(members: int, user_data: bool) -> None:
+        deadline = time.monotonic() + 60
+        while True:
+            for c in consumers:
+                c.poll(0.1)
+            with AdminWire(f"127.0.0.1:{s.port}") as admin:
+                g = describe(admin, gid)
+            if (
+                g.state == "Stable"
+                and len(g.members) == members
+                and all(m.assignment for m in g.members)
+                and (not user_data or any(m.user_data for m in g.members))
+            ):
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{s.backend}: {gid} not settled ({members}, {user_data}): {g}")
+
+    for n in (1, 2):  # the second member joins a stable group: the first one's 2nd generation
+        c = Consumer(
+            {
+                "bootstrap.servers": f"127.0.0.1:{s.port}",
+                "group.id": gid,
+                "group.protocol": "classic",
+                "partition.assignment.strategy": "cooperative-sticky",
+                "heartbeat.interval.ms": 500,
+                "session.timeout.ms": 45000,
+                "enable.auto.commit": False,
+            }
+        )
+        c.subscribe([s.topic("orders")])
+        consumers.append(c)
+        try:
+            settled(n, user_data=n == 2)
+        except BaseException:
+            for c in consumers:
+                c.close()
+            raise
+    return consumers
+
+
+def build(s: Session) -> list[Any]:
     topic = s.topic("orders")
     s.create_topic(topic, 3)
     solo(s, "ready")
@@ -155,6 +210,33 @@ def build(s: Session) -> None:
     solo(s, "malformed", metadata=b"\x00\x01" + v0[2:])
     solo(s, "regex")
     offsets_only(s, "offsets")
+    rdk = librdkafka_cooperative_sticky(s, "rdk")
+    return [*rdk, regex_member(s, "rx")]
+
+
+def regex_member(s: Session, name: str) -> Any:
+    from confluent_kafka import Consumer
+
+    gid = s.group(name)
+    c = Consumer(
+        {
+            "bootstrap.servers": f"127.0.0.1:{s.port}",
+            "group.id": gid,
+            "group.protocol": "consumer",
+            "enable.auto.commit": False,
+        }
+    )
+    c.subscribe([RX])
+    deadline = time.monotonic() + 60
+    while True:
+        c.poll(0.2)
+        try:
+            wait_type(s, gid, "consumer", timeout=0.1)
+            return c
+        except AssertionError:
+            if time.monotonic() > deadline:
+                c.close()
+                raise
 
 
 def check(args: list[str], command: str = "upgrade") -> tuple[int, dict[str, Any]]:
@@ -170,12 +252,24 @@ def check(args: list[str], command: str = "upgrade") -> tuple[int, dict[str, Any
 
 
 def verdicts(doc: dict[str, Any]) -> dict[str, tuple[str, str, str | None]]:
-    """{group: (verdict, reason, predicted refusal)}, member ids (each server's own) masked."""
+    """{group: (verdict, reason, predicted refusal)}, member ids (each server's own) and the count
+    of further refusals masked."""
     mask = re.compile(r"member \S+ \(client")
+    # how many librdkafka members carry userData yet depends on each server's rebalance history
+    more = re.compile(r" \(\+\d+ more\)$")
     return {
-        g["group"]: (g["verdict"], mask.sub("member <id> (client", g["reason"]), g["kafka_message"])
+        g["group"]: (
+            g["verdict"],
+            more.sub("", mask.sub("member <id> (client", g["reason"])),
+            g["kafka_message"],
+        )
         for g in doc["groups"]
     }
+
+
+def regex_details(doc: dict[str, Any], group: str) -> list[dict[str, Any]]:
+    (g,) = [g for g in doc["groups"] if g["group"] == group]
+    return [c for c in g["details"] if c["name"] == "regex"]
 
 
 EXPECTED = {
@@ -186,6 +280,8 @@ EXPECTED = {
     "connect": "NOT-READY",
     "malformed": "NOT-READY",
     "regex": "NOT-READY",
+    "rdk": "NOT-READY",
+    "rx": "READY",
 }
 
 
@@ -257,68 +353,139 @@ def heartbeat_refusal(s: Session, gid: str, regex: str | None = None) -> tuple[s
 
 def test_check_upgrade_verdicts_agree_across_inputs_and_come_true(pair: Pair, tmp_path: Path) -> None:
     sessions = {b: pair.session(b) for b in ("kafka", "groupshift")}
-    for s in sessions.values():
-        build(s)
-    k = sessions["kafka"]
-    names = [k.group(n) for n in GROUPS]
-    regex_arg = ["--regex", f"{k.group('regex')}={REGEX}"]
+    clients: list[Any] = []
+    try:
+        for s in sessions.values():
+            clients += build(s)
+        k = sessions["kafka"]
+        names = [k.group(n) for n in GROUPS]
+        regex_arg = ["--regex", f"{k.group('regex')}={REGEX}"]
 
-    # 1. four inputs, one set of verdicts
-    t0 = time.monotonic()
-    live_kafka = check(["--bootstrap-server", pair.kafka.bootstrap, *regex_arg, *names])
-    live_gs = check(["--bootstrap-server", pair.gateway.bootstrap, *regex_arg, *names])
-    data_dir = check(["--data-dir", str(pair.gateway.data_dir), *regex_arg, *names])
-    log_dir = check(["--log-dir", str(pair.kafka.nodes[0].data_dir), *regex_arg, *names])
-    print(f"four checks in {time.monotonic() - t0:.1f}s")
-    reference = verdicts(live_kafka[1])
-    assert {g: v[0] for g, v in reference.items()} == {k.group(n): EXPECTED[n] for n in GROUPS}
-    for label, got in (
-        ("groupshift live", live_gs),
-        ("groupshift data dir", data_dir),
-        ("kafka log dir", log_dir),
-    ):
-        assert verdicts(got[1]) == reference, label
-        assert got[0] == live_kafka[0] == 1, label  # some NOT-READY: exit status 1
+        # 1. four inputs, one set of verdicts
+        t0 = time.monotonic()
+        live_kafka = check(["--bootstrap-server", pair.kafka.bootstrap, *regex_arg, *names])
+        live_gs = check(["--bootstrap-server", pair.gateway.bootstrap, *regex_arg, *names])
+        data_dir = check(["--data-dir", str(pair.gateway.data_dir), *regex_arg, *names])
+        log_dir = check(["--log-dir", str(pair.kafka.nodes[0].data_dir), *regex_arg, *names])
+        print(f"four checks in {time.monotonic() - t0:.1f}s")
+        reference = verdicts(live_kafka[1])
+        assert {g: v[0] for g, v in reference.items()} == {k.group(n): EXPECTED[n] for n in GROUPS}
+        rx = k.group("rx")
+        regex_findings = regex_details(live_kafka[1], rx)
+        assert [c["status"] for c in regex_findings] == ["warning"], regex_findings
+        assert regex_findings[0]["reason"].startswith(
+            # librdkafka sends its regexes joined as one, each in parentheses
+            f"regex '({RX})': the server (RE2, full match) subscribes to 0 topic(s); clients that search "
+            f"partially had 1 (lost: {k.topic('orders')})"
+        ), regex_findings
+        for label, got in (
+            ("groupshift live", live_gs),
+            ("groupshift data dir", data_dir),
+            ("kafka log dir", log_dir),
+        ):
+            assert verdicts(got[1]) == reference, label
+            assert regex_details(got[1], rx) == regex_findings, label
+            assert got[0] == live_kafka[0] == 1, label  # some NOT-READY: exit status 1
+        # a rollback to classic clients, judged from the four inputs alike
+        inputs = (
+            ["--bootstrap-server", pair.kafka.bootstrap],
+            ["--bootstrap-server", pair.gateway.bootstrap],
+            ["--data-dir", str(pair.gateway.data_dir)],
+            ["--log-dir", str(pair.kafka.nodes[0].data_dir)],
+        )
+        rollback = [check(["--to", "classic-protocol", *i, *names], "downgrade") for i in inputs]
+        assert verdicts(rollback[0][1])[rx][:2] == (
+            "SAFE",
+            "converts back to a classic group when the last of its 1 consumer-protocol member(s) leaves",
+        )
+        assert all(verdicts(r[1]) == verdicts(rollback[0][1]) and r[0] == 0 for r in rollback), rollback
 
-    # 2. the verdicts come true on both servers
-    bootstrap = {"kafka": pair.kafka.bootstrap, "groupshift": pair.gateway.bootstrap}
-    for backend, s in sessions.items():
-        for name in GROUPS:
-            gid = s.group(name)
-            verdict, reason, message = reference[gid]
-            if verdict == "READY":
-                if name == "offsets":
-                    code, _ = heartbeat_refusal(s, gid)
-                    assert code == "none", (backend, name)
-                    wait_type(s, gid, "consumer")
-                elif name == "static":
-                    # replaces the classic static member in place
-                    with consumer_protocol_member(s, gid, instance="host-1"):
-                        pass
+        # 2. the verdicts come true on both servers
+        bootstrap = {"kafka": pair.kafka.bootstrap, "groupshift": pair.gateway.bootstrap}
+        for backend, s in sessions.items():
+            for name in GROUPS:
+                gid = s.group(name)
+                verdict, reason, message = reference[gid]
+                if name == "rx":
+                    continue  # a consumer group already
+                if verdict == "READY":
+                    if name == "offsets":
+                        code, _ = heartbeat_refusal(s, gid)
+                        assert code == "none", (backend, name)
+                        wait_type(s, gid, "consumer")
+                    elif name == "static":
+                        # replaces the classic static member in place
+                        with consumer_protocol_member(s, gid, instance="host-1"):
+                            pass
+                    else:
+                        with consumer_protocol_member(s, gid):
+                            # converted, with its classic member left: a rollback to classic
+                            # clients is SAFE and happens when the consumer-protocol member leaves
+                            code, doc = check(["--bootstrap-server", bootstrap[backend], gid], "upgrade")
+                            assert verdicts(doc)[gid][:2] == (
+                                "READY",
+                                "already a consumer group (1 classic member(s) left: roll them to "
+                                "group.protocol=consumer)",
+                            ), backend
+                            code, doc = check(
+                                ["--to", "classic-protocol", "--bootstrap-server", bootstrap[backend], gid],
+                                "downgrade",
+                            )
+                            assert code == 0 and verdicts(doc)[gid][:2] == (
+                                "SAFE",
+                                "converts back to a classic group when the last of its 1 "
+                                "consumer-protocol member(s) leaves",
+                            ), (backend, doc)
+                        wait_type(s, gid, "classic")
                 else:
-                    with consumer_protocol_member(s, gid):
-                        # converted, with its classic member left: a rollback to classic
-                        # clients is SAFE and happens when the consumer-protocol member leaves
-                        code, doc = check(["--bootstrap-server", bootstrap[backend], gid], "upgrade")
-                        assert verdicts(doc)[gid][:2] == (
-                            "READY",
-                            "already a consumer group (1 classic member(s) left: roll them to "
-                            "group.protocol=consumer)",
-                        ), backend
-                        code, doc = check(
-                            ["--to", "classic-protocol", "--bootstrap-server", bootstrap[backend], gid],
-                            "downgrade",
-                        )
-                        assert code == 0 and verdicts(doc)[gid][:2] == (
-                            "SAFE",
-                            "converts back to a classic group when the last of its 1 "
-                            "consumer-protocol member(s) leaves",
-                        ), (backend, doc)
-                    wait_type(s, gid, "classic")
-            else:
-                code, got = heartbeat_refusal(s, gid, REGEX if name == "regex" else None)
-                want_code = "invalid_regular_expression" if name == "regex" else "group_id_not_found"
-                assert (code, got) == (want_code, message), (backend, name, reason)
-                wait_type(s, gid, "classic", timeout=5)
+                    code, got = heartbeat_refusal(s, gid, REGEX if name == "regex" else None)
+                    want_code = "invalid_regular_expression" if name == "regex" else "group_id_not_found"
+                    assert (code, got) == (want_code, message), (backend, name, reason)
+                    wait_type(s, gid, "classic", timeout=5)
+    finally:
+        # librdkafka consumers left open block the interpreter's exit
+        for c in clients:
+            c.close()
     for s in sessions.values():
         s.close()
+
+
+def test_check_reads_a_kafka_3_cluster_before_its_upgrade(kafka_cluster_factory: Any) -> None:
+    """The operator's starting point: a Kafka 3.9 cluster with classic groups only. The live read
+    (DescribeGroups; no consumer groups there) and the broker's log directory give the verdicts
+    Kafka 4.3 and groupshift proved above for the same groups."""
+    kafka = kafka_cluster_factory(
+        "3.9",
+        configs={
+            "group.initial.rebalance.delay.ms": "0",
+            "offsets.topic.replication.factor": "1",
+            "offsets.topic.num.partitions": "4",
+        },
+        name="check-kafka-3.9",
+    )
+    s = Session("kafka-3.9", kafka.bootstrap, {"run": uuid.uuid4().hex[:6]})
+    topic = s.topic("orders")
+    s.create_topic(topic, 3)
+    solo_groups = [n for n in GROUPS if n not in ("rdk", "rx")]
+    solo(s, "ready")
+    solo(s, "static", instance="host-1")
+    solo(
+        s,
+        "userdata",
+        protocol="cooperative-sticky",
+        assignment=serialize_assignment({topic: [0, 1, 2]}, 1, b"\x00\x00\x00\x01"),
+    )
+    solo(s, "connect", protocol_type="connect", protocol="default", metadata=b"\x00\x01connect-config")
+    v0 = serialize_subscription(Subscription(0, (topic,)))
+    solo(s, "malformed", metadata=b"\x00\x01" + v0[2:])
+    solo(s, "regex")
+    offsets_only(s, "offsets")
+    names = [s.group(n) for n in solo_groups]
+    regex_arg = ["--regex", f"{s.group('regex')}={REGEX}"]
+    live = check(["--bootstrap-server", kafka.bootstrap, *regex_arg, *names])
+    logs = check(["--log-dir", str(kafka.nodes[0].data_dir), *regex_arg, *names])
+    got = verdicts(live[1])
+    assert {g: v[0] for g, v in got.items()} == {s.group(n): EXPECTED[n] for n in solo_groups}
+    assert verdicts(logs[1]) == got
+    assert live[0] == logs[0] == 1
+    s.close()

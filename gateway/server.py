@@ -21,7 +21,10 @@ import contextlib
 import itertools
 import os
 import signal
+import sys
+import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import structlog
 
@@ -102,6 +105,11 @@ class GatewayServer:
         self.frame_handler: FrameHandler = self.dispatcher.on_frame
         self._connections: set[KafkaConnection] = set()
         self._ids = itertools.count(1)
+        # Live Python heap blocks next to the process RSS: when RSS grows and this does not, the
+        # growth is the allocator keeping freed memory, not state kept (docs/robustness.md, soak).
+        self.metrics.gauge(
+            "groupshift_python_allocated_blocks", "Memory blocks currently allocated by the interpreter"
+        ).set_function(lambda: float(sys.getallocatedblocks()))
         self._server: asyncio.Server | None = None
         self._metrics_server: asyncio.Server | None = None
         self._accepted = self.metrics.counter(
@@ -229,6 +237,9 @@ def run(config: ServerConfig, *, extensions: Sequence[Extension] = ()) -> int:
     Profiling hook (off by default): with `GROUPSHIFT_PROFILE=PATH` in the environment the whole
     serving life runs under cProfile and the stats are written to PATH on a graceful exit.
     """
+    trace_dir = os.environ.get("GROUPSHIFT_TRACEMALLOC")
+    if trace_dir:
+        _start_tracemalloc(Path(trace_dir), float(os.environ.get("GROUPSHIFT_TRACEMALLOC_EVERY", "60")))
     profile_path = os.environ.get("GROUPSHIFT_PROFILE")
     if not profile_path:
         return _run(config, extensions)
@@ -241,6 +252,31 @@ def run(config: ServerConfig, *, extensions: Sequence[Extension] = ()) -> int:
     finally:
         profiler.disable()
         profiler.dump_stats(profile_path)
+
+
+def _start_tracemalloc(out_dir: Path, every_s: float) -> None:
+    """Memory-growth hook (off by default): with `GROUPSHIFT_TRACEMALLOC=DIR` allocations are
+    traced (10 frames) from the first interval on, and a snapshot is written to DIR every
+    `GROUPSHIFT_TRACEMALLOC_EVERY` seconds (default 60), so a soak can tell which code keeps
+    memory (`bench.memory_growth` compares them).
+    A daemon thread takes the snapshots: the event loop never waits for one."""
+    import threading
+    import tracemalloc
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    def dump_forever() -> None:
+        # Tracing starts after the first interval, so start-up (imports, the log load) runs at
+        # full speed and is not traced: what is traced is what serving keeps.
+        time.sleep(every_s)
+        tracemalloc.start(10)
+        n = 0
+        while True:
+            time.sleep(every_s)
+            n += 1
+            tracemalloc.take_snapshot().dump(str(out_dir / f"snapshot-{n:04d}.pickle"))
+
+    threading.Thread(target=dump_forever, name="tracemalloc-dump", daemon=True).start()
 
 
 def _run(config: ServerConfig, extensions: Sequence[Extension]) -> int:

@@ -225,6 +225,9 @@ def _add_records(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     )
     d.add_argument("--json", action="store_true", help="print one JSON object per record")
     d.add_argument("--group", metavar="GROUP", help="only the records of this group")
+    from compat.records_transfer import add_commands
+
+    add_commands(records_sub)
 
     def run_dump(args: argparse.Namespace) -> int:
         from gateway.groups.routing import partition_for
@@ -283,6 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_groups(sub)
     _add_kafka(sub)
     __import__("compat.check.command", fromlist=["add_parser"]).add_parser(sub)
+    __import__("compat.matrix.command", fromlist=["add_parser"]).add_parser(sub)
     __import__("compat.fleet.command", fromlist=["add_parser"]).add_parser(sub)
     return parser
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pickle
 import uuid
+from dataclasses import replace
 
 import pytest
 
@@ -293,3 +294,108 @@ def test_member_facts_picklable_and_rebalance() -> None:
     m = MemberFacts("m", "rdkafka", assignors=("cooperative-sticky",), assignors_complete=True)
     assert m.rebalance == "cooperative" and m.software == "librdkafka"
     assert pickle.loads(pickle.dumps(m)) == m
+
+
+# --- downgrade to a Kafka release: the loader rules, per record and per partition ---------------
+
+
+@pytest.fixture
+def rules_37(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A loader-rules table for the logic under test (the real rows and their proofs live in
+    compat.check.loader_rules and e2e/test_downgrade_rules.py)."""
+    from compat.check import loader_rules
+    from compat.check.loader_rules import Rule
+
+    rows = (
+        Rule(target="kafka-3.7", record_type=1, outcome="read", proven=True),
+        Rule(target="kafka-3.7", record_type=2, outcome="read", proven=True),
+        Rule(target="kafka-3.7", record_type=3, outcome="fatal", proven=True, note="unknown key"),
+        Rule(target="kafka-3.7", record_type=5, outcome="skipped", proven=False),
+    )
+    monkeypatch.setattr(loader_rules, "RULES", rows)
+
+
+def test_release_target_per_record(rules_37: None) -> None:
+    classic = replace(
+        facts(classic_group(classic_member("a"))),
+        partition=0,
+        log_record_kinds=(RecordKind(1, 3, 1), RecordKind(2, 3, 1), RecordKind(5, None, 1)),
+    )
+    v = downgrade_verdict(classic, "kafka-3.7", DEFAULTS)
+    # a consumer-group tombstone is skipped: nothing lost; the rule is reported as not proven
+    assert v.verdict == SAFE, v
+    assert any("not proven" in c.reason for c in v.details)
+    consumer = replace(
+        facts(consumer_group(1), "cg"),
+        partition=0,
+        log_record_kinds=(RecordKind(3, 0, 1), RecordKind(5, 0, 1)),
+    )
+    v = downgrade_verdict(consumer, "kafka-3.7", DEFAULTS)
+    assert v.verdict == UNSAFE and "fails to load the partition on ConsumerGroupMetadata v0" in v.reason
+    assert v.fix == "groupshift records rewrite --for-downgrade kafka-3.7"
+    # a classic group sharing the partition is lost with it
+    v = downgrade_verdict(classic, "kafka-3.7", DEFAULTS, peers=[classic, consumer])
+    assert v.verdict == UNSAFE
+    assert "fails to load __consumer_offsets-0 on group cg's ConsumerGroupMetadata v0" in v.reason
+    # skipped live state is NEEDS-ACTION; a type without a rule is said to be unknown
+    only_members = replace(consumer, log_record_kinds=(RecordKind(5, 0, 1), RecordKind(8, 0, 1)))
+    v = downgrade_verdict(only_members, "kafka-3.7", DEFAULTS)
+    assert v.verdict == NEEDS_ACTION
+    reasons = " | ".join(c.reason for c in v.details)
+    assert "skips ConsumerGroupMemberMetadata v0: the group's state would be lost" in reasons
+    assert "no rule for ConsumerGroupCurrentMemberAssignment v0" in reasons
+
+
+def test_assignor_mix_and_custom_assignor_warnings() -> None:
+    gid = "mix"
+    recs: list[CoordinatorRecord] = [
+        CoordinatorRecord(ConsumerGroupMetadataKey(gid), ConsumerGroupMetadataValue(2))
+    ]
+    for mid, protocols in (("e", ("range",)), ("c", ("cooperative-sticky",))):
+        recs.append(
+            CoordinatorRecord(
+                ConsumerGroupMemberMetadataKey(gid, mid),
+                ConsumerGroupMemberMetadataValue(
+                    None, None, "consumer-mix-1", "/h", ("orders",), None, 30000, None,
+                    ClassicMemberMetadata(10000, tuple(ClassicProtocol(p, b"") for p in protocols)),
+                ),
+            )
+        )  # fmt: skip
+    f = facts(recs, gid)
+    from compat.check.rules import _upgrade_advice
+
+    mix = [c for c in _upgrade_advice(f, DEFAULTS) if c.name == "assignor-mix"]
+    assert mix and mix[0].status == "warning" and "INCONSISTENT_GROUP_PROTOCOL" in mix[0].reason
+    v = upgrade_verdict(facts(classic_group(classic_member("a"), protocol="my-assignor")), DEFAULTS)
+    assert v.verdict == READY
+    custom = [c for c in v.details if c.name == "custom-assignor"]
+    assert custom and custom[0].status == "warning" and "my-assignor" in custom[0].reason
+    # the server assignor a non-range group gets is the default, uniform: said as info
+    assignor = [c for c in v.details if c.name == "server-assignor"]
+    assert assignor and assignor[0].status == "info" and "uniform" in assignor[0].reason
+
+
+def test_settings_from_broker_configs() -> None:
+    s = Settings.from_configs(
+        {
+            "group.consumer.migration.policy": "UPGRADE",
+            "group.consumer.max.size": "10",
+            "group.max.size": None,
+            "group.consumer.assignors": "org.apache.kafka.coordinator.group.assignor.RangeAssignor,uniform",
+        }
+    )
+    assert (s.migration_policy, s.consumer_max_size, s.consumer_assignors) == (
+        "upgrade",
+        10,
+        ("range", "uniform"),
+    )
+    assert s.known == {
+        "group.consumer.migration.policy",
+        "group.consumer.max.size",
+        "group.consumer.assignors",
+    }
+    with pytest.raises(ValueError):
+        Settings.from_configs({"group.consumer.migration.policy": "sideways"})
+    # range is the broker default: a range group gets it without asking
+    v = upgrade_verdict(facts(classic_group(classic_member("a"))), s)
+    assert [c.status for c in v.details if c.name == "server-assignor"] == ["info"]

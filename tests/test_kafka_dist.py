@@ -260,3 +260,12 @@ def test_groupshift_kafka_command_parses_start_options() -> None:
     assert parse_sets(args.set) == {"a.b": "1", "c": "x=y"}
     with pytest.raises(ValueError, match="NAME=VALUE"):
         parse_sets(["novalue"])
+
+
+def test_cluster_ids_never_start_with_a_dash() -> None:
+    """`kafka-storage format --cluster-id -abc...` reads the id as an option (1 id in 64 would)."""
+    from compat.kafka_dist.cluster import new_cluster_id
+
+    ids = [new_cluster_id() for _ in range(2000)]
+    assert all(len(i) == 22 and not i.startswith("-") for i in ids)
+    assert any("-" in i for i in ids)  # dashes inside stay: the base64url alphabet

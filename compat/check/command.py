@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any, NoReturn, TextIO
 
-from compat.check.facts import GroupFacts
+from compat.check.facts import GroupFacts, RecordKind
 from compat.check.rules import (
     CLASSIC_TARGET,
     NEEDS_ACTION,
@@ -184,8 +184,12 @@ def _settings(
         raise _InputError(f"bad setting: {e}") from None
 
 
-def load(args: argparse.Namespace) -> tuple[dict[str, GroupFacts], Settings, list[str], str]:
-    """Facts, settings, problems met reading the input, and the cluster label."""
+Unknown = dict[int | None, tuple[RecordKind, ...]]
+
+
+def load(args: argparse.Namespace) -> tuple[dict[str, GroupFacts], Settings, list[str], Unknown]:
+    """Facts, settings, problems met reading the input, and per partition the records of types
+    that could not be decoded."""
     wanted = None if args.all else list(args.groups)
     if args.bootstrap_server:
         from compat.check.facts import facts_from_admin
@@ -196,7 +200,7 @@ def load(args: argparse.Namespace) -> tuple[dict[str, GroupFacts], Settings, lis
                 facts, read = facts_from_admin(admin, wanted, cluster=args.bootstrap_server)
         except (WireError, KafkaError, ValueError, OSError) as e:
             raise _InputError(f"{args.bootstrap_server}: {e}") from None
-        return facts, _settings(args, read.settings, read.topics or None), [], args.bootstrap_server
+        return facts, _settings(args, read.settings, read.topics or None), [], {}
     from compat.check.inputs import InputError, read_logs
 
     paths = [args.data_dir] if args.data_dir else list(args.log_dir)
@@ -204,21 +208,33 @@ def load(args: argparse.Namespace) -> tuple[dict[str, GroupFacts], Settings, lis
         got = read_logs(paths)
     except (InputError, OSError) as e:
         raise _InputError(str(e)) from None
-    facts = got.facts
-    if wanted is not None:
-        facts = {g: f for g, f in facts.items() if g in wanted}
-    label = next(iter(facts.values())).cluster if facts else ",".join(paths)
-    return facts, _settings(args, {}, got.topics or None), got.problems, label
+    return got.facts, _settings(args, {}, got.topics or None), got.problems, got.unknown_kinds
 
 
-def evaluate(args: argparse.Namespace, facts: dict[str, GroupFacts], settings: Settings) -> list[Verdict]:
+def evaluate(
+    args: argparse.Namespace, facts: dict[str, GroupFacts], settings: Settings, unknown: Unknown
+) -> list[Verdict]:
+    """A verdict per wanted group. A group with only old records left (deleted) matters only to
+    a coordinator release, which still reads them; its partition's other groups are its peers."""
+    release = args.check_command == "downgrade" and args.to != CLASSIC_TARGET
+    wanted = None if args.all else set(args.groups)
+    by_partition: dict[int, list[GroupFacts]] = {}
+    for f in facts.values():
+        if f.partition is not None:
+            by_partition.setdefault(f.partition, []).append(f)
     out = []
     for gid in sorted(facts):
         f = facts[gid]
+        if (wanted is not None and gid not in wanted) or (not f.live and not release):
+            continue
         if args.check_command == "upgrade":
             out.append(upgrade_verdict(f, settings))
-        else:
+        elif not release:
             out.append(downgrade_verdict(f, args.to, settings))
+        else:
+            peers = by_partition.get(f.partition, []) if f.partition is not None else []
+            orphans = unknown.get(f.partition, ()) if f.partition is not None else ()
+            out.append(downgrade_verdict(f, args.to, settings, peers=peers, orphans=orphans))
     return out
 
 
@@ -277,15 +293,16 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             )
             return INPUT_ERROR
     try:
-        facts, settings, problems, _label = load(args)
+        facts, settings, problems, unknown = load(args)
     except _InputError as e:
         err.write(f"groupshift check {args.check_command}: error: {e}\n")
         return INPUT_ERROR
-    missing = [g for g in args.groups if g not in facts] if not args.all else []
+    verdicts = evaluate(args, facts, settings, unknown)
+    found = {v.group for v in verdicts}
+    missing = [g for g in args.groups if g not in found] if not args.all else []
     if missing:
         err.write(f"groupshift check {args.check_command}: error: group(s) not found: {', '.join(missing)}\n")
         return INPUT_ERROR
-    verdicts = evaluate(args, facts, settings)
     status = exit_status(verdicts)
     if args.json:
         doc = {

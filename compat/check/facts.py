@@ -153,6 +153,11 @@ class GroupFacts:
     record_kinds: tuple[RecordKind, ...] = ()
     record_kinds_exact: bool = False  # True when read from the log's bytes (value versions seen)
     notes: tuple[str, ...] = ()
+    # Every record of the group a loader reads from its log, superseded values and tombstones
+    # included (until compaction removes them); tombstones have value_version None.
+    log_record_kinds: tuple[RecordKind, ...] = ()
+    partition: int | None = None  # its __consumer_offsets partition, when known
+    live: bool = True  # False: nothing of the group is left but old records in the log
 
     @property
     def size(self) -> int:
@@ -241,6 +246,72 @@ def facts_from_records(
     return _facts_from_live(live, cluster, dict(topic_names or {}), value_versions, "records")
 
 
+@dataclass
+class LogScan:
+    """What one `__consumer_offsets` partition's records say: the facts of every group with
+    records in it (`live` False for a group that only has old records left), the problems met,
+    and the records of types we cannot decode (another release's: share or streams groups),
+    which no group can be named for but which a loader reads all the same."""
+
+    facts: dict[str, GroupFacts]
+    problems: list[str]
+    unknown_kinds: tuple[RecordKind, ...]
+
+
+def scan_entries(
+    entries: Iterable[tuple[bytes, bytes | None]],
+    *,
+    cluster: str = "",
+    topic_names: Mapping[uuid.UUID, str] | None = None,
+    partition: int | None = None,
+) -> LogScan:
+    """Replay raw (key, value) bytes of one partition's log in order (see `facts_from_entries`)."""
+    from records.codec import RecordDecodeError, UnknownRecordTypeError, decode_record
+
+    live: dict[object, object] = {}
+    versions: dict[object, int] = {}
+    problems: list[str] = []
+    unknown: dict[tuple[int, int | None], int] = {}
+    seen: dict[str, dict[tuple[int, int | None], int]] = {}
+    for i, (k, v) in enumerate(entries):
+        version = _I16.unpack_from(v, 0)[0] if v is not None and len(v) >= 2 else None
+        try:
+            rec = decode_record(k, v)
+        except UnknownRecordTypeError as e:
+            unknown[(e.record_type, version)] = unknown.get((e.record_type, version), 0) + 1
+            continue
+        except RecordDecodeError as e:
+            problems.append(f"record {i}: {e}")
+            continue
+        group = getattr(rec.key, "group", None) or getattr(rec.key, "group_id", None)
+        if isinstance(group, str):
+            per = seen.setdefault(group, {})
+            kind = (int(getattr(rec.key, "RECORD_TYPE", -1)), version)
+            per[kind] = per.get(kind, 0) + 1
+        live.pop(rec.key, None)
+        versions.pop(rec.key, None)
+        if rec.value is not None:
+            live[rec.key] = rec.value
+            if version is not None:
+                versions[rec.key] = version
+    for (t, ver), n in sorted(unknown.items(), key=lambda kv: (kv[0][0], kv[0][1] or -1)):
+        problems.append(f"{n} record(s) of unknown type {t} (value v{ver})")
+    facts = _facts_from_live(live, cluster, dict(topic_names or {}), versions, "log-entries")
+    out: dict[str, GroupFacts] = {}
+    for group in sorted(set(facts) | set(seen)):
+        f = facts.get(group) or GroupFacts(group=group, cluster=cluster, source="log-entries", live=False)
+        kinds = tuple(
+            RecordKind(t, ver, n)
+            for (t, ver), n in sorted(seen.get(group, {}).items(), key=lambda kv: (kv[0][0], kv[0][1] or -1))
+        )
+        out[group] = replace(f, log_record_kinds=kinds, partition=partition, record_kinds_exact=True)
+    unknown_kinds = tuple(
+        RecordKind(t, ver, n)
+        for (t, ver), n in sorted(unknown.items(), key=lambda kv: (kv[0][0], kv[0][1] or -1))
+    )
+    return LogScan(out, problems, unknown_kinds)
+
+
 def facts_from_entries(
     entries: Iterable[tuple[bytes, bytes | None]],
     *,
@@ -248,33 +319,11 @@ def facts_from_entries(
     topic_names: Mapping[uuid.UUID, str] | None = None,
 ) -> tuple[dict[str, GroupFacts], list[str]]:
     """Like `facts_from_records` from raw (key, value) bytes in log order, keeping each live
-    record's value version. Returns the facts and the problems met (a record that does not
-    decode, an unknown record type), which Kafka's loader would also meet."""
-    from records.codec import RecordDecodeError, UnknownRecordTypeError, decode_record
-
-    live: dict[object, object] = {}
-    versions: dict[object, int] = {}
-    problems: list[str] = []
-    unknown: dict[int, int] = {}
-    for i, (k, v) in enumerate(entries):
-        try:
-            rec = decode_record(k, v)
-        except UnknownRecordTypeError as e:
-            unknown[e.record_type] = unknown.get(e.record_type, 0) + 1
-            continue
-        except RecordDecodeError as e:
-            problems.append(f"record {i}: {e}")
-            continue
-        live.pop(rec.key, None)
-        versions.pop(rec.key, None)
-        if rec.value is not None:
-            live[rec.key] = rec.value
-            if v is not None and len(v) >= 2:
-                versions[rec.key] = _I16.unpack_from(v, 0)[0]
-    for t, n in sorted(unknown.items()):
-        problems.append(f"{n} record(s) of unknown type {t}")
-    facts = _facts_from_live(live, cluster, dict(topic_names or {}), versions, "log-entries")
-    return facts, problems
+    record's value version and every record kind the log holds for the group. Returns the facts
+    and the problems met (a record that does not decode, an unknown record type), which Kafka's
+    loader would also meet."""
+    scan = scan_entries(entries, cluster=cluster, topic_names=topic_names)
+    return scan.facts, scan.problems
 
 
 def _facts_from_live(
@@ -424,6 +473,11 @@ def facts_from_admin(
     except (KafkaError, WireError):
         read.topics = ()
     read.api_versions = dict(admin._any_conn().versions)
+    offsets_partitions: int | None = None
+    try:
+        offsets_partitions = len(admin.metadata(["__consumer_offsets"]).get("__consumer_offsets", {})) or None
+    except (KafkaError, WireError):
+        offsets_partitions = None
     listed = {g["group"]: g for g in admin.list_groups()}
     wanted = sorted(listed) if groups is None else list(groups)
     out: dict[str, GroupFacts] = {}
@@ -493,6 +547,10 @@ def facts_from_admin(
             regexes=regexes,
             offsets=offsets,
         )
+    if offsets_partitions is not None:
+        from gateway.groups.routing import partition_for
+
+        out = {g: replace(f, partition=partition_for(g, offsets_partitions)) for g, f in out.items()}
     return out, read
 
 

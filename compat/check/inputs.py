@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from compat.check.facts import GroupFacts, facts_from_entries
+from compat.check.facts import GroupFacts, RecordKind, scan_entries
 from records.batch import ATTR_CONTROL, RECORD_BATCH_OVERHEAD, iter_records, read_batch_header, verify_crc
 from records.dump import offsets_logs
 from records.errors import BatchError
@@ -38,6 +38,8 @@ class LogRead:
     topics: tuple[str, ...] = ()
     logs: list[str] = field(default_factory=list)
     cluster_id: str | None = None
+    # records of types we cannot decode, per partition (a loader reads them all the same)
+    unknown_kinds: dict[int | None, tuple[RecordKind, ...]] = field(default_factory=dict)
 
 
 def _segment_pairs(path: str, problems: list[str]) -> Iterator[tuple[bytes, bytes | None]]:
@@ -157,9 +159,15 @@ def read_logs(paths: list[str], *, cluster: str | None = None) -> LogRead:
     for parent in sorted(parents):
         cluster_id = cluster_id or _cluster_id(parent) or _cluster_id(os.path.dirname(parent))
     facts: dict[str, GroupFacts] = {}
+    unknown: dict[int | None, tuple[RecordKind, ...]] = {}
     label = cluster or cluster_id or ",".join(paths)
     for log in logs:
-        got, probs = facts_from_entries(_log_pairs(log, problems), cluster=label, topic_names=names)
-        problems.extend(f"{os.path.basename(log)}: {p}" for p in probs)
-        facts.update(got)
-    return LogRead(facts, problems, tuple(sorted(set(names.values()))), logs, cluster_id)
+        name = os.path.basename(os.path.normpath(log))
+        n = name.rsplit("-", 1)[-1]
+        partition = int(n) if name.startswith("__consumer_offsets-") and n.isdigit() else None
+        scan = scan_entries(_log_pairs(log, problems), cluster=label, topic_names=names, partition=partition)
+        problems.extend(f"{name}: {p}" for p in scan.problems)
+        facts.update(scan.facts)
+        if scan.unknown_kinds:
+            unknown[partition] = unknown.get(partition, ()) + scan.unknown_kinds
+    return LogRead(facts, problems, tuple(sorted(set(names.values()))), logs, cluster_id, unknown)

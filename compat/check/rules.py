@@ -22,7 +22,7 @@ Everything is a pure function of plain data, so that the fleet scanner runs the 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -477,12 +477,24 @@ def regex_checks(facts: GroupFacts, settings: Settings) -> list[Check]:
 # --- downgrade ---------------------------------------------------------------------------------
 
 
-def downgrade_verdict(facts: GroupFacts, target: str, settings: Settings) -> Verdict:
+def downgrade_verdict(
+    facts: GroupFacts,
+    target: str,
+    settings: Settings,
+    *,
+    peers: Sequence[GroupFacts] = (),
+    orphans: Sequence[RecordKind] = (),
+) -> Verdict:
     """SAFE, NEEDS-ACTION or UNSAFE for rolling the group back to `target`: "classic-protocol"
-    (classic clients) or "kafka-X.Y" (a coordinator release)."""
+    (classic clients) or "kafka-X.Y" (a coordinator release).
+
+    A release loads a `__consumer_offsets` partition whole: a record it cannot load loses every
+    group of the partition. For "kafka-X.Y", `peers` are the other groups of the group's
+    partition and `orphans` the records there no group can be named for (types we cannot
+    decode); either may make this group UNSAFE too."""
     if target == CLASSIC_TARGET:
         return _classic_protocol(facts, settings)
-    return _kafka_release(facts, target)
+    return _kafka_release(facts, target, peers, orphans)
 
 
 def _verdict_from(facts: GroupFacts, target: str, checks: list[Check], ok_reason: str) -> Verdict:
@@ -510,7 +522,8 @@ def _verdict_from(facts: GroupFacts, target: str, checks: list[Check], ok_reason
 
 def _classic_protocol(facts: GroupFacts, settings: Settings) -> Verdict:
     if facts.type != "consumer":
-        why = f"already a {facts.type} group: classic clients join it"
+        why = "already a classic group" if facts.type == "classic" else "empty"
+        why += ": classic clients join it"
         return _verdict_from(facts, CLASSIC_TARGET, [], why)
     checks: list[Check] = []
     policy = settings.migration_policy
@@ -634,7 +647,9 @@ def inferred_record_kinds(facts: GroupFacts) -> tuple[RecordKind, ...]:
     log itself (a live read): what the coordinator writes for it."""
     out: list[RecordKind] = []
     if facts.offsets:
-        out.append(RecordKind(1, 3, len(facts.offsets)))
+        # Kafka 4.x writes OffsetCommitValue v4 (v1 with an expire timestamp); read the log
+        # itself (--data-dir, --log-dir) for the versions really there
+        out.append(RecordKind(1, 4, len(facts.offsets)))
     if facts.type == "classic":
         out.append(RecordKind(2, 3, 1))
     elif facts.type == "consumer":
@@ -646,7 +661,23 @@ def inferred_record_kinds(facts: GroupFacts) -> tuple[RecordKind, ...]:
     return tuple(out)
 
 
-def _kafka_release(facts: GroupFacts, target: str) -> Verdict:
+def _kind_name(k: RecordKind, exact: bool) -> str:
+    version = "tombstone" if k.value_version is None else f"v{k.value_version}"
+    name = f"{RECORD_NAMES.get(k.record_type, f'type {k.record_type}')} {version}"
+    return name if exact else name + " (inferred)"
+
+
+def _kinds_of(facts: GroupFacts) -> tuple[tuple[RecordKind, ...], bool]:
+    if facts.log_record_kinds:
+        return facts.log_record_kinds, True
+    if facts.record_kinds:
+        return facts.record_kinds, facts.record_kinds_exact
+    return inferred_record_kinds(facts), False
+
+
+def _kafka_release(
+    facts: GroupFacts, target: str, peers: Sequence[GroupFacts], orphans: Sequence[RecordKind]
+) -> Verdict:
     from compat.check import loader_rules
 
     if target not in loader_rules.KAFKA_TARGETS:
@@ -654,14 +685,12 @@ def _kafka_release(facts: GroupFacts, target: str) -> Verdict:
             f"unknown downgrade target {target!r}; known: {CLASSIC_TARGET}, "
             + ", ".join(loader_rules.KAFKA_TARGETS)
         )
-    kinds = facts.record_kinds if facts.record_kinds else inferred_record_kinds(facts)
-    exact = facts.record_kinds_exact and bool(facts.record_kinds)
+    kinds, exact = _kinds_of(facts)
+    live_types = {k.record_type for k in facts.record_kinds} if facts.live else set()
     checks: list[Check] = []
     rewrite = f"groupshift records rewrite --for-downgrade {target}"
     for k in kinds:
-        name = f"{RECORD_NAMES.get(k.record_type, f'type {k.record_type}')} v{k.value_version}"
-        if not exact:
-            name += " (inferred)"
+        name = _kind_name(k, exact)
         try:
             rule = loader_rules.outcome(target, k.record_type, k.value_version)
         except KeyError:
@@ -686,7 +715,11 @@ def _kafka_release(facts: GroupFacts, target: str) -> Verdict:
                 )
             )
         elif rule.outcome == "skipped":
-            lost = "offsets" if k.record_type in OFFSET_TYPES else "group state"
+            lost = "offsets" if k.record_type in OFFSET_TYPES else "state"
+            if k.value_version is None or (exact and k.record_type not in live_types):
+                # a tombstone, or values superseded since: skipping them loses nothing
+                checks.append(Check(f"record-{k.record_type}", "info", f"{target} skips {name}{proven}"))
+                continue
             checks.append(
                 Check(
                     f"record-{k.record_type}",
@@ -699,6 +732,30 @@ def _kafka_release(facts: GroupFacts, target: str) -> Verdict:
             checks.append(
                 Check(f"record-{k.record_type}", "info" if proven else "ok", f"{target} reads {name}{proven}")
             )
+    where = f"__consumer_offsets-{facts.partition}" if facts.partition is not None else "its partition"
+    others: list[tuple[str, RecordKind, bool]] = []
+    for p in peers:
+        if p.group != facts.group:
+            pk, pexact = _kinds_of(p)
+            others.extend((p.group, k, pexact) for k in pk)
+    others.extend(("", k, True) for k in orphans)
+    for owner, k, kexact in others:
+        try:
+            rule = loader_rules.outcome(target, k.record_type, k.value_version)
+        except KeyError:
+            continue
+        if rule.outcome == "fatal":
+            whose = f"group {owner}'s" if owner else "an undecodable"
+            checks.append(
+                Check(
+                    "partition",
+                    "unsafe",
+                    f"{target} fails to load {where} on {whose} {_kind_name(k, kexact)}: every group "
+                    "of the partition is lost with it",
+                    rewrite,
+                )
+            )
+            break
     unproven = any("not proven" in c.reason for c in checks)
     ok = f"{target} loads every record of the group" + (" (some rules not proven yet)" if unproven else "")
     if not kinds:

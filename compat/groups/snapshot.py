@@ -6,7 +6,8 @@ member epochs and target assignments. A classic group (or a broker without Consu
 Kafka < 3.7) is read with DescribeGroups, whose members' assignments are decoded from the
 embedded consumer protocol (`ConsumerProtocolAssignment`) when the protocol type is `consumer`.
 Kafka's admin client does the same: ConsumerGroupDescribe first, DescribeGroups when it answers
-GROUP_ID_NOT_FOUND ("not a consumer group") or is not supported. A group DescribeGroups calls
+GROUP_ID_NOT_FOUND ("not a consumer group"), UNSUPPORTED_VERSION (Kafka 3.x without the consumer
+protocol enabled) or is not supported. A group DescribeGroups calls
 `Dead` with no members does not exist.
 """
 
@@ -20,6 +21,10 @@ from compat.groups.wire import RETRIABLE_COORDINATOR_ERRORS, AdminWire, KafkaErr
 from translation.embedded_protocol import SchemaError, parse_assignment, parse_subscription
 
 GROUP_ID_NOT_FOUND = 69
+# Kafka 3.7-3.9 list ConsumerGroupDescribe in ApiVersions but, with the consumer protocol not
+# enabled (`group.coordinator.rebalance.protocols` without `consumer`), answer each group
+# UNSUPPORTED_VERSION: describe it with DescribeGroups then, as Kafka's admin client does.
+UNSUPPORTED_VERSION = 35
 TopicPartitions = dict[str, list[int]]
 
 
@@ -157,7 +162,7 @@ def _describe(admin: AdminWire, group_id: str) -> Group:
                 members=members,
                 source="ConsumerGroupDescribe",
             )
-        if code != GROUP_ID_NOT_FOUND:
+        if code not in (GROUP_ID_NOT_FOUND, UNSUPPORTED_VERSION):
             raise KafkaError(code, f"ConsumerGroupDescribe for group {group_id!r}", g.error_message)
     d = admin.describe_group(group_id)
     code = code_of(d.error_code)

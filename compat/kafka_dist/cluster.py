@@ -123,6 +123,10 @@ class KafkaNode:
         self.node_id = node_id
         self.port = free_port()
         self.controller_port = free_port()
+        # With `proxied_listener`: a second client listener (`PROXIED`) on `proxied_port`, which
+        # advertises `proxy_port`, where a test runs a TCP forwarder it can stop (a network cut).
+        self.proxied_port = free_port() if cluster.proxied_listener else 0
+        self.proxy_port = free_port() if cluster.proxied_listener else 0
         self.dir = cluster.workdir / f"node-{node_id}"
         self.data_dir = self.dir / "data"
         self.properties = self.dir / "server.properties"
@@ -159,6 +163,10 @@ class KafkaNode:
             "transaction.state.log.replication.factor": replicas,
             "transaction.state.log.min.isr": "1",
         }
+        if c.proxied_listener:
+            props["listeners"] += f",PROXIED://{HOST}:{self.proxied_port}"
+            props["advertised.listeners"] += f",PROXIED://{HOST}:{self.proxy_port}"
+            props["listener.security.protocol.map"] += ",PROXIED:PLAINTEXT"
         if c.dist.version_tuple >= (4,):
             props["share.coordinator.state.topic.replication.factor"] = replicas
             props["share.coordinator.state.topic.min.isr"] = "1"
@@ -259,6 +267,7 @@ class KafkaCluster:
         dist: KafkaDist | None = None,
         start_timeout: float = 120.0,
         log_level: str = "info",
+        proxied_listener: bool = False,
     ) -> None:
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
@@ -267,6 +276,7 @@ class KafkaCluster:
         self.size = brokers
         self.configs = {k: str(v) for k, v in (configs or {}).items()}
         self.start_timeout = start_timeout
+        self.proxied_listener = proxied_listener
         self._own_workdir = workdir is None
         self.workdir = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="kafka-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -297,6 +307,12 @@ class KafkaCluster:
     def bootstrap(self) -> str:
         """Every node's client listener, comma-separated ("127.0.0.1:PORT" for one node)."""
         return ",".join(n.address for n in self.nodes)
+
+    @property
+    def proxied_bootstrap(self) -> str:
+        """The `PROXIED` listeners' advertised addresses (the test's forwarders), comma-separated:
+        a client bootstrapped here reaches every broker only through the forwarders."""
+        return ",".join(f"{HOST}:{n.proxy_port}" for n in self.nodes)
 
     def address(self, i: int) -> str:
         return self.nodes[i].address

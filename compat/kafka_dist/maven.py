@@ -195,7 +195,8 @@ def _artifacts(version: str, component: Component) -> list[tuple[str, str, str, 
     else:
         deps = [(GROUP, "kafka-tools", version, "jar")]
         if key < (3, 8):
-            deps.append((GROUP, "kafka_2.13", version, "jar"))
+            # Scala 2.13 builds of the core jar exist from 2.4 on; older releases: 2.12
+            deps.append((GROUP, "kafka_2.13" if key >= (2, 4) else "kafka_2.12", version, "jar"))
     if key >= (4,):
         deps += [
             ("org.apache.logging.log4j", "log4j-slf4j-impl", LOG4J2_VERSION, "jar"),

@@ -129,6 +129,9 @@ class ShardRuntime:
         for out in self.storage.load_outcomes:
             self._after(out, None)
         self.loaded = True  # False while a failed shard is being reloaded (`/health/ready`)
+        # Called with the new coordinator after a reload or reopen (the service re-applies the
+        # per-group dynamic configs, which live outside the log).
+        self.on_reopen: Callable[[Coordinator], None] | None = None
 
     @property
     def shard(self) -> Any:
@@ -231,6 +234,14 @@ class ShardRuntime:
 
         def done(f: asyncio.Future[None]) -> None:
             self._syncing = False
+            if storage is not self.storage:
+                # The shard was reopened meanwhile (scale-out: dropped or gained): this commit's
+                # responses were already failed; its outcome concerns a log no longer served.
+                if not f.cancelled():
+                    f.exception()  # retrieved: its failure was logged by the log itself
+                if self.storage.end_offset > self.storage.durable_offset:
+                    self._schedule_flush()
+                return
             try:
                 f.result()
                 storage.log.finish_sync(pending)
@@ -329,15 +340,23 @@ class ShardRuntime:
             cf.result()
         abandon_compaction(job)
 
-    def _fail(self, error: BaseException) -> None:
-        log.error(
-            "coordinator.storage_failed",
-            shard=self.index,
-            error=str(error),
-            waiting=len(self._waiting),
-            parked=len(self._parked),
-        )
-        failure = StorageFailed(f"shard {self.index}: {error}")
+    def reopen(self, event: str) -> None:
+        """Reopen the shard from its storage factory (scale-out: a shard gained or dropped);
+        responses still waiting fail as after a storage failure, and their clients find the
+        coordinator again."""
+        log.info(event, shard=self.index, waiting=len(self._waiting), parked=len(self._parked))
+        self._fail(None)
+
+    def _fail(self, error: BaseException | None) -> None:
+        if error is not None:
+            log.error(
+                "coordinator.storage_failed",
+                shard=self.index,
+                error=str(error),
+                waiting=len(self._waiting),
+                parked=len(self._parked),
+            )
+        failure = StorageFailed(f"shard {self.index}: {error if error is not None else 'moved'}")
         for _end, fut, _value, _cont in self._waiting:
             if fut is not None and not fut.done():
                 fut.set_exception(failure)
@@ -353,10 +372,13 @@ class ShardRuntime:
         try:
             self.storage = self._open_storage(self._clock())
             self.coordinator = Coordinator(self.storage.shard)
+            if self.on_reopen is not None:
+                self.on_reopen(self.coordinator)
             for out in self.storage.load_outcomes:
                 self._after(out, None)
             self.loaded = True
-            log.info("coordinator.shard_reloaded", shard=self.index)
+            if error is not None:
+                log.info("coordinator.shard_reloaded", shard=self.index)
         except Exception as e:
             log.error("coordinator.shard_reload_failed", shard=self.index, error=str(e))
             raise

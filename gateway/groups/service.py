@@ -37,9 +37,14 @@ log = structlog.get_logger("coordinator")
 GROUP_CONFIGS_FILE = "group-configs.json"
 
 
+# Scale-out's storage factory (docs/scale-out.md): (shard, now, config, ids, image) -> storage.
+ShardOpener = Callable[[int, int, Any, Any, MetadataImage], CoordinatorStorage]
+
+
 class GroupCoordinatorService:
-    def __init__(self, server: GatewayServer) -> None:
+    def __init__(self, server: GatewayServer, open_shard: ShardOpener | None = None) -> None:
         self.server = server
+        self.open_shard = open_shard
         self.config = server.config.group
         self.num_shards = self.config.offsets_topic_num_partitions
         self.base = Path(server.config.data_dir) / "coordinator"
@@ -99,6 +104,8 @@ class GroupCoordinatorService:
         settings = self.server.config
 
         def open_storage(now: int) -> CoordinatorStorage:
+            if self.open_shard is not None:
+                return self.open_shard(index, now, self.config, self._ids, self.image)
             return CoordinatorStorage.open(
                 directory,
                 config=self.config,
@@ -116,7 +123,7 @@ class GroupCoordinatorService:
             if settings.log_cleaner_enable
             else None
         )
-        return ShardRuntime(
+        runtime = ShardRuntime(
             index,
             open_storage,
             on_op_time=self._op_latency.labels().observe,
@@ -124,6 +131,15 @@ class GroupCoordinatorService:
             on_event=self._count_event,
             compaction=compaction,
         )
+        runtime.on_reopen = lambda coordinator: self._reapply_group_configs(index, coordinator)
+        return runtime
+
+    def _reapply_group_configs(self, index: int, coordinator: Any) -> None:
+        """A reloaded or reopened shard gets a new coordinator: give it the shard's per-group
+        configs again (they live in `group-configs.json`, not in the log)."""
+        for gid, cfg in getattr(self, "group_configs", {}).items():
+            if partition_for(gid, self.num_shards) == index:
+                coordinator.set_group_config(gid, cfg)
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         for r in self.runtimes:
@@ -241,8 +257,10 @@ class GroupCoordinatorService:
         return counts
 
 
-def install_group_layer(server: GatewayServer) -> GroupCoordinatorService:
-    service = GroupCoordinatorService(server)
+def install_group_layer(
+    server: GatewayServer, open_shard: ShardOpener | None = None
+) -> GroupCoordinatorService:
+    service = GroupCoordinatorService(server, open_shard)
     group_apis.register(server.registry, service)
     offset_apis.register(server.registry, service)
     config_apis.register(server.registry, service)

@@ -30,12 +30,22 @@ def install_upstream_mode(server: GatewayServer) -> UpstreamProxy:
     config = server.config.upstream
     if config is None:
         raise ValueError("upstream mode needs upstream.bootstrap.servers")
-    service = install_group_layer(server)
     cluster = UpstreamCluster(config)
+    scaleout = None
+    if config.coordinator_storage == "kafka":  # docs/scale-out.md
+        from gateway.scaleout.ownership import ShardOwnership
+
+        scaleout = ShardOwnership(server, cluster)
+    service = install_group_layer(server, None if scaleout is None else scaleout.open_shard)
     proxy = UpstreamProxy(server, cluster)
     proxy.install()
     bridge = OffsetBridge(service, cluster, server.metrics)
     bridge.install(server.registry)
+    if scaleout is not None:
+        scaleout.service = service
+        scaleout.proxy = proxy
+        scaleout.install(server.registry)
+        proxy.extra_brokers = scaleout.endpoints
 
     def on_image(image: Any) -> None:
         service._on_topic_change(None, image)
@@ -45,8 +55,12 @@ def install_upstream_mode(server: GatewayServer) -> UpstreamProxy:
     def start(loop: Any) -> None:
         proxy.start(loop)
         cluster.start()
+        if scaleout is not None:
+            scaleout.start()
 
     def stop() -> None:
+        if scaleout is not None:
+            scaleout.close()
         bridge.close()
         cluster.close()
         proxy.close()

@@ -16,6 +16,8 @@ same cluster, so a client's cached metadata stays valid when a gateway restarts.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
@@ -53,6 +55,20 @@ class UpstreamConfig(BaseModel):
     node_port_base: int | None = Field(None, alias="upstream.node.port.base", ge=0, le=65535)
     offsets_import_enable: bool = Field(True, alias="upstream.offsets.import.enable")
     offsets_mirror_enable: bool = Field(True, alias="upstream.offsets.mirror.enable")
+    # Scale-out (docs/scale-out.md): "kafka" keeps the coordinator shards on the upstream cluster
+    # and shares them between the nodes of a fleet; "local" (default) is the single-node log.
+    coordinator_storage: Literal["local", "kafka"] = Field("local", alias="upstream.coordinator.storage")
+    coordinator_topic: str = Field(
+        "groupshift-coordinator", alias="upstream.coordinator.topic", min_length=1, max_length=249
+    )
+    coordinator_replication_factor: int = Field(3, alias="upstream.coordinator.replication.factor", ge=1)
+    fleet_group_id: str = Field("groupshift-fleet", alias="upstream.coordinator.fleet.group.id", min_length=1)
+    fleet_session_timeout_ms: int = Field(
+        10000, alias="upstream.coordinator.fleet.session.timeout.ms", ge=500
+    )
+    fleet_heartbeat_interval_ms: int = Field(
+        1000, alias="upstream.coordinator.fleet.heartbeat.interval.ms", ge=50
+    )
 
     @field_validator("bootstrap_servers")
     @classmethod

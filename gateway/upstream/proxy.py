@@ -160,6 +160,8 @@ class UpstreamProxy:
         self._idle: dict[int, list[UpstreamLink]] = {}
         self._down: dict[int, float] = {}  # node -> when a link to it last failed
         self._inner: Callable[[KafkaConnection, bytes, ResponseSlot], None] = lambda c, f, s: None
+        # Scale-out (docs/scale-out.md): fleet nodes (id, host, port) added to Metadata answers.
+        self.extra_brokers: Callable[[], list[tuple[int, str, int]]] = list
         m = server.metrics
         self._forwarded = m.counter(
             "groupshift_upstream_requests_total",
@@ -511,6 +513,14 @@ class UpstreamProxy:
                 return body
             return rep(body, **self._endpoint_fields(int(body.node_id), strict))
         brokers = tuple(rep(b, **self._endpoint_fields(int(b.node_id), strict)) for b in body.brokers)
+        if api_key == METADATA and brokers:
+            known = {int(b.node_id) for b in brokers}
+            extra = tuple(
+                rep(brokers[0], node_id=n, host=h, port=p, rack=None)
+                for n, h, p in self.extra_brokers()
+                if n not in known
+            )
+            brokers += extra
         return rep(body, brokers=brokers)
 
     def _notice_metadata(self, body: Any) -> None:

@@ -1,0 +1,110 @@
+"""The matrix runner's pure parts: client command lines, pip requirements, runtime selection,
+and the report rendered from result rows."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from compat.matrix import clients as cl
+from compat.matrix.grid import load_grid
+from compat.matrix.process_runtime import pip_requirement
+from compat.matrix.report import render_html, timeline_svg
+from compat.matrix.runner import RuntimeUnavailable, make_runtime, needed_clients
+from compat.matrix.runtime import ClientSpec
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_pip_requirements() -> None:
+    assert pip_requirement(ClientSpec("kafka-python", "2.0.2")) == "kafka-python==2.0.2"
+    assert pip_requirement(ClientSpec("aiokafka", "0.12.x")) == "aiokafka==0.12.*"
+    assert pip_requirement(ClientSpec("confluent-kafka", "2.6")) == "confluent-kafka==2.6.*"
+    assert pip_requirement(ClientSpec("confluent-kafka", "newest")) == "confluent-kafka"
+
+
+def argv(spec: str, protocol: str, tmp_path: Path, **kw: str) -> list[str]:
+    return cl.consumer_argv(
+        cl.parse_client(spec),
+        bootstrap="127.0.0.1:9",
+        topic="t",
+        group="g",
+        protocol=protocol,
+        assignor=kw.get("assignor", "range"),
+        instance_id=kw.get("instance_id"),
+        client_id=kw.get("client_id", "c1"),
+        config_dir=tmp_path,
+    )
+
+
+def test_java_command_lines_follow_the_release(tmp_path: Path) -> None:
+    old = argv("java@2.1", "classic", tmp_path)
+    assert old[:3] == ["VerifiableConsumer", "--broker-list", "127.0.0.1:9"]  # before KIP-499's rename
+    assert "--group-protocol" not in old and "org.apache.kafka.clients.consumer.RangeAssignor" in old
+    new = argv("java@4", "consumer", tmp_path, instance_id="s1", client_id="c2")
+    assert new[1] == "--bootstrap-server" and "--assignment-strategy" not in new
+    assert new[new.index("--group-protocol") + 1] == "consumer" and "--group-instance-id" in new
+    props = Path(new[new.index("--consumer.config") + 1]).read_text()
+    assert "heartbeat.interval.ms" not in props  # the consumer protocol refuses client heartbeats
+    assert "heartbeat.interval.ms=250" in Path(old[old.index("--consumer.config") + 1]).read_text()
+
+
+def test_python_command_line(tmp_path: Path) -> None:
+    a = argv("confluent-kafka@2.12", "consumer", tmp_path, assignor="cooperative-sticky")
+    assert a[0] == cl.SCRIPT and (REPO / cl.SCRIPT).exists()
+    assert a[a.index("--assignor") + 1] == "" and a[a.index("--group-protocol") + 1] == "consumer"
+
+
+def test_capabilities_and_partners() -> None:
+    assert cl.speaks_consumer_protocol(ClientSpec("confluent-kafka", "installed"))
+    assert not cl.speaks_consumer_protocol(ClientSpec("confluent-kafka", "2.10"))
+    assert cl.speaks_consumer_protocol(ClientSpec("java", "3.7"))
+    assert not cl.speaks_consumer_protocol(ClientSpec("java", "3.6"))
+    assert cl.partner(ClientSpec("java", "2.1")) == ClientSpec("java", "4")
+    # Go: franz-go speaks KIP-848 and is Sarama's consumer-protocol partner
+    assert cl.speaks_consumer_protocol(ClientSpec("franz-go", "pinned"))
+    assert not cl.speaks_consumer_protocol(ClientSpec("sarama", "pinned"))
+    assert cl.partner(ClientSpec("sarama", "pinned")) == ClientSpec("franz-go", "pinned")
+    default = load_grid("default")
+    assert {c.spec.library for c in default.cells} >= {"franz-go", "sarama"}
+    grid = load_grid("smoke")
+    assert ClientSpec("confluent-kafka", "installed") in needed_clients(grid.cells)
+
+
+def test_docker_runtime_is_loaded_lazily(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeUnavailable, match="unknown runtime"):
+        make_runtime("podman", tmp_path)
+    if not (REPO / "compat" / "matrix" / "docker_runtime.py").exists():
+        with pytest.raises(RuntimeUnavailable, match=r"no compat/matrix/docker_runtime\.py"):
+            make_runtime("docker", tmp_path)
+    assert make_runtime("process", tmp_path).name == "process"
+
+
+def test_report_renders_rows() -> None:
+    row = {
+        "id": "a@1/classic/range/dynamic/add-remove/bidirectional/groupshift",
+        "backend": "groupshift",
+        "verdict": "fail",
+        "reason": "partition 0 owned by c1 and by c2 <at once>",
+        "seconds": 3.0,
+        "duration": 3.0,
+        "members": {"c1": {"client": "a-1", "protocol": "classic", "instance_id": None}},
+        "windows": [{"member": "c1", "partition": 0, "start": 0.5, "end": 2.5}],
+        "steps": [{"label": "two members", "started": 0.1, "seconds_to_full_ownership": None}],
+        "versions": {"a-1": "1.0"},
+    }
+    svg = timeline_svg(row)
+    assert svg.count('class="own"') == 1 and "never" in svg
+    doc = {
+        "grid": "g",
+        "runtime": "process",
+        "finished": "now",
+        "wall_seconds": 3.0,
+        "summary": {"cells": 1, "passed": 0, "failed": 1},
+        "cells": [row],
+    }
+    page = render_html(doc)
+    assert "class='verdict fail'" in page and "&lt;at once&gt;" in page and "<script" not in page
+    json.dumps(doc)  # rows stay JSON

@@ -1,0 +1,95 @@
+"""groupshift in front of Tansu, a non-Apache Kafka-compatible broker (compat/tansu.py).
+
+Tansu has no KIP-848 (no ConsumerGroupHeartbeat) and its own classic group coordinator. With
+groupshift in front of it:
+
+* clients see groupshift's listener only; ApiVersions is the documented mix;
+* a KIP-848 member (librdkafka `group.protocol=consumer`) and a classic one consume everything
+  produced through groupshift, and their commits are mirrored to Tansu;
+* a fleet that committed directly on Tansu resumes from those commits behind groupshift;
+* the rolling upgrade then downgrade with mixed clients (the embedded migration test's checks);
+* groupshift SIGKILLed and restarted under a mixed group while records flow.
+
+What Tansu does differently is pinned here too (README, "In front of your cluster"; the
+deviations in docs/upstream.md): Tansu's storage here is in-memory, so a restarted Tansu
+starts empty and the "broker killed and restarted" check does not apply. One Tansu broker and
+one gateway per module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from compat.kafka_dist import free_port
+from e2e.conftest import Gateways
+from e2e.harness import GatewayProcess
+from e2e.upstream import (
+    FAST_UPSTREAM_SETTINGS,
+    Backend,
+    check_cutover,
+    check_delete_group,
+    check_gateway_killed,
+    check_metadata_and_versions,
+    check_rolling_upgrade_then_downgrade,
+    check_roundtrip,
+    start_fixed_gateway,
+)
+
+
+def _cannot_restart(i: int) -> None:
+    raise AssertionError("Tansu with in-memory storage loses everything on a restart")
+
+
+@pytest.fixture(scope="module")
+def tansu(
+    tansu_factory: Any, module_gateways: Gateways, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[GatewayProcess, Backend]]:
+    broker = tansu_factory("upstream-tansu")
+    backend = Backend("tansu", broker.bootstrap, 1, _cannot_restart, _cannot_restart)
+    gw = GatewayProcess.start(
+        Path(tmp_path_factory.mktemp("gw-tansu")) / "gw",
+        sets=FAST_UPSTREAM_SETTINGS,
+        extra_args=("--upstream", backend.bootstrap),
+    )
+    module_gateways.started.append(gw)
+    yield gw, backend
+    assert broker.is_running(), f"Tansu exited:\n{broker.log_tail()}"
+
+
+def test_tansu_metadata_and_api_versions(tansu: tuple[GatewayProcess, Backend]) -> None:
+    check_metadata_and_versions(*tansu)
+
+
+def test_tansu_kip848_and_classic_consumers(tansu: tuple[GatewayProcess, Backend]) -> None:
+    check_roundtrip(*tansu, "tansu-roundtrip")
+
+
+def test_tansu_cutover_imports_upstream_commits(tansu: tuple[GatewayProcess, Backend]) -> None:
+    check_cutover(*tansu, "tansu-cutover")
+
+
+def test_tansu_delete_group_deletes_the_upstream_copy(tansu: tuple[GatewayProcess, Backend]) -> None:
+    check_delete_group(*tansu, "tansu-delete")
+
+
+def test_tansu_rolling_upgrade_then_downgrade(tansu: tuple[GatewayProcess, Backend]) -> None:
+    check_rolling_upgrade_then_downgrade(tansu[0], "tansu-rolling")
+
+
+def test_tansu_gateway_sigkilled_and_restarted(
+    tansu: tuple[GatewayProcess, Backend], module_gateways: Gateways, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    _, backend = tansu
+    base = Path(tmp_path_factory.mktemp("gwkill-tansu")) / "gw"
+    port = free_port()
+
+    def start() -> GatewayProcess:
+        gw = start_fixed_gateway(base, backend, port)
+        module_gateways.started.append(gw)
+        return gw
+
+    check_gateway_killed(start, backend, "tansu-gwkill")

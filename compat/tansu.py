@@ -159,7 +159,7 @@ def _cargo_install(progress: Callable[[str], None]) -> Path:
             tool_missing=True,
         )
     command = [
-        "nice", "-n", "19", cargo, "install", "tansu", "--version", TANSU_VERSION, "--locked",
+        "nice", "-n", os.environ.get("GROUPSHIFT_TANSU_NICE", "19"), cargo, "install", "tansu", "--version", TANSU_VERSION, "--locked",
         "--features", ",".join(TANSU_FEATURES), "--root", str(install_root()),
     ]  # fmt: skip
     env = {**os.environ, "CARGO_TARGET_DIR": str(target_dir())}

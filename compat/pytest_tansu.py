@@ -7,6 +7,9 @@ first use and cached; while another process builds it (`.ci/run` starts the buil
 background at its beginning) the fixture waits, bounded, printing the build's progress past
 pytest's output capture. Without cargo and without a cached binary the fixture skips with the
 reason; a failed build or a broker that does not start is an error, not a skip.
+
+Tests that use the fixture run last in the session (`pytest_collection_modifyitems`), so a cold
+build started by `.ci/run` overlaps with as much of the rest of the run as possible.
 """
 
 from __future__ import annotations
@@ -19,6 +22,13 @@ from pathlib import Path
 import pytest
 
 from compat.tansu import DEFAULT_BUILD_WAIT, TansuBroker, TansuUnavailable, build
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    later = [i for i in items if "tansu_factory" in getattr(i, "fixturenames", ())]
+    if later:
+        items[:] = [i for i in items if "tansu_factory" not in getattr(i, "fixturenames", ())] + later
 
 
 class TansuFactory:

@@ -158,8 +158,9 @@ def _cargo_install(progress: Callable[[str], None]) -> Path:
             "(install Rust with rustup, https://rustup.rs; Debian's rustc is too old for it)",
             tool_missing=True,
         )
+    niceness = os.environ.get("GROUPSHIFT_TANSU_NICE", "19")
     command = [
-        "nice", "-n", os.environ.get("GROUPSHIFT_TANSU_NICE", "19"), cargo, "install", "tansu", "--version", TANSU_VERSION, "--locked",
+        "nice", "-n", niceness, cargo, "install", "tansu", "--version", TANSU_VERSION, "--locked",
         "--features", ",".join(TANSU_FEATURES), "--root", str(install_root()),
     ]  # fmt: skip
     env = {**os.environ, "CARGO_TARGET_DIR": str(target_dir())}

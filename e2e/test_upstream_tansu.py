@@ -10,10 +10,12 @@ groupshift in front of it:
 * the rolling upgrade then downgrade with mixed clients (the embedded migration test's checks);
 * groupshift SIGKILLed and restarted under a mixed group while records flow.
 
-What Tansu does differently is pinned here too (README, "In front of your cluster"; the
-deviations in docs/upstream.md): Tansu's storage here is in-memory, so a restarted Tansu
-starts empty and the "broker killed and restarted" check does not apply. One Tansu broker and
-one gateway per module.
+What Tansu does differently is pinned here too (README, "In front of your cluster";
+docs/deviations.md): Tansu's OffsetCommit checks neither generation nor member id, so a live
+group of the same id on Tansu does not refuse groupshift's mirrored commits (no conflict is
+detected; the mirror overwrites that group's offsets), and Tansu's storage here is in-memory,
+so a restarted Tansu starts empty and the "broker killed and restarted" check does not apply.
+One Tansu broker and one gateway per module.
 """
 
 from __future__ import annotations
@@ -26,17 +28,22 @@ import pytest
 
 from compat.kafka_dist import free_port
 from e2e.conftest import Gateways
+from e2e.expected import PARTITIONS
+from e2e.groups import create_topic, wait_until
 from e2e.harness import GatewayProcess
 from e2e.upstream import (
     FAST_UPSTREAM_SETTINGS,
     Backend,
+    Endpoint,
     check_cutover,
     check_delete_group,
     check_gateway_killed,
     check_metadata_and_versions,
     check_rolling_upgrade_then_downgrade,
     check_roundtrip,
+    metric,
     start_fixed_gateway,
+    upstream_offsets,
 )
 
 
@@ -93,3 +100,41 @@ def test_tansu_gateway_sigkilled_and_restarted(
         return gw
 
     check_gateway_killed(start, backend, "tansu-gwkill")
+
+
+def test_tansu_accepts_the_mirror_while_its_own_group_is_live(tansu: tuple[GatewayProcess, Backend]) -> None:
+    """Kafka refuses a simple-group commit for a group with live members (the mirror then waits:
+    `check_conflict`); Tansu's OffsetCommit does not check generation or member id, so the
+    mirrored commit lands at once and no conflict is counted."""
+    from confluent_kafka import Consumer, TopicPartition
+    from kafka import KafkaConsumer
+
+    gw, backend = tansu
+    topic = "tansu-noconflict"
+    group = f"{topic}-group"
+    create_topic(Endpoint(gw.bootstrap), topic)  # type: ignore[arg-type]
+    direct = KafkaConsumer(
+        topic, bootstrap_servers=backend.bootstrap, group_id=group, enable_auto_commit=False,
+        heartbeat_interval_ms=200, session_timeout_ms=6000,
+    )  # fmt: skip
+    try:
+        wait_until(
+            lambda: direct.poll(timeout_ms=200) is not None and direct.assignment(), 30, "live Tansu group"
+        )
+        before = metric(gw, "groupshift_upstream_mirror_conflicts_total")
+        c = Consumer({"bootstrap.servers": gw.bootstrap, "group.id": group, "enable.auto.commit": False})
+        try:
+            c.commit(offsets=[TopicPartition(topic, p, 3) for p in range(PARTITIONS)], asynchronous=False)
+        finally:
+            c.close()
+        wait_until(
+            lambda: upstream_offsets(backend, group, topic) == {p: 3 for p in range(PARTITIONS)},
+            20,
+            "the mirror landing on Tansu while its group is live",
+            0.5,
+        )
+        direct.poll(timeout_ms=200)
+        assert direct.assignment(), "the Tansu group's member lost its assignment"
+        assert metric(gw, "groupshift_upstream_mirror_conflicts_total") == before
+    finally:
+        direct.close()

@@ -39,8 +39,8 @@ from pathlib import Path
 TANSU_VERSION = "0.6.0"
 TANSU_FEATURES = ("dynostore",)
 HOST = "127.0.0.1"
-#: How long the fixture waits for another process's build (a cold build on a loaded 2-core
-#: machine took about 30 minutes; see docs/upstream-tansu.md).
+#: How long the fixture waits for another process's build (a cold build is about 10 CPU-minutes
+#: for the dependencies plus the tansu crates; README, "In front of your cluster").
 DEFAULT_BUILD_WAIT = 45 * 60.0
 
 

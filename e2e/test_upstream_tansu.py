@@ -11,10 +11,12 @@ groupshift in front of it:
 * groupshift SIGKILLed and restarted under a mixed group while records flow.
 
 What Tansu does differently is pinned here too (README, "In front of your cluster";
-docs/deviations.md): Tansu's OffsetCommit checks neither generation nor member id, so a live
-group of the same id on Tansu does not refuse groupshift's mirrored commits (no conflict is
-detected; the mirror overwrites that group's offsets), and Tansu's storage here is in-memory,
-so a restarted Tansu starts empty and the "broker killed and restarted" check does not apply.
+docs/deviations.md): a fetch from an offset inside a record batch returns no records (so the
+cut-over here commits at batch boundaries); Tansu's OffsetCommit checks neither generation
+nor member id, so a live group of the same id on Tansu does not refuse groupshift's mirrored
+commits (no conflict is detected; the mirror overwrites that group's offsets), and Tansu's
+storage here is in-memory, so a restarted Tansu starts empty and the "broker killed and
+restarted" check does not apply.
 One Tansu broker and one gateway per module.
 """
 
@@ -76,7 +78,34 @@ def test_tansu_kip848_and_classic_consumers(tansu: tuple[GatewayProcess, Backend
 
 
 def test_tansu_cutover_imports_upstream_commits(tansu: tuple[GatewayProcess, Backend]) -> None:
-    check_cutover(*tansu, "tansu-cutover")
+    # One record per batch: Tansu cannot fetch from inside a batch (the next test).
+    check_cutover(*tansu, "tansu-cutover", one_record_per_batch=True)
+
+
+def test_tansu_fetches_nothing_from_inside_a_record_batch(tansu: tuple[GatewayProcess, Backend]) -> None:
+    """Kafka answers a fetch at an offset inside a batch with that batch (the client skips the
+    records before it); Tansu 0.6 answers with no records, directly and so through groupshift,
+    so a consumer whose committed offset falls inside a batch makes no progress on Tansu."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    gw, backend = tansu
+    topic = "tansu-midbatch"
+    create_topic(Endpoint(gw.bootstrap), topic)  # type: ignore[arg-type]
+    producer = Producer({"bootstrap.servers": gw.bootstrap, "linger.ms": 100})
+    for i in range(20):
+        producer.produce(topic, value=str(i).encode(), partition=0)
+    assert producer.flush(10) == 0
+    for bootstrap in (backend.bootstrap, gw.bootstrap):
+        got = {}
+        for start in (0, 7):
+            c = Consumer({"bootstrap.servers": bootstrap, "group.id": "tansu-midbatch-reader"})
+            try:
+                c.assign([TopicPartition(topic, 0, start)])
+                got[start] = [m.offset() for m in c.consume(100, 3) if not m.error()]
+            finally:
+                c.close()
+        assert got[0] == list(range(20)), got  # one batch of 20 (linger)
+        assert got[7] == [], got
 
 
 def test_tansu_delete_group_deletes_the_upstream_copy(tansu: tuple[GatewayProcess, Backend]) -> None:

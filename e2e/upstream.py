@@ -197,15 +197,29 @@ def check_roundtrip(gw: GatewayProcess, backend: Backend, topic: str) -> None:
         wait_until(mirrored, 20, f"{group} mirrored upstream", interval=0.5)
 
 
-def check_cutover(gw: GatewayProcess, backend: Backend, topic: str) -> None:
+def check_cutover(
+    gw: GatewayProcess, backend: Backend, topic: str, one_record_per_batch: bool = False
+) -> None:
     """A classic fleet committed directly on the upstream; restarted against groupshift it
-    resumes from those commits (imported on the group's first appearance)."""
+    resumes from those commits (imported on the group's first appearance).
+
+    `one_record_per_batch`: for backends that cannot fetch from an offset inside a record batch
+    (Tansu 0.6 answers such a fetch with no records, directly as through groupshift)."""
     from kafka import KafkaConsumer, TopicPartition
     from kafka.structs import OffsetAndMetadata
 
     group = f"{topic}-cutover"
     create_topic(backend.endpoint, topic)  # type: ignore[arg-type]
-    produce(backend.endpoint, topic, range(120))  # type: ignore[arg-type]
+    if one_record_per_batch:
+        from confluent_kafka import Producer
+
+        producer = Producer({"bootstrap.servers": backend.bootstrap, "linger.ms": 0})
+        for i in range(120):
+            part, k, v = record(i)
+            producer.produce(topic, key=k, value=v, partition=part)
+            assert producer.flush(10) == 0
+    else:
+        produce(backend.endpoint, topic, range(120))  # type: ignore[arg-type]
     direct = KafkaConsumer(bootstrap_servers=backend.bootstrap, group_id=group, enable_auto_commit=False)
     try:
         direct.commit({TopicPartition(topic, p): OffsetAndMetadata(7 + p, "", -1) for p in range(PARTITIONS)})

@@ -13,7 +13,10 @@ and the default `memory://` engine fails with "feature not enabled". `dynostore`
 in-memory object store (`memory://`) that these tests use; its objects live in the broker's
 process, so a restarted Tansu starts empty.
 
-A build takes minutes (tens of minutes on a loaded two-core machine), so `.ci/run` starts
+A cold build is about 15 CPU-minutes (395 crates; it took 60 minutes of wall time at nice 19
+on this project's shared two-core machine under a load average of 15-50), and adding
+`dynostore` to a cached default build about 4.5 CPU-minutes (10 minutes of wall time at nice
+5 under load 15), so `.ci/run` starts
 `python3 -m compat.tansu build` in the background first thing and the pytest fixture waits for
 it: builds are serialised by a file lock (`tansu-build.lock` in the cache); whoever holds it
 builds, anyone else waits (bounded, printing the build log's progress) and then finds the
@@ -39,8 +42,7 @@ from pathlib import Path
 TANSU_VERSION = "0.6.0"
 TANSU_FEATURES = ("dynostore",)
 HOST = "127.0.0.1"
-#: How long the fixture waits for another process's build (a cold build is about 10 CPU-minutes
-#: for the dependencies plus the tansu crates; README, "In front of your cluster").
+#: How long the fixture waits for another process's build (a cold build is about 15 CPU-minutes).
 DEFAULT_BUILD_WAIT = 45 * 60.0
 
 

@@ -170,8 +170,9 @@ class OffsetBridge:
         """OffsetFetch of every committed offset of the group (`topics` null: all of them).
 
         Some Kafka-compatible brokers (Tansu 0.6) answer the null form with a truncated body
-        (no top-level error code); groupshift then names every topic the cluster has, with all
-        their partitions, which every broker answers, and keeps doing so for this cluster."""
+        (no top-level error code); groupshift then names every topic the cluster has (read
+        afresh), with all their partitions, which every broker answers, and keeps doing so for
+        this cluster."""
         if not self._name_topics:
             body: dict[str, Any] = {"group_id": group_id, "topics": None, "require_stable": False}
             try:
@@ -179,6 +180,9 @@ class OffsetBridge:
             except DecodeFailure as e:
                 self._name_topics = True
                 log.warning("upstream.offset_fetch_all_unsupported", group_id=group_id, error=str(e))
+        # The group's topics may be newer than the last periodic refresh (a fleet cut over right
+        # after creating them): read the cluster's topics now.
+        await self.cluster.refresh()
         topics = [
             {"name": t.name, "partition_indexes": list(range(t.num_partitions))}
             for t in self.cluster.image.topics()

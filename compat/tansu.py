@@ -16,12 +16,12 @@ process, so a restarted Tansu starts empty.
 A cold build is about 15 CPU-minutes (395 crates; it took 60 minutes of wall time at nice 19
 on this project's shared two-core machine under a load average of 15-50), and adding
 `dynostore` to a cached default build about 4.5 CPU-minutes (10 minutes of wall time at nice
-5 under load 15), so `.ci/run` starts
-`python3 -m compat.tansu build` in the background first thing and the pytest fixture waits for
-it: builds are serialised by a file lock (`tansu-build.lock` in the cache); whoever holds it
+5 under load 15). So `.ci/run` starts `python3 -m compat.tansu build` in the background first
+thing and the pytest fixture waits for it (and Tansu's tests run last in the session):
+builds are serialised by a file lock (`tansu-build.lock` in the cache); whoever holds it
 builds, anyone else waits (bounded, printing the build log's progress) and then finds the
-binary. This module uses the standard library only, so the background build can start before
-the project's virtualenv exists.
+binary. This module uses the standard library only, so the background build can start
+before the project's virtualenv exists.
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@ Measures, direct and through the gateway:
   * fetch throughput: librdkafka reading them back from the beginning (assign, no group);
   * forwarded round trips at moderate load: ListOffsets (a forwarded request whose response
     passes through as bytes) and Metadata (whose response groupshift decodes and rewrites),
-    `--rate` requests/s in total paced over `--connections` connections; p50/p99 latency.
+    `--rate` requests/s in total paced over `--connections` connections; p50/p99 latency, and
+    the gateway process's CPU time per request (its own cost, whatever the machine's load).
 and prints the ratios (goals from the issue: through-gateway throughput >= 85% of direct,
 added p99 <= 1 ms at moderate load). The backend is a real Apache Kafka single node from
 compat.kafka_dist (needs java; `--kafka groupshift` uses a second groupshift in embedded mode
@@ -151,6 +152,14 @@ def round_trips(port: int, frame: bytes, connections: int, rate: float, seconds:
     }
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux /proc; 10 ms resolution)."""
+    import os
+
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def list_offsets_frame(topic: str) -> bytes:
     req = request(
         2,
@@ -189,13 +198,23 @@ def run(backend_bootstrap: str, gw: GatewayProcess, args: argparse.Namespace) ->
         results.append({"scenario": f"fetch {name}", **f})
     for label, make in (("ListOffsets", list_offsets_frame), ("Metadata", metadata_frame)):
         for name, ep in targets.items():
+            cpu_before = cpu_seconds(gw.proc.pid)
             rt = round_trips(ep.port, make("bench-direct"), args.connections, args.rate, args.seconds)
+            extra = {}
+            if name == "gateway":
+                # The gateway's own CPU per request (warm-up included): what it adds to a round
+                # trip on an idle core, independent of the machine's load.
+                done = rt["requests_per_s"] * args.seconds + args.rate * 0.5
+                extra["gateway_cpu_us_per_request"] = round(
+                    (cpu_seconds(gw.proc.pid) - cpu_before) / done * 1e6, 1
+                )
             results.append(
                 {
                     "scenario": f"{label} round trip {name}",
                     "connections": args.connections,
                     "rate": args.rate,
                     **rt,
+                    **extra,
                 }
             )
     by = {r["scenario"]: r for r in results}

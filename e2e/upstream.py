@@ -197,15 +197,29 @@ def check_roundtrip(gw: GatewayProcess, backend: Backend, topic: str) -> None:
         wait_until(mirrored, 20, f"{group} mirrored upstream", interval=0.5)
 
 
-def check_cutover(gw: GatewayProcess, backend: Backend, topic: str) -> None:
+def check_cutover(
+    gw: GatewayProcess, backend: Backend, topic: str, one_record_per_batch: bool = False
+) -> None:
     """A classic fleet committed directly on the upstream; restarted against groupshift it
-    resumes from those commits (imported on the group's first appearance)."""
+    resumes from those commits (imported on the group's first appearance).
+
+    `one_record_per_batch`: for backends that cannot fetch from an offset inside a record batch
+    (Tansu 0.6 answers such a fetch with no records, directly as through groupshift)."""
     from kafka import KafkaConsumer, TopicPartition
     from kafka.structs import OffsetAndMetadata
 
     group = f"{topic}-cutover"
     create_topic(backend.endpoint, topic)  # type: ignore[arg-type]
-    produce(backend.endpoint, topic, range(120))  # type: ignore[arg-type]
+    if one_record_per_batch:
+        from confluent_kafka import Producer
+
+        producer = Producer({"bootstrap.servers": backend.bootstrap, "linger.ms": 0})
+        for i in range(120):
+            part, k, v = record(i)
+            producer.produce(topic, key=k, value=v, partition=part)
+            assert producer.flush(10) == 0
+    else:
+        produce(backend.endpoint, topic, range(120))  # type: ignore[arg-type]
     direct = KafkaConsumer(bootstrap_servers=backend.bootstrap, group_id=group, enable_auto_commit=False)
     try:
         direct.commit({TopicPartition(topic, p): OffsetAndMetadata(7 + p, "", -1) for p in range(PARTITIONS)})
@@ -560,9 +574,200 @@ def check_broker_leaves_and_returns(gw: GatewayProcess, backend: Backend, victim
             f"broker {victim} gone from the metadata",
             1.0,
         )
-        assert metric(gw, "groupshift_upstream_brokers") == len(everyone) - 1
+        # The client may see a forwarded Metadata answer before groupshift's own refresh ran.
+        wait_until(
+            lambda: metric(gw, "groupshift_upstream_brokers") == len(everyone) - 1,
+            30,
+            "groupshift's broker gauge updated",
+            0.5,
+        )
     finally:
         backend.start_broker(victim)
     wait_until(lambda: brokers() == everyone, 60, f"broker {victim} back in the metadata", 1.0)
     assert {e["node_id"]: e["port"] for e in gw.events("upstream.listening")}[victim] == port_before
     assert any(victim in e["removed"] for e in gw.events("upstream.brokers_changed"))
+
+
+# -- KIP-951 leader hints over the wire ---------------------------------------------------------
+
+
+def _partition_leader(gw_port: int, topic: str) -> tuple[int, list[int], Any, int]:
+    """(leader id, replica ids, topic id, leader epoch) of partition 0, from a Metadata answer
+    of the gateway."""
+    with WireClient(gw_port, timeout=10) as c:
+        md = c.request(
+            make_request(
+                3, 12, topics=[{"name": topic, "topic_id": None}], allow_auto_topic_creation=False,
+                include_topic_authorized_operations=False,
+            )
+        )  # fmt: skip
+    (t,) = md.topics
+    found = [p for p in t.partitions if p.partition_index == 0]
+    if not found:  # not yet in the answering broker's metadata cache
+        return -1, [], t.topic_id, -1
+    p = found[0]
+    return int(p.leader_id), [int(r) for r in p.replica_nodes], t.topic_id, int(p.leader_epoch)
+
+
+def _produce_to(port: int, topic: str, value: bytes) -> Any:
+    from records.batch import build_batch
+
+    batch = build_batch([(b"hint", value)], timestamp_ms=int(time.time() * 1000))
+    with WireClient(port, timeout=15) as c:
+        return c.request(
+            make_request(
+                0, 11, transactional_id=None, acks=-1, timeout=10000,
+                topic_data=[{"name": topic, "partition_data": [{"index": 0, "records": batch}]}],
+            )
+        )  # fmt: skip
+
+
+def _fetch_from(port: int, topic_id: Any, leader_epoch: int) -> Any:
+    with WireClient(port, timeout=15) as c:
+        return c.request(
+            make_request(
+                1, 16, cluster_id=None, replica_state={"replica_id": -1, "replica_epoch": -1},
+                max_wait=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0, session_id=0,
+                session_epoch=-1, forgotten_topics_data=[], rack_id="",
+                topics=[
+                    {
+                        "topic_id": topic_id,
+                        "partitions": [
+                            {
+                                "partition": 0, "current_leader_epoch": leader_epoch, "fetch_offset": 0,
+                                "last_fetched_epoch": -1, "log_start_offset": -1,
+                                "partition_max_bytes": 1 << 20,
+                            }
+                        ],
+                    }
+                ],
+            )
+        )  # fmt: skip
+
+
+def _assert_hint(
+    resp: Any, partition: Any, leader: int, listeners: dict[int, int], upstream: set[int]
+) -> None:
+    """A NOT_LEADER_OR_FOLLOWER (6) or FENCED_LEADER_EPOCH (74) answer naming `leader`, whose
+    endpoint is groupshift's listener."""
+    assert int(partition.error_code) in (6, 74), f"expected a leader hint, got {partition}"
+    assert int(partition.current_leader.leader_id) == leader, partition.current_leader
+    endpoints = {int(e.node_id): (e.host, int(e.port)) for e in resp.node_endpoints}
+    assert leader in endpoints, f"no endpoint for the leader {leader}: {resp.node_endpoints}"
+    for node, (host, port) in endpoints.items():
+        assert port not in upstream, f"upstream address {host}:{port} of broker {node} reached the client"
+        assert (host, port) == ("127.0.0.1", listeners[node]), (node, host, port, listeners)
+
+
+def check_leader_hints(gw: GatewayProcess, backend: Backend, topic: str) -> None:
+    """KIP-951: a broker that is not the leader answers Produce (v10+) and Fetch (v16+) with
+    NOT_LEADER_OR_FOLLOWER, the current leader and that leader's endpoint. Through groupshift
+    the endpoint must be groupshift's listener for that broker. Checked with raw requests sent
+    to followers' listeners before and after the leader is killed (leadership moves), while a
+    librdkafka producer keeps producing through groupshift; every record it had acknowledged
+    is then read back through groupshift."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient
+    from confluent_kafka.cimpl import NewTopic
+
+    assert backend.brokers == 3
+    admin = AdminClient({"bootstrap.servers": gw.bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 3, config={"min.insync.replicas": "1"})])[topic].result(30)
+    listeners = {e["node_id"]: e["port"] for e in gw.events("upstream.listening")}
+    upstream = upstream_ports(backend)
+
+    def produce_hint(port: int, leader: int) -> None:
+        resp = _produce_to(port, topic, b"to-a-follower")
+        (part,) = resp.responses[0].partition_responses
+        _assert_hint(resp, part, leader, listeners, upstream)
+
+    def fetch_hint(port: int, leader: int, topic_id: Any, stale_epoch: int) -> None:
+        # Followers serve consumers' Fetch v11+ (KIP-392), so the Fetch hint comes with
+        # FENCED_LEADER_EPOCH: a fetch that names an epoch older than the partition's.
+        resp = _fetch_from(port, topic_id, stale_epoch)
+        (part,) = resp.responses[0].partitions
+        _assert_hint(resp, part, leader, listeners, upstream)
+
+    wait_until(lambda: _partition_leader(gw.port, topic)[0] >= 0, 30, "a leader for the new topic", 0.3)
+    leader, replicas, topic_id, first_epoch = _partition_leader(gw.port, topic)
+    assert sorted(replicas) == [0, 1, 2]
+    for follower in (r for r in replicas if r != leader):
+        produce_hint(listeners[follower], leader)
+
+    acked: list[int] = []
+    failed: list[str] = []
+    stop = threading.Event()
+
+    def produce_loop() -> None:
+        p = Producer(
+            {"bootstrap.servers": gw.bootstrap, "acks": "all", "linger.ms": 2, "message.timeout.ms": 60000}
+        )
+        i = 0
+        while not stop.is_set():
+
+            def cb(err: Any, _m: Any, i: int = i) -> None:
+                (failed.append(str(err)) if err is not None else acked.append(i))
+
+            p.produce(topic, value=str(i).encode(), partition=0, on_delivery=cb)
+            p.poll(0)
+            i += 1
+            time.sleep(0.005)
+        assert p.flush(60) == 0
+
+    producer = threading.Thread(target=produce_loop, daemon=True)
+    producer.start()
+    try:
+        wait_until(lambda: len(acked) >= 100, 30, "producing through groupshift", 0.2)
+        backend.kill_broker(leader)
+        try:
+
+            def moved() -> bool:
+                try:
+                    return _partition_leader(gw.port, topic)[0] not in (leader, -1)
+                except (OSError, ConnectionError):
+                    return False
+
+            wait_until(moved, 60, "leadership moved off the killed broker", 0.5)
+            new_leader, _, _, epoch = _partition_leader(gw.port, topic)
+            assert epoch > first_epoch
+            third = next(r for r in replicas if r not in (leader, new_leader))
+            produce_hint(listeners[third], new_leader)
+            for node in (third, new_leader):
+                fetch_hint(listeners[node], new_leader, topic_id, first_epoch)
+            before = len(acked)
+            wait_until(lambda: len(acked) >= before + 100, 60, "producing to the new leader", 0.2)
+        finally:
+            backend.start_broker(leader)
+
+        # The old leader is back as a follower: it points clients at the new leader too.
+        def old_leader_hints() -> bool:
+            try:
+                resp = _produce_to(listeners[leader], topic, b"to-the-old-leader")
+            except (OSError, ConnectionError):
+                return False
+            part = resp.responses[0].partition_responses[0]
+            return int(part.error_code) == 6 and int(part.current_leader.leader_id) == new_leader
+
+        wait_until(old_leader_hints, 60, "the restarted broker answering as a follower", 0.5)
+        produce_hint(listeners[leader], new_leader)
+        fetch_hint(listeners[leader], new_leader, topic_id, first_epoch)
+        before = len(acked)
+        wait_until(lambda: len(acked) >= before + 50, 60, "producing after the restart", 0.2)
+    finally:
+        stop.set()
+        producer.join(90)
+    assert not failed, failed[:5]
+    c = Consumer(
+        {"bootstrap.servers": gw.bootstrap, "group.id": f"{topic}-reader", "enable.auto.commit": False}
+    )
+    seen: set[int] = set()
+    try:
+        c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        deadline = time.monotonic() + 60
+        while not set(acked) <= seen and time.monotonic() < deadline:
+            for m in c.consume(num_messages=1000, timeout=1):
+                if not m.error() and m.key() is None:
+                    seen.add(int(m.value() or b"-1"))
+    finally:
+        c.close()
+    assert set(acked) <= seen, f"{len(set(acked) - seen)} acknowledged records lost"

@@ -238,6 +238,11 @@ class KafkaConnection(asyncio.Protocol):
     def in_flight(self) -> int:
         return len(self._slots)
 
+    @property
+    def closing(self) -> bool:
+        """Closed, or closing: nothing more will be written to this connection."""
+        return self._closing
+
     def close(self, reason: str, **fields: Any) -> None:
         """Close this connection now (bad input, or Kafka's close-instead-of-answer cases)."""
         if self._closing:

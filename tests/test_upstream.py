@@ -150,6 +150,34 @@ def test_metadata_brokers_become_groupshift_listeners(proxy: UpstreamProxy) -> N
     assert body.controller_id == 1
 
 
+def test_identical_metadata_answers_reuse_the_rewrite(proxy: UpstreamProxy) -> None:
+    """Many clients refreshing at once get byte-identical upstream answers: the second is
+    served from the rewrite cache, with its own correlation id; a different answer is not."""
+
+    def answer(host: str) -> bytes:
+        return _upstream_response(
+            3,
+            12,
+            {
+                "throttle_time": 0,
+                "brokers": [{"node_id": 1, "host": host, "port": 9092, "rack": None}],
+                "cluster_id": "c",
+                "controller_id": 1,
+                "topics": [],
+            },
+        )
+
+    first = proxy._rewrite(3, 12, 7, answer("10.0.0.1"))
+    again = proxy._rewrite(3, 12, 8, answer("10.0.0.1"))
+    assert isinstance(first, bytes) and isinstance(again, bytes)
+    assert len(proxy._rewrite_cache) == 1
+    assert _decode(3, 12, first)[0] == 7 and _decode(3, 12, again)[0] == 8
+    assert first[:4] == again[:4] and first[8:] == again[8:]
+    other = proxy._rewrite(3, 12, 9, answer("10.9.9.9"))
+    assert isinstance(other, bytes) and len(proxy._rewrite_cache) == 2
+    assert [(b.host, b.port) for b in _decode(3, 12, other)[1].brokers] == [("127.0.0.1", 19001)]
+
+
 def test_transaction_coordinator_is_rewritten(proxy: UpstreamProxy) -> None:
     raw = _upstream_response(
         10,

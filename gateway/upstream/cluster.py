@@ -28,7 +28,7 @@ import structlog
 from kio.index import load_request_schema, load_response_schema
 
 from engine.metadata import MetadataImage, TopicImage
-from gateway.codec import decode_response, encode_request
+from gateway.codec import DecodeFailure, decode_response, encode_request
 from gateway.entity_builder import build
 from gateway.upstream.config import UpstreamConfig
 from gateway.upstream.link import UpstreamLink, UpstreamUnavailable
@@ -141,7 +141,13 @@ class UpstreamCluster:
             except UpstreamUnavailable as e:
                 last = e
                 continue
-            return decode_response(load_response_schema(api_key, version), raw)[1]
+            try:
+                return decode_response(load_response_schema(api_key, version), raw)[1]
+            except Exception as e:  # kio's reader errors: a body that is not Kafka's shape
+                raise DecodeFailure(
+                    f"broker {target}: cannot decode api_key={api_key} v{version} response: "
+                    f"{type(e).__name__}: {e}"
+                ) from e
         raise last if last is not None else UpstreamUnavailable("no upstream broker is known")
 
     def _any_nodes(self) -> list[int]:

@@ -22,6 +22,7 @@ import asyncio
 import struct
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 
 import structlog
 
@@ -34,6 +35,10 @@ MAX_RESPONSE_BYTES = 1 << 30
 
 class UpstreamUnavailable(ConnectionError):
     """The broker cannot be reached, dropped the connection or did not answer in time."""
+
+
+#: Called with the response frame, or with the `UpstreamUnavailable` that ended the request.
+Callback = Callable[[bytes | UpstreamUnavailable], None]
 
 
 class UpstreamLink(asyncio.Protocol):
@@ -52,7 +57,9 @@ class UpstreamLink(asyncio.Protocol):
         self._connect_timeout = connect_timeout
         self._request_timeout = request_timeout
         self._transport: asyncio.Transport | None = None
-        self._pending: OrderedDict[int, tuple[float, asyncio.Future[bytes]]] = OrderedDict()
+        # A waiter is a future (groupshift's own requests) or a callback (forwarded requests:
+        # called from `data_received` directly, without a future's extra event-loop hop).
+        self._pending: OrderedDict[int, tuple[float, asyncio.Future[bytes] | Callback]] = OrderedDict()
         self._queued: list[bytes] = []  # written once connected
         self._buf = bytearray()
         self._next_cid = 0
@@ -81,22 +88,28 @@ class UpstreamLink(asyncio.Protocol):
     def send(self, frame: bytes, *, expect_response: bool = True) -> asyncio.Future[bytes] | None:
         """Write a request frame (no size prefix); the future of its response frame (no size
         prefix, correlation id as sent here), or None when Kafka sends no response (acks=0)."""
+        fut = self._loop.create_future() if expect_response else None
+        self.forward(frame, fut)
+        return fut
+
+    def forward(self, frame: bytes, waiter: asyncio.Future[bytes] | Callback | None) -> None:
+        """Write a request frame; `waiter` gets its response (None: Kafka sends none, acks=0).
+
+        A callback is called synchronously when the response frame is read (or the link fails),
+        so the forwarded response can be written to the client in the same event-loop step."""
         if self._closed:
             raise UpstreamUnavailable(f"link to broker {self.node_id} is closed: {self._error}")
         cid = self._next_cid
         self._next_cid = (cid + 1) & 0x7FFFFFFF
         data = b"".join((_SIZE.pack(len(frame)), frame[:4], _CID.pack(cid), frame[8:]))
-        fut: asyncio.Future[bytes] | None = None
-        if expect_response:
-            fut = self._loop.create_future()
-            self._pending[cid] = (time.monotonic() + self._request_timeout, fut)
+        if waiter is not None:
+            self._pending[cid] = (time.monotonic() + self._request_timeout, waiter)
             if self._sweeper is None:
                 self._sweeper = self._loop.call_later(min(1.0, self._request_timeout), self._sweep)
         if self._transport is None:
             self._queued.append(data)
         else:
             self._transport.write(data)
-        return fut
 
     async def request(self, frame: bytes) -> bytes:
         fut = self.send(frame)
@@ -143,8 +156,12 @@ class UpstreamLink(asyncio.Protocol):
             if entry is None:
                 self._fail(f"response with unknown correlation id {cid}")
                 return
-            if not entry[1].done():
-                entry[1].set_result(frame)
+            waiter = entry[1]
+            if isinstance(waiter, asyncio.Future):
+                if not waiter.done():
+                    waiter.set_result(frame)
+            else:
+                waiter(frame)
         if pos:
             del buf[:pos]
 
@@ -174,12 +191,15 @@ class UpstreamLink(asyncio.Protocol):
                 reason=reason,
                 in_flight=len(self._pending),
             )
-        for _, fut in self._pending.values():
-            if not fut.done():
-                fut.set_exception(
-                    UpstreamUnavailable(f"broker {self.node_id} ({self.host}:{self.port}): {reason}")
-                )
+        pending = list(self._pending.values())
         self._pending.clear()
+        for _, waiter in pending:
+            error = UpstreamUnavailable(f"broker {self.node_id} ({self.host}:{self.port}): {reason}")
+            if isinstance(waiter, asyncio.Future):
+                if not waiter.done():
+                    waiter.set_exception(error)
+            else:
+                waiter(error)
         self._queued.clear()
         if self._sweeper is not None:
             self._sweeper.cancel()

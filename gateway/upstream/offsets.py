@@ -33,6 +33,7 @@ import structlog
 
 from engine.context import RequestContext as EngineContext
 from engine.offsets.api import CommitPartition, CommitTopic, OffsetCommitRequest
+from gateway.codec import DecodeFailure
 from gateway.registry import CloseConnection, HandlerRegistry, RequestContext
 from gateway.upstream.cluster import UpstreamCluster
 from gateway.upstream.link import UpstreamUnavailable
@@ -63,6 +64,7 @@ class OffsetBridge:
         self.import_enabled = cluster.config.offsets_import_enable
         self.mirror_enabled = cluster.config.offsets_mirror_enable
         self._known: set[str] = set()
+        self._name_topics = False  # the upstream cannot answer OffsetFetch with topics null
         self._importing: dict[str, asyncio.Future[None]] = {}
         self._pending: dict[str, dict[tuple[str, int], Offset]] = {}
         self._mirrors: dict[str, asyncio.Task[None]] = {}
@@ -164,6 +166,30 @@ class OffsetBridge:
 
         return done
 
+    async def _offset_fetch(self, node: int | None, version: int, group_id: str) -> Any:
+        """OffsetFetch of every committed offset of the group (`topics` null: all of them).
+
+        Some Kafka-compatible brokers (Tansu 0.6) answer the null form with a truncated body
+        (no top-level error code); groupshift then names every topic the cluster has (read
+        afresh), with all their partitions, which every broker answers, and keeps doing so for
+        this cluster."""
+        if not self._name_topics:
+            body: dict[str, Any] = {"group_id": group_id, "topics": None, "require_stable": False}
+            try:
+                return await self.cluster.call(node, OFFSET_FETCH, version, body)
+            except DecodeFailure as e:
+                self._name_topics = True
+                log.warning("upstream.offset_fetch_all_unsupported", group_id=group_id, error=str(e))
+        # The group's topics may be newer than the last periodic refresh (a fleet cut over right
+        # after creating them): read the cluster's topics now.
+        await self.cluster.refresh()
+        topics = [
+            {"name": t.name, "partition_indexes": list(range(t.num_partitions))}
+            for t in self.cluster.image.topics()
+        ]
+        body = {"group_id": group_id, "topics": topics, "require_stable": False}
+        return await self.cluster.call(node, OFFSET_FETCH, version, body)
+
     async def _import(self, group_id: str) -> None:
         await asyncio.wait_for(self.cluster.ready.wait(), self.cluster.request_timeout)
         loop = asyncio.get_running_loop()
@@ -171,9 +197,7 @@ class OffsetBridge:
         while True:
             node = await self._coordinator(group_id)
             version = self.cluster.version_for(OFFSET_FETCH, 7)
-            resp = await self.cluster.call(
-                node, OFFSET_FETCH, version, {"group_id": group_id, "topics": None, "require_stable": False}
-            )
+            resp = await self._offset_fetch(node, version, group_id)
             code = int(resp.error_code)
             if code in RETRY_COORDINATOR and loop.time() < deadline:
                 self._coordinators.pop(group_id, None)

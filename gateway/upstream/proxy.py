@@ -38,6 +38,7 @@ import random
 import struct
 import time
 import zlib
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -89,9 +90,13 @@ FORWARDED = frozenset(
 # Forwarded APIs whose responses name brokers: decoded, so capped at what kio can decode.
 REWRITTEN = frozenset({PRODUCE, FETCH, METADATA, DESCRIBE_CLUSTER, FIND_COORDINATOR})
 REFUSED = frozenset({ADD_OFFSETS_TO_TXN, TXN_OFFSET_COMMIT})
+CACHED_REWRITES = frozenset({METADATA, DESCRIBE_CLUSTER})
 TOPIC_CHANGES = frozenset({19, 20, 37})  # CreateTopics, DeleteTopics, CreatePartitions
 LEADER_HINTS_FROM = {PRODUCE: 10, FETCH: 16}
 IDLE_LINKS_PER_BROKER = 16
+# Rewritten Metadata / DescribeCluster answers kept by their upstream bytes: many clients
+# refreshing at once (after a leader change, say) get byte-identical answers from the upstream.
+REWRITE_CACHE_SIZE = 64
 DOWN_SECONDS = 10.0  # the main listener avoids a broker this long after a link to it failed
 
 _LINKS = "upstream.links"
@@ -162,6 +167,12 @@ class UpstreamProxy:
         self._inner: Callable[[KafkaConnection, bytes, ResponseSlot], None] = lambda c, f, s: None
         # Scale-out (docs/scale-out.md): fleet nodes (id, host, port) added to Metadata answers.
         self.extra_brokers: Callable[[], list[tuple[int, str, int]]] = list
+        # (api key, version, upstream answer without its correlation id) -> rewritten frame.
+        # Cleared whenever a listener is added (listeners are never removed or moved).
+        # Metadata answers also list the scale-out fleet's nodes, so their key includes them.
+        self._rewrite_cache: OrderedDict[tuple[int, int, bytes, tuple[tuple[int, str, int], ...]], bytes] = (
+            OrderedDict()
+        )
         m = server.metrics
         self._forwarded = m.counter(
             "groupshift_upstream_requests_total",
@@ -184,6 +195,7 @@ class UpstreamProxy:
             lambda: sum(len(v) for v in self._idle.values())
         )
         self._forwarded_children = {k: self._forwarded.labels(str(k)) for k in FORWARDED | SPLIT}
+        self._rewritten_children = {k: self._rewritten.labels(str(k)) for k in REWRITTEN}
         cluster.on_brokers.append(self._on_brokers)
         server.on_connection_lost.append(self._release)
 
@@ -244,6 +256,7 @@ class UpstreamProxy:
             self._servers[node_id] = srv
             self.server.extra_servers.append(srv)
             self.listeners[node_id] = (self.host, bound)
+            self._rewrite_cache.clear()
             self._port_to_node[bound] = node_id
             b = brokers[node_id]
             log.info(
@@ -312,18 +325,19 @@ class UpstreamProxy:
             except (struct.error, IndexError):
                 expect = True
         self._forwarded_children[api_key].inc()
+
+        def answered(result: bytes | UpstreamUnavailable) -> None:
+            self._answered(conn, slot, api_key, version, cid, node, result)
+
         try:
-            fut = self._lease(conn, node).send(frame, expect_response=expect)
+            self._lease(conn, node).forward(frame, answered if expect else None)
         except UpstreamUnavailable as e:  # a listener of a broker that left the cluster
             self._down[node] = time.monotonic()
             self._unavailable.inc()
             conn.close("upstream.unavailable", node_id=node, error=str(e))
             return
-        if fut is None:
+        if not expect:
             slot.complete(None)
-            return
-        slot.task = fut
-        fut.add_done_callback(lambda f: self._answered(conn, slot, api_key, version, cid, node, f))
 
     async def _forward_when_ready(
         self, conn: KafkaConnection, frame: bytes, slot: ResponseSlot, api_key: int, version: int, cid: int
@@ -405,17 +419,17 @@ class UpstreamProxy:
         version: int,
         cid: int,
         node: int,
-        fut: asyncio.Future[bytes],
+        result: bytes | UpstreamUnavailable,
     ) -> None:
-        if fut.cancelled() or slot.done:
-            return
-        exc = fut.exception()
-        if exc is not None:
+        """Called by the link, in the same event-loop step that read the response."""
+        if slot.done or conn.closing:
+            return  # the client went away (its links were closed with it): nothing to answer
+        if isinstance(result, UpstreamUnavailable):
             self._down[node] = time.monotonic()
             self._unavailable.inc()
-            conn.close("upstream.unavailable", node_id=node, error=str(exc))
+            conn.close("upstream.unavailable", node_id=node, error=str(result))
             return
-        raw = fut.result()
+        raw = result
         if api_key in TOPIC_CHANGES:
             self.cluster.request_refresh()  # the assignors should see the change promptly
         if api_key in REWRITTEN:
@@ -446,6 +460,16 @@ class UpstreamProxy:
         """The response frame with groupshift's endpoints; None to pass `raw` on unchanged."""
         if api_key in LEADER_HINTS_FROM and version < LEADER_HINTS_FROM[api_key]:
             return None
+        cacheable = api_key in CACHED_REWRITES
+        if cacheable:
+            fleet = tuple(self.extra_brokers()) if api_key == METADATA else ()
+            key = (api_key, version, raw[4:], fleet)
+            hit = self._rewrite_cache.get(key)
+            if hit is not None:
+                # Same upstream bytes as an answer already rewritten (and already noticed).
+                self._rewrite_cache.move_to_end(key)
+                self._rewritten_children[api_key].inc()
+                return b"".join((hit[:4], _CID.pack(cid), hit[8:]))
         schema = api_schema(api_key, version)
         assert schema is not None
         _, body = decode_response(schema.response_type, raw)
@@ -465,8 +489,13 @@ class UpstreamProxy:
         missing = [n for n in nodes if n not in self.listeners]
         if missing:
             return asyncio.ensure_future(self._rewrite_later(schema, api_key, cid, body))
-        self._rewritten.labels(str(api_key)).inc()
-        return encode_response(schema, cid, self._replace(api_key, body))
+        self._rewritten_children[api_key].inc()
+        frame = encode_response(schema, cid, self._replace(api_key, body))
+        if cacheable:
+            self._rewrite_cache[key] = frame
+            if len(self._rewrite_cache) > REWRITE_CACHE_SIZE:
+                self._rewrite_cache.popitem(last=False)
+        return frame
 
     async def _rewrite_later(self, schema: Any, api_key: int, cid: int, body: Any) -> bytes:
         # A broker groupshift has not seen yet: learn it (opening its listener) first.

@@ -61,12 +61,18 @@ class KafkaClusterFactory:
     ) -> KafkaCluster:
         skip_without_tools()
         label = name or f"kafka-{version}-{brokers}n-{len(self.clusters)}"
+        # Names repeat across modules (module-scoped fixtures number their clusters from 0) while
+        # this factory lives for the session: never format a node over another cluster's data.
+        workdir, n = self.base / label, 1
+        while workdir.exists():
+            n += 1
+            workdir = self.base / f"{label}-{n}"
         try:
             cluster = KafkaCluster(
                 version,
                 brokers=brokers,
                 configs=configs,
-                workdir=self.base / label,
+                workdir=workdir,
                 proxied_listener=proxied_listener,
             )
         except KafkaUnavailable as exc:

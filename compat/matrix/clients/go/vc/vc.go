@@ -25,6 +25,9 @@ type Out struct {
 }
 
 func (o *Out) Emit(name string, fields map[string]any) {
+	// The timestamp is read under the lock, so lines from different goroutines are in time order.
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	event := map[string]any{"timestamp": time.Now().UnixMilli(), "name": name}
 	for k, v := range fields {
 		event[k] = v
@@ -33,8 +36,6 @@ func (o *Out) Emit(name string, fields map[string]any) {
 	if err != nil {
 		line = []byte(fmt.Sprintf("Bad data can't be written as json: %v", err))
 	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
 	o.w.Write(line)
 	o.w.WriteByte('\n')
 	o.w.Flush()

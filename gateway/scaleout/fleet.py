@@ -200,6 +200,7 @@ class FleetMember:
         connect_timeout: float,
         me: Callable[[], NodeInfo],
         on_view: Callable[[FleetView | None], None],
+        before_join: Callable[[], None] | None = None,
     ) -> None:
         self.bootstrap = bootstrap
         self.group_id = group_id
@@ -209,6 +210,7 @@ class FleetMember:
         self.connect_timeout = connect_timeout
         self.me = me
         self.on_view = on_view
+        self.before_join = before_join
         self.member_id = ""
         self.generation = -1
         self.view: FleetView | None = None
@@ -352,6 +354,10 @@ class FleetMember:
         self.lease_deadline = max(self.lease_deadline, sent + self.session - self.interval)
 
     async def _join(self) -> bool:
+        if self.before_join is not None:
+            # Blocking (waits for the node's fences in flight): on a worker thread, so this
+            # loop stays free; the heartbeats of the previous generation are over by now.
+            await asyncio.get_running_loop().run_in_executor(None, self.before_join)
         me = self.me()
         sent = time.monotonic()
         resp = await self._call(

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -133,6 +134,10 @@ class ShardOwnership:
         self._watchdog: asyncio.Task[None] | None = None
         self._start_task: asyncio.Task[None] | None = None
         self._claimed: tuple[int, ...] = ()  # serving | loading, published for the fleet thread
+        # Fences in flight and whether a rejoin is under way (see `_before_join`).
+        self._fence_gate = threading.Condition()
+        self._fences_in_flight = 0
+        self._rejoining = False
         self.fleet = FleetMember(
             cfg.bootstrap,
             connect_timeout=cluster.connect_timeout,
@@ -142,6 +147,7 @@ class ShardOwnership:
             heartbeat_interval_ms=cfg.fleet_heartbeat_interval_ms,
             me=self._me,
             on_view=self._on_view,
+            before_join=self._before_join,
         )
         m = server.metrics
         m.gauge("groupshift_scaleout_shards_owned", "Coordinator shards this node serves").set_function(
@@ -175,6 +181,7 @@ class ShardOwnership:
             records=loaded.records,
             end_offset=loaded.end_offset,
             fence_and_read_seconds=round(loaded.seconds, 3),
+            fence_seconds=round(loaded.fence_seconds, 3),
             groups=len(storage.shard.groups),
         )
         return storage
@@ -257,7 +264,44 @@ class ShardOwnership:
     def _lease_valid(self) -> bool:
         return time.monotonic() < self.fleet.lease_deadline
 
+    def _before_join(self) -> None:
+        """Called on the fleet thread before every JoinGroup: no new fence starts until the
+        next view, and the fences already in flight finish first (bounded by half the session
+        timeout, within the rebalance timeout).
+
+        A fence is Kafka's `InitProducerId` for the shard's transactional id, and the last one
+        wins. A fence started under the previous view (say, retrying while the transaction
+        coordinator is still loading) that completed after the new owner's would fence the new
+        owner; its load is discarded, but the new owner's next commit fails and the shard is
+        reloaded. Holding the rejoin until those fences are done -- like a classic consumer
+        revoking its partitions before it rejoins -- means the generation that moves a shard
+        forms only after every earlier fence of it is over."""
+        deadline = time.monotonic() + self.fleet.session / 2
+        with self._fence_gate:
+            self._rejoining = True
+            while self._fences_in_flight:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    log.warning("scaleout.fences_still_in_flight", fences=self._fences_in_flight)
+                    return
+                self._fence_gate.wait(left)
+
+    def _fence_and_read(self, shard: int) -> Loaded | None:
+        """`fence_and_read` on a worker thread, unless a rejoin is under way (None then)."""
+        with self._fence_gate:
+            if self._rejoining or not self._assigned_here(shard):
+                return None
+            self._fences_in_flight += 1
+        try:
+            return fence_and_read(self.bootstrap, self.topic, shard, timeout_ms=self.timeout_ms)
+        finally:
+            with self._fence_gate:
+                self._fences_in_flight -= 1
+                self._fence_gate.notify_all()
+
     def _on_view(self, view: FleetView | None) -> None:
+        with self._fence_gate:
+            self._rejoining = False
         self.view = view
         mine = set() if view is None else view.mine()
         for s in sorted(self.serving - mine):
@@ -271,14 +315,13 @@ class ShardOwnership:
         try:
             while self._assigned_here(shard):
                 try:
-                    loaded = await loop.run_in_executor(
-                        self._executor,
-                        lambda: fence_and_read(self.bootstrap, self.topic, shard, timeout_ms=self.timeout_ms),
-                    )
+                    loaded = await loop.run_in_executor(self._executor, self._fence_and_read, shard)
                 except Exception as e:
                     log.warning("scaleout.shard_load_failed", shard=shard, error=str(e))
                     await asyncio.sleep(1.0)
                     continue
+                if loaded is None:
+                    return  # a rejoin is under way: the next view starts the loads it names
                 if not self._assigned_here(shard) or not self._lease_valid():
                     log.info("scaleout.shard_load_discarded", shard=shard)
                     return

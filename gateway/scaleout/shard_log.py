@@ -76,6 +76,7 @@ class Loaded:
     records: int
     end_offset: int
     seconds: float
+    fence_seconds: float = 0.0
 
 
 def fence_and_read(
@@ -83,8 +84,8 @@ def fence_and_read(
 ) -> Loaded:
     """Fence the previous owner of `shard` and read its partition to the end (blocking)."""
     started = time.monotonic()
-    producer = Producer(producer_config(bootstrap, topic, shard, timeout_ms))
-    producer.init_transactions(timeout_ms / 1000)
+    # The reader is created (connects, fetches metadata) while the producer fences; it reads
+    # nothing before the fence is complete.
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -94,10 +95,20 @@ def fence_and_read(
             "enable.partition.eof": True,
             "auto.offset.reset": "earliest",
             "fetch.max.bytes": 64 * 1024 * 1024,
+            # The partition ends with a transaction marker, never delivered, so the end is known
+            # from an empty fetch (partition EOF): do not let the broker hold that one back.
+            "fetch.wait.max.ms": 10,
             "client.id": f"groupshift-loader-{shard}",
             "log.connection.close": False,
         }
     )
+    try:
+        producer = Producer(producer_config(bootstrap, topic, shard, timeout_ms))
+        producer.init_transactions(timeout_ms / 1000)
+    except BaseException:
+        consumer.close()
+        raise
+    fenced_at = time.monotonic()
     batches: list[bytes] = []
     records = 0
     try:
@@ -114,7 +125,9 @@ def fence_and_read(
                     raise ShardLogFailed(f"loading shard {shard} was cancelled")
                 if time.monotonic() > deadline:
                     raise ShardLogFailed(f"shard {shard}: partition not read to {high} in time")
-                for msg in consumer.consume(num_messages=10000, timeout=0.5):
+                # consume() waits out its timeout unless 10,000 records arrive: keep it short,
+                # the end of the partition is recognised by its EOF event, not by a pause.
+                for msg in consumer.consume(num_messages=10000, timeout=0.05):
                     err = msg.error()
                     if err is not None:
                         if err.code() == KafkaError._PARTITION_EOF:
@@ -134,7 +147,7 @@ def fence_and_read(
                 records += len(pending)
     finally:
         consumer.close()
-    return Loaded(shard, producer, batches, records, high, time.monotonic() - started)
+    return Loaded(shard, producer, batches, records, high, time.monotonic() - started, fenced_at - started)
 
 
 @dataclass

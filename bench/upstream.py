@@ -133,6 +133,11 @@ async def _paced(port: int, frame: bytes, connections: int, rate: float, seconds
     return latencies
 
 
+def alternating(names: list[str], round_index: int) -> list[str]:
+    """The targets' order in round `round_index`: as given in even rounds, reversed in odd ones."""
+    return names if round_index % 2 == 0 else names[::-1]
+
+
 def round_trips(
     ports: dict[str, int], frame: bytes, connections: int, rate: float, seconds: float, rounds: int
 ) -> dict[str, list[float]]:
@@ -154,8 +159,7 @@ def round_trips(
         for port in ports.values():
             runner.run(_paced(port, frame, connections, rate, 0.5))  # warm-up
         for i in range(rounds):
-            order = list(ports) if i % 2 == 0 else list(reversed(list(ports)))
-            for name in order:
+            for name in alternating(list(ports), i):
                 pooled[name].extend(runner.run(_paced(ports[name], frame, connections, rate, seconds)))
     return pooled
 
@@ -212,8 +216,7 @@ def run(backend_bootstrap: str, gw: GatewayProcess, args: argparse.Namespace) ->
     # ratio. The first round's direct topic also serves the round trips below.
     rates: dict[str, dict[str, list[dict[str, Any]]]] = {n: {"produce": [], "fetch": []} for n in targets}
     for i in range(args.rounds):
-        order = list(targets) if i % 2 == 0 else list(reversed(list(targets)))
-        for name in order:
+        for name in alternating(list(targets), i):
             ep = targets[name]
             topic = f"bench-{name}" if i == 0 else f"bench-{name}-{i}"
             rates[name]["produce"].append(produce(ep.bootstrap, topic, args.records, args.record_bytes))

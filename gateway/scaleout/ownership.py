@@ -287,17 +287,30 @@ class ShardOwnership:
                 self._fence_gate.wait(left)
 
     def _fence_and_read(self, shard: int) -> Loaded | None:
-        """`fence_and_read` on a worker thread, unless a rejoin is under way (None then)."""
+        """`fence_and_read` on a worker thread, unless a rejoin is under way (None then). The
+        fence counts as in flight until `init_transactions` returns; the read after it does not
+        hold up a rejoin."""
         with self._fence_gate:
             if self._rejoining or not self._assigned_here(shard):
                 return None
             self._fences_in_flight += 1
-        try:
-            return fence_and_read(self.bootstrap, self.topic, shard, timeout_ms=self.timeout_ms)
-        finally:
+
+        counted = True
+
+        def fenced() -> None:  # once: when the fence is over, or on any failure before it
+            nonlocal counted
             with self._fence_gate:
-                self._fences_in_flight -= 1
-                self._fence_gate.notify_all()
+                if counted:
+                    counted = False
+                    self._fences_in_flight -= 1
+                    self._fence_gate.notify_all()
+
+        try:
+            return fence_and_read(
+                self.bootstrap, self.topic, shard, timeout_ms=self.timeout_ms, on_fenced=fenced
+            )
+        finally:
+            fenced()
 
     def _on_view(self, view: FleetView | None) -> None:
         with self._fence_gate:

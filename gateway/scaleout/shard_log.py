@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,9 +80,16 @@ class Loaded:
 
 
 def fence_and_read(
-    bootstrap: str, topic: str, shard: int, *, timeout_ms: int, stop: threading.Event | None = None
+    bootstrap: str,
+    topic: str,
+    shard: int,
+    *,
+    timeout_ms: int,
+    stop: threading.Event | None = None,
+    on_fenced: Callable[[], None] | None = None,
 ) -> Loaded:
-    """Fence the previous owner of `shard` and read its partition to the end (blocking)."""
+    """Fence the previous owner of `shard` and read its partition to the end (blocking).
+    `on_fenced` is called once the fence is over, whether it succeeded or failed."""
     started = time.monotonic()
     # The reader is created (connects, fetches metadata) while the producer fences; it reads
     # nothing before the fence is complete.
@@ -108,6 +115,9 @@ def fence_and_read(
     except BaseException:
         consumer.close()
         raise
+    finally:
+        if on_fenced is not None:
+            on_fenced()
     fenced_at = time.monotonic()
     batches: list[bytes] = []
     records = 0

@@ -14,7 +14,12 @@ throughput. As in Kafka's `NetworkReceive`, a negative size or one above
 buffered, and only that connection is closed.
 
 Back-pressure: reading pauses while the transport's write buffer is above its high-water mark
-or too many requests are in flight on the connection, and resumes when both drain.
+or too many requests are in flight on the connection, and resumes when both drain. The limit
+holds inside one read too: a read after a stall returns up to 256 KiB (thousands of
+heartbeats), and frames past the limit stay bytes in the buffer until answers drain (Kafka goes
+further and reads nothing more from a connection until its one request is answered). Decoding
+them all at once would hold every one's request and response objects together, and the
+allocator keeps the high-water mark of such bursts (docs/robustness.md, soak).
 
 Writes are coalesced: responses completed while one `data_received` call dispatches its frames
 (inline handlers: heartbeats, metadata, ...) are written once, together, when that call ends,
@@ -91,6 +96,7 @@ class KafkaConnection(asyncio.Protocol):
         self._write_paused = False
         self._inflight_paused = False
         self._read_paused = False
+        self._stopped = False
         self._close_after_flush = False
         self._reading = False  # inside data_received: flushes wait for its end
         self._flush_wanted = False
@@ -110,8 +116,17 @@ class KafkaConnection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self._closing:
             return
+        self._buf += data
+        self._parse()
+
+    def _parse(self) -> None:
+        """Dispatch the complete frames in the buffer, up to the in-flight limit: frames beyond
+        it stay unparsed bytes in the buffer (one allocation, not a decoded request each) until
+        answers drain, so a burst read after a stall (one read returns up to 256 KiB, thousands
+        of heartbeats) never holds more than MAX_IN_FLIGHT requests' objects at once."""
+        if self._closing or self._reading or self._stopped:
+            return
         buf = self._buf
-        buf += data
         pos = 0
         end_of_data = len(buf)
         max_frame = self._max_frame
@@ -131,16 +146,18 @@ class KafkaConnection(asyncio.Protocol):
                     self._dispatch(frame)
                     if self._closing:
                         return
+                    if self._inflight_paused:
+                        break  # the rest waits in the buffer; `_flush` resumes parsing
         finally:
             self._reading = False
         if pos:
             del buf[:pos]
-        if self._flush_wanted:
-            self._flush()
+        if self._flush_wanted or not self._slots:
+            self._flush()  # also tells `drain` and a half-closed client that nothing is left
 
     def eof_received(self) -> bool | None:
         # The client half-closed: answer what is in flight, then close (as Kafka does).
-        if self._slots:
+        if self._slots or self._complete_frame_buffered():
             self._close_after_flush = True
             return True
         return None
@@ -173,6 +190,10 @@ class KafkaConnection(asyncio.Protocol):
         self._update_reading()
 
     # -- internals ----------------------------------------------------------------------------
+
+    def _complete_frame_buffered(self) -> bool:
+        buf = self._buf
+        return len(buf) >= 4 and len(buf) >= 4 + _SIZE.unpack_from(buf, 0)[0]
 
     def _peer_text(self) -> str:
         host, port = self.ctx.peer
@@ -211,10 +232,15 @@ class KafkaConnection(asyncio.Protocol):
                 ready.append(data)
         if ready and transport is not None and not self._closing:
             transport.write(ready[0] if len(ready) == 1 else b"".join(ready))
+        resume_parse = False
         if self._inflight_paused and len(slots) < MAX_IN_FLIGHT // 2:
             self._inflight_paused = False
             self._update_reading()
-        if not slots:
+            resume_parse = self._complete_frame_buffered() and not self._closing and not self._stopped
+        if resume_parse:
+            # Frames left unparsed at the limit: no read will bring them again.
+            asyncio.get_running_loop().call_soon(self._parse)
+        elif not slots and (self._stopped or not self._complete_frame_buffered()):
             if self._drained is not None and not self._drained.done():
                 self._drained.set_result(None)
             if self._close_after_flush and transport is not None:
@@ -268,6 +294,7 @@ class KafkaConnection(asyncio.Protocol):
 
     def stop_reading(self) -> None:
         """Shutdown: take no new requests from this connection."""
+        self._stopped = True  # frames already buffered are not parsed either
         if self._transport is not None and not self._closing and not self._read_paused:
             self._read_paused = True
             self._transport.pause_reading()

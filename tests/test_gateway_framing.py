@@ -3,6 +3,7 @@ in request order whatever order the handlers finish in."""
 
 from __future__ import annotations
 
+import asyncio
 import struct
 
 from gateway.framing import MAX_IN_FLIGHT, KafkaConnection, ResponseSlot
@@ -102,6 +103,49 @@ def test_reading_pauses_when_too_many_requests_are_in_flight_and_resumes_after()
     for slot in rec.slots:
         slot.complete(b"done")
     assert transport.reading and b"".join(transport.written) == b"done" * MAX_IN_FLIGHT
+
+
+async def test_frames_beyond_the_in_flight_limit_in_one_read_wait_unparsed_until_answers_drain() -> None:
+    """One read after a stall can hold thousands of frames: only MAX_IN_FLIGHT are decoded;
+    the rest stay bytes in the buffer and are parsed, in order, once answers drain."""
+    conn, transport, rec = connection()
+    extra = 10
+    conn.data_received(b"".join(frame(b"%d" % i) for i in range(MAX_IN_FLIGHT + extra)) + frame(b"x")[:3])
+    assert len(rec.frames) == MAX_IN_FLIGHT and not transport.reading
+    for slot in list(rec.slots)[: MAX_IN_FLIGHT // 2 + 1]:
+        slot.complete(b"done")
+    assert transport.reading and len(rec.frames) == MAX_IN_FLIGHT  # parsing resumes on the next turn
+    await asyncio.sleep(0)
+    assert rec.frames == [b"%d" % i for i in range(MAX_IN_FLIGHT + extra)]
+    conn.data_received(frame(b"x")[3:])
+    assert rec.frames[-1] == b"x"
+    for slot in rec.slots:
+        slot.complete(b"done")
+    assert conn.in_flight == 0 and b"".join(transport.written) == b"done" * (MAX_IN_FLIGHT + extra + 1)
+
+
+async def test_a_half_closed_client_at_the_limit_still_gets_every_buffered_answer() -> None:
+    conn, transport, rec = connection()
+    conn.data_received(b"".join(frame(b"r") for _ in range(MAX_IN_FLIGHT + 3)))
+    assert conn.eof_received() is True  # keep the transport open: answers are owed
+    for slot in list(rec.slots):
+        slot.complete(b"done")
+    await asyncio.sleep(0)
+    assert len(rec.frames) == MAX_IN_FLIGHT + 3 and not transport.closed
+    for slot in rec.slots[MAX_IN_FLIGHT:]:
+        slot.complete(b"done")
+    assert transport.closed and b"".join(transport.written) == b"done" * (MAX_IN_FLIGHT + 3)
+
+
+async def test_frames_buffered_at_the_limit_are_not_parsed_after_shutdown_stops_reading() -> None:
+    conn, _transport, rec = connection()
+    conn.data_received(b"".join(frame(b"r") for _ in range(MAX_IN_FLIGHT + 3)))
+    conn.stop_reading()
+    for slot in list(rec.slots):
+        slot.complete(b"done")
+    await asyncio.sleep(0)
+    assert len(rec.frames) == MAX_IN_FLIGHT and conn.in_flight == 0
+    await conn.drain()  # returns: nothing parsed is left unanswered
 
 
 def test_closing_drops_unanswered_responses() -> None:

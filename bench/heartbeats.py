@@ -246,9 +246,10 @@ async def setup_classic_groups(
     request on a connection whose JoinGroup is parked: give it one per member)."""
     per = members // groups
     await _create_topic(port, CLASSIC_TOPIC, per)
-    # Parked JoinGroups count against the gateway's per-connection in-flight limit (512), past
-    # which it stops reading that connection: spread them so that none waits unread.
-    clients = await _clients(port, join_connections or max(16, members // 200))
+    # Parked JoinGroups count against the gateway's per-connection in-flight limit (32), past
+    # which it stops reading that connection: spread them, 16 at most per connection, so that
+    # none waits unread.
+    clients = await _clients(port, join_connections or max(16, -(-members // 16)))
     # Interleaved over the groups, so that every group's members arrive well within the initial
     # rebalance delay (5 s, extended while members keep coming): a group whose first generation
     # started without some members would wait a rebalance timeout for rejoins that never come.

@@ -44,7 +44,7 @@ def test_a_frame_split_into_single_bytes_is_reassembled() -> None:
 
 def test_many_frames_in_one_read_are_all_dispatched_in_order() -> None:
     conn, _, rec = connection()
-    payloads = [bytes([i]) * i for i in range(1, 50)]
+    payloads = [bytes([i]) * i for i in range(1, MAX_IN_FLIGHT)]  # one short of the limit
     conn.data_received(b"".join(frame(p) for p in payloads) + frame(b"tail")[:3])
     assert rec.frames == payloads
     conn.data_received(frame(b"tail")[3:])

@@ -79,6 +79,7 @@ class Sample:
     members: int
     heartbeats_per_s: float
     py_blocks: int = -1  # the interpreter's live allocated blocks (groupshift_python_allocated_blocks)
+    children_rss_mb: float = 0.0  # the gateway's child processes (compaction worker, resource tracker)
 
 
 @dataclass
@@ -100,6 +101,22 @@ def rss_mb(pid: int) -> float:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
     raise RuntimeError(f"no VmRSS for pid {pid}")
+
+
+def children_rss_mb(pid: int) -> float:
+    """RSS of `pid`'s direct children (the compaction worker runs in one), from /proc."""
+    total = 0.0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            if ppid == pid:
+                total += rss_mb(int(entry))
+        except (OSError, ValueError, IndexError, RuntimeError):
+            continue  # gone meanwhile
+    return total
 
 
 _METRIC = re.compile(
@@ -147,6 +164,7 @@ def summarize(samples: list[Sample], warmup_s: float) -> dict[str, Any]:
         "timers_after_warmup": curve("timers", steady),
         "log_bytes": curve("log_bytes", samples),
         "py_blocks_after_warmup": curve("py_blocks", steady),
+        "children_rss_mb": curve("children_rss_mb", samples),
         "members": curve("members", samples),
         "compactions": max((int(s.compactions) for s in samples), default=0),
     }
@@ -253,6 +271,7 @@ async def drive(
                     members=len(st.members),
                     heartbeats_per_s=round(rate),
                     py_blocks=int(m.get("groupshift_python_allocated_blocks", -1)),
+                    children_rss_mb=round(children_rss_mb(gw.proc.pid), 1),
                 )
             )
             if progress:
@@ -416,6 +435,7 @@ def main(argv: list[str] | None = None) -> int:
             "rss_mb",
             "rss_mb_after_warmup",
             "py_blocks_after_warmup",
+            "children_rss_mb",
             "timers",
             "log_bytes",
             "members",

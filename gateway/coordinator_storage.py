@@ -13,8 +13,9 @@ This is the synchronous core of a shard's runtime; the asyncio server wraps it. 
 * **group commit**: `sync()` makes everything appended so far durable with one fsync; the caller
   releases the responses of operations whose batch ends at or before `durable_offset`;
 * **compaction**: keeps the log bounded (latest value per key; tombstones dropped after a
-  retention). The shard runtime starts it when a `CompactionPolicy` triggers and writes the
-  compacted segment in a thread while the shard keeps serving (`begin_compaction`).
+  retention). The shard runtime starts it when a `CompactionPolicy` triggers and has the
+  compacted segment written by a worker process while the shard keeps serving
+  (`begin_compaction`, `records.compaction_worker`).
 
 After an fsync failure the log refuses all further work (a record may or may not be on disk):
 the owner fails the waiting responses and reopens the shard, which reloads it from what the log
@@ -299,7 +300,8 @@ class CoordinatorStorage:
 
     def begin_compaction(self, now_ms: int, policy: CompactionPolicy) -> CompactionJob | None:
         """Start a compaction if `policy` triggers: roll the log and name its inputs. The caller
-        runs `records.compaction.write_compaction(job)` in a thread, then `finish_compaction`
+        runs `records.compaction.write_compaction(job)` in a thread (its passes in the worker
+        process), then `finish_compaction`
         (or `records.compaction.abandon_compaction`) here again."""
         if not isinstance(self.log, SegmentLog):
             return None  # a simulated log is not compacted

@@ -55,9 +55,11 @@ __all__ = [
     "COMPACTION_STEPS",
     "CompactionJob",
     "CompactionResult",
+    "CompactionTask",
     "KeyFn",
     "abandon_compaction",
     "begin_compaction",
+    "clean_to_file",
     "compact",
     "dirty_bytes",
     "finish_compaction",
@@ -108,10 +110,12 @@ def compact(
     tombstone_retention_ms: int,
     key_fn: KeyFn | None = None,
     on_step: Callable[[str], None] | None = None,
+    cleaner: Cleaner | None = None,
 ) -> CompactionResult:
     """Compact every sealed segment of `log` into one (see the module doc); return figures.
 
-    `on_step` is called after each step named in `COMPACTION_STEPS` (crash tests stop there).
+    `on_step` is called after each step named in `COMPACTION_STEPS` (crash tests stop there);
+    `cleaner` runs passes 1 and 2 elsewhere (`records.compaction_worker.clean_in_worker`).
     Raises `CompactionError` for compressed or control batches or null keys, and an OSError
     while writing the .cleaned file, with the log unchanged and usable. A failure after that
     file is complete fails the log (reopen to finish the swap).
@@ -122,13 +126,66 @@ def compact(
         return CompactionResult(0, 0, 0, 0, 0, 0, log.clean_offset)
     step("rolled")
     try:
-        write_compaction(job, step)
+        write_compaction(job, step, cleaner=cleaner)
     except (OSError, CompactionError):
         raise
     except BaseException as exc:
         log._fail(exc)
         raise
     return finish_compaction(job, step)
+
+
+class TaskInput(NamedTuple):
+    """A sealed input segment as another process can open it (sealed segments never change)."""
+
+    path: str
+    base_offset: int
+    size: int
+    next_offset: int
+
+
+class CompactionTask(NamedTuple):
+    """Passes 1 and 2 of one compaction as plain data, so that another process can run them
+    (`clean_to_file`): every object they allocate then lives and dies in that process's heap,
+    not among the server's long-lived state."""
+
+    inputs: tuple[TaskInput, ...]
+    cleaned_path: str
+    now_ms: int
+    retention_ms: int
+    key_fn: KeyFn | None
+    sync: bool
+
+
+Cleaner = Callable[[CompactionTask], tuple[int, int, int]]
+
+
+def clean_to_file(task: CompactionTask) -> tuple[int, int, int]:
+    """Passes 1 and 2 from the task alone: open the inputs read-only by path, write and fsync
+    the `.cleaned` file; return (records before, records kept, tombstones dropped)."""
+    segments: list[Segment] = []
+    try:
+        for i in task.inputs:
+            fd = os.open(i.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            seg = Segment(i.path, i.base_offset, fd, index_interval=1 << 62)  # read only: no index
+            seg.size = i.size
+            seg.next_offset = i.next_offset
+            segments.append(seg)
+        latest, before = _latest_offsets(segments, task.key_fn)
+        kept, dropped = _write_cleaned(
+            task.cleaned_path,
+            segments,
+            latest,
+            task.now_ms,
+            task.retention_ms,
+            task.key_fn,
+            task.sync,
+            lambda _name: None,
+        )
+        return before, kept, dropped
+    finally:
+        for seg in segments:
+            seg.close()
 
 
 class CompactionJob:
@@ -175,6 +232,18 @@ class CompactionJob:
     def input_bytes(self) -> int:
         return sum(s.size for s in self.inputs)
 
+    def task(self) -> CompactionTask:
+        return CompactionTask(
+            tuple(
+                TaskInput(os.path.abspath(s.path), s.base_offset, s.size, s.next_offset) for s in self.inputs
+            ),
+            os.path.abspath(self.cleaned_path),  # the worker's working directory may differ
+            self.now_ms,
+            self.retention_ms,
+            self.key_fn,
+            self.sync,
+        )
+
 
 def begin_compaction(
     log: SegmentLog, *, now_ms: int, tombstone_retention_ms: int, key_fn: KeyFn | None = None
@@ -190,34 +259,40 @@ def write_compaction(
     job: CompactionJob,
     step: Callable[[str], None] | None = None,
     pause: Callable[[], None] = lambda: None,
+    cleaner: Cleaner | None = None,
 ) -> None:
     """Passes 1 and 2: write the kept records to the `.cleaned` file, fsync and validate it.
     Touches only the input segments' files (read with pread) and the new file, so it may run
     in another thread; `pause` is called before each batch is read (a thread gives the
-    interpreter lock to the event loop there). On an OSError or CompactionError the `.cleaned`
-    file is removed; the log itself is never changed here (`abandon_compaction` removes the
-    file after any error)."""
+    interpreter lock to the event loop there). `cleaner`, when given, runs passes 1 and 2
+    instead (`clean_to_file` in a worker process); the file it wrote is validated here all the
+    same. On any error the `.cleaned` file is removed; the log itself is never changed here
+    (`abandon_compaction` removes the file after any error)."""
     step = step or (lambda _name: None)
-    latest, job.records_before = _latest_offsets(job.inputs, job.key_fn, pause)
     try:
-        job.kept, job.dropped = _write_cleaned(
-            job.cleaned_path,
-            job.inputs,
-            latest,
-            job.now_ms,
-            job.retention_ms,
-            job.key_fn,
-            job.sync,
-            step,
-            pause,
-        )
+        if cleaner is not None:
+            job.records_before, job.kept, job.dropped = cleaner(job.task())
+            step("writing_cleaned")
+        else:
+            latest, job.records_before = _latest_offsets(job.inputs, job.key_fn, pause)
+            job.kept, job.dropped = _write_cleaned(
+                job.cleaned_path,
+                job.inputs,
+                latest,
+                job.now_ms,
+                job.retention_ms,
+                job.key_fn,
+                job.sync,
+                step,
+                pause,
+            )
         seg = Segment.open_file(job.cleaned_path, job.base, job.log._index_interval, create=False)
         bad = scan_segment(seg, os.fstat(seg.fd).st_size)
         if bad is not None:  # pragma: no cover - we just wrote and fsynced it
             seg.close()
             raise CompactionError(f"compacted segment {job.cleaned_path} fails validation: {bad.reason}")
         job.segment = seg
-    except (OSError, CompactionError):
+    except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(job.cleaned_path)
         raise

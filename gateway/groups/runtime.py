@@ -47,6 +47,7 @@ from gateway.coordinator_storage import CompactionPolicy, CoordinatorStorage
 from gateway.groups.events import WARNING_EVENTS, ClassicAssignments, annotate
 from gateway.registry import CloseConnection
 from records.compaction import CompactionJob, abandon_compaction, write_compaction
+from records.compaction_worker import clean_in_worker
 from records.log import SegmentLog
 from translation.coordinator import Coordinator
 
@@ -77,7 +78,9 @@ def _yielder(every: float = 0.002, pause: float = 0.0002) -> Callable[[], None]:
 @functools.cache
 def _compaction_executor() -> concurrent.futures.ThreadPoolExecutor:
     """One thread compacts for every shard, one log at a time: compaction is background work
-    and must not take more than one core from the loop."""
+    and must not take more than one core from the loop. The thread lives as long as the
+    server and hands the two passes to the worker process (`records.compaction_worker`, whose
+    parent-death signal is tied to this thread), then validates the file the worker wrote."""
     return concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="compaction")
 
 
@@ -291,7 +294,7 @@ class ShardRuntime:
         if job is None:
             return
         started = time.perf_counter()
-        cf = _compaction_executor().submit(write_compaction, job, None, _yielder())
+        cf = _compaction_executor().submit(write_compaction, job, None, _yielder(), clean_in_worker)
         self._compaction = (cf, job, storage)
         asyncio.wrap_future(cf, loop=self._loop).add_done_callback(
             lambda _f: self._compaction_written(started)

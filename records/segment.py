@@ -12,6 +12,7 @@ bisected to answer "first batch with maxTimestamp >= t").
 from __future__ import annotations
 
 import os
+from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 
@@ -69,9 +70,12 @@ class Segment:
         self.size = 0
         self.next_offset = base_offset  # offset after the last batch (base if empty)
         self._index_interval = index_interval
-        self._idx_off: list[int] = []
-        self._idx_pos: list[int] = []
-        self._idx_ts: list[int] = []
+        # Machine integers in one buffer each, not lists of int objects: a log holds thousands
+        # of entries, rebuilt at every compaction, and as objects they would be that many small
+        # allocations interleaved with the server's own (docs/robustness.md, soak).
+        self._idx_off: array[int] = array("q")
+        self._idx_pos: array[int] = array("q")
+        self._idx_ts: array[int] = array("q")
         self._since_index = 0
 
     @classmethod

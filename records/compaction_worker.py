@@ -10,7 +10,7 @@ holes and the server's RSS climbs until the holes fit the next one (docs/robustn
 "Compaction in a worker process"). In a process of its own the cleaner allocates and frees
 in a heap that holds nothing else.
 
-The worker is `python -m records.compaction_worker PARENT_PID`, started on first use and kept:
+The worker is `python -m records.compaction_worker PARENT_PID`, started with the server and kept:
 a plain child process, not `multiprocessing` (which re-runs the parent's main script in the
 child and adds a resource-tracker process). Tasks and answers are pickles with a 4-byte length
 on its stdin and stdout, one task at a time. It exits when its stdin closes, and a watchdog
@@ -33,7 +33,7 @@ from typing import IO, Any
 from records.compaction import CompactionTask, clean_to_file
 from records.errors import CompactionError
 
-__all__ = ["WorkerDied", "clean_in_worker", "shutdown_worker", "worker_pid"]
+__all__ = ["WorkerDied", "clean_in_worker", "shutdown_worker", "start_worker", "worker_pid"]
 
 _LEN = struct.Struct(">I")
 
@@ -89,14 +89,26 @@ def clean_in_worker(task: CompactionTask) -> tuple[int, int, int]:
     `records.compaction.Cleaner`). Its OSError or CompactionError is raised here."""
     global _worker
     with _lock:
-        if _worker is None or _worker.proc.poll() is not None:
-            _worker = _Worker()
-        worker = _worker
+        worker = _running()
         try:
             return worker.run(task)
         except WorkerDied:
             _worker = None
             raise
+
+
+def _running() -> _Worker:
+    global _worker
+    if _worker is None or _worker.proc.poll() is not None:
+        _worker = _Worker()
+    return _worker
+
+
+def start_worker() -> None:
+    """Start the worker ahead of the first task (server start-up), so that the first
+    compaction does not wait for an interpreter to start."""
+    with _lock:
+        _running()
 
 
 def worker_pid() -> int | None:

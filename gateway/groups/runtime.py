@@ -47,7 +47,7 @@ from gateway.coordinator_storage import CompactionPolicy, CoordinatorStorage
 from gateway.groups.events import WARNING_EVENTS, ClassicAssignments, annotate
 from gateway.registry import CloseConnection
 from records.compaction import CompactionJob, abandon_compaction, write_compaction
-from records.compaction_worker import clean_in_worker
+from records.compaction_worker import clean_in_worker, start_worker
 from records.log import SegmentLog
 from translation.coordinator import Coordinator
 
@@ -143,6 +143,10 @@ class ShardRuntime:
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
         self._reschedule_timer()
+        if self._compaction_policy is not None and isinstance(self.storage.log, SegmentLog):
+            # The worker starts now, from the compaction thread: the first compaction does not
+            # wait for an interpreter to start.
+            _compaction_executor().submit(start_worker)
 
     # --- running operations ----------------------------------------------------------------------
 

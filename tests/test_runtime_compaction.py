@@ -134,3 +134,40 @@ def test_no_compaction_without_a_policy(tmp_path: Path) -> None:
         return largest
 
     assert asyncio.run(scenario()) > 5_000 * MIN_COMMIT_BYTES and runtime.compactions == 0
+
+
+def test_a_burst_written_during_a_compaction_is_compacted_when_it_ends(tmp_path: Path) -> None:
+    """Appends made while a compaction runs are dirty bytes the next compaction must take. A
+    server that only re-checks the policy after more appends would leave a burst followed by
+    silence uncompacted, so the check runs again as soon as a compaction is swapped in."""
+    path = tmp_path / "__consumer_offsets-0"
+    policy = CompactionPolicy(min_dirty_ratio=0.5, min_bytes=8192)
+    runtime = ShardRuntime(0, lambda now: open_storage(path, now), compaction=policy)
+
+    async def scenario() -> tuple[int, int]:
+        runtime.start(asyncio.get_running_loop())
+        i = 0
+        while runtime._compaction is None:  # commit until the first compaction starts
+            answer = runtime.run(commit("g1", i))
+            i += 1
+            if isinstance(answer, asyncio.Future):
+                await answer
+            assert i < 10_000
+        # No await before the burst is appended: the first compaction cannot finish in between.
+        burst = [runtime.run(commit("g1", j)) for j in range(i, i + 400)]
+        for fut in burst:
+            if isinstance(fut, asyncio.Future):
+                await fut
+        after_burst = runtime.storage.log.size_bytes
+        for _ in range(400):  # then silence: no append until the compactions settle
+            await asyncio.sleep(0.05)
+            if runtime._compaction is None and runtime.compactions >= 2:
+                break
+        size = runtime.storage.log.size_bytes
+        runtime.close()
+        return after_burst, size
+
+    after_burst, size = asyncio.run(scenario())
+    assert 400 * MIN_COMMIT_BYTES > 8192 and after_burst > 400 * MIN_COMMIT_BYTES
+    assert runtime.compactions >= 2
+    assert size < 8192, f"the burst was left uncompacted: {size} bytes"

@@ -56,6 +56,8 @@ log = structlog.get_logger("coordinator")
 Operation = Callable[[Coordinator, int], Outcome[Any]]
 
 COMPACTION_CHECK_BYTES = 64 * 1024
+# A checked size no log can be within COMPACTION_CHECK_BYTES of: the next check evaluates the policy.
+_EVALUATE_NOW = -(1 << 62)
 _RunningCompaction = tuple[concurrent.futures.Future[None], CompactionJob, CoordinatorStorage]
 
 
@@ -328,7 +330,6 @@ class ShardRuntime:
             self._fail(e)
             return
         self.compactions += 1
-        self._compaction_checked_size = storage.log.size_bytes if isinstance(storage.log, SegmentLog) else 0
         log.info(
             "coordinator.compacted",
             shard=self.index,
@@ -336,6 +337,12 @@ class ShardRuntime:
             swap_seconds=round(time.perf_counter() - swap_started, 4),
             **result._asdict(),
         )
+        # What was appended while this compaction ran may already satisfy the policy: evaluate it
+        # now rather than after the next quarter-minimum of appends, which a quiet group may
+        # never write (a burst would otherwise stay uncompacted until traffic resumes).
+        self._compaction_checked_size = _EVALUATE_NOW
+        if not self._waiting and not self._syncing:
+            self._maybe_compact()
 
     def _wait_for_compaction(self) -> None:
         """Before the log is closed (shutdown, reload): let the writer finish, drop its work."""

@@ -265,17 +265,28 @@ def test_groups_cli_agrees_with_kafka_consumer_groups_sh(
 
 
 class Polling:
-    """A consumer polled by a background thread, so it heartbeats, rejoins and reconciles."""
+    """A consumer polled by a background thread, so it heartbeats, rejoins and reconciles.
+
+    An exception from poll is printed and polling goes on, as an application's poll loop
+    would: a thread that died silently would stop the member's heartbeats (kafka-python
+    disables them until poll rejoins), and the coordinator would rightly expire it.
+    """
 
     def __init__(self, consumer: Any, poll: Any) -> None:
         self.consumer, self._poll = consumer, poll
         self._stop = threading.Event()
+        self.errors: list[str] = []
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self._poll()
+            try:
+                self._poll()
+            except Exception as e:
+                self.errors.append(f"{time.strftime('%H:%M:%S')} {type(e).__name__}: {e}")
+                print(f"poll raised: {self.errors[-1]}", flush=True)
+                time.sleep(0.1)
 
     def close(self) -> None:
         self._stop.set()

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import signal
 import struct
 import subprocess
 import sys
@@ -151,7 +152,11 @@ def _watch_parent(parent: int) -> None:
 
 
 def _serve(parent: int) -> None:
-    """The worker's loop: one task in, one answer out, until stdin closes."""
+    """The worker's loop: one task in, one answer out, until stdin closes.
+
+    SIGINT is ignored: Ctrl-C in a terminal reaches the whole foreground process group, and
+    the worker's life is its parent's to end (stdin closed at shutdown, or the watchdog)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing but answers on the pipe

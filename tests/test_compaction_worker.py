@@ -136,5 +136,22 @@ def test_the_worker_dies_with_its_parent(tmp_path: Path) -> None:
     assert not _alive(child), f"worker {child} outlived its parent"
 
 
+def test_ctrl_c_is_for_the_server_not_the_worker(tmp_path: Path) -> None:
+    """A terminal's Ctrl-C signals the server's whole process group; the worker must not die of
+    it mid-compaction (the server stops it at shutdown)."""
+    with SegmentLog.open(tmp_path, segment_bytes=2000) as log:
+        workload(log, random.Random(11), ops=300, keys=30)
+        _compact_as_the_server_does(log)
+        pid = worker_pid()
+        assert pid is not None
+        os.kill(pid, signal.SIGINT)
+        time.sleep(0.3)
+        assert _alive(pid)
+        workload(log, random.Random(12), ops=300, keys=30)
+        state = replay(log)
+        _compact_as_the_server_does(log)
+        assert worker_pid() == pid and replay(log) == state
+
+
 def teardown_module() -> None:
     shutdown_worker()

@@ -28,8 +28,6 @@ from collections.abc import Iterator, Sequence
 from types import TracebackType
 from typing import NamedTuple
 
-import structlog
-
 from records.batch import (
     BatchHeader,
     build_batch,
@@ -46,6 +44,7 @@ from records.errors import (
     LogLockedError,
     OffsetOutOfRangeError,
 )
+from records.logger import get_logger
 from records.recovery import (
     OnCorruption,
     find_valid_batch_after,
@@ -372,7 +371,7 @@ class SegmentLog:
     def _fail(self, exc: BaseException) -> None:
         """Refuse all further work until reopened (after fsync errors, failed compactions)."""
         self._failure = exc
-        structlog.get_logger().error("log.failed", directory=self._dir, error=str(exc))
+        get_logger().error("log.failed", directory=self._dir, error=str(exc))
 
     # --- truncation --------------------------------------------------------------------------
 
@@ -584,7 +583,7 @@ def _recover_segments(
     directory: str, index_interval: int, on_corruption: OnCorruption, sync: bool
 ) -> list[Segment]:
     """Open and validate every segment (records.recovery); return them in offset order."""
-    log = structlog.get_logger()
+    log = get_logger()
     bases = sorted(b for b in (parse_segment_name(n) for n in os.listdir(directory)) if b is not None)
     segments: list[Segment] = []
     try:

@@ -42,12 +42,12 @@ import mmap
 import os
 from typing import Literal, NamedTuple
 
-import structlog
 from crc32c import crc32c
 
 from records.batch import CRC_START, HEADER, LOG_OVERHEAD, MAGIC, MIN_BATCH_LENGTH
 from records.durability import fsync_dir
 from records.errors import LogCorruptionError
+from records.logger import get_logger
 from records.segment import Segment, parse_segment_name
 
 __all__ = [
@@ -160,7 +160,7 @@ def find_valid_batch_after(fd: int, file_size: int, bad: BadSpot) -> int | None:
 
 def finish_interrupted_compaction(directory: str, *, index_interval: int, sync: bool) -> None:
     """Delete `.cleaned` leftovers and install any complete `.swap` segment (see module doc)."""
-    log = structlog.get_logger()
+    log = get_logger()
     names = sorted(os.listdir(directory))
     changed = False
     for name in names:

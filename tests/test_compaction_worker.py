@@ -153,5 +153,15 @@ def test_ctrl_c_is_for_the_server_not_the_worker(tmp_path: Path) -> None:
         assert worker_pid() == pid and replay(log) == state
 
 
+def test_the_worker_imports_neither_asyncio_nor_structlog() -> None:
+    """The worker is a second process for as long as the server runs: what it imports is
+    memory it keeps (structlog brings asyncio, about 8 MB)."""
+    code = "import sys, records.compaction_worker; print(sorted({'asyncio', 'structlog'} & set(sys.modules)))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=os.getcwd()
+    )
+    assert out.stdout.strip() == "[]", out.stdout
+
+
 def teardown_module() -> None:
     shutdown_worker()

@@ -281,7 +281,7 @@ class ShardRuntime:
 
     def _maybe_compact(self) -> None:
         """Start a compaction if the policy triggers (checked once per 64 KiB appended, or per
-        quarter of the policy's minimum when that is smaller)."""
+        quarter of the policy's minimum when that is smaller, and once after each compaction)."""
         policy = self._compaction_policy
         if policy is None or self._compaction is not None or self._loop is None or self._closing:
             return

@@ -165,6 +165,47 @@ def check_metadata_and_versions(gw: GatewayProcess, backend: Backend) -> None:
         assert "upstream-only" not in {g["group_id"] for g in admin.list_groups()}
     finally:
         admin.close()
+    check_group_listing(gw, backend)
+
+
+def check_group_listing(gw: GatewayProcess, backend: Backend) -> None:
+    """Each broker listener lists the groups FindCoordinator sends to it, as a Kafka broker
+    lists those it coordinates: an admin client asks every broker, and kafka-python puts the
+    answers together as they come, so a group listed everywhere would be listed once per
+    broker."""
+    from confluent_kafka.admin import AdminClient
+    from kafka import KafkaConsumer, TopicPartition
+    from kafka.admin import KafkaAdminClient
+    from kafka.structs import OffsetAndMetadata
+
+    create_replicated_topic(gw.bootstrap, "listing-topic", backend.brokers)
+    names = [f"listing-{i}" for i in range(8)]
+    for name in names:
+        c = KafkaConsumer(bootstrap_servers=gw.bootstrap, group_id=name, enable_auto_commit=False)
+        try:
+            c.commit({TopicPartition("listing-topic", 0): OffsetAndMetadata(1, "", -1)})
+        finally:
+            c.close()
+    admin = KafkaAdminClient(bootstrap_servers=gw.bootstrap, request_timeout_ms=10000)
+    try:
+        listed = [g["group_id"] for g in admin.list_groups() if g["group_id"] in names]
+    finally:
+        admin.close()
+    assert sorted(listed) == names, listed
+    brokers = AdminClient({"bootstrap.servers": gw.bootstrap}).list_topics(timeout=10).brokers
+    assert len(brokers) == backend.brokers
+    per_listener: dict[int, set[str]] = {}
+    for node, b in brokers.items():
+        with WireClient(b.port) as c:
+            resp = c.request(make_request(16, 4, states_filter=[]))
+        per_listener[node] = {g.group_id for g in resp.groups} & set(names)
+    with WireClient(gw.port) as c:
+        found = c.request(make_request(10, 4, key_type=0, coordinator_keys=names))
+    coordinator = {e.key: int(e.node_id) for e in found.coordinators}
+    assert sum(len(gs) for gs in per_listener.values()) == len(names), per_listener
+    assert {g: n for n, gs in per_listener.items() for g in gs} == coordinator
+    with WireClient(gw.port) as c:  # the main listener is no broker of the metadata: all of them
+        assert set(names) <= {g.group_id for g in c.request(make_request(16, 4, states_filter=[])).groups}
 
 
 def check_roundtrip(gw: GatewayProcess, backend: Backend, topic: str) -> None:

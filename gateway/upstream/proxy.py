@@ -57,7 +57,7 @@ from gateway.codec import (
 )
 from gateway.entity_builder import build
 from gateway.framing import KafkaConnection, ResponseSlot
-from gateway.registry import CloseConnection, HandlerRegistry, RequestContext
+from gateway.registry import CloseConnection, Handler, HandlerRegistry, RequestContext
 from gateway.upstream.cluster import Broker, UpstreamCluster
 from gateway.upstream.link import UpstreamLink, UpstreamUnavailable
 
@@ -73,6 +73,7 @@ _I16 = struct.Struct(">h")
 API_VERSIONS, FIND_COORDINATOR, DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 18, 10, 32, 44
 PRODUCE, FETCH, METADATA, DESCRIBE_CLUSTER = 0, 1, 3, 60
 ADD_OFFSETS_TO_TXN, TXN_OFFSET_COMMIT = 25, 28
+LIST_GROUPS = 16
 GROUP_RESOURCE = 32
 
 # Answered by groupshift alone (the group APIs of the registry, and ApiVersions).
@@ -210,6 +211,11 @@ class UpstreamProxy:
         versions = _UpstreamApiVersions(registry, self)
         registry.register(API_VERSIONS, 0, 4, versions.handle, replace=True)
         registry.register(FIND_COORDINATOR, 0, 6, self._find_coordinator, replace=True)
+        listing = registry.get(LIST_GROUPS)
+        if listing is not None:
+            registry.register(
+                LIST_GROUPS, listing.min_version, listing.max_version, self._lister(listing.fn), replace=True
+            )
         registry.register(
             ADD_OFFSETS_TO_TXN, 0, _kio_max(ADD_OFFSETS_TO_TXN, 4), self._refuse_txn, enabled=lambda: False
         )
@@ -574,6 +580,27 @@ class UpstreamProxy:
         node = nodes[zlib.crc32(key.encode()) % len(nodes)]
         host, port = self.listeners[node]
         return node, host, port
+
+    def _lister(self, list_all: Handler) -> Handler:
+        """ListGroups as a Kafka broker answers it: a broker lists the groups it coordinates, and
+        admin clients ask every broker and put the answers together (kafka-python concatenates
+        them, so a group listed by every listener would be listed once per broker). A broker
+        listener lists the groups FindCoordinator sends to it; the main listener, which is no
+        broker of the metadata, lists them all."""
+
+        def handle(ctx: RequestContext, header: Any, request: Any) -> Any:
+            response = list_all(ctx, header, request)
+            node = self._port_to_node.get(ctx.listener[1])
+            if node is None or response.error_code != 0:
+                return response
+            mine = []
+            for g in response.groups:
+                found = self._coordinator_for(g.group_id)
+                if found is None or found[0] == node:
+                    mine.append(g)
+            return dataclasses.replace(response, groups=tuple(mine))
+
+        return handle
 
     def _find_coordinator(self, ctx: RequestContext, header: Any, request: Any) -> Any:
         rtype = response_type_of(request)

@@ -178,6 +178,22 @@ def test_help_is_for_users_and_a_closed_pipe_ends_quietly(tmp_path: Path) -> Non
         assert piped.stderr == "", (cmd, piped.stderr)
 
 
+def test_the_installed_script_runs_the_chaos_simulator_from_any_directory(tmp_path: Path) -> None:
+    """The console script (not `python -m`, which puts the working directory on sys.path)
+    finds the simulator in its own checkout, wherever it is run from."""
+    script = Path(sys.executable).parent / "groupshift"
+    assert script.is_file(), f"{script}: the project is installed with its console script (pip install -e)"
+    ran = subprocess.run(
+        [str(script), "simulate", "--chaos", "--seed", "11", "--steps", "21"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert "41 steps run, 0 violations" in ran.stdout, ran.stdout
+
+
 def test_records_dump_finds_a_groups_shard_from_the_data_directory(tmp_path: Path) -> None:
     gw = GatewayProcess.start(
         tmp_path / "data", sets=("coordinator.fsync.policy=none", "offsets.topic.num.partitions=5")

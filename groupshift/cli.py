@@ -72,13 +72,18 @@ def _add_simulate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 def _run_chaos(args: argparse.Namespace) -> int:
     import importlib
 
+    # The installed `groupshift` script does not put the working directory on sys.path (only
+    # `python -m groupshift` does): find tests/ next to this package's own source checkout.
+    checkout = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if os.path.isfile(os.path.join(checkout, "tests", "chaos.py")) and checkout not in sys.path:
+        sys.path.insert(0, checkout)
     try:
         # imported by name: the simulator lives in tests/ (it reuses the test suite's clients)
         chaos = importlib.import_module("tests.chaos")
     except ImportError as e:
         print(
-            f"groupshift simulate --chaos runs tests/chaos.py from a source checkout with the test "
-            f"extras installed (run it from the repository root): {e}",
+            f"groupshift simulate --chaos runs tests/chaos.py of a source checkout (an editable "
+            f"install with the test extras): {e}",
             file=sys.stderr,
         )
         return 2

@@ -59,6 +59,7 @@ import structlog.testing
 from engine.classic.api import JoinGroupResponse, SyncGroupResponse
 from engine.classic.group import ClassicGroup
 from engine.classic.rebalance import reschedule_heartbeat
+from engine.classic.state import ClassicGroupState
 from engine.consumer.api import ConsumerGroupHeartbeatResponse
 from engine.consumer.group import ConsumerGroup
 from engine.consumer.membership import schedule_session_timeout
@@ -717,8 +718,15 @@ class SimMachine(MigrationMachine):
                 allowed |= {f"{k}-{GROUP}-{mid}" for k in ("rebalance-timeout", "join", "sync")}
         elif isinstance(g, ClassicGroup):
             allowed |= {f"join-{GROUP}", f"sync-{GROUP}"}
+            # While the join phase's timer runs, it is every member's expiry: its end removes
+            # the dynamic members that did not rejoin and reschedules the heartbeat of every
+            # member it keeps (Kafka's completeClassicGroupJoin). A member's own heartbeat timer
+            # may be gone then: it fired without effect while the member was parked in a join,
+            # and a conversion whose append failed answered that join REBALANCE_IN_PROGRESS
+            # (Kafka's convertToConsumerGroup does, and a failed write does not take it back).
+            join_phase = g.state is ClassicGroupState.PREPARING_REBALANCE and f"join-{GROUP}" in keys
             for mid, m in g.members.items():
-                if m.has_satisfied_heartbeat():
+                if m.has_satisfied_heartbeat() or join_phase:
                     # parked in a join or sync: its heartbeat timer may have fired without
                     # effect; the answer reschedules it (Kafka's hasSatisfiedHeartbeat)
                     allowed.add(f"heartbeat-{GROUP}-{mid}")

@@ -45,3 +45,34 @@ def test_strict_mode_no_longer_loses_the_expiry_timer() -> None:
     run_seed(2, 75)
     out = io.StringIO()
     assert main(1, 100, 10, out, tolerate_known=False) == 0, out.getvalue()
+
+
+def test_a_failed_conversion_leaves_the_join_phase_to_expire_members() -> None:
+    """Seed 1440 (found by the 1,000-seed strict run): a classic group's parked joins are
+    answered REBALANCE_IN_PROGRESS by a conversion whose append then fails, as Kafka's
+    convertToConsumerGroup answers them, and a failed write does not take answers back. A
+    member whose heartbeat timer had fired without effect while it was parked is left without
+    one; the join phase's end reschedules it (Kafka's completeClassicGroupJoin), so the member
+    is not lost, and the seed runs clean."""
+    import random
+
+    import structlog.testing
+
+    from engine.classic.group import ClassicGroup
+    from engine.classic.state import ClassicGroupState
+    from tests.chaos import GROUP, SimMachine
+
+    with structlog.testing.capture_logs():
+        m = SimMachine(random.Random(1440), False)
+        for _ in range(960):
+            m.step(faults=True)
+        g = m.shard.groups[GROUP]
+        keys = set(m.shard.timers.keys())
+        assert isinstance(g, ClassicGroup) and g.state is ClassicGroupState.PREPARING_REBALANCE
+        uncovered = [
+            mid
+            for mid, member in g.members.items()
+            if not member.has_satisfied_heartbeat() and f"heartbeat-{GROUP}-{mid}" not in keys
+        ]
+        assert uncovered and f"join-{GROUP}" in keys
+    run_seed(1440, 1000)

@@ -43,11 +43,35 @@ def smoke(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+def post_mortem(out: Path, cell_id: str) -> str:
+    """What a failed cell's members printed, records left out, and the end of their stderr: a CI
+    failure on a loaded machine is often not reproducible, so the log must say what happened."""
+    cell_dir = out / "work" / "cells" / cell_id.replace("/", "_").replace("@", "-")
+    lines = [f"--- post-mortem of {cell_id} ({cell_dir})"]
+    for path in sorted((cell_dir / "events").glob("*.jsonl")):
+        for raw in path.read_text().splitlines():
+            e = json.loads(raw)
+            if e.get("name") in ("records_consumed", "offsets_committed"):
+                continue
+            ps = [p["partition"] for p in e.get("partitions", [])]
+            lines.append(f"{e['timestamp'] / 1000:.3f} {path.stem} {e['name']} {ps if ps else ''}")
+    lines[1:] = sorted(lines[1:])
+    for path in sorted((cell_dir / "stderr").glob("*.stderr")):
+        tail = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()][-25:]
+        if tail:
+            lines.append(f"-- {path.name}:")
+            lines += [f"   {ln[:300]}" for ln in tail]
+    return "\n".join(lines)
+
+
 def test_every_smoke_cell_passes(smoke: Path) -> None:
     doc = json.loads((smoke / "results.json").read_text())
     cells = doc["cells"]
     assert doc["grid"] == "smoke" and doc["runtime"] == "process"
     failed = [f"{c['id']}: {c['reason']}" for c in cells if c["verdict"] != "pass"]
+    for c in cells:
+        if c["verdict"] != "pass":
+            print(post_mortem(smoke, c["id"]))
     assert not failed, "\n".join(failed)
     assert doc["summary"] == {"cells": len(cells), "passed": len(cells), "failed": 0}
     for c in cells:

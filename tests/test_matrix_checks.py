@@ -211,3 +211,23 @@ def test_user_grid_file(tmp_path: Path) -> None:
     assert [why for _, why in g.dropped] == ["aiokafka@0.8.1 has no classic assignor 'cooperative-sticky'"]
     with pytest.raises(ValueError, match="unknown keys"):
         expand({"cells": [{"colours": ["red"]}]}, "bad")
+
+
+def test_a_revocation_printed_while_closing_ends_nothing_after_it_stopped_reading() -> None:
+    # librdkafka's close stalled against Kafka 4: the coordinator handed p0 over to b after
+    # max.poll.interval.ms, and a's revocation callback ran only when the close went on
+    a = member(
+        "a",
+        ev(1, "partitions_assigned", partitions=parts(0)),
+        consumed(2, 0, 0, 4),
+        ev(3, "shutdown_requested"),
+        ev(40, "partitions_revoked", partitions=parts(0)),
+        ev(40.1, "shutdown_complete"),
+    )
+    b = member("b", ev(20, "partitions_assigned", partitions=parts(0)), consumed(21, 0, 5, 9))
+    ws = checks.ownership_windows([a, b], 60)
+    assert checks.check_no_overlap(ws) == []
+    assert [(w.member, w.start, w.end) for w in ws[0]] == [("a", 1, 3), ("b", 20, 60)]
+    # still reading after shutdown_requested: owned until that last read, so b overlaps
+    a.events.insert(3, consumed(25, 0, 5, 5))
+    assert checks.check_no_overlap(checks.ownership_windows([a, b], 60))

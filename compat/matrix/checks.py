@@ -11,9 +11,12 @@ library, runtime and backend:
   (KIP-429 lost partitions are reported as revoked, as the Java listener does), its
   `shutdown_requested` (it stops polling then; if it still reports records after that, its last
   `records_consumed`), its `shutdown_complete`, or the moment its process exited (a SIGKILLed
-  process reads nothing more). Closing consumers before KIP-429 (Java < 2.4) leave the group
-  without a revocation callback, so the server may hand their partitions over before
-  `shutdown_complete` is printed; they stopped processing at `shutdown_requested`.
+  process reads nothing more), whichever comes first. Closing consumers before KIP-429
+  (Java < 2.4) leave the group without a revocation callback, so the server may hand their
+  partitions over before `shutdown_complete` is printed; they stopped processing at
+  `shutdown_requested`. Likewise a revocation printed while closing ends nothing later than
+  that: a close that stalls past `max.poll.interval.ms` (seen once with librdkafka against
+  Kafka 4, 45 s) lets the coordinator hand the partitions over before the callback runs.
 * **No partition owned by two members at once** (`check_no_overlap`): windows of different
   members on one partition never overlap.
 * **Reads inside ownership** (`check_reads_within_windows`): a member only reports records of a
@@ -84,21 +87,22 @@ def ownership_windows(members: Iterable[MemberLog], end_of_run: float) -> dict[i
     for m in members:
         open_: dict[int, float] = {}
         end = end_of_run if m.exited_at is None else min(m.exited_at, end_of_run)
+        stopped = end_of_run  # when it stopped processing: its last read after shutdown_requested
         stopping = next((_t(e) for e in m.events if e.get("name") == "shutdown_requested"), None)
         if stopping is not None:
-            last_read = max(
-                (_t(e) for e in m.named("records_consumed") if _t(e) >= stopping), default=stopping
-            )
-            end = min(end, last_read)
+            stopped = max((_t(e) for e in m.named("records_consumed") if _t(e) >= stopping), default=stopping)
+            end = min(end, stopped)
         for e in m.events:
             name = e.get("name")
             if name == "partitions_assigned":
                 for p in _partitions(e):
                     open_.setdefault(p, _t(e))
             elif name == "partitions_revoked":
+                # a revocation printed while closing ends the window no later than `stopped`
                 for p in _partitions(e):
                     if p in open_:
-                        out[p].append(Window(m.name, p, open_.pop(p), _t(e)))
+                        start = open_.pop(p)
+                        out[p].append(Window(m.name, p, start, max(start, min(_t(e), stopped))))
             elif name == "shutdown_complete":
                 end = min(end, _t(e))
         for p, start in open_.items():

@@ -21,11 +21,17 @@ are reported as revoked, as the Java listener's default `onPartitionsLost` does.
 
 It runs in the library version's own virtualenv, so it imports nothing from groupshift. SIGTERM
 closes the consumer the library's normal way (a dynamic member leaves the group).
+`shutdown_requested` is printed the moment SIGTERM arrives, by a thread that waits for it: a
+`signal.signal` handler would run only when the main thread is back in Python, which can be
+many seconds late while it waits inside the library (a synchronous commit, a close). If the main
+loop or the close stalls for STALL_SECONDS, the stacks of every thread go to stderr, so a stall
+in a matrix cell names the call it happened in.
 """
 
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import signal
 import sys
@@ -35,6 +41,7 @@ from typing import Any
 
 _out_lock = threading.Lock()
 _stop = threading.Event()
+STALL_SECONDS = 10.0
 
 
 def emit(name: str, **fields: Any) -> None:
@@ -69,10 +76,28 @@ def committed(topic: str, offsets: dict[int, int], error: str | None) -> None:
     emit("offsets_committed", **fields)
 
 
-def on_sigterm(signum: int, frame: Any) -> None:
+def on_sigterm() -> None:
     if not _stop.is_set():
         emit("shutdown_requested")
     _stop.set()
+
+
+def take_sigterm_in_a_thread() -> None:
+    """Block SIGTERM in the main thread, before any library starts its threads (they inherit the
+    mask), and wait for it in a thread of our own that prints `shutdown_requested` at once."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+
+    def wait() -> None:
+        while True:
+            signal.sigwait({signal.SIGTERM})
+            on_sigterm()
+
+    threading.Thread(target=wait, daemon=True, name="sigterm").start()
+
+
+def watch_for_stalls() -> None:
+    """(Re)arm the stall watchdog: called at every turn of the main loop and before closing."""
+    faulthandler.dump_traceback_later(STALL_SECONDS, file=sys.stderr)
 
 
 # -- kafka-python ------------------------------------------------------------------------------
@@ -150,6 +175,7 @@ def run_kafka_python(a: argparse.Namespace) -> None:
     emit("startup_complete")
     try:
         while not _stop.is_set():
+            watch_for_stalls()
             try:
                 batches = consumer.poll(timeout_ms=100, max_records=500)
             except Exception as e:  # a group error surfaced by poll: the next poll rejoins
@@ -166,7 +192,9 @@ def run_kafka_python(a: argparse.Namespace) -> None:
                 except Exception as e:
                     committed(topic, offsets, f"{type(e).__name__}: {e}")
     finally:
+        watch_for_stalls()
         consumer.close(autocommit=False)
+        faulthandler.cancel_dump_traceback_later()
         emit("shutdown_complete")
 
 
@@ -225,14 +253,13 @@ async def _aiokafka_main(a: argparse.Namespace) -> None:
     }
     if a.group_instance_id:
         config["group_instance_id"] = a.group_instance_id
-    loop = asyncio.get_running_loop()
-    loop.add_signal_handler(signal.SIGTERM, on_sigterm, signal.SIGTERM, None)
     consumer = AIOKafkaConsumer(**config)
     await consumer.start()
     try:
         consumer.subscribe([topic], listener=Listener())
         emit("startup_complete")
         while not _stop.is_set():
+            watch_for_stalls()
             batches = await consumer.getmany(timeout_ms=100, max_records=500)
             async with lock:
                 # The rebalance runs in a background task: a batch fetched before a revocation
@@ -251,7 +278,9 @@ async def _aiokafka_main(a: argparse.Namespace) -> None:
                     except Exception as e:
                         committed(topic, offsets, f"{type(e).__name__}: {e}")
     finally:
+        watch_for_stalls()
         await consumer.stop()
+        faulthandler.cancel_dump_traceback_later()
         emit("shutdown_complete")
 
 
@@ -303,6 +332,7 @@ def run_confluent(a: argparse.Namespace) -> None:
     emit("startup_complete")
     try:
         while not _stop.is_set():
+            watch_for_stalls()
             got: dict[int, list[int]] = {}
             for m in consumer.consume(num_messages=500, timeout=0.1):
                 err = m.error()
@@ -325,7 +355,9 @@ def run_confluent(a: argparse.Namespace) -> None:
                 except KafkaException as e:
                     committed(topic, offsets, str(e.args[0]))
     finally:
+        watch_for_stalls()
         consumer.close()
+        faulthandler.cancel_dump_traceback_later()
         emit("shutdown_complete")
 
 
@@ -348,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     if a.group_protocol == "consumer" and a.library != "confluent-kafka":
         raise SystemExit(f"{a.library} has no group.protocol=consumer (KIP-848)")
-    signal.signal(signal.SIGTERM, on_sigterm)
+    take_sigterm_in_a_thread()
     RUNNERS[a.library](a)
     return 0
 

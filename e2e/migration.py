@@ -1047,13 +1047,20 @@ def log_end_offsets(gw: GatewayProcess, topic: str) -> dict[int, int]:
     return {p.partition_index: p.offset for t in resp.topics for p in t.partitions}
 
 
-def wait_committed(gw: GatewayProcess, group: str, topic: str, timeout: float = CATCH_UP_TIMEOUT) -> None:
-    """The group's committed offsets reach the log end on every partition."""
+def wait_committed(
+    gw: GatewayProcess,
+    group: str,
+    topic: str,
+    timeout: float = CATCH_UP_TIMEOUT,
+    context: Callable[[], str] = lambda: "",
+) -> None:
+    """The group's committed offsets reach the log end on every partition. `context` adds to
+    the timeout's message (the members' client errors: a failed commit is the usual cause)."""
     end = log_end_offsets(gw, topic)
     wait_until(
         lambda: committed_offsets(gw, group, topic) == end,
         timeout,
-        lambda: f"commits to reach the log end {end}, have {committed_offsets(gw, group, topic)}",
+        lambda: f"commits to reach the log end {end}, have {committed_offsets(gw, group, topic)}{context()}",
     )
 
 
@@ -1440,12 +1447,16 @@ class Scenario:
     def conversions(self) -> list[tuple[str, str]]:
         return [(e["from_type"], e["to_type"]) for e in group_events(self.gw, self.group, "group.converted")]
 
+    def _client_errors(self) -> str:
+        errors = {m.name: m.client_errors for m in self.cast.members if m.client_errors}
+        return f"; client errors: {errors}" if errors else "; no client errors"
+
     def finish(self) -> Report:
         """Stop producing, let the members consume and commit everything, stop them all and run
         every checker over the run."""
         acked = self.producer.stop()
         wait_caught_up(self.timeline, self.producer, "the final drain")
-        wait_committed(self.gw, self.group, self.topic)
+        wait_committed(self.gw, self.group, self.topic, context=self._client_errors)
         self.cast.stop_all()
         return analyse(self.timeline, acked, fences(self.gw, self.group))
 

@@ -53,6 +53,8 @@ TOPICS = [uuid.UUID(int=0x1234_5678_9ABC_DEF0 + i) for i in range(3)]
 def sample_records() -> dict[str, CoordinatorRecord]:
     """One record per type, sized like a real group's (3 topics, a few partitions each)."""
     assigned = tuple(TopicPartitions(t, (0, 3, 6, 9)) for t in TOPICS)
+    # What groupshift writes in k8 (Kafka 4.3+): each partition's assignment epoch too.
+    with_epochs = tuple(TopicPartitions(t, (0, 3, 6, 9), (40, 40, 42, 42)) for t in TOPICS)
     return {
         "k1 OffsetCommit v3": CoordinatorRecord(
             OffsetCommitKey(GROUP, "payments.events", 17),
@@ -132,6 +134,10 @@ def sample_records() -> dict[str, CoordinatorRecord]:
         ),
         "k8 CurrentMemberAssignment (3x4)": CoordinatorRecord(
             ConsumerGroupCurrentMemberAssignmentKey(GROUP, MEMBER),
+            ConsumerGroupCurrentMemberAssignmentValue(42, 41, 0, with_epochs, ()),
+        ),
+        "k8 CurrentMemberAssignment (3x4, no epochs: Kafka <= 4.2)": CoordinatorRecord(
+            ConsumerGroupCurrentMemberAssignmentKey(GROUP, MEMBER),
             ConsumerGroupCurrentMemberAssignmentValue(42, 41, 0, assigned, ()),
         ),
         "k8 CurrentMemberAssignment tombstone": CoordinatorRecord(
@@ -171,7 +177,7 @@ def measure_distinct_assignments(count: int = 50_000) -> dict[str, float]:
                     42,
                     41,
                     0,
-                    tuple(TopicPartitions(t, (i, i + 1, i + 2, i + 3)) for t in TOPICS),
+                    tuple(TopicPartitions(t, (i, i + 1, i + 2, i + 3), (41, 41, 42, 42)) for t in TOPICS),
                     (),
                 ),
             )

@@ -15,10 +15,18 @@ from typing import ClassVar
 
 @dataclass(frozen=True, slots=True)
 class TopicPartitions:
-    """`TopicPartitions` common struct: a topic id and partition numbers."""
+    """`TopicPartitions` common struct: a topic id and partition numbers.
+
+    In record type 8 (a member's current assignment) Kafka 4.3+ adds tagged field 0,
+    `AssignmentEpochs`: the epoch at which each partition was assigned to the member, one per
+    partition in the same order. The coordinator accepts an offset commit with an older member
+    epoch for a partition assigned at or before it. None means absent (records of older Kafka
+    and of type 7, which has no such field); the replay then uses the member epoch.
+    """
 
     topic_id: uuid.UUID
     partitions: tuple[int, ...]
+    assignment_epochs: tuple[int, ...] | None = None
 
 
 # --- type 3: ConsumerGroupMetadata -------------------------------------------------------------

@@ -4,7 +4,7 @@ Layouts of Kafka 3.8+/4.0 (`ConsumerGroup*Value.json`; type 16 is Kafka 4.0's
 `ConsumerGroupRegularExpressionValue`). Every struct ends with a tagged-fields section; we write
 it empty, except for tag 0 of the member value, `ClassicMemberMetadata`, and skip the tags we do
 not know on read, as Kafka's generated readers do (later Kafka adds some: `MetadataHash` in
-type 3, `AssignmentEpochs` inside type 8's partitions, ...).
+type 3, ...). Tag 0 of type 8's partitions, `AssignmentEpochs` (Kafka 4.3+), is read and written.
 
     3  ConsumerGroupMetadataValue                  Epoch int32
     4  ConsumerGroupPartitionMetadataValue         Topics [TopicId uuid, TopicName,
@@ -20,7 +20,9 @@ type 3, `AssignmentEpochs` inside type 8's partitions, ...).
     7  ConsumerGroupTargetAssignmentMemberValue    TopicPartitions [TopicId, Partitions []int32]
     8  ConsumerGroupCurrentMemberAssignmentValue   MemberEpoch int32, PreviousMemberEpoch int32,
                                                    State int8, AssignedPartitions,
-                                                   PartitionsPendingRevocation
+                                                   PartitionsPendingRevocation (both
+                                                   [TopicId, Partitions []int32,
+                                                   tag 0: AssignmentEpochs []int32?])
     16 ConsumerGroupRegularExpressionValue         Topics []string, Version int64,
                                                    Timestamp int64
 
@@ -278,8 +280,36 @@ def _encode_member_metadata_value(value: ConsumerGroupMemberMetadataValue) -> by
 # --- types 7 and 8: assignments -----------------------------------------------------------------
 
 
-def _read_topic_partitions(buf: bytes, pos: int, name: str) -> tuple[tuple[TopicPartitions, ...], int]:
-    """`[]TopicPartitions`: {TopicId uuid, Partitions []int32, tags} per element, inlined."""
+def _read_assignment_epochs(buf: bytes, start: int, end: int, name: str) -> tuple[int, ...] | None:
+    """Tag 0 of type 8's `TopicPartitions`: a compact nullable `[]int32` filling the tag exactly."""
+    if start >= end:
+        raise WireFormatError(f"tagged field 0 ({name}.AssignmentEpochs) is empty")
+    n = buf[start]
+    if n < 0x80:
+        pos = start + 1
+    else:
+        n, pos = read_uvarint(buf, start)
+    if n == 0:
+        stop = pos
+        epochs = None
+    else:
+        stop = pos + 4 * (n - 1)
+        if stop > end:
+            raise WireFormatError(f"{name}.AssignmentEpochs: {n - 1} epochs cannot fit in {end - pos} bytes")
+        epochs = int32_array_struct(n - 1).unpack_from(buf, pos)
+    if stop != end:
+        raise WireFormatError(
+            f"tagged field 0 ({name}.AssignmentEpochs) has size {end - start} "
+            f"but its array ends after {stop - start} bytes"
+        )
+    return epochs
+
+
+def _read_topic_partitions(
+    buf: bytes, pos: int, name: str, with_epochs: bool = False
+) -> tuple[tuple[TopicPartitions, ...], int]:
+    """`[]TopicPartitions`: {TopicId uuid, Partitions []int32, tags} per element, inlined.
+    `with_epochs` (type 8): tag 0 is `AssignmentEpochs`; other tags are skipped."""
     size = len(buf)
     n = buf[pos]
     if n < 0x80:
@@ -310,11 +340,24 @@ def _read_topic_partitions(buf: bytes, pos: int, name: str) -> tuple[tuple[Topic
                 raise WireFormatError(f"{name}: non-nullable Partitions serialized as null")
             raise WireFormatError(f"{name}: {n} partitions cannot fit in {size - pos} bytes")
         partitions = int32_array_struct(n).unpack_from(buf, pos)
-        if buf[end] == 0:
+        epochs = None
+        tags = buf[end]
+        if tags == 0:
             pos = end + 1
+        elif with_epochs and tags == 1 and end + 2 < size and buf[end + 1] == 0 and buf[end + 2] < 0x80:
+            # The usual case of type 8 (Kafka 4.3+ and groupshift): tag 0 alone, a short one.
+            start = end + 3
+            pos = start + buf[end + 2]
+            if pos > size:
+                raise WireFormatError(f"tagged field 0: size {buf[end + 2]} but {size - start} bytes left")
+            epochs = _read_assignment_epochs(buf, start, pos, name)
         else:
-            pos = read_tagged_fields(buf, end)[1]
-        out.append(_new_topic_partitions(topic_id, partitions))
+            fields, pos = read_tagged_fields(buf, end)
+            if with_epochs:
+                for tag, start, stop in fields:
+                    if tag == 0:
+                        epochs = _read_assignment_epochs(buf, start, stop, name)
+        out.append(_new_topic_partitions(topic_id, partitions, epochs))
     return tuple(out), pos
 
 
@@ -329,16 +372,24 @@ def _decode_current_assignment_value(buf: bytes) -> ConsumerGroupCurrentMemberAs
     version, member_epoch, previous_member_epoch, state = _V0_I32_I32_I8.unpack_from(buf, 0)
     if version != 0:
         raise unsupported_version_error(version, "0")
-    assigned, pos = _read_topic_partitions(buf, 11, "AssignedPartitions")
-    pending, pos = _read_topic_partitions(buf, pos, "PartitionsPendingRevocation")
+    assigned, pos = _read_topic_partitions(buf, 11, "AssignedPartitions", True)
+    pending, pos = _read_topic_partitions(buf, pos, "PartitionsPendingRevocation", True)
     _end_of_message(buf, pos)
     return _new_current_assignment(member_epoch, previous_member_epoch, state, assigned, pending)
 
 
 def _topic_partitions(parts: list[bytes], items: Sequence[TopicPartitions]) -> None:
+    """Type 7's and type 8's `[]TopicPartitions`; tag 0 (`AssignmentEpochs`) when the element
+    carries epochs (only type 8's do), written as Kafka does: absent when None or empty."""
     parts.append(uvarint(len(items) + 1))
     for tp in items:
-        parts += (tp.topic_id.bytes, int32_compact_array(tp.partitions), b"\x00")
+        parts += (tp.topic_id.bytes, int32_compact_array(tp.partitions))
+        epochs = tp.assignment_epochs
+        if not epochs:
+            parts.append(b"\x00")
+        else:
+            array = int32_compact_array(epochs)
+            parts += (b"\x01\x00", uvarint(len(array)), array)
 
 
 def _encode_target_member_value(value: ConsumerGroupTargetAssignmentMemberValue) -> bytes:

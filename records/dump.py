@@ -115,10 +115,19 @@ def _camel(name: str) -> str:
     return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
+# Tagged fields Kafka's JSON converters leave out when absent (`TopicPartitions` of type 8,
+# Kafka 4.3+; type 7's partitions have no such field at all).
+_OMITTED_WHEN_ABSENT = frozenset({"assignment_epochs"})
+
+
 def to_json_fields(obj: Any) -> Any:
     """A decoded key or value (or part of one) as JSON-ready data with Kafka's field names."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {_camel(f.name): to_json_fields(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        return {
+            _camel(f.name): to_json_fields(getattr(obj, f.name))
+            for f in dataclasses.fields(obj)
+            if f.name not in _OMITTED_WHEN_ABSENT or getattr(obj, f.name) is not None
+        }
     if isinstance(obj, (tuple, list)):
         return [to_json_fields(x) for x in obj]
     if isinstance(obj, bytes):

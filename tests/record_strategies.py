@@ -66,6 +66,19 @@ def offset_commit_values(draw: st.DrawFn) -> OffsetCommitValue:
 
 group_members = st.builds(GroupMemberMetadata, text, optional_text, text, text, int32, int32, blobs, blobs)
 topic_partitions = st.builds(TopicPartitions, uuids, tuples(int32, long=True))
+
+
+@st.composite
+def assigned_topic_partitions(draw: st.DrawFn) -> TopicPartitions:
+    """Type 8's partitions: with one assignment epoch per partition (Kafka 4.3+), or without
+    (older Kafka); Kafka never writes an empty epoch list, nor one of another length."""
+    tp = draw(topic_partitions)
+    if not tp.partitions or draw(st.booleans()):
+        return tp
+    epochs = draw(st.lists(int32, min_size=len(tp.partitions), max_size=len(tp.partitions)))
+    return TopicPartitions(tp.topic_id, tp.partitions, tuple(epochs))
+
+
 classic_member_metadata = st.builds(
     ClassicMemberMetadata, int32, tuples(st.builds(ClassicProtocol, text, blobs))
 )
@@ -130,8 +143,8 @@ KEYS_AND_VALUES: list[tuple[st.SearchStrategy[Any], st.SearchStrategy[Any]]] = [
             int32,
             int32,
             int8,
-            tuples(topic_partitions),
-            tuples(topic_partitions),
+            tuples(assigned_topic_partitions()),
+            tuples(assigned_topic_partitions()),
         ),
     ),
     (

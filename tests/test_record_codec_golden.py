@@ -472,6 +472,28 @@ WRITTEN_VALUES: list[tuple[str, int, bytes, RecordValue]] = [
         ),
     ),
     (
+        # ConsumerGroupCurrentMemberAssignmentValue.json v0 as Kafka 4.3+ writes it: each
+        # TopicPartitions carries tag 0, AssignmentEpochs (a compact []int32, one per partition)
+        "current_member_assignment_v0_with_assignment_epochs",
+        8,
+        i16(0)
+        + i32(7)
+        + i32(5)
+        + i8(1)
+        + carr(1)
+        + (TOPIC_A_BYTES + carr(2) + i32(1) + i32(0) + b"\x01\x00\x09" + carr(2) + i32(5) + i32(7))
+        + carr(1)
+        + (TOPIC_B_BYTES + carr(1) + i32(5) + b"\x01\x00\x05" + carr(1) + i32(3))
+        + NO_TAGS,
+        ConsumerGroupCurrentMemberAssignmentValue(
+            7,
+            5,
+            1,
+            (TopicPartitions(TOPIC_A, (1, 0), (5, 7)),),
+            (TopicPartitions(TOPIC_B, (5,), (3,)),),
+        ),
+    ),
+    (
         # ConsumerGroupCurrentMemberAssignmentValue.json v0, a fenced member: epochs -1, no
         # partitions, state STABLE (0)
         "current_member_assignment_v0_empty",
@@ -684,8 +706,8 @@ READ_ONLY_VALUES: list[tuple[str, int, bytes, RecordValue]] = [
         ConsumerGroupMetadataValue(42),
     ),
     (
-        # ConsumerGroupCurrentMemberAssignmentValue v0 as later Kafka writes it, with a
-        # tagged field inside a TopicPartitions element (AssignmentEpochs, tag 0) to skip
+        # ConsumerGroupCurrentMemberAssignmentValue v0 with a tag we do not know (tag 1) inside
+        # a TopicPartitions element: skipped, as Kafka's generated readers skip unknown tags
         "current_member_assignment_v0_with_nested_unknown_tag",
         8,
         i16(0)
@@ -693,7 +715,7 @@ READ_ONLY_VALUES: list[tuple[str, int, bytes, RecordValue]] = [
         + i32(2)
         + i8(0)
         + carr(1)
-        + (TOPIC_A_BYTES + carr(1) + i32(9) + b"\x01\x00\x05" + carr(1) + i32(3))
+        + (TOPIC_A_BYTES + carr(1) + i32(9) + b"\x01\x01\x05" + carr(1) + i32(3))
         + carr(0)
         + NO_TAGS,
         ConsumerGroupCurrentMemberAssignmentValue(3, 2, 0, (TopicPartitions(TOPIC_A, (9,)),), ()),

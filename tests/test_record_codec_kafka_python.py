@@ -62,8 +62,14 @@ def message(name: str, valid: str, flexible: str, *fields: dict[str, Any]) -> di
     }
 
 
-def topic_partitions(name: str, type_: str) -> dict[str, Any]:
-    return f(name, type_, fields=[f("TopicId", "uuid"), f("Partitions", "[]int32")])
+def topic_partitions(name: str, type_: str, epochs: bool = False) -> dict[str, Any]:
+    """Type 7's `TopicPartition`, or type 8's `TopicPartitions` with (Kafka 4.3+) tag 0."""
+    fields = [f("TopicId", "uuid"), f("Partitions", "[]int32")]
+    if epochs:
+        # Kafka's JSON says `default: null`, but its generated code starts from an empty list
+        # and leaves the tag out only for that; null (our None) is "absent" on our side.
+        fields.append(f("AssignmentEpochs", "[]int32", nullable="0+", default=[], taggedVersions="0+", tag=0))
+    return f(name, type_, fields=fields)
 
 
 SCHEMAS: dict[str, dict[str, Any]] = {
@@ -209,8 +215,8 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         f("MemberEpoch", "int32"),
         f("PreviousMemberEpoch", "int32"),
         f("State", "int8"),
-        topic_partitions("AssignedPartitions", "[]TopicPartitions"),
-        topic_partitions("PartitionsPendingRevocation", "[]TopicPartitions"),
+        topic_partitions("AssignedPartitions", "[]TopicPartitions", epochs=True),
+        topic_partitions("PartitionsPendingRevocation", "[]TopicPartitions", epochs=True),
     ),
     # Kafka 4.0: the value is checked against the newest 4.x jar (see NEWER_RECORDS).
     "ConsumerGroupRegularExpressionKey": message(
@@ -240,10 +246,19 @@ def _flexible(schema_name: str, version: int) -> bool:
     return version >= FLEXIBLE_FROM.get(schema_name, 0)
 
 
+def _epochs_absent_as_empty(value: dict[str, Any]) -> dict[str, Any]:
+    """Type 8: our None `assignment_epochs` (absent) is kafka-python's default, the empty list."""
+    for key in ("assigned_partitions", "partitions_pending_revocation"):
+        for tp in value.get(key, ()):
+            if tp.get("assignment_epochs") is None:
+                tp["assignment_epochs"] = []
+    return value
+
+
 def kafka_python_encode(schema_name: str, obj: Any, version: int) -> bytes:
     flexible = _flexible(schema_name, version)
     data: bytes = CODECS[schema_name].encode(
-        dataclasses.asdict(obj), version=version, compact=flexible, tagged=flexible
+        _epochs_absent_as_empty(dataclasses.asdict(obj)), version=version, compact=flexible, tagged=flexible
     )
     return data
 
@@ -314,6 +329,11 @@ def test_our_bytes_equal_kafka_pythons_for_the_versions_we_write(record: Coordin
     if "classic_member_metadata" in expected:
         # ... and tagged fields that are absent.
         decoded.setdefault("classic_member_metadata", None)
+    for key in ("assigned_partitions", "partitions_pending_revocation"):
+        for tp in decoded.get(key, ()):
+            tp["assignment_epochs"] = tp.get("assignment_epochs") or None
+    for tp in expected.get("topic_partitions", ()):
+        del tp["assignment_epochs"]  # type 7's partitions have no such field
     assert decoded == expected
 
 
@@ -378,7 +398,7 @@ SCHEMA_KEYS = ("name", "type", "versions", "nullableVersions", "tag", "taggedVer
 REFERENCE_RELEASE = "3.9"
 #: Record types that 4.0 introduced, checked against the newest 4.x (values only: the keys use
 #: the 4.0 key form described above).
-NEWER_RECORDS = {"ConsumerGroupRegularExpressionValue": "4"}
+NEWER_RECORDS = {"ConsumerGroupRegularExpressionValue": "4", "ConsumerGroupCurrentMemberAssignmentValue": "4"}
 
 
 def _kafka_json(name: str) -> dict[str, Any]:

@@ -27,6 +27,8 @@ from e2e.differential_classic import (
     sync,
     wait_state,
 )
+from e2e.diffgroups import cgh as diff_cgh
+from e2e.diffgroups import new_member_id, owned_of, wait_visible_to_groups
 
 pytestmark = pytest.mark.e2e
 
@@ -282,6 +284,44 @@ def scenario_commit_consumer_group_epochs(s: Session) -> None:
     s.note("OffsetFetch v8", fetch(s, 8, [topic(s, 0)]))
 
 
+def scenario_commit_older_epoch_per_partition(s: Session) -> None:
+    """Kafka 4.3+: a commit with an older member epoch is accepted for the partitions the member
+    has held since an epoch at or before it, and refused (STALE_MEMBER_EPOCH, nothing written)
+    for one it was given later or does not hold. a keeps half of the partitions across b's join
+    and leave and gets the other half back at a later epoch."""
+    setup(s, 4)
+    wait_visible_to_groups(s, [s.topic()])
+    a, b = new_member_id(s), new_member_id(s)
+    ra = diff_cgh(s, "a join", a, 0)
+    first = ra.member_epoch
+    rb = diff_cgh(s, "b join", b, 0)
+    ra = diff_cgh(s, "a told to revoke", a, ra.member_epoch, owned=owned_of(s, ra))
+    name = s.topic()
+    kept = owned_of(s, ra)[name]
+    ra = diff_cgh(s, "a revoked", a, ra.member_epoch, owned={name: kept})
+    middle = ra.member_epoch
+    diff_cgh(s, "b assigned", b, rb.member_epoch, owned={})
+    diff_cgh(s, "b leaves", b, -1)
+    ra = diff_cgh(s, "a takes all", a, middle, owned={name: kept})
+    later = sorted(set(owned_of(s, ra)[name]) - set(kept))
+    now = ra.member_epoch
+    s.note("epochs", {"first": first, "middle": middle, "now": now, "kept": kept, "later": later})
+
+    def t(*pairs: tuple[int, int]) -> list[dict[str, Any]]:
+        return [{"name": s.topic(), "partitions": partitions(*pairs)}]
+
+    s.note("OffsetCommit(middle epoch, kept)", commit(s, 9, t((kept[0], 5)), middle, a))
+    s.note("OffsetCommit(middle epoch, given later)", commit(s, 9, t((later[0], 6)), middle, a))
+    s.note("OffsetCommit(middle epoch, both)", commit(s, 9, t((kept[1], 7), (later[1], 8)), middle, a))
+    s.note("OffsetCommit(before the first epoch, kept)", commit(s, 9, t((kept[0], 9)), first - 1, a))
+    s.note(
+        "OffsetCommit(middle epoch, unknown topic)",
+        commit(s, 9, [{"name": s.topic("nope"), "partitions": partitions((0, 1))}], middle, a),
+    )
+    s.note("OffsetCommit(current epoch, given later)", commit(s, 9, t((later[0], 10)), now, a))
+    s.note("OffsetFetch", fetch(s, 9, [topic(s, 0, 1, 2, 3)]))
+
+
 def scenario_offset_delete(s: Session) -> None:
     setup(s)
     s.create_topic(s.topic("other"), 1)
@@ -452,6 +492,7 @@ SCENARIOS: list[Callable[[Session], None]] = [
     scenario_commit_classic_generation_checks,
     scenario_commit_generation_to_new_or_empty_group,
     scenario_commit_consumer_group_epochs,
+    scenario_commit_older_epoch_per_partition,
     scenario_offset_delete,
     scenario_offset_delete_classic_subscribed,
     scenario_offset_delete_non_consumer_protocol,

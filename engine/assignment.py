@@ -9,15 +9,21 @@ Order is written into records and restored by replay, so live and replayed state
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from typing import TypeVar
 
 from engine.metadata import TopicId
 from records.consumer_group import TopicPartitions
 
 Assignment = Mapping[TopicId, tuple[int, ...]]
+PartitionEpochs = Mapping[TopicId, Mapping[int, int]]
+"""`topic id -> partition -> epoch`: the epoch at which a member was given each partition it
+holds (Kafka 4.3+ `ConsumerGroupMember` assignment epochs)."""
+
+_V = TypeVar("_V")
 
 
-class _Empty(dict[TopicId, tuple[int, ...]]):
-    """The shared empty assignment: hashable (usable as a dataclass default) and read-only."""
+class _Empty(dict[TopicId, _V]):
+    """A shared empty mapping: hashable (usable as a dataclass default) and read-only."""
 
     __slots__ = ()
 
@@ -30,11 +36,62 @@ class _Empty(dict[TopicId, tuple[int, ...]]):
     __setitem__ = __delitem__ = update = pop = popitem = clear = setdefault = _readonly  # type: ignore[assignment]
 
 
-EMPTY: Assignment = _Empty()
+EMPTY: Assignment = _Empty[tuple[int, ...]]()
+EMPTY_EPOCHS: PartitionEpochs = _Empty[Mapping[int, int]]()
 
 
-def to_records(assignment: Assignment) -> tuple[TopicPartitions, ...]:
-    return tuple(TopicPartitions(t, p) for t, p in assignment.items() if p)
+def to_records(assignment: Assignment, epochs: PartitionEpochs | None = None) -> tuple[TopicPartitions, ...]:
+    """Record form; with `epochs` (record type 8), each partition's assignment epoch too."""
+    if epochs is None:
+        return tuple(TopicPartitions(t, p) for t, p in assignment.items() if p)
+    return tuple(TopicPartitions(t, p, tuple(epochs[t][q] for q in p)) for t, p in assignment.items() if p)
+
+
+def epochs_from_records(tps: Iterable[TopicPartitions], default: int) -> dict[TopicId, dict[int, int]]:
+    """Kafka `Utils.assignmentFromTopicPartitions`: the stored epochs, or `default` (the member
+    epoch, at least 0) for a topic whose record has none or a list of the wrong length."""
+    default = max(default, 0)
+    out: dict[TopicId, dict[int, int]] = {}
+    for tp in tps:
+        epochs = tp.assignment_epochs
+        into = out.setdefault(tp.topic_id, {})
+        if epochs is not None and len(epochs) == len(tp.partitions):
+            into.update(zip(tp.partitions, epochs, strict=True))
+        else:
+            into.update(dict.fromkeys(tp.partitions, default))
+    return out
+
+
+def carry_epochs(
+    epochs: PartitionEpochs, assigned: Assignment, pending: Assignment, member_epoch: int
+) -> PartitionEpochs:
+    """The epochs for a member now holding `assigned` and `pending`: a partition it held keeps
+    its epoch; a partition new to it gets `member_epoch` (at least 0), the epoch it moves to
+    when it is given partitions (Kafka `CurrentAssignmentBuilder`). `epochs` itself when it
+    already covers exactly those partitions, so an unchanged assignment costs one pass."""
+    count = 0
+    covered = True
+    for part in (assigned, pending):
+        for t, ps in part.items():
+            have = epochs.get(t)
+            count += len(ps)
+            if covered and ps and (have is None or any(p not in have for p in ps)):
+                covered = False
+    if covered and count == sum(len(e) for e in epochs.values()):
+        return epochs
+    if count == 0:
+        return EMPTY_EPOCHS
+    default = max(member_epoch, 0)
+    out: dict[TopicId, dict[int, int]] = {}
+    for part in (assigned, pending):
+        for t, ps in part.items():
+            if not ps:
+                continue
+            have = epochs.get(t, {})
+            into = out.setdefault(t, {})
+            for p in ps:
+                into[p] = have.get(p, default)
+    return out
 
 
 def from_records(tps: Iterable[TopicPartitions]) -> dict[TopicId, tuple[int, ...]]:

@@ -201,6 +201,8 @@ def classic_record(
 
 
 def _canon_tps(tps: Sequence[TopicPartitions]) -> tuple[TopicPartitions, ...]:
+    """Sorted, without assignment epochs: these scenarios are Kafka's tests of 4.2 and earlier,
+    whose records have none (tests/test_commit_assignment_epochs.py checks them)."""
     return tuple(sorted((TopicPartitions(t.topic_id, tuple(sorted(t.partitions))) for t in tps), key=str))
 
 

@@ -11,6 +11,7 @@ from records.consumer_group import (
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMetadataValue,
     ConsumerGroupTargetAssignmentMemberValue,
+    TopicPartitions,
 )
 from tests.consumer_harness import BAR, FOO, Harness, tp
 
@@ -282,10 +283,11 @@ def test_current_assignment_record_carries_epochs_state_and_partitions() -> None
     h.join("m2")
     h.hb(member_id="m1", member_epoch=2)
     [rec] = h.records
+    # m1 got all six partitions at epoch 2: each keeps that assignment epoch while revoking.
     assert rec.value == ConsumerGroupCurrentMemberAssignmentValue(
         member_epoch=2,
         previous_member_epoch=2,
         state=1,
-        assigned_partitions=(tp(FOO, 0, 1, 2),),
-        partitions_pending_revocation=(tp(FOO, 3, 4, 5),),
+        assigned_partitions=(TopicPartitions(FOO, (0, 1, 2), (2, 2, 2)),),
+        partitions_pending_revocation=(TopicPartitions(FOO, (3, 4, 5), (2, 2, 2)),),
     )

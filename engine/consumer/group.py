@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from enum import Enum
 
-from engine.assignment import EMPTY, Assignment, from_records
+from engine.assignment import EMPTY, Assignment, epochs_from_records, from_records
 from engine.consumer.member import ConsumerGroupMember, MemberState
 from engine.metadata import TopicId
 from records.consumer_group import (
@@ -284,6 +284,9 @@ class ConsumerGroup:
                 state=state,
                 assigned_partitions=from_records(value.assigned_partitions),
                 partitions_pending_revocation=from_records(value.partitions_pending_revocation),
+                assignment_epochs=epochs_from_records(
+                    (*value.assigned_partitions, *value.partitions_pending_revocation), value.member_epoch
+                ),
             )
         self._put_member(old if old.member_id in self.members else None, new)
 

@@ -12,7 +12,8 @@ from dataclasses import dataclass, replace
 from enum import IntEnum
 from typing import Any
 
-from engine.assignment import EMPTY, Assignment, to_records
+from engine.assignment import EMPTY, EMPTY_EPOCHS, Assignment, PartitionEpochs, carry_epochs, to_records
+from engine.metadata import TopicId
 from records.consumer_group import (
     ClassicMemberMetadata,
     ConsumerGroupCurrentMemberAssignmentValue,
@@ -46,9 +47,28 @@ class ConsumerGroupMember:
     state: MemberState = MemberState.STABLE
     assigned_partitions: Assignment = EMPTY
     partitions_pending_revocation: Assignment = EMPTY
+    # The epoch at which each held partition (assigned or pending revocation) was given to the
+    # member (Kafka 4.3+): a commit with an older member epoch is still accepted for a partition
+    # given at or before it. Kept in step by `__post_init__`: a partition the member held keeps
+    # its epoch, a new one gets `member_epoch`.
+    assignment_epochs: PartitionEpochs = EMPTY_EPOCHS
+
+    def __post_init__(self) -> None:
+        epochs = carry_epochs(
+            self.assignment_epochs,
+            self.assigned_partitions,
+            self.partitions_pending_revocation,
+            self.member_epoch,
+        )
+        if epochs is not self.assignment_epochs:
+            object.__setattr__(self, "assignment_epochs", epochs)
 
     def with_changes(self, **changes: Any) -> ConsumerGroupMember:
         return replace(self, **changes)
+
+    def assignment_epoch(self, topic_id: TopicId, partition: int) -> int | None:
+        """Kafka `assignmentEpoch` then `pendingRevocationEpoch`: None if not held."""
+        return self.assignment_epochs.get(topic_id, {}).get(partition)
 
     @property
     def uses_classic_protocol(self) -> bool:
@@ -83,6 +103,7 @@ class ConsumerGroupMember:
             and self.state == other.state
             and self.assigned_partitions == other.assigned_partitions
             and self.partitions_pending_revocation == other.partitions_pending_revocation
+            and self.assignment_epochs == other.assignment_epochs
         )
 
     def metadata_value(self) -> ConsumerGroupMemberMetadataValue:
@@ -103,8 +124,10 @@ class ConsumerGroupMember:
             member_epoch=self.member_epoch,
             previous_member_epoch=self.previous_member_epoch,
             state=int(self.state),
-            assigned_partitions=to_records(self.assigned_partitions),
-            partitions_pending_revocation=to_records(self.partitions_pending_revocation),
+            assigned_partitions=to_records(self.assigned_partitions, self.assignment_epochs),
+            partitions_pending_revocation=to_records(
+                self.partitions_pending_revocation, self.assignment_epochs
+            ),
         )
 
 

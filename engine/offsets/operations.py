@@ -7,6 +7,7 @@ Every change is an OffsetCommit record (type 1) or its tombstone, replayed into 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from engine.classic.group import ClassicGroup
@@ -17,6 +18,7 @@ from engine.consumer import record_builders as rb
 from engine.consumer.group import ConsumerGroup, ConsumerGroupState
 from engine.context import RequestContext
 from engine.errors import CoordinatorError, Errors
+from engine.metadata import TopicId
 from engine.offsets.api import (
     DEFAULT_RETENTION_TIME,
     DeleteGroupResult,
@@ -33,6 +35,7 @@ from engine.offsets.api import (
 )
 from engine.offsets.store import OffsetAndMetadata
 from engine.offsets.validation import (
+    PartitionCheck,
     validate_classic_commit,
     validate_consumer_commit,
     validate_consumer_fetch,
@@ -71,6 +74,7 @@ def commit_offsets(
             raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {gid} not found.")
         else:
             raise CoordinatorError(Errors.ILLEGAL_GENERATION)
+    check: PartitionCheck | None = None
     if isinstance(group, ClassicGroup):
         validate_classic_commit(
             group, req.member_id, req.group_instance_id, req.generation_id_or_member_epoch
@@ -81,17 +85,11 @@ def commit_offsets(
                 reschedule_heartbeat(op, group, member)  # commits keep a classic session alive
     elif isinstance(group, ConsumerGroup):
         try:
-            validate_consumer_commit(group, req.member_id, req.generation_id_or_member_epoch, ctx.api_version)
-        except CoordinatorError as e:
-            cmember = group.members.get(req.member_id)
-            op.explain(
-                "offset_commit.fenced",
-                group=gid,
-                member=req.member_id,
-                received_epoch=req.generation_id_or_member_epoch,
-                member_epoch=None if cmember is None else cmember.member_epoch,
-                error=e.code.name,
+            check = validate_consumer_commit(
+                group, req.member_id, req.generation_id_or_member_epoch, ctx.api_version, _topic_id(shard)
             )
+        except CoordinatorError as e:
+            _fenced(op, group, req, e)
             raise
     else:
         raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {gid} is not a consumer or classic group.")
@@ -107,6 +105,14 @@ def commit_offsets(
             if len(metadata) > max_bytes:
                 results.append(PartitionResult(p.partition_index, int(Errors.OFFSET_METADATA_TOO_LARGE)))
                 continue
+            if check is not None:
+                # As Kafka: a partition that fails fails the whole request, nothing is written.
+                try:
+                    check(t.name, p.partition_index)
+                except CoordinatorError as e:
+                    if isinstance(group, ConsumerGroup):
+                        _fenced(op, group, req, e, topic=t.name, partition=p.partition_index)
+                    raise
             op.records.append(
                 offset_record(
                     gid,
@@ -118,6 +124,29 @@ def commit_offsets(
             results.append(PartitionResult(p.partition_index))
         topics.append(TopicResult(t.name, results))
     return OffsetCommitResponse(topics)
+
+
+def _topic_id(shard: ShardState) -> Callable[[str], TopicId | None]:
+    def resolve(name: str) -> TopicId | None:
+        topic = shard.image.topic(name)
+        return None if topic is None else topic.topic_id
+
+    return resolve
+
+
+def _fenced(
+    op: Operation, group: ConsumerGroup, req: OffsetCommitRequest, e: CoordinatorError, **where: object
+) -> None:
+    member = group.members.get(req.member_id)
+    op.explain(
+        "offset_commit.fenced",
+        group=group.group_id,
+        member=req.member_id,
+        received_epoch=req.generation_id_or_member_epoch,
+        member_epoch=None if member is None else member.member_epoch,
+        error=e.code.name,
+        **where,
+    )
 
 
 def fetch_offsets(

@@ -5,14 +5,28 @@ Classic groups check generation and member id; consumer groups check the member 
 classic member living in a consumer group gets the classic error (ILLEGAL_GENERATION) while a
 consumer-protocol member gets STALE_MEMBER_EPOCH. Commits with generation -1 and no member are
 admin or manual-assignment commits, allowed only while the group has no members.
+
+A consumer-group commit whose member epoch is older than the member's is checked per partition,
+as Kafka 4.3+ does: it is accepted for a partition the member holds (assigned or pending
+revocation) since an epoch at or before the one sent. A client commits with the epoch it knew
+when it built the request, and a heartbeat can move the member to the next epoch while the
+commit is on its way; offsets of partitions it kept are still its own. Kafka up to 4.2 refused
+every commit with an older epoch.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from engine.classic.group import ClassicGroup
 from engine.classic.state import ClassicGroupState
 from engine.consumer.group import ConsumerGroup
+from engine.consumer.member import ConsumerGroupMember
 from engine.errors import CoordinatorError, Errors
+from engine.metadata import TopicId
+
+PartitionCheck = Callable[[str, int], None]
+"""Checks one partition (topic name, partition) of a commit; raises CoordinatorError."""
 
 S = ClassicGroupState
 # OffsetCommit v9 is the first version a KIP-848 member may use (member epochs).
@@ -50,9 +64,46 @@ def _check_epoch(received: int, expected: int, classic: bool) -> None:
     )
 
 
-def validate_consumer_commit(group: ConsumerGroup, member_id: str, epoch: int, api_version: int) -> None:
+def _stale(classic: bool, message: str) -> CoordinatorError:
+    return CoordinatorError(Errors.ILLEGAL_GENERATION if classic else Errors.STALE_MEMBER_EPOCH, message)
+
+
+def _partition_check(
+    member: ConsumerGroupMember, epoch: int, topic_id: Callable[[str], TopicId | None]
+) -> PartitionCheck:
+    """Kafka `ConsumerGroup.createAssignmentEpochValidator`."""
+    classic = member.uses_classic_protocol
+    sent = "generation id" if classic else "member epoch"
+
+    def check(topic: str, partition: int) -> None:
+        tid = topic_id(topic)
+        given = None if tid is None else member.assignment_epoch(tid, partition)
+        if given is None:
+            raise _stale(
+                classic, f"Partition {topic}-{partition} is not assigned or pending revocation for member."
+            )
+        if epoch < given:
+            raise _stale(
+                classic,
+                f"Received {sent} {epoch} is older than assignment epoch {given} "
+                f"for partition {topic}-{partition}.",
+            )
+
+    return check
+
+
+def validate_consumer_commit(
+    group: ConsumerGroup,
+    member_id: str,
+    epoch: int,
+    api_version: int,
+    topic_id: Callable[[str], TopicId | None],
+) -> PartitionCheck | None:
+    """Kafka `ConsumerGroup.validateOffsetCommit`: raises for the whole request, or returns the
+    check each partition must pass (None: every partition may be committed). `topic_id`
+    resolves a topic name in the metadata image (None: unknown topic)."""
     if epoch < 0 and not group.members:
-        return
+        return None
     member = group.members.get(member_id)
     if member is None:
         raise CoordinatorError(
@@ -63,7 +114,15 @@ def validate_consumer_commit(group: ConsumerGroup, member_id: str, epoch: int, a
             Errors.UNSUPPORTED_VERSION,
             "OffsetCommit version 9 or above must be used by members using the modern group protocol",
         )
-    _check_epoch(epoch, member.member_epoch, member.uses_classic_protocol)
+    if epoch == member.member_epoch:
+        return None
+    if epoch > member.member_epoch:
+        classic = member.uses_classic_protocol
+        sent = "generation id" if classic else "member epoch"
+        raise _stale(
+            classic, f"Received {sent} {epoch} is newer than current member epoch {member.member_epoch}."
+        )
+    return _partition_check(member, epoch, topic_id)
 
 
 def validate_consumer_fetch(group: ConsumerGroup, member_id: str | None, epoch: int) -> None:

@@ -419,6 +419,23 @@ def _tp_partitions(tps: Iterable[Any], topic: str) -> list[int]:
     return sorted(tp.partition for tp in tps if tp.topic == topic)
 
 
+def unstrand_kafka_python_join(coordinator: Any) -> bool:
+    """kafka-python 3.0.12: a rejoin its leader starts because the topic's metadata changed
+    (`need_rejoin`: the assignment snapshot differs from the metadata snapshot) is left in
+    flight when poll()'s timeout expires; if the metadata changes back before the next poll (a
+    broker that briefly does not know the topic, in front of a 3-broker cluster), the next poll
+    sees no rejoin needed, never awaits the join again, and the member stays unsynced and
+    silent for good: no heartbeat, no rejoin, its partitions given to the others once its
+    session expires while it still believes it holds them. A join in flight while no rejoin is
+    needed is asked for again here, so the next poll awaits it (or, if it ended unseen, joins
+    anew). True when it did (e2e/test_kafka_python_stranded_join.py puts a real client in that
+    state)."""
+    if coordinator._join_task is not None and not coordinator.need_rejoin():
+        coordinator.request_rejoin()
+        return True
+    return False
+
+
 class KafkaPythonMember(Member):
     """kafka-python 3.x: eager `range` or `cooperative-sticky` (KIP-429), optionally static.
 
@@ -517,6 +534,7 @@ class KafkaPythonMember(Member):
                     time.sleep(0.1)
                     continue
                 self._note_member_id(consumer._coordinator._generation.member_id)
+                self._unstrand_join(consumer._coordinator)
                 for tp, msgs in batches.items():
                     for m in msgs:
                         self._record(tp.partition, m.offset, m.value)
@@ -527,6 +545,10 @@ class KafkaPythonMember(Member):
             self.timeline.mark(self.name, "closing")
             consumer.close(autocommit=False)
             self.timeline.mark(self.name, "closed")
+
+    def _unstrand_join(self, coordinator: Any) -> None:
+        if unstrand_kafka_python_join(coordinator):
+            self.client_errors.append(("STRANDED_JOIN", False, "join left in flight; rejoin requested"))
 
     def _commit(self, consumer: Any, offsets_of: Callable[[dict[int, int]], Any]) -> None:
         offsets = self._to_commit()

@@ -38,8 +38,8 @@ def _base(workdir: Path) -> Path:
     done = base / ".done"
     if done.exists():
         return base
-    from compat.fleet.command import _quiet_engine_logs
-    from compat.fleet.synth import synth
+    from tools.fleet.command import _quiet_engine_logs
+    from tools.fleet.synth import synth
 
     _quiet_engine_logs()
     shutil.rmtree(base, ignore_errors=True)
@@ -133,8 +133,8 @@ class _Peak(threading.Thread):
 
 
 def measure(inputs: list[str], records: int, out: Path) -> dict[str, Any]:
-    from compat.fleet.inputs import discover
-    from compat.fleet.job import run, session
+    from tools.fleet.inputs import discover
+    from tools.fleet.job import run, session
 
     clusters = discover(inputs)
     peak = _Peak()

@@ -44,8 +44,8 @@ from pathlib import Path
 from typing import Any
 
 from e2e.harness import GatewayProcess
-from gateway.codec import encode_request
-from gateway.entity_builder import build
+from protocol.codec import encode_request
+from protocol.entity_builder import build
 
 try:
     import uvloop
@@ -303,12 +303,12 @@ def _inclusive_costs(profile: Path, needles: tuple[str, ...]) -> dict[str, float
 PROFILE_STAGES = (
     "data_received (gateway/framing.py",
     "on_frame (gateway/dispatch.py",
-    "decode (gateway/codec.py",
+    "decode (protocol/codec.py",
     "GroupApis.consumer_group_heartbeat (",
     "GroupApis.heartbeat (",
     "ShardRuntime.run (",
-    "build (gateway/entity_builder.py",
-    "encode_response (gateway/codec.py",
+    "build (protocol/entity_builder.py",
+    "encode_response (protocol/codec.py",
     "_flush (gateway/framing.py",
 )
 

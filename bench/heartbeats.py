@@ -31,8 +31,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.codec import decode_response, encode_request, response_type_of
-from gateway.entity_builder import build
+from protocol.codec import decode_response, encode_request, response_type_of
+from protocol.entity_builder import build
 
 try:
     import uvloop

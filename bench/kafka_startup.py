@@ -1,4 +1,4 @@
-"""Cost of the reference Kafka (compat.kafka_dist): a cached resolve, the start of a one-node
+"""Cost of the reference Kafka (harness.kafka_dist): a cached resolve, the start of a one-node
 and a three-node KRaft cluster (format + JVM start until ApiVersions and Metadata answer), a
 killed node's restart, and a clean stop. These set how long tests that use a real Kafka wait.
 
@@ -13,7 +13,7 @@ import statistics
 import time
 from typing import Any
 
-from compat.kafka_dist import KafkaCluster, resolve
+from harness.kafka_dist import KafkaCluster, resolve
 
 
 def _timed_cluster(version: str, brokers: int) -> dict[str, float]:

@@ -46,8 +46,8 @@ from bench.heartbeats import (
 from e2e.harness import GatewayProcess
 from e2e.scaleout import create_topic, wait_fleet
 from e2e.wire import WireClient, make_request
-from gateway.codec import encode_request
 from gateway.groups.routing import partition_for
+from protocol.codec import encode_request
 
 try:
     import uvloop
@@ -285,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [int(x) for x in args.nodes.split(",")]
     groups = group_names(args.groups, args.shards)
 
-    from compat.kafka_dist import KafkaCluster
+    from harness.kafka_dist import KafkaCluster
 
     results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="groupshift-bench-scaleout-") as tmp:

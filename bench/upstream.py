@@ -12,7 +12,7 @@ Measures, direct and through the gateway:
     the gateway process's CPU time per request (its own cost, whatever the machine's load).
 and prints the ratios (goals from the issue: through-gateway throughput >= 85% of direct,
 added p99 <= 1 ms at moderate load). The backend is a real Apache Kafka single node from
-compat.kafka_dist (needs java; `--kafka groupshift` uses a second groupshift in embedded mode
+harness.kafka_dist (needs java; `--kafka groupshift` uses a second groupshift in embedded mode
 instead). Heartbeat throughput is the engine's and the gateway's, as in embedded mode (see
 `bench.gateway --only heartbeats`): group APIs are not forwarded.
 """
@@ -29,7 +29,7 @@ from typing import Any
 
 from bench.gateway import percentile, request
 from e2e.harness import GatewayProcess
-from gateway.codec import encode_request
+from protocol.codec import encode_request
 
 PARTITIONS = 6
 
@@ -304,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
             bootstrap = upstream.bootstrap
             label = "groupshift (embedded)"
         else:
-            from compat.kafka_dist import KafkaCluster
+            from harness.kafka_dist import KafkaCluster
 
             cluster = KafkaCluster(args.kafka, brokers=1, workdir=base / "kafka").start()
             bootstrap = cluster.bootstrap

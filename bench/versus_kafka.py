@@ -5,7 +5,7 @@
 
 1. Steady heartbeats: `bench.heartbeats`' setup and load generator (ConsumerGroupHeartbeat and
    classic Heartbeat of `--members` members in `--groups` groups, every answer checked) against
-   a real Kafka 4.x node (`compat.kafka_dist`, the same group settings as bench.gateway's
+   a real Kafka 4.x node (`harness.kafka_dist`, the same group settings as bench.gateway's
    heartbeat runs) and against `groupshift serve` (`coordinator.fsync.policy=none`). Each server
    gets the same CPU budget: first one core (the server's every thread pinned to core 0 with
    `taskset -a`, the load generator on core 1), then both cores (server and load generator each
@@ -68,7 +68,7 @@ KAFKA_EXTRA = {
 }
 DEFAULT_LOADS = [(64, 4)]
 # The JVM flags Kafka's own start scripts use (kafka-server-start.sh, kafka-run-class.sh), not
-# compat.kafka_dist's fast-start defaults (C1 only, serial GC), so that Kafka runs as deployed.
+# harness.kafka_dist's fast-start defaults (C1 only, serial GC), so that Kafka runs as deployed.
 KAFKA_SERVER_JVM_OPTS = (
     "-Xmx1G -Xms1G -server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 "
     "-XX:+ExplicitGCInvokesConcurrent -XX:MaxInlineLevel=15 -Djava.awt.headless=true"
@@ -106,8 +106,8 @@ def coordinators_ready(port: int, group_ids: list[str]) -> None:
 
 
 def heartbeats(args: argparse.Namespace, progress: Any) -> list[dict[str, Any]]:
-    from compat.kafka_dist import KafkaCluster
     from e2e.harness import GatewayProcess
+    from harness.kafka_dist import KafkaCluster
 
     results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="groupshift-versus-kafka-") as tmp:
@@ -191,13 +191,13 @@ def heartbeats(args: argparse.Namespace, progress: Any) -> list[dict[str, Any]]:
 
 def membership(progress: Any) -> list[dict[str, Any]]:
     """bench.migration's "add a member" and "rolling restart" with Java consumers on both."""
-    from compat.kafka_dist import KafkaCluster
-    from compat.kafka_dist.java_clients import java_clients
     from e2e.conftest import KAFKA_ONLY
     from e2e.harness import GatewayProcess
     from e2e.java import add_java
     from e2e.migration import FAST_GROUP_SETTINGS, Scenario
     from e2e.realclients import KafkaBackend, Outcome, run_scenario, timed_step
+    from harness.kafka_dist import KafkaCluster
+    from harness.kafka_dist.java_clients import java_clients
 
     out: list[dict[str, Any]] = []
     settings = dict(s.split("=", 1) for s in FAST_GROUP_SETTINGS)
@@ -311,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
     def progress(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 
-    from compat.kafka_dist import resolve
+    from harness.kafka_dist import resolve
 
     doc: dict[str, Any] = {
         "benchmark": "versus_kafka",

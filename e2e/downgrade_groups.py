@@ -22,8 +22,8 @@ import time
 import uuid
 from typing import Any
 
-from compat.groups.wire import AdminWire, KafkaError
 from e2e.wire import WireClient, make_request
+from tools.groups.wire import AdminWire, KafkaError
 
 TOPICS = {"orders": 4, "ev-a": 2, "ev-b": 2}
 CLASSIC = ("classic-static", "classic-dyn")

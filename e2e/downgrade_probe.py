@@ -16,7 +16,7 @@ group. After the broker restarts on these files, the probe group's offsets tell 
 
 The recipe: start the target once (creates `__consumer_offsets` with the topic id the broker
 wants in `partition.metadata`), stop it, replace each partition's segments
-(`compat.kafka_logs.write_partition`), start it again, query with admin APIs.
+(`tools.kafka_logs.write_partition`), start it again, query with admin APIs.
 """
 
 from __future__ import annotations
@@ -28,9 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from compat.groups.wire import AdminWire, KafkaError
-from compat.kafka_dist import KafkaCluster
-from compat.kafka_logs import partition_dir, partition_for, write_partition
+from harness.kafka_dist import KafkaCluster
 from records import (
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
@@ -56,6 +54,8 @@ from records import (
     TopicPartitions,
 )
 from records.codec import encode_record
+from tools.groups.wire import AdminWire, KafkaError
+from tools.kafka_logs import partition_dir, partition_for, write_partition
 
 TOPIC = "probe-t"
 NOW = 1_790_000_000_000

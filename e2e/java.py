@@ -1,7 +1,7 @@
 """Kafka's own Java consumer as a member of an e2e migration scenario.
 
 `JavaMember` runs Kafka's `VerifiableConsumer` (the tool Apache Kafka's system tests drive; see
-compat/kafka_dist/java_clients.py) with `--verbose`, and turns its JSON-lines events into the
+harness/kafka_dist/java_clients.py) with `--verbose`, and turns its JSON-lines events into the
 `Timeline` the checkers of e2e/migration.py judge:
 
 * `record_data` (topic, partition, offset, value) -> a `Read` at the event's timestamp;
@@ -25,7 +25,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from compat.kafka_dist.java_clients import JavaClients, VerifiableProcess
 from e2e.migration import (
     CLASSIC_HEARTBEAT_MS,
     CLASSIC_SESSION_MS,
@@ -38,6 +37,7 @@ from e2e.migration import (
     Read,
     Timeline,
 )
+from harness.kafka_dist.java_clients import JavaClients, VerifiableProcess
 
 
 class JavaMember(Member):

@@ -76,11 +76,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from compat.matrix.checks import Window, commits_going_back
-from compat.matrix.checks import check_no_overlap as overlapping_windows
 from e2e.conftest import Gateways
 from e2e.harness import GatewayProcess
 from e2e.wire import WireClient, make_request
+from harness.matrix.checks import Window, commits_going_back
+from harness.matrix.checks import check_no_overlap as overlapping_windows
 
 PARTITIONS = 12
 ALL = frozenset(range(PARTITIONS))

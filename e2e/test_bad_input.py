@@ -239,7 +239,7 @@ def test_bad_input_never_disturbs_other_connections(gateway: GatewayProcess) -> 
 
 
 def test_pipelined_requests_are_answered_in_order(gateway: GatewayProcess) -> None:
-    from gateway.codec import encode_request
+    from protocol.codec import encode_request
 
     requests = [
         make_request(18, 0),

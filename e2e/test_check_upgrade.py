@@ -146,8 +146,8 @@ def librdkafka_cooperative_sticky(s: Session, name: str) -> list[Any]:
     a member's sticky userData into its assignment (from that member's second generation on)."""
     from confluent_kafka import Consumer
 
-    from compat.groups.snapshot import describe
-    from compat.groups.wire import AdminWire
+    from tools.groups.snapshot import describe
+    from tools.groups.wire import AdminWire
 
     gid = s.group(name)
     consumers: list[Any] = []
@@ -286,8 +286,8 @@ EXPECTED = {
 
 
 def wait_type(s: Session, gid: str, want: str, timeout: float = 60.0) -> None:
-    from compat.groups.snapshot import describe
-    from compat.groups.wire import AdminWire
+    from tools.groups.snapshot import describe
+    from tools.groups.wire import AdminWire
 
     deadline = time.monotonic() + timeout
     got = None

@@ -5,7 +5,7 @@ node id); answers are compared field by field after removing what differs by nat
 throttle times). Broker configs are compared for the dynamic configs the script alters and a few
 defaults, since static settings differ between the two nodes by construction.
 
-Needs the `kafka4` fixture of `compat.pytest_kafka` (Java and Maven); without it the test
+Needs the `kafka4` fixture of `tests.plugins.kafka` (Java and Maven); without it the test
 skips with the reason, and `e2e/test_topic_configs.py` checks the same behaviour on groupshift
 alone with real admin clients.
 """
@@ -322,7 +322,7 @@ def test_configs_and_delete_records_answer_as_kafka(
     try:
         kafka4 = request.getfixturevalue("kafka4")
     except pytest.FixtureLookupError:
-        pytest.skip("no kafka4 fixture: compat.pytest_kafka (reference Kafka) is not registered in this tree")
+        pytest.skip("no kafka4 fixture: tests.plugins.kafka (reference Kafka) is not registered in this tree")
     kafka_port = int(kafka4.bootstrap.rpartition(":")[2])
     node = node_id(kafka_port)
     gw = gateways.start("differential-configs", sets=(f"node.id={node}",))

@@ -27,11 +27,11 @@ from typing import Any
 
 import pytest
 
-from compat.kafka_dist.java_clients import JavaClients
 from e2e.conftest import KAFKA_ONLY, Gateways
 from e2e.java import add_java
 from e2e.migration import FAST_GROUP_SETTINGS, Scenario
 from e2e.realclients import KafkaBackend, Outcome, run_scenario, timed_step
+from harness.kafka_dist.java_clients import JavaClients
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ subscription, a group converted online from classic, admin-committed offsets) is
 3.9 and by Kafka 3.4.0, as is and after `groupshift records rewrite --for-downgrade`; and
 groupshift data dirs go to Kafka 4.x and back with `records export` / `records import`.
 
-As is, the outcome is the one `compat.check.loader_rules` predicts for the records the log
+As is, the outcome is the one `tools.check.loader_rules` predicts for the records the log
 holds: a partition with a fatal record loses every group and offset on it (3.4.0 reads no
 OffsetCommitValue v4, which 4.1+ writes for every commit), elsewhere every offset loads and the
 consumer groups appear as empty classic groups (3.9 skips their records). Rewritten, every group
@@ -27,9 +27,13 @@ from typing import Any
 
 import pytest
 
-from compat.check.loader_rules import TARGET_RELEASES, outcome
-from compat.kafka_dist import KafkaCluster
-from compat.kafka_logs import (
+from e2e.downgrade_groups import ALL_GROUPS, CONSUMER, TOPICS, make_groups, observed
+from e2e.downgrade_probe import wait_partition_dirs
+from e2e.harness import GatewayProcess
+from harness.kafka_dist import KafkaCluster
+from tests.plugins.kafka import KAFKA4_TEST_CONFIGS, skip_without_tools
+from tools.check.loader_rules import TARGET_RELEASES, outcome
+from tools.kafka_logs import (
     list_partitions,
     partition_dir,
     partition_for,
@@ -37,10 +41,6 @@ from compat.kafka_logs import (
     read_partition,
     write_partition_batches,
 )
-from compat.pytest_kafka import KAFKA4_TEST_CONFIGS, skip_without_tools
-from e2e.downgrade_groups import ALL_GROUPS, CONSUMER, TOPICS, make_groups, observed
-from e2e.downgrade_probe import wait_partition_dirs
-from e2e.harness import GatewayProcess
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
@@ -146,7 +146,7 @@ def _prepare_target(cluster: KafkaCluster) -> None:
     """Topics and `__consumer_offsets` (a FindCoordinator creates it) on a fresh target."""
     from kafka.admin import KafkaAdminClient, NewTopic
 
-    from compat.groups.wire import AdminWire
+    from tools.groups.wire import AdminWire
 
     admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=20000)
     try:

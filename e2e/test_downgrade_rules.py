@@ -1,4 +1,4 @@
-"""The loader rules (`compat.check.loader_rules`), proven on the real releases.
+"""The loader rules (`tools.check.loader_rules`), proven on the real releases.
 
 One broker per target (`e2e.downgrade_probe`): `__consumer_offsets` gets one partition per
 record kind, the broker restarts on those files and every case's outcome is compared with the
@@ -18,17 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from compat.check.loader_rules import (
-    OTHER,
-    RULES,
-    TARGET_CONFIGS,
-    TARGET_LOADERS,
-    TARGET_RELEASES,
-    Rule,
-    outcome,
-)
-from compat.kafka_dist import KafkaCluster
-from compat.pytest_kafka import skip_without_tools
 from e2e.downgrade_probe import (
     CASES,
     PROBE_CONFIGS,
@@ -38,6 +27,17 @@ from e2e.downgrade_probe import (
     prepare_cluster,
     wait_partition_dirs,
     write_cases,
+)
+from harness.kafka_dist import KafkaCluster
+from tests.plugins.kafka import skip_without_tools
+from tools.check.loader_rules import (
+    OTHER,
+    RULES,
+    TARGET_CONFIGS,
+    TARGET_LOADERS,
+    TARGET_RELEASES,
+    Rule,
+    outcome,
 )
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]

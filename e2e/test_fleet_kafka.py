@@ -1,6 +1,6 @@
 """`groupshift fleet` on logs written by Apache Kafka 4.x: the Spark job reading the broker's
 `__consumer_offsets` partition directories gives the facts a live admin-API read of the same
-cluster gives (compat.check.facts.facts_from_admin over compat.groups.wire).
+cluster gives (tools.check.facts.facts_from_admin over tools.groups.wire).
 
 The groups are made by real clients (confluent-kafka): a classic group of two members
 (`group.protocol=classic`, range), a KIP-848 consumer group of two members
@@ -121,10 +121,10 @@ def groups_on_kafka(kafka4: Any) -> Iterator[tuple[Any, dict[str, str]]]:
 def test_kafka_logs_give_the_facts_of_a_live_read(
     spark: Any, groups_on_kafka: tuple[Any, dict[str, str]], tmp_path: Path
 ) -> None:
-    from compat.check.facts import facts_from_admin
-    from compat.fleet.inputs import discover
-    from compat.fleet.job import build
-    from compat.groups.wire import AdminWire
+    from tools.check.facts import facts_from_admin
+    from tools.fleet.inputs import discover
+    from tools.fleet.job import build
+    from tools.groups.wire import AdminWire
 
     kafka, names = groups_on_kafka
     with AdminWire(kafka.bootstrap) as admin:

@@ -8,7 +8,7 @@ views, reset-offsets in every scenario, delete-offsets, delete) runs on both, an
 reduced to what must agree (member ids, hosts and ports differ by nature) and compared. On Kafka,
 our output is also compared with ConsumerGroupCommand's for the same question.
 
-Needs the reference Kafka (`compat.kafka_dist`, fixtures `kafka4` and `kafka_clients4`): without
+Needs the reference Kafka (`harness.kafka_dist`, fixtures `kafka4` and `kafka_clients4`): without
 it the module skips with the reason; `e2e/test_groups_cli.py` runs the same sub-commands against
 groupshift alone.
 """
@@ -27,9 +27,9 @@ from typing import Any
 import pytest
 
 try:
-    import compat.kafka_dist  # noqa: F401
-except ImportError:  # pragma: no cover - until compat.kafka_dist is merged
-    pytest.skip("compat.kafka_dist (reference Apache Kafka) is not available", allow_module_level=True)
+    import harness.kafka_dist  # noqa: F401
+except ImportError:  # pragma: no cover - until harness.kafka_dist is merged
+    pytest.skip("harness.kafka_dist (reference Apache Kafka) is not available", allow_module_level=True)
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic

@@ -19,11 +19,11 @@ import sys
 import time
 from pathlib import Path
 
-from compat.groups.plot import ownership_from_events
 from e2e.conftest import Gateways
 from e2e.groups_cli import groups, groups_json
 from e2e.harness import REPO
 from e2e.migration import scenario
+from tools.groups.plot import ownership_from_events
 
 
 def test_migration_report_during_a_live_upgrade(gateways: Gateways) -> None:

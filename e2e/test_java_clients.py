@@ -25,10 +25,10 @@ import time
 
 import pytest
 
-from compat.kafka_dist.java_clients import JavaClients
 from e2e.conftest import Gateways
 from e2e.java import JavaMember, add_java
 from e2e.migration import describe_consumer_group, group_events, list_groups, scenario, wait_until
+from harness.kafka_dist.java_clients import JavaClients
 
 
 @pytest.mark.parametrize("remote_assignor", ["uniform", "range"])

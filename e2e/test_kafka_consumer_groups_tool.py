@@ -29,10 +29,10 @@ from typing import Any
 
 import pytest
 
-from compat.kafka_dist.java_clients import JavaClients
 from e2e.conftest import Gateways
 from e2e.migration import FAST_GROUP_SETTINGS
 from e2e.test_groups_cli_kafka import Target
+from harness.kafka_dist.java_clients import JavaClients
 
 # A KIP-848 member id (22 characters of base64) standing alone as a cell.
 _MEMBER_ID = re.compile(r"(?<![\w+/-])[A-Za-z0-9_+/-]{22}(?![\w+/-])")

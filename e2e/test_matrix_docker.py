@@ -2,7 +2,7 @@
 
 Two cells, each run twice against an embedded groupshift (a `groupshift serve` process): once
 with every client a local process, once with every client a container of the docker runtime
-(compat.matrix.docker_runtime: an engine found or started here, images built locally, host
+(harness.matrix.docker_runtime: an engine found or started here, images built locally, host
 networking, the repository mounted read-only). Cells:
 
 - Kafka's own Java `VerifiableConsumer` (newest 4.x tools), classic protocol, cooperative-sticky;
@@ -15,7 +15,7 @@ record consumed, commits monotonic per member and partition, the group's final c
 end. When no Docker engine can be had the container half skips and prints why (the process half
 of each cell still runs, so the cell's process verdict is always checked here).
 
-The process runtime here is a minimal stand-in for compat.matrix.process_runtime (the runner's),
+The process runtime here is a minimal stand-in for harness.matrix.process_runtime (the runner's),
 running the same command lines: `java_clients(version).command(...)` and the Go binary.
 """
 
@@ -35,11 +35,11 @@ from typing import Any
 
 import pytest
 
-from compat.matrix.docker_engine import EngineUnavailable, ensure_engine, ping
-from compat.matrix.go_clients import GO_LIBRARIES, GoUnavailable, go_command
-from compat.matrix.runtime import ClientHandle, ClientSpec, Runtime
 from e2e.conftest import Gateways
 from e2e.groups import FAST_GROUP_SETTINGS, create_topic, produce
+from harness.matrix.docker_engine import EngineUnavailable, ensure_engine, ping
+from harness.matrix.go_clients import GO_LIBRARIES, GoUnavailable, go_command
+from harness.matrix.runtime import ClientHandle, ClientSpec, Runtime
 
 PARTITIONS = 6
 FIRST, SECOND = 150, 150
@@ -129,7 +129,7 @@ class LocalRuntime:
 
     def command(self, client: ClientSpec, argv: Sequence[str]) -> list[str]:
         if client.library == "java":
-            from compat.kafka_dist.java_clients import java_clients
+            from harness.kafka_dist.java_clients import java_clients
 
             if client.version not in self._java:
                 self._java[client.version] = java_clients(client.version, self.workdir / "java")
@@ -295,7 +295,7 @@ def docker_runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     except EngineUnavailable as e:
         print(f"no Docker engine for the container cells: {e}")
         pytest.skip(f"no Docker engine can be found or started here: {e}")
-    from compat.matrix.docker_runtime import DockerRuntime
+    from harness.matrix.docker_runtime import DockerRuntime
 
     runtime = DockerRuntime(workdir=tmp_path_factory.mktemp("docker-runtime"), engine=engine)
     print(f"docker engine: {engine.how}")

@@ -1,4 +1,4 @@
-"""The lifetime of the Docker engine groupshift starts itself (compat.matrix.docker_engine).
+"""The lifetime of the Docker engine groupshift starts itself (harness.matrix.docker_engine).
 
 Kept apart from e2e/test_matrix_docker.py, whose module fixture holds the engine for its cells.
 """
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from compat.matrix.docker_engine import EngineUnavailable, ensure_engine, ping
+from harness.matrix.docker_engine import EngineUnavailable, ensure_engine, ping
 
 
 def test_own_engine_stops_when_its_last_user_leaves(monkeypatch: pytest.MonkeyPatch) -> None:

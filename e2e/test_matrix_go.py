@@ -1,7 +1,7 @@
 """The Go verifiable consumers of `groupshift matrix` (franz-go, Sarama) on an embedded groupshift.
 
 The matrix judges every client by the JSON lines of Kafka's `VerifiableConsumer`; this checks that
-each Go client (compat/matrix/clients/go/*, built by compat.matrix.go_clients) joins a group on
+each Go client (harness/matrix/clients/go/*, built by harness.matrix.go_clients) joins a group on
 groupshift with the classic protocol (JoinGroup/SyncGroup, a client-side balancer) and, for
 franz-go, with KIP-848's ConsumerGroupHeartbeat (its ServerSideBalancer; Sarama has none),
 splits the partitions with a second member, consumes and commits every record, and prints
@@ -23,10 +23,10 @@ from typing import Any
 
 import pytest
 
-from compat.matrix.go_clients import GoUnavailable, go_client_binary
-from compat.matrix.runtime import ClientSpec
 from e2e.conftest import Gateways
 from e2e.groups import FAST_GROUP_SETTINGS, create_topic, produce
+from harness.matrix.go_clients import GoUnavailable, go_client_binary
+from harness.matrix.runtime import ClientSpec
 
 PARTITIONS = 6
 RECORDS = 120

@@ -20,8 +20,8 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
-from compat.headless import ChromiumMissing, chromium, dump_dom, screenshot
-from compat.kafka_dist import tools_missing
+from harness.headless import ChromiumMissing, chromium, dump_dom, screenshot
+from harness.kafka_dist import tools_missing
 
 REPO = Path(__file__).resolve().parent.parent
 ARTIFACTS = REPO / "build" / "artifacts"  # gitignored: the screenshot kept for people
@@ -159,6 +159,6 @@ def test_unknown_grid_and_missing_docker_runtime_are_usage_errors(tmp_path: Path
     assert p.returncode == 2 and "no built-in grid or file 'nope'" in p.stderr
     p = run("run", "--only", "colour=red", "--out", str(tmp_path))
     assert p.returncode == 2 and "no dimension 'colour'" in p.stderr
-    if not (REPO / "compat" / "matrix" / "docker_runtime.py").exists():
+    if not (REPO / "harness" / "matrix" / "docker_runtime.py").exists():
         p = run("run", "--runtime", "docker", "--only", "aiokafka", "--out", str(tmp_path))
-        assert p.returncode == 2 and "no compat/matrix/docker_runtime.py" in p.stderr
+        assert p.returncode == 2 and "no harness/matrix/docker_runtime.py" in p.stderr

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from compat.kafka_dist import free_port
 from e2e.conftest import Gateways
 from e2e.harness import GatewayProcess
 from e2e.upstream import (
@@ -27,6 +26,7 @@ from e2e.upstream import (
     check_roundtrip,
     start_fixed_gateway,
 )
+from harness.kafka_dist import free_port
 
 
 class GroupshiftBackend:

@@ -1,4 +1,4 @@
-"""groupshift in front of real Apache Kafka (compat.kafka_dist's reference clusters).
+"""groupshift in front of real Apache Kafka (harness.kafka_dist's reference clusters).
 
 * Kafka 3.9, three brokers, classic coordinator only: clients see three groupshift listeners;
   KIP-848 (librdkafka `group.protocol=consumer`) and classic consumers share the gateway's
@@ -22,7 +22,6 @@ from typing import Any
 
 import pytest
 
-from compat.kafka_dist import free_port
 from e2e.conftest import Gateways
 from e2e.harness import GatewayProcess
 from e2e.upstream import (
@@ -40,6 +39,7 @@ from e2e.upstream import (
     check_roundtrip,
     start_fixed_gateway,
 )
+from harness.kafka_dist import free_port
 
 FAST_BROKER = {
     "group.initial.rebalance.delay.ms": "0",

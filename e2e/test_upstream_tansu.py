@@ -1,4 +1,4 @@
-"""groupshift in front of Tansu, a non-Apache Kafka-compatible broker (compat/tansu.py).
+"""groupshift in front of Tansu, a non-Apache Kafka-compatible broker (harness/tansu.py).
 
 Tansu has no KIP-848 (no ConsumerGroupHeartbeat) and its own classic group coordinator. With
 groupshift in front of it:
@@ -28,7 +28,6 @@ from typing import Any
 
 import pytest
 
-from compat.kafka_dist import free_port
 from e2e.conftest import Gateways
 from e2e.expected import PARTITIONS
 from e2e.groups import create_topic, wait_until
@@ -47,6 +46,7 @@ from e2e.upstream import (
     start_fixed_gateway,
     upstream_offsets,
 )
+from harness.kafka_dist import free_port
 
 
 def _cannot_restart(i: int) -> None:

@@ -8,8 +8,8 @@ from typing import Any
 
 from kio.index import load_request_schema
 
-from gateway.codec import decode_response, encode_request, response_type_of
-from gateway.entity_builder import build
+from protocol.codec import decode_response, encode_request, response_type_of
+from protocol.entity_builder import build
 
 
 def make_request(api_key: int, version: int, **values: Any) -> Any:

@@ -3,7 +3,7 @@
 One module per target; `python -m fuzz TARGET --runs N` runs one (see `fuzz.__main__`):
 
 * `framing`  - the TCP frame parser and in-order responses (`gateway.framing`);
-* `requests` - every request decoder a `groupshift serve` gateway serves (`gateway.codec`);
+* `requests` - every request decoder a `groupshift serve` gateway serves (`protocol.codec`);
 * `embedded` - the embedded consumer protocol (`translation.embedded_protocol`);
 * `records`  - coordinator record keys and values (`records.codec` and `records/*_codec.py`);
 * `batches`  - v2 record batches as the coordinator loader and Produce read them

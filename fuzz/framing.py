@@ -111,8 +111,8 @@ def _frame(body: bytes) -> bytes:
 def seeds() -> list[bytes]:
     from kio.index import load_request_schema
 
-    from gateway.codec import encode_request
-    from gateway.entity_builder import build
+    from protocol.codec import encode_request
+    from protocol.entity_builder import build
 
     api_versions = encode_request(
         build(load_request_schema(18, 3), {"client_software_name": "fuzz", "client_software_version": "1"}),

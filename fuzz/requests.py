@@ -30,7 +30,7 @@ from kio.index import load_request_schema
 from kio.serial._introspect import EntityField, EntityTupleField, PrimitiveTupleField, classify_field
 
 from fuzz.common import Target
-from gateway.codec import DecodeFailure, api_schema, decode, encode_request, peek
+from protocol.codec import DecodeFailure, api_schema, decode, encode_request, peek
 
 _PAIR = struct.Struct(">hh")
 
@@ -124,5 +124,5 @@ TARGET = Target(
     seeds=lambda: _with_selector(seeds()),
     one_input=one_input,
     clean=(DecodeFailure,),
-    instrument=("gateway.codec", "gateway.length_guard", "kio.serial"),
+    instrument=("protocol.codec", "protocol.length_guard", "kio.serial"),
 )

@@ -19,9 +19,9 @@ from typing import Any
 from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode
 
-from gateway.codec import api_schema, encode_response, response_type_of
-from gateway.entity_builder import build
 from gateway.registry import HandlerRegistry, RequestContext
+from protocol.codec import api_schema, encode_response, response_type_of
+from protocol.entity_builder import build
 
 API_KEY = 18
 MIN_VERSION = 0

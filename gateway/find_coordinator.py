@@ -22,9 +22,9 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from gateway.cluster import ClusterView
-from gateway.codec import response_type_of
-from gateway.entity_builder import build
 from gateway.registry import HandlerRegistry, RequestContext
+from protocol.codec import response_type_of
+from protocol.entity_builder import build
 
 API_KEY = 10
 MIN_VERSION = 0

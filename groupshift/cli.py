@@ -230,7 +230,7 @@ def _add_records(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     )
     d.add_argument("--json", action="store_true", help="print one JSON object per record")
     d.add_argument("--group", metavar="GROUP", help="only the records of this group")
-    from compat.records_transfer import add_commands
+    from tools.records_transfer import add_commands
 
     add_commands(records_sub)
 
@@ -249,7 +249,7 @@ def _add_records(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
 
 def _add_groups(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from compat.groups.command import add_parser
+    from tools.groups.command import add_parser
 
     add_parser(sub)
 
@@ -263,7 +263,7 @@ def _add_kafka(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
             "Needs Java 17+ and Maven; releases are cached under ~/.cache/groupshift/kafka."
         ),
     )
-    from compat.kafka_dist.commands import add_arguments
+    from harness.kafka_dist.commands import add_arguments
 
     add_arguments(p)
 
@@ -290,9 +290,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_records(sub)
     _add_groups(sub)
     _add_kafka(sub)
-    __import__("compat.check.command", fromlist=["add_parser"]).add_parser(sub)
-    __import__("compat.matrix.command", fromlist=["add_parser"]).add_parser(sub)
-    __import__("compat.fleet.command", fromlist=["add_parser"]).add_parser(sub)
+    __import__("tools.check.command", fromlist=["add_parser"]).add_parser(sub)
+    __import__("harness.matrix.command", fromlist=["add_parser"]).add_parser(sub)
+    __import__("tools.fleet.command", fromlist=["add_parser"]).add_parser(sub)
     return parser
 
 

@@ -1,6 +1,6 @@
 """`groupshift check` on file inputs, without servers: `__consumer_offsets-N` directories written
 here as Kafka lays them out (magic-2 batch segments, `partition.metadata` beside them), read by
-compat.check.inputs; the CLI's table, `--json`, settings from `--set`/`--config`, and exit codes."""
+tools.check.inputs; the CLI's table, `--json`, settings from `--set`/`--config`, and exit codes."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from compat.check.inputs import read_logs, topic_names
 from groupshift.cli import main
 from records.batch import build_batch
 from records.classic_group import GroupMemberMetadata, GroupMetadataKey, GroupMetadataValue
@@ -29,6 +28,7 @@ from records.consumer_group import (
 from records.coordinator import CoordinatorRecord
 from records.offsets import OffsetCommitKey, OffsetCommitValue
 from records.segment import segment_name
+from tools.check.inputs import read_logs, topic_names
 from translation.embedded_protocol import Subscription, serialize_assignment, serialize_subscription
 
 TOPIC_ID = uuid.UUID("6f1c7d1e-0b7a-4a57-9d0e-3a3c1f1e2d4c")
@@ -190,8 +190,8 @@ def test_unknown_group_is_an_input_error(tmp_path: Path, capsys: pytest.CaptureF
 def test_verbose_lists_every_check(tmp_path: Path) -> None:
     base = write_log_dir(tmp_path)
     out = StringIO()
-    from compat.check.command import render
-    from compat.check.rules import Settings, upgrade_verdict
+    from tools.check.command import render
+    from tools.check.rules import Settings, upgrade_verdict
 
     facts = read_logs([str(base)]).facts
     render([upgrade_verdict(facts["ok"], Settings())], [], True, out)

@@ -1,5 +1,5 @@
-"""Unit tests of `groupshift check`'s rules (compat.check.rules) on facts built from records
-(compat.check.facts): one test per rule, each asserting the verdict, the reason and, for a
+"""Unit tests of `groupshift check`'s rules (tools.check.rules) on facts built from records
+(tools.check.facts): one test per rule, each asserting the verdict, the reason and, for a
 refused upgrade, Kafka 4.3's exact message."""
 
 from __future__ import annotations
@@ -10,19 +10,6 @@ from dataclasses import replace
 
 import pytest
 
-from compat.check.facts import GroupFacts, MemberFacts, RecordKind, facts_from_entries, facts_from_records
-from compat.check.rules import (
-    NEEDS_ACTION,
-    NOT_READY,
-    READY,
-    SAFE,
-    UNSAFE,
-    Settings,
-    downgrade_verdict,
-    elect_protocol,
-    regex_meaning,
-    upgrade_verdict,
-)
 from records.classic_group import GroupMemberMetadata, GroupMetadataKey, GroupMetadataValue
 from records.codec import encode_record
 from records.consumer_group import (
@@ -38,6 +25,19 @@ from records.consumer_group import (
 )
 from records.coordinator import CoordinatorRecord
 from records.offsets import OffsetCommitKey, OffsetCommitValue
+from tools.check.facts import GroupFacts, MemberFacts, RecordKind, facts_from_entries, facts_from_records
+from tools.check.rules import (
+    NEEDS_ACTION,
+    NOT_READY,
+    READY,
+    SAFE,
+    UNSAFE,
+    Settings,
+    downgrade_verdict,
+    elect_protocol,
+    regex_meaning,
+    upgrade_verdict,
+)
 from translation.embedded_protocol import Subscription, serialize_assignment, serialize_subscription
 
 DEFAULTS = Settings()
@@ -302,9 +302,9 @@ def test_member_facts_picklable_and_rebalance() -> None:
 @pytest.fixture
 def rules_37(monkeypatch: pytest.MonkeyPatch) -> None:
     """A loader-rules table for the logic under test (the real rows and their proofs live in
-    compat.check.loader_rules and e2e/test_downgrade_rules.py)."""
-    from compat.check import loader_rules
-    from compat.check.loader_rules import Rule
+    tools.check.loader_rules and e2e/test_downgrade_rules.py)."""
+    from tools.check import loader_rules
+    from tools.check.loader_rules import Rule
 
     rows = (
         Rule(target="kafka-3.7", record_type=1, outcome="read", proven=True),
@@ -362,7 +362,7 @@ def test_assignor_mix_and_custom_assignor_warnings() -> None:
             )
         )  # fmt: skip
     f = facts(recs, gid)
-    from compat.check.rules import _upgrade_advice
+    from tools.check.rules import _upgrade_advice
 
     mix = [c for c in _upgrade_advice(f, DEFAULTS) if c.name == "assignor-mix"]
     assert mix and mix[0].status == "warning" and "INCONSISTENT_GROUP_PROTOCOL" in mix[0].reason

@@ -16,11 +16,11 @@ from kio.index import load_request_schema
 from kio.schema.errors import ErrorCode
 from kio.serial._introspect import EntityField, EntityTupleField, PrimitiveTupleField, classify_field
 
-from gateway.codec import api_schema, decode_response, encode_response
 from gateway.config import build_config
 from gateway.error_response import error_response, failure_error
 from gateway.groups.service import install_group_layer
 from gateway.server import GatewayServer
+from protocol.codec import api_schema, decode_response, encode_response
 
 _SAMPLE: dict[str, Any] = {
     "bool": True,

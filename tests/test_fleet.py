@@ -1,7 +1,7 @@
-"""`groupshift fleet` (compat/fleet): the Spark job against a plain-Python reference, the synthetic
+"""`groupshift fleet` (tools/fleet): the Spark job against a plain-Python reference, the synthetic
 fleet, the report in a real browser, and the job on a real Spark standalone cluster.
 
-All Spark tests share one local-mode session (`spark` fixture, compat/pytest_fleet.py) and one
+All Spark tests share one local-mode session (`spark` fixture, tests/plugins/fleet.py) and one
 synthetic fleet written by the real engine (`small_fleet`).
 """
 
@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from compat.fleet.inputs import Cluster, InputError, discover
-from compat.fleet.reference import facts_and_verdicts, health_rows
 from records.dump import iter_entries
+from tools.fleet.inputs import Cluster, InputError, discover
+from tools.fleet.reference import facts_and_verdicts, health_rows
 
 REPO = Path(__file__).resolve().parents[1]
 TARGETS = ["classic-protocol", "kafka-3.9"]
@@ -115,7 +115,7 @@ def test_inputs_are_checked(tmp_path: Path) -> None:
 
 
 def test_health_counts_eager_revocation() -> None:
-    from compat.fleet.health import health, parse_event
+    from tools.fleet.health import health, parse_event
 
     T0 = 1_767_225_600_000  # epoch milliseconds, as the gateway's numeric timestamps
     lines = [
@@ -146,7 +146,7 @@ def test_health_counts_eager_revocation() -> None:
 @pytest.fixture(scope="module")
 def local_out(spark: Any, small_fleet: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The local-mode job's tables, written once (Parquet) for the tests below."""
-    from compat.fleet.job import run
+    from tools.fleet.job import run
 
     out = tmp_path_factory.mktemp("fleet-local")
     result = run(spark, discover(_inputs(small_fleet)), str(out), TARGETS)
@@ -170,7 +170,7 @@ def test_spark_job_equals_the_reference_row_for_row(spark: Any, small_fleet: Pat
 
 def test_spark_job_reports_damaged_segments(spark: Any, small_fleet: Path, tmp_path: Path) -> None:
     """A flipped byte fails one batch's CRC: a problem row, the other batches still count."""
-    from compat.fleet.job import build
+    from tools.fleet.job import build
 
     [c] = discover([f"cluster-00={small_fleet / 'cluster-00'}"])
     partition, path = c.segments[0]
@@ -189,8 +189,8 @@ def test_spark_job_reports_damaged_segments(spark: Any, small_fleet: Path, tmp_p
 def test_report_renders_in_chromium_with_its_plots(
     spark: Any, small_fleet: Path, local_out: Path, tmp_path: Path
 ) -> None:
-    from compat import headless
-    from compat.fleet.report import from_tables, render
+    from harness import headless
+    from tools.fleet.report import from_tables, render
 
     try:
         headless.chromium()

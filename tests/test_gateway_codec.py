@@ -16,7 +16,7 @@ from kio.schema.errors import ErrorCode
 from kio.serial import entity_writer
 from kio.static.primitive import Records
 
-from gateway.codec import (
+from protocol.codec import (
     DecodeFailure,
     api_schema,
     decode,
@@ -25,8 +25,8 @@ from gateway.codec import (
     encode_response,
     peek,
 )
-from gateway.entity_builder import build, field_names
-from gateway.length_guard import MalformedLength, check_lengths, guard_for
+from protocol.entity_builder import build, field_names
+from protocol.length_guard import MalformedLength, check_lengths, guard_for
 
 st.register_type_strategy(Records, st.binary(max_size=64))
 

@@ -22,8 +22,8 @@ from gateway.dataplane.plane import DataPlane, SequenceError, TopicError
 from gateway.dataplane.producers import ProducerIdAllocator
 from gateway.dataplane.store import SegmentPartitionStore
 from gateway.dataplane.topics import TopicChange, topic_name_error
-from gateway.entity_builder import build
 from gateway.registry import RequestContext
+from protocol.entity_builder import build
 from records.batch import iter_batch_headers, read_batch_header, validate_client_batch
 from records.errors import CorruptBatchError, InvalidBatchError, LogFailedError, OffsetOutOfRangeError
 from records.segment import segment_name
@@ -449,13 +449,13 @@ def test_data_dir_layout_uses_kafka_names(tmp_path: Path) -> None:
 
 def test_a_request_pipelined_after_a_produce_sees_its_records(tmp_path: Path) -> None:
     """Kafka handles one request per connection at a time; appends keep that order here."""
-    from gateway.codec import decode_response, encode_request, response_type_of
     from gateway.dataplane.apis.list_offsets import ListOffsetsApi
     from gateway.dataplane.apis.produce import ProduceApi
     from gateway.dispatch import Dispatcher
     from gateway.framing import KafkaConnection
     from gateway.metrics import MetricsRegistry
     from gateway.registry import HandlerRegistry
+    from protocol.codec import decode_response, encode_request, response_type_of
     from tests.fake_transport import FakeTransport
 
     async def scenario() -> None:

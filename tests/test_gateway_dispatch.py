@@ -12,12 +12,12 @@ from kio.index import load_request_schema
 from kio.schema.errors import ErrorCode
 
 from gateway.api_versions import ApiVersionsApi
-from gateway.codec import decode_response, encode_request, response_type_of
 from gateway.dispatch import Dispatcher
-from gateway.entity_builder import build
 from gateway.framing import KafkaConnection
 from gateway.metrics import MetricsRegistry
 from gateway.registry import NO_RESPONSE, CloseConnection, HandlerRegistry, HandlerSpec
+from protocol.codec import decode_response, encode_request, response_type_of
+from protocol.entity_builder import build
 from tests.fake_transport import FakeTransport
 
 

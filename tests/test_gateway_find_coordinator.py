@@ -8,9 +8,9 @@ from kio.index import load_request_schema
 from kio.schema.errors import ErrorCode
 
 from gateway.cluster import ClusterView, NodeEndpoint
-from gateway.entity_builder import build
 from gateway.find_coordinator import FindCoordinatorApi
 from gateway.registry import RequestContext
+from protocol.entity_builder import build
 
 CTX = RequestContext(1, ("127.0.0.1", 1), ("127.0.0.1", 9092))
 

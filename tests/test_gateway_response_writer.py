@@ -13,7 +13,7 @@ from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_writer
 from kio.static.primitive import Records
 
-from gateway.response_writer import encode
+from protocol.response_writer import encode
 
 st.register_type_strategy(Records, st.binary(max_size=48))
 

@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode
 
-from gateway.codec import api_schema
-from gateway.entity_builder import build
 from gateway.groups.group_apis import GroupApis, steady_cgh_body
+from protocol.codec import api_schema
+from protocol.entity_builder import build
 
 ERROR_CODES = st.sampled_from([int(c) for c in ErrorCode])
 INT32 = st.integers(-(2**31), 2**31 - 1)

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from compat.groups.migration import Observation, Tracker, changes, conversion_check, report
-from compat.groups.output import Style, assignment_string, table
-from compat.groups.plot import Span, ownership_from_events, ownership_from_observations, plot_ownership
-from compat.groups.reset_offsets import PlanError, parse_csv, parse_datetime, to_csv
-from compat.groups.snapshot import Group, Member
+from tools.groups.migration import Observation, Tracker, changes, conversion_check, report
+from tools.groups.output import Style, assignment_string, table
+from tools.groups.plot import Span, ownership_from_events, ownership_from_observations, plot_ownership
+from tools.groups.reset_offsets import PlanError, parse_csv, parse_datetime, to_csv
+from tools.groups.snapshot import Group, Member
 
 POLICY = {
     "group.consumer.migration.policy": "bidirectional",

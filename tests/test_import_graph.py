@@ -12,7 +12,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-LAYERS = ("records", "engine", "translation", "gateway", "compat", "groupshift")
+LAYERS = ("protocol", "records", "engine", "translation", "gateway", "tools", "harness", "groupshift")
 
 
 def _module_name(path: Path) -> str:

@@ -1,4 +1,4 @@
-"""The reference Kafka launcher (compat.kafka_dist): resolution from Maven Central into the cache,
+"""The reference Kafka launcher (harness.kafka_dist): resolution from Maven Central into the cache,
 KRaft clusters of 4.x, 3.9 and 3.7, and Kafka's own Java tools against them.
 
 These start real JVMs (a node takes ~3-8 s on two cores); the jars come from the user cache,
@@ -18,14 +18,14 @@ from pathlib import Path
 
 import pytest
 
-from compat.kafka_dist import KafkaCluster, cache_root, cached_versions, resolve
-from compat.kafka_dist.java_clients import JavaClients, java_clients
-from compat.kafka_dist.wire import (
+from harness.kafka_dist import KafkaCluster, cache_root, cached_versions, resolve
+from harness.kafka_dist.java_clients import JavaClients, java_clients
+from harness.kafka_dist.wire import (
     API_CONSUMER_GROUP_HEARTBEAT,
     broker_ids,
     consumer_group_heartbeat_error,
 )
-from compat.pytest_kafka import skip_without_tools
+from tests.plugins.kafka import skip_without_tools
 
 UNSUPPORTED_VERSION = 35
 REPO = Path(__file__).resolve().parent.parent
@@ -82,7 +82,7 @@ def test_two_processes_resolving_at_once_share_one_download(tmp_path: Path) -> N
     version = resolve("3.9").version
     env = {**os.environ, "GROUPSHIFT_KAFKA_CACHE": str(tmp_path / "cache")}
     code = (
-        "from compat.kafka_dist import resolve; "
+        "from harness.kafka_dist import resolve; "
         f"d = resolve({version!r}); print(d.lib, d.info['resolved_at'])"
     )
     procs = [
@@ -134,7 +134,7 @@ def test_three_node_cluster_survives_a_killed_node_and_takes_it_back(tmp_path: P
 
 def test_a_port_taken_before_the_bind_is_replaced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Another process takes the chosen client port before Kafka binds it: one retry on new ports."""
-    import compat.kafka_dist.cluster as cluster_module
+    import harness.kafka_dist.cluster as cluster_module
 
     squatter = socket.socket()
     squatter.bind(("127.0.0.1", 0))
@@ -213,7 +213,7 @@ def test_java_clients_of_3_7_consume_from_kafka4_with_the_classic_protocol(
 
 def test_kafka_start_prints_bootstrap_and_stops_on_ctrl_c() -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "compat.kafka_dist", "start", "--version", "4", "--set", "num.partitions=3"],
+        [sys.executable, "-m", "harness.kafka_dist", "start", "--version", "4", "--set", "num.partitions=3"],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -238,7 +238,7 @@ def test_kafka_start_prints_bootstrap_and_stops_on_ctrl_c() -> None:
 def test_kafka_versions_lists_the_cache() -> None:
     version = resolve("4").version
     out = subprocess.run(
-        [sys.executable, "-m", "compat.kafka_dist", "versions"],
+        [sys.executable, "-m", "harness.kafka_dist", "versions"],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -255,7 +255,7 @@ def test_groupshift_kafka_command_parses_start_options() -> None:
         ["kafka", "start", "--version", "3.9", "--brokers", "3", "--set", "a.b=1", "--set", "c=x=y"]
     )
     assert (args.kafka_version, args.brokers, args.set) == ("3.9", 3, ["a.b=1", "c=x=y"])
-    from compat.kafka_dist.commands import parse_sets
+    from harness.kafka_dist.commands import parse_sets
 
     assert parse_sets(args.set) == {"a.b": "1", "c": "x=y"}
     with pytest.raises(ValueError, match="NAME=VALUE"):
@@ -264,7 +264,7 @@ def test_groupshift_kafka_command_parses_start_options() -> None:
 
 def test_cluster_ids_never_start_with_a_dash() -> None:
     """`kafka-storage format --cluster-id -abc...` reads the id as an option (1 id in 64 would)."""
-    from compat.kafka_dist.cluster import new_cluster_id
+    from harness.kafka_dist.cluster import new_cluster_id
 
     ids = [new_cluster_id() for _ in range(2000)]
     assert all(len(i) == 22 and not i.startswith("-") for i in ids)

@@ -1,5 +1,5 @@
-"""Kafka partition directories (`compat.kafka_logs`), the loader rules' lookups
-(`compat.check.loader_rules`) and `records rewrite/export/import` (`compat.records_transfer`)
+"""Kafka partition directories (`tools.kafka_logs`), the loader rules' lookups
+(`tools.check.loader_rules`) and `records rewrite/export/import` (`tools.records_transfer`)
 on files alone; the same against real brokers is e2e/test_downgrade_logs.py."""
 
 from __future__ import annotations
@@ -11,24 +11,6 @@ from pathlib import Path
 import pytest
 from crc32c import crc32c
 
-from compat.check.loader_rules import KAFKA_TARGETS, OTHER, RULES, outcome, rules_for
-from compat.kafka_logs import (
-    LogReadError,
-    group_of_key,
-    list_partitions,
-    partition_dir,
-    partition_for,
-    read_batches,
-    read_partition,
-    write_partition,
-)
-from compat.records_transfer import (
-    RewriteSummary,
-    TransferError,
-    export_data_dir,
-    import_log_dir,
-    rewrite_partition,
-)
 from e2e.downgrade_probe import (
     NOW,
     TOPIC,
@@ -50,6 +32,24 @@ from records import (
 )
 from records.batch import build_batch
 from records.codec import decode_record, encode_record
+from tools.check.loader_rules import KAFKA_TARGETS, OTHER, RULES, outcome, rules_for
+from tools.kafka_logs import (
+    LogReadError,
+    group_of_key,
+    list_partitions,
+    partition_dir,
+    partition_for,
+    read_batches,
+    read_partition,
+    write_partition,
+)
+from tools.records_transfer import (
+    RewriteSummary,
+    TransferError,
+    export_data_dir,
+    import_log_dir,
+    rewrite_partition,
+)
 
 # --- loader rules ---------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""The matrix's invariant checkers (compat/matrix/checks.py), each fed an event stream that
+"""The matrix's invariant checkers (harness/matrix/checks.py), each fed an event stream that
 violates it and one that does not; plus the grid model (expansion, applicability, --only)."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from compat.matrix import checks
-from compat.matrix.checks import MemberLog
-from compat.matrix.grid import Cell, applicable, expand, load_grid, matches
+from harness.matrix import checks
+from harness.matrix.checks import MemberLog
+from harness.matrix.grid import Cell, applicable, expand, load_grid, matches
 
 
 def ev(t: float, name: str, **fields: Any) -> dict[str, Any]:

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from compat.matrix import clients as cl
-from compat.matrix.grid import load_grid
-from compat.matrix.process_runtime import pip_requirement
-from compat.matrix.report import render_html, timeline_svg
-from compat.matrix.runner import RuntimeUnavailable, make_runtime, needed_clients
-from compat.matrix.runtime import ClientSpec
+from harness.matrix import clients as cl
+from harness.matrix.grid import load_grid
+from harness.matrix.process_runtime import pip_requirement
+from harness.matrix.report import render_html, timeline_svg
+from harness.matrix.runner import RuntimeUnavailable, make_runtime, needed_clients
+from harness.matrix.runtime import ClientSpec
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -76,8 +76,8 @@ def test_capabilities_and_partners() -> None:
 def test_docker_runtime_is_loaded_lazily(tmp_path: Path) -> None:
     with pytest.raises(RuntimeUnavailable, match="unknown runtime"):
         make_runtime("podman", tmp_path)
-    if not (REPO / "compat" / "matrix" / "docker_runtime.py").exists():
-        with pytest.raises(RuntimeUnavailable, match=r"no compat/matrix/docker_runtime\.py"):
+    if not (REPO / "harness" / "matrix" / "docker_runtime.py").exists():
+        with pytest.raises(RuntimeUnavailable, match=r"no harness/matrix/docker_runtime\.py"):
             make_runtime("docker", tmp_path)
     assert make_runtime("process", tmp_path).name == "process"
 

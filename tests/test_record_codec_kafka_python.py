@@ -5,7 +5,7 @@ kafka-python ships Kafka's *client* schemas, not the coordinator records, but it
 any schema in Kafka's JSON form. `SCHEMAS` below is our transcription of the coordinator record
 schemas into that form (field names, types, versions, nullability and tags; the descriptions
 left out), checked against the JSON files Kafka ships in its `kafka-group-coordinator` jar (fetched by
-`compat.kafka_dist`; skipped, with the reason, only where Java or Maven is absent).
+`harness.kafka_dist`; skipped, with the reason, only where Java or Maven is absent).
 The two codecs share nothing but the schemas, so agreement on random records checks our
 hand-written layouts: field order, compact vs. classic encodings, where tagged-field sections
 go, how a nullable struct sits in a tagged field.
@@ -402,8 +402,8 @@ NEWER_RECORDS = {"ConsumerGroupRegularExpressionValue": "4", "ConsumerGroupCurre
 
 
 def _kafka_json(name: str) -> dict[str, Any]:
-    from compat.kafka_dist import KafkaUnavailable, resolve
-    from compat.kafka_dist.schemas import message_schema
+    from harness.kafka_dist import KafkaUnavailable, resolve
+    from harness.kafka_dist.schemas import message_schema
 
     try:
         dist = resolve(NEWER_RECORDS.get(name, REFERENCE_RELEASE))

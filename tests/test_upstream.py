@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 from kio.index import load_request_schema
 
-from gateway.codec import api_schema, decode_response, encode_request, encode_response
 from gateway.config import ConfigError, build_config
-from gateway.entity_builder import build
 from gateway.server import GatewayServer
 from gateway.upstream import install_upstream_mode
 from gateway.upstream.cluster import Broker
 from gateway.upstream.proxy import UpstreamProxy, _kio_max, produce_acks
+from protocol.codec import api_schema, decode_response, encode_request, encode_response
+from protocol.entity_builder import build
 
 # -- settings ------------------------------------------------------------------------------------
 

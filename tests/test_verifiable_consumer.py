@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-CLIENTS = Path(__file__).resolve().parent.parent / "compat" / "matrix" / "clients"
+CLIENTS = Path(__file__).resolve().parent.parent / "harness" / "matrix" / "clients"
 
 # The main thread waits 3 s on a condition variable, as librdkafka does: pthread_cond_timedwait
 # does not return early for a signal, so only a thread that waits for SIGTERM can report it.

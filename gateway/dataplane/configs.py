@@ -1,7 +1,7 @@
 """Topic and broker configs of the embedded node, stored, validated and described as Kafka does.
 
 Facts (names, types, defaults, documentation, which broker configs are dynamic) come from
-`kafka_configs.json`, collected from a real Kafka node by `compat.gen_kafka_configs`; the
+`kafka_configs.json`, collected from a real Kafka node by `scripts.gen_kafka_configs`; the
 rules below are Kafka's:
 
   * topic configs (`LogConfig`): a topic's value is its own override (DYNAMIC_TOPIC_CONFIG), else

@@ -25,10 +25,10 @@ from engine.classic.api import (
 from engine.classic.member import Protocol
 from engine.consumer.api import ConsumerGroupHeartbeatRequest
 from engine.errors import Errors
-from gateway.codec import api_schema, response_type_of
-from gateway.entity_builder import build
 from gateway.groups.apis import GroupService, engine_ctx, gather, millis, then
 from gateway.registry import HandlerRegistry, RequestContext
+from protocol.codec import api_schema, response_type_of
+from protocol.entity_builder import build
 from records.consumer_group import TopicPartitions
 
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648

@@ -29,10 +29,10 @@ from engine.offsets.api import (
     OffsetDeleteRequest,
     OffsetFetchGroupRequest,
 )
-from gateway.codec import response_type_of
-from gateway.entity_builder import build
 from gateway.groups.apis import GroupService, engine_ctx, millis, then
 from gateway.registry import HandlerRegistry, RequestContext
+from protocol.codec import response_type_of
+from protocol.entity_builder import build
 
 
 def register(registry: HandlerRegistry, service: GroupService) -> None:

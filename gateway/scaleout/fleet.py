@@ -38,9 +38,9 @@ from typing import Any
 import structlog
 from kio.index import load_request_schema, load_response_schema
 
-from gateway.codec import decode_response, encode_request
-from gateway.entity_builder import build
 from gateway.upstream.link import UpstreamLink, UpstreamUnavailable
+from protocol.codec import decode_response, encode_request
+from protocol.entity_builder import build
 
 log = structlog.get_logger("scaleout")
 

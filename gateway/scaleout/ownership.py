@@ -33,14 +33,14 @@ from kio.schema.errors import ErrorCode
 from engine.config import CoordinatorConfig
 from engine.ids import IdSource
 from engine.metadata import MetadataImage
-from gateway.codec import response_type_of
 from gateway.coordinator_storage import CoordinatorStorage
-from gateway.entity_builder import build
 from gateway.error_response import error_response
 from gateway.groups.routing import partition_for
 from gateway.registry import HandlerRegistry, RequestContext
 from gateway.scaleout.fleet import FleetMember, FleetView, NodeInfo
 from gateway.scaleout.shard_log import KafkaShardLog, Loaded, ShardLogFailed, fence_and_read
+from protocol.codec import response_type_of
+from protocol.entity_builder import build
 from records.batch import BatchHeader
 from records.durability import FsyncPolicy
 

@@ -28,10 +28,10 @@ import structlog
 from kio.index import load_request_schema, load_response_schema
 
 from engine.metadata import MetadataImage, TopicImage
-from gateway.codec import DecodeFailure, decode_response, encode_request
-from gateway.entity_builder import build
 from gateway.upstream.config import UpstreamConfig
 from gateway.upstream.link import UpstreamLink, UpstreamUnavailable
+from protocol.codec import DecodeFailure, decode_response, encode_request
+from protocol.entity_builder import build
 
 log = structlog.get_logger("upstream")
 

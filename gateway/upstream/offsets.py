@@ -33,10 +33,10 @@ import structlog
 
 from engine.context import RequestContext as EngineContext
 from engine.offsets.api import CommitPartition, CommitTopic, OffsetCommitRequest
-from gateway.codec import DecodeFailure
 from gateway.registry import CloseConnection, HandlerRegistry, RequestContext
 from gateway.upstream.cluster import UpstreamCluster
 from gateway.upstream.link import UpstreamUnavailable
+from protocol.codec import DecodeFailure
 
 if TYPE_CHECKING:
     from gateway.groups.service import GroupCoordinatorService

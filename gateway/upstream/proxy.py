@@ -46,7 +46,11 @@ import structlog
 from kio.schema.errors import ErrorCode
 
 from gateway.api_versions import ApiVersionsApi
-from gateway.codec import (
+from gateway.framing import KafkaConnection, ResponseSlot
+from gateway.registry import CloseConnection, Handler, HandlerRegistry, RequestContext
+from gateway.upstream.cluster import Broker, UpstreamCluster
+from gateway.upstream.link import UpstreamLink, UpstreamUnavailable
+from protocol.codec import (
     DecodeFailure,
     api_schema,
     decode,
@@ -55,11 +59,7 @@ from gateway.codec import (
     peek,
     response_type_of,
 )
-from gateway.entity_builder import build
-from gateway.framing import KafkaConnection, ResponseSlot
-from gateway.registry import CloseConnection, Handler, HandlerRegistry, RequestContext
-from gateway.upstream.cluster import Broker, UpstreamCluster
-from gateway.upstream.link import UpstreamLink, UpstreamUnavailable
+from protocol.entity_builder import build
 
 if TYPE_CHECKING:
     from gateway.server import GatewayServer

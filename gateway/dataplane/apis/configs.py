@@ -32,7 +32,6 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from gateway.codec import response_type_of
 from gateway.dataplane.configs import (
     BROKER_DEFS,
     LIST,
@@ -44,8 +43,9 @@ from gateway.dataplane.configs import (
 )
 from gateway.dataplane.plane import DataPlane
 from gateway.dataplane.topics import topic_name_error
-from gateway.entity_builder import build
 from gateway.registry import ConfigEntry, ConfigResources, HandlerRegistry, RequestContext
+from protocol.codec import response_type_of
+from protocol.entity_builder import build
 
 DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 33, 44
 TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32

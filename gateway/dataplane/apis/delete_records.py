@@ -18,10 +18,10 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from gateway.codec import response_type_of
 from gateway.dataplane.plane import DataPlane
-from gateway.entity_builder import build
 from gateway.registry import HandlerRegistry, RequestContext
+from protocol.codec import response_type_of
+from protocol.entity_builder import build
 
 API_KEY = 21
 HIGH_WATERMARK = -1

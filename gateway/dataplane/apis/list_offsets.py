@@ -24,10 +24,10 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from gateway.codec import response_type_of
 from gateway.dataplane.plane import DataPlane, Partition
-from gateway.entity_builder import build
 from gateway.registry import HandlerRegistry, RequestContext
+from protocol.codec import response_type_of
+from protocol.entity_builder import build
 from records.batch import iter_batch_headers, iter_records, read_batch_header
 from records.errors import LogError
 

@@ -25,11 +25,11 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from gateway.cluster import ClusterView
-from gateway.codec import response_type_of
 from gateway.dataplane.plane import DataPlane
 from gateway.dataplane.topics import TopicInfo, topic_name_error
-from gateway.entity_builder import build
 from gateway.registry import HandlerRegistry, RequestContext
+from protocol.codec import response_type_of
+from protocol.entity_builder import build
 
 API_KEY = 3
 MIN_VERSION = 0

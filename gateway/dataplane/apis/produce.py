@@ -27,10 +27,10 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from gateway.codec import response_type_of
 from gateway.dataplane.plane import DataPlane, Partition, SequenceError
-from gateway.entity_builder import build
 from gateway.registry import NO_RESPONSE, CloseConnection, HandlerRegistry, RequestContext
+from protocol.codec import response_type_of
+from protocol.entity_builder import build
 from records.batch import LOG_OVERHEAD, MAGIC
 from records.errors import BatchError, CorruptBatchError, InvalidBatchError, LogError
 

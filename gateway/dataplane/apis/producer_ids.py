@@ -14,10 +14,10 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from gateway.codec import response_type_of
 from gateway.dataplane.plane import DataPlane
-from gateway.entity_builder import build
 from gateway.registry import HandlerRegistry, RequestContext
+from protocol.codec import response_type_of
+from protocol.entity_builder import build
 
 API_KEY = 22
 MIN_VERSION = 0

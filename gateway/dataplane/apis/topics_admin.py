@@ -27,11 +27,11 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from gateway.cluster import ClusterView
-from gateway.codec import response_type_of
 from gateway.dataplane.configs import TOPIC_DEFS, ConfigValueError, check_topic_config
 from gateway.dataplane.plane import DataPlane, TopicError
-from gateway.entity_builder import build
 from gateway.registry import HandlerRegistry, RequestContext
+from protocol.codec import response_type_of
+from protocol.entity_builder import build
 
 CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS = 19, 20, 37
 

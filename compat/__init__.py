@@ -1,1 +1,0 @@
-"""compat layer (see docs/architecture.md)."""

@@ -1,0 +1,459 @@
+"""A KRaft Apache Kafka cluster on 127.0.0.1, started from the jars `maven.resolve` cached.
+
+Every node is a combined broker and controller (`process.roles=broker,controller`) with a
+static quorum (`controller.quorum.voters`, accepted by 3.x and 4.x alike, so the storage is
+formatted the same way on every version: `kafka.tools.StorageTool format -t <cluster id> -c
+<properties>`). One node is the usual single-node setup; N nodes form an N-voter quorum, so one
+node can be killed (SIGKILL) and restarted while the rest keep a majority, which is what fault
+tests need. Ports are free ports picked at start and kept across a node's restarts, the data
+lives in a work directory (a temporary one unless given), and each node's output goes to
+`node-<i>/server.log`, kept for post-mortems.
+
+Defaults suit a small local cluster (internal topics' replication factor = min(3, nodes));
+`configs` are Kafka broker properties applied on top, unchanged.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+
+from harness.kafka_dist.cds import CdsSession
+from harness.kafka_dist.maven import KafkaDist, resolve
+from harness.kafka_dist.wire import api_versions, broker_ids
+
+HOST = "127.0.0.1"
+DEFAULT_JVM_OPTS = (
+    "-Xmx512m",
+    "-Xms64m",
+    "-XX:+UseSerialGC",
+    "-XX:TieredStopAtLevel=1",
+    "-XX:-UsePerfData",
+    "-XX:+ExitOnOutOfMemoryError",
+    "-Djava.awt.headless=true",
+)
+
+_LOG4J2_CONFIG = """\
+status = warn
+appender.console.type = Console
+appender.console.name = STDOUT
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = {level}
+rootLogger.appenderRefs = stdout
+rootLogger.appenderRef.stdout.ref = STDOUT
+logger.kafka.name = kafka
+logger.kafka.level = {level}
+logger.state.name = state.change.logger
+logger.state.level = warn
+logger.request.name = kafka.request.logger
+logger.request.level = warn
+"""
+
+_LOG4J1_CONFIG = """\
+log4j.rootLogger={level_upper}, stdout
+log4j.appender.stdout=org.apache.log4j.ConsoleAppender
+log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
+log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.state.change.logger=WARN
+log4j.logger.kafka.request.logger=WARN
+"""
+
+
+class KafkaStartError(RuntimeError):
+    """A node exited or did not answer in time; the message carries its log tail."""
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((HOST, 0))
+        return int(sock.getsockname()[1])
+
+
+def new_cluster_id() -> str:
+    """A Kafka `Uuid` in its base64url, unpadded form (what `kafka-storage random-uuid` prints).
+    Like Kafka's `Uuid.randomUuid`, never one starting with "-": `kafka-storage format -t -x...`
+    would read it as an option (1 start in 64 failed so)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
+def jvm_opts() -> list[str]:
+    extra = os.environ.get("GROUPSHIFT_KAFKA_JVM_OPTS")
+    return extra.split() if extra else list(DEFAULT_JVM_OPTS)
+
+
+def write_logging_configs(directory: Path, level: str = "info") -> list[str]:
+    """Logging config files for both of Kafka's logging backends (log4j2 from 4.0 on, reload4j
+    before); returns the JVM system properties pointing at them. Output goes to stdout."""
+    directory.mkdir(parents=True, exist_ok=True)
+    log4j2 = directory / "log4j2.properties"
+    log4j2.write_text(_LOG4J2_CONFIG.format(level=level))
+    log4j1 = directory / "log4j.properties"
+    log4j1.write_text(_LOG4J1_CONFIG.format(level_upper=level.upper()))
+    return [f"-Dlog4j2.configurationFile={log4j2}", f"-Dlog4j.configuration=file:{log4j1}"]
+
+
+def _tail(path: Path, lines: int = 40) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return "(no log)"
+    return "\n".join(text.splitlines()[-lines:])
+
+
+class KafkaNode:
+    """One combined broker+controller JVM."""
+
+    def __init__(self, cluster: KafkaCluster, node_id: int) -> None:
+        self.cluster = cluster
+        self.node_id = node_id
+        self.port = free_port()
+        self.controller_port = free_port()
+        # With `proxied_listener`: a second client listener (`PROXIED`) on `proxied_port`, which
+        # advertises `proxy_port`, where a test runs a TCP forwarder it can stop (a network cut).
+        self.proxied_port = free_port() if cluster.proxied_listener else 0
+        self.proxy_port = free_port() if cluster.proxied_listener else 0
+        self.dir = cluster.workdir / f"node-{node_id}"
+        self.data_dir = self.dir / "data"
+        self.properties = self.dir / "server.properties"
+        self.log_path = self.dir / "server.log"
+        self.process: subprocess.Popen[bytes] | None = None
+        self._cds: CdsSession | None = None
+        #: Started and not deliberately stopped or killed since: must be running.
+        self.wanted = False
+
+    @property
+    def address(self) -> str:
+        return f"{HOST}:{self.port}"
+
+    def is_running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def write_properties(self) -> None:
+        c = self.cluster
+        replicas = str(min(3, c.size))
+        props: dict[str, str] = {
+            "process.roles": "broker,controller",
+            "node.id": str(self.node_id),
+            "controller.quorum.voters": ",".join(f"{n.node_id}@{HOST}:{n.controller_port}" for n in c.nodes),
+            "listeners": f"PLAINTEXT://{HOST}:{self.port},CONTROLLER://{HOST}:{self.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://{HOST}:{self.port}",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "log.dirs": str(self.data_dir),
+            "num.partitions": "1",
+            "num.network.threads": "2",
+            "num.io.threads": "4",
+            "offsets.topic.replication.factor": replicas,
+            "transaction.state.log.replication.factor": replicas,
+            "transaction.state.log.min.isr": "1",
+        }
+        if c.proxied_listener:
+            props["listeners"] += f",PROXIED://{HOST}:{self.proxied_port}"
+            props["advertised.listeners"] += f",PROXIED://{HOST}:{self.proxy_port}"
+            props["listener.security.protocol.map"] += ",PROXIED:PLAINTEXT"
+        if c.dist.version_tuple >= (4,):
+            props["share.coordinator.state.topic.replication.factor"] = replicas
+            props["share.coordinator.state.topic.min.isr"] = "1"
+        props.update(c.configs)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.properties.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+
+    def _java(self, main: str, *args: str, cds: CdsSession | None = None) -> list[str]:
+        shared = cds.options if cds is not None else self.cluster.shared_archive_options()
+        return [
+            "java",
+            *jvm_opts(),
+            *shared,
+            *self.cluster.logging_props,
+            "-cp",
+            self.cluster.dist.classpath,
+            main,
+            *args,
+        ]
+
+    def format(self) -> subprocess.Popen[bytes]:
+        out = open(self.dir / "format.log", "wb")  # noqa: SIM115 - closed by the caller's wait
+        cmd = self._java(
+            "kafka.tools.StorageTool", "format", "-t", self.cluster.cluster_id, "-c", str(self.properties)
+        )
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        out.close()
+        return proc
+
+    def start(self) -> None:
+        if self.is_running():
+            return
+        with open(self.log_path, "ab") as out:
+            out.write(f"\n--- groupshift: starting node {self.node_id} at {time.ctime()} ---\n".encode())
+            out.flush()
+            self._cds = self.cluster.cds_session() if self.node_id == 0 else None
+            self.wanted = True
+            self.process = subprocess.Popen(
+                self._java("kafka.Kafka", str(self.properties), cds=self._cds),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+
+    def signal(self, sig: signal.Signals) -> None:
+        if self.process is not None and self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.process.pid, sig)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """SIGTERM (Kafka's controlled shutdown), then SIGKILL after `timeout` seconds."""
+        self.wanted = False
+        if self.process is None:
+            return
+        self.signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.signal(signal.SIGKILL)
+            self.process.wait(10)
+        self.exited()
+
+    def kill(self) -> None:
+        self.wanted = False
+        if self.process is None:
+            return
+        self.signal(signal.SIGKILL)
+        self.process.wait(10)
+        self.exited()
+
+    def exited(self) -> None:
+        if self._cds is not None and self.process is not None:
+            self._cds.finish(self.process.returncode)
+            self._cds = None
+
+    def answers(self) -> bool:
+        try:
+            api_versions(HOST, self.port, timeout=2.0)
+        except (OSError, ConnectionError, KeyError, ValueError):
+            return False
+        return True
+
+
+class KafkaCluster:
+    """A KRaft cluster of `brokers` combined nodes; a context manager that starts and stops it.
+
+    `version` is a spec for `resolve` ("4", "3.9", "4.3.1") unless `dist` is given.
+    """
+
+    def __init__(
+        self,
+        version: str = "4",
+        brokers: int = 1,
+        configs: Mapping[str, str] | None = None,
+        workdir: str | Path | None = None,
+        *,
+        dist: KafkaDist | None = None,
+        start_timeout: float = 120.0,
+        log_level: str = "info",
+        proxied_listener: bool = False,
+    ) -> None:
+        if brokers < 1:
+            raise ValueError("a cluster needs at least one broker")
+        self.dist = dist if dist is not None else resolve(version)
+        self.version = self.dist.version
+        self.size = brokers
+        self.configs = {k: str(v) for k, v in (configs or {}).items()}
+        self.start_timeout = start_timeout
+        self.proxied_listener = proxied_listener
+        self._own_workdir = workdir is None
+        self.workdir = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="kafka-"))
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.cluster_id = new_cluster_id()
+        self.logging_props = write_logging_configs(self.workdir / "config", log_level)
+        self.nodes = [KafkaNode(self, i) for i in range(brokers)]
+        self.started = False
+        self.startup_seconds: float | None = None
+        self._archive_claimed = False
+
+    # --- class-data sharing (harness.kafka_dist.cds) --------------------------------------------
+
+    def shared_archive_options(self) -> list[str]:
+        """Use the release's class archive if one exists (format runs, nodes other than 0)."""
+        session = CdsSession(self.dist)
+        return session.options if session.pending is None else []
+
+    def cds_session(self) -> CdsSession | None:
+        """Node 0's first start uses the archive or, if there is none yet, makes it."""
+        if self._archive_claimed:
+            return None
+        self._archive_claimed = True
+        return CdsSession(self.dist)
+
+    # --- addresses and logs --------------------------------------------------------------------
+
+    @property
+    def bootstrap(self) -> str:
+        """Every node's client listener, comma-separated ("127.0.0.1:PORT" for one node)."""
+        return ",".join(n.address for n in self.nodes)
+
+    @property
+    def proxied_bootstrap(self) -> str:
+        """The `PROXIED` listeners' advertised addresses (the test's forwarders), comma-separated:
+        a client bootstrapped here reaches every broker only through the forwarders."""
+        return ",".join(f"{HOST}:{n.proxy_port}" for n in self.nodes)
+
+    def address(self, i: int) -> str:
+        return self.nodes[i].address
+
+    def port(self, i: int = 0) -> int:
+        return self.nodes[i].port
+
+    def log_path(self, i: int = 0) -> Path:
+        return self.nodes[i].log_path
+
+    def log_tail(self, i: int = 0, lines: int = 40) -> str:
+        return _tail(self.nodes[i].log_path, lines)
+
+    def is_running(self, i: int) -> bool:
+        return self.nodes[i].is_running()
+
+    def pid(self, i: int) -> int | None:
+        proc = self.nodes[i].process
+        return proc.pid if proc is not None and proc.poll() is None else None
+
+    def api_versions(self, i: int = 0) -> dict[int, tuple[int, int]]:
+        return api_versions(HOST, self.nodes[i].port)
+
+    # --- lifecycle -----------------------------------------------------------------------------
+
+    def start(self) -> KafkaCluster:
+        """Format every node's storage, start them, wait until ready.
+
+        A free port can be taken by another process between its choice and the JVM's bind; if a
+        node fails on "Address already in use", the whole cluster is formatted again on new
+        ports, once.
+        """
+        if self.started:
+            return self
+        began = time.monotonic()
+        try:
+            self._start_once()
+        except KafkaStartError as exc:
+            if "Address already in use" not in str(exc):
+                raise
+            for node in self.nodes:
+                shutil.rmtree(node.dir, ignore_errors=True)
+                node.port, node.controller_port = free_port(), free_port()
+            self._start_once()
+        self.startup_seconds = time.monotonic() - began
+        return self
+
+    def _start_once(self) -> None:
+        for node in self.nodes:
+            node.write_properties()
+        formats = [(node, node.format()) for node in self.nodes]
+        for node, proc in formats:
+            if proc.wait(120) != 0:
+                raise KafkaStartError(
+                    f"formatting node {node.node_id} failed:\n{_tail(node.dir / 'format.log')}"
+                )
+        self.started = True
+        try:
+            for node in self.nodes:
+                node.start()
+            self.wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+
+    def wait_ready(self, timeout: float | None = None) -> None:
+        """Until every running node answers ApiVersions and the metadata lists them all."""
+        deadline = time.monotonic() + (timeout if timeout is not None else self.start_timeout)
+        while True:
+            running = [n for n in self.nodes if n.wanted]
+            if not running:
+                return
+            for node in running:
+                if not node.is_running():
+                    raise KafkaStartError(
+                        f"Kafka {self.version} node {node.node_id} exited "
+                        f"(code {node.process.returncode if node.process else None}); "
+                        f"log {node.log_path}:\n{_tail(node.log_path)}"
+                    )
+            if all(n.answers() for n in running):
+                try:
+                    ids = broker_ids(HOST, running[0].port)
+                except (OSError, ConnectionError, KeyError, ValueError):
+                    ids = []
+                if {n.node_id for n in running} <= set(ids):
+                    return
+            if time.monotonic() > deadline:
+                slow = next((n for n in running if not n.answers()), running[0])
+                raise KafkaStartError(
+                    f"Kafka {self.version} node {slow.node_id} did not become ready in time; "
+                    f"log {slow.log_path}:\n{_tail(slow.log_path)}"
+                )
+            time.sleep(0.2)
+
+    def kill_broker(self, i: int) -> None:
+        """SIGKILL node `i` (no controlled shutdown): a crash for fault tests."""
+        self.nodes[i].kill()
+
+    def stop_broker(self, i: int, timeout: float = 30.0) -> None:
+        """Stop node `i` cleanly (SIGTERM, SIGKILL after `timeout`)."""
+        self.nodes[i].stop(timeout)
+
+    def start_broker(self, i: int, wait: bool = True) -> None:
+        """Start node `i` again on its ports and data; wait until the cluster lists it."""
+        self.nodes[i].start()
+        if wait:
+            self.wait_ready()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop every node (SIGTERM, then SIGKILL), brokers first; remove a temporary workdir."""
+        for node in self.nodes:
+            node.wanted = False
+            node.signal(signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        for node in self.nodes:
+            if node.process is None:
+                continue
+            try:
+                node.process.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                node.kill()
+            node.exited()
+        self.started = False
+
+    def cleanup(self) -> None:
+        """Remove the work directory if it was a temporary one (logs go with it)."""
+        if self._own_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def __enter__(self) -> KafkaCluster:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+        if exc_type is None:
+            self.cleanup()
+
+    def __repr__(self) -> str:
+        return f"KafkaCluster(version={self.version!r}, brokers={self.size}, bootstrap={self.bootstrap!r})"

@@ -1,0 +1,163 @@
+"""The `groupshift kafka ...` commands (also `python -m harness.kafka_dist ...`): start a
+reference cluster in the foreground, list the cached releases, fetch releases ahead of time."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import time
+from collections.abc import Sequence
+from types import FrameType
+from typing import TextIO
+
+from harness.kafka_dist.cluster import KafkaCluster, KafkaStartError
+from harness.kafka_dist.maven import KafkaUnavailable, cache_root, cached_dists, resolve_component
+
+
+def parse_sets(sets: Sequence[str]) -> dict[str, str]:
+    """`NAME=VALUE` strings as broker properties; ValueError names the malformed one."""
+    configs: dict[str, str] = {}
+    for item in sets:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise ValueError(f"--set expects NAME=VALUE, got {item!r}")
+        configs[name.strip()] = value.strip()
+    return configs
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def start(
+    version: str,
+    brokers: int = 1,
+    sets: Sequence[str] = (),
+    workdir: str | None = None,
+    out: TextIO = sys.stdout,
+    err: TextIO = sys.stderr,
+) -> int:
+    """Start a cluster, print its bootstrap address, run until Ctrl-C/SIGTERM, stop it cleanly.
+
+    Exit status: 0 after a requested stop, 1 when a node died or did not start, 2 bad input.
+    """
+    try:
+        configs = parse_sets(sets)
+    except ValueError as exc:
+        print(f"error: {exc}", file=err)
+        return 2
+    # Both signals stop the cluster: SIGINT is installed explicitly because a shell starts a
+    # background job with SIGINT ignored, and Python then never raises KeyboardInterrupt.
+    previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+    cluster: KafkaCluster | None = None
+    try:
+        cluster = KafkaCluster(version, brokers=brokers, configs=configs, workdir=workdir)
+        print(f"starting Kafka {cluster.version} ({brokers} node(s)) in {cluster.workdir}", file=err)
+        cluster.start()
+        for i in range(brokers):
+            print(f"node {i}: {cluster.address(i)} log {cluster.log_path(i)}", file=err)
+        print(f"ready in {cluster.startup_seconds:.1f}s; Ctrl-C stops the cluster", file=err)
+        print(cluster.bootstrap, file=out, flush=True)
+        while True:
+            time.sleep(0.5)
+            dead = [i for i in range(brokers) if not cluster.is_running(i)]
+            if dead:
+                i = dead[0]
+                print(f"error: node {i} exited; log {cluster.log_path(i)}:\n{cluster.log_tail(i)}", file=err)
+                return 1
+    except KeyboardInterrupt:
+        print("stopping", file=err)
+        return 0
+    except (KafkaUnavailable, KafkaStartError) as exc:
+        print(f"error: {exc}", file=err)
+        return 1
+    except ValueError as exc:
+        print(f"error: {exc}", file=err)
+        return 2
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if cluster is not None:
+            cluster.stop()
+            if workdir is None:
+                cluster.cleanup()
+
+
+def versions(out: TextIO = sys.stdout) -> int:
+    """List what the cache holds: release, component, size, download time, directory."""
+    dists = cached_dists()
+    print(f"cache: {cache_root()}", file=out)
+    if not dists:
+        print("(nothing cached yet: `groupshift kafka fetch 4` or `groupshift kafka start`)", file=out)
+        return 0
+    print(f"{'version':<10} {'component':<9} {'MB':>6} {'fetch s':>8}  path", file=out)
+    for dist in dists:
+        size = float(str(dist.info.get("bytes", 0))) / 1e6
+        seconds = dist.info.get("seconds", "?")
+        print(f"{dist.version:<10} {dist.component:<9} {size:>6.1f} {seconds!s:>8}  {dist.lib}", file=out)
+    return 0
+
+
+def fetch(specs: Sequence[str], clients: bool = True, out: TextIO = sys.stdout) -> int:
+    """Resolve each spec's broker (and Java tools) into the cache; print what each became."""
+    status = 0
+    for spec in specs:
+        for component in ("broker", "clients") if clients else ("broker",):
+            began = time.monotonic()
+            try:
+                dist = resolve_component(spec, component)
+            except (KafkaUnavailable, ValueError) as exc:
+                print(f"{spec} {component}: error: {exc}", file=out)
+                status = 1
+                continue
+            print(
+                f"{spec} {component}: {dist.version} ({time.monotonic() - began:.1f}s) {dist.lib}",
+                file=out,
+                flush=True,
+            )
+    return status
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The `kafka` subcommands, shared by `groupshift kafka` and `python -m harness.kafka_dist`."""
+    sub = parser.add_subparsers(dest="kafka_command", metavar="COMMAND")
+    s = sub.add_parser(
+        "start",
+        help="run a reference Apache Kafka (KRaft) on 127.0.0.1 until Ctrl-C",
+        description=(
+            "Fetch Apache Kafka VERSION from Maven Central (once, into the user cache), start a "
+            "KRaft cluster on free 127.0.0.1 ports, print its bootstrap address on stdout and run "
+            "until Ctrl-C or SIGTERM, then stop it cleanly."
+        ),
+    )
+    s.add_argument("--version", dest="kafka_version", default="4", help="release or line: 4.3.1, 4, 3.9")
+    s.add_argument("--brokers", type=int, default=1, help="number of combined broker+controller nodes")
+    s.add_argument(
+        "--set",
+        metavar="NAME=VALUE",
+        action="append",
+        default=[],
+        help="a broker property, e.g. --set group.consumer.heartbeat.interval.ms=1000 (repeatable)",
+    )
+    s.add_argument("--workdir", help="keep data and logs here (default: a temporary directory)")
+    s.set_defaults(run=lambda a: start(a.kafka_version, brokers=a.brokers, sets=a.set, workdir=a.workdir))
+    v = sub.add_parser("versions", help="list the Kafka releases in the cache")
+    v.set_defaults(run=lambda a: versions())
+    f = sub.add_parser("fetch", help="download releases into the cache ahead of time")
+    f.add_argument("specs", nargs="+", metavar="VERSION", help="release or line: 4.3.1, 4, 3.9")
+    f.add_argument("--broker-only", action="store_true", help="skip the Java tools (kafka-tools)")
+    f.set_defaults(run=lambda a: fetch(a.specs, clients=not a.broker_only))
+
+    def usage(args: argparse.Namespace) -> int:
+        parser.print_help()
+        return 2
+
+    parser.set_defaults(run=usage)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m harness.kafka_dist", description=__doc__)
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    return int(args.run(args))

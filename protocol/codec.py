@@ -1,0 +1,153 @@
+"""Kafka request/response wire codec on top of kio.
+
+A request frame (after the 4-byte size prefix) is `RequestHeader` (v1, or v2 for flexible
+versions) followed by the body. The header version follows from the API key and version, which
+sit at fixed offsets, so `peek` reads them without decoding anything else; any request may be
+the first one on a connection (no ApiVersions handshake is required, as in Kafka).
+
+Responses are `ResponseHeader` v0 (correlation id) or v1 (plus empty tagged fields) followed by
+the body; kio's response classes carry their header version, which already encodes Kafka's
+exception that ApiVersions responses always use header v0.
+
+Decoding is kio's native reader, preceded by `length_guard` (kio would otherwise pre-allocate
+attacker-sized arrays and abort the process); encoding is `response_writer`, compiled per
+response class and byte-identical to kio's pure-Python writer. Everything per (api key,
+version) is resolved once and cached in an `ApiSchema`.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from kio.index import KioIndexError, load_request_schema, load_response_schema
+from kio.serial import entity_reader, entity_writer
+from kio.serial.errors import SerialError
+
+from protocol.length_guard import Guard, MalformedLength, check_lengths, guard_for
+from protocol.response_writer import Writer, writer_for
+
+_HEADER_PREFIX = struct.Struct(">hhi")
+_SIZE = struct.Struct(">i")
+_CORRELATION_V0 = struct.Struct(">i")
+_CORRELATION_V1 = struct.Struct(">iB")  # correlation id + zero tagged fields
+
+
+class DecodeFailure(ValueError):
+    """The frame is not a well-formed request of the version its header names."""
+
+
+@dataclass(frozen=True, slots=True)
+class ApiSchema:
+    """Everything needed to decode one (api key, version) request and encode its response."""
+
+    api_key: int
+    version: int
+    request_type: type
+    response_type: type
+    read_header: Any
+    read_body: Any
+    guard: Guard | None
+    write_body: Writer
+    flexible_response_header: bool
+
+
+@cache
+def api_schema(api_key: int, version: int) -> ApiSchema | None:
+    """The cached codec for (api_key, version), or None if kio does not know that pair."""
+    try:
+        req = load_request_schema(api_key, version)
+        resp = load_response_schema(api_key, version)
+    except KioIndexError:
+        return None
+    return ApiSchema(
+        api_key=api_key,
+        version=version,
+        request_type=req,
+        response_type=resp,
+        read_header=entity_reader(req.__header_schema__),
+        read_body=entity_reader(req),
+        guard=guard_for(req),
+        write_body=writer_for(resp),
+        flexible_response_header=bool(resp.__header_schema__.__flexible__),
+    )
+
+
+def peek(frame: bytes) -> tuple[int, int, int]:
+    """(api_key, api_version, correlation_id) of a request frame."""
+    if len(frame) < _HEADER_PREFIX.size:
+        raise DecodeFailure(f"frame of {len(frame)} bytes is shorter than a request header")
+    api_key, api_version, correlation_id = _HEADER_PREFIX.unpack_from(frame, 0)
+    return api_key, api_version, correlation_id
+
+
+def decode(schema: ApiSchema, frame: bytes) -> tuple[Any, Any]:
+    """(RequestHeader, request body) decoded from a complete frame."""
+    try:
+        header, offset = schema.read_header(frame, 0)
+        if schema.guard is not None:
+            check_lengths(schema.guard, frame, offset)
+        body, _ = schema.read_body(frame, offset)
+    except (SerialError, MalformedLength, ValueError, KeyError, TypeError) as e:
+        raise DecodeFailure(
+            f"cannot decode api_key={schema.api_key} v{schema.version}: {type(e).__name__}: {e}"
+        ) from e
+    return header, body
+
+
+def encode_response(schema: ApiSchema, correlation_id: int, response: Any) -> bytes:
+    """A size-prefixed response frame.
+
+    `response` is an instance of `schema.response_type`, or `bytes` holding an already encoded
+    body (an escape hatch for hand-written fast paths).
+    """
+    parts = [
+        b"",
+        _CORRELATION_V1.pack(correlation_id, 0)
+        if schema.flexible_response_header
+        else _CORRELATION_V0.pack(correlation_id),
+    ]
+    if isinstance(response, bytes | bytearray | memoryview):
+        parts.append(bytes(response))
+    else:
+        schema.write_body(parts.append, response)
+    parts[0] = _SIZE.pack(sum(map(len, parts)))
+    return b"".join(parts)
+
+
+def encode_request(request: Any, *, correlation_id: int, client_id: str | None = "") -> bytes:
+    """A size-prefixed request frame (for tests, benchmarks and tooling that speak to a server)."""
+    header_type = request.__header_schema__
+    header = header_type(
+        request_api_key=request.__api_key__,
+        request_api_version=request.__version__,
+        correlation_id=correlation_id,
+        client_id=client_id,
+    )
+    buf = io.BytesIO()
+    buf.write(b"\0\0\0\0")
+    entity_writer(header_type)(buf, header)
+    entity_writer(type(request))(buf, request)
+    size = buf.tell() - 4
+    buf.seek(0)
+    buf.write(_SIZE.pack(size))
+    return buf.getvalue()
+
+
+def decode_response(response_type: Any, frame: bytes) -> tuple[int, Any]:
+    """(correlation id, body) of a response frame without its size prefix (client side)."""
+    header_type = response_type.__header_schema__
+    header, offset = entity_reader(header_type)(frame, 0)
+    body: Any = entity_reader(response_type)(frame, offset)[0]
+    return header.correlation_id, body
+
+
+def response_type_of(request: Any) -> type:
+    """The kio response class matching a decoded request's API and version."""
+    schema = api_schema(request.__api_key__, request.__version__)
+    if schema is None:  # pragma: no cover - a decoded request always has a schema
+        raise LookupError(f"no schema for {type(request).__name__}")
+    return schema.response_type

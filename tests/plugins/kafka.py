@@ -1,0 +1,115 @@
+"""pytest plugin: reference Apache Kafka clusters as session fixtures (registered from the root
+conftest.py).
+
+- `kafka4`: one newest-4.x node with both group protocols on (`KAFKA4_TEST_CONFIGS`: short
+  KIP-848 heartbeat and session bounds, no initial rebalance delay, a small `__consumer_offsets`).
+- `kafka_cluster_factory`: `factory(version="4", brokers=1, configs={...})` starts more clusters;
+  every one is stopped at the end of the session, and its work directory (with each node's
+  `server.log`) is kept under pytest's basetemp for post-mortems.
+- `kafka_clients4`: Kafka's own Java tools (newest 4.x) for `VerifiableConsumer`,
+  `VerifiableProducer` and `ConsumerGroupCommand`.
+
+Without `java` or `mvn` on PATH these fixtures skip with the reason; any other failure to fetch
+or start Kafka is an error, not a skip.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import pytest
+
+from harness.kafka_dist import KafkaCluster, KafkaUnavailable, tools_missing
+from harness.kafka_dist.java_clients import JavaClients, java_clients
+
+#: Broker settings for fast group tests against Kafka 4.x (both protocols, KIP-848 bounds low).
+KAFKA4_TEST_CONFIGS: dict[str, str] = {
+    "group.coordinator.rebalance.protocols": "classic,consumer",
+    "group.consumer.min.heartbeat.interval.ms": "100",
+    "group.consumer.heartbeat.interval.ms": "500",
+    "group.consumer.min.session.timeout.ms": "1000",
+    "group.consumer.session.timeout.ms": "6000",
+    "group.min.session.timeout.ms": "1000",
+    "group.initial.rebalance.delay.ms": "0",
+    "offsets.topic.replication.factor": "1",
+    "offsets.topic.num.partitions": "4",
+}
+
+
+def skip_without_tools() -> None:
+    reason = tools_missing()
+    if reason:
+        pytest.skip(f"reference Kafka unavailable: {reason}")
+
+
+class KafkaClusterFactory:
+    """Starts clusters for a test session and stops them all at its end."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.clusters: list[KafkaCluster] = []
+
+    def __call__(
+        self,
+        version: str = "4",
+        brokers: int = 1,
+        configs: Mapping[str, str] | None = None,
+        *,
+        name: str | None = None,
+        proxied_listener: bool = False,
+    ) -> KafkaCluster:
+        skip_without_tools()
+        label = name or f"kafka-{version}-{brokers}n-{len(self.clusters)}"
+        # Names repeat across modules (module-scoped fixtures number their clusters from 0) while
+        # this factory lives for the session: never format a node over another cluster's data.
+        workdir, n = self.base / label, 1
+        while workdir.exists():
+            n += 1
+            workdir = self.base / f"{label}-{n}"
+        try:
+            cluster = KafkaCluster(
+                version,
+                brokers=brokers,
+                configs=configs,
+                workdir=workdir,
+                proxied_listener=proxied_listener,
+            )
+        except KafkaUnavailable as exc:
+            if exc.tool_missing:
+                pytest.skip(f"reference Kafka unavailable: {exc}")
+            raise
+        self.clusters.append(cluster)
+        return cluster.start()
+
+    def stop_all(self) -> None:
+        for cluster in self.clusters:
+            cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaClusterFactory]:
+    factory = KafkaClusterFactory(tmp_path_factory.mktemp("kafka"))
+    try:
+        yield factory
+    finally:
+        factory.stop_all()
+
+
+@pytest.fixture(scope="session")
+def kafka4(kafka_cluster_factory: KafkaClusterFactory) -> KafkaCluster:
+    """A running single-node newest Kafka 4.x with both group protocols enabled."""
+    return kafka_cluster_factory("4", configs=KAFKA4_TEST_CONFIGS, name="kafka4")
+
+
+@pytest.fixture(scope="session")
+def kafka_clients4(tmp_path_factory: pytest.TempPathFactory) -> JavaClients:
+    """Kafka's Java tools of the newest 4.x release that publishes them (each tool's stderr is
+    kept under pytest's basetemp)."""
+    skip_without_tools()
+    try:
+        return java_clients("4", workdir=tmp_path_factory.mktemp("kafka-clients4"))
+    except KafkaUnavailable as exc:
+        if exc.tool_missing:
+            pytest.skip(f"reference Kafka unavailable: {exc}")
+        raise

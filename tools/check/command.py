@@ -1,0 +1,326 @@
+"""`groupshift check upgrade|downgrade`: a verdict per group, a summary per cluster, and an exit
+status a CI gate can use (README "groupshift check").
+
+    groupshift check upgrade   (--bootstrap-server HOST:PORT | --data-dir DIR | --log-dir DIR)
+                               [GROUP ... | --all] [--json] [--set NAME=VALUE] [--config FILE]
+                               [--regex GROUP=PATTERN]
+    groupshift check downgrade --to classic-protocol|kafka-X.Y  (same inputs and options)
+
+Settings the rules need (group.consumer.migration.policy, group.consumer.max.size,
+group.max.size, group.consumer.assignors) come from the live brokers (DescribeConfigs) or, for
+files, from `--config`/`--set`; what no input gives is assumed at Kafka's default, and each
+verdict says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any, NoReturn, TextIO
+
+from tools.check.facts import GroupFacts, RecordKind
+from tools.check.rules import (
+    CLASSIC_TARGET,
+    NEEDS_ACTION,
+    NOT_READY,
+    UNSAFE,
+    Settings,
+    Verdict,
+    downgrade_verdict,
+    upgrade_verdict,
+)
+
+OK = 0  # every group READY / SAFE
+ACTION = 1  # some group NOT-READY / NEEDS-ACTION (and none UNSAFE)
+UNSAFE_EXIT = 2  # some group UNSAFE
+INPUT_ERROR = 3  # bad arguments, unreadable input, unreachable cluster, unknown group
+
+EPILOG = """\
+input (exactly one):
+  --bootstrap-server HOST:PORT  a live groupshift or Apache Kafka 2.x+ cluster (admin APIs only)
+  --data-dir DIR                a groupshift data dir, read without starting a server
+  --log-dir DIR                 a Kafka broker's log dir or __consumer_offsets-N directories
+                                (repeatable)
+
+exit status:
+  0  every group READY (upgrade) or SAFE (downgrade)
+  1  some group NOT-READY or NEEDS-ACTION, none UNSAFE
+  2  some group UNSAFE
+  3  input error: bad arguments, unreadable input, unreachable cluster, unknown group
+"""
+
+
+def _usage_error(parser: argparse.ArgumentParser) -> Any:
+    def error(message: str) -> NoReturn:
+        parser.print_usage(sys.stderr)
+        sys.stderr.write(f"{parser.prog}: error: {message}\n")
+        raise SystemExit(INPUT_ERROR)
+
+    return error
+
+
+def _add_inputs(p: argparse.ArgumentParser) -> None:
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--bootstrap-server", metavar="HOST:PORT", help="a live cluster (groupshift or Kafka)")
+    src.add_argument("--data-dir", metavar="DIR", help="a groupshift data directory")
+    src.add_argument(
+        "--log-dir",
+        metavar="DIR",
+        action="append",
+        help="a Kafka broker log dir or a __consumer_offsets-N directory (repeatable)",
+    )
+    p.add_argument("groups", nargs="*", metavar="GROUP", help="groups to check")
+    p.add_argument("--all", action="store_true", help="check every group")
+    p.add_argument("--json", action="store_true", help='print {"groups": [...], "summary": ...} as JSON')
+    p.add_argument("--timeout", type=float, default=10.0, metavar="S", help="socket timeout (live input)")
+    p.add_argument("--config", metavar="FILE", help="broker properties file (settings for file inputs)")
+    p.add_argument(
+        "--set",
+        metavar="NAME=VALUE",
+        action="append",
+        default=[],
+        help="a broker setting, e.g. --set group.consumer.max.size=100 (overrides the input's)",
+    )
+    p.add_argument(
+        "--regex",
+        metavar="GROUP=PATTERN",
+        action="append",
+        default=[],
+        help="a regex GROUP's classic clients subscribe with (classic groups store only topic names)",
+    )
+    p.add_argument("--verbose", action="store_true", help="print every check of every group")
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "check",
+        help="upgrade readiness and downgrade safety per group (live cluster, data dir or Kafka logs)",
+        description=(
+            "A verdict per group, with the reason and the exact fix: can it migrate online to the "
+            "KIP-848 consumer protocol now (upgrade), is a rollback safe (downgrade)."
+        ),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.error = _usage_error(p)  # type: ignore[method-assign]
+    cs = p.add_subparsers(dest="check_command", metavar="SUBCOMMAND")
+    up = cs.add_parser(
+        "upgrade",
+        help="READY / NOT-READY: does a group.protocol=consumer member convert the group now",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    up.error = _usage_error(up)  # type: ignore[method-assign]
+    _add_inputs(up)
+    down = cs.add_parser(
+        "downgrade",
+        help="SAFE / NEEDS-ACTION / UNSAFE: roll back to classic clients or an older Kafka",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    down.error = _usage_error(down)  # type: ignore[method-assign]
+    down.add_argument(
+        "--to",
+        required=True,
+        metavar="TARGET",
+        help=f"{CLASSIC_TARGET} (members back to classic clients) or kafka-X.Y (a coordinator release)",
+    )
+    _add_inputs(down)
+
+    def usage(args: argparse.Namespace) -> int:
+        p.print_help()
+        return INPUT_ERROR
+
+    p.set_defaults(run=usage)
+    up.set_defaults(run=lambda a: run(a, sys.stdout, sys.stderr))
+    down.set_defaults(run=lambda a: run(a, sys.stdout, sys.stderr))
+    return p
+
+
+def _properties(path: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            s = line.strip()
+            if not s or s[0] in "#!":
+                continue
+            k, sep, v = s.partition("=")
+            if not sep:
+                k, sep, v = s.partition(":")
+            out[k.strip()] = v.strip()
+    return out
+
+
+class _InputError(Exception):
+    pass
+
+
+def _settings(
+    args: argparse.Namespace, found: dict[str, str | None], topics: tuple[str, ...] | None
+) -> Settings:
+    configs: dict[str, str | None] = dict(found)
+    if args.config:
+        try:
+            configs.update(_properties(args.config))
+        except OSError as e:
+            raise _InputError(f"--config {args.config}: {e.strerror}") from None
+    for item in args.set:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise _InputError(f"--set expects NAME=VALUE, got {item!r}")
+        configs[name.strip()] = value.strip()
+    regexes = []
+    for item in args.regex:
+        group, sep, pattern = item.partition("=")
+        if not sep or not group:
+            raise _InputError(f"--regex expects GROUP=PATTERN, got {item!r}")
+        regexes.append((group, pattern))
+    try:
+        return Settings.from_configs(configs, topics=topics, regexes=tuple(regexes))
+    except ValueError as e:
+        raise _InputError(f"bad setting: {e}") from None
+
+
+Unknown = dict[int | None, tuple[RecordKind, ...]]
+
+
+def load(args: argparse.Namespace) -> tuple[dict[str, GroupFacts], Settings, list[str], Unknown]:
+    """Facts, settings, problems met reading the input, and per partition the records of types
+    that could not be decoded."""
+    wanted = None if args.all else list(args.groups)
+    if args.bootstrap_server:
+        from tools.check.facts import facts_from_admin
+        from tools.groups.wire import AdminWire, KafkaError, WireError
+
+        try:
+            with AdminWire(args.bootstrap_server, timeout=args.timeout) as admin:
+                facts, read = facts_from_admin(admin, wanted, cluster=args.bootstrap_server)
+        except (WireError, KafkaError, ValueError, OSError) as e:
+            raise _InputError(f"{args.bootstrap_server}: {e}") from None
+        return facts, _settings(args, read.settings, read.topics or None), [], {}
+    from tools.check.inputs import InputError, read_logs
+
+    paths = [args.data_dir] if args.data_dir else list(args.log_dir)
+    try:
+        got = read_logs(paths)
+    except (InputError, OSError) as e:
+        raise _InputError(str(e)) from None
+    return got.facts, _settings(args, {}, got.topics or None), got.problems, got.unknown_kinds
+
+
+def evaluate(
+    args: argparse.Namespace, facts: dict[str, GroupFacts], settings: Settings, unknown: Unknown
+) -> list[Verdict]:
+    """A verdict per wanted group. A group with only old records left (deleted) matters only to
+    a coordinator release, which still reads them; its partition's other groups are its peers."""
+    release = args.check_command == "downgrade" and args.to != CLASSIC_TARGET
+    wanted = None if args.all else set(args.groups)
+    by_partition: dict[int, list[GroupFacts]] = {}
+    for f in facts.values():
+        if f.partition is not None:
+            by_partition.setdefault(f.partition, []).append(f)
+    out = []
+    for gid in sorted(facts):
+        f = facts[gid]
+        if (wanted is not None and gid not in wanted) or (not f.live and not release):
+            continue
+        if args.check_command == "upgrade":
+            out.append(upgrade_verdict(f, settings))
+        elif not release:
+            out.append(downgrade_verdict(f, args.to, settings))
+        else:
+            peers = by_partition.get(f.partition, []) if f.partition is not None else []
+            orphans = unknown.get(f.partition, ()) if f.partition is not None else ()
+            out.append(downgrade_verdict(f, args.to, settings, peers=peers, orphans=orphans))
+    return out
+
+
+def exit_status(verdicts: Sequence[Verdict]) -> int:
+    kinds = {v.verdict for v in verdicts}
+    if UNSAFE in kinds:
+        return UNSAFE_EXIT
+    if kinds & {NOT_READY, NEEDS_ACTION}:
+        return ACTION
+    return OK
+
+
+def summary(verdicts: Sequence[Verdict]) -> dict[str, dict[str, int]]:
+    out: dict[str, Counter[str]] = {}
+    for v in verdicts:
+        out.setdefault(v.cluster, Counter())[v.verdict] += 1
+    return {c: dict(sorted(n.items())) for c, n in sorted(out.items())}
+
+
+def render(verdicts: Sequence[Verdict], problems: Sequence[str], verbose: bool, out: TextIO) -> None:
+    from tools.groups.output import Style, table, use_colour
+
+    style = Style(use_colour(out))
+    rows = [[v.group, v.group_type, v.size, v.verdict, v.reason, v.fix] for v in verdicts]
+    headers = ["GROUP", "TYPE", "MEMBERS", "VERDICT", "REASON", "FIX"]
+    if rows:
+        out.write(table(headers, rows, style, {3: lambda s: s not in ("READY", "SAFE")}) + "\n")
+    for v in verdicts:
+        if v.kafka_message:
+            out.write(f"{v.group}: a group.protocol=consumer member is refused: {v.kafka_message}\n")
+        if verbose:
+            for c in v.details:
+                fix = f" -> {c.fix}" if c.fix else ""
+                out.write(f"  {v.group} [{c.status}] {c.name}: {c.reason}{fix}\n")
+    for p in problems:
+        out.write(style.warn(f"input: {p}") + "\n")
+    for cluster, counts in summary(verdicts).items():
+        total = sum(counts.values())
+        parts = ", ".join(f"{n} {k}" for k, n in counts.items())
+        out.write(style.bold(f"Cluster {cluster}: {total} group(s): {parts}") + "\n")
+    if not verdicts:
+        out.write("No groups.\n")
+
+
+def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    if not args.all and not args.groups:
+        err.write(f"groupshift check {args.check_command}: error: name GROUP(s) or give --all\n")
+        return INPUT_ERROR
+    if args.check_command == "downgrade":
+        from tools.check.loader_rules import KAFKA_TARGETS
+
+        if args.to != CLASSIC_TARGET and args.to not in KAFKA_TARGETS:
+            err.write(
+                f"groupshift check downgrade: error: unknown target {args.to!r}; known: "
+                f"{CLASSIC_TARGET}, {', '.join(KAFKA_TARGETS)}\n"
+            )
+            return INPUT_ERROR
+    try:
+        facts, settings, problems, unknown = load(args)
+    except _InputError as e:
+        err.write(f"groupshift check {args.check_command}: error: {e}\n")
+        return INPUT_ERROR
+    verdicts = evaluate(args, facts, settings, unknown)
+    found = {v.group for v in verdicts}
+    missing = [g for g in args.groups if g not in found] if not args.all else []
+    if missing:
+        err.write(f"groupshift check {args.check_command}: error: group(s) not found: {', '.join(missing)}\n")
+        return INPUT_ERROR
+    status = exit_status(verdicts)
+    if args.json:
+        doc = {
+            "check": args.check_command,
+            "target": getattr(args, "to", None),
+            "groups": [v.to_json() for v in verdicts],
+            "summary": summary(verdicts),
+            "settings": {
+                "group.consumer.migration.policy": settings.migration_policy,
+                "group.consumer.max.size": settings.consumer_max_size,
+                "group.max.size": settings.classic_max_size,
+                "group.consumer.assignors": ",".join(settings.consumer_assignors),
+                "known": sorted(settings.known),
+            },
+            "problems": problems,
+            "exit_status": status,
+        }
+        out.write(json.dumps(doc, indent=1) + "\n")
+    else:
+        render(verdicts, problems, args.verbose, out)
+    return status

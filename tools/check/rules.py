@@ -1,0 +1,763 @@
+"""The rules of `groupshift check`: a verdict per group from its facts (tools.check.facts).
+
+Upgrade (a classic group, when a KIP-848 member joins): the refusals are Kafka 4.x's, in its
+order (`GroupMetadataManager.validateOnlineUpgrade`, then `ConsumerGroup.fromClassicGroup` per
+member), with its exact messages; groupshift refuses the same (translation.upgrade). A group
+READY converts; NOT-READY is refused GROUP_ID_NOT_FOUND with `kafka_message`. The other checks
+(eager/cooperative mix, custom client-side assignor names, static members, the server assignor
+the members get, regexes under RE2) do not stop the conversion: they come as warnings or notes
+with the verdict.
+
+Downgrade to `classic-protocol` (members roll back to classic clients): Kafka's
+`validateOnlineDowngradeWithFencedMembers` / `...WithReplacedMember` (policy, size vs
+`group.max.size`), `throwIfClassicMemberCannotJoinConsumerGroup` (policy `disabled` refuses every
+classic member, KAFKA-20640) and `ClassicGroup.fromConsumerGroup` (the members keep their
+partitions, then the classic members' protocol vote picks the client assignor that rebalances).
+Downgrade to `kafka-X.Y`: each live record kind of the group against that release's loader rules
+(tools.check.loader_rules, each row pinned by a proof test; an unproven row is said so).
+
+Everything is a pure function of plain data, so that the fleet scanner runs the same rules.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from tools.check.facts import BUILTIN_ASSIGNORS, COOPERATIVE_ASSIGNORS, GroupFacts, RecordKind
+
+INT_MAX = 2**31 - 1
+UPGRADE_POLICIES = ("bidirectional", "upgrade")
+DOWNGRADE_POLICIES = ("bidirectional", "downgrade")
+POLICIES = ("bidirectional", "upgrade", "downgrade", "disabled")
+CLASSIC_TARGET = "classic-protocol"
+
+READY, NOT_READY = "READY", "NOT-READY"
+SAFE, NEEDS_ACTION, UNSAFE = "SAFE", "NEEDS-ACTION", "UNSAFE"
+
+Status = Literal["ok", "refused", "warning", "info", "needs-action", "unsafe", "unknown"]
+
+RECORD_NAMES = {
+    0: "OffsetCommit",
+    1: "OffsetCommit",
+    2: "GroupMetadata",
+    3: "ConsumerGroupMetadata",
+    4: "ConsumerGroupPartitionMetadata",
+    5: "ConsumerGroupMemberMetadata",
+    6: "ConsumerGroupTargetAssignmentMetadata",
+    7: "ConsumerGroupTargetAssignmentMember",
+    8: "ConsumerGroupCurrentMemberAssignment",
+    16: "ConsumerGroupRegularExpression",
+}
+OFFSET_TYPES = frozenset({0, 1})
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The coordinator settings the rules depend on, with Kafka 4.x's defaults. `known` names
+    the settings the input actually gave (the others are assumed, and the verdict says so)."""
+
+    migration_policy: str = "bidirectional"  # group.consumer.migration.policy
+    consumer_max_size: int = INT_MAX  # group.consumer.max.size
+    classic_max_size: int = INT_MAX  # group.max.size
+    consumer_assignors: tuple[str, ...] = ("uniform", "range")  # group.consumer.assignors
+    topics: tuple[str, ...] | None = None  # the cluster's topics (for regex meaning), if known
+    regexes: tuple[tuple[str, str], ...] = ()  # (group, pattern) the operator says clients use
+    known: frozenset[str] = frozenset()
+
+    @classmethod
+    def from_configs(
+        cls,
+        configs: Mapping[str, str | None],
+        *,
+        topics: tuple[str, ...] | None = None,
+        regexes: tuple[tuple[str, str], ...] = (),
+    ) -> Settings:
+        """From Kafka config names (DescribeConfigs, a properties file, --set); None or missing
+        means not known."""
+        kw: dict[str, Any] = {}
+        known = set()
+        if (v := configs.get("group.consumer.migration.policy")) is not None:
+            policy = v.strip().lower()
+            if policy not in POLICIES:
+                raise ValueError(f"group.consumer.migration.policy={v}: not one of {', '.join(POLICIES)}")
+            kw["migration_policy"] = policy
+            known.add("group.consumer.migration.policy")
+        for name, attr in (
+            ("group.consumer.max.size", "consumer_max_size"),
+            ("group.max.size", "classic_max_size"),
+        ):
+            if (v := configs.get(name)) is not None:
+                if not v.strip().isdigit() or not 1 <= int(v) <= INT_MAX:
+                    raise ValueError(f"{name}={v}: not an integer in [1, {INT_MAX}]")
+                kw[attr] = int(v)
+                known.add(name)
+        if (v := configs.get("group.consumer.assignors")) is not None:
+            names = tuple(_assignor_name(a) for a in v.split(",") if a.strip())
+            if names:
+                kw["consumer_assignors"] = names
+                known.add("group.consumer.assignors")
+        return cls(topics=topics, regexes=regexes, known=frozenset(known), **kw)
+
+    def regexes_of(self, group: str) -> tuple[str, ...]:
+        return tuple(p for g, p in self.regexes if g == group)
+
+
+def _assignor_name(value: str) -> str:
+    v = value.strip()
+    last = v.rsplit(".", 1)[-1]
+    return {"UniformAssignor": "uniform", "RangeAssignor": "range"}.get(last, v)
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One rule's finding: `status` "refused"/"unsafe"/"needs-action" decide the verdict,
+    "warning" and "info" come with it."""
+
+    name: str
+    status: Status
+    reason: str
+    fix: str | None = None
+    message: str | None = None  # a refusal: the error message Kafka 4.x and groupshift answer
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    group: str
+    verdict: str  # READY / NOT-READY; SAFE / NEEDS-ACTION / UNSAFE
+    reason: str  # one line
+    fix: str | None  # the exact command or setting
+    direction: Literal["upgrade", "downgrade"] = "upgrade"
+    target: str | None = None
+    cluster: str = ""
+    group_type: str = ""
+    size: int = 0
+    kafka_message: str | None = None  # upgrade NOT-READY: what Kafka 4.x and groupshift answer
+    details: tuple[Check, ...] = field(default=())
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["type"] = out.pop("group_type")
+        return out
+
+
+# --- upgrade ----------------------------------------------------------------------------------
+
+
+def _cannot_upgrade(group: str, because: str) -> str:
+    return f"Cannot upgrade classic group {group} to consumer group because {because}"
+
+
+def _assumed(settings: Settings, name: str, value: object) -> str:
+    return "" if name in settings.known else f" (assumed: {name} not known from the input, default {value})"
+
+
+def upgrade_checks(facts: GroupFacts, settings: Settings) -> tuple[list[Check], str | None]:
+    """Every upgrade finding in Kafka's order, and the message Kafka would refuse with (None:
+    the group converts)."""
+    g = facts.group
+    checks: list[Check] = []
+    message: str | None = None
+
+    def refuse(name: str, reason: str, fix: str, kafka_because: str) -> None:
+        nonlocal message
+        checks.append(Check(name, "refused", reason, fix, _cannot_upgrade(g, kafka_because)))
+        if message is None:
+            message = _cannot_upgrade(g, kafka_because)
+
+    policy = settings.migration_policy
+    if policy not in UPGRADE_POLICIES:
+        refuse(
+            "policy",
+            f"group.consumer.migration.policy is {policy}: online upgrades of non-empty groups are refused",
+            "set group.consumer.migration.policy=bidirectional (or upgrade) on the brokers",
+            "online upgrade is disabled.",
+        )
+    else:
+        checks.append(
+            Check(
+                "policy",
+                "ok",
+                f"group.consumer.migration.policy={policy} allows upgrades"
+                + _assumed(settings, "group.consumer.migration.policy", "bidirectional"),
+            )
+        )
+    if facts.protocol_type != "consumer":
+        kind = {"connect": "Kafka Connect", "": "no protocol type", None: "no protocol type"}.get(
+            facts.protocol_type, "a non-consumer"
+        )
+        refuse(
+            "protocol-type",
+            f"protocol type is {facts.protocol_type!r} ({kind}), not 'consumer': "
+            "only consumer groups convert",
+            "none online: this group cannot become a KIP-848 consumer group; keep it classic "
+            "(Connect/Streams/custom protocols have their own paths, e.g. KIP-1071 streams groups)",
+            "the group does not use the consumer embedded protocol.",
+        )
+    if facts.size > settings.consumer_max_size:
+        refuse(
+            "size",
+            f"{facts.size} members exceed group.consumer.max.size={settings.consumer_max_size}",
+            f"set group.consumer.max.size>={facts.size} on the brokers, or shrink the group first",
+            "the group size exceeds the consumer group maximum size.",
+        )
+    else:
+        checks.append(
+            Check(
+                "size",
+                "ok",
+                f"{facts.size} members within group.consumer.max.size={settings.consumer_max_size}"
+                + _assumed(settings, "group.consumer.max.size", INT_MAX),
+            )
+        )
+    if facts.protocol_type == "consumer":
+        # ConsumerGroup.fromClassicGroup, member by member: the assignment (its userData first),
+        # then the subscription. The first failing member decides Kafka's message.
+        for m in facts.members:
+            if m.assignment_user_data:
+                who = f"member {m.member_id} (client {m.client_id}"
+                who += f", {m.software})" if m.software else ")"
+                librdkafka = m.software == "librdkafka" and (facts.protocol or "") in COOPERATIVE_ASSIGNORS
+                refuse(
+                    "custom-assignor",
+                    f"{who} has assignment userData from client-side assignor "
+                    f"{facts.protocol or '?'}"
+                    + (
+                        " (librdkafka cooperative-sticky leaders copy sticky userData into assignments, "
+                        "KAFKA-18134)"
+                        if librdkafka
+                        else ": the server cannot take over a custom assignor (KAFKA-18134)"
+                    ),
+                    "stop every member of the group, then start them with group.protocol=consumer "
+                    "(an empty group converts whatever its history; committed offsets are kept)",
+                    "an unsupported custom assignor is in use. Please refer to the documentation or "
+                    "switch to a default assignor before re-attempting the upgrade.",
+                )
+            elif m.embedded_error:
+                refuse(
+                    "embedded-protocol",
+                    f"member {m.member_id} (client {m.client_id}): embedded consumer protocol does "
+                    f"not parse: {m.embedded_error}",
+                    f"restart member {m.member_id} (client {m.client_id}) with a standard Kafka "
+                    "consumer client so that it rejoins with a well-formed subscription",
+                    "the embedded consumer protocol is malformed.",
+                )
+    checks.extend(_upgrade_advice(facts, settings))
+    return checks, message
+
+
+def _upgrade_advice(facts: GroupFacts, settings: Settings) -> list[Check]:
+    out: list[Check] = []
+    # Eager and cooperative members in one group.
+    kinds: dict[str, list[str]] = {}
+    for m in facts.members:
+        if m.protocol == "classic" and m.assignors:
+            r = m.rebalance
+            if r != "unknown" and (m.assignors_complete or len({*m.assignors}) == 1):
+                kinds.setdefault(r, []).append(m.member_id)
+    if m_eager := kinds.get("eager"):
+        if kinds.get("cooperative") and any(m.assignors_complete for m in facts.members):
+            out.append(
+                Check(
+                    "assignor-mix",
+                    "warning",
+                    f"{len(m_eager)} member(s) run eager assignors and "
+                    f"{len(kinds['cooperative'])} cooperative ones: a classic member that rejoins "
+                    "offering no protocol every member supports is refused INCONSISTENT_GROUP_PROTOCOL",
+                    "give every member the same partition.assignment.strategy before the upgrade, "
+                    "or move members straight to group.protocol=consumer",
+                )
+            )
+        else:
+            out.append(
+                Check(
+                    "assignor-mix",
+                    "info",
+                    f"classic members run the eager assignor {facts.protocol or '?'}: each revokes all "
+                    "its partitions at every rebalance of its own until it runs group.protocol=consumer",
+                    None,
+                )
+            )
+    # Client-side assignors the server replaces.
+    names = {a for m in facts.members if m.protocol == "classic" for a in m.assignors[:1]}
+    custom = sorted(n for n in names if n not in BUILTIN_ASSIGNORS)
+    if custom and not any(m.assignment_user_data for m in facts.members):
+        out.append(
+            Check(
+                "custom-assignor",
+                "warning",
+                f"client-side assignor(s) {', '.join(custom)} are not built in: after the upgrade the "
+                "server assignor decides, the custom logic no longer runs",
+                "check that the group works with a server assignor (uniform or range) first",
+            )
+        )
+    # Static members.
+    static = facts.static_members
+    if static:
+        out.append(
+            Check(
+                "static-members",
+                "info",
+                f"{len(static)} static member(s) (group.instance.id): a consumer-protocol member with the "
+                "same instance id replaces the classic one in place and takes its partitions",
+                "restart each static member with group.protocol=consumer and the SAME group.instance.id "
+                "(a new id leaves the old member holding its partitions until session.timeout.ms)",
+            )
+        )
+    # The server assignor.
+    default = settings.consumer_assignors[0] if settings.consumer_assignors else "uniform"
+    classic_assignor = facts.protocol or next((m.assignors[0] for m in facts.members if m.assignors), None)
+    want = "range" if classic_assignor == "range" else "uniform"
+    if classic_assignor is not None:
+        if want == default:
+            out.append(
+                Check(
+                    "server-assignor",
+                    "info",
+                    f"members get the server assignor {default} (the broker default), the KIP-848 "
+                    f"counterpart of {classic_assignor}",
+                    None,
+                )
+            )
+        elif want in settings.consumer_assignors:
+            out.append(
+                Check(
+                    "server-assignor",
+                    "warning",
+                    f"the group uses {classic_assignor}, but the broker default server assignor is "
+                    f"{default}: partitions are spread differently after the upgrade",
+                    f"set group.remote.assignor={want} on the consumer-protocol members",
+                )
+            )
+        else:
+            out.append(
+                Check(
+                    "server-assignor",
+                    "warning",
+                    f"the group uses {classic_assignor}, whose counterpart {want} is not in "
+                    f"group.consumer.assignors={','.join(settings.consumer_assignors)}",
+                    f"add {want} to group.consumer.assignors, or accept {default}",
+                )
+            )
+    out.extend(regex_checks(facts, settings))
+    return out
+
+
+def upgrade_verdict(facts: GroupFacts, settings: Settings) -> Verdict:
+    """READY if a KIP-848 member joining now converts the group (or it needs no conversion),
+    NOT-READY with Kafka's refusal message otherwise."""
+
+    def verdict(verdict: str, reason: str, fix: str | None, checks: list[Check], msg: str | None) -> Verdict:
+        return Verdict(
+            group=facts.group,
+            verdict=verdict,
+            reason=reason,
+            fix=fix,
+            direction="upgrade",
+            cluster=facts.cluster,
+            group_type=facts.type,
+            size=facts.size,
+            kafka_message=msg,
+            details=tuple(checks),
+        )
+
+    if facts.type == "consumer":
+        classic = sum(1 for m in facts.members if m.protocol == "classic")
+        reason = "already a consumer group" + (
+            f" ({classic} classic member(s) left: roll them to group.protocol=consumer)" if classic else ""
+        )
+        return verdict(READY, reason, None, regex_checks(facts, settings), None)
+    if facts.type == "empty":
+        reason = "empty: the first consumer-protocol member makes it a consumer group, whatever the policy"
+        return verdict(READY, reason, None, regex_checks(facts, settings), None)
+    checks, message = upgrade_checks(facts, settings)
+    refused = [c for c in checks if c.status == "refused"]
+    if refused:
+        # Kafka validates a heartbeat's regex before it looks the group up: a regex refusal is
+        # what a member subscribing with it sees first.
+        regex = [c for c in refused if c.name == "regex"]
+        first = regex[0] if regex else refused[0]
+        more = f" (+{len(refused) - 1} more)" if len(refused) > 1 else ""
+        return verdict(NOT_READY, first.reason + more, first.fix, checks, first.message or message)
+    warnings = [c for c in checks if c.status == "warning"]
+    reason = "converts when a group.protocol=consumer member joins"
+    if warnings:
+        reason += f"; {len(warnings)} warning(s): " + warnings[0].reason
+    return verdict(READY, reason, warnings[0].fix if warnings else None, checks, None)
+
+
+# --- regexes under RE2 ------------------------------------------------------------------------
+
+
+def regex_meaning(pattern: str, topics: tuple[str, ...] | None) -> Check | None:
+    """How `pattern` changes meaning when the server resolves it (RE2/J, full match) instead of
+    a classic client (Java `Pattern` full match; librdkafka and other clients a partial search).
+    None when nothing changes."""
+    import re
+
+    from engine.consumer.regex import compile_regex
+    from engine.errors import CoordinatorError
+
+    try:
+        re2_pattern = compile_regex(pattern)
+    except CoordinatorError as e:
+        try:
+            re.compile(pattern)
+            java_ok = True
+        except re.error:
+            java_ok = False
+        why = "a lookaround or backreference" if java_ok and _has_perl_only(pattern) else "RE2 syntax"
+        return Check(
+            "regex",
+            "refused",
+            f"regex {pattern!r} uses {why} that RE2 rejects: a consumer-protocol member subscribing with "
+            f"it is refused INVALID_REGULAR_EXPRESSION ({e.message})",
+            "rewrite the pattern without lookarounds/backreferences (RE2 syntax), "
+            "or subscribe by topic names",
+            e.message,
+        )
+    try:
+        py = re.compile(pattern)
+    except re.error:
+        return None
+    if topics is None:
+        if not (pattern.endswith("$") or pattern.endswith(".*")):
+            return Check(
+                "regex",
+                "warning",
+                f"regex {pattern!r}: the server matches whole topic names (RE2 full match); a client that "
+                "searched for it anywhere in the name (librdkafka, kafka-python) subscribed to more",
+                f"use {pattern + '.*'!r} if a prefix match is meant",
+            )
+        return None
+    server = {t for t in topics if re2_pattern.fullmatch(t) is not None}
+    full = {t for t in topics if py.fullmatch(t) is not None}
+    partial = {t for t in topics if py.search(t) is not None}
+    lost = sorted(partial - server)
+    if lost:
+        return Check(
+            "regex",
+            "warning",
+            f"regex {pattern!r}: the server (RE2, full match) subscribes to {len(server)} topic(s); "
+            f"clients that search partially had {len(partial)} (lost: {', '.join(lost[:5])}"
+            + (", ..." if len(lost) > 5 else "")
+            + ")"
+            + ("" if full == server else f"; Java full match had {len(full)}"),
+            f"use {pattern + '.*'!r} if a prefix match is meant",
+        )
+    if full != server:
+        return Check(
+            "regex",
+            "warning",
+            f"regex {pattern!r} matches {len(server)} topic(s) under RE2 and {len(full)} under Java's regex",
+            "rewrite the pattern in the common subset of RE2 and Java syntax",
+        )
+    return None
+
+
+def _has_perl_only(pattern: str) -> bool:
+    import re
+
+    return re.search(r"\(\?<?[=!]|\\[1-9]|\(\?P=|\\k<", pattern) is not None
+
+
+def regex_checks(facts: GroupFacts, settings: Settings) -> list[Check]:
+    out = []
+    for pattern in sorted(set(facts.regexes) | set(settings.regexes_of(facts.group))):
+        c = regex_meaning(pattern, settings.topics)
+        if c is not None:
+            if facts.type == "consumer" and pattern in facts.regexes and c.status == "refused":
+                c = Check(c.name, "warning", c.reason, c.fix, c.message)
+            out.append(c)
+    return out
+
+
+# --- downgrade ---------------------------------------------------------------------------------
+
+
+def downgrade_verdict(
+    facts: GroupFacts,
+    target: str,
+    settings: Settings,
+    *,
+    peers: Sequence[GroupFacts] = (),
+    orphans: Sequence[RecordKind] = (),
+) -> Verdict:
+    """SAFE, NEEDS-ACTION or UNSAFE for rolling the group back to `target`: "classic-protocol"
+    (classic clients) or "kafka-X.Y" (a coordinator release).
+
+    A release loads a `__consumer_offsets` partition whole: a record it cannot load loses every
+    group of the partition. For "kafka-X.Y", `peers` are the other groups of the group's
+    partition and `orphans` the records there no group can be named for (types we cannot
+    decode); either may make this group UNSAFE too."""
+    if target == CLASSIC_TARGET:
+        return _classic_protocol(facts, settings)
+    return _kafka_release(facts, target, peers, orphans)
+
+
+def _verdict_from(facts: GroupFacts, target: str, checks: list[Check], ok_reason: str) -> Verdict:
+    worst = None
+    for status, verdict in (("unsafe", UNSAFE), ("needs-action", NEEDS_ACTION)):
+        hits = [c for c in checks if c.status == status]
+        if hits:
+            worst = (verdict, hits)
+            break
+    base: dict[str, Any] = dict(
+        group=facts.group,
+        cluster=facts.cluster,
+        group_type=facts.type,
+        size=facts.size,
+        direction="downgrade",
+        target=target,
+        details=tuple(checks),
+    )
+    if worst is None:
+        return Verdict(verdict=SAFE, reason=ok_reason, fix=None, **base)
+    verdict, hits = worst
+    more = f" (+{len(hits) - 1} more)" if len(hits) > 1 else ""
+    return Verdict(verdict=verdict, reason=hits[0].reason + more, fix=hits[0].fix, **base)
+
+
+def _classic_protocol(facts: GroupFacts, settings: Settings) -> Verdict:
+    if facts.type != "consumer":
+        why = "already a classic group" if facts.type == "classic" else "empty"
+        why += ": classic clients join it"
+        return _verdict_from(facts, CLASSIC_TARGET, [], why)
+    checks: list[Check] = []
+    policy = settings.migration_policy
+    if facts.size == 0:
+        why = "empty consumer group: the first classic member makes it classic"
+        checks.append(Check("policy", "ok", why))
+        return _verdict_from(facts, CLASSIC_TARGET, checks, checks[0].reason)
+    if policy == "disabled":
+        checks.append(
+            Check(
+                "policy",
+                "unsafe",
+                "group.consumer.migration.policy is disabled: every classic member is refused "
+                "INCONSISTENT_GROUP_PROTOCOL while the group is a non-empty consumer group (KAFKA-20640)",
+                "set group.consumer.migration.policy=bidirectional (or downgrade) before rolling back",
+            )
+        )
+    elif policy not in DOWNGRADE_POLICIES:
+        checks.append(
+            Check(
+                "policy",
+                "needs-action",
+                f"group.consumer.migration.policy is {policy}: classic members join, but the group stays "
+                "a consumer group when its last consumer-protocol member leaves",
+                "set group.consumer.migration.policy=bidirectional (or downgrade) before rolling back",
+            )
+        )
+    else:
+        checks.append(
+            Check(
+                "policy",
+                "ok",
+                f"group.consumer.migration.policy={policy} allows downgrades"
+                + _assumed(settings, "group.consumer.migration.policy", "bidirectional"),
+            )
+        )
+    if facts.size > settings.classic_max_size:
+        checks.append(
+            Check(
+                "size",
+                "needs-action",
+                f"{facts.size} members exceed group.max.size={settings.classic_max_size}: the group stays a "
+                "consumer group when its last consumer-protocol member leaves",
+                f"set group.max.size>={facts.size} on the brokers, or shrink the group first",
+            )
+        )
+    else:
+        checks.append(
+            Check(
+                "size",
+                "ok",
+                f"{facts.size} members within group.max.size={settings.classic_max_size}"
+                + _assumed(settings, "group.max.size", INT_MAX),
+            )
+        )
+    static = [m for m in facts.members if m.instance_id and m.protocol == "consumer"]
+    if static:
+        checks.append(
+            Check(
+                "static-members",
+                "info",
+                f"{len(static)} consumer-protocol static member(s): a classic member with the same "
+                "group.instance.id replaces each in place; the last such replacement converts the group",
+                "restart each static member with group.protocol=classic and the SAME group.instance.id",
+            )
+        )
+    # What each member will be assigned: ClassicGroup.fromConsumerGroup keeps each member's
+    # partitions, then the rebalance it triggers runs the client assignor the classic members'
+    # protocols elect (each member votes for its first protocol that every member supports).
+    classic = [m for m in facts.members if m.protocol == "classic" and m.assignors_complete]
+    elected = elect_protocol([m.assignors for m in classic]) if classic else None
+    if classic and elected is None:
+        checks.append(
+            Check(
+                "assignor",
+                "unsafe",
+                "the classic members offer no common assignor: a rolled-back member whose protocols "
+                "miss one of them is refused INCONSISTENT_GROUP_PROTOCOL",
+                "give every member the same partition.assignment.strategy",
+            )
+        )
+    consumer_members = facts.size - len([m for m in facts.members if m.protocol == "classic"])
+    for m in facts.members:
+        owned = ",".join(f"{t}-{p}" for t, p in m.owned) or "nothing"
+        checks.append(
+            Check(
+                "assignment",
+                "info",
+                f"member {m.member_id} ({m.protocol}) keeps {owned} at the conversion; then "
+                + (
+                    f"the client assignor {elected} (elected by the classic members) reassigns"
+                    if elected
+                    else "the client assignor the rolled-back members elect reassigns"
+                ),
+            )
+        )
+    ok = (
+        f"converts back to a classic group when the last of its {consumer_members} consumer-protocol "
+        "member(s) leaves"
+        if consumer_members
+        else "converts back to a classic group at the next member change"
+    )
+    return _verdict_from(facts, CLASSIC_TARGET, checks, ok)
+
+
+def elect_protocol(offers: list[tuple[str, ...]]) -> str | None:
+    """Kafka's `ClassicGroup.selectProtocol`: among the protocols every member supports, each
+    member votes for its most preferred one; the most voted wins (ties: the first candidate)."""
+    if not offers:
+        return None
+    common = set(offers[0]).intersection(*map(set, offers[1:]))
+    if not common:
+        return None
+    votes: Counter[str] = Counter(next(p for p in o if p in common) for o in offers)
+    best = max(votes.values())
+    return next(p for o in offers for p in o if votes.get(p) == best)
+
+
+def inferred_record_kinds(facts: GroupFacts) -> tuple[RecordKind, ...]:
+    """The record kinds a group's state takes in a Kafka 4.x log, when the input did not read the
+    log itself (a live read): what the coordinator writes for it."""
+    out: list[RecordKind] = []
+    if facts.offsets:
+        # Kafka 4.x writes OffsetCommitValue v4 (v1 with an expire timestamp); read the log
+        # itself (--data-dir, --log-dir) for the versions really there
+        out.append(RecordKind(1, 4, len(facts.offsets)))
+    if facts.type == "classic":
+        out.append(RecordKind(2, 3, 1))
+    elif facts.type == "consumer":
+        n = facts.size
+        out += [RecordKind(3, 0, 1), RecordKind(5, 0, n), RecordKind(6, 0, 1), RecordKind(7, 0, n)]
+        out.append(RecordKind(8, 0, n))
+        if facts.regexes:
+            out.append(RecordKind(16, 0, len(facts.regexes)))
+    return tuple(out)
+
+
+def _kind_name(k: RecordKind, exact: bool) -> str:
+    version = "tombstone" if k.value_version is None else f"v{k.value_version}"
+    name = f"{RECORD_NAMES.get(k.record_type, f'type {k.record_type}')} {version}"
+    return name if exact else name + " (inferred)"
+
+
+def _kinds_of(facts: GroupFacts) -> tuple[tuple[RecordKind, ...], bool]:
+    if facts.log_record_kinds:
+        return facts.log_record_kinds, True
+    if facts.record_kinds:
+        return facts.record_kinds, facts.record_kinds_exact
+    return inferred_record_kinds(facts), False
+
+
+def _kafka_release(
+    facts: GroupFacts, target: str, peers: Sequence[GroupFacts], orphans: Sequence[RecordKind]
+) -> Verdict:
+    from tools.check import loader_rules
+
+    if target not in loader_rules.KAFKA_TARGETS:
+        raise ValueError(
+            f"unknown downgrade target {target!r}; known: {CLASSIC_TARGET}, "
+            + ", ".join(loader_rules.KAFKA_TARGETS)
+        )
+    kinds, exact = _kinds_of(facts)
+    live_types = {k.record_type for k in facts.record_kinds} if facts.live else set()
+    checks: list[Check] = []
+    rewrite = f"groupshift records rewrite --for-downgrade {target}"
+    for k in kinds:
+        name = _kind_name(k, exact)
+        try:
+            rule = loader_rules.outcome(target, k.record_type, k.value_version)
+        except KeyError:
+            checks.append(
+                Check(
+                    f"record-{k.record_type}",
+                    "needs-action",
+                    f"{target}: no rule for {name} ({k.count} record(s)); whether it loads is not known",
+                    rewrite,
+                )
+            )
+            continue
+        proven = "" if rule.proven else " [rule not proven by a test]"
+        note = f" ({rule.note})" if rule.note else ""
+        if rule.outcome == "fatal":
+            checks.append(
+                Check(
+                    f"record-{k.record_type}",
+                    "unsafe",
+                    f"{target} fails to load the partition on {name}{note}{proven}",
+                    rewrite,
+                )
+            )
+        elif rule.outcome == "skipped":
+            lost = "offsets" if k.record_type in OFFSET_TYPES else "state"
+            if k.value_version is None or (exact and k.record_type not in live_types):
+                # a tombstone, or values superseded since: skipping them loses nothing
+                checks.append(Check(f"record-{k.record_type}", "info", f"{target} skips {name}{proven}"))
+                continue
+            checks.append(
+                Check(
+                    f"record-{k.record_type}",
+                    "needs-action",
+                    f"{target} skips {name}: the group's {lost} would be lost{note}{proven}",
+                    rewrite,
+                )
+            )
+        else:
+            checks.append(
+                Check(f"record-{k.record_type}", "info" if proven else "ok", f"{target} reads {name}{proven}")
+            )
+    where = f"__consumer_offsets-{facts.partition}" if facts.partition is not None else "its partition"
+    others: list[tuple[str, RecordKind, bool]] = []
+    for p in peers:
+        if p.group != facts.group:
+            pk, pexact = _kinds_of(p)
+            others.extend((p.group, k, pexact) for k in pk)
+    others.extend(("", k, True) for k in orphans)
+    for owner, k, kexact in others:
+        try:
+            rule = loader_rules.outcome(target, k.record_type, k.value_version)
+        except KeyError:
+            continue
+        if rule.outcome == "fatal":
+            whose = f"group {owner}'s" if owner else "an undecodable"
+            checks.append(
+                Check(
+                    "partition",
+                    "unsafe",
+                    f"{target} fails to load {where} on {whose} {_kind_name(k, kexact)}: every group "
+                    "of the partition is lost with it",
+                    rewrite,
+                )
+            )
+            break
+    unproven = any("not proven" in c.reason for c in checks)
+    ok = f"{target} loads every record of the group" + (" (some rules not proven yet)" if unproven else "")
+    if not kinds:
+        ok = "no records"
+    return _verdict_from(facts, target, checks, ok)

@@ -1,0 +1,133 @@
+"""Arguments of `groupshift fleet report` and `groupshift fleet synth` (issue 16).
+
+    groupshift fleet report NAME=PATH... --out DIR [--master URL] [--downgrade-target T]...
+    groupshift fleet synth --clusters C --groups N --records R --out DIR [--hours H] [--seed S]
+
+`report` runs the Spark job (tools.fleet.job) on `--master` (`local[2]` by default; any Spark
+master URL, e.g. `spark://host:7077`) and writes the Parquet tables and `report.html` under DIR;
+`--reference` computes the same tables in plain Python instead (small fleets, no Java). Exit
+status: 0 done, 1 the job failed, 2 bad arguments or unreadable inputs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from tools.check.rules import CLASSIC_TARGET
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "fleet",
+        help="migration readiness and rebalance health of many clusters at once (Spark)",
+        description=(
+            "Read the coordinator logs and event logs of a whole fleet on Spark: which groups can "
+            "migrate now, which block and why, which are unsafe to roll back, and how their "
+            "rebalances behave before, during and after a migration."
+        ),
+    )
+    fs = p.add_subparsers(dest="fleet_command", metavar="SUBCOMMAND")
+
+    r = fs.add_parser("report", help="Parquet tables and report.html for the inputs")
+    r.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="NAME=PATH",
+        help="a groupshift data dir, a Kafka log dir or __consumer_offsets-N dir, or an event log, "
+        "tagged with its cluster name",
+    )
+    r.add_argument("--out", required=True, metavar="DIR", help="where the tables and report.html go")
+    r.add_argument("--master", default="local[2]", metavar="URL", help="Spark master (default local[2])")
+    r.add_argument(
+        "--downgrade-target",
+        action="append",
+        metavar="T",
+        help=f"downgrade checks to run (repeatable; default {CLASSIC_TARGET}; kafka-3.9, ...)",
+    )
+    r.add_argument("--reference", action="store_true", help="plain Python instead of Spark (small fleets)")
+    r.set_defaults(run=_run_report)
+
+    s = fs.add_parser("synth", help="generate a fleet of groupshift data dirs by driving the real engine")
+    s.add_argument("--clusters", type=int, required=True, metavar="C")
+    s.add_argument("--groups", type=int, required=True, metavar="N", help="groups per cluster")
+    s.add_argument("--records", type=int, required=True, metavar="R", help="records, all clusters together")
+    s.add_argument("--out", required=True, metavar="DIR")
+    s.add_argument("--hours", type=float, default=4.0, help="simulated time per cluster (default 4)")
+    s.add_argument("--seed", type=int, default=1)
+    s.set_defaults(run=_run_synth)
+
+    def usage(args: argparse.Namespace) -> int:
+        p.print_help()
+        return 2
+
+    p.set_defaults(run=usage)
+    return p
+
+
+def _quiet_engine_logs() -> None:
+    import logging
+
+    import structlog
+
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+
+
+def _run_synth(args: argparse.Namespace) -> int:
+    from tools.fleet.synth import synth
+
+    if args.clusters < 1 or args.groups < 1 or args.records < 0:
+        print("groupshift fleet synth: error: --clusters and --groups must be >= 1", file=sys.stderr)
+        return 2
+    _quiet_engine_logs()
+    res = synth(
+        args.out,
+        clusters=args.clusters,
+        groups=args.groups,
+        records=args.records,
+        hours=args.hours,
+        seed=args.seed,
+        progress=sys.stdout,
+    )
+    inputs = " ".join(f"{n}={os.path.join(args.out, n)}" for n in res.clusters)
+    print(f"{len(res.clusters)} clusters, {res.groups} groups, {res.records} records under {args.out}")
+    print(f"next: groupshift fleet report {inputs} --out REPORT_DIR")
+    return 0
+
+
+def _run_report(args: argparse.Namespace) -> int:
+    from tools.fleet.inputs import InputError, discover
+
+    try:
+        clusters = discover(args.inputs)
+    except InputError as e:
+        print(f"groupshift fleet report: error: {e}", file=sys.stderr)
+        return 2
+    targets = args.downgrade_target or [CLASSIC_TARGET]
+    os.makedirs(args.out, exist_ok=True)
+    if args.reference:
+        from tools.fleet.reference import write_reference
+
+        data = write_reference(clusters, args.out, targets)
+    else:
+        from tools.fleet.job import run, session
+        from tools.fleet.report import from_tables
+
+        spark = session(args.master)
+        try:
+            result = run(spark, clusters, args.out, targets)
+            tables = {n: spark.read.parquet(os.path.join(args.out, n)) for n in result.counts}
+            data = from_tables(tables)
+        finally:
+            spark.stop()
+        counts = ", ".join(f"{n} {c}" for n, c in result.counts.items())
+        print(f"tables ({counts}) in {result.seconds:.1f}s")
+    from tools.fleet.report import render
+
+    path = os.path.join(args.out, "report.html")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(render(data))
+    print(f"report: {path}")
+    return 0

@@ -1,0 +1,149 @@
+"""Arguments of `groupshift groups --bootstrap-server HOST:PORT SUBCOMMAND ...`.
+
+Option names follow Kafka's `kafka-consumer-groups.sh` (`--bootstrap-server`, `--topic T:P`,
+`--to-earliest`, `--dry-run`/`--execute`, `--export`, `--from-file`, `--members --verbose`,
+`--state`); the group is a positional argument. Exit codes: see `tools.groups.output`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from tools.groups.output import ERROR, NOT_FOUND, USAGE, Style, use_colour
+
+EPILOG = """\
+exit status:
+  0  done
+  1  error: cluster unreachable, a Kafka error, a partition that failed in a mutation
+  2  usage: bad arguments
+  3  the group does not exist
+  4  refused because the group is active (reset-offsets, delete, delete-offsets)
+"""
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "groups",
+        help="list, describe, reset, delete consumer groups and watch a migration (any Kafka cluster)",
+        description=(
+            "kafka-consumer-groups.sh in the same words, for groupshift and any Kafka 2.x+ cluster, "
+            "plus `migration`: the live story of a group moving between the classic and the "
+            "KIP-848 consumer protocol."
+        ),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT", help="broker(s) to connect to")
+    p.add_argument("--timeout", type=float, default=10.0, metavar="S", help="socket timeout (default 10)")
+    p.add_argument("--json", action="store_true", help="print JSON for scripts instead of tables")
+    gs = p.add_subparsers(dest="groups_command", metavar="SUBCOMMAND")
+
+    ls = gs.add_parser("list", help="list consumer groups")
+    ls.add_argument("--state", nargs="?", const="", help="show STATE; filter by comma-separated states")
+    ls.add_argument("--type", nargs="?", const="", help="show TYPE; filter by classic,consumer")
+
+    d = gs.add_parser("describe", help="offsets and lag, members, or state of a group")
+    d.add_argument("group")
+    d.add_argument("--offsets", action="store_true", help="per-partition offsets and lag (the default)")
+    d.add_argument("--members", action="store_true", help="members, their protocol and assignment")
+    d.add_argument("--state", dest="show_state", action="store_true", help="coordinator, state, epochs")
+    d.add_argument("--verbose", action="store_true", help="epochs, target assignments, leader epochs")
+
+    r = gs.add_parser("reset-offsets", help="plan or execute an offset reset (dry run by default)")
+    r.add_argument("group")
+    r.add_argument(
+        "--topic", action="append", metavar="T[:P,...]", help="topic or topic:partitions (repeatable)"
+    )
+    r.add_argument("--all-topics", action="store_true", help="every partition with a committed offset")
+    r.add_argument("--to-earliest", action="store_true")
+    r.add_argument("--to-latest", action="store_true")
+    r.add_argument("--to-current", action="store_true")
+    r.add_argument("--to-offset", type=int, metavar="N")
+    r.add_argument("--shift-by", type=int, metavar="N")
+    r.add_argument("--to-datetime", metavar="YYYY-MM-DDTHH:mm:SS.sss")
+    r.add_argument("--from-file", metavar="CSV", help="a plan as written by --export")
+    mode = r.add_mutually_exclusive_group()
+    mode.add_argument("--dry-run", action="store_true", help="only print the plan (the default)")
+    mode.add_argument("--execute", action="store_true", help="commit the new offsets")
+    r.add_argument("--export", action="store_true", help="print the plan as CSV (topic,partition,offset)")
+
+    do = gs.add_parser("delete-offsets", help="delete a group's committed offsets for topics")
+    do.add_argument("group")
+    do.add_argument("--topic", action="append", required=True, metavar="T[:P,...]")
+
+    dl = gs.add_parser("delete", help="delete empty groups")
+    dl.add_argument("groups", nargs="+", metavar="GROUP")
+
+    c = gs.add_parser("config", help="show or change a group's dynamic configs")
+    c.add_argument("group")
+    c.add_argument("--set", action="append", metavar="NAME=VALUE")
+    c.add_argument("--delete", action="append", metavar="NAME")
+
+    m = gs.add_parser("migration", help="the live story of a classic <-> consumer protocol migration")
+    m.add_argument("group")
+    m.add_argument("--watch", action="store_true", help="poll until Ctrl-C (or --count polls)")
+    m.add_argument(
+        "--interval", type=float, default=2.0, metavar="S", help="seconds between polls (default 2)"
+    )
+    m.add_argument("--count", type=int, default=0, metavar="N", help="stop after N polls (with --watch)")
+    m.add_argument(
+        "--stuck-after",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="call a partition stuck after S seconds pending revocation (default 60)",
+    )
+    m.add_argument("--plot", metavar="FILE.png", help="draw who owned which partition when")
+    m.add_argument(
+        "--events", metavar="FILE", help="for --plot: the gateway's JSON event log instead of the polls"
+    )
+
+    for sp in (ls, d, r, do, dl, c, m):
+        sp.add_argument(
+            "--json", action="store_true", default=argparse.SUPPRESS, help="print JSON for scripts"
+        )
+
+    def usage(args: argparse.Namespace) -> int:
+        p.print_help()
+        return USAGE
+
+    p.set_defaults(run=run_groups, groups_usage=usage)
+    return p
+
+
+def run_groups(args: argparse.Namespace) -> int:
+    from tools.groups import config, delete, describe, list_groups, migration, reset_offsets
+    from tools.groups.output import error
+    from tools.groups.wire import AdminWire, KafkaError, WireError
+
+    runners = {
+        "list": list_groups.run,
+        "describe": describe.run,
+        "reset-offsets": reset_offsets.run,
+        "delete-offsets": delete.run_delete_offsets,
+        "delete": delete.run_delete,
+        "config": config.run,
+        "migration": migration.run,
+    }
+    if args.groups_command is None:
+        return int(args.groups_usage(args))
+    style = Style(use_colour(sys.stdout))
+    try:
+        with AdminWire(args.bootstrap_server, timeout=args.timeout) as admin:
+            return runners[args.groups_command](admin, args, sys.stdout, style)
+    except ValueError as e:  # bad --bootstrap-server
+        error(str(e))
+        return USAGE
+    except KafkaError as e:
+        error(str(e))
+        return NOT_FOUND if e.name == "GROUP_ID_NOT_FOUND" else ERROR
+    except WireError as e:
+        error(f"{args.bootstrap_server}: {e}")
+        return ERROR
+    except BrokenPipeError:  # piped into `head`
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0

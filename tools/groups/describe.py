@@ -1,0 +1,160 @@
+"""`groupshift groups describe GROUP [--offsets] [--members [--verbose]] [--state [--verbose]]`.
+
+Kafka's `kafka-consumer-groups.sh --describe` (ConsumerGroupCommand), in its words:
+
+- offsets (the default): one row per partition, GROUP TOPIC PARTITION CURRENT-OFFSET
+  LOG-END-OFFSET LAG CONSUMER-ID HOST CLIENT-ID; members with the most partitions first, then
+  committed partitions no member owns (consumer columns `-`). LAG = LOG-END-OFFSET minus the
+  committed offset, `-` without a commit. `--verbose` adds LEADER-EPOCH.
+- `--members`: GROUP CONSUMER-ID [GROUP-INSTANCE-ID] HOST CLIENT-ID #PARTITIONS, and with
+  `--verbose` CURRENT-EPOCH CURRENT-ASSIGNMENT TARGET-EPOCH TARGET-ASSIGNMENT (and UPGRADED when
+  the group mixes protocols). groupshift adds a last column, PROTOCOL (`classic`/`consumer`, from
+  ConsumerGroupDescribe v1's `member_type`), which Kafka's tool shows only as UPGRADED.
+- `--state`: GROUP COORDINATOR (ID) ASSIGNMENT-STRATEGY STATE #MEMBERS, `--verbose` adding
+  GROUP-EPOCH and TARGET-ASSIGNMENT-EPOCH; groupshift adds TYPE.
+
+An empty group prints "Consumer group 'G' has no active members." and a rebalancing one a
+warning, on stderr, as Kafka's tool does. A group that does not exist exits 3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, TextIO
+
+from tools.groups.output import MISSING, NOT_FOUND, OK, Style, assignment_string, emit_json, error, table
+from tools.groups.snapshot import Group, describe
+from tools.groups.wire import LATEST, AdminWire
+
+REBALANCING = {"PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling"}
+
+
+def offset_rows(admin: AdminWire, group: Group) -> list[dict[str, Any]]:
+    committed = admin.offset_fetch(group.group_id)
+    rows: list[dict[str, Any]] = []
+    owned: set[tuple[str, int]] = set()
+    members = sorted((m for m in group.members if m.partitions), key=lambda m: -len(m.partitions))
+    for m in members:
+        for tp in m.partitions:
+            owned.add(tp)
+            rows.append({"tp": tp, "consumer_id": m.member_id, "host": m.host, "client_id": m.client_id})
+    for tp in sorted(set(committed) - owned):
+        rows.append({"tp": tp, "consumer_id": None, "host": None, "client_id": None})
+    ends = admin.list_offsets([r["tp"] for r in rows], LATEST) if rows else {}
+    out = []
+    for r in rows:
+        topic, part = r["tp"]
+        c = committed.get(r["tp"])
+        end = ends.get(r["tp"])
+        offset = c[0] if c else None
+        out.append(
+            {
+                "group": group.group_id,
+                "topic": topic,
+                "partition": part,
+                "leader_epoch": c[1] if c else None,
+                "current_offset": offset,
+                "log_end_offset": end,
+                "lag": end - offset if offset is not None and end is not None and end >= 0 else None,
+                "consumer_id": r["consumer_id"],
+                "host": r["host"],
+                "client_id": r["client_id"],
+            }
+        )
+    return out
+
+
+def _notice(group: Group, err: TextIO) -> None:
+    if group.state == "Empty":
+        err.write(f"\nConsumer group '{group.group_id}' has no active members.\n")
+    elif group.state in REBALANCING:
+        err.write(f"\nWarning: Consumer group '{group.group_id}' is rebalancing.\n")
+
+
+def run(admin: AdminWire, args: argparse.Namespace, out: TextIO, style: Style) -> int:
+    group = describe(admin, args.group)
+    if not group.exists:
+        if args.json:
+            emit_json({"group": args.group, "exists": False}, out)
+        error(f"Consumer group '{args.group}' does not exist.")
+        return NOT_FOUND
+    mode = (
+        "offsets"
+        if args.offsets or not (args.members or args.show_state)
+        else ("members" if args.members else "state")
+    )
+    if not args.json:
+        _notice(group, sys.stderr)
+    if mode == "offsets":
+        rows = offset_rows(admin, group)
+        if args.json:
+            emit_json({**_summary(group), "offsets": rows}, out)
+            return OK
+        headers = ["GROUP", "TOPIC", "PARTITION"]
+        keys = ["group", "topic", "partition"]
+        if args.verbose:
+            headers.append("LEADER-EPOCH")
+            keys.append("leader_epoch")
+        headers += ["CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID"]
+        keys += ["current_offset", "log_end_offset", "lag", "consumer_id", "host", "client_id"]
+        if rows:
+            lag_col = headers.index("LAG")
+            highlight = {lag_col: lambda v: v not in (MISSING, "0")}
+            out.write("\n" + table(headers, [[r[k] for k in keys] for r in rows], style, highlight) + "\n\n")
+        return OK
+    if mode == "members":
+        if args.json:
+            emit_json({**_summary(group), "members": [m.to_json() for m in group.members]}, out)
+            return OK
+        with_instance = any(m.instance_id for m in group.members)
+        protocols = {m.protocol for m in group.members}
+        mixed = {"classic", "consumer"} <= protocols
+        headers = ["GROUP", "CONSUMER-ID"] + (["GROUP-INSTANCE-ID"] if with_instance else [])
+        headers += ["HOST", "CLIENT-ID", "#PARTITIONS"]
+        if args.verbose:
+            headers += ["CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"]
+            if mixed:
+                headers.append("UPGRADED")
+        headers.append("PROTOCOL")
+        member_rows: list[list[object]] = []
+        for m in group.members:
+            row: list[object] = [group.group_id, m.member_id]
+            if with_instance:
+                row.append(m.instance_id)
+            row += [m.host, m.client_id, len(m.partitions)]
+            if args.verbose:
+                row += [
+                    m.member_epoch,
+                    assignment_string(m.assignment),
+                    group.assignment_epoch,
+                    assignment_string(m.target),
+                ]
+                if mixed:
+                    row.append("true" if m.protocol == "consumer" else "false")
+            row.append(m.protocol)
+            member_rows.append(row)
+        out.write("\n" + table(headers, member_rows, style) + "\n\n")
+        return OK
+    # state
+    if args.json:
+        emit_json(_summary(group), out)
+        return OK
+    c = group.coordinator
+    coordinator = f"{c.host}:{c.port}  ({c.node_id})" if c else MISSING
+    headers = ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE"]
+    row = [group.group_id, coordinator, group.assignor, group.state]
+    if args.verbose:
+        headers += ["GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH"]
+        row += [group.group_epoch, group.assignment_epoch]
+    headers += ["#MEMBERS", "TYPE"]
+    row += [len(group.members), (group.group_type or "unknown").capitalize()]
+    out.write("\n" + table(headers, [row], style) + "\n\n")
+    return OK
+
+
+def _summary(group: Group) -> dict[str, Any]:
+    d = group.to_json()
+    d.pop("members")
+    d["num_members"] = len(group.members)
+    return d

@@ -1,0 +1,208 @@
+"""`--plot FILE.png` of `groupshift groups migration`: who owned which partition when.
+
+One row per partition, time on the x axis, one coloured bar per ownership span, colour by
+member, solid for a consumer-protocol owner and hatched for a classic one, so a rolling upgrade
+reads left to right as hatching giving way to solid bars and gaps show partitions nobody owned.
+Drawn with matplotlib's Agg backend (no display needed); matplotlib is imported only here.
+
+Spans come from the polls of `--watch` (an owner seen at poll i is taken to own the partition
+until poll i+1), or from the gateway's JSON event log (`--events`, see `ownership_from_events`):
+`member.assignment_changed` events start and end spans, and `member.left` / `member.fenced` /
+`member.removed` end the member's spans. Partition lists may be "topic-partition" strings (as
+the gateway logs them), a {topic: [partitions]} mapping or {topic, partition} objects.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from tools.groups.snapshot import Group
+
+
+class Observation(Protocol):
+    """What a plot needs of one poll (`tools.groups.migration.Observation`): when, and the group
+    as it was then. A protocol, so that this module and the migration view do not import each
+    other."""
+
+    @property
+    def at(self) -> float: ...
+
+    @property
+    def group(self) -> Group: ...
+
+
+@dataclass(frozen=True)
+class Span:
+    partition: str
+    owner: str
+    protocol: str | None
+    start: float
+    end: float
+
+
+def ownership_from_observations(observations: Sequence[Observation]) -> list[Span]:
+    if not observations:
+        return []
+    times = [o.at for o in observations]
+    step = (times[-1] - times[0]) / max(1, len(times) - 1) or 1.0
+    spans: list[Span] = []
+    for i, obs in enumerate(observations):
+        end = times[i + 1] if i + 1 < len(times) else times[i] + step
+        for m in obs.group.members:
+            label = f"{m.client_id} {m.member_id[-8:]}"
+            for t, p in m.partitions:
+                spans.append(Span(f"{t}-{p}", label, m.protocol, obs.at, end))
+    return _merge(spans)
+
+
+def _merge(spans: list[Span]) -> list[Span]:
+    out: list[Span] = []
+    last: dict[str, Span] = {}
+    for s in sorted(spans, key=lambda s: (s.partition, s.start)):
+        prev = last.get(s.partition)
+        if prev is not None and prev.owner == s.owner and abs(prev.end - s.start) < 1e-6:
+            merged = Span(prev.partition, prev.owner, prev.protocol, prev.start, s.end)
+            out[out.index(prev)] = merged
+            last[s.partition] = merged
+        else:
+            out.append(s)
+            last[s.partition] = s
+    return out
+
+
+def _ts(event: dict[str, Any]) -> float | None:
+    v = event.get("timestamp", event.get("ts", event.get("time")))
+    if isinstance(v, int | float):
+        return float(v) / (1000.0 if v > 1e11 else 1.0)
+    if isinstance(v, str):
+        try:
+            return datetime.datetime.fromisoformat(v.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return None
+    return None
+
+
+def _partitions(value: Any) -> list[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        return [f"{t}-{p}" for t, ps in value.items() for p in ps]
+    out = []
+    for item in value:
+        if isinstance(item, str):
+            out.append(item)
+        elif isinstance(item, dict) and "topic" in item:
+            ps = item.get("partitions", [item.get("partition")])
+            out += [f"{item['topic']}-{p}" for p in ps]
+    return out
+
+
+def ownership_from_events(path: str | Path, group: str) -> list[Span]:
+    """Spans from a JSON-lines event log; raises ValueError if it has no partition lists.
+
+    A member owns its assigned partitions plus those pending revocation (it still holds them
+    until it releases them). `member.assignment_changed` carries either the whole assignment
+    (`assigned`, or `partitions`: a classic generation) or the change (`added`, `revoked`,
+    and the full `pending_revocation`: a KIP-848 reconciliation)."""
+    assigned: dict[str, set[str]] = {}
+    pending: dict[str, set[str]] = {}
+    owned: dict[str, set[str]] = {}
+    protocols: dict[str, str | None] = {}
+    open_spans: dict[tuple[str, str], float] = {}  # (partition, member) -> start
+    spans: list[Span] = []
+    last_t = 0.0
+    saw_partitions = False
+
+    def settle(member: str, now_owned: set[str], t: float) -> None:
+        before = owned.get(member, set())
+        for p in before - now_owned:
+            start = open_spans.pop((p, member), t)
+            spans.append(Span(p, member, protocols.get(member), start, t))
+        for p in now_owned - before:
+            open_spans[(p, member)] = t
+        owned[member] = now_owned
+
+    for line in Path(path).read_text(errors="replace").splitlines():
+        try:
+            e = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(e, dict) or e.get("group") != group:
+            continue
+        t = _ts(e)
+        if t is None:
+            continue
+        last_t = max(last_t, t)
+        member = str(e.get("member", e.get("member_id", "")))
+        name = e.get("event")
+        if e.get("protocol"):
+            protocols[member] = str(e["protocol"])
+        if name == "member.assignment_changed":
+            full = _partitions(e.get("assigned", e.get("partitions")))
+            added = _partitions(e.get("added"))
+            if full is not None:
+                assigned[member] = set(full)
+                pending[member] = set(_partitions(e.get("pending_revocation")) or ())
+            elif added is not None or "pending_revocation" in e:
+                revoked = set(_partitions(e.get("revoked")) or ())
+                assigned[member] = (assigned.get(member, set()) - revoked) | set(added or ())
+                pending[member] = set(_partitions(e.get("pending_revocation")) or ())
+            else:
+                continue
+            saw_partitions = True
+            settle(member, assigned[member] | pending[member], t)
+        elif name in ("member.left", "member.fenced", "member.removed"):
+            assigned.pop(member, None)
+            pending.pop(member, None)
+            settle(member, set(), t)
+    if not saw_partitions:
+        raise ValueError(
+            f"{path}: no member.assignment_changed event of group {group!r} lists its partitions"
+        )
+    for (p, member), start in open_spans.items():
+        spans.append(Span(p, member, protocols.get(member), start, max(last_t, start + 1.0)))
+    return spans
+
+
+def plot_ownership(spans: Sequence[Span], path: str | Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    partitions = sorted(
+        {s.partition for s in spans}, key=lambda p: (p.rpartition("-")[0], int(p.rpartition("-")[2] or 0))
+    )
+    owners = sorted({s.owner for s in spans})
+    cmap = plt.get_cmap("tab20")
+    colour = {o: cmap(i % 20) for i, o in enumerate(owners)}
+    t0 = min((s.start for s in spans), default=0.0)
+    fig, ax = plt.subplots(figsize=(10, max(2.5, 0.4 * len(partitions) + 1.5)))
+    row = {p: i for i, p in enumerate(partitions)}
+    for s in spans:
+        ax.barh(
+            row[s.partition],
+            s.end - s.start,
+            left=s.start - t0,
+            height=0.7,
+            color=colour[s.owner],
+            hatch="//" if s.protocol == "classic" else None,
+            edgecolor="black",
+            linewidth=0.4,
+        )
+    ax.set_yticks(range(len(partitions)), partitions)
+    ax.invert_yaxis()
+    ax.set_xlabel("seconds since first observation")
+    ax.set_title(title)
+    handles = [Patch(facecolor=colour[o], edgecolor="black", label=o) for o in owners]
+    handles += [Patch(facecolor="white", edgecolor="black", hatch="//", label="classic protocol")]
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
+    fig.tight_layout()
+    fig.savefig(str(path), dpi=100)
+    plt.close(fig)

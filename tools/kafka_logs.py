@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import os
 import re
-import harness.kafka_dist  # noqa: F401  (deliberate violation, reverted next commit)
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path

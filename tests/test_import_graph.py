@@ -16,7 +16,8 @@ Non-product packages: `tests` (with tests/plugins), `e2e`, `bench`, `fuzz`, `scr
 - tools never import harness (an operator tool must not drag in a JVM launcher);
 - scripts, bench and fuzz import only product and their own package, except the few documented
   edges of `ALLOWED_NON_PRODUCT_EDGES`; tests and e2e may import anything, they test it all;
-- no module imports itself back through any chain, among all the scanned modules.
+- no module imports itself back through any chain, among all the scanned modules;
+- every product package, and scripts, bench and fuzz, is type-checked by `mypy --strict`.
 
 Every import counts, wherever it is written: at the top, under `if TYPE_CHECKING:`, or inside a
 function (a cycle hidden behind TYPE_CHECKING still means two modules that cannot be read or
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -318,6 +320,15 @@ def test_every_listed_edge_still_exists() -> None:
     edges = set(_edges(_graph(_scan_all())))
     gone = sorted((ALLOWED_NON_PRODUCT_EDGES | KNOWN_VIOLATIONS_TO_BE_REMOVED) - edges)
     assert gone == [], _report("listed edges that no longer exist (remove them from the lists)", gone)
+
+
+def test_mypy_strict_checks_every_product_package() -> None:
+    """pyproject's `[tool.mypy] files` names every product package there is (a new one, such as
+    `sim`, must join the strict check when it is created), and scripts, bench and fuzz."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]
+    assert config["strict"] is True
+    wanted = [p for p in (*PRODUCT, *PRODUCT_ONLY_USERS) if (ROOT / p).is_dir()]
+    assert sorted(set(wanted) - set(config["files"])) == []
 
 
 # -- self-tests: the walker sees every kind of import, and each rule reports its violation --------

@@ -1,6 +1,6 @@
-"""The layering of docs/architecture.md, checked on the source: records < engine < translation <
-gateway < compat (< groupshift, the command line), imports only go downward, and no module
-imports itself back through any chain.
+"""The layering of docs/architecture.md, checked on the source: protocol < records < engine <
+translation < gateway < sim (the simulator drives them all) < tools < harness (< groupshift, the
+command line), imports only go downward, and no module imports itself back through any chain.
 
 Every import counts, wherever it is written: at the top, under `if TYPE_CHECKING:`, or inside a
 function. A cycle hidden behind TYPE_CHECKING still means two modules that cannot be read or
@@ -12,7 +12,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-LAYERS = ("protocol", "records", "engine", "translation", "gateway", "tools", "harness", "groupshift")
+LAYERS = ("protocol", "records", "engine", "translation", "gateway", "sim", "tools", "harness", "groupshift")
 
 
 def _module_name(path: Path) -> str:

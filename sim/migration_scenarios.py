@@ -1,6 +1,6 @@
 """Migration scenarios for `groupshift simulate` (KIP-848 "Online Migration" case study, rolling
 upgrade, rolling downgrade), printed step by step like the engine's case studies
-(engine/simulate.py).
+(sim/scenarios.py).
 
 The engine's simulator drives KIP-848 members only; a migration also needs classic members and
 the translation layer, which live here: a `Coordinator` is installed on the simulator's shard,
@@ -33,9 +33,9 @@ from engine.consumer.group import ConsumerGroup
 from engine.context import RequestContext
 from engine.errors import Errors
 from engine.outcome import Outcome, Pending
-from engine.simulate import Simulator, format_view, view
 from records.classic_group import GroupMemberMetadata, GroupMetadataKey, GroupMetadataValue
 from records.coordinator import CoordinatorRecord
+from sim.scenarios import Simulator, format_view, view
 from translation.coordinator import Coordinator
 from translation.embedded_protocol import (
     Subscription,

@@ -89,6 +89,7 @@ from engine.shard import Shard
 from records.classic_group import GroupMetadataKey, GroupMetadataValue
 from records.consumer_group import TopicPartitions
 from records.coordinator import CoordinatorRecord
+from sim.client_assignors import assign
 from sim.migration_clients import (
     CONSUMER,
     COOP,
@@ -103,7 +104,6 @@ from sim.migration_clients import (
     STATIC,
     Client,
     Owned,
-    assign,
     config,
     from_pairs,
     pairs,

@@ -42,23 +42,19 @@ def _add_simulate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument(
         "--chaos",
         action="store_true",
-        help="run the deterministic whole-coordinator simulator with faults instead "
-        "(docs/simulation.md; needs a source checkout with the test extras)",
+        help="run the deterministic whole-coordinator simulator with faults instead (docs/simulation.md)",
     )
     p.add_argument("--seeds", type=int, default=1, help="--chaos: seeds --seed .. --seed+N-1")
     p.add_argument("--keep-going", action="store_true", help="--chaos: run every seed after a violation")
-    p.add_argument(
-        "--tolerate-known",
-        action="store_true",
-        help="--chaos: restore the expiry timer lost with a failed append (issue 11) and go on",
-    )
 
     def run(args: argparse.Namespace) -> int:
         if args.chaos:
-            return _run_chaos(args)
-        from engine.simulate import main as simulate_main
-        from translation.simulate import SCENARIOS as MIGRATIONS
-        from translation.simulate import main as migration_main
+            from sim.chaos import main as chaos_main
+
+            return chaos_main(args.seed, args.steps, args.seeds, sys.stdout, keep_going=args.keep_going)
+        from sim.migration_scenarios import SCENARIOS as MIGRATIONS
+        from sim.migration_scenarios import main as migration_main
+        from sim.scenarios import main as simulate_main
 
         if args.scenario in MIGRATIONS:
             return migration_main(args.scenario, assignor=args.assignor, out=sys.stdout)
@@ -67,35 +63,6 @@ def _add_simulate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         )
 
     p.set_defaults(run=run)
-
-
-def _run_chaos(args: argparse.Namespace) -> int:
-    import importlib
-
-    # The installed `groupshift` script does not put the working directory on sys.path (only
-    # `python -m groupshift` does): find tests/ next to this package's own source checkout.
-    checkout = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    if os.path.isfile(os.path.join(checkout, "tests", "chaos.py")) and checkout not in sys.path:
-        sys.path.insert(0, checkout)
-    try:
-        # imported by name: the simulator lives in tests/ (it reuses the test suite's clients)
-        chaos = importlib.import_module("tests.chaos")
-    except ImportError as e:
-        print(
-            f"groupshift simulate --chaos runs tests/chaos.py of a source checkout (an editable "
-            f"install with the test extras): {e}",
-            file=sys.stderr,
-        )
-        return 2
-    result: int = chaos.main(
-        args.seed,
-        args.steps,
-        args.seeds,
-        sys.stdout,
-        keep_going=args.keep_going,
-        tolerate_known=args.tolerate_known,
-    )
-    return result
 
 
 def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -76,7 +76,6 @@ ALLOWED_NON_PRODUCT_EDGES = frozenset(
 KNOWN_VIOLATIONS_TO_BE_REMOVED = frozenset(
     {
         ("scripts.gen_kafka_configs", "e2e.wire"),
-        ("groupshift.cli", "tests.chaos"),
     }
 )
 
@@ -388,7 +387,6 @@ def test_each_rule_reports_its_violation() -> None:
         "tools.x": {"e2e.wire", "bench.a", "fuzz.b", "scripts.c"},
     }
     assert product_imports_of_non_product(product) == [
-        ("groupshift.cli", "tests.chaos"),
         ("tools.x", "bench.a"),
         ("tools.x", "e2e.wire"),
         ("tools.x", "fuzz.b"),

@@ -387,6 +387,7 @@ def test_each_rule_reports_its_violation() -> None:
         "tools.x": {"e2e.wire", "bench.a", "fuzz.b", "scripts.c"},
     }
     assert product_imports_of_non_product(product) == [
+        ("groupshift.cli", "tests.chaos"),
         ("tools.x", "bench.a"),
         ("tools.x", "e2e.wire"),
         ("tools.x", "fuzz.b"),

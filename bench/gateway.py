@@ -38,11 +38,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.heartbeats import load_shape
+from bench.throughput import fetch, produce
 from e2e.harness import GatewayProcess
 from protocol.codec import encode_request
 from protocol.entity_builder import build
@@ -55,7 +57,6 @@ except ImportError:  # pragma: no cover
 from kio.index import load_request_schema
 
 TOPIC = "bench"
-PARTITIONS = 6
 
 
 def request(api_key: int, version: int, **values: Any) -> Any:
@@ -172,76 +173,18 @@ def run_round_trip(gw: GatewayProcess, rt: RoundTrip, connections: int, seconds:
 
 
 def run_produce(gw: GatewayProcess, records: int, size: int) -> dict[str, Any]:
-    from confluent_kafka import Producer
-    from confluent_kafka.admin import AdminClient
-    from confluent_kafka.cimpl import NewTopic  # where it is defined (and typed)
-
-    admin = AdminClient({"bootstrap.servers": gw.bootstrap})
-    admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])[TOPIC].result(10)
-    producer = Producer(
-        {
-            "bootstrap.servers": gw.bootstrap,
-            "acks": "all",
-            "linger.ms": 5,
-            "batch.size": 1 << 20,
-            "queue.buffering.max.messages": 1_000_000,
-        }
-    )
-    value = b"x" * size
-    failed: list[Any] = []
-    started = time.perf_counter()
-    for i in range(records):
-        while True:
-            try:
-                producer.produce(
-                    TOPIC,
-                    value=value,
-                    partition=i % PARTITIONS,
-                    on_delivery=lambda err, _m: None if err is None else failed.append(err),
-                )
-                break
-            except BufferError:
-                producer.poll(0.01)
-    producer.flush(120)
-    elapsed = time.perf_counter() - started
-    if failed:
-        raise RuntimeError(f"{len(failed)} deliveries failed, e.g. {failed[0]}")
+    done = produce(gw.bootstrap, TOPIC, records, size)
     return {
         "scenario": "produce (librdkafka, acks=all)",
         "records": records,
         "record_bytes": size,
-        "records_per_s": round(records / elapsed),
-        "mb_per_s": round(records * size / elapsed / 1e6, 1),
+        **done.rates(),
     }
 
 
 def run_fetch(gw: GatewayProcess, records: int, size: int) -> dict[str, Any]:
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
-
-    consumer = Consumer(
-        {
-            "bootstrap.servers": gw.bootstrap,
-            "group.id": "bench-assign-only",
-            "enable.auto.commit": False,
-            "fetch.max.bytes": 50 << 20,
-            "max.partition.fetch.bytes": 4 << 20,
-        }
-    )
-    consumer.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
-    got = 0
-    started = time.perf_counter()
-    deadline = started + 120
-    while got < records and time.perf_counter() < deadline:
-        got += sum(1 for m in consumer.consume(num_messages=10_000, timeout=1) if not m.error())
-    elapsed = time.perf_counter() - started
-    consumer.close()
-    return {
-        "scenario": "fetch (librdkafka)",
-        "records": got,
-        "record_bytes": size,
-        "records_per_s": round(got / elapsed),
-        "mb_per_s": round(got * size / elapsed / 1e6, 1),
-    }
+    done = fetch(gw.bootstrap, TOPIC, records, size)
+    return {"scenario": "fetch (librdkafka)", "records": done.records, "record_bytes": size, **done.rates()}
 
 
 # -- steady heartbeats -------------------------------------------------------------------------
@@ -258,6 +201,14 @@ def _pin(pid: int, cpu: int) -> bool:
     return True
 
 
+def _collapsed_stacks(profile: Path) -> Iterator[tuple[str, int]]:
+    """(stack, samples) of each line of a py-spy raw (collapsed) profile: "f1;f2;f3 count"."""
+    for line in profile.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if stack:
+            yield stack, int(count)
+
+
 def _top_costs(profile: Path, limit: int = 15) -> list[dict[str, Any]]:
     """Top functions by own time from a py-spy raw (collapsed) profile or a cProfile dump."""
     if profile.suffix == ".prof":
@@ -270,11 +221,7 @@ def _top_costs(profile: Path, limit: int = 15) -> list[dict[str, Any]]:
         ]
     own: dict[str, int] = {}
     total = 0
-    for line in profile.read_text().splitlines():
-        stack, _, count = line.rpartition(" ")
-        if not stack:
-            continue
-        n = int(count)
+    for stack, n in _collapsed_stacks(profile):
         total += n
         leaf = re.sub(r":\d+\)$", ")", stack.split(";")[-1])  # per function, not per line
         own[leaf] = own.get(leaf, 0) + n
@@ -288,11 +235,7 @@ def _inclusive_costs(profile: Path, needles: tuple[str, ...]) -> dict[str, float
         return {}
     hits = dict.fromkeys(needles, 0)
     total = 0
-    for line in profile.read_text().splitlines():
-        stack, _, count = line.rpartition(" ")
-        if not stack:
-            continue
-        n = int(count)
+    for stack, n in _collapsed_stacks(profile):
         total += n
         for needle in needles:
             if needle in stack:
@@ -415,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hb-seconds", type=float, default=5.0, help="per heartbeat run")
     parser.add_argument(
         "--hb-load",
-        type=_load_spec,
+        type=load_shape,
         nargs="+",
         default=[(64, 1), (64, 2), (64, 4), (128, 8)],
         metavar="CONNxDEPTH",
@@ -454,11 +397,6 @@ def main(argv: list[str] | None = None) -> int:
             for stage, pct in r.get("profile_stages_pct", {}).items():
                 print(f"    incl {pct:5.1f}%  {stage}")
     return 0
-
-
-def _load_spec(text: str) -> tuple[int, int]:
-    conns, _, depth = text.partition("x")
-    return int(conns), int(depth or 1)
 
 
 if __name__ == "__main__":

@@ -176,10 +176,9 @@ def _cgh(group: str, member: str, epoch: int, **fields: Any) -> Any:
     return request(68, 1, **{**values, **fields})
 
 
-async def setup_consumer_groups(port: int, groups: int, members: int) -> list[Any]:
-    """Join the members; the steady ConsumerGroupHeartbeat requests, one per member."""
-    clients = await _clients(port, 16)
-    ids = _member_ids(groups, members)
+async def _join_consumer_members(clients: list[_Client], ids: list[tuple[str, str]]) -> list[int]:
+    """Each (group, member) joins with its first ConsumerGroupHeartbeat (epoch 0, subscribed to
+    CGH_TOPIC); their member epochs, from which the steady heartbeats go on."""
     joins = await _call_all(
         clients,
         (
@@ -189,8 +188,15 @@ async def setup_consumer_groups(port: int, groups: int, members: int) -> list[An
         window=500,
     )
     _check(joins, "CGH joins")
+    return [a.member_epoch for a in joins]
+
+
+async def setup_consumer_groups(port: int, groups: int, members: int) -> list[Any]:
+    """Join the members; the steady ConsumerGroupHeartbeat requests, one per member."""
+    clients = await _clients(port, 16)
+    ids = _member_ids(groups, members)
+    epochs = await _join_consumer_members(clients, ids)
     await _create_topic(port, CGH_TOPIC, members // groups)
-    epochs = [a.member_epoch for a in joins]
     # Heartbeat everyone until each member has had its assignment and a whole round changes
     # nothing (groupshift: two rounds; Kafka sees the new topic asynchronously, so its first
     # rounds may answer without an assignment).
@@ -417,6 +423,13 @@ def cpu_seconds(pid: int) -> float | None:
     except OSError:
         return None
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def load_shape(text: str) -> tuple[int, int]:
+    """A `--load`/`--hb-load` argument, "CONNxDEPTH" (connections x heartbeats in flight on
+    each; "CONN" alone: one in flight), as the (connections, depth) that `run_load` takes."""
+    conns, _, depth = text.partition("x")
+    return int(conns), int(depth or 1)
 
 
 def run_load(

@@ -40,6 +40,7 @@ from bench.heartbeats import (
     _check,
     _clients,
     _drive,
+    _join_consumer_members,
     cpu_seconds,
     percentile,
 )
@@ -145,16 +146,7 @@ async def _setup(port: int, groups: list[str], per_group: int) -> list[Any]:
         for gi, g in enumerate(groups)
         for i in range(per_group)
     ]
-    joins = await _call_all(
-        clients,
-        (
-            _cgh(g, m, 0, rebalance_timeout=300000, subscribed_topic_names=[CGH_TOPIC], topic_partitions=[])
-            for g, m in ids
-        ),
-        window=500,
-    )
-    _check(joins, "CGH joins")
-    epochs = [a.member_epoch for a in joins]
+    epochs = await _join_consumer_members(clients, ids)
     for _ in range(120):
         answers = await _call_all(clients, (_cgh(g, m, e) for (g, m), e in zip(ids, epochs, strict=True)))
         _check(answers, "CGH heartbeats")

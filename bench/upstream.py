@@ -28,81 +28,15 @@ from pathlib import Path
 from typing import Any
 
 from bench.gateway import percentile, request
+from bench.throughput import fetch, produce
 from e2e.harness import GatewayProcess
 from protocol.codec import encode_request
-
-PARTITIONS = 6
 
 
 class _Endpoint:
     def __init__(self, bootstrap: str) -> None:
         self.bootstrap = bootstrap
         self.port = int(bootstrap.split(",")[0].rsplit(":", 1)[1])
-
-
-def produce(bootstrap: str, topic: str, records: int, size: int) -> dict[str, Any]:
-    from confluent_kafka import Producer
-    from confluent_kafka.admin import AdminClient
-    from confluent_kafka.cimpl import NewTopic  # where it is defined (and typed)
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(30)
-    producer = Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "acks": "all",
-            "linger.ms": 5,
-            "batch.size": 1 << 20,
-            "queue.buffering.max.messages": 1_000_000,
-        }
-    )
-    value = b"x" * size
-    failed: list[Any] = []
-    started = time.perf_counter()
-    for i in range(records):
-        while True:
-            try:
-                producer.produce(
-                    topic,
-                    value=value,
-                    partition=i % PARTITIONS,
-                    on_delivery=lambda e, _m: None if e is None else failed.append(e),
-                )
-                break
-            except BufferError:
-                producer.poll(0.01)
-    producer.flush(120)
-    elapsed = time.perf_counter() - started
-    if failed:
-        raise RuntimeError(f"{len(failed)} deliveries failed, e.g. {failed[0]}")
-    return {"records_per_s": round(records / elapsed), "mb_per_s": round(records * size / elapsed / 1e6, 1)}
-
-
-def fetch(bootstrap: str, topic: str, records: int, size: int) -> dict[str, Any]:
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
-
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "bench-assign-only",
-            "enable.auto.commit": False,
-            "fetch.max.bytes": 50 << 20,
-            "max.partition.fetch.bytes": 4 << 20,
-        }
-    )
-    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
-    got = 0
-    started = time.perf_counter()
-    deadline = started + 120
-    while got < records and time.perf_counter() < deadline:
-        got += sum(1 for m in consumer.consume(num_messages=10_000, timeout=1) if not m.error())
-    elapsed = time.perf_counter() - started
-    consumer.close()
-    return {
-        "records": got,
-        "records_per_s": round(got / elapsed),
-        "mb_per_s": round(got * size / elapsed / 1e6, 1),
-    }
 
 
 async def _paced(port: int, frame: bytes, connections: int, rate: float, seconds: float) -> list[float]:
@@ -219,8 +153,10 @@ def run(backend_bootstrap: str, gw: GatewayProcess, args: argparse.Namespace) ->
         for name in alternating(list(targets), i):
             ep = targets[name]
             topic = f"bench-{name}" if i == 0 else f"bench-{name}-{i}"
-            rates[name]["produce"].append(produce(ep.bootstrap, topic, args.records, args.record_bytes))
-            rates[name]["fetch"].append(fetch(ep.bootstrap, topic, args.records, args.record_bytes))
+            produced = produce(ep.bootstrap, topic, args.records, args.record_bytes)
+            rates[name]["produce"].append(produced.rates())
+            fetched = fetch(ep.bootstrap, topic, args.records, args.record_bytes)
+            rates[name]["fetch"].append({"records": fetched.records, **fetched.rates()})
     for name in targets:
         for kind in ("produce", "fetch"):
             runs = sorted(rates[name][kind], key=lambda r: float(r["records_per_s"]))

@@ -300,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--members", type=int, default=10_000)
     p.add_argument("--groups", type=int, default=10)
     p.add_argument("--seconds", type=float, default=5.0, help="per heartbeat run")
-    p.add_argument("--load", type=_load_spec, nargs="+", default=DEFAULT_LOADS, metavar="CONNxDEPTH")
+    p.add_argument("--load", type=hb.load_shape, nargs="+", default=DEFAULT_LOADS, metavar="CONNxDEPTH")
     p.add_argument("--skip-heartbeats", action="store_true")
     p.add_argument("--skip-migration", action="store_true")
     args = p.parse_args(argv)
@@ -329,11 +329,6 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print_table(doc)
     return 0
-
-
-def _load_spec(text: str) -> tuple[int, int]:
-    conns, _, depth = text.partition("x")
-    return int(conns), int(depth or 1)
 
 
 if __name__ == "__main__":

@@ -180,7 +180,7 @@ def test_help_is_for_users_and_a_closed_pipe_ends_quietly(tmp_path: Path) -> Non
 
 def test_the_installed_script_runs_the_chaos_simulator_from_any_directory(tmp_path: Path) -> None:
     """The console script (not `python -m`, which puts the working directory on sys.path)
-    finds the simulator in its own checkout, wherever it is run from."""
+    imports the simulator (sim/, a package of the wheel), wherever it is run from."""
     script = Path(sys.executable).parent / "groupshift"
     assert script.is_file(), f"{script}: the project is installed with its console script (pip install -e)"
     ran = subprocess.run(

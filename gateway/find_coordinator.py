@@ -17,6 +17,7 @@ error's default message.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -38,6 +39,24 @@ INVALID_REQUEST_MESSAGE = (
 )
 
 
+#: The coordinator fields of an answer that names no node (an error): Kafka's `Node.noNode()`.
+NO_NODE: Mapping[str, Any] = {"node_id": -1, "host": "", "port": -1}
+
+
+def find_coordinator_response(request: Any, lookup: Callable[[str], dict[str, Any]]) -> Any:
+    """The FindCoordinator response to `request`, `lookup(key)` answering for each key: v4+
+    (KIP-699) one `coordinators` entry per key of `coordinator_keys`, earlier versions the one
+    `key` answered at the top level. Every server of the API (this one, the scale-out fleet's
+    shard owners, the upstream proxy) differs only in its lookup."""
+    response_type = response_type_of(request)
+    keys = getattr(request, "coordinator_keys", None)
+    if keys is not None:
+        return build(
+            response_type, {"throttle_time": 0, "coordinators": [{"key": k, **lookup(k)} for k in keys]}
+        )
+    return build(response_type, {"throttle_time": 0, **lookup(request.key)})
+
+
 class FindCoordinatorApi:
     def __init__(self, cluster: ClusterView) -> None:
         self.cluster = cluster
@@ -51,9 +70,7 @@ class FindCoordinatorApi:
             return {
                 "error_code": ErrorCode.invalid_request,
                 "error_message": INVALID_REQUEST_MESSAGE,
-                "node_id": -1,
-                "host": "",
-                "port": -1,
+                **NO_NODE,
             }
         return {
             "error_code": ErrorCode.none,
@@ -64,15 +81,6 @@ class FindCoordinatorApi:
         }
 
     def handle(self, ctx: RequestContext, header: Any, request: Any) -> Any:
-        response_type = response_type_of(request)
         key_type = getattr(request, "key_type", GROUP)
-        keys = getattr(request, "coordinator_keys", None)
-        if keys is not None:  # v4+: one answer per key
-            return build(
-                response_type,
-                {
-                    "throttle_time": 0,
-                    "coordinators": [{"key": k, **self._lookup(key_type, k, True)} for k in keys],
-                },
-            )
-        return build(response_type, {"throttle_time": 0, **self._lookup(key_type, request.key, False)})
+        batched = getattr(request, "coordinator_keys", None) is not None  # v4+: one answer per key
+        return find_coordinator_response(request, lambda key: self._lookup(key_type, key, batched))

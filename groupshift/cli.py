@@ -1,10 +1,11 @@
 """The `groupshift` command: one table of commands, each parsed and run by its own module.
 
-`COMMANDS` holds a row per command: its name, its line in `groupshift --help` and the module that
-builds its parser (`add_parser(sub, summary)`, which sets `run` on the parsed arguments). Only
-the module of the command named on the command line is imported: `--version` and the top-level
-`--help` import none (the listing comes from the table), so they stay instant however heavy the
-layers below are; `groupshift groups ...` imports the group tools and nothing of `serve`.
+`COMMANDS` holds a row per command: its name, its line in `groupshift --help` and how to import
+the module that builds its parser (`add_parser(sub, summary)`, which sets `run` on the parsed
+arguments). Only the module of the command named on the command line is imported: `--version` and
+the top-level `--help` import none (the listing comes from the table), so they stay instant
+however heavy the layers below are; `groupshift groups ...` imports the group tools and nothing of
+`serve`. Each row imports its module by a literal name, which tests/test_import_graph.py follows.
 
 Usage errors exit with status 2 (argparse's); output piped into a reader that stops early
 (`| head`) ends the command quietly.
@@ -13,10 +14,11 @@ Usage errors exit with status 2 (argparse's); output piped into a reader that st
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 from collections.abc import Callable, Collection, Sequence
+from importlib import import_module
+from types import ModuleType
 
 from groupshift import __version__
 
@@ -28,57 +30,58 @@ class Command:
     table is read on every start, and `dataclasses` or `typing` would double what `--version`
     imports."""
 
-    __slots__ = ("module", "name", "summary")
+    __slots__ = ("load", "name", "summary")
 
-    def __init__(self, name: str, summary: str, module: str) -> None:
+    def __init__(self, name: str, summary: str, load: Callable[[], ModuleType]) -> None:
         self.name = name
         self.summary = summary  # the line in `groupshift --help`
-        self.module = module  # defines add_parser(sub, summary) -> argparse.ArgumentParser
+        # imports the module that defines add_parser(sub, summary) -> argparse.ArgumentParser
+        self.load = load
 
     def __repr__(self) -> str:
-        return f"Command({self.name!r}, {self.summary!r}, {self.module!r})"
+        return f"Command({self.name!r})"
 
 
 COMMANDS: tuple[Command, ...] = (
     Command(
         "simulate",
         "run a scripted or random consumer-group scenario through the engine",
-        "groupshift.commands.simulate",
+        lambda: import_module("groupshift.commands.simulate"),
     ),
     Command(
         "serve",
         "run the Kafka-protocol gateway: consumer groups of both protocols, embedded topics",
-        "groupshift.commands.serve",
+        lambda: import_module("groupshift.commands.serve"),
     ),
     Command(
         "records",
         "inspect __consumer_offsets records (groupshift's logs or a Kafka broker's)",
-        "groupshift.commands.records",
+        lambda: import_module("groupshift.commands.records"),
     ),
     Command(
         "groups",
         "list, describe, reset, delete consumer groups and watch a migration (any Kafka cluster)",
-        "tools.groups.command",
+        lambda: import_module("tools.groups.command"),
     ),
     Command(
         "kafka",
         "a reference Apache Kafka from Maven Central: start a local cluster, list versions",
-        "harness.kafka_dist.commands",
+        lambda: import_module("harness.kafka_dist.commands"),
     ),
     Command(
         "check",
         "upgrade readiness and downgrade safety per group (live cluster, data dir or Kafka logs)",
-        "tools.check.command",
+        lambda: import_module("tools.check.command"),
     ),
     Command(
         "matrix",
         "run client versions x protocols x scenarios against groupshift and Kafka",
-        "harness.matrix.command",
+        lambda: import_module("harness.matrix.command"),
     ),
     Command(
         "fleet",
         "migration readiness and rebalance health of many clusters at once (Spark)",
-        "tools.fleet.command",
+        lambda: import_module("tools.fleet.command"),
     ),
 )
 
@@ -98,7 +101,7 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for command in COMMANDS:
         if commands is None or command.name in commands:
-            importlib.import_module(command.module).add_parser(sub, command.summary)
+            command.load().add_parser(sub, command.summary)
         else:
             sub.add_parser(command.name, help=command.summary)
     return parser

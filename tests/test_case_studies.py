@@ -4,7 +4,7 @@ Each table of the KIP is asserted: group epoch, target assignment epoch and part
 member its epoch, the partitions it owns and the partitions it waits for ("pending-partitions").
 The KIP draws one request as several tables; the engine does them in one operation, so the
 intermediate tables are taken after the group-epoch record and after the target-epoch record of
-that operation (see engine/simulate.py).
+that operation (see sim/scenarios.py).
 
 Where shipped Kafka differs from the KIP's drawings (Kafka wins; real clients expect it):
 * Basic, C joins: Kafka reconciles a joining member inside its own join request, so C is already
@@ -18,7 +18,7 @@ Where shipped Kafka differs from the KIP's drawings (Kafka wins; real clients ex
 
 from __future__ import annotations
 
-from engine.simulate import (
+from sim.scenarios import (
     Simulator,
     scenario_basic,
     scenario_incremental,

@@ -29,6 +29,8 @@ from records.compaction_worker import WorkerDied, clean_in_worker, shutdown_work
 from records.log import SegmentLog
 from tests.test_compaction import TS, records_by_offset, replay, workload
 
+pytestmark = pytest.mark.e2e  # starts child processes
+
 
 def _alive(pid: int) -> bool:
     try:

@@ -22,10 +22,13 @@ import time
 from pathlib import Path
 from typing import IO
 
+import pytest
 from structlog.testing import capture_logs
 
 from gateway.coordinator_storage import CoordinatorStorage
 from tests.coordinator_crash_child import open_storage, virtual_now
+
+pytestmark = pytest.mark.e2e  # starts child processes
 
 ROOT = Path(__file__).resolve().parent.parent
 KILLS = 50

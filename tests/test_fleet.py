@@ -89,6 +89,7 @@ def test_reference_verdicts_cover_the_blockers(small_fleet: Path) -> None:
     assert upgraded and all(h["migration_steps"] >= 1 for h in upgraded)
 
 
+@pytest.mark.e2e
 def test_inputs_are_checked(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="no __consumer_offsets-N segments"):
         discover([f"x={tmp_path}"])
@@ -155,6 +156,7 @@ def local_out(spark: Any, small_fleet: Path, tmp_path_factory: pytest.TempPathFa
     return out
 
 
+@pytest.mark.e2e
 def test_spark_job_equals_the_reference_row_for_row(spark: Any, small_fleet: Path, local_out: Path) -> None:
     clusters = discover(_inputs(small_fleet))
     facts, verdicts = facts_and_verdicts(clusters, TARGETS)
@@ -168,6 +170,7 @@ def test_spark_job_equals_the_reference_row_for_row(spark: Any, small_fleet: Pat
     assert hourly[0][0] == sum(h["rebalances"] for h in health)
 
 
+@pytest.mark.e2e
 def test_spark_job_reports_damaged_segments(spark: Any, small_fleet: Path, tmp_path: Path) -> None:
     """A flipped byte fails one batch's CRC: a problem row, the other batches still count."""
     from tools.fleet.job import build
@@ -186,6 +189,7 @@ def test_spark_job_reports_damaged_segments(spark: Any, small_fleet: Path, tmp_p
     assert tables["facts"].count() > 0
 
 
+@pytest.mark.e2e
 def test_report_renders_in_chromium_with_its_plots(
     spark: Any, small_fleet: Path, local_out: Path, tmp_path: Path
 ) -> None:
@@ -217,6 +221,7 @@ def test_report_renders_in_chromium_with_its_plots(
     assert shot.stat().st_size > 20_000
 
 
+@pytest.mark.e2e
 def test_standalone_cluster_gives_the_local_results(
     spark: Any, spark_standalone: str, small_fleet: Path, local_out: Path, tmp_path: Path
 ) -> None:

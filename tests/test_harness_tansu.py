@@ -41,6 +41,7 @@ def test_only_a_build_with_the_storage_feature_counts(cache: Path) -> None:
     assert tansu.build(wait=0) == tansu.binary_path()
 
 
+@pytest.mark.e2e
 def test_a_second_process_waits_for_the_build_and_reports_progress(cache: Path) -> None:
     holder = subprocess.Popen(
         [
@@ -75,6 +76,7 @@ def test_without_cargo_the_error_says_how_to_get_it(cache: Path, monkeypatch: py
     assert info.value.tool_missing
 
 
+@pytest.mark.e2e
 def test_the_build_command_line_runs_without_the_virtualenv(cache: Path) -> None:
     """`.ci/run` calls `python3 -m harness.tansu` before the virtualenv exists: stdlib only."""
     _install(cache, ["dynostore"])

@@ -76,6 +76,7 @@ def test_bad_spec_is_refused() -> None:
         resolve("four")
 
 
+@pytest.mark.e2e
 def test_two_processes_resolving_at_once_share_one_download(tmp_path: Path) -> None:
     """A fresh cache, two processes resolving the same release at once: the file lock lets one
     run Maven (from ~/.m2, no network) while the other waits and then reads the result."""
@@ -99,6 +100,7 @@ def test_two_processes_resolving_at_once_share_one_download(tmp_path: Path) -> N
 # --- clusters --------------------------------------------------------------------------------------
 
 
+@pytest.mark.e2e
 def test_kafka4_runs_kip848_groups(kafka4: KafkaCluster) -> None:
     apis = kafka4.api_versions()
     assert API_CONSUMER_GROUP_HEARTBEAT in apis
@@ -107,6 +109,7 @@ def test_kafka4_runs_kip848_groups(kafka4: KafkaCluster) -> None:
     assert kafka4.bootstrap == f"127.0.0.1:{kafka4.port(0)}"
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("line", ["3.9", "3.7"])
 def test_3x_node_refuses_consumer_group_heartbeat_by_default(line: str, tmp_path: Path) -> None:
     """3.7-3.9 advertise ConsumerGroupHeartbeat v0 in ApiVersions but answer it with
@@ -117,6 +120,7 @@ def test_3x_node_refuses_consumer_group_heartbeat_by_default(line: str, tmp_path
         assert _heartbeat_error(cluster) == UNSUPPORTED_VERSION
 
 
+@pytest.mark.e2e
 def test_three_node_cluster_survives_a_killed_node_and_takes_it_back(tmp_path: Path) -> None:
     with KafkaCluster("4", brokers=3, workdir=tmp_path) as cluster:
         assert len(cluster.bootstrap.split(",")) == 3
@@ -132,6 +136,7 @@ def test_three_node_cluster_survives_a_killed_node_and_takes_it_back(tmp_path: P
         assert "starting node 1" in cluster.log_path(1).read_text().split("--- groupshift:")[-1]
 
 
+@pytest.mark.e2e
 def test_a_port_taken_before_the_bind_is_replaced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Another process takes the chosen client port before Kafka binds it: one retry on new ports."""
     import harness.kafka_dist.cluster as cluster_module
@@ -151,6 +156,7 @@ def test_a_port_taken_before_the_bind_is_replaced(tmp_path: Path, monkeypatch: p
         squatter.close()
 
 
+@pytest.mark.e2e
 def test_start_failure_reports_the_log_tail(tmp_path: Path) -> None:
     bad = {"group.consumer.heartbeat.interval.ms": "1", "group.consumer.min.heartbeat.interval.ms": "5"}
     with pytest.raises(RuntimeError, match=r"heartbeat\.interval\.ms"):
@@ -160,6 +166,7 @@ def test_start_failure_reports_the_log_tail(tmp_path: Path) -> None:
 # --- Java clients ----------------------------------------------------------------------------------
 
 
+@pytest.mark.e2e
 def test_verifiable_producer_and_kip848_consumer_and_group_command(
     kafka4: KafkaCluster, kafka_clients4: JavaClients
 ) -> None:
@@ -187,6 +194,7 @@ def test_verifiable_producer_and_kip848_consumer_and_group_command(
     assert topic in described.stdout
 
 
+@pytest.mark.e2e
 def test_java_clients_of_3_7_consume_from_kafka4_with_the_classic_protocol(
     kafka4: KafkaCluster, kafka_clients4: JavaClients
 ) -> None:
@@ -211,6 +219,7 @@ def test_java_clients_of_3_7_consume_from_kafka4_with_the_classic_protocol(
 # --- the command line ------------------------------------------------------------------------------
 
 
+@pytest.mark.e2e
 def test_kafka_start_prints_bootstrap_and_stops_on_ctrl_c() -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "harness.kafka_dist", "start", "--version", "4", "--set", "num.partitions=3"],
@@ -235,6 +244,7 @@ def test_kafka_start_prints_bootstrap_and_stops_on_ctrl_c() -> None:
             proc.wait()
 
 
+@pytest.mark.e2e
 def test_kafka_versions_lists_the_cache() -> None:
     version = resolve("4").version
     out = subprocess.run(

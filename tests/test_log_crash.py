@@ -250,6 +250,7 @@ def _check_content(log: SegmentLog, verified_end: int) -> None:
     assert expected == log.end_offset
 
 
+@pytest.mark.e2e
 def test_sigkill_at_random_moments_never_loses_an_acknowledged_offset(tmp_path: Path) -> None:
     rng = random.Random(20240611)
     path = tmp_path / "log"

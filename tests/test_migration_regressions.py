@@ -265,7 +265,7 @@ def test_upgrade_keeps_partitions_a_cooperative_member_has_not_revoked() -> None
     assert 2 in _parts(h, h.result(h.sync(M, m3.generation_id, protocol_name="range")))
 
 
-# --- found by the chaos simulator (tests/chaos.py, docs/simulation.md) -----------------------------
+# --- found by the chaos simulator (sim/chaos.py, docs/simulation.md) -------------------------------
 
 
 def test_downgrade_cancels_the_consumer_members_timers() -> None:

@@ -12,6 +12,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
 from crc32c import crc32c
 
 from engine.ids import SeededIds
@@ -254,6 +255,7 @@ def test_format_text_of_an_empty_dump(tmp_path: Path) -> None:
     assert format_text(control) == "offset: 1 type: control(ABORT)"
 
 
+@pytest.mark.e2e
 def test_the_command(tmp_path: Path) -> None:
     engine_log(tmp_path / "log", steps=30)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -278,6 +280,7 @@ def test_the_command(tmp_path: Path) -> None:
     assert "<key hex> <value hex, or - for a tombstone>" in helped.stdout
 
 
+@pytest.mark.e2e
 def test_the_dump_uses_the_records_layer_only() -> None:
     code = (
         "import sys, records.dump; "

@@ -1,4 +1,4 @@
-"""`groupshift simulate` migration scenarios (translation/simulate.py): the KIP-848 "Online
+"""`groupshift simulate` migration scenarios (sim/migration_scenarios.py): the KIP-848 "Online
 Migration" case study, a rolling upgrade and a rolling downgrade, driven through the real
 translation layer with classic (JoinGroup/SyncGroup) and KIP-848 members on a virtual clock."""
 
@@ -11,8 +11,8 @@ import pytest
 from engine.classic.group import ClassicGroup
 from engine.consumer.group import ConsumerGroup
 from groupshift.cli import main as cli_main
+from sim.migration_scenarios import SCENARIOS, run
 from translation.embedded_protocol import parse_assignment
-from translation.simulate import SCENARIOS, run
 
 ALL = {f"foo-{p}" for p in range(6)}
 

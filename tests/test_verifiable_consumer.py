@@ -18,6 +18,10 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.e2e  # starts child processes
+
 CLIENTS = Path(__file__).resolve().parent.parent / "harness" / "matrix" / "clients"
 
 # The main thread waits 3 s on a condition variable, as librdkafka does: pthread_cond_timedwait

@@ -35,12 +35,12 @@ from engine.ids import IdSource
 from engine.metadata import MetadataImage
 from gateway.coordinator_storage import CoordinatorStorage
 from gateway.error_response import error_response
+from gateway.find_coordinator import NO_NODE, find_coordinator_response
 from gateway.groups.routing import partition_for
 from gateway.registry import HandlerRegistry, RequestContext
 from gateway.scaleout.fleet import FleetMember, FleetView, NodeInfo
 from gateway.scaleout.shard_log import KafkaShardLog, Loaded, ShardLogFailed, fence_and_read
 from protocol.codec import response_type_of
-from protocol.entity_builder import build
 from records.batch import BatchHeader
 from records.durability import FsyncPolicy
 
@@ -427,24 +427,22 @@ class ShardOwnership:
         return [(n, h, p) for n, (h, p) in sorted(nodes.items())]
 
     def _find_coordinator(self, ctx: RequestContext, header: Any, request: Any) -> Any:
-        rtype = response_type_of(request)
         key_type = int(getattr(request, "key_type", 0))
         view = self.view
 
         def lookup(key: str) -> dict[str, Any]:
-            no_node = {"node_id": -1, "host": "", "port": -1}
             if key_type != 0:
                 return {
                     "error_code": ErrorCode.invalid_request,
                     "error_message": f"coordinator key type {key_type} is not supported",
-                    **no_node,
+                    **NO_NODE,
                 }
             owner = None if view is None else view.owners.get(partition_for(key, self.num_shards))
             if owner is None or view is None or owner not in view.nodes:
                 return {
                     "error_code": ErrorCode.coordinator_not_available,
                     "error_message": "no groupshift node owns this group's shard yet",
-                    **no_node,
+                    **NO_NODE,
                 }
             host, port = view.nodes[owner]
             return {
@@ -455,10 +453,7 @@ class ShardOwnership:
                 "port": port,
             }
 
-        keys = getattr(request, "coordinator_keys", None)
-        if keys is not None:
-            return build(rtype, {"throttle_time": 0, "coordinators": [{"key": k, **lookup(k)} for k in keys]})
-        return build(rtype, {"throttle_time": 0, **lookup(request.key)})
+        return find_coordinator_response(request, lookup)
 
 
 def install_scaleout(server: GatewayServer, cluster: UpstreamCluster) -> ShardOwnership:

@@ -46,6 +46,7 @@ import structlog
 from kio.schema.errors import ErrorCode
 
 from gateway.api_versions import ApiVersionsApi
+from gateway.find_coordinator import NO_NODE, find_coordinator_response
 from gateway.framing import KafkaConnection, ResponseSlot
 from gateway.registry import CloseConnection, Handler, HandlerRegistry, RequestContext
 from gateway.upstream.cluster import Broker, UpstreamCluster
@@ -603,7 +604,6 @@ class UpstreamProxy:
         return handle
 
     def _find_coordinator(self, ctx: RequestContext, header: Any, request: Any) -> Any:
-        rtype = response_type_of(request)
         key_type = int(getattr(request, "key_type", 0))
 
         def lookup(key: str) -> dict[str, Any]:
@@ -611,18 +611,14 @@ class UpstreamProxy:
                 return {
                     "error_code": ErrorCode.invalid_request,
                     "error_message": f"coordinator key type {key_type} is not supported",
-                    "node_id": -1,
-                    "host": "",
-                    "port": -1,
+                    **NO_NODE,
                 }
             found = self._coordinator_for(key)
             if found is None:
                 return {
                     "error_code": ErrorCode.coordinator_not_available,
                     "error_message": "the upstream cluster is not reachable yet",
-                    "node_id": -1,
-                    "host": "",
-                    "port": -1,
+                    **NO_NODE,
                 }
             node, host, port = found
             return {
@@ -633,10 +629,7 @@ class UpstreamProxy:
                 "port": port,
             }
 
-        keys = getattr(request, "coordinator_keys", None)
-        if keys is not None:
-            return build(rtype, {"throttle_time": 0, "coordinators": [{"key": k, **lookup(k)} for k in keys]})
-        return build(rtype, {"throttle_time": 0, **lookup(request.key)})
+        return find_coordinator_response(request, lookup)
 
     def _refuse_txn(self, ctx: RequestContext, header: Any, request: Any) -> Any:
         rtype = response_type_of(request)

@@ -2,13 +2,13 @@
 printed after each step in the format of KIP-848's case studies (group epoch, target assignment,
 every member's epoch, state and partitions); migration scenarios mix classic members
 (JoinGroup/SyncGroup, eager range) and KIP-848 members in one group. `--chaos` runs the
-deterministic whole-coordinator simulator with faults instead (docs/simulation.md).
+deterministic whole-coordinator simulator with faults instead (sim.chaos, docs/simulation.md). The
+scenarios themselves live in sim/; this module only parses and dispatches.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Any
 
@@ -39,8 +39,7 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
     p.add_argument(
         "--chaos",
         action="store_true",
-        help="run the deterministic whole-coordinator simulator with faults instead "
-        "(docs/simulation.md; needs a source checkout with the test extras)",
+        help="run the deterministic whole-coordinator simulator with faults instead (docs/simulation.md)",
     )
     p.add_argument("--seeds", type=int, default=1, help="--chaos: seeds --seed .. --seed+N-1")
     p.add_argument("--keep-going", action="store_true", help="--chaos: run every seed after a violation")
@@ -51,41 +50,15 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     """Run the scenario (or the chaos seeds) and print it on stdout."""
     if args.chaos:
-        return _run_chaos(args)
-    from engine.simulate import main as simulate_main
-    from translation.simulate import SCENARIOS as MIGRATIONS
-    from translation.simulate import main as migration_main
+        from sim.chaos import main as chaos_main
+
+        return chaos_main(args.seed, args.steps, args.seeds, sys.stdout, keep_going=args.keep_going)
+    from sim.migration_scenarios import SCENARIOS as MIGRATIONS
+    from sim.migration_scenarios import main as migration_main
+    from sim.scenarios import main as simulate_main
 
     if args.scenario in MIGRATIONS:
         return migration_main(args.scenario, assignor=args.assignor, out=sys.stdout)
     return simulate_main(
         args.scenario, seed=args.seed, steps=args.steps, assignor=args.assignor, out=sys.stdout
     )
-
-
-def _run_chaos(args: argparse.Namespace) -> int:
-    # replaced by sim.chaos after merge: `sim/chaos.py` does not exist on this branch yet (mypy
-    # --strict refuses the import), so this still loads tests/chaos.py by name. After the merge
-    # the whole body becomes:
-    #     from sim.chaos import main
-    #
-    #     return main(args.seed, args.steps, args.seeds, sys.stdout, keep_going=args.keep_going)
-    import importlib
-
-    # The installed `groupshift` script does not put the working directory on sys.path (only
-    # `python -m groupshift` does): find tests/ next to this package's own source checkout.
-    checkout = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    if os.path.isfile(os.path.join(checkout, "tests", "chaos.py")) and checkout not in sys.path:
-        sys.path.insert(0, checkout)
-    try:
-        # imported by name: the simulator lives in tests/ (it reuses the test suite's clients)
-        chaos = importlib.import_module("tests.chaos")
-    except ImportError as e:
-        print(
-            f"groupshift simulate --chaos runs tests/chaos.py of a source checkout (an editable "
-            f"install with the test extras): {e}",
-            file=sys.stderr,
-        )
-        return 2
-    result: int = chaos.main(args.seed, args.steps, args.seeds, sys.stdout, keep_going=args.keep_going)
-    return result

@@ -30,6 +30,7 @@ from pathlib import Path
 from types import TracebackType
 
 from harness.kafka_dist.cds import CdsSession
+from harness.kafka_dist.log4j import BROKER_LOG4J1, BROKER_LOG4J2, write_log4j_configs
 from harness.kafka_dist.maven import KafkaDist, resolve
 from harness.kafka_dist.wire import api_versions, broker_ids
 
@@ -43,32 +44,6 @@ DEFAULT_JVM_OPTS = (
     "-XX:+ExitOnOutOfMemoryError",
     "-Djava.awt.headless=true",
 )
-
-_LOG4J2_CONFIG = """\
-status = warn
-appender.console.type = Console
-appender.console.name = STDOUT
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = {level}
-rootLogger.appenderRefs = stdout
-rootLogger.appenderRef.stdout.ref = STDOUT
-logger.kafka.name = kafka
-logger.kafka.level = {level}
-logger.state.name = state.change.logger
-logger.state.level = warn
-logger.request.name = kafka.request.logger
-logger.request.level = warn
-"""
-
-_LOG4J1_CONFIG = """\
-log4j.rootLogger={level_upper}, stdout
-log4j.appender.stdout=org.apache.log4j.ConsoleAppender
-log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
-log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
-log4j.logger.state.change.logger=WARN
-log4j.logger.kafka.request.logger=WARN
-"""
 
 
 class KafkaStartError(RuntimeError):
@@ -99,12 +74,9 @@ def jvm_opts() -> list[str]:
 def write_logging_configs(directory: Path, level: str = "info") -> list[str]:
     """Logging config files for both of Kafka's logging backends (log4j2 from 4.0 on, reload4j
     before); returns the JVM system properties pointing at them. Output goes to stdout."""
-    directory.mkdir(parents=True, exist_ok=True)
-    log4j2 = directory / "log4j2.properties"
-    log4j2.write_text(_LOG4J2_CONFIG.format(level=level))
-    log4j1 = directory / "log4j.properties"
-    log4j1.write_text(_LOG4J1_CONFIG.format(level_upper=level.upper()))
-    return [f"-Dlog4j2.configurationFile={log4j2}", f"-Dlog4j.configuration=file:{log4j1}"]
+    return write_log4j_configs(
+        directory, BROKER_LOG4J2.format(level=level), BROKER_LOG4J1.format(level_upper=level.upper())
+    )
 
 
 def _tail(path: Path, lines: int = 40) -> str:

@@ -34,6 +34,7 @@ from types import TracebackType
 from typing import Any
 
 from harness.kafka_dist.cds import CdsSession
+from harness.kafka_dist.log4j import TOOL_LOG4J1_STDERR, TOOL_LOG4J2_STDERR, write_log4j_configs
 from harness.kafka_dist.maven import KafkaDist, resolve_component
 
 TOOL_CLASSES: dict[str, tuple[str, ...]] = {
@@ -45,25 +46,6 @@ TOOL_CLASSES: dict[str, tuple[str, ...]] = {
     ),
 }
 TOOL_JVM_OPTS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData")
-
-_LOG4J2_STDERR = """\
-status = warn
-appender.err.type = Console
-appender.err.name = STDERR
-appender.err.target = SYSTEM_ERR
-appender.err.layout.type = PatternLayout
-appender.err.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = warn
-rootLogger.appenderRefs = stderr
-rootLogger.appenderRef.stderr.ref = STDERR
-"""
-_LOG4J1_STDERR = """\
-log4j.rootLogger=WARN, stderr
-log4j.appender.stderr=org.apache.log4j.ConsoleAppender
-log4j.appender.stderr.Target=System.err
-log4j.appender.stderr.layout=org.apache.log4j.PatternLayout
-log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n
-"""
 
 
 @dataclass(frozen=True)
@@ -228,11 +210,7 @@ class JavaClients:
         else:
             self.workdir = Path(workdir)
             self.workdir.mkdir(parents=True, exist_ok=True)
-        log4j2 = self.workdir / "log4j2.properties"
-        log4j2.write_text(_LOG4J2_STDERR)
-        log4j1 = self.workdir / "log4j.properties"
-        log4j1.write_text(_LOG4J1_STDERR)
-        self.logging_props = [f"-Dlog4j2.configurationFile={log4j2}", f"-Dlog4j.configuration=file:{log4j1}"]
+        self.logging_props = write_log4j_configs(self.workdir, TOOL_LOG4J2_STDERR, TOOL_LOG4J1_STDERR)
         self._counter = 0
         self._archive_claimed = False
 

@@ -42,6 +42,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from harness.kafka_dist.log4j import TOOL_LOG4J1_STDERR, TOOL_LOG4J2_STDERR
 from harness.matrix.docker_engine import engine_home
 from harness.matrix.runtime import ClientSpec
 
@@ -57,24 +58,6 @@ BASE_CHANGES = [
     "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
     "ENV LANG=C.UTF-8",
 ]
-LOG4J2_STDERR = """\
-status = warn
-appender.err.type = Console
-appender.err.name = STDERR
-appender.err.target = SYSTEM_ERR
-appender.err.layout.type = PatternLayout
-appender.err.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = warn
-rootLogger.appenderRefs = stderr
-rootLogger.appenderRef.stderr.ref = STDERR
-"""
-LOG4J1_STDERR = """\
-log4j.rootLogger=WARN, stderr
-log4j.appender.stderr=org.apache.log4j.ConsoleAppender
-log4j.appender.stderr.Target=System.err
-log4j.appender.stderr.layout=org.apache.log4j.PatternLayout
-log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n
-"""
 JAVA_LOGGING = [
     "-Dlog4j2.configurationFile=/opt/kafka/log4j2.properties",
     "-Dlog4j.configuration=file:/opt/kafka/log4j.properties",
@@ -376,12 +359,11 @@ class ImageBuilder:
         parent = self.jdk_base()
         jars = clients.dist.jars()
         inputs = [f"{j.name}:{j.stat().st_size}" for j in jars]
-        image = (
-            f"groupshift-matrix/java-{_tag_part(clients.version)}:{_digest(parent, LOG4J2_STDERR, *inputs)}"
-        )
+        digest = _digest(parent, TOOL_LOG4J2_STDERR, *inputs)
+        image = f"groupshift-matrix/java-{_tag_part(clients.version)}:{digest}"
         files: dict[str, bytes | Path] = {f"/opt/kafka/libs/{j.name}": j for j in jars}
-        files["/opt/kafka/log4j2.properties"] = LOG4J2_STDERR.encode()
-        files["/opt/kafka/log4j.properties"] = LOG4J1_STDERR.encode()
+        files["/opt/kafka/log4j2.properties"] = TOOL_LOG4J2_STDERR.encode()
+        files["/opt/kafka/log4j.properties"] = TOOL_LOG4J1_STDERR.encode()
         self._once(image, lambda: self._copy_and_commit(parent, files, image, {}))
         return image, clients
 

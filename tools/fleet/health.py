@@ -30,14 +30,13 @@ migration step, so a rolling upgrade can be compared with the ordinary churn of 
 
 from __future__ import annotations
 
-import datetime
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-MEMBERSHIP = frozenset({"member.joined", "member.left", "member.fenced", "member.removed"})
-ENDS = frozenset({"member.left", "member.fenced", "member.removed"})
+from tools.event_log import MEMBER_ENDS, event_member, event_time, partition_names, read_event
+
+MEMBERSHIP = MEMBER_ENDS | {"member.joined"}
 KEPT = MEMBERSHIP | {
     "member.assignment_changed",
     "group.rebalance_prepared",
@@ -68,44 +67,19 @@ HEALTH_COLUMNS = [c.strip().split(" ")[0].strip("`") for c in HEALTH_SCHEMA.spli
 EVENT_COLUMNS = [c.strip().split(" ")[0].strip("`") for c in EVENT_SCHEMA.split(",")]
 
 
-def _ts(v: Any) -> float | None:
-    if isinstance(v, int | float):
-        return float(v) / (1000.0 if v > 1e11 else 1.0)
-    if isinstance(v, str):
-        try:
-            return datetime.datetime.fromisoformat(v.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            return None
-    return None
-
-
-def _names(value: Any) -> list[str] | None:
-    """Partition lists as the gateway logs them ("topic-p" strings), or {topic: [p]} mappings."""
-    if value is None:
-        return None
-    if isinstance(value, dict):
-        return [f"{t}-{p}" for t, ps in value.items() for p in ps]
-    if isinstance(value, list):
-        return [str(x) for x in value]
-    return None
-
-
 def parse_event(line: str, cluster: str, seq: int) -> dict[str, Any] | None:
     """One event-log line as an EVENT_SCHEMA row; None for lines the health view does not use
     (other events, non-JSON lines such as a traceback)."""
     if '"group' not in line:
         return None
-    try:
-        e = json.loads(line)
-    except ValueError:
-        return None
-    if not isinstance(e, dict):
+    e = read_event(line)
+    if e is None:
         return None
     name = e.get("event")
     group = e.get("group")
     if name not in KEPT or not isinstance(group, str):
         return None
-    t = _ts(e.get("timestamp", e.get("ts", e.get("time"))))
+    t = event_time(e)
     if t is None:
         return None
     proto = e.get("protocol")
@@ -115,15 +89,15 @@ def parse_event(line: str, cluster: str, seq: int) -> dict[str, Any] | None:
         "ts": t,
         "seq": seq,
         "event": name,
-        "member": str(e.get("member", e.get("member_id", ""))),
+        "member": event_member(e),
         "protocol": proto if isinstance(proto, str) else None,
         "state": e.get("state") if isinstance(e.get("state"), str) else None,
         "to_type": e.get("to_type") if isinstance(e.get("to_type"), str) else None,
-        "assigned": _names(e.get("assigned", e.get("partitions"))),
-        "added": _names(e.get("added")),
-        "revoked": _names(e.get("revoked")),
-        "pending_revocation": _names(e.get("pending_revocation")),
-        "pending_assignment": _names(e.get("pending_assignment")),
+        "assigned": partition_names(e.get("assigned", e.get("partitions"))),
+        "added": partition_names(e.get("added")),
+        "revoked": partition_names(e.get("revoked")),
+        "pending_revocation": partition_names(e.get("pending_revocation")),
+        "pending_assignment": partition_names(e.get("pending_assignment")),
     }
 
 
@@ -193,7 +167,7 @@ def health(
             known |= assigned[member] | pending[member]
             if e["state"] is not None:
                 steady[member] = e["state"] == "STABLE" and not e["pending_assignment"]
-        elif name in ENDS:
+        elif name in MEMBER_ENDS:
             suspended.pop(member, None)
             assigned.pop(member, None)
             pending.pop(member, None)
@@ -236,7 +210,7 @@ def health(
         if open_consumer is not None and settles and all(steady.get(m, True) for m in assigned):
             durations.append(t - open_consumer)
             open_consumer = None
-        moves = name in ENDS or name in ("member.joined", "member.assignment_changed")
+        moves = name in MEMBER_ENDS or name in ("member.joined", "member.assignment_changed")
         if migrating and moves and assigned and not any(protocols.get(m) == "classic" for m in assigned):
             migrating = False
     first = evs[0]["ts"] if evs else None

@@ -4,8 +4,9 @@ Nothing here writes a coordinator record by hand. Every cluster is a set of shar
 `CoordinatorStorage` on `<out>/<cluster>/coordinator/__consumer_offsets-N` (the gateway's own
 layout and journal), each behind the translation layer's `Coordinator`, and simulated clients
 speak to it: classic members run JoinGroup -> SyncGroup -> Heartbeat (the leader computes the
-assignment client-side, as Kafka's consumers do), KIP-848 members run ConsumerGroupHeartbeat
-(KIP-848 "Consumer Group Heartbeat"), and both commit offsets. Online migrations (KIP-848
+assignment client-side, as Kafka's consumers do, with the range or round-robin assignor of
+sim/client_assignors.py), KIP-848 members run ConsumerGroupHeartbeat (KIP-848 "Consumer Group
+Heartbeat"), and both commit offsets. Online migrations (KIP-848
 "Supporting Online Consumer Group Upgrade") happen because a consumer-protocol member joins a
 classic group, exactly as on a gateway. Groups are routed to shards with Kafka's
 `partitionFor`, so a data dir reads like a broker's `__consumer_offsets` partitions.
@@ -59,6 +60,7 @@ from gateway.coordinator_storage import CoordinatorStorage
 from gateway.groups.events import WARNING_EVENTS, ClassicAssignments, annotate
 from gateway.groups.routing import partition_for
 from records.consumer_group import TopicPartitions
+from sim.client_assignors import range_assign, roundrobin_assign
 from translation.coordinator import Coordinator
 from translation.embedded_protocol import (
     Subscription,
@@ -165,36 +167,6 @@ class GroupPlan:
     kind: str
     classic: dict[str, ClassicClient] = field(default_factory=dict)
     consumer: dict[str, ConsumerClient] = field(default_factory=dict)
-
-
-def _assign(
-    subs: dict[str, tuple[str, ...]], counts: dict[str, int], roundrobin: bool
-) -> dict[str, dict[str, list[int]]]:
-    """What a classic leader computes: Kafka's RangeAssignor, or RoundRobinAssignor."""
-    out: dict[str, dict[str, list[int]]] = {m: {} for m in subs}
-    if roundrobin:
-        members = sorted(subs)
-        i = 0
-        for topic in sorted(counts):
-            for p in range(counts[topic]):
-                for _ in range(len(members)):
-                    m = members[i % len(members)]
-                    i += 1
-                    if topic in subs[m]:
-                        out[m].setdefault(topic, []).append(p)
-                        break
-        return out
-    for topic, count in sorted(counts.items()):
-        members = sorted(m for m, ts in subs.items() if topic in ts)
-        if not members:
-            continue
-        per, extra = divmod(count, len(members))
-        start = 0
-        for i, m in enumerate(members):
-            n = per + (1 if i < extra else 0)
-            out[m][topic] = list(range(start, start + n))
-            start += n
-    return out
 
 
 class ShardDriver:
@@ -310,7 +282,7 @@ class ShardDriver:
             if c.protocol_type == "consumer":
                 subs = {m.member_id: parse_subscription(m.metadata).topics for m in r.members}
                 counts = {t: self.cluster.image_counts[t] for ts in subs.values() for t in ts}
-                plan_ = _assign(subs, counts, protocol == "roundrobin")
+                plan_ = (roundrobin_assign if protocol == "roundrobin" else range_assign)(subs, counts)
                 user_data = b"\x00\x00\x00\x01" + r.generation_id.to_bytes(4, "big") if c.user_data else None
                 version = 1 if protocol == "cooperative-sticky" else 0
                 assignments = [(m, serialize_assignment(plan_[m], version, user_data)) for m in subs]

@@ -14,13 +14,12 @@ the gateway logs them), a {topic: [partitions]} mapping or {topic, partition} ob
 
 from __future__ import annotations
 
-import datetime
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
+from tools.event_log import MEMBER_ENDS, event_member, event_time, partition_names, read_event
 from tools.groups.snapshot import Group
 
 
@@ -75,33 +74,6 @@ def _merge(spans: list[Span]) -> list[Span]:
     return out
 
 
-def _ts(event: dict[str, Any]) -> float | None:
-    v = event.get("timestamp", event.get("ts", event.get("time")))
-    if isinstance(v, int | float):
-        return float(v) / (1000.0 if v > 1e11 else 1.0)
-    if isinstance(v, str):
-        try:
-            return datetime.datetime.fromisoformat(v.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            return None
-    return None
-
-
-def _partitions(value: Any) -> list[str] | None:
-    if value is None:
-        return None
-    if isinstance(value, dict):
-        return [f"{t}-{p}" for t, ps in value.items() for p in ps]
-    out = []
-    for item in value:
-        if isinstance(item, str):
-            out.append(item)
-        elif isinstance(item, dict) and "topic" in item:
-            ps = item.get("partitions", [item.get("partition")])
-            out += [f"{item['topic']}-{p}" for p in ps]
-    return out
-
-
 def ownership_from_events(path: str | Path, group: str) -> list[Span]:
     """Spans from a JSON-lines event log; raises ValueError if it has no partition lists.
 
@@ -128,35 +100,32 @@ def ownership_from_events(path: str | Path, group: str) -> list[Span]:
         owned[member] = now_owned
 
     for line in Path(path).read_text(errors="replace").splitlines():
-        try:
-            e = json.loads(line)
-        except ValueError:
+        e = read_event(line)
+        if e is None or e.get("group") != group:
             continue
-        if not isinstance(e, dict) or e.get("group") != group:
-            continue
-        t = _ts(e)
+        t = event_time(e)
         if t is None:
             continue
         last_t = max(last_t, t)
-        member = str(e.get("member", e.get("member_id", "")))
+        member = event_member(e)
         name = e.get("event")
         if e.get("protocol"):
             protocols[member] = str(e["protocol"])
         if name == "member.assignment_changed":
-            full = _partitions(e.get("assigned", e.get("partitions")))
-            added = _partitions(e.get("added"))
+            full = partition_names(e.get("assigned", e.get("partitions")))
+            added = partition_names(e.get("added"))
             if full is not None:
                 assigned[member] = set(full)
-                pending[member] = set(_partitions(e.get("pending_revocation")) or ())
+                pending[member] = set(partition_names(e.get("pending_revocation")) or ())
             elif added is not None or "pending_revocation" in e:
-                revoked = set(_partitions(e.get("revoked")) or ())
+                revoked = set(partition_names(e.get("revoked")) or ())
                 assigned[member] = (assigned.get(member, set()) - revoked) | set(added or ())
-                pending[member] = set(_partitions(e.get("pending_revocation")) or ())
+                pending[member] = set(partition_names(e.get("pending_revocation")) or ())
             else:
                 continue
             saw_partitions = True
             settle(member, assigned[member] | pending[member], t)
-        elif name in ("member.left", "member.fenced", "member.removed"):
+        elif name in MEMBER_ENDS:
             assigned.pop(member, None)
             pending.pop(member, None)
             settle(member, set(), t)

@@ -66,6 +66,15 @@ def _fail(code: ErrorCode, message: str) -> Result:
     return int(code), message
 
 
+def _null_value(configs: Mapping[str, str | None]) -> Result | None:
+    """AlterConfigs (the whole-resource replace) cannot delete a config: Kafka refuses a null
+    value with INVALID_REQUEST, in these words, for topics and brokers alike."""
+    for key, value in configs.items():
+        if value is None:
+            return _fail(ErrorCode.invalid_request, f"Null value not supported for : {key}")
+    return None
+
+
 def _apply_ops(
     current: Mapping[str, str],
     ops: Sequence[tuple[str, int, str | None]],
@@ -159,9 +168,8 @@ class TopicConfigs:
     def alter(self, name: str, configs: Mapping[str, str | None], validate_only: bool) -> Result:
         if (missing := self._missing(name)) is not None:
             return missing
-        for key, value in configs.items():
-            if value is None:
-                return _fail(ErrorCode.invalid_request, f"Null value not supported for : {key}")
+        if (null := _null_value(configs)) is not None:
+            return null
         return self._commit(name, configs, validate_only)
 
     def incremental_alter(
@@ -238,9 +246,8 @@ class BrokerConfigs:
         target = self._target(name, describing=False)
         if isinstance(target, tuple):
             return target
-        for key, value in configs.items():
-            if value is None:
-                return _fail(ErrorCode.invalid_request, f"Null value not supported for : {key}")
+        if (null := _null_value(configs)) is not None:
+            return null
         current = self.store.broker if target else self.store.broker_default
         return self._commit(target, {**{k: None for k in current}, **configs}, validate_only)
 

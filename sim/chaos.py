@@ -14,9 +14,9 @@ through the runtime's injection points:
   unsynced tail is torn (cut at a random batch: what recovery leaves of a torn write) by a
   power loss or after a failed fsync.
 
-The clients are those of the migration state machine (tests/test_migration_stateful.py, whose
-module docstring describes how each kind reacts): classic eager and cooperative members,
-consumer-protocol members, static members and their replacements. This module subclasses it and
+The clients are those of the migration world (sim/migration_world.py; sim/migration_clients.py
+describes how each kind reacts): classic eager and cooperative members, consumer-protocol
+members, static members and their replacements. This module subclasses the world and
 replaces its plumbing (a synchronous shard) with the runtime, and adds offset commits, admin
 calls (Describe/List/ConsumerGroupDescribe/OffsetFetch, OffsetDelete, DeleteGroups) and faults:
 lost, duplicated (a retried request) and delayed (stalled fsync) responses, client crashes,
@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import hashlib
 import heapq
 import random
@@ -58,11 +59,9 @@ import structlog.testing
 
 from engine.classic.api import JoinGroupResponse, SyncGroupResponse
 from engine.classic.group import ClassicGroup
-from engine.classic.rebalance import reschedule_heartbeat
 from engine.classic.state import ClassicGroupState
 from engine.consumer.api import ConsumerGroupHeartbeatResponse
 from engine.consumer.group import ConsumerGroup
-from engine.consumer.membership import schedule_session_timeout
 from engine.context import RequestContext
 from engine.errors import Errors
 from engine.ids import SeededIds
@@ -84,19 +83,18 @@ from records.classic_group import GroupMetadataKey
 from records.codec import decode_record
 from records.coordinator import CoordinatorRecord
 from records.errors import LogFailedError
-from tests.test_migration_stateful import (
+from sim.migration_clients import (
     GROUP,
     KINDS,
     NAMES,
     POLICIES,
-    SESSION_MS,
     STATIC,
     SUBSCRIPTIONS,
     TOPICS,
     Client,
-    MigrationMachine,
     config,
 )
+from sim.migration_world import MigrationWorld
 
 REPLAY_EVERY = 25  # steps between full reloads from the simulated disk (invariant 3)
 QUIET_STEPS = 20  # fault-free client steps before the final settling
@@ -340,18 +338,16 @@ def disk_records(disk: SimDisk) -> list[CoordinatorRecord]:
 # --- the machine -------------------------------------------------------------------------------
 
 
-class SimMachine(MigrationMachine):
-    """The migration state machine's clients, served by a `ShardRuntime` on simulated parts."""
+class SimMachine(MigrationWorld):
+    """The migration world's clients, served by a `ShardRuntime` on simulated parts."""
 
-    def __init__(self, rng: random.Random, tolerate_known: bool = False) -> None:
+    def __init__(self, rng: random.Random) -> None:
         self.rng = rng
         self.disk = SimDisk(rng)
         self.reloads = 0
         self._acting: Client | None = None
         self._last_lost = False
         self._reloads_seen = 0
-        self.tolerate_known = tolerate_known
-        self.append_failed_since_check = False
         self.classic_unsynced = False
         self._duplicate = False
         self.policy = "bidirectional"
@@ -407,16 +403,17 @@ class SimMachine(MigrationMachine):
         storage.shard.journal = journaled
         return storage
 
-    @property  # type: ignore[override]
+    @property
     def shard(self) -> Shard:
         runtime = self.__dict__.get("runtime")
-        return runtime.shard if runtime is not None else self.__dict__["_boot_shard"]
+        shard: Shard = runtime.shard if runtime is not None else self.__dict__["_boot_shard"]
+        return shard
 
     @shard.setter
     def shard(self, value: Shard) -> None:
-        self.__dict__["_boot_shard"] = value  # only MigrationMachine.__init__ sets it
+        self.__dict__["_boot_shard"] = value  # only MigrationWorld.__init__ sets it
 
-    @property  # type: ignore[override]
+    @property
     def coordinator(self) -> Any:
         runtime = self.__dict__.get("runtime")
         return runtime.coordinator if runtime is not None else None
@@ -428,7 +425,6 @@ class SimMachine(MigrationMachine):
     def _on_event(self, name: str, fields: dict[str, Any]) -> None:
         if name == "append.failed":
             self._note("append failed")
-            self.append_failed_since_check = True
             if isinstance(self.group, ClassicGroup):
                 # A classic group changes in place and learns of the failure afterwards (as in
                 # Kafka): until its next GroupMetadata record, the log may hold an older state.
@@ -451,7 +447,7 @@ class SimMachine(MigrationMachine):
 
     # --- requests ------------------------------------------------------------------------------
 
-    def _request(self, send: Any) -> Any:
+    def _request(self, send: Callable[[], Outcome[Any]]) -> Any:
         self.requests += 1
         before = self._server_view()
         records_from = len(self.log)
@@ -477,7 +473,7 @@ class SimMachine(MigrationMachine):
         self._after(before, records_from)
         before, records_from = self._server_view(), len(self.log)
         self._drain()
-        response = sent[0].response
+        response: Any = sent[0].response
         lost = False
         if isinstance(result, asyncio.Future):
             if result.done():
@@ -488,7 +484,7 @@ class SimMachine(MigrationMachine):
             elif isinstance(response, Pending) or _is_group_phase(response):
                 # parked (or its durability wait stalls): delivered when the future completes
                 token = Pending("sim", GROUP, "")
-                result.add_done_callback(lambda f, token=token, c=c: self._deliver(token, c, f))
+                result.add_done_callback(functools.partial(self._deliver, token, c))
                 response = token
             else:
                 lost = True  # the client times the request out
@@ -735,20 +731,6 @@ class SimMachine(MigrationMachine):
             for mid in g.pending_join_members:
                 allowed.add(f"heartbeat-{GROUP}-{mid}")
         missing = expected - keys
-        if missing and self.tolerate_known and self.append_failed_since_check:
-            # Known (issue 11): a timer change escapes its operation, so a failed append (a
-            # ConsumerGroupHeartbeat leave, a timer's fence) loses the member's expiry timer;
-            # Kafka keeps it (CoordinatorTimer retries a failed timer operation). Put it back,
-            # as Kafka would have it, and go on looking for other bugs.
-            self._note("known: expiry timer lost with a failed append")
-            for key in missing:
-                mid = key.split(f"-{GROUP}-", 1)[1]
-                if isinstance(g, ConsumerGroup):
-                    schedule_session_timeout(self.shard, GROUP, mid, SESSION_MS)
-                elif isinstance(g, ClassicGroup):
-                    reschedule_heartbeat(self.shard, g, g.members[mid])
-            missing = set()
-        self.append_failed_since_check = False
         assert not missing, f"members without their expiry timer (never expired): {sorted(missing)}"
         # A timer of a member that is gone fires without effect (Kafka leaves a replaced static
         # member's heartbeat timer on purpose); counted, not a violation.
@@ -907,19 +889,19 @@ class SeedResult:
     digest: str  # of what the simulated disk holds at the end: equal runs, equal digests
 
 
-def run_seed(seed: int, steps: int, tolerate_known: bool = False) -> SeedResult:
+def run_seed(seed: int, steps: int) -> SeedResult:
     with structlog.testing.capture_logs():  # the coordinator's logs: silent, and not kept
-        return _run_seed(seed, steps, tolerate_known)
+        return _run_seed(seed, steps)
 
 
-def _run_seed(seed: int, steps: int, tolerate_known: bool) -> SeedResult:
+def _run_seed(seed: int, steps: int) -> SeedResult:
     """Run one seed: `steps` steps with faults, a quiet tail, then the settling; raises
     `Violation` (naming the seed) on the first invariant that fails."""
     rng = random.Random(seed)
     trail: deque[str] = deque(maxlen=12)
     step = 0
     try:
-        m = SimMachine(rng, tolerate_known)
+        m = SimMachine(rng)
         for step in range(1, steps + 1):
             trail.append(m.step(faults=True))
             m.check(full_replay=step % REPLAY_EVERY == 0)
@@ -936,21 +918,19 @@ def _run_seed(seed: int, steps: int, tolerate_known: bool) -> SeedResult:
         raise Violation(
             f"seed {seed} failed at step {step} (last actions: {', '.join(trail)}): "
             f"{type(e).__name__}: {e}\nreproduce: groupshift simulate --chaos --seed {seed} "
-            f"--steps {steps}{' --tolerate-known' if tolerate_known else ''}\n{detail}"
+            f"--steps {steps}\n{detail}"
         ) from e
     digest = hashlib.sha256(b"".join(raw for _n, raw in m.disk.batches)).hexdigest()
     return SeedResult(seed, step, m.stats, digest)
 
 
-def main(
-    seed: int, steps: int, seeds: int, out: TextIO, keep_going: bool = False, tolerate_known: bool = False
-) -> int:
+def main(seed: int, steps: int, seeds: int, out: TextIO, keep_going: bool = False) -> int:
     """`groupshift simulate --chaos`: seeds `seed .. seed+seeds-1`, `steps` steps each."""
     total_steps = failures = 0
     stats: dict[str, int] = {}
     for s in range(seed, seed + seeds):
         try:
-            r = run_seed(s, steps, tolerate_known)
+            r = run_seed(s, steps)
         except Violation as v:
             failures += 1
             print(f"VIOLATION {v}", file=out, flush=True)

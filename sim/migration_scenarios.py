@@ -1,6 +1,6 @@
 """Migration scenarios for `groupshift simulate` (KIP-848 "Online Migration" case study, rolling
 upgrade, rolling downgrade), printed step by step like the engine's case studies
-(engine/simulate.py).
+(sim/scenarios.py).
 
 The engine's simulator drives KIP-848 members only; a migration also needs classic members and
 the translation layer, which live here: a `Coordinator` is installed on the simulator's shard,
@@ -33,9 +33,10 @@ from engine.consumer.group import ConsumerGroup
 from engine.context import RequestContext
 from engine.errors import Errors
 from engine.outcome import Outcome, Pending
-from engine.simulate import Simulator, format_view, view
 from records.classic_group import GroupMemberMetadata, GroupMetadataKey, GroupMetadataValue
 from records.coordinator import CoordinatorRecord
+from sim.client_assignors import range_assign
+from sim.scenarios import Simulator, format_view, view
 from translation.coordinator import Coordinator
 from translation.embedded_protocol import (
     Subscription,
@@ -60,24 +61,6 @@ class ClassicClient:
     member_id: str = ""
     generation: int = -1
     owned: dict[str, tuple[int, ...]] = field(default_factory=dict)
-
-
-def range_assign(
-    subscriptions: dict[str, tuple[str, ...]], partitions: dict[str, int]
-) -> dict[str, dict[str, list[int]]]:
-    """Kafka's client-side RangeAssignor: per topic, members in id order take contiguous ranges."""
-    out: dict[str, dict[str, list[int]]] = {m: {} for m in subscriptions}
-    for topic, count in sorted(partitions.items()):
-        members = sorted(m for m, ts in subscriptions.items() if topic in ts)
-        if not members:
-            continue
-        per, extra = divmod(count, len(members))
-        start = 0
-        for i, m in enumerate(members):
-            n = per + (1 if i < extra else 0)
-            out[m][topic] = list(range(start, start + n))
-            start += n
-    return out
 
 
 class MigrationSimulator(Simulator):

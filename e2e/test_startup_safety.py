@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -71,6 +72,11 @@ def create_topic(bootstrap: str, name: str, partitions: int) -> None:
     admin.create_topics([NewTopic(name, partitions, 1)])[name].result(10)
 
 
+def original_name(directory: str) -> str:
+    """`orders-0` of `orders-0.<32 hex>-stray` (topic names may hold dots: the last one counts)."""
+    return re.sub(r"\.[0-9a-f]{32}-stray$", "", directory)
+
+
 def partition_files(data_dir: Path) -> dict[str, int]:
     """Every file under the partition directories (strays included), by path below the
     directory name, with its size: what 'nothing deleted' compares."""
@@ -79,7 +85,7 @@ def partition_files(data_dir: Path) -> dict[str, int]:
         if d.is_dir() and (d / "partition.metadata").exists():
             for f in d.iterdir():
                 if f.name != ".lock":
-                    out[f"{d.name.partition('.')[0]}/{f.name}"] = f.stat().st_size
+                    out[f"{original_name(d.name)}/{f.name}"] = f.stat().st_size
     return out
 
 
@@ -87,7 +93,7 @@ def take_strays_back(data_dir: Path) -> list[str]:
     """docs/robustness.md's recovery: each `<name>.<id>-stray` back to `<name>`."""
     back = []
     for stray in sorted(data_dir.glob("*-stray")):
-        original = data_dir / stray.name.partition(".")[0]
+        original = data_dir / original_name(stray.name)
         if original.exists():
             shutil.rmtree(original)  # an empty partition made while the registry was wrong
         stray.rename(original)
@@ -194,7 +200,7 @@ def test_a_lost_or_damaged_topics_json_is_refused_and_a_changed_name_deletes_not
     changed = gateways.restart(gw)
     strays = changed.events("partition.strays_renamed")
     assert len(strays) == 1 and strays[0]["level"] == "warning" and strays[0]["count"] == PARTITIONS
-    assert sorted(n.partition(".")[0] for n in strays[0]["renamed_to"]) == [
+    assert sorted(original_name(n) for n in strays[0]["renamed_to"]) == [
         f"orders-{p}" for p in range(PARTITIONS)
     ]
     assert changed.stop() == 0

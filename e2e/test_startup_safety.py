@@ -139,7 +139,10 @@ def test_a_second_server_on_a_live_data_directory_is_refused_and_deletes_nothing
         for _ in range(8):
             done = serve_refused(gw.data_dir)
             error = refusal(done)["error"]
-            assert f"data directory {gw.data_dir} is locked by process {gw.proc.pid}" in error, error
+            assert (
+                f"data directory {gw.data_dir} is in use by another open log: process {gw.proc.pid} holds"
+                in error
+            ), error
             assert gw.alive()
     finally:
         stop.set()

@@ -39,7 +39,9 @@ def _plane_with_records(data_dir: Path, topic: str = "orders", partitions: int =
 
 def test_the_lock_is_exclusive_names_its_holder_and_goes_with_close(tmp_path: Path) -> None:
     first = DataDirLock.acquire(tmp_path / "data")
-    with pytest.raises(DataDirLockedError, match=rf"is locked by process {os.getpid()} "):
+    with pytest.raises(
+        DataDirLockedError, match=rf"is in use by another open log: process {os.getpid()} holds "
+    ):
         DataDirLock.acquire(tmp_path / "data")
     first.release()
     DataDirLock.acquire(tmp_path / "data").release()

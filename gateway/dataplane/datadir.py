@@ -72,8 +72,8 @@ class DataDirLock:
             os.close(fd)
             by = f"process {holder}" if holder else "another process"
             raise DataDirLockedError(
-                f"data directory {data_dir} is locked by {by} ({path}): another groupshift server "
-                "is using it; stop that one first (nothing was read or changed here)"
+                f"data directory {data_dir} is in use by another open log: {by} holds {path} "
+                "(another groupshift server); stop that one first, nothing was read or changed here"
             ) from None
         except BaseException:
             os.close(fd)

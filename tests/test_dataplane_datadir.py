@@ -60,6 +60,9 @@ def test_a_second_plane_on_a_locked_directory_reads_and_changes_nothing(tmp_path
 
 def test_unowned_partition_directories_are_renamed_aside_never_deleted(tmp_path: Path) -> None:
     _plane_with_records(tmp_path)
+    configs = json.loads((tmp_path / "configs.json").read_text())
+    configs["topics"] = {"orders": {"retention.ms": "1000"}, "never-created": {"retention.ms": "1"}}
+    (tmp_path / "configs.json").write_text(json.dumps(configs))
     doc = json.loads((tmp_path / "topics.json").read_text())
     doc["topics"][0]["name"] = "ordars"  # one letter changed
     (tmp_path / "topics.json").write_text(json.dumps(doc))
@@ -69,6 +72,11 @@ def test_unowned_partition_directories_are_renamed_aside_never_deleted(tmp_path:
         await plane.close()
 
     asyncio.run(run())
+    asyncio.run(run())  # a second start with the strays already aside
+    # The configs of a topic whose data is kept aside are kept too; of one with no data, not.
+    assert json.loads((tmp_path / "configs.json").read_text())["topics"] == {
+        "orders": {"retention.ms": "1000"}
+    }
     strays = sorted(p.name for p in tmp_path.glob("*-stray"))
     assert [s.partition(".")[0] for s in strays] == ["orders-0", "orders-1"]
     for s in strays:

@@ -118,6 +118,15 @@ def rename_aside(path: Path, suffix: str) -> Path:
     return target
 
 
+_ASIDE_DIR = re.compile(r"(.+)-\d+\.[0-9a-f]{32}" + re.escape(STRAY_SUFFIX))
+
+
+def stray_topic(name: str) -> str | None:
+    """The topic name of a `<topic>-<n>.<32 hex>-stray` directory, else None."""
+    m = _ASIDE_DIR.fullmatch(name)
+    return None if m is None else m.group(1)
+
+
 def is_delete_dir(name: str) -> bool:
     """A directory `rename_aside(..., DELETE_SUFFIX)` made: the only kind removed at start-up."""
     return _DELETE_DIR.fullmatch(name) is not None

@@ -56,6 +56,7 @@ from gateway.dataplane.datadir import (
     is_delete_dir,
     load_or_create_meta,
     rename_aside,
+    stray_topic,
 )
 from gateway.dataplane.durable import fsync_dir, write_atomically
 from gateway.dataplane.producers import PartitionProducers, ProducerIdAllocator
@@ -235,7 +236,7 @@ class DataPlane:
             self.cluster_id = load_or_create_meta(data_dir, node_id)
             self.topics = self._load_topics(ignore_topics_file)
             self.configs = ConfigStore(data_dir, node_id, static_configs)
-            self.configs.forget_topics_except(t.name for t in self.topics.all())
+            self.configs.forget_topics_except(self._topics_with_data())
             self.producer_ids = ProducerIdAllocator(data_dir)
             self._open_partitions()
         except BaseException:
@@ -258,6 +259,17 @@ class DataPlane:
             if name and idx.isdigit() and entry.is_dir() and (entry / PARTITION_META_FILE).exists():
                 out.append(entry)
         return out
+
+    def _topics_with_data(self) -> set[str]:
+        """Registered topics, and topics whose partition directories are on disk (strays
+        included): the configs of those are kept with their data. Only a topic with neither,
+        the configs left by a crash before its directories were written, is forgotten."""
+        names = {t.name for t in self.topics.all()}
+        names.update(p.name.rpartition("-")[0] for p in self._partition_dirs())
+        for entry in self.data_dir.iterdir():
+            if (topic := stray_topic(entry.name)) is not None:
+                names.add(topic)
+        return names
 
     def _load_topics(self, ignore_topics_file: bool) -> TopicRegistry:
         """The topic registry, or a refusal that names `topics.json` and the way out.
@@ -416,8 +428,9 @@ class DataPlane:
         self, name: str, partitions: int | None = None, configs: Mapping[str, str] | None = None
     ) -> TopicInfo:
         """Create a topic (default partition count: `num.partitions`) with its topic config
-        overrides; durable on return (configs first: a crash leaves none for a missing topic,
-        and `forget_topics_except` drops those at the next start)."""
+        overrides; durable on return (directories, then configs, then the registry: a crash
+        leaves the directories renamed aside as strays at the next start, their configs kept
+        with them, and creating the topic again replaces those configs)."""
         count = self.num_partitions if partitions is None else partitions
         self.check_new_topic(name, count)
         if configs:

@@ -494,7 +494,7 @@ def test_check_reads_a_kafka_3_cluster_before_its_upgrade(kafka_cluster_factory:
     assert {g: v[0] for g, v in verdicts(live[1]).items()} == {g: "NOT-READY" for g in got}
     for g in live[1]["groups"]:
         assert g["reason"].startswith("the server does not serve the KIP-848 consumer protocol"), g
-        assert [c["name"] for c in g["details"]][0] == "server", g
+        assert g["details"][0]["name"] == "server", g
     assert live[1]["server"]["serves_consumer_protocol"] is False, live[1]["server"]
     assert live[0] == logs[0] == 1
     s.close()

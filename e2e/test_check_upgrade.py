@@ -451,9 +451,10 @@ def test_check_upgrade_verdicts_agree_across_inputs_and_come_true(pair: Pair, tm
 
 
 def test_check_reads_a_kafka_3_cluster_before_its_upgrade(kafka_cluster_factory: Any) -> None:
-    """The operator's starting point: a Kafka 3.9 cluster with classic groups only. The live read
-    (DescribeGroups; no consumer groups there) and the broker's log directory give the verdicts
-    Kafka 4.3 and groupshift proved above for the same groups."""
+    """The operator's starting point: a Kafka 3.9 cluster with classic groups only. The broker's
+    log directory gives the verdicts Kafka 4.3 and groupshift proved above for the same groups;
+    the live read (DescribeGroups; no consumer groups there) knows the server does not serve
+    KIP-848 and makes every group NOT-READY for that."""
     kafka = kafka_cluster_factory(
         "3.9",
         configs={
@@ -484,8 +485,16 @@ def test_check_reads_a_kafka_3_cluster_before_its_upgrade(kafka_cluster_factory:
     regex_arg = ["--regex", f"{s.group('regex')}={REGEX}"]
     live = check(["--bootstrap-server", kafka.bootstrap, *regex_arg, *names])
     logs = check(["--log-dir", str(kafka.nodes[0].data_dir), *regex_arg, *names])
-    got = verdicts(live[1])
+    # The log dir says what each group itself allows (what Kafka 4.3 and groupshift proved); the
+    # live read also knows the server: Kafka 3.9 without `consumer` in
+    # group.coordinator.rebalance.protocols serves no KIP-848 member, so every group is NOT-READY
+    # there for that reason first (e2e/test_check_server.py proves the server verdicts).
+    got = verdicts(logs[1])
     assert {g: v[0] for g, v in got.items()} == {s.group(n): EXPECTED[n] for n in solo_groups}
-    assert verdicts(logs[1]) == got
+    assert {g: v[0] for g, v in verdicts(live[1]).items()} == {g: "NOT-READY" for g in got}
+    for g in live[1]["groups"]:
+        assert g["reason"].startswith("the server does not serve the KIP-848 consumer protocol"), g
+        assert g["details"][0]["name"] == "server", g
+    assert live[1]["server"]["serves_consumer_protocol"] is False, live[1]["server"]
     assert live[0] == logs[0] == 1
     s.close()

@@ -234,13 +234,65 @@ def test_import_into_groupshift(kafka4_log: Source, tmp_path: Path) -> None:
         assert got[g]["listed"]["type"] == "consumer", (g, got[g])
 
 
+def records_refused(*args: str) -> str:
+    r = subprocess.run(
+        [sys.executable, "-m", "groupshift", "records", *map(str, args)],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert r.returncode == 2, (args, r.stdout, r.stderr)
+    return r.stderr
+
+
+def test_export_over_a_brokers_groups_is_refused(groupshift_log: Source, kafka4_log: Source) -> None:
+    """Into the stopped Kafka 4.x's own log dir, which holds its groups: refused without --force,
+    a dry run writes nothing, and the broker loads its groups unchanged afterwards; while it
+    runs, even --force is refused (it holds `<log dir>/.lock`), and its groups stay."""
+    data, cluster = groupshift_log.log_dir, kafka4_log.cluster
+    assert cluster is not None
+    kdata = cluster.nodes[0].data_dir
+    before = {p: list(read_batches(d)) for p, d in list_partitions(kdata).items()}
+    err = records_refused("export", "--data-dir", data, "--to-log-dir", kdata)
+    assert "already hold" in err and "Nothing was written" in err and "--force" in err, err
+    dry = records_cli("export", "--data-dir", data, "--to-log-dir", kdata, "--dry-run")
+    assert dry.splitlines()[-1].startswith("dry run, nothing written: export would write 4 partition(s)"), dry
+    assert "so a run without --force is refused" in dry, dry
+    assert {p: list(read_batches(d)) for p, d in list_partitions(kdata).items()} == before
+    assert not list(kdata.parent.glob(f"{kdata.name}.groupshift-backup-*"))
+    cluster.start_broker(0)
+    try:
+        got = observed(cluster.bootstrap)
+        for g in ALL_GROUPS:  # the broker's own groups, as it showed them before it stopped
+            assert got[g]["offsets"] == kafka4_log.seen[g]["offsets"], (g, got[g])
+            assert got[g]["listed"]["type"] == kafka4_log.seen[g]["listed"]["type"], (g, got[g])
+        err = records_refused("export", "--data-dir", data, "--to-log-dir", kdata, "--force")
+        assert "a Kafka broker is running on" in err and "Nothing was written" in err, err
+        dry = records_cli("export", "--data-dir", data, "--to-log-dir", kdata, "--dry-run")
+        assert "a real run is refused until it stops" in dry, dry
+        got = observed(cluster.bootstrap)
+        for g in ALL_GROUPS:
+            assert got[g]["offsets"] == kafka4_log.seen[g]["offsets"], (g, got[g])
+    finally:
+        cluster.stop_broker(0)
+    assert not list(kdata.parent.glob(f"{kdata.name}.groupshift-backup-*"))
+
+
 def test_export_from_groupshift(groupshift_log: Source, kafka4_log: Source) -> None:
     """groupshift's data dir exported into the (stopped) Kafka 4.x that wrote `kafka4_log`: its
-    own `__consumer_offsets` directories (topic id kept) get groupshift's batches."""
+    own `__consumer_offsets` directories (topic id kept) get groupshift's batches, with --force;
+    what they held is in the backup directory the summary names."""
     data, seen, cluster = groupshift_log.log_dir, groupshift_log.seen, kafka4_log.cluster
     assert cluster is not None
     kdata = cluster.nodes[0].data_dir
-    records_cli("export", "--data-dir", data, "--to-log-dir", kdata)
+    held = {p: list(read_batches(d)) for p, d in list_partitions(kdata).items()}
+    backup = kdata.parent / "kafka-groups-backup"
+    summary = records_cli(
+        "export", "--data-dir", data, "--to-log-dir", kdata, "--force", "--backup-dir", backup
+    )
+    (line,) = summary.splitlines()
+    assert line.startswith(f"export: {P} partition(s) into {kdata}, ") and line.endswith(
+        f"backup in {backup}"
+    ), line
+    assert {p: list(read_batches(d)) for p, d in list_partitions(backup).items()} == held
     for p in range(P):  # batches byte for byte
         assert list(read_batches(data / "coordinator" / f"__consumer_offsets-{p}")) == list(
             read_batches(partition_dir(kdata, p))

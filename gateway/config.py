@@ -31,8 +31,36 @@ from gateway.upstream.config import UPSTREAM_KEYS, UpstreamConfig
 DEFAULT_PORT = 9092
 
 
+# Values longer than this are cut in error messages: a 20 MB value must not become a 20 MB line.
+MAX_SHOWN_CHARS = 200
+# Any line of a ConfigError longer than this is cut too, whatever built it (a validator's text).
+MAX_ERROR_LINE_CHARS = 1000
+
+
+def shown_value(value: object) -> str:
+    """`repr(value)` for an error message, cut after `MAX_SHOWN_CHARS` characters with the
+    full length said, so that the line stays readable and the operator still sees what it was."""
+    text = repr(value)
+    if len(text) <= MAX_SHOWN_CHARS:
+        return text
+    size = len(value) if isinstance(value, str | bytes) else len(text)
+    return f"{text[:MAX_SHOWN_CHARS]}...({size} characters)"
+
+
+def _cut_line(line: str, limit: int = MAX_ERROR_LINE_CHARS) -> str:
+    if len(line) <= limit:
+        return line
+    return f"{line[:limit]}...({len(line)} characters)"
+
+
 class ConfigError(ValueError):
-    """A configuration key is unknown or its value is invalid; the message names the key."""
+    """A configuration key is unknown or its value is invalid; the message names the key.
+
+    Every line is at most about `MAX_ERROR_LINE_CHARS` characters: the message goes to a
+    terminal and into logs."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("\n".join(_cut_line(line) for line in message.split("\n")))
 
 
 def _split_host_port(value: str) -> tuple[str, int]:
@@ -40,13 +68,13 @@ def _split_host_port(value: str) -> tuple[str, int]:
     if "://" in text:
         scheme, _, text = text.partition("://")
         if scheme.upper() != "PLAINTEXT":
-            raise ValueError(f"only PLAINTEXT listeners are supported, got {value!r}")
+            raise ValueError(f"only PLAINTEXT listeners are supported, got {shown_value(value)}")
     if "," in text:
-        raise ValueError(f"exactly one listener is supported, got {value!r}")
+        raise ValueError(f"exactly one listener is supported, got {shown_value(value)}")
     host, sep, port_text = text.rpartition(":")
     host = host.strip("[]")
     if not sep or not port_text.isdigit() or not host:
-        raise ValueError(f"expected HOST:PORT, got {value!r}")
+        raise ValueError(f"expected HOST:PORT, got {shown_value(value)}")
     port = int(port_text)
     if not 0 <= port <= 65535:
         raise ValueError(f"port must be within [0, 65535], got {port}")
@@ -123,7 +151,7 @@ class ServerConfig(BaseModel):
         """Kafka's BOOLEAN configs take `true` or `false` (any case), nothing else."""
         if isinstance(value, str):
             if value.strip().lower() not in ("true", "false"):
-                raise ValueError(f"expected true or false, got {value!r}")
+                raise ValueError(f"expected true or false, got {shown_value(value)}")
             return value.strip().lower() == "true"
         return value
 
@@ -190,10 +218,10 @@ def _explain(err: ValidationError, keys: Mapping[str, str], origins: Mapping[str
         where = loc[0] if loc else ""
         key = where if where in keys else field_to_key.get(where, where)
         custom = e["msg"].startswith("Value error, ")
-        msg = e["msg"].removeprefix("Value error, ")
+        msg = _cut_line(e["msg"].removeprefix("Value error, "), 2 * MAX_SHOWN_CHARS)
         if key:
             got = e.get("input")
-            shown = "" if custom or isinstance(got, dict) else f" (got {got!r})"
+            shown = "" if custom or isinstance(got, dict) else f" (got {shown_value(got)})"
             lines.append(_at(origins, key) + f"{key}: {msg}{shown}")
         else:
             lines.append(msg)
@@ -208,6 +236,8 @@ def _at(origins: Mapping[str, str], key: str) -> str:
 
 
 def _suggest(key: str) -> str:
+    if len(key) > MAX_SHOWN_CHARS:  # no Kafka name is that long; difflib would take seconds
+        return ""
     close = difflib.get_close_matches(key, [*SERVER_KEYS, *GROUP_KEYS, *SERVER_KEY_SYNONYMS], n=1)
     if not close:
         close = difflib.get_close_matches(key, sorted(KAFKA_BROKER_KEYS), n=1, cutoff=0.8)
@@ -240,7 +270,7 @@ def _kafka_listener(settings: Mapping[str, Any], at: str) -> str:
     for entry in (e.strip() for e in value.split(",") if e.strip()):
         name, sep, address = entry.partition("://")
         if not sep:
-            raise ConfigError(f"{at}listeners: expected NAME://HOST:PORT entries, got {entry!r}")
+            raise ConfigError(f"{at}listeners: expected NAME://HOST:PORT entries, got {shown_value(entry)}")
         name = name.strip().upper()
         if name in controllers:
             continue
@@ -253,12 +283,12 @@ def _kafka_listener(settings: Mapping[str, Any], at: str) -> str:
             served.append(address if not address.startswith(":") else "0.0.0.0" + address)
     if not served:
         raise ConfigError(
-            f"{at}listeners: only PLAINTEXT listeners are supported, and {value!r} names none "
+            f"{at}listeners: only PLAINTEXT listeners are supported, and {shown_value(value)} names none "
             "(controller listeners aside)"
         )
     if len(served) > 1:
         raise ConfigError(
-            f"{at}listeners: {value!r} names {len(served)} PLAINTEXT listeners and groupshift "
+            f"{at}listeners: {shown_value(value)} names {len(served)} PLAINTEXT listeners and groupshift "
             "serves one: set listeners (or --listen) to HOST:PORT"
         )
     return served[0]
@@ -306,8 +336,8 @@ def resolve_config(settings: Mapping[str, Any], origins: Mapping[str, str] | Non
     if unknown:
         raise ConfigError(
             "\n".join(
-                _at(origins, k) + f"unknown configuration key {k!r}: neither groupshift nor a Kafka "
-                f"broker (Kafka {', '.join(KAFKA_VERSIONS)}) knows it{_suggest(k)}"
+                _at(origins, k) + f"unknown configuration key {shown_value(k)}: neither groupshift nor "
+                f"a Kafka broker (Kafka {', '.join(KAFKA_VERSIONS)}) knows it{_suggest(k)}"
                 for k in unknown
             )
         )
@@ -348,7 +378,7 @@ def parse_properties_lines(text: str, *, source: str = "<config>") -> dict[str, 
             continue
         seps = [i for i in (line.find("="), line.find(":")) if i > 0]
         if not seps:
-            raise ConfigError(f"{source}:{lineno}: expected NAME=VALUE, got {raw.strip()!r}")
+            raise ConfigError(f"{source}:{lineno}: expected NAME=VALUE, got {shown_value(raw.strip())}")
         i = min(seps)
         out[line[:i].strip()] = (line[i + 1 :].strip(), lineno)
     return out
@@ -365,7 +395,7 @@ def parse_set_options(items: Iterable[str]) -> dict[str, str]:
     for item in items:
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
-            raise ConfigError(f"--set expects NAME=VALUE, got {item!r}")
+            raise ConfigError(f"--set expects NAME=VALUE, got {shown_value(item)}")
         out[name.strip()] = value.strip()
     return out
 
@@ -420,7 +450,9 @@ _KAFKA_LOG_DIR_MARKERS = (
     "bootstrap.checkpoint",
     "__cluster_metadata-0",
 )
-_IGNORED_ENTRIES = frozenset({"lost+found"})
+# `.lock` is the running server's (gateway.dataplane.datadir): a crash before meta.properties
+# was written leaves it in an otherwise new directory.
+_IGNORED_ENTRIES = frozenset({"lost+found", ".lock"})
 COORDINATOR_DIR = "coordinator"
 OFFSETS_LOG_PREFIX = "__consumer_offsets-"
 
@@ -433,15 +465,14 @@ def is_groupshift_data_dir(path: Path) -> bool:
     )
 
 
-def check_data_dir(
+def check_data_dir_is_ours(
     config: ServerConfig, *, allow_foreign: bool = False, flag: str = "--force-data-dir"
 ) -> None:
-    """Refuse a data directory that would hurt: a file; a non-empty directory groupshift did
-    not create (it removes partition directories no topic of its own owns, so pointed at a
-    Kafka log dir or a home directory it would delete things), unless `allow_foreign`; a data
-    directory whose coordinator log count differs from `offsets.topic.num.partitions` (groups
-    would be looked up in the wrong shard; Kafka likewise never changes the partition count
-    of `__consumer_offsets` once created)."""
+    """Refuse, reading only, a data directory that is a file or a non-empty directory
+    groupshift did not create (it renames aside partition-like directories no topic of its own
+    owns and writes its files there, so pointed at a Kafka log dir or a home directory it would
+    rearrange things), unless `allow_foreign`. It runs before the directory's `.lock` is taken,
+    so a refused directory is left exactly as it was (nothing is created in it)."""
     path = Path(config.data_dir)
     if path.exists() and not path.is_dir():
         raise ConfigError(f"data directory {path} (log.dirs / --data-dir) is a file, not a directory")
@@ -451,13 +482,32 @@ def check_data_dir(
         entries = [e for e in os.listdir(path) if e not in _IGNORED_ENTRIES]
     except OSError as e:
         raise ConfigError(f"data directory {path} cannot be read: {e.strerror or e}") from None
+    ours = [e for e in ("topics.json", COORDINATOR_DIR) if e in entries]
+    if ours and not (path / "meta.properties").exists() and not allow_foreign:
+        raise ConfigError(
+            f"{path / 'meta.properties'} is missing, but data directory {path} holds groupshift's "
+            f"{' and '.join(ours)}: it holds the node's cluster.id; restore it from a backup, or "
+            f"pass {flag} to start with a new cluster.id"
+        )
     if entries and not is_groupshift_data_dir(path) and not allow_foreign:
         shown = ", ".join(sorted(entries)[:5]) + (", ..." if len(entries) > 5 else "")
         raise ConfigError(
             f"data directory {path} is not empty and is not a groupshift data directory "
-            f"(it holds {shown}); groupshift removes partition directories it does not own, so "
-            f"give it an empty or new directory, or pass {flag} to use this one anyway"
+            f"(it holds {shown}); groupshift renames aside partition directories it does not own, "
+            f"so give it an empty or new directory, or pass {flag} to use this one anyway"
         )
+
+
+def check_data_dir(
+    config: ServerConfig, *, allow_foreign: bool = False, flag: str = "--force-data-dir"
+) -> None:
+    """`check_data_dir_is_ours`, then refuse a data directory whose coordinator log count
+    differs from `offsets.topic.num.partitions` (groups would be looked up in the wrong shard;
+    Kafka likewise never changes the partition count of `__consumer_offsets` once created).
+    `serve` runs this part with the directory's `.lock` held, so that it never reads a
+    directory another server is still creating."""
+    check_data_dir_is_ours(config, allow_foreign=allow_foreign, flag=flag)
+    path = Path(config.data_dir)
     coordinator = path / COORDINATOR_DIR
     if coordinator.is_dir():
         shards = [e for e in os.listdir(coordinator) if e.startswith(OFFSETS_LOG_PREFIX)]

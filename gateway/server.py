@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import os
 import signal
@@ -33,6 +34,7 @@ from gateway.cluster import ClusterView, NodeEndpoint
 from gateway.config import ServerConfig
 from gateway.dataplane.apis import register_dataplane_apis
 from gateway.dataplane.configs import static_broker_configs
+from gateway.dataplane.datadir import DataDirLock
 from gateway.dataplane.plane import DataPlane
 from gateway.dataplane.store import StoreFactory, open_segment_store
 from gateway.dispatch import Dispatcher
@@ -56,7 +58,11 @@ class GatewayServer:
         *,
         extensions: Sequence[Extension] = (),
         open_store: StoreFactory = open_segment_store,
+        data_dir_lock: DataDirLock | None = None,
+        ignore_topics_file: bool = False,
     ) -> None:
+        """`data_dir_lock`: the data directory's `.lock` if the caller (`serve`) took it before
+        its own checks; else the data plane takes it before reading anything there."""
         self.config = config
         self.registry = HandlerRegistry()
         self.metrics = MetricsRegistry()
@@ -75,6 +81,8 @@ class GatewayServer:
                 config.data_dir,
                 config.listeners,
             ),
+            lock=data_dir_lock,
+            ignore_topics_file=ignore_topics_file,
         )
         host, port = config.listen_address
         self.cluster = ClusterView(self.plane.cluster_id, NodeEndpoint(config.node_id, host, port))
@@ -231,8 +239,15 @@ def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     return uvloop.new_event_loop
 
 
-def run(config: ServerConfig, *, extensions: Sequence[Extension] = ()) -> int:
-    """Serve until SIGTERM/SIGINT; the process exit code.
+def run(
+    config: ServerConfig,
+    *,
+    extensions: Sequence[Extension] = (),
+    data_dir_lock: DataDirLock | None = None,
+    ignore_topics_file: bool = False,
+) -> int:
+    """Serve until SIGTERM/SIGINT; the process exit code. `data_dir_lock` and
+    `ignore_topics_file` go to `GatewayServer`.
 
     Profiling hook (off by default): with `GROUPSHIFT_PROFILE=PATH` in the environment the whole
     serving life runs under cProfile and the stats are written to PATH on a graceful exit.
@@ -241,14 +256,17 @@ def run(config: ServerConfig, *, extensions: Sequence[Extension] = ()) -> int:
     if trace_dir:
         _start_tracemalloc(Path(trace_dir), float(os.environ.get("GROUPSHIFT_TRACEMALLOC_EVERY", "60")))
     profile_path = os.environ.get("GROUPSHIFT_PROFILE")
+    start = functools.partial(
+        _run, config, extensions, data_dir_lock=data_dir_lock, ignore_topics_file=ignore_topics_file
+    )
     if not profile_path:
-        return _run(config, extensions)
+        return start()
     import cProfile
 
     profiler = cProfile.Profile()
     profiler.enable()
     try:
-        return _run(config, extensions)
+        return start()
     finally:
         profiler.disable()
         profiler.dump_stats(profile_path)
@@ -279,9 +297,20 @@ def _start_tracemalloc(out_dir: Path, every_s: float) -> None:
     threading.Thread(target=dump_forever, name="tracemalloc-dump", daemon=True).start()
 
 
-def _run(config: ServerConfig, extensions: Sequence[Extension]) -> int:
+def _run(
+    config: ServerConfig,
+    extensions: Sequence[Extension],
+    *,
+    data_dir_lock: DataDirLock | None,
+    ignore_topics_file: bool,
+) -> int:
     try:
-        server = GatewayServer(config, extensions=extensions)
+        server = GatewayServer(
+            config,
+            extensions=extensions,
+            data_dir_lock=data_dir_lock,
+            ignore_topics_file=ignore_topics_file,
+        )
     except (OSError, ValueError, LogError) as e:
         # Includes a data directory locked by another running gateway and state on disk that
         # cannot be loaded: one clear line and exit 1, never a traceback.

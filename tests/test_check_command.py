@@ -198,3 +198,52 @@ def test_verbose_lists_every_check(tmp_path: Path) -> None:
     text = out.getvalue()
     assert "ok [ok] policy:" in text and "ok [info] server-assignor" not in text
     assert "ok [warning] server-assignor" in text
+
+
+def test_set_refuses_a_key_serve_refuses(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = write_log_dir(tmp_path)
+    code, _, err = run(
+        [
+            "check",
+            "upgrade",
+            "--log-dir",
+            str(base),
+            "--all",
+            "--set",
+            "group.consumer.migraton.policy=upgrade",
+        ],
+        capsys,
+    )
+    assert code == 3 and "unknown configuration key 'group.consumer.migraton.policy'" in err
+    # a Kafka broker key check does not use is accepted, as serve accepts it
+    code, _, _ = run(
+        ["check", "upgrade", "--log-dir", str(base), "--all", "--set", "num.io.threads=4"], capsys
+    )
+    assert code in (0, 1)
+
+
+def test_a_server_without_kip848_makes_every_group_not_ready(tmp_path: Path) -> None:
+    from tools.check.command import exit_status, render
+    from tools.check.rules import NOT_READY, READY, Settings, upgrade_verdict
+    from tools.groups.capabilities import ServerCapabilities
+
+    facts = read_logs([str(write_log_dir(tmp_path))]).facts
+    off = ServerCapabilities(False, "group.version is 0", "kafka:9092")
+    on = ServerCapabilities(True, "ConsumerGroupHeartbeat v0-v1 served", "kafka:9092")
+    verdicts = [upgrade_verdict(f, Settings(), off) for f in facts.values() if f.live]
+    assert verdicts and {v.verdict for v in verdicts} == {NOT_READY} and exit_status(verdicts) == 1
+    v = verdicts[0]
+    assert v.reason == "the server does not serve the KIP-848 consumer protocol: group.version is 0"
+    assert v.fix is not None and "Kafka 4.0+" in v.fix and "groupshift serve --upstream kafka:9092" in v.fix
+    assert v.details[0].name == "server" and v.kafka_message is None
+    out = StringIO()
+    render(verdicts, [], False, out, off)
+    text = out.getvalue()
+    assert text.startswith("Server kafka:9092: does not serve the KIP-848 consumer protocol\n")
+    assert "way out 2: put groupshift in front: groupshift serve --upstream kafka:9092" in text
+    served = upgrade_verdict(facts["ok"], Settings(), on)
+    assert served.verdict == upgrade_verdict(facts["ok"], Settings()).verdict == READY
+    assert served.details[0].name == "server" and served.details[0].status == "ok"
+    unknown = upgrade_verdict(facts["ok"], Settings(), ServerCapabilities(None, "no answer"))
+    assert unknown.verdict == READY and unknown.details[0].status == "unknown"
+    assert off.to_json()["ways_out"] and on.to_json()["ways_out"] == []

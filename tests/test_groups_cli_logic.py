@@ -243,3 +243,27 @@ def test_usage_errors_exit_2_before_any_connection() -> None:
     assert code == 2 and "Invalid types list" in err
     code, _, err = run_cli("groups", "--bootstrap-server", "127.0.0.1:1", "--timeout", "1", "describe", "g")
     assert code == 1 and "cannot connect" in err
+
+
+def test_no_upgrade_advice_on_a_server_without_kip848() -> None:
+    from tools.groups.capabilities import ServerCapabilities
+
+    off = ServerCapabilities(
+        False, "group.coordinator.rebalance.protocols does not include consumer", "k:9092"
+    )
+    members = [Member("m0", "rdkafka", "/h", protocol="classic", assignment={"t": [0]})]
+    for group in (classic_group(members), classic_group([])):
+        rep = report(Observation(1.0, group, POLICY, off), Tracker(), 30.0)
+        assert rep["conversion"]["allowed"] is False, rep
+        assert rep["conversion"]["refusals"] == [
+            "the server does not serve the KIP-848 consumer protocol: "
+            "group.coordinator.rebalance.protocols does not include consumer"
+        ]
+        assert rep["next_step"].startswith("Do not start group.protocol=consumer members here")
+        assert "groupshift serve --upstream k:9092" in rep["next_step"]
+    on = ServerCapabilities(True, "served", "k:9092")
+    rep = report(Observation(1.0, classic_group(members), POLICY, on), Tracker(), 30.0)
+    assert (
+        rep["next_step"]
+        == "Restart one member with group.protocol=consumer: it converts the group (upgrade)."
+    )

@@ -41,6 +41,8 @@ from tools.kafka_logs import (
     partition_for,
     read_batches,
     read_partition,
+    running_broker,
+    running_groupshift,
     write_partition,
 )
 from tools.records_transfer import (
@@ -251,3 +253,108 @@ def test_cli_bad_input_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFi
     with pytest.raises(SystemExit):
         main(["records", "rewrite", "--for-downgrade", "kafka-2.8", "--log-dir", str(tmp_path), "--out", "o"])
     assert "invalid choice" in capsys.readouterr().err
+
+
+# --- export / import that cannot destroy -----------------------------------------------------------
+
+
+def _two_dirs(tmp_path: Path) -> tuple[Path, Path]:
+    """A groupshift data dir with one offset per shard, and a "broker" log dir whose two
+    partitions already hold its own groups' offsets."""
+    data, kafka = tmp_path / "data", tmp_path / "kafka"
+    for shard in range(2):
+        write_partition(
+            data / "coordinator" / f"__consumer_offsets-{shard}", [(*_offset(f"ours-{shard}", 0, 5), NOW)]
+        )
+        write_partition(partition_dir(kafka, shard), [(*_offset(f"theirs-{shard}", 0, 9), NOW)])
+        (partition_dir(kafka, shard) / "partition.metadata").write_text(
+            "version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAQ\n"
+        )
+    (kafka / "recovery-point-offset-checkpoint").write_text("0\n1\n__consumer_offsets 0 1\n")
+    return data, kafka
+
+
+def _groups_in(log_dir: Path) -> set[str]:
+    return {group_of_key(r.key) or "" for d in list_partitions(log_dir).values() for r in read_partition(d)}
+
+
+def test_export_refuses_a_partition_that_holds_data(tmp_path: Path) -> None:
+    data, kafka = _two_dirs(tmp_path)
+    before = {p: list(read_batches(d)) for p, d in list_partitions(kafka).items()}
+    with pytest.raises(
+        TransferError, match=r"partition\(s\) 0, 1 already hold 2 record\(s\) of 2 group\(s\)"
+    ):
+        export_data_dir(data, kafka, None, None, io.StringIO())
+    assert {p: list(read_batches(d)) for p, d in list_partitions(kafka).items()} == before
+    assert not list(tmp_path.glob("kafka.groupshift-backup-*"))
+
+
+def test_export_dry_run_writes_nothing_and_says_what_is_there(tmp_path: Path) -> None:
+    data, kafka = _two_dirs(tmp_path)
+    out = io.StringIO()
+    export_data_dir(data, kafka, None, None, out, dry_run=True)
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith(
+        f"would write {partition_dir(kafka, 0)}: 1 batch(es) unchanged; it holds 1 record(s)"
+    )
+    assert lines[-1].startswith("dry run, nothing written: export would write 2 partition(s)")
+    assert "2 of them hold 2 record(s) of 2 group(s) (theirs-0, theirs-1)" in lines[-1]
+    assert _groups_in(kafka) == {"theirs-0", "theirs-1"}
+
+
+def test_export_force_backs_up_then_replaces(tmp_path: Path) -> None:
+    data, kafka = _two_dirs(tmp_path)
+    backup = tmp_path / "saved"
+    out = io.StringIO()
+    export_data_dir(data, kafka, None, None, out, force=True, backup_dir=backup)
+    (line,) = out.getvalue().splitlines()  # one summary line
+    assert line == (
+        f"export: 2 partition(s) into {kafka}, 2 batch(es) copied unchanged; replaced 2 partition(s) that "
+        f"held 2 record(s) of 2 group(s) (theirs-0, theirs-1), backup in {backup}"
+    )
+    assert _groups_in(kafka) == {"ours-0", "ours-1"}
+    assert _groups_in(backup) == {"theirs-0", "theirs-1"}
+    assert (backup / "recovery-point-offset-checkpoint").read_text() == "0\n1\n__consumer_offsets 0 1\n"
+    assert "topic_id" in (partition_dir(kafka, 0) / "partition.metadata").read_text()  # kept in place
+    with pytest.raises(TransferError, match="already exists"):
+        export_data_dir(data, kafka, None, None, io.StringIO(), force=True, backup_dir=backup)
+
+
+def test_import_refuses_data_in_the_data_dir_and_force_backs_it_up(tmp_path: Path) -> None:
+    data, kafka = _two_dirs(tmp_path)
+    with pytest.raises(TransferError, match="already hold 2 record"):
+        import_log_dir(kafka, data, io.StringIO())
+    assert _groups_in(data / "coordinator") == {"ours-0", "ours-1"}
+    out = io.StringIO()
+    import_log_dir(kafka, data, out, dry_run=True)
+    assert _groups_in(data / "coordinator") == {"ours-0", "ours-1"}
+    assert out.getvalue().splitlines()[-1].startswith("dry run, nothing written: import would write 2")
+    out = io.StringIO()
+    import_log_dir(kafka, data, out, force=True)
+    (line,) = out.getvalue().splitlines()
+    assert "replaced 2 partition(s) that held 2 record(s) of 2 group(s) (ours-0, ours-1), backup in" in line
+    assert line.endswith("; serve it with offsets.topic.num.partitions=2")
+    (backup,) = tmp_path.glob("data.groupshift-backup-*")
+    assert _groups_in(backup) == {"ours-0", "ours-1"}
+    assert _groups_in(data / "coordinator") == {"theirs-0", "theirs-1"}
+
+
+def test_a_running_groupshift_refuses_import(tmp_path: Path) -> None:
+    """groupshift's logs hold flock locks (records.log); one held here is a running server."""
+    import fcntl
+    import os
+
+    data, kafka = _two_dirs(tmp_path)
+    fd = os.open(data / "coordinator" / "__consumer_offsets-0" / ".lock", os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert running_groupshift(data) and not running_broker(kafka)
+        with pytest.raises(TransferError, match="a groupshift server is running on"):
+            import_log_dir(kafka, data, io.StringIO(), force=True)
+        out = io.StringIO()
+        import_log_dir(kafka, data, out, dry_run=True)
+        assert "a real run is refused until it stops" in out.getvalue()
+    finally:
+        os.close(fd)
+    assert not running_groupshift(data)
+    assert _groups_in(data / "coordinator") == {"ours-0", "ours-1"}

@@ -21,15 +21,22 @@ checkpoint`, `log-start-offset-checkpoint`, `cleaner-offset-checkpoint`: `0`, a 
 log start offset would delete the new segments, a stale recovery point skip their recovery. The
 entries of rewritten partitions are dropped, which Kafka reads as "recover from 0".
 
+A running broker holds an exclusive lock on `<log dir>/.lock` (Kafka's `FileLock`, a
+`FileChannel.tryLock`, which is an fcntl record lock on Linux); groupshift holds flock locks on
+each coordinator log's `.lock` (records.log). `running_broker`/`running_groupshift` try the same
+locks without blocking, so that nothing writes under (or reads half-written logs from) a live
+server.
+
 Groups are placed as Kafka's `GroupMetadataManager.partitionFor` does:
 `Utils.abs(groupId.hashCode()) % offsets.topic.num.partitions` (Java `String.hashCode`).
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,6 +61,8 @@ __all__ = [
     "partition_for",
     "read_batches",
     "read_partition",
+    "running_broker",
+    "running_groupshift",
     "write_partition",
     "write_partition_batches",
 ]
@@ -83,6 +92,34 @@ class LogRecord:
     timestamp: int
     key: bytes
     value: bytes | None
+
+
+def running_broker(log_dir: str | os.PathLike[str]) -> bool:
+    """Whether a Kafka broker has `log_dir` open: its `.lock` is locked (fcntl, non-blocking)."""
+    return _locked(Path(log_dir) / ".lock", fcntl.lockf)
+
+
+def running_groupshift(data_dir: str | os.PathLike[str]) -> bool:
+    """Whether a groupshift server has `data_dir`'s coordinator logs open (flock on a `.lock`)."""
+    coordinator = Path(data_dir) / "coordinator"
+    locks = sorted(coordinator.glob("*/.lock")) if coordinator.is_dir() else []
+    return any(_locked(lock, fcntl.flock) for lock in locks)
+
+
+def _locked(path: Path, lock: Callable[[int, int], object]) -> bool:
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except OSError:  # no lock file: nobody ever opened the directory this way
+        return False
+    try:
+        lock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:  # EAGAIN / EACCES / EWOULDBLOCK: another process holds it
+        return True
+    else:
+        lock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
 
 
 def partition_dir(log_dir: str | os.PathLike[str], partition: int) -> Path:

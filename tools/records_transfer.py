@@ -19,6 +19,16 @@ a log an older Kafka can load (issue 15).
   assignment; a group with consumer-protocol members becomes an Empty classic group (its
   offsets kept, its members rejoin with classic clients).
 
+Export and import cannot destroy: a target partition that already holds data (a broker's own
+groups and committed offsets) is refused unless `--force`, which first copies each replaced
+partition directory (and, for export, the log dir's checkpoint files) into a backup directory
+beside the target, named in the summary; `--dry-run` writes nothing and shows what would be
+written over what; a run is refused while a Kafka broker holds the log dir's `.lock` or a
+groupshift server its data dir's logs. There is no merge mode: Kafka's loader replays one log
+per partition, so keeping both would mean renumbering the broker's records after ours, and a
+group present in both would end up with whichever was written last; replace (with a backup) or
+keep, nothing in between.
+
 Kafka brokers need `partition.metadata` with their own topic id (`tools.kafka_logs`): write into
 the log dir of the stopped target broker (its files are kept), or pass `--topic-id`.
 """
@@ -28,8 +38,10 @@ from __future__ import annotations
 import argparse
 import base64
 import os
+import shutil
 import struct
 import sys
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -46,14 +58,19 @@ from records.codec import CoordinatorRecordError, decode_record, encode_record, 
 from records.consumer_group import ConsumerGroupPartitionMetadataValue
 from records.dump import offsets_logs
 from records.offsets import OffsetCommitValue
+from records.segment import parse_segment_name
 from tools.check.loader_rules import CONSUMER_GROUP_TYPES, KAFKA_TARGETS, RECORD_TYPE_NAMES, outcome
 from tools.kafka_logs import (
+    CHECKPOINT_FILES,
     LogReadError,
     group_of_key,
     list_partitions,
     partition_dir,
     partition_for,
     read_batches,
+    read_partition,
+    running_broker,
+    running_groupshift,
     write_partition,
     write_partition_batches,
 )
@@ -108,6 +125,113 @@ def committed_entries(path: str | os.PathLike[str], notes: list[str]) -> list[En
 # --- export / import -------------------------------------------------------------------------------
 
 
+@dataclass
+class Holdings:
+    """What a target partition directory already holds (None: it does not exist or is empty)."""
+
+    path: Path
+    bytes: int
+    records: int
+    groups: set[str] | None  # None: the log does not read as plain coordinator batches
+
+
+def holdings(path: Path) -> Holdings | None:
+    """The data `path` (a `__consumer_offsets-N` directory) holds; None if no segment holds a byte."""
+    if not path.is_dir():
+        return None
+    size = sum(
+        e.stat().st_size for e in path.iterdir() if e.is_file() and parse_segment_name(e.name) is not None
+    )
+    if size == 0:
+        return None
+    records = 0
+    groups: set[str] | None = set()
+    try:
+        for r in read_partition(path):
+            records += 1
+            if (g := group_of_key(r.key)) is not None and groups is not None:
+                groups.add(g)
+    except LogReadError:
+        groups = None
+    return Holdings(path, size, records, groups)
+
+
+def _described(held: Sequence[Holdings]) -> str:
+    records = sum(h.records for h in held)
+    groups: set[str] = set().union(*(h.groups or set() for h in held))
+    names = ", ".join(sorted(groups)[:3]) + (", ..." if len(groups) > 3 else "")
+    unread = sum(1 for h in held if h.groups is None)
+    return (
+        f"{records} record(s) of {len(groups)} group(s)"
+        + (f" ({names})" if groups else "")
+        + (f", {unread} log(s) not readable here" if unread else "")
+    )
+
+
+def default_backup_dir(target: Path) -> Path:
+    """Beside the directory written into, never inside it: a Kafka broker refuses to start on a
+    log dir holding a directory that is not named `<topic>-<partition>`."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    return target.parent / f"{target.name}.groupshift-backup-{stamp}"
+
+
+def _back_up(held: Sequence[Holdings], extra_files: Sequence[Path], backup: Path) -> None:
+    """Copy each replaced partition directory (and the files written into besides) to `backup`
+    before anything is written; an existing `backup` is refused so that no backup is mixed up."""
+    if backup.exists():
+        raise TransferError(f"backup directory {backup} already exists; name another with --backup-dir")
+    backup.mkdir(parents=True)
+    for h in held:
+        shutil.copytree(h.path, backup / h.path.name)
+    for f in extra_files:
+        if f.is_file():
+            shutil.copy2(f, backup / f.name)
+
+
+def _guard_target(
+    what: str,
+    where: Path,
+    held: Sequence[Holdings],
+    *,
+    force: bool,
+    dry_run: bool,
+    backup_dir: Path | None,
+    extra_files: Sequence[Path],
+) -> Path | None:
+    """Refuse to replace data without --force; with it, back the data up first. Returns the
+    backup directory used (None: nothing was replaced)."""
+    if not held or dry_run:
+        return None
+    parts = ", ".join(h.path.name.rsplit("-", 1)[-1] for h in held)
+    if not force:
+        raise TransferError(
+            f"{where}: __consumer_offsets partition(s) {parts} already hold {_described(held)}; {what} "
+            "would replace them. Nothing was written: see what would change with --dry-run, or replace "
+            "them with --force (the replaced partition directories are copied to a backup first)"
+        )
+    backup = backup_dir or default_backup_dir(where)
+    _back_up(held, extra_files, backup)
+    return backup
+
+
+def _refuse_live(source: Path | None, target: Path, dry_run: bool) -> str | None:
+    """A server running on the directory written into (or read from) refuses a real run; a dry
+    run says so instead."""
+    live = []
+    for d in (source, target):
+        if d is None:
+            continue
+        if running_broker(d):
+            live.append(f"a Kafka broker is running on {d} (it holds {d / '.lock'})")
+        elif running_groupshift(d):
+            live.append(f"a groupshift server is running on {d} (it holds its coordinator logs' locks)")
+    if not live:
+        return None
+    if dry_run:
+        return "; ".join(live) + ": a real run is refused until it stops"
+    raise TransferError("; ".join(live) + ": stop it first. Nothing was written")
+
+
 def _source_logs(path: Path) -> dict[int, Path]:
     logs = offsets_logs(path)
     if not logs:
@@ -116,8 +240,20 @@ def _source_logs(path: Path) -> dict[int, Path]:
 
 
 def export_data_dir(
-    data_dir: Path, log_dir: Path, partitions: int | None, topic_id: str | None, out: IO[str]
+    data_dir: Path,
+    log_dir: Path,
+    partitions: int | None,
+    topic_id: str | None,
+    out: IO[str],
+    *,
+    force: bool = False,
+    dry_run: bool = False,
+    backup_dir: Path | None = None,
 ) -> int:
+    """Write `data_dir`'s coordinator logs into `log_dir` (see the module doc). A target
+    partition that holds data is refused unless `force` (then copied to a backup first); a
+    running broker on `log_dir` (or groupshift on `data_dir`) refuses the run; `dry_run` writes
+    nothing and says what would be written over what."""
     shards = _source_logs(data_dir)
     existing = list_partitions(log_dir)
     n = partitions or len(shards)
@@ -128,30 +264,137 @@ def export_data_dir(
             f"Kafka never changes the partition count of __consumer_offsets; pass --partitions with "
             f"the broker's offsets.topic.num.partitions"
         )
-    if set(shards) == set(range(n)):
-        for p, src in shards.items():
-            batches = list(read_batches(src))
-            dest = partition_dir(log_dir, p)
-            write_partition_batches(dest, batches, topic_id=topic_id)
-            _report_metadata(dest, out)
-            out.write(f"{dest}: {len(batches)} batch(es) copied unchanged\n")
-        return 0
+    live = _refuse_live(data_dir, log_dir, dry_run)
     notes: list[str] = []
-    by_partition: dict[int, list[Entry]] = {p: [] for p in range(n)}
-    for src in shards.values():
-        for key, value, ts in committed_entries(src, notes):
-            group = group_of_key(key)
-            if group is None:
-                notes.append(f"{src}: a record without a group id left out")
-                continue
-            by_partition[partition_for(group, n)].append((key, value, ts))
-    for p, entries in by_partition.items():
-        dest = partition_dir(log_dir, p)
-        write_partition(dest, entries, topic_id=topic_id)
-        _report_metadata(dest, out)
-        out.write(f"{dest}: {len(entries)} record(s) (re-partitioned from {len(shards)} logs)\n")
+    plan: dict[int, tuple[list[bytes], list[Entry]]] = {}
+    copied = set(shards) == set(range(n))
+    if copied:
+        for p, src in shards.items():
+            plan[p] = (list(read_batches(src)), [])
+    else:
+        by_partition: dict[int, list[Entry]] = {p: [] for p in range(n)}
+        for src in shards.values():
+            for key, value, ts in committed_entries(src, notes):
+                group = group_of_key(key)
+                if group is None:
+                    notes.append(f"{src}: a record without a group id left out")
+                    continue
+                by_partition[partition_for(group, n)].append((key, value, ts))
+        plan = {p: ([], entries) for p, entries in by_partition.items()}
+    held = [h for p in sorted(plan) if (h := holdings(partition_dir(log_dir, p))) is not None]
+    checkpoints = [log_dir / f for f in CHECKPOINT_FILES]
+    if dry_run:
+        for p, (batches, entries) in sorted(plan.items()):
+            dest = partition_dir(log_dir, p)
+            h = holdings(dest)
+            now = f"holds {_described([h])}" if h is not None else "holds no data"
+            wrote = f"{len(batches)} batch(es) unchanged" if copied else f"{len(entries)} record(s)"
+            out.write(f"would write {dest}: {wrote}; it {now}\n")
+    backup = _guard_target(
+        "the export",
+        log_dir,
+        held,
+        force=force,
+        dry_run=dry_run,
+        backup_dir=backup_dir,
+        extra_files=checkpoints,
+    )
+    missing = 0
+    if not dry_run:
+        for p, (batches, entries) in sorted(plan.items()):
+            dest = partition_dir(log_dir, p)
+            if copied:
+                write_partition_batches(dest, batches, topic_id=topic_id)
+            else:
+                write_partition(dest, entries, topic_id=topic_id)
+            missing += not (dest / "partition.metadata").is_file()
+    written = (
+        f"{sum(len(b) for b, _ in plan.values())} batch(es) copied unchanged"
+        if copied
+        else f"{sum(len(e) for _, e in plan.values())} record(s) re-partitioned from {len(shards)} log(s)"
+    )
+    out.write(_summary("export", len(plan), log_dir, written, held, backup, dry_run, live) + "\n")
+    if missing:
+        out.write(
+            f"warning: {missing} partition directory(ies) have no partition.metadata: a KRaft broker "
+            "(3.7+) deletes them as stray logs; export into the stopped broker's own log dir or pass "
+            "--topic-id\n"
+        )
     for note in notes:
         out.write(f"note: {note}\n")
+    return 0
+
+
+def _summary(
+    verb: str,
+    count: int,
+    where: Path,
+    written: str,
+    held: Sequence[Holdings],
+    backup: Path | None,
+    dry_run: bool,
+    live: str | None,
+) -> str:
+    if dry_run:
+        line = f"dry run, nothing written: {verb} would write {count} partition(s) into {where}, {written}"
+        if held:
+            line += (
+                f"; {len(held)} of them hold {_described(held)}, so a run without --force is refused "
+                "(--force backs them up, then replaces them)"
+            )
+        else:
+            line += "; none holds data"
+        return line + (f"; {live}" if live else "")
+    line = f"{verb}: {count} partition(s) into {where}, {written}"
+    if backup is not None:
+        line += f"; replaced {len(held)} partition(s) that held {_described(held)}, backup in {backup}"
+    return line
+
+
+def import_log_dir(
+    log_dir: Path,
+    data_dir: Path,
+    out: IO[str],
+    *,
+    force: bool = False,
+    dry_run: bool = False,
+    backup_dir: Path | None = None,
+) -> int:
+    """Copy a Kafka log dir's `__consumer_offsets-N` logs into `data_dir` (see the module doc),
+    with export's care: data already in `data_dir` is refused unless `force` (backed up first),
+    a running broker on `log_dir` or groupshift on `data_dir` refuses the run, `dry_run` writes
+    nothing."""
+    parts = list_partitions(log_dir)
+    if not parts:
+        raise TransferError(f"{log_dir} holds no __consumer_offsets-N partition directory")
+    coordinator = data_dir / COORDINATOR_DIR
+    existing = [e for e in coordinator.glob("__consumer_offsets-*")] if coordinator.is_dir() else []
+    if existing and len(existing) != len(parts):
+        raise TransferError(f"{data_dir} holds {len(existing)} coordinator logs, the log dir {len(parts)}")
+    live = _refuse_live(log_dir, data_dir, dry_run)
+    plan = {p: list(read_batches(src)) for p, src in parts.items()}
+    held = [h for p in plan if (h := holdings(coordinator / f"__consumer_offsets-{p}")) is not None]
+    if dry_run:
+        for p, batches in plan.items():
+            dest = coordinator / f"__consumer_offsets-{p}"
+            h = holdings(dest)
+            now = f"holds {_described([h])}" if h is not None else "holds no data"
+            out.write(f"would write {dest}: {len(batches)} batch(es) unchanged; it {now}\n")
+    backup = _guard_target(
+        "the import", data_dir, held, force=force, dry_run=dry_run, backup_dir=backup_dir, extra_files=()
+    )
+    if not dry_run:
+        for p, batches in plan.items():
+            dest = coordinator / f"__consumer_offsets-{p}"
+            write_partition_batches(dest, batches)
+            (dest / "partition.metadata").unlink(missing_ok=True)
+        meta = data_dir / META_FILE
+        if not meta.exists():
+            cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+            meta.write_text(f"version=1\ncluster.id={cid}\nnode.id=0\n")
+    written = f"{sum(len(b) for b in plan.values())} batch(es) copied unchanged"
+    line = _summary("import", len(plan), coordinator, written, held, backup, dry_run, live)
+    out.write(line + f"; serve it with offsets.topic.num.partitions={len(parts)}\n")
     return 0
 
 
@@ -161,28 +404,6 @@ def _report_metadata(dest: Path, out: IO[str]) -> None:
             f"warning: {dest} has no partition.metadata: a KRaft broker (3.7+) deletes it as a stray "
             f"log; export into the stopped broker's own log dir or pass --topic-id\n"
         )
-
-
-def import_log_dir(log_dir: Path, data_dir: Path, out: IO[str]) -> int:
-    parts = list_partitions(log_dir)
-    if not parts:
-        raise TransferError(f"{log_dir} holds no __consumer_offsets-N partition directory")
-    coordinator = data_dir / COORDINATOR_DIR
-    existing = [e for e in coordinator.glob("__consumer_offsets-*")] if coordinator.is_dir() else []
-    if existing and len(existing) != len(parts):
-        raise TransferError(f"{data_dir} holds {len(existing)} coordinator logs, the log dir {len(parts)}")
-    for p, src in parts.items():
-        batches = list(read_batches(src))
-        dest = coordinator / f"__consumer_offsets-{p}"
-        write_partition_batches(dest, batches)
-        (dest / "partition.metadata").unlink(missing_ok=True)
-        out.write(f"{dest}: {len(batches)} batch(es) copied unchanged\n")
-    meta = data_dir / META_FILE
-    if not meta.exists():
-        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        meta.write_text(f"version=1\ncluster.id={cid}\nnode.id=0\n")
-    out.write(f"serve it with offsets.topic.num.partitions={len(parts)}\n")
-    return 0
 
 
 # --- rewrite for a downgrade ----------------------------------------------------------------------
@@ -381,9 +602,15 @@ def add_commands(records_sub: Any) -> None:
     )
     e.add_argument("--partitions", type=int, help="__consumer_offsets partition count (default: as is)")
     e.add_argument("--topic-id", help="write partition.metadata with this __consumer_offsets topic id")
+    _add_safety(e, "a partition of the log dir that holds data (the broker's own groups and offsets)")
     e.set_defaults(
-        run=_guard(lambda a: export_data_dir(a.data_dir, a.to_log_dir, a.partitions, a.topic_id, sys.stdout))
-    )
+        run=_guard(
+            lambda a: export_data_dir(
+                a.data_dir, a.to_log_dir, a.partitions, a.topic_id, sys.stdout,
+                force=a.force, dry_run=a.dry_run, backup_dir=a.backup_dir,
+            )
+        )
+    )  # fmt: skip
 
     i = records_sub.add_parser(
         "import", help="read a Kafka log dir's __consumer_offsets-N directories into a groupshift data dir"
@@ -392,7 +619,19 @@ def add_commands(records_sub: Any) -> None:
         "--from-log-dir", required=True, type=Path, help="a Kafka log dir (log.dirs), broker stopped"
     )
     i.add_argument("--data-dir", required=True, type=Path, help="groupshift data directory (created)")
-    i.set_defaults(run=_guard(lambda a: import_log_dir(a.from_log_dir, a.data_dir, sys.stdout)))
+    _add_safety(i, "a coordinator log of the data dir that holds data")
+    i.set_defaults(
+        run=_guard(
+            lambda a: import_log_dir(
+                a.from_log_dir,
+                a.data_dir,
+                sys.stdout,
+                force=a.force,
+                dry_run=a.dry_run,
+                backup_dir=a.backup_dir,
+            )
+        )
+    )
 
     r = records_sub.add_parser(
         "rewrite",
@@ -411,6 +650,23 @@ def add_commands(records_sub: Any) -> None:
                 a.data_dir or a.log_dir, a.out, a.for_downgrade, a.topic_id, sys.stdout
             )
         )
+    )
+
+
+def _add_safety(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument(
+        "--dry-run", action="store_true", help="write nothing; show what would be written and what is there"
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help=f"replace {what}, after copying it to the backup directory (refused without)",
+    )
+    p.add_argument(
+        "--backup-dir",
+        type=Path,
+        help="where --force copies what it replaces (default: beside the target, "
+        "<target>.groupshift-backup-<UTC time>)",
     )
 
 

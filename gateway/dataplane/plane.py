@@ -5,10 +5,21 @@ On-disk layout of the data directory (Kafka's where it has one):
   topics.json                 the topic registry (names, ids, partition counts)
   configs.json                dynamic topic and broker configs (`configs.ConfigStore`)
   producer-ids.json           reserved producer-id block
+  .lock                       held by the running server (Kafka's `LogManager` lock)
   <topic>-<partition>/        one directory per partition, holding its log and
       partition.metadata      the owning topic id (Kafka's file), so a directory left by a
-                              deleted or re-created topic is recognised and removed on open;
+                              deleted or re-created topic is recognised on open;
       log-start-offset        the log start offset DeleteRecords advanced it to, if any.
+  <topic>-<partition>.<id>-stray   a partition directory no registered topic owns, renamed
+                              aside at start-up (Kafka's stray logs), never deleted;
+  <topic>-<partition>.<id>-delete  a partition of a deleted topic, about to be removed.
+
+Start-up cannot destroy (`gateway.dataplane.datadir`): the `.lock` is taken before anything is
+read; a damaged `meta.properties` or `topics.json`, or a missing `topics.json` next to partition
+directories, refuses to start with the file named (`ignore_topics_file` starts anyway with no
+topics, every partition directory renamed aside); a directory no topic owns is renamed aside
+with one `partition.strays_renamed` warning. Only DeleteTopics deletes partition data, and only
+directories whose `partition.metadata` names the deleted topic's id.
 
 Durability: a topic change is durable before it is visible (directories first, then the
 registry file, atomically). Appends go to the OS at once, so they survive SIGKILL; produce
@@ -24,7 +35,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import shutil
 import uuid
 from collections.abc import Callable, Mapping
@@ -36,16 +46,34 @@ from kio.schema.errors import ErrorCode
 from engine.ids import kafka_uuid_string
 from engine.metadata import MetadataImage, TopicImage
 from gateway.dataplane.configs import ConfigStore, ConfigValueError, check_topic_configs
+from gateway.dataplane.datadir import (
+    DAMAGED_SUFFIX,
+    DELETE_SUFFIX,
+    IGNORE_TOPICS_FLAG,
+    STRAY_SUFFIX,
+    DataDirError,
+    DataDirLock,
+    is_delete_dir,
+    load_or_create_meta,
+    rename_aside,
+    stray_topic,
+)
 from gateway.dataplane.durable import fsync_dir, write_atomically
 from gateway.dataplane.producers import PartitionProducers, ProducerIdAllocator
 from gateway.dataplane.store import PartitionStore, StoreFactory, open_segment_store
-from gateway.dataplane.topics import TopicChange, TopicInfo, TopicRegistry, topic_name_error
+from gateway.dataplane.topics import (
+    TOPICS_FILE,
+    TopicChange,
+    TopicInfo,
+    TopicRegistry,
+    TopicsFileError,
+    topic_name_error,
+)
 from records.batch import validate_client_batch
 from records.errors import InvalidBatchError, LogError
 
 log = structlog.get_logger("gateway.dataplane")
 
-META_FILE = "meta.properties"
 PARTITION_META_FILE = "partition.metadata"
 LOG_START_FILE = "log-start-offset"
 MAX_PARTITIONS = 10_000  # per topic; a guard against accidental huge counts
@@ -173,16 +201,6 @@ class SequenceError(Exception):
         self.message = message
 
 
-def _read_properties(path: Path) -> dict[str, str]:
-    out = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        line = line.strip()
-        if line and not line.startswith("#") and "=" in line:
-            k, _, v = line.partition("=")
-            out[k.strip()] = v.strip()
-    return out
-
-
 class DataPlane:
     """All embedded topics of one node."""
 
@@ -196,7 +214,13 @@ class DataPlane:
         segment_bytes: int = 1 << 30,
         open_store: StoreFactory = open_segment_store,
         static_configs: Mapping[str, str] | None = None,
+        lock: DataDirLock | None = None,
+        ignore_topics_file: bool = False,
     ) -> None:
+        """Open `data_dir`: the `.lock` first (`lock`, if the caller took it already, is kept
+        and released by `close`), then `meta.properties`, `topics.json` and the partitions.
+        Raises `DataDirError` (a `ValueError`) naming the file when the directory cannot be used;
+        nothing has been changed then."""
         self.data_dir = data_dir
         self.node_id = node_id
         self.num_partitions = num_partitions
@@ -207,37 +231,87 @@ class DataPlane:
         self._partitions: dict[tuple[str, int], Partition] = {}
         self._version = 0
         self.closing = False
-        data_dir.mkdir(parents=True, exist_ok=True)
-        self.cluster_id = self._load_meta()
-        self.topics = TopicRegistry.load(data_dir)
-        self.configs = ConfigStore(data_dir, node_id, static_configs)
-        self.configs.forget_topics_except(t.name for t in self.topics.all())
-        self.producer_ids = ProducerIdAllocator(data_dir)
-        self._open_partitions()
+        self._lock = lock if lock is not None else DataDirLock.acquire(data_dir)
+        try:
+            self.cluster_id = load_or_create_meta(data_dir, node_id)
+            self.topics = self._load_topics(ignore_topics_file)
+            self.configs = ConfigStore(data_dir, node_id, static_configs)
+            self.configs.forget_topics_except(self._topics_with_data())
+            self.producer_ids = ProducerIdAllocator(data_dir)
+            self._open_partitions()
+        except BaseException:
+            for p in self._partitions.values():
+                with contextlib.suppress(OSError, LogError):
+                    p.store.close()
+            self._lock.release()
+            raise
 
     # -- startup ------------------------------------------------------------------------------
-
-    def _load_meta(self) -> str:
-        path = self.data_dir / META_FILE
-        if path.exists():
-            props = _read_properties(path)
-            stored = int(props.get("node.id", self.node_id))
-            if stored != self.node_id:
-                raise ValueError(f"node.id={self.node_id} does not match node.id={stored} stored in {path}")
-            return props["cluster.id"]
-        cluster_id = kafka_uuid_string(uuid.uuid4().bytes)
-        write_atomically(path, f"version=1\ncluster.id={cluster_id}\nnode.id={self.node_id}\n".encode())
-        return cluster_id
 
     def _partition_dir(self, name: str, index: int) -> Path:
         return self.data_dir / f"{name}-{index}"
 
+    def _partition_dirs(self) -> list[Path]:
+        """Directories that look like a partition: `<name>-<index>` holding `partition.metadata`."""
+        out = []
+        for entry in sorted(self.data_dir.iterdir()):
+            name, _, idx = entry.name.rpartition("-")
+            if name and idx.isdigit() and entry.is_dir() and (entry / PARTITION_META_FILE).exists():
+                out.append(entry)
+        return out
+
+    def _topics_with_data(self) -> set[str]:
+        """Registered topics, and topics whose partition directories are on disk (strays
+        included): the configs of those are kept with their data. Only a topic with neither,
+        the configs left by a crash before its directories were written, is forgotten."""
+        names = {t.name for t in self.topics.all()}
+        names.update(p.name.rpartition("-")[0] for p in self._partition_dirs())
+        for entry in self.data_dir.iterdir():
+            if (topic := stray_topic(entry.name)) is not None:
+                names.add(topic)
+        return names
+
+    def _load_topics(self, ignore_topics_file: bool) -> TopicRegistry:
+        """The topic registry, or a refusal that names `topics.json` and the way out.
+
+        A missing `topics.json` is normal for a new data directory (an empty one is written at
+        once); next to partition directories it means the registry was lost, and starting
+        would orphan every partition. With `ignore_topics_file` the server starts with no
+        topics instead: a damaged file is kept as `topics.json.<id>-damaged` and the partition
+        directories become strays (renamed aside by `_open_partitions`)."""
+        path = self.data_dir / TOPICS_FILE
+        partitions = self._partition_dirs()
+        try:
+            registry = TopicRegistry.load(self.data_dir)
+        except TopicsFileError as e:
+            if not ignore_topics_file:
+                raise DataDirError(f"{e}: {_topics_recovery(partitions)}") from None
+            kept = rename_aside(path, DAMAGED_SUFFIX)
+            log.warning("topics.file_ignored", file=str(path), problem=e.problem, kept_as=str(kept))
+            registry = TopicRegistry.empty(self.data_dir)
+        else:
+            if path.exists():
+                return registry
+            if partitions and not ignore_topics_file:
+                shown = ", ".join(p.name for p in partitions[:3]) + (", ..." if len(partitions) > 3 else "")
+                raise DataDirError(
+                    f"{path} is missing but data directory {self.data_dir} holds "
+                    f"{len(partitions)} partition directories ({shown}): "
+                    f"{_topics_recovery(partitions)}"
+                )
+            if partitions:
+                log.warning("topics.file_ignored", file=str(path), problem="missing")
+        registry.persist()
+        return registry
+
     def _open_partitions(self) -> None:
-        """Open every registered partition; remove directories no registered topic owns."""
+        """Open every registered partition; rename aside directories no registered topic owns
+        (Kafka's strays), with one warning; finish removing partitions of deleted topics."""
+        strays: list[str] = []
         for entry in sorted(self.data_dir.iterdir()):
             if not entry.is_dir():
                 continue
-            if entry.name.endswith("-delete"):
+            if is_delete_dir(entry.name):  # DeleteTopics renamed it, then stopped before removing
                 shutil.rmtree(entry, ignore_errors=True)
                 continue
             meta = entry / PARTITION_META_FILE
@@ -245,14 +319,16 @@ class DataPlane:
             if not meta.exists() or not idx.isdigit():
                 continue
             topic = self.topics.get(name)
-            owner = _read_properties_colon(meta).get("topic_id")
-            if (
-                topic is None
-                or owner != kafka_uuid_string(topic.topic_id.bytes)
-                or int(idx) >= topic.partitions
-            ):
-                log.info("partition.removed", path=str(entry), reason="no.registered.owner")
-                shutil.rmtree(entry, ignore_errors=True)
+            if topic is None or int(idx) >= topic.partitions or not _owned_by(entry, topic):
+                strays.append(rename_aside(entry, STRAY_SUFFIX).name)
+        if strays:
+            log.warning(
+                "partition.strays_renamed",
+                count=len(strays),
+                renamed_to=strays[:20],
+                data_dir=str(self.data_dir),
+                reason="no topic in topics.json owns these partition directories; kept, not deleted",
+            )
         for topic in self.topics.all():
             for i in range(topic.partitions):
                 self._open_partition(topic, i, create=True)
@@ -267,8 +343,11 @@ class DataPlane:
         return p
 
     def _write_partition_meta(self, topic: TopicInfo, path: Path) -> None:
-        if path.exists():  # left by an earlier topic of the same name: not ours
-            shutil.rmtree(path)
+        if path.exists():  # not this topic's (it would hold its partition.metadata): keep it aside
+            kept = rename_aside(path, STRAY_SUFFIX)
+            log.warning(
+                "partition.strays_renamed", count=1, renamed_to=[kept.name], data_dir=str(self.data_dir)
+            )
         path.mkdir(parents=True)
         write_atomically(
             path / PARTITION_META_FILE,
@@ -349,8 +428,9 @@ class DataPlane:
         self, name: str, partitions: int | None = None, configs: Mapping[str, str] | None = None
     ) -> TopicInfo:
         """Create a topic (default partition count: `num.partitions`) with its topic config
-        overrides; durable on return (configs first: a crash leaves none for a missing topic,
-        and `forget_topics_except` drops those at the next start)."""
+        overrides; durable on return (directories, then configs, then the registry: a crash
+        leaves the directories renamed aside as strays at the next start, their configs kept
+        with them, and creating the topic again replaces those configs)."""
         count = self.num_partitions if partitions is None else partitions
         self.check_new_topic(name, count)
         if configs:
@@ -392,10 +472,15 @@ class DataPlane:
             if p is not None:
                 await p.close()
             path = self._partition_dir(name, i)
-            if path.exists():
-                doomed = path.with_name(f"{path.name}.{uuid.uuid4().hex}-delete")
-                os.replace(path, doomed)
-                shutil.rmtree(doomed, ignore_errors=True)
+            if not path.exists():
+                continue
+            if not _owned_by(path, topic):  # not this topic's data: never deleted with it
+                kept = rename_aside(path, STRAY_SUFFIX)
+                log.warning(
+                    "partition.strays_renamed", count=1, renamed_to=[kept.name], data_dir=str(self.data_dir)
+                )
+                continue
+            shutil.rmtree(rename_aside(path, DELETE_SUFFIX), ignore_errors=True)
         self._notify(TopicChange("deleted", topic))
         return topic
 
@@ -447,10 +532,31 @@ class DataPlane:
             p._wake()
 
     async def close(self) -> None:
+        """Close every partition, then release the data directory's `.lock`."""
         self.wake_fetchers()
         for p in list(self._partitions.values()):
             await p.close()
         self._partitions.clear()
+        self._lock.release()
+
+
+def _owned_by(path: Path, topic: TopicInfo) -> bool:
+    """Whether the partition directory's `partition.metadata` names `topic`'s id."""
+    try:
+        owner = _read_properties_colon(path / PARTITION_META_FILE).get("topic_id")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return owner == kafka_uuid_string(topic.topic_id.bytes)
+
+
+def _topics_recovery(partitions: list[Path]) -> str:
+    """The way out of a lost or damaged topic registry, for the refusal message."""
+    return (
+        f"it names the topic of every partition directory, so groupshift does not start without "
+        f"it; restore {TOPICS_FILE} from a backup, or start with {IGNORE_TOPICS_FLAG} to start "
+        f"with no topics ({len(partitions)} partition directories are then renamed aside as "
+        f"<name>.<id>{STRAY_SUFFIX}; nothing is deleted; docs/robustness.md tells how to take them back)"
+    )
 
 
 def _read_properties_colon(path: Path) -> dict[str, str]:

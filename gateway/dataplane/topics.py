@@ -9,7 +9,10 @@ Kafka's rules kept here:
   * partitions can only be added, never removed.
 
 The registry file (`topics.json`) is replaced atomically on every change, so a crash or SIGKILL
-leaves either the old or the new topic set, and ids survive restarts.
+leaves either the old or the new topic set, and ids survive restarts. A file that is not the
+registry (not JSON, another shape, an illegal name, a bad id, duplicates) is refused with
+`TopicsFileError` naming it: the registry says which partition directories are owned, so a
+registry read wrongly would make acknowledged partitions look unowned.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from gateway.dataplane.datadir import DataDirError
 from gateway.dataplane.durable import write_atomically
 
 MAX_NAME_LENGTH = 249
@@ -66,6 +70,48 @@ def topic_name_error(name: str) -> str | None:
     return None
 
 
+class TopicsFileError(DataDirError):
+    """`topics.json` exists but is not a topic registry; `problem` says why, briefly."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        super().__init__(f"{path} is damaged ({problem})")
+        self.path = path
+        self.problem = problem
+
+
+def _parse_registry(path: Path, text: str) -> list[TopicInfo]:
+    """The topics of a `topics.json` text, or `TopicsFileError` for the first thing wrong."""
+    try:
+        doc = json.loads(text)
+    except ValueError as e:
+        raise TopicsFileError(path, f"not JSON: {e}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("topics"), list):
+        raise TopicsFileError(path, 'expected an object with a "topics" list')
+    topics: list[TopicInfo] = []
+    names: set[str] = set()
+    ids: set[uuid.UUID] = set()
+    for i, t in enumerate(doc["topics"]):
+        if not isinstance(t, dict):
+            raise TopicsFileError(path, f"topics[{i}] is not an object")
+        name, topic_id, partitions = t.get("name"), t.get("topic_id"), t.get("partitions")
+        if not isinstance(name, str) or topic_name_error(name) is not None:
+            raise TopicsFileError(path, f"topics[{i}].name is not a legal topic name: {str(name)[:60]!r}")
+        try:
+            tid = uuid.UUID(str(topic_id))
+        except ValueError:
+            raise TopicsFileError(
+                path, f"topics[{i}].topic_id is not a UUID: {str(topic_id)[:60]!r}"
+            ) from None
+        if type(partitions) is not int or partitions <= 0:
+            raise TopicsFileError(path, f"topics[{i}].partitions is not a positive integer")
+        if name in names or tid in ids:
+            raise TopicsFileError(path, f"topics[{i}] repeats the name or id of an earlier topic")
+        names.add(name)
+        ids.add(tid)
+        topics.append(TopicInfo(name, tid, partitions))
+    return topics
+
+
 def _collision_key(name: str) -> str:
     return name.replace(".", "_")
 
@@ -81,13 +127,29 @@ class TopicRegistry:
 
     @classmethod
     def load(cls, data_dir: Path) -> TopicRegistry:
+        """The registry of `data_dir` (empty if it has no `topics.json`); `TopicsFileError` if
+        the file is there but damaged."""
         path = data_dir / TOPICS_FILE
         topics: list[TopicInfo] = []
         if path.exists():
-            doc = json.loads(path.read_text(encoding="utf-8"))
-            for t in doc["topics"]:
-                topics.append(TopicInfo(t["name"], uuid.UUID(t["topic_id"]), int(t["partitions"])))
+            try:
+                text = path.read_text(encoding="utf-8")
+            except UnicodeDecodeError as e:
+                raise TopicsFileError(path, f"not UTF-8 text: {e.reason}") from None
+            except OSError as e:
+                raise TopicsFileError(path, f"cannot be read: {e.strerror or e}") from None
+            topics = _parse_registry(path, text)
         return cls(path, topics)
+
+    @classmethod
+    def empty(cls, data_dir: Path) -> TopicRegistry:
+        """A registry with no topics (not written until `persist` or the first change)."""
+        return cls(data_dir / TOPICS_FILE, [])
+
+    def persist(self) -> None:
+        """Write the registry as it is (a new data directory gets its `topics.json` at once, so
+        that a missing file later means a lost one)."""
+        self._persist(self._by_name)
 
     def _persist(self, by_name: dict[str, TopicInfo]) -> None:
         doc = {

@@ -50,6 +50,15 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
         action="store_true",
         help="use a non-empty data directory that groupshift did not create (normally refused)",
     )
+    p.add_argument(
+        "--ignore-topics-file",
+        action="store_true",
+        help=(
+            "start although topics.json is missing or damaged (normally refused): with no topics, "
+            "the damaged file kept as topics.json.<id>-damaged and every partition directory "
+            "renamed aside as <name>.<id>-stray; nothing is deleted"
+        ),
+    )
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     p.set_defaults(run=run)
     return p
@@ -59,9 +68,11 @@ def run(args: argparse.Namespace) -> int:
     """Load and check the settings, then serve until stopped (the gateway's exit status)."""
     import structlog
 
-    from gateway.config import ConfigError, check_data_dir, load_settings
+    from gateway.config import ConfigError, check_data_dir, check_data_dir_is_ours, load_settings
+    from gateway.dataplane.datadir import DataDirLock, DataDirLockedError
     from gateway.groups.service import install_group_layer
     from gateway.logs import configure_logging
+    from gateway.server import Extension
     from gateway.server import run as serve
 
     configure_logging(args.log_level)
@@ -79,8 +90,20 @@ def run(args: argparse.Namespace) -> int:
             override_origins={"listeners": "--listen", "log.dirs": "--data-dir"},
             sets=args.set,
         )
+        check_data_dir_is_ours(loaded.config, allow_foreign=args.force_data_dir)
+    except ConfigError as e:
+        return _error(str(e))
+    # The data directory's lock before anything else reads or changes it (Kafka's
+    # LogManager): a second server on a live directory stops here, having changed nothing.
+    try:
+        lock = DataDirLock.acquire(loaded.config.data_dir)
+    except (DataDirLockedError, OSError) as e:
+        structlog.get_logger("gateway").error("gateway.start_failed", error=str(e))
+        return 1
+    try:
         check_data_dir(loaded.config, allow_foreign=args.force_data_dir)
     except ConfigError as e:
+        lock.release()
         return _error(str(e))
     if loaded.ignored_kafka_keys:
         structlog.get_logger("gateway").warning(
@@ -88,11 +111,17 @@ def run(args: argparse.Namespace) -> int:
             keys=list(loaded.ignored_kafka_keys),
             reason="Kafka broker settings that groupshift does not use",
         )
+    extensions: list[Extension] = [install_group_layer]
     if loaded.config.upstream is not None:
         from gateway.upstream import install_upstream_mode
 
-        return serve(loaded.config, extensions=[install_upstream_mode])
-    return serve(loaded.config, extensions=[install_group_layer])
+        extensions = [install_upstream_mode]
+    return serve(
+        loaded.config,
+        extensions=extensions,
+        data_dir_lock=lock,
+        ignore_topics_file=args.ignore_topics_file,
+    )
 
 
 def _error(message: str) -> int:

@@ -25,7 +25,7 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -162,7 +162,13 @@ class KafkaNode:
     def format(self) -> subprocess.Popen[bytes]:
         out = open(self.dir / "format.log", "wb")  # noqa: SIM115 - closed by the caller's wait
         cmd = self._java(
-            "kafka.tools.StorageTool", "format", "-t", self.cluster.cluster_id, "-c", str(self.properties)
+            "kafka.tools.StorageTool",
+            "format",
+            "-t",
+            self.cluster.cluster_id,
+            "-c",
+            str(self.properties),
+            *self.cluster.format_args,
         )
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         out.close()
@@ -240,6 +246,7 @@ class KafkaCluster:
         start_timeout: float = 120.0,
         log_level: str = "info",
         proxied_listener: bool = False,
+        format_args: Sequence[str] = (),
     ) -> None:
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
@@ -249,6 +256,8 @@ class KafkaCluster:
         self.configs = {k: str(v) for k, v in (configs or {}).items()}
         self.start_timeout = start_timeout
         self.proxied_listener = proxied_listener
+        # extra `kafka-storage format` arguments, e.g. ("--feature", "group.version=0") (3.8+)
+        self.format_args = tuple(format_args)
         self._own_workdir = workdir is None
         self.workdir = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="kafka-"))
         self.workdir.mkdir(parents=True, exist_ok=True)

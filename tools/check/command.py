@@ -19,7 +19,7 @@ import json
 import sys
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from tools.check.facts import GroupFacts, RecordKind
 from tools.check.rules import (
@@ -33,6 +33,9 @@ from tools.check.rules import (
     upgrade_verdict,
 )
 
+if TYPE_CHECKING:
+    from tools.groups.capabilities import ServerCapabilities
+
 OK = 0  # every group READY / SAFE
 ACTION = 1  # some group NOT-READY / NEEDS-ACTION (and none UNSAFE)
 UNSAFE_EXIT = 2  # some group UNSAFE
@@ -40,7 +43,9 @@ INPUT_ERROR = 3  # bad arguments, unreadable input, unreachable cluster, unknown
 
 EPILOG = """\
 input (exactly one):
-  --bootstrap-server HOST:PORT  a live groupshift or Apache Kafka 2.x+ cluster (admin APIs only)
+  --bootstrap-server HOST:PORT  a live groupshift or Apache Kafka 2.x+ cluster (admin APIs only);
+                                `upgrade` also asks whether it serves the KIP-848 consumer
+                                protocol at all (every group NOT-READY if not)
   --data-dir DIR                a groupshift data dir, read without starting a server
   --log-dir DIR                 a Kafka broker's log dir or __consumer_offsets-N directories
                                 (repeatable)
@@ -159,6 +164,23 @@ class _InputError(Exception):
     pass
 
 
+def unknown_setting(name: str) -> str | None:
+    """The refusal `groupshift serve` gives a key neither groupshift nor a Kafka broker knows
+    (gateway.config.resolve_config), so that a typo in `--set` is not silently ignored."""
+    from gateway.config import GROUP_KEYS, SERVER_KEY_SYNONYMS, SERVER_KEYS
+    from gateway.kafka_broker_keys import KAFKA_VERSIONS, is_kafka_broker_key
+    from gateway.upstream.config import UPSTREAM_KEYS
+
+    if name in SERVER_KEYS or name in GROUP_KEYS or name in UPSTREAM_KEYS or name in SERVER_KEY_SYNONYMS:
+        return None
+    if is_kafka_broker_key(name):
+        return None
+    return (
+        f"unknown configuration key {name!r}: neither groupshift nor a Kafka broker "
+        f"(Kafka {', '.join(KAFKA_VERSIONS)}) knows it"
+    )
+
+
 def _settings(
     args: argparse.Namespace, found: dict[str, str | None], topics: tuple[str, ...] | None
 ) -> Settings:
@@ -172,6 +194,8 @@ def _settings(
         name, sep, value = item.partition("=")
         if not sep or not name:
             raise _InputError(f"--set expects NAME=VALUE, got {item!r}")
+        if (refusal := unknown_setting(name.strip())) is not None:
+            raise _InputError(f"--set {refusal}")
         configs[name.strip()] = value.strip()
     regexes = []
     for item in args.regex:
@@ -188,20 +212,26 @@ def _settings(
 Unknown = dict[int | None, tuple[RecordKind, ...]]
 
 
-def load(args: argparse.Namespace) -> tuple[dict[str, GroupFacts], Settings, list[str], Unknown]:
-    """Facts, settings, problems met reading the input, and per partition the records of types
-    that could not be decoded."""
+def load(
+    args: argparse.Namespace,
+) -> tuple[dict[str, GroupFacts], Settings, list[str], Unknown, ServerCapabilities | None]:
+    """Facts, settings, problems met reading the input, per partition the records of types
+    that could not be decoded, and (live input, `upgrade`) whether the server serves KIP-848."""
     wanted = None if args.all else list(args.groups)
     if args.bootstrap_server:
         from tools.check.facts import facts_from_admin
+        from tools.groups.capabilities import probe_server
         from tools.groups.wire import AdminWire, KafkaError, WireError
 
+        server = None
         try:
             with AdminWire(args.bootstrap_server, timeout=args.timeout) as admin:
                 facts, read = facts_from_admin(admin, wanted, cluster=args.bootstrap_server)
+                if args.check_command == "upgrade":
+                    server = probe_server(admin, args.bootstrap_server)
         except (WireError, KafkaError, ValueError, OSError) as e:
             raise _InputError(f"{args.bootstrap_server}: {e}") from None
-        return facts, _settings(args, read.settings, read.topics or None), [], {}
+        return facts, _settings(args, read.settings, read.topics or None), [], {}, server
     from tools.check.inputs import InputError, read_logs
 
     paths = [args.data_dir] if args.data_dir else list(args.log_dir)
@@ -209,11 +239,15 @@ def load(args: argparse.Namespace) -> tuple[dict[str, GroupFacts], Settings, lis
         got = read_logs(paths)
     except (InputError, OSError) as e:
         raise _InputError(str(e)) from None
-    return got.facts, _settings(args, {}, got.topics or None), got.problems, got.unknown_kinds
+    return got.facts, _settings(args, {}, got.topics or None), got.problems, got.unknown_kinds, None
 
 
 def evaluate(
-    args: argparse.Namespace, facts: dict[str, GroupFacts], settings: Settings, unknown: Unknown
+    args: argparse.Namespace,
+    facts: dict[str, GroupFacts],
+    settings: Settings,
+    unknown: Unknown,
+    server: ServerCapabilities | None = None,
 ) -> list[Verdict]:
     """A verdict per wanted group. A group with only old records left (deleted) matters only to
     a coordinator release, which still reads them; its partition's other groups are its peers."""
@@ -229,7 +263,7 @@ def evaluate(
         if (wanted is not None and gid not in wanted) or (not f.live and not release):
             continue
         if args.check_command == "upgrade":
-            out.append(upgrade_verdict(f, settings))
+            out.append(upgrade_verdict(f, settings, server))
         elif not release:
             out.append(downgrade_verdict(f, args.to, settings))
         else:
@@ -255,10 +289,23 @@ def summary(verdicts: Sequence[Verdict]) -> dict[str, dict[str, int]]:
     return {c: dict(sorted(n.items())) for c, n in sorted(out.items())}
 
 
-def render(verdicts: Sequence[Verdict], problems: Sequence[str], verbose: bool, out: TextIO) -> None:
+def render(
+    verdicts: Sequence[Verdict],
+    problems: Sequence[str],
+    verbose: bool,
+    out: TextIO,
+    server: ServerCapabilities | None = None,
+) -> None:
     from tools.groups.output import Style, table, use_colour
 
     style = Style(use_colour(out))
+    if server is not None and server.serves_consumer_protocol is False:
+        out.write(
+            style.bad(f"Server {server.bootstrap}: does not serve the KIP-848 consumer protocol") + "\n"
+        )
+        out.write(f"  {server.reason}\n")
+        for i, way in enumerate(server.ways_out(), 1):
+            out.write(f"  way out {i}: {way}\n")
     rows = [[v.group, v.group_type, v.size, v.verdict, v.reason, v.fix] for v in verdicts]
     headers = ["GROUP", "TYPE", "MEMBERS", "VERDICT", "REASON", "FIX"]
     if rows:
@@ -294,11 +341,11 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             )
             return INPUT_ERROR
     try:
-        facts, settings, problems, unknown = load(args)
+        facts, settings, problems, unknown, server = load(args)
     except _InputError as e:
         err.write(f"groupshift check {args.check_command}: error: {e}\n")
         return INPUT_ERROR
-    verdicts = evaluate(args, facts, settings, unknown)
+    verdicts = evaluate(args, facts, settings, unknown, server)
     found = {v.group for v in verdicts}
     missing = [g for g in args.groups if g not in found] if not args.all else []
     if missing:
@@ -319,9 +366,10 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 "known": sorted(settings.known),
             },
             "problems": problems,
+            "server": server.to_json() if server is not None else None,
             "exit_status": status,
         }
         out.write(json.dumps(doc, indent=1) + "\n")
     else:
-        render(verdicts, problems, args.verbose, out)
+        render(verdicts, problems, args.verbose, out, server)
     return status

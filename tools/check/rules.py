@@ -23,10 +23,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Literal
 
 from tools.check.facts import BUILTIN_ASSIGNORS, COOPERATIVE_ASSIGNORS, GroupFacts, RecordKind
+
+if TYPE_CHECKING:
+    from tools.groups.capabilities import ServerCapabilities
 
 INT_MAX = 2**31 - 1
 UPGRADE_POLICIES = ("bidirectional", "upgrade")
@@ -345,9 +348,40 @@ def _upgrade_advice(facts: GroupFacts, settings: Settings) -> list[Check]:
     return out
 
 
-def upgrade_verdict(facts: GroupFacts, settings: Settings) -> Verdict:
+def server_check(server: ServerCapabilities) -> Check:
+    """The group-independent finding: a server that does not serve KIP-848 makes every group
+    NOT-READY, whatever the group (its members would get no partitions, no error)."""
+    if server.serves_consumer_protocol is False:
+        ways = server.ways_out()
+        return Check(
+            "server",
+            "refused",
+            "the server does not serve the KIP-848 consumer protocol: " + server.reason,
+            f"{ways[0]}; or {ways[1]}",
+        )
+    if server.serves_consumer_protocol is None:
+        return Check("server", "unknown", "whether the server serves KIP-848 is unknown: " + server.reason)
+    return Check("server", "ok", server.reason)
+
+
+def upgrade_verdict(
+    facts: GroupFacts, settings: Settings, server: ServerCapabilities | None = None
+) -> Verdict:
     """READY if a KIP-848 member joining now converts the group (or it needs no conversion),
-    NOT-READY with Kafka's refusal message otherwise."""
+    NOT-READY with Kafka's refusal message otherwise. `server` (a live input's) first: a server
+    that does not serve the consumer protocol makes every group NOT-READY."""
+    if server is not None:
+        found = server_check(server)
+        base = _upgrade_verdict(facts, settings)
+        details = (found, *base.details)
+        if found.status == "refused":
+            return replace(base, verdict=NOT_READY, reason=found.reason, fix=found.fix, kafka_message=None,
+                           details=details)  # fmt: skip
+        return replace(base, details=details)
+    return _upgrade_verdict(facts, settings)
+
+
+def _upgrade_verdict(facts: GroupFacts, settings: Settings) -> Verdict:
 
     def verdict(verdict: str, reason: str, fix: str | None, checks: list[Check], msg: str | None) -> Verdict:
         return Verdict(

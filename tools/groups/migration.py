@@ -20,7 +20,11 @@ does not list them leaves those checks unknown rather than guessed) and reports:
   cooperative-sticky does this, KAFKA-18134). Downgrade (the last consumer-protocol member
   leaves): the policy must allow downgrades and the remaining members fit `group.max.size`.
   Empty groups convert whatever the policy;
-- the next step an operator should take.
+- the next step an operator should take. First of all, whether the server serves the KIP-848
+  consumer protocol at all (`tools.groups.capabilities`: Kafka 3.7-3.9 without `consumer` in
+  `group.coordinator.rebalance.protocols`, or Kafka 4.x with the `group.version` feature at 0,
+  list ConsumerGroupHeartbeat and then answer UNSUPPORTED_VERSION): if not, no upgrade is
+  advised, the two ways out are.
 
 `--watch` prints what changed between polls (joins, leaves, conversions, epochs, partitions
 moving between owners) and, with `--json`, one JSON object per poll. `--plot` draws who owned
@@ -37,6 +41,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from tools.groups.capabilities import ServerCapabilities, probe_server
 from tools.groups.output import ERROR, NOT_FOUND, OK, Style, emit_json, error, table
 from tools.groups.snapshot import Group, describe
 from tools.groups.wire import BROKER_RESOURCE, AdminWire, KafkaError, WireError
@@ -57,6 +62,7 @@ class Observation:
     at: float
     group: Group
     settings: dict[str, str | None]
+    server: ServerCapabilities | None = None  # asked once per run, not per poll
 
     def owners(self) -> dict[TP, str]:
         return {tp: m.member_id for m in self.group.members for tp in m.partitions}
@@ -104,11 +110,24 @@ def broker_settings(admin: AdminWire) -> dict[str, str | None]:
     return {n: (found[n]["value"] if n in found else None) for n in names}
 
 
-def conversion_check(group: Group, settings: dict[str, str | None]) -> dict[str, Any]:
+def conversion_check(
+    group: Group, settings: dict[str, str | None], server: ServerCapabilities | None = None
+) -> dict[str, Any]:
     """Which conversion the group faces next and every reason it would be refused now."""
     policy = settings.get("group.consumer.migration.policy")
     reasons: list[str] = []
     unknown: list[str] = []
+    no_kip848 = server is not None and server.serves_consumer_protocol is False
+    if no_kip848 and server is not None and (group.group_type == "classic" or not group.members):
+        return {
+            "direction": "upgrade",
+            "allowed": False,
+            "refusals": ["the server does not serve the KIP-848 consumer protocol: " + server.reason],
+            "unknown": [],
+            "policy": policy,
+            "note": None,
+            "ways_out": list(server.ways_out()),
+        }
     if not group.exists or not group.members:
         return {
             "direction": None,
@@ -213,7 +232,7 @@ def report(obs: Observation, tracker: Tracker, stuck_after: float) -> dict[str, 
                     "pending_for_s": round(obs.at - since, 1),
                 }
             )
-    conversion = conversion_check(g, obs.settings)
+    conversion = conversion_check(g, obs.settings, obs.server)
     if not g.members:
         phase = "empty"
     elif g.group_type == "classic":
@@ -253,6 +272,13 @@ def next_step(
     conversion: dict[str, Any],
     stuck_after: float,
 ) -> str:
+    if conversion.get("ways_out") and phase in ("empty", "classic"):
+        ways = conversion["ways_out"]
+        return (
+            "Do not start group.protocol=consumer members here: "
+            + "; ".join(conversion["refusals"])
+            + f". Either {ways[0]}, or {ways[1]}."
+        )
     if phase == "empty":
         return "The group is empty: the protocol of the next member to join decides its type (any policy)."
     if phase == "classic":
@@ -375,13 +401,14 @@ def render(rep: dict[str, Any], style: Style) -> str:
 def run(admin: AdminWire, args: argparse.Namespace, out: TextIO, style: Style) -> int:
     tracker = Tracker()
     settings = broker_settings(admin)
+    server = probe_server(admin, args.bootstrap_server)
     polls = 0
     prev: Observation | None = None
     last: dict[str, Any] = {}
     try:
         while True:
             try:
-                obs = Observation(time.time(), describe(admin, args.group), settings)
+                obs = Observation(time.time(), describe(admin, args.group), settings, server)
             except (WireError, KafkaError) as e:
                 if not args.watch:
                     raise

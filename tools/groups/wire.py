@@ -75,6 +75,17 @@ LATEST = -1
 CLIENT_ID = "groupshift-groups"
 
 
+@dataclass(frozen=True)
+class Features:
+    """What ApiVersions v3+ says of KIP-584 feature flags: the levels the broker's software
+    supports and the cluster-wide finalized levels (a feature at level 0 is not listed);
+    `finalized_epoch` -1 when the broker reports none (no KRaft/ZK feature store)."""
+
+    supported: dict[str, tuple[int, int]]
+    finalized: dict[str, int]
+    finalized_epoch: int
+
+
 class WireError(Exception):
     """A broker could not be reached or answered something unusable."""
 
@@ -237,6 +248,41 @@ class AdminWire:
 
     def supports(self, api_key: int) -> bool:
         return self.version(api_key) is not None
+
+    def api_versions(self) -> dict[int, tuple[int, int]]:
+        """{api key: (min, max)} the bootstrap broker advertises (ApiVersions v0)."""
+        return dict(self._any_conn().versions)
+
+    def features(self) -> Features | None:
+        """The KIP-584 feature levels (ApiVersions v3+, KIP-511's client software fields
+        required) from the first bootstrap broker that answers, on a connection of its own:
+        a broker older than 2.4 answers v3 with a v0 body, which is None here (no features)."""
+        for host, port in self._bootstrap:
+            try:
+                conn = _Connection(host, port, self.timeout)
+            except WireError:
+                continue
+            try:
+                resp = conn.request(
+                    build(
+                        load_request_schema(API_VERSIONS, 3),
+                        {"client_software_name": CLIENT_ID, "client_software_version": "1"},
+                    )
+                )
+            except Exception:  # lost, or a v0 error body that does not decode as v3 (kio's errors)
+                return None
+            finally:
+                conn.close()
+            if code_of(resp.error_code) != 0:
+                return None
+            return Features(
+                supported={
+                    str(f.name): (int(f.min_version), int(f.max_version)) for f in resp.supported_features
+                },
+                finalized={str(f.name): int(f.max_version_level) for f in resp.finalized_features},
+                finalized_epoch=int(resp.finalized_features_epoch),
+            )
+        return None
 
     def _call(self, api_key: int, values: Mapping[str, Any], conn: _Connection | None = None) -> Any:
         conn = conn or self._any_conn()

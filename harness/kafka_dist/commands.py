@@ -9,7 +9,7 @@ import sys
 import time
 from collections.abc import Sequence
 from types import FrameType
-from typing import TextIO
+from typing import Any, TextIO
 
 from harness.kafka_dist.cluster import KafkaCluster, KafkaStartError
 from harness.kafka_dist.maven import KafkaUnavailable, cache_root, cached_dists, resolve_component
@@ -117,6 +117,20 @@ def fetch(specs: Sequence[str], clients: bool = True, out: TextIO = sys.stdout) 
                 flush=True,
             )
     return status
+
+
+def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
+    """`groupshift kafka`; `summary` is its line in `groupshift --help` (groupshift.cli.COMMANDS)."""
+    p: argparse.ArgumentParser = sub.add_parser(
+        "kafka",
+        help=summary,
+        description=(
+            "Reference Apache Kafka for comparisons and migrations (docs/kafka-in-the-loop.md). "
+            "Needs Java 17+ and Maven; releases are cached under ~/.cache/groupshift/kafka."
+        ),
+    )
+    add_arguments(p)
+    return p
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

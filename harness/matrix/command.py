@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import Any
 
 
-def add_parser(sub: Any) -> argparse.ArgumentParser:
+def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
+    """The `matrix` parser; `summary` is its line in `groupshift --help` (groupshift.cli.COMMANDS)."""
     p: argparse.ArgumentParser = sub.add_parser(
         "matrix",
-        help="run client versions x protocols x scenarios against groupshift and Kafka",
+        help=summary,
         description=(
             "Version matrix: verifiable consumers of each client library and version go through "
             "migration scenarios against groupshift and a reference Apache Kafka; each cell is "

@@ -99,10 +99,11 @@ def _add_inputs(p: argparse.ArgumentParser) -> None:
     p.add_argument("--verbose", action="store_true", help="print every check of every group")
 
 
-def add_parser(sub: Any) -> argparse.ArgumentParser:
+def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
+    """The `check` parser; `summary` is its line in `groupshift --help` (groupshift.cli.COMMANDS)."""
     p: argparse.ArgumentParser = sub.add_parser(
         "check",
-        help="upgrade readiness and downgrade safety per group (live cluster, data dir or Kafka logs)",
+        help=summary,
         description=(
             "A verdict per group, with the reason and the exact fix: can it migrate online to the "
             "KIP-848 consumer protocol now (upgrade), is a rollback safe (downgrade)."

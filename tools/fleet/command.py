@@ -19,10 +19,11 @@ from typing import Any
 from tools.check.rules import CLASSIC_TARGET
 
 
-def add_parser(sub: Any) -> argparse.ArgumentParser:
+def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
+    """The `fleet` parser; `summary` is its line in `groupshift --help` (groupshift.cli.COMMANDS)."""
     p: argparse.ArgumentParser = sub.add_parser(
         "fleet",
-        help="migration readiness and rebalance health of many clusters at once (Spark)",
+        help=summary,
         description=(
             "Read the coordinator logs and event logs of a whole fleet on Spark: which groups can "
             "migrate now, which block and why, which are unsafe to roll back, and how their "

@@ -24,10 +24,11 @@ exit status:
 """
 
 
-def add_parser(sub: Any) -> argparse.ArgumentParser:
+def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
+    """The `groups` parser; `summary` is its line in `groupshift --help` (groupshift.cli.COMMANDS)."""
     p: argparse.ArgumentParser = sub.add_parser(
         "groups",
-        help="list, describe, reset, delete consumer groups and watch a migration (any Kafka cluster)",
+        help=summary,
         description=(
             "kafka-consumer-groups.sh in the same words, for groupshift and any Kafka 2.x+ cluster, "
             "plus `migration`: the live story of a group moving between the classic and the "

@@ -1,0 +1,132 @@
+"""`groupshift serve`: the Kafka-protocol gateway (consumer groups of both protocols, embedded
+topics) with settings under Kafka's broker config names.
+
+Errors in settings are printed as `groupshift serve: error: ...` alone (no usage block: the usage
+is not the problem), with exit status 2 like argparse's own usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
+    """The `serve` parser; `summary` is its line in `groupshift --help` (groupshift.cli.COMMANDS)."""
+    p: argparse.ArgumentParser = sub.add_parser(
+        "serve",
+        help=summary,
+        description=(
+            "Serve the Kafka wire protocol on one listener. Settings use Kafka's broker config "
+            "names; a properties file (--config), the flags below and --set NAME=VALUE feed "
+            "the same validated model (later sources win: file, flags, --set)."
+        ),
+    )
+    p.add_argument(
+        "--listen",
+        metavar="HOST:PORT",
+        help="listener (`listeners`, default 127.0.0.1:9092; port 0 picks a free port)",
+    )
+    p.add_argument("--data-dir", metavar="DIR", help="data directory (`log.dirs`, default ./groupshift-data)")
+    p.add_argument("--config", metavar="FILE", help="Java-properties file of NAME=VALUE lines")
+    p.add_argument(
+        "--upstream",
+        metavar="BOOTSTRAP",
+        help=(
+            "front an existing Kafka cluster (`upstream.bootstrap.servers`, HOST:PORT[,HOST:PORT...]): "
+            "group APIs are answered here, everything else is forwarded"
+        ),
+    )
+    p.add_argument(
+        "--set",
+        metavar="NAME=VALUE",
+        action="append",
+        default=[],
+        help="one setting by its Kafka name, e.g. --set num.partitions=6 (repeatable)",
+    )
+    p.add_argument(
+        "--force-data-dir",
+        action="store_true",
+        help="use a non-empty data directory that groupshift did not create (normally refused)",
+    )
+    p.add_argument(
+        "--ignore-topics-file",
+        action="store_true",
+        help=(
+            "start although topics.json is missing or damaged (normally refused): with no topics, "
+            "the damaged file kept as topics.json.<id>-damaged and every partition directory "
+            "renamed aside as <name>.<id>-stray; nothing is deleted"
+        ),
+    )
+    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    p.set_defaults(run=run)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load and check the settings, then serve until stopped (the gateway's exit status)."""
+    import structlog
+
+    from gateway.config import ConfigError, check_data_dir, check_data_dir_is_ours, load_settings
+    from gateway.dataplane.datadir import DataDirLock, DataDirLockedError
+    from gateway.groups.service import install_group_layer
+    from gateway.logs import configure_logging
+    from gateway.server import Extension
+    from gateway.server import run as serve
+
+    configure_logging(args.log_level)
+    overrides = {}
+    if args.listen is not None:
+        overrides["listeners"] = args.listen
+    if args.data_dir is not None:
+        overrides["log.dirs"] = args.data_dir
+    if args.upstream is not None:
+        overrides["upstream.bootstrap.servers"] = args.upstream
+    try:
+        loaded = load_settings(
+            config_file=args.config,
+            overrides=overrides,
+            override_origins={"listeners": "--listen", "log.dirs": "--data-dir"},
+            sets=args.set,
+        )
+        check_data_dir_is_ours(loaded.config, allow_foreign=args.force_data_dir)
+    except ConfigError as e:
+        return _error(str(e))
+    # The data directory's lock before anything else reads or changes it (Kafka's
+    # LogManager): a second server on a live directory stops here, having changed nothing.
+    try:
+        lock = DataDirLock.acquire(loaded.config.data_dir)
+    except (DataDirLockedError, OSError) as e:
+        structlog.get_logger("gateway").error("gateway.start_failed", error=str(e))
+        return 1
+    try:
+        check_data_dir(loaded.config, allow_foreign=args.force_data_dir)
+    except ConfigError as e:
+        lock.release()
+        return _error(str(e))
+    if loaded.ignored_kafka_keys:
+        structlog.get_logger("gateway").warning(
+            "config.kafka_keys_ignored",
+            keys=list(loaded.ignored_kafka_keys),
+            reason="Kafka broker settings that groupshift does not use",
+        )
+    extensions: list[Extension] = [install_group_layer]
+    if loaded.config.upstream is not None:
+        from gateway.upstream import install_upstream_mode
+
+        extensions = [install_upstream_mode]
+    return serve(
+        loaded.config,
+        extensions=extensions,
+        data_dir_lock=lock,
+        ignore_topics_file=args.ignore_topics_file,
+    )
+
+
+def _error(message: str) -> int:
+    """`groupshift serve: error: message` on stderr and exit status 2, like argparse, without the
+    usage."""
+    lines = message.splitlines() or [""]
+    sys.stderr.write("".join(f"groupshift serve: error: {line}\n" for line in lines))
+    return 2

@@ -1,0 +1,64 @@
+"""`groupshift simulate`: consumer-group scenarios through the sans-IO engine on a virtual clock,
+printed after each step in the format of KIP-848's case studies (group epoch, target assignment,
+every member's epoch, state and partitions); migration scenarios mix classic members
+(JoinGroup/SyncGroup, eager range) and KIP-848 members in one group. `--chaos` runs the
+deterministic whole-coordinator simulator with faults instead (sim.chaos, docs/simulation.md). The
+scenarios themselves live in sim/; this module only parses and dispatches.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
+    """The `simulate` parser; `summary` is its line in `groupshift --help` (groupshift.cli.COMMANDS)."""
+    p: argparse.ArgumentParser = sub.add_parser(
+        "simulate",
+        help=summary,
+        description=(
+            "Drive the sans-IO engine with a virtual clock and print, after each step, the group "
+            "epoch, the target assignment and every member's epoch, state and partitions "
+            "(the KIP-848 case studies' format). Migration scenarios mix classic members "
+            "(JoinGroup/SyncGroup, eager range) and KIP-848 members in one group."
+        ),
+    )
+    p.add_argument(
+        "--scenario",
+        default="basic",
+        help=(
+            "basic | incremental | member-failure | partition-added | random (default: basic), or a "
+            "migration: online-migration (the KIP's case study) | rolling-upgrade | rolling-downgrade"
+        ),
+    )
+    p.add_argument("--seed", type=int, default=1, help="seed for --scenario random")
+    p.add_argument("--steps", type=int, default=30, help="steps for --scenario random")
+    p.add_argument("--assignor", default="uniform", help="server assignor (uniform | range)")
+    p.add_argument(
+        "--chaos",
+        action="store_true",
+        help="run the deterministic whole-coordinator simulator with faults instead (docs/simulation.md)",
+    )
+    p.add_argument("--seeds", type=int, default=1, help="--chaos: seeds --seed .. --seed+N-1")
+    p.add_argument("--keep-going", action="store_true", help="--chaos: run every seed after a violation")
+    p.set_defaults(run=run)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the scenario (or the chaos seeds) and print it on stdout."""
+    if args.chaos:
+        from sim.chaos import main as chaos_main
+
+        return chaos_main(args.seed, args.steps, args.seeds, sys.stdout, keep_going=args.keep_going)
+    from sim.migration_scenarios import SCENARIOS as MIGRATIONS
+    from sim.migration_scenarios import main as migration_main
+    from sim.scenarios import main as simulate_main
+
+    if args.scenario in MIGRATIONS:
+        return migration_main(args.scenario, assignor=args.assignor, out=sys.stdout)
+    return simulate_main(
+        args.scenario, seed=args.seed, steps=args.steps, assignor=args.assignor, out=sys.stdout
+    )

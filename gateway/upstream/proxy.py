@@ -60,6 +60,7 @@ from protocol.codec import (
     response_type_of,
 )
 from protocol.entity_builder import build
+from protocol.varint import read_uvarint
 
 if TYPE_CHECKING:
     from gateway.server import GatewayServer
@@ -115,14 +116,15 @@ def produce_acks(frame: bytes, version: int) -> int:
 
     Header: key, version, correlation id, client id (int16-length string); header v2 (Produce
     v9+) adds tagged fields. Body: transactional id (nullable string; compact from v9), then
-    acks (int16).
+    acks (int16). These are a client's bytes: a frame that ends early raises `struct.error` or
+    `IndexError`, an over-long varint `protocol.varint.OverlongVarintError` (a `ValueError`).
     """
     pos = 8
     (n,) = _I16.unpack_from(frame, pos)
     pos += 2 + max(n, 0)
     if version >= 9:
         pos = _skip_tagged(frame, pos)
-        n, pos = _uvarint(frame, pos)  # compact nullable string: length + 1, 0 = null
+        n, pos = read_uvarint(frame, pos)  # compact nullable string: length + 1, 0 = null
         pos += max(n - 1, 0)
     else:
         (n,) = _I16.unpack_from(frame, pos)
@@ -130,22 +132,11 @@ def produce_acks(frame: bytes, version: int) -> int:
     return int(_I16.unpack_from(frame, pos)[0])
 
 
-def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
-    shift = value = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return value, pos
-        shift += 7
-
-
 def _skip_tagged(buf: bytes, pos: int) -> int:
-    count, pos = _uvarint(buf, pos)
+    count, pos = read_uvarint(buf, pos)
     for _ in range(count):
-        _, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
+        _, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
         pos += size
     return pos
 
@@ -328,7 +319,7 @@ class UpstreamProxy:
         if api_key == PRODUCE:
             try:
                 expect = produce_acks(frame, version) != 0
-            except (struct.error, IndexError):
+            except (struct.error, IndexError, ValueError):  # a malformed header: the upstream decides
                 expect = True
         self._forwarded_children[api_key].inc()
 

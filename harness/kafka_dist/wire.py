@@ -14,6 +14,8 @@ from __future__ import annotations
 import socket
 import struct
 
+from protocol.varint import encode_uvarint
+
 API_METADATA = 3
 API_VERSIONS = 18
 API_CONSUMER_GROUP_HEARTBEAT = 68
@@ -112,23 +114,11 @@ def broker_ids(host: str, port: int, timeout: float = 5.0) -> list[int]:
         return sorted(ids)
 
 
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
 def _compact_string(value: str | None) -> bytes:
     if value is None:
         return b"\x00"
     raw = value.encode()
-    return _uvarint(len(raw) + 1) + raw
+    return encode_uvarint(len(raw) + 1) + raw
 
 
 def consumer_group_heartbeat_error(
@@ -147,10 +137,10 @@ def consumer_group_heartbeat_error(
         + _compact_string(None)  # instance id
         + _compact_string(None)  # rack id
         + struct.pack(">i", 30000)  # rebalance timeout
-        + _uvarint(len(topics) + 1)
+        + encode_uvarint(len(topics) + 1)
         + b"".join(_compact_string(t) for t in topics)
         + _compact_string(None)  # server assignor
-        + _uvarint(1)  # owned topic partitions: empty
+        + encode_uvarint(1)  # owned topic partitions: empty
         + b"\x00"  # tagged fields
     )
     header = struct.pack(">hhih", API_CONSUMER_GROUP_HEARTBEAT, 0, 7, len(_CLIENT_ID)) + _CLIENT_ID + b"\x00"

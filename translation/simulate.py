@@ -27,6 +27,7 @@ from engine.classic.api import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
+from engine.classic.client_assignors import range_assign
 from engine.classic.group import ClassicGroup
 from engine.classic.member import Protocol
 from engine.consumer.group import ConsumerGroup
@@ -60,24 +61,6 @@ class ClassicClient:
     member_id: str = ""
     generation: int = -1
     owned: dict[str, tuple[int, ...]] = field(default_factory=dict)
-
-
-def range_assign(
-    subscriptions: dict[str, tuple[str, ...]], partitions: dict[str, int]
-) -> dict[str, dict[str, list[int]]]:
-    """Kafka's client-side RangeAssignor: per topic, members in id order take contiguous ranges."""
-    out: dict[str, dict[str, list[int]]] = {m: {} for m in subscriptions}
-    for topic, count in sorted(partitions.items()):
-        members = sorted(m for m, ts in subscriptions.items() if topic in ts)
-        if not members:
-            continue
-        per, extra = divmod(count, len(members))
-        start = 0
-        for i, m in enumerate(members):
-            n = per + (1 if i < extra else 0)
-            out[m][topic] = list(range(start, start + n))
-            start += n
-    return out
 
 
 class MigrationSimulator(Simulator):

@@ -46,6 +46,7 @@ from engine.classic.api import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
+from engine.classic.client_assignors import range_assign, roundrobin_assign
 from engine.classic.member import Protocol
 from engine.config import CoordinatorConfig
 from engine.consumer.api import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
@@ -171,30 +172,7 @@ def _assign(
     subs: dict[str, tuple[str, ...]], counts: dict[str, int], roundrobin: bool
 ) -> dict[str, dict[str, list[int]]]:
     """What a classic leader computes: Kafka's RangeAssignor, or RoundRobinAssignor."""
-    out: dict[str, dict[str, list[int]]] = {m: {} for m in subs}
-    if roundrobin:
-        members = sorted(subs)
-        i = 0
-        for topic in sorted(counts):
-            for p in range(counts[topic]):
-                for _ in range(len(members)):
-                    m = members[i % len(members)]
-                    i += 1
-                    if topic in subs[m]:
-                        out[m].setdefault(topic, []).append(p)
-                        break
-        return out
-    for topic, count in sorted(counts.items()):
-        members = sorted(m for m, ts in subs.items() if topic in ts)
-        if not members:
-            continue
-        per, extra = divmod(count, len(members))
-        start = 0
-        for i, m in enumerate(members):
-            n = per + (1 if i < extra else 0)
-            out[m][topic] = list(range(start, start + n))
-            start += n
-    return out
+    return roundrobin_assign(subs, counts) if roundrobin else range_assign(subs, counts)
 
 
 class ShardDriver:

@@ -169,7 +169,9 @@ def forwards_split(api_key: int, version: int, frame: bytes) -> bool:
         return False  # the dispatcher rejects it
     if api_key == FIND_COORDINATOR:
         return int(getattr(req, "key_type", 0)) == 1  # transactions live upstream
-    return not any(int(r.resource_type) == GROUP_RESOURCE for r in req.resources)
+    # kio reads a -1 array length as None although `Resources` is not nullable: such a request
+    # names no GROUP resource, and goes to the broker, which refuses it (found by fuzz/upstream).
+    return not any(int(r.resource_type) == GROUP_RESOURCE for r in req.resources or ())
 
 
 def expects_response(frame: bytes, api_key: int, version: int) -> bool:

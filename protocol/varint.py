@@ -66,15 +66,7 @@ class TruncatedVarintError(IndexError):
 
 
 # --- encoding --------------------------------------------------------------------------------
-
-
-def _encode(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
+# The loops are written out in each function: a helper call would cost about a third of an encode.
 
 
 def encode_uvarint(n: int) -> bytes:
@@ -83,7 +75,12 @@ def encode_uvarint(n: int) -> bytes:
         if n >= 0:
             return _SMALL[n]
     elif n <= MAX_UVARINT:
-        return _encode(n)
+        out = bytearray()
+        while n >= 0x80:
+            out.append((n & 0x7F) | 0x80)
+            n >>= 7
+        out.append(n)
+        return bytes(out)
     raise ValueError(f"unsigned varint {n} does not fit in 32 bits" if n > 0 else f"negative varint {n}")
 
 
@@ -93,7 +90,12 @@ def encode_uvarlong(n: int) -> bytes:
         if n >= 0:
             return _SMALL[n]
     elif n <= MAX_UVARLONG:
-        return _encode(n)
+        out = bytearray()
+        while n >= 0x80:
+            out.append((n & 0x7F) | 0x80)
+            n >>= 7
+        out.append(n)
+        return bytes(out)
     raise ValueError(f"unsigned varlong {n} does not fit in 64 bits" if n > 0 else f"negative varlong {n}")
 
 
@@ -129,44 +131,72 @@ def encode_varlong(n: int) -> bytes:
 # --- decoding --------------------------------------------------------------------------------
 
 
-def _read(buf: bytes | bytearray | memoryview, pos: int, max_bytes: int) -> tuple[int, int]:
-    value = 0
-    shift = 0
-    i = pos
-    try:
-        for i in range(pos, pos + max_bytes):
-            b = buf[i]
-            value |= (b & 0x7F) << shift
-            if b < 0x80:
-                return value, i + 1
-            shift += 7
-    except IndexError:
-        raise TruncatedVarintError(
-            f"truncated varint: the data ends at byte {i - pos} of the varint at {pos}"
-        ) from None
-    raise OverlongVarintError(f"varint longer than {max_bytes} bytes (at {pos})")
+def _truncated(pos: int, at: int) -> TruncatedVarintError:
+    return TruncatedVarintError(f"truncated varint: the data ends at byte {at - pos} of the varint at {pos}")
 
 
 def read_uvarint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
     """Unsigned 32-bit varint at `pos` (`readUnsignedVarint`): at most 5 bytes.
 
     As in Kafka, the unused high bits of the 5th byte are not checked: a caller that needs the
-    value to fit 32 bits (a length about to be used) compares it itself."""
-    return _read(buf, pos, MAX_VARINT_BYTES)
+    value to fit 32 bits (a length about to be used) compares it itself. Unrolled: record
+    batches call this for every length of 64 bytes or more."""
+    i = pos
+    try:
+        b = buf[i]
+        if b < 0x80:
+            return b, i + 1
+        value = b & 0x7F
+        i += 1
+        b = buf[i]
+        if b < 0x80:
+            return value | b << 7, i + 1
+        value |= (b & 0x7F) << 7
+        i += 1
+        b = buf[i]
+        if b < 0x80:
+            return value | b << 14, i + 1
+        value |= (b & 0x7F) << 14
+        i += 1
+        b = buf[i]
+        if b < 0x80:
+            return value | b << 21, i + 1
+        value |= (b & 0x7F) << 21
+        i += 1
+        b = buf[i]
+        if b < 0x80:
+            return value | b << 28, i + 1
+    except IndexError:
+        raise _truncated(pos, i) from None
+    raise OverlongVarintError(f"varint longer than {MAX_VARINT_BYTES} bytes (at {pos})")
 
 
 def read_uvarlong(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
     """Unsigned 64-bit varint at `pos` (`readUnsignedVarlong`): at most 10 bytes."""
-    return _read(buf, pos, MAX_VARLONG_BYTES)
+    value = 0
+    shift = 0
+    i = pos
+    end = pos + MAX_VARLONG_BYTES
+    try:
+        while i < end:
+            b = buf[i]
+            i += 1
+            value |= (b & 0x7F) << shift
+            if b < 0x80:
+                return value, i
+            shift += 7
+    except IndexError:
+        raise _truncated(pos, i) from None
+    raise OverlongVarintError(f"varint longer than {MAX_VARLONG_BYTES} bytes (at {pos})")
 
 
 def read_varint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
     """Signed (zigzag) 32-bit varint at `pos` (`readVarint`): at most 5 bytes."""
-    z, pos = _read(buf, pos, MAX_VARINT_BYTES)
+    z, pos = read_uvarint(buf, pos)
     return (z >> 1) ^ -(z & 1), pos
 
 
 def read_varlong(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
     """Signed (zigzag) 64-bit varint at `pos` (`readVarlong`): at most 10 bytes."""
-    z, pos = _read(buf, pos, MAX_VARLONG_BYTES)
+    z, pos = read_uvarlong(buf, pos)
     return (z >> 1) ^ -(z & 1), pos

@@ -92,9 +92,6 @@ uvarint = encode_uvarint
 def read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
     """Read an unsigned 32-bit varint; at most 5 bytes, as Kafka's `readUnsignedVarint`, and
     the value must fit 32 bits (Kafka would silently drop the 5th byte's high bits)."""
-    b = buf[pos]
-    if b < 0x80:
-        return b, pos + 1
     try:
         value, pos = _read_uvarint(buf, pos)
     except OverlongVarintError:

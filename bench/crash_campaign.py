@@ -45,7 +45,7 @@ from typing import Any
 
 from e2e import harness
 from e2e.harness import GatewayProcess
-from e2e.wire import WireClient, make_request
+from protocol.client import WireClient, make_request
 
 TOPIC = "crash"
 PARTITIONS = 6

@@ -244,7 +244,7 @@ def _inclusive_costs(profile: Path, needles: tuple[str, ...]) -> dict[str, float
 
 
 PROFILE_STAGES = (
-    "data_received (gateway/framing.py",
+    "data_received (gateway/connection.py",
     "on_frame (gateway/dispatch.py",
     "decode (protocol/codec.py",
     "GroupApis.consumer_group_heartbeat (",
@@ -252,7 +252,7 @@ PROFILE_STAGES = (
     "ShardRuntime.run (",
     "build (protocol/entity_builder.py",
     "encode_response (protocol/codec.py",
-    "_flush (gateway/framing.py",
+    "_flush (gateway/connection.py",
 )
 
 

@@ -46,8 +46,8 @@ from bench.heartbeats import (
 )
 from e2e.harness import GatewayProcess
 from e2e.scaleout import create_topic, wait_fleet
-from e2e.wire import WireClient, make_request
 from gateway.groups.routing import partition_for
+from protocol.client import WireClient, make_request
 from protocol.codec import encode_request
 
 try:

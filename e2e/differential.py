@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from e2e.wire import WireClient, make_request
+from protocol.client import WireClient, make_request
 
 # Fields that legitimately differ between two servers; dropped wherever they occur.
 DROPPED = frozenset(

@@ -14,7 +14,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from e2e.differential import Session, plain
-from e2e.wire import WireClient, make_request
+from protocol.client import WireClient, make_request
 
 # ConsumerProtocol subscription bytes (version 1, one topic "t", no user data); opaque to both
 # coordinators, which only compare protocol names.

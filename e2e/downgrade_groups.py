@@ -22,7 +22,7 @@ import time
 import uuid
 from typing import Any
 
-from e2e.wire import WireClient, make_request
+from protocol.client import WireClient, make_request
 from tools.groups.wire import AdminWire, KafkaError
 
 TOPICS = {"orders": 4, "ev-a": 2, "ev-b": 2}

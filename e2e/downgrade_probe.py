@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.kafka_dist import KafkaCluster
+from protocol.varint import encode_uvarint
 from records import (
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
@@ -64,27 +65,15 @@ Pair = tuple[bytes, bytes | None]
 # --- hand-written encodings of versions our codecs do not write ----------------------------------
 
 
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
 def _cstr(s: str | None) -> bytes:
     if s is None:
         return b"\x00"
     b = s.encode()
-    return _uvarint(len(b) + 1) + b
+    return encode_uvarint(len(b) + 1) + b
 
 
 def _cbytes(b: bytes) -> bytes:
-    return _uvarint(len(b) + 1) + b
+    return encode_uvarint(len(b) + 1) + b
 
 
 def _str(s: str) -> bytes:
@@ -139,7 +128,7 @@ def group_metadata_v4(group_member: str) -> bytes:
         + _cstr("range")
         + _cstr(group_member)
         + struct.pack(">q", NOW)
-        + _uvarint(2)
+        + encode_uvarint(2)
         + member
         + b"\x00"
     )

@@ -78,9 +78,9 @@ from typing import Any
 
 from e2e.conftest import Gateways
 from e2e.harness import GatewayProcess
-from e2e.wire import WireClient, make_request
 from harness.matrix.checks import Window, commits_going_back
 from harness.matrix.checks import check_no_overlap as overlapping_windows
+from protocol.client import WireClient, make_request
 
 PARTITIONS = 12
 ALL = frozenset(range(PARTITIONS))

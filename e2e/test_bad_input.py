@@ -14,7 +14,7 @@ from collections.abc import Callable
 import pytest
 
 from e2e.harness import GatewayProcess
-from e2e.wire import WireClient, make_request
+from protocol.client import WireClient, make_request
 
 UNSUPPORTED_VERSION = 35
 

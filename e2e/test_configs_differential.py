@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from e2e.conftest import Gateways
-from e2e.wire import WireClient, make_request
+from protocol.client import WireClient, make_request
 
 TOPIC, BROKER = 2, 4
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3

@@ -305,7 +305,7 @@ def test_groupshift_answers_groups_in_request_order(differential_pair: tuple[str
     """Kafka answers the groups of one DescribeGroups/DeleteGroups/OffsetFetch request grouped by
     coordinator partition in hash-map order; groupshift keeps the request's order (clients match
     answers by group id; docs/deviations.md). The scenarios above sort; this pins our order."""
-    from e2e.wire import WireClient, make_request
+    from protocol.client import WireClient, make_request
 
     run = uuid.uuid4().hex[:10]
     names = [f"{c}-{run}" for c in "zyxwvutsrq"]

@@ -38,7 +38,7 @@ def test_compare_reports_unexplained_and_stale_known_differences() -> None:
 
 
 def test_plain_turns_kio_entities_into_values() -> None:
-    from e2e.wire import make_request
+    from protocol.client import make_request
 
     req = make_request(12, 4, group_id="g", generation_id=3, member_id="m", group_instance_id=None)
     assert plain(req) == {"group_id": "g", "generation_id": 3, "member_id": "m", "group_instance_id": None}

@@ -10,7 +10,7 @@ import uuid
 from e2e.conftest import Gateways
 from e2e.expected import COUNT, PARTITIONS, PER_PARTITION, assert_exactly_once, record
 from e2e.harness import GatewayProcess
-from e2e.wire import WireClient, make_request
+from protocol.client import WireClient, make_request
 
 
 def topic_ids(gw: GatewayProcess) -> dict[str, tuple[uuid.UUID, int]]:

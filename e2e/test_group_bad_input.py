@@ -24,7 +24,7 @@ from e2e.groups import (
     wait_partitioned,
     wait_until,
 )
-from e2e.wire import WireClient, make_request
+from protocol.client import WireClient, make_request
 
 INVALID_GROUP_ID, INVALID_SESSION_TIMEOUT, INVALID_REQUEST = 24, 26, 42
 UNKNOWN_MEMBER_ID, UNSUPPORTED_ASSIGNOR, INVALID_REGULAR_EXPRESSION = 25, 112, 128

@@ -29,7 +29,7 @@ from e2e.groups import (
     wait_partitioned,
     wait_until,
 )
-from e2e.wire import WireClient, make_request
+from protocol.client import WireClient, make_request
 
 GROUP = "cfg-group"
 TOPIC = "cfg-orders"

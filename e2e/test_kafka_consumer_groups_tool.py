@@ -195,7 +195,7 @@ def test_kafka_consumer_groups_sh_reads_the_same_on_groupshift_and_kafka(
 def test_describe_groups_v6_says_group_id_not_found_like_kafka(gateways: Gateways, kafka4: Any) -> None:
     """DescribeGroups v6 (KIP-1043): a group that does not exist is GROUP_ID_NOT_FOUND with
     "Group X not found." (v5 and older: an error-free Dead group), on both servers."""
-    from e2e.wire import WireClient, make_request
+    from protocol.client import WireClient, make_request
 
     gw = gateways.start("dg6", sets=FAST_GROUP_SETTINGS)
     answers = {}
@@ -226,7 +226,7 @@ def test_describe_groups_v6_says_group_id_not_found_like_kafka(gateways: Gateway
 
 def test_describe_groups_v6_not_found_on_groupshift_alone(gateways: Gateways) -> None:
     """The same regression check without Java: v6 says GROUP_ID_NOT_FOUND, v5 an empty Dead group."""
-    from e2e.wire import WireClient, make_request
+    from protocol.client import WireClient, make_request
 
     gw = gateways.start("dg6-alone", sets=FAST_GROUP_SETTINGS)
     with WireClient(gw.port) as c:

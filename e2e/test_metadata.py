@@ -11,7 +11,7 @@ import pytest
 
 from e2e.conftest import Gateways
 from e2e.harness import GatewayProcess
-from e2e.wire import WireClient, make_request
+from protocol.client import WireClient, make_request
 
 UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC, INVALID_REQUEST, UNKNOWN_TOPIC_ID = 3, 17, 42, 100
 

@@ -28,7 +28,7 @@ import time
 
 from e2e.conftest import Gateways
 from e2e.migration import Member, group_events, list_groups, scenario, wait_until
-from e2e.wire import WireClient, make_request
+from protocol.client import WireClient, make_request
 from translation.embedded_protocol import Subscription, serialize_assignment, serialize_subscription
 
 

@@ -58,8 +58,8 @@ from e2e.scaleout import (
     start_node,
     wait_fleet,
 )
-from e2e.wire import WireClient, make_request
 from gateway.groups.routing import partition_for
+from protocol.client import WireClient, make_request
 from records.codec import decode_record
 from records.offsets import OffsetCommitKey, OffsetCommitValue
 

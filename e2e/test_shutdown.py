@@ -10,7 +10,7 @@ import time
 
 from e2e.conftest import Gateways
 from e2e.harness import REPO
-from e2e.wire import WireClient, make_request
+from protocol.client import WireClient, make_request
 
 
 def test_sigterm_releases_long_polling_fetches_and_exits_zero(gateways: Gateways) -> None:

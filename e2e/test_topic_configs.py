@@ -22,8 +22,8 @@ import pytest
 
 from e2e.conftest import Gateways
 from e2e.harness import GatewayProcess
-from e2e.wire import WireClient, make_request
 from gateway.dataplane.configs import TOPIC_DEFS
+from protocol.client import WireClient, make_request
 
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
 DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3

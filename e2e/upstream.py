@@ -19,7 +19,7 @@ from typing import Any
 from e2e.expected import PARTITIONS, record
 from e2e.groups import ConfluentMember, KafkaPythonMember, Ledger, create_topic, produce, wait_until
 from e2e.harness import GatewayProcess
-from e2e.wire import WireClient, make_request
+from protocol.client import WireClient, make_request
 
 FAST_UPSTREAM_SETTINGS = (
     "group.initial.rebalance.delay.ms=0",

@@ -2,12 +2,14 @@
 
 One module per target; `python -m fuzz TARGET --runs N` runs one (see `fuzz.__main__`):
 
-* `framing`  - the TCP frame parser and in-order responses (`gateway.framing`);
+* `framing`  - the TCP frame parser and in-order responses (`gateway.connection`, `protocol.framing`);
 * `requests` - every request decoder a `groupshift serve` gateway serves (`protocol.codec`);
 * `embedded` - the embedded consumer protocol (`translation.embedded_protocol`);
 * `records`  - coordinator record keys and values (`records.codec` and `records/*_codec.py`);
 * `batches`  - v2 record batches as the coordinator loader and Produce read them
-  (`records.batch`).
+  (`records.batch`);
+* `upstream` - the upstream proxy's pre-decode path on client frames (routing, a Produce's
+  acks) and the link's response splitter (`gateway.upstream.proxy`, `protocol.framing`).
 
 Each module's docstring says what "clean" means for its target: the exceptions the server turns
 into a Kafka error or a closed connection. Anything else is a finding. Figures: docs/robustness.md.
@@ -19,7 +21,7 @@ import importlib
 
 from fuzz.common import Target
 
-NAMES = ("framing", "requests", "embedded", "records", "batches")
+NAMES = ("framing", "requests", "embedded", "records", "batches", "upstream")
 
 
 def target(name: str) -> Target:

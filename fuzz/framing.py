@@ -1,4 +1,5 @@
-"""Target `framing`: the TCP frame parser and response ordering (`gateway.framing.KafkaConnection`).
+"""Target `framing`: the TCP frame parser and response ordering (`gateway.connection`'s
+`KafkaConnection`, over `protocol.framing`).
 
 An input is `[max frame size / 8][chunking][byte stream]`: the stream is fed to
 `data_received` in chunks of the chosen sizes, as TCP may split it anywhere. Every frame the
@@ -18,7 +19,7 @@ import struct
 from typing import Any
 
 from fuzz.common import Target
-from gateway.framing import KafkaConnection, ResponseSlot
+from gateway.connection import KafkaConnection, ResponseSlot
 
 _SIZE = struct.Struct(">i")
 
@@ -145,5 +146,5 @@ TARGET = Target(
     seeds=seeds,
     one_input=one_input,
     clean=(),
-    instrument=("gateway.framing",),
+    instrument=("gateway.connection", "protocol.framing"),
 )

@@ -31,8 +31,8 @@ from typing import Any
 
 import structlog
 
+from gateway.connection import KafkaConnection, ResponseSlot
 from gateway.error_response import error_response, failure_error
-from gateway.framing import KafkaConnection, ResponseSlot
 from gateway.metrics import CounterChild, MetricsRegistry, SummaryChild
 from gateway.registry import NO_RESPONSE, CloseConnection, HandlerRegistry, HandlerSpec
 from protocol.codec import ApiSchema, DecodeFailure, api_schema, decode, encode_response, peek

@@ -32,6 +32,7 @@ import structlog
 from gateway.api_versions import ApiVersionsApi
 from gateway.cluster import ClusterView, NodeEndpoint
 from gateway.config import ServerConfig
+from gateway.connection import FrameHandler, KafkaConnection
 from gateway.dataplane.apis import register_dataplane_apis
 from gateway.dataplane.configs import static_broker_configs
 from gateway.dataplane.datadir import DataDirLock
@@ -39,7 +40,6 @@ from gateway.dataplane.plane import DataPlane
 from gateway.dataplane.store import StoreFactory, open_segment_store
 from gateway.dispatch import Dispatcher
 from gateway.find_coordinator import FindCoordinatorApi
-from gateway.framing import FrameHandler, KafkaConnection
 from gateway.metrics import MetricsRegistry, serve_metrics
 from gateway.registry import HandlerRegistry
 from records.errors import LogError

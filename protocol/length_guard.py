@@ -32,6 +32,8 @@ from kio.serial._introspect import (
     is_optional,
 )
 
+from protocol.varint import OverlongVarintError, read_uvarint
+
 Guard = Callable[[bytes, int, int], int]
 
 
@@ -62,17 +64,11 @@ _unpack_i = struct.Struct(">i").unpack_from
 
 
 def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
-    value = 0
-    shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            return value, pos
-        shift += 7
-        if shift > 28:
-            raise MalformedLength("varint longer than 5 bytes")
+    """`protocol.varint.read_uvarint`, an over-long varint refused as a malformed length."""
+    try:
+        return read_uvarint(buf, pos)
+    except OverlongVarintError:
+        raise MalformedLength("varint longer than 5 bytes") from None
 
 
 def _too_long(n: int, pos: int, end: int) -> None:

@@ -36,6 +36,8 @@ from kio.serial._introspect import (
     is_optional,
 )
 
+from protocol.varint import encode_uvarint
+
 Writer = Callable[[Callable[[bytes], None], Any], None]
 
 _FORMATS = {
@@ -57,15 +59,7 @@ _FORMATS = {
 _ZERO_UUID = bytes(16)
 
 
-def _uvarint(n: int) -> bytes:
-    if n < 0x80:
-        return bytes((n,))
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
+_uvarint = encode_uvarint
 
 
 def _ms(td: datetime.timedelta) -> int:

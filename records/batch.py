@@ -43,6 +43,7 @@ from typing import NamedTuple
 
 from crc32c import crc32c
 
+from protocol.varint import encode_uvarlong, read_uvarint, read_uvarlong, zigzag64
 from records.errors import BatchError, CorruptBatchError, InvalidBatchError, UnsupportedBatchError
 
 __all__ = [
@@ -305,24 +306,10 @@ def set_partition_leader_epoch(buf: bytearray | memoryview, pos: int, epoch: int
 
 # --- encoding ---------------------------------------------------------------------------------
 
-_SMALL_VARINTS = [bytes([i]) for i in range(128)]
 _NULL_LENGTH = b"\x01"  # zigzag(-1)
-
-
-def _uvarint(z: int) -> bytes:
-    """Unsigned LEB128 of an already zigzagged, non-negative integer."""
-    if z < 0x80:
-        return _SMALL_VARINTS[z]
-    out = bytearray()
-    while z >= 0x80:
-        out.append((z & 0x7F) | 0x80)
-        z >>= 7
-    out.append(z)
-    return bytes(out)
-
-
-def _zigzag(n: int) -> int:
-    return (n << 1) ^ (n >> 63)
+# The varints of a record: an already zigzagged value (a length n >= 0 zigzags to n << 1).
+_uvarint = encode_uvarlong
+_zigzag = zigzag64
 
 
 def _encode_records(entries: Sequence[RawRecord]) -> tuple[bytes, int]:
@@ -454,19 +441,6 @@ def build_batch(
 # --- decoding ---------------------------------------------------------------------------------
 
 
-def _read_uvarint(buf: bytes, p: int, max_bytes: int) -> tuple[int, int]:
-    """Decode an unsigned LEB128 at `p` (the first byte is known to have the high bit set)."""
-    z = 0
-    shift = 0
-    for i in range(max_bytes):
-        b = buf[p + i]
-        z |= (b & 0x7F) << shift
-        if b < 0x80:
-            return z, p + i + 1
-        shift += 7
-    raise ValueError(f"varint longer than {max_bytes} bytes")
-
-
 def _as_bytes(batch: Buffer) -> bytes:
     return batch if isinstance(batch, bytes) else bytes(batch)
 
@@ -500,7 +474,7 @@ def iter_raw_records(batch: Buffer, pos: int = 0, header: BatchHeader | None = N
             z = buf[p]
             p += 1
             if z >= 0x80:
-                z, p = _read_uvarint(buf, p - 1, 5)
+                z, p = read_uvarint(buf, p - 1)
             length = (z >> 1) ^ -(z & 1)
             rec_end = p + length
             if length <= 0 or rec_end > end:
@@ -509,17 +483,17 @@ def iter_raw_records(batch: Buffer, pos: int = 0, header: BatchHeader | None = N
             z = buf[p]
             p += 1
             if z >= 0x80:
-                z, p = _read_uvarint(buf, p - 1, 10)
+                z, p = read_uvarlong(buf, p - 1)
             ts_delta = (z >> 1) ^ -(z & 1)
             z = buf[p]
             p += 1
             if z >= 0x80:
-                z, p = _read_uvarint(buf, p - 1, 5)
+                z, p = read_uvarint(buf, p - 1)
             off_delta = (z >> 1) ^ -(z & 1)
             z = buf[p]
             p += 1
             if z >= 0x80:
-                z, p = _read_uvarint(buf, p - 1, 5)
+                z, p = read_uvarint(buf, p - 1)
             n = (z >> 1) ^ -(z & 1)
             key: bytes | None
             if n < 0:
@@ -530,7 +504,7 @@ def iter_raw_records(batch: Buffer, pos: int = 0, header: BatchHeader | None = N
             z = buf[p]
             p += 1
             if z >= 0x80:
-                z, p = _read_uvarint(buf, p - 1, 5)
+                z, p = read_uvarint(buf, p - 1)
             n = (z >> 1) ^ -(z & 1)
             value: bytes | None
             if n < 0:
@@ -543,7 +517,7 @@ def iter_raw_records(batch: Buffer, pos: int = 0, header: BatchHeader | None = N
             headers: tuple[tuple[str, bytes | None], ...] = ()
             if z:
                 if z >= 0x80:
-                    z, p = _read_uvarint(buf, p - 1, 5)
+                    z, p = read_uvarint(buf, p - 1)
                 p, headers = _read_headers(buf, p, (z >> 1) ^ -(z & 1), rec_end)
             if p != rec_end:
                 raise ValueError(
@@ -573,7 +547,7 @@ def _read_headers(
         z = buf[p]
         p += 1
         if z >= 0x80:
-            z, p = _read_uvarint(buf, p - 1, 5)
+            z, p = read_uvarint(buf, p - 1)
         n = (z >> 1) ^ -(z & 1)
         if n < 0:
             raise ValueError(f"invalid negative header key size {n}")
@@ -582,7 +556,7 @@ def _read_headers(
         z = buf[p]
         p += 1
         if z >= 0x80:
-            z, p = _read_uvarint(buf, p - 1, 5)
+            z, p = read_uvarint(buf, p - 1)
         n = (z >> 1) ^ -(z & 1)
         hvalue: bytes | None
         if n < 0:

@@ -28,6 +28,10 @@ import struct
 import uuid
 from collections.abc import Sequence
 
+from protocol.varint import MAX_UVARINT as _MAX_UVARINT
+from protocol.varint import OverlongVarintError, encode_uvarint
+from protocol.varint import read_uvarint as _read_uvarint
+
 __all__ = [
     "MAX_STRING_LENGTH",
     "TaggedField",
@@ -72,7 +76,6 @@ _pack_i32 = struct.Struct(">i").pack
 
 # Unsigned varints below 128 are one byte: the common case for every compact length and count.
 _SMALL_UVARINTS: tuple[bytes, ...] = tuple(bytes((i,)) for i in range(128))
-_MAX_UVARINT = 0xFFFFFFFF
 
 
 class WireFormatError(ValueError):
@@ -82,37 +85,17 @@ class WireFormatError(ValueError):
 # --- varints --------------------------------------------------------------------------------
 
 
-def uvarint(n: int) -> bytes:
-    """Unsigned varint (protobuf style, 7 bits a byte, low bits first), as Kafka's ByteUtils."""
-    if n < 0x80:
-        return _SMALL_UVARINTS[n]
-    if n > _MAX_UVARINT:
-        raise ValueError(f"unsigned varint {n} does not fit in 32 bits")
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
+uvarint = encode_uvarint
+"""Unsigned 32-bit varint (protobuf style, 7 bits a byte, low bits first), as Kafka's ByteUtils."""
 
 
 def read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
-    """Read an unsigned 32-bit varint; at most 5 bytes, as Kafka's `readUnsignedVarint`."""
-    b = buf[pos]
-    if b < 0x80:
-        return b, pos + 1
-    value = b & 0x7F
-    shift = 7
-    pos += 1
-    while True:
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            break
-        shift += 7
-        if shift > 28:
-            raise WireFormatError("varint longer than 5 bytes")
+    """Read an unsigned 32-bit varint; at most 5 bytes, as Kafka's `readUnsignedVarint`, and
+    the value must fit 32 bits (Kafka would silently drop the 5th byte's high bits)."""
+    try:
+        value, pos = _read_uvarint(buf, pos)
+    except OverlongVarintError:
+        raise WireFormatError("varint longer than 5 bytes") from None
     if value > _MAX_UVARINT:
         raise WireFormatError(f"varint {value} does not fit in 32 bits")
     return value, pos

@@ -20,7 +20,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from e2e.wire import WireClient, make_request
+from protocol.client import WireClient, make_request
 
 OUT = Path(__file__).resolve().parent.parent / "gateway" / "dataplane" / "kafka_configs.json"
 TOPIC, BROKER, DEFAULT_CONFIG = 2, 4, 5

@@ -449,10 +449,10 @@ def test_data_dir_layout_uses_kafka_names(tmp_path: Path) -> None:
 
 def test_a_request_pipelined_after_a_produce_sees_its_records(tmp_path: Path) -> None:
     """Kafka handles one request per connection at a time; appends keep that order here."""
+    from gateway.connection import KafkaConnection
     from gateway.dataplane.apis.list_offsets import ListOffsetsApi
     from gateway.dataplane.apis.produce import ProduceApi
     from gateway.dispatch import Dispatcher
-    from gateway.framing import KafkaConnection
     from gateway.metrics import MetricsRegistry
     from gateway.registry import HandlerRegistry
     from protocol.codec import decode_response, encode_request, response_type_of

@@ -12,8 +12,8 @@ from kio.index import load_request_schema
 from kio.schema.errors import ErrorCode
 
 from gateway.api_versions import ApiVersionsApi
+from gateway.connection import KafkaConnection
 from gateway.dispatch import Dispatcher
-from gateway.framing import KafkaConnection
 from gateway.metrics import MetricsRegistry
 from gateway.registry import NO_RESPONSE, CloseConnection, HandlerRegistry, HandlerSpec
 from protocol.codec import decode_response, encode_request, response_type_of

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import struct
 
-from gateway.framing import MAX_IN_FLIGHT, KafkaConnection, ResponseSlot
+from gateway.connection import MAX_IN_FLIGHT, KafkaConnection, ResponseSlot
 from tests.fake_transport import FakeTransport
 
 

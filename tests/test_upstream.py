@@ -6,6 +6,7 @@ e2e/test_upstream_*.py."""
 from __future__ import annotations
 
 import asyncio
+import struct
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +19,7 @@ from gateway.config import ConfigError, build_config
 from gateway.server import GatewayServer
 from gateway.upstream import install_upstream_mode
 from gateway.upstream.cluster import Broker
-from gateway.upstream.proxy import UpstreamProxy, _kio_max, produce_acks
+from gateway.upstream.proxy import UpstreamProxy, _kio_max, forwarded_request, forwards_split, produce_acks
 from protocol.codec import api_schema, decode_response, encode_request, encode_response
 from protocol.entity_builder import build
 
@@ -299,3 +300,10 @@ def test_produce_leader_hints_are_rewritten(proxy: UpstreamProxy) -> None:
     values["node_endpoints"] = []
     assert proxy._rewrite(0, version, 11, _upstream_response(0, version, values)) is None
     assert proxy._rewrite(0, 9, 11, b"never decoded") is None
+
+
+def test_a_config_request_with_a_null_resources_array_is_forwarded_not_raised() -> None:
+    """fuzz/upstream's finding: kio reads a -1 `Resources` length as None; routing must not raise."""
+    frame = struct.pack(">hhih", 32, 1, 9, 1) + b"c" + struct.pack(">i", -1) + b"\x00"
+    assert forwards_split(32, 1, frame)
+    assert forwarded_request(frame) == (32, 1, 9)

@@ -52,6 +52,7 @@ from engine.classic.records import group_metadata_record
 from engine.consumer.group import ConsumerGroup
 from engine.metadata import MetadataImage, TopicImage
 from engine.shard import Shard
+from protocol.varint import read_uvarint
 from records import CoordinatorRecord, GroupMetadataKey, GroupMetadataValue
 from records.batch import iter_records, read_batch_header
 from records.codec import CoordinatorRecordError, decode_record, encode_record, encode_value
@@ -429,29 +430,18 @@ def _offset_topic_id(value: bytes) -> uuid.UUID | None:
     """The `topicId` tagged field (tag 0) of an OffsetCommitValue v4, which Kafka 4.1+ writes."""
     try:
         pos = 2 + 8 + 4
-        n, pos = _uvarint(value, pos)
+        n, pos = read_uvarint(value, pos)
         pos += max(n - 1, 0) + 8
-        count, pos = _uvarint(value, pos)
+        count, pos = read_uvarint(value, pos)
         for _ in range(count):
-            tag, pos = _uvarint(value, pos)
-            size, pos = _uvarint(value, pos)
+            tag, pos = read_uvarint(value, pos)
+            size, pos = read_uvarint(value, pos)
             if tag == 0 and size == 16:
                 return uuid.UUID(bytes=value[pos : pos + 16])
             pos += size
-    except IndexError:
+    except (IndexError, ValueError):  # truncated, or an over-long varint: not Kafka's bytes
         return None
     return None
-
-
-def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
-    n = shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        n |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return n, pos
-        shift += 7
 
 
 def _topic_image(decoded: Sequence[tuple[Entry, CoordinatorRecord | None]]) -> MetadataImage:

@@ -29,6 +29,7 @@ from gateway.groups.apis import GroupService, engine_ctx, gather, millis, then
 from gateway.registry import HandlerRegistry, RequestContext
 from protocol.codec import api_schema, response_type_of
 from protocol.entity_builder import build
+from protocol.varint import encode_uvarint
 from records.consumer_group import TopicPartitions
 
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
@@ -59,14 +60,9 @@ def _compact_string(value: str | None) -> bytes:
         return b"\x00"
     raw = value.encode()
     n = len(raw) + 1
-    if n < 0x80:
+    if n < 0x80:  # nearly every member id: inline, no call
         return bytes((n,)) + raw
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out) + raw
+    return encode_uvarint(n) + raw
 
 
 def steady_cgh_body(error_code: int, member_id: str | None, member_epoch: int, interval_ms: int) -> bytes:

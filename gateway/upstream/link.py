@@ -26,9 +26,11 @@ from collections.abc import Callable
 
 import structlog
 
+from protocol.framing import SIZE as _SIZE
+from protocol.framing import FrameReader, FrameSizeError
+
 log = structlog.get_logger("upstream")
 
-_SIZE = struct.Struct(">i")
 _CID = struct.Struct(">i")
 MAX_RESPONSE_BYTES = 1 << 30
 
@@ -61,7 +63,8 @@ class UpstreamLink(asyncio.Protocol):
         # called from `data_received` directly, without a future's extra event-loop hop).
         self._pending: OrderedDict[int, tuple[float, asyncio.Future[bytes] | Callback]] = OrderedDict()
         self._queued: list[bytes] = []  # written once connected
-        self._buf = bytearray()
+        # Responses: at least the correlation id, at most MAX_RESPONSE_BYTES.
+        self._reader = FrameReader(MAX_RESPONSE_BYTES, min_size=4)
         self._next_cid = 0
         self._closed = False
         self._error: str | None = None
@@ -137,20 +140,16 @@ class UpstreamLink(asyncio.Protocol):
             self._queued.clear()
 
     def data_received(self, data: bytes) -> None:
-        buf = self._buf
-        buf += data
-        pos = 0
-        n = len(buf)
-        while n - pos >= 4:
-            size = _SIZE.unpack_from(buf, pos)[0]
-            if size < 4 or size > MAX_RESPONSE_BYTES:
-                self._fail(f"bad response size {size}")
+        reader = self._reader
+        reader.feed(data)
+        while True:
+            try:
+                frame = reader.next_frame()
+            except FrameSizeError as e:
+                self._fail(f"bad response size {e.size}")
                 return
-            end = pos + 4 + size
-            if end > n:
+            if frame is None:
                 break
-            frame = bytes(buf[pos + 4 : end])
-            pos = end
             cid = _CID.unpack_from(frame, 0)[0]
             entry = self._pending.pop(cid, None)
             if entry is None:
@@ -162,8 +161,6 @@ class UpstreamLink(asyncio.Protocol):
                     waiter.set_result(frame)
             else:
                 waiter(frame)
-        if pos:
-            del buf[:pos]
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._fail("connection closed by the broker" if exc is None else f"connection lost: {exc}")

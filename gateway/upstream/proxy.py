@@ -16,8 +16,8 @@ frame before the dispatcher decodes anything:
   transactions, and Produce (v10+) / Fetch (v16+) when their KIP-951 leader hints
   (`NodeEndpoints`) are present; any other response of those two is passed on as received.
 
-Response order per client connection is the connection's slot queue (`framing`); the upstream
-broker answers the requests of one link in order too. A broker that cannot be reached, drops
+Response order per client connection is the connection's slot queue (`gateway.connection`);
+the upstream broker answers the requests of one link in order too. A broker that cannot be reached, drops
 its connection or does not answer within `upstream.request.timeout.ms` closes the client
 connections that were waiting on it: to the client this is the network error a dead broker
 gives (it reconnects and refreshes metadata, which by then no longer names that broker as a
@@ -46,8 +46,8 @@ import structlog
 from kio.schema.errors import ErrorCode
 
 from gateway.api_versions import ApiVersionsApi
+from gateway.connection import KafkaConnection, ResponseSlot
 from gateway.find_coordinator import NO_NODE, find_coordinator_response
-from gateway.framing import KafkaConnection, ResponseSlot
 from gateway.registry import CloseConnection, Handler, HandlerRegistry, RequestContext
 from gateway.upstream.cluster import Broker, UpstreamCluster
 from gateway.upstream.link import UpstreamLink, UpstreamUnavailable
@@ -61,13 +61,14 @@ from protocol.codec import (
     response_type_of,
 )
 from protocol.entity_builder import build
+from protocol.framing import SIZE as _SIZE
+from protocol.varint import read_uvarint
 
 if TYPE_CHECKING:
     from gateway.server import GatewayServer
 
 log = structlog.get_logger("upstream")
 
-_SIZE = struct.Struct(">i")
 _CID = struct.Struct(">i")
 _I16 = struct.Struct(">h")
 
@@ -116,14 +117,15 @@ def produce_acks(frame: bytes, version: int) -> int:
 
     Header: key, version, correlation id, client id (int16-length string); header v2 (Produce
     v9+) adds tagged fields. Body: transactional id (nullable string; compact from v9), then
-    acks (int16).
+    acks (int16). These are a client's bytes: a frame that ends early raises `struct.error` or
+    `IndexError`, an over-long varint `protocol.varint.OverlongVarintError` (a `ValueError`).
     """
     pos = 8
     (n,) = _I16.unpack_from(frame, pos)
     pos += 2 + max(n, 0)
     if version >= 9:
         pos = _skip_tagged(frame, pos)
-        n, pos = _uvarint(frame, pos)  # compact nullable string: length + 1, 0 = null
+        n, pos = read_uvarint(frame, pos)  # compact nullable string: length + 1, 0 = null
         pos += max(n - 1, 0)
     else:
         (n,) = _I16.unpack_from(frame, pos)
@@ -131,24 +133,58 @@ def produce_acks(frame: bytes, version: int) -> int:
     return int(_I16.unpack_from(frame, pos)[0])
 
 
-def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
-    shift = value = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return value, pos
-        shift += 7
-
-
 def _skip_tagged(buf: bytes, pos: int) -> int:
-    count, pos = _uvarint(buf, pos)
+    count, pos = read_uvarint(buf, pos)
     for _ in range(count):
-        _, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
+        _, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
         pos += size
     return pos
+
+
+# -- a client's request frame, before anything is decoded -------------------------------------------
+# These read a client's bytes: they are the upstream fuzz target (`fuzz/upstream.py`).
+
+
+def forwarded_request(frame: bytes) -> tuple[int, int, int] | None:
+    """(api key, version, correlation id) of a client request frame that goes upstream; None
+    for one groupshift answers itself (or refuses: a frame without a request header)."""
+    try:
+        api_key, version, cid = peek(frame)
+    except DecodeFailure:
+        return None
+    if api_key in FORWARDED or (api_key in SPLIT and forwards_split(api_key, version, frame)):
+        return api_key, version, cid
+    return None
+
+
+def forwards_split(api_key: int, version: int, frame: bytes) -> bool:
+    """Whether a FindCoordinator / DescribeConfigs / IncrementalAlterConfigs request goes upstream:
+    FindCoordinator for transactions does, config requests naming no GROUP resource do."""
+    schema = api_schema(api_key, version)
+    if schema is None:
+        return False
+    try:
+        _, req = decode(schema, frame)
+    except DecodeFailure:
+        return False  # the dispatcher rejects it
+    if api_key == FIND_COORDINATOR:
+        return int(getattr(req, "key_type", 0)) == 1  # transactions live upstream
+    # kio reads a -1 array length as None although `Resources` is not nullable: such a request
+    # names no GROUP resource, and goes to the broker, which refuses it (found by fuzz/upstream).
+    return not any(int(r.resource_type) == GROUP_RESOURCE for r in req.resources or ())
+
+
+def expects_response(frame: bytes, api_key: int, version: int) -> bool:
+    """Whether the upstream answers this forwarded request: all but a Produce with acks=0. A
+    Produce whose header cannot be read is forwarded as expecting an answer (the broker decides
+    what to do with it)."""
+    if api_key != PRODUCE:
+        return True
+    try:
+        return produce_acks(frame, version) != 0
+    except (struct.error, IndexError, ValueError):  # ValueError: an over-long varint
+        return True
 
 
 class UpstreamProxy:
@@ -276,27 +312,11 @@ class UpstreamProxy:
     # -- the frame path ------------------------------------------------------------------------
 
     def on_frame(self, conn: KafkaConnection, frame: bytes, slot: ResponseSlot) -> None:
-        try:
-            api_key, version, cid = peek(frame)
-        except DecodeFailure:
+        route = forwarded_request(frame)
+        if route is None:
             self._inner(conn, frame, slot)
-            return
-        if api_key in FORWARDED or (api_key in SPLIT and self._forwards_split(api_key, version, frame)):
-            self._forward(conn, frame, slot, api_key, version, cid)
         else:
-            self._inner(conn, frame, slot)
-
-    def _forwards_split(self, api_key: int, version: int, frame: bytes) -> bool:
-        schema = api_schema(api_key, version)
-        if schema is None:
-            return False
-        try:
-            _, req = decode(schema, frame)
-        except DecodeFailure:
-            return False  # the dispatcher rejects it
-        if api_key == FIND_COORDINATOR:
-            return int(getattr(req, "key_type", 0)) == 1  # transactions live upstream
-        return not any(int(r.resource_type) == GROUP_RESOURCE for r in req.resources)
+            self._forward(conn, frame, slot, *route)
 
     def _forward(
         self, conn: KafkaConnection, frame: bytes, slot: ResponseSlot, api_key: int, version: int, cid: int
@@ -325,12 +345,7 @@ class UpstreamProxy:
             self._unavailable.inc()
             conn.close("upstream.unavailable", error="no upstream broker is known")
             return
-        expect = True
-        if api_key == PRODUCE:
-            try:
-                expect = produce_acks(frame, version) != 0
-            except (struct.error, IndexError):
-                expect = True
+        expect = expects_response(frame, api_key, version)
         self._forwarded_children[api_key].inc()
 
         def answered(result: bytes | UpstreamUnavailable) -> None:

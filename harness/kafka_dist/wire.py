@@ -6,13 +6,17 @@ answered ApiVersions means the broker serves requests. ApiVersions v0 is kept by
 version (it is how a client learns what else to send; KIP-511, KIP-896 keep it), and its answer
 also says which APIs the broker offers, e.g. whether ConsumerGroupHeartbeat (KIP-848, key 68)
 is enabled. Metadata then tells how many brokers the cluster has registered. Both use
-non-flexible versions, so the encoding here is plain big-endian structs.
+non-flexible versions, so the encoding here is plain big-endian structs (the socket and the
+framing are `protocol.client.WireClient`'s).
 """
 
 from __future__ import annotations
 
-import socket
 import struct
+
+from protocol.client import WireClient
+from protocol.framing import frame
+from protocol.varint import encode_uvarint
 
 API_METADATA = 3
 API_VERSIONS = 18
@@ -45,22 +49,18 @@ class _Reader:
         return raw.decode()
 
 
-def _recv_exact(sock: socket.socket, size: int) -> bytes:
-    chunks = bytearray()
-    while len(chunks) < size:
-        chunk = sock.recv(size - len(chunks))
-        if not chunk:
-            raise ConnectionError("broker closed the connection")
-        chunks += chunk
-    return bytes(chunks)
-
-
-def _request(sock: socket.socket, api_key: int, version: int, correlation: int, body: bytes) -> _Reader:
+def _request(client: WireClient, api_key: int, version: int, correlation: int, body: bytes) -> _Reader:
+    """Send a hand-encoded request (header v1: non-flexible) and read its response."""
     header = struct.pack(">hhih", api_key, version, correlation, len(_CLIENT_ID)) + _CLIENT_ID
-    payload = header + body
-    sock.sendall(struct.pack(">i", len(payload)) + payload)
-    (size,) = struct.unpack(">i", _recv_exact(sock, 4))
-    reader = _Reader(_recv_exact(sock, size))
+    return _exchange(client, header + body, correlation)
+
+
+def _exchange(client: WireClient, payload: bytes, correlation: int) -> _Reader:
+    client.send_raw(frame(payload))
+    response = client.read_frame()
+    if response is None:
+        raise ConnectionError("broker closed the connection")
+    reader = _Reader(response)
     if reader.int32() != correlation:
         raise ConnectionError("response correlation id does not match")
     return reader
@@ -79,8 +79,8 @@ def _parse_api_versions(reader: _Reader) -> dict[int, tuple[int, int]]:
 
 def api_versions(host: str, port: int, timeout: float = 5.0) -> dict[int, tuple[int, int]]:
     """The broker's ApiVersions answer: api key -> (min version, max version)."""
-    with socket.create_connection((host, port), timeout=timeout) as sock:
-        return _parse_api_versions(_request(sock, API_VERSIONS, 0, 1, b""))
+    with WireClient(port, host, timeout) as client:
+        return _parse_api_versions(_request(client, API_VERSIONS, 0, 1, b""))
 
 
 def _metadata_body(version: int) -> bytes:
@@ -94,13 +94,13 @@ def _metadata_body(version: int) -> bytes:
 
 def broker_ids(host: str, port: int, timeout: float = 5.0) -> list[int]:
     """Node ids of the brokers the cluster's metadata lists, via a non-flexible Metadata."""
-    with socket.create_connection((host, port), timeout=timeout) as sock:
-        apis = _parse_api_versions(_request(sock, API_VERSIONS, 0, 1, b""))
+    with WireClient(port, host, timeout) as client:
+        apis = _parse_api_versions(_request(client, API_VERSIONS, 0, 1, b""))
         low, high = apis[API_METADATA]
         version = min(high, 8)
         if version < max(low, 1):
             raise ConnectionError(f"no non-flexible Metadata version in {low}..{high}")
-        reader = _request(sock, API_METADATA, version, 2, _metadata_body(version))
+        reader = _request(client, API_METADATA, version, 2, _metadata_body(version))
         if version >= 3:
             reader.int32()  # throttle_time_ms
         ids: list[int] = []
@@ -112,23 +112,11 @@ def broker_ids(host: str, port: int, timeout: float = 5.0) -> list[int]:
         return sorted(ids)
 
 
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
 def _compact_string(value: str | None) -> bytes:
     if value is None:
         return b"\x00"
     raw = value.encode()
-    return _uvarint(len(raw) + 1) + raw
+    return encode_uvarint(len(raw) + 1) + raw
 
 
 def consumer_group_heartbeat_error(
@@ -147,20 +135,15 @@ def consumer_group_heartbeat_error(
         + _compact_string(None)  # instance id
         + _compact_string(None)  # rack id
         + struct.pack(">i", 30000)  # rebalance timeout
-        + _uvarint(len(topics) + 1)
+        + encode_uvarint(len(topics) + 1)
         + b"".join(_compact_string(t) for t in topics)
         + _compact_string(None)  # server assignor
-        + _uvarint(1)  # owned topic partitions: empty
+        + encode_uvarint(1)  # owned topic partitions: empty
         + b"\x00"  # tagged fields
     )
     header = struct.pack(">hhih", API_CONSUMER_GROUP_HEARTBEAT, 0, 7, len(_CLIENT_ID)) + _CLIENT_ID + b"\x00"
-    with socket.create_connection((host, port), timeout=timeout) as sock:
-        payload = header + body
-        sock.sendall(struct.pack(">i", len(payload)) + payload)
-        (size,) = struct.unpack(">i", _recv_exact(sock, 4))
-        reader = _Reader(_recv_exact(sock, size))
-        if reader.int32() != 7:
-            raise ConnectionError("response correlation id does not match")
+    with WireClient(port, host, timeout) as client:
+        reader = _exchange(client, header + body, 7)
         reader.pos += 1  # response header tagged fields (none)
         reader.int32()  # throttle_time_ms
         return reader.int16()

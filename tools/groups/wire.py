@@ -22,8 +22,6 @@ broker, the rest to any broker.
 
 from __future__ import annotations
 
-import socket
-import struct
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -31,7 +29,8 @@ from typing import Any
 
 from kio.index import load_request_schema
 
-from protocol.codec import decode_response, encode_request, response_type_of
+from protocol.client import WireClient
+from protocol.codec import decode_response, response_type_of
 from protocol.entity_builder import build
 
 API_VERSIONS = 18
@@ -125,41 +124,34 @@ class Node:
 
 
 class _Connection:
+    """A `protocol.client.WireClient` whose failures are `WireError`s, with the versions the
+    broker advertised (filled by `AdminWire._open`)."""
+
     def __init__(self, host: str, port: int, timeout: float) -> None:
         try:
-            self.sock = socket.create_connection((host, port), timeout=timeout)
+            self.client = WireClient(port, host, timeout, client_id=CLIENT_ID)
         except OSError as e:
             raise WireError(f"cannot connect to {host}:{port}: {e}") from None
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.correlation = 0
         self.versions: dict[int, tuple[int, int]] = {}
 
     def close(self) -> None:
-        self.sock.close()
-
-    def _recv_exact(self, n: int) -> bytes:
-        chunks = []
-        while n:
-            try:
-                chunk = self.sock.recv(n)
-            except OSError as e:
-                raise WireError(f"connection lost: {e}") from None
-            if not chunk:
-                raise WireError("the broker closed the connection")
-            chunks.append(chunk)
-            n -= len(chunk)
-        return b"".join(chunks)
+        self.client.close()
 
     def request(self, request: Any) -> Any:
-        self.correlation += 1
+        client = self.client
         try:
-            self.sock.sendall(encode_request(request, correlation_id=self.correlation, client_id=CLIENT_ID))
+            correlation = client.send(request)
         except OSError as e:
             raise WireError(f"send failed: {e}") from None
-        (size,) = struct.unpack(">i", self._recv_exact(4))
-        got, body = decode_response(response_type_of(request), self._recv_exact(size))
-        if got != self.correlation:
-            raise WireError(f"correlation id {got}, expected {self.correlation}")
+        try:
+            frame = client.read_frame()
+        except OSError as e:
+            raise WireError(f"connection lost: {e}") from None
+        if frame is None:
+            raise WireError("the broker closed the connection")
+        got, body = decode_response(response_type_of(request), frame)
+        if got != correlation:
+            raise WireError(f"correlation id {got}, expected {correlation}")
         return body
 
 

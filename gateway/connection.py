@@ -1,6 +1,7 @@
-"""Kafka's TCP framing: size-prefixed requests in, responses out in request order.
+"""A Kafka client connection: size-prefixed requests in, responses out in request order.
 
-Every Kafka request and response is a 4-byte big-endian size followed by that many bytes.
+Every Kafka request and response is a 4-byte big-endian size followed by that many bytes
+(the framing itself, sans I/O, is `protocol.framing`; this is the asyncio machinery around it).
 A client may pipeline requests; Kafka answers them strictly in the order they were sent on a
 connection (clients match responses by position as well as by correlation id). Here requests
 are handed off as soon as they are parsed and may complete out of order (a long-polling Fetch
@@ -30,7 +31,6 @@ are written as soon as they reach the head of the queue, with everything ready b
 from __future__ import annotations
 
 import asyncio
-import struct
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -38,10 +38,10 @@ from typing import Any
 import structlog
 
 from gateway.registry import RequestContext
+from protocol.framing import SIZE as _SIZE
+from protocol.framing import FrameSizeError, frame_end
 
 log = structlog.get_logger("gateway")
-
-_SIZE = struct.Struct(">i")
 
 # Requests parsed but not yet answered, per connection. Kafka reads nothing more from a
 # connection until its one request is answered; pipelining clients (librdkafka, the Java
@@ -139,12 +139,12 @@ class KafkaConnection(asyncio.Protocol):
         try:
             with memoryview(buf) as view:
                 while end_of_data - pos >= 4:
-                    size = _SIZE.unpack_from(buf, pos)[0]
-                    if size < 0 or size > max_frame:
-                        self._reject_size(size)
+                    try:
+                        end = frame_end(buf, pos, max_frame)
+                    except FrameSizeError as e:
+                        self._reject_size(e.size)
                         return
-                    end = pos + 4 + size
-                    if end > end_of_data:
+                    if end < 0:
                         break
                     frame = bytes(view[pos + 4 : end])
                     pos = end

@@ -386,3 +386,61 @@ def test_watch_redraws_in_place_on_a_terminal_and_appends_otherwise() -> None:
     screen.show("a\nb\n")
     screen.show("c\n")
     assert plain.getvalue() == "a\nb\nc\n"
+
+
+def test_one_colour_per_client_in_both_plot_modes_and_conversion_marks(tmp_path: Path) -> None:
+    """Polls and the event log of the same group colour a client alike (and so does the matrix
+    report, harness/matrix/report.py, which uses the same `client_colours`)."""
+    from tools.groups.plot import PALETTE, client_colours
+
+    a = Member("member-a", "kp", "/h", protocol="classic", assignment={"t": [0, 1]})
+    b = Member("member-b", "rd", "/h", protocol="consumer", assignment={"t": [1]})
+    polls = ownership_from_observations(
+        [Observation(0.0, classic_group([a]), POLICY), Observation(1.0, consumer_group([a, b]), POLICY)]
+    )
+    log = tmp_path / "gateway.log"
+    log.write_text(
+        "\n".join(
+            json.dumps(e)
+            for e in [
+                {
+                    "event": "member.joined",
+                    "group": "g",
+                    "member": "member-a",
+                    "client_id": "kp",
+                    "protocol": "classic",
+                    "timestamp": 0,
+                },
+                {
+                    "event": "member.assignment_changed",
+                    "group": "g",
+                    "member": "member-a",
+                    "assigned": ["t-0", "t-1"],
+                    "timestamp": 0,
+                },
+                {
+                    "event": "member.joined",
+                    "group": "g",
+                    "member": "member-b",
+                    "client_id": "rd",
+                    "protocol": "consumer",
+                    "timestamp": 1,
+                },
+                {
+                    "event": "member.assignment_changed",
+                    "group": "g",
+                    "member": "member-b",
+                    "assigned": ["t-1"],
+                    "timestamp": 1,
+                },
+            ]
+        )
+    )
+    logged = ownership_from_events(log, "g")
+    colours = client_colours(s.colour_key for s in polls)
+    assert colours == client_colours(s.colour_key for s in logged) == {"kp": PALETTE[0], "rd": PALETTE[1]}
+    assert {s.client for s in logged} == {"kp", "rd"}
+    pytest.importorskip("matplotlib", reason="--plot needs matplotlib (extra 'plot')")
+    png = tmp_path / "marks.png"
+    plot_ownership(polls, png, "g", conversions=[(1.0, "classic -> consumer")])
+    assert png.read_bytes()[:4] == b"\x89PNG"

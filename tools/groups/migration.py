@@ -728,15 +728,17 @@ def run(admin: AdminWire, args: argparse.Namespace, out: TextIO, style: Style) -
             error("--plot needs matplotlib: pip install 'groupshift[plot]'")
             return ERROR
         try:
-            spans = (
-                ownership_from_events(args.events, args.group)
-                if args.events
-                else ownership_from_observations(tracker.observations)
-            )
+            if args.events:
+                spans = ownership_from_events(args.events, args.group)
+                converted = conversions_from_events(args.events, args.group)
+            else:
+                spans = ownership_from_observations(tracker.observations)
+                converted = conversions_seen(tracker.observations)
         except (OSError, ValueError) as e:
             error(str(e))
             return ERROR
-        plot_ownership(spans, args.plot, title=f"group {args.group}: partition ownership")
+        marks = [(c.at, f"{c.from_type} -> {c.to_type}") for c in converted]
+        plot_ownership(spans, args.plot, title=f"group {args.group}: partition ownership", conversions=marks)
         if not args.json:
             out.write(f"Wrote {args.plot}\n")
     return OK if last.get("exists") else NOT_FOUND

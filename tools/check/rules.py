@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from tools.check.facts import BUILTIN_ASSIGNORS, COOPERATIVE_ASSIGNORS, GroupFacts, RecordKind
+from tools.groups.output import partition_ranges
 
 if TYPE_CHECKING:
     from tools.groups.capabilities import ServerCapabilities
@@ -660,7 +661,7 @@ def _classic_protocol(facts: GroupFacts, settings: Settings) -> Verdict:
         )
     consumer_members = facts.size - len([m for m in facts.members if m.protocol == "classic"])
     for m in facts.members:
-        owned = ",".join(f"{t}-{p}" for t, p in m.owned) or "nothing"
+        owned = partition_ranges(m.owned) or "nothing"
         checks.append(
             Check(
                 "assignment",

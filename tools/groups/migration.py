@@ -46,7 +46,7 @@ from typing import Any, TextIO
 
 from tools.event_log import event_time, read_event
 from tools.groups.capabilities import ServerCapabilities, probe_server
-from tools.groups.output import ERROR, NOT_FOUND, OK, Style, emit_json, error, table
+from tools.groups.output import ERROR, NOT_FOUND, OK, Style, emit_json, error, partition_ranges, table
 from tools.groups.snapshot import Group, describe
 from tools.groups.wire import BROKER_RESOURCE, AdminWire, KafkaError, WireError
 
@@ -57,25 +57,6 @@ DOWNGRADE_POLICIES = ("bidirectional", "downgrade")
 
 def tp_name(tp: TP) -> str:
     return f"{tp[0]}-{tp[1]}"
-
-
-def partition_ranges(tps: Iterable[TP]) -> str:
-    """`orders:0-5,7;payments:1`: a person reads a 12-partition assignment at a glance. Kafka's
-    `kafka-consumer-groups.sh` lists every partition (`orders:0,1,2,3,4,5,7`), and `describe`
-    keeps that format for parity; the migration view and `check` print ranges. "" for none."""
-    by_topic: dict[str, list[int]] = {}
-    for t, p in tps:
-        by_topic.setdefault(t, []).append(p)
-    out = []
-    for topic, ps in sorted(by_topic.items()):
-        runs: list[list[int]] = []
-        for p in sorted(set(ps)):
-            if runs and p == runs[-1][1] + 1:
-                runs[-1][1] = p
-            else:
-                runs.append([p, p])
-        out.append(f"{topic}:" + ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs))
-    return ";".join(out)
 
 
 def _tp_of(name: str) -> TP:

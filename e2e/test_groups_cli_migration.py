@@ -305,3 +305,41 @@ def test_migration_view_after_a_rollback_points_back_to_classic(gateways: Gatewa
     converted = next(i for i, p in enumerate(polls) if "group converted consumer -> classic" in p["changes"])
     for p in polls[converted:]:
         assert "group.protocol=consumer" not in p["next_step"], p["next_step"]
+
+
+def test_migration_watch_redraws_in_place_on_a_terminal(gateways: Gateways) -> None:
+    """On a terminal (a pseudo-terminal here) `--watch` redraws its view in place: the second
+    poll's view is preceded by cursor-up-and-clear, not appended; piped, the blocks append."""
+    import os
+    import pty
+
+    from e2e.migration import FAST_GROUP_SETTINGS, create_topic
+
+    gw = gateways.start("watch-tty", sets=FAST_GROUP_SETTINGS)
+    create_topic(gw, "wt-t", 3)
+    made = groups(gw.bootstrap, "reset-offsets", "wt-g", "--topic", "wt-t", "--to-earliest", "--execute")
+    assert made.returncode == 0, made.stderr
+    argv = [sys.executable, "-m", "groupshift", "groups", "--bootstrap-server", gw.bootstrap,
+            "migration", "wt-g", "--watch", "--interval", "0.2", "--count", "3"]  # fmt: skip
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.Popen(argv, cwd=REPO, stdout=slave, stderr=subprocess.PIPE)
+        os.close(slave)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        assert proc.wait(timeout=60) == 0
+    finally:
+        os.close(master)
+    shown = b"".join(chunks).decode()
+    assert shown.count("\x1b[J") == 2, shown  # polls 2 and 3 replaced the view before them
+    assert "poll 3" in shown and "Next step:" in shown
+    piped = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert piped.returncode == 0, piped.stderr
+    assert "\x1b[" not in piped.stdout and piped.stdout.count("Next step:") == 3

@@ -444,3 +444,20 @@ def test_one_colour_per_client_in_both_plot_modes_and_conversion_marks(tmp_path:
     png = tmp_path / "marks.png"
     plot_ownership(polls, png, "g", conversions=[(1.0, "classic -> consumer")])
     assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_scale_in_of_a_consumer_group_is_not_a_rollback() -> None:
+    from tools.groups.migration import infer_intent
+
+    rd = [Member(f"r{i}", "rd", "/h", protocol="consumer", assignment={"t": [i]}) for i in range(3)]
+    polls = [
+        Observation(100.0, consumer_group(rd), POLICY),
+        Observation(101.0, consumer_group(rd[:2]), POLICY),
+    ]
+    intent = infer_intent(polls, None)
+    assert intent["inferred"] is None and intent["direction"] is None
+    g = Group("g", True, "Stable", "consumer", "consumer", "uniform", 5, 5, None, rd[:2], "test")
+    tracker = Tracker()
+    for o in polls:
+        tracker.observe(o)
+    assert report(Observation(101.0, g, POLICY), tracker, 60.0, intent)["next_step"].startswith("Done")

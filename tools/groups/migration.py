@@ -175,14 +175,16 @@ def infer_intent(
         more_classic = now["classic"] > first["classic"]
         more_consumer = now["consumer"] > first["consumer"]
         fewer_classic = now["classic"] < first["classic"]
-        if (fewer_consumer or more_classic) and not (more_consumer or fewer_classic):
+        # Only with classic members in the group: consumer-protocol members leaving a group of
+        # consumer-protocol members only is a scale-in, not a rollback.
+        if now["classic"] and (fewer_consumer or more_classic) and not (more_consumer or fewer_classic):
             inferred = "downgrade"
             because = (
                 f"consumer-protocol members {first['consumer']} -> {now['consumer']}, classic "
                 f"{first['classic']} -> {now['classic']} since "
                 + (f"the group {conversions[-1].describe()}" if conversions else "the first poll")
             )
-        elif (more_consumer or fewer_classic) and not (fewer_consumer or more_classic):
+        elif first["classic"] and (more_consumer or fewer_classic) and not (fewer_consumer or more_classic):
             inferred = "upgrade"
             because = (
                 f"consumer-protocol members {first['consumer']} -> {now['consumer']}, classic "

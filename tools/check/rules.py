@@ -109,13 +109,25 @@ class Settings:
         return tuple(p for g, p in self.regexes if g == group)
 
 
+#: How the text output names a check (`--json` keeps the names, which scripts match on).
+CHECK_TITLES = {
+    "protocol-type": "protocol type",
+    "custom-assignor": "client-side assignor",
+    "embedded-protocol": "member subscription",
+    "assignor-mix": "eager and cooperative members",
+    "static-members": "static members",
+    "regex": "regex subscription",
+    "partition": "__consumer_offsets partition",
+}
+
+
 def check_title(name: str) -> str:
-    """A check's name as the text output prints it: the record checks are named by record type
-    (`record-3` is the ConsumerGroupMetadata records); the others are words already."""
+    """A check's name as the text output prints it: words, and the record checks by record
+    type (`record-3` is the ConsumerGroupMetadata records)."""
     kind, _, number = name.partition("-")
     if kind == "record" and number.isdigit():
         return f"{RECORD_NAMES.get(int(number), f'type {number}')} records"
-    return name
+    return CHECK_TITLES.get(name, name)
 
 
 def _assignor_name(value: str) -> str:

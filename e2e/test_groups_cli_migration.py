@@ -24,6 +24,7 @@ from e2e.conftest import Gateways
 from e2e.groups_cli import groups, groups_json
 from e2e.harness import REPO
 from e2e.migration import scenario
+from tools.groups.migration import conversions_from_events
 from tools.groups.plot import ownership_from_events
 
 
@@ -278,6 +279,11 @@ def test_migration_view_after_a_rollback_points_back_to_classic(gateways: Gatewa
             assert "Direction: upgrade (--expect)" in r.stdout
             # Ranges, not every partition: the two classic members own 0-5 and 6-11 (range).
             assert "-topic:0-5" in r.stdout and "-topic:6-11" in r.stdout, r.stdout
+            # The plot from the log marks both conversions.
+            assert [c.direction for c in conversions_from_events(log, sc.group)] == ["upgrade", "downgrade"]
+            png = tmp_path / "rollback.png"
+            drawn = groups(bootstrap, "migration", sc.group, "--plot", str(png), "--events", log)
+            assert drawn.returncode == 0 and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", drawn.stderr
             time.sleep(1.2)
         finally:
             watch.send_signal(signal.SIGINT)

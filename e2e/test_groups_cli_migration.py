@@ -18,11 +18,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from e2e.conftest import Gateways
 from e2e.groups_cli import groups, groups_json
 from e2e.harness import REPO
 from e2e.migration import scenario
+from tools.groups.migration import conversions_from_events
 from tools.groups.plot import ownership_from_events
 
 
@@ -221,3 +223,129 @@ def test_migration_watch_outlives_a_gateway_restart(gateways: Gateways) -> None:
     assert errors, "no poll failed while the gateway was down"
     after = lines[errors[-1] + 1 :]
     assert after and all(p["phase"] == "empty" and p["exists"] for p in after)
+
+
+def _wait_next_step(bootstrap: str, group: str, *args: str, starts: str) -> dict[str, Any]:
+    """The report once its next step starts with `starts` (the last one seen fails the test)."""
+    deadline = time.monotonic() + 30
+    while True:
+        rep: dict[str, Any] = groups_json(bootstrap, "migration", group, *args)
+        if rep["next_step"].startswith(starts):
+            return rep
+        assert time.monotonic() < deadline, f"never {starts!r}: {rep['next_step']}"
+        time.sleep(0.3)
+
+
+def test_migration_view_after_a_rollback_points_back_to_classic(gateways: Gateways, tmp_path: Path) -> None:
+    """An upgrade rolled back: two kafka-python classic members, two confluent-kafka
+    consumer-protocol members join (the group converts), then leave one by one (the group
+    converts back when the last one leaves). The migration view must follow the rollback: while
+    consumer-protocol members leave, roll them back to classic; after the downgrade, nothing to
+    do, and never "group.protocol=consumer". With `--expect upgrade` it says the group is moving
+    away from the expected direction."""
+    with scenario(gateways, "mig-rollback") as sc:
+        bootstrap, log = sc.gw.bootstrap, str(sc.gw.log_path)
+        for _ in range(2):
+            sc.cast.classic("kafka-python-range")
+        sc.step("classic", "two kafka-python members")
+        watch = subprocess.Popen(
+            [sys.executable, "-m", "groupshift", "groups", "--bootstrap-server", bootstrap, "--json",
+             "migration", sc.group, "--watch", "--interval", "0.3"],
+            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        assert watch.stdout is not None
+        first = watch.stdout.readline()
+        try:
+            modern = [sc.cast.confluent("consumer") for _ in range(2)]
+            sc.step("consumer", "upgraded: two confluent-kafka consumer-protocol members joined")
+            time.sleep(1.0)
+            modern[0].stop()
+            sc.step("consumer", "rollback 1/2: a consumer-protocol member left")
+            time.sleep(1.5)  # a few polls of the watch see the rollback under way
+            modern[1].stop()
+            sc.step("classic", "rollback 2/2: the last consumer-protocol member left: classic again")
+            assert sc.conversions()[-1] == ("consumer", "classic")
+            # One poll alone, told the conversions by the gateway's event log.
+            rep = _wait_next_step(bootstrap, sc.group, "--events", log, starts="Rollback done")
+            assert rep["intent"]["inferred"] == rep["intent"]["direction"] == "downgrade"
+            assert "converted consumer -> classic" in rep["intent"]["because"]
+            assert "group.protocol=consumer" not in rep["next_step"]
+            assert rep["members_by_protocol"] == {"classic": 2}
+            # The operator meant an upgrade: the view says the group went the other way.
+            r = groups(bootstrap, "migration", sc.group, "--events", log, "--expect", "upgrade")
+            assert r.returncode == 0, r.stderr
+            assert "Next step: The group is moving away from the expected direction (upgrade)" in r.stdout
+            assert "but the group is going the other way" in r.stdout
+            assert "Direction: upgrade (--expect)" in r.stdout
+            # Ranges, not every partition: the two classic members own 0-5 and 6-11 (range).
+            assert "-topic:0-5" in r.stdout and "-topic:6-11" in r.stdout, r.stdout
+            # The plot from the log marks both conversions.
+            assert [c.direction for c in conversions_from_events(log, sc.group)] == ["upgrade", "downgrade"]
+            png = tmp_path / "rollback.png"
+            drawn = groups(bootstrap, "migration", sc.group, "--plot", str(png), "--events", log)
+            assert drawn.returncode == 0 and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", drawn.stderr
+            time.sleep(1.2)
+        finally:
+            watch.send_signal(signal.SIGINT)
+            out, err = watch.communicate(timeout=60)
+        assert watch.returncode == 0, err
+        sc.finish()
+    polls = [json.loads(line) for line in [first, *out.splitlines()] if line.strip()]
+    steps = [p["next_step"] for p in polls]
+    story = [c for p in polls for c in p["changes"]]
+    assert "group converted classic -> consumer" in story and "group converted consumer -> classic" in story
+    rolling_back = [
+        p for p in polls
+        if p["phase"] == "migrating" and p["members_by_protocol"] == {"classic": 2, "consumer": 1}
+        and not p["pending_revocation"]
+    ]  # fmt: skip
+    assert rolling_back, steps
+    for p in rolling_back:
+        assert p["intent"]["direction"] == "downgrade", p["intent"]
+        assert p["next_step"].startswith(
+            "Roll the remaining 1 consumer-protocol member(s) back to group.protocol=classic"
+        ), p["next_step"]
+    after = polls[-1]
+    assert after["phase"] == "classic" and after["intent"]["inferred"] == "downgrade"
+    assert after["next_step"].startswith(("Rollback done", "Rolled back")), after["next_step"]
+    converted = next(i for i, p in enumerate(polls) if "group converted consumer -> classic" in p["changes"])
+    for p in polls[converted:]:
+        assert "group.protocol=consumer" not in p["next_step"], p["next_step"]
+
+
+def test_migration_watch_redraws_in_place_on_a_terminal(gateways: Gateways) -> None:
+    """On a terminal (a pseudo-terminal here) `--watch` redraws its view in place: the second
+    poll's view is preceded by cursor-up-and-clear, not appended; piped, the blocks append."""
+    import os
+    import pty
+
+    from e2e.migration import FAST_GROUP_SETTINGS, create_topic
+
+    gw = gateways.start("watch-tty", sets=FAST_GROUP_SETTINGS)
+    create_topic(gw, "wt-t", 3)
+    made = groups(gw.bootstrap, "reset-offsets", "wt-g", "--topic", "wt-t", "--to-earliest", "--execute")
+    assert made.returncode == 0, made.stderr
+    argv = [sys.executable, "-m", "groupshift", "groups", "--bootstrap-server", gw.bootstrap,
+            "migration", "wt-g", "--watch", "--interval", "0.2", "--count", "3"]  # fmt: skip
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.Popen(argv, cwd=REPO, stdout=slave, stderr=subprocess.PIPE)
+        os.close(slave)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        assert proc.wait(timeout=60) == 0
+    finally:
+        os.close(master)
+    shown = b"".join(chunks).decode()
+    assert shown.count("\x1b[J") == 2, shown  # polls 2 and 3 replaced the view before them
+    assert "poll 3" in shown and "Next step:" in shown
+    piped = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert piped.returncode == 0, piped.stderr
+    assert "\x1b[" not in piped.stdout and piped.stdout.count("Next step:") == 3

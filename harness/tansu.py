@@ -36,7 +36,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 TANSU_VERSION = "0.6.0"
@@ -94,6 +94,47 @@ def installed() -> bool:
         if key.startswith(f"tansu {TANSU_VERSION} ") and set(TANSU_FEATURES) <= set(info.get("features", [])):
             return True
     return False
+
+
+BUILD_COMMAND = "python -m harness.tansu build"
+
+
+def in_ci(env: Mapping[str, str] | None = None) -> bool:
+    """`CI` set to anything but empty/0/false, as CI services and `.ci/run` set it."""
+    value = (os.environ if env is None else env).get("CI", "")
+    return value.strip().lower() not in ("", "0", "false", "no")
+
+
+def build_in_progress() -> bool:
+    """Another process holds the build lock (`.ci/run`'s background build, or a developer's
+    `python -m harness.tansu build`)."""
+    lock_path = cache_dir() / "tansu-build.lock"
+    if not lock_path.exists():
+        return False
+    with open(lock_path, "a+") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(lock, fcntl.LOCK_UN)
+    return False
+
+
+def opt_in_skip_reason(env: Mapping[str, str] | None = None) -> str | None:
+    """Why a Tansu test is skipped here, or None when it runs (with the binary or its build).
+
+    A cold build is about 15 CPU-minutes of Rust: too long to start inside a test fixture for
+    someone running the README's test command for the first time. So outside CI the Tansu
+    tests run only once the binary is cached (or while a build started by hand is running, which
+    the fixture then waits for); the reason printed names the command that builds it. In CI
+    (`CI=true`, as `.ci/run` runs) they always run: `.ci/run` builds Tansu in the background."""
+    if in_ci(env) or installed() or build_in_progress():
+        return None
+    return (
+        f"Tansu {TANSU_VERSION} is not built (a cold build is about 15 CPU-minutes of Rust, so it is "
+        f"opt-in outside CI): run `{BUILD_COMMAND}` once (cached in {install_root()}), then run the "
+        "tests again; CI (CI=true) builds it in the background and runs these tests"
+    )
 
 
 def _log_progress(log: Path) -> str:

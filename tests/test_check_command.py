@@ -247,3 +247,100 @@ def test_a_server_without_kip848_makes_every_group_not_ready(tmp_path: Path) -> 
     unknown = upgrade_verdict(facts["ok"], Settings(), ServerCapabilities(None, "no answer"))
     assert unknown.verdict == READY and unknown.details[0].status == "unknown"
     assert off.to_json()["ways_out"] and on.to_json()["ways_out"] == []
+
+
+def printed_commands(text: str) -> list[list[str]]:
+    """Every command the text output suggests: its `$ ` lines, split as a shell splits them."""
+    import shlex
+
+    return [shlex.split(line.strip()[2:]) for line in text.splitlines() if line.strip().startswith("$ ")]
+
+
+def run_printed(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """A printed `groupshift ...` command, run through the console script's `main`; a command
+    that would start a server (`serve`) is run at --help level."""
+    assert argv[0] == "groupshift", argv
+    if argv[1] == "serve":
+        argv = [*argv, "--help"]
+    try:
+        code = main(argv[1:])
+    except SystemExit as e:
+        code = int(e.code or 0)
+    out, err = capsys.readouterr()
+    return code, out + err
+
+
+def test_check_output_fits_the_terminal_with_reasons_and_fixes_on_their_own_lines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = write_log_dir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "60")
+    for argv in (
+        ["check", "upgrade", "--log-dir", str(base), "--all", "--verbose"],
+        ["check", "downgrade", "--to", "kafka-3.7", "--log-dir", str(base), "--all", "--verbose"],
+    ):
+        _, out, _ = run(argv, capsys)
+        lines = out.splitlines()
+        # a command stays on one line (to be copied); a line of one word longer than the width
+        # (this test's long temporary path) cannot be wrapped
+        too_wide = [
+            line
+            for line in lines
+            if len(line) > 60 and not line.lstrip().startswith("$ ") and len(line.split()) > 1
+        ]
+        assert not too_wide, "\n".join(too_wide)
+        assert any(line.startswith("  reason: ") for line in lines)
+        assert any(line.startswith("  fix: ") for line in lines)
+        assert "record-" not in out  # the record checks are named by record type
+    assert "ConsumerGroupMetadata records:" in out
+    # piped without COLUMNS: one line per reason, for grep
+    monkeypatch.delenv("COLUMNS")
+    _, out, _ = run(["check", "upgrade", "--log-dir", str(base), "sticky"], capsys)
+    (reason,) = [line for line in out.splitlines() if line.startswith("  reason: ")]
+    assert reason.endswith("KAFKA-18134)")
+
+
+def test_every_printed_fix_command_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Real inputs whose fixes come with commands; each printed command runs as printed (the
+    what-if checks come back READY/SAFE: exit 0; the rewrite writes its log dir)."""
+    base = write_log_dir(tmp_path / "logs")
+    props = tmp_path / "server.properties"
+    props.write_text("group.consumer.migration.policy=downgrade\n")
+    cases = [
+        ["check", "upgrade", "--log-dir", str(base), "ok", "--config", str(props)],
+        ["check", "upgrade", "--log-dir", str(base), "--all", "--set",
+         "group.consumer.migration.policy=disabled"],
+        ["check", "downgrade", "--to", "classic-protocol", "--log-dir", str(base), "cg", "--set",
+         "group.consumer.migration.policy=disabled"],
+        ["check", "downgrade", "--to", "kafka-3.7", "--log-dir", str(base), "--all"],
+    ]  # fmt: skip
+    ran = []
+    for argv in cases:
+        code, out, err = run(argv, capsys)
+        assert code in (1, 2), (argv, out, err)
+        commands = printed_commands(out)
+        assert commands, out
+        for command in commands:
+            got, said = run_printed(command, capsys)
+            assert got == 0, f"{' '.join(command)}: exit {got}\n{said}"
+            ran.append(command)
+    rewrite = [c for c in ran if c[1:3] == ["records", "rewrite"]]
+    assert rewrite and Path(rewrite[0][rewrite[0].index("--out") + 1]).is_dir()
+    assert any("--set" in c and "group.consumer.migration.policy=bidirectional" in c for c in ran)
+
+
+def test_the_way_out_command_of_a_server_without_kip848_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tools.check.command import render
+    from tools.check.rules import Settings, upgrade_verdict
+    from tools.groups.capabilities import ServerCapabilities
+
+    facts = read_logs([str(write_log_dir(tmp_path))]).facts
+    off = ServerCapabilities(False, "group.version is 0", "kafka:9092")
+    out = StringIO()
+    render([upgrade_verdict(facts["ok"], Settings(), off)], [], False, out, off)
+    (command,) = printed_commands(out.getvalue())
+    assert command == ["groupshift", "serve", "--upstream", "kafka:9092"]
+    code, said = run_printed(command, capsys)
+    assert code == 0 and "--upstream" in said

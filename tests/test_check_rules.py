@@ -399,3 +399,13 @@ def test_settings_from_broker_configs() -> None:
     # range is the broker default: a range group gets it without asking
     v = upgrade_verdict(facts(classic_group(classic_member("a"))), s)
     assert [c.status for c in v.details if c.name == "server-assignor"] == ["info"]
+
+
+def test_the_text_output_names_checks_in_words() -> None:
+    from tools.check.rules import check_title
+
+    assert check_title("record-3") == "ConsumerGroupMetadata records"
+    assert check_title("record-16") == "ConsumerGroupRegularExpression records"
+    assert check_title("record-99") == "type 99 records"
+    assert check_title("assignor-mix") == "eager and cooperative members"
+    assert check_title("policy") == "policy"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.groups.migration import Observation, Tracker, changes, conversion_check, report
+from tools.groups.migration import Observation, Tracker, changes, conversion_check, render, report
 from tools.groups.output import Style, assignment_string, table
 from tools.groups.plot import Span, ownership_from_events, ownership_from_observations, plot_ownership
 from tools.groups.reset_offsets import PlanError, parse_csv, parse_datetime, to_csv
@@ -267,3 +267,197 @@ def test_no_upgrade_advice_on_a_server_without_kip848() -> None:
         rep["next_step"]
         == "Restart one member with group.protocol=consumer: it converts the group (upgrade)."
     )
+
+
+def test_partition_ranges() -> None:
+    from tools.groups.migration import name_ranges, partition_ranges
+
+    assert partition_ranges([("orders", p) for p in (7, 0, 1, 2, 3, 4, 5)]) == "orders:0-5,7"
+    assert partition_ranges([("b", 1), ("a", 3), ("a", 5), ("a", 4), ("b", 1)]) == "a:3-5;b:1"
+    assert partition_ranges([("t", 0), ("t", 2), ("t", 4)]) == "t:0,2,4"
+    assert partition_ranges([]) == ""
+    assert name_ranges(["my-topic-0", "my-topic-1", "my-topic-11"]) == "my-topic:0-1,11"
+
+
+def _rollback_polls() -> list[Observation]:
+    """A group upgraded by one consumer-protocol member, which then leaves (the rollback)."""
+    kp = [Member(f"k{i}", "kp", "/h", protocol="classic", assignment={"t": [i]}) for i in range(2)]
+    rd = Member("r", "rd", "/h", protocol="consumer", assignment={}, target={})
+    return [
+        Observation(100.0, classic_group(kp), POLICY),
+        Observation(101.0, consumer_group([*kp, rd]), POLICY),
+        Observation(102.0, classic_group(kp), POLICY),
+    ]
+
+
+def test_after_a_rollback_the_next_step_does_not_point_at_the_consumer_protocol() -> None:
+    from tools.groups.migration import infer_intent
+
+    polls = _rollback_polls()
+    tracker = Tracker()
+    for o in polls:
+        tracker.observe(o)
+    intent = infer_intent(tracker.observations, None)
+    assert intent["inferred"] == intent["direction"] == "downgrade"
+    assert "converted consumer -> classic" in intent["because"]
+    rep = report(polls[-1], tracker, 60.0, intent)
+    assert rep["next_step"].startswith("Rollback done") and "group.protocol=consumer" not in rep["next_step"]
+    text = render(rep, Style(False))
+    assert "Direction: downgrade (inferred: the group converted consumer -> classic" in text
+    # the operator meant an upgrade: the view says the group went the other way
+    expected = infer_intent(tracker.observations, "upgrade")
+    assert expected["direction"] == "upgrade" and expected["away_from_expected"]
+    rep = report(polls[-1], tracker, 60.0, expected)
+    assert rep["next_step"].startswith("The group is moving away from the expected direction (upgrade)")
+    assert "but the group is going the other way" in render(rep, Style(False))
+    # the first poll alone: nothing converted yet, an upgrade is assumed (the old advice)
+    first = Tracker()
+    first.observe(polls[0])
+    assert report(polls[0], first, 60.0)["next_step"].startswith(
+        "Restart one member with group.protocol=consumer"
+    )
+
+
+def test_during_a_rollback_consumer_members_leaving_point_back_to_classic() -> None:
+    from tools.groups.migration import infer_intent
+
+    kp = Member("k", "kp", "/h", protocol="classic", assignment={"t": [0]})
+    rd = [Member(f"r{i}", "rd", "/h", protocol="consumer", assignment={"t": [i + 1]}) for i in range(2)]
+    polls = [
+        Observation(100.0, classic_group([kp]), POLICY),
+        Observation(101.0, consumer_group([kp, *rd]), POLICY),  # upgraded
+        Observation(102.0, consumer_group([kp, rd[0]]), POLICY),  # r1 rolled back
+    ]
+    tracker = Tracker()
+    for o in polls:
+        tracker.observe(o)
+    intent = infer_intent(tracker.observations, None)
+    assert intent["direction"] == "downgrade", intent
+    g = Group("g", True, "Stable", "consumer", "consumer", "uniform", 5, 5, None, [kp, rd[0]], "test")
+    rep = report(Observation(102.0, g, POLICY), tracker, 60.0, intent)
+    assert rep["next_step"].startswith(
+        "Roll the remaining 1 consumer-protocol member(s) back to group.protocol=classic"
+    ), rep["next_step"]
+    # a conversion in the gateway's event log counts as much as one seen between polls
+    from tools.groups.migration import Conversion
+
+    logged = [Conversion(50.0, "consumer", "classic", "event log")]
+    assert infer_intent([polls[0]], None, logged)["inferred"] == "downgrade"
+
+
+def test_conversions_from_the_event_log(tmp_path: Path) -> None:
+    from tools.groups.migration import conversions_from_events
+
+    log = tmp_path / "events.log"
+    log.write_text(
+        "not json\n"
+        + json.dumps({"event": "group.converted", "group": "g", "from_type": "classic",
+                      "to_type": "consumer", "timestamp": 1_700_000_000_000}) + "\n"
+        + json.dumps({"event": "group.converted", "group": "other", "from_type": "consumer",
+                      "to_type": "classic", "timestamp": 1_700_000_001_000}) + "\n"
+        + json.dumps({"event": "group.converted", "group": "g", "from_type": "consumer",
+                      "to_type": "classic", "timestamp": 1_700_000_002_000}) + "\n"
+    )  # fmt: skip
+    got = conversions_from_events(log, "g")
+    assert [(c.direction, c.at) for c in got] == [
+        ("upgrade", 1_700_000_000.0),
+        ("downgrade", 1_700_000_002.0),
+    ]
+
+
+def test_watch_redraws_in_place_on_a_terminal_and_appends_otherwise() -> None:
+    from io import StringIO
+
+    from tools.groups.migration import Screen
+
+    class Tty(StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    out = Tty()
+    screen = Screen(out, redraw=True)
+    screen.show("a\nb\n")
+    screen.show("c\n")
+    screen.show("poll failed\n", keep=True)
+    screen.show("d\n")
+    assert out.getvalue() == "a\nb\n\x1b[2F\x1b[Jc\n\x1b[1F\x1b[Jpoll failed\nd\n"
+    plain = StringIO()
+    screen = Screen(plain, redraw=False)
+    screen.show("a\nb\n")
+    screen.show("c\n")
+    assert plain.getvalue() == "a\nb\nc\n"
+
+
+def test_one_colour_per_client_in_both_plot_modes_and_conversion_marks(tmp_path: Path) -> None:
+    """Polls and the event log of the same group colour a client alike (and so does the matrix
+    report, harness/matrix/report.py, which uses the same `client_colours`)."""
+    from tools.groups.plot import PALETTE, client_colours
+
+    a = Member("member-a", "kp", "/h", protocol="classic", assignment={"t": [0, 1]})
+    b = Member("member-b", "rd", "/h", protocol="consumer", assignment={"t": [1]})
+    polls = ownership_from_observations(
+        [Observation(0.0, classic_group([a]), POLICY), Observation(1.0, consumer_group([a, b]), POLICY)]
+    )
+    log = tmp_path / "gateway.log"
+    log.write_text(
+        "\n".join(
+            json.dumps(e)
+            for e in [
+                {
+                    "event": "member.joined",
+                    "group": "g",
+                    "member": "member-a",
+                    "client_id": "kp",
+                    "protocol": "classic",
+                    "timestamp": 0,
+                },
+                {
+                    "event": "member.assignment_changed",
+                    "group": "g",
+                    "member": "member-a",
+                    "assigned": ["t-0", "t-1"],
+                    "timestamp": 0,
+                },
+                {
+                    "event": "member.joined",
+                    "group": "g",
+                    "member": "member-b",
+                    "client_id": "rd",
+                    "protocol": "consumer",
+                    "timestamp": 1,
+                },
+                {
+                    "event": "member.assignment_changed",
+                    "group": "g",
+                    "member": "member-b",
+                    "assigned": ["t-1"],
+                    "timestamp": 1,
+                },
+            ]
+        )
+    )
+    logged = ownership_from_events(log, "g")
+    colours = client_colours(s.colour_key for s in polls)
+    assert colours == client_colours(s.colour_key for s in logged) == {"kp": PALETTE[0], "rd": PALETTE[1]}
+    assert {s.client for s in logged} == {"kp", "rd"}
+    pytest.importorskip("matplotlib", reason="--plot needs matplotlib (extra 'plot')")
+    png = tmp_path / "marks.png"
+    plot_ownership(polls, png, "g", conversions=[(1.0, "classic -> consumer")])
+    assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_scale_in_of_a_consumer_group_is_not_a_rollback() -> None:
+    from tools.groups.migration import infer_intent
+
+    rd = [Member(f"r{i}", "rd", "/h", protocol="consumer", assignment={"t": [i]}) for i in range(3)]
+    polls = [
+        Observation(100.0, consumer_group(rd), POLICY),
+        Observation(101.0, consumer_group(rd[:2]), POLICY),
+    ]
+    intent = infer_intent(polls, None)
+    assert intent["inferred"] is None and intent["direction"] is None
+    g = Group("g", True, "Stable", "consumer", "consumer", "uniform", 5, 5, None, rd[:2], "test")
+    tracker = Tracker()
+    for o in polls:
+        tracker.observe(o)
+    assert report(Observation(101.0, g, POLICY), tracker, 60.0, intent)["next_step"].startswith("Done")

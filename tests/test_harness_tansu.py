@@ -4,6 +4,7 @@ the clear error when cargo is absent."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
@@ -90,3 +91,46 @@ def test_the_build_command_line_runs_without_the_virtualenv(cache: Path) -> None
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == str(cache / "tansu" / "bin" / "tansu")
+
+
+def test_outside_ci_an_unbuilt_tansu_is_opt_in_with_the_command(cache: Path) -> None:
+    """A newcomer's machine (CI unset, nothing cached) is not made to build 15 CPU-minutes of
+    Rust inside a fixture: the Tansu tests skip, saying why and which command builds it."""
+    reason = tansu.opt_in_skip_reason({})
+    assert reason is not None and "`python -m harness.tansu build`" in reason
+    assert "CI" in reason and "15 CPU-minutes" in reason
+    for ci in ("true", "1", "yes"):
+        assert tansu.opt_in_skip_reason({"CI": ci}) is None  # CI builds it (in the background)
+    assert tansu.opt_in_skip_reason({"CI": "false"}) is not None
+    # a build started by hand is waited for, not skipped
+    (cache / "tansu-build.lock").touch()
+    with open(cache / "tansu-build.lock", "a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        assert tansu.build_in_progress() and tansu.opt_in_skip_reason({}) is None
+        fcntl.flock(held, fcntl.LOCK_UN)
+    assert not tansu.build_in_progress()
+    _install(cache, ["dynostore"])
+    assert tansu.opt_in_skip_reason({}) is None
+
+
+@pytest.mark.e2e
+def test_the_tansu_tests_skip_with_the_build_command_outside_ci(cache: Path) -> None:
+    """The real module, run as the README's command runs it on a fresh machine: skipped fast,
+    with the reason and the command in pytest's skip summary, and no cargo started."""
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    env["GROUPSHIFT_CACHE"] = str(cache)
+    started = time.monotonic()
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "e2e/test_upstream_tansu.py", "-q", "-rs", "-p", "no:cacheprovider"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=Path(__file__).resolve().parent.parent,
+        timeout=240,
+        check=False,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert " skipped" in out.stdout and " passed" not in out.stdout, out.stdout
+    assert "python -m harness.tansu build" in out.stdout, out.stdout
+    assert not (cache / "tansu-build.log").exists()  # no build started
+    assert time.monotonic() - started < 120

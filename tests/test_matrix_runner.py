@@ -108,3 +108,33 @@ def test_report_renders_rows() -> None:
     page = render_html(doc)
     assert "class='verdict fail'" in page and "&lt;at once&gt;" in page and "<script" not in page
     json.dumps(doc)  # rows stay JSON
+
+
+def test_timeline_colours_clients_and_hatches_classic_owners() -> None:
+    """One colour per client, the same as `groups migration --plot` gives it; classic owners
+    hatched (an overlay that is not an ownership bar of its own)."""
+    from tools.groups.plot import client_colours
+
+    row = {
+        "id": "k@1/classic/range/dynamic/upgrade/bidirectional/groupshift",
+        "duration": 4.0,
+        "members": {
+            "c1": {"client": "kafka-python", "protocol": "classic", "instance_id": None},
+            "c2": {"client": "confluent", "protocol": "consumer", "instance_id": None},
+            "c3": {"client": "kafka-python", "protocol": "consumer", "instance_id": None},
+        },
+        "windows": [
+            {"member": "c1", "partition": 0, "start": 0.0, "end": 2.0},
+            {"member": "c2", "partition": 0, "start": 2.0, "end": 4.0},
+            {"member": "c3", "partition": 1, "start": 0.0, "end": 4.0},
+        ],
+        "steps": [],
+    }
+    svg = timeline_svg(row)
+    colours = client_colours(["kafka-python", "confluent"])
+    bars = [line for line in svg.split("<rect") if 'class="own"' in line]
+    assert len(bars) == 3
+    assert f'fill="{colours["kafka-python"]}"' in bars[0] and f'fill="{colours["kafka-python"]}"' in bars[2]
+    assert f'fill="{colours["confluent"]}"' in bars[1]
+    assert svg.count('class="classic"') == 1  # c1's window only
+    assert 'fill="url(#hatch-k-1-classic-range-dynamic-upgrade-bidirectional-groupshift)"' in svg

@@ -8,7 +8,9 @@ from, so that a later `--rerun-failed` can redraw cells it did not run again.
 `report.html` needs no network and no script: the grid is a table (one row per cell without its
 backend, one column per backend) coloured by verdict with the reason in the cell's tooltip; every
 cell links to its section, where the timeline of who owned which partition when is drawn as
-inline SVG next to the reference Kafka cell's.
+inline SVG next to the reference Kafka cell's: one colour per client (the same colours as
+`groupshift groups migration --plot`, `tools.groups.plot.client_colours`), classic-protocol
+owners hatched as in that plot.
 """
 
 from __future__ import annotations
@@ -23,8 +25,7 @@ from xml.etree import ElementTree as ET
 
 from harness.matrix.grid import Cell, Grid
 from harness.matrix.scenarios import PARTITIONS, CellResult
-
-PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f")
+from tools.groups.plot import client_colours
 
 
 def result_row(r: CellResult) -> dict[str, Any]:
@@ -117,8 +118,8 @@ def _anchor(cell_id: str) -> str:
 
 
 def timeline_svg(row: dict[str, Any], width: int = 560) -> str:
-    """Who owned which partition when: one lane per partition, one colour per member, dashed
-    lines where a step began (labelled with its time to full ownership)."""
+    """Who owned which partition when: one lane per partition, one colour per client, classic
+    owners hatched, dashed lines where a step began (labelled with its time to full ownership)."""
     lane, top, left, right = 16, 22, 34, 10
     partitions = max([PARTITIONS, *[w["partition"] + 1 for w in row.get("windows", [])]])
     members = sorted(row.get("members", {}))
@@ -127,10 +128,17 @@ def timeline_svg(row: dict[str, Any], width: int = 560) -> str:
     height = top + lane * partitions + 20 + 12 * legend_rows
     span = max([row.get("duration", 1.0), *[w["end"] for w in row.get("windows", [])], 1.0])
     scale = (width - left - right) / span
-    colour = {m: PALETTE[i % len(PALETTE)] for i, m in enumerate(members)}
+    info_of: dict[str, dict[str, Any]] = row.get("members", {})
+    by_client = client_colours(str(info_of[m].get("client", m)) for m in members)
+    colour = {m: by_client[str(info_of[m].get("client", m))] for m in members}
+    classic = {m for m in members if info_of[m].get("protocol") == "classic"}
+    hatch = "hatch-" + "".join(ch if ch.isalnum() else "-" for ch in str(row.get("id", "")))
     out = [
         f'<svg class="timeline" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" role="img" aria-label="partition ownership over time">',
+        f'<defs><pattern id="{hatch}" width="6" height="6" patternUnits="userSpaceOnUse" '
+        'patternTransform="rotate(45)"><line x1="0" y1="0" x2="0" y2="6" stroke="#000" '
+        'stroke-width="1.2" stroke-opacity="0.55"/></pattern></defs>',
         f'<rect x="0" y="0" width="{width}" height="{height}" fill="#fff"/>',
     ]
     for p in range(partitions):
@@ -146,6 +154,11 @@ def timeline_svg(row: dict[str, Any], width: int = 560) -> str:
             f'<rect class="own" x="{x:.1f}" y="{y}" width="{bar:.1f}" height="{lane - 4}" '
             f'fill="{colour.get(w["member"], "#999")}"><title>{tip}</title></rect>'
         )
+        if w["member"] in classic:
+            out.append(
+                f'<rect class="classic" x="{x:.1f}" y="{y}" width="{bar:.1f}" height="{lane - 4}" '
+                f'fill="url(#{hatch})" pointer-events="none"/>'
+            )
     for s in row.get("steps", []):
         x = left + s["started"] * scale
         took = s.get("seconds_to_full_ownership")
@@ -167,6 +180,8 @@ def timeline_svg(row: dict[str, Any], width: int = 560) -> str:
         lx = left + (i % per_row) * column
         ly = top + lane * partitions + 20 + 12 * (i // per_row)
         out.append(f'<rect x="{lx}" y="{ly - 8}" width="9" height="9" fill="{colour[m]}"/>')
+        if m in classic:
+            out.append(f'<rect x="{lx}" y="{ly - 8}" width="9" height="9" fill="url(#{hatch})"/>')
         out.append(f'<text x="{lx + 12}" y="{ly}" font-size="9">{text}</text>')
     out.append("</svg>")
     return "".join(out)

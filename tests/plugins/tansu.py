@@ -8,6 +8,11 @@ background at its beginning) the fixture waits, bounded, printing the build's pr
 pytest's output capture. Without cargo and without a cached binary the fixture skips with the
 reason; a failed build or a broker that does not start is an error, not a skip.
 
+Outside CI (`CI` unset, as on a newcomer's machine running the README's test command) a cold
+build is not started here: it is about 15 CPU-minutes of Rust. Without a cached binary (and no
+build running) the fixture skips with the reason and the command that builds it,
+`python -m harness.tansu build` (`harness.tansu.opt_in_skip_reason`).
+
 Tests that use the fixture run last in the session (`pytest_collection_modifyitems`), so a cold
 build started by `.ci/run` overlaps with as much of the rest of the run as possible.
 """
@@ -21,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.tansu import DEFAULT_BUILD_WAIT, TansuBroker, TansuUnavailable, build
+from harness.tansu import DEFAULT_BUILD_WAIT, TansuBroker, TansuUnavailable, build, opt_in_skip_reason
 
 
 @pytest.hookimpl(trylast=True)
@@ -71,6 +76,8 @@ class TansuFactory:
 def tansu_factory(
     tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 ) -> Iterator[TansuFactory]:
+    if (reason := opt_in_skip_reason()) is not None:
+        pytest.skip(reason)
     factory = TansuFactory(tmp_path_factory.mktemp("tansu"), request.config)
     try:
         yield factory

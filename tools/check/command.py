@@ -16,9 +16,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shlex
+import shutil
 import sys
+import textwrap
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from tools.check.facts import GroupFacts, RecordKind
@@ -289,42 +294,211 @@ def summary(verdicts: Sequence[Verdict]) -> dict[str, dict[str, int]]:
     return {c: dict(sorted(n.items())) for c, n in sorted(out.items())}
 
 
+@dataclass(frozen=True, slots=True)
+class Invocation:
+    """The command line the verdicts came from: a fix is printed as a complete command on the
+    same input, with the same options (a what-if `--set`, a `records rewrite` of the same files)."""
+
+    check: str  # upgrade | downgrade
+    target: str | None
+    inputs: tuple[str, ...]  # the input option(s) exactly as given
+    options: tuple[str, ...]  # --config, --set, --regex, --timeout as given
+    data_dir: str | None = None
+    log_dirs: tuple[str, ...] = ()
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Invocation:
+        if args.bootstrap_server:
+            inputs: tuple[str, ...] = ("--bootstrap-server", args.bootstrap_server)
+        elif args.data_dir:
+            inputs = ("--data-dir", args.data_dir)
+        else:
+            inputs = tuple(x for d in args.log_dir for x in ("--log-dir", d))
+        options: list[str] = []
+        if args.bootstrap_server and args.timeout != 10.0:
+            options += ["--timeout", f"{args.timeout:g}"]
+        if args.config:
+            options += ["--config", args.config]
+        for item in args.set:
+            options += ["--set", item]
+        for item in args.regex:
+            options += ["--regex", item]
+        return cls(
+            args.check_command,
+            getattr(args, "to", None),
+            inputs,
+            tuple(options),
+            args.data_dir,
+            tuple(args.log_dir or ()),
+        )
+
+    def what_if(self, group: str, settings: Sequence[tuple[str, str]]) -> str:
+        """`groupshift check ...` of this input and group with `settings` changed (a later
+        `--set` wins over the input's and the earlier ones)."""
+        to = ("--to", self.target) if self.check == "downgrade" and self.target else ()
+        argv = ["groupshift", "check", self.check, *to, *self.inputs, *self.options, group]
+        return shlex.join([*argv, *(x for name, value in settings for x in ("--set", f"{name}={value}"))])
+
+    def rewrites(self, target: str) -> list[str]:
+        """`groupshift records rewrite` of this input's files for `target` into new directories
+        beside them (none for a live input: its files are on the brokers)."""
+        sources = (
+            [("--data-dir", self.data_dir)] if self.data_dir else [("--log-dir", d) for d in self.log_dirs]
+        )
+        return [
+            shlex.join(
+                [
+                    "groupshift",
+                    "records",
+                    "rewrite",
+                    "--for-downgrade",
+                    target,
+                    option,
+                    path,
+                    "--out",
+                    f"{path.rstrip('/')}.for-{target}",
+                ]
+            )
+            for option, path in sources
+        ]
+
+
+REWRITE = "groupshift records rewrite --for-downgrade "
+BLOCKING = ("refused", "unsafe", "needs-action")  # the check statuses that decide a verdict
+
+
+def fix_commands(v: Verdict, invocation: Invocation | None) -> list[tuple[str, str]]:
+    """The complete commands that go with a verdict's fix, each with what it does: a what-if
+    check with the setting the fix changes, or the rewrite of the input's records."""
+    if invocation is None or not v.fix:
+        return []
+    out: list[tuple[str, str]] = []
+    blocking = [c for c in v.details if c.status in BLOCKING]
+    settings = list(dict.fromkeys(c.setting for c in blocking if c.setting is not None))
+    if settings and len(settings) == len({c.name for c in blocking}) and all(c.setting for c in blocking):
+        # only when the settings are the whole fix: the what-if then comes back READY/SAFE
+        said = ", ".join(f"{name}={value}" for name, value in settings)
+        out.append(
+            (
+                f"the verdict with {said} (a what-if: it changes nothing)",
+                invocation.what_if(v.group, settings),
+            )
+        )
+    if v.fix.startswith(REWRITE):
+        target = v.fix.removeprefix(REWRITE).split()[0]
+        out += [("rewrite the records for " + target, cmd) for cmd in invocation.rewrites(target)]
+    return out
+
+
+def _fix_text(fix: str | None, invocation: Invocation | None) -> str | None:
+    """A fix in words. The rules name a rewrite by its command's start; on a file input the
+    complete command follows on a `$ ` line; on a live input the text names what to run it on
+    (the brokers' log dirs, brokers stopped), since those files are not here."""
+    if not fix or not fix.startswith(REWRITE) or invocation is None:
+        return fix
+    target = fix.removeprefix(REWRITE).split()[0]
+    if invocation.rewrites(target):
+        return (
+            f"rewrite the group's records so that {target} loads them (the `$ groupshift records "
+            f"rewrite` command writes a new log dir), then start {target} on it"
+        )
+    return (
+        f"rewrite the group's records so that {target} loads them: stop the brokers, run "
+        f"{fix} --log-dir (a broker's log dir) --out (a new log dir) for each broker, and "
+        f"start {target} on the new log dirs"
+    )
+
+
+def output_width(out: TextIO) -> int | None:
+    """The width to wrap to: the terminal's (`shutil.get_terminal_size`: COLUMNS, else the
+    terminal's size) when writing to a terminal or when COLUMNS is set; None (no wrapping)
+    for a pipe or a file, which a script or `grep` reads line by line."""
+    try:
+        tty = out.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    if not tty and "COLUMNS" not in os.environ:
+        return None
+    return max(40, shutil.get_terminal_size().columns)
+
+
+def _wrapped(
+    label: str, text: str, width: int | None, indent: str = "  ", hang: str | None = None
+) -> list[str]:
+    """`label text` as lines no wider than `width`, continued under the text (or after `hang`);
+    words (settings, paths, group ids) are never split."""
+    first = indent + label
+    if width is None:
+        return [first + text]
+    return textwrap.wrap(
+        text,
+        width=width,
+        initial_indent=first,
+        subsequent_indent=" " * len(first) if hang is None else hang,
+        break_long_words=False,
+        break_on_hyphens=False,
+    ) or [first]
+
+
 def render(
     verdicts: Sequence[Verdict],
     problems: Sequence[str],
     verbose: bool,
     out: TextIO,
     server: ServerCapabilities | None = None,
+    invocation: Invocation | None = None,
 ) -> None:
+    """The verdicts for a person: a table of verdicts, then per group its reason and its fix
+    on lines of their own, wrapped to the terminal, each command the fix needs complete on a
+    `$ ` line of its own (never wrapped, so it can be copied)."""
+    from tools.check.rules import check_title
     from tools.groups.output import Style, table, use_colour
 
     style = Style(use_colour(out))
+    width = output_width(out)
+    lines: list[str] = []
     if server is not None and server.serves_consumer_protocol is False:
-        out.write(
-            style.bad(f"Server {server.bootstrap}: does not serve the KIP-848 consumer protocol") + "\n"
-        )
-        out.write(f"  {server.reason}\n")
+        lines.append(style.bad(f"Server {server.bootstrap}: does not serve the KIP-848 consumer protocol"))
+        lines += _wrapped("", server.reason, width)
         for i, way in enumerate(server.ways_out(), 1):
-            out.write(f"  way out {i}: {way}\n")
-    rows = [[v.group, v.group_type, v.size, v.verdict, v.reason, v.fix] for v in verdicts]
-    headers = ["GROUP", "TYPE", "MEMBERS", "VERDICT", "REASON", "FIX"]
+            lines += _wrapped(f"way out {i}: ", way, width)
+        lines.append(
+            "  $ " + shlex.join(["groupshift", "serve", "--upstream", server.bootstrap or "HOST:PORT"])
+        )
+    rows = [[v.group, v.group_type, v.size, v.verdict] for v in verdicts]
+    headers = ["GROUP", "TYPE", "MEMBERS", "VERDICT"]
     if rows:
-        out.write(table(headers, rows, style, {3: lambda s: s not in ("READY", "SAFE")}) + "\n")
+        lines.append(table(headers, rows, style, {3: lambda s: s not in ("READY", "SAFE")}))
     for v in verdicts:
+        lines.append(style.bold(f"{v.group}: {v.verdict}"))
+        lines += _wrapped("reason: ", v.reason, width)
+        fix = _fix_text(v.fix, invocation)
+        if fix:
+            lines += _wrapped("fix: ", fix, width)
+        for what, command in fix_commands(v, invocation):
+            lines += _wrapped("", f"{what}:", width, hang="    ")
+            lines.append(f"  $ {command}")
         if v.kafka_message:
-            out.write(f"{v.group}: a group.protocol=consumer member is refused: {v.kafka_message}\n")
+            said = f"{v.group}: a group.protocol=consumer member is refused: {v.kafka_message}"
+            lines += _wrapped("", said, width, hang="    ")
         if verbose:
             for c in v.details:
-                fix = f" -> {c.fix}" if c.fix else ""
-                out.write(f"  {v.group} [{c.status}] {c.name}: {c.reason}{fix}\n")
+                said = f"{v.group} [{c.status}] {check_title(c.name)}: {c.reason}"
+                lines += _wrapped("", said, width, hang="      ")
+                if (check_fix := _fix_text(c.fix, invocation)) is not None:
+                    lines += _wrapped("fix: ", check_fix, width, "      ")
     for p in problems:
-        out.write(style.warn(f"input: {p}") + "\n")
+        lines += [style.warn(line) for line in _wrapped("input: ", p, width, "")]
     for cluster, counts in summary(verdicts).items():
         total = sum(counts.values())
         parts = ", ".join(f"{n} {k}" for k, n in counts.items())
-        out.write(style.bold(f"Cluster {cluster}: {total} group(s): {parts}") + "\n")
+        lines += [
+            style.bold(line)
+            for line in _wrapped("", f"Cluster {cluster}: {total} group(s): {parts}", width, "", "  ")
+        ]
     if not verdicts:
-        out.write("No groups.\n")
+        lines.append("No groups.")
+    out.write("\n".join(lines) + "\n")
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -371,5 +545,5 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         }
         out.write(json.dumps(doc, indent=1) + "\n")
     else:
-        render(verdicts, problems, args.verbose, out, server)
+        render(verdicts, problems, args.verbose, out, server, Invocation.from_args(args))
     return status

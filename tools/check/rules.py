@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from tools.check.facts import BUILTIN_ASSIGNORS, COOPERATIVE_ASSIGNORS, GroupFacts, RecordKind
+from tools.groups.output import partition_ranges
 
 if TYPE_CHECKING:
     from tools.groups.capabilities import ServerCapabilities
@@ -108,6 +109,27 @@ class Settings:
         return tuple(p for g, p in self.regexes if g == group)
 
 
+#: How the text output names a check (`--json` keeps the names, which scripts match on).
+CHECK_TITLES = {
+    "protocol-type": "protocol type",
+    "custom-assignor": "client-side assignor",
+    "embedded-protocol": "member subscription",
+    "assignor-mix": "eager and cooperative members",
+    "static-members": "static members",
+    "regex": "regex subscription",
+    "partition": "__consumer_offsets partition",
+}
+
+
+def check_title(name: str) -> str:
+    """A check's name as the text output prints it: words, and the record checks by record
+    type (`record-3` is the ConsumerGroupMetadata records)."""
+    kind, _, number = name.partition("-")
+    if kind == "record" and number.isdigit():
+        return f"{RECORD_NAMES.get(int(number), f'type {number}')} records"
+    return CHECK_TITLES.get(name, name)
+
+
 def _assignor_name(value: str) -> str:
     v = value.strip()
     last = v.rsplit(".", 1)[-1]
@@ -124,6 +146,9 @@ class Check:
     reason: str
     fix: str | None = None
     message: str | None = None  # a refusal: the error message Kafka 4.x and groupshift answer
+    # the broker setting (name, value) the fix changes, so that `check` can print the complete
+    # command that shows the verdict with it (`--set name=value`)
+    setting: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,9 +189,11 @@ def upgrade_checks(facts: GroupFacts, settings: Settings) -> tuple[list[Check], 
     checks: list[Check] = []
     message: str | None = None
 
-    def refuse(name: str, reason: str, fix: str, kafka_because: str) -> None:
+    def refuse(
+        name: str, reason: str, fix: str, kafka_because: str, setting: tuple[str, str] | None = None
+    ) -> None:
         nonlocal message
-        checks.append(Check(name, "refused", reason, fix, _cannot_upgrade(g, kafka_because)))
+        checks.append(Check(name, "refused", reason, fix, _cannot_upgrade(g, kafka_because), setting))
         if message is None:
             message = _cannot_upgrade(g, kafka_because)
 
@@ -177,6 +204,7 @@ def upgrade_checks(facts: GroupFacts, settings: Settings) -> tuple[list[Check], 
             f"group.consumer.migration.policy is {policy}: online upgrades of non-empty groups are refused",
             "set group.consumer.migration.policy=bidirectional (or upgrade) on the brokers",
             "online upgrade is disabled.",
+            ("group.consumer.migration.policy", "bidirectional"),
         )
     else:
         checks.append(
@@ -205,6 +233,7 @@ def upgrade_checks(facts: GroupFacts, settings: Settings) -> tuple[list[Check], 
             f"{facts.size} members exceed group.consumer.max.size={settings.consumer_max_size}",
             f"set group.consumer.max.size>={facts.size} on the brokers, or shrink the group first",
             "the group size exceeds the consumer group maximum size.",
+            ("group.consumer.max.size", str(facts.size)),
         )
     else:
         checks.append(
@@ -573,6 +602,7 @@ def _classic_protocol(facts: GroupFacts, settings: Settings) -> Verdict:
                 "group.consumer.migration.policy is disabled: every classic member is refused "
                 "INCONSISTENT_GROUP_PROTOCOL while the group is a non-empty consumer group (KAFKA-20640)",
                 "set group.consumer.migration.policy=bidirectional (or downgrade) before rolling back",
+                setting=("group.consumer.migration.policy", "bidirectional"),
             )
         )
     elif policy not in DOWNGRADE_POLICIES:
@@ -583,6 +613,7 @@ def _classic_protocol(facts: GroupFacts, settings: Settings) -> Verdict:
                 f"group.consumer.migration.policy is {policy}: classic members join, but the group stays "
                 "a consumer group when its last consumer-protocol member leaves",
                 "set group.consumer.migration.policy=bidirectional (or downgrade) before rolling back",
+                setting=("group.consumer.migration.policy", "bidirectional"),
             )
         )
     else:
@@ -602,6 +633,7 @@ def _classic_protocol(facts: GroupFacts, settings: Settings) -> Verdict:
                 f"{facts.size} members exceed group.max.size={settings.classic_max_size}: the group stays a "
                 "consumer group when its last consumer-protocol member leaves",
                 f"set group.max.size>={facts.size} on the brokers, or shrink the group first",
+                setting=("group.max.size", str(facts.size)),
             )
         )
     else:
@@ -641,7 +673,7 @@ def _classic_protocol(facts: GroupFacts, settings: Settings) -> Verdict:
         )
     consumer_members = facts.size - len([m for m in facts.members if m.protocol == "classic"])
     for m in facts.members:
-        owned = ",".join(f"{t}-{p}" for t, p in m.owned) or "nothing"
+        owned = partition_ranges(m.owned) or "nothing"
         checks.append(
             Check(
                 "assignment",

@@ -83,9 +83,19 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
     c.add_argument("--set", action="append", metavar="NAME=VALUE")
     c.add_argument("--delete", action="append", metavar="NAME")
 
-    m = gs.add_parser("migration", help="the live story of a classic <-> consumer protocol migration")
+    m = gs.add_parser(
+        "migration",
+        help="the live story of a classic <-> consumer protocol migration, either way",
+        description="The live story of a group moving between the classic and the KIP-848 consumer "
+        "protocol, either way. --watch redraws the view in place on a terminal and appends one "
+        "block per poll otherwise.",
+    )
     m.add_argument("group")
-    m.add_argument("--watch", action="store_true", help="poll until Ctrl-C (or --count polls)")
+    m.add_argument(
+        "--watch",
+        action="store_true",
+        help="poll until Ctrl-C (or --count polls); on a terminal the view is redrawn in place",
+    )
     m.add_argument(
         "--interval", type=float, default=2.0, metavar="S", help="seconds between polls (default 2)"
     )
@@ -97,9 +107,18 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
         metavar="S",
         help="call a partition stuck after S seconds pending revocation (default 60)",
     )
+    m.add_argument(
+        "--expect",
+        choices=("upgrade", "downgrade"),
+        help="the direction you are moving the group (default: inferred from its last conversion); "
+        "the view says when the group moves the other way",
+    )
     m.add_argument("--plot", metavar="FILE.png", help="draw who owned which partition when")
     m.add_argument(
-        "--events", metavar="FILE", help="for --plot: the gateway's JSON event log instead of the polls"
+        "--events",
+        metavar="FILE",
+        help="the gateway's JSON event log: its conversions tell the direction, and --plot draws "
+        "from it instead of the polls",
     )
 
     for sp in (ls, d, r, do, dl, c, m):

@@ -35,14 +35,18 @@ which partition when (see `plot`) from the polls, or from the gateway's JSON eve
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import time
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TextIO
 
+from tools.event_log import event_time, read_event
 from tools.groups.capabilities import ServerCapabilities, probe_server
-from tools.groups.output import ERROR, NOT_FOUND, OK, Style, emit_json, error, table
+from tools.groups.output import ERROR, NOT_FOUND, OK, Style, emit_json, error, partition_ranges, table
 from tools.groups.snapshot import Group, describe
 from tools.groups.wire import BROKER_RESOURCE, AdminWire, KafkaError, WireError
 
@@ -53,6 +57,16 @@ DOWNGRADE_POLICIES = ("bidirectional", "downgrade")
 
 def tp_name(tp: TP) -> str:
     return f"{tp[0]}-{tp[1]}"
+
+
+def _tp_of(name: str) -> TP:
+    topic, _, p = name.rpartition("-")
+    return (topic, int(p))
+
+
+def name_ranges(names: Iterable[str]) -> str:
+    """`partition_ranges` of "topic-partition" names (the JSON report's form)."""
+    return partition_ranges(_tp_of(n) for n in names)
 
 
 @dataclass
@@ -86,6 +100,105 @@ class Tracker:
             if key not in now_pending:
                 del self.first_pending[key]
         self.observations.append(obs)
+
+
+EXPECT_CHOICES = ("upgrade", "downgrade")
+
+
+@dataclass(frozen=True)
+class Conversion:
+    """The group changed type: classic -> consumer is an upgrade, consumer -> classic a
+    downgrade (KIP-848's online migration, either way)."""
+
+    at: float
+    from_type: str
+    to_type: str
+    source: str  # "poll" (seen between two polls) or "event log"
+
+    @property
+    def direction(self) -> str:
+        return "upgrade" if self.to_type == "consumer" else "downgrade"
+
+    def describe(self) -> str:
+        stamp = time.strftime("%H:%M:%S", time.localtime(self.at))
+        return f"converted {self.from_type} -> {self.to_type} at {stamp} ({self.source})"
+
+
+def conversions_seen(observations: Sequence[Observation]) -> list[Conversion]:
+    """The conversions between consecutive polls of one run."""
+    out = []
+    for a, b in itertools.pairwise(observations):
+        ta, tb = a.group.group_type, b.group.group_type
+        if a.group.exists and b.group.exists and ta != tb and {ta, tb} == {"classic", "consumer"}:
+            out.append(Conversion(b.at, str(ta), str(tb), "poll"))
+    return out
+
+
+def conversions_from_events(path: str | Path, group: str) -> list[Conversion]:
+    """The `group.converted` events of `group` in the gateway's JSON event log (engine.routing
+    logs them with `from_type` and `to_type`)."""
+    out = []
+    for line in Path(path).read_text(errors="replace").splitlines():
+        e = read_event(line)
+        if e is None or e.get("event") != "group.converted" or e.get("group") != group:
+            continue
+        t = event_time(e)
+        if t is not None and e.get("from_type") and e.get("to_type"):
+            out.append(Conversion(t, str(e["from_type"]), str(e["to_type"]), "event log"))
+    return out
+
+
+def _protocol_counts(obs: Observation) -> Counter[str]:
+    return Counter(m.protocol or "unknown" for m in obs.group.members)
+
+
+def infer_intent(
+    observations: Sequence[Observation], expected: str | None, events: Sequence[Conversion] = ()
+) -> dict[str, Any]:
+    """Which way the group is going, so that the next step points that way.
+
+    Inferred from the last conversion (seen between polls, or logged by the gateway) and, after
+    it, the members: in a consumer group, consumer-protocol members leaving while classic ones
+    join is a rollback under way (its conversion happens only when the last one leaves).
+    `expected` (`--expect upgrade|downgrade`) wins; when the inference disagrees with it, the
+    group is moving away from the expected direction and the report says so."""
+    conversions = sorted([*conversions_seen(observations), *events], key=lambda c: c.at)
+    inferred: str | None = None
+    because = "no conversion seen"
+    if conversions:
+        last = conversions[-1]
+        inferred, because = last.direction, f"the group {last.describe()}"
+    after = [o for o in observations if not conversions or o.at >= conversions[-1].at]
+    if len(after) >= 2 and after[-1].group.group_type == "consumer":
+        first, now = _protocol_counts(after[0]), _protocol_counts(after[-1])
+        fewer_consumer = now["consumer"] < first["consumer"]
+        more_classic = now["classic"] > first["classic"]
+        more_consumer = now["consumer"] > first["consumer"]
+        fewer_classic = now["classic"] < first["classic"]
+        # Only with classic members in the group: consumer-protocol members leaving a group of
+        # consumer-protocol members only is a scale-in, not a rollback.
+        if now["classic"] and (fewer_consumer or more_classic) and not (more_consumer or fewer_classic):
+            inferred = "downgrade"
+            because = (
+                f"consumer-protocol members {first['consumer']} -> {now['consumer']}, classic "
+                f"{first['classic']} -> {now['classic']} since "
+                + (f"the group {conversions[-1].describe()}" if conversions else "the first poll")
+            )
+        elif first["classic"] and (more_consumer or fewer_classic) and not (fewer_consumer or more_classic):
+            inferred = "upgrade"
+            because = (
+                f"consumer-protocol members {first['consumer']} -> {now['consumer']}, classic "
+                f"{first['classic']} -> {now['classic']} since "
+                + (f"the group {conversions[-1].describe()}" if conversions else "the first poll")
+            )
+    away = expected is not None and inferred is not None and inferred != expected
+    return {
+        "direction": expected or inferred,
+        "expected": expected,
+        "inferred": inferred,
+        "because": because,
+        "away_from_expected": away,
+    }
 
 
 def _flat(parts: dict[str, list[int]] | None) -> set[TP]:
@@ -187,7 +300,13 @@ def conversion_check(
     }
 
 
-def report(obs: Observation, tracker: Tracker, stuck_after: float) -> dict[str, Any]:
+def report(
+    obs: Observation, tracker: Tracker, stuck_after: float, intent: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The view of one poll; `intent` is `infer_intent`'s (inferred from the tracker's polls
+    alone when not given)."""
+    if intent is None:
+        intent = infer_intent(tracker.observations, None)
     g = obs.group
     if not g.exists:
         return {
@@ -195,6 +314,7 @@ def report(obs: Observation, tracker: Tracker, stuck_after: float) -> dict[str, 
             "exists": False,
             "phase": "not found",
             "next_step": "The group does not exist: start its consumers (any protocol).",
+            "intent": intent,
         }
     by_protocol = Counter(m.protocol or "unknown" for m in g.members)
     by_client = Counter((m.client_id, m.protocol or "unknown") for m in g.members)
@@ -260,11 +380,40 @@ def report(obs: Observation, tracker: Tracker, stuck_after: float) -> dict[str, 
         "pending_revocation": pending_rows,
         "conversion": conversion,
         "settings": obs.settings,
-        "next_step": next_step(g, phase, by_protocol, pending_rows, conversion, stuck_after),
+        "intent": intent,
+        "next_step": next_step(g, phase, by_protocol, pending_rows, conversion, stuck_after, intent),
     }
 
 
 def next_step(
+    g: Group,
+    phase: str,
+    by_protocol: Counter[str],
+    pending: list[dict[str, Any]],
+    conversion: dict[str, Any],
+    stuck_after: float,
+    intent: dict[str, Any] | None = None,
+) -> str:
+    """The one thing to do now, pointing the way the group is going (`intent`: an upgrade
+    unless a rollback is inferred or expected)."""
+    direction = (intent or {}).get("direction") or "upgrade"
+    away = ""
+    if intent and intent.get("away_from_expected"):
+        away = (
+            f"The group is moving away from the expected direction ({intent['expected']}): "
+            f"{intent['because']}. "
+        )
+    if direction == "downgrade":
+        return away + _rollback_step(g, phase, by_protocol, pending, conversion, stuck_after)
+    if away and phase == "classic" and not conversion["refusals"]:
+        return (
+            away + "If that rollback was not meant, restart one member with group.protocol=consumer: "
+            "it converts the group (upgrade)."
+        )
+    return away + _upgrade_step(g, phase, by_protocol, pending, conversion, stuck_after)
+
+
+def _upgrade_step(
     g: Group,
     phase: str,
     by_protocol: Counter[str],
@@ -290,21 +439,8 @@ def next_step(
                 "(librdkafka treats that as fatal)."
             )
         return "Restart one member with group.protocol=consumer: it converts the group (upgrade)."
-    stuck = [p for p in pending if p["pending_for_s"] >= stuck_after]
-    if stuck:
-        p = max(stuck, key=lambda p: p["pending_for_s"])
-        return (
-            f"Member {p['member_id']} (client {p['client_id']}, {p['protocol']}) has held {p['partition']} "
-            f"for {p['pending_for_s']}s after its revocation: check that it is polling "
-            "(max.poll.interval.ms), or restart it."
-        )
-    if pending:
-        who = sorted({p["member_id"] for p in pending})
-        return (
-            f"Wait: {len(pending)} partition(s) pending revocation from {len(who)} member(s); "
-            "classic members "
-            "release them in their next JoinGroup/SyncGroup round, consumer members on their next heartbeat."
-        )
+    if (step := _pending_step(pending, stuck_after)) is not None:
+        return step
     if phase == "migrating":
         classic = by_protocol.get("classic", 0)
         return (
@@ -320,6 +456,61 @@ def next_step(
     if g.state not in ("Stable", "Empty"):
         return f"Wait for the group to reconcile (state {g.state})."
     return "Done: every member uses the consumer protocol and the group is stable."
+
+
+def _pending_step(pending: list[dict[str, Any]], stuck_after: float) -> str | None:
+    stuck = [p for p in pending if p["pending_for_s"] >= stuck_after]
+    if stuck:
+        p = max(stuck, key=lambda p: p["pending_for_s"])
+        return (
+            f"Member {p['member_id']} (client {p['client_id']}, {p['protocol']}) has held {p['partition']} "
+            f"for {p['pending_for_s']}s after its revocation: check that it is polling "
+            "(max.poll.interval.ms), or restart it."
+        )
+    if pending:
+        who = sorted({p["member_id"] for p in pending})
+        return (
+            f"Wait: {len(pending)} partition(s) pending revocation from {len(who)} member(s); "
+            "classic members "
+            "release them in their next JoinGroup/SyncGroup round, consumer members on their next heartbeat."
+        )
+    return None
+
+
+def _rollback_step(
+    g: Group,
+    phase: str,
+    by_protocol: Counter[str],
+    pending: list[dict[str, Any]],
+    conversion: dict[str, Any],
+    stuck_after: float,
+) -> str:
+    """The next step of a downgrade (KIP-848's rollback: consumer-protocol members restart as
+    classic ones; the group converts back when the last consumer-protocol member leaves)."""
+    if phase == "empty":
+        return (
+            "The group is empty: start its members with group.protocol=classic; the first to join "
+            "decides its type."
+        )
+    if phase == "classic":
+        if g.state not in ("Stable", "Empty"):
+            return f"Rolled back: the group is classic again; wait for it to settle (state {g.state})."
+        return (
+            f"Rollback done: the group is classic again and its {len(g.members)} member(s) use the "
+            "classic protocol. Nothing left to do."
+        )
+    if (step := _pending_step(pending, stuck_after)) is not None:
+        return step
+    consumer = by_protocol.get("consumer", 0)
+    refused = (
+        ""
+        if conversion["allowed"]
+        else " That conversion is refused now: " + "; ".join(conversion["refusals"]) + "; fix it first."
+    )
+    return (
+        f"Roll the remaining {consumer} consumer-protocol member(s) back to group.protocol=classic, "
+        "one at a time: the group becomes classic again when the last of them leaves." + refused
+    )
 
 
 def changes(prev: Observation | None, cur: Observation) -> list[str]:
@@ -374,18 +565,30 @@ def render(rep: dict[str, Any], style: Style) -> str:
                 m["client_id"],
                 m["protocol"],
                 m["member_epoch"],
-                ",".join(m["owns"]) or None,
-                ",".join(m["pending_revocation"]) or None,
-                ",".join(a["partition"] for a in m["awaiting"]) or None,
+                name_ranges(m["owns"]) or None,
+                name_ranges(m["pending_revocation"]) or None,
+                name_ranges(a["partition"] for a in m["awaiting"]) or None,
             ]
             for m in rep["members"]
         ]
         headers = ["CONSUMER-ID", "CLIENT-ID", "PROTOCOL", "EPOCH", "OWNS", "PENDING-REVOCATION", "AWAITING"]
         lines.append(table(headers, rows, style, {5: lambda v: v != "-"}))
+    pending: dict[tuple[str, float], list[str]] = {}
     for p in rep["pending_revocation"]:
-        lines.append(
-            style.warn(f"pending revocation: {p['partition']} on {p['member_id']} for {p['pending_for_s']}s")
-        )
+        pending.setdefault((p["member_id"], p["pending_for_s"]), []).append(p["partition"])
+    for (member, age), names in pending.items():
+        lines.append(style.warn(f"pending revocation: {name_ranges(names)} on {member} for {age}s"))
+    intent = rep.get("intent")
+    if intent:
+        if intent["expected"]:
+            said = f"{intent['expected']} (--expect)"
+            if intent["inferred"] and intent["away_from_expected"]:
+                said += style.bad(f", but the group is going the other way: {intent['because']}")
+        elif intent["inferred"]:
+            said = f"{intent['inferred']} (inferred: {intent['because']})"
+        else:
+            said = "upgrade assumed (no conversion seen; during a rollback give --expect downgrade)"
+        lines.append(f"Direction: {said}")
     conv = rep["conversion"]
     if conv["direction"]:
         verdict = style.good("allowed") if conv["allowed"] else style.bad("refused")
@@ -398,8 +601,54 @@ def render(rep: dict[str, Any], style: Style) -> str:
     return "\n".join(lines) + "\n"
 
 
+RECENT_CHANGES = 12  # the change story kept under a redrawn view
+
+
+def _is_terminal(out: TextIO) -> bool:
+    try:
+        return out.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+class Screen:
+    """Where `--watch` writes each poll's view. On a terminal the view is redrawn in place
+    (ANSI: cursor up to the previous view's first line, clear to the end of the screen), so the
+    operator watches one view change rather than scrolling blocks; piped into a file or a pager
+    each poll's block is appended as it is, without escape codes."""
+
+    CURSOR_UP_LINES = "\x1b[{n}F"  # CPL: to the first column, n lines up
+    CLEAR_BELOW = "\x1b[J"  # ED 0: clear from the cursor to the end of the screen
+
+    def __init__(self, out: TextIO, redraw: bool) -> None:
+        self.out = out
+        self.redraws = redraw
+        self.lines = 0  # lines of the view on screen now (0: nothing to take back)
+
+    def show(self, block: str, keep: bool = False) -> None:
+        """Replace the view on screen with `block` (append it when not redrawing); `keep`: a
+        line that stays (a poll error), above the next view."""
+        if self.redraws and self.lines:
+            self.out.write(self.CURSOR_UP_LINES.format(n=self.lines) + self.CLEAR_BELOW)
+        self.out.write(block)
+        self.lines = 0 if keep else block.count("\n")
+
+
+def _logged_conversions(args: argparse.Namespace) -> list[Conversion]:
+    """The group's conversions in the gateway's event log, when `--events` names one."""
+    if not getattr(args, "events", None):
+        return []
+    try:
+        return conversions_from_events(args.events, args.group)
+    except OSError:
+        return []
+
+
 def run(admin: AdminWire, args: argparse.Namespace, out: TextIO, style: Style) -> int:
     tracker = Tracker()
+    expect: str | None = getattr(args, "expect", None)
+    screen = Screen(out, redraw=bool(args.watch and not args.json and _is_terminal(out)))
+    recent: list[str] = []
     settings = broker_settings(admin)
     server = probe_server(admin, args.bootstrap_server)
     polls = 0
@@ -417,7 +666,7 @@ def run(admin: AdminWire, args: argparse.Namespace, out: TextIO, style: Style) -
                 if args.json:
                     out.write(json.dumps({"group": args.group, "poll_error": str(e)}) + "\n")
                 else:
-                    out.write(style.warn(f"poll failed: {e}") + "\n")
+                    screen.show(style.warn(f"poll failed: {e}") + "\n", keep=True)
                 out.flush()
                 polls += 1
                 if args.count and polls >= args.count:
@@ -425,19 +674,25 @@ def run(admin: AdminWire, args: argparse.Namespace, out: TextIO, style: Style) -
                 time.sleep(args.interval)
                 continue
             tracker.observe(obs)
-            last = report(obs, tracker, args.stuck_after)
+            intent = infer_intent(tracker.observations, expect, _logged_conversions(args))
+            last = report(obs, tracker, args.stuck_after, intent)
             story = changes(prev, obs)
             if args.json:
                 if args.watch:
                     out.write(json.dumps({**last, "changes": story}) + "\n")
                 else:
                     emit_json(last, out)
+            elif args.watch:
+                stamp = time.strftime("%H:%M:%S", time.localtime(obs.at))
+                recent.extend(f"{stamp} {c}" for c in story)
+                del recent[:-RECENT_CHANGES]
+                header = style.bold(f"--- {stamp} poll {polls + 1}") + "\n"
+                if screen.redraws:
+                    block = header + "".join(f"* {c}\n" for c in recent) + render(last, style)
+                else:
+                    block = header + "".join(f"* {c}\n" for c in story) + render(last, style)
+                screen.show(block)
             else:
-                if args.watch:
-                    stamp = time.strftime("%H:%M:%S", time.localtime(obs.at))
-                    out.write(style.bold(f"--- {stamp} poll {polls + 1}") + "\n")
-                    for c in story:
-                        out.write(f"* {c}\n")
                 out.write(render(last, style))
             out.flush()
             prev = obs
@@ -456,15 +711,17 @@ def run(admin: AdminWire, args: argparse.Namespace, out: TextIO, style: Style) -
             error("--plot needs matplotlib: pip install 'groupshift[plot]'")
             return ERROR
         try:
-            spans = (
-                ownership_from_events(args.events, args.group)
-                if args.events
-                else ownership_from_observations(tracker.observations)
-            )
+            if args.events:
+                spans = ownership_from_events(args.events, args.group)
+                converted = conversions_from_events(args.events, args.group)
+            else:
+                spans = ownership_from_observations(tracker.observations)
+                converted = conversions_seen(tracker.observations)
         except (OSError, ValueError) as e:
             error(str(e))
             return ERROR
-        plot_ownership(spans, args.plot, title=f"group {args.group}: partition ownership")
+        marks = [(c.at, f"{c.from_type} -> {c.to_type}") for c in converted]
+        plot_ownership(spans, args.plot, title=f"group {args.group}: partition ownership", conversions=marks)
         if not args.json:
             out.write(f"Wrote {args.plot}\n")
     return OK if last.get("exists") else NOT_FOUND

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, TextIO
 
 MISSING = "-"
@@ -79,6 +79,25 @@ def assignment_string(parts: dict[str, list[int]] | None) -> str:
     if not parts or not any(parts.values()):
         return MISSING
     return ";".join(f"{t}:{','.join(str(p) for p in sorted(ps))}" for t, ps in sorted(parts.items()) if ps)
+
+
+def partition_ranges(tps: Iterable[tuple[str, int]]) -> str:
+    """`orders:0-5,7;payments:1`: a person reads a 12-partition assignment at a glance. Kafka's
+    `kafka-consumer-groups.sh` lists every partition (`orders:0,1,2,3,4,5,7`), and `describe`
+    keeps that format for parity; the migration view and `check` print ranges. "" for none."""
+    by_topic: dict[str, list[int]] = {}
+    for t, p in tps:
+        by_topic.setdefault(t, []).append(p)
+    out = []
+    for topic, ps in sorted(by_topic.items()):
+        runs: list[list[int]] = []
+        for p in sorted(set(ps)):
+            if runs and p == runs[-1][1] + 1:
+                runs[-1][1] = p
+            else:
+                runs.append([p, p])
+        out.append(f"{topic}:" + ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs))
+    return ";".join(out)
 
 
 def emit_json(value: Any, out: TextIO | None = None) -> None:

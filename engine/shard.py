@@ -232,6 +232,13 @@ class Shard:
     def consumer_heartbeat_interval_ms(self, group_id: str) -> int:
         return self.state.consumer_heartbeat_interval_ms(group_id)
 
+    def effective_group_config(self, group_id: str) -> dict[str, int]:
+        """The KIP-848 group configs in force for `group_id` (its overrides, else the defaults)."""
+        return {
+            "consumer.session.timeout.ms": self.state.consumer_session_timeout_ms(group_id),
+            "consumer.heartbeat.interval.ms": self.state.consumer_heartbeat_interval_ms(group_id),
+        }
+
     def set_group_config(self, group_id: str, config: GroupConfig | None) -> None:
         if config is None:
             self.state.group_configs.pop(group_id, None)
@@ -457,13 +464,16 @@ class Shard:
         )
 
     def describe_groups(self, group_ids: Iterable[str]) -> list[DescribedGroup]:
-        """DescribeGroups for classic groups; missing groups are Dead. Consumer groups are
-        described in classic shape by the translation layer (it owns the embedded protocol)."""
+        """DescribeGroups; missing groups are Dead. Consumer groups go to the migration hooks: the
+        translation layer describes them in classic shape (it owns the embedded protocol), the
+        engine alone answers Dead as Kafka does."""
         out = []
         for gid in group_ids:
             g = self.groups.get(gid)
             if isinstance(g, ClassicGroup):
                 out.append(classic_describe.describe_classic_group(g))
+            elif isinstance(g, ConsumerGroup):
+                out.append(self.state.migration.describe_consumer_group_as_classic(g))
             else:
                 out.append(classic_describe.dead_group(gid))
         return out

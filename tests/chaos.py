@@ -1,7 +1,7 @@
 """A deterministic simulator of the whole group coordinator, with faults (docs/simulation.md).
 
-The real server path below the sockets runs: the request objects and the `Coordinator` facade
-(translation/coordinator.py), the shard runtime (gateway/groups/runtime.py: group commit,
+The real server path below the sockets runs: the request objects and the engine `Shard` with the
+translation layer's migration hooks, the shard runtime (gateway/groups/runtime.py: group commit,
 records-before-responses, parked requests, the loop timer, reload after a storage failure) and
 `CoordinatorStorage` (journal, load from the log, load duties). Three things are simulated,
 through the runtime's injection points:
@@ -419,7 +419,7 @@ class SimMachine(MigrationMachine):
     @property  # type: ignore[override]
     def coordinator(self) -> Any:
         runtime = self.__dict__.get("runtime")
-        return runtime.coordinator if runtime is not None else None
+        return runtime.shard if runtime is not None else None
 
     @coordinator.setter
     def coordinator(self, value: Any) -> None:

@@ -1,5 +1,5 @@
 """Stateful property test of online migration (KIP-848 "Supporting Online Consumer Group Upgrade";
-KIP-848 "Supporting Online Consumer Group Upgrade"): one group driven through the Coordinator by three
+KIP-848 "Supporting Online Consumer Group Upgrade"): one group driven through the shard by three
 kinds of clients at once.
 
 * classic **eager** members (range / roundrobin first): they revoke everything before every
@@ -122,7 +122,6 @@ from records.classic_group import GroupMetadataKey, GroupMetadataValue
 from records.consumer_group import TopicPartitions
 from records.coordinator import CoordinatorRecord
 from tests.stateful_settings import stateful_settings
-from translation.coordinator import Coordinator
 from translation.embedded_protocol import (
     Subscription,
     parse_assignment,
@@ -352,7 +351,7 @@ class MigrationMachine(RuleBasedStateMachine):
         self.image = MetadataImage([TopicImage(topic_id_for(t), t, n) for t, n in INITIAL_PARTITIONS.items()])
         self.restarts = 0
         self.shard = self._new_shard()
-        self.coordinator = Coordinator(self.shard)
+        self.coordinator = self.shard
         self.replica = Shard(config(self.policy), SeededIds(0), self.image)
         self.log: list[CoordinatorRecord] = []
         self.now = 10_000
@@ -983,7 +982,7 @@ class MigrationMachine(RuleBasedStateMachine):
         event(f"restart with policy {policy}")
         self.shard = self._new_shard()
         self.shard.apply(self.log)
-        self.coordinator = Coordinator(self.shard)
+        self.coordinator = self.shard
         self.shard.tick(self.now)
         for o in self.shard.on_loaded(self.now):
             self._run(o)

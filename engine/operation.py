@@ -1,12 +1,12 @@
 """What a handler accumulates while it computes one operation (Kafka `CoordinatorResult`).
 
-Records, timer changes, group changes (a group created, replaced or removed: `put_group`,
-`remove_group`), completions of parked requests, log events, and `after` actions: small
-in-memory changes that are not records (e.g. clearing a metadata-refresh flag). Records, group
-changes, timer changes and `after` actions are applied together by `Shard.commit`, and only once
-the journal has accepted the records; nothing else may change the shard's state, its groups map
-or its timers (tests/test_one_way_to_change_state.py pins it). A handler that raises leaves
-nothing behind: the shard drops the Operation.
+Records, timer changes, group changes (a group created or replaced without a record that replays
+into it: `put_group`; removals are tombstones, replayed), completions of parked requests, log
+events, and `after` actions: small in-memory changes that are not records (e.g. clearing a
+metadata-refresh flag). Records, group changes, timer changes and `after` actions are applied
+together by `Shard.commit`, and only once the journal has accepted the records; nothing else may
+change the shard's state, its groups map or its timers (tests/test_one_way_to_change_state.py
+pins it). A handler that raises leaves nothing behind: the shard drops the Operation.
 """
 
 from __future__ import annotations
@@ -57,8 +57,8 @@ class Operation:
         self.explanations: list[Event] = []
         self.completions: list[tuple[Pending, Any]] = []
         self._after: list[Callable[[], None]] | None = None
-        # (group id, the group to install, or None to remove it), in the order they were asked.
-        self.group_changes: list[tuple[str, NamedGroup | None]] | None = None
+        # (group id, the group to install), in the order they were asked.
+        self.group_changes: list[tuple[str, NamedGroup]] | None = None
         self.replay = replay
         self.on_append: AppendContinuation | None = None
         # Set by `Shard.commit` when the journal refused the records (the mapped error).
@@ -106,12 +106,6 @@ class Operation:
         if self.group_changes is None:
             self.group_changes = []
         self.group_changes.append((group.group_id, group))
-
-    def remove_group(self, group_id: str) -> None:
-        """Remove the group once the records are accepted."""
-        if self.group_changes is None:
-            self.group_changes = []
-        self.group_changes.append((group_id, None))
 
     def after(self, action: Callable[[], None]) -> None:
         if self._after is None:

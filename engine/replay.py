@@ -6,8 +6,9 @@ pins it). It runs in two situations, which must end in the same state:
 * loading a shard: every record of its log, in order (`Shard.replay`);
 * committing an operation: once the journal accepted its records, `Shard.commit` replays them
   (operations with `replay=True`) and then applies the operation's group changes
-  (`Operation.put_group` / `remove_group`: a new classic group, the classic group replacing an
-  empty consumer group, the live classic group a downgrade installs over its replayed copy).
+  (`Operation.put_group`: a new classic group, the classic group replacing an empty consumer
+  group, the live classic group a downgrade installs over its replayed copy). Groups are
+  removed by tombstones, replayed like any record.
 
 `apply_record` is also used by the translation layer to build the consumer group an upgrade
 produces from the very records it writes, so the converted group is exactly what a restart would
@@ -183,12 +184,10 @@ def apply_record(group: ConsumerGroup, record: CoordinatorRecord) -> None:
 # --- an operation's group changes --------------------------------------------------------------
 
 
-def apply_group_changes(st: ShardState, changes: Sequence[tuple[str, NamedGroup | None]]) -> None:
-    """Install or remove groups as a committed operation asked, in order (after its records)."""
+def apply_group_changes(st: ShardState, changes: Sequence[tuple[str, NamedGroup]]) -> None:
+    """Install the groups a committed operation created or replaced, in order (after its
+    records)."""
     groups = st.groups
     for group_id, group in changes:
-        if group is None:
-            groups.pop(group_id, None)
-        else:
-            assert isinstance(group, ConsumerGroup | ClassicGroup), group
-            groups[group_id] = group
+        assert isinstance(group, ConsumerGroup | ClassicGroup), group
+        groups[group_id] = group

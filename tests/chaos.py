@@ -654,7 +654,7 @@ class SimMachine(MigrationMachine):
         if what == 0:
             coord.describe_groups([GROUP])
             coord.list_groups()
-            coord.consumer_group_describe([GROUP])
+            coord.describe_consumer_groups([GROUP])
             coord.offset_fetch([OffsetFetchGroupRequest(GROUP, None)])
             return
         ctx = RequestContext("admin", "/admin", 2)

@@ -1,6 +1,6 @@
 """One way to change state (docs/architecture.md, "Operations and commit"): a shard's groups map
 changes only when a committed operation is applied (`engine/replay.py`: records, and the group
-changes an operation asked for with `put_group` / `remove_group`), never by a handler writing it.
+changes an operation asked for with `put_group`), never by a handler writing it.
 
 The source scan pins the rule; the behaviour tests show what it buys: a group created or replaced
 by an operation whose append fails never appears, and the group it would have replaced stays with

@@ -108,12 +108,6 @@ def _check_group_id(req: Any, ctx: RequestContext, config: CoordinatorConfig) ->
         raise CoordinatorError(Errors.INVALID_GROUP_ID)
 
 
-def _check_consumer_group_heartbeat(
-    req: ConsumerGroupHeartbeatRequest, ctx: RequestContext, config: CoordinatorConfig
-) -> None:
-    cg_heartbeat.validate(req, ctx.api_version, config.consumer_assignors)
-
-
 def _consumer_group_heartbeat_error(e: CoordinatorError) -> ConsumerGroupHeartbeatResponse:
     return ConsumerGroupHeartbeatResponse(error_code=int(e.code), error_message=e.message)
 
@@ -394,7 +388,7 @@ class Shard:
             "ConsumerGroupHeartbeat",
             request,
             ctx,
-            _check_consumer_group_heartbeat,
+            cg_heartbeat.validate,
             _consumer_group_heartbeat_error,
             request.member_id,
         )

@@ -9,8 +9,8 @@ Rules of this file:
 * One way to change state. A request is checked, routed (`engine.routing.ROUTES` names the path
   and the operation's replay mode) and computed into an `Operation` by a handler that sees only
   `ShardState`; `commit` then journals the records and, only if the journal accepted them,
-  applies the records (`engine.replay`), the group changes (a group created, replaced or
-  removed), the `after` actions and the timer changes. Nothing else here or in a handler changes
+  applies the records (`engine.replay`), the group changes (a group created or replaced:
+  `Operation.put_group`), the `after` actions and the timer changes. Nothing else here or in a handler changes
   a consumer group, the groups map, an offset or a timer.
 * Two kinds of operations, as in Kafka: consumer groups, offsets and group deletion compute
   records from the current state and change state only by replaying them
@@ -246,11 +246,11 @@ class Shard:
         self, op: Operation, response: Any, on_error: Callable[[CoordinatorError], Any] | None = None
     ) -> Outcome[Any]:
         """The only place state changes: journal the operation's records, then apply them
-        (replaying operations), its group changes (groups created, replaced, removed), its
+        (replaying operations), its group changes (groups created or replaced), its
         `after` actions and its timer changes, and package it.
 
         When the journal refuses the records nothing is applied: a replaying operation, or one
-        that creates, replaces or removes a group, answers `on_error(mapped error)`; a classic
+        that creates or replaces a group, answers `on_error(mapped error)`; a classic
         one (whose group already changed in place) runs its append continuation with the error
         and keeps the timer changes that go with its group."""
         if op.records and self.journal is not None:

@@ -2,10 +2,11 @@
 Upgrade").
 
 The engine runs each group type natively. A request of one protocol that reaches a group of the
-other type is handed to these hooks (the cells of `engine.routing.ROUTES` that say so, and the
-fencing of a member, which may downgrade its group); the translation layer implements them (classic members in
-consumer groups, conversions in both directions). `RefuseMigration` is the engine's behaviour on
-its own: what Kafka answers when no conversion is possible.
+other type is handed to these hooks (the cells of `engine.routing.ROUTES` that say so, the
+fencing of a member, which may downgrade its group, and DescribeGroups of a consumer group); the
+translation layer implements them (classic members in consumer groups, conversions in both
+directions, consumer groups described in classic shape). `RefuseMigration` is the engine's
+behaviour on its own: what Kafka answers when no conversion is possible.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from engine.errors import CoordinatorError, Errors
 
 if TYPE_CHECKING:
     from engine.classic.api import (
+        DescribedGroup,
         HeartbeatRequest,
         HeartbeatResponse,
         JoinGroupRequest,
@@ -61,6 +63,10 @@ class MigrationHooks(Protocol):
     def classic_leave_to_consumer_group(
         self, group: ConsumerGroup, req: LeaveGroupRequest, ctx: RequestContext, op: Operation
     ) -> LeaveGroupResponse: ...
+
+    def describe_consumer_group_as_classic(self, group: ConsumerGroup) -> DescribedGroup:
+        """DescribeGroups reached a consumer group."""
+        ...
 
 
 class RefuseMigration:
@@ -108,3 +114,9 @@ class RefuseMigration:
                 for m in req.members
             ]
         )
+
+    def describe_consumer_group_as_classic(self, group: ConsumerGroup) -> DescribedGroup:
+        # Kafka 4.x: a consumer group is Dead (GROUP_ID_NOT_FOUND) to DescribeGroups.
+        from engine.classic.describe import dead_group
+
+        return dead_group(group.group_id)

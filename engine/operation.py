@@ -1,21 +1,31 @@
 """What a handler accumulates while it computes one operation (Kafka `CoordinatorResult`).
 
-Records, timer changes, completions of parked requests, log events, and `after` actions: small
-in-memory changes that are not records (e.g. clearing a metadata-refresh flag). Records, timer
-changes and `after` actions are applied together by `Shard.commit`, and only once the journal has
-accepted the records; nothing else may change the shard's state or its timers. A handler that
-raises leaves nothing behind: the shard drops the Operation.
+Records, timer changes, group changes (a group created or replaced without a record that replays
+into it: `put_group`; removals are tombstones, replayed), completions of parked requests, log
+events, and `after` actions: small in-memory changes that are not records (e.g. clearing a
+metadata-refresh flag). Records, group changes, timer changes and `after` actions are applied
+together by `Shard.commit`, and only once the journal has accepted the records; nothing else may
+change the shard's state, its groups map or its timers (tests/test_one_way_to_change_state.py
+pins it). A handler that raises leaves nothing behind: the shard drops the Operation.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from engine.errors import Errors
 from engine.outcome import Event, Pending
 from engine.timers import CANCEL, SCHEDULE, SCHEDULE_IF_ABSENT, TimerChange, TimerKind, timer_key
 from records.coordinator import CoordinatorRecord
+
+
+class NamedGroup(Protocol):
+    """A group as an operation carries it (`engine.state.Group`; the groups import this module,
+    so the operation names them by what it uses)."""
+
+    group_id: str
+
 
 # Called with Errors.NONE once the records are durable, or with the append's (mapped) error.
 AppendContinuation = Callable[["Errors", "Operation"], None]
@@ -33,6 +43,7 @@ class Operation:
         "completions",
         "events",
         "explanations",
+        "group_changes",
         "on_append",
         "records",
         "replay",
@@ -46,6 +57,8 @@ class Operation:
         self.explanations: list[Event] = []
         self.completions: list[tuple[Pending, Any]] = []
         self._after: list[Callable[[], None]] | None = None
+        # (group id, the group to install), in the order they were asked.
+        self.group_changes: list[tuple[str, NamedGroup]] | None = None
         self.replay = replay
         self.on_append: AppendContinuation | None = None
         # Set by `Shard.commit` when the journal refused the records (the mapped error).
@@ -81,6 +94,18 @@ class Operation:
 
     def cancel(self, kind: TimerKind, group_id: str, member_id: str = "") -> None:
         self.timers.append((CANCEL, timer_key(kind, group_id, member_id), kind, group_id, member_id, 0, 0, 0))
+
+    # --- group changes (applied by `Shard.commit` after the records are accepted) -------------
+
+    def put_group(self, group: NamedGroup) -> None:
+        """Install `group` under its id once the records are accepted, replacing what is there: a
+        brand-new classic group, the classic group that replaces an empty consumer group, the
+        classic group a downgrade builds. The handler keeps working on the object it passed
+        (nothing in the same operation looks it up by id), and if the append fails the group
+        never appears, as Kafka reverts the snapshot that held it."""
+        if self.group_changes is None:
+            self.group_changes = []
+        self.group_changes.append((group.group_id, group))
 
     def after(self, action: Callable[[], None]) -> None:
         if self._after is None:

@@ -121,8 +121,10 @@ def _cgh_upgrade(
 # --- classic APIs --------------------------------------------------------------------------------
 
 
-def _join_native(s: ShardState, group: Any, req: JoinGroupRequest, ctx: RequestContext, op: Operation) -> Any:
-    return join_classic_group(s, req, ctx, op)
+def _join_native(
+    s: ShardState, group: ClassicGroup | None, req: JoinGroupRequest, ctx: RequestContext, op: Operation
+) -> Any:
+    return join_classic_group(s, group, req, ctx, op)
 
 
 def _join_replace_empty_consumer(
@@ -133,8 +135,9 @@ def _join_replace_empty_consumer(
         # it before anything changes, so the group (and the offsets an OffsetFetch finds through
         # it) stays.
         raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID)
+    # The classic group the join creates replaces this one when the operation commits
+    # (`Operation.put_group`); a failed append leaves this group, and its offsets, in place.
     group_tombstones(group, op.records)
-    del s.groups[req.group_id]
     op.event(
         "group.converted",
         group=req.group_id,
@@ -142,7 +145,7 @@ def _join_replace_empty_consumer(
         to_type="classic",
         reason="empty consumer group",
     )
-    return join_classic_group(s, req, ctx, op)
+    return join_classic_group(s, None, req, ctx, op)
 
 
 def _join_classic_member(
@@ -250,6 +253,11 @@ ROUTES: dict[str, dict[GroupKind, Route]] = {
         K.CONSUMER: Route(REPLAY, _leave_classic_member),
     },
 }
+
+
+# Each API's cell for a non-empty consumer group, which every steady heartbeat reaches: the shard
+# takes it without computing the group's kind.
+CONSUMER_ROUTES: dict[str, Route] = {api: row[K.CONSUMER] for api, row in ROUTES.items()}
 
 
 def route(api: str, group: Group | None) -> Route:

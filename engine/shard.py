@@ -9,8 +9,9 @@ Rules of this file:
 * One way to change state. A request is checked, routed (`engine.routing.ROUTES` names the path
   and the operation's replay mode) and computed into an `Operation` by a handler that sees only
   `ShardState`; `commit` then journals the records and, only if the journal accepted them,
-  applies the records, the `after` actions and the timer changes. Nothing else here or in a
-  handler changes a consumer group, an offset or a timer.
+  applies the records (`engine.replay`), the group changes (a group created or replaced:
+  `Operation.put_group`), the `after` actions and the timer changes. Nothing else here or in a handler changes
+  a consumer group, the groups map, an offset or a timer.
 * Two kinds of operations, as in Kafka: consumer groups, offsets and group deletion compute
   records from the current state and change state only by replaying them
   (`Operation(replay=True)`), so a restart and a live run cannot diverge; classic groups change
@@ -30,10 +31,9 @@ futures do.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from engine.assignment import Assignment
 from engine.classic import describe as classic_describe
 from engine.classic.api import (
     DescribedGroup,
@@ -48,29 +48,26 @@ from engine.classic.api import (
 )
 from engine.classic.group import ClassicGroup
 from engine.classic.rebalance import prepare_rebalance, reschedule_heartbeat
-from engine.classic.records import group_from_record
 from engine.classic.state import ClassicGroupState
 from engine.classic.sync import PROTOCOL_FIELDS_REQUIRED_VERSION
 from engine.config import CoordinatorConfig, GroupConfig
+from engine.consumer import describe as consumer_describe
 from engine.consumer import heartbeat as cg_heartbeat
 from engine.consumer.api import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
     DescribedConsumerGroup,
-    DescribedMember,
-    DescribedTopicPartitions,
     ListedGroup,
 )
-from engine.consumer.group import ConsumerGroup, ReplayError
+from engine.consumer.group import ConsumerGroup
 from engine.consumer.member import MemberState
 from engine.consumer.membership import schedule_rebalance_timeout, schedule_session_timeout
-from engine.consumer.replay import CONSUMER_GROUP_KEYS, apply_record
 from engine.context import RequestContext
 from engine.errors import AppendError, CoordinatorError, Errors, append_error_to_response
 from engine.expiry import EXPIRY, RETRY_BACKOFF_MS, schedule_offset_expiration
 from engine.hooks import MigrationHooks, RefuseMigration
 from engine.ids import IdSource, SeededIds
-from engine.metadata import MetadataImage, TopicId
+from engine.metadata import MetadataImage
 from engine.offsets import operations as offsets_ops
 from engine.offsets.api import (
     DeleteGroupResult,
@@ -86,36 +83,71 @@ from engine.offsets.api import (
 from engine.offsets.store import OffsetStore
 from engine.operation import AppendContinuation, Operation
 from engine.outcome import Outcome, Pending
-from engine.routing import ROUTES, GroupKind, kind_of, route
+from engine.replay import apply_group_changes, replay
+from engine.routing import CONSUMER_ROUTES, ROUTES, kind_of
 from engine.state import Group, ShardState
 from engine.timers import (
     Timers,
     TimerTask,
     apply_timer_changes,
-    group_join_key,
-    group_sync_key,
-    heartbeat_key,
-)
-from records.classic_group import GroupMetadataKey, GroupMetadataValue
-from records.consumer_group import (
-    ConsumerGroupMetadataKey,
 )
 from records.coordinator import CoordinatorRecord
-from records.offsets import OffsetCommitKey
 
 S = ClassicGroupState
 
-_CONSUMER_KEYS = CONSUMER_GROUP_KEYS
-
-
 _NO_OP = Operation()  # stands for the operation of a request refused before it has one
-ROUTES_CGH = ROUTES["ConsumerGroupHeartbeat"]
-_CGH_CONSUMER = ROUTES_CGH[GroupKind.CONSUMER]
 
 
-def _check_group_id(req: Any) -> None:
+# The checks of a request that do not depend on its group, run before the routing table as Kafka
+# orders its errors: (request, request context, the shard's configuration).
+Check = Callable[[Any, RequestContext, CoordinatorConfig], None]
+
+
+def _check_group_id(req: Any, ctx: RequestContext, config: CoordinatorConfig) -> None:
     if not req.group_id:
         raise CoordinatorError(Errors.INVALID_GROUP_ID)
+
+
+def _consumer_group_heartbeat_error(e: CoordinatorError) -> ConsumerGroupHeartbeatResponse:
+    return ConsumerGroupHeartbeatResponse(error_code=int(e.code), error_message=e.message)
+
+
+def _check_join_group(req: JoinGroupRequest, ctx: RequestContext, config: CoordinatorConfig) -> None:
+    if not req.group_id:
+        raise CoordinatorError(Errors.INVALID_GROUP_ID)
+    if not config.min_session_timeout_ms <= req.session_timeout_ms <= config.max_session_timeout_ms:
+        raise CoordinatorError(Errors.INVALID_SESSION_TIMEOUT)
+    if req.rebalance_timeout_ms < 0:
+        req.rebalance_timeout_ms = req.session_timeout_ms  # JoinGroup v0 has none
+
+
+def _check_sync_group(req: SyncGroupRequest, ctx: RequestContext, config: CoordinatorConfig) -> None:
+    if not req.group_id:
+        raise CoordinatorError(Errors.INVALID_GROUP_ID)
+    if ctx.api_version >= PROTOCOL_FIELDS_REQUIRED_VERSION and (
+        req.protocol_type is None or req.protocol_name is None
+    ):
+        raise CoordinatorError(Errors.INCONSISTENT_GROUP_PROTOCOL)
+
+
+def _rejected(
+    api: str,
+    group_id: str,
+    member_id: str,
+    member_epoch: int | None,
+    e: CoordinatorError,
+    op: Operation,
+    on_error: Callable[[CoordinatorError], Any],
+) -> Outcome[Any]:
+    """A request its handler refused: nothing of its operation is kept but the events that
+    explain the refusal, and a `request.rejected` event (with the member epoch for a
+    ConsumerGroupHeartbeat)."""
+    fields: dict[str, Any] = {"api": api, "group": group_id, "member": member_id}
+    if member_epoch is not None:
+        fields["member_epoch"] = member_epoch
+    fields["error"] = e.code.name
+    fields["reason"] = e.message
+    return Outcome(on_error(e), events=[*op.explanations, ("request.rejected", fields)])
 
 
 class Shard:
@@ -194,6 +226,13 @@ class Shard:
     def consumer_heartbeat_interval_ms(self, group_id: str) -> int:
         return self.state.consumer_heartbeat_interval_ms(group_id)
 
+    def effective_group_config(self, group_id: str) -> dict[str, int]:
+        """The KIP-848 group configs in force for `group_id` (its overrides, else the defaults)."""
+        return {
+            "consumer.session.timeout.ms": self.state.consumer_session_timeout_ms(group_id),
+            "consumer.heartbeat.interval.ms": self.state.consumer_heartbeat_interval_ms(group_id),
+        }
+
     def set_group_config(self, group_id: str, config: GroupConfig | None) -> None:
         if config is None:
             self.state.group_configs.pop(group_id, None)
@@ -207,11 +246,13 @@ class Shard:
         self, op: Operation, response: Any, on_error: Callable[[CoordinatorError], Any] | None = None
     ) -> Outcome[Any]:
         """The only place state changes: journal the operation's records, then apply them
-        (replaying operations), its `after` actions and its timer changes, and package it.
+        (replaying operations), its group changes (groups created or replaced), its
+        `after` actions and its timer changes, and package it.
 
-        When the journal refuses the records nothing is applied: a replaying operation answers
-        `on_error(mapped error)`; a classic one (whose group already changed in place) runs its
-        append continuation with the error and keeps the timer changes that go with its group."""
+        When the journal refuses the records nothing is applied: a replaying operation, or one
+        that creates or replaces a group, answers `on_error(mapped error)`; a classic
+        one (whose group already changed in place) runs its append continuation with the error
+        and keeps the timer changes that go with its group."""
         if op.records and self.journal is not None:
             try:
                 self.journal(op.records)
@@ -219,6 +260,8 @@ class Shard:
                 return self._append_failed(op, response, on_error, e)
         if op.replay and op.records:
             self.apply(op.records)
+        if op.group_changes:
+            apply_group_changes(self.state, op.group_changes)
         if op._after:
             op.run_after()
         if op.timers:
@@ -254,11 +297,17 @@ class Shard:
             "reason": e.message,
         }
         events = [*op.events, ("append.failed", failure)]
-        if op.replay:
+        if op.replay or op.group_changes:
+            if not op.replay:
+                # The group that would have replaced another (or appeared) never existed: no
+                # conversion happened. (A new classic group's join is only ever parked, so such an
+                # operation has no append continuation and no other parked request to answer.)
+                events = [ev for ev in events if ev[0] != "group.converted"]
             failed = on_error(CoordinatorError(mapped, e.message)) if on_error is not None else None
             # Parked requests the operation already answered (an upgrade tells a rebalancing
             # classic group's members to rejoin) keep their answers, as Kafka's futures do.
-            # Its timer changes are dropped with its records: the state they were for is not.
+            # Its timer and group changes are dropped with its records: the state they were for
+            # is not there (Kafka reverts the snapshot that held a new group).
             return Outcome(failed, (), op.completions, events)
         # Classic paths already changed the group: their continuation undoes or reports it.
         completions = list(op.completions)
@@ -286,32 +335,47 @@ class Shard:
         api: str,
         fn: Callable[[Operation], Any],
         on_error: Callable[[CoordinatorError], Any],
-        replay: bool = True,
         group_id: str = "",
         member_id: str = "",
     ) -> Outcome[Any]:
+        """Run a request that is not routed by group type (offsets, group deletion)."""
         self.tick(now_ms)
-        op = Operation(replay=replay)
+        op = Operation()
         try:
             response = fn(op)
         except CoordinatorError as e:
-            # Nothing of the operation is kept but the events that explain the rejection.
-            return Outcome(
-                on_error(e),
-                events=[
-                    *op.explanations,
-                    (
-                        "request.rejected",
-                        {
-                            "api": api,
-                            "group": group_id,
-                            "member": member_id,
-                            "error": e.code.name,
-                            "reason": e.message,
-                        },
-                    ),
-                ],
-            )
+            return _rejected(api, group_id, member_id, None, e, op, on_error)
+        return self.commit(op, response, on_error)
+
+    def _route(
+        self,
+        now_ms: int,
+        api: str,
+        req: Any,
+        ctx: RequestContext,
+        check: Check,
+        on_error: Callable[[CoordinatorError], Any],
+        member_id: str = "",
+    ) -> Outcome[Any]:
+        """Run a group API: the request checks, then the path `engine.routing.ROUTES` names for
+        the group the request finds, in an operation of the route's replay mode. Every steady
+        heartbeat comes here: nothing is allocated but the operation and its outcome."""
+        self.tick(now_ms)
+        st = self.state
+        op = _NO_OP
+        try:
+            check(req, ctx, st.config)
+            group = st.groups.get(req.group_id)
+            # The consumer-group cell without computing the group's kind (every steady heartbeat).
+            if type(group) is ConsumerGroup and group.members:
+                r = CONSUMER_ROUTES[api]
+            else:
+                r = ROUTES[api][kind_of(group)]
+            op = Operation(r.replay)
+            response = r.path(st, group, req, ctx, op)
+        except CoordinatorError as e:
+            epoch = req.member_epoch if type(req) is ConsumerGroupHeartbeatRequest else None
+            return _rejected(api, req.group_id, member_id, epoch, e, op, on_error)
         return self.commit(op, response, on_error)
 
     # --- ConsumerGroupHeartbeat ---------------------------------------------------------------
@@ -319,38 +383,14 @@ class Shard:
     def consumer_group_heartbeat(
         self, request: ConsumerGroupHeartbeatRequest, ctx: RequestContext, now_ms: int
     ) -> Outcome[ConsumerGroupHeartbeatResponse]:
-        self.tick(now_ms)
-        st = self.state
-        op = _NO_OP
-        try:
-            cg_heartbeat.validate(request, ctx.api_version, st.config.consumer_assignors)
-            group = st.groups.get(request.group_id)
-            # The table's cell for a consumer group, looked up once (every steady heartbeat).
-            r = _CGH_CONSUMER if type(group) is ConsumerGroup else ROUTES_CGH[kind_of(group)]
-            op = Operation(r.replay)
-            response = r.path(st, group, request, ctx, op)
-        except CoordinatorError as e:
-            return Outcome(
-                ConsumerGroupHeartbeatResponse(error_code=int(e.code), error_message=e.message),
-                events=[
-                    *op.explanations,
-                    (
-                        "request.rejected",
-                        {
-                            "api": "ConsumerGroupHeartbeat",
-                            "group": request.group_id,
-                            "member": request.member_id,
-                            "member_epoch": request.member_epoch,
-                            "error": e.code.name,
-                            "reason": e.message,
-                        },
-                    ),
-                ],
-            )
-        return self.commit(
-            op,
-            response,
-            lambda e: ConsumerGroupHeartbeatResponse(error_code=int(e.code), error_message=e.message),
+        return self._route(
+            now_ms,
+            "ConsumerGroupHeartbeat",
+            request,
+            ctx,
+            cg_heartbeat.validate,
+            _consumer_group_heartbeat_error,
+            request.member_id,
         )
 
     def consumer_group_strict(self, group_id: str) -> ConsumerGroup:
@@ -364,23 +404,12 @@ class Shard:
     def join_group(
         self, req: JoinGroupRequest, ctx: RequestContext, now_ms: int
     ) -> Outcome[JoinGroupResponse]:
-        config = self.state.config
-
-        def check() -> None:
-            if not req.group_id:
-                raise CoordinatorError(Errors.INVALID_GROUP_ID)
-            if not config.min_session_timeout_ms <= req.session_timeout_ms <= config.max_session_timeout_ms:
-                raise CoordinatorError(Errors.INVALID_SESSION_TIMEOUT)
-            if req.rebalance_timeout_ms < 0:
-                req.rebalance_timeout_ms = req.session_timeout_ms  # JoinGroup v0 has none
-
-        replaced = self.groups.get(req.group_id)
-        out = self._route(
+        return self._route(
             now_ms,
             "JoinGroup",
             req,
             ctx,
-            check,
+            _check_join_group,
             # Kafka answers a join its consumer-group path refused (an exception) without a member
             # id (`GroupCoordinatorService.joinGroup`).
             lambda e: JoinGroupResponse(
@@ -389,53 +418,16 @@ class Shard:
             ),
             req.member_id,
         )
-        if isinstance(replaced, ConsumerGroup) and self.groups.get(req.group_id) is not replaced:
-            failed = [fields for name, fields in out.events if name == "append.failed"]
-            if failed:
-                return self._undo_empty_group_replacement(req, replaced, out, failed[0])
-        return out
-
-    def _undo_empty_group_replacement(
-        self,
-        req: JoinGroupRequest,
-        replaced: ConsumerGroup,
-        out: Outcome[Any],
-        failure: dict[str, Any],
-    ) -> Outcome[JoinGroupResponse]:
-        """The records replacing an empty consumer group by a classic group were refused: put the
-        consumer group back (Kafka reverts the whole operation), or the log would keep the
-        consumer group while memory holds a classic one, and the next GroupMetadata record would
-        make the log fail to load. The new classic group had only the joiner: its timers go,
-        and it is answered the append's error."""
-        gid = req.group_id
-        classic = self.groups.get(gid)
-        if isinstance(classic, ClassicGroup):
-            for mid in [*classic.members, *classic.pending_join_members]:
-                self.timers.cancel(heartbeat_key(gid, mid))
-        self.timers.cancel(group_join_key(gid))
-        self.timers.cancel(group_sync_key(gid))
-        self.groups[gid] = replaced
-        code = Errors[failure["answered"]]
-        events = [e for e in out.events if e[0] != "group.converted"]
-        return Outcome(JoinGroupResponse(error_code=int(code), member_id=req.member_id), (), (), events)
 
     def sync_group(
         self, req: SyncGroupRequest, ctx: RequestContext, now_ms: int
     ) -> Outcome[SyncGroupResponse]:
-        def check() -> None:
-            if not req.group_id:
-                raise CoordinatorError(Errors.INVALID_GROUP_ID)
-            if ctx.api_version >= PROTOCOL_FIELDS_REQUIRED_VERSION and (
-                req.protocol_type is None or req.protocol_name is None
-            ):
-                raise CoordinatorError(Errors.INCONSISTENT_GROUP_PROTOCOL)
-
         return self._route(
             now_ms,
             "SyncGroup",
             req,
             ctx,
-            check,
+            _check_sync_group,
             lambda e: SyncGroupResponse(error_code=int(e.code)),
             req.member_id,
         )
@@ -448,7 +440,7 @@ class Shard:
             "Heartbeat",
             req,
             ctx,
-            lambda: _check_group_id(req),
+            _check_group_id,
             lambda e: HeartbeatResponse(int(e.code)),
             req.member_id,
         )
@@ -461,40 +453,21 @@ class Shard:
             "LeaveGroup",
             req,
             ctx,
-            lambda: _check_group_id(req),
+            _check_group_id,
             lambda e: LeaveGroupResponse(error_code=int(e.code)),
         )
 
-    def _route(
-        self,
-        now_ms: int,
-        api: str,
-        req: Any,
-        ctx: RequestContext,
-        check: Callable[[], None],
-        on_error: Callable[[CoordinatorError], Any],
-        member_id: str = "",
-    ) -> Outcome[Any]:
-        """Run a classic API: the request checks, then the path `engine.routing.ROUTES` names
-        for the group the request finds, in an operation of the route's replay mode."""
-        st = self.state
-        group = st.groups.get(req.group_id)
-        r = route(api, group)
-
-        def fn(op: Operation) -> Any:
-            check()
-            return r.path(st, group, req, ctx, op)
-
-        return self._run(now_ms, api, fn, on_error, r.replay, req.group_id, member_id)
-
     def describe_groups(self, group_ids: Iterable[str]) -> list[DescribedGroup]:
-        """DescribeGroups for classic groups; missing groups are Dead. Consumer groups are
-        described in classic shape by the translation layer (it owns the embedded protocol)."""
+        """DescribeGroups; missing groups are Dead. Consumer groups go to the migration hooks: the
+        translation layer describes them in classic shape (it owns the embedded protocol), the
+        engine alone answers Dead as Kafka does."""
         out = []
         for gid in group_ids:
             g = self.groups.get(gid)
             if isinstance(g, ClassicGroup):
                 out.append(classic_describe.describe_classic_group(g))
+            elif isinstance(g, ConsumerGroup):
+                out.append(self.state.migration.describe_consumer_group_as_classic(g))
             else:
                 out.append(classic_describe.dead_group(gid))
         return out
@@ -650,95 +623,12 @@ class Shard:
     # --- replay ------------------------------------------------------------------------------
 
     def apply(self, records: Iterable[CoordinatorRecord]) -> None:
+        st, warnings = self.state, self.replay_warnings
         for r in records:
-            self.replay(r)
+            replay(st, r, warnings)
 
     def replay(self, record: CoordinatorRecord) -> None:
-        key: Any = record.key
-        kt = type(key)
-        if kt is OffsetCommitKey:
-            # Inlined (most of a log is offset commits): a key's value is of its own type, as
-            # records.codec decodes and encodes it.
-            value: Any = record.value
-            st = self.state
-            if value is not None and key.group not in st.groups:
-                # Offsets of a group that has no group record: a "simple" classic group.
-                st.groups[key.group] = ClassicGroup(key.group, st.now_ms)
-            st.offsets.replay(key, value)
-        elif kt is GroupMetadataKey:
-            self._replay_group_metadata(key.group, record.value)
-        elif kt in _CONSUMER_KEYS:
-            self._replay_consumer_record(record)
-        else:
-            raise ReplayError(f"no replay rule for record key {kt.__name__}")
-
-    def _replay_group_metadata(self, group_id: str, value: Any) -> None:
-        if value is None:
-            self.groups.pop(group_id, None)
-            return
-        assert isinstance(value, GroupMetadataValue)
-        if isinstance(self.groups.get(group_id), ConsumerGroup):
-            # A downgrade deletes the consumer group (tombstones) before writing this record.
-            raise ReplayError(
-                f"Group {group_id} is a consumer group: a GroupMetadata record cannot replace it "
-                "without the consumer group's tombstones before it."
-            )
-        self.groups[group_id] = group_from_record(group_id, value, self.now_ms)
-
-    def _consumer_group_for_replay(self, group_id: str, create: bool) -> ConsumerGroup | None:
-        """Kafka `getOrMaybeCreatePersistedConsumerGroup`, made lenient for KAFKA-21117: log
-        compaction can drop the GroupMetadata tombstone an upgrade wrote, so a consumer-group
-        record may follow a classic group's record. Such a record turns the group into a consumer
-        group, and consumer tombstones for a classic group are ignored."""
-        group = self.groups.get(group_id)
-        if group is None:
-            if not create:
-                return None
-            group = self.groups[group_id] = ConsumerGroup(group_id)
-            return group
-        if isinstance(group, ConsumerGroup):
-            return group
-        if isinstance(group, ClassicGroup):
-            if not create:
-                if not group.is_simple():
-                    self.replay_warnings.append(
-                        (
-                            "replay.tombstone_ignored",
-                            {"group": group_id, "reason": "consumer-group tombstone for a classic group"},
-                        )
-                    )
-                return None
-            if not group.is_simple():
-                self.replay_warnings.append(
-                    (
-                        "replay.group_type_replaced",
-                        {
-                            "group": group_id,
-                            "from_type": "classic",
-                            "to_type": "consumer",
-                            "reason": "consumer-group record after a classic group (KAFKA-21117)",
-                        },
-                    )
-                )
-            group = self.groups[group_id] = ConsumerGroup(group_id)
-            return group
-        raise ReplayError(f"Group {group_id} is not a consumer group.")
-
-    def _replay_consumer_record(self, record: CoordinatorRecord) -> None:
-        key: Any = record.key
-        value: Any = record.value
-        group = self._consumer_group_for_replay(key.group_id, value is not None)
-        if group is None:
-            return
-        if value is None and type(key) is ConsumerGroupMetadataKey:
-            if not group.can_be_deleted():
-                raise ReplayError(
-                    f"cannot delete consumer group {key.group_id}: members, targets and the "
-                    "assignment metadata must be deleted first"
-                )
-            del self.groups[key.group_id]
-            return
-        apply_record(group, record)
+        replay(self.state, record, self.replay_warnings)
 
     # --- reads -------------------------------------------------------------------------------
 
@@ -747,60 +637,7 @@ class Shard:
         return g if isinstance(g, ConsumerGroup) else None
 
     def describe_consumer_groups(self, group_ids: Iterable[str]) -> list[DescribedConsumerGroup]:
-        """ConsumerGroupDescribe data; GROUP_ID_NOT_FOUND for missing or classic groups (so admin
-        clients fall back to DescribeGroups, as with Kafka)."""
-        out: list[DescribedConsumerGroup] = []
-        for gid in group_ids:
-            g = self.groups.get(gid)
-            if g is None:
-                out.append(
-                    DescribedConsumerGroup(gid, int(Errors.GROUP_ID_NOT_FOUND), f"Group {gid} not found.")
-                )
-            elif not isinstance(g, ConsumerGroup):
-                out.append(
-                    DescribedConsumerGroup(
-                        gid, int(Errors.GROUP_ID_NOT_FOUND), f"Group {gid} is not a consumer group."
-                    )
-                )
-            else:
-                out.append(self._describe(g))
-        return out
-
-    def _names(self, assignment: Assignment) -> tuple[DescribedTopicPartitions, ...]:
-        out = []
-        for t, parts in assignment.items():
-            topic = self.image.topic_by_id(t)
-            out.append(DescribedTopicPartitions(t, topic.name if topic else "", tuple(sorted(parts))))
-        return tuple(out)
-
-    def _describe(self, g: ConsumerGroup) -> DescribedConsumerGroup:
-        members = tuple(
-            DescribedMember(
-                member_id=m.member_id,
-                instance_id=m.instance_id,
-                rack_id=m.rack_id,
-                member_epoch=m.member_epoch,
-                client_id=m.client_id,
-                client_host=m.client_host,
-                subscribed_topic_names=m.subscribed_topic_names,
-                subscribed_topic_regex=m.subscribed_topic_regex or "",  # Kafka's member default
-                # Kafka `asConsumerGroupDescribeMember`: what the member still holds, i.e. its
-                # assigned partitions and those pending revocation.
-                assignment=self._names(_held(m.assigned_partitions, m.partitions_pending_revocation)),
-                target_assignment=self._names(g.target(m.member_id)),
-                member_type=0 if m.uses_classic_protocol else 1,
-                state=m.state.name,
-            )
-            for m in g.members.values()
-        )
-        return DescribedConsumerGroup(
-            group_id=g.group_id,
-            group_state=g.state().value,
-            group_epoch=g.group_epoch,
-            assignment_epoch=g.assignment_epoch,
-            assignor_name=g.preferred_server_assignor() or self.config.consumer_assignors[0],
-            members=members,
-        )
+        return consumer_describe.describe_consumer_groups(self.state, group_ids)
 
     def list_consumer_groups(self) -> list[ListedGroup]:
         return self.list_groups(types=["consumer"])
@@ -816,13 +653,3 @@ class Shard:
             elif isinstance(g, ClassicGroup):
                 groups[gid] = ("classic", persisted_view(g))
         return {"groups": groups, "offsets": self.offsets.snapshot()}
-
-
-def _held(
-    assigned: Mapping[TopicId, tuple[int, ...]], pending: Mapping[TopicId, tuple[int, ...]]
-) -> dict[TopicId, tuple[int, ...]]:
-    """Assigned partitions plus those pending revocation, topic by topic."""
-    out = dict(assigned)
-    for t, parts in pending.items():
-        out[t] = tuple(sorted({*out.get(t, ()), *parts}))
-    return out

@@ -4,8 +4,8 @@ handler (Kafka's `GroupMetadataManager` fields, without the manager).
 Rules of this file:
 * Handlers read the configuration, the clock (`now_ms`, advanced only by the shard), the
   metadata image, the id source and the groups; they write nothing here except what the classic
-  paths change in place (a classic group and its members, as Kafka's classic groups do) and the
-  groups map for a brand-new classic group.
+  paths change in place (a classic group and its members, as Kafka's classic groups do). The
+  groups map itself changes only through a committed `Operation` (`engine.replay`).
 * Timers are not here: a handler asks for timer changes through its `Operation`, and
   `Shard.commit` applies them with the records. Appending, replaying and committing are not here
   either: only `engine.shard.Shard` does those, and no handler imports it.

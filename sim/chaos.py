@@ -1,7 +1,7 @@
 """A deterministic simulator of the whole group coordinator, with faults (docs/simulation.md).
 
-The real server path below the sockets runs: the request objects and the `Coordinator` facade
-(translation/coordinator.py), the shard runtime (gateway/groups/runtime.py: group commit,
+The real server path below the sockets runs: the request objects and the engine `Shard` with the
+translation layer's migration hooks, the shard runtime (gateway/groups/runtime.py: group commit,
 records-before-responses, parked requests, the loop timer, reload after a storage failure) and
 `CoordinatorStorage` (journal, load from the log, load duties). Three things are simulated,
 through the runtime's injection points:
@@ -416,7 +416,7 @@ class SimMachine(MigrationWorld):
     @property
     def coordinator(self) -> Any:
         runtime = self.__dict__.get("runtime")
-        return runtime.coordinator if runtime is not None else None
+        return runtime.shard if runtime is not None else None
 
     @coordinator.setter
     def coordinator(self, value: Any) -> None:
@@ -650,7 +650,7 @@ class SimMachine(MigrationWorld):
         if what == 0:
             coord.describe_groups([GROUP])
             coord.list_groups()
-            coord.consumer_group_describe([GROUP])
+            coord.describe_consumer_groups([GROUP])
             coord.offset_fetch([OffsetFetchGroupRequest(GROUP, None)])
             return
         ctx = RequestContext("admin", "/admin", 2)

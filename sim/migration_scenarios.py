@@ -3,7 +3,7 @@ upgrade, rolling downgrade), printed step by step like the engine's case studies
 (sim/scenarios.py).
 
 The engine's simulator drives KIP-848 members only; a migration also needs classic members and
-the translation layer, which live here: a `Coordinator` is installed on the simulator's shard,
+the translation layer, which live here: the simulator's shard has the migration hooks installed,
 and a classic client runs the real JoinGroup → SyncGroup → Heartbeat loop against it with eager
 `range` semantics (it gives up everything it owns before rejoining, and its leader computes the
 assignment when the group is classic). Each step prints the group as it stands after the step:
@@ -37,7 +37,6 @@ from records.classic_group import GroupMemberMetadata, GroupMetadataKey, GroupMe
 from records.coordinator import CoordinatorRecord
 from sim.client_assignors import range_assign
 from sim.scenarios import Simulator, format_view, view
-from translation.coordinator import Coordinator
 from translation.embedded_protocol import (
     Subscription,
     parse_assignment,
@@ -68,7 +67,7 @@ class MigrationSimulator(Simulator):
         super().__init__(
             topics, {"group.initial.rebalance.delay.ms": 0, **(config or {})}, migration=Migration
         )
-        self.coordinator = Coordinator(self.shard)
+        self.coordinator = self.shard
         self.classic: dict[str, ClassicClient] = {}
         self._parked: dict[Pending, ClassicClient] = {}
         self.steps: list[tuple[str, str]] = []

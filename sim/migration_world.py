@@ -1,6 +1,6 @@
 """The migration world (KIP-848 "Supporting Online Consumer Group Upgrade"): one group driven
-through the translation layer's Coordinator by classic eager, classic cooperative and
-consumer-protocol clients at once (sim/migration_clients.py describes them and how they react).
+through the engine shard (with the translation layer's hooks) by classic eager, classic
+cooperative and consumer-protocol clients at once (sim/migration_clients.py describes them and how they react).
 
 Rules: clients join, rejoin, sync, heartbeat (acknowledging or not), change their subscription,
 lose the answer to a request, leave (LeaveGroup; CGH -1; -2 for static members) or crash; a
@@ -109,7 +109,6 @@ from sim.migration_clients import (
     pairs,
     sorted_owned,
 )
-from translation.coordinator import Coordinator
 from translation.embedded_protocol import parse_assignment, parse_subscription, serialize_assignment
 from translation.migration import Migration
 
@@ -128,7 +127,7 @@ class MigrationWorld:
         self.image = MetadataImage([TopicImage(topic_id_for(t), t, n) for t, n in INITIAL_PARTITIONS.items()])
         self.restarts = 0
         self.shard = self._new_shard()
-        self.coordinator = Coordinator(self.shard)
+        self.coordinator = self.shard
         self.replica = Shard(config(self.policy), SeededIds(0), self.image)
         self.log: list[CoordinatorRecord] = []
         self.now = 10_000
@@ -741,7 +740,7 @@ class MigrationWorld:
         self.event(f"restart with policy {policy}")
         self.shard = self._new_shard()
         self.shard.apply(self.log)
-        self.coordinator = Coordinator(self.shard)
+        self.coordinator = self.shard
         self.shard.tick(self.now)
         for o in self.shard.on_loaded(self.now):
             self._run(o)

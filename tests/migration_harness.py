@@ -40,7 +40,6 @@ from engine.shard import Shard
 from records.classic_group import GroupMemberMetadata, GroupMetadataKey, GroupMetadataValue
 from records.consumer_group import TopicPartitions
 from records.coordinator import CoordinatorRecord
-from translation.coordinator import Coordinator
 from translation.embedded_protocol import (
     Subscription,
     parse_assignment,
@@ -140,7 +139,7 @@ class MigrationHarness:
             [TopicImage(topic_id_for(n), n, c) for n, c in ({"foo": 6} if topics is None else topics).items()]
         )
         self.shard = Shard(CoordinatorConfig.from_kafka(cfg), SeededIds(21), image, migration=Migration)
-        self.coordinator = Coordinator(self.shard)
+        self.coordinator = self.shard
         self.now = 10_000
         self.completed: dict[Pending, Any] = {}
         self.log: list[CoordinatorRecord] = []

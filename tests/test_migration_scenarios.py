@@ -1604,7 +1604,7 @@ def test_consumer_group_describe_on_classic_group() -> None:
     h = MigrationHarness(prepared_assignor=True)
     _one_member_classic_group(h)
 
-    [d] = h.coordinator.consumer_group_describe(["g"])
+    [d] = h.coordinator.describe_consumer_groups(["g"])
 
     assert (d.error_code, d.error_message) == (Errors.GROUP_ID_NOT_FOUND, "Group g is not a consumer group.")
 

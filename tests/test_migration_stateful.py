@@ -1,5 +1,5 @@
 """Stateful property test of online migration (KIP-848 "Supporting Online Consumer Group Upgrade"):
-one group driven through the Coordinator by classic eager, classic cooperative and
+one group driven through the shard by classic eager, classic cooperative and
 consumer-protocol clients at once.
 
 The world (the group, its coordinator, the clients and how they react, the invariants) is

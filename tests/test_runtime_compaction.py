@@ -52,7 +52,7 @@ def commit(group: str, i: int) -> Any:
 
 def committed(runtime: ShardRuntime, group: str) -> dict[tuple[str, int], tuple[int, str | None]]:
     topics = [FetchTopic(t, list(range(PARTITIONS))) for t in ("foo", "bar")]
-    (answer,) = runtime.coordinator.offset_fetch([OffsetFetchGroupRequest(group, topics)])
+    (answer,) = runtime.shard.offset_fetch([OffsetFetchGroupRequest(group, topics)])
     return {
         (t.name, p.partition_index): (p.committed_offset, p.metadata)
         for t in answer.topics

@@ -186,11 +186,9 @@ def downgrade(
     op.records.append(rb.subscription_metadata_tombstone(gid))
     op.records.append(rb.group_epoch_tombstone(gid))
     op.records.append(group_metadata_record(classic, classic.group_assignment()))
-
-    def install() -> None:
-        shard.groups[gid] = classic
-
-    op.after(install)
+    # Installed over the replayed copy once the records are accepted (replay keeps only each
+    # member's selected protocol; the live group keeps all of them).
+    op.put_group(classic)
     op.event(
         "group.converted",
         group=gid,

@@ -8,6 +8,7 @@ Consumer Group Upgrade").
 | JoinGroup                | non-empty consumer group: a classic member joins it       |
 | SyncGroup / Heartbeat    | consumer group: the classic member's own loop             |
 | LeaveGroup               | consumer group: classic members leave (never a downgrade) |
+| DescribeGroups           | consumer group: described in classic shape                |
 
 Empty groups are replaced by the engine itself whatever the policy (Kafka converts empty groups whatever
 the policy).
@@ -16,6 +17,7 @@ the policy).
 from __future__ import annotations
 
 from engine.classic.api import (
+    DescribedGroup,
     HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupRequest,
@@ -33,6 +35,7 @@ from engine.operation import Operation
 from engine.outcome import Pending
 from engine.state import ShardState
 from translation import classic_member
+from translation.classic_describe import describe_consumer_group_as_classic
 from translation.downgrade import can_downgrade_after_fence, downgrade
 from translation.upgrade import not_a_consumer_group, upgrade
 
@@ -82,3 +85,6 @@ class Migration:
         self, group: ConsumerGroup, req: LeaveGroupRequest, ctx: RequestContext, op: Operation
     ) -> LeaveGroupResponse:
         return classic_member.leave(self.shard, group, req, op)
+
+    def describe_consumer_group_as_classic(self, group: ConsumerGroup) -> DescribedGroup:
+        return describe_consumer_group_as_classic(self.shard, group)

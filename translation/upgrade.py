@@ -35,10 +35,10 @@ from engine.consumer import record_builders as rb
 from engine.consumer.group import ConsumerGroup
 from engine.consumer.member import ConsumerGroupMember, MemberState, normalize_topic_names
 from engine.consumer.membership import schedule_session_timeout
-from engine.consumer.replay import apply_record
 from engine.errors import CoordinatorError, Errors
 from engine.metadata import MetadataImage, TopicId
 from engine.operation import Operation
+from engine.replay import apply_record
 from engine.timers import TimerKind
 from records.classic_group import GroupMetadataKey
 from records.consumer_group import ClassicMemberMetadata, ClassicProtocol

@@ -51,17 +51,20 @@ def error(code: Errors, member_id: str = "") -> JoinGroupResponse:
 
 
 def join_classic_group(
-    shard: ShardState, req: JoinGroupRequest, ctx: RequestContext, op: Operation
+    shard: ShardState, group: ClassicGroup | None, req: JoinGroupRequest, ctx: RequestContext, op: Operation
 ) -> JoinResult:
+    """`group` is the classic group the request found, or None: no group, or an empty consumer
+    group this join replaces (its tombstones are already in `op`). A new group is created here
+    and installed by the operation (`op.put_group`) once its records are accepted; until then
+    this handler works on the object itself."""
     member_id = req.member_id
     unknown = member_id == ""
-    is_new_group = req.group_id not in shard.groups
-    group = shard.classic_group(req.group_id)
+    is_new_group = group is None
     if group is None:
         if not unknown:
             return error(Errors.UNKNOWN_MEMBER_ID, member_id)
         group = ClassicGroup(req.group_id, shard.now_ms)
-        shard.groups[req.group_id] = group
+        op.put_group(group)
     records_before = len(op.records)
 
     if not _accept_joining_member(shard, group, member_id):

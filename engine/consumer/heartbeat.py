@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from engine.assignment import is_subset, to_records
+from engine.config import CoordinatorConfig
 from engine.consumer import record_builders as rb
 from engine.consumer.api import (
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -47,9 +48,11 @@ if TYPE_CHECKING:
 CLIENT_GENERATED_MEMBER_ID_VERSION = 1
 
 
-def validate(req: ConsumerGroupHeartbeatRequest, api_version: int, assignors: tuple[str, ...]) -> None:
-    """Kafka `throwIfConsumerGroupHeartbeatRequestIsInvalid` (4.0 rules)."""
+def validate(req: ConsumerGroupHeartbeatRequest, ctx: RequestContext, config: CoordinatorConfig) -> None:
+    """Kafka `throwIfConsumerGroupHeartbeatRequestIsInvalid` (4.0 rules). Its signature is the
+    shard's request check (`engine.shard.Check`), so a heartbeat runs it without a wrapper."""
     epoch = req.member_epoch
+    api_version = ctx.api_version
     # Kafka checks the member id first, then group, instance and rack ids (a request with both
     # ids empty is told about the member id).
     if (api_version >= CLIENT_GENERATED_MEMBER_ID_VERSION or epoch > 0 or epoch == -1) and (
@@ -80,6 +83,7 @@ def validate(req: ConsumerGroupHeartbeatRequest, api_version: int, assignors: tu
         raise invalid_request("MemberEpoch is invalid.")
     if req.rebalance_timeout_ms < -1:
         raise invalid_request("RebalanceTimeoutMs must be -1 (unchanged) or a positive value.")
+    assignors = config.consumer_assignors
     if req.server_assignor is not None and req.server_assignor not in assignors:
         raise CoordinatorError(
             Errors.UNSUPPORTED_ASSIGNOR,

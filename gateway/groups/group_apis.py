@@ -185,7 +185,7 @@ class GroupApis:
             )
         groups: dict[str, Any] = {}
         for shard_index, ids in self.service.by_shard(req.group_ids).items():
-            for d in self.service.runtimes[shard_index].coordinator.consumer_group_describe(ids):
+            for d in self.service.runtimes[shard_index].shard.describe_consumer_groups(ids):
                 groups[d.group_id] = d
 
         def assignment(parts: Any) -> dict[str, Any]:
@@ -367,7 +367,7 @@ class GroupApis:
         rtype = response_type_of(req)
         described: dict[str, Any] = {}
         for shard_index, ids in self.service.by_shard(req.groups).items():
-            for d in self.service.runtimes[shard_index].coordinator.describe_groups(ids):
+            for d in self.service.runtimes[shard_index].shard.describe_groups(ids):
                 described[d.group_id] = d
         include = bool(getattr(req, "include_authorized_operations", False))
         version = req.__version__
@@ -408,7 +408,7 @@ class GroupApis:
         types = getattr(req, "types_filter", ()) or ()
         groups = []
         for r in self.service.runtimes:
-            for g in r.coordinator.list_groups(states, types):
+            for g in r.shard.list_groups(states, types):
                 groups.append(
                     {
                         "group_id": g.group_id,

@@ -30,7 +30,7 @@ never produces.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from engine.classic.group import ClassicGroup
@@ -49,6 +49,15 @@ class _GroupStats:
         self.conversions: dict[str, int] = {}
         self.refusals: dict[tuple[str, str], int] = {}
         self.last_stable_ms = now_ms
+
+
+def group_counts(groups: Iterable[ConsumerGroup | ClassicGroup]) -> dict[tuple[str, str], int]:
+    """Groups by (type, state), for the KIP-848 group-count metric."""
+    counts: dict[tuple[str, str], int] = {}
+    for g in groups:
+        key = ("consumer", g.state().value) if isinstance(g, ConsumerGroup) else ("classic", g.state.value)
+        counts[key] = counts.get(key, 0) + 1
+    return counts
 
 
 def is_stable(group: Any) -> bool:

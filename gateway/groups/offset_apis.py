@@ -144,7 +144,7 @@ class OffsetApis:
             ]
         answers = {}
         for shard_index, ids in self.service.by_shard(w.group_id for w in wanted).items():
-            coord = self.service.runtimes[shard_index].coordinator
+            coord = self.service.runtimes[shard_index].shard
             for a in coord.offset_fetch([w for w in wanted if w.group_id in ids], require_stable):
                 answers[a.group_id] = a
 

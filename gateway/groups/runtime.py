@@ -43,17 +43,17 @@ import structlog
 
 from engine.errors import Errors
 from engine.outcome import Event, Outcome, Pending
+from engine.shard import Shard
 from gateway.coordinator_storage import CompactionPolicy, CoordinatorStorage
 from gateway.groups.events import WARNING_EVENTS, ClassicAssignments, annotate
 from gateway.registry import CloseConnection
 from records.compaction import CompactionJob, abandon_compaction, write_compaction
 from records.compaction_worker import clean_in_worker, start_worker
 from records.log import SegmentLog
-from translation.coordinator import Coordinator
 
 log = structlog.get_logger("coordinator")
 
-Operation = Callable[[Coordinator, int], Outcome[Any]]
+Operation = Callable[[Shard, int], Outcome[Any]]
 
 COMPACTION_CHECK_BYTES = 64 * 1024
 # A checked size no log can be within COMPACTION_CHECK_BYTES of: the next check evaluates the policy.
@@ -120,7 +120,6 @@ class ShardRuntime:
         self.compactions = 0
         self._open_storage = open_storage
         self.storage = open_storage(clock())
-        self.coordinator = Coordinator(self.storage.shard)
         self._waiting: deque[tuple[int, asyncio.Future[Any] | None, Any, Outcome[Any] | None]] = deque()
         self._parked: dict[Pending, asyncio.Future[Any]] = {}
         self._flush_scheduled = False
@@ -134,12 +133,12 @@ class ShardRuntime:
         for out in self.storage.load_outcomes:
             self._after(out, None)
         self.loaded = True  # False while a failed shard is being reloaded (`/health/ready`)
-        # Called with the new coordinator after a reload or reopen (the service re-applies the
+        # Called with the new shard after a reload or reopen (the service re-applies the
         # per-group dynamic configs, which live outside the log).
-        self.on_reopen: Callable[[Coordinator], None] | None = None
+        self.on_reopen: Callable[[Shard], None] | None = None
 
     @property
-    def shard(self) -> Any:
+    def shard(self) -> Shard:
         return self.storage.shard
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -155,7 +154,7 @@ class ShardRuntime:
     def run(self, op: Operation) -> Any:
         """Run one operation now; its response, or a future of it when it must wait."""
         start = time.perf_counter()
-        out = op(self.coordinator, self._clock())
+        out = op(self.shard, self._clock())
         if self._on_op_time is not None:
             self._on_op_time(time.perf_counter() - start)
         result = self._after(out, out.response)
@@ -385,9 +384,8 @@ class ShardRuntime:
             self.storage.close()
         try:
             self.storage = self._open_storage(self._clock())
-            self.coordinator = Coordinator(self.storage.shard)
             if self.on_reopen is not None:
-                self.on_reopen(self.coordinator)
+                self.on_reopen(self.shard)
             for out in self.storage.load_outcomes:
                 self._after(out, None)
             self.loaded = True
@@ -404,7 +402,7 @@ class ShardRuntime:
         loop = self._loop
         if loop is None:
             return
-        deadline = self.coordinator.next_deadline()
+        deadline = self.shard.next_deadline()
         if deadline == self._timer_deadline and self._timer is not None:
             return
         if self._timer is not None:
@@ -420,7 +418,7 @@ class ShardRuntime:
         self._timer = None
         self._timer_deadline = None
         now = self._clock()
-        for out in self.coordinator.expire(now):
+        for out in self.shard.expire(now):
             self._after(out, None)
         self._reschedule_timer()
 

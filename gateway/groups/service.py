@@ -22,9 +22,10 @@ import structlog
 from engine.config import GroupConfig
 from engine.ids import SystemIds
 from engine.metadata import MetadataImage
+from engine.shard import Shard
 from gateway.coordinator_storage import CompactionPolicy, CoordinatorStorage
 from gateway.groups import config_apis, group_apis, offset_apis
-from gateway.groups.group_metrics import GroupMetrics
+from gateway.groups.group_metrics import GroupMetrics, group_counts
 from gateway.groups.routing import partition_for
 from gateway.groups.runtime import ShardRuntime
 from records.durability import fsync_dir, fsync_file
@@ -131,15 +132,15 @@ class GroupCoordinatorService:
             on_event=self._count_event,
             compaction=compaction,
         )
-        runtime.on_reopen = lambda coordinator: self._reapply_group_configs(index, coordinator)
+        runtime.on_reopen = lambda shard: self._reapply_group_configs(index, shard)
         return runtime
 
-    def _reapply_group_configs(self, index: int, coordinator: Any) -> None:
-        """A reloaded or reopened shard gets a new coordinator: give it the shard's per-group
+    def _reapply_group_configs(self, index: int, shard: Shard) -> None:
+        """A reloaded or reopened shard is a new engine shard: give it the shard's per-group
         configs again (they live in `group-configs.json`, not in the log)."""
         for gid, cfg in getattr(self, "group_configs", {}).items():
             if partition_for(gid, self.num_shards) == index:
-                coordinator.set_group_config(gid, cfg)
+                shard.set_group_config(gid, cfg)
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         for r in self.runtimes:
@@ -177,7 +178,7 @@ class GroupCoordinatorService:
         for gid, values in data.items():
             cfg = GroupConfig.model_validate(values)
             self.group_configs[gid] = cfg
-            self.runtime_for(gid).coordinator.set_group_config(gid, cfg)
+            self.runtime_for(gid).shard.set_group_config(gid, cfg)
 
     def set_group_config(self, group_id: str, values: dict[str, int | None], *, apply: bool = True) -> None:
         """Apply (validated) per-group overrides; a None value removes that override. With
@@ -190,13 +191,13 @@ class GroupCoordinatorService:
         cfg.validate_against(self.config)
         if not apply:
             return
-        coordinator = self.runtime_for(group_id).coordinator
+        shard = self.runtime_for(group_id).shard
         if merged:
             self.group_configs[group_id] = cfg
-            coordinator.set_group_config(group_id, cfg)
+            shard.set_group_config(group_id, cfg)
         else:
             self.group_configs.pop(group_id, None)
-            coordinator.set_group_config(group_id, None)
+            shard.set_group_config(group_id, None)
         self._save_group_configs()
 
     def _save_group_configs(self) -> None:
@@ -213,7 +214,7 @@ class GroupCoordinatorService:
         fsync_dir(str(self.base))
 
     def effective_group_config(self, group_id: str) -> dict[str, int]:
-        return self.runtime_for(group_id).coordinator.effective_group_config(group_id)
+        return self.runtime_for(group_id).shard.effective_group_config(group_id)
 
     # --- metrics --------------------------------------------------------------------------------
 
@@ -252,7 +253,7 @@ class GroupCoordinatorService:
     def _group_counts(self) -> dict[tuple[str, ...], float]:
         counts: dict[tuple[str, ...], float] = {}
         for r in self.runtimes:
-            for key, n in r.coordinator.group_counts().items():
+            for key, n in group_counts(r.shard.groups.values()).items():
                 counts[key] = counts.get(key, 0) + n
         return counts
 

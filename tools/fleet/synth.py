@@ -2,7 +2,7 @@
 
 Nothing here writes a coordinator record by hand. Every cluster is a set of shards opened with
 `CoordinatorStorage` on `<out>/<cluster>/coordinator/__consumer_offsets-N` (the gateway's own
-layout and journal), each behind the translation layer's `Coordinator`, and simulated clients
+layout and journal), each an engine shard with the translation layer's hooks, and simulated clients
 speak to it: classic members run JoinGroup -> SyncGroup -> Heartbeat (the leader computes the
 assignment client-side, as Kafka's consumers do, with the range or round-robin assignor of
 sim/client_assignors.py), KIP-848 members run ConsumerGroupHeartbeat (KIP-848 "Consumer Group
@@ -61,7 +61,6 @@ from gateway.groups.events import WARNING_EVENTS, ClassicAssignments, annotate
 from gateway.groups.routing import partition_for
 from records.consumer_group import TopicPartitions
 from sim.client_assignors import range_assign, roundrobin_assign
-from translation.coordinator import Coordinator
 from translation.embedded_protocol import (
     Subscription,
     parse_assignment,
@@ -170,7 +169,7 @@ class GroupPlan:
 
 
 class ShardDriver:
-    """One shard of one cluster: its storage, its Coordinator, the clients of its groups."""
+    """One shard of one cluster: its storage, its engine shard, the clients of its groups."""
 
     def __init__(self, cluster: ClusterDriver, index: int, directory: str) -> None:
         self.cluster = cluster
@@ -183,7 +182,7 @@ class ShardDriver:
             now_ms=cluster.now,
             fsync_policy="none",
         )
-        self.coordinator = Coordinator(self.storage.shard)
+        self.shard = self.storage.shard
         self.assignments = ClassicAssignments()
         self.groups: dict[str, GroupPlan] = {}
         self._parked: dict[Pending, tuple[GroupPlan, ClassicClient]] = {}
@@ -260,12 +259,12 @@ class ShardDriver:
             plan.group_id, SESSION_MS, REBALANCE_MS, c.member_id, c.protocol_type, protocols, c.instance_id
         )
         ctx = self.ctx(c.client_id, 5)
-        r = self._classic(plan, c, self.coordinator.join_group(req, ctx, self.cluster.now))
+        r = self._classic(plan, c, self.shard.join_group(req, ctx, self.cluster.now))
         if isinstance(r, JoinGroupResponse) and r.error_code == Errors.MEMBER_ID_REQUIRED:
             c.member_id = r.member_id
             req.member_id = r.member_id
             self.cluster.tick()
-            r = self._classic(plan, c, self.coordinator.join_group(req, ctx, self.cluster.now))
+            r = self._classic(plan, c, self.shard.join_group(req, ctx, self.cluster.now))
         if isinstance(r, JoinGroupResponse):
             self._joined(plan, c, r)
         self.expire()
@@ -295,7 +294,7 @@ class ShardDriver:
         )
         self.cluster.tick()
         ctx = self.ctx(c.client_id, 5)
-        s = self._classic(plan, c, self.coordinator.sync_group(req, ctx, self.cluster.now))
+        s = self._classic(plan, c, self.shard.sync_group(req, ctx, self.cluster.now))
         if isinstance(s, SyncGroupResponse):
             self._synced(c, s)
 
@@ -310,7 +309,7 @@ class ShardDriver:
             return True
         self.cluster.tick()
         req = HeartbeatRequest(plan.group_id, c.generation, c.member_id, c.instance_id)
-        out = self.coordinator.heartbeat(req, self.ctx(c.client_id, 4), self.cluster.now)
+        out = self.shard.heartbeat(req, self.ctx(c.client_id, 4), self.cluster.now)
         response = self.run(out)
         assert isinstance(response, HeartbeatResponse)
         code = response.error_code
@@ -328,7 +327,7 @@ class ShardDriver:
         c = plan.classic.pop(name)
         self.cluster.tick()
         req = LeaveGroupRequest(plan.group_id, [MemberIdentity(c.member_id, c.instance_id)])
-        self.run(self.coordinator.leave_group(req, self.ctx(c.client_id, 5), self.cluster.now))
+        self.run(self.shard.leave_group(req, self.ctx(c.client_id, 5), self.cluster.now))
 
     # --- KIP-848 members -------------------------------------------------------------------
 
@@ -356,7 +355,7 @@ class ShardDriver:
                 plan.group_id, c.member_id, c.epoch, instance_id=c.instance_id, topic_partitions=list(c.owned)
             )
         response = self.run(
-            self.coordinator.consumer_group_heartbeat(req, self.ctx(c.client_id, 1), self.cluster.now)
+            self.shard.consumer_group_heartbeat(req, self.ctx(c.client_id, 1), self.cluster.now)
         )
         if leave:
             return True
@@ -425,7 +424,7 @@ class ShardDriver:
             ]
             self.cluster.tick()
             req = OffsetCommitRequest(plan.group_id, gen, mid, iid, -1, topics)
-            self.run(self.coordinator.offset_commit(req, self.ctx(client_id, version), self.cluster.now))
+            self.run(self.shard.offset_commit(req, self.ctx(client_id, version), self.cluster.now))
             written += sum(len(t.partitions) for t in topics)
         return written
 

@@ -137,6 +137,7 @@ class SegmentLog:
         self._durable = self.end_offset
         self._truncations = 0  # bumped by truncate_to: a PendingSync begun before is stale
         self._closed = False
+        self._suspended = False
         self._failure: BaseException | None = None
         # Offsets below this were produced by the last compaction (in this process).
         self._clean_offset = self.start_offset
@@ -228,6 +229,19 @@ class SegmentLog:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @property
+    def suspended(self) -> bool:
+        """Whether `suspend()` released the log's files (`resume()` takes them back)."""
+        return self._suspended
+
+    @property
+    def open_files(self) -> int:
+        """File descriptors the log holds now: its `.lock` and one per segment while open,
+        none while suspended or closed (what an owner of many logs budgets)."""
+        if self._closed or self._suspended:
+            return 0
+        return 1 + len(self._segments)
 
     def __repr__(self) -> str:
         return (
@@ -520,11 +534,65 @@ class SegmentLog:
             return TimestampOffset(header.base_offset, header.max_timestamp)
         return None
 
+    # --- releasing files while open (a budget of file descriptors) -----------------------------
+
+    def suspend(self) -> None:
+        """Make everything durable, then close every file, the directory lock included, and
+        keep the in-memory state (segments, index, offsets): `resume()` reopens the files
+        without the recovery scan. Reads of `start_offset`/`end_offset` still answer; any
+        other call raises `LogFailedError` until `resume()`.
+
+        For an owner of more logs than file descriptors (Kafka opens a segment's files on
+        demand too): the data plane keeps a bounded set of partition logs open. The fsync
+        comes first so that a later crash cannot lose what was acknowledged before closing;
+        it raises `LogFailedError` (the log fails, and keeps its files) when it fails.
+        """
+        self._check_usable()
+        if self._policy != "none":
+            self.sync()
+        self._release_files()
+        self._suspended = True
+
+    def resume(self) -> None:
+        """Take back the files `suspend()` closed. Raises `LogLockedError` if another open log
+        holds the directory, `LogCorruptionError` if a segment is missing or its size changed
+        while the files were closed (then the log stays suspended), `OSError` (EMFILE...)."""
+        if self._closed:
+            raise LogFailedError(f"log {self._dir} is closed")
+        if not self._suspended:
+            return
+        lock_fd = _lock_directory(self._dir)
+        fds: list[int] = []
+        try:
+            for seg in self._segments:
+                try:
+                    fd = os.open(seg.path, os.O_RDWR | os.O_APPEND | getattr(os, "O_CLOEXEC", 0))
+                except FileNotFoundError:
+                    raise LogCorruptionError(seg.path, 0, "segment file vanished while the log was suspended") from None
+                fds.append(fd)
+                size = os.fstat(fd).st_size
+                if size != seg.size:
+                    raise LogCorruptionError(
+                        seg.path, min(size, seg.size), f"file is {size} bytes, {seg.size} when it was closed"
+                    )
+        except BaseException:
+            for fd in fds:
+                os.close(fd)
+            os.close(lock_fd)
+            raise
+        for seg, fd in zip(self._segments, fds, strict=True):
+            seg.fd = fd
+        self._lock_fd = lock_fd
+        self._suspended = False
+
     # --- closing -----------------------------------------------------------------------------
 
     def close(self) -> None:
         """Sync (unless the log failed) and release files and the directory lock. Idempotent."""
         if self._closed:
+            return
+        if self._suspended:  # durable and released by suspend()
+            self._closed = True
             return
         try:
             if self._failure is None:
@@ -534,6 +602,9 @@ class SegmentLog:
 
     def _release(self) -> None:
         self._closed = True
+        self._release_files()
+
+    def _release_files(self) -> None:
         for seg in self._segments:
             seg.close()
         if self._lock_fd >= 0:
@@ -561,6 +632,8 @@ class SegmentLog:
     def _check_usable(self) -> None:
         if self._closed:
             raise LogFailedError(f"log {self._dir} is closed")
+        if self._suspended:
+            raise LogFailedError(f"log {self._dir} is suspended (its files are closed); resume() it first")
         if self._failure is not None:
             raise LogFailedError(f"log {self._dir} failed earlier ({self._failure}); reopen it to recover")
 

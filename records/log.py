@@ -568,7 +568,9 @@ class SegmentLog:
                 try:
                     fd = os.open(seg.path, os.O_RDWR | os.O_APPEND | getattr(os, "O_CLOEXEC", 0))
                 except FileNotFoundError:
-                    raise LogCorruptionError(seg.path, 0, "segment file vanished while the log was suspended") from None
+                    raise LogCorruptionError(
+                        seg.path, 0, "segment file vanished while the log was suspended"
+                    ) from None
                 fds.append(fd)
                 size = os.fstat(fd).st_size
                 if size != seg.size:

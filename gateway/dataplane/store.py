@@ -196,7 +196,7 @@ class SegmentPartitionStore:
         self._budget = budget
         if budget is not None:
             with self._lock:
-                budget.opened(self, log.open_files)
+                self._report()
 
     @classmethod
     def open(
@@ -237,25 +237,38 @@ class SegmentPartitionStore:
     def open_files(self) -> int:
         return self.log.open_files
 
-    def _files(self) -> SegmentLog:
+    def _resume(self) -> SegmentLog:
         """The log with its files open (reopened if the budget closed them); under `_lock`."""
         if self.log.suspended:
             self.log.resume()
-        if self._budget is not None:
-            self._budget.opened(self, self.log.open_files)
         return self.log
+
+    def _report(self) -> None:
+        """Tell the budget what the log holds now (after the use: a roll adds a segment); it
+        may close other logs. Under `_lock`."""
+        if self._budget is not None and not self.log.suspended:
+            self._budget.opened(self, self.log.open_files)
 
     def append_batch(self, raw_batch: bytes) -> tuple[int, int]:
         with self._lock:
-            return self._files().append_batch(raw_batch, partition_leader_epoch=self._leader_epoch)
+            try:
+                return self._resume().append_batch(raw_batch, partition_leader_epoch=self._leader_epoch)
+            finally:
+                self._report()
 
     def read(self, offset: int, max_bytes: int) -> bytes:
         with self._lock:
-            return self._files().read(offset, max_bytes)
+            try:
+                return self._resume().read(offset, max_bytes)
+            finally:
+                self._report()
 
     def offset_for_timestamp(self, timestamp_ms: int) -> TimestampOffset | None:
         with self._lock:
-            return self._files().offset_for_timestamp(timestamp_ms)
+            try:
+                return self._resume().offset_for_timestamp(timestamp_ms)
+            finally:
+                self._report()
 
     def sync(self) -> None:
         with self._lock:

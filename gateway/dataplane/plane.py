@@ -537,7 +537,9 @@ class DataPlane:
             return None
         try:
             return self.create_topic(name)
-        except TopicError:
+        except TopicError as e:
+            if e.code != ErrorCode.topic_already_exists:  # a bound or the disk: say why
+                log.warning("topic.auto_create_refused", topic=name, error=e.code.name, reason=e.message)
             return self.topics.get(name)
 
     async def delete_topic(self, name: str) -> TopicInfo:

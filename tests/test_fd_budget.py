@@ -19,6 +19,7 @@ from gateway.dataplane.store import (
     OpenFileBudget,
     PartitionStore,
     SegmentPartitionStore,
+    descriptor_limit,
     open_files_budget,
     open_segment_store,
 )
@@ -217,3 +218,10 @@ def test_a_creation_failing_midway_removes_only_what_it_created(tmp_path: Path) 
     reopened = DataPlane(tmp_path)  # and the server starts again
     assert reopened.topic("t") is None
     asyncio.run(reopened.close())
+
+
+def test_a_budget_beyond_the_descriptor_limit_refuses_to_start_having_changed_nothing(tmp_path: Path) -> None:
+    limit = descriptor_limit()
+    with pytest.raises(ValueError, match=rf"log.open.files.max={limit} .*ulimit -n = {limit}"):
+        DataPlane(tmp_path, open_files_max=limit)
+    assert list(tmp_path.iterdir()) == []

@@ -97,6 +97,39 @@ def test_closing_a_suspended_log_is_quiet(tmp_path: Path) -> None:
         log.resume()
 
 
+def test_sealed_segments_closed_between_reads_hold_two_descriptors_however_many_segments(
+    tmp_path: Path,
+) -> None:
+    before = open_fds()
+    log = SegmentLog.open(tmp_path / "p", segment_bytes=200, keep_sealed_open=False)
+    for i in range(30):
+        log.append_batch(make_batch([f"v{i:02d}".encode() * 20], timestamps_ms=[1000 + i]))
+    assert len(log.segment_base_offsets) >= 10
+    assert log.open_files == 2 and open_fds() == before + 2
+    data = log.read(0, 1 << 20)
+    assert all(f"v{i:02d}".encode() * 20 in data for i in range(30))
+    assert [h.base_offset for h, _raw in log.batches()] == list(range(30))
+    headers = [h for h, _raw in log.batches()]
+    for t in (headers[3].max_timestamp, headers[17].max_timestamp):
+        found = log.offset_for_timestamp(t)  # in a sealed segment
+        assert found is not None
+        assert found.offset == next(h.base_offset for h in headers if h.max_timestamp >= t)
+    assert open_fds() == before + 2  # every read closed what it opened
+    log.suspend()
+    assert open_fds() == before
+    log.resume()
+    assert open_fds() == before + 2
+    log.truncate_to(5)  # into a sealed segment: it becomes the active one
+    log.append_batch(make_batch([b"new"]))
+    assert log.end_offset == 6 and b"new" in log.read(5, 1000)
+    with pytest.raises(ValueError, match="compaction needs the sealed segments open"):
+        log._sealed_segments()
+    log.close()
+    assert open_fds() == before
+    with SegmentLog.open(tmp_path / "p", keep_sealed_open=False) as again:
+        assert again.end_offset == 6 and again.open_files == 2
+
+
 # -- the budget ---------------------------------------------------------------------------------
 
 

@@ -12,8 +12,9 @@ torn tail at open (warning `log.truncated_tail`) and `LogCorruptionError` for da
 else. The partition directory also holds SegmentLog's `.lock` (one process at a time).
 
 File descriptors are a budget (`OpenFileBudget`, setting `log.open.files.max`): an open log holds
-its `.lock` and one descriptor per segment, so a node with 10,000 partitions would hold 20,000 and
-fail with EMFILE at start-up. Kafka keeps its index files memory-mapped and opens segments on
+its `.lock` and its active segment (sealed segments are opened for each read and closed after:
+`keep_sealed_open=False`), so a node with 10,000 partitions would hold 20,000 and fail with
+EMFILE at start-up. Kafka keeps its index files memory-mapped and opens segments on
 demand; here the least recently used partition logs beyond the budget are suspended
 (`SegmentLog.suspend`: fsynced, then every file closed, the in-memory index kept) and resumed on
 their next append or read, without the recovery scan. Suspending a log that is in use by another
@@ -218,6 +219,7 @@ class SegmentPartitionStore:
             segment_bytes=segment_bytes,
             fsync_policy=policy,
             index_interval_bytes=INDEX_INTERVAL_BYTES,
+            keep_sealed_open=False,  # a partition log holds two descriptors, however long
         )
         return cls(log, budget=budget)
 

@@ -26,6 +26,12 @@ registry file, atomically). Appends go to the OS at once, so they survive SIGKIL
 requests with acks=1/-1 also wait for an fsync, and concurrent requests share one fsync (group
 commit) run on a worker thread so the event loop keeps serving.
 
+Bounds (docs/robustness.md, Bounds): the partitions of all topics (`max.partitions`; a creation
+beyond is refused with POLICY_VIOLATION), and the descriptors the partition logs hold
+(`log.open.files.max`, `store.OpenFileBudget`: idle logs are closed and reopened on use, at
+start-up too). A creation that fails on the disk midway removes the directories it created and
+answers KAFKA_STORAGE_ERROR with the cause.
+
 Hooks for the group layer (exact signatures in `subscribe` and `metadata_image`): every topic
 creation, deletion and partition increase is reported, after it is durable, to each subscriber
 on the event loop, together with the new `engine.metadata.MetadataImage`.

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -34,6 +35,8 @@ class GatewayProcess:
     host: str = "127.0.0.1"
     metrics_url: str | None = None
     expected_exit: bool = False
+    fd_limit: int | None = None
+    start_timeout: float = START_TIMEOUT
     _log_file: Any = field(default=None, repr=False)
 
     @property
@@ -48,7 +51,11 @@ class GatewayProcess:
         sets: tuple[str, ...] | list[str] = (),
         log_path: Path | None = None,
         extra_args: tuple[str, ...] = (),
+        fd_limit: int | None = None,
+        start_timeout: float = START_TIMEOUT,
     ) -> GatewayProcess:
+        """`fd_limit`: the server's `ulimit -n` (soft and hard RLIMIT_NOFILE), set in the child
+        before it runs; `start_timeout`: how long to wait for `gateway.listening`."""
         data_dir.mkdir(parents=True, exist_ok=True)
         log_path = log_path or data_dir.parent / f"{data_dir.name}-gateway.log"
         args = [
@@ -67,13 +74,34 @@ class GatewayProcess:
         log_file = open(log_path, "ab")  # noqa: SIM115 - closed in stop()
         start_offset = log_file.tell()
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        proc = subprocess.Popen(args, cwd=REPO, stdout=log_file, stderr=subprocess.STDOUT, env=env)
-        gw = cls(proc, data_dir, log_path, tuple(sets), _log_file=log_file)
+        limit = fd_limit
+
+        def set_fd_limit() -> None:
+            if limit is not None:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+
+        proc = subprocess.Popen(
+            args,
+            cwd=REPO,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            env=env,
+            preexec_fn=set_fd_limit if fd_limit is not None else None,
+        )
+        gw = cls(
+            proc,
+            data_dir,
+            log_path,
+            tuple(sets),
+            fd_limit=fd_limit,
+            start_timeout=start_timeout,
+            _log_file=log_file,
+        )
         gw._wait_listening(start_offset)
         return gw
 
     def _wait_listening(self, offset: int) -> None:
-        deadline = time.monotonic() + START_TIMEOUT
+        deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
             for event in self.events(since=offset):
                 if event.get("event") == "gateway.listening":
@@ -86,7 +114,7 @@ class GatewayProcess:
                 )
             time.sleep(0.05)
         self.proc.kill()
-        raise RuntimeError(f"gateway did not log gateway.listening in {START_TIMEOUT}s")
+        raise RuntimeError(f"gateway did not log gateway.listening in {self.start_timeout}s")
 
     # -- logs ---------------------------------------------------------------------------------
 
@@ -144,7 +172,13 @@ class GatewayProcess:
     def restart(self) -> GatewayProcess:
         """A new process on the same data directory and settings (after kill/stop)."""
         assert not self.alive()
-        return GatewayProcess.start(self.data_dir, sets=self.sets, log_path=self.log_path)
+        return GatewayProcess.start(
+            self.data_dir,
+            sets=self.sets,
+            log_path=self.log_path,
+            fd_limit=self.fd_limit,
+            start_timeout=self.start_timeout,
+        )
 
     def _close_log(self) -> None:
         if self._log_file is not None:

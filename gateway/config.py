@@ -100,6 +100,12 @@ class ServerConfig(BaseModel):
     auto_create_topics_enable: bool = Field(True, alias="auto.create.topics.enable")
     socket_request_max_bytes: int = Field(104857600, alias="socket.request.max.bytes", ge=1, le=INT_MAX)
     log_segment_bytes: int = Field(1073741824, alias="log.segment.bytes", ge=14, le=INT_MAX)
+    # groupshift-specific bounds (docs/robustness.md, Bounds): partitions of all topics on the
+    # node (creations beyond are refused with POLICY_VIOLATION), and the file descriptors the
+    # partition logs may hold at once (0: a quarter of `ulimit -n`; idle logs beyond are closed
+    # and reopened on use).
+    max_partitions: int = Field(50000, alias="max.partitions", ge=1, le=INT_MAX)
+    log_open_files_max: int = Field(0, alias="log.open.files.max", ge=0, le=INT_MAX)
     metrics_listen: str | None = Field(None, alias="metrics.listen")
     # groupshift-specific: per-group series (members by protocol, epoch, lag, ...) for at most
     # `metrics.groups.max` groups, so a fleet of groups cannot blow up a scrape; off with false.

@@ -83,6 +83,8 @@ class GatewayServer:
             ),
             lock=data_dir_lock,
             ignore_topics_file=ignore_topics_file,
+            max_partitions=config.max_partitions,
+            open_files_max=config.log_open_files_max,
         )
         host, port = config.listen_address
         self.cluster = ClusterView(self.plane.cluster_id, NodeEndpoint(config.node_id, host, port))
@@ -129,6 +131,10 @@ class GatewayServer:
         self.metrics.gauge("groupshift_topics", "Topics in the embedded data plane").set_function(
             lambda: len(self.plane.topics)
         )
+        # The descriptor budget of the partition logs (`log.open.files.max`, docs/robustness.md).
+        self.metrics.gauge(
+            "groupshift_partition_log_open_files", "File descriptors held by open partition logs"
+        ).set_function(lambda: float(self.plane.file_budget.open_files))
 
     def _new_connection(self) -> KafkaConnection:
         conn = KafkaConnection(

@@ -123,8 +123,10 @@ class SegmentLog:
         fsync_policy: FsyncPolicy,
         index_interval_bytes: int,
         lock_fd: int,
+        keep_sealed_open: bool = True,
     ) -> None:
         self._dir = directory
+        self._keep_sealed_open = keep_sealed_open
         self._segments = segments
         self._bases = [s.base_offset for s in segments]
         self._segment_bytes = segment_bytes
@@ -137,6 +139,7 @@ class SegmentLog:
         self._durable = self.end_offset
         self._truncations = 0  # bumped by truncate_to: a PendingSync begun before is stale
         self._closed = False
+        self._suspended = False
         self._failure: BaseException | None = None
         # Offsets below this were produced by the last compaction (in this process).
         self._clean_offset = self.start_offset
@@ -152,6 +155,7 @@ class SegmentLog:
         fsync_policy: FsyncPolicy = "batch",
         index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
         on_corruption: OnCorruption = "error",
+        keep_sealed_open: bool = True,
     ) -> SegmentLog:
         """Open (creating if needed) the log in directory `path` and recover it.
 
@@ -160,6 +164,10 @@ class SegmentLog:
         raise `LogCorruptionError` for any other damage -- unless `on_corruption="truncate"`,
         an operator's explicit choice to cut the log at the first bad batch instead. Raises
         `LogLockedError` if another open log holds the directory.
+
+        With `keep_sealed_open=False` only the active segment keeps a descriptor: a sealed one
+        is opened for each read and closed after (Kafka opens segments on demand too), so the
+        log holds two descriptors however many segments it has. Compaction needs them open.
         """
         if segment_bytes <= 0:
             raise ValueError(f"segment_bytes must be positive, got {segment_bytes}")
@@ -175,7 +183,9 @@ class SegmentLog:
         try:
             sync = fsync_policy != "none"
             finish_interrupted_compaction(directory, index_interval=index_interval_bytes, sync=sync)
-            segments = _recover_segments(directory, index_interval_bytes, on_corruption, sync)
+            segments = _recover_segments(
+                directory, index_interval_bytes, on_corruption, sync, keep_sealed_open
+            )
         except BaseException:
             os.close(lock_fd)
             raise
@@ -186,6 +196,7 @@ class SegmentLog:
             fsync_policy=fsync_policy,
             index_interval_bytes=index_interval_bytes,
             lock_fd=lock_fd,
+            keep_sealed_open=keep_sealed_open,
         )
 
     # --- state -------------------------------------------------------------------------------
@@ -228,6 +239,19 @@ class SegmentLog:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @property
+    def suspended(self) -> bool:
+        """Whether `suspend()` released the log's files (`resume()` takes them back)."""
+        return self._suspended
+
+    @property
+    def open_files(self) -> int:
+        """File descriptors the log holds now: its `.lock` and one per segment while open,
+        none while suspended or closed (what an owner of many logs budgets)."""
+        if self._closed or self._suspended:
+            return 0
+        return 1 + sum(1 for s in self._segments if s.fd >= 0)
 
     def __repr__(self) -> str:
         return (
@@ -308,6 +332,9 @@ class SegmentLog:
         self._segments.append(seg)
         self._bases.append(base)
         self._dir_dirty = True
+        if not self._keep_sealed_open:  # fsynced above; reads reopen it
+            self._unsynced.discard(old)
+            old.close()
         return seg
 
     # --- durability --------------------------------------------------------------------------
@@ -389,6 +416,8 @@ class SegmentLog:
             return
         i = bisect_right(self._bases, offset) - 1
         seg = self._segments[i]
+        if seg.fd < 0:  # a sealed segment closed to save descriptors becomes the active one
+            seg.fd = os.open(seg.path, os.O_RDWR | os.O_APPEND | getattr(os, "O_CLOEXEC", 0))
         pos = seg.position_for(offset)
         if pos < seg.size:
             header = read_batch_header(os.pread(seg.fd, 61, pos))
@@ -426,6 +455,8 @@ class SegmentLog:
         """Roll if the active segment holds data, then return every segment before the
         active one: the input of a compaction. Durable first unless fsync_policy is "none"."""
         self._check_usable()
+        if not self._keep_sealed_open:
+            raise ValueError("compaction needs the sealed segments open (keep_sealed_open=True)")
         if self._segments[-1].size > 0:
             self._roll()
         if self._policy != "none":
@@ -447,6 +478,19 @@ class SegmentLog:
 
     # --- reading -----------------------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def _readable(self, seg: Segment) -> Iterator[Segment]:
+        """`seg` with a descriptor for the duration: a sealed segment closed to save
+        descriptors (`keep_sealed_open=False`) is opened read-only, and closed after."""
+        if seg.fd >= 0:
+            yield seg
+            return
+        seg.fd = os.open(seg.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        try:
+            yield seg
+        finally:
+            seg.close()
+
     def read(self, offset: int, max_bytes: int, *, upper_offset: int | None = None) -> bytes:
         """Raw bytes of whole batches, from the batch containing `offset`, up to `max_bytes`.
 
@@ -463,11 +507,13 @@ class SegmentLog:
             raise ValueError(f"max_bytes must be positive, got {max_bytes}")
         i = bisect_right(self._bases, offset) - 1
         seg = self._segments[i]
-        pos = seg.position_for(offset)
+        with self._readable(seg):
+            pos = seg.position_for(offset)
         parts: list[bytes] = []
         total = 0
         while True:
-            data, stopped = seg.read_whole_batches(pos, max_bytes - total, upper_offset, not parts)
+            with self._readable(seg):
+                data, stopped = seg.read_whole_batches(pos, max_bytes - total, upper_offset, not parts)
             if data:
                 parts.append(data)
                 total += len(data)
@@ -490,10 +536,12 @@ class SegmentLog:
         if not self.start_offset <= start <= self.end_offset:
             raise OffsetOutOfRangeError(start, self.start_offset, self.end_offset)
         i = bisect_right(self._bases, start) - 1
-        pos = self._segments[i].position_for(start)
+        with self._readable(self._segments[i]) as first:
+            pos = first.position_for(start)
         for seg in self._segments[i:]:
-            for _pos, header, raw in seg.batches(pos):
-                yield header, raw
+            with self._readable(seg):
+                for _pos, header, raw in seg.batches(pos):
+                    yield header, raw
             pos = 0
 
     def offset_for_timestamp(self, timestamp: int) -> TimestampOffset | None:
@@ -508,23 +556,91 @@ class SegmentLog:
         for seg in self._segments:
             if seg.max_timestamp < timestamp:
                 continue
-            pos = seg.position_for_timestamp(timestamp)
-            if pos is None:
-                continue
-            header = read_batch_header(os.pread(seg.fd, 61, pos))
+            with self._readable(seg):
+                pos = seg.position_for_timestamp(timestamp)
+                if pos is None:
+                    continue
+                header = read_batch_header(os.pread(seg.fd, 61, pos))
+                raw = os.pread(seg.fd, header.size, pos) if header.compression == 0 else b""
             if header.compression == 0:
-                raw = os.pread(seg.fd, header.size, pos)
                 for record in iter_records(raw):
                     if record.timestamp >= timestamp:
                         return TimestampOffset(record.offset, record.timestamp)
             return TimestampOffset(header.base_offset, header.max_timestamp)
         return None
 
+    # --- releasing files while open (a budget of file descriptors) -----------------------------
+
+    def suspend(self) -> None:
+        """Make everything durable, then close every file, the directory lock included, and
+        keep the in-memory state (segments, index, offsets): `resume()` reopens the files
+        without the recovery scan. Reads of `start_offset`/`end_offset` still answer; any
+        other call raises `LogFailedError` until `resume()`.
+
+        For an owner of more logs than file descriptors (Kafka opens a segment's files on
+        demand too): the data plane keeps a bounded set of partition logs open. The fsync
+        comes first so that a later crash cannot lose what was acknowledged before closing;
+        it raises `LogFailedError` (the log fails, and keeps its files) when it fails.
+        """
+        self._check_usable()
+        if self._policy != "none":
+            self.sync()
+        self._release_files()
+        self._suspended = True
+
+    def resume(self) -> None:
+        """Take back the files `suspend()` closed. Raises `LogLockedError` if another open log
+        holds the directory, `LogCorruptionError` if a segment is missing or its size changed
+        while the files were closed (then the log stays suspended), `OSError` (EMFILE...)."""
+        if self._closed:
+            raise LogFailedError(f"log {self._dir} is closed")
+        if not self._suspended:
+            return
+        lock_fd = _lock_directory(self._dir)
+        fds: list[int] = []
+        try:
+            for seg in self._segments:
+                if not self._keep_sealed_open and seg is not self._segments[-1]:
+                    size = _size_or_missing(seg)
+                    if size != seg.size:
+                        raise LogCorruptionError(
+                            seg.path,
+                            min(size, seg.size),
+                            f"file is {size} bytes, {seg.size} when it was closed",
+                        )
+                    fds.append(-1)
+                    continue
+                try:
+                    fd = os.open(seg.path, os.O_RDWR | os.O_APPEND | getattr(os, "O_CLOEXEC", 0))
+                except FileNotFoundError:
+                    raise LogCorruptionError(
+                        seg.path, 0, "segment file vanished while the log was suspended"
+                    ) from None
+                fds.append(fd)
+                size = os.fstat(fd).st_size
+                if size != seg.size:
+                    raise LogCorruptionError(
+                        seg.path, min(size, seg.size), f"file is {size} bytes, {seg.size} when it was closed"
+                    )
+        except BaseException:
+            for fd in fds:
+                if fd >= 0:
+                    os.close(fd)
+            os.close(lock_fd)
+            raise
+        for seg, fd in zip(self._segments, fds, strict=True):
+            seg.fd = fd
+        self._lock_fd = lock_fd
+        self._suspended = False
+
     # --- closing -----------------------------------------------------------------------------
 
     def close(self) -> None:
         """Sync (unless the log failed) and release files and the directory lock. Idempotent."""
         if self._closed:
+            return
+        if self._suspended:  # durable and released by suspend()
+            self._closed = True
             return
         try:
             if self._failure is None:
@@ -534,6 +650,9 @@ class SegmentLog:
 
     def _release(self) -> None:
         self._closed = True
+        self._release_files()
+
+    def _release_files(self) -> None:
         for seg in self._segments:
             seg.close()
         if self._lock_fd >= 0:
@@ -561,6 +680,8 @@ class SegmentLog:
     def _check_usable(self) -> None:
         if self._closed:
             raise LogFailedError(f"log {self._dir} is closed")
+        if self._suspended:
+            raise LogFailedError(f"log {self._dir} is suspended (its files are closed); resume() it first")
         if self._failure is not None:
             raise LogFailedError(f"log {self._dir} failed earlier ({self._failure}); reopen it to recover")
 
@@ -579,10 +700,23 @@ def _lock_directory(directory: str) -> int:
     return fd
 
 
+def _size_or_missing(seg: Segment) -> int:
+    """The size of `seg`'s file; `LogCorruptionError` if it is gone."""
+    try:
+        return os.stat(seg.path).st_size
+    except FileNotFoundError:
+        raise LogCorruptionError(seg.path, 0, "segment file vanished while the log was suspended") from None
+
+
 def _recover_segments(
-    directory: str, index_interval: int, on_corruption: OnCorruption, sync: bool
+    directory: str,
+    index_interval: int,
+    on_corruption: OnCorruption,
+    sync: bool,
+    keep_sealed_open: bool = True,
 ) -> list[Segment]:
-    """Open and validate every segment (records.recovery); return them in offset order."""
+    """Open and validate every segment (records.recovery); return them in offset order.
+    Without `keep_sealed_open`, each segment is closed once the next one is validated."""
     log = get_logger()
     bases = sorted(b for b in (parse_segment_name(n) for n in os.listdir(directory)) if b is not None)
     segments: list[Segment] = []
@@ -601,6 +735,8 @@ def _recover_segments(
                     prev.size,
                     f"batches run to offset {prev.next_offset}, past the next segment's base offset {base}",
                 )
+            if segments and not keep_sealed_open:
+                segments[-1].close()
             segments.append(seg)
             file_size = os.fstat(seg.fd).st_size
             bad = scan_segment(seg, file_size)

@@ -26,6 +26,12 @@ registry file, atomically). Appends go to the OS at once, so they survive SIGKIL
 requests with acks=1/-1 also wait for an fsync, and concurrent requests share one fsync (group
 commit) run on a worker thread so the event loop keeps serving.
 
+Bounds (docs/robustness.md, Bounds): the partitions of all topics (`max.partitions`; a creation
+beyond is refused with POLICY_VIOLATION), and the descriptors the partition logs hold
+(`log.open.files.max`, `store.OpenFileBudget`: idle logs are closed and reopened on use, at
+start-up too). A creation that fails on the disk midway removes the directories it created and
+answers KAFKA_STORAGE_ERROR with the cause.
+
 Hooks for the group layer (exact signatures in `subscribe` and `metadata_image`): every topic
 creation, deletion and partition increase is reported, after it is durable, to each subscriber
 on the event loop, together with the new `engine.metadata.MetadataImage`.
@@ -60,7 +66,13 @@ from gateway.dataplane.datadir import (
 )
 from gateway.dataplane.durable import fsync_dir, write_atomically
 from gateway.dataplane.producers import PartitionProducers, ProducerIdAllocator
-from gateway.dataplane.store import PartitionStore, StoreFactory, open_segment_store
+from gateway.dataplane.store import (
+    OpenFileBudget,
+    PartitionStore,
+    StoreFactory,
+    open_files_budget,
+    open_segment_store,
+)
 from gateway.dataplane.topics import (
     TOPICS_FILE,
     TopicChange,
@@ -77,6 +89,9 @@ log = structlog.get_logger("gateway.dataplane")
 PARTITION_META_FILE = "partition.metadata"
 LOG_START_FILE = "log-start-offset"
 MAX_PARTITIONS = 10_000  # per topic; a guard against accidental huge counts
+# All partitions of the node (`max.partitions`): each costs memory, a directory and start-up time
+# (its log is recovered at every start); descriptors are bounded apart (`log.open.files.max`).
+DEFAULT_MAX_PARTITIONS = 50_000
 
 TopicListener = Callable[[TopicChange, MetadataImage], None]
 
@@ -216,17 +231,25 @@ class DataPlane:
         static_configs: Mapping[str, str] | None = None,
         lock: DataDirLock | None = None,
         ignore_topics_file: bool = False,
+        max_partitions: int = DEFAULT_MAX_PARTITIONS,
+        open_files_max: int = 0,
     ) -> None:
         """Open `data_dir`: the `.lock` first (`lock`, if the caller took it already, is kept
         and released by `close`), then `meta.properties`, `topics.json` and the partitions.
         Raises `DataDirError` (a `ValueError`) naming the file when the directory cannot be used;
-        nothing has been changed then."""
+        nothing has been changed then.
+
+        `max_partitions` bounds the partitions of all topics (creations beyond are refused);
+        `open_files_max` the descriptors partition logs hold (0: a quarter of `ulimit -n`),
+        `ValueError` when it does not fit the process's limit."""
         self.data_dir = data_dir
         self.node_id = node_id
         self.num_partitions = num_partitions
         self.auto_create_topics = auto_create_topics
         self._segment_bytes = segment_bytes
         self._open_store = open_store
+        self.max_partitions = max_partitions
+        self.file_budget = OpenFileBudget(open_files_budget(open_files_max))
         self._listeners: list[TopicListener] = []
         self._partitions: dict[tuple[str, int], Partition] = {}
         self._version = 0
@@ -337,18 +360,65 @@ class DataPlane:
         path = self._partition_dir(topic.name, index)
         if create and not (path / PARTITION_META_FILE).exists():
             self._write_partition_meta(topic, path)
-        store = self._open_store(path, segment_bytes=self._segment_bytes, fsync_policy="explicit")
-        p = Partition(topic, index, store, path)
+        p = self._new_partition(topic, index)
         self._partitions[(topic.name, index)] = p
         return p
 
-    def _write_partition_meta(self, topic: TopicInfo, path: Path) -> None:
+    def _new_partition(self, topic: TopicInfo, index: int) -> Partition:
+        """Open partition `index`'s log through the descriptor budget (not yet registered)."""
+        path = self._partition_dir(topic.name, index)
+        store = self._open_store(
+            path, segment_bytes=self._segment_bytes, fsync_policy="explicit", budget=self.file_budget
+        )
+        return Partition(topic, index, store, path)
+
+    def _create_partitions(self, topic: TopicInfo, indexes: range) -> list[Partition]:
+        """Write and open partitions `indexes` of `topic` (durable), or undo what this call
+        created and raise `TopicError` (KAFKA_STORAGE_ERROR with the cause) on an OS error such
+        as EMFILE or ENOSPC: a failed creation leaves no partition directory of its own behind.
+        A directory already there was renamed aside as a stray first and stays so."""
+        created: list[Path] = []
+        opened: list[Partition] = []
+        try:
+            for i in indexes:
+                path = self._partition_dir(topic.name, i)
+                self._write_partition_meta(topic, path, created)
+            fsync_dir(self.data_dir)
+            for i in indexes:
+                opened.append(self._new_partition(topic, i))
+            return opened
+        except (OSError, LogError) as e:
+            for p in opened:
+                with contextlib.suppress(OSError, LogError):
+                    p.store.close()
+            for path in created:
+                shutil.rmtree(path, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                fsync_dir(self.data_dir)
+            cause = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+            where = f" ({e.filename})" if isinstance(e, OSError) and e.filename else ""
+            log.error(
+                "topic.create_failed",
+                topic=topic.name,
+                partitions=len(indexes),
+                error=cause,
+                removed_directories=len(created),
+            )
+            raise TopicError(
+                ErrorCode.kafka_storage_error,
+                f"Creating {len(indexes)} partitions of topic '{topic.name}' failed: {cause}{where}; "
+                f"the {len(created)} partition directories this request created were removed.",
+            ) from None
+
+    def _write_partition_meta(self, topic: TopicInfo, path: Path, created: list[Path] | None = None) -> None:
         if path.exists():  # not this topic's (it would hold its partition.metadata): keep it aside
             kept = rename_aside(path, STRAY_SUFFIX)
             log.warning(
                 "partition.strays_renamed", count=1, renamed_to=[kept.name], data_dir=str(self.data_dir)
             )
         path.mkdir(parents=True)
+        if created is not None:
+            created.append(path)
         write_atomically(
             path / PARTITION_META_FILE,
             f"version: 0\ntopic_id: {kafka_uuid_string(topic.topic_id.bytes)}\n".encode(),
@@ -423,6 +493,20 @@ class DataPlane:
                 ErrorCode.invalid_partitions,
                 f"Number of partitions {partitions} exceeds the limit of {MAX_PARTITIONS}.",
             )
+        self._check_partition_budget(partitions)
+
+    def total_partitions(self) -> int:
+        return sum(t.partitions for t in self.topics.all())
+
+    def _check_partition_budget(self, more: int) -> None:
+        """POLICY_VIOLATION when `more` partitions would take the node past `max.partitions`."""
+        total = self.total_partitions()
+        if total + more > self.max_partitions:
+            raise TopicError(
+                ErrorCode.policy_violation,
+                f"Adding {more} partitions would make {total + more} partitions on this node, "
+                f"more than max.partitions={self.max_partitions} ({total} exist).",
+            )
 
     def create_topic(
         self, name: str, partitions: int | None = None, configs: Mapping[str, str] | None = None
@@ -439,13 +523,17 @@ class DataPlane:
             except ConfigValueError as e:
                 raise TopicError(ErrorCode.invalid_config, e.message) from None
         topic = TopicInfo(name, uuid.uuid4(), count)  # KIP-516: random, never zero
-        for i in range(count):
-            self._write_partition_meta(topic, self._partition_dir(name, i))
-        fsync_dir(self.data_dir)
-        self.configs.set_topic(name, dict(configs or {}))
-        self.topics.add(topic)
-        for i in range(count):
-            self._open_partition(topic, i, create=False)
+        partitions_opened = self._create_partitions(topic, range(count))
+        try:
+            self.configs.set_topic(name, dict(configs or {}))
+            self.topics.add(topic)
+        except OSError as e:
+            self._undo_partitions(partitions_opened)
+            with contextlib.suppress(OSError):
+                self.configs.drop_topic(name)
+            raise _storage_error(name, e) from None
+        for p in partitions_opened:
+            self._partitions[(name, p.index)] = p
         self._notify(TopicChange("created", topic))
         return topic
 
@@ -455,7 +543,9 @@ class DataPlane:
             return None
         try:
             return self.create_topic(name)
-        except TopicError:
+        except TopicError as e:
+            if e.code != ErrorCode.topic_already_exists:  # a bound or the disk: say why
+                log.warning("topic.auto_create_refused", topic=name, error=e.code.name, reason=e.message)
             return self.topics.get(name)
 
     async def delete_topic(self, name: str) -> TopicInfo:
@@ -506,20 +596,31 @@ class DataPlane:
                 ErrorCode.invalid_partitions,
                 f"Number of partitions {count} exceeds the limit of {MAX_PARTITIONS}.",
             )
+        self._check_partition_budget(count - topic.partitions)
         return topic
+
+    def _undo_partitions(self, partitions: list[Partition]) -> None:
+        """Close and remove partitions `_create_partitions` made, the registry unchanged."""
+        for p in partitions:
+            with contextlib.suppress(OSError, LogError):
+                p.store.close()
+            shutil.rmtree(p.path, ignore_errors=True)
 
     def add_partitions(self, name: str, count: int) -> TopicInfo:
         """Grow `name` to `count` partitions (increase only); durable on return."""
         old = self.check_partition_increase(name, count)
-        for i in range(old.partitions, count):
-            self._write_partition_meta(old, self._partition_dir(name, i))
-        fsync_dir(self.data_dir)
-        topic = self.topics.set_partitions(name, count)
+        added = self._create_partitions(old, range(old.partitions, count))
+        try:
+            topic = self.topics.set_partitions(name, count)
+        except OSError as e:
+            self._undo_partitions(added)
+            raise _storage_error(name, e) from None
         for (tname, _), p in self._partitions.items():
             if tname == name:
                 p.topic = topic
-        for i in range(old.partitions, count):
-            self._open_partition(topic, i, create=False)
+        for p in added:
+            p.topic = topic
+            self._partitions[(name, p.index)] = p
         self._notify(TopicChange("partitions_added", topic, previous_partitions=old.partitions))
         return topic
 
@@ -538,6 +639,16 @@ class DataPlane:
             await p.close()
         self._partitions.clear()
         self._lock.release()
+
+
+def _storage_error(name: str, e: OSError) -> TopicError:
+    """The answer when writing the registry or configs failed (the partitions were removed)."""
+    return TopicError(
+        ErrorCode.kafka_storage_error,
+        f"Creating partitions of topic '{name}' failed: {e.strerror or e}"
+        + (f" ({e.filename})" if e.filename else "")
+        + "; the partition directories this request created were removed.",
+    )
 
 
 def _owned_by(path: Path, topic: TopicInfo) -> bool:

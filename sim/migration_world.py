@@ -1,6 +1,7 @@
 """The migration world (KIP-848 "Supporting Online Consumer Group Upgrade"): one group driven
 through the engine shard (with the translation layer's hooks) by classic eager, classic
-cooperative and consumer-protocol clients at once (sim/migration_clients.py describes them and how they react).
+cooperative and consumer-protocol clients at once (sim/migration_clients.py describes them and
+how they react).
 
 Rules: clients join, rejoin, sync, heartbeat (acknowledging or not), change their subscription,
 lose the answer to a request, leave (LeaveGroup; CGH -1; -2 for static members) or crash; a

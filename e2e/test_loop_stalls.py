@@ -11,7 +11,7 @@ member sending ConsumerGroupHeartbeat v1 frames every 50 ms on its own connectio
 
 from __future__ import annotations
 
-import threading
+import multiprocessing
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -67,49 +67,57 @@ def cgh(group_id: str, member_id: str, epoch: int, **overrides: Any) -> Any:
     return make_request(68, 1, **values)
 
 
+def _canary_main(port: int, stop: Any, out: Any) -> None:
+    """The canary process: join, then heartbeat every 50 ms until `stop`; sends back
+    ([(sent at, round trip)], [errors]). CLOCK_MONOTONIC is system-wide, so the times compare
+    with the test process's."""
+    samples: list[tuple[float, float]] = []
+    errors: list[str] = []
+    member_id = "canary-member-0000000001"
+    with WireClient(port, timeout=30.0) as client:
+        r = client.request(
+            cgh("loop-canary", member_id, 0, subscribed_topic_names=["canary-topic"], topic_partitions=[])
+        )
+        epoch = r.member_epoch
+        if r.error_code != 0:
+            errors.append(f"join: {r.error_code}: {r.error_message}")
+        out.send("joined")
+        while not errors and not stop.is_set():
+            sent = time.monotonic()
+            r = client.request(cgh("loop-canary", member_id, epoch))
+            rtt = time.monotonic() - sent
+            samples.append((sent, rtt))
+            if r.error_code != 0:
+                errors.append(f"{r.error_code}: {r.error_message}")
+            epoch = r.member_epoch
+            stop.wait(max(0.0, 0.05 - rtt))
+    out.send((samples, errors))
+
+
 class Canary:
-    """A consumer-group member heartbeating every 50 ms on its own connection, timing each
-    round trip; `window()` keeps only the round trips sent while the attack ran."""
+    """A consumer-group member heartbeating every 50 ms on its own connection, from its own
+    process (the test process decoding a large answer must not delay the canary's clock);
+    `window()` keeps only the round trips that overlap the attack."""
 
     def __init__(self, port: int) -> None:
-        self.client = WireClient(port, timeout=30.0)
-        self.member_id = "canary-member-0000000001"
-        self.epoch = 0
-        self.samples: list[tuple[float, float]] = []  # (sent at, round trip)
+        ctx = multiprocessing.get_context("spawn")
+        self._stop = ctx.Event()
+        self._conn, child = ctx.Pipe()
+        self._proc = ctx.Process(target=_canary_main, args=(port, self._stop, child), daemon=True)
+        self.samples: list[tuple[float, float]] = []
         self.errors: list[str] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="canary", daemon=True)
-
-    def join(self) -> None:
-        r = self.client.request(
-            cgh(
-                "loop-canary", self.member_id, 0, subscribed_topic_names=["canary-topic"], topic_partitions=[]
-            )
-        )
-        assert r.error_code == 0, r
-        self.epoch = r.member_epoch
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            sent = time.monotonic()
-            r = self.client.request(cgh("loop-canary", self.member_id, self.epoch))
-            rtt = time.monotonic() - sent
-            self.samples.append((sent, rtt))
-            if r.error_code != 0:
-                self.errors.append(f"{r.error_code}: {r.error_message}")
-                return
-            self.epoch = r.member_epoch
-            self._stop.wait(max(0.0, 0.05 - rtt))
 
     def __enter__(self) -> Canary:
-        self.join()
-        self._thread.start()
+        self._proc.start()
+        assert self._conn.poll(60), "the canary did not join"
+        assert self._conn.recv() == "joined"
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
-        self._thread.join(30)
-        self.client.close()
+        if self._conn.poll(60):
+            self.samples, self.errors = self._conn.recv()
+        self._proc.join(30)
 
     def window(self, start: float, end: float) -> list[float]:
         return [rtt for sent, rtt in self.samples if start <= sent <= end or start <= sent + rtt <= end]
@@ -132,7 +140,7 @@ def gw(gateways: Gateways) -> Iterator[GatewayProcess]:
 
 def measure(gw: GatewayProcess, attack: Any) -> tuple[Any, float, float, int]:
     """Run `attack(client)` while the canary heartbeats; (its result, p99, max, samples)."""
-    with Canary(gw.port) as canary, WireClient(gw.port, timeout=600.0) as c:
+    with WireClient(gw.port, timeout=600.0) as c, Canary(gw.port) as canary:
         time.sleep(0.3)  # a few steady heartbeats before
         start = time.monotonic()
         result = attack(c)

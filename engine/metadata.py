@@ -82,7 +82,10 @@ class MetadataImage:
             if old is not None and old.topic_id != topic.topic_id:
                 raise ValueError(f"topic {topic.name} already exists with id {old.topic_id}")
             by_name[topic.name] = topic
-            changed.add(topic.name)
+            if self._by_name.get(topic.name) != topic:
+                changed.add(topic.name)
+            else:
+                changed.discard(topic.name)  # removed and put back as it was
         image = MetadataImage(by_name.values(), self.version + versions)
         image._base = weakref.ref(self)
         image._changed = frozenset(changed)
@@ -94,11 +97,11 @@ class MetadataImage:
     def changed_topic_names(self, newer: MetadataImage) -> set[str]:
         """Names whose entry differs between this image and `newer` (created, deleted, changed).
 
-        When `newer` was derived from this very image the answer is the recorded change (its
-        entries are compared, so a replacement by an equal entry is no change); otherwise every
-        entry is compared, identical objects first (images derived from one another share them)."""
+        When `newer` was derived from this very image the answer is the change recorded then
+        (every coordinator shard asks for the same pair); otherwise every entry is compared,
+        identical objects first (images derived from one another share them)."""
         if newer._base is not None and newer._base() is self:
-            return {n for n in newer._changed if self._by_name.get(n) != newer._by_name.get(n)}
+            return set(newer._changed)
         mine = self._by_name
         changed = {n for n, t in newer._by_name.items() if (o := mine.get(n)) is not t and o != t}
         changed.update(n for n in mine if n not in newer._by_name)

@@ -167,6 +167,8 @@ def test_create_300_topics_does_not_stall_heartbeats(gw: GatewayProcess) -> None
     resp, p99, worst, _ = measure(gw, lambda c: create_topics(c, names))
     assert sorted(t.name for t in resp.topics if t.error_code == 0) == names, resp
     assert_bound(p99, worst)
+    metrics = gw.metrics()  # the loop-lag series are served
+    assert "groupshift_event_loop_lag_seconds" in metrics and "groupshift_event_loop_blocked_total" in metrics
 
 
 def test_new_regex_against_1000_topics_does_not_stall_heartbeats(gw: GatewayProcess) -> None:

@@ -50,6 +50,7 @@ class LoopLagMonitor:
         self._suppressed = 0
         self._last_warning: float | None = None
         self._handle: asyncio.TimerHandle | None = None
+        self._on_blocked: Callable[[], None] | None = None
         self._due = 0.0
 
     def register_metrics(self, metrics: MetricsRegistry) -> None:
@@ -60,10 +61,10 @@ class LoopLagMonitor:
         metrics.gauge(
             "groupshift_event_loop_lag_max_seconds", "Largest event-loop lag since start"
         ).set_function(lambda: self.max_ever)
-        metrics.gauge(
-            "groupshift_event_loop_blocked_total",
-            "Event-loop lags longer than loop.lag.warn.ms since start",
-        ).set_function(lambda: self.blocked)
+        blocked = metrics.counter(
+            "groupshift_event_loop_blocked_total", "Event-loop lags longer than loop.lag.warn.ms"
+        )
+        self._on_blocked = blocked.inc
 
     def scrape(self) -> float:
         """The largest lag since the previous scrape; starts a new scrape interval."""
@@ -92,6 +93,8 @@ class LoopLagMonitor:
         if lag < self.warn_after_s:
             return
         self.blocked += 1
+        if self._on_blocked is not None:
+            self._on_blocked()
         now = self._clock()
         if self._last_warning is not None and now - self._last_warning < self.warn_every_s:
             self._suppressed += 1

@@ -47,10 +47,12 @@ def test_metrics_are_exposed() -> None:
     monitor = LoopLagMonitor(0.2)
     monitor.register_metrics(metrics)
     monitor.observe(0.125)
+    monitor.observe(0.25)
     text = metrics.render()
-    assert "groupshift_event_loop_lag_seconds 0.125" in text
-    assert "groupshift_event_loop_lag_max_seconds 0.125" in text
-    assert "groupshift_event_loop_blocked_total 0" in text
+    assert "groupshift_event_loop_lag_seconds 0.25" in text
+    assert "groupshift_event_loop_lag_max_seconds 0.25" in text
+    assert "# TYPE groupshift_event_loop_blocked_total counter" in text
+    assert "groupshift_event_loop_blocked_total 1" in text
 
 
 def test_a_blocked_loop_is_measured() -> None:

@@ -629,15 +629,6 @@ class DataPlane:
         if wanted:
             await self.create_topics([NewTopic(n, self.num_partitions) for n in wanted])
 
-    def maybe_auto_create(self, name: str) -> TopicInfo | None:
-        """Create `name` if auto-creation is on and the name is legal (Metadata's rule)."""
-        if not self.auto_create_topics or topic_name_error(name) is not None:
-            return None
-        try:
-            return self.create_topic(name)
-        except TopicError:
-            return self.topics.get(name)
-
     async def delete_topic(self, name: str) -> TopicInfo:
         """Delete `name`: the registry first (off the loop), then its partitions are closed and
         their directories removed on a worker thread (a topic may have thousands)."""

@@ -9,6 +9,7 @@ partition count, racks) refresh their subscription metadata on the next heartbea
 from __future__ import annotations
 
 import uuid
+import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -25,9 +26,15 @@ class TopicImage:
 
 
 class MetadataImage:
-    """Topics by name and by id, plus a version that grows with every change."""
+    """Topics by name and by id, plus a version that grows with every change.
 
-    __slots__ = ("_by_id", "_by_name", "version")
+    An image derived from another (`with_topics`, `with_topic`, `without_topic`) remembers, by
+    weak reference, which image it came from and which names it changed, so that
+    `changed_topic_names` between the two costs the size of the change, not of the cluster:
+    every coordinator shard compares images on every topic change, and with thousands of topics
+    a full comparison per shard would stall the event loop."""
+
+    __slots__ = ("__weakref__", "_base", "_by_id", "_by_name", "_changed", "version")
 
     def __init__(self, topics: Iterable[TopicImage] = (), version: int = 0) -> None:
         self._by_name: dict[str, TopicImage] = {}
@@ -36,6 +43,8 @@ class MetadataImage:
             self._by_name[t.name] = t
             self._by_id[t.topic_id] = t
         self.version = version
+        self._base: weakref.ref[MetadataImage] | None = None
+        self._changed: frozenset[str] = frozenset()
 
     EMPTY: MetadataImage
 
@@ -56,22 +65,46 @@ class MetadataImage:
 
     def with_topic(self, topic: TopicImage) -> MetadataImage:
         """A new image where `topic` is added or replaced (by name)."""
-        topics = dict(self._by_name)
-        old = topics.get(topic.name)
-        if old is not None and old.topic_id != topic.topic_id:
-            raise ValueError(f"topic {topic.name} already exists with id {old.topic_id}")
-        topics[topic.name] = topic
-        return MetadataImage(topics.values(), self.version + 1)
+        return self.with_topics((topic,))
+
+    def with_topics(
+        self, topics: Iterable[TopicImage], removed: Iterable[str] = (), versions: int = 1
+    ) -> MetadataImage:
+        """A new image, `versions` later, where `topics` are added or replaced (by name) and the
+        names in `removed` are gone: one copy of the topic table for a whole batch of changes."""
+        by_name = dict(self._by_name)
+        changed = set()
+        for name in removed:
+            if by_name.pop(name, None) is not None:
+                changed.add(name)
+        for topic in topics:
+            old = by_name.get(topic.name)
+            if old is not None and old.topic_id != topic.topic_id:
+                raise ValueError(f"topic {topic.name} already exists with id {old.topic_id}")
+            by_name[topic.name] = topic
+            if self._by_name.get(topic.name) != topic:
+                changed.add(topic.name)
+            else:
+                changed.discard(topic.name)  # removed and put back as it was
+        image = MetadataImage(by_name.values(), self.version + versions)
+        image._base = weakref.ref(self)
+        image._changed = frozenset(changed)
+        return image
 
     def without_topic(self, name: str) -> MetadataImage:
-        topics = dict(self._by_name)
-        topics.pop(name, None)
-        return MetadataImage(topics.values(), self.version + 1)
+        return self.with_topics((), removed=(name,))
 
     def changed_topic_names(self, newer: MetadataImage) -> set[str]:
-        """Names whose entry differs between this image and `newer` (created, deleted, changed)."""
-        changed = {n for n, t in newer._by_name.items() if self._by_name.get(n) != t}
-        changed.update(n for n in self._by_name if n not in newer._by_name)
+        """Names whose entry differs between this image and `newer` (created, deleted, changed).
+
+        When `newer` was derived from this very image the answer is the change recorded then
+        (every coordinator shard asks for the same pair); otherwise every entry is compared,
+        identical objects first (images derived from one another share them)."""
+        if newer._base is not None and newer._base() is self:
+            return set(newer._changed)
+        mine = self._by_name
+        changed = {n for n, t in newer._by_name.items() if (o := mine.get(n)) is not t and o != t}
+        changed.update(n for n in mine if n not in newer._by_name)
         return changed
 
 

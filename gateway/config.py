@@ -124,6 +124,9 @@ class ServerConfig(BaseModel):
     coordinator_compaction_min_bytes: int = Field(
         4 * 1024 * 1024, alias="coordinator.compaction.min.bytes", ge=1, le=INT_MAX
     )
+    # groupshift-specific: warn (`loop.blocked`, rate-limited) when the event loop, which serves
+    # every group, was blocked this long; groupshift_event_loop_lag_seconds shows every lag.
+    loop_lag_warn_ms: int = Field(200, alias="loop.lag.warn.ms", ge=1, le=INT_MAX)
     group: CoordinatorConfig = Field(default_factory=lambda: CoordinatorConfig.model_validate({}))
     # Upstream mode (`upstream.*` keys, `serve --upstream`): None serves embedded topics.
     upstream: UpstreamConfig | None = None

@@ -40,6 +40,7 @@ from gateway.dataplane.plane import DataPlane
 from gateway.dataplane.store import StoreFactory, open_segment_store
 from gateway.dispatch import Dispatcher
 from gateway.find_coordinator import FindCoordinatorApi
+from gateway.loop_lag import LoopLagMonitor
 from gateway.metrics import MetricsRegistry, serve_metrics
 from gateway.registry import HandlerRegistry
 from records.errors import LogError
@@ -135,6 +136,8 @@ class GatewayServer:
         self.metrics.gauge(
             "groupshift_partition_log_open_files", "File descriptors held by open partition logs"
         ).set_function(lambda: float(self.plane.file_budget.open_files))
+        self.loop_lag = LoopLagMonitor(self.config.loop_lag_warn_ms / 1000)
+        self.loop_lag.register_metrics(self.metrics)
 
     def _new_connection(self) -> KafkaConnection:
         conn = KafkaConnection(
@@ -175,6 +178,7 @@ class GatewayServer:
         bound = self._server.sockets[0].getsockname()
         self.cluster.node.port = int(bound[1])
         self.plane.configs.set_listener(host, self.cluster.node.port)  # (the port may have been 0)
+        self.loop_lag.start(loop)
         for hook in self.on_start:
             hook(loop)
         metrics_at = self.config.metrics_address
@@ -196,6 +200,7 @@ class GatewayServer:
 
     async def stop(self, grace: float = SHUTDOWN_GRACE_SECONDS) -> None:
         log.info("gateway.stopping", connections=len(self._connections))
+        self.loop_lag.stop()
         if self._server is not None:
             self._server.close()
         for extra in self.extra_servers:

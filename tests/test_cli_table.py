@@ -72,6 +72,7 @@ def _project(modules: set[str]) -> list[str]:
     return sorted(m for m in modules if m.split(".")[0] in PROJECT or m.startswith("groupshift.commands"))
 
 
+@pytest.mark.e2e
 def test_version_imports_no_command_module_and_few_modules(tmp_path: Path) -> None:
     startup = set(_imported("-c", "pass"))
     added = [m for m in _imported("-m", "groupshift", "--version") if m not in startup]
@@ -80,6 +81,7 @@ def test_version_imports_no_command_module_and_few_modules(tmp_path: Path) -> No
     assert _project(_loaded(tmp_path, "--version")) == []
 
 
+@pytest.mark.e2e
 def test_top_level_help_lists_every_command_without_importing_it(tmp_path: Path) -> None:
     assert _project(_loaded(tmp_path, "--help")) == []
     out = subprocess.run(
@@ -96,6 +98,7 @@ def test_top_level_help_lists_every_command_without_importing_it(tmp_path: Path)
     assert listed == {c.name: c.summary for c in COMMANDS}
 
 
+@pytest.mark.e2e
 def test_a_named_command_imports_no_other_command_module(tmp_path: Path) -> None:
     modules = {c.name: c.load().__name__ for c in COMMANDS}  # imported here, in the test's process
     imported = _loaded(tmp_path, "records", "dump", "--help")

@@ -218,7 +218,7 @@ def test_partitions_beyond_max_partitions_are_refused_with_policy_violation(tmp_
     topic = plane.topic("a")
     assert topic is not None and topic.partitions == 6 and not (tmp_path / "a-6").exists()
     plane.create_topic("b", 4)  # exactly the budget
-    assert plane.maybe_auto_create("c") is None  # Metadata's auto-creation: refused the same way
+    asyncio.run(plane.auto_create(["c"]))  # Metadata's auto-creation: refused the same way
     assert plane.topic("c") is None and not (tmp_path / "c-0").exists()
     asyncio.run(plane.close())
 

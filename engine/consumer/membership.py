@@ -76,7 +76,7 @@ def update_regexes(
     if refresh and in_use:
         copy = dict(resolved)
         for r in in_use:
-            fresh = regexes.resolve(r, shard.image.topic_names())
+            fresh = regexes.resolve_image(r, shard.image)
             current = copy.get(r)
             if current is None or current.topics != fresh:
                 copy[r] = _resolve(shard, group, r, op, fresh)
@@ -93,7 +93,7 @@ def _resolve(
     topics: frozenset[str] | None = None,
 ) -> ResolvedRegex:
     if topics is None:
-        topics = regexes.resolve(pattern, shard.image.topic_names())
+        topics = regexes.resolve_image(pattern, shard.image)
     r = ResolvedRegex(topics, shard.image.version, shard.now_ms)
     op.records.append(rb.regex(group.group_id, pattern, topics, r.version, r.timestamp))
     op.event("group.regex_resolved", group=group.group_id, regex=pattern, topics=sorted(topics))

@@ -32,9 +32,19 @@ beyond is refused with POLICY_VIOLATION), and the descriptors the partition logs
 start-up too). A creation that fails on the disk midway removes the directories it created and
 answers KAFKA_STORAGE_ERROR with the cause.
 
+Event loop: creating topics does file work that grows with the partition count (a directory,
+`partition.metadata` and the log's files per partition, several fsyncs each), so `create_topics`
+does it on a worker thread, a whole request at once (one registry write for the request);
+the topics become visible only when complete and durable, and a failure (descriptors or disk
+exhausted) removes what it made and answers KAFKA_STORAGE_ERROR with the reason. Topic changes
+made by requests are serialised by `topic_changes`. Deleted partitions' directories are removed
+off the loop too.
+
 Hooks for the group layer (exact signatures in `subscribe` and `metadata_image`): every topic
 creation, deletion and partition increase is reported, after it is durable, to each subscriber
-on the event loop, together with the new `engine.metadata.MetadataImage`.
+on the event loop, together with the new `engine.metadata.MetadataImage`; `subscribe_batches`
+listeners get one call per request (all its changes and the image after them), so a request of
+300 topics costs the group layer one metadata update, not 300.
 """
 
 from __future__ import annotations
@@ -43,8 +53,10 @@ import asyncio
 import contextlib
 import shutil
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import structlog
 from kio.schema.errors import ErrorCode
@@ -85,6 +97,7 @@ from records.batch import validate_client_batch
 from records.errors import InvalidBatchError, LogError
 
 log = structlog.get_logger("gateway.dataplane")
+_T = TypeVar("_T")
 
 PARTITION_META_FILE = "partition.metadata"
 LOG_START_FILE = "log-start-offset"
@@ -92,8 +105,20 @@ MAX_PARTITIONS = 10_000  # per topic; a guard against accidental huge counts
 # All partitions of the node (`max.partitions`): each costs memory, a directory and start-up time
 # (its log is recovered at every start); descriptors are bounded apart (`log.open.files.max`).
 DEFAULT_MAX_PARTITIONS = 50_000
+LOG_CHUNK = 50  # `topic.changed` lines logged between two yields to the event loop
 
 TopicListener = Callable[[TopicChange, MetadataImage], None]
+TopicBatchListener = Callable[[Sequence[TopicChange], MetadataImage], None]
+
+
+@dataclass(frozen=True, slots=True)
+class NewTopic:
+    """One topic of a CreateTopics (or auto-creating Metadata) request, already validated by
+    the API layer except for what depends on the registry (`check_new_topic`)."""
+
+    name: str
+    partitions: int
+    configs: Mapping[str, str] = field(default_factory=dict)
 
 
 class TopicError(Exception):
@@ -251,8 +276,12 @@ class DataPlane:
         self.max_partitions = max_partitions
         self.file_budget = OpenFileBudget(open_files_budget(open_files_max))
         self._listeners: list[TopicListener] = []
+        self._batch_listeners: list[TopicBatchListener] = []
         self._partitions: dict[tuple[str, int], Partition] = {}
-        self._version = 0
+        self._image = MetadataImage.EMPTY
+        # held by every topic change made from a request: a change whose file work runs on a
+        # worker thread must not interleave with another one's registry write
+        self.topic_changes = asyncio.Lock()
         self.closing = False
         self._lock = lock if lock is not None else DataDirLock.acquire(data_dir)
         try:
@@ -262,6 +291,9 @@ class DataPlane:
             self.configs.forget_topics_except(self._topics_with_data())
             self.producer_ids = ProducerIdAllocator(data_dir)
             self._open_partitions()
+            self._image = MetadataImage(
+                (TopicImage(t.topic_id, t.name, t.partitions) for t in self.topics.all()), 0
+            )
         except BaseException:
             for p in self._partitions.values():
                 with contextlib.suppress(OSError, LogError):
@@ -436,11 +468,10 @@ class DataPlane:
         return self._partitions.get((name, index))
 
     def metadata_image(self) -> MetadataImage:
-        """The engine's view of the topics: name, id and partition count of each."""
-        return MetadataImage(
-            (TopicImage(t.topic_id, t.name, t.partitions) for t in self.topics.all()),
-            self._version,
-        )
+        """The engine's view of the topics: name, id and partition count of each (kept up to
+        date change by change, so that reading it costs nothing and consecutive images share
+        their entries)."""
+        return self._image
 
     # -- notifications ------------------------------------------------------------------------
 
@@ -454,22 +485,38 @@ class DataPlane:
 
         return unsubscribe
 
+    def subscribe_batches(self, listener: TopicBatchListener) -> Callable[[], None]:
+        """Call `listener(changes, image)` once per durable change or batch of changes (a
+        CreateTopics request), with the image after all of them; returns unsubscribe."""
+        self._batch_listeners.append(listener)
+
+        def unsubscribe() -> None:
+            if listener in self._batch_listeners:
+                self._batch_listeners.remove(listener)
+
+        return unsubscribe
+
     def _notify(self, change: TopicChange) -> None:
-        self._version += 1
-        log.info(
-            "topic.changed",
-            change=change.kind,
-            topic=change.topic.name,
-            topic_id=str(change.topic.topic_id),
-            partitions=change.topic.partitions,
-            previous_partitions=change.previous_partitions,
-        )
+        _log_change(change)
+        self._notify_all([change])
+
+    def _notify_all(self, changes: Sequence[TopicChange]) -> None:
+        """Report `changes` to the listeners (logging them is the caller's)."""
+        for change in changes:
+            if self._listeners:  # one image per change for them
+                self._image = _apply(self._image, (change,))
+                self._call(self._listeners, change, self._image)
         if not self._listeners:
-            return
-        image = self.metadata_image()
-        for listener in list(self._listeners):
+            self._image = _apply(self._image, changes)
+        self._call(self._batch_listeners, changes, self._image)
+
+    @staticmethod
+    def _call(
+        listeners: Sequence[Callable[[_T, MetadataImage], None]], arg: _T, image: MetadataImage
+    ) -> None:
+        for listener in list(listeners):
             try:
-                listener(change, image)
+                listener(arg, image)
             except Exception as e:
                 log.error("topic.listener_failed", error=repr(e), exc_info=e)
 
@@ -537,31 +584,170 @@ class DataPlane:
         self._notify(TopicChange("created", topic))
         return topic
 
-    def maybe_auto_create(self, name: str) -> TopicInfo | None:
-        """Create `name` if auto-creation is on and the name is legal (Metadata's rule)."""
-        if not self.auto_create_topics or topic_name_error(name) is not None:
-            return None
+    async def create_topics(self, new: Sequence[NewTopic]) -> list[TopicInfo | TopicError]:
+        """Create many topics with their file work on a worker thread; per topic, its
+        `TopicInfo` or the `TopicError` refusing it (same checks and errors as `create_topic`).
+
+        Directories and stores are made and opened first, off the loop (one directory fsync for
+        the batch), then the configs and the registry are written (the registry off the loop),
+        then the topics become visible and are reported in one batch. If the file work fails,
+        what it made is removed and every topic of the batch answers KAFKA_STORAGE_ERROR with
+        the reason: nothing is left half-created."""
+        async with self.topic_changes:
+            results: list[TopicInfo | TopicError] = []
+            batch: list[tuple[TopicInfo, Mapping[str, str]]] = []
+            seen: dict[str, str] = {}  # collision key -> name, within this batch
+            batch_partitions = 0  # `max.partitions` counts the batch's earlier topics too
+            for nt in new:
+                try:
+                    self.check_new_topic(nt.name, nt.partitions)
+                    self._check_partition_budget(batch_partitions + nt.partitions)
+                    key = nt.name.replace(".", "_")
+                    if (other := seen.get(key)) is not None:
+                        if other == nt.name:
+                            raise TopicError(
+                                ErrorCode.topic_already_exists, f"Topic '{nt.name}' already exists."
+                            )
+                        raise TopicError(
+                            ErrorCode.invalid_topic_exception,
+                            f"Topic '{nt.name}' collides with existing topic: {other}",
+                        )
+                    if nt.configs:
+                        check_topic_configs(nt.configs)
+                except ConfigValueError as e:
+                    results.append(TopicError(ErrorCode.invalid_config, e.message))
+                    continue
+                except TopicError as e:
+                    results.append(e)
+                    continue
+                seen[key] = nt.name
+                batch_partitions += nt.partitions
+                topic = TopicInfo(nt.name, uuid.uuid4(), nt.partitions)  # KIP-516: random, never zero
+                batch.append((topic, nt.configs))
+                results.append(topic)
+            if not batch:
+                return results
+            topics = [t for t, _ in batch]
+            loop = asyncio.get_running_loop()
+            made: list[Partition] = []
+            try:
+                made = await loop.run_in_executor(None, self._make_partitions, topics)
+                self.configs.set_topics({t.name: c for t, c in batch})
+                await loop.run_in_executor(None, self.topics.write, self.topics.staged(topics))
+            except (OSError, LogError, TopicError) as e:
+                # a TopicError comes from `_create_partitions` (the disk or descriptors, with the
+                # cause); it removed its own topic's directories, `_remove_made` the others'
+                failure = e if isinstance(e, TopicError) else self._creation_failed(topics, made, e)
+                self._close_stores(made)
+                with contextlib.suppress(OSError):
+                    self.configs.set_topics({t.name: {} for t in topics})
+                await loop.run_in_executor(None, self._remove_made, topics)
+                return [failure if isinstance(r, TopicInfo) else r for r in results]
+            self.topics.install(topics)
+            for p in made:
+                self._partitions[(p.topic.name, p.index)] = p
+            changes = [TopicChange("created", t) for t in topics]
+            self._notify_all(changes)
+            for i, change in enumerate(changes):  # hundreds of log lines: let others run between
+                _log_change(change)
+                if i % LOG_CHUNK == LOG_CHUNK - 1:
+                    await asyncio.sleep(0)
+            return results
+
+    def _make_partitions(self, topics: Sequence[TopicInfo]) -> list[Partition]:
+        """Directories, `partition.metadata` and open stores of every partition of `topics`
+        (worker thread); on failure closes what it opened and raises."""
+        made: list[Partition] = []
         try:
-            return self.create_topic(name)
-        except TopicError as e:
-            if e.code != ErrorCode.topic_already_exists:  # a bound or the disk: say why
-                log.warning("topic.auto_create_refused", topic=name, error=e.code.name, reason=e.message)
-            return self.topics.get(name)
+            for topic in topics:
+                made.extend(self._create_partitions(topic, range(topic.partitions)))
+        except BaseException:
+            self._close_stores(made)
+            raise
+        return made
+
+    @staticmethod
+    def _close_stores(partitions: Sequence[Partition]) -> None:
+        for p in partitions:
+            with contextlib.suppress(OSError, LogError):
+                p.store.close()
+
+    def _creation_failed(
+        self, topics: Sequence[TopicInfo], made: Sequence[Partition], e: Exception
+    ) -> TopicError:
+        self._close_stores(made)
+        names = [t.name for t in topics]
+        log.error(
+            "topic.create_failed",
+            topics=names[:20],
+            count=len(names),
+            partitions=sum(t.partitions for t in topics),
+            error=str(e),
+        )
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        return TopicError(
+            ErrorCode.kafka_storage_error,
+            f"Could not create the partitions of {len(names)} topic(s) in {self.data_dir}: {reason}; "
+            "nothing was created",
+        )
+
+    def _remove_made(self, topics: Sequence[TopicInfo]) -> None:
+        """Remove the partition directories a failed creation made (worker thread): they are
+        owned by the new topic ids, so hold no one else's data."""
+        for topic in topics:
+            for i in range(topic.partitions):
+                path = self._partition_dir(topic.name, i)
+                if path.exists() and _owned_by(path, topic):
+                    shutil.rmtree(path, ignore_errors=True)
+                elif path.is_dir():  # made, but its partition.metadata was not: remove if empty
+                    with contextlib.suppress(OSError):
+                        path.rmdir()
+        with contextlib.suppress(OSError):
+            fsync_dir(self.data_dir)
+
+    async def auto_create(self, names: Sequence[str]) -> None:
+        """Create the legal names of `names` that do not exist, with `num.partitions`, when
+        auto-creation is on (Metadata's rule), all in one batch off the loop."""
+        if not self.auto_create_topics:
+            return
+        wanted = [
+            n for n in dict.fromkeys(names) if topic_name_error(n) is None and self.topics.get(n) is None
+        ]
+        if not wanted:
+            return
+        results = await self.create_topics([NewTopic(n, self.num_partitions) for n in wanted])
+        for name, r in zip(wanted, results, strict=True):
+            if isinstance(r, TopicError) and r.code != ErrorCode.topic_already_exists:
+                # a bound or the disk: the topic stays unknown, and the log says why
+                log.warning("topic.auto_create_refused", topic=name, error=r.code.name, reason=r.message)
 
     async def delete_topic(self, name: str) -> TopicInfo:
-        topic = self.topics.get(name)
-        if topic is None:
-            raise TopicError(
-                ErrorCode.unknown_topic_or_partition,
-                "This server does not host this topic-partition.",
-            )
-        self.topics.delete(name)
-        self.configs.drop_topic(name)
+        """Delete `name`: the registry first (off the loop), then its partitions are closed and
+        their directories removed on a worker thread (a topic may have thousands)."""
+        async with self.topic_changes:
+            topic = self.topics.get(name)
+            if topic is None:
+                raise TopicError(
+                    ErrorCode.unknown_topic_or_partition,
+                    "This server does not host this topic-partition.",
+                )
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(None, self.topics.write, self.topics.staged_without(name))
+            self.topics.uninstall(name)
+            self.configs.drop_topic(name)
+            for i in range(topic.partitions):
+                p = self._partitions.pop((name, i), None)
+                if p is not None:
+                    await p.close()
+            await loop.run_in_executor(None, self._remove_partition_dirs, topic)
+            self._notify(TopicChange("deleted", topic))
+            return topic
+
+    def _remove_partition_dirs(self, topic: TopicInfo) -> None:
+        """Remove a deleted topic's partition directories (worker thread); a directory that is
+        not this topic's (another id in its `partition.metadata`) is kept aside, never deleted."""
         for i in range(topic.partitions):
-            p = self._partitions.pop((name, i), None)
-            if p is not None:
-                await p.close()
-            path = self._partition_dir(name, i)
+            path = self._partition_dir(topic.name, i)
             if not path.exists():
                 continue
             if not _owned_by(path, topic):  # not this topic's data: never deleted with it
@@ -571,8 +757,6 @@ class DataPlane:
                 )
                 continue
             shutil.rmtree(rename_aside(path, DELETE_SUFFIX), ignore_errors=True)
-        self._notify(TopicChange("deleted", topic))
-        return topic
 
     def check_partition_increase(self, name: str, count: int) -> TopicInfo:
         topic = self.topics.get(name)
@@ -649,6 +833,26 @@ def _storage_error(name: str, e: OSError) -> TopicError:
         + (f" ({e.filename})" if e.filename else "")
         + "; the partition directories this request created were removed.",
     )
+
+
+def _log_change(change: TopicChange) -> None:
+    log.info(
+        "topic.changed",
+        change=change.kind,
+        topic=change.topic.name,
+        topic_id=str(change.topic.topic_id),
+        partitions=change.topic.partitions,
+        previous_partitions=change.previous_partitions,
+    )
+
+
+def _apply(image: MetadataImage, changes: Sequence[TopicChange]) -> MetadataImage:
+    """`image` after `changes`, one version per change."""
+    added = [
+        TopicImage(c.topic.topic_id, c.topic.name, c.topic.partitions) for c in changes if c.kind != "deleted"
+    ]
+    removed = [c.topic.name for c in changes if c.kind == "deleted"]
+    return image.with_topics(added, removed, versions=len(changes))
 
 
 def _owned_by(path: Path, topic: TopicInfo) -> bool:

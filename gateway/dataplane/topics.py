@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -151,7 +152,7 @@ class TopicRegistry:
         that a missing file later means a lost one)."""
         self._persist(self._by_name)
 
-    def _persist(self, by_name: dict[str, TopicInfo]) -> None:
+    def _persist(self, by_name: Mapping[str, TopicInfo]) -> None:
         doc = {
             "version": 1,
             "topics": [
@@ -179,6 +180,35 @@ class TopicRegistry:
         """An existing topic whose name collides with `name` ('.' vs '_'), if any."""
         other = self._collisions.get(_collision_key(name))
         return other if other is not None and other != name else None
+
+    # -- a batch of new topics, written off the event loop ---------------------------------------
+
+    def staged(self, topics: Iterable[TopicInfo]) -> dict[str, TopicInfo]:
+        """The registry as it will be with `topics` added (for `write`; nothing changes yet)."""
+        return {**self._by_name, **{t.name: t for t in topics}}
+
+    def write(self, by_name: Mapping[str, TopicInfo]) -> None:
+        """Make `by_name` (from `staged`) the durable registry without changing this object's
+        view; safe in a worker thread, as `by_name` is a copy. `install` follows on success."""
+        self._persist(by_name)
+
+    def install(self, topics: Iterable[TopicInfo]) -> None:
+        """Make `topics`, already written by `write`, visible."""
+        for topic in topics:
+            self._by_name[topic.name] = topic
+            self._by_id[topic.topic_id] = topic
+            self._collisions[_collision_key(topic.name)] = topic.name
+
+    def staged_without(self, name: str) -> dict[str, TopicInfo]:
+        """The registry as it will be without `name` (for `write`; nothing changes yet)."""
+        return {n: t for n, t in self._by_name.items() if n != name}
+
+    def uninstall(self, name: str) -> TopicInfo:
+        """Forget `name`, whose removal `write` made durable."""
+        topic = self._by_name.pop(name)
+        del self._by_id[topic.topic_id]
+        self._collisions.pop(_collision_key(name), None)
+        return topic
 
     # -- changes (each durable before it returns) ----------------------------------------------
 

@@ -35,7 +35,10 @@ from engine.outcome import Event
 from engine.shard import Shard
 from translation.embedded_protocol import SchemaError, parse_assignment
 
-WARNING_EVENTS = frozenset({"group.converted", "group.conversion_refused"})
+WARNING_EVENTS = frozenset({"group.converted", "group.conversion_refused", "append.failed"})
+# Warning events that repeat with every request while their cause lasts (a full or failed disk):
+# logged at most once per interval per shard, with the count suppressed (`gateway.log_rate`).
+RATE_LIMITED_EVENTS = frozenset({"append.failed"})
 
 
 def member_details(shard: Shard, group_id: str, member_id: str) -> dict[str, Any]:

@@ -45,7 +45,8 @@ from engine.errors import Errors
 from engine.outcome import Event, Outcome, Pending
 from engine.shard import Shard
 from gateway.coordinator_storage import CompactionPolicy, CoordinatorStorage
-from gateway.groups.events import WARNING_EVENTS, ClassicAssignments, annotate
+from gateway.groups.events import RATE_LIMITED_EVENTS, WARNING_EVENTS, ClassicAssignments, annotate
+from gateway.log_rate import RateLimiter
 from gateway.registry import CloseConnection
 from records.compaction import CompactionJob, abandon_compaction, write_compaction
 from records.compaction_worker import clean_in_worker, start_worker
@@ -111,6 +112,7 @@ class ShardRuntime:
         loop: asyncio.AbstractEventLoop | None = None,
     ) -> None:
         self.index = index
+        self._warnings = RateLimiter()  # repeated failure warnings (append.failed)
         self._clock = clock
         self._loop: asyncio.AbstractEventLoop | None = loop
         self._compaction_policy = compaction
@@ -204,7 +206,11 @@ class ShardRuntime:
         for name, fields in (*events, *derived) if derived else events:
             if self._on_event is not None:
                 self._on_event(name, fields)
-            if name in WARNING_EVENTS:
+            if name in RATE_LIMITED_EVENTS:
+                suppressed = self._warnings.allow(name)
+                if suppressed is not None:
+                    log.warning(name, shard=self.index, suppressed=suppressed, **fields)
+            elif name in WARNING_EVENTS:
                 log.warning(name, shard=self.index, **fields)
             else:
                 log.info(name, shard=self.index, **fields)

@@ -96,7 +96,7 @@ class GroupCoordinatorService:
         m.gauge(
             "groupshift_coordinator_compactions", "Coordinator log compactions since start (all shards)"
         ).set_function(lambda: sum(r.compactions for r in self.runtimes))
-        server.plane.subscribe(self._on_topic_change)
+        server.plane.subscribe_batches(self._on_topic_change)
         server.ready_checks["coordinator_shards_loaded"] = lambda: all(r.loaded for r in self.runtimes)
 
     def _make_runtime(self, index: int) -> ShardRuntime:
@@ -163,7 +163,9 @@ class GroupCoordinatorService:
 
     # --- metadata ------------------------------------------------------------------------------
 
-    def _on_topic_change(self, change: Any, image: MetadataImage) -> None:
+    def _on_topic_change(self, changes: Any, image: MetadataImage) -> None:
+        """One metadata update per shard for a whole batch of topic changes (a CreateTopics of
+        many topics), not one per topic: each update compares images and walks the groups."""
         self.image = image
         for r in self.runtimes:
             r.run(lambda c, now: c.update_metadata(image, now))

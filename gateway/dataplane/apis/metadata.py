@@ -9,7 +9,8 @@ Kafka behaviour reproduced (`KafkaApis.handleTopicMetadataRequest`):
     request's `allow_auto_topic_creation` (v4+, implied before) allow it and the name is legal;
     otherwise UNKNOWN_TOPIC_OR_PARTITION, or INVALID_TOPIC_EXCEPTION for an illegal name.
     Kafka answers LEADER_NOT_AVAILABLE while an auto-created topic gets its leader; creation
-    is synchronous here, so the topic is answered in full at once;
+    completes before the answer here (the file work on a worker thread, one batch per request),
+    so the topic is answered in full at once;
   * this node is leader, only replica and only ISR member of every partition, at leader epoch 0;
     topic ids are the stable non-zero ids of the registry; cluster id and controller id are
     this node's.
@@ -89,7 +90,6 @@ class MetadataApi:
         wanted = request.topics
         by_id = version >= 12 and any(t.topic_id is not None and t.topic_id.int != 0 for t in wanted)
         seen: set[Any] = set()
-        allow_auto = getattr(request, "allow_auto_topic_creation", True)
         for rt in wanted:
             topic_id = getattr(rt, "topic_id", None)
             has_id = topic_id is not None and topic_id.int != 0
@@ -112,9 +112,7 @@ class MetadataApi:
             if name is None or name in seen:
                 continue
             seen.add(name)
-            found = self.plane.topic(name)
-            if found is None and allow_auto:
-                found = self.plane.maybe_auto_create(name)
+            found = self.plane.topic(name)  # auto-created already, if it may be (`handle`)
             if found is not None:
                 entries.append(self._topic(found, topic_ops))
             elif topic_name_error(name) is not None:
@@ -123,8 +121,29 @@ class MetadataApi:
                 entries.append(_error_topic(ErrorCode.unknown_topic_or_partition, name, None))
         return entries
 
-    def handle(self, ctx: RequestContext, header: Any, request: Any) -> Any:
+    async def _auto_create(self, request: Any, version: int) -> None:
+        """Create the unknown legal names the request asks for, all in one batch whose file work
+        runs off the event loop (a Metadata request naming hundreds of new topics must not stall
+        other clients); a creation that fails leaves the name unknown."""
+        wanted = request.topics
+        if not wanted or not getattr(request, "allow_auto_topic_creation", True):
+            return
+        ids = [getattr(t, "topic_id", None) for t in wanted]
+        if version >= 10 and any(i is not None and i.int != 0 for i in ids):
+            # v12+ asks by id (nothing is created); in v10/v11 an id makes that entry invalid
+            wanted = (
+                []
+                if version >= 12
+                else [t for t, i in zip(wanted, ids, strict=True) if i is None or i.int == 0]
+            )
+        names = [t.name for t in wanted if t.name is not None and self.plane.topic(t.name) is None]
+        if names:
+            await self.plane.auto_create(names)
+
+    async def handle(self, ctx: RequestContext, header: Any, request: Any) -> Any:
         version = request.__version__
+        if request.topics is not None and not (version == 0 and not request.topics):
+            await self._auto_create(request, version)
         topic_ops = (
             TOPIC_OPERATIONS
             if getattr(request, "include_topic_authorized_operations", False)

@@ -14,7 +14,8 @@ Kafka behaviour reproduced (`KafkaApis.handleProduceRequest`, `ReplicaManager.ap
   * a batch larger than the topic's `max.message.bytes` (its override, else the broker's
     `message.max.bytes`) -> MESSAGE_TOO_LARGE (`UnifiedLog.analyzeAndValidateRecords`);
   * a write error, or a partition whose log failed (an fsync error, until restart) ->
-    KAFKA_STORAGE_ERROR.
+    KAFKA_STORAGE_ERROR, logged as warning `partition.append_failed` at most once per 10 s per
+    partition (with the count suppressed meanwhile: a full disk fails every append).
 Transactions are not supported (InitProducerId refuses transactional ids), so a transactional
 batch is refused with INVALID_RECORD. Log-append-time topics do not exist here, so
 `log_append_time` is always -1.
@@ -25,14 +26,18 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import structlog
 from kio.schema.errors import ErrorCode
 
 from gateway.dataplane.plane import DataPlane, Partition, SequenceError
+from gateway.log_rate import RateLimiter
 from gateway.registry import NO_RESPONSE, CloseConnection, HandlerRegistry, RequestContext
 from protocol.codec import response_type_of
 from protocol.entity_builder import build
 from records.batch import LOG_OVERHEAD, MAGIC
 from records.errors import BatchError, CorruptBatchError, InvalidBatchError, LogError
+
+log = structlog.get_logger("gateway.dataplane.produce")
 
 API_KEY = 0
 MIN_VERSION = 3
@@ -107,6 +112,7 @@ def _result(index: int, code: ErrorCode, message: str | None = None) -> dict[str
 class ProduceApi:
     def __init__(self, plane: DataPlane) -> None:
         self.plane = plane
+        self._failures = RateLimiter()  # partition.append_failed warnings, per partition
 
     def register(self, registry: HandlerRegistry) -> None:
         registry.register(API_KEY, MIN_VERSION, MAX_VERSION, self.handle)
@@ -128,6 +134,16 @@ class ProduceApi:
         except SequenceError as e:
             return _result(index, e.code, e.message)
         except (LogError, OSError) as e:  # a write error (nothing appended), or the log failed
+            suppressed = self._failures.allow((p.topic.name, p.index))
+            if suppressed is not None:
+                log.warning(
+                    "partition.append_failed",
+                    topic=p.topic.name,
+                    partition=p.index,
+                    error=str(e),
+                    suppressed=suppressed,
+                    answered="KAFKA_STORAGE_ERROR",
+                )
             return _result(index, ErrorCode.kafka_storage_error, str(e))
         return {**_result(index, ErrorCode.none), "base_offset": base, "log_start_offset": p.log_start_offset}
 

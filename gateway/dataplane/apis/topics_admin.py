@@ -28,7 +28,7 @@ from kio.schema.errors import ErrorCode
 
 from gateway.cluster import ClusterView
 from gateway.dataplane.configs import TOPIC_DEFS, ConfigValueError, check_topic_config
-from gateway.dataplane.plane import DataPlane, TopicError
+from gateway.dataplane.plane import DataPlane, NewTopic, TopicError
 from gateway.registry import HandlerRegistry, RequestContext
 from protocol.codec import response_type_of
 from protocol.entity_builder import build
@@ -42,6 +42,10 @@ def _replication_error(factor: int) -> TopicError:
         f"Unable to replicate the partition {factor} time(s): The target replication factor of "
         f"{factor} cannot be reached because only 1 broker(s) are registered.",
     )
+
+
+def _config_entry(name: str, value: str | None, source: int) -> dict[str, Any]:
+    return {"name": name, "value": value, "read_only": False, "config_source": source, "is_sensitive": False}
 
 
 class TopicsAdminApi:
@@ -98,9 +102,14 @@ class TopicsAdminApi:
             )
         return int(t.num_partitions)
 
-    def create_topics(self, ctx: RequestContext, header: Any, request: Any) -> Any:
+    async def create_topics(self, ctx: RequestContext, header: Any, request: Any) -> Any:
+        """Every topic is checked here; those to create are created together by the data plane,
+        their files made off the event loop (a request of many topics or partitions must not
+        stall other clients)."""
         counts = Counter(t.name for t in request.topics)
-        results = []
+        results: list[dict[str, Any]] = []
+        to_create: dict[int, NewTopic] = {}  # index in results -> topic to create
+        defaults = self._defaults(request)
         for t in request.topics:
             out: dict[str, Any] = {
                 "name": t.name,
@@ -120,20 +129,30 @@ class TopicsAdminApi:
                 partitions = self._partitions_for(t)
                 self.plane.check_new_topic(t.name, partitions)
                 configs = self._configs(t.configs)
-                if request.validate_only:
-                    info = None
-                else:
-                    info = self.plane.create_topic(t.name, partitions, configs)
+                if not request.validate_only:
+                    to_create[len(results)] = NewTopic(t.name, partitions, configs)
                 out.update(
                     error_code=ErrorCode.none,
-                    topic_id=None if info is None else info.topic_id,
                     num_partitions=partitions,
                     replication_factor=1,
-                    configs=self._described(configs),
+                    configs=self._described(configs, defaults),
                 )
             except TopicError as e:
                 out.update(error_code=e.code, error_message=e.message, configs=[])
             results.append(out)
+        if to_create:
+            created = await self.plane.create_topics(list(to_create.values()))
+            for index, info in zip(to_create, created, strict=True):
+                if isinstance(info, TopicError):
+                    results[index].update(
+                        error_code=info.code,
+                        error_message=info.message,
+                        num_partitions=-1,
+                        replication_factor=-1,
+                        configs=[],
+                    )
+                else:
+                    results[index]["topic_id"] = info.topic_id
         return build(response_type_of(request), {"throttle_time": 0, "topics": results})
 
     def _configs(self, creatable: Any) -> dict[str, str]:
@@ -147,27 +166,38 @@ class TopicsAdminApi:
             configs[c.name] = c.value
         return configs
 
-    def _described(self, overrides: dict[str, str]) -> list[dict[str, Any]]:
-        """CreateTopics v5+ `configs`: every topic config, by name (overrides as given)."""
+    def _defaults(self, request: Any) -> list[tuple[str, Any]]:
+        """(name, response entry) of every topic config of a topic without overrides, looked up
+        and built once per request: a CreateTopics of hundreds of topics describes them all, and
+        they share these entries (immutable)."""
         store = self.plane.configs
-        out = []
-        for name in sorted(TOPIC_DEFS):
-            if name in overrides:
-                value: str | None = overrides[name]
-                source = 1  # DYNAMIC_TOPIC_CONFIG
-            else:
-                entry = store.topic_entry("", name)
-                value, source = entry["value"], entry["config_source"]
-            out.append(
-                {
-                    "name": name,
-                    "value": value,
-                    "read_only": False,
-                    "config_source": source,
-                    "is_sensitive": False,
-                }
-            )
-        return out
+        names = sorted(TOPIC_DEFS)
+        entries = []
+        for name in names:
+            entry = store.topic_entry("", name)
+            entries.append(_config_entry(name, entry["value"], entry["config_source"]))
+        if request.__version__ < 5:  # no `configs` in the answer
+            return []
+        topic = {
+            "name": "",
+            "topic_id": None,
+            "error_code": ErrorCode.none,
+            "error_message": None,
+            "num_partitions": -1,
+            "replication_factor": -1,
+            "configs": entries,
+        }
+        template: Any = build(response_type_of(request), {"throttle_time": 0, "topics": [topic]})
+        return list(zip(names, template.topics[0].configs, strict=True))
+
+    def _described(self, overrides: dict[str, str], defaults: list[tuple[str, Any]]) -> list[Any]:
+        """CreateTopics v5+ `configs`: every topic config, by name (overrides as given)."""
+        return [
+            _config_entry(name, overrides[name], 1)
+            if name in overrides
+            else default  # 1: DYNAMIC_TOPIC_CONFIG
+            for name, default in defaults
+        ]
 
     # -- DeleteTopics -------------------------------------------------------------------------
 
@@ -201,7 +231,11 @@ class TopicsAdminApi:
 
     # -- CreatePartitions ---------------------------------------------------------------------
 
-    def create_partitions(self, ctx: RequestContext, header: Any, request: Any) -> Any:
+    async def create_partitions(self, ctx: RequestContext, header: Any, request: Any) -> Any:
+        async with self.plane.topic_changes:  # not while a creation writes the registry
+            return self._create_partitions(request)
+
+    def _create_partitions(self, request: Any) -> Any:
         counts = Counter(t.name for t in request.topics)
         node = self.cluster.node.node_id
         results = []

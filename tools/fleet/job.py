@@ -37,6 +37,7 @@ RECORD_SCHEMA = (
     "cluster string, partition int, offset long, timestamp long, record_type int, `group` string, "
     "key binary, value binary, n long, problem string, file string"
 )
+PROBLEM_SCHEMA = "cluster string, partition int, file string, offset long, problem string"
 # A task of the binaryFile source holds whole files in one Arrow batch: at most this many bytes
 # of them (plus one file, when a single file is larger), which bounds a Python worker's memory.
 FILE_BYTES_PER_TASK = 64 * 2**20
@@ -214,6 +215,12 @@ def _health_of_groups(windows: dict[str, tuple[float, float]]) -> Any:
     return health_of_group
 
 
+def input_problems(clusters: Sequence[Cluster]) -> list[tuple[str, int | None, str, int | None, str]]:
+    """Rows of the `problems` table for input files read before the job (settings.json,
+    topics.json) that could not be used."""
+    return [(c.name, None, path, None, message) for c in clusters for path, message in c.problems]
+
+
 def build(
     spark: SparkSession,
     clusters: Sequence[Cluster],
@@ -254,13 +261,17 @@ def build(
             .applyInArrow(_judge_groups(settings, topics, list(downgrade_targets)), JUDGED_SCHEMA)
             .persist()
         )
-        tables["facts"] = judged.drop("verdicts", "problems")
+        tables["facts"] = judged.filter(F.col("live")).drop("live", "verdicts", "problems")
         tables["verdicts"] = judged.select(
             "cluster", "group", "type", "size", F.explode("verdicts").alias("v")
         ).select("cluster", "group", "type", "size", "v.*")
         tables["problems"] = decoded.filter(F.col("problem").isNotNull()).select(
             "cluster", "partition", "file", "offset", "problem"
         )
+    inputs = input_problems(clusters)
+    if inputs:
+        found = spark.createDataFrame(inputs, PROBLEM_SCHEMA)
+        tables["problems"] = tables["problems"].unionByName(found) if "problems" in tables else found
     if ev_index:
         files = spark.read.format("binaryFile").load(sorted(ev_index))
         events = (

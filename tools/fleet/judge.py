@@ -25,7 +25,13 @@ VERDICT_FIELDS = (
     "direction string, target string, verdict string, blocker string, reason string, fix string, "
     "kafka_message string"
 )
-JUDGED_SCHEMA = f"{FACTS_SCHEMA}, verdicts array<struct<{VERDICT_FIELDS}>>, problems array<string>"
+# `live` False: a deleted group (its GroupMetadata / ConsumerGroupMetadata tombstoned, only old
+# records left in a log not compacted yet). It is no fleet group: no facts row and no upgrade or
+# classic-protocol verdict (`groupshift check` skips it too); a coordinator release still reads
+# its records, so its kafka-X.Y downgrade verdicts stay.
+JUDGED_SCHEMA = (
+    f"{FACTS_SCHEMA}, live boolean, verdicts array<struct<{VERDICT_FIELDS}>>, problems array<string>"
+)
 
 BLOCKING = ("refused", "unsafe", "needs-action")
 
@@ -88,16 +94,20 @@ def judge(
     downgrade_targets: Sequence[str],
     topic_names: Mapping[uuid.UUID, str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Rows (facts, their verdicts, the problems met) of the groups among `entries`: one group's
-    live records in log order, as `facts_from_entries` replays them. Empty when nothing of the
-    group is left (e.g. only records of a type the coordinator does not know)."""
+    """Rows (facts, `live`, their verdicts, the problems met) of the groups among `entries`: one
+    group's live records in log order, as `facts_from_entries` replays them. Empty when nothing of
+    the group is left (e.g. only records of a type the coordinator does not know)."""
     facts, problems = facts_from_entries(entries, cluster=cluster, topic_names=topic_names)
     settings = settings_for(configs)
     out = []
     for f in facts.values():
         row = facts_row(f, records)
-        verdicts = [upgrade_verdict(f, settings)]
-        verdicts += [downgrade_verdict(f, t, settings) for t in downgrade_targets]
+        row["live"] = f.live
+        if f.live:
+            verdicts = [upgrade_verdict(f, settings)]
+            verdicts += [downgrade_verdict(f, t, settings) for t in downgrade_targets]
+        else:
+            verdicts = [downgrade_verdict(f, t, settings) for t in downgrade_targets if t != CLASSIC_TARGET]
         row["verdicts"] = [verdict_row(v) for v in verdicts]
         row["problems"] = problems
         out.append(row)

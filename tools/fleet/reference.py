@@ -56,7 +56,8 @@ def facts_and_verdicts(
             for row in judge(c.name, entries, records[group], c.settings, downgrade_targets, c.topic_ids()):
                 vs = row.pop("verdicts")
                 row.pop("problems")
-                facts.append(row)
+                if row.pop("live"):
+                    facts.append(row)
                 for v in vs:
                     verdicts.append(
                         {
@@ -99,6 +100,7 @@ def write_reference(
     import pyarrow.parquet as pq
 
     from tools.fleet.health import HEALTH_SCHEMA
+    from tools.fleet.job import input_problems
     from tools.fleet.judge import FACTS_SCHEMA, VERDICT_FIELDS
     from tools.fleet.schema import arrow_schema
 
@@ -113,4 +115,9 @@ def write_reference(
         os.makedirs(os.path.join(out_dir, name), exist_ok=True)
         table = pa.Table.from_pylist(rows, schema=arrow_schema(ddl))
         pq.write_table(table, os.path.join(out_dir, name, "part-0.parquet"))
-    return from_rows(facts, verdicts, health)
+    data = from_rows(facts, verdicts, health)
+    data.problem_rows = [
+        {"cluster": c, "file": f, "offset": o, "problem": m} for c, _p, f, o, m in input_problems(clusters)
+    ]
+    data.problems = len(data.problem_rows)
+    return data

@@ -294,8 +294,9 @@ def test_fleet_report_on_a_groupshift_data_dir(
     assert blocked == {names[k] for k in ("userdata", "connect", "malformed", "rdk")}, upgrade
     health = {h["group"]: h for h in tables["health"]}
     assert health[names["upgraded"]]["conversion"] == "upgrade", health[names["upgraded"]]
+    assert [g for g, h in health.items() if h["deleted"]] == [names["deleted"]]
     dom = assert_html_lists_blocked(out, tables, "fleet-groupshift-data-dir.png")
-    assert "<td>gs</td>" in dom
+    assert "<td>gs</td>" in dom and f"<td>{names['deleted']}</td>" not in dom
 
 
 def test_fleet_report_reads_a_synth_dir_and_reports_bad_inputs(tmp_path: Path) -> None:

@@ -56,7 +56,7 @@ def blocker_label(blocker: str | None) -> str:
         return BLOCKER_LABELS["other"]
     if blocker.startswith("record-") and blocker[len("record-") :].isdigit():
         t = int(blocker[len("record-") :])
-        return f"{RECORD_NAMES.get(t, f'type {t}')} records the target release cannot load"
+        return f"{RECORD_NAMES.get(t, f'type {t}')} records the target release skips or cannot load"
     return BLOCKER_LABELS.get(blocker, blocker)
 
 
@@ -129,7 +129,8 @@ def from_rows(
         for h in health
         if h["conversion"] == "upgrade"
     ]
-    ranked = sorted(health, key=lambda h: -(h["unowned_ps_before"] + h["unowned_ps_after"]))[:WORST]
+    alive = [h for h in health if not h["deleted"]]
+    ranked = sorted(alive, key=lambda h: -(h["unowned_ps_before"] + h["unowned_ps_after"]))[:WORST]
     data.worst = [_worst_row(h, upgrade.get((h["cluster"], h["group"]))) for h in ranked]
     return data
 
@@ -230,7 +231,9 @@ def from_tables(tables: Mapping[str, DataFrame]) -> ReportData:
             .limit(20_000)
             .collect()
         ]
-        ranked = health.withColumn("unowned_ps", F.col("unowned_ps_before") + F.col("unowned_ps_after"))
+        ranked = health.filter(~F.col("deleted")).withColumn(
+            "unowned_ps", F.col("unowned_ps_before") + F.col("unowned_ps_after")
+        )
         if upgrade is not None:
             ranked = ranked.join(
                 upgrade.select("cluster", "group", "verdict", "reason"), ["cluster", "group"], "left"

@@ -118,6 +118,15 @@ def assert_html_lists_blocked(out: Path, tables: dict[str, Any], shot: str) -> s
     return dom
 
 
+def snapshot(log_dir: Path, to: Path) -> Path:
+    """A copy of a running broker's log dir, so that the fleet and `check` read the same bytes
+    (a broker keeps writing: sessions expire, members leave)."""
+    import shutil
+
+    shutil.copytree(log_dir, to, ignore=shutil.ignore_patterns("*.lock", ".lock"))
+    return to
+
+
 def close_all(clients: Sequence[Any], seconds: float = 20.0) -> None:
     """Close clients whose server is gone, in parallel, each given `seconds` (a client retries
     its LeaveGroup); a client still closing after that is left to the daemon thread."""

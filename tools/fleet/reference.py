@@ -45,15 +45,16 @@ def facts_and_verdicts(
                 if old is None or offset > old[0]:
                     live[(partition, key)] = (offset, group, value)
                 counts[(partition, key)] += 1
-        by_group: dict[str, list[tuple[int, int, bytes, bytes | None]]] = defaultdict(list)
+        by_partition: dict[int, list[tuple[int, bytes, bytes | None]]] = defaultdict(list)
         records: dict[str, int] = defaultdict(int)
         for (partition, key), (offset, group, value) in live.items():
-            by_group[group].append((partition, offset, key, value))
+            by_partition[partition].append((offset, key, value))
             records[group] += counts[(partition, key)]
-        for group, items in by_group.items():
-            items.sort(key=lambda x: (x[0], x[1]))
-            entries = [(k, v) for _p, _o, k, v in items]
-            for row in judge(c.name, entries, records[group], c.settings, downgrade_targets, c.topic_ids()):
+        for partition, items in sorted(by_partition.items()):
+            items.sort(key=lambda x: x[0])
+            entries = [(k, v) for _o, k, v in items]
+            names = c.topic_ids()
+            for row in judge(c.name, entries, records, c.settings, downgrade_targets, names, partition):
                 vs = row.pop("verdicts")
                 row.pop("problems")
                 if row.pop("live"):

@@ -1,12 +1,19 @@
-"""`groupshift fleet` on logs written by Apache Kafka 4.x: the Spark job reading the broker's
-`__consumer_offsets` partition directories gives the facts a live admin-API read of the same
-cluster gives (tools.check.facts.facts_from_admin over tools.groups.wire).
+"""`groupshift fleet` on logs written by Apache Kafka 4.x and 3.9: the Spark job reading the
+broker's `__consumer_offsets` partition directories gives the facts a live admin-API read of the
+same cluster gives (tools.check.facts.facts_from_admin over tools.groups.wire), and the command
+line's verdict tables are `groupshift check`'s on the same log dir (upgrade, downgrade to classic
+clients and to Kafka 3.9), with the blocked groups listed in report.html.
 
-The groups are made by real clients (confluent-kafka): a classic group of two members
+On Kafka 4.x the groups are made by real clients (confluent-kafka): a classic group of two members
 (`group.protocol=classic`, range), a KIP-848 consumer group of two members
 (`group.protocol=consumer`), both committing offsets, and a group that committed and left (offsets
 only, an empty classic group). The broker keeps running: its segment files are read as they are
 (appends reach the file at once; the active segment is read up to its last whole batch).
+
+On Kafka 3.9 (classic groups only, the release an operator upgrades from) the groups are the
+ones e2e/test_check_upgrade.py proves blocked or ready (made over the wire: a userData
+assignment, a Connect group, a malformed subscription, a plain one, offsets only), two
+kafka-python members of a range group, and a group that committed, left and was deleted.
 """
 
 from __future__ import annotations
@@ -165,3 +172,92 @@ def test_kafka_logs_give_the_facts_of_a_live_read(
         if r["group"] in names.values()
     }
     assert verdicts == dict.fromkeys(names.values(), "READY")
+
+
+def test_fleet_report_on_a_kafka_4_log_dir_equals_check(
+    groups_on_kafka: tuple[Any, dict[str, str]], tmp_path: Path
+) -> None:
+    from e2e.test_fleet_real_inputs import (
+        assert_fleet_equals_check,
+        assert_html_lists_blocked,
+        fleet_report,
+        snapshot,
+    )
+
+    kafka, names = groups_on_kafka
+    log_dir = snapshot(kafka.nodes[0].data_dir, tmp_path / "log-dir")
+    out = tmp_path / "report"
+    tables = fleet_report([f"k4={log_dir}"], out)
+    assert {names[k] for k in names} <= {f["group"] for f in tables["facts"]}
+    assert_fleet_equals_check(tables, "k4", ["--log-dir", str(log_dir)])
+    if any(v["verdict"] != "READY" and v["verdict"] != "SAFE" for v in tables["verdicts"]):
+        assert_html_lists_blocked(out, tables, "fleet-kafka-4-log-dir.png")
+
+
+def test_fleet_report_on_a_kafka_3_9_log_dir_equals_check(kafka_cluster_factory: Any, tmp_path: Path) -> None:
+    from e2e.differential import Session
+    from e2e.test_check_upgrade import offsets_only, solo
+    from e2e.test_fleet_real_inputs import (
+        assert_fleet_equals_check,
+        assert_html_lists_blocked,
+        assigned,
+        close_all,
+        commit,
+        delete_group,
+        fleet_report,
+        kafka_python_member,
+        poll_until,
+        snapshot,
+    )
+    from translation.embedded_protocol import Subscription, serialize_assignment, serialize_subscription
+
+    kafka = kafka_cluster_factory(
+        "3.9",
+        configs={
+            "group.initial.rebalance.delay.ms": "0",
+            "offsets.topic.replication.factor": "1",
+            "offsets.topic.num.partitions": "4",
+        },
+        name="fleet-kafka-3.9",
+    )
+    s = Session("kafka-3.9", kafka.bootstrap, {"run": uuid.uuid4().hex[:6]})
+    topic = s.topic("orders")
+    s.create_topic(topic, 3)
+    solo(s, "ready")
+    solo(
+        s,
+        "userdata",
+        protocol="cooperative-sticky",
+        assignment=serialize_assignment({topic: [0, 1, 2]}, 1, b"\x00\x00\x00\x01"),
+    )
+    solo(s, "connect", protocol_type="connect", protocol="default", metadata=b"\x00\x01connect-config")
+    v0 = serialize_subscription(Subscription(0, (topic,)))
+    solo(s, "malformed", metadata=b"\x00\x01" + v0[2:])
+    offsets_only(s, "offsets")  # fmt: skip
+    names = {n: s.group(n) for n in ("ready", "userdata", "connect", "malformed", "offsets", "classic")}
+    members = [kafka_python_member(kafka.bootstrap, names["classic"], topic) for _ in range(2)]
+    try:
+        poll_until(members, lambda: all(assigned(c) for c in members))
+        commit(members[0], topic, 21)
+        deleted = s.group("deleted")
+        gone = kafka_python_member(kafka.bootstrap, deleted, topic)
+        poll_until([gone], lambda: assigned(gone))
+        commit(gone, topic, 5)
+        gone.close(autocommit=False)
+        delete_group(s, deleted)
+        poll_until(members, lambda: all(assigned(c) for c in members), timeout=30)
+        log_dir = snapshot(kafka.nodes[0].data_dir, tmp_path / "log-dir")
+        out = tmp_path / "report"
+        tables = fleet_report([f"k39={log_dir}"], out)
+        facts = {f["group"]: f for f in tables["facts"]}
+        assert set(facts) == set(names.values()), sorted(facts)
+        assert (facts[names["classic"]]["type"], facts[names["classic"]]["size"]) == ("classic", 2)
+        assert_fleet_equals_check(tables, "k39", ["--log-dir", str(log_dir)])
+        upgrade = {v["group"]: v["verdict"] for v in tables["verdicts"] if v["direction"] == "upgrade"}
+        assert {g for g, v in upgrade.items() if v == "NOT-READY"} == {
+            names[k] for k in ("userdata", "connect", "malformed")
+        }, upgrade
+        assert_html_lists_blocked(out, tables, "fleet-kafka-3.9-log-dir.png")
+    finally:
+        close_all(members)
+        s.close()

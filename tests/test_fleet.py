@@ -243,3 +243,55 @@ def test_standalone_cluster_gives_the_local_results(
             assert sorted(got.collect()) == sorted(want.collect())
         else:
             _same(_rows(got), _rows(want))
+
+
+# --- inputs as the server and `fleet synth` write them (no Spark) ---------------------------------
+
+
+def test_a_synth_dir_is_its_clusters_and_its_topics_json_is_the_servers(small_fleet: Path) -> None:
+    """`fleet report DIR` on `fleet synth --out DIR`: one cluster per folder; topics.json in the
+    server's registry format, read by the server's parser."""
+    from gateway.dataplane.topics import TopicRegistry
+
+    clusters = discover([str(small_fleet)])
+    assert [c.name for c in clusters] == ["cluster-00", "cluster-01", "cluster-02"]
+    for c in clusters:
+        registry = TopicRegistry.load(small_fleet / c.name)
+        assert c.topic_names == {str(t.topic_id): t.name for t in registry.all()} and c.topic_names
+        assert c.problems == []
+
+
+def test_unreadable_settings_and_topics_are_problems(tmp_path: Path) -> None:
+    (tmp_path / "events.jsonl").write_text("")
+    (tmp_path / "topics.json").write_text('{"6b1c2e0a-0000-4000-8000-000000000001": "orders"}')
+    (tmp_path / "settings.json").write_text("not json")
+    [c] = discover([f"x={tmp_path}"])
+    assert c.topic_names == {} and c.settings == {}
+    problems = {Path(f).name: m for f, m in c.problems}
+    assert problems["topics.json"] == 'not read: expected an object with a "topics" list'
+    assert problems["settings.json"].startswith("not JSON: ")
+    assert problems["settings.json"].endswith("the verdicts assume Kafka's default settings")
+
+
+def test_blockers_are_named_in_words() -> None:
+    from tools.fleet.report import blocker_label
+
+    tail = "records the target release skips or cannot load"
+    assert blocker_label("record-3") == f"ConsumerGroupMetadata {tail}"
+    assert blocker_label("record-99") == f"type 99 {tail}"
+    assert blocker_label("size") == "more members than the group size limit allows"
+    assert blocker_label(None) == "other"
+
+
+def test_health_marks_a_deleted_group() -> None:
+    from tools.fleet.health import health, parse_event
+
+    T0 = 1_767_225_600_000
+    lines = [
+        {"event": "member.joined", "group": "g", "member": "a", "protocol": "classic", "timestamp": T0},
+        {"event": "member.left", "group": "g", "member": "a", "timestamp": T0 + 1000},
+        {"event": "group.deleted", "group": "g", "timestamp": T0 + 2000},
+    ]
+    evs = [e for i, d in enumerate(lines) if (e := parse_event(json.dumps(d), "c", i))]
+    assert health("c", "g", evs)["deleted"] is True
+    assert health("c", "g", evs[:2])["deleted"] is False

@@ -1,6 +1,6 @@
 """Arguments of `groupshift fleet report` and `groupshift fleet synth` (issue 16).
 
-    groupshift fleet report NAME=PATH... --out DIR [--master URL] [--downgrade-target T]...
+    groupshift fleet report [NAME=]PATH... --out DIR [--master URL] [--downgrade-target T]...
     groupshift fleet synth --clusters C --groups N --records R --out DIR [--hours H] [--seed S]
 
 `report` runs the Spark job (tools.fleet.job) on `--master` (`local[2]` by default; any Spark
@@ -38,7 +38,8 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
         nargs="+",
         metavar="NAME=PATH",
         help="a groupshift data dir, a Kafka log dir or __consumer_offsets-N dir, or an event log, "
-        "tagged with its cluster name",
+        "tagged with its cluster name (a bare PATH is named after its directory; a directory of "
+        "cluster directories, as `fleet synth --out` writes, gives one cluster each)",
     )
     r.add_argument("--out", required=True, metavar="DIR", help="where the tables and report.html go")
     r.add_argument("--master", default="local[2]", metavar="URL", help="Spark master (default local[2])")
@@ -92,9 +93,8 @@ def _run_synth(args: argparse.Namespace) -> int:
         seed=args.seed,
         progress=sys.stdout,
     )
-    inputs = " ".join(f"{n}={os.path.join(args.out, n)}" for n in res.clusters)
     print(f"{len(res.clusters)} clusters, {res.groups} groups, {res.records} records under {args.out}")
-    print(f"next: groupshift fleet report {inputs} --out REPORT_DIR")
+    print(f"next: groupshift fleet report {args.out} --out REPORT_DIR")
     return 0
 
 
@@ -121,6 +121,10 @@ def _run_report(args: argparse.Namespace) -> int:
             result = run(spark, clusters, args.out, targets)
             tables = {n: spark.read.parquet(os.path.join(args.out, n)) for n in result.counts}
             data = from_tables(tables)
+        except Exception as e:  # a JVM or worker failure: one line, the log has the rest
+            first = next((line for line in str(e).splitlines() if line.strip()), type(e).__name__)
+            print(f"groupshift fleet report: error: the Spark job failed: {first[:300]}", file=sys.stderr)
+            return 1
         finally:
             spark.stop()
         counts = ", ".join(f"{n} {c}" for n, c in result.counts.items())

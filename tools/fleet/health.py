@@ -24,6 +24,9 @@ Read from the log, per group and in time order:
   left, and each membership change inside it is one migration step (KIP-848 "Supporting Online
   Consumer Group Upgrade": members are restarted one at a time with the new protocol).
 
+A group whose last event is `group.deleted` is marked `deleted` (the report leaves it out of
+its lists of groups; its rebalances still count in the hourly rates).
+
 Unowned time is reported per membership change (before and after the conversion) and per
 migration step, so a rolling upgrade can be compared with the ordinary churn of the same group.
 """
@@ -61,7 +64,7 @@ HEALTH_SCHEMA = (
     "max_time_to_stable_s double, converted_at double, conversion string, changes_before int, "
     "unowned_ps_before double, unowned_ps_per_change_before double, changes_after int, "
     "unowned_ps_after double, unowned_ps_per_change_after double, migration_steps int, "
-    "unowned_ps_migration double, unowned_ps_per_step double, conversion_refusals int"
+    "unowned_ps_migration double, unowned_ps_per_step double, conversion_refusals int, deleted boolean"
 )
 HEALTH_COLUMNS = [c.strip().split(" ")[0].strip("`") for c in HEALTH_SCHEMA.split(",")]
 EVENT_COLUMNS = [c.strip().split(" ")[0].strip("`") for c in EVENT_SCHEMA.split(",")]
@@ -244,6 +247,9 @@ def health(
         "unowned_ps_migration": migration.unowned,
         "unowned_ps_per_step": per(migration),
         "conversion_refusals": refusals,
+        # the group's last event deleted it (DeleteGroups, or expired with no members and no
+        # offsets): its history stays here, but it is no group of the fleet any more
+        "deleted": bool(evs) and evs[-1]["event"] == "group.deleted",
     }
 
 

@@ -2,19 +2,25 @@
 
 PATH may be:
 
-* a groupshift data dir (`PATH/coordinator/__consumer_offsets-N/*.log`), a Kafka broker's log
-  directory (`PATH/__consumer_offsets-N/*.log`) or one `__consumer_offsets-N` directory (its
-  partition number read from the name); Kafka's other files (indexes, snapshots, checkpoints)
-  are ignored. In a directory, `*.jsonl` files are event logs, `settings.json` the broker
-  settings the cluster runs with (`{"group.consumer.migration.policy": "upgrade", ...}`, what
-  the verdicts are judged against; Kafka 4.x's defaults otherwise) and `topics.json` a
-  `{topic id: name}` map for consumer groups whose log does not name their topics (Kafka 4.1+
-  no longer writes ConsumerGroupPartitionMetadata; in a Kafka log dir the topic directories'
-  `partition.metadata` files give them);
-* a file: an event log (groupshift's JSON lines, e.g. `groupshift serve 2> events.jsonl`).
+* a groupshift data dir (`PATH/coordinator/__consumer_offsets-N/*.log`, as `groupshift serve`
+  and `groupshift fleet synth` write it), a Kafka broker's log directory
+  (`PATH/__consumer_offsets-N/*.log`, Kafka 3.x and 4.x alike) or one `__consumer_offsets-N`
+  directory (its partition number read from the name); Kafka's other files (indexes, snapshots,
+  checkpoints) are ignored. In a directory, `*.jsonl` files are event logs, `settings.json` the
+  broker settings the cluster runs with (`{"group.consumer.migration.policy": "upgrade", ...}`,
+  what the verdicts are judged against; Kafka 4.x's defaults otherwise) and `topics.json` the
+  server's topic registry (`{"version": 1, "topics": [{"name", "topic_id", "partitions"}]}`,
+  read by the server's own parser, gateway.dataplane.topics) naming the topic ids of consumer
+  groups' assignments; the topic directories' `partition.metadata` files (Kafka's
+  `PartitionMetadataFile`, which groupshift writes too) name them as well;
+* a file: an event log (groupshift's JSON lines, e.g. `groupshift serve 2> events.jsonl`);
+* a bare PATH that holds none of these but sub-directories that do (the directory `groupshift
+  fleet synth --out DIR` wrote, one `cluster-NN` folder per cluster): one cluster per
+  sub-directory, tagged with its name.
 
 A bare PATH is tagged with its directory name. The same NAME may be given several times (a data
-dir and an event log kept elsewhere).
+dir and an event log kept elsewhere). A `settings.json` or `topics.json` that cannot be read does
+not stop the report: it becomes a row of the `problems` table (the file and what is wrong).
 """
 
 from __future__ import annotations
@@ -23,7 +29,9 @@ import json
 import os
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from gateway.dataplane.topics import TOPICS_FILE, TopicRegistry, TopicsFileError
 from records.dump import OFFSETS_LOG_PREFIX, offsets_logs
 from records.segment import SEGMENT_SUFFIX, parse_segment_name
 
@@ -39,6 +47,7 @@ class Cluster:
     events: list[str] = field(default_factory=list)
     settings: dict[str, str | None] = field(default_factory=dict)
     topic_names: dict[str, str] = field(default_factory=dict)  # topic id (str) -> name
+    problems: list[tuple[str, str]] = field(default_factory=list)  # (file, what is wrong)
 
     def topic_ids(self) -> dict[uuid.UUID, str]:
         return {uuid.UUID(k): v for k, v in self.topic_names.items()}
@@ -49,15 +58,48 @@ def _segments(directory: str) -> list[str]:
     return [os.path.join(directory, n) for n in names]
 
 
-def _read_json(path: str) -> dict[str, str]:
+def _read_settings(path: str) -> dict[str, str]:
+    """`settings.json`: `{broker setting: value}`; `ValueError` saying what is wrong."""
     try:
-        with open(path) as f:
+        with open(path, encoding="utf-8") as f:
             data = json.load(f)
-    except (OSError, ValueError) as e:
-        raise InputError(f"{path}: {e}") from None
+    except OSError as e:
+        raise ValueError(f"cannot be read: {e.strerror or e}") from None
+    except ValueError as e:
+        raise ValueError(f"not JSON: {e}") from None
     if not isinstance(data, dict):
-        raise InputError(f"{path}: expected a JSON object")
+        raise ValueError("expected a JSON object of broker settings")
     return {str(k): str(v) for k, v in data.items()}
+
+
+def registry_topic_ids(data_dir: str) -> dict[str, str]:
+    """{topic id: name} from a groupshift data dir's `topics.json`, parsed by the server's own
+    code (`TopicRegistry.load`); `TopicsFileError` when the file is not a registry."""
+    return {str(t.topic_id): t.name for t in TopicRegistry.load(Path(data_dir)).all()}
+
+
+def _is_input(path: str) -> bool:
+    """Whether a directory holds something `discover` reads (segments or an event log)."""
+    base = os.path.basename(path)
+    if base.startswith(OFFSETS_LOG_PREFIX) and base[len(OFFSETS_LOG_PREFIX) :].isdigit():
+        return True
+    if offsets_logs(path):
+        return True
+    return any(n.endswith(".jsonl") for n in os.listdir(path))
+
+
+def _expand(spec: str) -> list[str]:
+    """A bare directory of cluster directories (`fleet synth --out DIR`) as one spec each."""
+    if "=" in spec or not os.path.isdir(spec):
+        return [spec]
+    try:
+        if _is_input(spec):
+            return [spec]
+        subs = [os.path.join(spec, n) for n in sorted(os.listdir(spec))]
+        found = [f"{os.path.basename(p)}={p}" for p in subs if os.path.isdir(p) and _is_input(p)]
+    except OSError:
+        return [spec]
+    return found or [spec]
 
 
 def kafka_topic_ids(log_dir: str) -> dict[str, str]:
@@ -88,6 +130,15 @@ def kafka_topic_ids(log_dir: str) -> dict[str, str]:
 
 
 def discover(specs: list[str]) -> list[Cluster]:
+    """The clusters of the command's arguments; `InputError` (one line) when one cannot be read
+    at all."""
+    try:
+        return _discover([s for spec in specs for s in _expand(spec)])
+    except OSError as e:
+        raise InputError(f"{e.filename or ''}: {e.strerror or e}") from None
+
+
+def _discover(specs: list[str]) -> list[Cluster]:
     clusters: dict[str, Cluster] = {}
     for spec in specs:
         name, sep, path = spec.partition("=")
@@ -117,10 +168,17 @@ def discover(specs: list[str]) -> list[Cluster]:
                 c.events.append(p)
                 found = True
         c.topic_names.update(kafka_topic_ids(path))
-        if os.path.isfile(os.path.join(path, "settings.json")):
-            c.settings.update(_read_json(os.path.join(path, "settings.json")))
-        if os.path.isfile(os.path.join(path, "topics.json")):
-            c.topic_names.update(_read_json(os.path.join(path, "topics.json")))
+        settings = os.path.join(path, "settings.json")
+        if os.path.isfile(settings):
+            try:
+                c.settings.update(_read_settings(settings))
+            except ValueError as e:
+                c.problems.append((settings, f"{e}; the verdicts assume Kafka's default settings"))
+        if os.path.isfile(os.path.join(path, TOPICS_FILE)):
+            try:
+                c.topic_names.update(registry_topic_ids(path))
+            except TopicsFileError as e:
+                c.problems.append((str(e.path), f"not read: {e.problem}"))
         if not found:
             raise InputError(f"{spec}: no __consumer_offsets-N segments and no *.jsonl event log in {path}")
     return list(clusters.values())

@@ -8,9 +8,9 @@ report plots):
    it is read; problems (CRC mismatches, torn tails) become rows of their own;
 2. **compaction** per (cluster, partition, key): the newest record wins (`max_by` offset); a
    tombstone deletes the key (Kafka's log cleaner, and what the coordinator's loader rebuilds);
-3. **facts and verdicts** per (cluster, group) by `applyInArrow`: the group's live records go
-   through `groupshift check`'s own builders and rules (tools.fleet.judge), with the broker
-   settings of its cluster;
+3. **facts and verdicts** per (cluster, partition) by `applyInArrow`: the partition's live
+   records go through `groupshift check`'s own builders and rules (tools.fleet.judge), with the
+   broker settings of its cluster, its groups judged together as `check --log-dir` judges them;
 4. **rebalance health** per (cluster, group) from the event logs (tools.fleet.health), and
    rebalances per group per hour.
 
@@ -37,6 +37,7 @@ RECORD_SCHEMA = (
     "cluster string, partition int, offset long, timestamp long, record_type int, `group` string, "
     "key binary, value binary, n long, problem string, file string"
 )
+PROBLEM_SCHEMA = "cluster string, partition int, file string, offset long, problem string"
 # A task of the binaryFile source holds whole files in one Arrow batch: at most this many bytes
 # of them (plus one file, when a single file is larger), which bounds a Python worker's memory.
 FILE_BYTES_PER_TASK = 64 * 2**20
@@ -155,16 +156,17 @@ def _judge_groups(
         if table.num_rows == 0:
             return schema.empty_table()
         cluster = table.column("cluster")[0].as_py()
-        order = sorted(
-            range(table.num_rows),
-            key=lambda i: (table.column("partition")[i].as_py(), table.column("offset")[i].as_py()),
-        )
+        partition = table.column("partition")[0].as_py()
+        offsets = table.column("offset").to_pylist()
+        order = sorted(range(table.num_rows), key=lambda i: offsets[i])
         keys = table.column("key").to_pylist()
         values = table.column("value").to_pylist()
         entries = [(keys[i], values[i]) for i in order]
-        records = sum(table.column("n").to_pylist())
+        records: dict[str, int] = {}
+        for g, n in zip(table.column("group").to_pylist(), table.column("n").to_pylist(), strict=True):
+            records[g] = records.get(g, 0) + n
         names = {uuid.UUID(k): v for k, v in topics.get(cluster, {}).items()}
-        rows = judge(cluster, entries, records, settings.get(cluster, {}), targets, names)
+        rows = judge(cluster, entries, records, settings.get(cluster, {}), targets, names, partition)
         return pa.Table.from_pylist(rows, schema=schema)
 
     return judge_group
@@ -214,6 +216,12 @@ def _health_of_groups(windows: dict[str, tuple[float, float]]) -> Any:
     return health_of_group
 
 
+def input_problems(clusters: Sequence[Cluster]) -> list[tuple[str, int | None, str, int | None, str]]:
+    """Rows of the `problems` table for input files read before the job (settings.json,
+    topics.json) that could not be used."""
+    return [(c.name, None, path, None, message) for c in clusters for path, message in c.problems]
+
+
 def build(
     spark: SparkSession,
     clusters: Sequence[Cluster],
@@ -249,18 +257,24 @@ def build(
             )
             .select("cluster", "partition", "key", "r.*", "n")
         )
+        # one call per __consumer_offsets partition: a release loads a partition whole, so a
+        # group's kafka-X.Y verdict depends on the other groups of its partition (as in check)
         judged = (
-            live.groupBy("cluster", "group")
+            live.groupBy("cluster", "partition")
             .applyInArrow(_judge_groups(settings, topics, list(downgrade_targets)), JUDGED_SCHEMA)
             .persist()
         )
-        tables["facts"] = judged.drop("verdicts", "problems")
+        tables["facts"] = judged.filter(F.col("live")).drop("live", "verdicts", "problems")
         tables["verdicts"] = judged.select(
             "cluster", "group", "type", "size", F.explode("verdicts").alias("v")
         ).select("cluster", "group", "type", "size", "v.*")
         tables["problems"] = decoded.filter(F.col("problem").isNotNull()).select(
             "cluster", "partition", "file", "offset", "problem"
         )
+    inputs = input_problems(clusters)
+    if inputs:
+        found = spark.createDataFrame(inputs, PROBLEM_SCHEMA)
+        tables["problems"] = tables["problems"].unionByName(found) if "problems" in tables else found
     if ev_index:
         files = spark.read.format("binaryFile").load(sorted(ev_index))
         events = (

@@ -1,7 +1,8 @@
-"""One group's facts and verdicts from its live records: `groupshift check`'s own builders and
-rules (tools.check.facts, tools.check.rules) called once per group, on a Spark worker or in
-the plain-Python reference alike. Nothing here decides anything: it flattens the facts and the
-verdicts into table rows (the Parquet schema of `groupshift fleet report`).
+"""The facts and verdicts of one `__consumer_offsets` partition's groups from its live records:
+`groupshift check`'s own builders and rules (tools.check.facts, tools.check.rules) called once
+per partition, as `check --log-dir` does, on a Spark worker or in the plain-Python reference
+alike. Nothing here decides anything: it flattens the facts and the verdicts into table rows
+(the Parquet schema of `groupshift fleet report`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from tools.check.facts import GroupFacts, facts_from_entries
+from tools.check.facts import GroupFacts, scan_entries
 from tools.check.rules import CLASSIC_TARGET, Settings, Verdict, downgrade_verdict, upgrade_verdict
 
 # The Parquet schemas (Spark DDL); `facts_json` keeps every fact `groupshift check --json` shows.
@@ -25,7 +26,13 @@ VERDICT_FIELDS = (
     "direction string, target string, verdict string, blocker string, reason string, fix string, "
     "kafka_message string"
 )
-JUDGED_SCHEMA = f"{FACTS_SCHEMA}, verdicts array<struct<{VERDICT_FIELDS}>>, problems array<string>"
+# `live` False: a deleted group (its GroupMetadata / ConsumerGroupMetadata tombstoned, only old
+# records left in a log not compacted yet). It is no fleet group: no facts row and no upgrade or
+# classic-protocol verdict (`groupshift check` skips it too); a coordinator release still reads
+# its records, so its kafka-X.Y downgrade verdicts stay.
+JUDGED_SCHEMA = (
+    f"{FACTS_SCHEMA}, live boolean, verdicts array<struct<{VERDICT_FIELDS}>>, problems array<string>"
+)
 
 BLOCKING = ("refused", "unsafe", "needs-action")
 
@@ -83,23 +90,33 @@ def facts_row(f: GroupFacts, records: int) -> dict[str, Any]:
 def judge(
     cluster: str,
     entries: Iterable[tuple[bytes, bytes | None]],
-    records: int,
+    records: Mapping[str, int],
     configs: Mapping[str, str | None],
     downgrade_targets: Sequence[str],
     topic_names: Mapping[uuid.UUID, str] | None = None,
+    partition: int | None = None,
 ) -> list[dict[str, Any]]:
-    """Rows (facts, their verdicts, the problems met) of the groups among `entries`: one group's
-    live records in log order, as `facts_from_entries` replays them. Empty when nothing of the
-    group is left (e.g. only records of a type the coordinator does not know)."""
-    facts, problems = facts_from_entries(entries, cluster=cluster, topic_names=topic_names)
+    """Rows (facts, `live`, their verdicts, the problems met) of the groups of one
+    `__consumer_offsets` partition: `entries` are its live records in log order, replayed by
+    `scan_entries` as `groupshift check --log-dir` replays the partition, and judged as `check`
+    judges them (tools.check.command.evaluate): a coordinator release loads a partition whole,
+    so a group's `kafka-X.Y` verdict weighs its partition's other groups (`peers`) and the
+    records no group can be named for (`orphans`). `records` is the record count per group."""
+    scan = scan_entries(entries, cluster=cluster, topic_names=topic_names, partition=partition)
     settings = settings_for(configs)
+    peers = list(scan.facts.values())
     out = []
-    for f in facts.values():
-        row = facts_row(f, records)
-        verdicts = [upgrade_verdict(f, settings)]
-        verdicts += [downgrade_verdict(f, t, settings) for t in downgrade_targets]
+    for f in peers:
+        row = facts_row(f, records.get(f.group, 0))
+        row["live"] = f.live
+        verdicts = [upgrade_verdict(f, settings)] if f.live else []
+        for t in downgrade_targets:
+            if t != CLASSIC_TARGET:
+                verdicts.append(downgrade_verdict(f, t, settings, peers=peers, orphans=scan.unknown_kinds))
+            elif f.live:
+                verdicts.append(downgrade_verdict(f, t, settings))
         row["verdicts"] = [verdict_row(v) for v in verdicts]
-        row["problems"] = problems
+        row["problems"] = scan.problems
         out.append(row)
     return out
 

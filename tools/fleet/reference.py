@@ -45,18 +45,20 @@ def facts_and_verdicts(
                 if old is None or offset > old[0]:
                     live[(partition, key)] = (offset, group, value)
                 counts[(partition, key)] += 1
-        by_group: dict[str, list[tuple[int, int, bytes, bytes | None]]] = defaultdict(list)
+        by_partition: dict[int, list[tuple[int, bytes, bytes | None]]] = defaultdict(list)
         records: dict[str, int] = defaultdict(int)
         for (partition, key), (offset, group, value) in live.items():
-            by_group[group].append((partition, offset, key, value))
+            by_partition[partition].append((offset, key, value))
             records[group] += counts[(partition, key)]
-        for group, items in by_group.items():
-            items.sort(key=lambda x: (x[0], x[1]))
-            entries = [(k, v) for _p, _o, k, v in items]
-            for row in judge(c.name, entries, records[group], c.settings, downgrade_targets, c.topic_ids()):
+        for partition, items in sorted(by_partition.items()):
+            items.sort(key=lambda x: x[0])
+            entries = [(k, v) for _o, k, v in items]
+            names = c.topic_ids()
+            for row in judge(c.name, entries, records, c.settings, downgrade_targets, names, partition):
                 vs = row.pop("verdicts")
                 row.pop("problems")
-                facts.append(row)
+                if row.pop("live"):
+                    facts.append(row)
                 for v in vs:
                     verdicts.append(
                         {
@@ -99,6 +101,7 @@ def write_reference(
     import pyarrow.parquet as pq
 
     from tools.fleet.health import HEALTH_SCHEMA
+    from tools.fleet.job import input_problems
     from tools.fleet.judge import FACTS_SCHEMA, VERDICT_FIELDS
     from tools.fleet.schema import arrow_schema
 
@@ -113,4 +116,9 @@ def write_reference(
         os.makedirs(os.path.join(out_dir, name), exist_ok=True)
         table = pa.Table.from_pylist(rows, schema=arrow_schema(ddl))
         pq.write_table(table, os.path.join(out_dir, name, "part-0.parquet"))
-    return from_rows(facts, verdicts, health)
+    data = from_rows(facts, verdicts, health)
+    data.problem_rows = [
+        {"cluster": c, "file": f, "offset": o, "problem": m} for c, _p, f, o, m in input_problems(clusters)
+    ]
+    data.problems = len(data.problem_rows)
+    return data

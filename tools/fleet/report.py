@@ -2,9 +2,12 @@
 base64 data URIs, no script, no external resource), readable offline and attachable to a ticket.
 
 Sections: the fleet at a glance (per cluster), readiness by cluster (the upgrade verdicts),
-blockers by reason (the check that decided each negative verdict, upgrade and downgrade),
-unowned partition-seconds per membership change before the conversion, per migration step and
-after it (the groups that were upgraded), and the worst groups by unowned time.
+blockers by reason (the check that decided each negative verdict, upgrade and downgrade, named
+in words: `blocker_label`), the blocked groups themselves (every NOT-READY, UNSAFE and
+NEEDS-ACTION verdict with its reason and fix, the `groupshift check` table of the fleet), the
+inputs that could not be read, unowned partition-seconds per membership change before the
+conversion, per migration step and after it (the groups that were upgraded), and the worst
+groups by unowned time.
 
 The page is built from small aggregates (`ReportData`), computed by Spark from the job's tables
 (`from_tables`) or from plain rows (`from_rows`, the reference), so the driver never holds the
@@ -26,6 +29,38 @@ if TYPE_CHECKING:
 
 NEGATIVE = ("NOT-READY", "UNSAFE", "NEEDS-ACTION")
 WORST = 20
+BLOCKED_ROWS = 2000  # blocked verdicts listed in the page (the verdicts table has them all)
+PROBLEM_ROWS = 200
+
+# The checks of tools/check/rules.py that can decide a negative verdict, in words. Record checks
+# (`record-N`, downgrades to a Kafka release) are named after their record type.
+BLOCKER_LABELS = {
+    "policy": "the migration policy (group.consumer.migration.policy) forbids it",
+    "protocol-type": "not a consumer group (Connect, Streams or a custom protocol)",
+    "size": "more members than the group size limit allows",
+    "custom-assignor": "a client-side assignor's userData in the assignment (KAFKA-18134)",
+    "embedded-protocol": "a member's subscription does not parse",
+    "server": "the server does not serve the KIP-848 consumer protocol",
+    "regex": "a regular-expression subscription the server cannot take over",
+    "assignor": "the classic members share no assignor",
+    "partition": "another group's record in the same __consumer_offsets partition breaks its load",
+    "other": "other",
+}
+
+
+def blocker_label(blocker: str | None) -> str:
+    """A check id (`size`, `record-3`, ...) as the sentence the report shows."""
+    from tools.check.rules import RECORD_NAMES
+
+    if blocker is None:
+        return BLOCKER_LABELS["other"]
+    if blocker.startswith("record-") and blocker[len("record-") :].isdigit():
+        t = int(blocker[len("record-") :])
+        return f"{RECORD_NAMES.get(t, f'type {t}')} records the target release skips or cannot load"
+    return BLOCKER_LABELS.get(blocker, blocker)
+
+
+_SEVERITY = {"UNSAFE": 0, "NOT-READY": 1, "NEEDS-ACTION": 2}
 
 
 @dataclass
@@ -36,6 +71,10 @@ class ReportData:
     migrations: list[dict[str, Any]] = field(default_factory=list)  # cluster, group, before, step, after
     worst: list[dict[str, Any]] = field(default_factory=list)  # health row + upgrade verdict
     problems: int = 0
+    # cluster, group, type, size, check, verdict, blocker, reason, fix (the first BLOCKED_ROWS)
+    blocked: list[dict[str, Any]] = field(default_factory=list)
+    blocked_total: int = 0
+    problem_rows: list[dict[str, Any]] = field(default_factory=list)  # cluster, file, offset, problem
 
 
 def _status(type_: str, verdict: str) -> str:
@@ -74,6 +113,11 @@ def from_rows(
             blockers[(_check(v["direction"], v["target"]), v["blocker"] or "other")] += 1
     data.readiness = [{"cluster": c, "status": s, "count": n} for (c, s), n in sorted(ready.items())]
     data.blockers = [{"check": c, "blocker": b, "count": n} for (c, b), n in sorted(blockers.items())]
+    negative = sorted(
+        (_blocked_row(v) for v in verdicts if v["verdict"] in NEGATIVE),
+        key=lambda r: (_SEVERITY[r["verdict"]], r["cluster"], r["group"], r["check"]),
+    )
+    data.blocked, data.blocked_total = negative[:BLOCKED_ROWS], len(negative)
     data.migrations = [
         {
             "cluster": h["cluster"],
@@ -85,9 +129,24 @@ def from_rows(
         for h in health
         if h["conversion"] == "upgrade"
     ]
-    ranked = sorted(health, key=lambda h: -(h["unowned_ps_before"] + h["unowned_ps_after"]))[:WORST]
+    alive = [h for h in health if not h["deleted"]]
+    ranked = sorted(alive, key=lambda h: -(h["unowned_ps_before"] + h["unowned_ps_after"]))[:WORST]
     data.worst = [_worst_row(h, upgrade.get((h["cluster"], h["group"]))) for h in ranked]
     return data
+
+
+def _blocked_row(v: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "cluster": v["cluster"],
+        "group": v["group"],
+        "type": v["type"],
+        "size": v["size"],
+        "check": _check(v["direction"], v["target"]),
+        "verdict": v["verdict"],
+        "blocker": v["blocker"],
+        "reason": v["reason"],
+        "fix": v["fix"],
+    }
 
 
 def _worst_row(h: Mapping[str, Any], v: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -147,6 +206,16 @@ def from_tables(tables: Mapping[str, DataFrame]) -> ReportData:
             .orderBy("check", "blocker")
             .collect()
         ]
+        negative = verdicts.filter(F.col("verdict").isin(*NEGATIVE))
+        verdict = F.col("verdict")
+        severity = F.when(verdict == "UNSAFE", 0).when(verdict == "NOT-READY", 1).otherwise(2)
+        data.blocked_total = negative.count()
+        data.blocked = [
+            _blocked_row(r.asDict())
+            for r in negative.orderBy(severity, "cluster", "group", "direction", "target")
+            .limit(BLOCKED_ROWS)
+            .collect()
+        ]
     if health is not None:
         data.migrations = [
             r.asDict()
@@ -162,7 +231,9 @@ def from_tables(tables: Mapping[str, DataFrame]) -> ReportData:
             .limit(20_000)
             .collect()
         ]
-        ranked = health.withColumn("unowned_ps", F.col("unowned_ps_before") + F.col("unowned_ps_after"))
+        ranked = health.filter(~F.col("deleted")).withColumn(
+            "unowned_ps", F.col("unowned_ps_before") + F.col("unowned_ps_after")
+        )
         if upgrade is not None:
             ranked = ranked.join(
                 upgrade.select("cluster", "group", "verdict", "reason"), ["cluster", "group"], "left"
@@ -188,6 +259,13 @@ def from_tables(tables: Mapping[str, DataFrame]) -> ReportData:
     problems = tables.get("problems")
     if problems is not None:
         data.problems = problems.count()
+        data.problem_rows = [
+            r.asDict()
+            for r in problems.orderBy("cluster", "file", "offset")
+            .select("cluster", "file", "offset", "problem")
+            .limit(PROBLEM_ROWS)
+            .collect()
+        ]
     return data
 
 
@@ -248,7 +326,7 @@ def plot_blockers(data: ReportData) -> str | None:
     import matplotlib.pyplot as plt
 
     rows = sorted(data.blockers, key=lambda r: r["count"])
-    labels = [f"{r['check']}: {r['blocker']}" for r in rows]
+    labels = [f"{r['check']}: {blocker_label(r['blocker'])}" for r in rows]
     fig, ax = plt.subplots(figsize=(7, 0.35 * len(rows) + 1.2))
     ax.barh(labels, [r["count"] for r in rows], color="#e45756")
     ax.set_xlabel("groups")
@@ -300,7 +378,7 @@ th{background:#f4f4f4} td.n{text-align:right} img.plot{max-width:100%;display:bl
 """
 
 
-def _table(rows: list[dict[str, Any]], columns: list[tuple[str, str]]) -> str:
+def _table(rows: list[dict[str, Any]], columns: list[tuple[str, str]], table_id: str | None = None) -> str:
     head = "".join(f"<th>{html.escape(title)}</th>" for _, title in columns)
     body = []
     for r in rows:
@@ -314,7 +392,8 @@ def _table(rows: list[dict[str, Any]], columns: list[tuple[str, str]]) -> str:
             else:
                 cells.append(f"<td>{html.escape('' if v is None else str(v))}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+    ident = f' id="{html.escape(table_id)}"' if table_id else ""
+    return f"<table{ident}><tr>{head}</tr>{''.join(body)}</table>"
 
 
 def render(data: ReportData, title: str = "groupshift fleet report") -> str:
@@ -336,8 +415,8 @@ def render(data: ReportData, title: str = "groupshift fleet report") -> str:
     ]
     if data.problems:
         parts.append(
-            f'<p class="note">{data.problems} unreadable part(s) of segment files: see the '
-            "<code>problems</code> table.</p>"
+            f'<p class="note">{data.problems} input(s) or part(s) of segment files could not be read: '
+            'see <a href="#problems">the inputs not read</a>.</p>'
         )
     sections = (
         ("readiness", "Readiness by cluster", plot_readiness(data)),
@@ -348,7 +427,35 @@ def render(data: ReportData, title: str = "groupshift fleet report") -> str:
         parts.append(f'<h2 id="{anchor}">{html.escape(heading)}</h2>')
         parts.append(_img(png, heading) if png else '<p class="note">nothing to show</p>')
     if data.blockers:
-        parts.append(_table(data.blockers, [("check", "check"), ("blocker", "blocker"), ("count", "groups")]))
+        labelled = [{**r, "blocker": blocker_label(r["blocker"])} for r in data.blockers]
+        parts.append(_table(labelled, [("check", "check"), ("blocker", "blocked by"), ("count", "groups")]))
+    parts.append('<h2 id="blocked">Blocked groups</h2>')
+    if data.blocked:
+        if data.blocked_total > len(data.blocked):
+            parts.append(
+                f'<p class="note">the first {len(data.blocked):,} of {data.blocked_total:,}; the '
+                "<code>verdicts</code> table has them all.</p>"
+            )
+        labelled = [{**r, "blocker": blocker_label(r["blocker"])} for r in data.blocked]
+        parts.append(
+            _table(
+                labelled,
+                [
+                    ("cluster", "cluster"),
+                    ("group", "group"),
+                    ("type", "type"),
+                    ("size", "members"),
+                    ("check", "check"),
+                    ("verdict", "verdict"),
+                    ("blocker", "blocked by"),
+                    ("reason", "reason"),
+                    ("fix", "fix"),
+                ],
+                table_id="blocked-groups",
+            )
+        )
+    else:
+        parts.append('<p class="note">no group is NOT-READY, UNSAFE or NEEDS-ACTION</p>')
     parts.append('<h2 id="worst">The worst groups (unowned partition-seconds)</h2>')
     parts.append(
         _table(
@@ -365,5 +472,13 @@ def render(data: ReportData, title: str = "groupshift fleet report") -> str:
             ],
         )
     )
+    if data.problem_rows:
+        parts.append('<h2 id="problems">Inputs not read</h2>')
+        parts.append(
+            _table(
+                data.problem_rows,
+                [("cluster", "cluster"), ("file", "file"), ("offset", "offset"), ("problem", "problem")],
+            )
+        )
     parts.append("</body></html>")
     return "\n".join(parts)

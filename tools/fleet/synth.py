@@ -35,6 +35,7 @@ import os
 import random
 import zlib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO, Any
 
 from engine.classic.api import (
@@ -57,6 +58,7 @@ from engine.metadata import MetadataImage, TopicImage, topic_id_for
 from engine.offsets.api import CommitPartition, CommitTopic, OffsetCommitRequest
 from engine.outcome import Event, Outcome, Pending
 from gateway.coordinator_storage import CoordinatorStorage
+from gateway.dataplane.topics import TOPICS_FILE, TopicInfo, TopicRegistry
 from gateway.groups.events import WARNING_EVENTS, ClassicAssignments, annotate
 from gateway.groups.routing import partition_for
 from records.consumer_group import TopicPartitions
@@ -457,8 +459,10 @@ class ClusterDriver:
         os.makedirs(os.path.join(self.dir, "coordinator"), exist_ok=True)
         with open(os.path.join(self.dir, "settings.json"), "w") as f:
             json.dump(self.settings, f, indent=2, sort_keys=True)
-        with open(os.path.join(self.dir, "topics.json"), "w") as f:
-            json.dump({str(tid): n for tid, n in self.topic_names.items()}, f, indent=2, sort_keys=True)
+        # the server's own topic registry file (`{"version": 1, "topics": [...]}`), written by
+        # its own code, so that a synthetic data dir reads like a real one
+        registry = [TopicInfo(n, topic_id_for(n), c) for n, c in TOPICS.items()]
+        TopicRegistry(Path(self.dir) / TOPICS_FILE, registry).persist()
         self.events: IO[str] = open(os.path.join(self.dir, "events.jsonl"), "w")  # noqa: SIM115
         self.shards = [
             ShardDriver(self, i, os.path.join(self.dir, "coordinator", f"__consumer_offsets-{i}"))

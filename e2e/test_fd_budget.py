@@ -19,7 +19,7 @@ import pytest
 
 from e2e.conftest import Gateways
 from e2e.harness import GatewayProcess
-from e2e.wire import WireClient, make_request
+from protocol.client import WireClient, make_request
 
 FD_LIMIT = 512
 WIDE = 10_000

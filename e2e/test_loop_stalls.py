@@ -20,7 +20,7 @@ import pytest
 
 from e2e.conftest import Gateways
 from e2e.harness import GatewayProcess
-from e2e.wire import WireClient, make_request
+from protocol.client import WireClient, make_request
 
 P99_BOUND_S, MAX_BOUND_S = 0.100, 0.500
 # Refusals a partition/descriptor budget may answer for a 10,000-partition topic.

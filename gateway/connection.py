@@ -37,7 +37,9 @@ is bounded three ways, each a pause of reading (Kafka "mutes" a channel the same
   connection whose frame does not fit is not read until other frames complete or their
   connections close (Kafka's `MemoryPool`: a frame's buffer is allocated whole when its size
   is known, or the channel is muted). A frame larger than the whole budget (but within
-  `socket.request.max.bytes`) may still arrive when nothing else is reserved;
+  `socket.request.max.bytes`) may still arrive when nothing else is reserved; frames of up to
+  64 KiB take nothing from it (one read brings that much anyway), so small requests of other
+  clients are never held up by large ones;
 * requests in flight: `MAX_IN_FLIGHT`, above.
 
 Writes are coalesced: responses completed while one `data_received` call dispatches its frames
@@ -82,6 +84,11 @@ _RESPONSE_BUDGET = "gateway.response_budget"
 # Answers ready together are joined into one write (one send syscall) up to this size; larger
 # ones are written one by one so that no joined copy of them exists next to the originals.
 _COALESCE_MAX = 256 * 1024
+# Frames up to this size take nothing from the request pool: one read (256 KiB) brings more than
+# that anyway before a connection can be paused, and so heartbeats, metadata and commits of
+# other clients go on while large frames wait for the pool (Kafka's non-strict pool lets any
+# frame through while a byte is left; this keeps the bound without that overshoot).
+_UNRESERVED_FRAME_BYTES = 64 * 1024
 
 
 class RequestBytesPool:
@@ -266,8 +273,8 @@ class KafkaConnection(asyncio.Protocol):
         if pool is None or self._pool_reserved or self._pool_paused or len(buf) < 4:
             return
         size = _SIZE.unpack_from(buf, 0)[0]
-        if size < 0 or size > self._max_frame or len(buf) >= 4 + size:
-            return  # refused by `_parse`, or complete (waiting for the in-flight limit)
+        if size <= _UNRESERVED_FRAME_BYTES or size > self._max_frame or len(buf) >= 4 + size:
+            return  # small, refused by `_parse`, or complete (waiting for the in-flight limit)
         if pool.try_reserve(size):
             self._pool_reserved = size
             return

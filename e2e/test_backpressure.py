@@ -7,7 +7,7 @@ attack runs), while a canary client on another connection keeps getting answers:
 * Fetch readers that never read: 4 connections each pipeline 32 Fetch requests (`max_bytes`
   64 MiB) for a 16 MB partition and never read an answer. Unbounded, that is 128 answers of
   16 MB (2 GB). Bound: +150 MB over the server's RSS before the attack (each connection holds at
-  most `socket.response.buffer.max.bytes`, 16 MiB, of unsent answers, plus one batch); the
+  most `socket.response.buffer.max.bytes`, 8 MiB, of unsent answers, plus one batch); the
   memory is given back when those connections close.
 * Incomplete frames: 8 connections each announce a 100 MB frame and send 50 MB of it slowly.
   Unbounded, that is 400 MB of buffers. Bound: +150 MB (`queued.max.request.bytes`, 100 MiB
@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 
+from e2e.conftest import Gateways
 from e2e.harness import GatewayProcess
 from protocol.client import WireClient, make_request
 from protocol.codec import encode_request
@@ -53,8 +54,11 @@ def canary_answers(gw: GatewayProcess) -> float:
     started = time.monotonic()
     with WireClient(gw.port, timeout=10) as c:
         c.request(make_request(18, 3, client_software_name="canary", client_software_version="1"))
-        meta = c.request(make_request(3, 12, topics=None, allow_auto_topic_creation=False,
-                                      include_topic_authorized_operations=False))
+        meta = c.request(
+            make_request(
+                3, 12, topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False
+            )
+        )
         assert meta.brokers, meta
     return time.monotonic() - started
 
@@ -63,8 +67,15 @@ def produce_partition(gw: GatewayProcess, topic: str) -> None:
     """16 MB in one partition, written by a real client (librdkafka)."""
     from confluent_kafka import Producer
 
-    p = Producer({"bootstrap.servers": gw.bootstrap, "linger.ms": 20, "acks": "all",
-                  "batch.size": 1 << 20, "compression.type": "none"})
+    p = Producer(
+        {
+            "bootstrap.servers": gw.bootstrap,
+            "linger.ms": 20,
+            "acks": "all",
+            "batch.size": 1 << 20,
+            "compression.type": "none",
+        }
+    )
     value = b"x" * 16_000
     for _ in range(PARTITION_BYTES // len(value)):
         p.produce(topic, value=value, partition=0)
@@ -120,10 +131,8 @@ class RssWatch:
         self._thread.join(5)
 
 
-def test_fetch_readers_that_never_read_hold_a_bounded_amount(
-    gateways: object, tmp_path: Path
-) -> None:
-    gw: GatewayProcess = gateways.start(sets=["metrics.listen=127.0.0.1:0"])  # type: ignore[attr-defined]
+def test_fetch_readers_that_never_read_hold_a_bounded_amount(gateways: Gateways) -> None:
+    gw: GatewayProcess = gateways.start(sets=["metrics.listen=127.0.0.1:0"])
     produce_partition(gw, "big")
     canary_answers(gw)
     before = rss(gw.proc.pid)
@@ -138,10 +147,14 @@ def test_fetch_readers_that_never_read_hold_a_bounded_amount(
         while time.monotonic() < deadline:
             slowest = max(slowest, canary_answers(gw))
             time.sleep(0.5)
-        muted = [line for line in gw.metrics().splitlines() if line.startswith("groupshift_connections_muted")]
+        muted = [
+            line for line in gw.metrics().splitlines() if line.startswith("groupshift_connections_muted")
+        ]
     growth = watch.peak - before
-    print(f"fetch attack: RSS before {before / MB:.0f} MB, peak {watch.peak / MB:.0f} MB "
-          f"(+{growth / MB:.0f} MB), slowest canary {slowest:.2f}s, {muted}")
+    print(
+        f"fetch attack: RSS before {before / MB:.0f} MB, peak {watch.peak / MB:.0f} MB "
+        f"(+{growth / MB:.0f} MB), slowest canary {slowest:.2f}s, {muted}"
+    )
     assert growth < RSS_BUDGET, f"RSS grew {growth / MB:.0f} MB (budget {RSS_BUDGET / MB:.0f} MB)"
     assert slowest < 5.0
     assert muted and float(muted[0].split()[-1]) >= 4, muted
@@ -172,8 +185,8 @@ def _send_slowly(s: socket.socket, total: int, stop: threading.Event) -> None:
         pass
 
 
-def test_incomplete_frames_hold_at_most_the_server_wide_budget(gateways: object) -> None:
-    gw: GatewayProcess = gateways.start(sets=["metrics.listen=127.0.0.1:0"])  # type: ignore[attr-defined]
+def test_incomplete_frames_hold_at_most_the_server_wide_budget(gateways: Gateways) -> None:
+    gw: GatewayProcess = gateways.start(sets=["metrics.listen=127.0.0.1:0"])
     canary_answers(gw)
     before = rss(gw.proc.pid)
     stop = threading.Event()
@@ -187,13 +200,17 @@ def test_incomplete_frames_hold_at_most_the_server_wide_budget(gateways: object)
         while time.monotonic() < deadline:
             slowest = max(slowest, canary_answers(gw))
             time.sleep(0.5)
-        queued = [line for line in gw.metrics().splitlines() if line.startswith("groupshift_queued_request_bytes")]
+        queued = [
+            line for line in gw.metrics().splitlines() if line.startswith("groupshift_queued_request_bytes")
+        ]
         stop.set()
         for t in threads:
             t.join(10)
     growth = watch.peak - before
-    print(f"frame attack: RSS before {before / MB:.0f} MB, peak {watch.peak / MB:.0f} MB "
-          f"(+{growth / MB:.0f} MB), slowest canary {slowest:.2f}s, {queued}")
+    print(
+        f"frame attack: RSS before {before / MB:.0f} MB, peak {watch.peak / MB:.0f} MB "
+        f"(+{growth / MB:.0f} MB), slowest canary {slowest:.2f}s, {queued}"
+    )
     for s in sockets:
         s.close()
     assert growth < RSS_BUDGET, f"RSS grew {growth / MB:.0f} MB (budget {RSS_BUDGET / MB:.0f} MB)"

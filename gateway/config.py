@@ -108,7 +108,7 @@ class ServerConfig(BaseModel):
     # groupshift-specific: answer bytes one connection may hold unsent (its client does not read
     # them) before its Fetches read no more data; Kafka holds one answer per connection instead.
     socket_response_buffer_max_bytes: int = Field(
-        16777216, alias="socket.response.buffer.max.bytes", ge=1, le=INT_MAX
+        8388608, alias="socket.response.buffer.max.bytes", ge=1, le=INT_MAX
     )
     log_segment_bytes: int = Field(1073741824, alias="log.segment.bytes", ge=14, le=INT_MAX)
     metrics_listen: str | None = Field(None, alias="metrics.listen")

@@ -72,10 +72,11 @@ MAX_IN_FLIGHT = 32
 
 # Default of the per-connection bound of unsent answer bytes (`socket.response.buffer.max.bytes`).
 # Kafka has no such setting: it reads one request per connection at a time and sends fetch data
-# from the page cache, so a connection holds one answer. 16 MiB lets one Fetch answer carry 16 MiB
-# (more than enough to keep a consumer busy: Kafka's consumer `fetch.max.bytes` is 50 MiB,
-# spread over several brokers) while 4 connections that never read hold 64 MiB, not 32 x 64 MiB.
-DEFAULT_RESPONSE_BUFFER_BYTES = 16 * 1024 * 1024
+# from the page cache, so a connection holds one answer. 8 MiB lets one Fetch answer carry 8 MiB
+# (eight of Kafka's default `max.partition.fetch.bytes`, enough to keep a consumer busy) while 4
+# connections that never read hold about 32 MiB, not 32 x 64 MiB (e2e/test_backpressure.py:
+# +61 MB RSS with 8 MiB, +132 MB with 16 MiB).
+DEFAULT_RESPONSE_BUFFER_BYTES = 8 * 1024 * 1024
 # Default of the server-wide bound of buffered partial-frame bytes (`queued.max.request.bytes`).
 # Kafka's default is -1 (unbounded); 100 MiB is one frame of `socket.request.max.bytes`' default.
 DEFAULT_QUEUED_MAX_REQUEST_BYTES = 100 * 1024 * 1024
@@ -100,7 +101,7 @@ class RequestBytesPool:
     A connection reserves a frame's announced size once its 4 size bytes are in; if that does
     not fit, it waits (is not read) in FIFO order until `release` frees enough."""
 
-    __slots__ = ("capacity", "reserved", "_waiting")
+    __slots__ = ("_waiting", "capacity", "reserved")
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
@@ -122,10 +123,8 @@ class RequestBytesPool:
         self._waiting.append(conn)
 
     def forget(self, conn: KafkaConnection) -> None:
-        try:
+        if conn in self._waiting:
             self._waiting.remove(conn)
-        except ValueError:
-            pass
 
     def release(self, size: int) -> None:
         self.reserved -= size

@@ -9,6 +9,7 @@ attack runs), while a canary client on another connection keeps getting answers:
   16 MB (2 GB). Bound: +150 MB over the server's RSS before the attack (each connection holds at
   most `socket.response.buffer.max.bytes`, 8 MiB, of unsent answers, plus one batch); the
   memory is given back when those connections close.
+* The same in upstream mode (groupshift in front of a second groupshift), for the proxy.
 * Incomplete frames: 8 connections each announce a 100 MB frame and send 50 MB of it slowly.
   Unbounded, that is 400 MB of buffers. Bound: +150 MB (`queued.max.request.bytes`, 100 MiB
   server-wide, is reserved by one frame; the others are not read until it completes).
@@ -30,6 +31,7 @@ import pytest
 
 from e2e.conftest import Gateways
 from e2e.harness import GatewayProcess
+from e2e.upstream import FAST_UPSTREAM_SETTINGS
 from protocol.client import WireClient, make_request
 from protocol.codec import encode_request
 
@@ -131,25 +133,24 @@ class RssWatch:
         self._thread.join(5)
 
 
-def test_fetch_readers_that_never_read_hold_a_bounded_amount(gateways: Gateways) -> None:
-    gw: GatewayProcess = gateways.start(sets=["metrics.listen=127.0.0.1:0"])
-    produce_partition(gw, "big")
+def fetch_attack(gw: GatewayProcess, topic: str) -> None:
+    """4 connections pipeline 32 Fetches each and never read; assert the RSS bound, that a canary
+    is answered meanwhile, that the connections are muted and that the memory goes back."""
     canary_answers(gw)
     before = rss(gw.proc.pid)
     attackers = []
     with RssWatch(gw.proc.pid) as watch:
         for _ in range(4):
             s = socket.create_connection(("127.0.0.1", gw.port), timeout=10)
-            s.sendall(b"".join(fetch_frame("big", i) for i in range(32)))
+            s.sendall(b"".join(fetch_frame(topic, i) for i in range(32)))
             attackers.append(s)
         deadline = time.monotonic() + ATTACK_SECONDS
         slowest = 0.0
         while time.monotonic() < deadline:
             slowest = max(slowest, canary_answers(gw))
             time.sleep(0.5)
-        muted = [
-            line for line in gw.metrics().splitlines() if line.startswith("groupshift_connections_muted")
-        ]
+        metrics = gw.metrics().splitlines()
+        muted = [line for line in metrics if line.startswith("groupshift_connections_muted")]
     growth = watch.peak - before
     print(
         f"fetch attack: RSS before {before / MB:.0f} MB, peak {watch.peak / MB:.0f} MB "
@@ -165,6 +166,29 @@ def test_fetch_readers_that_never_read_hold_a_bounded_amount(gateways: Gateways)
     print(f"fetch attack: RSS after close {after / MB:.0f} MB")
     assert after - before < RSS_BUDGET / 2, f"RSS {after / MB:.0f} MB after the readers left"
     canary_answers(gw)
+
+
+def test_fetch_readers_that_never_read_hold_a_bounded_amount(gateways: Gateways) -> None:
+    gw = gateways.start(sets=["metrics.listen=127.0.0.1:0"])
+    produce_partition(gw, "big")
+    fetch_attack(gw, "big")
+
+
+def test_fetch_readers_that_never_read_hold_a_bounded_amount_in_upstream_mode(
+    gateways: Gateways,
+) -> None:
+    """The same attack on groupshift in front of a second groupshift: forwarded Fetches ask
+    for at most the connection's budget and the link stops reading while the client does not."""
+    upstream = gateways.start("upstream", sets=["coordinator.fsync.policy=none"])
+    produce_partition(upstream, "big")
+    gw = GatewayProcess.start(
+        gateways.base / "proxy",
+        sets=(*FAST_UPSTREAM_SETTINGS, "metrics.listen=127.0.0.1:0"),
+        extra_args=("--upstream", upstream.bootstrap),
+    )
+    gateways.started.append(gw)
+    fetch_attack(gw, "big")
+    assert "groupshift_upstream_links_paused_total" in gw.metrics()
 
 
 def _send_slowly(s: socket.socket, total: int, stop: threading.Event) -> None:

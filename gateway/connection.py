@@ -143,12 +143,28 @@ class ResponseBudget:
     they may produce now, `hold(n)` counts bytes they read for an answer until that answer is
     queued for writing (then the connection counts it)."""
 
-    __slots__ = ("_conn", "held", "limit")
+    __slots__ = ("_conn", "_on_drained", "held", "limit")
 
     def __init__(self, conn: KafkaConnection, limit: int) -> None:
         self._conn = conn
         self.limit = limit
         self.held = 0
+        self._on_drained: list[Callable[[], None]] = []
+
+    def exhausted(self) -> bool:
+        """The client has `limit` bytes or more of written answers still to read."""
+        return self._conn.unsent_response_bytes >= self.limit
+
+    def when_drained(self, callback: Callable[[], None]) -> None:
+        """Call `callback` once the transport's write buffer has drained below its low-water
+        mark (or the connection is gone): upstream links answering this client pause reading
+        until then (`gateway.upstream.proxy`)."""
+        self._on_drained.append(callback)
+
+    def _drained(self) -> None:
+        callbacks, self._on_drained = self._on_drained, []
+        for callback in callbacks:
+            callback()
 
     def used(self) -> int:
         return self._conn.unsent_response_bytes + self.held
@@ -366,6 +382,7 @@ class KafkaConnection(asyncio.Protocol):
         self._queued_response_bytes = 0
         self._closing = True
         self._release_pool()
+        self.response_budget._drained()  # paused upstream links go back to reading (and the pool)
         self._buf = bytearray()
         if self._drained is not None and not self._drained.done():
             self._drained.set_result(None)
@@ -387,6 +404,7 @@ class KafkaConnection(asyncio.Protocol):
     def resume_writing(self) -> None:
         self._write_paused = False
         self._update_reading()
+        self.response_budget._drained()
 
     # -- internals ----------------------------------------------------------------------------
 

@@ -5,15 +5,21 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import struct
+import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
 from kio.index import load_request_schema
 
 from gateway.connection import KafkaConnection, RequestBytesPool, ResponseSlot, response_budget_of
 from gateway.dataplane.apis.fetch import FetchApi
 from gateway.dataplane.plane import DataPlane
+from gateway.upstream.link import UpstreamLink
+from gateway.upstream.proxy import fetch_capped
+from protocol.codec import api_schema, decode, encode_request
 from protocol.entity_builder import build
 from tests.fake_transport import FakeTransport
 from tests.record_batches import make_batch
@@ -166,5 +172,69 @@ def test_a_fetch_reads_no_more_than_the_connections_budget_has_left(tmp_path: Pa
         await asyncio.sleep(0)
         assert budget.held == 0
         await plane.close()
+
+    asyncio.run(scenario())
+
+
+def fetch_frame(version: int, max_bytes: int) -> bytes:
+    values: dict[str, Any] = {
+        "max_wait": 500,
+        "min_bytes": 1,
+        "max_bytes": max_bytes,
+        "isolation_level": 0,
+        "session_id": 0,
+        "session_epoch": -1,
+        "forgotten_topics_data": [],
+        "rack_id": "",
+        "topics": [
+            {
+                ("topic" if version < 13 else "topic_id"): "t" if version < 13 else uuid.uuid4(),
+                "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": max_bytes}],
+            }
+        ],
+    }
+    request = build(load_request_schema(1, version), values)
+    return encode_request(request, correlation_id=9, client_id="capped")[4:]
+
+
+@pytest.mark.parametrize("version", [4, 11, 12, 14, 15, 16])
+def test_a_forwarded_fetch_asks_for_at_most_the_connections_budget(version: int) -> None:
+    frame = fetch_frame(version, 64 << 20)
+    capped = fetch_capped(frame, version, 1000)
+    schema = api_schema(1, version)
+    assert schema is not None
+    _, original = decode(schema, frame)
+    _, got = decode(schema, capped)
+    assert got.max_bytes == 1000
+    assert dataclasses.replace(got, max_bytes=original.max_bytes) == original
+    small = fetch_frame(version, 500)
+    assert fetch_capped(small, version, 1000) is small
+    assert fetch_capped(frame[:12], version, 1000) == frame[:12]  # too short: as it is
+
+
+def test_a_paused_link_times_nothing_out_and_restarts_its_timeouts_on_resume() -> None:
+    """While a link does not read (its client does not), the answers wait on our side: that is
+    no broker timeout. Resumed, the request timeout counts again from then."""
+
+    async def scenario() -> None:
+        async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reader.read()  # reads requests, never answers
+
+        server = await asyncio.start_server(silent, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        link = UpstreamLink(1, "127.0.0.1", port, connect_timeout=1.0, request_timeout=0.2)
+        results: list[object] = []
+        link.forward(fetch_frame(12, 1000), results.append)
+        await asyncio.sleep(0.05)
+        link.pause_reading()
+        await asyncio.sleep(1.3)  # past the timeout (the sweeper runs every 0.2 s)
+        assert results == [] and not link.closed
+        link.resume_reading()
+        assert not link.read_paused
+        await asyncio.sleep(0.1)
+        assert results == []
+        await asyncio.sleep(0.4)
+        assert len(results) == 1 and link.closed  # no answer within the restarted timeout
+        server.close()
 
     asyncio.run(scenario())

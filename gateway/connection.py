@@ -77,9 +77,6 @@ MAX_IN_FLIGHT = 32
 # connections that never read hold about 32 MiB, not 32 x 64 MiB (e2e/test_backpressure.py:
 # +61 MB RSS with 8 MiB, +132 MB with 16 MiB).
 DEFAULT_RESPONSE_BUFFER_BYTES = 8 * 1024 * 1024
-# Default of the server-wide bound of buffered partial-frame bytes (`queued.max.request.bytes`).
-# Kafka's default is -1 (unbounded); 100 MiB is one frame of `socket.request.max.bytes`' default.
-DEFAULT_QUEUED_MAX_REQUEST_BYTES = 100 * 1024 * 1024
 
 _RESPONSE_BUDGET = "gateway.response_budget"
 # Answers ready together are joined into one write (one send syscall) up to this size; larger
@@ -152,8 +149,11 @@ class ResponseBudget:
         self._on_drained: list[Callable[[], None]] = []
 
     def exhausted(self) -> bool:
-        """The client has `limit` bytes or more of written answers still to read."""
-        return self._conn.unsent_response_bytes >= self.limit
+        """The transport holds `limit` bytes or more of answers its client has not read. Only
+        the transport's buffer counts here: it is then above its high-water mark, so
+        `when_drained` callbacks are sure to run (answers queued behind an unfinished one drain
+        only when that one is answered, maybe by the very link that would wait)."""
+        return self._conn.unsent_written_bytes >= self.limit
 
     def when_drained(self, callback: Callable[[], None]) -> None:
         """Call `callback` once the transport's write buffer has drained below its low-water
@@ -492,11 +492,15 @@ class KafkaConnection(asyncio.Protocol):
     def unsent_response_bytes(self) -> int:
         """Answer bytes this connection holds for its client: written but not yet sent (the
         transport's buffer) and completed but queued behind an unfinished answer."""
+        return self.unsent_written_bytes + self._queued_response_bytes
+
+    @property
+    def unsent_written_bytes(self) -> int:
+        """Answer bytes written to the transport that the client has not taken yet."""
         transport = self._transport
-        buffered = 0
-        if transport is not None and not self._closing:
-            buffered = transport.get_write_buffer_size()
-        return buffered + self._queued_response_bytes
+        if transport is None or self._closing:
+            return 0
+        return transport.get_write_buffer_size()
 
     @property
     def muted(self) -> bool:

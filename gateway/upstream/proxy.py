@@ -390,15 +390,15 @@ class UpstreamProxy:
 
         def answered(result: bytes | UpstreamUnavailable) -> None:
             self._answered(conn, slot, api_key, version, cid, node, result)
-            if budget.exhausted() and not conn.closing:
-                link = self._lease(conn, node)  # the link that answered: still leased
-                if not link.read_paused:
-                    link.pause_reading()
-                    self._links_paused.inc()
-                    budget.when_drained(link.resume_reading)
+            # The client has the budget's worth unread: the answers behind wait in the broker.
+            if budget.exhausted() and not conn.closing and not link.read_paused:
+                link.pause_reading()
+                self._links_paused.inc()
+                budget.when_drained(link.resume_reading)
 
         try:
-            self._lease(conn, node).forward(frame, answered if expect else None)
+            link = self._lease(conn, node)  # `answered` runs later, on this link's answer
+            link.forward(frame, answered if expect else None)
         except UpstreamUnavailable as e:  # a listener of a broker that left the cluster
             self._down[node] = time.monotonic()
             self._unavailable.inc()

@@ -41,6 +41,8 @@ PARTITION_BYTES = 16 * MB
 RSS_BUDGET = 150 * MB
 """What an attack may add to the server's RSS (both tests)."""
 ATTACK_SECONDS = 15.0
+RELEASED = 30 * MB
+"""What may stay of that growth once the attackers closed (the allocator keeps some)."""
 
 
 def rss(pid: int) -> int:
@@ -171,11 +173,11 @@ def fetch_attack(gw: GatewayProcess, topic: str) -> None:
     assert muted and float(muted[0].split()[-1]) >= 4, muted
     for s in attackers:
         s.close()
-    deadline = time.monotonic() + 10
-    while (after := rss(gw.proc.pid)) - before >= RSS_BUDGET / 2 and time.monotonic() < deadline:
+    released = time.monotonic()
+    while (after := rss(gw.proc.pid)) - before >= RELEASED and time.monotonic() < released + 10:
         time.sleep(0.5)
-    print(f"fetch attack: RSS after close {after / MB:.0f} MB")
-    assert after - before < RSS_BUDGET / 2, f"RSS {after / MB:.0f} MB after the readers left"
+    print(f"fetch attack: RSS {after / MB:.0f} MB {time.monotonic() - released:.1f}s after they closed")
+    assert after - before < RELEASED, f"RSS {after / MB:.0f} MB 10 s after the readers left"
     canary_answers(gw)
 
 

@@ -16,7 +16,10 @@ every frame before the bad size was taken. Asserted:
 * the frames are exactly those an independent reading of the stream finds;
 * routing and `expects_response` never raise (a malformed header is forwarded as expecting an
   answer: the broker decides), and varints are bounded (`protocol.varint`);
-* for a Produce frame that kio decodes, `expects_response` is `acks != 0` of the decoded body.
+* for a Produce frame that kio decodes, `expects_response` is `acks != 0` of the decoded body;
+* a forwarded Fetch's `max_bytes` capped to the connection's answer budget (`fetch_capped`)
+  never raises, and when kio decodes the frame it decodes the capped one to the same request
+  with `max_bytes` at most the cap (unchanged when it was within it).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import struct
 
 from fuzz.common import Target
 from fuzz.framing import expected
-from gateway.upstream.proxy import PRODUCE, expects_response, forwarded_request
+from gateway.upstream.proxy import FETCH, PRODUCE, expects_response, fetch_capped, forwarded_request
 from protocol.codec import DecodeFailure, api_schema, decode
 from protocol.framing import FrameReader, FrameSizeError
 
@@ -68,6 +71,8 @@ def route_one(frame: bytes) -> None:
         return
     api_key, version, _ = route
     expect = expects_response(frame, api_key, version)
+    if api_key == FETCH:
+        check_fetch_capped(frame, version)
     if api_key == PRODUCE:
         schema = api_schema(api_key, version)
         if schema is None:
@@ -77,6 +82,22 @@ def route_one(frame: bytes) -> None:
         except DecodeFailure:
             return
         assert expect == (int(body.acks) != 0), f"acks {body.acks} read as expect={expect}"
+
+
+def check_fetch_capped(frame: bytes, version: int, cap: int = 1000) -> None:
+    capped = fetch_capped(frame, version, cap)
+    schema = api_schema(FETCH, version)
+    if schema is None:
+        return
+    try:
+        _, body = decode(schema, frame)
+    except DecodeFailure:
+        return
+    _, got = decode(schema, capped)
+    if version < 3 or 0 <= body.max_bytes <= cap:
+        assert got == body, "a Fetch within the cap was changed"
+    else:
+        assert got.max_bytes == cap, f"max_bytes {got.max_bytes} after capping {body.max_bytes}"
 
 
 def seeds() -> list[bytes]:
@@ -106,6 +127,27 @@ def seeds() -> list[bytes]:
         {"topics": None, "allow_auto_topic_creation": False, "include_topic_authorized_operations": False},
     )
     frames.append(encode_request(metadata, correlation_id=7, client_id="fuzz"))
+    for version in (4, 11, 12):  # Fetch by topic name (v13+ address topics by id)
+        fetch = build(
+            load_request_schema(1, version),
+            {
+                "max_wait": 500,
+                "min_bytes": 1,
+                "max_bytes": 64 << 20,
+                "isolation_level": 0,
+                "session_id": 0,
+                "session_epoch": -1,
+                "forgotten_topics_data": [],
+                "rack_id": "",
+                "topics": [
+                    {
+                        "topic": "t",
+                        "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}],
+                    }
+                ],
+            },
+        )
+        frames.append(encode_request(fetch, correlation_id=8, client_id="fuzz"))
     # a Produce v9 header whose tagged-field count is an over-long varint
     frames.append(_SIZE.pack(20) + struct.pack(">hhih", 0, 9, 8, 1) + b"c" + b"\xff" * 9)
     stream = b"".join(frames)

@@ -99,6 +99,17 @@ class ServerConfig(BaseModel):
     num_partitions: int = Field(1, alias="num.partitions", ge=1, le=INT_MAX)
     auto_create_topics_enable: bool = Field(True, alias="auto.create.topics.enable")
     socket_request_max_bytes: int = Field(104857600, alias="socket.request.max.bytes", ge=1, le=INT_MAX)
+    # Memory bounds (docs/robustness.md, Bounds). Kafka's queued.max.request.bytes defaults to -1
+    # (unbounded); groupshift bounds the bytes of requests still arriving, server-wide, to one
+    # frame of socket.request.max.bytes' default (<= 0: unbounded, as in Kafka).
+    queued_max_request_bytes: int = Field(
+        104857600, alias="queued.max.request.bytes", ge=-(2**63), le=2**63 - 1
+    )
+    # groupshift-specific: answer bytes one connection may hold unsent (its client does not read
+    # them) before its Fetches read no more data; Kafka holds one answer per connection instead.
+    socket_response_buffer_max_bytes: int = Field(
+        8388608, alias="socket.response.buffer.max.bytes", ge=1, le=INT_MAX
+    )
     log_segment_bytes: int = Field(1073741824, alias="log.segment.bytes", ge=14, le=INT_MAX)
     # groupshift-specific bounds (docs/robustness.md, Bounds): partitions of all topics on the
     # node (creations beyond are refused with POLICY_VIOLATION), and the file descriptors the

@@ -32,7 +32,7 @@ import structlog
 from gateway.api_versions import ApiVersionsApi
 from gateway.cluster import ClusterView, NodeEndpoint
 from gateway.config import ServerConfig
-from gateway.connection import FrameHandler, KafkaConnection
+from gateway.connection import FrameHandler, KafkaConnection, RequestBytesPool
 from gateway.dataplane.apis import register_dataplane_apis
 from gateway.dataplane.configs import static_broker_configs
 from gateway.dataplane.datadir import DataDirLock
@@ -116,6 +116,9 @@ class GatewayServer:
         self.frame_handler: FrameHandler = self.dispatcher.on_frame
         self._connections: set[KafkaConnection] = set()
         self._ids = itertools.count(1)
+        # Bytes of requests still arriving, server-wide (`queued.max.request.bytes`; <= 0: none).
+        queued_max = config.queued_max_request_bytes
+        self.request_pool = RequestBytesPool(queued_max) if queued_max > 0 else None
         # Live Python heap blocks next to the process RSS: when RSS grows and this does not, the
         # growth is the allocator keeping freed memory, not state kept (docs/robustness.md, soak).
         self.metrics.gauge(
@@ -129,6 +132,15 @@ class GatewayServer:
         self.metrics.gauge("groupshift_connections", "Client connections open").set_function(
             lambda: len(self._connections)
         )
+        self.metrics.gauge(
+            "groupshift_connections_muted",
+            "Client connections not read for back-pressure (answers unread, requests in flight, "
+            "or the request byte budget)",
+        ).set_function(lambda: float(sum(1 for c in self._connections if c.muted)))
+        self.metrics.gauge(
+            "groupshift_queued_request_bytes",
+            "Bytes reserved for requests still arriving (queued.max.request.bytes)",
+        ).set_function(lambda: float(0 if self.request_pool is None else self.request_pool.reserved))
         self.metrics.gauge("groupshift_topics", "Topics in the embedded data plane").set_function(
             lambda: len(self.plane.topics)
         )
@@ -145,6 +157,8 @@ class GatewayServer:
             on_frame=self.frame_handler,
             max_frame_bytes=self.config.socket_request_max_bytes,
             on_lost=self._connection_lost,
+            response_buffer_bytes=self.config.socket_response_buffer_max_bytes,
+            request_pool=self.request_pool,
         )
         self._connections.add(conn)
         self._accepted.inc()

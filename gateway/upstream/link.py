@@ -71,6 +71,7 @@ class UpstreamLink(asyncio.Protocol):
         self._connect_task: asyncio.Task[None] | None = None
         self._sweeper: asyncio.TimerHandle | None = None
         self._loop = asyncio.get_running_loop()
+        self._read_paused = False  # the client this link answers does not read its answers
         self._connect_task = self._loop.create_task(self._connect())
 
     # -- state ---------------------------------------------------------------------------------
@@ -85,6 +86,36 @@ class UpstreamLink(asyncio.Protocol):
 
     def __repr__(self) -> str:
         return f"UpstreamLink(node={self.node_id}, {self.host}:{self.port})"
+
+    # -- back-pressure ---------------------------------------------------------------------------
+
+    @property
+    def read_paused(self) -> bool:
+        return self._read_paused
+
+    def pause_reading(self) -> None:
+        """Read no more responses: the client they go to has not taken the ones it got (the
+        proxy's answer budget, docs/robustness.md, Bounds). The broker keeps the rest; requests
+        in flight meanwhile are not timed out (their answers wait on our side)."""
+        if self._read_paused or self._closed:
+            return
+        self._read_paused = True
+        if self._transport is not None:
+            self._transport.pause_reading()
+
+    def resume_reading(self) -> None:
+        if not self._read_paused:
+            return
+        self._read_paused = False
+        if self._closed:
+            return
+        # The time spent paused was ours, not the broker's: restart the request timeouts.
+        floor = time.monotonic() + self._request_timeout
+        for cid, (deadline, waiter) in list(self._pending.items()):
+            if deadline < floor:
+                self._pending[cid] = (floor, waiter)
+        if self._transport is not None:
+            self._transport.resume_reading()
 
     # -- requests ------------------------------------------------------------------------------
 
@@ -170,7 +201,7 @@ class UpstreamLink(asyncio.Protocol):
         if self._closed or not self._pending:
             return
         deadline, _ = next(iter(self._pending.values()))
-        if time.monotonic() > deadline:
+        if time.monotonic() > deadline and not self._read_paused:
             self._fail(f"no response within {self._request_timeout:.1f}s")
             return
         self._sweeper = self._loop.call_later(min(1.0, self._request_timeout), self._sweep)

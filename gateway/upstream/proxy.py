@@ -16,6 +16,12 @@ frame before the dispatcher decodes anything:
   transactions, and Produce (v10+) / Fetch (v16+) when their KIP-951 leader hints
   (`NodeEndpoints`) are present; any other response of those two is passed on as received.
 
+Memory (docs/robustness.md, Bounds): a forwarded Fetch asks for at most the client
+connection's answer budget (`socket.response.buffer.max.bytes`: its `max_bytes` is patched,
+`fetch_capped`), and when the client has that much unread, the link answering it stops reading
+until the client's buffer drains: the answers wait in the broker, not here, as in any proxy
+that pairs the two sockets' flow control.
+
 Response order per client connection is the connection's slot queue (`gateway.connection`);
 the upstream broker answers the requests of one link in order too. A broker that cannot be reached, drops
 its connection or does not answer within `upstream.request.timeout.ms` closes the client
@@ -133,6 +139,32 @@ def produce_acks(frame: bytes, version: int) -> int:
     return int(_I16.unpack_from(frame, pos)[0])
 
 
+def fetch_capped(frame: bytes, version: int, max_bytes: int) -> bytes:
+    """The Fetch request frame with its response `max_bytes` lowered to `max_bytes` (the client
+    connection's answer budget), read and patched in place without decoding the request.
+
+    Kafka's broker caps a Fetch answer at its `fetch.max.bytes` the same way; KIP-74's "at
+    least one batch" still holds upstream. Header: key, version, correlation id, client id
+    (int16-length string); header v2 (Fetch v12+) adds tagged fields. Body: replica id (before
+    v15), max wait, min bytes, then max bytes (v3+). A frame too short to hold them is
+    forwarded as it is (the broker answers it)."""
+    if version < 3:
+        return frame
+    try:
+        pos = 8
+        (n,) = _I16.unpack_from(frame, pos)
+        pos += 2 + max(n, 0)
+        if version >= 12:
+            pos = _skip_tagged(frame, pos)
+        pos += 8 if version >= 15 else 12
+        (current,) = _CID.unpack_from(frame, pos)
+    except (struct.error, IndexError, ValueError):
+        return frame
+    if 0 <= current <= max_bytes:
+        return frame
+    return b"".join((frame[:pos], _CID.pack(max_bytes), frame[pos + 4 :]))
+
+
 def _skip_tagged(buf: bytes, pos: int) -> int:
     count, pos = read_uvarint(buf, pos)
     for _ in range(count):
@@ -220,6 +252,10 @@ class UpstreamProxy:
         self._unavailable = m.counter(
             "groupshift_upstream_unavailable_total",
             "Client connections closed because their upstream broker was unreachable or silent",
+        )
+        self._links_paused = m.counter(
+            "groupshift_upstream_links_paused_total",
+            "Times a link stopped reading because its client had not read its answers",
         )
         self._rewritten = m.counter(
             "groupshift_upstream_rewritten_total",
@@ -348,11 +384,21 @@ class UpstreamProxy:
         expect = expects_response(frame, api_key, version)
         self._forwarded_children[api_key].inc()
 
+        budget = conn.response_budget
+        if api_key == FETCH:
+            frame = fetch_capped(frame, version, budget.limit)
+
         def answered(result: bytes | UpstreamUnavailable) -> None:
             self._answered(conn, slot, api_key, version, cid, node, result)
+            # The client has the budget's worth unread: the answers behind wait in the broker.
+            if budget.exhausted() and not conn.closing and not link.read_paused:
+                link.pause_reading()
+                self._links_paused.inc()
+                budget.when_drained(link.resume_reading)
 
         try:
-            self._lease(conn, node).forward(frame, answered if expect else None)
+            link = self._lease(conn, node)  # `answered` runs later, on this link's answer
+            link.forward(frame, answered if expect else None)
         except UpstreamUnavailable as e:  # a listener of a broker that left the cluster
             self._down[node] = time.monotonic()
             self._unavailable.inc()
@@ -472,7 +518,8 @@ class UpstreamProxy:
             if rewritten is not None:
                 slot.complete(rewritten)
                 return
-        slot.complete(b"".join((_SIZE.pack(len(raw)), _CID.pack(cid), raw[4:])))
+        with memoryview(raw) as view:  # no copy of a large answer (Fetch) before the join
+            slot.complete(b"".join((_SIZE.pack(len(raw)), _CID.pack(cid), view[4:])))
 
     # -- rewriting -----------------------------------------------------------------------------
 

@@ -22,6 +22,14 @@ Kafka behaviour reproduced (`KafkaApis.handleFetchRequest`, `ReplicaManager.fetc
     full -- so clients keep sending full fetches; an incremental fetch (epoch > 0) names a
     session we never created and gets FETCH_SESSION_ID_NOT_FOUND, after which clients fall
     back to a full fetch.
+
+Memory (docs/robustness.md, Bounds): the response's `max_bytes` is further limited by what the
+connection's unsent-answer budget has left (`socket.response.buffer.max.bytes`,
+`gateway.connection.ResponseBudget`), as Kafka bounds a response by its `fetch.max.bytes`.
+With the budget used up (the client does not read its answers) a fetch reads nothing and
+answers like one that found no data, after `max_wait_ms`; with some left, KIP-74's "at least
+one batch" still holds, so a consumer always makes progress. The bytes read are held in the
+budget until the answer is queued for writing.
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from gateway.connection import response_budget_of
 from gateway.dataplane.plane import DataPlane, Partition
 from gateway.registry import HandlerRegistry, RequestContext
 from protocol.codec import response_type_of
@@ -107,9 +116,12 @@ class FetchApi:
         return topics
 
     def _read(
-        self, topics: list[_Topic], max_bytes: int, read_committed: bool
+        self, topics: list[_Topic], max_bytes: int, read_committed: bool, budget_left: bool = True
     ) -> tuple[list[dict[str, Any]], int, bool]:
-        """(response topics, record bytes, any partition error) for the current log state."""
+        """(response topics, record bytes, any partition error) for the current log state.
+
+        `budget_left` False: the connection's answer budget is used up, so not even KIP-74's
+        one batch is read (every partition answers without records)."""
         total = 0
         has_error = False
         out = []
@@ -126,7 +138,7 @@ class FetchApi:
                         error = ErrorCode.offset_out_of_range
                     else:
                         limit = min(w.max_bytes, max_bytes - total)
-                        if limit > 0 or total == 0:
+                        if limit > 0 or (total == 0 and budget_left):
                             try:
                                 records = p.store.read(w.offset, max(limit, 1))
                             except LogError:  # the log failed (an fsync error): until restart
@@ -171,15 +183,20 @@ class FetchApi:
         topics = self._resolve(request, by_id=version >= 13)
         read_committed = getattr(request, "isolation_level", 0) == READ_COMMITTED
         max_bytes = request.max_bytes
+        budget = response_budget_of(ctx)
         max_wait = request.max_wait.total_seconds()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max_wait
         while True:
-            out, total, has_error = self._read(topics, max_bytes, read_committed)
+            left = None if budget is None else budget.available()
+            allowed = max_bytes if left is None else min(max_bytes, left)
+            out, total, has_error = self._read(topics, allowed, read_committed, left != 0)
             remaining = deadline - loop.time()
             if total >= request.min_bytes or has_error or remaining <= 0 or self.plane.closing:
                 break
             await self._wait_for_append(topics, remaining)
+        if budget is not None:
+            budget.hold(total)
         return build(
             response_type,
             {

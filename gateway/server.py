@@ -9,6 +9,12 @@ serving; an extension registers handlers on `server.registry`, subscribes to top
 `server.plane.subscribe(...)`, reads `server.plane.metadata_image()`, and adds metrics on
 `server.metrics`.
 
+Listeners (gateway.listeners): one asyncio server per entry of `listeners`, the main one first;
+an SSL listener gets its TLS context here (gateway.tls), so a failed handshake (an untrusted
+or expired certificate, plaintext bytes on the TLS port) closes the socket before any Kafka
+connection exists. Each connection knows its listener's name, which Metadata, FindCoordinator
+and DescribeCluster answer with (`ClusterView.endpoint_for`), and its principal.
+
 Shutdown (SIGTERM/SIGINT): stop accepting, stop reading new requests, release long-polling
 fetches, wait for every request already read to be answered and written (bounded by a grace
 period), close the connections, then close storage (waiting for pending fsyncs) and exit 0.
@@ -19,9 +25,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import ipaddress
 import itertools
 import os
 import signal
+import socket
+import ssl
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -40,8 +49,17 @@ from gateway.dataplane.plane import DataPlane
 from gateway.dataplane.store import StoreFactory, open_segment_store
 from gateway.dispatch import Dispatcher
 from gateway.find_coordinator import FindCoordinatorApi
+from gateway.listeners import Listener
 from gateway.metrics import MetricsRegistry, serve_metrics
 from gateway.registry import HandlerRegistry
+from gateway.tls import (
+    RELOADED_KEYS,
+    NoMatchingRule,
+    PrincipalMapper,
+    peer_principal,
+    reload_keystore,
+    server_context,
+)
 from records.errors import LogError
 
 log = structlog.get_logger("gateway")
@@ -49,6 +67,52 @@ log = structlog.get_logger("gateway")
 Extension = Callable[["GatewayServer"], object]
 
 SHUTDOWN_GRACE_SECONDS = 10.0
+# A client that opens a TLS listener's port and never completes the handshake is dropped after
+# this long (asyncio's default is 60 s; Kafka has no separate bound but idles out connections).
+TLS_HANDSHAKE_TIMEOUT_SECONDS = 10.0
+
+
+def advertised_host(listener: Listener) -> str:
+    """What clients are told to connect to: `advertised.listeners`, else the bind address, else
+    (bound to every interface) the host's name, as Kafka advertises for an empty host."""
+    return listener.advertised_host or socket.getfqdn()
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class ListenerTls:
+    """One SSL listener's TLS state: its context (reloaded in place by a dynamic keystore update)
+    and its principal mapping rules."""
+
+    def __init__(self, listener: Listener, dynamic: dict[str, str]) -> None:
+        self.listener = listener
+        self.applied = self.settings(dynamic)
+        self.context = server_context(self.applied)
+        self.mapper = PrincipalMapper(self.applied.get("ssl.principal.mapping.rules"))
+
+    def settings(self, dynamic: dict[str, str]) -> dict[str, str]:
+        """The static settings, overridden by dynamic `listener.name.<name>.ssl.*` broker configs."""
+        prefix = self.listener.prefix
+        return {
+            **self.listener.settings,
+            **{k[len(prefix) :]: v for k, v in dynamic.items() if k.startswith(prefix)},
+        }
+
+    def update(self, dynamic: dict[str, str]) -> bool:
+        """Reload the keystore when a dynamic update changed it; True if it did."""
+        wanted = self.settings(dynamic)
+        if all(wanted.get(k) == self.applied.get(k) for k in RELOADED_KEYS):
+            return False
+        reload_keystore(self.context, wanted)
+        self.applied = wanted
+        return True
 
 
 class GatewayServer:
@@ -84,8 +148,21 @@ class GatewayServer:
             lock=data_dir_lock,
             ignore_topics_file=ignore_topics_file,
         )
-        host, port = config.listen_address
-        self.cluster = ClusterView(self.plane.cluster_id, NodeEndpoint(config.node_id, host, port))
+        self.listeners = config.served_listeners
+        endpoints = {
+            listener.name: NodeEndpoint(
+                config.node_id, advertised_host(listener), listener.advertised_port or listener.port
+            )
+            for listener in self.listeners
+        }
+        self.cluster = ClusterView(self.plane.cluster_id, endpoints[self.listeners[0].name], endpoints)
+        # TLS contexts are built before serving, so a bad keystore stops the start-up.
+        self.tls: dict[str, ListenerTls] = {
+            listener.name: ListenerTls(listener, self._dynamic_broker_configs())
+            for listener in self.listeners
+            if listener.uses_tls
+        }
+        self.plane.configs.on_broker_change.append(self._on_broker_configs)
         self.api_versions = ApiVersionsApi(self.registry)
         self.api_versions.register()
         FindCoordinatorApi(self.cluster).register(self.registry)
@@ -119,6 +196,8 @@ class GatewayServer:
             "groupshift_python_allocated_blocks", "Memory blocks currently allocated by the interpreter"
         ).set_function(lambda: float(sys.getallocatedblocks()))
         self._server: asyncio.Server | None = None
+        self._listener_servers: list[asyncio.Server] = []
+        self._bound_ports: list[int] = []
         self._metrics_server: asyncio.Server | None = None
         self._accepted = self.metrics.counter(
             "groupshift_connections_accepted_total", "Client connections accepted"
@@ -130,13 +209,18 @@ class GatewayServer:
             lambda: len(self.plane.topics)
         )
 
-    def _new_connection(self) -> KafkaConnection:
-        conn = KafkaConnection(
+    def _new_connection(self, listener: Listener | None = None) -> KafkaConnection:
+        listener = listener or self.listeners[0]
+        tls = self.tls.get(listener.name)
+        conn = (KafkaConnection if tls is None else TlsKafkaConnection)(
             connection_id=next(self._ids),
             on_frame=self.frame_handler,
             max_frame_bytes=self.config.socket_request_max_bytes,
             on_lost=self._connection_lost,
         )
+        conn.ctx.listener_name = listener.name
+        if isinstance(conn, TlsKafkaConnection) and tls is not None:
+            conn.mapper = tls.mapper
         self._connections.add(conn)
         self._accepted.inc()
         return conn
@@ -158,17 +242,68 @@ class GatewayServer:
 
     @property
     def port(self) -> int:
-        return self.cluster.node.port
+        """The port the main listener is bound to (its advertised port may differ)."""
+        return self._bound_ports[0] if self._bound_ports else self.cluster.node.port
+
+    def ssl_context(self, listener: Listener | None = None) -> ssl.SSLContext | None:
+        """The TLS context of `listener` (default: the main one), None on a PLAINTEXT listener;
+        upstream mode's per-broker listeners use the main listener's."""
+        tls = self.tls.get((listener or self.listeners[0]).name)
+        return None if tls is None else tls.context
+
+    def _dynamic_broker_configs(self) -> dict[str, str]:
+        configs = self.plane.configs
+        return {**configs.broker_default, **configs.broker}
+
+    def _on_broker_configs(self) -> None:
+        """A dynamic broker config changed: reload the keystores it updates (KIP-226)."""
+        dynamic = self._dynamic_broker_configs()
+        for name, tls in self.tls.items():
+            try:
+                if tls.update(dynamic):
+                    log.info("gateway.keystore_reloaded", listener=name)
+            except (ValueError, OSError, ssl.SSLError) as e:
+                log.error("gateway.keystore_reload_failed", listener=name, error=str(e))
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
-        host, port = self.config.listen_address
-        self._server = await loop.create_server(
-            self._new_connection, host, port, reuse_address=True, backlog=1024
+        for listener in self.listeners:
+            tls = self.tls.get(listener.name)
+            srv = await loop.create_server(
+                functools.partial(self._new_connection, listener),
+                listener.bind_host,
+                listener.port,
+                reuse_address=True,
+                backlog=1024,
+                ssl=None if tls is None else tls.context,
+                ssl_handshake_timeout=None if tls is None else TLS_HANDSHAKE_TIMEOUT_SECONDS,
+            )
+            self._listener_servers.append(srv)
+            bound = int(srv.sockets[0].getsockname()[1])
+            self._bound_ports.append(bound)
+            endpoint = self.cluster.endpoints[listener.name]
+            if listener.advertised_port is None:
+                endpoint.port = bound  # (the port may have been 0)
+            if listener.protocol == "PLAINTEXT" and not is_loopback(listener.bind_host):
+                log.warning(
+                    "gateway.plaintext_listener_exposed",
+                    listener=listener.name,
+                    host=listener.bind_host,
+                    port=bound,
+                    message="a PLAINTEXT listener on a non-loopback address and no authorizer: "
+                    "anyone who reaches this port can read, write and delete every topic and group",
+                )
+        self._server = self._listener_servers[0]
+        self.plane.configs.set_listener(
+            ",".join(
+                f"{lst.name}://{lst.host}:{port}"
+                for lst, port in zip(self.listeners, self._bound_ports, strict=True)
+            ),
+            ",".join(
+                f"{lst.name}://{self.cluster.endpoints[lst.name].host}:{self.cluster.endpoints[lst.name].port}"
+                for lst in self.listeners
+            ),
         )
-        bound = self._server.sockets[0].getsockname()
-        self.cluster.node.port = int(bound[1])
-        self.plane.configs.set_listener(host, self.cluster.node.port)  # (the port may have been 0)
         for hook in self.on_start:
             hook(loop)
         metrics_at = self.config.metrics_address
@@ -176,10 +311,16 @@ class GatewayServer:
             self._metrics_server = await serve_metrics(self.metrics, *metrics_at, ready=self.readiness)
             mport = self._metrics_server.sockets[0].getsockname()[1]
             metrics_at = (metrics_at[0], int(mport))
+        main = self.listeners[0]
         log.info(
             "gateway.listening",
-            host=host,
-            port=self.cluster.node.port,
+            host=main.bind_host,
+            port=self.port,
+            listeners=[
+                f"{lst.name}({lst.protocol})://{lst.bind_host}:{port} advertised "
+                f"{self.cluster.endpoints[lst.name].host}:{self.cluster.endpoints[lst.name].port}"
+                for lst, port in zip(self.listeners, self._bound_ports, strict=True)
+            ],
             node_id=self.cluster.node.node_id,
             cluster_id=self.cluster.cluster_id,
             data_dir=str(self.config.data_dir),
@@ -190,8 +331,8 @@ class GatewayServer:
 
     async def stop(self, grace: float = SHUTDOWN_GRACE_SECONDS) -> None:
         log.info("gateway.stopping", connections=len(self._connections))
-        if self._server is not None:
-            self._server.close()
+        for srv in self._listener_servers:
+            srv.close()
         for extra in self.extra_servers:
             extra.close()
         if self._metrics_server is not None:
@@ -229,6 +370,22 @@ class GatewayServer:
         await self.start()
         await stop.wait()
         await self.stop()
+
+
+class TlsKafkaConnection(KafkaConnection):
+    """A connection on an SSL listener: asyncio calls `connection_made` once the handshake has
+    succeeded, and the client's principal is taken from its certificate then."""
+
+    mapper = PrincipalMapper()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        try:
+            self.ctx.principal = peer_principal(transport.get_extra_info("ssl_object"), self.mapper)
+        except NoMatchingRule as e:
+            # Kafka fails the authentication: the connection is closed, nothing answered.
+            log.warning("gateway.tls_principal_unmapped", connection_id=self.connection_id, error=str(e))
+            transport.close()
 
 
 def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:

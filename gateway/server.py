@@ -33,7 +33,7 @@ import socket
 import ssl
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import structlog
@@ -105,6 +105,17 @@ class ListenerTls:
             **{k[len(prefix) :]: v for k, v in dynamic.items() if k.startswith(prefix)},
         }
 
+    def check(self, dynamic: dict[str, str]) -> str | None:
+        """Why these dynamic settings cannot be applied, or None (they load, or change nothing)."""
+        wanted = self.settings(dynamic)
+        if all(wanted.get(k) == self.applied.get(k) for k in RELOADED_KEYS):
+            return None
+        try:
+            server_context(wanted)
+        except (ValueError, OSError, ssl.SSLError) as e:
+            return str(e)
+        return None
+
     def update(self, dynamic: dict[str, str]) -> bool:
         """Reload the keystore when a dynamic update changed it; True if it did."""
         wanted = self.settings(dynamic)
@@ -163,6 +174,7 @@ class GatewayServer:
             if listener.uses_tls
         }
         self.plane.configs.on_broker_change.append(self._on_broker_configs)
+        self.plane.configs.broker_checks.append(self._check_broker_configs)
         self.api_versions = ApiVersionsApi(self.registry)
         self.api_versions.register()
         FindCoordinatorApi(self.cluster).register(self.registry)
@@ -265,6 +277,17 @@ class GatewayServer:
             except (ValueError, OSError, ssl.SSLError) as e:
                 log.error("gateway.keystore_reload_failed", listener=name, error=str(e))
 
+    def _check_broker_configs(self, dynamic: Mapping[str, str]) -> str | None:
+        """Kafka validates a dynamic keystore update before accepting it (the new stores must
+        load), so a bad update is refused and the serving context is never touched."""
+        for name, tls in self.tls.items():
+            problem = tls.check(dict(dynamic))
+            if problem is not None:
+                return (
+                    f"Validation of dynamic config update of SSLFactory failed for listener {name}: {problem}"
+                )
+        return None
+
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         for listener in self.listeners:
@@ -316,6 +339,7 @@ class GatewayServer:
             "gateway.listening",
             host=main.bind_host,
             port=self.port,
+            ports={lst.name: port for lst, port in zip(self.listeners, self._bound_ports, strict=True)},
             listeners=[
                 f"{lst.name}({lst.protocol})://{lst.bind_host}:{port} advertised "
                 f"{self.cluster.endpoints[lst.name].host}:{self.cluster.endpoints[lst.name].port}"

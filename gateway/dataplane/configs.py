@@ -334,6 +334,9 @@ class ConfigStore:
         self._max_bytes: dict[str, int] = {}
         # Called after every dynamic broker config change (a keystore update reloads TLS).
         self.on_broker_change: list[Callable[[], None]] = []
+        # Checks of a proposed set of dynamic broker configs (the per-broker layer over the
+        # cluster default): a message refuses the update (a keystore that does not load).
+        self.broker_checks: list[Callable[[Mapping[str, str]], str | None]] = []
         if self._path.exists():
             doc = json.loads(self._path.read_text(encoding="utf-8"))
             self.topics = {k: dict(v) for k, v in doc.get("topics", {}).items()}

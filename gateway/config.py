@@ -432,6 +432,11 @@ def load_settings(
     for key, value in (overrides or {}).items():
         settings[key] = value
         origins[key] = (override_origins or {}).get(key, "")
+    if "listeners" in (overrides or {}) and "advertised.listeners" not in (overrides or {}):
+        # A flag (`--listen`) replaced the file's listeners: the file's advertised addresses
+        # were for those, not for this one (`--set advertised.listeners=...` still applies).
+        settings.pop("advertised.listeners", None)
+        origins.pop("advertised.listeners", None)
     for key, value in parse_set_options(sets).items():
         settings[key] = value
         origins[key] = f"--set {key}"

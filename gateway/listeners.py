@@ -149,6 +149,8 @@ def parse_listeners(
     advertised_at: dict[str, tuple[str, int]] = {}
     if advertised is not None and advertised.strip():
         for name, host, port in _entries(advertised, key="advertised.listeners"):
+            if name in controllers:
+                continue  # the controller's (Kafka's effective broker listeners leave it out)
             if host == "0.0.0.0":
                 raise ListenerError(NONROUTABLE_ADVERTISED)
             advertised_at[name] = (host, port)

@@ -411,6 +411,12 @@ class TlsKafkaConnection(KafkaConnection):
             log.warning("gateway.tls_principal_unmapped", connection_id=self.connection_id, error=str(e))
             transport.close()
 
+    def eof_received(self) -> bool | None:
+        """TLS has no half-close: the transport closes after the peer's close_notify whatever
+        this returns (asyncio logs a warning for True), so nothing is kept open."""
+        super().eof_received()
+        return None
+
 
 def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     try:

@@ -25,6 +25,7 @@ from cryptography import x509
 from e2e.conftest import Gateways
 from e2e.harness import GatewayProcess
 from e2e.tls_certs import PASSWORD, Authority, Issued
+from harness.kafka_dist.java_clients import JavaClients, VerifiableProcess
 
 pytestmark = pytest.mark.e2e
 
@@ -360,3 +361,53 @@ def test_an_advertised_meta_address_stops_the_start_with_kafkas_message(tmp_path
         "advertised.listeners cannot use the nonroutable meta-address 0.0.0.0. Use a routable IP address."
         in out.stdout + out.stderr
     )
+
+
+def java_events_until_exit(proc: VerifiableProcess, timeout: float = 120.0) -> list[dict[str, Any]]:
+    events = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        event = proc.next_event(deadline - time.monotonic())
+        if event is None:
+            break
+        events.append(event)
+        if event.get("name") == "shutdown_complete":
+            break
+    return events
+
+
+def test_java_kafka_clients_over_ssl_and_mutual_tls(
+    tls_gw: GatewayProcess, certs: Certs, kafka_clients4: JavaClients
+) -> None:
+    """Kafka's own Java client (VerifiableProducer / VerifiableConsumer, newest 4.x), with the
+    PEM truststore and, on the mutual-TLS listener, a PKCS12 keystore."""
+    p = ports(tls_gw)
+    trust = {
+        "security.protocol": "SSL",
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(certs.ca.pem),
+    }
+    mutual = {
+        **trust,
+        "ssl.keystore.type": "PKCS12",
+        "ssl.keystore.location": str(certs.alice.p12),
+        "ssl.keystore.password": PASSWORD,
+    }
+    for listener, props in (("SSL", trust), ("MTLS", mutual)):
+        bootstrap = f"127.0.0.1:{p[listener]}"
+        topic = f"java-{listener.lower()}-{uuid.uuid4().hex[:6]}"
+        with kafka_clients4.verifiable_producer(bootstrap, topic, 10, properties=props) as producer:
+            sent = java_events_until_exit(producer)
+        assert sum(e.get("name") == "producer_send_success" for e in sent) == 10, producer.stderr_tail()
+        for protocol in ("classic", "consumer"):
+            with kafka_clients4.verifiable_consumer(
+                bootstrap,
+                topic,
+                f"g-{topic}-{protocol}",
+                group_protocol=protocol,
+                max_messages=10,
+                properties=props,
+            ) as consumer:
+                events = java_events_until_exit(consumer)
+            consumed = sum(int(e.get("count", 0)) for e in events if e.get("name") == "records_consumed")
+            assert consumed == 10, (listener, protocol, consumer.stderr_tail())

@@ -161,3 +161,22 @@ def test_a_client_in_another_network_namespace_reaches_the_advertised_address(ga
             assert inside["brokers"] == [["127.0.0.1", ports["INTERNAL"]]]
         finally:
             forwarder.close()
+
+
+def test_a_wildcard_plaintext_listener_warns_once_and_advertises_the_host_name(gateways: Gateways) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    exposed = gateways.start(
+        "exposed",
+        sets=[
+            "listeners=PLAINTEXT://0.0.0.0:0,OTHER://0.0.0.0:0",
+            "listener.security.protocol.map=OTHER:PLAINTEXT",
+        ],
+    )
+    warnings = exposed.events("gateway.plaintext_listener_exposed")
+    assert len(warnings) == 1 and warnings[0]["level"] == "warning"
+    assert [w.split("://")[0] for w in warnings[0]["listeners"]] == ["PLAINTEXT", "OTHER"]
+    brokers = AdminClient({"bootstrap.servers": exposed.bootstrap}).list_topics(timeout=20).brokers
+    assert [(b.host, b.port) for b in brokers.values()] == [(socket.getfqdn(), exposed.port)]
+    quiet = gateways.start("loopback")  # README command 1's listener: 127.0.0.1, no warning
+    assert quiet.events("gateway.plaintext_listener_exposed") == []

@@ -307,15 +307,18 @@ class GatewayServer:
             endpoint = self.cluster.endpoints[listener.name]
             if listener.advertised_port is None:
                 endpoint.port = bound  # (the port may have been 0)
-            if listener.protocol == "PLAINTEXT" and not is_loopback(listener.bind_host):
-                log.warning(
-                    "gateway.plaintext_listener_exposed",
-                    listener=listener.name,
-                    host=listener.bind_host,
-                    port=bound,
-                    message="a PLAINTEXT listener on a non-loopback address and no authorizer: "
-                    "anyone who reaches this port can read, write and delete every topic and group",
-                )
+        exposed = [
+            f"{lst.name}://{lst.bind_host}:{port}"
+            for lst, port in zip(self.listeners, self._bound_ports, strict=True)
+            if lst.protocol == "PLAINTEXT" and not is_loopback(lst.bind_host)
+        ]
+        if exposed:  # one warning at start-up, naming every such listener
+            log.warning(
+                "gateway.plaintext_listener_exposed",
+                listeners=exposed,
+                message="PLAINTEXT listener on a non-loopback address and no authorizer: anyone "
+                "who reaches it can read, write and delete every topic and group (docs/security.md)",
+            )
         self._server = self._listener_servers[0]
         self.plane.configs.set_listener(
             ",".join(

@@ -38,6 +38,7 @@ class Certs:
     alice: Issued  # a client of the trusted CA
     expired: Issued
     rogue: Issued  # a client of a CA the server does not trust
+    rogue_ca: Authority
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +53,7 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> Certs:
         alice=ca.issue("alice", "alice", ou="eng"),
         expired=ca.issue("expired", "old", ou="eng", expired=True),
         rogue=rogue_ca.issue("mallory", "mallory", ou="eng"),
+        rogue_ca=rogue_ca,
     )
 
 
@@ -331,6 +333,10 @@ def test_keystore_update_without_restart(tls_gw: GatewayProcess, certs: Certs, t
     before.produce("rotate", b"2")  # a connection opened before keeps working
     assert before.flush(30) == 0
     assert server_serial(p["MTLS"], certs) == certs.server.serial  # the other listener is untouched
+    # A truststore update replaces the CAs: the old one's clients are refused from then on.
+    alter("listener.name.mtls.ssl.truststore.location", str(certs.rogue_ca.p12))
+    assert refused(p["MTLS"], certs, certs.alice)
+    assert len(tls_exchange(p["MTLS"], certs, certs.rogue)) == 4
     assert any(e.get("listener") == "SSL" for e in tls_gw.events("gateway.keystore_reloaded"))
 
 

@@ -57,7 +57,6 @@ from gateway.tls import (
     NoMatchingRule,
     PrincipalMapper,
     peer_principal,
-    reload_keystore,
     server_context,
 )
 from records.errors import LogError
@@ -88,14 +87,24 @@ def is_loopback(host: str) -> bool:
 
 
 class ListenerTls:
-    """One SSL listener's TLS state: its context (reloaded in place by a dynamic keystore update)
-    and its principal mapping rules."""
+    """One SSL listener's TLS state and its principal mapping rules.
+
+    The listening socket keeps one context for its life (asyncio binds it when serving starts);
+    a dynamic keystore or truststore update builds a whole new context, and the listening one's
+    SNI callback, which OpenSSL calls for every handshake (with or without a server name), moves
+    each new connection onto the newest. Open connections keep the context they started with."""
 
     def __init__(self, listener: Listener, dynamic: dict[str, str]) -> None:
         self.listener = listener
         self.applied = self.settings(dynamic)
         self.context = server_context(self.applied)
+        self.current = self.context
+        self.context.sni_callback = self._newest
         self.mapper = PrincipalMapper(self.applied.get("ssl.principal.mapping.rules"))
+
+    def _newest(self, ssl_object: ssl.SSLObject, server_name: str | None, ctx: ssl.SSLContext) -> None:
+        if self.current is not self.context:
+            ssl_object.context = self.current
 
     def settings(self, dynamic: dict[str, str]) -> dict[str, str]:
         """The static settings, overridden by dynamic `listener.name.<name>.ssl.*` broker configs."""
@@ -117,11 +126,11 @@ class ListenerTls:
         return None
 
     def update(self, dynamic: dict[str, str]) -> bool:
-        """Reload the keystore when a dynamic update changed it; True if it did."""
+        """Load the stores again when a dynamic update changed them; True if it did."""
         wanted = self.settings(dynamic)
         if all(wanted.get(k) == self.applied.get(k) for k in RELOADED_KEYS):
             return False
-        reload_keystore(self.context, wanted)
+        self.current = server_context(wanted)
         self.applied = wanted
         return True
 

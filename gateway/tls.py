@@ -18,9 +18,9 @@ Kafka behaviour (`SslFactory`, `DefaultSslEngineFactory`, `SslPrincipalMapper`, 
   name; `RULE:pattern/replacement/[LU]` rules are tried in order, the first whose pattern matches
   the whole name wins, and a name no rule matches fails the authentication (the connection is
   closed). A client with no certificate is `User:ANONYMOUS`, as every PLAINTEXT client.
-* A keystore update without a restart (KIP-226 dynamic `listener.name.X.ssl.keystore.*`): the
-  listener's context loads the new key and chain, and new connections get them; connections
-  already open keep theirs.
+* A keystore or truststore update without a restart (KIP-226 dynamic
+  `listener.name.X.ssl.keystore.*` / `ssl.truststore.*`): a new context is built from the new
+  stores and new connections get it; connections already open keep theirs (gateway.server).
 """
 
 from __future__ import annotations
@@ -348,13 +348,3 @@ def server_context(settings: Mapping[str, str]) -> ssl.SSLContext:
     _load_truststore(ctx, settings)
     PrincipalMapper(settings.get("ssl.principal.mapping.rules"))  # refused at start, not per client
     return ctx
-
-
-def reload_keystore(ctx: ssl.SSLContext, settings: Mapping[str, str]) -> None:
-    """Load a new keystore (and truststore) into a listener's context: connections accepted
-    afterwards use them. The new stores are read into a scratch context first, so a bad update
-    raises `TlsConfigError` and leaves the serving context as it was."""
-    server_context(settings)
-    _load_keystore(ctx, settings)
-    if settings.get("ssl.truststore.location"):
-        _load_truststore(ctx, settings)

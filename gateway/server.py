@@ -77,6 +77,11 @@ def advertised_host(listener: Listener) -> str:
     return listener.advertised_host or socket.getfqdn()
 
 
+def host_port(host: str, port: int) -> str:
+    """`HOST:PORT` as Kafka writes a listener, an IPv6 literal in brackets."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 def is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -331,12 +336,12 @@ class GatewayServer:
         self._server = self._listener_servers[0]
         self.plane.configs.set_listener(
             ",".join(
-                f"{lst.name}://{lst.host}:{port}"
+                f"{lst.name}://{host_port(lst.host, port)}"
                 for lst, port in zip(self.listeners, self._bound_ports, strict=True)
             ),
             ",".join(
-                f"{lst.name}://{self.cluster.endpoints[lst.name].host}:{self.cluster.endpoints[lst.name].port}"
-                for lst in self.listeners
+                f"{name}://{host_port(endpoint.host, endpoint.port)}"
+                for name, endpoint in self.cluster.endpoints.items()
             ),
         )
         for hook in self.on_start:

@@ -228,8 +228,10 @@ def _read(path_text: str, key: str) -> bytes:
 def _pkcs12(data: bytes, password: str | None, key: str) -> tuple[Any, Any, list[Any]]:
     try:
         from cryptography.hazmat.primitives.serialization import pkcs12
-    except ImportError:  # pragma: no cover - an optional dependency (`pip install groupshift[tls]`)
-        raise TlsConfigError(f"{key}: reading PKCS12 needs the `cryptography` package") from None
+    except ImportError:  # pragma: no cover - optional: `pip install groupshift[tls]`
+        raise TlsConfigError(
+            f"{key}: reading PKCS12 needs the `cryptography` package (pip install 'groupshift[tls]')"
+        ) from None
     try:
         k, cert, extra = pkcs12.load_key_and_certificates(data, password.encode() if password else None)
     except ValueError as e:

@@ -2,13 +2,16 @@
 
 groupshift is a single-node cluster: the node is the controller, the leader and only replica of
 every partition, and the coordinator of every group, so Metadata, FindCoordinator and
-DescribeCluster all answer with this one endpoint. The port is known only after binding
-(`--listen 127.0.0.1:0`), hence a small mutable holder filled in by the server.
+DescribeCluster all answer with this one node. As Kafka does, they answer with the advertised
+address *of the listener the request came in on* (`advertised.listeners`, KIP-103), so a client
+behind NAT and one on the host each get an address they reach. The port is known only after
+binding (`--listen 127.0.0.1:0`), hence small mutable holders filled in by the server.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Protocol
 
 
 @dataclass(slots=True)
@@ -18,10 +21,22 @@ class NodeEndpoint:
     port: int
 
 
+class _HasListenerName(Protocol):
+    @property
+    def listener_name(self) -> str: ...
+
+
 @dataclass(slots=True)
 class ClusterView:
     cluster_id: str
     node: NodeEndpoint
+    """The main listener's advertised endpoint."""
+    endpoints: dict[str, NodeEndpoint] = field(default_factory=dict)
+    """Listener name -> this node as advertised on that listener."""
+
+    def endpoint_for(self, ctx: _HasListenerName) -> NodeEndpoint:
+        """This node as the client of `ctx` must see it: its listener's advertised address."""
+        return self.endpoints.get(ctx.listener_name, self.node)
 
     @property
     def controller_id(self) -> int:

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from engine.config import INT_MAX, CoordinatorConfig
 from gateway.kafka_broker_keys import KAFKA_BROKER_KEYS, KAFKA_VERSIONS, is_kafka_broker_key
+from gateway.listeners import Listener, ListenerError, parse_listeners
 from gateway.upstream.config import UPSTREAM_KEYS, UpstreamConfig
 
 DEFAULT_PORT = 9092
@@ -95,6 +96,13 @@ class ServerConfig(BaseModel):
     model_config = ConfigDict(populate_by_name=True, frozen=True, extra="forbid")
 
     listeners: str = Field(f"127.0.0.1:{DEFAULT_PORT}", alias="listeners")
+    # Kafka's listener settings (gateway.listeners): several named listeners, each with its
+    # protocol, the address clients are told, and its own `ssl.*` settings.
+    advertised_listeners: str | None = Field(None, alias="advertised.listeners")
+    listener_security_protocol_map: str | None = Field(None, alias="listener.security.protocol.map")
+    controller_listener_names: str | None = Field(None, alias="controller.listener.names")
+    # `ssl.*` and `listener.name.<name>.ssl.*` settings (Kafka names) of the TLS listeners.
+    tls_settings: dict[str, str] = Field(default_factory=dict)
     log_dirs: Path = Field(Path("./groupshift-data"), alias="log.dirs")
     num_partitions: int = Field(1, alias="num.partitions", ge=1, le=INT_MAX)
     auto_create_topics_enable: bool = Field(True, alias="auto.create.topics.enable")
@@ -142,12 +150,6 @@ class ServerConfig(BaseModel):
     # Upstream mode (`upstream.*` keys, `serve --upstream`): None serves embedded topics.
     upstream: UpstreamConfig | None = None
 
-    @field_validator("listeners")
-    @classmethod
-    def _check_listener(cls, value: str) -> str:
-        _split_host_port(value)
-        return value
-
     @field_validator("metrics_listen")
     @classmethod
     def _check_metrics_listen(cls, value: str | None) -> str | None:
@@ -177,19 +179,34 @@ class ServerConfig(BaseModel):
 
     @model_validator(mode="after")
     def _distinct_ports(self) -> ServerConfig:
-        """The Kafka listener and the metrics endpoint cannot share a port."""
+        """The listeners are valid together, and no Kafka listener shares the metrics port."""
+        served = self.served_listeners
         if self.metrics_listen is not None:
-            host, port = _split_host_port(self.listeners)
             m_host, m_port = _split_host_port(self.metrics_listen)
-            if port != 0 and port == m_port and (host == m_host or "0.0.0.0" in (host, m_host)):
-                raise ValueError(
-                    f"metrics.listen={self.metrics_listen} uses the port of listeners={self.listeners}"
-                )
+            for listener in served:
+                host, port = listener.bind_host, listener.port
+                if port != 0 and port == m_port and (host == m_host or "0.0.0.0" in (host, m_host)):
+                    raise ValueError(
+                        f"metrics.listen={self.metrics_listen} uses the port of listeners={self.listeners}"
+                    )
         return self
 
     @property
+    def served_listeners(self) -> tuple[Listener, ...]:
+        """The listeners to open, the main one first (`gateway.listeners.parse_listeners`)."""
+        return parse_listeners(
+            self.listeners,
+            advertised=self.advertised_listeners,
+            protocol_map=self.listener_security_protocol_map,
+            controller_names=self.controller_listener_names,
+            settings=self.tls_settings,
+        )
+
+    @property
     def listen_address(self) -> tuple[str, int]:
-        return parse_host_port(self.listeners, key="listeners")
+        """Where the main (first) listener binds."""
+        main = self.served_listeners[0]
+        return main.bind_host, main.port
 
     @property
     def metrics_address(self) -> tuple[str, int] | None:
@@ -264,54 +281,24 @@ def _suggest(key: str) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-LISTENER_KEYS = frozenset({"listener.security.protocol.map", "controller.listener.names"})
-# Kafka's default `listener.security.protocol.map`: a listener named like a protocol uses it.
-_DEFAULT_PROTOCOLS = {p: p for p in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")}
-
-
-def _kafka_listener(settings: Mapping[str, Any], at: str) -> str:
-    """The one listener groupshift serves, from a Kafka `listeners` value.
-
-    A broker's `listeners` may name several (`PLAINTEXT://:9092,CONTROLLER://:9093`), each
-    `NAME://HOST:PORT` with NAME's protocol in `listener.security.protocol.map`; groupshift
-    serves the one PLAINTEXT listener that is not a controller listener
-    (`controller.listener.names`). An empty host means every interface, as in Kafka.
-    """
-    value = str(settings["listeners"])
-    if "://" not in value:
-        return value  # HOST:PORT, groupshift's own form
-    protocols = dict(_DEFAULT_PROTOCOLS)
-    for pair in str(settings.get("listener.security.protocol.map", "")).split(","):
-        name, sep, protocol = pair.partition(":")
-        if sep:
-            protocols[name.strip().upper()] = protocol.strip().upper()
-    controllers = {n.strip().upper() for n in str(settings.get("controller.listener.names", "")).split(",")}
-    served = []
-    for entry in (e.strip() for e in value.split(",") if e.strip()):
-        name, sep, address = entry.partition("://")
-        if not sep:
-            raise ConfigError(f"{at}listeners: expected NAME://HOST:PORT entries, got {shown_value(entry)}")
-        name = name.strip().upper()
-        if name in controllers:
-            continue
-        listener_protocol = protocols.get(name)
-        if listener_protocol is None:
-            raise ConfigError(
-                f"{at}listeners: listener {name} has no protocol in listener.security.protocol.map"
-            )
-        if listener_protocol == "PLAINTEXT":
-            served.append(address if not address.startswith(":") else "0.0.0.0" + address)
-    if not served:
-        raise ConfigError(
-            f"{at}listeners: only PLAINTEXT listeners are supported, and {shown_value(value)} names none "
-            "(controller listeners aside)"
+def _tls_keys_used(settings: Mapping[str, Any], server: Mapping[str, Any]) -> frozenset[str]:
+    """The `ssl.*` / `listener.name.<n>.ssl.*` keys a served TLS listener reads; any other
+    stays an ignored Kafka key (a Kafka file's settings for listeners groupshift does not open)."""
+    try:
+        served = parse_listeners(
+            str(server.get("listeners", f"127.0.0.1:{DEFAULT_PORT}")),
+            advertised=server.get("advertised.listeners"),
+            protocol_map=server.get("listener.security.protocol.map"),
+            controller_names=server.get("controller.listener.names"),
+            settings={k: str(v) for k, v in settings.items()},
         )
-    if len(served) > 1:
-        raise ConfigError(
-            f"{at}listeners: {shown_value(value)} names {len(served)} PLAINTEXT listeners and groupshift "
-            "serves one: set listeners (or --listen) to HOST:PORT"
-        )
-    return served[0]
+    except ListenerError:
+        return frozenset()  # refused below, with the key named
+    tls = [listener for listener in served if listener.uses_tls]
+    prefixes = tuple(listener.prefix + "ssl." for listener in tls)
+    return frozenset(
+        k for k in settings if (tls and k.startswith("ssl.")) or (prefixes and k.startswith(prefixes))
+    )
 
 
 @dataclass(frozen=True)
@@ -331,10 +318,6 @@ def resolve_config(settings: Mapping[str, Any], origins: Mapping[str, str] | Non
     prefixes each error. Raises `ConfigError` naming every unknown key or invalid value.
     """
     origins = origins or {}
-    used_kafka_keys: frozenset[str] = frozenset()
-    if isinstance(settings.get("listeners"), str) and "://" in settings["listeners"]:
-        settings = {**settings, "listeners": _kafka_listener(settings, _at(origins, "listeners"))}
-        used_kafka_keys = LISTENER_KEYS  # they chose the listener: not ignored
     server: dict[str, Any] = {}
     group: dict[str, Any] = {}
     upstream: dict[str, Any] = {}
@@ -349,8 +332,7 @@ def resolve_config(settings: Mapping[str, Any], origins: Mapping[str, str] | Non
         elif key in UPSTREAM_KEYS:
             upstream[key] = value
         elif is_kafka_broker_key(raw_key):
-            if raw_key not in used_kafka_keys:
-                ignored.append(raw_key)
+            ignored.append(raw_key)
         else:
             unknown.append(raw_key)
     if unknown:
@@ -361,6 +343,9 @@ def resolve_config(settings: Mapping[str, Any], origins: Mapping[str, str] | Non
                 for k in unknown
             )
         )
+    tls_keys = _tls_keys_used(settings, server)
+    ignored = [k for k in ignored if k not in tls_keys]
+    _check_listeners(server, {k: str(settings[k]) for k in tls_keys}, origins)
     try:
         coordinator = CoordinatorConfig.model_validate(group)
     except ValidationError as e:
@@ -374,10 +359,32 @@ def resolve_config(settings: Mapping[str, Any], origins: Mapping[str, str] | Non
         except ValidationError as e:
             raise ConfigError(_explain(e, UPSTREAM_KEYS, origins)) from None
     try:
-        config = ServerConfig.model_validate({**server, "group": coordinator, "upstream": upstream_config})
+        config = ServerConfig.model_validate(
+            {
+                **server,
+                "tls_settings": {k: str(settings[k]) for k in sorted(tls_keys)},
+                "group": coordinator,
+                "upstream": upstream_config,
+            }
+        )
     except ValidationError as e:
         raise ConfigError(_explain(e, SERVER_KEYS, origins)) from None
     return LoadedConfig(config, tuple(sorted(ignored)))
+
+
+def _check_listeners(server: Mapping[str, Any], tls: Mapping[str, str], origins: Mapping[str, str]) -> None:
+    """Refuse bad listener settings with a `ConfigError` that says where the key was set."""
+    try:
+        parse_listeners(
+            str(server.get("listeners", f"127.0.0.1:{DEFAULT_PORT}")),
+            advertised=server.get("advertised.listeners"),
+            protocol_map=server.get("listener.security.protocol.map"),
+            controller_names=server.get("controller.listener.names"),
+            settings=tls,
+        )
+    except ListenerError as e:
+        key = str(e).split(" ", 1)[0].rstrip(":")
+        raise ConfigError(_at(origins, key if key in SERVER_KEYS else "listeners") + str(e)) from None
 
 
 def build_config(settings: Mapping[str, Any]) -> ServerConfig:
@@ -445,6 +452,11 @@ def load_settings(
     for key, value in (overrides or {}).items():
         settings[key] = value
         origins[key] = (override_origins or {}).get(key, "")
+    if "listeners" in (overrides or {}) and "advertised.listeners" not in (overrides or {}):
+        # A flag (`--listen`) replaced the file's listeners: the file's advertised addresses
+        # were for those, not for this one (`--set advertised.listeners=...` still applies).
+        settings.pop("advertised.listeners", None)
+        origins.pop("advertised.listeners", None)
     for key, value in parse_set_options(sets).items():
         settings[key] = value
         origins[key] = f"--set {key}"

@@ -64,8 +64,8 @@ class FindCoordinatorApi:
     def register(self, registry: HandlerRegistry) -> None:
         registry.register(API_KEY, MIN_VERSION, MAX_VERSION, self.handle)
 
-    def _lookup(self, key_type: int, key: str, batched: bool) -> dict[str, Any]:
-        node = self.cluster.node
+    def _lookup(self, ctx: RequestContext, key_type: int, key: str, batched: bool) -> dict[str, Any]:
+        node = self.cluster.endpoint_for(ctx)  # the address of the listener the client used
         if key_type not in (GROUP, TRANSACTION):
             return {
                 "error_code": ErrorCode.invalid_request,
@@ -83,4 +83,4 @@ class FindCoordinatorApi:
     def handle(self, ctx: RequestContext, header: Any, request: Any) -> Any:
         key_type = getattr(request, "key_type", GROUP)
         batched = getattr(request, "coordinator_keys", None) is not None  # v4+: one answer per key
-        return find_coordinator_response(request, lambda key: self._lookup(key_type, key, batched))
+        return find_coordinator_response(request, lambda key: self._lookup(ctx, key_type, key, batched))

@@ -66,6 +66,12 @@ class RequestContext:
     peer: tuple[str, int]
     listener: tuple[str, int]
     client_id: str = ""
+    listener_name: str = "PLAINTEXT"
+    """The name of the listener (`listeners`) the client connected to: Metadata answers with
+    that listener's advertised address."""
+    principal: str = "User:ANONYMOUS"
+    """Who the client authenticated as (`User:<mapped certificate subject>` on a mutual-TLS
+    listener), for authorization."""
     client_software_name: str | None = None
     client_software_version: str | None = None
     attributes: dict[str, Any] = field(default_factory=dict)

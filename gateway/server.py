@@ -9,6 +9,12 @@ serving; an extension registers handlers on `server.registry`, subscribes to top
 `server.plane.subscribe(...)`, reads `server.plane.metadata_image()`, and adds metrics on
 `server.metrics`.
 
+Listeners (gateway.listeners): one asyncio server per entry of `listeners`, the main one first;
+an SSL listener gets its TLS context here (gateway.tls), so a failed handshake (an untrusted
+or expired certificate, plaintext bytes on the TLS port) closes the socket before any Kafka
+connection exists. Each connection knows its listener's name, which Metadata, FindCoordinator
+and DescribeCluster answer with (`ClusterView.endpoint_for`), and its principal.
+
 Shutdown (SIGTERM/SIGINT): stop accepting, stop reading new requests, release long-polling
 fetches, wait for every request already read to be answered and written (bounded by a grace
 period), close the connections, then close storage (waiting for pending fsyncs) and exit 0.
@@ -19,12 +25,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import ipaddress
 import itertools
 import os
 import signal
+import socket
+import ssl
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import structlog
@@ -40,9 +49,17 @@ from gateway.dataplane.plane import DataPlane
 from gateway.dataplane.store import StoreFactory, open_segment_store
 from gateway.dispatch import Dispatcher
 from gateway.find_coordinator import FindCoordinatorApi
+from gateway.listeners import Listener
 from gateway.loop_lag import LoopLagMonitor
 from gateway.metrics import MetricsRegistry, serve_metrics
 from gateway.registry import HandlerRegistry
+from gateway.tls import (
+    RELOADED_KEYS,
+    NoMatchingRule,
+    PrincipalMapper,
+    peer_principal,
+    server_context,
+)
 from records.errors import LogError
 
 log = structlog.get_logger("gateway")
@@ -50,6 +67,78 @@ log = structlog.get_logger("gateway")
 Extension = Callable[["GatewayServer"], object]
 
 SHUTDOWN_GRACE_SECONDS = 10.0
+# A client that opens a TLS listener's port and never completes the handshake is dropped after
+# this long (asyncio's default is 60 s; Kafka has no separate bound but idles out connections).
+TLS_HANDSHAKE_TIMEOUT_SECONDS = 10.0
+
+
+def advertised_host(listener: Listener) -> str:
+    """What clients are told to connect to: `advertised.listeners`, else the bind address, else
+    (bound to every interface) the host's name, as Kafka advertises for an empty host."""
+    return listener.advertised_host or socket.getfqdn()
+
+
+def host_port(host: str, port: int) -> str:
+    """`HOST:PORT` as Kafka writes a listener, an IPv6 literal in brackets."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class ListenerTls:
+    """One SSL listener's TLS state and its principal mapping rules.
+
+    The listening socket keeps one context for its life (asyncio binds it when serving starts);
+    a dynamic keystore or truststore update builds a whole new context, and the listening one's
+    SNI callback, which OpenSSL calls for every handshake (with or without a server name), moves
+    each new connection onto the newest. Open connections keep the context they started with."""
+
+    def __init__(self, listener: Listener, dynamic: dict[str, str]) -> None:
+        self.listener = listener
+        self.applied = self.settings(dynamic)
+        self.context = server_context(self.applied)
+        self.current = self.context
+        self.context.sni_callback = self._newest
+        self.mapper = PrincipalMapper(self.applied.get("ssl.principal.mapping.rules"))
+
+    def _newest(self, ssl_object: ssl.SSLObject, server_name: str | None, ctx: ssl.SSLContext) -> None:
+        if self.current is not self.context:
+            ssl_object.context = self.current
+
+    def settings(self, dynamic: dict[str, str]) -> dict[str, str]:
+        """The static settings, overridden by dynamic `listener.name.<name>.ssl.*` broker configs."""
+        prefix = self.listener.prefix
+        return {
+            **self.listener.settings,
+            **{k[len(prefix) :]: v for k, v in dynamic.items() if k.startswith(prefix)},
+        }
+
+    def check(self, dynamic: dict[str, str]) -> str | None:
+        """Why these dynamic settings cannot be applied, or None (they load, or change nothing)."""
+        wanted = self.settings(dynamic)
+        if all(wanted.get(k) == self.applied.get(k) for k in RELOADED_KEYS):
+            return None
+        try:
+            server_context(wanted)
+        except (ValueError, OSError, ssl.SSLError) as e:
+            return str(e)
+        return None
+
+    def update(self, dynamic: dict[str, str]) -> bool:
+        """Load the stores again when a dynamic update changed them; True if it did."""
+        wanted = self.settings(dynamic)
+        if all(wanted.get(k) == self.applied.get(k) for k in RELOADED_KEYS):
+            return False
+        self.current = server_context(wanted)
+        self.applied = wanted
+        return True
 
 
 class GatewayServer:
@@ -87,8 +176,22 @@ class GatewayServer:
             max_partitions=config.max_partitions,
             open_files_max=config.log_open_files_max,
         )
-        host, port = config.listen_address
-        self.cluster = ClusterView(self.plane.cluster_id, NodeEndpoint(config.node_id, host, port))
+        self.listeners = config.served_listeners
+        endpoints = {
+            listener.name: NodeEndpoint(
+                config.node_id, advertised_host(listener), listener.advertised_port or listener.port
+            )
+            for listener in self.listeners
+        }
+        self.cluster = ClusterView(self.plane.cluster_id, endpoints[self.listeners[0].name], endpoints)
+        # TLS contexts are built before serving, so a bad keystore stops the start-up.
+        self.tls: dict[str, ListenerTls] = {
+            listener.name: ListenerTls(listener, self._dynamic_broker_configs())
+            for listener in self.listeners
+            if listener.uses_tls
+        }
+        self.plane.configs.on_broker_change.append(self._on_broker_configs)
+        self.plane.configs.broker_checks.append(self._check_broker_configs)
         self.api_versions = ApiVersionsApi(self.registry)
         self.api_versions.register()
         FindCoordinatorApi(self.cluster).register(self.registry)
@@ -125,6 +228,8 @@ class GatewayServer:
             "groupshift_python_allocated_blocks", "Memory blocks currently allocated by the interpreter"
         ).set_function(lambda: float(sys.getallocatedblocks()))
         self._server: asyncio.Server | None = None
+        self._listener_servers: list[asyncio.Server] = []
+        self._bound_ports: list[int] = []
         self._metrics_server: asyncio.Server | None = None
         self._accepted = self.metrics.counter(
             "groupshift_connections_accepted_total", "Client connections accepted"
@@ -151,8 +256,10 @@ class GatewayServer:
         self.loop_lag = LoopLagMonitor(self.config.loop_lag_warn_ms / 1000)
         self.loop_lag.register_metrics(self.metrics)
 
-    def _new_connection(self) -> KafkaConnection:
-        conn = KafkaConnection(
+    def _new_connection(self, listener: Listener | None = None) -> KafkaConnection:
+        listener = listener or self.listeners[0]
+        tls = self.tls.get(listener.name)
+        conn = (KafkaConnection if tls is None else TlsKafkaConnection)(
             connection_id=next(self._ids),
             on_frame=self.frame_handler,
             max_frame_bytes=self.config.socket_request_max_bytes,
@@ -160,6 +267,9 @@ class GatewayServer:
             response_buffer_bytes=self.config.socket_response_buffer_max_bytes,
             request_pool=self.request_pool,
         )
+        conn.ctx.listener_name = listener.name
+        if isinstance(conn, TlsKafkaConnection) and tls is not None:
+            conn.mapper = tls.mapper
         self._connections.add(conn)
         self._accepted.inc()
         return conn
@@ -181,17 +291,82 @@ class GatewayServer:
 
     @property
     def port(self) -> int:
-        return self.cluster.node.port
+        """The port the main listener is bound to (its advertised port may differ)."""
+        return self._bound_ports[0] if self._bound_ports else self.cluster.node.port
+
+    def ssl_context(self, listener: Listener | None = None) -> ssl.SSLContext | None:
+        """The TLS context of `listener` (default: the main one), None on a PLAINTEXT listener;
+        upstream mode's per-broker listeners use the main listener's."""
+        tls = self.tls.get((listener or self.listeners[0]).name)
+        return None if tls is None else tls.context
+
+    def _dynamic_broker_configs(self) -> dict[str, str]:
+        configs = self.plane.configs
+        return {**configs.broker_default, **configs.broker}
+
+    def _on_broker_configs(self) -> None:
+        """A dynamic broker config changed: reload the keystores it updates (KIP-226)."""
+        dynamic = self._dynamic_broker_configs()
+        for name, tls in self.tls.items():
+            try:
+                if tls.update(dynamic):
+                    log.info("gateway.keystore_reloaded", listener=name)
+            except (ValueError, OSError, ssl.SSLError) as e:
+                log.error("gateway.keystore_reload_failed", listener=name, error=str(e))
+
+    def _check_broker_configs(self, dynamic: Mapping[str, str]) -> str | None:
+        """Kafka validates a dynamic keystore update before accepting it (the new stores must
+        load), so a bad update is refused and the serving context is never touched."""
+        for name, tls in self.tls.items():
+            problem = tls.check(dict(dynamic))
+            if problem is not None:
+                return (
+                    f"Validation of dynamic config update of SSLFactory failed for listener {name}: {problem}"
+                )
+        return None
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
-        host, port = self.config.listen_address
-        self._server = await loop.create_server(
-            self._new_connection, host, port, reuse_address=True, backlog=1024
+        for listener in self.listeners:
+            tls = self.tls.get(listener.name)
+            srv = await loop.create_server(
+                functools.partial(self._new_connection, listener),
+                listener.bind_host,
+                listener.port,
+                reuse_address=True,
+                backlog=1024,
+                ssl=None if tls is None else tls.context,
+                ssl_handshake_timeout=None if tls is None else TLS_HANDSHAKE_TIMEOUT_SECONDS,
+            )
+            self._listener_servers.append(srv)
+            bound = int(srv.sockets[0].getsockname()[1])
+            self._bound_ports.append(bound)
+            endpoint = self.cluster.endpoints[listener.name]
+            if listener.advertised_port is None:
+                endpoint.port = bound  # (the port may have been 0)
+        exposed = [
+            f"{lst.name}://{lst.bind_host}:{port}"
+            for lst, port in zip(self.listeners, self._bound_ports, strict=True)
+            if lst.protocol == "PLAINTEXT" and not is_loopback(lst.bind_host)
+        ]
+        if exposed:  # one warning at start-up, naming every such listener
+            log.warning(
+                "gateway.plaintext_listener_exposed",
+                listeners=exposed,
+                message="PLAINTEXT listener on a non-loopback address and no authorizer: anyone "
+                "who reaches it can read, write and delete every topic and group (docs/security.md)",
+            )
+        self._server = self._listener_servers[0]
+        self.plane.configs.set_listener(
+            ",".join(
+                f"{lst.name}://{host_port(lst.host, port)}"
+                for lst, port in zip(self.listeners, self._bound_ports, strict=True)
+            ),
+            ",".join(
+                f"{name}://{host_port(endpoint.host, endpoint.port)}"
+                for name, endpoint in self.cluster.endpoints.items()
+            ),
         )
-        bound = self._server.sockets[0].getsockname()
-        self.cluster.node.port = int(bound[1])
-        self.plane.configs.set_listener(host, self.cluster.node.port)  # (the port may have been 0)
         self.loop_lag.start(loop)
         for hook in self.on_start:
             hook(loop)
@@ -200,10 +375,17 @@ class GatewayServer:
             self._metrics_server = await serve_metrics(self.metrics, *metrics_at, ready=self.readiness)
             mport = self._metrics_server.sockets[0].getsockname()[1]
             metrics_at = (metrics_at[0], int(mport))
+        main = self.listeners[0]
         log.info(
             "gateway.listening",
-            host=host,
-            port=self.cluster.node.port,
+            host=main.bind_host,
+            port=self.port,
+            ports={lst.name: port for lst, port in zip(self.listeners, self._bound_ports, strict=True)},
+            listeners=[
+                f"{lst.name}({lst.protocol})://{lst.bind_host}:{port} advertised "
+                f"{self.cluster.endpoints[lst.name].host}:{self.cluster.endpoints[lst.name].port}"
+                for lst, port in zip(self.listeners, self._bound_ports, strict=True)
+            ],
             node_id=self.cluster.node.node_id,
             cluster_id=self.cluster.cluster_id,
             data_dir=str(self.config.data_dir),
@@ -215,8 +397,8 @@ class GatewayServer:
     async def stop(self, grace: float = SHUTDOWN_GRACE_SECONDS) -> None:
         log.info("gateway.stopping", connections=len(self._connections))
         self.loop_lag.stop()
-        if self._server is not None:
-            self._server.close()
+        for srv in self._listener_servers:
+            srv.close()
         for extra in self.extra_servers:
             extra.close()
         if self._metrics_server is not None:
@@ -254,6 +436,28 @@ class GatewayServer:
         await self.start()
         await stop.wait()
         await self.stop()
+
+
+class TlsKafkaConnection(KafkaConnection):
+    """A connection on an SSL listener: asyncio calls `connection_made` once the handshake has
+    succeeded, and the client's principal is taken from its certificate then."""
+
+    mapper = PrincipalMapper()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        try:
+            self.ctx.principal = peer_principal(transport.get_extra_info("ssl_object"), self.mapper)
+        except NoMatchingRule as e:
+            # Kafka fails the authentication: the connection is closed, nothing answered.
+            log.warning("gateway.tls_principal_unmapped", connection_id=self.connection_id, error=str(e))
+            transport.close()
+
+    def eof_received(self) -> bool | None:
+        """TLS has no half-close: the transport closes after the peer's close_notify whatever
+        this returns (asyncio logs a warning for True), so nothing is kept open."""
+        super().eof_received()
+        return None
 
 
 def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:

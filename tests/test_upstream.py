@@ -307,3 +307,40 @@ def test_a_config_request_with_a_null_resources_array_is_forwarded_not_raised() 
     frame = struct.pack(">hhih", 32, 1, 9, 1) + b"c" + struct.pack(">i", -1) + b"\x00"
     assert forwards_split(32, 1, frame)
     assert forwarded_request(frame) == (32, 1, 9)
+
+
+def test_per_broker_listeners_advertise_the_advertised_host(tmp_path: Path) -> None:
+    """Port per broker with an advertised host (as Kroxylicious does): the listeners bind the
+    `--listen` host and clients are told `upstream.advertised.host`, so the gateway runs behind
+    NAT, Docker or Kubernetes; without it, the main listener's advertised host."""
+    config = build_config(
+        {
+            "upstream.bootstrap.servers": "10.0.0.1:9092",
+            "upstream.advertised.host": "gw.example.com",
+            "listeners": "127.0.0.1:0",
+            "log.dirs": str(tmp_path / "data"),
+            "offsets.topic.num.partitions": "1",
+        }
+    )
+    installed: list[UpstreamProxy] = []
+    server = GatewayServer(config, extensions=[lambda s: installed.append(install_upstream_mode(s))])
+    proxy = installed[0]
+
+    async def open_listeners() -> None:
+        await proxy._on_brokers(UPSTREAM_BROKERS)
+        for srv in server.extra_servers:
+            assert srv.sockets[0].getsockname()[0] == "127.0.0.1"
+            srv.close()
+
+    try:
+        asyncio.run(open_listeners())
+        assert {n: host for n, (host, _) in proxy.listeners.items()} == {
+            1: "gw.example.com",
+            2: "gw.example.com",
+        }
+    finally:
+        for hook in server.on_stop:
+            hook()
+        asyncio.run(server.plane.close())
+    with pytest.raises(ConfigError, match=r"nonroutable meta-address 0\.0\.0\.0"):
+        build_config({"upstream.bootstrap.servers": "h:9092", "upstream.advertised.host": "0.0.0.0"})

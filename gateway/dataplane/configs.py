@@ -332,6 +332,11 @@ class ConfigStore:
         self.broker: dict[str, str] = {}
         self.broker_default: dict[str, str] = {}
         self._max_bytes: dict[str, int] = {}
+        # Called after every dynamic broker config change (a keystore update reloads TLS).
+        self.on_broker_change: list[Callable[[], None]] = []
+        # Checks of a proposed set of dynamic broker configs (the per-broker layer over the
+        # cluster default): a message refuses the update (a keystore that does not load).
+        self.broker_checks: list[Callable[[Mapping[str, str]], str | None]] = []
         if self._path.exists():
             doc = json.loads(self._path.read_text(encoding="utf-8"))
             self.topics = {k: dict(v) for k, v in doc.get("topics", {}).items()}
@@ -358,9 +363,11 @@ class ConfigStore:
         }
         write_atomically(self._path, json.dumps(doc, indent=1, sort_keys=False).encode())
 
-    def set_listener(self, host: str, port: int) -> None:
-        """The address actually bound (STATIC_BROKER_CONFIG `listeners`)."""
-        self.static["listeners"] = self.static["advertised.listeners"] = f"PLAINTEXT://{host}:{port}"
+    def set_listener(self, listeners: str, advertised: str) -> None:
+        """The addresses actually bound and advertised (STATIC_BROKER_CONFIG `listeners`,
+        `advertised.listeners`), once the ports are known."""
+        self.static["listeners"] = listeners
+        self.static["advertised.listeners"] = advertised
 
     def forget_topics_except(self, names: Iterable[str]) -> None:
         """Drop configs of topics that no longer exist (a crash between the two writes)."""
@@ -399,6 +406,8 @@ class ConfigStore:
         else:
             self.broker_default = dict(configs)
         self._persist()
+        for hook in self.on_broker_change:
+            hook()
 
     # -- effective values ---------------------------------------------------------------------
 

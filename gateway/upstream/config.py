@@ -11,7 +11,10 @@ Per-broker listeners: upstream broker N is served on `upstream.node.port.base + 
 base: the main listener's port + 1; with `--listen HOST:0` every broker listener takes a free
 port). A fixed arithmetic map, rather than a port range handed out in discovery order, gives a
 broker the same local port across restarts and across several groupshift nodes in front of the
-same cluster, so a client's cached metadata stays valid when a gateway restarts.
+same cluster, so a client's cached metadata stays valid when a gateway restarts. Clients are
+told `upstream.advertised.host` (default: the main listener's advertised host) with those ports,
+as Kroxylicious' port-per-broker scheme does, so a NAT or container port mapping that keeps the
+port numbers reaches every broker's listener.
 """
 
 from __future__ import annotations
@@ -53,6 +56,9 @@ class UpstreamConfig(BaseModel):
     metadata_max_age_ms: int = Field(5000, alias="upstream.metadata.max.age.ms", ge=100)
     security_protocol: str = Field("PLAINTEXT", alias="upstream.security.protocol")
     node_port_base: int | None = Field(None, alias="upstream.node.port.base", ge=0, le=65535)
+    # The host clients are told for every per-broker listener (default: the main listener's
+    # advertised host); the ports stay base + node id, so a NAT or a Kubernetes Service maps them.
+    advertised_host: str | None = Field(None, alias="upstream.advertised.host", min_length=1)
     offsets_import_enable: bool = Field(True, alias="upstream.offsets.import.enable")
     offsets_mirror_enable: bool = Field(True, alias="upstream.offsets.mirror.enable")
     # Scale-out (docs/scale-out.md): "kafka" keeps the coordinator shards on the upstream cluster
@@ -69,6 +75,15 @@ class UpstreamConfig(BaseModel):
     fleet_heartbeat_interval_ms: int = Field(
         1000, alias="upstream.coordinator.fleet.heartbeat.interval.ms", ge=50
     )
+
+    @field_validator("advertised_host")
+    @classmethod
+    def _routable(cls, value: str | None) -> str | None:
+        if value is not None and value.strip() in ("0.0.0.0", "::"):
+            raise ValueError(
+                f"cannot use the nonroutable meta-address {value.strip()}. Use a routable IP address."
+            )
+        return value
 
     @field_validator("bootstrap_servers")
     @classmethod

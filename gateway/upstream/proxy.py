@@ -226,6 +226,9 @@ class UpstreamProxy:
         self.registry: HandlerRegistry = server.registry
         host, port = server.config.listen_address
         self.host = host
+        # What clients are told for a broker's listener: `upstream.advertised.host`, else the
+        # main listener's advertised host (port-per-broker behind NAT, Docker, Kubernetes).
+        self.advertised_host = cluster.config.advertised_host or server.cluster.node.host
         base = cluster.config.node_port_base
         self.port_base: int | None = base if base is not None else None
         self._main_port_configured = port
@@ -322,19 +325,29 @@ class UpstreamProxy:
                 port = 0
             try:
                 srv = await loop.create_server(
-                    self.server.new_connection, self.host, port, reuse_address=True, backlog=1024
+                    self.server.new_connection,
+                    self.host,
+                    port,
+                    reuse_address=True,
+                    backlog=1024,
+                    ssl=self.server.ssl_context(),
                 )
             except OSError as e:
                 if port == 0:
                     raise
                 log.warning("upstream.listener_port_taken", node_id=node_id, port=port, error=str(e))
                 srv = await loop.create_server(
-                    self.server.new_connection, self.host, 0, reuse_address=True, backlog=1024
+                    self.server.new_connection,
+                    self.host,
+                    0,
+                    reuse_address=True,
+                    backlog=1024,
+                    ssl=self.server.ssl_context(),
                 )
             bound = int(srv.sockets[0].getsockname()[1])
             self._servers[node_id] = srv
             self.server.extra_servers.append(srv)
-            self.listeners[node_id] = (self.host, bound)
+            self.listeners[node_id] = (self.advertised_host, bound)
             self._rewrite_cache.clear()
             self._port_to_node[bound] = node_id
             b = brokers[node_id]

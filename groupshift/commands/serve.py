@@ -18,15 +18,17 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
         "serve",
         help=summary,
         description=(
-            "Serve the Kafka wire protocol on one listener. Settings use Kafka's broker config "
-            "names; a properties file (--config), the flags below and --set NAME=VALUE feed "
-            "the same validated model (later sources win: file, flags, --set)."
+            "Serve the Kafka wire protocol on Kafka's listeners (PLAINTEXT, SSL; docs/security.md). "
+            "Settings use Kafka's broker config names; a properties file (--config), the flags "
+            "below and --set NAME=VALUE feed the same validated model (later sources win: file, "
+            "flags, --set)."
         ),
     )
     p.add_argument(
         "--listen",
         metavar="HOST:PORT",
-        help="listener (`listeners`, default 127.0.0.1:9092; port 0 picks a free port)",
+        help="listener (`listeners`, default 127.0.0.1:9092; port 0 picks a free port); replaces "
+        "the file's listeners and advertised.listeners",
     )
     p.add_argument("--data-dir", metavar="DIR", help="data directory (`log.dirs`, default ./groupshift-data)")
     p.add_argument("--config", metavar="FILE", help="Java-properties file of NAME=VALUE lines")

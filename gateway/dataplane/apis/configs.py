@@ -238,8 +238,15 @@ class BrokerConfigs:
         for key in changed:
             if configs[key] is not None and (err := broker_value_error(key, configs[key])) is not None:
                 return int(err[0]), err[1]
+        proposed = {k: v for k, v in configs.items() if v is not None}
+        dynamic = (
+            {**self.store.broker_default, **proposed} if per_broker else {**proposed, **self.store.broker}
+        )
+        for check in self.store.broker_checks:  # e.g. a new keystore must load (gateway.server)
+            if (problem := check(dynamic)) is not None:
+                return _fail(ErrorCode.invalid_request, problem)
         if not validate_only:
-            self.store.set_broker(per_broker, {k: v for k, v in configs.items() if v is not None})
+            self.store.set_broker(per_broker, proposed)
         return OK
 
     def alter(self, name: str, configs: Mapping[str, str | None], validate_only: bool) -> Result:

@@ -29,7 +29,7 @@ class DescribeClusterApi:
         registry.register(API_KEY, 0, 2, self.handle)
 
     def handle(self, ctx: RequestContext, header: Any, request: Any) -> Any:
-        node = self.cluster.node
+        node = self.cluster.endpoint_for(ctx)
         endpoint_type = getattr(request, "endpoint_type", BROKERS)
         ok = endpoint_type == BROKERS
         return build(

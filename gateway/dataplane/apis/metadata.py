@@ -153,7 +153,7 @@ class MetadataApi:
             topics = [self._topic(t, topic_ops) for t in self.plane.topics.all()]
         else:
             topics = self._requested(request, version, topic_ops)
-        node = self.cluster.node
+        node = self.cluster.endpoint_for(ctx)
         return build(
             response_type_of(request),
             {

@@ -15,6 +15,17 @@ from dataclasses import dataclass
 from typing import Protocol
 
 
+#: A cell's verdict when it could not run because its client library is not installed in the
+#: runner's environment: not a failure of the server, so not red (the reason has the install command).
+NOT_RUN = "not run"
+
+
+class ClientNotInstalled(RuntimeError):
+    """The grid asks for a client library as `installed` and the runner's interpreter cannot
+    import it (a README install has groupshift only): the cell is not run, and the message says
+    how to install it or how to let the matrix build its own virtualenv."""
+
+
 @dataclass(frozen=True)
 class ClientSpec:
     """One client library at one version, e.g. ("confluent-kafka", "2.12.1") or ("java", "3.9.1")."""

@@ -128,9 +128,7 @@ class KafkaNode:
     def _reuse_ports(self) -> None:
         """An existing node restarts on the ports it had: its `server.properties` and its
         quorum peers name them (the controller quorum is static), and clients know the address."""
-        props = dict(
-            line.split("=", 1) for line in self.properties.read_text().splitlines() if "=" in line
-        )
+        props = dict(line.split("=", 1) for line in self.properties.read_text().splitlines() if "=" in line)
         for listener in props.get("listeners", "").split(","):
             name, _, address = listener.partition("://")
             port = int(address.rpartition(":")[2]) if address else 0

@@ -38,7 +38,10 @@ SCRIPT_CLASSES: dict[str, tuple[str, ...]] = {
     "kafka-get-offsets": ("org.apache.kafka.tools.GetOffsetShell", "kafka.tools.GetOffsetShell"),
     "kafka-verifiable-consumer": ("org.apache.kafka.tools.VerifiableConsumer",),
     "kafka-verifiable-producer": ("org.apache.kafka.tools.VerifiableProducer",),
-    "kafka-console-consumer": ("org.apache.kafka.tools.consumer.ConsoleConsumer", "kafka.tools.ConsoleConsumer"),
+    "kafka-console-consumer": (
+        "org.apache.kafka.tools.consumer.ConsoleConsumer",
+        "kafka.tools.ConsoleConsumer",
+    ),
     "kafka-console-producer": ("org.apache.kafka.tools.ConsoleProducer", "kafka.tools.ConsoleProducer"),
     "kafka-features": ("org.apache.kafka.tools.FeatureCommand", "kafka.admin.FeatureCommand"),
     "kafka-metadata-quorum": ("org.apache.kafka.tools.MetadataQuorumCommand",),

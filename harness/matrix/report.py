@@ -2,9 +2,10 @@
 
 `results.json` has a `cells` list; each row carries the cell's dimensions, `verdict` (pass |
 fail | not run: the cell's client library is not installed, the reason says how to install
-it; grey, not red, and a JUnit "skipped"), `reason` (the first violation, or a summary of a passing run), the steps with their time
-to full ownership, the exact client versions, and the ownership windows the timeline is drawn
-from, so that a later `--rerun-failed` can redraw cells it did not run again.
+it; grey, not red, and a JUnit "skipped"), `reason` (the first violation, or a summary of a
+passing run), the steps with their time to full ownership, the exact client versions, and
+the ownership windows the timeline is drawn from, so that a later `--rerun-failed` can redraw
+cells it did not run again.
 
 `report.html` needs no network and no script: the grid is a table (one row per cell without its
 backend, one column per backend) coloured by verdict with the reason in the cell's tooltip; every
@@ -272,8 +273,9 @@ def render_html(doc: dict[str, Any]) -> str:
                 continue
             r = got
             tip = html.escape(f"{r['verdict']}: {r['reason']}", quote=True)
+            verdict_class = _verdict_class(r["verdict"])
             parts.append(
-                f'<td class=\'verdict {_verdict_class(r["verdict"])}\' title="{tip}" data-cell="{html.escape(r["id"])}">'
+                f'<td class=\'verdict {verdict_class}\' title="{tip}" data-cell="{html.escape(r["id"])}">'
                 f"<a href='#{_anchor(r['id'])}'>{r['verdict']} {r['seconds']:.0f}s</a></td>"
             )
         parts.append("</tr>")
@@ -304,7 +306,8 @@ def render_html(doc: dict[str, Any]) -> str:
             )
             parts.append(
                 f"<figure><figcaption><b>{html.escape(b)}</b> "
-                f"<span class='{_verdict_class(r['verdict'])}{cls}'>{r['verdict']}</span> ({html.escape(versions)})"
+                f"<span class='{_verdict_class(r['verdict'])}{cls}'>{r['verdict']}</span> "
+                f"({html.escape(versions)})"
                 f"<div class='reason{cls}'>{html.escape(r['reason'])}</div>"
                 f"<div class='reason'>{html.escape(steps)}</div></figcaption>"
                 f"{timeline_svg(r)}</figure>"

@@ -14,7 +14,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-
 #: A cell's verdict when it could not run because its client library is not installed in the
 #: runner's environment: not a failure of the server, so not red (the reason has the install command).
 NOT_RUN = "not run"

@@ -832,7 +832,9 @@ def check_own_group_settings(backend: Backend, base: Any) -> None:
         producer = Producer({"bootstrap.servers": gw.bootstrap})
         producer.produce(topic, value=b"x")
         assert producer.flush(30) == 0
-        consumer = Consumer({"bootstrap.servers": gw.bootstrap, "group.id": group, "enable.auto.commit": False})
+        consumer = Consumer(
+            {"bootstrap.servers": gw.bootstrap, "group.id": group, "enable.auto.commit": False}
+        )
         try:
             consumer.commit(offsets=[TopicPartition(topic, 0, 1)], asynchronous=False)
         finally:

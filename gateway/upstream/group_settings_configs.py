@@ -31,7 +31,6 @@ DESCRIBE_CONFIGS = 32
 DEFAULT_CONFIG = 5  # DescribeConfigs config_source
 
 
-
 @dataclasses.dataclass(frozen=True)
 class Requested:
     """What a DescribeConfigs request asked of per-broker resources."""
@@ -85,7 +84,7 @@ def rewrite_answer(
         return raw
     try:
         cid, body = decode_response(schema.response_type, raw)
-    except Exception:  # noqa: BLE001 - an answer kio cannot read is passed on unchanged
+    except Exception:  # an answer kio cannot read is passed on unchanged
         return raw
     results = []
     for r in body.results:
@@ -95,9 +94,7 @@ def rewrite_answer(
             continue
         keys = requested.keys[name]
         cls = _entry_class(r)
-        own = {
-            n: _entry(cls, entry_of(n), requested) for n in sorted(enforced) if keys is None or n in keys
-        }
+        own = {n: _entry(cls, entry_of(n), requested) for n in sorted(enforced) if keys is None or n in keys}
         configs = [own.get(str(c.name), c) for c in r.configs]
         listed = {str(c.name) for c in r.configs}
         configs += [entry for n, entry in own.items() if n not in listed]

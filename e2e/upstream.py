@@ -829,6 +829,7 @@ def check_own_group_settings(backend: Backend, base: Any) -> None:
     )
     try:
         topic, group = f"own-policy-{time.time_ns() % 10**9}", f"own-policy-group-{time.time_ns() % 10**9}"
+        create_replicated_topic(backend.bootstrap, topic, backend.brokers)
         producer = Producer({"bootstrap.servers": gw.bootstrap})
         producer.produce(topic, value=b"x")
         assert producer.flush(30) == 0
@@ -836,7 +837,10 @@ def check_own_group_settings(backend: Backend, base: Any) -> None:
             {"bootstrap.servers": gw.bootstrap, "group.id": group, "enable.auto.commit": False}
         )
         try:
-            consumer.commit(offsets=[TopicPartition(topic, 0, 1)], asynchronous=False)
+            # groupshift validates commits against the cluster's metadata, refreshed every second
+            wait_until(
+                lambda: _committed(consumer, TopicPartition(topic, 0, 1)), 30, "the commit is accepted"
+            )
         finally:
             consumer.close()
         report = groups_json(gw.bootstrap, "migration", group)
@@ -845,3 +849,13 @@ def check_own_group_settings(backend: Backend, base: Any) -> None:
         assert "migration.policy (not listed" not in text, report
     finally:
         gw.stop()
+
+
+def _committed(consumer: Any, offset: Any) -> bool:
+    from confluent_kafka import KafkaException
+
+    try:
+        consumer.commit(offsets=[offset], asynchronous=False)
+    except KafkaException:
+        return False
+    return True

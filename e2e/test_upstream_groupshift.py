@@ -23,6 +23,7 @@ from e2e.upstream import (
     check_delete_group,
     check_gateway_killed,
     check_metadata_and_versions,
+    check_own_group_settings,
     check_roundtrip,
     start_fixed_gateway,
 )
@@ -103,3 +104,9 @@ def test_gateway_sigkilled_and_restarted(
         return gw
 
     check_gateway_killed(start, backend, "us-gwkill")
+
+
+def test_migration_view_shows_groupshift_config_policy(
+    setup: tuple[GatewayProcess, Backend], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    check_own_group_settings(setup[1], Path(tmp_path_factory.mktemp("gwpolicy")) / "gw")

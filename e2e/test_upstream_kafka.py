@@ -35,6 +35,7 @@ from e2e.upstream import (
     check_gateway_killed,
     check_java_consumer_and_lag_tool,
     check_metadata_and_versions,
+    check_own_group_settings,
     check_rolling_upgrade_then_downgrade,
     check_roundtrip,
     start_fixed_gateway,
@@ -156,3 +157,9 @@ def test_kafka39_rolling_upgrade_then_downgrade(kafka39: tuple[GatewayProcess, B
 
 def test_kafka39_broker_leaves_and_returns(kafka39: tuple[GatewayProcess, Backend]) -> None:
     check_broker_leaves_and_returns(*kafka39, victim=2)
+
+
+def test_kafka39_migration_view_shows_groupshift_config_policy(
+    kafka39: tuple[GatewayProcess, Backend], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    check_own_group_settings(kafka39[1], Path(tmp_path_factory.mktemp("gwpolicy")) / "gw")

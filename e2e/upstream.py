@@ -812,3 +812,50 @@ def check_leader_hints(gw: GatewayProcess, backend: Backend, topic: str) -> None
     finally:
         c.close()
     assert set(acked) <= seen, f"{len(set(acked) - seen)} acknowledged records lost"
+
+
+def check_own_group_settings(backend: Backend, base: Any) -> None:
+    """`groupshift groups migration` through groupshift in upstream mode shows groupshift's own
+    migration policy (it enforces it), not the upstream broker's (README "In front of your
+    cluster"): a gateway set to `upgrade` in front of brokers left at their default."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    from e2e.groups_cli import groups_json
+
+    gw = GatewayProcess.start(
+        base,
+        sets=(*FAST_UPSTREAM_SETTINGS, "group.consumer.migration.policy=upgrade"),
+        extra_args=("--upstream", backend.bootstrap),
+    )
+    try:
+        topic, group = f"own-policy-{time.time_ns() % 10**9}", f"own-policy-group-{time.time_ns() % 10**9}"
+        create_replicated_topic(backend.bootstrap, topic, backend.brokers)
+        producer = Producer({"bootstrap.servers": gw.bootstrap})
+        producer.produce(topic, value=b"x")
+        assert producer.flush(30) == 0
+        consumer = Consumer(
+            {"bootstrap.servers": gw.bootstrap, "group.id": group, "enable.auto.commit": False}
+        )
+        try:
+            # groupshift validates commits against the cluster's metadata, refreshed every second
+            wait_until(
+                lambda: _committed(consumer, TopicPartition(topic, 0, 1)), 30, "the commit is accepted"
+            )
+        finally:
+            consumer.close()
+        report = groups_json(gw.bootstrap, "migration", group)
+        text = str(report)
+        assert "'policy': 'upgrade'" in text, report
+        assert "migration.policy (not listed" not in text, report
+    finally:
+        gw.stop()
+
+
+def _committed(consumer: Any, offset: Any) -> bool:
+    from confluent_kafka import KafkaException
+
+    try:
+        consumer.commit(offsets=[offset], asynchronous=False)
+    except KafkaException:
+        return False
+    return True

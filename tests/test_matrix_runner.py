@@ -138,3 +138,32 @@ def test_timeline_colours_clients_and_hatches_classic_owners() -> None:
     assert f'fill="{colours["confluent"]}"' in bars[1]
     assert svg.count('class="classic"') == 1  # c1's window only
     assert 'fill="url(#hatch-k-1-classic-range-dynamic-upgrade-bidirectional-groupshift)"' in svg
+
+
+def test_cell_of_a_library_not_installed_is_not_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After the README install (groupshift without the test extras) a cell on a library the
+    runner cannot import is "not run" with the install command, not a red "fail"; the report
+    draws it grey, JUnit counts it as skipped, and the run's exit status stays 0."""
+    import harness.matrix.process_runtime as process_runtime
+    from groupshift.cli import main as groupshift_main
+    from harness.matrix.runtime import NOT_RUN
+
+    monkeypatch.setitem(process_runtime.PYTHON_MODULES, "aiokafka", "no_such_module_for_the_matrix")
+    grid_file = tmp_path / "grid.toml"
+    grid_file.write_text(
+        'name = "missing"\nreference = "kafka-4"\n\n[[cells]]\n'
+        'clients = ["aiokafka@installed"]\nassignors = ["roundrobin"]\nscenarios = ["add-remove"]\n'
+    )
+    out = tmp_path / "out"
+    status = groupshift_main(["matrix", "run", "--grid", str(grid_file), "--out", str(out)])
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["cells"] and {r["verdict"] for r in doc["cells"]} == {NOT_RUN}
+    reason = doc["cells"][0]["reason"]
+    assert reason.startswith("not run: aiokafka is not installed") and "-m pip install aiokafka" in reason
+    assert doc["summary"]["failed"] == 0 and doc["summary"]["not_run"] == len(doc["cells"])
+    assert status == 0
+    page = (out / "report.html").read_text()
+    assert "class='verdict not-run'" in page and "class='verdict fail'" not in page
+    assert "id='legend'" in page and "pip install aiokafka" in page
+    junit_xml = (out / "junit.xml").read_text()
+    assert "<skipped" in junit_xml and 'failures="0"' in junit_xml

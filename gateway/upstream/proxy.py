@@ -11,6 +11,8 @@ frame before the dispatcher decodes anything:
   correlation id rewritten, goes to the upstream broker behind the listener the client used
   (the main listener sticks to one live broker per connection), and the response frame comes
   back with the client's correlation id restored. Record batches are never decoded.
+* a BROKER DescribeConfigs answer shows groupshift's own group coordinator settings
+  (`gateway.upstream.group_settings_configs`): groupshift, not the broker, enforces them;
 * responses that carry broker addresses are decoded and re-encoded with the broker endpoints
   replaced by groupshift's listeners: Metadata, DescribeCluster, FindCoordinator for
   transactions, and Produce (v10+) / Fetch (v16+) when their KIP-951 leader hints
@@ -56,6 +58,7 @@ from gateway.connection import KafkaConnection, ResponseSlot
 from gateway.find_coordinator import NO_NODE, find_coordinator_response
 from gateway.registry import CloseConnection, Handler, HandlerRegistry, RequestContext
 from gateway.upstream.cluster import Broker, UpstreamCluster
+from gateway.upstream.group_settings_configs import enforced_settings, requested_broker_keys, rewrite_answer
 from gateway.upstream.link import UpstreamLink, UpstreamUnavailable
 from protocol.codec import (
     DecodeFailure,
@@ -271,6 +274,8 @@ class UpstreamProxy:
         m.gauge("groupshift_upstream_idle_links", "Pooled idle links to upstream brokers").set_function(
             lambda: sum(len(v) for v in self._idle.values())
         )
+        # group coordinator settings groupshift enforces: its own in BROKER DescribeConfigs answers
+        self._enforced = enforced_settings(server.config.group.model_dump(by_alias=True))
         self._forwarded_children = {k: self._forwarded.labels(str(k)) for k in FORWARDED | SPLIT}
         self._rewritten_children = {k: self._rewritten.labels(str(k)) for k in REWRITTEN}
         cluster.on_brokers.append(self._on_brokers)
@@ -396,12 +401,16 @@ class UpstreamProxy:
             return
         expect = expects_response(frame, api_key, version)
         self._forwarded_children[api_key].inc()
+        own = requested_broker_keys(frame, version, self._enforced) if api_key == DESCRIBE_CONFIGS else None
 
         budget = conn.response_budget
         if api_key == FETCH:
             frame = fetch_capped(frame, version, budget.limit)
 
         def answered(result: bytes | UpstreamUnavailable) -> None:
+            if own is not None and not isinstance(result, UpstreamUnavailable):
+                entry_of = self.server.plane.configs.broker_entry
+                result = rewrite_answer(result, version, own, self._enforced, lambda n: entry_of(n, True))
             self._answered(conn, slot, api_key, version, cid, node, result)
             # The client has the budget's worth unread: the answers behind wait in the broker.
             if budget.exhausted() and not conn.closing and not link.read_paused:

@@ -7,7 +7,8 @@ formatted the same way on every version: `kafka.tools.StorageTool format -t <clu
 node can be killed (SIGKILL) and restarted while the rest keep a majority, which is what fault
 tests need. Ports are free ports picked at start and kept across a node's restarts, the data
 lives in a work directory (a temporary one unless given), and each node's output goes to
-`node-<i>/server.log`, kept for post-mortems.
+`node-<i>/server.log`, kept for post-mortems. A work directory an earlier run formatted is
+started again as it was (its cluster id, data and ports), not formatted anew.
 
 Defaults suit a small local cluster (internal topics' replication factor = min(3, nodes));
 `configs` are Kafka broker properties applied on top, unchanged.
@@ -79,6 +80,18 @@ def write_logging_configs(directory: Path, level: str = "info") -> list[str]:
     )
 
 
+def _formatted_cluster_id(workdir: Path) -> str | None:
+    """The cluster id `kafka-storage format` wrote into node 0's data dir, if it ran there."""
+    meta = workdir / "node-0" / "data" / "meta.properties"
+    if not meta.exists():
+        return None
+    for line in meta.read_text().splitlines():
+        name, sep, value = line.partition("=")
+        if sep and name.strip() == "cluster.id":
+            return value.strip()
+    return None
+
+
 def _tail(path: Path, lines: int = 40) -> str:
     try:
         text = path.read_text(errors="replace")
@@ -90,10 +103,10 @@ def _tail(path: Path, lines: int = 40) -> str:
 class KafkaNode:
     """One combined broker+controller JVM."""
 
-    def __init__(self, cluster: KafkaCluster, node_id: int) -> None:
+    def __init__(self, cluster: KafkaCluster, node_id: int, port: int = 0) -> None:
         self.cluster = cluster
         self.node_id = node_id
-        self.port = free_port()
+        self.port = port or free_port()
         self.controller_port = free_port()
         # With `proxied_listener`: a second client listener (`PROXIED`) on `proxied_port`, which
         # advertises `proxy_port`, where a test runs a TCP forwarder it can stop (a network cut).
@@ -105,8 +118,24 @@ class KafkaNode:
         self.log_path = self.dir / "server.log"
         self.process: subprocess.Popen[bytes] | None = None
         self._cds: CdsSession | None = None
+        #: The node's storage was formatted by an earlier run in this workdir: restart on it.
+        self.formatted = (self.data_dir / "meta.properties").exists()
+        if self.formatted:
+            self._reuse_ports()
         #: Started and not deliberately stopped or killed since: must be running.
         self.wanted = False
+
+    def _reuse_ports(self) -> None:
+        """An existing node restarts on the ports it had: its `server.properties` and its
+        quorum peers name them (the controller quorum is static), and clients know the address."""
+        props = dict(line.split("=", 1) for line in self.properties.read_text().splitlines() if "=" in line)
+        for listener in props.get("listeners", "").split(","):
+            name, _, address = listener.partition("://")
+            port = int(address.rpartition(":")[2]) if address else 0
+            if name == "PLAINTEXT":
+                self.port = port
+            elif name == "CONTROLLER":
+                self.controller_port = port
 
     @property
     def address(self) -> str:
@@ -159,7 +188,10 @@ class KafkaNode:
             *args,
         ]
 
-    def format(self) -> subprocess.Popen[bytes]:
+    def format(self) -> subprocess.Popen[bytes] | None:
+        """Format the node's storage (None when an earlier run in this workdir did)."""
+        if self.formatted:
+            return None
         out = open(self.dir / "format.log", "wb")  # noqa: SIM115 - closed by the caller's wait
         cmd = self._java(
             "kafka.tools.StorageTool",
@@ -247,7 +279,10 @@ class KafkaCluster:
         log_level: str = "info",
         proxied_listener: bool = False,
         format_args: Sequence[str] = (),
+        port: int = 0,
     ) -> None:
+        """`port`: node 0's client port (default a free one). A `workdir` holding a cluster an
+        earlier run formatted restarts that cluster: same cluster id, data and ports."""
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
         self.dist = dist if dist is not None else resolve(version)
@@ -258,12 +293,15 @@ class KafkaCluster:
         self.proxied_listener = proxied_listener
         # extra `kafka-storage format` arguments, e.g. ("--feature", "group.version=0") (3.8+)
         self.format_args = tuple(format_args)
+        self._fixed_port = port
         self._own_workdir = workdir is None
         self.workdir = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="kafka-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.cluster_id = new_cluster_id()
+        self.cluster_id = _formatted_cluster_id(self.workdir) or new_cluster_id()
         self.logging_props = write_logging_configs(self.workdir / "config", log_level)
-        self.nodes = [KafkaNode(self, i) for i in range(brokers)]
+        self.nodes = [KafkaNode(self, i, port if i == 0 else 0) for i in range(brokers)]
+        if port and self.nodes[0].port != port:
+            raise ValueError(f"{self.workdir} holds a cluster on port {self.nodes[0].port}, not {port}")
         self.started = False
         self.startup_seconds: float | None = None
         self._archive_claimed = False
@@ -332,7 +370,8 @@ class KafkaCluster:
         try:
             self._start_once()
         except KafkaStartError as exc:
-            if "Address already in use" not in str(exc):
+            in_use = "Address already in use" in str(exc)
+            if not in_use or self._fixed_port or any(n.formatted for n in self.nodes):
                 raise
             for node in self.nodes:
                 shutil.rmtree(node.dir, ignore_errors=True)
@@ -346,7 +385,7 @@ class KafkaCluster:
             node.write_properties()
         formats = [(node, node.format()) for node in self.nodes]
         for node, proc in formats:
-            if proc.wait(120) != 0:
+            if proc is not None and proc.wait(120) != 0:
                 raise KafkaStartError(
                     f"formatting node {node.node_id} failed:\n{_tail(node.dir / 'format.log')}"
                 )

@@ -1,5 +1,6 @@
 """The `groupshift kafka ...` commands (also `python -m harness.kafka_dist ...`): start a
-reference cluster in the foreground, list the cached releases, fetch releases ahead of time."""
+reference cluster in the foreground (or restart one from its work directory), run Kafka's own
+command-line tools, list the cached releases, fetch releases ahead of time."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from types import FrameType
 from typing import Any, TextIO
 
 from harness.kafka_dist.cluster import KafkaCluster, KafkaStartError
+from harness.kafka_dist.command_line_tools import SCRIPT_CLASSES, run_tool
 from harness.kafka_dist.maven import KafkaUnavailable, cache_root, cached_dists, resolve_component
 
 
@@ -35,6 +37,7 @@ def start(
     brokers: int = 1,
     sets: Sequence[str] = (),
     workdir: str | None = None,
+    port: int = 0,
     out: TextIO = sys.stdout,
     err: TextIO = sys.stderr,
 ) -> int:
@@ -52,8 +55,9 @@ def start(
     previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
     cluster: KafkaCluster | None = None
     try:
-        cluster = KafkaCluster(version, brokers=brokers, configs=configs, workdir=workdir)
-        print(f"starting Kafka {cluster.version} ({brokers} node(s)) in {cluster.workdir}", file=err)
+        cluster = KafkaCluster(version, brokers=brokers, configs=configs, workdir=workdir, port=port)
+        again = " again" if cluster.nodes[0].formatted else ""
+        print(f"starting Kafka {cluster.version} ({brokers} node(s)){again} in {cluster.workdir}", file=err)
         cluster.start()
         for i in range(brokers):
             print(f"node {i}: {cluster.address(i)} log {cluster.log_path(i)}", file=err)
@@ -154,8 +158,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         help="a broker property, e.g. --set group.consumer.heartbeat.interval.ms=1000 (repeatable)",
     )
-    s.add_argument("--workdir", help="keep data and logs here (default: a temporary directory)")
-    s.set_defaults(run=lambda a: start(a.kafka_version, brokers=a.brokers, sets=a.set, workdir=a.workdir))
+    s.add_argument(
+        "--workdir",
+        help="keep data and logs here (default: a temporary directory); a workdir an earlier "
+        "start used restarts that cluster with its data on its ports",
+    )
+    s.add_argument("--port", type=int, default=0, help="node 0's client port (default: a free one)")
+    s.set_defaults(
+        run=lambda a: start(a.kafka_version, brokers=a.brokers, sets=a.set, workdir=a.workdir, port=a.port)
+    )
+    t = sub.add_parser(
+        "tool",
+        help="run one of Kafka's command-line tools (kafka-consumer-groups, kafka-dump-log, ...)",
+        description=(
+            "Run Kafka's own tool NAME (the bin/NAME.sh of a distribution) with ARGS, from the "
+            "cached jars, logging warnings to stderr. Tools: " + ", ".join(sorted(SCRIPT_CLASSES)) + "."
+        ),
+    )
+    t.add_argument("--version", dest="kafka_version", default="4", help="release or line: 4.3.1, 4, 3.9")
+    t.add_argument("name", metavar="NAME", help="e.g. kafka-consumer-groups")
+    t.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS", help="the tool's own arguments")
+    t.set_defaults(run=lambda a: run_tool(a.kafka_version, a.name, a.args))
     v = sub.add_parser("versions", help="list the Kafka releases in the cache")
     v.set_defaults(run=lambda a: versions())
     f = sub.add_parser("fetch", help="download releases into the cache ahead of time")

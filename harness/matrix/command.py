@@ -1,6 +1,7 @@
 """`groupshift matrix run|list`: the version-matrix e2e runner (README "Version matrix").
 
-Exit status of `run`: 0 every cell passed, 1 a cell failed, 2 usage (unknown grid, bad --only,
+Exit status of `run`: 0 no cell failed (cells whose client library is not installed are "not
+run", counted apart), 1 a cell failed, 2 usage (unknown grid, bad --only,
 unavailable runtime).
 """
 
@@ -78,6 +79,7 @@ def _list(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from harness.matrix.runner import RuntimeUnavailable, run_grid
+    from harness.matrix.runtime import NOT_RUN
 
     try:
         grid = _grid(args)
@@ -100,9 +102,11 @@ def _run(args: argparse.Namespace) -> int:
     except ValueError as e:
         print(f"groupshift matrix: {e}", file=sys.stderr)
         return 2
-    failed = [r for r in rows if r["verdict"] != "pass"]
+    failed = [r for r in rows if r["verdict"] not in ("pass", NOT_RUN)]
+    not_run = [r for r in rows if r["verdict"] == NOT_RUN]
+    passed = len(rows) - len(failed) - len(not_run)
     print(
-        f"{len(rows)} cells, {len(rows) - len(failed)} passed, {len(failed)} failed; "
-        f"report: {out / 'report.html'}"
+        f"{len(rows)} cells, {passed} passed, {len(failed)} failed, {len(not_run)} not run "
+        f"(client library not installed); report: {out / 'report.html'}"
     )
     return 1 if failed else 0

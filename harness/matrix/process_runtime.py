@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import importlib.util
 import os
 import signal
 import subprocess
@@ -27,10 +28,12 @@ from pathlib import Path
 from typing import IO, Any
 
 from harness.matrix.go_clients import GO_LIBRARIES, PINNED, go_client_binary, go_command
-from harness.matrix.runtime import ClientSpec
+from harness.matrix.runtime import ClientNotInstalled, ClientSpec
 
 REPO = Path(__file__).resolve().parent.parent.parent
 PYTHON_LIBRARIES = ("kafka-python", "aiokafka", "confluent-kafka")
+#: The module each Python library is imported as.
+PYTHON_MODULES = {"kafka-python": "kafka", "aiokafka": "aiokafka", "confluent-kafka": "confluent_kafka"}
 
 
 def cache_dir() -> Path:
@@ -126,6 +129,7 @@ class ProcessRuntime:
             if client.key in self._pythons:
                 return self._pythons[client.key]
         if client.version == "installed":
+            require_installed(client)
             python = sys.executable
         else:
             python = str(ensure_venv(client))
@@ -191,6 +195,17 @@ class ProcessRuntime:
             h.kill()
             with contextlib.suppress(TimeoutError):
                 h.wait(10)
+
+
+def require_installed(client: ClientSpec) -> None:
+    """ClientNotInstalled unless the runner's interpreter can import `client`'s library."""
+    module = PYTHON_MODULES.get(client.library, client.library)
+    if importlib.util.find_spec(module) is None:
+        raise ClientNotInstalled(
+            f"{client.library} is not installed in {sys.executable}; install it with "
+            f"`{sys.executable} -m pip install {client.library}`, or name a version in the grid "
+            f"({client.library}@newest) to have the matrix build its virtualenv"
+        )
 
 
 def ensure_venv(client: ClientSpec) -> Path:

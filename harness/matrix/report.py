@@ -1,9 +1,11 @@
 """The results of a matrix run: results.json, junit.xml and a self-contained report.html.
 
 `results.json` has a `cells` list; each row carries the cell's dimensions, `verdict` (pass |
-fail), `reason` (the first violation, or a summary of a passing run), the steps with their time
-to full ownership, the exact client versions, and the ownership windows the timeline is drawn
-from, so that a later `--rerun-failed` can redraw cells it did not run again.
+fail | not run: the cell's client library is not installed, the reason says how to install
+it; grey, not red, and a JUnit "skipped"), `reason` (the first violation, or a summary of a
+passing run), the steps with their time to full ownership, the exact client versions, and
+the ownership windows the timeline is drawn from, so that a later `--rerun-failed` can redraw
+cells it did not run again.
 
 `report.html` needs no network and no script: the grid is a table (one row per cell without its
 backend, one column per backend) coloured by verdict with the reason in the cell's tooltip; every
@@ -24,6 +26,7 @@ from typing import Any
 from xml.etree import ElementTree as ET
 
 from harness.matrix.grid import Cell, Grid
+from harness.matrix.runtime import NOT_RUN
 from harness.matrix.scenarios import PARTITIONS, CellResult
 from tools.groups.plot import client_colours
 
@@ -77,12 +80,16 @@ def write_all(
     runtime: str,
 ) -> None:
     passed = sum(r["verdict"] == "pass" for r in rows)
+    not_run = sum(r["verdict"] == NOT_RUN for r in rows)
+    summary = {"cells": len(rows), "passed": passed, "failed": len(rows) - passed - not_run}
+    if not_run:  # the key appears only when a cell was not run, as in earlier results.json files
+        summary["not_run"] = not_run
     doc = {
         "grid": grid.name,
         "runtime": runtime,
         "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "wall_seconds": round(wall, 1),
-        "summary": {"cells": len(rows), "passed": passed, "failed": len(rows) - passed},
+        "summary": summary,
         "cells": rows,
     }
     (out_dir / "results.json").write_text(json.dumps(doc, indent=1))
@@ -91,19 +98,22 @@ def write_all(
 
 
 def junit(name: str, rows: list[dict[str, Any]], wall: float) -> str:
-    failures = sum(r["verdict"] != "pass" for r in rows)
+    failures = sum(r["verdict"] not in ("pass", NOT_RUN) for r in rows)
     suite = ET.Element(
         "testsuite",
         name=f"groupshift-matrix-{name}",
         tests=str(len(rows)),
         failures=str(failures),
+        skipped=str(sum(r["verdict"] == NOT_RUN for r in rows)),
         time=f"{wall:.1f}",
     )
     for r in rows:
         case = ET.SubElement(
             suite, "testcase", classname=f"matrix.{r['backend']}", name=r["id"], time=f"{r['seconds']:.1f}"
         )
-        if r["verdict"] != "pass":
+        if r["verdict"] == NOT_RUN:
+            ET.SubElement(case, "skipped", message=r["reason"][:500]).text = r["reason"]
+        elif r["verdict"] != "pass":
             ET.SubElement(case, "failure", message=r["reason"][:500]).text = r["reason"]
         else:
             ET.SubElement(case, "system-out").text = r["reason"]
@@ -120,12 +130,13 @@ def _anchor(cell_id: str) -> str:
 def timeline_svg(row: dict[str, Any], width: int = 560) -> str:
     """Who owned which partition when: one lane per partition, one colour per client, classic
     owners hatched, dashed lines where a step began (labelled with its time to full ownership)."""
-    lane, top, left, right = 16, 22, 34, 10
+    lane, top, left, right = 18, 22, 34, 10
     partitions = max([PARTITIONS, *[w["partition"] + 1 for w in row.get("windows", [])]])
     members = sorted(row.get("members", {}))
-    per_row = 3
+    per_row = 2
     legend_rows = (len(members) + per_row - 1) // per_row
-    height = top + lane * partitions + 20 + 12 * legend_rows
+    axis = top + lane * partitions  # the time axis' line; its ticks and title below it
+    height = axis + 34 + 16 * legend_rows
     span = max([row.get("duration", 1.0), *[w["end"] for w in row.get("windows", [])], 1.0])
     scale = (width - left - right) / span
     info_of: dict[str, dict[str, Any]] = row.get("members", {})
@@ -143,7 +154,7 @@ def timeline_svg(row: dict[str, Any], width: int = 560) -> str:
     ]
     for p in range(partitions):
         y = top + p * lane
-        out.append(f'<text x="4" y="{y + lane - 4}" font-size="10" fill="#555">p{p}</text>')
+        out.append(f'<text x="4" y="{y + lane - 5}" font-size="12" fill="#333">p{p}</text>')
         out.append(f'<line x1="{left}" y1="{y + lane}" x2="{width - right}" y2="{y + lane}" stroke="#eee"/>')
     for w in row.get("windows", []):
         x = left + w["start"] * scale
@@ -167,22 +178,29 @@ def timeline_svg(row: dict[str, Any], width: int = 560) -> str:
             f'<line x1="{x:.1f}" y1="{top - 4}" x2="{x:.1f}" y2="{top + lane * partitions}" '
             f'stroke="#333" stroke-dasharray="3,2"><title>{label}</title></line>'
         )
+    out.append(f'<text x="4" y="{top - 8}" font-size="11" fill="#333">partition</text>')
+    out.append(f'<line x1="{left}" y1="{axis}" x2="{width - right}" y2="{axis}" stroke="#888"/>')
     ticks = max(int(span // 5), 1)
     for i in range(0, int(span) + 1, 5 * ticks if span > 60 else 5):
         x = left + i * scale
+        out.append(f'<line x1="{x:.1f}" y1="{axis}" x2="{x:.1f}" y2="{axis + 4}" stroke="#888"/>')
         out.append(
-            f'<text x="{x:.1f}" y="{top + lane * partitions + 12}" font-size="9" fill="#777">{i}s</text>'
+            f'<text x="{x:.1f}" y="{axis + 15}" font-size="11" fill="#333" text-anchor="middle">{i}s</text>'
         )
+    out.append(
+        f'<text x="{width - right}" y="{axis + 15}" font-size="11" fill="#333" text-anchor="end">'
+        "time since the cell began</text>"
+    )
     column = (width - left) // per_row
     for i, m in enumerate(members):
         info = row["members"][m]
         text = html.escape(f"{m} {info['client']} {info['protocol']}")
         lx = left + (i % per_row) * column
-        ly = top + lane * partitions + 20 + 12 * (i // per_row)
-        out.append(f'<rect x="{lx}" y="{ly - 8}" width="9" height="9" fill="{colour[m]}"/>')
+        ly = axis + 34 + 16 * (i // per_row)
+        out.append(f'<rect x="{lx}" y="{ly - 10}" width="11" height="11" fill="{colour[m]}"/>')
         if m in classic:
-            out.append(f'<rect x="{lx}" y="{ly - 8}" width="9" height="9" fill="url(#{hatch})"/>')
-        out.append(f'<text x="{lx + 12}" y="{ly}" font-size="9">{text}</text>')
+            out.append(f'<rect x="{lx}" y="{ly - 10}" width="11" height="11" fill="url(#{hatch})"/>')
+        out.append(f'<text x="{lx + 15}" y="{ly}" font-size="12">{text}</text>')
     out.append("</svg>")
     return "".join(out)
 
@@ -192,6 +210,9 @@ body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}
 table.grid{border-collapse:collapse;font-size:12px}
 table.grid th,table.grid td{border:1px solid #ccc;padding:3px 6px;text-align:left}
 td.pass{background:#b7e1b0} td.fail{background:#f4a6a6} td.none{background:#eee;color:#999}
+td.not-run{background:#e4e4e4;color:#444}
+ul.legend{list-style:none;padding:0;font-size:13px} ul.legend li{display:inline-block;margin-right:1.2em}
+ul.legend span{display:inline-block;width:1em;height:1em;vertical-align:middle;margin-right:.3em}
 td.verdict a{color:#000;text-decoration:none;display:block}
 section.cell{border-top:1px solid #ddd;margin-top:1em;padding-top:.5em}
 .pair{display:flex;gap:1.5em;flex-wrap:wrap}
@@ -199,6 +220,24 @@ section.cell{border-top:1px solid #ddd;margin-top:1em;padding-top:.5em}
 .reason{font-size:12px;max-width:1200px}
 .fail-text{color:#a00}
 """
+
+
+def _verdict_class(verdict: str) -> str:
+    """The CSS class of a verdict ("not run" has a space, which a class cannot)."""
+    return verdict.replace(" ", "-")
+
+
+LEGEND = (
+    "<ul class='legend' id='legend'>"
+    "<li><span style='background:#b7e1b0'></span>pass: every check held</li>"
+    "<li><span style='background:#f4a6a6'></span>fail: a check was violated (hover for the first one)</li>"
+    "<li><span style='background:#e4e4e4'></span>not run: the client library is not installed "
+    "(hover for the install command)</li>"
+    "<li><span style='background:#eee'></span>-: the cell does not apply to this backend</li></ul>"
+    "<p class='reason'>Timelines: one lane per partition, a bar while a client owns it (one colour "
+    "per client library, hatched when it uses the classic protocol), dashed lines where a scenario "
+    "step began (hover for its time to full ownership).</p>"
+)
 
 
 def render_html(doc: dict[str, Any]) -> str:
@@ -214,9 +253,11 @@ def render_html(doc: dict[str, Any]) -> str:
         "<!doctype html><html><head><meta charset='utf-8'>",
         f"<title>groupshift matrix: {html.escape(doc['grid'])}</title><style>{CSS}</style></head><body>",
         f"<h1>groupshift matrix: {html.escape(doc['grid'])}</h1>",
-        f"<p id='summary'>{s['cells']} cells, {s['passed']} passed, {s['failed']} failed; "
+        f"<p id='summary'>{s['cells']} cells, {s['passed']} passed, {s['failed']} failed, "
+        f"{s.get('not_run', 0)} not run; "
         f"runtime {html.escape(doc['runtime'])}; wall time {doc['wall_seconds']:.0f}s; "
         f"finished {doc['finished']}</p>",
+        LEGEND,
         "<table class='grid' id='grid'><thead><tr><th>client</th><th>protocol</th><th>assignor</th>"
         "<th>membership</th><th>scenario</th><th>policy</th>",
         *[f"<th>{html.escape(b)}</th>" for b in backends],
@@ -232,8 +273,9 @@ def render_html(doc: dict[str, Any]) -> str:
                 continue
             r = got
             tip = html.escape(f"{r['verdict']}: {r['reason']}", quote=True)
+            verdict_class = _verdict_class(r["verdict"])
             parts.append(
-                f'<td class=\'verdict {r["verdict"]}\' title="{tip}" data-cell="{html.escape(r["id"])}">'
+                f'<td class=\'verdict {verdict_class}\' title="{tip}" data-cell="{html.escape(r["id"])}">'
                 f"<a href='#{_anchor(r['id'])}'>{r['verdict']} {r['seconds']:.0f}s</a></td>"
             )
         parts.append("</tr>")
@@ -252,7 +294,7 @@ def render_html(doc: dict[str, Any]) -> str:
                 continue
             r = got
             versions = ", ".join(f"{k} = {v}" for k, v in r.get("versions", {}).items())
-            cls = "" if r["verdict"] == "pass" else " fail-text"
+            cls = "" if r["verdict"] in ("pass", NOT_RUN) else " fail-text"
             steps = "; ".join(
                 f"{st['label']}: "
                 + (
@@ -264,7 +306,8 @@ def render_html(doc: dict[str, Any]) -> str:
             )
             parts.append(
                 f"<figure><figcaption><b>{html.escape(b)}</b> "
-                f"<span class='{r['verdict']}{cls}'>{r['verdict']}</span> ({html.escape(versions)})"
+                f"<span class='{_verdict_class(r['verdict'])}{cls}'>{r['verdict']}</span> "
+                f"({html.escape(versions)})"
                 f"<div class='reason{cls}'>{html.escape(r['reason'])}</div>"
                 f"<div class='reason'>{html.escape(steps)}</div></figcaption>"
                 f"{timeline_svg(r)}</figure>"

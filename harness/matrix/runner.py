@@ -23,7 +23,7 @@ from typing import Any, TextIO
 from harness.matrix import clients as cl
 from harness.matrix.backends import BackendPool
 from harness.matrix.grid import Cell, Grid
-from harness.matrix.runtime import ClientSpec, Runtime
+from harness.matrix.runtime import NOT_RUN, ClientNotInstalled, ClientSpec, Runtime
 from harness.matrix.scenarios import CellResult, CellRun
 
 
@@ -82,7 +82,7 @@ class Progress:
 
     def __init__(self, total: int, out: TextIO) -> None:
         self.total, self.out = total, out
-        self.done = self.failed = 0
+        self.done = self.failed = self.not_run = 0
         self.t0 = time.monotonic()
         self.lock = threading.Lock()
         self.tty = out.isatty()
@@ -96,8 +96,9 @@ class Progress:
     def finished(self, r: CellResult) -> None:
         with self.lock:
             self.done += 1
-            self.failed += r.verdict != "pass"
-            mark = "PASS" if r.verdict == "pass" else "FAIL"
+            self.failed += r.verdict not in ("pass", NOT_RUN)
+            self.not_run += r.verdict == NOT_RUN
+            mark = {"pass": "PASS", NOT_RUN: "NOT RUN"}.get(r.verdict, "FAIL")
             elapsed = time.monotonic() - self.t0
             prefix = "\r\x1b[K" if self.tty else ""
             self.out.write(
@@ -144,6 +145,7 @@ def run_grid(
     results: list[CellResult] = []
     lock = threading.Lock()
     prepared: dict[ClientSpec, str | None] = {}
+    not_installed: set[ClientSpec] = set()
     versions: dict[ClientSpec, str] = {}
     t0 = time.time()
     try:
@@ -154,6 +156,9 @@ def run_grid(
                 installed = getattr(runtime, "installed_version", None)
                 if installed is not None:
                     versions[spec] = str(installed(spec))
+            except ClientNotInstalled as e:
+                prepared[spec] = f"{NOT_RUN}: {e}"
+                not_installed.add(spec)
             except Exception as e:
                 prepared[spec] = f"client {spec.key} unavailable: {e}"
 
@@ -161,9 +166,10 @@ def run_grid(
             progress.started(cell)
             t = time.time()
             specs = needed_clients([cell])
-            missing = next((prepared.get(s) for s in specs if prepared.get(s)), None)
-            if missing:
-                r = CellResult(cell, "fail", missing, 0.0, t0=t, t1=t)
+            missing = next((s for s in specs if prepared.get(s)), None)
+            if missing is not None:
+                verdict = NOT_RUN if missing in not_installed else "fail"
+                r = CellResult(cell, verdict, str(prepared[missing]), 0.0, t0=t, t1=t)
             else:
                 try:
                     backend = pool.get(cell.backend, cell.policy)

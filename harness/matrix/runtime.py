@@ -14,6 +14,16 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+#: A cell's verdict when it could not run because its client library is not installed in the
+#: runner's environment: not a failure of the server, so not red (the reason has the install command).
+NOT_RUN = "not run"
+
+
+class ClientNotInstalled(RuntimeError):
+    """The grid asks for a client library as `installed` and the runner's interpreter cannot
+    import it (a README install has groupshift only): the cell is not run, and the message says
+    how to install it or how to let the matrix build its own virtualenv."""
+
 
 @dataclass(frozen=True)
 class ClientSpec:

@@ -85,6 +85,9 @@ class Features:
     finalized_epoch: int
 
 
+BROKER_RESOURCE_TYPE = 4  # DescribeConfigs resource type of a broker's configs
+
+
 class WireError(Exception):
     """A broker could not be reached or answered something unusable."""
 
@@ -530,7 +533,11 @@ class AdminWire:
     # -- configs ----------------------------------------------------------------------------------
 
     def describe_configs(self, resource_type: int, name: str) -> dict[str, dict[str, Any]]:
-        """{config name: {value, source, read_only}}; an empty dict when the broker lists none."""
+        """{config name: {value, source, read_only}}; an empty dict when the broker lists none.
+
+        A broker's own configs are asked of that broker, as Kafka's admin client does: any other
+        broker answers INVALID_REQUEST ("Unexpected broker id")."""
+        own_node = resource_type == BROKER_RESOURCE_TYPE and name.isdigit()
         resp, _ = self._call(
             DESCRIBE_CONFIGS,
             {
@@ -540,6 +547,7 @@ class AdminWire:
                 "include_synonyms": False,
                 "include_documentation": False,
             },
+            self._conn(int(name)) if own_node else None,
         )
         r = resp.results[0]
         code = code_of(r.error_code)

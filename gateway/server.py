@@ -188,6 +188,7 @@ class GatewayServer:
             metrics_at = (metrics_at[0], int(mport))
         log.info(
             "gateway.listening",
+            message=f"listening on {host}:{self.cluster.node.port}",
             host=host,
             port=self.cluster.node.port,
             node_id=self.cluster.node.node_id,

@@ -64,14 +64,18 @@ CASES: dict[str, Case] = {
     "records-dump/bad-argument": Case(["records", "dump", "--bogus", "x"], 2, "groupshift records dump"),
     "records-dump/missing-path": Case(["records", "dump", MISSING], 2),
     "records-export/bad-argument": Case(["records", "export", "--bogus"], 2, "groupshift records export"),
-    "records-export/missing-path": Case(["records", "export", "--data-dir", MISSING, "--to-log-dir", "{tmp}/e"], 2),
+    "records-export/missing-path": Case(
+        ["records", "export", "--data-dir", MISSING, "--to-log-dir", "{tmp}/e"], 2
+    ),
     "records-export/bad-value": Case(
         ["records", "export", "--data-dir", "{tmp}", "--to-log-dir", "{tmp}/e", "--partitions", "x"],
         2,
         "groupshift records export",
     ),
     "records-import/bad-argument": Case(["records", "import", "--bogus"], 2, "groupshift records import"),
-    "records-import/missing-path": Case(["records", "import", "--from-log-dir", MISSING, "--data-dir", "{tmp}/i"], 2),
+    "records-import/missing-path": Case(
+        ["records", "import", "--from-log-dir", MISSING, "--data-dir", "{tmp}/i"], 2
+    ),
     "records-rewrite/bad-argument": Case(["records", "rewrite", "--bogus"], 2, "groupshift records rewrite"),
     "records-rewrite/missing-path": Case(
         ["records", "rewrite", "--for-downgrade", "kafka-3.9", "--data-dir", MISSING, "--out", "{tmp}/r"], 2
@@ -84,20 +88,30 @@ CASES: dict[str, Case] = {
     # groups
     "groups/bad-argument": Case([*G, "--bogus"], 2, "groupshift groups"),
     "groups/no-bootstrap-server": Case(["groups", "list"], 2, "groupshift groups list"),
-    "groups/bad-value-timeout": Case(["groups", "--bootstrap-server", NOBODY, "--timeout", "-1", "list"], 2, "groupshift groups"),
+    "groups/bad-value-timeout": Case(
+        ["groups", "--bootstrap-server", NOBODY, "--timeout", "-1", "list"], 2, "groupshift groups"
+    ),
     "groups/bad-value-bootstrap": Case(["groups", "--bootstrap-server", "nope", "list"], 2),
     "groups-list/bad-argument": Case([*G, "list", "--bogus"], 2, "groupshift groups list"),
     "groups-list/unreachable": Case([*G, "list"], 1),
-    "groups-list/options-after": Case(["groups", "list", "--json", "--bootstrap-server", NOBODY, "--timeout", "1"], 1),
+    "groups-list/options-after": Case(
+        ["groups", "list", "--json", "--bootstrap-server", NOBODY, "--timeout", "1"], 1
+    ),
     "groups-describe/bad-argument": Case([*G, "describe", "--bogus", "g"], 2, "groupshift groups describe"),
     "groups-describe/no-group": Case([*G, "describe"], 2),
     "groups-describe/unreachable": Case([*G, "describe", "g", "h", "--group", "i"], 1),
     "groups-describe/unreachable-all-groups": Case([*G, "describe", "--all-groups"], 1),
-    "groups-reset-offsets/bad-argument": Case([*G, "reset-offsets", "--bogus", "g"], 2, "groupshift groups reset-offsets"),
+    "groups-reset-offsets/bad-argument": Case(
+        [*G, "reset-offsets", "--bogus", "g"], 2, "groupshift groups reset-offsets"
+    ),
     "groups-reset-offsets/missing-path": Case([*G, "reset-offsets", "g", "--from-file", MISSING], 2),
     "groups-reset-offsets/unreachable": Case([*G, "reset-offsets", "g", "--all-topics", "--to-earliest"], 1),
-    "groups-reset-offsets/bad-value": Case([*G, "reset-offsets", "g", "--all-topics", "--to-datetime", "bad"], 2),
-    "groups-delete-offsets/bad-argument": Case([*G, "delete-offsets", "g"], 2, "groupshift groups delete-offsets"),
+    "groups-reset-offsets/bad-value": Case(
+        [*G, "reset-offsets", "g", "--all-topics", "--to-datetime", "bad"], 2
+    ),
+    "groups-delete-offsets/bad-argument": Case(
+        [*G, "delete-offsets", "g"], 2, "groupshift groups delete-offsets"
+    ),
     "groups-delete-offsets/unreachable": Case([*G, "delete-offsets", "g", "--topic", "t"], 1),
     "groups-delete/bad-argument": Case([*G, "delete", "--bogus", "g"], 2, "groupshift groups delete"),
     "groups-delete/no-group": Case([*G, "delete"], 2),
@@ -106,13 +120,21 @@ CASES: dict[str, Case] = {
     "groups-config/bad-argument": Case([*G, "config", "--bogus", "g"], 2, "groupshift groups config"),
     "groups-config/unreachable": Case([*G, "config", "g"], 1),
     "groups-config/bad-value": Case([*G, "config", "g", "--set", "bad"], 2),
-    "groups-migration/bad-argument": Case([*G, "migration", "--bogus", "g"], 2, "groupshift groups migration"),
+    "groups-migration/bad-argument": Case(
+        [*G, "migration", "--bogus", "g"], 2, "groupshift groups migration"
+    ),
     "groups-migration/unreachable": Case([*G, "migration", "g"], 1),
-    "groups-migration/unreachable-watch": Case([*G, "migration", "g", "--watch", "--count", "1", "--interval", "0.1"], 1),
+    "groups-migration/unreachable-watch": Case(
+        [*G, "migration", "g", "--watch", "--count", "1", "--interval", "0.1"], 1
+    ),
     "groups-migration/missing-path-events": Case([*G, "migration", "g", "--events", MISSING], 2),
     "groups-migration/missing-path-plot": Case([*G, "migration", "g", "--plot", MISSING + "/p.png"], 2),
-    "groups-migration/bad-value-count": Case([*G, "migration", "g", "--watch", "--count", "0"], 2, "groupshift groups migration"),
-    "groups-migration/bad-value-interval": Case([*G, "migration", "g", "--watch", "--interval", "-1"], 2, "groupshift groups migration"),
+    "groups-migration/bad-value-count": Case(
+        [*G, "migration", "g", "--watch", "--count", "0"], 2, "groupshift groups migration"
+    ),
+    "groups-migration/bad-value-interval": Case(
+        [*G, "migration", "g", "--watch", "--interval", "-1"], 2, "groupshift groups migration"
+    ),
     # kafka (start and fetch never reach Maven: the version spec is refused first)
     "kafka/bad-argument": Case(["kafka", "--bogus"], 2, "groupshift kafka"),
     "kafka-start/bad-argument": Case(["kafka", "start", "--bogus"], 2, "groupshift kafka start"),
@@ -124,19 +146,40 @@ CASES: dict[str, Case] = {
     "kafka-fetch/bad-value": Case(["kafka", "fetch", "not-a-version", "--broker-only"], 1),
     # check (README: 3 for every input error, bad arguments included)
     "check/bad-argument": Case(["check", "--bogus"], 3, "groupshift check"),
-    "check-upgrade/bad-argument": Case(["check", "upgrade", "--data-dir", "{tmp}", "--bogus"], 3, "groupshift check upgrade"),
+    "check-upgrade/bad-argument": Case(
+        ["check", "upgrade", "--data-dir", "{tmp}", "--bogus"], 3, "groupshift check upgrade"
+    ),
     "check-upgrade/missing-path": Case(["check", "upgrade", "--data-dir", MISSING, "--all"], 3),
     "check-upgrade/missing-path-log-dir": Case(["check", "upgrade", "--log-dir", MISSING, "--all"], 3),
-    "check-upgrade/unreachable": Case(["check", "upgrade", "--bootstrap-server", NOBODY, "--timeout", "1", "--all"], 3),
+    "check-upgrade/unreachable": Case(
+        ["check", "upgrade", "--bootstrap-server", NOBODY, "--timeout", "1", "--all"], 3
+    ),
     "check-upgrade/bad-value-timeout": Case(
-        ["check", "upgrade", "--bootstrap-server", NOBODY, "--timeout", "-1", "--all"], 3, "groupshift check upgrade"
+        ["check", "upgrade", "--bootstrap-server", NOBODY, "--timeout", "-1", "--all"],
+        3,
+        "groupshift check upgrade",
     ),
     "check-downgrade/bad-argument": Case(["check", "downgrade", "--bogus"], 3, "groupshift check downgrade"),
-    "check-downgrade/missing-path": Case(["check", "downgrade", "--to", "classic-protocol", "--data-dir", MISSING, "--all"], 3),
-    "check-downgrade/unreachable": Case(
-        ["check", "downgrade", "--to", "classic-protocol", "--bootstrap-server", NOBODY, "--timeout", "1", "--all"], 3
+    "check-downgrade/missing-path": Case(
+        ["check", "downgrade", "--to", "classic-protocol", "--data-dir", MISSING, "--all"], 3
     ),
-    "check-downgrade/bad-value": Case(["check", "downgrade", "--to", "nope", "--data-dir", "{tmp}", "--all"], 3),
+    "check-downgrade/unreachable": Case(
+        [
+            "check",
+            "downgrade",
+            "--to",
+            "classic-protocol",
+            "--bootstrap-server",
+            NOBODY,
+            "--timeout",
+            "1",
+            "--all",
+        ],
+        3,
+    ),
+    "check-downgrade/bad-value": Case(
+        ["check", "downgrade", "--to", "nope", "--data-dir", "{tmp}", "--all"], 3
+    ),
     # matrix
     "matrix/bad-argument": Case(["matrix", "--bogus"], 2, "groupshift matrix"),
     "matrix-run/bad-argument": Case(["matrix", "run", "--bogus"], 2, "groupshift matrix run"),
@@ -157,10 +200,23 @@ CASES: dict[str, Case] = {
         ["fleet", "synth", "--clusters", "0", "--groups", "1", "--records", "1", "--out", "{tmp}/s"], 2
     ),
     "fleet-synth/bad-value-hours": Case(
-        ["fleet", "synth", "--clusters", "1", "--groups", "1", "--records", "1", "--hours", "-1", "--out", "{tmp}/s"],
+        [
+            "fleet",
+            "synth",
+            "--clusters",
+            "1",
+            "--groups",
+            "1",
+            "--records",
+            "1",
+            "--hours",
+            "-1",
+            "--out",
+            "{tmp}/s",
+        ],
         2,
     ),
-}  # fmt: skip
+}
 
 
 def groupshift(argv: list[str], tmp: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -223,12 +279,18 @@ def test_serve_outlives_an_unreachable_upstream(tmp: Path) -> None:
     """`serve --upstream` to nobody keeps serving and says why on warning lines; SIGTERM stops
     it with 0 and no traceback."""
     env = {**os.environ, "NO_COLOR": "1"}
+    argv = ["serve", "--listen", "127.0.0.1:0", "--data-dir", str(tmp / "d"), "--upstream", NOBODY]
+    argv += ["--set", "upstream.socket.connection.setup.timeout.ms=500"]
+    argv += ["--set", "upstream.request.timeout.ms=500"]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "groupshift", "serve", "--listen", "127.0.0.1:0", "--data-dir", str(tmp / "d"),
-         "--upstream", NOBODY, "--set", "upstream.socket.connection.setup.timeout.ms=500",
-         "--set", "upstream.request.timeout.ms=500"],
-        cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [sys.executable, "-m", "groupshift", *argv],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stderr is not None
     seen: list[str] = []
     deadline = time.monotonic() + 60
@@ -248,6 +310,13 @@ def test_serve_outlives_an_unreachable_upstream(tmp: Path) -> None:
     assert "Traceback" not in "".join(seen) + rest
 
 
+def run_python(code: str, **env: str) -> subprocess.CompletedProcess[str]:
+    environment = {k: v for k, v in os.environ.items() if k != "GROUPSHIFT_DEBUG"} | env
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=60
+    )
+
+
 def test_a_bug_is_one_line_and_ctrl_c_is_quiet(tmp: Path) -> None:
     """The safety net of groupshift.cli.main: an exception no command handles is one line with
     exit 1 (the traceback with GROUPSHIFT_DEBUG=1); KeyboardInterrupt is exit 130, quietly."""
@@ -262,16 +331,13 @@ def test_a_bug_is_one_line_and_ctrl_c_is_quiet(tmp: Path) -> None:
         "from groupshift.cli import main\n"
         "sys.exit(main(['simulate']))\n"
     )
-    bug = subprocess.run([sys.executable, "-c", code.format(exc="RuntimeError('boom')")],
-                         cwd=ROOT, capture_output=True, text=True, timeout=60)  # fmt: skip
+    bug = run_python(code.format(exc="RuntimeError('boom')"))
     assert bug.returncode == 1
     assert bug.stderr == (
         "groupshift simulate: error: boom (a bug: please report it; run with GROUPSHIFT_DEBUG=1 "
         "for the traceback)\n"
     )
-    debug = subprocess.run([sys.executable, "-c", code.format(exc="RuntimeError('boom')")], cwd=ROOT,
-                           capture_output=True, text=True, timeout=60, env={**os.environ, "GROUPSHIFT_DEBUG": "1"})  # fmt: skip
+    debug = run_python(code.format(exc="RuntimeError('boom')"), GROUPSHIFT_DEBUG="1")
     assert "Traceback" in debug.stderr
-    interrupted = subprocess.run([sys.executable, "-c", code.format(exc="KeyboardInterrupt")],
-                                 cwd=ROOT, capture_output=True, text=True, timeout=60)  # fmt: skip
+    interrupted = run_python(code.format(exc="KeyboardInterrupt"))
     assert (interrupted.returncode, interrupted.stderr) == (130, "")

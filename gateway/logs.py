@@ -3,7 +3,8 @@
 Two renderings of the same events (`groupshift serve --log-format`): `json`, for machines and
 the default when stderr is not a terminal (a pipe, a file, a log shipper), and `text`, for
 people, the default on a terminal (structlog's console renderer; colours only on a terminal
-with NO_COLOR unset, https://no-color.org). Every JSON line carries `event`, `level` and an ISO timestamp plus the event's fields, e.g.
+with NO_COLOR unset, https://no-color.org). Every JSON line carries `event`, `level` and an ISO
+timestamp plus the event's fields, e.g.
 `{"event": "connection.closed", "connection_id": 7, "reason": "frame.oversized", ...}`; tests and
 operators match on `event` (the e2e harness waits for `gateway.listening`).
 """
@@ -16,7 +17,6 @@ import sys
 from typing import TextIO
 
 import structlog
-
 
 LOG_FORMATS = ("text", "json")
 

@@ -247,7 +247,9 @@ class UpstreamProxy:
         self._forwarded_children = {
             k: self._forwarded.labels(str(k), upstream_api_label(k)) for k in FORWARDED | SPLIT
         }
-        self._rewritten_children = {k: self._rewritten.labels(str(k), upstream_api_label(k)) for k in REWRITTEN}
+        self._rewritten_children = {
+            k: self._rewritten.labels(str(k), upstream_api_label(k)) for k in REWRITTEN
+        }
         cluster.on_brokers.append(self._on_brokers)
         server.on_connection_lost.append(self._release)
 

@@ -37,7 +37,6 @@ from tools.check.rules import (
     downgrade_verdict,
     upgrade_verdict,
 )
-
 from tools.groups.command import positive_seconds
 
 if TYPE_CHECKING:

@@ -104,7 +104,9 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
     c = gs.add_parser("config", help="show or change a group's dynamic configs")
     c.add_argument("group", help="the group whose configs to show or change")
     c.add_argument("--set", action="append", metavar="NAME=VALUE", help="set a config (repeatable)")
-    c.add_argument("--delete", action="append", metavar="NAME", help="reset a config to the broker's (repeatable)")
+    c.add_argument(
+        "--delete", action="append", metavar="NAME", help="reset a config to the broker's (repeatable)"
+    )
 
     m = gs.add_parser(
         "migration",
@@ -120,7 +122,11 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
         help="poll until Ctrl-C (or --count polls); on a terminal the view is redrawn in place",
     )
     m.add_argument(
-        "--interval", type=positive_seconds, default=2.0, metavar="S", help="seconds between polls (default 2)"
+        "--interval",
+        type=positive_seconds,
+        default=2.0,
+        metavar="S",
+        help="seconds between polls (default 2)",
     )
     m.add_argument(
         "--count", type=positive_count, metavar="N", help="stop after N polls (with --watch; default: Ctrl-C)"
@@ -151,7 +157,10 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
             "--json", action="store_true", default=argparse.SUPPRESS, help="print JSON for scripts"
         )
         sp.add_argument(
-            "--bootstrap-server", default=argparse.SUPPRESS, metavar="HOST:PORT", help="broker(s) to connect to"
+            "--bootstrap-server",
+            default=argparse.SUPPRESS,
+            metavar="HOST:PORT",
+            help="broker(s) to connect to",
         )
         sp.add_argument(
             "--timeout", type=positive_seconds, default=argparse.SUPPRESS, metavar="S", help="socket timeout"

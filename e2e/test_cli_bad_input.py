@@ -68,7 +68,7 @@ CASES: dict[str, Case] = {
         ["records", "export", "--data-dir", MISSING, "--to-log-dir", "{tmp}/e"], 2
     ),
     "records-export/bad-value": Case(
-        ["records", "export", "--data-dir", "{tmp}", "--to-log-dir", "{tmp}/e", "--partitions", "x"],
+        ["records", "export", "--data-dir", "{tmp}", "--to-log-dir", "{tmp}/e", "--partitions", "0"],
         2,
         "groupshift records export",
     ),

@@ -109,6 +109,12 @@ CASES: dict[str, Case] = {
     "groups-reset-offsets/bad-value": Case(
         [*G, "reset-offsets", "g", "--all-topics", "--to-datetime", "bad"], 2
     ),
+    "groups-reset-offsets/unreachable-all-groups": Case(
+        [*G, "reset-offsets", "--all-groups", "--all-topics", "--to-earliest"], 1
+    ),
+    "groups-reset-offsets/group-and-all-groups": Case(
+        [*G, "reset-offsets", "g", "--all-groups", "--all-topics", "--to-earliest"], 2
+    ),
     "groups-delete-offsets/bad-argument": Case(
         [*G, "delete-offsets", "g"], 2, "groupshift groups delete-offsets"
     ),

@@ -65,7 +65,8 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
     d.add_argument("--verbose", action="store_true", help="epochs, target assignments, leader epochs")
 
     r = gs.add_parser("reset-offsets", help="plan or execute an offset reset (dry run by default)")
-    r.add_argument("group", help="the group whose offsets to reset")
+    r.add_argument("group", nargs="?", help="the group whose offsets to reset")
+    r.add_argument("--all-groups", action="store_true", help="reset every inactive consumer group")
     r.add_argument(
         "--topic", action="append", metavar="T[:P,...]", help="topic or topic:partitions (repeatable)"
     )
@@ -212,6 +213,8 @@ def input_problem(args: argparse.Namespace) -> str | None:
         if not named and not args.all_groups:
             return "name at least one GROUP (or give --all-groups)"
     if command == "reset-offsets":
+        if (args.group is None) == (not args.all_groups):
+            return "name one GROUP or give --all-groups"
         if args.from_file is not None and not os.path.isfile(args.from_file):
             return f"--from-file {args.from_file}: no such file"
         if args.to_datetime is not None:

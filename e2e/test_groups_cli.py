@@ -206,6 +206,30 @@ def test_unreachable_cluster_exits_1() -> None:
     assert r.returncode == 1 and "cannot connect" in r.stderr
 
 
+def test_describe_several_groups_and_all_groups(gw: GatewayProcess) -> None:
+    """Several groups per describe (positional and --group) and --all-groups, as
+    kafka-consumer-groups.sh has them; with --json one list of the single-group objects."""
+    topic = "cli-several"
+    produce(gw, topic)
+    empty_group(gw, topic, "cli-several-a", {0: 1})
+    empty_group(gw, topic, "cli-several-b", {1: 2})
+    out = ok(gw.bootstrap, "describe", "cli-several-a", "--group", "cli-several-b")
+    assert {r["GROUP"] for r in table(out)} == {"cli-several-a", "cli-several-b"}
+    listed = groups_json(
+        gw.bootstrap, "describe", "cli-several-a", "cli-several-b", "no-such-group", expect=3
+    )
+    assert [d["group"] for d in listed] == ["cli-several-a", "cli-several-b", "no-such-group"]
+    assert listed[2] == {"group": "no-such-group", "exists": False}
+    every = groups_json(gw.bootstrap, "describe", "--all-groups")
+    assert {"cli-several-a", "cli-several-b"} <= {d["group"] for d in every}
+    assert groups(gw.bootstrap, "describe", "cli-several-a", "--all-groups").returncode == 2
+    # other tests' groups may be active: those are refused (exit 4), the empty ones planned
+    r = groups(gw.bootstrap, "reset-offsets", "--all-groups", "--topic", topic, "--to-earliest", "--export")
+    assert r.returncode in (0, 4), r.stderr
+    lines = set(r.stdout.splitlines())
+    assert {f"cli-several-a,{topic},0,0", f"cli-several-b,{topic},1,0"} <= lines
+
+
 # -- reset-offsets ----------------------------------------------------------------------------
 
 

@@ -231,7 +231,10 @@ class CoordinatorStorage:
             shard, segment_log, tombstone_retention_ms=tombstone_retention_ms, max_batch_bytes=max_batch_bytes
         )
         storage.load_stats = stats
-        log.info(
+        # One line per shard: fifty of them at info for an empty data directory say nothing, so
+        # a shard that had nothing to load reports at debug.
+        report = log.info if stats.records or stats.batches else log.debug
+        report(
             "coordinator.loaded",
             log=directory,
             batches=stats.batches,

@@ -378,6 +378,7 @@ class GatewayServer:
         main = self.listeners[0]
         log.info(
             "gateway.listening",
+            message=f"listening on {host_port(main.bind_host, self.port)}",
             host=main.bind_host,
             port=self.port,
             ports={lst.name: port for lst, port in zip(self.listeners, self._bound_ports, strict=True)},

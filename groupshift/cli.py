@@ -7,8 +7,11 @@ the top-level `--help` import none (the listing comes from the table), so they s
 however heavy the layers below are; `groupshift groups ...` imports the group tools and nothing of
 `serve`. Each row imports its module by a literal name, which tests/test_import_graph.py follows.
 
-Usage errors exit with status 2 (argparse's); output piped into a reader that stops early
-(`| head`) ends the command quietly.
+Usage errors exit with status 2 (argparse's) and show the usage of the sub-command that was
+being parsed, an unknown option included; output piped into a reader that stops early (`| head`)
+ends the command quietly; Ctrl-C ends it quietly with 130 (the shell's 128 + SIGINT). No command
+prints a traceback: an exception no command handles is a bug, reported on one line (the
+traceback with GROUPSHIFT_DEBUG=1) with exit status 1.
 """
 
 from __future__ import annotations
@@ -121,10 +124,15 @@ def command_named(argv: Sequence[str]) -> str | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = sys.argv[1:] if argv is None else list(argv)
+    named: str | None = None
     try:
         named = command_named(arguments)
         parser = build_parser([] if named is None else [named])
-        args = parser.parse_args(arguments)
+        args, extra = parser.parse_known_args(arguments)
+        if extra:
+            # argparse reports an unknown option with the top-level usage, which names no
+            # option of the sub-command; the parser of the sub-command that was chosen says it.
+            innermost_parser(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
         run: Runner | None = getattr(args, "run", None)
         if run is None:
             parser.print_help()
@@ -132,6 +140,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run(args)
     except BrokenPipeError:
         return _stdout_gone()
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:  # the safety net: a bug, but one line rather than a traceback
+        if os.environ.get("GROUPSHIFT_DEBUG"):
+            raise
+        what = named or "groupshift"
+        message = str(e).splitlines()[0] if str(e) else type(e).__name__
+        sys.stderr.write(
+            f"groupshift {what}: error: {message} (a bug: please report it; "
+            "run with GROUPSHIFT_DEBUG=1 for the traceback)\n"
+        )
+        return 1
+
+
+def innermost_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the deepest sub-command `args` chose (`groupshift groups describe` ->
+    the `describe` parser), following each level's sub-parsers by the name its `dest` holds."""
+    while True:
+        chosen = None
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                name = getattr(args, action.dest, None) if action.dest != argparse.SUPPRESS else None
+                chosen = action.choices.get(name) if isinstance(name, str) else None
+        if chosen is None:
+            return parser
+        parser = chosen
 
 
 def _stdout_gone() -> int:

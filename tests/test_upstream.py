@@ -19,7 +19,14 @@ from gateway.config import ConfigError, build_config
 from gateway.server import GatewayServer
 from gateway.upstream import install_upstream_mode
 from gateway.upstream.cluster import Broker
-from gateway.upstream.proxy import UpstreamProxy, _kio_max, forwarded_request, forwards_split, produce_acks
+from gateway.upstream.proxy import (
+    UpstreamProxy,
+    _kio_max,
+    forwarded_request,
+    forwards_split,
+    produce_acks,
+    upstream_api_label,
+)
 from protocol.codec import api_schema, decode_response, encode_request, encode_response
 from protocol.entity_builder import build
 
@@ -344,3 +351,14 @@ def test_per_broker_listeners_advertise_the_advertised_host(tmp_path: Path) -> N
         asyncio.run(server.plane.close())
     with pytest.raises(ConfigError, match=r"nonroutable meta-address 0\.0\.0\.0"):
         build_config({"upstream.bootstrap.servers": "h:9092", "upstream.advertised.host": "0.0.0.0"})
+
+
+def test_upstream_metrics_are_labelled_with_api_names(proxy: UpstreamProxy) -> None:
+    """The upstream counters carry Kafka's API name (`api`, as groupshift_requests_total has it)
+    beside the key (`api_key`, which older dashboards select on)."""
+    metadata = {"throttle_time": 0, "brokers": [], "cluster_id": "c", "controller_id": 1, "topics": []}
+    proxy._rewrite(3, 12, 7, _upstream_response(3, 12, metadata))
+    text = proxy.server.metrics.render()
+    assert 'groupshift_upstream_requests_total{api_key="1",api="Fetch"} 0' in text
+    assert 'groupshift_upstream_rewritten_total{api_key="3",api="Metadata"} 1' in text
+    assert upstream_api_label(0) == "Produce" and upstream_api_label(68) == "ConsumerGroupHeartbeat"

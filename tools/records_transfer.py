@@ -590,7 +590,9 @@ def add_commands(records_sub: Any) -> None:
     e.add_argument(
         "--to-log-dir", required=True, type=Path, help="a Kafka log dir (log.dirs), broker stopped"
     )
-    e.add_argument("--partitions", type=int, help="__consumer_offsets partition count (default: as is)")
+    e.add_argument(
+        "--partitions", type=_partition_count, help="__consumer_offsets partition count (default: as is)"
+    )
     e.add_argument("--topic-id", help="write partition.metadata with this __consumer_offsets topic id")
     _add_safety(e, "a partition of the log dir that holds data (the broker's own groups and offsets)")
     e.set_defaults(
@@ -641,6 +643,17 @@ def add_commands(records_sub: Any) -> None:
             )
         )
     )
+
+
+def _partition_count(text: str) -> int:
+    """A partition count of 1 or more (argparse type), refused before any log is read."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
+    return value
 
 
 def _add_safety(p: argparse.ArgumentParser, what: str) -> None:

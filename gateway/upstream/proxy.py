@@ -56,7 +56,7 @@ from kio.schema.errors import ErrorCode
 from gateway.api_versions import ApiVersionsApi
 from gateway.connection import KafkaConnection, ResponseSlot
 from gateway.find_coordinator import NO_NODE, find_coordinator_response
-from gateway.registry import CloseConnection, Handler, HandlerRegistry, RequestContext
+from gateway.registry import CloseConnection, Handler, HandlerRegistry, RequestContext, api_name
 from gateway.upstream.cluster import Broker, UpstreamCluster
 from gateway.upstream.group_settings_configs import enforced_settings, requested_broker_keys, rewrite_answer
 from gateway.upstream.link import UpstreamLink, UpstreamUnavailable
@@ -113,6 +113,16 @@ DOWN_SECONDS = 10.0  # the main listener avoids a broker this long after a link 
 
 _LINKS = "upstream.links"
 _NODE = "upstream.node"
+
+
+def upstream_api_label(api_key: int) -> str:
+    """Kafka's name of an API (`Produce`, `Fetch`) for the `api` label of the upstream metrics:
+    from the lowest version kio has a schema for (some APIs start above v0)."""
+    for version in range(0, 20):
+        name = api_name(api_key, version)
+        if name != f"Api{api_key}":
+            return name
+    return f"Api{api_key}"
 
 
 def _kio_max(api_key: int, hi: int) -> int:
@@ -252,8 +262,8 @@ class UpstreamProxy:
         m = server.metrics
         self._forwarded = m.counter(
             "groupshift_upstream_requests_total",
-            "Requests forwarded to the upstream cluster, by API key",
-            ("api_key",),
+            "Requests forwarded to the upstream cluster, by API (Kafka's name and its key)",
+            ("api_key", "api"),
         )
         self._unavailable = m.counter(
             "groupshift_upstream_unavailable_total",
@@ -265,8 +275,8 @@ class UpstreamProxy:
         )
         self._rewritten = m.counter(
             "groupshift_upstream_rewritten_total",
-            "Forwarded responses re-encoded with groupshift's endpoints",
-            ("api_key",),
+            "Forwarded responses re-encoded with groupshift's endpoints, by API (name and key)",
+            ("api_key", "api"),
         )
         m.gauge("groupshift_upstream_brokers", "Upstream brokers in the last metadata").set_function(
             lambda: len(cluster.brokers)
@@ -276,8 +286,14 @@ class UpstreamProxy:
         )
         # group coordinator settings groupshift enforces: its own in BROKER DescribeConfigs answers
         self._enforced = enforced_settings(server.config.group.model_dump(by_alias=True))
-        self._forwarded_children = {k: self._forwarded.labels(str(k)) for k in FORWARDED | SPLIT}
-        self._rewritten_children = {k: self._rewritten.labels(str(k)) for k in REWRITTEN}
+        # `api` (Kafka's name, as groupshift_requests_total has it) beside `api_key`, which
+        # dashboards written before the name was there still select on.
+        self._forwarded_children = {
+            k: self._forwarded.labels(str(k), upstream_api_label(k)) for k in FORWARDED | SPLIT
+        }
+        self._rewritten_children = {
+            k: self._rewritten.labels(str(k), upstream_api_label(k)) for k in REWRITTEN
+        }
         cluster.on_brokers.append(self._on_brokers)
         server.on_connection_lost.append(self._release)
 
@@ -595,7 +611,7 @@ class UpstreamProxy:
             await asyncio.sleep(0.1)
             if self._all_known(api_key, body):
                 break
-        self._rewritten.labels(str(api_key)).inc()
+        self._rewritten.labels(str(api_key), upstream_api_label(api_key)).inc()
         return encode_response(schema, cid, self._replace(api_key, body))
 
     def _all_known(self, api_key: int, body: Any) -> bool:

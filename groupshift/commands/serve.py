@@ -61,7 +61,18 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
             "renamed aside as <name>.<id>-stray; nothing is deleted"
         ),
     )
-    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    p.add_argument(
+        "--log-level",
+        default="info",
+        choices=["debug", "info", "warning", "error"],
+        help="the least severe events logged (default info)",
+    )
+    p.add_argument(
+        "--log-format",
+        choices=["text", "json"],
+        help="text for people or one JSON object per line (default: text when stderr is a "
+        "terminal, json otherwise)",
+    )
     p.set_defaults(run=run)
     return p
 
@@ -77,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     from gateway.server import Extension
     from gateway.server import run as serve
 
-    configure_logging(args.log_level)
+    configure_logging(args.log_level, log_format=args.log_format)
     overrides = {}
     if args.listen is not None:
         overrides["listeners"] = args.listen

@@ -34,17 +34,32 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
         ),
     )
     p.add_argument("--seed", type=int, default=1, help="seed for --scenario random")
-    p.add_argument("--steps", type=int, default=30, help="steps for --scenario random")
-    p.add_argument("--assignor", default="uniform", help="server assignor (uniform | range)")
+    p.add_argument("--steps", type=_at_least_one, default=30, help="steps for --scenario random (>= 1)")
+    p.add_argument(
+        "--assignor", default="uniform", choices=ASSIGNORS, help="server assignor (uniform | range)"
+    )
     p.add_argument(
         "--chaos",
         action="store_true",
         help="run the deterministic whole-coordinator simulator with faults instead (docs/simulation.md)",
     )
-    p.add_argument("--seeds", type=int, default=1, help="--chaos: seeds --seed .. --seed+N-1")
+    p.add_argument(
+        "--seeds", type=_at_least_one, default=1, help="--chaos: seeds --seed .. --seed+N-1 (N >= 1)"
+    )
     p.add_argument("--keep-going", action="store_true", help="--chaos: run every seed after a violation")
-    p.set_defaults(run=run)
+    p.set_defaults(run=run, simulate_parser=p)
     return p
+
+
+ASSIGNORS = ("uniform", "range")  # the engine's server assignors (engine.assignors)
+
+
+def _at_least_one(text: str) -> int:
+    """A count of 1 or more: 0 or less would run nothing and still say it passed."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -55,8 +70,12 @@ def run(args: argparse.Namespace) -> int:
         return chaos_main(args.seed, args.steps, args.seeds, sys.stdout, keep_going=args.keep_going)
     from sim.migration_scenarios import SCENARIOS as MIGRATIONS
     from sim.migration_scenarios import main as migration_main
+    from sim.scenarios import SCENARIOS as SIMPLE
     from sim.scenarios import main as simulate_main
 
+    if args.scenario not in MIGRATIONS and args.scenario not in SIMPLE and args.scenario != "random":
+        known = ", ".join([*SIMPLE, "random", *MIGRATIONS])
+        args.simulate_parser.error(f"unknown scenario {args.scenario!r} (known: {known})")
     if args.scenario in MIGRATIONS:
         return migration_main(args.scenario, assignor=args.assignor, out=sys.stdout)
     return simulate_main(

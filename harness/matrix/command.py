@@ -35,7 +35,12 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
             help="comma-separated globs, all must match; !TERM must not, e.g. scenario=rolling-*,!java@*",
         )
     run.add_argument("--jobs", type=int, default=2, help="cells at a time (default 2)")
-    run.add_argument("--runtime", choices=["process", "docker"], default="process")
+    run.add_argument(
+        "--runtime",
+        choices=["process", "docker"],
+        default="process",
+        help="run each cell's clients as local processes or in containers (default process)",
+    )
     run.add_argument(
         "--rerun-failed", action="store_true", help="run only the cells DIR/results.json has as failed"
     )
@@ -85,6 +90,9 @@ def _run(args: argparse.Namespace) -> int:
         grid = _grid(args)
     except ValueError as e:
         print(f"groupshift matrix: {e}", file=sys.stderr)
+        return 2
+    if args.jobs < 1:
+        print(f"groupshift matrix: --jobs must be 1 or more, got {args.jobs}", file=sys.stderr)
         return 2
     if not grid.cells:
         print("groupshift matrix: no cells to run (check --grid and --only)", file=sys.stderr)

@@ -37,6 +37,7 @@ from tools.check.rules import (
     downgrade_verdict,
     upgrade_verdict,
 )
+from tools.groups.command import positive_seconds
 
 if TYPE_CHECKING:
     from tools.groups.capabilities import ServerCapabilities
@@ -85,7 +86,9 @@ def _add_inputs(p: argparse.ArgumentParser) -> None:
     p.add_argument("groups", nargs="*", metavar="GROUP", help="groups to check")
     p.add_argument("--all", action="store_true", help="check every group")
     p.add_argument("--json", action="store_true", help='print {"groups": [...], "summary": ...} as JSON')
-    p.add_argument("--timeout", type=float, default=10.0, metavar="S", help="socket timeout (live input)")
+    p.add_argument(
+        "--timeout", type=positive_seconds, default=10.0, metavar="S", help="socket timeout (live input)"
+    )
     p.add_argument("--config", metavar="FILE", help="broker properties file (settings for file inputs)")
     p.add_argument(
         "--set",

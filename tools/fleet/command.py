@@ -53,12 +53,12 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
     r.set_defaults(run=_run_report)
 
     s = fs.add_parser("synth", help="generate a fleet of groupshift data dirs by driving the real engine")
-    s.add_argument("--clusters", type=int, required=True, metavar="C")
+    s.add_argument("--clusters", type=int, required=True, metavar="C", help="clusters to generate (>= 1)")
     s.add_argument("--groups", type=int, required=True, metavar="N", help="groups per cluster")
     s.add_argument("--records", type=int, required=True, metavar="R", help="records, all clusters together")
-    s.add_argument("--out", required=True, metavar="DIR")
+    s.add_argument("--out", required=True, metavar="DIR", help="where the cluster data dirs go")
     s.add_argument("--hours", type=float, default=4.0, help="simulated time per cluster (default 4)")
-    s.add_argument("--seed", type=int, default=1)
+    s.add_argument("--seed", type=int, default=1, help="seed of the generated fleet (default 1)")
     s.set_defaults(run=_run_synth)
 
     def usage(args: argparse.Namespace) -> int:
@@ -83,6 +83,9 @@ def _run_synth(args: argparse.Namespace) -> int:
     if args.clusters < 1 or args.groups < 1 or args.records < 0:
         print("groupshift fleet synth: error: --clusters and --groups must be >= 1", file=sys.stderr)
         return 2
+    if not args.hours > 0:
+        print("groupshift fleet synth: error: --hours must be more than 0", file=sys.stderr)
+        return 2
     _quiet_engine_logs()
     res = synth(
         args.out,
@@ -99,14 +102,24 @@ def _run_synth(args: argparse.Namespace) -> int:
 
 
 def _run_report(args: argparse.Namespace) -> int:
+    from tools.check.loader_rules import KAFKA_TARGETS
     from tools.fleet.inputs import InputError, discover
 
+    targets = args.downgrade_target or [CLASSIC_TARGET]
+    unknown = [t for t in targets if t != CLASSIC_TARGET and t not in KAFKA_TARGETS]
+    if unknown:  # said before any input is read or Spark is started
+        known = ", ".join([CLASSIC_TARGET, *KAFKA_TARGETS])
+        print(f"groupshift fleet report: error: unknown --downgrade-target {unknown[0]!r}; known: {known}",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        print(f"groupshift fleet report: error: --out {args.out} is not a directory", file=sys.stderr)
+        return 2
     try:
         clusters = discover(args.inputs)
     except InputError as e:
         print(f"groupshift fleet report: error: {e}", file=sys.stderr)
         return 2
-    targets = args.downgrade_target or [CLASSIC_TARGET]
     os.makedirs(args.out, exist_ok=True)
     if args.reference:
         from tools.fleet.reference import write_reference

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from importlib.util import find_spec
 from typing import Any
 
 from tools.groups.output import ERROR, NOT_FOUND, USAGE, Style, use_colour
@@ -37,8 +38,13 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT", help="broker(s) to connect to")
-    p.add_argument("--timeout", type=float, default=10.0, metavar="S", help="socket timeout (default 10)")
+    # --bootstrap-server, --timeout and --json go before or after the sub-command (README):
+    # the sub-commands repeat them with SUPPRESS defaults, so that a value given after the
+    # sub-command wins and one given before is not reset.
+    p.add_argument("--bootstrap-server", metavar="HOST:PORT", help="broker(s) to connect to (required)")
+    p.add_argument(
+        "--timeout", type=positive_seconds, default=10.0, metavar="S", help="socket timeout (default 10)"
+    )
     p.add_argument("--json", action="store_true", help="print JSON for scripts instead of tables")
     gs = p.add_subparsers(dest="groups_command", metavar="SUBCOMMAND")
 
@@ -46,25 +52,35 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
     ls.add_argument("--state", nargs="?", const="", help="show STATE; filter by comma-separated states")
     ls.add_argument("--type", nargs="?", const="", help="show TYPE; filter by classic,consumer")
 
-    d = gs.add_parser("describe", help="offsets and lag, members, or state of a group")
-    d.add_argument("group")
+    d = gs.add_parser("describe", help="offsets and lag, members, or state of groups")
+    d.add_argument("group_names", nargs="*", metavar="GROUP", help="groups to describe")
+    d.add_argument(
+        "--group", dest="group_options", action="append", default=[], metavar="GROUP",
+        help="a group to describe (repeatable, as kafka-consumer-groups.sh has it)",
+    )  # fmt: skip
+    d.add_argument("--all-groups", action="store_true", help="describe every consumer group")
     d.add_argument("--offsets", action="store_true", help="per-partition offsets and lag (the default)")
     d.add_argument("--members", action="store_true", help="members, their protocol and assignment")
     d.add_argument("--state", dest="show_state", action="store_true", help="coordinator, state, epochs")
     d.add_argument("--verbose", action="store_true", help="epochs, target assignments, leader epochs")
 
     r = gs.add_parser("reset-offsets", help="plan or execute an offset reset (dry run by default)")
-    r.add_argument("group")
+    r.add_argument("group", nargs="?", help="the group whose offsets to reset")
+    r.add_argument("--all-groups", action="store_true", help="reset every inactive consumer group")
     r.add_argument(
         "--topic", action="append", metavar="T[:P,...]", help="topic or topic:partitions (repeatable)"
     )
     r.add_argument("--all-topics", action="store_true", help="every partition with a committed offset")
-    r.add_argument("--to-earliest", action="store_true")
-    r.add_argument("--to-latest", action="store_true")
-    r.add_argument("--to-current", action="store_true")
-    r.add_argument("--to-offset", type=int, metavar="N")
-    r.add_argument("--shift-by", type=int, metavar="N")
-    r.add_argument("--to-datetime", metavar="YYYY-MM-DDTHH:mm:SS.sss")
+    r.add_argument("--to-earliest", action="store_true", help="the earliest offset of each partition")
+    r.add_argument("--to-latest", action="store_true", help="the log-end offset of each partition")
+    r.add_argument("--to-current", action="store_true", help="the committed offset (no change)")
+    r.add_argument("--to-offset", type=int, metavar="N", help="offset N (clamped to the partition)")
+    r.add_argument("--shift-by", type=int, metavar="N", help="the committed offset plus N (N < 0 goes back)")
+    r.add_argument(
+        "--to-datetime",
+        metavar="YYYY-MM-DDTHH:mm:SS.sss",
+        help="the first offset at or after this time (Z or +hh:mm; local time without)",
+    )
     r.add_argument("--from-file", metavar="CSV", help="a plan as written by --export")
     mode = r.add_mutually_exclusive_group()
     mode.add_argument("--dry-run", action="store_true", help="only print the plan (the default)")
@@ -72,16 +88,26 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
     r.add_argument("--export", action="store_true", help="print the plan as CSV (topic,partition,offset)")
 
     do = gs.add_parser("delete-offsets", help="delete a group's committed offsets for topics")
-    do.add_argument("group")
-    do.add_argument("--topic", action="append", required=True, metavar="T[:P,...]")
+    do.add_argument("group", help="the group whose offsets to delete")
+    do.add_argument(
+        "--topic", action="append", required=True, metavar="T[:P,...]",
+        help="topic or topic:partitions (repeatable)",
+    )  # fmt: skip
 
     dl = gs.add_parser("delete", help="delete empty groups")
-    dl.add_argument("groups", nargs="+", metavar="GROUP")
+    dl.add_argument("groups", nargs="*", metavar="GROUP", help="groups to delete")
+    dl.add_argument(
+        "--group", dest="group_options", action="append", default=[], metavar="GROUP",
+        help="a group to delete (repeatable, as kafka-consumer-groups.sh has it)",
+    )  # fmt: skip
+    dl.add_argument("--all-groups", action="store_true", help="delete every consumer group (empty ones go)")
 
     c = gs.add_parser("config", help="show or change a group's dynamic configs")
-    c.add_argument("group")
-    c.add_argument("--set", action="append", metavar="NAME=VALUE")
-    c.add_argument("--delete", action="append", metavar="NAME")
+    c.add_argument("group", help="the group whose configs to show or change")
+    c.add_argument("--set", action="append", metavar="NAME=VALUE", help="set a config (repeatable)")
+    c.add_argument(
+        "--delete", action="append", metavar="NAME", help="reset a config to the broker's (repeatable)"
+    )
 
     m = gs.add_parser(
         "migration",
@@ -90,19 +116,25 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
         "protocol, either way. --watch redraws the view in place on a terminal and appends one "
         "block per poll otherwise.",
     )
-    m.add_argument("group")
+    m.add_argument("group", help="the group to watch")
     m.add_argument(
         "--watch",
         action="store_true",
         help="poll until Ctrl-C (or --count polls); on a terminal the view is redrawn in place",
     )
     m.add_argument(
-        "--interval", type=float, default=2.0, metavar="S", help="seconds between polls (default 2)"
+        "--interval",
+        type=positive_seconds,
+        default=2.0,
+        metavar="S",
+        help="seconds between polls (default 2)",
     )
-    m.add_argument("--count", type=int, default=0, metavar="N", help="stop after N polls (with --watch)")
+    m.add_argument(
+        "--count", type=positive_count, metavar="N", help="stop after N polls (with --watch; default: Ctrl-C)"
+    )
     m.add_argument(
         "--stuck-after",
-        type=float,
+        type=positive_seconds,
         default=60.0,
         metavar="S",
         help="call a partition stuck after S seconds pending revocation (default 60)",
@@ -125,13 +157,83 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
         sp.add_argument(
             "--json", action="store_true", default=argparse.SUPPRESS, help="print JSON for scripts"
         )
+        sp.add_argument(
+            "--bootstrap-server",
+            default=argparse.SUPPRESS,
+            metavar="HOST:PORT",
+            help="broker(s) to connect to",
+        )
+        sp.add_argument(
+            "--timeout", type=positive_seconds, default=argparse.SUPPRESS, metavar="S", help="socket timeout"
+        )
 
     def usage(args: argparse.Namespace) -> int:
         p.print_help()
         return USAGE
 
-    p.set_defaults(run=run_groups, groups_usage=usage)
+    p.set_defaults(run=run_groups, groups_usage=usage, groups_parser=p)
+    for sp in (ls, d, r, do, dl, c, m):
+        sp.set_defaults(groups_subparser=sp)
     return p
+
+
+def positive_seconds(text: str) -> float:
+    """A duration in seconds above 0 (argparse type): 0 or less is refused before any work."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not value > 0:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text}")
+    return value
+
+
+def positive_count(text: str) -> int:
+    """A count of 1 or more (argparse type): `--count 0` would mean nothing or forever."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
+    return value
+
+
+def input_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with the sub-command's own arguments, found before connecting: a missing
+    --from-file or --events, a --plot file that cannot be written, a bad --to-datetime, no
+    group named. None when nothing is."""
+    from tools.groups.reset_offsets import PlanError, parse_datetime
+
+    command = args.groups_command
+    if command in ("describe", "delete"):
+        named = [*getattr(args, "group_names", []), *getattr(args, "groups", []), *args.group_options]
+        if named and args.all_groups:
+            return "give GROUP names or --all-groups, not both"
+        if not named and not args.all_groups:
+            return "name at least one GROUP (or give --all-groups)"
+    if command == "reset-offsets":
+        if (args.group is None) == (not args.all_groups):
+            return "name one GROUP or give --all-groups"
+        if args.from_file is not None and not os.path.isfile(args.from_file):
+            return f"--from-file {args.from_file}: no such file"
+        if args.to_datetime is not None:
+            try:
+                parse_datetime(args.to_datetime)
+            except PlanError as e:
+                return str(e)
+    if command == "migration":
+        if args.events is not None and not os.path.isfile(args.events):
+            return f"--events {args.events}: no such file"
+        if args.plot is not None:
+            folder = os.path.dirname(os.path.abspath(args.plot))
+            if not os.path.isdir(folder):
+                return f"--plot {args.plot}: no directory {folder}"
+            if not os.access(folder, os.W_OK):
+                return f"--plot {args.plot}: {folder} is not writable"
+        if args.count is not None and not args.watch:
+            return "--count needs --watch"
+    return None
 
 
 def run_groups(args: argparse.Namespace) -> int:
@@ -150,6 +252,15 @@ def run_groups(args: argparse.Namespace) -> int:
     }
     if args.groups_command is None:
         return int(args.groups_usage(args))
+    if args.bootstrap_server is None:
+        args.groups_subparser.error("the following arguments are required: --bootstrap-server")
+    problem = input_problem(args)
+    if problem is not None:
+        error(problem)
+        return USAGE
+    if getattr(args, "plot", None) and find_spec("matplotlib") is None:  # said before polling
+        error("--plot needs matplotlib: pip install 'groupshift[plot]'")
+        return ERROR
     style = Style(use_colour(sys.stdout))
     try:
         with AdminWire(args.bootstrap_server, timeout=args.timeout) as admin:

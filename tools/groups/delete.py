@@ -37,7 +37,13 @@ def _exit_for(codes: list[int]) -> int:
 
 
 def run_delete(admin: AdminWire, args: argparse.Namespace, out: TextIO, style: Style) -> int:
-    results = admin.delete_groups(args.groups)
+    from tools.groups.describe import named_groups
+
+    group_ids = named_groups(admin, args)
+    if not group_ids:  # --all-groups on a cluster without groups
+        out.write("There are no consumer groups to delete.\n")
+        return OK
+    results = admin.delete_groups(group_ids)
     if args.json:
         emit_json([{"group": g, "error": None if c == 0 else error_name(c)} for g, c in results.items()], out)
         return _exit_for(list(results.values()))

@@ -1,4 +1,5 @@
-"""`groupshift groups describe GROUP [--offsets] [--members [--verbose]] [--state [--verbose]]`.
+"""`groupshift groups describe GROUP... | --group G... | --all-groups [--offsets] [--members
+[--verbose]] [--state [--verbose]]`.
 
 Kafka's `kafka-consumer-groups.sh --describe` (ConsumerGroupCommand), in its words:
 
@@ -14,13 +15,16 @@ Kafka's `kafka-consumer-groups.sh --describe` (ConsumerGroupCommand), in its wor
   GROUP-EPOCH and TARGET-ASSIGNMENT-EPOCH; groupshift adds TYPE.
 
 An empty group prints "Consumer group 'G' has no active members." and a rebalancing one a
-warning, on stderr, as Kafka's tool does. A group that does not exist exits 3.
+warning, on stderr, as Kafka's tool does. A group that does not exist exits 3. Several groups
+(or `--all-groups`, every consumer group ListGroups returns) are described one after the other,
+as Kafka's tool does; with `--json` they are one list of the single-group objects.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from tools.groups.output import MISSING, NOT_FOUND, OK, Style, assignment_string, emit_json, error, table
@@ -72,12 +76,43 @@ def _notice(group: Group, err: TextIO) -> None:
         err.write(f"\nWarning: Consumer group '{group.group_id}' is rebalancing.\n")
 
 
+def named_groups(admin: AdminWire, args: argparse.Namespace) -> list[str]:
+    """The groups the command line names, in order and once each, or with `--all-groups` every
+    consumer group of the cluster (ListGroups, as Kafka's tool lists them)."""
+    if args.all_groups:
+        return sorted(
+            g["group"] for g in admin.list_groups() if (g["protocol_type"] or "") in ("consumer", "")
+        )
+    named = [*getattr(args, "group_names", []), *getattr(args, "groups", []), *args.group_options]
+    return list(dict.fromkeys(named))
+
+
 def run(admin: AdminWire, args: argparse.Namespace, out: TextIO, style: Style) -> int:
-    group = describe(admin, args.group)
+    """Describe each named group; exit 3 when one does not exist (the others still shown)."""
+    group_ids = named_groups(admin, args)
+    if len(group_ids) == 1 and not args.all_groups:  # one group: the JSON object Kafka's users know
+        return describe_one(admin, group_ids[0], args, out, style, lambda v: emit_json(v, out))
+    found: list[Any] = []
+    codes = [describe_one(admin, g, args, out, style, found.append) for g in group_ids]
+    if args.json:
+        emit_json(found, out)
+    return NOT_FOUND if NOT_FOUND in codes else OK
+
+
+def describe_one(
+    admin: AdminWire,
+    group_id: str,
+    args: argparse.Namespace,
+    out: TextIO,
+    style: Style,
+    emit: Callable[[Any], None],
+) -> int:
+    """One group's description: tables on `out`, or its JSON value handed to `emit`."""
+    group = describe(admin, group_id)
     if not group.exists:
         if args.json:
-            emit_json({"group": args.group, "exists": False}, out)
-        error(f"Consumer group '{args.group}' does not exist.")
+            emit({"group": group_id, "exists": False})
+        error(f"Consumer group '{group_id}' does not exist.")
         return NOT_FOUND
     mode = (
         "offsets"
@@ -89,7 +124,7 @@ def run(admin: AdminWire, args: argparse.Namespace, out: TextIO, style: Style) -
     if mode == "offsets":
         rows = offset_rows(admin, group)
         if args.json:
-            emit_json({**_summary(group), "offsets": rows}, out)
+            emit({**_summary(group), "offsets": rows})
             return OK
         headers = ["GROUP", "TOPIC", "PARTITION"]
         keys = ["group", "topic", "partition"]
@@ -105,7 +140,7 @@ def run(admin: AdminWire, args: argparse.Namespace, out: TextIO, style: Style) -
         return OK
     if mode == "members":
         if args.json:
-            emit_json({**_summary(group), "members": [m.to_json() for m in group.members]}, out)
+            emit({**_summary(group), "members": [m.to_json() for m in group.members]})
             return OK
         with_instance = any(m.instance_id for m in group.members)
         protocols = {m.protocol for m in group.members}
@@ -138,7 +173,7 @@ def run(admin: AdminWire, args: argparse.Namespace, out: TextIO, style: Style) -
         return OK
     # state
     if args.json:
-        emit_json(_summary(group), out)
+        emit(_summary(group))
         return OK
     c = group.coordinator
     coordinator = f"{c.host}:{c.port}  ({c.node_id})" if c else MISSING

@@ -724,4 +724,6 @@ def run(admin: AdminWire, args: argparse.Namespace, out: TextIO, style: Style) -
         plot_ownership(spans, args.plot, title=f"group {args.group}: partition ownership", conversions=marks)
         if not args.json:
             out.write(f"Wrote {args.plot}\n")
+    if not last:  # no poll ever answered: the cluster was unreachable, not the group missing
+        return ERROR
     return OK if last.get("exists") else NOT_FOUND

@@ -14,12 +14,17 @@ Kafka's `kafka-consumer-groups.sh --reset-offsets` (ConsumerGroupCommand, GroupO
   (also the `group,topic,partition,offset` form Kafka writes for several groups).
 - `--execute` commits the offsets as Kafka's admin client alters them (OffsetCommit, generation
   -1, no member id).
+- `--all-groups` instead of GROUP: every consumer group in turn (ListGroups), each planned and
+  refused on its own; `--export` then writes Kafka's `group,topic,partition,offset` lines and
+  `--json` a list of the single-group objects. The exit status is the highest of the groups'.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import io
+import json
 import sys
 from pathlib import Path
 from typing import TextIO
@@ -141,6 +146,31 @@ def plan_reset(admin: AdminWire, args: argparse.Namespace, committed: dict[TP, i
 
 
 def run(admin: AdminWire, args: argparse.Namespace, out: TextIO, style: Style) -> int:
+    """Reset the named group, or with `--all-groups` each consumer group in turn."""
+    if not getattr(args, "all_groups", False):
+        return run_one(admin, args, out, style)
+    group_ids = sorted(
+        g["group"] for g in admin.list_groups() if (g["protocol_type"] or "") in ("consumer", "")
+    )
+    codes: list[int] = []
+    found: list[object] = []
+    for group_id in group_ids:
+        one = argparse.Namespace(**{**vars(args), "group": group_id})
+        if not (args.json or args.export):
+            codes.append(run_one(admin, one, out, style))
+            continue
+        buffer = io.StringIO()  # the single-group output, re-shaped for several groups
+        codes.append(run_one(admin, one, buffer, style))
+        if args.json:
+            found.append(json.loads(buffer.getvalue()) if buffer.getvalue() else {"group": group_id})
+        else:
+            out.write("".join(f"{group_id},{line}\n" for line in buffer.getvalue().splitlines()))
+    if args.json:
+        emit_json(found, out)
+    return max(codes, default=OK)
+
+
+def run_one(admin: AdminWire, args: argparse.Namespace, out: TextIO, style: Style) -> int:
     scenarios = [
         args.to_earliest,
         args.to_latest,

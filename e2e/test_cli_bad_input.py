@@ -150,6 +150,8 @@ CASES: dict[str, Case] = {
     "kafka-versions/bad-argument": Case(["kafka", "versions", "--bogus"], 2, "groupshift kafka versions"),
     "kafka-fetch/bad-argument": Case(["kafka", "fetch", "--bogus", "4"], 2, "groupshift kafka fetch"),
     "kafka-fetch/bad-value": Case(["kafka", "fetch", "not-a-version", "--broker-only"], 1),
+    "kafka-tool/bad-argument": Case(["kafka", "tool"], 2, "groupshift kafka tool"),
+    "kafka-tool/bad-value": Case(["kafka", "tool", "kafka-no-such-tool", "--help"], 2),
     # check (README: 3 for every input error, bad arguments included)
     "check/bad-argument": Case(["check", "--bogus"], 3, "groupshift check"),
     "check-upgrade/bad-argument": Case(

@@ -92,7 +92,8 @@ def run_tool(version: str, name: str, args: Sequence[str], err: TextIO = sys.std
     """Run a Kafka tool with this process's stdin/stdout/stderr; its exit status (1 when Kafka
     or the tool is unavailable, 2 for an unknown tool name)."""
     if name.removesuffix(".sh") not in SCRIPT_CLASSES:
-        print(f"error: unknown tool {name!r}; known: {', '.join(sorted(SCRIPT_CLASSES))}", file=err)
+        known = ", ".join(sorted(SCRIPT_CLASSES))
+        print(f"groupshift kafka tool: error: unknown tool {name!r}; known: {known}", file=err)
         return 2
     try:
         clients = resolve_component(version, "clients")

@@ -27,25 +27,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from engine.config import INT_MAX, CoordinatorConfig
 from gateway.kafka_broker_keys import KAFKA_BROKER_KEYS, KAFKA_VERSIONS, is_kafka_broker_key
 from gateway.listeners import Listener, ListenerError, parse_listeners
+from gateway.shown_value import MAX_SHOWN_CHARS, shown_value
 from gateway.upstream.config import UPSTREAM_KEYS, UpstreamConfig
 
 DEFAULT_PORT = 9092
 
 
-# Values longer than this are cut in error messages: a 20 MB value must not become a 20 MB line.
-MAX_SHOWN_CHARS = 200
 # Any line of a ConfigError longer than this is cut too, whatever built it (a validator's text).
 MAX_ERROR_LINE_CHARS = 1000
-
-
-def shown_value(value: object) -> str:
-    """`repr(value)` for an error message, cut after `MAX_SHOWN_CHARS` characters with the
-    full length said, so that the line stays readable and the operator still sees what it was."""
-    text = repr(value)
-    if len(text) <= MAX_SHOWN_CHARS:
-        return text
-    size = len(value) if isinstance(value, str | bytes) else len(text)
-    return f"{text[:MAX_SHOWN_CHARS]}...({size} characters)"
 
 
 def _cut_line(line: str, limit: int = MAX_ERROR_LINE_CHARS) -> str:

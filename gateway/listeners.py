@@ -31,6 +31,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from gateway.shown_value import shown_value
+
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
 # Kafka's default `listener.security.protocol.map`: a listener named like a protocol uses it.
@@ -77,7 +79,7 @@ def split_address(text: str, *, key: str) -> tuple[str, int]:
     host, sep, port_text = text.strip().rpartition(":")
     host = host.strip("[]")
     if not sep or not port_text.isdigit():
-        raise ListenerError(f"{key}: expected HOST:PORT, got {text.strip()!r}")
+        raise ListenerError(f"{key}: expected HOST:PORT, got {shown_value(text.strip())}")
     port = int(port_text)
     if not 0 <= port <= 65535:
         raise ListenerError(f"{key}: port must be within [0, 65535], got {port}")
@@ -95,7 +97,7 @@ def parse_protocol_map(value: str | None) -> dict[str, str]:
         if not sep or not name.strip() or protocol not in PROTOCOLS:
             raise ListenerError(
                 f"listener.security.protocol.map: expected NAME:PROTOCOL with a protocol among "
-                f"{', '.join(PROTOCOLS)}, got {pair.strip()!r}"
+                f"{', '.join(PROTOCOLS)}, got {shown_value(pair.strip())}"
             )
         protocols[name.strip().upper()] = protocol
     return protocols
@@ -111,18 +113,20 @@ def _entries(value: str, *, key: str) -> list[tuple[str, str, int]]:
         elif value.count(",") == 0:
             name, address = "PLAINTEXT", entry
         else:
-            raise ListenerError(f"{key}: expected NAME://HOST:PORT entries, got {entry!r}")
+            raise ListenerError(f"{key}: expected NAME://HOST:PORT entries, got {shown_value(entry)}")
         if not name:
-            raise ListenerError(f"{key}: expected NAME://HOST:PORT entries, got {entry!r}")
+            raise ListenerError(f"{key}: expected NAME://HOST:PORT entries, got {shown_value(entry)}")
         host, port = split_address(address, key=key)
         if key == "listeners" and not host and "://" not in entry:
-            raise ListenerError(f"{key}: expected HOST:PORT, got {entry!r}")
+            raise ListenerError(f"{key}: expected HOST:PORT, got {shown_value(entry)}")
         out.append((name, host, port))
     if not out:
         raise ListenerError(f"{key}: at least one listener is required")
     names = [n for n, _, _ in out]
     if len(set(names)) != len(names):
-        raise ListenerError(f"{key}: each listener must have a different name, got {value.strip()!r}")
+        raise ListenerError(
+            f"{key}: each listener must have a different name, got {shown_value(value.strip())}"
+        )
     return out
 
 

@@ -70,11 +70,11 @@ def _step(times: dict[str, float], name: str, start: float) -> None:
     print(f"[readme-path] {name}: {times[name]:.1f}s", flush=True)
 
 
-def _stop(proc: subprocess.Popen[bytes], timeout: float = 15.0) -> None:
-    """SIGTERM the process we started (by its PID), SIGKILL if it does not go."""
+def _stop(proc: subprocess.Popen[bytes], timeout: float = 15.0, sig: int = signal.SIGTERM) -> None:
+    """Signal the process we started (by its PID; SIGTERM unless told), SIGKILL if it does not go."""
     if proc.poll() is not None:
         return
-    os.kill(proc.pid, signal.SIGTERM)
+    os.kill(proc.pid, sig)
     try:
         proc.wait(timeout)
     except subprocess.TimeoutExpired:
@@ -144,8 +144,8 @@ def server(venv: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str
         yield address
         assert proc.poll() is None, f"serve died:\n{log_path.read_text()[-4000:]}"
     finally:
-        _stop(proc)
-    assert proc.returncode == 0, f"serve exited {proc.returncode} on SIGTERM"
+        _stop(proc, sig=signal.SIGINT)  # README: "Ctrl-C stops it cleanly"
+    assert proc.returncode == 0, f"serve exited {proc.returncode} on Ctrl-C (SIGINT)"
 
 
 def test_readme_path(venv: Path, server: str, tmp_path: Path) -> None:

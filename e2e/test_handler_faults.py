@@ -16,6 +16,7 @@ monkeypatch, and real client libraries talk to it over TCP:
 from __future__ import annotations
 
 import asyncio
+import inspect
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -103,11 +104,21 @@ def fail_next_request(gateway: InProcessGateway, api_key: int) -> dict[str, int]
     original = spec.fn
     state = {"calls": 0}
 
-    def flaky(ctx: Any, header: Any, request: Any) -> Any:
+    def flaky_sync(ctx: Any, header: Any, request: Any) -> Any:
         state["calls"] += 1
         if state["calls"] == 1:
             raise KeyError("injected fault")
         return original(ctx, header, request)
+
+    async def flaky_async(ctx: Any, header: Any, request: Any) -> Any:
+        state["calls"] += 1
+        if state["calls"] == 1:
+            raise KeyError("injected fault")
+        return await original(ctx, header, request)
+
+    # The replacement is of the handler's own kind: the registry awaits a coroutine function's
+    # result and sends a plain one's (CreateTopics became async when its file work left the loop).
+    flaky = flaky_async if inspect.iscoroutinefunction(original) else flaky_sync
 
     def install() -> None:
         gateway.server.registry.register(api_key, spec.min_version, spec.max_version, flaky, replace=True)

@@ -39,6 +39,7 @@ from pathlib import Path
 import structlog
 
 from gateway.api_versions import ApiVersionsApi
+from gateway.audit import AuditLog
 from gateway.cluster import ClusterView, NodeEndpoint
 from gateway.config import ServerConfig
 from gateway.connection import FrameHandler, KafkaConnection, RequestBytesPool
@@ -156,6 +157,8 @@ class GatewayServer:
         self.config = config
         self.registry = HandlerRegistry()
         self.metrics = MetricsRegistry()
+        self.audit = AuditLog(self.metrics)
+        """Where every security layer reports `auth.failed` and `acl.denied` (gateway.audit)."""
         self.plane = DataPlane(
             config.data_dir,
             node_id=config.node_id,

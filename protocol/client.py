@@ -13,6 +13,7 @@ bytes (`send_raw`, for what kio would not write: bad input, versions kio lacks).
 from __future__ import annotations
 
 import socket
+import ssl
 from types import EllipsisType
 from typing import Any
 
@@ -53,9 +54,18 @@ class WireClient:
         timeout: float = 5.0,
         *,
         client_id: str | None = "groupshift-wire",
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
-        self.sock = socket.create_connection((host, port), timeout=timeout)
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        raw = socket.create_connection((host, port), timeout=timeout)
+        raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if ssl_context is not None:
+            # An SSL or SASL_SSL listener: the TLS handshake happens here, before any frame.
+            try:
+                raw = ssl_context.wrap_socket(raw, server_hostname=host)
+            except BaseException:
+                raw.close()
+                raise
+        self.sock: socket.socket = raw
         self.client_id = client_id
         self._correlation = 0
 

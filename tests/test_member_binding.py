@@ -10,13 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 from engine.binding import REFUSED_EVENT, SWEEP_MIN, MemberBindings
-from engine.classic.api import JoinGroupResponse
+from engine.classic.api import HeartbeatRequest, JoinGroupResponse, LeaveGroupRequest, MemberIdentity
 from engine.context import RequestContext
 from engine.errors import Errors
 from engine.offsets.api import CommitPartition, CommitTopic, OffsetCommitRequest
 from engine.shard import Shard
 from tests.classic_harness import ClassicHarness
 from tests.consumer_harness import FOO, Harness, tp
+from tests.migration_harness import MigrationHarness
 
 ALICE = "User:CN=alice"
 MALLORY = "User:CN=mallory"
@@ -237,3 +238,28 @@ def test_classic_static_member_replacement_by_another_principal_is_refused() -> 
     h.principal = ALICE
     r = h.result(h.join(instance_id="i-a"))  # the real instance restarting replaces itself
     assert r is not None and r.error_code == 0 and h.group.static_members["i-a"] != victim
+
+
+# --- a classic member inside a consumer group (the translation layer) ---------------------------
+
+
+def test_a_classic_member_inside_a_consumer_group_is_bound_too() -> None:
+    h = MigrationHarness(topics={"foo": 3})
+    assert h.cgh("E1", 0, topics=["foo"]).error_code == Errors.NONE
+    first = h.join()
+    assert isinstance(first, JoinGroupResponse) and first.error_code == Errors.MEMBER_ID_REQUIRED
+    victim = first.member_id
+    assert h.shard.state.bindings.principal_of(("g", "member", victim)) == "User:ANONYMOUS"
+    h.join(victim)
+    group = h.shard.consumer_group("g")
+    assert group is not None and victim in group.members
+    before = group.members[victim]
+    mallory = RequestContext("m", "/10.0.0.66", 4, MALLORY)
+    for out in (
+        h.shard.heartbeat(HeartbeatRequest("g", before.member_epoch, victim, None), mallory, h.tick()),
+        h.shard.leave_group(LeaveGroupRequest("g", [MemberIdentity(victim)]), mallory, h.tick()),
+        h.shard.heartbeat(HeartbeatRequest("g", 1, "E1", None), mallory, h.tick()),
+    ):
+        assert out.response.error_code == Errors.UNKNOWN_MEMBER_ID
+        assert [n for n, _ in out.events] == [REFUSED_EVENT] and out.records == ()
+    assert h.shard.consumer_group("g") is group and group.members[victim] == before

@@ -111,6 +111,31 @@ class MemberBindings:
     def principal_of(self, key: Key) -> str | None:
         return self._principals.get(key)
 
+    def check_request(self, group: object, group_id: str, req: Any, principal: str) -> list[Key] | None:
+        """`check` of the ids `req` carries. A request that carries only a member id bound to its
+        own principal (every steady heartbeat and commit) costs one tuple and one lookup."""
+        t = type(req)
+        if t is ConsumerGroupHeartbeatRequest:
+            member_id, instance_id = req.member_id, req.instance_id
+        elif (
+            t is HeartbeatRequest
+            or t is OffsetCommitRequest
+            or t is SyncGroupRequest
+            or t is JoinGroupRequest
+        ):
+            member_id, instance_id = req.member_id, req.group_instance_id
+        else:
+            keys = carried(group_id, req)
+            return self.check(group, keys, principal) if keys else None
+        if not instance_id:
+            if not member_id:
+                return None
+            key = (group_id, MEMBER, member_id)
+            if self._principals.get(key) == principal:
+                return None
+            return self.check(group, [key], principal)
+        return self.check(group, carried(group_id, req), principal)
+
     def check(self, group: object, keys: list[Key], principal: str) -> list[Key] | None:
         """The keys to bind to `principal` if the request goes through (unbound, or bound while
         no longer live), or None when there is none; raises `Refused` when a live key is bound to

@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from engine.binding import Key, Refused, carried
+from engine.binding import Key, Refused
 from engine.classic import describe as classic_describe
 from engine.classic.api import (
     DescribedGroup,
@@ -388,8 +388,7 @@ class Shard:
     def _check_binding(self, group: Group | None, req: Any, ctx: RequestContext) -> list[Key] | None:
         """Member binding (`engine.binding`): raises `Refused` when the request carries a live
         member or instance id bound to another principal; else the ids to bind once it commits."""
-        keys = carried(req.group_id, req)
-        return self.state.bindings.check(group, keys, ctx.principal) if keys else None
+        return self.state.bindings.check_request(group, req.group_id, req, ctx.principal)
 
     def _bind_after(self, op: Operation, keys: list[Key], principal: str) -> None:
         bindings, groups = self.state.bindings, self.state.groups

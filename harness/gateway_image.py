@@ -8,15 +8,18 @@ entrypoint.py, wheels/) for a plain `docker build` (docs/deployment.md).
 Two steps, both on the engine of harness.matrix.docker_engine and through the layer cache of
 harness.matrix.docker_images:
 
-1. **Wheels.** A copy of the checkout's packages (the ones pyproject.toml's
-   `tool.setuptools.packages.find` includes, plus pyproject.toml and README.md) is turned into
-   wheels, groupshift's and its dependencies', by `pip wheel` in a container of the
-   `groupshift-matrix/python` layer with host networking and the matrix's pip download cache
-   mounted: the wheels are for the image's own Python and platform, whatever interpreter runs
-   this, and a rebuild downloads nothing again. A copy rather than the checkout itself: setuptools
+1. **Wheels.** The wheels of groupshift's dependencies (pyproject.toml's `[project].dependencies`)
+   are made once per dependency list and kept (`dependency_wheels`); groupshift's own wheel is
+   made from a copy of the checkout's packages (the ones `tool.setuptools.packages.find`
+   includes, plus pyproject.toml and README.md) at every build. Both by `pip wheel` in a container
+   of the `groupshift-matrix/python` layer with host networking and the matrix's pip download
+   cache mounted: the wheels are for the image's own Python and platform, whatever interpreter
+   runs this, and nothing is downloaded twice. A copy rather than the checkout itself: setuptools
    builds in the source tree and would reuse a stale `build/` there.
 2. **Image.** `docker build` of deploy/image with that layer as PYTHON_IMAGE and `--network none`:
    the Dockerfile installs from wheels/ only, so the build cannot reach a registry of any kind.
+   The dependencies' layer comes first and its input bytes are the same from build to build, so
+   the engine's build cache reuses it and a changed checkout rebuilds only groupshift's layer.
 
 The tag is a hash of the parent layer's tag, the Dockerfile, the entrypoint and every copied
 source file: an unchanged checkout finds its image and builds nothing; older
@@ -74,13 +77,62 @@ def image_tag(parent: str, repo: Path = REPO) -> str:
     return f"{REPOSITORY}:{h.hexdigest()[:16]}"
 
 
+def dependency_requirements(repo: Path = REPO) -> str:
+    """pyproject.toml's `[project].dependencies`, one a line: what the dependency wheels are for."""
+    pyproject = tomllib.loads((repo / "pyproject.toml").read_text())
+    return "".join(f"{line}\n" for line in pyproject["project"]["dependencies"])
+
+
+def dependency_wheels(builder: ImageBuilder, parent: str, repo: Path = REPO) -> Path:
+    """A directory of the wheels of groupshift's dependencies for `parent`'s Python, with the
+    requirements.txt they were made from; made once per (parent, requirements) and kept under the
+    engine's cache, so the same bytes go into every context and the engine's build cache keeps the
+    image's dependency layer while pyproject.toml's dependencies stay the same."""
+    requirements = dependency_requirements(repo)
+    key = hashlib.sha256(f"{RECIPE_VERSION}\0{parent}\0{requirements}".encode()).hexdigest()[:16]
+    root = engine_home() / "cache" / "gateway-wheels"
+    target = root / key
+    if (target / "requirements.txt").is_file():
+        return target
+    root.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(dir=root, prefix=".making-"))
+    try:
+        (scratch / "requirements.txt").write_text(requirements)
+        script = (
+            "set -e; python3 -m venv /tmp/wheel-builder; "
+            "/tmp/wheel-builder/bin/pip wheel --quiet --disable-pip-version-check "
+            "--wheel-dir /out -r /out/requirements.txt"
+        )
+        _run(builder, parent, script, {_pip_cache(): "/root/.cache/pip", scratch: "/out"})
+        try:
+            scratch.rename(target)
+        except OSError:  # another builder made it first: theirs has the same wheels
+            shutil.rmtree(scratch)
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    for old in root.iterdir():  # the wheels of older dependency lists
+        if old.name != key and not old.name.startswith("."):
+            shutil.rmtree(old, ignore_errors=True)
+    return target
+
+
+def _pip_cache() -> Path:
+    """The matrix's pip download cache (harness.matrix.docker_images mounts the same one)."""
+    cache = engine_home() / "cache" / "pip"
+    cache.mkdir(parents=True, exist_ok=True)
+    return cache
+
+
 def write_context(builder: ImageBuilder, parent: str, dest: Path, repo: Path = REPO) -> None:
-    """Fill `dest` with the build context: the Dockerfile, entrypoint.py and wheels/ (step 1)."""
+    """Fill `dest` with the build context (step 1): the Dockerfile, entrypoint.py,
+    wheels/dependencies/ (dependency_wheels) and wheels/groupshift/ (groupshift's own wheel)."""
     dest.mkdir(parents=True, exist_ok=True)
     for name in ("Dockerfile", "entrypoint.py"):
         shutil.copyfile(IMAGE_SOURCES / name, dest / name)
-    wheels = dest / "wheels"
-    wheels.mkdir(exist_ok=True)
+    shutil.copytree(dependency_wheels(builder, parent, repo), dest / "wheels" / "dependencies")
+    own = dest / "wheels" / "groupshift"
+    own.mkdir(parents=True)
     scratch_root = engine_home() / "build"
     scratch_root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=scratch_root, prefix="gateway-src-") as scratch:
@@ -88,16 +140,14 @@ def write_context(builder: ImageBuilder, parent: str, dest: Path, repo: Path = R
         for rel in package_files(repo):
             (source / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(repo / rel, source / rel)
-        pip_cache = engine_home() / "cache" / "pip"
-        pip_cache.mkdir(parents=True, exist_ok=True)
         script = (
             "set -e; python3 -m venv /tmp/wheel-builder; "
-            "/tmp/wheel-builder/bin/pip wheel --quiet --disable-pip-version-check "
+            "/tmp/wheel-builder/bin/pip wheel --quiet --disable-pip-version-check --no-deps "
             "--wheel-dir /wheels /src"
         )
-        _run(builder, parent, script, {pip_cache: "/root/.cache/pip", source: "/src", wheels: "/wheels"})
-    if not any(wheels.glob("groupshift-*.whl")):
-        raise ImageBuildError(f"pip wheel left no groupshift wheel in {wheels}")
+        _run(builder, parent, script, {_pip_cache(): "/root/.cache/pip", source: "/src", own: "/wheels"})
+    if not any(own.glob("groupshift-*.whl")):
+        raise ImageBuildError(f"pip wheel left no groupshift wheel in {own}")
 
 
 def _run(builder: ImageBuilder, image: str, script: str, mounts: dict[Path, str]) -> None:
@@ -114,7 +164,7 @@ def _run(builder: ImageBuilder, image: str, script: str, mounts: dict[Path, str]
         status = container.wait(timeout=STEP_TIMEOUT)["StatusCode"]
         if status != 0:
             output = container.logs().decode(errors="replace")
-            raise ImageBuildError(f"building the gateway's wheels failed (exit {status}):\n{output[-3000:]}")
+            raise ImageBuildError(f"making the gateway's wheels failed (exit {status}):\n{output[-3000:]}")
     finally:
         container.remove(force=True)
 

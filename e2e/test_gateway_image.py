@@ -73,6 +73,8 @@ def client(engine: Engine) -> Iterator[Any]:
             container.remove(force=True)
         for network in c.networks.list(filters={"label": LABEL}):
             network.remove()
+        for volume in c.volumes.list(filters={"label": LABEL}):
+            volume.remove(force=True)
         c.close()
 
 
@@ -112,15 +114,19 @@ def _wait_ready(url: str, container: Any) -> dict[str, Any]:
 def test_readme_example_through_a_port_mapping(client: Any, image: str, tmp_path: Path) -> None:
     kafka_port, metrics_port = _free_port(), _free_port()
     advertised = f"127.0.0.1:{kafka_port}"
-    network = client.networks.create(
-        f"groupshift-image-test-{os.getpid()}", driver="bridge", labels={LABEL: ""}
-    )
+    name = f"groupshift-image-test-{os.getpid()}"
+    network = client.networks.create(name, driver="bridge", labels={LABEL: ""})
+    volume = client.volumes.create(name, labels={LABEL: ""})
+    # As the Kubernetes manifest runs it: a read-only root, /tmp writable, the data on a volume.
     container = client.containers.run(
         image,
         detach=True,
         network=network.name,
         ports={"9092/tcp": ("127.0.0.1", kafka_port), "9404/tcp": ("127.0.0.1", metrics_port)},
         environment={"GROUPSHIFT_SET_ADVERTISED_LISTENERS": f"PLAINTEXT://{advertised}"},
+        read_only=True,
+        tmpfs={"/tmp": ""},
+        volumes={volume.name: {"bind": "/var/lib/groupshift", "mode": "rw"}},
         labels={LABEL: ""},
     )
     t0 = time.monotonic()
@@ -131,6 +137,9 @@ def test_readme_example_through_a_port_mapping(client: Any, image: str, tmp_path
     # Not root: the image's user, and the process that serves is that user's.
     assert container.attrs["Config"]["User"] == "10001:10001"
     assert container.exec_run(["id", "-u"]).output.decode().strip() == "10001"
+    # The data directory is groupshift's own, on the volume.
+    listing = container.exec_run(["ls", "/var/lib/groupshift/data"]).output.decode()
+    assert "meta.properties" in listing.split(), listing
 
     # Clients are told the mapped address, not the container's 9092.
     from confluent_kafka.admin import AdminClient

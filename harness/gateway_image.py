@@ -11,11 +11,12 @@ harness.matrix.docker_images:
 1. **Wheels.** The wheels of groupshift's dependencies (pyproject.toml's `[project].dependencies`)
    are made once per dependency list and kept (`dependency_wheels`); groupshift's own wheel is
    made from a copy of the checkout's packages (the ones `tool.setuptools.packages.find`
-   includes, plus pyproject.toml and README.md) at every build. Both by `pip wheel` in a container
-   of the `groupshift-matrix/python` layer with host networking and the matrix's pip download
-   cache mounted: the wheels are for the image's own Python and platform, whatever interpreter
-   runs this, and nothing is downloaded twice. A copy rather than the checkout itself: setuptools
-   builds in the source tree and would reuse a stale `build/` there.
+   includes, plus pyproject.toml and README.md) at every build. The dependencies' by `pip wheel`
+   in a container of the `groupshift-matrix/python` layer with host networking and the matrix's
+   pip download cache mounted, so they are for the image's own Python and platform whatever
+   interpreter runs this; groupshift's (pure Python, py3-none-any) by this interpreter's pip. A
+   copy rather than the checkout itself: setuptools builds in the source tree and would reuse a
+   stale `build/` there.
 2. **Image.** `docker build` of deploy/image with that layer as PYTHON_IMAGE and `--network none`:
    the Dockerfile installs from wheels/ only, so the build cannot reach a registry of any kind.
    The dependencies' layer comes first and its input bytes are the same from build to build, so
@@ -31,7 +32,9 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import hashlib
+import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import tomllib
@@ -140,14 +143,21 @@ def write_context(builder: ImageBuilder, parent: str, dest: Path, repo: Path = R
         for rel in package_files(repo):
             (source / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(repo / rel, source / rel)
-        script = (
-            "set -e; python3 -m venv /tmp/wheel-builder; "
-            "/tmp/wheel-builder/bin/pip wheel --quiet --disable-pip-version-check --no-deps "
-            "--wheel-dir /wheels /src"
+        # groupshift's wheel is pure Python (py3-none-any), the same whichever interpreter makes
+        # it: this one's pip makes it, which spares a container and a venv (~15 s) per build.
+        pip = [sys.executable, "-m", "pip", "wheel", "--quiet", "--disable-pip-version-check", "--no-deps"]
+        made = subprocess.run(
+            [*pip, "--wheel-dir", str(own), str(source)],
+            capture_output=True,
+            text=True,
+            timeout=STEP_TIMEOUT,
+            check=False,
         )
-        _run(builder, parent, script, {_pip_cache(): "/root/.cache/pip", source: "/src", own: "/wheels"})
-    if not any(own.glob("groupshift-*.whl")):
-        raise ImageBuildError(f"pip wheel left no groupshift wheel in {own}")
+        if made.returncode != 0:
+            raise ImageBuildError(f"pip wheel of groupshift failed:\n{(made.stdout + made.stderr)[-3000:]}")
+    wheels = [w.name for w in own.glob("*.whl")]
+    if len(wheels) != 1 or not re.fullmatch(r"groupshift-[^-]+-py3-none-any\.whl", wheels[0]):
+        raise ImageBuildError(f"expected one pure-Python groupshift wheel in {own}, found {wheels}")
 
 
 def _run(builder: ImageBuilder, image: str, script: str, mounts: dict[Path, str]) -> None:

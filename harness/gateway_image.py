@@ -237,6 +237,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.action == "build":
             print(build_gateway_image(builder))
         else:
+            if args.dir.exists() and any(args.dir.iterdir()):
+                print(f"python -m harness.gateway_image: {args.dir} is not empty", file=sys.stderr)
+                return 1
             parent = builder.python_base()
             write_context(builder, parent, args.dir)
             print(f"{args.dir}: build it with --build-arg PYTHON_IMAGE={parent}")

@@ -270,8 +270,9 @@ def test_bad_input_gives_one_clear_error(case_id: str, tmp: Path) -> None:
     case = CASES[case_id]
     argv = [a.replace("{tmp}", str(tmp)) for a in case.argv]
     r = groupshift(argv, tmp)
-    said = r.stderr if r.stderr.strip() else r.stdout
+    said = r.stderr
     assert "Traceback" not in r.stderr + r.stdout, said
+    assert said.strip(), f"the error went to stdout, not stderr: {r.stdout!r}"
     assert "a bug: please report it" not in said, said
     assert r.returncode == case.status, (r.returncode, said)
     lines = [line for line in said.splitlines() if line.strip()]

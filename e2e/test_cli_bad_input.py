@@ -147,6 +147,9 @@ CASES: dict[str, Case] = {
     "kafka-start/bad-value-brokers": Case(["kafka", "start", "--brokers", "0"], 2),
     "kafka-start/bad-value-set": Case(["kafka", "start", "--set", "bad"], 2),
     "kafka-start/bad-value-version": Case(["kafka", "start", "--version", "nope"], 2),
+    "kafka-start/bad-value-security": Case(
+        ["kafka", "start", "--security", "kerberos"], 2, "groupshift kafka start"
+    ),
     "kafka-versions/bad-argument": Case(["kafka", "versions", "--bogus"], 2, "groupshift kafka versions"),
     "kafka-fetch/bad-argument": Case(["kafka", "fetch", "--bogus", "4"], 2, "groupshift kafka fetch"),
     "kafka-fetch/bad-value": Case(["kafka", "fetch", "not-a-version", "--broker-only"], 1),

@@ -37,6 +37,8 @@ def _closed_port() -> int:
 NOBODY = f"127.0.0.1:{_closed_port()}"
 MISSING = "/nonexistent-groupshift/x"
 G = ["groups", "--bootstrap-server", NOBODY, "--timeout", "1"]
+# a --command-config file naming a mechanism the tools do not speak (written by the `tmp` fixture)
+BAD_PROPERTIES = "{tmp}/bad.properties"
 
 
 class Case(NamedTuple):
@@ -92,6 +94,11 @@ CASES: dict[str, Case] = {
         ["groups", "--bootstrap-server", NOBODY, "--timeout", "-1", "list"], 2, "groupshift groups"
     ),
     "groups/bad-value-bootstrap": Case(["groups", "--bootstrap-server", "nope", "list"], 2),
+    "groups/missing-path-command-config": Case([*G, "--command-config", MISSING, "list"], 2),
+    "groups/bad-value-command-config": Case([*G, "--command-config", BAD_PROPERTIES, "list"], 2),
+    "groups-describe/bad-value-command-config": Case(
+        [*G, "describe", "g", "--command-config", BAD_PROPERTIES], 2
+    ),
     "groups-list/bad-argument": Case([*G, "list", "--bogus"], 2, "groupshift groups list"),
     "groups-list/unreachable": Case([*G, "list"], 1),
     "groups-list/options-after": Case(
@@ -164,6 +171,15 @@ CASES: dict[str, Case] = {
     "check-upgrade/missing-path-log-dir": Case(["check", "upgrade", "--log-dir", MISSING, "--all"], 3),
     "check-upgrade/unreachable": Case(
         ["check", "upgrade", "--bootstrap-server", NOBODY, "--timeout", "1", "--all"], 3
+    ),
+    "check-upgrade/missing-path-command-config": Case(
+        ["check", "upgrade", "--bootstrap-server", NOBODY, "--command-config", MISSING, "--all"], 3
+    ),
+    "check-upgrade/bad-value-command-config": Case(
+        ["check", "upgrade", "--bootstrap-server", NOBODY, "--command-config", BAD_PROPERTIES, "--all"], 3
+    ),
+    "check-upgrade/command-config-without-cluster": Case(
+        ["check", "upgrade", "--data-dir", "{tmp}", "--command-config", BAD_PROPERTIES, "--all"], 3
     ),
     "check-upgrade/bad-value-timeout": Case(
         ["check", "upgrade", "--bootstrap-server", NOBODY, "--timeout", "-1", "--all"],
@@ -265,6 +281,7 @@ def test_every_subcommand_is_covered() -> None:
 
 @pytest.fixture
 def tmp(tmp_path: Path) -> Iterator[Path]:
+    (tmp_path / "bad.properties").write_text("security.protocol=SASL_SSL\nsasl.mechanism=GSSAPI\n")
     yield tmp_path
 
 

@@ -18,10 +18,15 @@ Which path does what, and why one wire path rather than an admin library:
 Routing follows Kafka's admin client: group requests go to the group's coordinator
 (FindCoordinator key type 0), ListOffsets to each partition's leader (Metadata), ListGroups to every
 broker, the rest to any broker.
+
+On a secured cluster every connection (bootstrap and each broker found through Metadata, as
+Kafka's admin client does) goes through TLS and the SASL exchange of the `ClientSecurity` made
+from `--command-config` (protocol.client_security).
 """
 
 from __future__ import annotations
 
+import ssl
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -29,7 +34,8 @@ from typing import Any
 
 from kio.index import load_request_schema
 
-from protocol.client import WireClient
+from protocol.client import ConnectionClosed, WireClient
+from protocol.client_security import ClientSecurity, SaslAuthenticationFailed
 from protocol.codec import decode_response, response_type_of
 from protocol.entity_builder import build
 
@@ -130,12 +136,29 @@ class _Connection:
     """A `protocol.client.WireClient` whose failures are `WireError`s, with the versions the
     broker advertised (filled by `AdminWire._open`)."""
 
-    def __init__(self, host: str, port: int, timeout: float) -> None:
+    def __init__(self, host: str, port: int, timeout: float, security: ClientSecurity | None = None) -> None:
+        self.secured = security is not None and security.protocol != "PLAINTEXT"
         try:
-            self.client = WireClient(port, host, timeout, client_id=CLIENT_ID)
+            if security is None:
+                self.client = WireClient(port, host, timeout, client_id=CLIENT_ID)
+            else:
+                self.client = security.connect(host, port, timeout, client_id=CLIENT_ID)
+        except SaslAuthenticationFailed as e:
+            raise WireError(f"{host}:{port}: SASL authentication failed: {e}") from None
+        except ssl.SSLError as e:
+            reason = getattr(e, "verify_message", None) or e.reason or e
+            raise WireError(f"{host}:{port}: TLS handshake failed: {reason}") from None
+        except (ConnectionClosed, ConnectionResetError) as e:  # closed in the TLS or SASL exchange
+            raise WireError(f"{host}:{port}: {e}{self._hint()}") from None
         except OSError as e:
             raise WireError(f"cannot connect to {host}:{port}: {e}") from None
         self.versions: dict[int, tuple[int, int]] = {}
+
+    def _hint(self) -> str:
+        """What a closed connection most often means when no security was configured."""
+        if self.secured:
+            return ""
+        return " (a TLS or SASL listener? give its client properties with --command-config FILE)"
 
     def close(self) -> None:
         self.client.close()
@@ -151,7 +174,7 @@ class _Connection:
         except OSError as e:
             raise WireError(f"connection lost: {e}") from None
         if frame is None:
-            raise WireError("the broker closed the connection")
+            raise WireError(f"the broker closed the connection{self._hint()}")
         got, body = decode_response(response_type_of(request), frame)
         if got != correlation:
             raise WireError(f"correlation id {got}, expected {correlation}")
@@ -171,8 +194,9 @@ def parse_bootstrap(bootstrap: str) -> list[tuple[str, int]]:
 class AdminWire:
     """One connection per broker, opened on first use; `close()` closes them all."""
 
-    def __init__(self, bootstrap: str, timeout: float = 10.0) -> None:
+    def __init__(self, bootstrap: str, timeout: float = 10.0, security: ClientSecurity | None = None) -> None:
         self.timeout = timeout
+        self.security = security
         self._bootstrap = parse_bootstrap(bootstrap)
         self._conns: dict[int, _Connection] = {}
         self._nodes: dict[int, Node] = {}
@@ -201,7 +225,7 @@ class AdminWire:
     # -- connections and versions ---------------------------------------------------------------
 
     def _open(self, host: str, port: int) -> _Connection:
-        conn = _Connection(host, port, self.timeout)
+        conn = _Connection(host, port, self.timeout, self.security)
         resp = conn.request(build(load_request_schema(API_VERSIONS, 0), {}))
         if code_of(resp.error_code) != 0:
             raise KafkaError(code_of(resp.error_code), f"ApiVersions from {host}:{port}")
@@ -254,7 +278,7 @@ class AdminWire:
         a broker older than 2.4 answers v3 with a v0 body, which is None here (no features)."""
         for host, port in self._bootstrap:
             try:
-                conn = _Connection(host, port, self.timeout)
+                conn = _Connection(host, port, self.timeout, self.security)
             except WireError:
                 continue
             try:

@@ -39,6 +39,7 @@ MISSING = "/nonexistent-groupshift/x"
 G = ["groups", "--bootstrap-server", NOBODY, "--timeout", "1"]
 # a --command-config file naming a mechanism the tools do not speak (written by the `tmp` fixture)
 BAD_PROPERTIES = "{tmp}/bad.properties"
+ACL = ["acls", "--bootstrap-server", NOBODY]
 
 
 class Case(NamedTuple):
@@ -162,6 +163,23 @@ CASES: dict[str, Case] = {
     "kafka-fetch/bad-value": Case(["kafka", "fetch", "not-a-version", "--broker-only"], 1),
     "kafka-tool/bad-argument": Case(["kafka", "tool"], 2, "groupshift kafka tool"),
     "kafka-tool/bad-value": Case(["kafka", "tool", "kafka-no-such-tool", "--help"], 2),
+    # acls (kafka-acls.sh's checks, before any connection)
+    "acls/bad-argument": Case(["acls", "--bogus"], 2, "groupshift acls"),
+    "acls/no-bootstrap-server": Case(["acls", "--list"], 2, "groupshift acls"),
+    "acls/unreachable": Case(["acls", "--bootstrap-server", NOBODY, "--timeout", "1", "--list"], 1),
+    "acls/missing-path-command-config": Case(
+        ["acls", "--bootstrap-server", NOBODY, "--command-config", MISSING, "--list"], 2
+    ),
+    "acls/bad-value-verb": Case(["acls", "--bootstrap-server", NOBODY, "--add", "--list"], 2),
+    "acls/bad-value-operation": Case(
+        [*ACL, "--add", "--topic", "t", "--allow-principal", "User:a", "--operation", "Fly"], 2
+    ),
+    "acls/bad-value-operation-for-resource": Case(
+        [*ACL, "--add", "--cluster", "--allow-principal", "User:a", "--operation", "Read"], 2
+    ),
+    "acls/bad-value-principal": Case(
+        ["acls", "--bootstrap-server", NOBODY, "--add", "--group", "g", "--allow-principal", "alice"], 2
+    ),
     # check (README: 3 for every input error, bad arguments included)
     "check/bad-argument": Case(["check", "--bogus"], 3, "groupshift check"),
     "check-upgrade/bad-argument": Case(

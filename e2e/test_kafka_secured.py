@@ -183,7 +183,12 @@ def committed_group(secured: Secured) -> tuple[str, str]:
                 consumer.commit(offsets=[TopicPartition(topic, 0, 7)], asynchronous=False)
                 break
             except KafkaException as exc:
-                if not exc.args[0].retriable() and exc.args[0].code() != KafkaError.NOT_COORDINATOR:
+                coordinator_moving = {
+                    KafkaError.NOT_COORDINATOR,
+                    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                    KafkaError.COORDINATOR_NOT_AVAILABLE,
+                }
+                if not exc.args[0].retriable() and exc.args[0].code() not in coordinator_moving:
                     raise
                 if time.monotonic() > deadline:
                     raise
@@ -262,3 +267,41 @@ def test_every_mechanism_authenticates(secured: Secured) -> None:
         security = ClientSecurity.from_properties(variant)
         with security.connect("127.0.0.1", secured.port, 10) as client:
             assert _metadata(client).brokers, variant  # type: ignore[attr-defined]
+
+
+def test_acls_command_adds_lists_and_removes(secured: Secured, committed_group: tuple[str, str]) -> None:
+    """`groupshift acls` (CreateAcls / DescribeAcls / DeleteAcls) on Kafka's StandardAuthorizer:
+    the ACL it adds lets alice see the group, removing it hides the group again; alice herself
+    may not add ACLs."""
+    group, _ = committed_group
+    admin = [
+        "--bootstrap-server",
+        secured.bootstrap,
+        "--command-config",
+        str(secured.command_config["admin"]),
+    ]
+    alice_list = ["groups", "--bootstrap-server", secured.bootstrap, "list"]
+    alice_list += ["--command-config", str(secured.command_config["alice"])]
+    added = groupshift("acls", *admin, "--add", "--allow-principal", "User:alice", "--operation", "Describe",
+                       "--group", group)  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    acl = "(principal=User:alice, host=*, operation=DESCRIBE, permissionType=ALLOW)"
+    assert (
+        f"Current ACLs for resource `ResourcePattern(resourceType=GROUP, name={group}, patternType=LITERAL)`"
+        in (added.stdout)
+    ), added.stdout
+    assert acl in added.stdout
+    listed = groupshift("acls", *admin, "--list", "--principal", "User:alice")
+    assert listed.returncode == 0 and acl in listed.stdout, (listed.stdout, listed.stderr)
+    seen = groupshift(*alice_list)
+    assert group in seen.stdout.split(), (seen.stdout, seen.stderr)
+    removed = groupshift("acls", *admin, "--remove", "--force", "--group", group)
+    assert removed.returncode == 0, removed.stderr
+    assert acl not in removed.stdout.split("Removing", 1)[1], removed.stdout
+    hidden = groupshift(*alice_list)
+    assert hidden.returncode == 0 and group not in hidden.stdout.split(), hidden.stdout
+    refused = groupshift("acls", "--bootstrap-server", secured.bootstrap, "--command-config",
+                         str(secured.command_config["alice"]), "--add", "--allow-principal", "User:alice",
+                         "--group", group)  # fmt: skip
+    assert refused.returncode == 1, refused.stderr
+    assert "CLUSTER_AUTHORIZATION_FAILED" in refused.stderr, refused.stderr

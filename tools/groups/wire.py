@@ -52,6 +52,9 @@ LIST_OFFSETS = 2
 DELETE_GROUPS = 42
 DESCRIBE_CONFIGS = 32
 INCREMENTAL_ALTER_CONFIGS = 44
+DESCRIBE_ACLS = 29
+CREATE_ACLS = 30
+DELETE_ACLS = 31
 
 # (lowest version our code handles, highest version it is written for)
 _SUPPORTED: dict[int, tuple[int, int]] = {
@@ -67,6 +70,10 @@ _SUPPORTED: dict[int, tuple[int, int]] = {
     DELETE_GROUPS: (0, 2),
     DESCRIBE_CONFIGS: (1, 4),
     INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    # v1 added pattern types (KIP-290); v0 is gone from Kafka 4 (KIP-896)
+    DESCRIBE_ACLS: (1, 3),
+    CREATE_ACLS: (1, 3),
+    DELETE_ACLS: (1, 3),
 }
 
 GROUP_RESOURCE = 32  # KIP-848 "Dynamic group configs"
@@ -309,6 +316,26 @@ class AdminWire:
         if v is None:
             raise WireError(f"the broker does not support API key {api_key} in a version this tool speaks")
         return conn.request(build(load_request_schema(api_key, v), dict(values))), v
+
+    # -- ACLs (groupshift acls: DescribeAcls, CreateAcls, DeleteAcls go to any broker) ----------
+
+    def describe_acls(self, acl_filter: Mapping[str, Any]) -> list[Any]:
+        """The resources (with their ACLs) matching a DescribeAcls filter; KafkaError on error."""
+        resp, _ = self._call(DESCRIBE_ACLS, acl_filter)
+        code = code_of(resp.error_code)
+        if code != 0:
+            raise KafkaError(code, "DescribeAcls", resp.error_message)
+        return list(resp.resources)
+
+    def create_acls(self, creations: Sequence[Mapping[str, Any]]) -> list[tuple[int, str | None]]:
+        """CreateAcls: per creation, its error code and message (0, None when created)."""
+        resp, _ = self._call(CREATE_ACLS, {"creations": [dict(c) for c in creations]})
+        return [(code_of(r.error_code), r.error_message) for r in resp.results]
+
+    def delete_acls(self, filters: Sequence[Mapping[str, Any]]) -> list[Any]:
+        """DeleteAcls: per filter, its result (error code, the ACLs it deleted)."""
+        resp, _ = self._call(DELETE_ACLS, {"filters": [dict(f) for f in filters]})
+        return list(resp.filter_results)
 
     # -- cluster ----------------------------------------------------------------------------------
 

@@ -309,6 +309,8 @@ class KafkaCluster:
         self.workdir = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="kafka-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.cluster_id = _formatted_cluster_id(self.workdir) or new_cluster_id()
+        if security is not None and proxied_listener:
+            raise ValueError("a secured cluster has no PROXIED (plaintext) listener: one or the other")
         if sasl_mechanism not in SASL_MECHANISMS:
             known = ", ".join(SASL_MECHANISMS)
             raise ValueError(f"SASL mechanism must be one of {known}, not {sasl_mechanism!r}")

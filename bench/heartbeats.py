@@ -27,9 +27,9 @@ import os
 import struct
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from protocol.codec import decode_response, encode_request, response_type_of
 from protocol.entity_builder import build
@@ -60,6 +60,24 @@ SETTINGS = (
 
 def request(api_key: int, version: int, **values: Any) -> Any:
     return build(load_request_schema(api_key, version), values)
+
+
+# -- connecting: plain TCP here; bench.secure_listeners passes one that does TLS and SASL first --
+
+_P = TypeVar("_P", bound=asyncio.BaseProtocol)
+
+
+class Connector(Protocol):
+    """Opens a connection to 127.0.0.1:`port` ready for Kafka requests and hands it to a new
+    `factory()` protocol: every connection of the setup and of the load goes through one, so a
+    secured listener (TLS handshake, SASL login) is measured with the same code as PLAINTEXT."""
+
+    def __call__(self, port: int, factory: Callable[[], _P]) -> Awaitable[_P]: ...
+
+
+async def connect_plain(port: int, factory: Callable[[], _P]) -> _P:
+    _, proto = await asyncio.get_running_loop().create_connection(factory, "127.0.0.1", port)
+    return proto
 
 
 # -- a small pipelined client for the untimed setup ----------------------------------------
@@ -101,13 +119,8 @@ class _Client(asyncio.Protocol):
                 fut.set_exception(ConnectionError(f"gateway closed the connection: {exc}"))
 
 
-async def _clients(port: int, n: int) -> list[_Client]:
-    loop = asyncio.get_running_loop()
-    out = []
-    for _ in range(n):
-        _, c = await loop.create_connection(_Client, "127.0.0.1", port)
-        out.append(c)
-    return out
+async def _clients(port: int, n: int, connect: Connector = connect_plain) -> list[_Client]:
+    return [await connect(port, _Client) for _ in range(n)]
 
 
 async def _call_all(clients: list[_Client], reqs: Iterable[Any], window: int = 2000) -> list[Any]:
@@ -136,8 +149,8 @@ def _member_ids(groups: int, members: int) -> list[tuple[str, str]]:
     ]
 
 
-async def _create_topic(port: int, topic: str, partitions: int) -> None:
-    [c] = await _clients(port, 1)
+async def _create_topic(port: int, topic: str, partitions: int, connect: Connector = connect_plain) -> None:
+    [c] = await _clients(port, 1, connect)
     created = await c.call(
         request(
             19,
@@ -191,12 +204,14 @@ async def _join_consumer_members(clients: list[_Client], ids: list[tuple[str, st
     return [a.member_epoch for a in joins]
 
 
-async def setup_consumer_groups(port: int, groups: int, members: int) -> list[Any]:
+async def setup_consumer_groups(
+    port: int, groups: int, members: int, connect: Connector = connect_plain
+) -> list[Any]:
     """Join the members; the steady ConsumerGroupHeartbeat requests, one per member."""
-    clients = await _clients(port, 16)
+    clients = await _clients(port, 16, connect)
     ids = _member_ids(groups, members)
     epochs = await _join_consumer_members(clients, ids)
-    await _create_topic(port, CGH_TOPIC, members // groups)
+    await _create_topic(port, CGH_TOPIC, members // groups, connect)
     # Heartbeat everyone until each member has had its assignment and a whole round changes
     # nothing (groupshift: two rounds; Kafka sees the new topic asynchronously, so its first
     # rounds may answer without an assignment).
@@ -245,17 +260,21 @@ def _join(group: str, member_id: str) -> Any:
 
 
 async def setup_classic_groups(
-    port: int, groups: int, members: int, join_connections: int | None = None
+    port: int,
+    groups: int,
+    members: int,
+    join_connections: int | None = None,
+    connect: Connector = connect_plain,
 ) -> list[Any]:
     """Join and sync the members; the steady Heartbeat v4 requests, one per member.
     `join_connections`: how many connections carry the JoinGroups (Kafka reads no further
     request on a connection whose JoinGroup is parked: give it one per member)."""
     per = members // groups
-    await _create_topic(port, CLASSIC_TOPIC, per)
+    await _create_topic(port, CLASSIC_TOPIC, per, connect)
     # Parked JoinGroups count against the gateway's per-connection in-flight limit (32), past
     # which it stops reading that connection: spread them, 16 at most per connection, so that
     # none waits unread.
-    clients = await _clients(port, join_connections or max(16, -(-members // 16)))
+    clients = await _clients(port, join_connections or max(16, -(-members // 16)), connect)
     # Interleaved over the groups, so that every group's members arrive well within the initial
     # rebalance delay (5 s, extended while members keep coming): a group whose first generation
     # started without some members would wait a rebalance timeout for rejoins that never come.
@@ -370,15 +389,16 @@ class _Run:
 
 
 async def _drive(
-    port: int, frames: list[bytes], connections: int, depth: int, seconds: float
+    port: int,
+    frames: list[bytes],
+    connections: int,
+    depth: int,
+    seconds: float,
+    connect: Connector = connect_plain,
 ) -> tuple[list[float], int, float]:
-    loop = asyncio.get_running_loop()
     run = _Run()
     slices = [frames[i::connections] for i in range(connections)]
-    protos = []
-    for s in slices:
-        _, p = await loop.create_connection(functools.partial(_Load, s, depth, run), "127.0.0.1", port)
-        protos.append(p)
+    protos = [await connect(port, functools.partial(_Load, s, depth, run)) for s in slices]
     started = time.perf_counter()
     for p in protos:
         p.start()
@@ -410,6 +430,9 @@ class HeartbeatResult:
     errors: int
     gateway_cpu_share: float | None  # gateway CPU seconds per wall second of the run
     requests_per_gateway_cpu_s: int | None  # throughput per second of gateway CPU: load-independent
+    # this process's CPU seconds per wall second (connections opened, then the load): near 1.0,
+    # the load generator, not the server, set the rate
+    load_cpu_share: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -442,14 +465,17 @@ def run_load(
     seconds: float,
     warmup: float = 1.0,
     gateway_pid: int | None = None,
+    connect: Connector = connect_plain,
 ) -> HeartbeatResult:
     # the client id the members joined with: another one would change every member (a write)
     frames = [encode_request(r, correlation_id=i, client_id=CLIENT_ID) for i, r in enumerate(steady)]
     runner = asyncio.Runner(loop_factory=uvloop.new_event_loop if uvloop else None)
     with runner:
-        runner.run(_drive(port, frames, connections, depth, warmup))
+        runner.run(_drive(port, frames, connections, depth, warmup, connect))
         cpu_before = None if gateway_pid is None else cpu_seconds(gateway_pid)
-        latencies, errors, elapsed = runner.run(_drive(port, frames, connections, depth, seconds))
+        load_before = time.process_time()
+        latencies, errors, elapsed = runner.run(_drive(port, frames, connections, depth, seconds, connect))
+        load_cpu = time.process_time() - load_before
         cpu_after = None if gateway_pid is None else cpu_seconds(gateway_pid)
     if errors:
         raise RuntimeError(f"{name}: {errors} heartbeats answered with an error")
@@ -466,12 +492,20 @@ def run_load(
         errors=errors,
         gateway_cpu_share=None if cpu is None else round(cpu / elapsed, 2),
         requests_per_gateway_cpu_s=None if not cpu else round(len(latencies) / cpu),
+        load_cpu_share=round(load_cpu / elapsed, 2),
     )
 
 
-def setup(port: int, kind: str, groups: int, members: int, join_connections: int | None = None) -> list[Any]:
+def setup(
+    port: int,
+    kind: str,
+    groups: int,
+    members: int,
+    join_connections: int | None = None,
+    connect: Connector = connect_plain,
+) -> list[Any]:
     runner = asyncio.Runner(loop_factory=uvloop.new_event_loop if uvloop else None)
     with runner:
         if kind == "ConsumerGroupHeartbeat":
-            return runner.run(setup_consumer_groups(port, groups, members))
-        return runner.run(setup_classic_groups(port, groups, members, join_connections))
+            return runner.run(setup_consumer_groups(port, groups, members, connect))
+        return runner.run(setup_classic_groups(port, groups, members, join_connections, connect))

@@ -2,6 +2,8 @@
 
     python -m bench.versus_kafka [--json] [--members 10000] [--groups 10] [--seconds 5]
                                  [--load CONNxDEPTH ...] [--skip-heartbeats] [--skip-migration]
+                                 [--security plaintext,ssl,sasl_ssl [--workers 8] [--repeats 2]
+                                  [--listener-load CONNxDEPTH]]
 
 1. Steady heartbeats: `bench.heartbeats`' setup and load generator (ConsumerGroupHeartbeat and
    classic Heartbeat of `--members` members in `--groups` groups, every answer checked) against
@@ -31,17 +33,19 @@
    times of whole client round trips (JVM start included), indications rather than precise
    figures.
 
+3. With `--security`: `bench.secure_listeners`, ConsumerGroupHeartbeat/s and new connections/s
+   on each listener type named (PLAINTEXT always, then SSL, SASL_SSL), on both servers, with the
+   same `--members`, `--groups` and `--seconds`.
+
 The machine this runs on is shared: figures vary between runs; compare within one run.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -50,59 +54,17 @@ from pathlib import Path
 from typing import Any
 
 from bench import heartbeats as hb
-
-# bench.heartbeats.SETTINGS in Kafka's names (groupshift takes the same names), minus what Kafka
-# does not have; KAFKA_EXTRA: what a single Kafka node needs, and assignments computed in the
-# heartbeat (`group.consumer.assignment.interval.ms=0`) as groupshift does.
-KAFKA_HB_SETTINGS = {
-    k: v for k, v in (s.split("=", 1) for s in hb.SETTINGS) if not k.startswith("coordinator.")
-}
-KAFKA_EXTRA = {
-    "group.coordinator.rebalance.protocols": "classic,consumer",
-    "group.consumer.assignment.interval.ms": "0",
-    "group.consumer.min.heartbeat.interval.ms": "100",
-    "group.consumer.min.session.timeout.ms": "1000",
-    "group.min.session.timeout.ms": "1000",
-    "offsets.topic.replication.factor": "1",
-    "offsets.topic.num.partitions": "4",
-}
-DEFAULT_LOADS = [(64, 4)]
-# The JVM flags Kafka's own start scripts use (kafka-server-start.sh, kafka-run-class.sh), not
-# harness.kafka_dist's fast-start defaults (C1 only, serial GC), so that Kafka runs as deployed.
-KAFKA_SERVER_JVM_OPTS = (
-    "-Xmx1G -Xms1G -server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 "
-    "-XX:+ExplicitGCInvokesConcurrent -XX:MaxInlineLevel=15 -Djava.awt.headless=true"
+from bench import secure_listeners
+from bench.kafka_reference import (
+    KAFKA_EXTRA,
+    KAFKA_HB_SETTINGS,
+    KAFKA_SERVER_JVM_OPTS,
+    coordinators_ready,
+    pin_all_threads,
 )
+
+DEFAULT_LOADS = [(64, 4)]
 BUDGETS = (("one core", "0", {1}), ("both cores", "0,1", {0, 1}))
-
-
-def pin_all_threads(pid: int, cpus: str) -> None:
-    """Every thread of `pid` (a JVM has dozens) onto `cpus`; new threads inherit it."""
-    subprocess.run(["taskset", "-a", "-cp", cpus, str(pid)], check=True, capture_output=True)
-
-
-async def _coordinators_ready(port: int, group_ids: list[str], timeout: float = 60.0) -> None:
-    """FindCoordinator for every group (a fresh Kafka creates `__consumer_offsets` then) and
-    DescribeGroups until no group's coordinator is loading or missing."""
-    [c] = await hb._clients(port, 1)
-    deadline = time.monotonic() + timeout
-    try:
-        while True:
-            found = await c.call(hb.request(10, 4, key_type=0, coordinator_keys=group_ids))
-            described = await c.call(hb.request(15, 5, groups=group_ids, include_authorized_operations=False))
-            codes = [x.error_code for x in found.coordinators] + [g.error_code for g in described.groups]
-            if all(code == 0 for code in codes):
-                return
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"coordinators not ready after {timeout}s: {codes}")
-            await asyncio.sleep(0.5)
-    finally:
-        assert c.transport is not None
-        c.transport.close()
-
-
-def coordinators_ready(port: int, group_ids: list[str]) -> None:
-    asyncio.run(_coordinators_ready(port, group_ids))
 
 
 def heartbeats(args: argparse.Namespace, progress: Any) -> list[dict[str, Any]]:
@@ -291,6 +253,8 @@ def print_table(doc: dict[str, Any]) -> None:
         print(f"{'case':<17}{'step':<26}{'kafka':>8}{'groupshift':>12}{'ratio':>7}")
         for r in doc["membership"]:
             print(f"{r['case']:<17}{r['step']:<26}{r['kafka_s']:>8}{r['groupshift_s']:>12}{r['ratio']:>7}")
+    if doc.get("listeners"):
+        secure_listeners.print_table(doc["listeners"])
     print("\nshared, noisy machine: compare within this run only")
 
 
@@ -303,6 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--load", type=hb.load_shape, nargs="+", default=DEFAULT_LOADS, metavar="CONNxDEPTH")
     p.add_argument("--skip-heartbeats", action="store_true")
     p.add_argument("--skip-migration", action="store_true")
+    secure_listeners.add_arguments(p, security_default=None)
     args = p.parse_args(argv)
     # SIGTERM unwinds like Ctrl-C, so that the servers started here are stopped.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -323,6 +288,11 @@ def main(argv: list[str] | None = None) -> int:
         "heartbeats": [] if args.skip_heartbeats else heartbeats(args, progress),
         "membership": [] if args.skip_migration else membership(progress),
     }
+    if args.security:
+        doc["load_average"] = os.getloadavg()
+        doc["listeners"] = secure_listeners.measure(
+            argparse.Namespace(**{**vars(args), "load": args.listener_load}), progress
+        )
     if args.json:
         json.dump(doc, sys.stdout, indent=1)
         print()

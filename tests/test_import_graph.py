@@ -53,6 +53,8 @@ ALLOWED_NON_PRODUCT_EDGES = frozenset(
         ("bench.gateway", "e2e.harness"),
         ("bench.migration", "e2e.harness"),
         ("bench.scale_out", "e2e.harness"),
+        # bench.secure_listeners starts groupshift with secured listeners beside a secured Kafka.
+        ("bench.secure_listeners", "e2e.harness"),
         ("bench.scale_out", "e2e.scaleout"),
         ("bench.soak", "e2e.harness"),
         ("bench.upstream", "e2e.harness"),

@@ -395,10 +395,14 @@ async def _drive(
     depth: int,
     seconds: float,
     connect: Connector = connect_plain,
+    on_start: Callable[[], None] = lambda: None,
 ) -> tuple[list[float], int, float]:
+    """`on_start` is called once the connections are open (and logged in), just before the
+    load starts: CPU counted from there is the load's, not the TLS handshakes'."""
     run = _Run()
     slices = [frames[i::connections] for i in range(connections)]
     protos = [await connect(port, functools.partial(_Load, s, depth, run)) for s in slices]
+    on_start()
     started = time.perf_counter()
     for p in protos:
         p.start()
@@ -430,8 +434,8 @@ class HeartbeatResult:
     errors: int
     gateway_cpu_share: float | None  # gateway CPU seconds per wall second of the run
     requests_per_gateway_cpu_s: int | None  # throughput per second of gateway CPU: load-independent
-    # this process's CPU seconds per wall second (connections opened, then the load): near 1.0,
-    # the load generator, not the server, set the rate
+    # this process's CPU seconds per wall second of the load (connections already open): near
+    # 1.0, the load generator, not the server, set the rate
     load_cpu_share: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
@@ -472,11 +476,18 @@ def run_load(
     runner = asyncio.Runner(loop_factory=uvloop.new_event_loop if uvloop else None)
     with runner:
         runner.run(_drive(port, frames, connections, depth, warmup, connect))
-        cpu_before = None if gateway_pid is None else cpu_seconds(gateway_pid)
-        load_before = time.process_time()
-        latencies, errors, elapsed = runner.run(_drive(port, frames, connections, depth, seconds, connect))
-        load_cpu = time.process_time() - load_before
+        before: list[float | None] = []
+
+        def on_start() -> None:
+            before[:] = [None if gateway_pid is None else cpu_seconds(gateway_pid), time.process_time()]
+
+        latencies, errors, elapsed = runner.run(
+            _drive(port, frames, connections, depth, seconds, connect, on_start)
+        )
         cpu_after = None if gateway_pid is None else cpu_seconds(gateway_pid)
+        cpu_before, load_before = before
+        assert load_before is not None
+        load_cpu = time.process_time() - load_before
     if errors:
         raise RuntimeError(f"{name}: {errors} heartbeats answered with an error")
     cpu = None if cpu_before is None or cpu_after is None else cpu_after - cpu_before

@@ -419,6 +419,10 @@ def measure(args: argparse.Namespace, progress: Callable[[str], None]) -> list[d
                             "listener": listener.upper(),
                             "server": s.name,
                             "negotiated": s.client.negotiated(s.port),
+                            "failed_runs": sum(
+                                "error" in r
+                                for r in results[s.name]["heartbeats"] + results[s.name]["connections"]
+                            ),
                             "heartbeats": results[s.name]["heartbeats"],
                             "connections": results[s.name]["connections"],
                             "heartbeats_per_s": _best(results[s.name]["heartbeats"], "requests_per_s"),
@@ -445,11 +449,10 @@ def _cpu(r: dict[str, Any]) -> str:
 
 
 def _best(runs: list[dict[str, Any]], key: str) -> int | None:
-    """The best of the runs (other jobs on the machine only ever lower a rate); None if any
-    run failed."""
-    if not runs or any("error" in r for r in runs) or any(r.get(key) is None for r in runs):
-        return None
-    return int(max(r[key] for r in runs))
+    """The best of the runs that completed (other jobs on the machine only ever lower a rate);
+    None if none did. A failed run stays in the row's runs with its error, and is counted."""
+    rates = [r[key] for r in runs if "error" not in r and r.get(key) is not None]
+    return int(max(rates)) if rates else None
 
 
 def _ratio(a: int | None, b: int | None) -> float | None:
@@ -483,7 +486,8 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         for key in ("heartbeats_per_s", "heartbeats_per_cpu_s", "connections_per_s", "connections_per_cpu_s"):
             cells += f"{r[key]!s:>9}{r.get(key + '_vs_plaintext')!s:>9}{r.get(key + '_vs_kafka', '')!s:>9}"
         load = max((x.get("load_cpu_share") or 0) for x in r["heartbeats"] + r["connections"])
-        print(f"{r['listener']:<11}{r['server']:<12}{cells}  {load:>8}  {r['negotiated']}")
+        failed = f"  ({r['failed_runs']} failed runs)" if r.get("failed_runs") else ""
+        print(f"{r['listener']:<11}{r['server']:<12}{cells}  {load:>8}  {r['negotiated']}{failed}")
 
 
 def add_arguments(p: argparse.ArgumentParser, *, security_default: str | None) -> None:

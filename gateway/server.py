@@ -253,6 +253,11 @@ class GatewayServer:
         self._listener_servers: list[asyncio.Server] = []
         self._bound_ports: list[int] = []
         self._metrics_server: asyncio.Server | None = None
+        self._sasl_logins = self.metrics.counter(
+            "groupshift_sasl_authentications_total",
+            "Successful SASL authentications and KIP-368 re-authentications, by listener and mechanism",
+            ("listener", "mechanism", "kind"),
+        )
         self._accepted = self.metrics.counter(
             "groupshift_connections_accepted_total", "Client connections accepted"
         )
@@ -297,6 +302,10 @@ class GatewayServer:
             reauth[mechanism] = int(own or shared or self.config.connections_max_reauth_ms)
         return SaslListenerSetup(listener.sasl_mechanisms, constructors, reauth)
 
+    def _sasl_authenticated(self, listener: str, mechanism: str, reauthentication: bool) -> None:
+        kind = "reauthentication" if reauthentication else "authentication"
+        self._sasl_logins.labels(listener, mechanism, kind).inc()
+
     def _sasl_bounds(self, listener: Listener) -> SaslBounds:
         own = listener.sasl.get("sasl.server.max.receive.size")
         api_versions = self.registry.get(18)
@@ -315,7 +324,13 @@ class GatewayServer:
         gate = (
             None
             if sasl is None
-            else SaslGate(sasl, self._sasl_bounds(listener), self.frame_handler, self.audit)
+            else SaslGate(
+                sasl,
+                self._sasl_bounds(listener),
+                self.frame_handler,
+                self.audit,
+                functools.partial(self._sasl_authenticated, listener.name),
+            )
         )
         conn = (KafkaConnection if tls is None else TlsKafkaConnection)(
             connection_id=next(self._ids),

@@ -140,6 +140,8 @@ class Verdict:
     failure: Failure | None = None
     principal: str | None = None
     """Set when this event completed an authentication: the connection's principal."""
+    reauthentication: bool = False
+    """The completed authentication was a KIP-368 re-authentication."""
 
 
 FORWARD = Verdict(forward=True)
@@ -268,14 +270,14 @@ class SaslAuthenticator:
         self.session_expires_ms = None if lifetime is None else now_ms + lifetime
         self.principal = principal
         self.state = SaslState.AUTHENTICATED
-        self._reauthenticating = False
+        reauthentication, self._reauthenticating = self._reauthenticating, False
         self._mechanism = None
         answer: Answer = (
             RawAnswer(step.challenge)
             if raw
             else AuthenticateAnswer(ErrorCode.none, None, step.challenge, lifetime or 0)
         )
-        return Verdict(answer=answer, principal=principal)
+        return Verdict(answer=answer, principal=principal, reauthentication=reauthentication)
 
     def _illegal_during_authentication(self, event: Event, now_ms: float) -> Verdict:
         """A request other than SaslAuthenticate while authenticating (Kafka's

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import struct
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,9 +74,16 @@ class SaslGate:
     """One connection's authenticator and its I/O (see the module doc)."""
 
     def __init__(
-        self, setup: SaslListenerSetup, bounds: SaslBounds, inner: FrameHandler, audit: AuditLog
+        self,
+        setup: SaslListenerSetup,
+        bounds: SaslBounds,
+        inner: FrameHandler,
+        audit: AuditLog,
+        on_authenticated: Callable[[str, bool], None] | None = None,
     ) -> None:
+        """`on_authenticated(mechanism, reauthentication)` counts each completed login."""
         self.auth = SaslAuthenticator(setup)
+        self._on_authenticated = on_authenticated
         self.bounds = bounds
         self._inner = inner
         self._audit = audit
@@ -241,6 +249,8 @@ class SaslGate:
         if verdict.principal is not None:
             conn.ctx.principal = verdict.principal
             self._authenticated()
+            if self._on_authenticated is not None:
+                self._on_authenticated(self.auth.mechanism_name, verdict.reauthentication)
         reason = verdict.close
         if reason is None:
             if slot is not None:

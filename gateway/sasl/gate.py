@@ -150,7 +150,9 @@ class SaslGate:
         now_ms = time.monotonic() * 1000
         if auth.raw_tokens and auth.state is SaslState.AUTHENTICATING:
             verdict = auth.receive(RawToken(frame), now_ms)
-            self._carry_out(conn, verdict, slot, None)
+            raw = verdict.answer
+            answer = _SIZE.pack(len(raw.token)) + raw.token if isinstance(raw, RawAnswer) else None
+            self._carry_out(conn, verdict, slot, answer)
             return
         try:
             api_key, version, correlation_id = peek(frame)

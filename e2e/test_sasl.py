@@ -5,7 +5,8 @@ aiokafka and Kafka's Java client; SCRAM users created and described with Kafka's
 `connections.max.reauth.ms`; and bad input (wrong password, unknown user, a Kafka request before
 authentication, an exchange that never completes, an oversized token, plaintext bytes on the
 SASL_SSL port), each answered as Kafka answers it or closed, while a healthy client on the same
-gateway keeps working.
+gateway keeps working; and AlterUserScramCredentials / DescribeUserScramCredentials answered as
+a real Kafka 4.x node answers the same requests.
 
 One gateway for the module; certificates are made by the test (e2e/tls_certs.py).
 """
@@ -36,6 +37,7 @@ from kio.schema.sasl_handshake.v1.response import SaslHandshakeResponse
 from e2e.conftest import Gateways
 from e2e.harness import GatewayProcess
 from e2e.tls_certs import Authority, Issued
+from harness.kafka_dist.cluster import KafkaCluster
 from harness.kafka_dist.java_clients import JavaClients, VerifiableProcess
 from protocol.codec import decode_response, encode_request
 from protocol.entity_builder import build
@@ -534,3 +536,97 @@ def test_sasl_apis_on_a_plaintext_listener_answer_illegal_sasl_state(gw: Gateway
         answer = authenticate(sock, b"x")
         assert answer is not None and answer.error_code == ErrorCode.illegal_sasl_state
         assert re.search("after successful authentication", answer.error_message or "")
+
+
+# -- SCRAM credential APIs against a real Kafka ---------------------------------------------------
+
+
+def call(address: str, request: Any, response_type: Any) -> Any:
+    host, port = address.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=20) as sock:
+        sock.sendall(encode_request(request, correlation_id=5, client_id="diff"))
+        frame = read_frame(sock)
+    assert frame is not None
+    return decode_response(response_type, frame)[1]
+
+
+def upsertion(name: str, mechanism: int, iterations: int, salted: bytes = b"x" * 32) -> dict[str, Any]:
+    return {
+        "name": name,
+        "mechanism": mechanism,
+        "iterations": iterations,
+        "salt": b"s",
+        "salted_password": salted,
+    }
+
+
+SCRAM_SCENARIOS: list[tuple[str, dict[str, Any]]] = [
+    ("alter", {"deletions": [], "upsertions": [upsertion("d-alice", 1, 8192)]}),
+    ("alter", {"deletions": [], "upsertions": [upsertion("d-alice", 2, 4096)]}),
+    (
+        "alter",
+        {
+            "deletions": [{"name": "d-ghost", "mechanism": 1}, {"name": "d-alice", "mechanism": 1}],
+            "upsertions": [
+                upsertion("d-bob", 1, 1000),
+                upsertion("d-carol", 1, 20000),
+                upsertion("", 1, 8192),
+                upsertion("d-dan", 3, 8192),
+                upsertion("d-alice", 1, 8192),
+                upsertion("d-eve", 0, 8192),
+                upsertion("d-empty", 1, 8192, salted=b""),
+            ],
+        },
+    ),
+    (
+        "alter",
+        {"deletions": [{"name": "d-x", "mechanism": 1}] * 2, "upsertions": [upsertion("d-y", 1, 8192)] * 2},
+    ),
+    ("describe", {"users": [{"name": "d-alice"}, {"name": "d-ghost"}, {"name": "d-alice"}]}),
+    ("describe", {"users": [{"name": "d-alice"}]}),
+    ("alter", {"deletions": [{"name": "d-alice", "mechanism": 2}], "upsertions": []}),
+    ("describe", {"users": [{"name": "d-alice"}, {"name": "d-y"}]}),
+]
+
+
+def scram_answers(address: str) -> list[Any]:
+    from kio.schema.alter_user_scram_credentials.v0.request import AlterUserScramCredentialsRequest
+    from kio.schema.alter_user_scram_credentials.v0.response import AlterUserScramCredentialsResponse
+    from kio.schema.describe_user_scram_credentials.v0.request import DescribeUserScramCredentialsRequest
+    from kio.schema.describe_user_scram_credentials.v0.response import DescribeUserScramCredentialsResponse
+
+    out: list[Any] = []
+    for kind, values in SCRAM_SCENARIOS:
+        if kind == "alter":
+            r = call(
+                address, build(AlterUserScramCredentialsRequest, values), AlterUserScramCredentialsResponse
+            )
+            out.append(sorted((x.user, int(x.error_code), x.error_message) for x in r.results))
+        else:
+            d = call(
+                address,
+                build(DescribeUserScramCredentialsRequest, values),
+                DescribeUserScramCredentialsResponse,
+            )
+            users = sorted(
+                # Kafka lists a user's mechanisms in the order of a HashMap keyed by enum (it
+                # varies between JVM runs): compared as a set.
+                (
+                    x.user,
+                    int(x.error_code),
+                    x.error_message,
+                    sorted((int(c.mechanism), int(c.iterations)) for c in x.credential_infos),
+                )
+                for x in d.results
+            )
+            out.append((int(d.error_code), d.error_message, users))
+    return out
+
+
+def test_scram_credential_apis_answer_as_kafka(gw: GatewayProcess, kafka4: KafkaCluster) -> None:
+    """AlterUserScramCredentials / DescribeUserScramCredentials, the same requests to a real
+    Kafka 4.x node and to groupshift: the same answers (codes and messages)."""
+    kafka = scram_answers(kafka4.bootstrap)
+    ours = scram_answers(f"127.0.0.1:{ports(gw)['PLAINTEXT']}")
+    for i, (theirs, mine) in enumerate(zip(kafka, ours, strict=True)):
+        assert mine == theirs, (i, SCRAM_SCENARIOS[i])

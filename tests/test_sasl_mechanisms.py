@@ -267,6 +267,10 @@ def test_store_refuses_as_kafka_does(tmp_path: Path) -> None:
         "": (ErrorCode.unacceptable_credential, "Username must not be empty"),
         "odd": (ErrorCode.unsupported_sasl_mechanism, "Unknown SCRAM mechanism"),
     }
+    results, users = store.plan([], [Upsertion("empty", 1, 8192, b"salt", b"")])
+    assert [(r.user, r.error_code, r.error_message) for r in results] == [
+        ("empty", ErrorCode.unknown_server_error, None)
+    ]
     _, users = store.plan([], [upsert("a")])
     assert users is not None
     store.write(users)

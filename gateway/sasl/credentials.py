@@ -88,7 +88,7 @@ class UserResult:
 class DescribedUser:
     user: str
     error_code: ErrorCode
-    error_message: str | None
+    error_message: str | None  # "" for a user described (Kafka's default), as Kafka answers
     credentials: tuple[tuple[int, int], ...]  # (mechanism type, iterations)
 
 
@@ -194,12 +194,12 @@ class ScramCredentialStore:
             infos = tuple(
                 (TYPE_OF[m], c.iterations) for m, c in sorted(mechanisms.items(), key=lambda i: TYPE_OF[i[0]])
             )
-            out.append(DescribedUser(user, ErrorCode.none, None, infos))
+            out.append(DescribedUser(user, ErrorCode.none, "", infos))
         return out
 
     # -- changes ------------------------------------------------------------------------------
 
-    def _validate(self, name: str, mechanism: int) -> tuple[ErrorCode, str] | None:
+    def _validate(self, name: str, mechanism: int) -> tuple[ErrorCode, str | None] | None:
         if not name:
             return ErrorCode.unacceptable_credential, "Username must not be empty"
         if mechanism not in MECHANISM_TYPES:
@@ -211,7 +211,7 @@ class ScramCredentialStore:
     ) -> tuple[list[UserResult], dict[str, dict[str, ScramCredential]] | None]:
         """The results of an AlterUserScramCredentials request (Kafka's `alterCredentials`) and
         the user map after it (None when nothing changes)."""
-        errors: dict[str, tuple[ErrorCode, str]] = {}
+        errors: dict[str, tuple[ErrorCode, str | None]] = {}
         to_delete: dict[str, Deletion] = {}
         to_upsert: dict[str, Upsertion] = {}
         for d in deletions:
@@ -242,6 +242,12 @@ class ScramCredentialStore:
                 errors[u.name] = problem
             else:
                 to_upsert[u.name] = u
+        for u in list(to_upsert.values()):
+            if not u.salted_password:
+                # Kafka's controller cannot derive keys from an empty salted password (HMAC
+                # with an empty key throws): UNKNOWN_SERVER_ERROR, no message.
+                del to_upsert[u.name]
+                errors[u.name] = (ErrorCode.unknown_server_error, None)
         results = [UserResult(d.name, ErrorCode.none, None) for d in to_delete.values()]
         results += [UserResult(u.name, ErrorCode.none, None) for u in to_upsert.values()]
         results += [UserResult(name, code, message) for name, (code, message) in errors.items()]

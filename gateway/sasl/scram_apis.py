@@ -70,7 +70,8 @@ class ScramCredentialApis:
         ]
         return build(
             response_type_of(request),
-            {"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None, "results": results},
+            # Kafka's answer carries "" (the field's default), not null, when nothing failed.
+            {"throttle_time": 0, "error_code": ErrorCode.none, "error_message": "", "results": results},
         )
 
     async def alter(self, ctx: RequestContext, header: Any, request: Any) -> Any:

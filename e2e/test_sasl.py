@@ -5,8 +5,9 @@ aiokafka and Kafka's Java client; SCRAM users created and described with Kafka's
 `connections.max.reauth.ms`; and bad input (wrong password, unknown user, a Kafka request before
 authentication, an exchange that never completes, an oversized token, plaintext bytes on the
 SASL_SSL port), each answered as Kafka answers it or closed, while a healthy client on the same
-gateway keeps working; and AlterUserScramCredentials / DescribeUserScramCredentials answered as
-a real Kafka 4.x node answers the same requests.
+gateway keeps working; and the same SASL exchanges and AlterUserScramCredentials /
+DescribeUserScramCredentials requests answered as a real Kafka 4.x node with the same SASL
+settings answers them.
 
 One gateway for the module; certificates are made by the test (e2e/tls_certs.py).
 """
@@ -37,8 +38,9 @@ from kio.schema.sasl_handshake.v1.response import SaslHandshakeResponse
 from e2e.conftest import Gateways
 from e2e.harness import GatewayProcess
 from e2e.tls_certs import Authority, Issued
-from harness.kafka_dist.cluster import KafkaCluster
+from harness.kafka_dist.cluster import KafkaCluster, free_port
 from harness.kafka_dist.java_clients import JavaClients, VerifiableProcess
+from harness.kafka_dist.maven import KafkaUnavailable
 from protocol.codec import decode_response, encode_request
 from protocol.entity_builder import build
 from tests.plugins.kafka import skip_without_tools
@@ -448,8 +450,7 @@ def healthy(port: int) -> bool:
         (b"\x00mallory\x00alice-secret", "Authentication failed: Invalid username or password"),
         (
             b"not a plain message",
-            "Authentication failed during authentication due to invalid credentials with SASL "
-            "mechanism PLAIN",
+            "Invalid SASL/PLAIN response: expected 3 tokens, got 1",
         ),
     ],
 )
@@ -623,10 +624,147 @@ def scram_answers(address: str) -> list[Any]:
     return out
 
 
-def test_scram_credential_apis_answer_as_kafka(gw: GatewayProcess, kafka4: KafkaCluster) -> None:
+@pytest.fixture(scope="module")
+def kafka_sasl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[KafkaCluster, int]]:
+    """A real Kafka 4.x node with the gateway's SASL settings on a SASL_PLAINTEXT listener (the
+    harness's PLAINTEXT listener stays for the SCRAM APIs): (cluster, SASL port)."""
+    skip_without_tools()
+    try:
+        cluster = KafkaCluster("4", brokers=1, workdir=tmp_path_factory.mktemp("kafka-sasl"))
+    except KafkaUnavailable as exc:
+        if exc.tool_missing:
+            pytest.skip(f"reference Kafka unavailable: {exc}")
+        raise
+    node, port = cluster.nodes[0], free_port()
+    cluster.configs.update(
+        {
+            "listeners": f"PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port},"
+            f"SASL_PLAINTEXT://127.0.0.1:{port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port},SASL_PLAINTEXT://127.0.0.1:{port}",
+            "listener.security.protocol.map": (
+                "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT"
+            ),
+            "sasl.enabled.mechanisms": ",".join(MECHANISMS),
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": plain_jaas(),
+            "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": f"{SCRAM_MODULE} required;",
+            "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": f"{SCRAM_MODULE} required;",
+        }
+    )
+    cluster.start()
+    try:
+        yield cluster, port
+    finally:
+        cluster.stop()
+
+
+def test_scram_credential_apis_answer_as_kafka(
+    gw: GatewayProcess, kafka_sasl: tuple[KafkaCluster, int]
+) -> None:
     """AlterUserScramCredentials / DescribeUserScramCredentials, the same requests to a real
     Kafka 4.x node and to groupshift: the same answers (codes and messages)."""
-    kafka = scram_answers(kafka4.bootstrap)
+    kafka = scram_answers(kafka_sasl[0].bootstrap)
     ours = scram_answers(f"127.0.0.1:{ports(gw)['PLAINTEXT']}")
     for i, (theirs, mine) in enumerate(zip(kafka, ours, strict=True)):
         assert mine == theirs, (i, SCRAM_SCENARIOS[i])
+
+
+def request(api_key: int, version: int, values: dict[str, Any]) -> tuple[int, int, Any]:
+    from kio.index import load_request_schema
+
+    return api_key, version, build(load_request_schema(api_key, version), values)
+
+
+def sasl_handshake(mechanism: str, version: int = 1) -> tuple[int, int, Any]:
+    return request(17, version, {"mechanism": mechanism})
+
+
+def sasl_authenticate(token: bytes, version: int = 2) -> tuple[int, int, Any]:
+    return request(36, version, {"auth_bytes": token})
+
+
+API_VERSIONS = request(18, 3, {"client_software_name": "diff", "client_software_version": "1"})
+METADATA = request(
+    3, 12, {"topics": [], "allow_auto_topic_creation": False, "include_topic_authorized_operations": False}
+)
+GOOD = b"\x00alice\x00alice-secret"
+
+# Each scenario: requests sent one by one (or ("raw", token) after SaslHandshake v0).
+SASL_SCENARIOS: dict[str, list[Any]] = {
+    "wrong password": [sasl_handshake("PLAIN"), sasl_authenticate(b"\x00alice\x00nope")],
+    "unknown user": [sasl_handshake("PLAIN"), sasl_authenticate(b"\x00mallory\x00x")],
+    "no NUL": [sasl_handshake("PLAIN"), sasl_authenticate(b"garbage")],
+    "empty user": [sasl_handshake("PLAIN"), sasl_authenticate(b"\x00\x00pw")],
+    "empty password": [sasl_handshake("PLAIN"), sasl_authenticate(b"\x00alice\x00")],
+    "five tokens": [sasl_handshake("PLAIN"), sasl_authenticate(GOOD + b"\x00x\x00y")],
+    "not UTF-8": [sasl_handshake("PLAIN"), sasl_authenticate(b"\x00al\xffice\x00alice-secret")],
+    "authzid differs": [sasl_handshake("PLAIN"), sasl_authenticate(b"admin" + GOOD)],
+    "scram garbage": [sasl_handshake("SCRAM-SHA-256"), sasl_authenticate(b"garbage")],
+    "scram unknown user": [sasl_handshake("SCRAM-SHA-512"), sasl_authenticate(b"n,,n=nobody,r=abc")],
+    "metadata first": [METADATA],
+    "authenticate first": [sasl_authenticate(GOOD)],
+    "unsupported mechanism": [sasl_handshake("GSSAPI")],
+    "api versions twice": [API_VERSIONS, API_VERSIONS],
+    "api versions, login, metadata": [
+        API_VERSIONS,
+        sasl_handshake("PLAIN"),
+        sasl_authenticate(GOOD),
+        METADATA,
+    ],
+    "after the login": [
+        sasl_handshake("PLAIN"),
+        sasl_authenticate(GOOD),
+        sasl_authenticate(b"x"),
+        sasl_handshake("PLAIN"),
+        METADATA,
+    ],
+    "request while authenticating": [sasl_handshake("SCRAM-SHA-256"), METADATA],
+    "handshake v0, raw token": [sasl_handshake("PLAIN", 0), ("raw", GOOD), METADATA],
+    "handshake v0, wrong raw token": [sasl_handshake("PLAIN", 0), ("raw", b"\x00alice\x00bad")],
+    "SaslAuthenticate v0": [sasl_handshake("PLAIN"), sasl_authenticate(GOOD, 0), METADATA],
+}
+
+
+def sasl_exchange(port: int, steps: list[Any]) -> list[Any]:
+    """What the server answered to each step, and whether the connection stayed open."""
+    from kio.index import load_response_schema
+
+    out: list[Any] = []
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        for i, step in enumerate(steps):
+            if step[0] == "raw":
+                sock.sendall(struct.pack(">i", len(step[1])) + step[1])
+            else:
+                sock.sendall(encode_request(step[2], correlation_id=i + 1, client_id="diff"))
+            try:
+                frame = read_frame(sock)
+            except ConnectionResetError:
+                frame = None
+            if frame is None:
+                out.append("closed")
+                return out
+            if step[0] == "raw":
+                out.append(("raw", frame))
+                continue
+            body = decode_response(load_response_schema(step[0], step[1]), frame)[1]
+            if step[0] == 18:
+                out.append(
+                    ("api versions", int(body.error_code), any(k.api_key == 17 for k in body.api_keys))
+                )
+            elif step[0] == 3:
+                out.append(("metadata", len(body.brokers)))
+            else:
+                fields = ("error_code", "error_message", "auth_bytes", "session_lifetime")
+                answer = {f: getattr(body, f) for f in fields if hasattr(body, f)}
+                if hasattr(body, "mechanisms"):  # Kafka lists them in HashSet order
+                    answer["mechanisms"] = sorted(body.mechanisms)
+                out.append(answer)
+        out.append("open" if not closed_by_server(sock, within=1.0) else "closed")
+    return out
+
+
+def test_sasl_exchanges_answer_as_kafka(gw: GatewayProcess, kafka_sasl: tuple[KafkaCluster, int]) -> None:
+    """The same SASL exchanges (good and bad) on a real Kafka 4.x node's SASL_PLAINTEXT listener
+    and on groupshift's: the same answers, messages and closes."""
+    ours = ports(gw)["SASL_PLAINTEXT"]
+    for name, steps in SASL_SCENARIOS.items():
+        assert sasl_exchange(ours, steps) == sasl_exchange(kafka_sasl[1], steps), name

@@ -21,6 +21,7 @@ from gateway.sasl.authenticator import (
     SaslState,
 )
 from gateway.sasl.plain import PlainServer
+from gateway.sasl.scram import ScramServer, credential_from_password
 
 USERS = {"alice": "secret", "bob": "pw"}
 
@@ -89,13 +90,24 @@ def test_wrong_password_is_answered_with_kafkas_message_then_closed() -> None:
     assert auth.state is SaslState.FAILED
 
 
-def test_malformed_token_gets_the_generic_message() -> None:
-    auth = authenticator()
-    auth.receive(HandshakeRequest("PLAIN", 1), 0)
-    verdict = auth.receive(AuthenticateRequest(b"garbage", 1), 0)
+def test_invalid_credentials_get_the_generic_message() -> None:
+    store = {"user": credential_from_password("SCRAM-SHA-256", "pw", b"salt", 4096)}
+    auth = SaslAuthenticator(
+        SaslListenerSetup(
+            ("SCRAM-SHA-256",),
+            {"SCRAM-SHA-256": lambda: ScramServer("SCRAM-SHA-256", lambda m, u: store.get(u))},
+        )
+    )
+    auth.receive(HandshakeRequest("SCRAM-SHA-256", 1), 0)
+    verdict = auth.receive(AuthenticateRequest(b"n,,n=nobody,r=abc", 1), 0)
     assert isinstance(verdict.answer, AuthenticateAnswer)
     assert verdict.answer.error_message == (
-        "Authentication failed during authentication due to invalid credentials with SASL mechanism PLAIN"
+        "Authentication failed during authentication due to invalid credentials with SASL "
+        "mechanism SCRAM-SHA-256"
+    )
+    assert (
+        verdict.failure is not None
+        and verdict.failure.reason == "Authentication failed: Invalid user credentials"
     )
 
 

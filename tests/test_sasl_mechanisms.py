@@ -87,12 +87,27 @@ def test_plain_other_authorization_id_is_refused_with_kafkas_message() -> None:
 
 
 @pytest.mark.parametrize(
-    "token",
-    [b"", b"alice", b"\x00alice", b"\x00\x00secret", b"\x00alice\x00", b"a\x00b\x00c\x00d", b"\x00\xff\x00x"],
+    ("token", "message"),
+    [
+        (b"", "Invalid SASL/PLAIN response: expected 3 tokens, got 1"),
+        (b"alice", "Invalid SASL/PLAIN response: expected 3 tokens, got 1"),
+        (b"\x00alice", "Invalid SASL/PLAIN response: expected 3 tokens, got 2"),
+        (b"a\x00b\x00c\x00d", "Invalid SASL/PLAIN response: expected 3 tokens, got 4"),
+        (b"a\x00b\x00c\x00d\x00e", "Invalid SASL/PLAIN response: expected 3 tokens, got 4"),
+        (b"\x00\x00secret", "Authentication failed: username not specified"),
+        (b"\x00alice\x00", "Authentication failed: password not specified"),
+    ],
 )
-def test_plain_malformed_messages_are_invalid_credentials(token: bytes) -> None:
-    with pytest.raises(SaslInvalidCredentials):
+def test_plain_malformed_messages_get_kafkas_messages(token: bytes, message: str) -> None:
+    """Kafka 4.x's messages, each sent to the client (checked against a real Kafka node)."""
+    with pytest.raises(SaslAuthenticationFailed) as err:
         parse_plain(token)
+    assert str(err.value) == message and not isinstance(err.value, SaslInvalidCredentials)
+
+
+def test_plain_invalid_utf8_names_no_user() -> None:
+    with pytest.raises(SaslAuthenticationFailed, match="Invalid username or password"):
+        PlainServer({"alice": "secret"}).step(b"\x00al\xffice\x00secret")
 
 
 # -- SCRAM --------------------------------------------------------------------------------------

@@ -258,7 +258,7 @@ class SaslAuthenticator:
         if not step.complete:
             if raw:
                 return Verdict(answer=RawAnswer(step.challenge))
-            return Verdict(answer=AuthenticateAnswer(ErrorCode.none, None, step.challenge, 0))
+            return Verdict(answer=AuthenticateAnswer(ErrorCode.none, "", step.challenge, 0))
         principal = step.principal or "User:ANONYMOUS"
         if self._reauthenticating and principal != self.principal:
             old, new = (self.principal or "").partition(":"), principal.partition(":")
@@ -275,7 +275,7 @@ class SaslAuthenticator:
         answer: Answer = (
             RawAnswer(step.challenge)
             if raw
-            else AuthenticateAnswer(ErrorCode.none, None, step.challenge, lifetime or 0)
+            else AuthenticateAnswer(ErrorCode.none, "", step.challenge, lifetime or 0)
         )
         return Verdict(answer=answer, principal=principal, reauthentication=reauthentication)
 

@@ -1,13 +1,13 @@
 """SASL/PLAIN on the server (RFC 4616), as Kafka's `PlainSaslServer` with the users of
 `PlainLoginModule` (`user_<name>="<password>"` options, `PlainServerCallbackHandler`).
 
-One client message: `[authzid] NUL authcid NUL passwd`, UTF-8. The parser is strict where
-RFC 4616 is: exactly two NULs, valid UTF-8, a non-empty authentication id and password (Kafka's
-own split ignores anything after a third NUL; groupshift refuses such a message). Its size is
-bounded by `sasl.server.max.receive.size` before it gets here. Answers and messages are Kafka's:
-an unknown user and a wrong password are both "Authentication failed: Invalid username or
-password"; an authorization id other than the user is refused with Kafka's message; a malformed
-message gets the generic "invalid credentials" answer (`SaslInvalidCredentials`).
+One client message: `[authzid] NUL authcid NUL passwd`, read as UTF-8 (an invalid sequence
+becomes U+FFFD, as Java decodes it, and then names no user). Kafka 4.x's rules and messages,
+every one sent to the client: exactly two NULs ("Invalid SASL/PLAIN response: expected 3 tokens,
+got N", counting at most 4 tokens), a non-empty user and password ("username not specified",
+"password not specified"), an unknown user and a wrong password alike ("Invalid username or
+password"), an authorization id only if it is the user. The message's size is bounded by
+`sasl.server.max.receive.size` before it gets here.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import hmac
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from gateway.sasl.mechanism import SaslAuthenticationFailed, SaslInvalidCredentials, SaslStep
+from gateway.sasl.mechanism import SaslAuthenticationFailed, SaslStep
 
 MECHANISM = "PLAIN"
 INVALID_USER_OR_PASSWORD = "Authentication failed: Invalid username or password"
@@ -33,20 +33,15 @@ class PlainMessage:
 
 
 def parse_plain(token: bytes) -> PlainMessage:
-    """RFC 4616's message; raises `SaslInvalidCredentials` (never anything else) when malformed."""
-    if token.count(0) != 2:
-        raise SaslInvalidCredentials(
-            f"Invalid SASL/PLAIN response: expected 3 tokens, got {token.count(0) + 1}"
-        )
-    try:
-        text = token.decode("utf-8")
-    except UnicodeDecodeError:
-        raise SaslInvalidCredentials("Invalid SASL/PLAIN response: not UTF-8") from None
-    authzid, authcid, password = text.split("\x00")
+    """RFC 4616's message; raises `SaslAuthenticationFailed` (never anything else) when malformed."""
+    tokens = min(token.count(0) + 1, 4)  # Kafka's split stops at four tokens
+    if tokens != 3:
+        raise SaslAuthenticationFailed(f"Invalid SASL/PLAIN response: expected 3 tokens, got {tokens}")
+    authzid, authcid, password = token.decode("utf-8", errors="replace").split("\x00")
     if not authcid:
-        raise SaslInvalidCredentials("Authentication failed: username not specified")
+        raise SaslAuthenticationFailed("Authentication failed: username not specified")
     if not password:
-        raise SaslInvalidCredentials("Authentication failed: password not specified")
+        raise SaslAuthenticationFailed("Authentication failed: password not specified")
     return PlainMessage(authzid, authcid, password)
 
 

@@ -625,9 +625,10 @@ def scram_answers(address: str) -> list[Any]:
 
 
 @pytest.fixture(scope="module")
-def kafka_sasl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[KafkaCluster, int]]:
-    """A real Kafka 4.x node with the gateway's SASL settings on a SASL_PLAINTEXT listener (the
-    harness's PLAINTEXT listener stays for the SCRAM APIs): (cluster, SASL port)."""
+def kafka_sasl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[KafkaCluster, int, int]]:
+    """A real Kafka 4.x node with the gateway's SASL settings on a SASL_PLAINTEXT listener and a
+    REAUTH one (the harness's PLAINTEXT listener stays for the SCRAM APIs): (cluster, SASL port,
+    REAUTH port)."""
     skip_without_tools()
     try:
         cluster = KafkaCluster("4", brokers=1, workdir=tmp_path_factory.mktemp("kafka-sasl"))
@@ -635,24 +636,26 @@ def kafka_sasl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Kafka
         if exc.tool_missing:
             pytest.skip(f"reference Kafka unavailable: {exc}")
         raise
-    node, port = cluster.nodes[0], free_port()
-    cluster.configs.update(
-        {
-            "listeners": f"PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port},"
-            f"SASL_PLAINTEXT://127.0.0.1:{port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port},SASL_PLAINTEXT://127.0.0.1:{port}",
-            "listener.security.protocol.map": (
-                "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT"
-            ),
-            "sasl.enabled.mechanisms": ",".join(MECHANISMS),
-            "listener.name.sasl_plaintext.plain.sasl.jaas.config": plain_jaas(),
-            "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": f"{SCRAM_MODULE} required;",
-            "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": f"{SCRAM_MODULE} required;",
-        }
-    )
+    node, port, reauth = cluster.nodes[0], free_port(), free_port()
+    configs = {
+        "listeners": f"PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port},"
+        f"SASL_PLAINTEXT://127.0.0.1:{port},REAUTH://127.0.0.1:{reauth}",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port},SASL_PLAINTEXT://127.0.0.1:{port},"
+        f"REAUTH://127.0.0.1:{reauth}",
+        "listener.security.protocol.map": (
+            "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,REAUTH:SASL_PLAINTEXT"
+        ),
+        "sasl.enabled.mechanisms": ",".join(MECHANISMS),
+        "listener.name.reauth.connections.max.reauth.ms": str(REAUTH_MS),
+    }
+    for listener in ("sasl_plaintext", "reauth"):
+        configs[f"listener.name.{listener}.plain.sasl.jaas.config"] = plain_jaas()
+        for scram in ("scram-sha-256", "scram-sha-512"):
+            configs[f"listener.name.{listener}.{scram}.sasl.jaas.config"] = f"{SCRAM_MODULE} required;"
+    cluster.configs.update(configs)
     cluster.start()
     try:
-        yield cluster, port
+        yield cluster, port, reauth
     finally:
         cluster.stop()
 
@@ -724,6 +727,26 @@ SASL_SCENARIOS: dict[str, list[Any]] = {
 }
 
 
+PAUSE = ("pause", 1.2)  # past Kafka's one re-authentication per second
+EXPIRED = ("pause", REAUTH_MS / 1000 + 0.3)
+ADMIN = b"\x00admin\x00admin-secret"
+
+# On the REAUTH listener (connections.max.reauth.ms) of both servers: KIP-368.
+LOGIN = [sasl_handshake("PLAIN"), sasl_authenticate(GOOD)]
+REAUTH_SCENARIOS: dict[str, list[Any]] = {
+    "session lifetime": [*LOGIN, METADATA],
+    "a request instead of the re-authentication's token": [*LOGIN, sasl_handshake("PLAIN"), METADATA],
+    "a second re-authentication within a second": [*LOGIN, PAUSE, *LOGIN, sasl_handshake("PLAIN"), METADATA],
+    "re-authentication": [*LOGIN, PAUSE, *LOGIN, METADATA],
+    "re-authentication as another user": [*LOGIN, PAUSE, sasl_handshake("PLAIN"), sasl_authenticate(ADMIN)],
+    "re-authentication with another mechanism": [
+        *LOGIN, PAUSE, sasl_handshake("SCRAM-SHA-256"), sasl_authenticate(b"n,,n=alice,r=abc"),
+    ],
+    "a request after the session expired": [*LOGIN, EXPIRED, METADATA],
+    "re-authentication after the session expired": [*LOGIN, EXPIRED, *LOGIN, METADATA],
+}  # fmt: skip
+
+
 def sasl_exchange(port: int, steps: list[Any]) -> list[Any]:
     """What the server answered to each step, and whether the connection stayed open."""
     from kio.index import load_response_schema
@@ -731,6 +754,9 @@ def sasl_exchange(port: int, steps: list[Any]) -> list[Any]:
     out: list[Any] = []
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
         for i, step in enumerate(steps):
+            if step[0] == "pause":
+                time.sleep(step[1])
+                continue
             if step[0] == "raw":
                 sock.sendall(struct.pack(">i", len(step[1])) + step[1])
             else:
@@ -762,9 +788,36 @@ def sasl_exchange(port: int, steps: list[Any]) -> list[Any]:
     return out
 
 
-def test_sasl_exchanges_answer_as_kafka(gw: GatewayProcess, kafka_sasl: tuple[KafkaCluster, int]) -> None:
+def test_sasl_exchanges_answer_as_kafka(
+    gw: GatewayProcess, kafka_sasl: tuple[KafkaCluster, int, int]
+) -> None:
     """The same SASL exchanges (good and bad) on a real Kafka 4.x node's SASL_PLAINTEXT listener
     and on groupshift's: the same answers, messages and closes."""
-    ours = ports(gw)["SASL_PLAINTEXT"]
-    for name, steps in SASL_SCENARIOS.items():
-        assert sasl_exchange(ours, steps) == sasl_exchange(kafka_sasl[1], steps), name
+    ours, theirs = parallel_exchanges(ports(gw)["SASL_PLAINTEXT"], kafka_sasl[1], SASL_SCENARIOS)
+    for name in SASL_SCENARIOS:
+        assert ours[name] == theirs[name], name
+
+
+def test_reauthentication_answers_as_kafka(
+    gw: GatewayProcess, kafka_sasl: tuple[KafkaCluster, int, int]
+) -> None:
+    """KIP-368 on both servers' REAUTH listener (2 s sessions): the session lifetime, a
+    re-authentication (interrupted, a second one within a second, as another user, with another
+    mechanism, after expiry) and a request after the session expired get the same answers and
+    closes."""
+    ours, theirs = parallel_exchanges(ports(gw)["REAUTH"], kafka_sasl[2], REAUTH_SCENARIOS)
+    for name in REAUTH_SCENARIOS:
+        assert ours[name] == theirs[name], name
+
+
+def parallel_exchanges(
+    ours: int, theirs: int, scenarios: dict[str, list[Any]]
+) -> tuple[dict[str, list[Any]], dict[str, list[Any]]]:
+    """Every scenario on both servers at once, each on its own connection (they wait out
+    session lifetimes: one after the other they would take tens of seconds)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(2 * len(scenarios)) as pool:
+        mine = {name: pool.submit(sasl_exchange, ours, steps) for name, steps in scenarios.items()}
+        kafka = {name: pool.submit(sasl_exchange, theirs, steps) for name, steps in scenarios.items()}
+        return {n: f.result() for n, f in mine.items()}, {n: f.result() for n, f in kafka.items()}

@@ -60,8 +60,9 @@ from gateway.sasl.gate import GATE_ATTRIBUTE, SaslBounds, SaslGate
 from gateway.sasl.illegal_state_apis import register_sasl_apis
 from gateway.sasl.jaas import parse_jaas
 from gateway.sasl.mechanism import ServerMechanism
-from gateway.sasl.mechanisms import MECHANISMS, MechanismSetup
+from gateway.sasl.mechanisms import MECHANISMS
 from gateway.sasl.scram_apis import ScramCredentialApis
+from gateway.sasl.setup import MechanismSetup
 from gateway.tls import (
     RELOADED_KEYS,
     NoMatchingRule,

@@ -28,9 +28,10 @@ do):
   expires: then the next request closes the connection, as Kafka's processor does. A
   SaslHandshake re-authenticates (KIP-368) when the session has a lifetime and the last
   re-authentication began at least a second ago; the same mechanism and the same principal are
-  required (Kafka's messages), and the connection stays usable by the old session meanwhile is
-  not needed: clients send nothing else while they re-authenticate. Otherwise SaslHandshake and
-  SaslAuthenticate go to their handlers, which answer ILLEGAL_SASL_STATE as Kafka's `KafkaApis`.
+  required (Kafka's messages, the connection closed otherwise). While it runs, any other request
+  is refused as during a first authentication (Kafka mutes the connection; clients send nothing
+  else meanwhile). Otherwise SaslHandshake and SaslAuthenticate go to their handlers, which
+  answer ILLEGAL_SASL_STATE as Kafka's `KafkaApis`.
 * FAILED: the connection is closing; frames are ignored.
 """
 
@@ -364,18 +365,18 @@ class SaslAuthenticator:
         )
 
 
-TRANSITIONS: dict[tuple[SaslState, type], Callable[[SaslAuthenticator, object, float], Verdict]] = {
-    (SaslState.BEFORE_HANDSHAKE, ApiVersionsRequest): SaslAuthenticator._api_versions,  # type: ignore[dict-item]
-    (SaslState.BEFORE_HANDSHAKE, HandshakeRequest): SaslAuthenticator._handshake,  # type: ignore[dict-item]
-    (SaslState.HANDSHAKE_REQUIRED, HandshakeRequest): SaslAuthenticator._handshake,  # type: ignore[dict-item]
-    (SaslState.AUTHENTICATING, AuthenticateRequest): SaslAuthenticator._token,  # type: ignore[dict-item]
-    (SaslState.AUTHENTICATING, RawToken): SaslAuthenticator._token,  # type: ignore[dict-item]
-    (SaslState.AUTHENTICATING, HandshakeRequest): SaslAuthenticator._illegal_during_authentication,  # type: ignore[dict-item]
-    (SaslState.AUTHENTICATING, ApiVersionsRequest): SaslAuthenticator._illegal_during_authentication,  # type: ignore[dict-item]
-    (SaslState.AUTHENTICATING, OtherRequest): SaslAuthenticator._illegal_during_authentication,  # type: ignore[dict-item]
-    (SaslState.AUTHENTICATED, HandshakeRequest): SaslAuthenticator._authenticated_handshake,  # type: ignore[dict-item]
-    (SaslState.AUTHENTICATED, ApiVersionsRequest): SaslAuthenticator._authenticated,  # type: ignore[dict-item]
-    (SaslState.AUTHENTICATED, AuthenticateRequest): SaslAuthenticator._authenticated,  # type: ignore[dict-item]
-    (SaslState.AUTHENTICATED, OtherRequest): SaslAuthenticator._authenticated,  # type: ignore[dict-item]
+TRANSITIONS: dict[tuple[SaslState, type], Callable[..., Verdict]] = {
+    (SaslState.BEFORE_HANDSHAKE, ApiVersionsRequest): SaslAuthenticator._api_versions,
+    (SaslState.BEFORE_HANDSHAKE, HandshakeRequest): SaslAuthenticator._handshake,
+    (SaslState.HANDSHAKE_REQUIRED, HandshakeRequest): SaslAuthenticator._handshake,
+    (SaslState.AUTHENTICATING, AuthenticateRequest): SaslAuthenticator._token,
+    (SaslState.AUTHENTICATING, RawToken): SaslAuthenticator._token,
+    (SaslState.AUTHENTICATING, HandshakeRequest): SaslAuthenticator._illegal_during_authentication,
+    (SaslState.AUTHENTICATING, ApiVersionsRequest): SaslAuthenticator._illegal_during_authentication,
+    (SaslState.AUTHENTICATING, OtherRequest): SaslAuthenticator._illegal_during_authentication,
+    (SaslState.AUTHENTICATED, HandshakeRequest): SaslAuthenticator._authenticated_handshake,
+    (SaslState.AUTHENTICATED, ApiVersionsRequest): SaslAuthenticator._authenticated,
+    (SaslState.AUTHENTICATED, AuthenticateRequest): SaslAuthenticator._authenticated,
+    (SaslState.AUTHENTICATED, OtherRequest): SaslAuthenticator._authenticated,
 }
 """(state, event type) -> cell; a pair missing here closes the connection without an answer."""

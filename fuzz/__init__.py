@@ -9,7 +9,9 @@ One module per target; `python -m fuzz TARGET --runs N` runs one (see `fuzz.__ma
 * `batches`  - v2 record batches as the coordinator loader and Produce read them
   (`records.batch`);
 * `upstream` - the upstream proxy's pre-decode path on client frames (routing, a Produce's
-  acks) and the link's response splitter (`gateway.upstream.proxy`, `protocol.framing`).
+  acks) and the link's response splitter (`gateway.upstream.proxy`, `protocol.framing`);
+* `sasl_plain`, `sasl_scram_first`, `sasl_scram_final` - the SASL decoders a client reaches before
+  it is authenticated (`gateway.sasl.plain`, `gateway.sasl.scram`).
 
 Each module's docstring says what "clean" means for its target: the exceptions the server turns
 into a Kafka error or a closed connection. Anything else is a finding. Figures: docs/robustness.md.
@@ -21,7 +23,17 @@ import importlib
 
 from fuzz.common import Target
 
-NAMES = ("framing", "requests", "embedded", "records", "batches", "upstream")
+NAMES = (
+    "framing",
+    "requests",
+    "embedded",
+    "records",
+    "batches",
+    "upstream",
+    "sasl_plain",
+    "sasl_scram_first",
+    "sasl_scram_final",
+)
 
 
 def target(name: str) -> Target:

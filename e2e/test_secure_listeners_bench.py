@@ -1,8 +1,8 @@
-"""`bench.secure_listeners` against a real groupshift with an SSL listener (mutual TLS, the
-certificates `harness.kafka_dist.security` makes for Kafka): the new-connections loop and the
-heartbeat load generator over TLS run for a moment and every answer is checked, so the
-benchmark cannot rot. The long comparison with Kafka is opt-in:
-`python -m bench.secure_listeners` (docs/benchmarks.md)."""
+"""`bench.secure_listeners` against a real groupshift with an SSL listener (mutual TLS) and a
+SASL_SSL one (PLAIN), with the benchmark's own settings and the certificates
+`harness.kafka_dist.security` makes for Kafka: the new-connections loop and the heartbeat load
+generator run over each for a moment and every answer is checked, so the benchmark cannot rot.
+The long comparison with Kafka is opt-in: `python -m bench.secure_listeners` (docs/benchmarks.md)."""
 
 from __future__ import annotations
 
@@ -11,20 +11,43 @@ from collections.abc import Iterator
 import pytest
 
 from bench import heartbeats as hb
-from bench.secure_listeners import SecuredClient, connection_rate, groupshift_sets
+from bench.secure_listeners import MECHANISM, SecuredClient, connection_rate, groupshift_sets
 from e2e.harness import GatewayProcess
 from harness.kafka_dist.security import KafkaSecurity
 
 pytestmark = pytest.mark.e2e
 
 
+def _per_listener(name: str, sets: list[str]) -> list[str]:
+    """`groupshift_sets` of one listener type as `listener.name.<name>.` settings, so that two
+    listener types (one with client certificates required, one without) share a server."""
+    return [
+        f"listener.name.{name}.{s}" if not s.startswith(("listeners=", "listener.name.")) else s for s in sets
+    ]
+
+
 @pytest.fixture(scope="module")
-def ssl_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[GatewayProcess, SecuredClient]]:
+def gateway(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[GatewayProcess, dict[str, SecuredClient]]]:
     tmp = tmp_path_factory.mktemp("secbench")
-    security = KafkaSecurity("ssl", tmp / "certs")
-    gw = GatewayProcess.start(tmp / "gs", sets=[*hb.SETTINGS, *groupshift_sets("ssl", security)])
+    ssl_side = KafkaSecurity("ssl", tmp / "ssl")
+    sasl_side = KafkaSecurity("sasl_ssl", tmp / "sasl", mechanism=MECHANISM)
+    sets = [
+        *hb.SETTINGS,
+        *_per_listener("ssl", groupshift_sets("ssl", ssl_side)[1:]),
+        *_per_listener("sasl_ssl", groupshift_sets("sasl_ssl", sasl_side)[1:]),
+        "listeners=SSL://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
+    ]
+    gw = GatewayProcess.start(tmp / "gs", sets=sets)
     try:
-        yield gw, SecuredClient(security.client_security("admin"))
+        yield (
+            gw,
+            {
+                "SSL": SecuredClient(ssl_side.client_security("admin")),
+                "SASL_SSL": SecuredClient(sasl_side.client_security("admin")),
+            },
+        )
     finally:
         gw.stop(timeout=30)
 
@@ -33,11 +56,12 @@ def _port(gw: GatewayProcess, name: str) -> int:
     return int(gw.events("gateway.listening")[-1]["ports"][name])
 
 
-def test_new_connections_over_mutual_tls_are_counted_and_answered(
-    ssl_gateway: tuple[GatewayProcess, SecuredClient],
+@pytest.mark.parametrize("listener", ["SSL", "SASL_SSL"])
+def test_new_connections_are_counted_and_answered(
+    gateway: tuple[GatewayProcess, dict[str, SecuredClient]], listener: str
 ) -> None:
-    gw, client = ssl_gateway
-    port = _port(gw, "SSL")
+    gw, clients = gateway
+    port, client = _port(gw, listener), clients[listener]
     assert client.negotiated(port).startswith("TLSv1.")
     r = connection_rate(client, port, workers=2, seconds=1.0, server_pid=gw.proc.pid)
     assert r.connections_per_s > 0
@@ -45,9 +69,11 @@ def test_new_connections_over_mutual_tls_are_counted_and_answered(
     assert r.load_cpu_share > 0
 
 
-def test_heartbeat_load_runs_over_tls(ssl_gateway: tuple[GatewayProcess, SecuredClient]) -> None:
-    gw, client = ssl_gateway
-    port = _port(gw, "SSL")
+def test_heartbeat_load_runs_over_sasl_ssl(gateway: tuple[GatewayProcess, dict[str, SecuredClient]]) -> None:
+    """TLS, the SASL login, then the connection handed to the load generator's protocol (the
+    setup's groups and topic exist once per server: one listener type here)."""
+    gw, clients = gateway
+    port, client = _port(gw, "SASL_SSL"), clients["SASL_SSL"]
     steady = hb.setup(port, "ConsumerGroupHeartbeat", 2, 20, connect=client)
     assert len(steady) == 20
     r = hb.run_load(port, "CGH", steady, 2, 4, 2, 0.5, warmup=0.2, gateway_pid=gw.proc.pid, connect=client)
@@ -55,8 +81,8 @@ def test_heartbeat_load_runs_over_tls(ssl_gateway: tuple[GatewayProcess, Secured
 
 
 def test_a_plaintext_client_gets_no_answer_from_the_ssl_listener(
-    ssl_gateway: tuple[GatewayProcess, SecuredClient],
+    gateway: tuple[GatewayProcess, dict[str, SecuredClient]],
 ) -> None:
-    gw, _ = ssl_gateway
+    gw, _ = gateway
     with pytest.raises(EOFError):  # closed unanswered (asyncio.IncompleteReadError)
         connection_rate(SecuredClient(), _port(gw, "SSL"), workers=1, seconds=0.3)

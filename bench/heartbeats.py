@@ -367,6 +367,10 @@ class _Load(asyncio.Protocol):
                 break
             if buf[pos + 4 + _ERROR_AT] or buf[pos + 4 + _ERROR_AT + 1]:
                 self.run.errors += 1
+                if self.run.first_error is None:
+                    self.run.first_error = int.from_bytes(
+                        buf[pos + 4 + _ERROR_AT : pos + 6 + _ERROR_AT], signed=True
+                    )
             pos += 4 + size
             latencies.append(now - sent.popleft())
             answered += 1
@@ -385,6 +389,7 @@ class _Run:
     def __init__(self) -> None:
         self.latencies: list[float] = []
         self.errors = 0
+        self.first_error: int | None = None  # the first error code answered, for the message
         self.running = True
 
 
@@ -396,7 +401,7 @@ async def _drive(
     seconds: float,
     connect: Connector = connect_plain,
     on_start: Callable[[], None] = lambda: None,
-) -> tuple[list[float], int, float]:
+) -> tuple[list[float], int, float, int | None]:
     """`on_start` is called once the connections are open (and logged in), just before the
     load starts: CPU counted from there is the load's, not the TLS handshakes'."""
     run = _Run()
@@ -413,7 +418,7 @@ async def _drive(
     for p in protos:
         if p.transport is not None:
             p.transport.close()
-    return run.latencies, run.errors, elapsed
+    return run.latencies, run.errors, elapsed, run.first_error
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -481,7 +486,7 @@ def run_load(
         def on_start() -> None:
             before[:] = [None if gateway_pid is None else cpu_seconds(gateway_pid), time.process_time()]
 
-        latencies, errors, elapsed = runner.run(
+        latencies, errors, elapsed, first_error = runner.run(
             _drive(port, frames, connections, depth, seconds, connect, on_start)
         )
         cpu_after = None if gateway_pid is None else cpu_seconds(gateway_pid)
@@ -489,7 +494,7 @@ def run_load(
         assert load_before is not None
         load_cpu = time.process_time() - load_before
     if errors:
-        raise RuntimeError(f"{name}: {errors} heartbeats answered with an error")
+        raise RuntimeError(f"{name}: {errors} heartbeats answered with an error (the first: {first_error})")
     cpu = None if cpu_before is None or cpu_after is None else cpu_after - cpu_before
     return HeartbeatResult(
         scenario=f"{name} steady heartbeats",

@@ -40,6 +40,9 @@ import structlog
 
 from gateway.api_versions import ApiVersionsApi
 from gateway.audit import AuditLog
+from gateway.authorizer import Authorizer
+from gateway.authorizer.acl_apis import AclApis
+from gateway.authorizer.checks import install_checks
 from gateway.cluster import ClusterView, NodeEndpoint
 from gateway.config import ServerConfig
 from gateway.connection import FrameHandler, KafkaConnection, RequestBytesPool
@@ -199,6 +202,18 @@ class GatewayServer:
         self.api_versions.register()
         FindCoordinatorApi(self.cluster).register(self.registry)
         register_dataplane_apis(self.registry, self.plane, self.cluster)
+        # The ACLs are read here, before any listener opens (a damaged file stops the start-up).
+        self.authorizer = (
+            Authorizer(
+                config.data_dir,
+                super_users=config.super_users,
+                allow_everyone_if_no_acl_found=config.allow_everyone_if_no_acl_found,
+                audit=self.audit,
+            )
+            if config.authorizer_class_name
+            else None
+        )
+        AclApis(self.authorizer).register(self.registry)
         # Extensions may run code once the loop runs (`on_start(loop)`) and on shutdown after
         # the connections are drained (`on_stop()`), e.g. the group layer's shard runtimes.
         self.on_start: list[Callable[[asyncio.AbstractEventLoop], None]] = []
@@ -212,6 +227,9 @@ class GatewayServer:
         self.extra_servers: list[asyncio.Server] = []
         for install in extensions:
             install(self)
+        if self.authorizer is not None:
+            # Every served API, whoever registered it, states its checks in one table.
+            install_checks(self.registry, self.authorizer, self.plane)
         self.dispatcher = Dispatcher(
             self.registry,
             self.metrics,

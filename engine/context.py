@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True, slots=True)
@@ -10,6 +11,10 @@ class RequestContext:
     client_id: str = ""
     client_host: str = ""
     api_version: int = 0
+    topic_filter: Callable[[str], bool] | None = field(default=None, compare=False)
+    """With an authorizer: the topics the client may DESCRIBE. A regex subscription resolved
+    during this client's heartbeat keeps only those (Kafka 4.x resolves a regex with the
+    context of the member whose heartbeat triggered the resolution)."""
 
     def with_version(self, api_version: int) -> RequestContext:
-        return RequestContext(self.client_id, self.client_host, api_version)
+        return RequestContext(self.client_id, self.client_host, api_version, self.topic_filter)

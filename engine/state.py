@@ -13,6 +13,7 @@ Rules of this file:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from engine.classic.group import ClassicGroup
@@ -31,7 +32,17 @@ Group = ConsumerGroup | ClassicGroup
 
 
 class ShardState:
-    __slots__ = ("config", "group_configs", "groups", "ids", "image", "migration", "now_ms", "offsets")
+    __slots__ = (
+        "config",
+        "group_configs",
+        "groups",
+        "ids",
+        "image",
+        "migration",
+        "now_ms",
+        "offsets",
+        "regex_topic_filter",
+    )
 
     def __init__(
         self, config: CoordinatorConfig, ids: IdSource, image: MetadataImage, migration: MigrationHooks
@@ -45,6 +56,9 @@ class ShardState:
         self.now_ms = 0
         # What a request of one protocol does to a group of the other type (translation layer).
         self.migration = migration
+        # The topics the heartbeating client may DESCRIBE, while its heartbeat is handled
+        # (`RequestContext.topic_filter`); regexes resolved meanwhile keep only those.
+        self.regex_topic_filter: Callable[[str], bool] | None = None
 
     # --- per-group settings (KIP-848 dynamic group configs) ---------------------------------------
 

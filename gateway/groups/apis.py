@@ -68,7 +68,9 @@ def engine_ctx(ctx: RequestContext, version: int) -> EngineContext:
         cache = ctx.attributes["groups.ctx"] = {}
     ec = cache.get(version)
     if ec is None or ec.client_id != ctx.client_id:
-        ec = cache[version] = EngineContext(ctx.client_id or "", "/" + ctx.client_host, version)
+        ec = cache[version] = EngineContext(
+            ctx.client_id or "", "/" + ctx.client_host, version, ctx.attributes.get("authorizer.topic_filter")
+        )
     return ec
 
 

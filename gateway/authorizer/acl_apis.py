@@ -63,21 +63,22 @@ def _filter(req: Any, version: int) -> AclFilter:
     )
 
 
+def _unbuildable(c: Any) -> bool:
+    """A binding Kafka's `ResourcePattern` / `AccessControlEntry` constructors refuse."""
+    return (
+        ResourceType(c.resource_type) == ResourceType.ANY
+        or PatternType(c.resource_pattern_type) in (PatternType.ANY, PatternType.MATCH)
+        or AclOperation(c.operation) == AclOperation.ANY
+        or PermissionType(c.permission_type) == PermissionType.ANY
+    )
+
+
 def _creation_error(c: Any) -> str | None:
     """Why a CreateAcls binding is refused (Kafka's INVALID_REQUEST message), or None."""
-    rtype, ptype = ResourceType(c.resource_type), PatternType(c.resource_pattern_type)
-    if rtype == ResourceType.CLUSTER and c.resource_name != CLUSTER_NAME:
+    if ResourceType(c.resource_type) == ResourceType.CLUSTER and c.resource_name != CLUSTER_NAME:
         return f"The only valid name for the CLUSTER resource is {CLUSTER_NAME}"
     if not c.resource_name:
         return "Invalid empty resource name"
-    if rtype == ResourceType.ANY:
-        return f"Invalid resourceType {rtype.name}"
-    if ptype not in (PatternType.LITERAL, PatternType.PREFIXED):
-        return f"Invalid patternType {ptype.name}"
-    if AclOperation(c.operation) == AclOperation.ANY:
-        return "Invalid operation ANY"
-    if PermissionType(c.permission_type) == PermissionType.ANY:
-        return "Invalid permissionType ANY"
     return None
 
 
@@ -121,7 +122,7 @@ class AclApis:
                 )
         return answer(
             0,
-            None,
+            "",
             [
                 {"resource_type": t, "resource_name": n, "pattern_type": p, "acls": entries}
                 for (t, n, p), entries in grouped.items()
@@ -156,6 +157,11 @@ class AclApis:
         if n > MAX_ACLS_PER_OPERATION:
             message = f"Cannot create more than {MAX_ACLS_PER_OPERATION} acls in a single create operation."
             return answer([(int(ErrorCode.policy_violation), message)] * n)
+        if any(_unbuildable(c) for c in req.creations):
+            # Kafka builds every `AclBinding` before it checks any: a resource type ANY, a
+            # pattern type ANY/MATCH, an operation or permission ANY throw in the binding's
+            # constructor, and the whole request fails with UNKNOWN_SERVER_ERROR (no message).
+            return answer([(int(ErrorCode.unknown_server_error), None)] * n)
         results: list[tuple[int, str | None]] = []
         acls = set(self.authorizer.acls)
         for c in req.creations:
@@ -174,7 +180,7 @@ class AclApis:
                     PermissionType(c.permission_type),
                 )
             )
-            results.append((0, None))
+            results.append((0, ""))
         new = frozenset(acls)
         if new != self.authorizer.acls:
             self.authorizer.replace_acls(new)

@@ -137,21 +137,22 @@ def consumer_group_heartbeat(g: Guard, ctx: RequestContext, req: Any, call: Call
     against the topics the member may DESCRIBE (`topic_filter` on the request context)."""
     api = "ConsumerGroupHeartbeat"
     if not g.ok(ctx, Op.READ, R.GROUP, req.group_id, api):
-        resp = denied(68, req, GROUP_DENIED)
-        return dataclasses.replace(resp, error_message=None)
+        return _cgh_refused(req, GROUP_DENIED)
     names = req.subscribed_topic_names
     if names:
         refused = sorted({n for n in names if not g.ok(ctx, Op.DESCRIBE, R.TOPIC, n, api)})
         if refused:
-            resp = denied(68, req, TOPIC_DENIED)
-            return dataclasses.replace(
-                resp, error_message=f"The following topics are not authorized: {', '.join(refused)}"
-            )
-    if req.subscribed_topic_regex:
+            return _cgh_refused(req, TOPIC_DENIED)
+    if "authorizer.topic_filter" not in ctx.attributes:  # before the engine context is made
         ctx.attributes["authorizer.topic_filter"] = lambda topic: g.ok(
             ctx, Op.DESCRIBE, R.TOPIC, topic, api, log=False
         )
     return call(req)
+
+
+def _cgh_refused(req: Any, error: int) -> Any:
+    """Kafka 4.4's answer: the error alone (no message; member epoch 0, the field's default)."""
+    return dataclasses.replace(denied(68, req, error), error_message=None, member_epoch=0)
 
 
 def _described_groups(
@@ -193,6 +194,9 @@ def _blank_groups(groups: Iterable[Any]) -> list[Any]:
             changes["authorized_operations"] = NOT_REQUESTED
         if hasattr(grp, "error_message"):
             changes["error_message"] = None
+        for epoch in ("group_epoch", "assignment_epoch"):  # ConsumerGroupDescribe's defaults
+            if hasattr(grp, epoch):
+                changes[epoch] = 0
         out.append(dataclasses.replace(grp, **changes))
     return out
 
@@ -244,9 +248,9 @@ def find_coordinator(g: Guard, ctx: RequestContext, req: Any, call: Call) -> Any
     if n == 0:
         return call(req)
     extra = denied(10, refused, error)
+    # Kafka 4.4 answers a refused key of a batched lookup with an empty message.
     extra = dataclasses.replace(
-        extra,
-        coordinators=tuple(dataclasses.replace(c, error_message=MESSAGES[error]) for c in extra.coordinators),
+        extra, coordinators=tuple(dataclasses.replace(c, error_message="") for c in extra.coordinators)
     )
     if not narrowed.coordinator_keys:
         return extra
@@ -278,7 +282,7 @@ def offset_delete(g: Guard, ctx: RequestContext, req: Any, call: Call) -> Any:
     """DELETE on the group, then READ per topic."""
     api = "OffsetDelete"
     if not g.ok(ctx, Op.DELETE, R.GROUP, req.group_id, api):
-        return denied(47, req, GROUP_DENIED)
+        return dataclasses.replace(denied(47, req, GROUP_DENIED), topics=())
     narrowed, refused, n = _split(req, "topics", lambda t: g.ok(ctx, Op.READ, R.TOPIC, t.name, api))
     if n == 0:
         return call(req)
@@ -523,7 +527,7 @@ def metadata(g: Guard, ctx: RequestContext, req: Any, call: Call) -> Any:
                     values["topic_authorized_operations"] = NOT_REQUESTED
                 denied_entries.append(entry_t(**{k: v for k, v in values.items() if k in blank}))
             del extra
-            topics = denied_entries + topics
+            topics = topics + denied_entries  # Kafka: the authorized topics first
         changes: dict[str, Any] = {"topics": tuple(topics)}
         if include_cluster_ops and hasattr(resp, "cluster_authorized_operations"):
             changes["cluster_authorized_operations"] = g.ops(ctx, R.CLUSTER, CLUSTER_NAME)
@@ -551,7 +555,12 @@ def _by_topic(
     request_field: str,
     response_field: str,
     name_of: Callable[[Guard, Any], str | None],
+    *,
+    first: bool = False,
 ) -> Callable[[Guard, RequestContext, Any, Call], Any]:
+    """`op` per topic; refused topics' partitions answered TOPIC_AUTHORIZATION_FAILED after the
+    others (before them with `first`), as Kafka merges its answers."""
+
     def check(g: Guard, ctx: RequestContext, req: Any, call: Call) -> Any:
         def allowed(t: Any) -> bool:
             name = name_of(g, t)
@@ -565,6 +574,7 @@ def _by_topic(
             response_field=response_field,
             allowed=allowed,
             error=TOPIC_DENIED,
+            first=first,
         )
 
     return check
@@ -686,7 +696,7 @@ CHECKS: dict[int, tuple[str, Check]] = {
     0: ("Produce: WRITE per TOPIC; WRITE on the TRANSACTIONAL_ID", produce),
     1: (
         "Fetch (consumer): READ per TOPIC",
-        _by_topic(1, "Fetch", Op.READ, "topics", "responses", _fetch_name),
+        _by_topic(1, "Fetch", Op.READ, "topics", "responses", _fetch_name, first=True),
     ),
     2: (
         "ListOffsets: DESCRIBE per TOPIC",

@@ -42,10 +42,14 @@ def acl(
     return AclBinding(rtype, name, pattern, principal, host, op, perm)
 
 
-def allowed(acls: list[AclBinding], op: AclOperation, name: str = "orders", rtype: ResourceType = T, **kw: object) -> bool:
+def allowed(
+    acls: list[AclBinding], op: AclOperation, name: str = "orders", rtype: ResourceType = T, **kw: object
+) -> bool:
     principal = str(kw.get("principal", ALICE))
     host = str(kw.get("host", "127.0.0.1"))
-    d = Decider(acls, super_users=frozenset(kw.get("super_users", ())), allow_if_no_acl=bool(kw.get("allow", False)))  # type: ignore[call-overload]
+    d = Decider(
+        acls, super_users=frozenset(kw.get("super_users", ())), allow_if_no_acl=bool(kw.get("allow", False))
+    )  # type: ignore[call-overload]
     return d.authorize(principal, host, op, rtype, name)
 
 
@@ -111,7 +115,9 @@ acls_st = st.lists(
 
 
 @given(acls_st, names, st.sampled_from([Op.READ, Op.DESCRIBE, Op.WRITE]), st.booleans())
-def test_the_decision_is_kafkas_rule_restated(acls: list[AclBinding], name: str, op: AclOperation, dflt: bool) -> None:
+def test_the_decision_is_kafkas_rule_restated(
+    acls: list[AclBinding], name: str, op: AclOperation, dflt: bool
+) -> None:
     """An independent restatement of StandardAuthorizerData: deny, allow, covered, default."""
 
     def covers(a: AclBinding) -> bool:
@@ -124,7 +130,9 @@ def test_the_decision_is_kafkas_rule_restated(acls: list[AclBinding], name: str,
         if a.principal not in (ALICE, "User:*") or a.host not in ("*", "127.0.0.1"):
             return False
         implied = {Op.DESCRIBE: {Op.DESCRIBE, Op.READ, Op.WRITE}}.get(op, {op})
-        return a.operation == Op.ALL or (a.operation in implied if a.permission == ALLOW else a.operation == op)
+        return a.operation == Op.ALL or (
+            a.operation in implied if a.permission == ALLOW else a.operation == op
+        )
 
     covering = [a for a in acls if covers(a)]
     if any(matches(a) and a.permission == DENY for a in covering):
@@ -159,7 +167,7 @@ def test_the_store_survives_a_reopen_and_refuses_a_damaged_file(tmp_path: Path) 
     with pytest.raises(DataDirError, match="checksum mismatch"):
         AclStore(tmp_path)
     (tmp_path / ACLS_FILE).write_text("{not json")
-    with pytest.raises(DataDirError, match="acls.json is damaged"):
+    with pytest.raises(DataDirError, match=r"acls\.json is damaged"):
         AclStore(tmp_path)
 
 
@@ -167,7 +175,7 @@ def test_authorizer_class_names() -> None:
     assert check_authorizer_class("") == ""
     std = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
     assert check_authorizer_class(f" {std} ") == std
-    with pytest.raises(ValueError, match="removed in Kafka 4.0"):
+    with pytest.raises(ValueError, match=r"removed in Kafka 4\.0"):
         check_authorizer_class("kafka.security.authorizer.AclAuthorizer")
     with pytest.raises(ValueError, match="only"):
         check_authorizer_class("com.example.Mine")
@@ -176,3 +184,18 @@ def test_authorizer_class_names() -> None:
 def test_authorizer_reads_its_acls_from_the_data_dir(tmp_path: Path) -> None:
     Authorizer(tmp_path).replace_acls(frozenset({acl()}))
     assert Authorizer(tmp_path).acls == frozenset({acl()})
+
+
+def test_authorize_by_resource_type_as_kafkas_default_implementation() -> None:
+    def by_type(acls: list[AclBinding], **kw: object) -> bool:
+        d = Decider(acls, allow_if_no_acl=bool(kw.get("allow", False)))
+        return d.authorize_by_resource_type(ALICE, "127.0.0.1", Op.WRITE, T)
+
+    assert by_type([acl(op=Op.WRITE)])
+    assert by_type([acl(name="ord", pattern=PRE, op=Op.ALL)])
+    assert not by_type([acl(op=Op.READ)])  # no implication for WRITE
+    assert not by_type([acl(op=Op.WRITE), acl(name="*", op=Op.WRITE, perm=DENY)])
+    assert not by_type([acl(op=Op.WRITE), acl(op=Op.WRITE, perm=DENY)])
+    assert not by_type([acl(op=Op.WRITE), acl(name="or", pattern=PRE, op=Op.WRITE, perm=DENY)])
+    assert by_type([acl(op=Op.WRITE), acl(name="other", op=Op.WRITE, perm=DENY)])
+    assert by_type([], allow=True) and not by_type([])

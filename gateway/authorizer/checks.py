@@ -625,14 +625,14 @@ def create_topics(g: Guard, ctx: RequestContext, req: Any, call: Call) -> Any:
 
 def init_producer_id(g: Guard, ctx: RequestContext, req: Any, call: Call) -> Any:
     """WRITE on the transactional id; without one (idempotence), IDEMPOTENT_WRITE on the
-    cluster or WRITE on some topic (Kafka's `authorizeByResourceType`, here: any topic)."""
+    cluster or an ALLOW WRITE on some topic pattern (Kafka's `authorizeByResourceType`)."""
     api = "InitProducerId"
     if req.transactional_id is not None:
         if g.ok(ctx, Op.WRITE, R.TRANSACTIONAL_ID, req.transactional_id, api):
             return call(req)
         return denied(22, req, TXN_DENIED)
-    if g.cluster(ctx, Op.IDEMPOTENT_WRITE, api, log=False) or any(
-        g.ok(ctx, Op.WRITE, R.TOPIC, t.name, api, log=False) for t in g.plane.topics.all()
+    if g.cluster(ctx, Op.IDEMPOTENT_WRITE, api, log=False) or g.authorizer.decider.authorize_by_resource_type(
+        ctx.principal, ctx.client_host, Op.WRITE, R.TOPIC
     ):
         return call(req)
     g.cluster(ctx, Op.IDEMPOTENT_WRITE, api)
@@ -717,7 +717,7 @@ CHECKS: dict[int, tuple[str, Check]] = {
     ),
     22: (
         "InitProducerId: WRITE on the TRANSACTIONAL_ID, else IDEMPOTENT_WRITE on the CLUSTER "
-        "or WRITE on a TOPIC",
+        "or WRITE on some TOPIC pattern (Kafka's authorizeByResourceType)",
         init_producer_id,
     ),
     32: (

@@ -242,6 +242,44 @@ class Decider:
             return True
         return not covered and self.allow_if_no_acl
 
+    def authorize_by_resource_type(
+        self, principal: str, host: str, operation: AclOperation, resource_type: ResourceType
+    ) -> bool:
+        """Kafka's `Authorizer.authorizeByResourceType` (KIP-679, an idempotent producer's WRITE
+        on "any topic"): allowed when some ALLOW ACL of that type for the principal and the
+        operation (or ALL) is not cancelled by a DENY: a LITERAL `*` DENY cancels every one;
+        a LITERAL DENY cancels the LITERAL ALLOW of its name; a PREFIXED DENY cancels the ALLOWs
+        whose names it prefixes."""
+        if principal in self.super_users:
+            return True
+        allows: list[AclBinding] = []
+        denies: list[AclBinding] = []
+        acls = self._by_type.get(resource_type, [])
+        for acl in acls:
+            if acl.principal not in (principal, WILDCARD_PRINCIPAL) or acl.host not in (host, WILDCARD):
+                continue
+            if acl.operation not in (operation, AclOperation.ALL):
+                continue
+            (denies if acl.permission == PermissionType.DENY else allows).append(acl)
+        if any(d.pattern_type == PatternType.LITERAL and d.resource_name == WILDCARD for d in denies):
+            return False
+
+        def cancelled(a: AclBinding) -> bool:
+            for d in denies:
+                if d.pattern_type == PatternType.PREFIXED and a.resource_name.startswith(d.resource_name):
+                    return True
+                if (
+                    d.pattern_type == PatternType.LITERAL
+                    and a.pattern_type == PatternType.LITERAL
+                    and d.resource_name == a.resource_name
+                ):
+                    return True
+            return False
+
+        if any(not cancelled(a) for a in allows):
+            return True
+        return not acls and self.allow_if_no_acl
+
     def authorized_operations(self, principal: str, host: str, resource_type: ResourceType, name: str) -> int:
         """KIP-430's bitfield: bit `op` set for each supported operation allowed on the resource."""
         bits = 0

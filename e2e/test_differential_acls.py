@@ -834,6 +834,177 @@ def scenario_describe_configs(s: Session) -> None:
     s.note("denied", r)
 
 
+@scenario
+def scenario_fetch_topic_read(s: Session) -> None:
+    t_ok, t_no = topic(s, "fe-ok"), topic(s, "fe-no")
+    grant(s, binding(TOPIC, t_ok, "User:alice", READ))
+    s.use("alice")
+    r = plain(
+        s.raw(
+            1,
+            12,
+            replica_id=-1,
+            max_wait=0,
+            min_bytes=0,
+            max_bytes=1 << 20,
+            isolation_level=0,
+            session_id=0,
+            session_epoch=-1,
+            topics=[
+                {
+                    "topic": t,
+                    "partitions": [
+                        {
+                            "partition": 0,
+                            "current_leader_epoch": -1,
+                            "fetch_offset": 0,
+                            "last_fetched_epoch": -1,
+                            "log_start_offset": -1,
+                            "partition_max_bytes": 1024,
+                        }
+                    ],
+                }
+                for t in (t_ok, t_no)
+            ],
+            forgotten_topics_data=[],
+            rack_id="",
+        )
+    )
+    s.note(
+        "errors",
+        {
+            "error_code": r["error_code"],
+            "topics": sorted(
+                (t["topic"], [p["error_code"] for p in t["partitions"]]) for t in r["responses"]
+            ),
+        },
+    )
+
+
+@scenario
+def scenario_create_topics_per_topic_create(s: Session) -> None:
+    ok, no = s.topic("ct-ok"), s.topic("ct-no")
+    grant(s, binding(TOPIC, ok[:-3], "User:alice", CREATE, pattern=PREFIXED))
+    s.use("alice")
+    r = plain(
+        s.raw(
+            19,
+            7,
+            topics=[
+                {"name": t, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}
+                for t in (ok, no)
+            ],
+            timeout=30000,
+            validate_only=False,
+        )
+    )
+    s.note("created", sorted((t["name"], t["error_code"], t["error_message"]) for t in r["topics"]))
+
+
+@scenario
+def scenario_cluster_authorized_operations(s: Session) -> None:
+    grants = [
+        binding(CLUSTER, "kafka-cluster", "User:carol", DESCRIBE),
+        binding(CLUSTER, "kafka-cluster", "User:carol", ALTER_CONFIGS),
+    ]
+    grant(s, *grants)
+    s.use("carol")
+    r = s.raw(60, 1, include_cluster_authorized_operations=True, endpoint_type=1)
+    s.note("describe_cluster_bits", {"error_code": r.error_code, "ops": r.cluster_authorized_operations})
+    m = s.raw(
+        3,
+        10,
+        topics=[],
+        allow_auto_topic_creation=False,
+        include_cluster_authorized_operations=True,
+        include_topic_authorized_operations=False,
+    )
+    s.note("metadata_cluster_bits", m.cluster_authorized_operations)
+    s.use("bob")
+    r = s.raw(60, 1, include_cluster_authorized_operations=True, endpoint_type=1)
+    s.note("no_cluster_acl_bits", {"error_code": r.error_code, "ops": r.cluster_authorized_operations})
+    revoke(s, *grants)
+
+
+@scenario
+def scenario_group_configs_need_config_operations(s: Session) -> None:
+    g = s.group("gcfg")
+    coordinator_ready(s, g)
+    grant(s, binding(GROUP, g, "User:alice", DESCRIBE_CONFIGS))
+    s.use("alice")
+    r = plain(
+        s.raw(
+            32,
+            4,
+            resources=[
+                {
+                    "resource_type": 32,
+                    "resource_name": g,
+                    "configuration_keys": ["consumer.session.timeout.ms"],
+                }
+            ],
+            include_synonyms=False,
+            include_documentation=False,
+        )
+    )
+    s.note("describe_allowed", [(x["error_code"], [c["name"] for c in x["configs"]]) for x in r["results"]])
+    s.call(
+        44,
+        1,
+        "alter_denied",
+        resources=[
+            {
+                "resource_type": 32,
+                "resource_name": g,
+                "configs": [{"name": "consumer.session.timeout.ms", "config_operation": 0, "value": "50000"}],
+            }
+        ],
+        validate_only=False,
+    )
+
+
+@scenario
+def scenario_init_producer_id(s: Session) -> None:
+    prefix = s.topic("ipi")
+    grant(s, binding(TOPIC, prefix, "User:alice", WRITE, pattern=PREFIXED))
+    for who in ("alice", "bob"):
+        s.use(who)
+        deadline = time.monotonic() + 30
+        while True:  # Kafka creates its transaction state topic on the first request
+            r = s.raw(
+                22, 4, transactional_id=None, transaction_timeout=60000, producer_id=-1, producer_epoch=-1
+            )
+            if plain(r)["error_code"] not in ("coordinator_load_in_progress", "coordinator_not_available"):
+                break
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        s.note(f"idempotent_{who}", r.error_code)
+    s.use("alice")
+    r = s.raw(
+        22, 4, transactional_id=s.group("txn"), transaction_timeout=60000, producer_id=-1, producer_epoch=-1
+    )
+    s.note("transactional_denied", r.error_code)
+
+
+@scenario
+def scenario_cg_describe_member_topics_not_described(s: Session) -> None:
+    t = topic(s, "cgdm")
+    g = s.group("cgdm")
+    coordinator_ready(s, g)
+    s.use("admin")
+    cgh(s, g, names=[t], label="member_joins")
+    grant(s, binding(GROUP, g, "User:alice", DESCRIBE))
+    s.use("alice")
+    r = plain(s.raw(69, 0, group_ids=[g], include_authorized_operations=True))
+    grp = r["groups"][0]
+    s.note(
+        "described",
+        {k: grp[k] for k in ("error_code", "error_message", "group_id", "authorized_operations")}
+        | {"members": len(grp["members"])},
+    )
+
+
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_authorization_differential(name: str, pair: tuple[str, str, Certs]) -> None:
     kafka, groupshift, certs = pair

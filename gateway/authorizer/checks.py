@@ -159,7 +159,9 @@ def _described_groups(
     api_key: int, api: str, ids_field: str
 ) -> Callable[[Guard, RequestContext, Any, Call], Any]:
     """DescribeGroups, ConsumerGroupDescribe: DESCRIBE per group (the others answered with
-    GROUP_AUTHORIZATION_FAILED first); the KIP-430 bits of the principal when asked."""
+    GROUP_AUTHORIZATION_FAILED first); the KIP-430 bits of the principal when asked.
+    ConsumerGroupDescribe also needs DESCRIBE on every topic its members subscribe to or are
+    assigned: otherwise Kafka 4.x answers the group TOPIC_AUTHORIZATION_FAILED, without members."""
 
     def check(g: Guard, ctx: RequestContext, req: Any, call: Call) -> Any:
         ids = tuple(getattr(req, ids_field))
@@ -176,6 +178,8 @@ def _described_groups(
                     else grp
                     for grp in groups
                 ]
+            if api_key == 69:
+                groups = [_hide_undescribed_topics(g, ctx, grp, api) for grp in groups]
             if refused:
                 extra = denied(api_key, dataclasses.replace(req, **{ids_field: tuple(refused)}), GROUP_DENIED)
                 groups = [*_blank_groups(extra.groups), *groups]
@@ -184,6 +188,30 @@ def _described_groups(
         return then(call(dataclasses.replace(req, **{ids_field: allowed})), finish)
 
     return check
+
+
+TOPICS_HIDDEN = "The group has described topic(s) that the client is not authorized to describe."
+
+
+def _hide_undescribed_topics(g: Guard, ctx: RequestContext, grp: Any, api: str) -> Any:
+    if grp.error_code:
+        return grp
+    names: set[str] = set()
+    for m in grp.members:
+        names.update(m.subscribed_topic_names)
+        for assignment in (m.assignment, m.target_assignment):
+            names.update(tp.topic_name for tp in assignment.topic_partitions)
+    if all(g.ok(ctx, Op.DESCRIBE, R.TOPIC, n, api, log=False) for n in names):
+        return grp
+    (blank,) = _blank_groups([grp])
+    return dataclasses.replace(
+        blank,
+        error_code=ErrorCode(TOPIC_DENIED),
+        error_message=TOPICS_HIDDEN,
+        members=(),
+        group_state="",
+        assignor_name="",
+    )
 
 
 def _blank_groups(groups: Iterable[Any]) -> list[Any]:
@@ -611,16 +639,18 @@ def create_topics(g: Guard, ctx: RequestContext, req: Any, call: Call) -> Any:
     api = "CreateTopics"
     if g.cluster(ctx, Op.CREATE, api, log=False):
         return call(req)
-    return split_and_merge(
-        19,
-        req,
-        call,
-        request_field="topics",
-        response_field="topics",
-        allowed=lambda t: g.ok(ctx, Op.CREATE, R.TOPIC, t.name, api),
-        error=TOPIC_DENIED,
-        first=False,
+    narrowed, refused, n = _split(req, "topics", lambda t: g.ok(ctx, Op.CREATE, R.TOPIC, t.name, api))
+    if n == 0:
+        return call(req)
+    extra = denied(19, refused, TOPIC_DENIED)
+    # Kafka's `ApiError(TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")`
+    extra = dataclasses.replace(
+        extra,
+        topics=tuple(dataclasses.replace(t, error_message="Authorization failed.") for t in extra.topics),
     )
+    if not narrowed.topics:
+        return extra
+    return then(call(narrowed), lambda resp: _merge(resp, extra, "topics", first=False))
 
 
 def init_producer_id(g: Guard, ctx: RequestContext, req: Any, call: Call) -> Any:

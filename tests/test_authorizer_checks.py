@@ -380,3 +380,11 @@ def test_acl_apis_without_an_authorizer_answer_security_disabled() -> None:
                 permission_type=1,
             ),
         )
+
+
+def test_the_docs_table_is_the_checks_table() -> None:
+    """docs/security.md's per-API table is generated from CHECKS; this keeps them equal."""
+    text = (Path(__file__).resolve().parent.parent / "docs" / "security.md").read_text()
+    for api_key, (description, _) in CHECKS.items():
+        api, _, rule = description.partition(": ")
+        assert f"| {api} ({api_key}) | {rule} |" in text, description

@@ -133,8 +133,9 @@ def group_read(api_key: int, api: str) -> Callable[[Guard, RequestContext, Any, 
 
 def consumer_group_heartbeat(g: Guard, ctx: RequestContext, req: Any, call: Call) -> Any:
     """READ on the group; then every subscribed topic name must be DESCRIBE-able, else
-    TOPIC_AUTHORIZATION_FAILED naming them. A regex subscription is resolved by the engine
-    against the topics the member may DESCRIBE (`topic_filter` on the request context)."""
+    TOPIC_AUTHORIZATION_FAILED (no message, as Kafka 4.4). A regex subscription is resolved by
+    the engine against the topics the member may DESCRIBE (`topic_filter` on the request
+    context)."""
     api = "ConsumerGroupHeartbeat"
     if not g.ok(ctx, Op.READ, R.GROUP, req.group_id, api):
         return _cgh_refused(req, GROUP_DENIED)
@@ -695,11 +696,12 @@ CHECKS: dict[int, tuple[str, Check]] = {
     13: ("LeaveGroup: READ on the GROUP", group_read(13, "LeaveGroup")),
     68: (
         "ConsumerGroupHeartbeat: READ on the GROUP; DESCRIBE on every subscribed TOPIC "
-        "(TOPIC_AUTHORIZATION_FAILED naming the others); a regex matches only DESCRIBE-able topics",
+        "(else TOPIC_AUTHORIZATION_FAILED); a regex resolves only to DESCRIBE-able topics",
         consumer_group_heartbeat,
     ),
     69: (
-        "ConsumerGroupDescribe: DESCRIBE per GROUP; authorized operations of the GROUP",
+        "ConsumerGroupDescribe: DESCRIBE per GROUP, and DESCRIBE on its members' TOPICs (else "
+        "TOPIC_AUTHORIZATION_FAILED, no members); authorized operations of the GROUP",
         _described_groups(69, "ConsumerGroupDescribe", "group_ids"),
     ),
     15: (

@@ -270,8 +270,9 @@ def test_bad_input_gives_one_clear_error(case_id: str, tmp: Path) -> None:
     case = CASES[case_id]
     argv = [a.replace("{tmp}", str(tmp)) for a in case.argv]
     r = groupshift(argv, tmp)
-    said = r.stderr if r.stderr.strip() else r.stdout
+    said = r.stderr
     assert "Traceback" not in r.stderr + r.stdout, said
+    assert said.strip(), f"the error went to stdout, not stderr: {r.stdout!r}"
     assert "a bug: please report it" not in said, said
     assert r.returncode == case.status, (r.returncode, said)
     lines = [line for line in said.splitlines() if line.strip()]
@@ -349,3 +350,18 @@ def test_a_bug_is_one_line_and_ctrl_c_is_quiet(tmp: Path) -> None:
     assert "Traceback" in debug.stderr
     interrupted = run_python(code.format(exc="KeyboardInterrupt"))
     assert (interrupted.returncode, interrupted.stderr) == (130, "")
+
+
+def test_a_spark_failure_is_one_line_and_sparks_log_goes_to_a_file(tmp: Path) -> None:
+    """A Spark that cannot start (a bad --master) gives one line naming Spark's log file; Spark's
+    own WARN/ERROR lines and Java stack traces go to that file, never to the terminal."""
+    (tmp / "in").mkdir()
+    (tmp / "in" / "events.jsonl").write_text('{"event": "gateway.listening"}\n')
+    argv = ["fleet", "report", str(tmp / "in"), "--out", str(tmp / "out"), "--master", "local[0]"]
+    r = groupshift(argv, tmp, timeout=300)
+    assert r.returncode == 2, r.stderr
+    assert "Traceback" not in r.stderr and "\tat " not in r.stderr and " WARN " not in r.stderr, r.stderr
+    errors = [line for line in r.stderr.splitlines() if line.startswith("groupshift fleet report: error:")]
+    assert len(errors) == 1 and errors[0].endswith(f"(Spark's log: {tmp / 'out' / 'spark.log'})"), r.stderr
+    assert "Spark did not start" in errors[0]
+    assert "JavaSparkContext" in (tmp / "out" / "spark.log").read_text()

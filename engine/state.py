@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from engine.binding import MEMBER, MemberBindings
 from engine.classic.group import ClassicGroup
 from engine.config import CoordinatorConfig, GroupConfig
 from engine.consumer.group import ConsumerGroup
@@ -26,6 +27,7 @@ from engine.offsets.store import OffsetStore
 
 if TYPE_CHECKING:
     from engine.hooks import MigrationHooks
+    from engine.operation import Operation
 
 # Every group of a shard is one of these; mypy checks each `match`/`isinstance` over the cases.
 Group = ConsumerGroup | ClassicGroup
@@ -33,6 +35,7 @@ Group = ConsumerGroup | ClassicGroup
 
 class ShardState:
     __slots__ = (
+        "bindings",
         "config",
         "group_configs",
         "groups",
@@ -59,6 +62,17 @@ class ShardState:
         # The topics the heartbeating client may DESCRIBE, while its heartbeat is handled
         # (`RequestContext.topic_filter`); regexes resolved meanwhile keep only those.
         self.regex_topic_filter: Callable[[str], bool] | None = None
+        # The principal each live member id and instance id is bound to (`engine.binding`); in
+        # memory only, written by `Operation.after` actions.
+        self.bindings = MemberBindings()
+
+    def bind_created(self, op: Operation, group_id: str, member_id: str, principal: str) -> None:
+        """Where the coordinator generates a member id: once `op` commits, the id is bound to the
+        principal that asked for it, before any other client can learn it (a classic leader's
+        JoinGroup response lists every member id)."""
+        if self.config.member_principal_binding:
+            bindings, groups = self.bindings, self.groups
+            op.after(lambda: bindings.bind_created(groups, (group_id, MEMBER, member_id), principal))
 
     # --- per-group settings (KIP-848 dynamic group configs) ---------------------------------------
 

@@ -103,8 +103,11 @@ def versions(out: TextIO = sys.stdout) -> int:
     return 0
 
 
-def fetch(specs: Sequence[str], clients: bool = True, out: TextIO = sys.stdout) -> int:
-    """Resolve each spec's broker (and Java tools) into the cache; print what each became."""
+def fetch(
+    specs: Sequence[str], clients: bool = True, out: TextIO = sys.stdout, err: TextIO = sys.stderr
+) -> int:
+    """Resolve each spec's broker (and Java tools) into the cache; print what each became on
+    stdout and each failure on stderr (a script reading the paths never reads an error as one)."""
     status = 0
     for spec in specs:
         for component in ("broker", "clients") if clients else ("broker",):
@@ -112,7 +115,7 @@ def fetch(specs: Sequence[str], clients: bool = True, out: TextIO = sys.stdout) 
             try:
                 dist = resolve_component(spec, component)
             except (KafkaUnavailable, ValueError) as exc:
-                print(f"{spec} {component}: error: {exc}", file=out)
+                print(f"error: {spec} {component}: {exc}", file=err)
                 status = 1
                 continue
             print(

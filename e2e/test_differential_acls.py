@@ -153,8 +153,20 @@ def topic(s: Session, name: str = "t", partitions: int = 2) -> str:
 
 
 def coordinator_ready(s: Session, group: str) -> None:
+    """The group's coordinator found and loaded (right after the node starts, Kafka answers
+    NOT_COORDINATOR for a while after FindCoordinator succeeds)."""
     s.use("admin")
     s.wait_coordinator(group)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        r = plain(s.raw(15, 5, groups=[group], include_authorized_operations=False))
+        if r["groups"][0]["error_code"] not in (
+            "not_coordinator",
+            "coordinator_load_in_progress",
+            "coordinator_not_available",
+        ):
+            return
+        time.sleep(0.2)
 
 
 # --- request helpers ------------------------------------------------------------------------------
@@ -993,7 +1005,15 @@ def scenario_cg_describe_member_topics_not_described(s: Session) -> None:
     g = s.group("cgdm")
     coordinator_ready(s, g)
     s.use("admin")
-    cgh(s, g, names=[t], label="member_joins")
+    mid = str(uuid.uuid4())
+    r = cgh(s, g, names=[t], member_id=mid, record=False)
+    deadline = time.monotonic() + 30
+    while r.assignment is None or not r.assignment.topic_partitions:  # Kafka assigns in the background
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.3)
+        r = cgh(s, g, member_id=mid, epoch=r.member_epoch, record=False)
+    s.note("member_assigned", bool(r.assignment and r.assignment.topic_partitions))
     grant(s, binding(GROUP, g, "User:alice", DESCRIBE))
     s.use("alice")
     r = plain(s.raw(69, 0, group_ids=[g], include_authorized_operations=True))

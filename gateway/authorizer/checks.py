@@ -161,8 +161,9 @@ def _described_groups(
 ) -> Callable[[Guard, RequestContext, Any, Call], Any]:
     """DescribeGroups, ConsumerGroupDescribe: DESCRIBE per group (the others answered with
     GROUP_AUTHORIZATION_FAILED first); the KIP-430 bits of the principal when asked.
-    ConsumerGroupDescribe also needs DESCRIBE on every topic its members subscribe to or are
-    assigned: otherwise Kafka 4.x answers the group TOPIC_AUTHORIZATION_FAILED, without members."""
+    ConsumerGroupDescribe also needs DESCRIBE on every topic in its members' assignments and
+    target assignments: otherwise Kafka 4.x answers the group TOPIC_AUTHORIZATION_FAILED, without
+    members."""
 
     def check(g: Guard, ctx: RequestContext, req: Any, call: Call) -> Any:
         ids = tuple(getattr(req, ids_field))
@@ -198,8 +199,7 @@ def _hide_undescribed_topics(g: Guard, ctx: RequestContext, grp: Any, api: str) 
     if grp.error_code:
         return grp
     names: set[str] = set()
-    for m in grp.members:
-        names.update(m.subscribed_topic_names)
+    for m in grp.members:  # assigned and target topics (not the subscribed names), as Kafka
         for assignment in (m.assignment, m.target_assignment):
             names.update(tp.topic_name for tp in assignment.topic_partitions)
     if all(g.ok(ctx, Op.DESCRIBE, R.TOPIC, n, api, log=False) for n in names):
@@ -700,7 +700,7 @@ CHECKS: dict[int, tuple[str, Check]] = {
         consumer_group_heartbeat,
     ),
     69: (
-        "ConsumerGroupDescribe: DESCRIBE per GROUP, and DESCRIBE on its members' TOPICs (else "
+        "ConsumerGroupDescribe: DESCRIBE per GROUP, and DESCRIBE on its members' assigned TOPICs (else "
         "TOPIC_AUTHORIZATION_FAILED, no members); authorized operations of the GROUP",
         _described_groups(69, "ConsumerGroupDescribe", "group_ids"),
     ),

@@ -370,7 +370,7 @@ class GatewayServer:
             for lst, port in zip(self.listeners, self._bound_ports, strict=True)
             if lst.protocol == "PLAINTEXT" and not is_loopback(lst.bind_host)
         ]
-        if exposed:  # one warning at start-up, naming every such listener
+        if exposed and self.authorizer is None:  # one warning at start-up, naming every such listener
             log.warning(
                 "gateway.plaintext_listener_exposed",
                 listeners=exposed,

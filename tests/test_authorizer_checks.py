@@ -388,3 +388,47 @@ def test_the_docs_table_is_the_checks_table() -> None:
     for api_key, (description, _) in CHECKS.items():
         api, _, rule = description.partition(": ")
         assert f"| {api} ({api_key}) | {rule} |" in text, description
+
+
+def test_each_refusal_is_an_audit_event_and_counted(tmp_path: Path) -> None:
+    from structlog.testing import capture_logs
+
+    from gateway.audit import AuditLog
+    from gateway.metrics import MetricsRegistry
+
+    metrics = MetricsRegistry()
+    a = Authorizer(tmp_path, audit=AuditLog(metrics))
+    with capture_logs() as logs:
+        assert not a.authorize(ctx(), Op.READ, G, "g-1", api="JoinGroup")
+        assert not a.authorize(ctx(), Op.DESCRIBE, G, "g-2", api="ListGroups", log_if_denied=False)
+    denied = [e for e in logs if e["event"] == "acl.denied"]
+    assert [(e["principal"], e["api"], e["resource_name"], e["operation"]) for e in denied] == [
+        ("User:alice", "JoinGroup", "g-1", "READ")
+    ]
+    assert 'groupshift_acl_denials_total{api="JoinGroup",operation="READ"} 1' in metrics.render().splitlines()
+
+
+def test_no_exposure_warning_when_an_authorizer_guards_the_listener(tmp_path: Path) -> None:
+    import asyncio
+
+    from structlog.testing import capture_logs
+
+    from gateway.config import build_config
+    from gateway.server import GatewayServer
+
+    config = build_config(
+        {
+            "log.dirs": str(tmp_path / "data"),
+            "listeners": "PLAINTEXT://0.0.0.0:0",
+            "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        }
+    )
+
+    async def run() -> list[str]:
+        server = GatewayServer(config)
+        with capture_logs() as logs:
+            await server.start()
+        await server.stop(grace=1)
+        return [e["event"] for e in logs]
+
+    assert "gateway.plaintext_listener_exposed" not in asyncio.run(run())

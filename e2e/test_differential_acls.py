@@ -662,6 +662,22 @@ def scenario_acls_create_unbuildable_bindings(s: Session) -> None:
 
 
 @scenario
+def scenario_acls_odd_principals_and_hosts(s: Session) -> None:
+    s.use("admin")
+    g = s.group("odd")
+    for label, bad in (
+        ("principal_without_type", binding(GROUP, g, "alice", READ)),
+        ("empty_principal", binding(GROUP, g, "", READ)),
+        ("empty_host", binding(GROUP, g, "User:alice", READ, host="")),
+        ("group_principal_type", binding(GROUP, g, "Group:ops", READ)),
+    ):
+        s.call(30, 3, label, creations=[bad])
+    time.sleep(0.5)
+    describe_sorted(s, "what_was_created", name=g, pattern=MATCH)
+    describe_sorted(s, "filter_by_odd_principal", name=g, pattern=MATCH, principal="alice")
+
+
+@scenario
 def scenario_acls_describe_filters(s: Session) -> None:
     g = s.group("filters")
     grant(

@@ -8,9 +8,11 @@ controller's `AclControlManager` answer them.
   otherwise every item (or the response) carries CLUSTER_AUTHORIZATION_FAILED.
 * A request naming an UNKNOWN code (any code Kafka does not know) fails to parse in Kafka
   (`normalizeAndValidate`), which closes the connection; so does groupshift.
-* CreateAcls refuses, per binding, with INVALID_REQUEST and Kafka's message: a CLUSTER name
-  other than `kafka-cluster`, an empty name, resource type ANY, pattern type ANY/MATCH,
-  operation ANY, permission ANY. Creating an ACL that exists succeeds and changes nothing.
+* CreateAcls refuses, per binding, with INVALID_REQUEST and Kafka 4.4's message: a CLUSTER name
+  other than `kafka-cluster`, an empty name, a principal without `TYPE:`, an empty host. A
+  binding Kafka cannot even build (resource type ANY, pattern type ANY/MATCH, operation or
+  permission ANY) fails the whole request with UNKNOWN_SERVER_ERROR. Creating an ACL that
+  exists succeeds and changes nothing.
 * DescribeAcls groups the matching ACLs by resource pattern; DeleteAcls answers per filter the
   ACLs it removed. A change is durable before it is answered (`AclStore`).
 """
@@ -79,6 +81,13 @@ def _creation_error(c: Any) -> str | None:
         return f"The only valid name for the CLUSTER resource is {CLUSTER_NAME}"
     if not c.resource_name:
         return "Invalid empty resource name"
+    if ":" not in c.principal:
+        return (
+            f"Could not parse principal from `{c.principal}` (no colon is present separating the "
+            "principal type from the principal name)"
+        )
+    if not c.host:
+        return "Host pattern cannot be null or empty"
     return None
 
 

@@ -432,3 +432,26 @@ def test_no_exposure_warning_when_an_authorizer_guards_the_listener(tmp_path: Pa
         return [e["event"] for e in logs]
 
     assert "gateway.plaintext_listener_exposed" not in asyncio.run(run())
+
+
+def test_every_served_request_goes_through_its_check_whatever_the_version(authorizer: Authorizer) -> None:
+    """Each served (api, version), filled in every field (two items per array): the check
+    answers or hands on a request the handler can take, and the answer encodes; only Kafka's
+    connection close may be raised. As a principal with some ACLs and as a super user."""
+    from protocol.codec import api_schema, encode_response
+    from tests.test_error_response import SERVED, sample
+
+    for api_key, version in SERVED:
+        schema = api_schema(api_key, version)
+        assert schema is not None
+        req = sample(schema.request_type)
+        for principal in ("User:alice", "User:admin"):
+            stub = Stub(api_key)
+            fn = checked(authorizer, api_key, stub, ["s", "orders"])
+            try:
+                resp = fn(ctx(principal), None, req)
+            except CloseConnection:
+                continue
+            for got in stub.got:
+                assert type(got) is type(req), (api_key, version)
+            encode_response(schema, 1, resp)

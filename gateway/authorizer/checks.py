@@ -533,6 +533,11 @@ def metadata(g: Guard, ctx: RequestContext, req: Any, call: Call) -> Any:
                 and not g.ok(ctx, Op.DESCRIBE, R.TOPIC, t.name, api, log=False)
             ):
                 continue
+            if t.name is not None and not all_topics and not g.ok(ctx, Op.DESCRIBE, R.TOPIC, t.name, api):
+                # asked by topic id (v12+): the topic is not shown, its id answered refused
+                t = dataclasses.replace(
+                    t, error_code=ErrorCode(TOPIC_DENIED), name=None, partitions=(), is_internal=False
+                )
             if include_topic_ops and not t.error_code and t.name is not None:
                 t = dataclasses.replace(t, topic_authorized_operations=g.ops(ctx, R.TOPIC, t.name))
             topics.append(t)
@@ -614,10 +619,28 @@ def _name(g: Guard, t: Any) -> str | None:
 
 
 def _fetch_name(g: Guard, t: Any) -> str | None:
-    if getattr(t, "topic", None) is not None:
-        return t.topic  # type: ignore[no-any-return]
+    """A topic entry's name: its `topic` or `name`, else the name of its topic id (None for an
+    unknown id, which the handler answers UNKNOWN_TOPIC_ID)."""
+    for field in ("topic", "name"):
+        if getattr(t, field, None) is not None:
+            return getattr(t, field)  # type: ignore[no-any-return]
     found = g.plane.topic_by_id(t.topic_id) if getattr(t, "topic_id", None) is not None else None
     return None if found is None else found.name
+
+
+def delete_topics(g: Guard, ctx: RequestContext, req: Any, call: Call) -> Any:
+    """DELETE per topic: v1-v5 name topics as strings (`topic_names`), v6 as entries with a
+    name or a topic id (resolved here, so a topic cannot be deleted by id unchecked)."""
+    api = "DeleteTopics"
+    field = "topics" if hasattr(req, "topics") else "topic_names"
+
+    def allowed(t: Any) -> bool:
+        name = t if isinstance(t, str) else _fetch_name(g, t)
+        return name is None or g.ok(ctx, Op.DELETE, R.TOPIC, name, api)
+
+    return split_and_merge(
+        20, req, call, request_field=field, response_field="responses", allowed=allowed, error=TOPIC_DENIED
+    )
 
 
 def produce(g: Guard, ctx: RequestContext, req: Any, call: Call) -> Any:
@@ -630,9 +653,12 @@ def produce(g: Guard, ctx: RequestContext, req: Any, call: Call) -> Any:
         if req.acks == 0:
             raise CloseConnection("authorization.failed", api=api)
         return denied(0, req, TXN_DENIED)
-    if req.acks == 0 and any(not g.ok(ctx, Op.WRITE, R.TOPIC, t.name, api) for t in req.topic_data):
+    if req.acks == 0 and any(
+        (name := _fetch_name(g, t)) is not None and not g.ok(ctx, Op.WRITE, R.TOPIC, name, api)
+        for t in req.topic_data
+    ):
         raise CloseConnection("authorization.failed", api=api)
-    return _by_topic(0, api, Op.WRITE, "topic_data", "responses", _name)(g, ctx, req, call)
+    return _by_topic(0, api, Op.WRITE, "topic_data", "responses", _fetch_name)(g, ctx, req, call)
 
 
 def create_topics(g: Guard, ctx: RequestContext, req: Any, call: Call) -> Any:
@@ -735,10 +761,7 @@ CHECKS: dict[int, tuple[str, Check]] = {
         _by_topic(2, "ListOffsets", Op.DESCRIBE, "topics", "topics", _name),
     ),
     19: ("CreateTopics: CREATE on the CLUSTER, else CREATE per TOPIC", create_topics),
-    20: (
-        "DeleteTopics: DELETE per TOPIC",
-        _by_topic(20, "DeleteTopics", Op.DELETE, "topics", "responses", _name),
-    ),
+    20: ("DeleteTopics: DELETE per TOPIC (named or by id)", delete_topics),
     37: (
         "CreatePartitions: ALTER per TOPIC",
         _by_topic(37, "CreatePartitions", Op.ALTER, "topics", "results", _name),

@@ -20,12 +20,14 @@ they are. The decision follows `StandardAuthorizerData.authorize`:
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 WILDCARD = "*"
 WILDCARD_PRINCIPAL = "User:*"
 CLUSTER_NAME = "kafka-cluster"
+# Decisions a `Decider` remembers (principal, host, operation, resource); cleared when reached.
+DECISIONS_CACHED = 65_536
 
 
 class ResourceType(enum.IntEnum):
@@ -219,19 +221,39 @@ class Decider:
         self.super_users = super_users
         self.allow_if_no_acl = allow_if_no_acl
         self._by_type: dict[ResourceType, list[AclBinding]] = {}
+        # (type, name) -> the ACLs whose pattern is that name: LITERAL ones (`*` included) and
+        # PREFIXED ones apart, so a decision looks up the name and each of its prefixes.
+        self._literal: dict[tuple[ResourceType, str], list[AclBinding]] = {}
+        self._prefixed: dict[tuple[ResourceType, str], list[AclBinding]] = {}
         for acl in acls:
             self._by_type.setdefault(acl.resource_type, []).append(acl)
+            index = self._literal if acl.pattern_type == PatternType.LITERAL else self._prefixed
+            index.setdefault((acl.resource_type, acl.resource_name), []).append(acl)
+        # Decisions are remembered until the ACLs change (a new Decider): a member heartbeating
+        # several times a second asks the same question each time. Bounded: cleared when full.
+        self._decisions: dict[tuple[str, str, AclOperation, ResourceType, str], bool] = {}
 
     def authorize(
+        self, principal: str, host: str, operation: AclOperation, resource_type: ResourceType, name: str
+    ) -> bool:
+        key = (principal, host, operation, resource_type, name)
+        known = self._decisions.get(key)
+        if known is not None:
+            return known
+        if len(self._decisions) >= DECISIONS_CACHED:
+            self._decisions.clear()
+        decision = self._decide(principal, host, operation, resource_type, name)
+        self._decisions[key] = decision
+        return decision
+
+    def _decide(
         self, principal: str, host: str, operation: AclOperation, resource_type: ResourceType, name: str
     ) -> bool:
         if principal in self.super_users:
             return True
         covered = False
         allowed = False
-        for acl in self._by_type.get(resource_type, ()):
-            if not acl.covers(resource_type, name):
-                continue
+        for acl in self._covering(resource_type, name):
             covered = True
             if not acl.applies(principal, host, operation):
                 continue
@@ -241,6 +263,14 @@ class Decider:
         if allowed:
             return True
         return not covered and self.allow_if_no_acl
+
+    def _covering(self, resource_type: ResourceType, name: str) -> Iterator[AclBinding]:
+        """The ACLs whose pattern covers `name`: LITERAL `name` and `*`, PREFIXED prefixes."""
+        yield from self._literal.get((resource_type, name), ())
+        if name != WILDCARD:
+            yield from self._literal.get((resource_type, WILDCARD), ())
+        for end in range(len(name) + 1):
+            yield from self._prefixed.get((resource_type, name[:end]), ())
 
     def authorize_by_resource_type(
         self, principal: str, host: str, operation: AclOperation, resource_type: ResourceType

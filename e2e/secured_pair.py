@@ -3,10 +3,10 @@ StandardAuthorizer, the same principals (client certificates of one test CA, map
 by the same `ssl.principal.mapping.rules`) and `super.users=User:admin`, for the authorization
 differential suite and the ACL e2e tests.
 
-The Kafka node is started with the harness's cluster API and server property overrides (an SSL
-listener with PKCS12 stores and `ssl.client.auth=required`, next to the harness's own PLAINTEXT
-and CONTROLLER listeners, which the harness uses for readiness and the node for its controller
-link; their principal `User:ANONYMOUS` is a super user there, and no scenario speaks on them).
+The Kafka node is the harness's secured cluster (`KafkaCluster(security="ssl")`,
+harness/kafka_dist/security.py): client and controller listeners both mutual TLS, so nothing on
+it is reachable without a certificate of its CA; groupshift's listener certificate and the
+suite's client certificates come from that CA too.
 """
 
 from __future__ import annotations
@@ -19,12 +19,13 @@ from pathlib import Path
 from e2e.conftest import DIFFERENTIAL_GROUP_SETTINGS, KAFKA_ONLY, Gateways
 from e2e.harness import GatewayProcess
 from e2e.tls_certs import PASSWORD, Authority, Issued
-from harness.kafka_dist.cluster import KafkaCluster, free_port
+from harness.kafka_dist.cluster import KafkaCluster
+from harness.kafka_dist.security import AUTHORIZER, PRINCIPAL_MAPPING_RULES
 
 KAFKA_VERSION = "4.4"
-STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
-# `CN=alice,O=Example` (RFC 2253, as both servers print a subject) -> `alice`.
-MAPPING_RULES = "RULE:^CN=([^,]*),.*$/$1/,DEFAULT"
+# `CN=alice,O=Example` (RFC 2253, as both servers print a subject) -> `alice`, as on the
+# harness's secured Kafka.
+MAPPING_RULES = PRINCIPAL_MAPPING_RULES
 USERS = ("admin", "alice", "bob", "carol")
 
 
@@ -68,7 +69,7 @@ def groupshift_sets(certs: Certs, **extra: str) -> list[str]:
         "ssl.truststore.password": PASSWORD,
         "ssl.client.auth": "required",
         "ssl.principal.mapping.rules": MAPPING_RULES,
-        "authorizer.class.name": STANDARD_AUTHORIZER,
+        "authorizer.class.name": AUTHORIZER,
         "super.users": "User:admin",
         **DIFFERENTIAL_GROUP_SETTINGS,
         **extra,
@@ -80,44 +81,31 @@ def start_groupshift(gateways: Gateways, certs: Certs, name: str = "acl", **extr
     return gateways.start(name, sets=groupshift_sets(certs, **extra))
 
 
-def start_kafka(certs: Certs, workdir: Path) -> tuple[KafkaCluster, str]:
-    """(the running cluster, its SSL listener's bootstrap)."""
+def start_kafka(workdir: Path) -> tuple[KafkaCluster, Certs]:
+    """A Kafka node secured by the harness (`KafkaCluster(security="ssl")`: mutual-TLS client and
+    controller listeners, StandardAuthorizer, `super.users=User:admin;User:broker`), and the
+    certificates of its CA for every user of the suite and for groupshift's listener."""
     cluster = KafkaCluster(
-        KAFKA_VERSION, configs={**DIFFERENTIAL_GROUP_SETTINGS, **KAFKA_ONLY}, workdir=workdir
+        KAFKA_VERSION,
+        configs={**DIFFERENTIAL_GROUP_SETTINGS, **KAFKA_ONLY},
+        workdir=workdir,
+        security="ssl",
     )
-    node = cluster.nodes[0]
-    ssl_port = free_port()
-    prefix = "listener.name.ssl."
-    cluster.configs.update(
-        {
-            "listeners": f"PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port},"
-            f"SSL://127.0.0.1:{ssl_port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port},SSL://127.0.0.1:{ssl_port}",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SSL:SSL",
-            f"{prefix}ssl.keystore.type": "PKCS12",
-            f"{prefix}ssl.keystore.location": str(certs.server.p12),
-            f"{prefix}ssl.keystore.password": PASSWORD,
-            f"{prefix}ssl.truststore.type": "PKCS12",
-            f"{prefix}ssl.truststore.location": str(certs.ca.p12),
-            f"{prefix}ssl.truststore.password": PASSWORD,
-            f"{prefix}ssl.client.auth": "required",
-            "ssl.principal.mapping.rules": MAPPING_RULES,
-            "authorizer.class.name": STANDARD_AUTHORIZER,
-            "super.users": "User:admin;User:ANONYMOUS",
-        }
-    )
+    security = cluster.security
+    assert security is not None
     cluster.start()
-    return cluster, f"127.0.0.1:{ssl_port}"
+    ca = security.ca
+    users = {u: security.user_certs.get(u) or ca.issue(u, u) for u in USERS}
+    return cluster, Certs(ca=ca, server=ca.issue("groupshift", "localhost", server=True), users=users)
 
 
 def secured_pair(base: Path) -> Iterator[tuple[str, str, Certs]]:
     """(kafka SSL bootstrap, groupshift SSL bootstrap, certs) for a module."""
-    certs = make_certs(base / "certs")
-    cluster, kafka = start_kafka(certs, base / "kafka")
+    cluster, certs = start_kafka(base / "kafka")
     gateways = Gateways(base / "groupshift")
     try:
         gw = start_groupshift(gateways, certs)
-        yield kafka, gw.bootstrap, certs
+        yield cluster.bootstrap, gw.bootstrap, certs
     finally:
         cluster.stop()
         problems = gateways.finish()

@@ -3,7 +3,8 @@ StandardAuthorizer, ACLs managed with Kafka's own `kafka-acls.sh` (through `grou
 tool`), real clients allowed and refused by them (confluent-kafka with both group protocols,
 kafka-python), and the ACLs kept across a restart, a SIGKILL, and refused when damaged.
 
-One groupshift per module (plus one for the restart test); Kafka 4.4's tools for kafka-acls.sh. About 2 minutes on a loaded 2-core machine.
+One groupshift per module (plus one for the restart test); Kafka 4.4's tools for kafka-acls.sh.
+About 2 minutes on a loaded 2-core machine.
 """
 
 from __future__ import annotations

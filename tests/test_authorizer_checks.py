@@ -455,3 +455,27 @@ def test_every_served_request_goes_through_its_check_whatever_the_version(author
             for got in stub.got:
                 assert type(got) is type(req), (api_key, version)
             encode_response(schema, 1, resp)
+
+
+def test_the_topic_filter_reaches_an_engine_context_made_before_it(authorizer: Authorizer) -> None:
+    """A connection whose first group request was not a heartbeat (an OffsetCommit) still
+    resolves its regexes through the filter once it heartbeats."""
+    from gateway.groups.apis import engine_ctx
+
+    c = ctx()
+    assert engine_ctx(c, 1).topic_filter is None
+    fn = checked(authorizer, 68, Stub(68))
+    base = {
+        "member_id": "m",
+        "member_epoch": 0,
+        "instance_id": None,
+        "rack_id": None,
+        "rebalance_timeout": 30000,
+        "subscribed_topic_names": None,
+        "subscribed_topic_regex": "o.*",
+        "server_assignor": None,
+        "topic_partitions": [],
+    }
+    fn(c, None, make_request(68, 1, group_id="g-1", **base))
+    keep = engine_ctx(c, 1).topic_filter
+    assert keep is not None and keep("orders") and not keep("payments")

@@ -144,10 +144,12 @@ def consumer_group_heartbeat(g: Guard, ctx: RequestContext, req: Any, call: Call
         refused = sorted({n for n in names if not g.ok(ctx, Op.DESCRIBE, R.TOPIC, n, api)})
         if refused:
             return _cgh_refused(req, TOPIC_DENIED)
-    if "authorizer.topic_filter" not in ctx.attributes:  # before the engine context is made
+    if "authorizer.topic_filter" not in ctx.attributes:
         ctx.attributes["authorizer.topic_filter"] = lambda topic: g.ok(
             ctx, Op.DESCRIBE, R.TOPIC, topic, api, log=False
         )
+        # engine contexts made by earlier requests on this connection lack the filter
+        ctx.attributes.pop("groups.ctx", None)
     return call(req)
 
 

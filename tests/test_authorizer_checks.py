@@ -479,3 +479,15 @@ def test_the_topic_filter_reaches_an_engine_context_made_before_it(authorizer: A
     fn(c, None, make_request(68, 1, group_id="g-1", **base))
     keep = engine_ctx(c, 1).topic_filter
     assert keep is not None and keep("orders") and not keep("payments")
+
+
+def test_an_api_switched_off_answers_before_it_authorizes(authorizer: Authorizer) -> None:
+    stub = Stub(68)
+    fn = wrap(Guard(authorizer, FakePlane([])), 68, stub, lambda: False)  # type: ignore[arg-type]
+    req = make_request(
+        68, 1, group_id="not-allowed", member_id="m", member_epoch=0, instance_id=None, rack_id=None,
+        rebalance_timeout=30000, subscribed_topic_names=[], subscribed_topic_regex=None,
+        server_assignor=None, topic_partitions=[],
+    )  # fmt: skip
+    fn(ctx("User:bob"), None, req)
+    assert stub.got == [req]  # the handler answers (UNSUPPORTED_VERSION), no refusal first

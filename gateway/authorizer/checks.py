@@ -800,14 +800,18 @@ def _invoke(fn: Handler, ctx: RequestContext, header: Any, req: Any) -> Any:
     return result
 
 
-def wrap(guard: Guard, api_key: int, fn: Handler) -> Handler:
-    """`fn` behind its check (or, with no entry, behind CLUSTER_AUTHORIZATION_FAILED)."""
+def wrap(guard: Guard, api_key: int, fn: Handler, enabled: Callable[[], bool] | None = None) -> Handler:
+    """`fn` behind its check (or, with no entry, behind CLUSTER_AUTHORIZATION_FAILED). An API
+    switched off (`enabled`, e.g. ConsumerGroupHeartbeat without the consumer protocol) goes
+    straight to its handler: Kafka answers UNSUPPORTED_VERSION before it authorizes."""
     entry = CHECKS.get(api_key)
     check: Check = entry[1] if entry else cluster_only(api_key, f"Api{api_key}", Op.ALL)
     if check is unchecked:
         return fn
 
     def checked(ctx: RequestContext, header: Any, req: Any) -> Any:
+        if enabled is not None and not enabled():
+            return _invoke(fn, ctx, header, req)
         return check(guard, ctx, req, lambda r: _invoke(fn, ctx, header, r))
 
     return checked
@@ -823,7 +827,7 @@ def install_checks(registry: HandlerRegistry, authorizer: Authorizer, plane: Dat
             api_key,
             spec.min_version,
             spec.max_version,
-            wrap(guard, api_key, spec.fn),
+            wrap(guard, api_key, spec.fn, spec.enabled),
             enabled=spec.enabled,
             replace=True,
         )

@@ -43,6 +43,7 @@ from gateway.audit import AuditLog
 from gateway.authorizer import Authorizer
 from gateway.authorizer.acl_apis import AclApis
 from gateway.authorizer.checks import install_checks
+from gateway.authorizer.model import CLUSTER_NAME, AclOperation, ResourceType
 from gateway.cluster import ClusterView, NodeEndpoint
 from gateway.config import ServerConfig
 from gateway.connection import FrameHandler, KafkaConnection, RequestBytesPool
@@ -56,7 +57,7 @@ from gateway.find_coordinator import FindCoordinatorApi
 from gateway.listeners import Listener
 from gateway.loop_lag import LoopLagMonitor
 from gateway.metrics import MetricsRegistry, serve_metrics
-from gateway.registry import HandlerRegistry
+from gateway.registry import HandlerRegistry, RequestContext
 from gateway.sasl.authenticator import SaslListenerSetup
 from gateway.sasl.credentials import ScramCredentialStore
 from gateway.sasl.gate import GATE_ATTRIBUTE, SaslBounds, SaslGate
@@ -234,6 +235,22 @@ class GatewayServer:
             else None
         )
         AclApis(self.authorizer).register(self.registry)
+        if self.authorizer is not None:
+            authorizer = self.authorizer
+
+            def scram_authorize(ctx: RequestContext, operation: str) -> bool:
+                # Kafka: DescribeUserScramCredentials needs DESCRIBE, AlterUserScramCredentials
+                # ALTER, on the CLUSTER resource.
+                op = AclOperation.ALTER if operation == "ALTER" else AclOperation.DESCRIBE
+                return authorizer.authorize(
+                    ctx,
+                    op,
+                    ResourceType.CLUSTER,
+                    CLUSTER_NAME,
+                    api=f"{operation.title()}UserScramCredentials",
+                )
+
+            self.scram_apis.authorize = scram_authorize
         # Extensions may run code once the loop runs (`on_start(loop)`) and on shutdown after
         # the connections are drained (`on_stop()`), e.g. the group layer's shard runtimes.
         self.on_start: list[Callable[[asyncio.AbstractEventLoop], None]] = []

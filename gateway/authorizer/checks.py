@@ -715,6 +715,14 @@ Check = Callable[[Guard, RequestContext, Any, Call], Any]
 
 CHECKS: dict[int, tuple[str, Check]] = {
     18: ("ApiVersions: none", unchecked),
+    17: ("SaslHandshake: none (consumed by the authenticator, ILLEGAL_SASL_STATE after it)", unchecked),
+    36: ("SaslAuthenticate: none (consumed by the authenticator, ILLEGAL_SASL_STATE after it)", unchecked),
+    50: ("DescribeUserScramCredentials: DESCRIBE on the CLUSTER (in the handler)", unchecked),
+    51: ("AlterUserScramCredentials: ALTER on the CLUSTER (in the handler)", unchecked),
+    48: (
+        "DescribeClientQuotas: DESCRIBE_CONFIGS on the CLUSTER",
+        cluster_only(48, "DescribeClientQuotas", Op.DESCRIBE_CONFIGS),
+    ),
     29: ("DescribeAcls: DESCRIBE on the CLUSTER (in the handler)", unchecked),
     30: ("CreateAcls: ALTER on the CLUSTER (in the handler)", unchecked),
     31: ("DeleteAcls: ALTER on the CLUSTER (in the handler)", unchecked),

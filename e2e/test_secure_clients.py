@@ -1,11 +1,14 @@
 """Clients the other security modules leave out, on every secured listener type (docs/security.md,
 "Tested clients"): franz-go (the matrix's Go verifiable consumer, harness/matrix/clients/go) over
 SSL, mutual TLS, SASL_PLAINTEXT and SASL_SSL with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512, in
-KIP-848 and classic groups; Kafka's own `kafka-consumer-groups.sh --command-config` (list,
-describe, reset-offsets --dry-run) on SASL_SSL with SCRAM.
+KIP-848 and classic groups; kafka-python and aiokafka with a client certificate on mutual TLS;
+Kafka's Java consumer on SASL_PLAINTEXT (SCRAM-SHA-256) and with PLAIN on SASL_SSL; Kafka's own
+`kafka-consumer-groups.sh --command-config` (list, describe, reset-offsets --dry-run) on SASL_SSL
+with SCRAM.
 
-e2e/test_tls.py and e2e/test_sasl.py cover confluent-kafka, kafka-python, aiokafka and the Java
-client. One gateway for the module, with all four listener types; certificates made by the test.
+e2e/test_tls.py and e2e/test_sasl.py cover the rest of confluent-kafka, kafka-python, aiokafka and
+the Java client. One gateway for the module, with all four listener types; certificates made by
+the test. About 60 s (most of it the JVM tools).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from e2e.groups import FAST_GROUP_SETTINGS, create_topic
 from e2e.harness import GatewayProcess
 from e2e.test_matrix_go import GoMember, go_binary
 from harness.certificates import PASSWORD, Authority, Issued
+from harness.kafka_dist.java_clients import JavaClients
 from tests.plugins.kafka import skip_without_tools
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
@@ -239,3 +243,89 @@ def test_kafka_consumer_groups_command_config_on_sasl_ssl(
     assert preview[1:4] == [topic, "0", "0"], reset.stdout  # GROUP TOPIC PARTITION NEW-OFFSET
     again = kafka_tool(*tool, "--describe", "--group", group)
     assert next(line.split() for line in again.stdout.splitlines() if line.startswith(group))[3] == "4"
+
+
+def test_kafka_python_and_aiokafka_over_mutual_tls(gw: GatewayProcess, certs: Certs) -> None:
+    """kafka-python and aiokafka present a client certificate on the mutual-TLS listener
+    (e2e/test_tls.py has them on one-way SSL only): each reads back what was produced."""
+    import asyncio
+    import ssl
+
+    from aiokafka import AIOKafkaConsumer
+    from kafka import KafkaConsumer
+
+    topic = f"mtls-py-{uuid.uuid4().hex[:6]}"
+    create_topic(gw, topic, 1)
+    produce(gw, topic, 5)
+    want = [f"v{i}".encode() for i in range(5)]
+    bootstrap = f"127.0.0.1:{ports(gw)['MTLS']}"
+    consumer = KafkaConsumer(
+        topic,
+        bootstrap_servers=bootstrap,
+        group_id=f"g-{topic}-kp",
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=15000,
+        security_protocol="SSL",
+        ssl_cafile=str(certs.ca.pem),
+        ssl_certfile=str(certs.client.cert),
+        ssl_keyfile=str(certs.client.key),
+    )
+    got = [m.value for _, m in zip(range(5), consumer, strict=False)]
+    consumer.close()
+    assert got == want
+
+    async def aio() -> list[bytes]:
+        ctx = ssl.create_default_context(cafile=str(certs.ca.pem))
+        ctx.load_cert_chain(str(certs.client.cert), str(certs.client.key))
+        aio_consumer = AIOKafkaConsumer(
+            topic,
+            bootstrap_servers=bootstrap,
+            group_id=f"g-{topic}-aio",
+            auto_offset_reset="earliest",
+            security_protocol="SSL",
+            ssl_context=ctx,
+        )
+        await aio_consumer.start()
+        try:
+            return [(await asyncio.wait_for(aio_consumer.getone(), 15)).value for _ in range(5)]
+        finally:
+            await aio_consumer.stop()
+
+    assert asyncio.run(aio()) == want
+
+
+def test_java_consumers_on_sasl_plaintext_and_with_plain_on_sasl_ssl(
+    gw: GatewayProcess, certs: Certs, kafka_clients4: JavaClients
+) -> None:
+    """Kafka's Java consumer where e2e/test_sasl.py has none: a classic group with SCRAM-SHA-256
+    over SASL_PLAINTEXT, a KIP-848 group with PLAIN over SASL_SSL."""
+    topic = f"java-sasl-{uuid.uuid4().hex[:6]}"
+    create_topic(gw, topic, PARTITIONS)
+    produce(gw, topic, RECORDS)
+    p = ports(gw)
+    for listener, mechanism, protocol in (
+        ("SASL_PLAINTEXT", "SCRAM-SHA-256", "classic"),
+        ("SASL_SSL", "PLAIN", "consumer"),
+    ):
+        group = f"g-{topic}-{protocol}"
+        with kafka_clients4.verifiable_consumer(
+            f"127.0.0.1:{p[listener]}",
+            topic,
+            group,
+            group_protocol=protocol,
+            max_messages=RECORDS,
+            properties=client_properties(certs, listener, mechanism),
+        ) as consumer:
+            events = []
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                event = consumer.next_event(deadline - time.monotonic())
+                if event is None:
+                    break
+                events.append(event)
+                if event.get("name") == "shutdown_complete":
+                    break
+        consumed = sum(int(e.get("count", 0)) for e in events if e.get("name") == "records_consumed")
+        assert consumed == RECORDS, (listener, mechanism, consumer.stderr_tail())
+        joined = {e["protocol"] for e in gw.events("member.joined") if e.get("group") == group}
+        assert joined == {protocol}, (listener, mechanism)

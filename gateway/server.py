@@ -40,6 +40,9 @@ import structlog
 
 from gateway.api_versions import ApiVersionsApi
 from gateway.audit import AuditLog
+from gateway.authorizer import Authorizer
+from gateway.authorizer.acl_apis import AclApis
+from gateway.authorizer.checks import install_checks
 from gateway.cluster import ClusterView, NodeEndpoint
 from gateway.config import ServerConfig
 from gateway.connection import FrameHandler, KafkaConnection, RequestBytesPool
@@ -219,6 +222,18 @@ class GatewayServer:
         """AlterUserScramCredentials / DescribeUserScramCredentials; the authorizer sets
         `self.scram_apis.authorize` (ALTER / DESCRIBE on CLUSTER)."""
         self.scram_apis.register(self.registry)
+        # The ACLs are read here, before any listener opens (a damaged file stops the start-up).
+        self.authorizer = (
+            Authorizer(
+                config.data_dir,
+                super_users=config.super_users,
+                allow_everyone_if_no_acl_found=config.allow_everyone_if_no_acl_found,
+                audit=self.audit,
+            )
+            if config.authorizer_class_name
+            else None
+        )
+        AclApis(self.authorizer).register(self.registry)
         # Extensions may run code once the loop runs (`on_start(loop)`) and on shutdown after
         # the connections are drained (`on_stop()`), e.g. the group layer's shard runtimes.
         self.on_start: list[Callable[[asyncio.AbstractEventLoop], None]] = []
@@ -232,6 +247,9 @@ class GatewayServer:
         self.extra_servers: list[asyncio.Server] = []
         for install in extensions:
             install(self)
+        if self.authorizer is not None:
+            # Every served API, whoever registered it, states its checks in one table.
+            install_checks(self.registry, self.authorizer, self.plane)
         self.dispatcher = Dispatcher(
             self.registry,
             self.metrics,
@@ -428,7 +446,7 @@ class GatewayServer:
             for lst, port in zip(self.listeners, self._bound_ports, strict=True)
             if lst.protocol == "PLAINTEXT" and not is_loopback(lst.bind_host)
         ]
-        if exposed:  # one warning at start-up, naming every such listener
+        if exposed and self.authorizer is None:  # one warning at start-up, naming every such listener
             log.warning(
                 "gateway.plaintext_listener_exposed",
                 listeners=exposed,

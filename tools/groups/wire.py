@@ -76,6 +76,24 @@ _SUPPORTED: dict[int, tuple[int, int]] = {
     DELETE_ACLS: (1, 3),
 }
 
+_API_NAMES = {
+    METADATA: "Metadata",
+    FIND_COORDINATOR: "FindCoordinator",
+    LIST_GROUPS: "ListGroups",
+    DESCRIBE_GROUPS: "DescribeGroups",
+    CONSUMER_GROUP_DESCRIBE: "ConsumerGroupDescribe",
+    OFFSET_FETCH: "OffsetFetch",
+    OFFSET_COMMIT: "OffsetCommit",
+    OFFSET_DELETE: "OffsetDelete",
+    LIST_OFFSETS: "ListOffsets",
+    DELETE_GROUPS: "DeleteGroups",
+    DESCRIBE_CONFIGS: "DescribeConfigs",
+    INCREMENTAL_ALTER_CONFIGS: "IncrementalAlterConfigs",
+    DESCRIBE_ACLS: "DescribeAcls",
+    CREATE_ACLS: "CreateAcls",
+    DELETE_ACLS: "DeleteAcls",
+}
+
 GROUP_RESOURCE = 32  # KIP-848 "Dynamic group configs"
 BROKER_RESOURCE = 4
 # Coordinator errors that go away by asking again (Kafka's admin client retries them too):
@@ -314,7 +332,10 @@ class AdminWire:
         conn = conn or self._any_conn()
         v = self.version(api_key, conn)
         if v is None:
-            raise WireError(f"the broker does not support API key {api_key} in a version this tool speaks")
+            name = _API_NAMES.get(api_key, "API")
+            raise WireError(
+                f"the broker does not serve {name} (API key {api_key}) in a version this tool speaks"
+            )
         return conn.request(build(load_request_schema(api_key, v), dict(values))), v
 
     # -- ACLs (groupshift acls: DescribeAcls, CreateAcls, DeleteAcls go to any broker) ----------

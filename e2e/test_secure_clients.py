@@ -3,8 +3,9 @@
 SSL, mutual TLS, SASL_PLAINTEXT and SASL_SSL with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512, in
 KIP-848 and classic groups; kafka-python and aiokafka with a client certificate on mutual TLS;
 Kafka's Java consumer on SASL_PLAINTEXT (SCRAM-SHA-256) and with PLAIN on SASL_SSL; Kafka's own
-`kafka-consumer-groups.sh --command-config` (list, describe, reset-offsets --dry-run) on SASL_SSL
-with SCRAM.
+`kafka-consumer-groups.sh --command-config` (list, describe, reset-offsets --dry-run) and
+`kafka-acls.sh --command-config` on SASL_SSL with SCRAM (e2e/test_acls.py has kafka-acls.sh on mutual
+TLS).
 
 e2e/test_tls.py and e2e/test_sasl.py cover the rest of confluent-kafka, kafka-python, aiokafka and
 the Java client. One gateway for the module, with all four listener types; certificates made by
@@ -70,6 +71,11 @@ def gw(module_gateways: Gateways, certs: Certs) -> Iterator[GatewayProcess]:
         f"{mtls}ssl.truststore.password={PASSWORD}",
         f"{mtls}ssl.client.auth=required",
         "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        # Authorization on but open where no ACL applies, so only the kafka-acls.sh test's topic
+        # is guarded; the SCRAM user is the super user that manages ACLs.
+        "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "allow.everyone.if.no.acl.found=true",
+        f"super.users=User:{SCRAM_USER}",
     ]
     for listener in ("sasl_plaintext", "sasl_ssl"):
         sets.append(
@@ -329,3 +335,53 @@ def test_java_consumers_on_sasl_plaintext_and_with_plain_on_sasl_ssl(
         assert consumed == RECORDS, (listener, mechanism, consumer.stderr_tail())
         joined = {e["protocol"] for e in gw.events("member.joined") if e.get("group") == group}
         assert joined == {protocol}, (listener, mechanism)
+
+
+def produce_errors(conf: dict[str, Any], topic: str) -> list[str]:
+    """One record produced with `conf`: its delivery error's name, "" when delivered."""
+    from confluent_kafka import Producer
+
+    outcomes: list[str] = []
+    producer = Producer({**conf, "message.timeout.ms": 10000})
+    producer.produce(topic, b"x", on_delivery=lambda err, _m: outcomes.append(err.name() if err else ""))
+    producer.flush(15)
+    return outcomes
+
+
+def test_kafka_acls_command_config_on_sasl_ssl(gw: GatewayProcess, certs: Certs, tmp_path: Path) -> None:
+    """`kafka-acls.sh --command-config` as the SCRAM super user over SASL_SSL: an ACL added on a
+    topic for that user is listed and shuts alice (PLAIN, SASL_PLAINTEXT) out of the topic; once
+    removed, alice writes again."""
+    skip_without_tools()
+    topic = f"acl-{uuid.uuid4().hex[:6]}"
+    create_topic(gw, topic, 1)
+    alice = {
+        "bootstrap.servers": f"127.0.0.1:{ports(gw)['SASL_PLAINTEXT']}",
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "PLAIN",
+        "sasl.username": PLAIN_USER,
+        "sasl.password": PLAIN_PASSWORD,
+    }
+    assert produce_errors(alice, topic) == [""]
+    config = write_properties(
+        tmp_path / "scram.properties", client_properties(certs, "SASL_SSL", "SCRAM-SHA-512")
+    )
+    tool = (
+        "kafka-acls",
+        "--bootstrap-server",
+        f"127.0.0.1:{ports(gw)['SASL_SSL']}",
+        "--command-config",
+        str(config),
+    )
+    added = kafka_tool(
+        *tool, "--add", "--allow-principal", f"User:{SCRAM_USER}", "--operation", "Read", "--topic", topic
+    )
+    assert added.returncode == 0, added.stdout + added.stderr[-2000:]
+    listed = kafka_tool(*tool, "--list", "--topic", topic)
+    assert f"principal=User:{SCRAM_USER}" in listed.stdout and "operation=READ" in listed.stdout, (
+        listed.stdout
+    )
+    assert produce_errors(alice, topic) == ["TOPIC_AUTHORIZATION_FAILED"]
+    removed = kafka_tool(*tool, "--remove", "--force", "--topic", topic)
+    assert removed.returncode == 0, removed.stdout + removed.stderr[-2000:]
+    assert produce_errors(alice, topic) == [""]

@@ -26,7 +26,6 @@ import dataclasses
 import datetime
 import enum
 import re
-import ssl
 import threading
 import time
 import uuid
@@ -35,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from protocol.client import WireClient, make_request
+from protocol.client_security import ClientSecurity
 
 # Fields that legitimately differ between two servers; dropped wherever they occur.
 DROPPED = frozenset(
@@ -138,10 +138,11 @@ class Session:
         backend: str,
         bootstrap: str,
         names: Mapping[str, str],
-        identities: Mapping[str, ssl.SSLContext] | None = None,
+        identities: Mapping[str, ClientSecurity] | None = None,
     ) -> None:
-        """`identities`: on a TLS listener, the client context of each identity a scenario
-        speaks as (`use`); the one named "default" makes the first connection."""
+        """`identities`: on a secured listener, how each identity a scenario speaks as (`use`)
+        connects (TLS, then a SASL login: protocol.client_security); the one named "default"
+        makes the first connection. Without one, a plaintext connection."""
         self.backend = backend
         host, port = bootstrap.rsplit(":", 1)
         self.host = host
@@ -155,8 +156,11 @@ class Session:
         self.transcript: list[Exchange] = []
 
     def connect(self, identity: str = "default") -> WireClient:
-        """A new connection as `identity` (its certificate on a mutual-TLS listener)."""
-        return WireClient(self.port, host=self.host, timeout=30.0, ssl_context=self.identities.get(identity))
+        """A new connection as `identity`, logged in if the listener is secured."""
+        security = self.identities.get(identity)
+        if security is None:
+            return WireClient(self.port, host=self.host, timeout=30.0)
+        return security.connect(self.host, self.port, timeout=30.0)
 
     def use(self, identity: str) -> WireClient:
         """Speak as `identity` from now on (one connection per identity, kept)."""
@@ -286,10 +290,10 @@ def run_both(
     scenario: Scenario,
     kafka_bootstrap: str,
     groupshift_bootstrap: str,
-    identities: Mapping[str, ssl.SSLContext] | None = None,
+    identities: Mapping[str, ClientSecurity] | None = None,
 ) -> Outcome:
-    """Run `scenario` against both backends at once, with the same names (and, on TLS
-    listeners, the same client identities)."""
+    """Run `scenario` against both backends at once, with the same names (and, on secured
+    listeners, the same client identities: the same users logging in the same way)."""
     names = {"run": uuid.uuid4().hex[:10]}
     sessions = {
         "kafka": Session("kafka", kafka_bootstrap, names, identities),

@@ -21,7 +21,7 @@ import pytest
 
 from e2e.conftest import Gateways
 from e2e.harness import GatewayProcess
-from e2e.secured_pair import Certs, make_certs, start_groupshift
+from e2e.secured_pair import Certs, make_certs, start_mtls_groupshift
 from e2e.tls_certs import PASSWORD
 from protocol.client import WireClient, make_request
 from tests.plugins.kafka import skip_without_tools
@@ -40,7 +40,7 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> Certs:
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory: pytest.TempPathFactory, certs: Certs) -> Iterator[GatewayProcess]:
     gateways = Gateways(tmp_path_factory.mktemp("acl-e2e"))
-    yield start_groupshift(gateways, certs)
+    yield start_mtls_groupshift(gateways, certs)
     problems = gateways.finish()
     if problems:
         pytest.fail("\n\n".join(problems))
@@ -241,7 +241,7 @@ def test_acls_survive_a_restart_and_a_sigkill_and_a_damaged_file_stops_the_start
     tmp_path: Path, certs: Certs
 ) -> None:
     gateways = Gateways(tmp_path)
-    gw = start_groupshift(gateways, certs, "durable")
+    gw = start_mtls_groupshift(gateways, certs, "durable")
     want = [(3, "durable-g", "User:alice", 3), (2, "durable-t", "User:bob", 4)]
     grant(gw, certs, want)
     assert described(gw, certs) == sorted(want)

@@ -1,14 +1,16 @@
-"""Differential: authorization against a real Apache Kafka 4.4 node (KRaft, mutual-TLS listener,
-StandardAuthorizer, `super.users=User:admin`) and groupshift with the same principals and ACLs
-(e2e/secured_pair.py), answer by answer: every group and offset API allowed, denied, through a
-PREFIXED ACL, with a DENY that wins and with no ACL at all; the ACL APIs (filters, invalid
+"""Differential: authorization against a real Apache Kafka 4.4 node (KRaft, SASL_SSL listener,
+StandardAuthorizer, `super.users=User:admin`) and groupshift with a SASL_SSL listener, the same
+PLAIN users (principals `User:<name>`) and the same ACLs (e2e/secured_pair.py), answer by
+answer: every group and offset API allowed, denied, through a PREFIXED ACL, with a DENY that wins
+and with no ACL at all; the ACL APIs (filters, invalid
 bindings, who may call them); KIP-430 authorized-operations bits; ListGroups filtering;
 ConsumerGroupHeartbeat's topic authorization and regex resolution; Metadata, produce and config
 APIs on topics the principal may not see.
 
 Each scenario sets its ACLs up as `admin` (the CreateAcls answers are compared too), then speaks
-as `alice` or `bob`. Names carry the run's id, so scenarios never see each other's ACLs except
-cluster-level ones, which a scenario deletes before it ends.
+as `alice`, `bob` or `carol` (each a PLAIN login over TLS). Names carry the run's id, so
+scenarios never see each other's ACLs except cluster-level ones, which a scenario deletes before
+it ends.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Any
 import pytest
 
 from e2e.differential import Session, compare, plain, run_both
-from e2e.secured_pair import Certs, secured_pair
+from e2e.secured_pair import SaslPair, sasl_pair
 
 pytestmark = pytest.mark.e2e
 
@@ -34,8 +36,8 @@ ALLOW, DENY, ANY = 3, 2, 1
 
 
 @pytest.fixture(scope="module")
-def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, Certs]]:
-    yield from secured_pair(Path(tmp_path_factory.mktemp("acl-differential")))
+def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SaslPair]:
+    yield from sasl_pair(Path(tmp_path_factory.mktemp("acl-differential")))
 
 
 def binding(
@@ -1042,9 +1044,8 @@ def scenario_cg_describe_member_topics_not_described(s: Session) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
-def test_authorization_differential(name: str, pair: tuple[str, str, Certs]) -> None:
-    kafka, groupshift, certs = pair
-    outcome = run_both(SCENARIOS[name], kafka, groupshift, certs.identities())
+def test_authorization_differential(name: str, pair: SaslPair) -> None:
+    outcome = run_both(SCENARIOS[name], pair.kafka, pair.groupshift, pair.identities)
     compare(outcome, KNOWN.get(name, {}))
 
 

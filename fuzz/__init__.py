@@ -9,7 +9,9 @@ One module per target; `python -m fuzz TARGET --runs N` runs one (see `fuzz.__ma
 * `batches`  - v2 record batches as the coordinator loader and Produce read them
   (`records.batch`);
 * `upstream` - the upstream proxy's pre-decode path on client frames (routing, a Produce's
-  acks) and the link's response splitter (`gateway.upstream.proxy`, `protocol.framing`).
+  acks) and the link's response splitter (`gateway.upstream.proxy`, `protocol.framing`);
+* `oauthbearer` - SASL/OAUTHBEARER's client initial response: the GS2 header, extensions and
+  the JWT behind them (`gateway.sasl.oauthbearer`).
 
 Each module's docstring says what "clean" means for its target: the exceptions the server turns
 into a Kafka error or a closed connection. Anything else is a finding. Figures: docs/robustness.md.
@@ -21,7 +23,7 @@ import importlib
 
 from fuzz.common import Target
 
-NAMES = ("framing", "requests", "embedded", "records", "batches", "upstream")
+NAMES = ("framing", "requests", "embedded", "records", "batches", "upstream", "oauthbearer")
 
 
 def target(name: str) -> Target:

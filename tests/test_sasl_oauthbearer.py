@@ -601,3 +601,39 @@ def test_a_failed_refresh_keeps_the_keys_held() -> None:
         assert [k.kid for k in r.current()] == ["rsa-1", "ec-1"] and r.refreshes == 1
     finally:
         r.close()
+
+
+# --- a real client's side of the exchange, in process ---------------------------------------------
+
+
+def test_kafka_python_mechanism_drives_the_exchange() -> None:
+    """kafka-python's own OAUTHBEARER client mechanism against ours, bytes handed across by hand:
+    its initial response (with extensions) decodes, and after our challenge it sends the 0x01
+    that ends the exchange with Kafka's failure."""
+    from kafka.net.sasl.oauth import AbstractTokenProvider, SaslMechanismOAuth
+
+    class Provider(AbstractTokenProvider):  # type: ignore[misc]
+        def __init__(self, tok: str) -> None:
+            self.tok = tok
+
+        def token(self) -> str:
+            return self.tok
+
+        def extensions(self) -> dict[str, str]:
+            return {"traceId": "t-1"}
+
+    client = SaslMechanismOAuth(sasl_oauth_token_provider=Provider(token()))
+    server = mechanism()
+    step = server.step(client.auth_bytes())
+    client.receive(step.challenge)
+    assert client.is_done() and client.is_authenticated()
+    assert step.principal == "User:alice" and server.extensions == {"traceId": "t-1"}
+
+    client = SaslMechanismOAuth(sasl_oauth_token_provider=Provider(token(OTHER_RSA_KEY)))
+    server = mechanism()
+    step = server.step(client.auth_bytes())
+    assert step.challenge == INVALID
+    client.receive(step.challenge)
+    with pytest.raises(SaslAuthenticationFailed) as e:
+        server.step(client.auth_bytes())
+    assert str(e.value) == INVALID.decode()

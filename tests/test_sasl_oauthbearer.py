@@ -186,6 +186,8 @@ def test_clock_skew_lets_a_just_expired_token_in_with_a_negative_lifetime() -> N
         {"exp": "tomorrow"},
         {"exp": -5, "iat": -10, "nbf": -20},
         {"scope": ["read", ""]},
+        {"exp": int(NOW) + 60, "iat": int(NOW) + 61},  # jose4j: exp before iat
+        {"exp": int(NOW) + 20, "nbf": int(NOW) + 25},  # jose4j: exp before nbf
     ],
     ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()),
 )

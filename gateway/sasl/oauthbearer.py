@@ -15,7 +15,8 @@ Kafka behaviour (`org.apache.kafka.common.security.oauthbearer`):
   every extension name).
 * Validation (`OAuthBearerValidatorCallbackHandler` / `ValidatorAccessTokenValidator`, jose4j's
   `JwtConsumer`): a signature by a key of the JWKS (never `alg: none`), `exp` and `iat` present,
-  `exp`/`nbf` checked with `sasl.oauthbearer.clock.skew.seconds` of leeway, `aud` containing one
+  `exp`/`nbf` checked with `sasl.oauthbearer.clock.skew.seconds` of leeway, `exp` not before
+  `iat` nor `nbf` (`iat` itself may lie in the future: jose4j does not check it), `aud` containing one
   of `sasl.oauthbearer.expected.audience` (and, as jose4j does, no `aud` at all when none is
   expected), `iss` equal to `sasl.oauthbearer.expected.issuer` when set; the principal is the
   trimmed string claim `sasl.oauthbearer.sub.claim.name` (default `sub`) and the scope the
@@ -294,6 +295,14 @@ class JwksTokenValidator:
         if now_s - skew >= int(exp):
             raise TokenRejected(
                 "The JWT is no longer valid - the evaluation time is on or after the Expiration Time"
+            )
+        if int(exp) < int(iat):
+            raise TokenRejected(
+                "The Expiration Time (exp) claim value cannot be before the Issued At (iat) claim value"
+            )
+        if nbf is not None and int(exp) < int(nbf):
+            raise TokenRejected(
+                "The Expiration Time (exp) claim value cannot be before the Not Before (nbf) claim value"
             )
         if nbf is not None and now_s + skew < int(nbf):
             raise TokenRejected("The JWT is not yet valid (nbf)")

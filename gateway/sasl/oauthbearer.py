@@ -407,7 +407,11 @@ class OAuthBearerMechanism:
     """One connection's OAUTHBEARER exchange (Kafka's `OAuthBearerSaslServer`).
 
     `clock` gives the wall-clock time in seconds (the token's `exp` is wall-clock); it is a
-    parameter so that tests and the fuzz target can fix it."""
+    parameter so that tests and the fuzz target can fix it.
+
+    A completed step's `credential_lifetime_ms` is `exp` minus now: negative for a token that
+    expired less than the clock skew ago (Kafka accepts it, and its authenticator then reports a
+    session lifetime of 0, `zeroIfNegative`, with the session already expired)."""
 
     name = MECHANISM
 

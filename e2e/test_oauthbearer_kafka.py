@@ -301,9 +301,12 @@ def test_the_grammar_accepts_and_refuses_what_kafka_does(broker: Broker) -> None
     from gateway.sasl.oauthbearer import MalformedInitialResponse, decode_initial_response
 
     mismatches = []
+    parsed = refused = 0
     for data in _grammar_probes():
         kafka = kafka_answers(broker.port, [data])
         ours = our_answers(broker.settings, [data])
+        parsed += kafka[0] != "closed" and kafka[0][0] == 0
+        refused += kafka[0] == "closed" or kafka[0][0] == FAILED
         if kafka == ["closed"]:
             try:
                 decode_initial_response(data)
@@ -314,3 +317,4 @@ def test_the_grammar_accepts_and_refuses_what_kafka_does(broker: Broker) -> None
         elif not _same(ours, kafka):
             mismatches.append((data, kafka, ours))
     assert mismatches == [], mismatches[:5]
+    assert parsed >= 15 and refused >= 300, (parsed, refused)  # both sides of the grammar were probed

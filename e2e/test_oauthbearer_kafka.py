@@ -57,6 +57,9 @@ def _jwk(private: Any, kid: str) -> dict[str, Any]:
 class Broker:
     port: int
     settings: dict[str, str]
+    ports: dict[str, int]
+    """Every OAUTHBEARER listener: OAUTH (audience and issuer expected), LAX (both opted out:
+    `sasl.oauthbearer.allow.unverified.*`), BOTH (audience expected and opted out)."""
 
 
 @pytest.fixture(scope="module")
@@ -65,19 +68,29 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
     base = tmp_path_factory.mktemp("oauth-kafka")
     jwks = base / "jwks.json"
     jwks.write_text(json.dumps({"keys": [_jwk(RSA_KEY, "rsa-1"), _jwk(EC_KEY, "ec-1")]}))
-    prefix = "listener.name.oauth."
-    settings = {
-        f"{prefix}sasl.enabled.mechanisms": "OAUTHBEARER",
-        f"{prefix}oauthbearer.sasl.jaas.config": (
-            "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required ;"
-        ),
-        f"{prefix}oauthbearer.sasl.server.callback.handler.class": (
-            "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
-        ),
-        f"{prefix}oauthbearer.sasl.oauthbearer.jwks.endpoint.url": jwks.as_uri(),
-        f"{prefix}oauthbearer.sasl.oauthbearer.expected.audience": "kafka",
-        f"{prefix}oauthbearer.sasl.oauthbearer.expected.issuer": ISSUER,
+    settings: dict[str, str] = {}
+    own = {
+        "OAUTH": {"expected.audience": "kafka", "expected.issuer": ISSUER},
+        "LAX": {"allow.unverified.audience": "true", "allow.unverified.issuer": "true"},
+        "BOTH": {
+            "expected.audience": "kafka",
+            "allow.unverified.audience": "true",
+            "expected.issuer": ISSUER,
+        },
     }
+    for name, extra in own.items():
+        prefix = f"listener.name.{name.lower()}."
+        settings |= {
+            f"{prefix}sasl.enabled.mechanisms": "OAUTHBEARER",
+            f"{prefix}oauthbearer.sasl.jaas.config": (
+                "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required ;"
+            ),
+            f"{prefix}oauthbearer.sasl.server.callback.handler.class": (
+                "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
+            ),
+            f"{prefix}oauthbearer.sasl.oauthbearer.jwks.endpoint.url": jwks.as_uri(),
+            **{f"{prefix}oauthbearer.sasl.oauthbearer.{k}": v for k, v in extra.items()},
+        }
     # Kafka 4.0+ reads a JWKS URL only if this JVM property lists it (CVE-2025-27817).
     saved = os.environ.get("GROUPSHIFT_KAFKA_JVM_OPTS")
     os.environ["GROUPSHIFT_KAFKA_JVM_OPTS"] = " ".join(
@@ -86,15 +99,15 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
     try:
         cluster = KafkaCluster("4", workdir=base / "kafka")
         node = cluster.nodes[0]
-        oauth_port = free_port()
+        ports = {name: free_port() for name in own}
+        extra_listeners = ",".join(f"{n}://127.0.0.1:{p}" for n, p in ports.items())
         cluster.configs.update(
             {
                 "listeners": f"PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port},"
-                f"OAUTH://127.0.0.1:{oauth_port}",
-                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port},OAUTH://127.0.0.1:{oauth_port}",
-                "listener.security.protocol.map": (
-                    "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,OAUTH:SASL_PLAINTEXT"
-                ),
+                + extra_listeners,
+                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port},{extra_listeners}",
+                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,"
+                + ",".join(f"{n}:SASL_PLAINTEXT" for n in own),
                 **settings,
                 # Kafka delays the answer to a failed authentication by 100 ms; hundreds of cases fail here
                 "connection.failed.authentication.delay.ms": "0",
@@ -102,7 +115,7 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
         )
         with cluster:
             cluster.start()
-            yield Broker(oauth_port, settings)
+            yield Broker(ports["OAUTH"], settings, ports)
     finally:
         if saved is None:
             os.environ.pop("GROUPSHIFT_KAFKA_JVM_OPTS", None)
@@ -138,8 +151,8 @@ def _ms(v: Any) -> int:
     return int(v.total_seconds() * 1000) if hasattr(v, "total_seconds") else int(v)
 
 
-def our_answers(settings: dict[str, str], messages: list[bytes]) -> list[Answer]:
-    server = OAuthBearerServer(parse_oauthbearer_settings(settings, listener="OAUTH"))
+def our_answers(settings: dict[str, str], messages: list[bytes], listener: str = "OAUTH") -> list[Answer]:
+    server = OAuthBearerServer(parse_oauthbearer_settings(settings, listener=listener))
     m = server.new_mechanism()
     out: list[Answer] = []
     for data in messages:
@@ -318,3 +331,31 @@ def test_the_grammar_accepts_and_refuses_what_kafka_does(broker: Broker) -> None
             mismatches.append((data, kafka, ours))
     assert mismatches == [], mismatches[:5]
     assert parsed >= 15 and refused >= 300, (parsed, refused)  # both sides of the grammar were probed
+
+
+def test_unverified_audience_and_issuer_as_kafka_4_4_takes_them(broker: Broker) -> None:
+    """`sasl.oauthbearer.allow.unverified.audience` / `...issuer` (Kafka 4.4): with nothing
+    expected any audience and issuer pass, none too; an audience that is expected is still checked.
+    Both listeners must also refuse something (else the comparison proves little)."""
+    cases = {
+        "valid": first(_token()),
+        "wrong issuer": first(_token(iss="https://evil.example")),
+        "any audience and issuer": first(_token(aud="other", iss="https://evil.example")),
+        "no audience, no issuer": first(_token(aud=None, iss=None)),
+        "audience list": first(_token(aud=["x", "y"])),
+        "wrong signature": first(_token(OTHER_KEY)),
+        "expired": first(_token(exp=int(time.time()) - 300)),
+    }
+    mismatches = {}
+    outcomes: set[tuple[str, bool]] = set()  # (listener, accepted)
+    for listener in ("LAX", "BOTH"):
+        for name, data in cases.items():
+            ours = our_answers(broker.settings, [data], listener)
+            messages = [data, b"\x01"] if ours[0][2] else [data]  # type: ignore[index]  # the client's reply
+            kafka = kafka_answers(broker.ports[listener], messages)
+            ours = our_answers(broker.settings, messages, listener)
+            if not _same(ours, kafka):
+                mismatches[f"{listener}: {name}"] = {"kafka": kafka, "groupshift": ours}
+            outcomes.add((listener, len(kafka) == 1))
+    assert mismatches == {}, json.dumps(mismatches, default=repr, indent=1)
+    assert outcomes == {("LAX", True), ("LAX", False), ("BOTH", True), ("BOTH", False)}, outcomes

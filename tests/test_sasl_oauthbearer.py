@@ -421,8 +421,18 @@ def test_settings_follow_kafkas_listener_and_mechanism_precedence(jwks_file: Pat
     assert s.expected_issuer == "https://idp.example"
     assert s.clock_skew_seconds == 5  # the mechanism-prefixed key beats the listener-prefixed one
     assert (s.sub_claim_name, s.scope_claim_name, s.jwks_refresh_ms) == ("sub", "scope", 3_600_000)
-    resolved = parse_oauthbearer_settings({"sasl.oauthbearer.jwks.endpoint.url": jwks_file.as_uri()})
+    resolved = parse_oauthbearer_settings(
+        {
+            "sasl.oauthbearer.jwks.endpoint.url": jwks_file.as_uri(),
+            "sasl.oauthbearer.allow.unverified.audience": "TRUE",
+            "sasl.oauthbearer.expected.issuer": "i",
+        }
+    )
     assert resolved.jwks_file == jwks_file and resolved.expected_audience == ()
+    assert resolved.allow_unverified_audience and not resolved.allow_unverified_issuer
+
+
+EXPECTED = {"sasl.oauthbearer.expected.audience": "kafka", "sasl.oauthbearer.expected.issuer": "i"}
 
 
 @pytest.mark.parametrize(
@@ -436,6 +446,7 @@ def test_settings_follow_kafkas_listener_and_mechanism_precedence(jwks_file: Pat
             {
                 "sasl.oauthbearer.jwks.endpoint.url": "https://x/j",
                 "sasl.oauthbearer.clock.skew.seconds": "-1",
+                **EXPECTED,
             },
             r"^sasl\.oauthbearer\.clock\.skew\.seconds: -1 is not within",
         ),
@@ -443,6 +454,7 @@ def test_settings_follow_kafkas_listener_and_mechanism_precedence(jwks_file: Pat
             {
                 "sasl.oauthbearer.jwks.endpoint.url": "https://x/j",
                 "listener.name.l.oauthbearer.sasl.oauthbearer.jwks.endpoint.refresh.ms": "soon",
+                **EXPECTED,
             },
             r"^listener\.name\.l\.oauthbearer\.sasl\.oauthbearer\.jwks\.endpoint\.refresh\.ms: 'soon' "
             "is not an integer",
@@ -459,6 +471,47 @@ def test_settings_follow_kafkas_listener_and_mechanism_precedence(jwks_file: Pat
 def test_settings_errors_name_the_key(settings_: dict[str, str], message: str) -> None:
     with pytest.raises(OAuthBearerConfigError, match=message):
         parse_oauthbearer_settings(settings_, listener="L")
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"sasl.oauthbearer.expected.issuer": "i"}, r"^sasl\.oauthbearer\.expected\.audience must be set"),
+        ({"sasl.oauthbearer.expected.audience": "a"}, r"^sasl\.oauthbearer\.expected\.issuer must be set"),
+        (
+            {"sasl.oauthbearer.expected.audience": "a", "sasl.oauthbearer.allow.unverified.issuer": "yes"},
+            r"^sasl\.oauthbearer\.allow\.unverified\.issuer: 'yes' is not true or false",
+        ),
+    ],
+)
+def test_kafka_4_4_requires_an_audience_and_an_issuer_or_an_explicit_opt_out(
+    jwks_file: Path, extra: dict[str, str], message: str
+) -> None:
+    with pytest.raises(OAuthBearerConfigError, match=message):
+        parse_oauthbearer_settings({"sasl.oauthbearer.jwks.endpoint.url": jwks_file.as_uri(), **extra})
+
+
+def test_unverified_audience_and_issuer_accept_any_or_none(jwks_file: Path) -> None:
+    s = parse_oauthbearer_settings(
+        {
+            "sasl.oauthbearer.jwks.endpoint.url": jwks_file.as_uri(),
+            "sasl.oauthbearer.allow.unverified.audience": "true",
+            "sasl.oauthbearer.allow.unverified.issuer": "true",
+        }
+    )
+    server = OAuthBearerServer(s, clock=lambda: NOW)
+    for over in ({}, {"aud": None, "iss": None}, {"aud": ["x", 3]}, {"iss": "https://evil.example"}):
+        assert server.new_mechanism().step(first(token(**over))).complete, over
+    # an audience that is set is still checked, opt-out or not
+    both = parse_oauthbearer_settings(
+        {
+            "sasl.oauthbearer.jwks.endpoint.url": jwks_file.as_uri(),
+            "sasl.oauthbearer.expected.audience": "kafka",
+            "sasl.oauthbearer.allow.unverified.audience": "true",
+            "sasl.oauthbearer.allow.unverified.issuer": "true",
+        }
+    )
+    refused_with_challenge(OAuthBearerServer(both, clock=lambda: NOW).new_mechanism(), first(token(aud="x")))
 
 
 def test_jwks_file_through_the_server(jwks_file: Path) -> None:

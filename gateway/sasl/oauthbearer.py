@@ -17,8 +17,10 @@ Kafka behaviour (`org.apache.kafka.common.security.oauthbearer`):
   `JwtConsumer`): a signature by a key of the JWKS (never `alg: none`), `exp` and `iat` present,
   `exp`/`nbf` checked with `sasl.oauthbearer.clock.skew.seconds` of leeway, `exp` not before
   `iat` nor `nbf` (`iat` itself may lie in the future: jose4j does not check it), `aud` containing one
-  of `sasl.oauthbearer.expected.audience` (and, as jose4j does, no `aud` at all when none is
-  expected), `iss` equal to `sasl.oauthbearer.expected.issuer` when set; the principal is the
+  of `sasl.oauthbearer.expected.audience`, `iss` equal to `sasl.oauthbearer.expected.issuer`.
+  Kafka 4.4 refuses to start without both, unless `sasl.oauthbearer.allow.unverified.audience`
+  / `...issuer` is true (then a token with any audience or none, any issuer or none, passes;
+  an audience or issuer that is set is still checked); the principal is the
   trimmed string claim `sasl.oauthbearer.sub.claim.name` (default `sub`) and the scope the
   claim `sasl.oauthbearer.scope.claim.name` (a string or a list of strings, no duplicates).
 * The unsecured validator (`OAuthBearerUnsecuredValidatorCallbackHandler`) takes `alg: none`
@@ -224,6 +226,7 @@ class JwksTokenValidator:
         *,
         expected_audience: tuple[str, ...] = (),
         expected_issuer: str | None = None,
+        allow_unverified_audience: bool = False,
         sub_claim_name: str = "sub",
         scope_claim_name: str = "scope",
         clock_skew_seconds: int = 30,
@@ -231,6 +234,7 @@ class JwksTokenValidator:
         self.key_source = keys
         self.expected_audience = expected_audience
         self.expected_issuer = expected_issuer
+        self.allow_unverified_audience = allow_unverified_audience
         self.sub_claim_name = sub_claim_name
         self.scope_claim_name = scope_claim_name
         self.clock_skew_seconds = clock_skew_seconds
@@ -311,7 +315,9 @@ class JwksTokenValidator:
         if int(iat) < 0:
             raise TokenRejected("iat value must be null or non-negative")
         aud = claims.get("aud")
-        if aud is not None:
+        if self.allow_unverified_audience and not self.expected_audience:
+            pass  # jose4j's setSkipDefaultAudienceValidation: any aud, or none
+        elif aud is not None:
             auds = [aud] if isinstance(aud, str) else aud
             if not isinstance(auds, list) or not all(isinstance(a, str) for a in auds):
                 raise TokenRejected("The value of the 'aud' claim is not the expected type")
@@ -481,6 +487,8 @@ SETTING_NAMES = (
     "sasl.oauthbearer.jwks.endpoint.url",
     "sasl.oauthbearer.expected.audience",
     "sasl.oauthbearer.expected.issuer",
+    "sasl.oauthbearer.allow.unverified.audience",
+    "sasl.oauthbearer.allow.unverified.issuer",
     "sasl.oauthbearer.sub.claim.name",
     "sasl.oauthbearer.scope.claim.name",
     "sasl.oauthbearer.clock.skew.seconds",
@@ -515,6 +523,8 @@ class OAuthBearerSettings:
     """Set when `jwks_url` is a `file:` URL."""
     expected_audience: tuple[str, ...] = ()
     expected_issuer: str | None = None
+    allow_unverified_audience: bool = False
+    allow_unverified_issuer: bool = False
     sub_claim_name: str = "sub"
     scope_claim_name: str = "scope"
     clock_skew_seconds: int = 30
@@ -545,6 +555,14 @@ def _lookup(settings: Mapping[str, str], listener: str | None) -> Callable[[str]
         return None
 
     return get
+
+
+def _bool(key: str, text: str) -> bool:
+    """Kafka's ConfigDef BOOLEAN: `true` or `false`, any case."""
+    value = text.strip().lower()
+    if value not in ("true", "false"):
+        raise OAuthBearerConfigError(f"{key}: {text.strip()[:80]!r} is not true or false")
+    return value == "true"
 
 
 def _int(key: str, text: str, *, minimum: int, maximum: int = 2**63 - 1) -> int:
@@ -646,6 +664,21 @@ def parse_oauthbearer_settings(
     issuer = text("sasl.oauthbearer.expected.issuer")
     if issuer is not None:
         out["expected_issuer"] = issuer[1]
+    for name, attr, required in (
+        ("sasl.oauthbearer.allow.unverified.audience", "allow_unverified_audience", "expected_audience"),
+        ("sasl.oauthbearer.allow.unverified.issuer", "allow_unverified_issuer", "expected_issuer"),
+    ):
+        found = text(name)
+        allowed = found is not None and _bool(found[0], found[1])
+        out[attr] = allowed
+        if not out.get(required) and not allowed:  # Kafka 4.4's BrokerJwtValidator refuses to start
+            key = "sasl.oauthbearer." + required.replace("_", ".")
+            raise OAuthBearerConfigError(
+                f"{key} must be set when sasl.oauthbearer.jwks.endpoint.url is (or {name}=true, "
+                "which accepts tokens meant for anyone: insecure)"
+            )
+        if allowed and not out.get(required):
+            log.warning("sasl.oauthbearer.unverified", setting=name, listener=listener)
     for name, attr in (("sasl.oauthbearer.sub.claim.name", "sub_claim_name"),
                        ("sasl.oauthbearer.scope.claim.name", "scope_claim_name")):  # fmt: skip
         found = text(name)
@@ -707,6 +740,7 @@ class OAuthBearerServer:
             keys,
             expected_audience=settings.expected_audience,
             expected_issuer=settings.expected_issuer,
+            allow_unverified_audience=settings.allow_unverified_audience,
             sub_claim_name=settings.sub_claim_name,
             scope_claim_name=settings.scope_claim_name,
             clock_skew_seconds=settings.clock_skew_seconds,

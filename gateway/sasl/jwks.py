@@ -54,8 +54,9 @@ _EC_ALGORITHMS = {"P-256": "ES256", "P-384": "ES384", "P-521": "ES512", "secp256
 _HMAC_ALGORITHMS = frozenset({"HS256", "HS384", "HS512"})
 
 
-class JwksError(Exception):
-    """The JWKS cannot be read or holds no usable key (a start-up error naming the source)."""
+class JwksError(ValueError):
+    """The JWKS cannot be read or holds no usable key (a start-up error naming the source; a
+    ValueError, so `groupshift serve` reports it as `gateway.start_failed` and exits 1)."""
 
 
 @dataclass(frozen=True, slots=True)

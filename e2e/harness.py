@@ -53,9 +53,12 @@ class GatewayProcess:
         extra_args: tuple[str, ...] = (),
         fd_limit: int | None = None,
         start_timeout: float = START_TIMEOUT,
+        cgroup: Path | None = None,
     ) -> GatewayProcess:
         """`fd_limit`: the server's `ulimit -n` (soft and hard RLIMIT_NOFILE), set in the child
-        before it runs; `start_timeout`: how long to wait for `gateway.listening`."""
+        before it runs; `cgroup`: a cgroup directory the child joins before it runs (all its
+        memory is charged there, e2e/memory_cgroup.py); `start_timeout`: how long to wait for
+        `gateway.listening`."""
         data_dir.mkdir(parents=True, exist_ok=True)
         log_path = log_path or data_dir.parent / f"{data_dir.name}-gateway.log"
         args = [
@@ -79,6 +82,8 @@ class GatewayProcess:
         def set_fd_limit() -> None:
             if limit is not None:
                 resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+            if cgroup is not None:
+                (cgroup / "cgroup.procs").write_text(str(os.getpid()))
 
         proc = subprocess.Popen(
             args,
@@ -86,7 +91,7 @@ class GatewayProcess:
             stdout=log_file,
             stderr=subprocess.STDOUT,
             env=env,
-            preexec_fn=set_fd_limit if fd_limit is not None else None,
+            preexec_fn=set_fd_limit if fd_limit is not None or cgroup is not None else None,
         )
         gw = cls(
             proc,

@@ -14,9 +14,10 @@ attack runs), while a canary client on another connection keeps getting answers:
   Unbounded, that is 400 MB of buffers. Bound: +150 MB (`queued.max.request.bytes`, 100 MiB
   server-wide, is reserved by one frame; the others are not read until it completes).
 
-The tests do not start the server in a memory-limited cgroup: on this kind of machine the cgroup
-hierarchy belongs to whatever runs the tests. The RSS bound is the stricter check anyway (a 512
-MiB limit would allow more than the bound asserted here).
+The embedded-mode Fetch attack also runs with the server inside a 512 MiB memory cgroup
+(e2e/memory_cgroup.py, the kernel's own limit, swap included): it must not be OOM-killed. The
+RSS bound is the stricter check; the cgroup proves the server lives where a container or a
+Kubernetes memory limit of 512 MiB puts it.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import pytest
 
 from e2e.conftest import Gateways
 from e2e.harness import GatewayProcess
+from e2e.memory_cgroup import CgroupUnavailable, memory_limited
 from e2e.upstream import FAST_UPSTREAM_SETTINGS
 from protocol.client import WireClient, make_request
 from protocol.codec import encode_request
@@ -185,10 +187,27 @@ def fetch_attack(gw: GatewayProcess, topic: str, released_bound: int = RELEASED)
     canary_answers(gw)
 
 
+MEMORY_LIMIT = 512 * 2**20
+
+
 def test_fetch_readers_that_never_read_hold_a_bounded_amount(gateways: Gateways) -> None:
-    gw = gateways.start(sets=["metrics.listen=127.0.0.1:0"])
-    produce_partition(gw, "big")
-    fetch_attack(gw, "big")
+    try:
+        limited = memory_limited("fetch-attack", MEMORY_LIMIT)
+        group = limited.__enter__()
+    except CgroupUnavailable as e:
+        pytest.skip(f"no memory cgroup for the 512 MiB limit: {e}")
+    try:
+        gw = GatewayProcess.start(
+            gateways.base / "gw", sets=("metrics.listen=127.0.0.1:0",), cgroup=group.path
+        )
+        gateways.started.append(gw)
+        produce_partition(gw, "big")
+        fetch_attack(gw, "big")
+        assert gw.alive() and group.oom_kills() == 0, gw.log_tail()
+        print(f"fetch attack in a 512 MiB cgroup: peak charged {group.peak_bytes() / MB:.0f} MB, 0 OOM kills")
+        assert gw.stop() == 0
+    finally:
+        limited.__exit__(None, None, None)
 
 
 def test_fetch_readers_that_never_read_hold_a_bounded_amount_in_upstream_mode(

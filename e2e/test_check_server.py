@@ -8,7 +8,10 @@ on one that does, READY (exit 0).
   the same cluster behind `groupshift serve --upstream` (the second way out) is READY;
 - Kafka 3.9 with `classic,consumer`: READY;
 - Kafka 4.4 formatted with `--feature group.version=0`: lists the API, serves none: NOT-READY;
-- groupshift (consumer protocol on by default): READY.
+- groupshift (consumer protocol on by default): READY;
+- Tansu (a non-Apache broker; no ConsumerGroupHeartbeat in ApiVersions, and a ListGroups that
+  answers no group): `--all` finds no group yet exits 1 with the server's reason, and the group
+  named on the command line is NOT-READY.
 
 One Kafka node at a time, each started and stopped by its own test.
 """
@@ -163,3 +166,21 @@ def test_groupshift_is_ready(tmp_path: Path) -> None:
         assert_ready(gw.bootstrap, classic_group(gw.bootstrap))
     finally:
         gw.stop()
+
+
+def test_tansu_is_not_ready_even_when_it_lists_no_group(tansu_factory: Any) -> None:
+    broker = tansu_factory("check-tansu")
+    bootstrap = broker.bootstrap
+    group = classic_group(bootstrap)
+    status, doc, text = check_upgrade(bootstrap)
+    assert status == 1, doc
+    assert doc["groups"] == [] and doc["server"]["serves_consumer_protocol"] is False, doc
+    assert "ConsumerGroupHeartbeat (API 68)" in doc["server"]["reason"], doc["server"]
+    assert f"groupshift serve --upstream {bootstrap}" in text and "No groups." in text, text
+    named = groupshift("check", "upgrade", "--bootstrap-server", bootstrap, group, "--json")
+    assert named.returncode == 1, (named.stdout, named.stderr)
+    (v,) = json.loads(named.stdout)["groups"]
+    assert (v["group"], v["verdict"]) == (group, "NOT-READY"), v
+    rep = migration(bootstrap, group)
+    assert rep["conversion"]["allowed"] is False, rep
+    assert rep["next_step"].startswith("Do not start group.protocol=consumer members"), rep["next_step"]

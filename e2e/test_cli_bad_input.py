@@ -37,6 +37,9 @@ def _closed_port() -> int:
 NOBODY = f"127.0.0.1:{_closed_port()}"
 MISSING = "/nonexistent-groupshift/x"
 G = ["groups", "--bootstrap-server", NOBODY, "--timeout", "1"]
+# a --command-config file naming a mechanism the tools do not speak (written by the `tmp` fixture)
+BAD_PROPERTIES = "{tmp}/bad.properties"
+ACL = ["acls", "--bootstrap-server", NOBODY]
 
 
 class Case(NamedTuple):
@@ -92,6 +95,11 @@ CASES: dict[str, Case] = {
         ["groups", "--bootstrap-server", NOBODY, "--timeout", "-1", "list"], 2, "groupshift groups"
     ),
     "groups/bad-value-bootstrap": Case(["groups", "--bootstrap-server", "nope", "list"], 2),
+    "groups/missing-path-command-config": Case([*G, "--command-config", MISSING, "list"], 2),
+    "groups/bad-value-command-config": Case([*G, "--command-config", BAD_PROPERTIES, "list"], 2),
+    "groups-describe/bad-value-command-config": Case(
+        [*G, "describe", "g", "--command-config", BAD_PROPERTIES], 2
+    ),
     "groups-list/bad-argument": Case([*G, "list", "--bogus"], 2, "groupshift groups list"),
     "groups-list/unreachable": Case([*G, "list"], 1),
     "groups-list/options-after": Case(
@@ -147,11 +155,31 @@ CASES: dict[str, Case] = {
     "kafka-start/bad-value-brokers": Case(["kafka", "start", "--brokers", "0"], 2),
     "kafka-start/bad-value-set": Case(["kafka", "start", "--set", "bad"], 2),
     "kafka-start/bad-value-version": Case(["kafka", "start", "--version", "nope"], 2),
+    "kafka-start/bad-value-security": Case(
+        ["kafka", "start", "--security", "kerberos"], 2, "groupshift kafka start"
+    ),
     "kafka-versions/bad-argument": Case(["kafka", "versions", "--bogus"], 2, "groupshift kafka versions"),
     "kafka-fetch/bad-argument": Case(["kafka", "fetch", "--bogus", "4"], 2, "groupshift kafka fetch"),
     "kafka-fetch/bad-value": Case(["kafka", "fetch", "not-a-version", "--broker-only"], 1),
     "kafka-tool/bad-argument": Case(["kafka", "tool"], 2, "groupshift kafka tool"),
     "kafka-tool/bad-value": Case(["kafka", "tool", "kafka-no-such-tool", "--help"], 2),
+    # acls (kafka-acls.sh's checks, before any connection)
+    "acls/bad-argument": Case(["acls", "--bogus"], 2, "groupshift acls"),
+    "acls/no-bootstrap-server": Case(["acls", "--list"], 2, "groupshift acls"),
+    "acls/unreachable": Case(["acls", "--bootstrap-server", NOBODY, "--timeout", "1", "--list"], 1),
+    "acls/missing-path-command-config": Case(
+        ["acls", "--bootstrap-server", NOBODY, "--command-config", MISSING, "--list"], 2
+    ),
+    "acls/bad-value-verb": Case(["acls", "--bootstrap-server", NOBODY, "--add", "--list"], 2),
+    "acls/bad-value-operation": Case(
+        [*ACL, "--add", "--topic", "t", "--allow-principal", "User:a", "--operation", "Fly"], 2
+    ),
+    "acls/bad-value-operation-for-resource": Case(
+        [*ACL, "--add", "--cluster", "--allow-principal", "User:a", "--operation", "Read"], 2
+    ),
+    "acls/bad-value-principal": Case(
+        ["acls", "--bootstrap-server", NOBODY, "--add", "--group", "g", "--allow-principal", "alice"], 2
+    ),
     # check (README: 3 for every input error, bad arguments included)
     "check/bad-argument": Case(["check", "--bogus"], 3, "groupshift check"),
     "check-upgrade/bad-argument": Case(
@@ -161,6 +189,15 @@ CASES: dict[str, Case] = {
     "check-upgrade/missing-path-log-dir": Case(["check", "upgrade", "--log-dir", MISSING, "--all"], 3),
     "check-upgrade/unreachable": Case(
         ["check", "upgrade", "--bootstrap-server", NOBODY, "--timeout", "1", "--all"], 3
+    ),
+    "check-upgrade/missing-path-command-config": Case(
+        ["check", "upgrade", "--bootstrap-server", NOBODY, "--command-config", MISSING, "--all"], 3
+    ),
+    "check-upgrade/bad-value-command-config": Case(
+        ["check", "upgrade", "--bootstrap-server", NOBODY, "--command-config", BAD_PROPERTIES, "--all"], 3
+    ),
+    "check-upgrade/command-config-without-cluster": Case(
+        ["check", "upgrade", "--data-dir", "{tmp}", "--command-config", BAD_PROPERTIES, "--all"], 3
     ),
     "check-upgrade/bad-value-timeout": Case(
         ["check", "upgrade", "--bootstrap-server", NOBODY, "--timeout", "-1", "--all"],
@@ -262,6 +299,7 @@ def test_every_subcommand_is_covered() -> None:
 
 @pytest.fixture
 def tmp(tmp_path: Path) -> Iterator[Path]:
+    (tmp_path / "bad.properties").write_text("security.protocol=SASL_SSL\nsasl.mechanism=GSSAPI\n")
     yield tmp_path
 
 
@@ -270,8 +308,9 @@ def test_bad_input_gives_one_clear_error(case_id: str, tmp: Path) -> None:
     case = CASES[case_id]
     argv = [a.replace("{tmp}", str(tmp)) for a in case.argv]
     r = groupshift(argv, tmp)
-    said = r.stderr if r.stderr.strip() else r.stdout
+    said = r.stderr
     assert "Traceback" not in r.stderr + r.stdout, said
+    assert said.strip(), f"the error went to stdout, not stderr: {r.stdout!r}"
     assert "a bug: please report it" not in said, said
     assert r.returncode == case.status, (r.returncode, said)
     lines = [line for line in said.splitlines() if line.strip()]
@@ -349,3 +388,18 @@ def test_a_bug_is_one_line_and_ctrl_c_is_quiet(tmp: Path) -> None:
     assert "Traceback" in debug.stderr
     interrupted = run_python(code.format(exc="KeyboardInterrupt"))
     assert (interrupted.returncode, interrupted.stderr) == (130, "")
+
+
+def test_a_spark_failure_is_one_line_and_sparks_log_goes_to_a_file(tmp: Path) -> None:
+    """A Spark that cannot start (a bad --master) gives one line naming Spark's log file; Spark's
+    own WARN/ERROR lines and Java stack traces go to that file, never to the terminal."""
+    (tmp / "in").mkdir()
+    (tmp / "in" / "events.jsonl").write_text('{"event": "gateway.listening"}\n')
+    argv = ["fleet", "report", str(tmp / "in"), "--out", str(tmp / "out"), "--master", "local[0]"]
+    r = groupshift(argv, tmp, timeout=300)
+    assert r.returncode == 2, r.stderr
+    assert "Traceback" not in r.stderr and "\tat " not in r.stderr and " WARN " not in r.stderr, r.stderr
+    errors = [line for line in r.stderr.splitlines() if line.startswith("groupshift fleet report: error:")]
+    assert len(errors) == 1 and errors[0].endswith(f"(Spark's log: {tmp / 'out' / 'spark.log'})"), r.stderr
+    assert "Spark did not start" in errors[0]
+    assert "JavaSparkContext" in (tmp / "out" / "spark.log").read_text()

@@ -185,7 +185,11 @@ def _rewritten(cluster: KafkaCluster, source: Source, target: str, name: str) ->
     """The source rewritten for the target: every group and offset loads."""
     data = cluster.nodes[0].data_dir
     flag = "--data-dir" if (source.log_dir / "coordinator").is_dir() else "--log-dir"
-    summary = records_cli("rewrite", "--for-downgrade", target, flag, source.log_dir, "--out", data)
+    # The target broker's log dir holds the as-is copy loaded just before: replacing it is the
+    # point, so --force (the replaced partitions are backed up beside the log dir).
+    summary = records_cli(
+        "rewrite", "--for-downgrade", target, flag, source.log_dir, "--out", data, "--force"
+    )
     for g in CONSUMER:
         assert f"converted: {g}: consumer group" in summary, summary
     assert "ConsumerGroupMemberMetadata record(s)" in summary, summary

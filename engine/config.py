@@ -67,6 +67,9 @@ class CoordinatorConfig(BaseModel):
     initial_rebalance_delay_ms: int = Field(3000, alias="group.initial.rebalance.delay.ms", ge=0, le=INT_MAX)
     max_size: int = Field(INT_MAX, alias="group.max.size", ge=1, le=INT_MAX)
 
+    # --- groupshift beyond Kafka (docs/security.md, "Member binding") ---
+    member_principal_binding: bool = Field(True, alias="group.member.principal.binding.enable")
+
     # --- offsets ---
     offsets_retention_minutes: int = Field(10080, alias="offsets.retention.minutes", ge=1, le=INT_MAX)
     offsets_retention_check_interval_ms: int = Field(

@@ -34,6 +34,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from engine.binding import Key, Refused
 from engine.classic import describe as classic_describe
 from engine.classic.api import (
     DescribedGroup,
@@ -142,6 +143,9 @@ def _rejected(
     """A request its handler refused: nothing of its operation is kept but the events that
     explain the refusal, and a `request.rejected` event (with the member epoch for a
     ConsumerGroupHeartbeat)."""
+    if type(e) is Refused:
+        # Bound to another principal (`engine.binding`): one event, which the gateway audits.
+        return Outcome(on_error(e), events=[e.event(api)])
     fields: dict[str, Any] = {"api": api, "group": group_id, "member": member_id}
     if member_epoch is not None:
         fields["member_epoch"] = member_epoch
@@ -371,12 +375,24 @@ class Shard:
                 r = CONSUMER_ROUTES[api]
             else:
                 r = ROUTES[api][kind_of(group)]
+            to_bind = self._check_binding(group, req, ctx) if st.config.member_principal_binding else None
             op = Operation(r.replay)
             response = r.path(st, group, req, ctx, op)
+            if to_bind is not None:
+                self._bind_after(op, to_bind, ctx.principal)
         except CoordinatorError as e:
             epoch = req.member_epoch if type(req) is ConsumerGroupHeartbeatRequest else None
             return _rejected(api, req.group_id, member_id, epoch, e, op, on_error)
         return self.commit(op, response, on_error)
+
+    def _check_binding(self, group: Group | None, req: Any, ctx: RequestContext) -> list[Key] | None:
+        """Member binding (`engine.binding`): raises `Refused` when the request carries a live
+        member or instance id bound to another principal; else the ids to bind once it commits."""
+        return self.state.bindings.check_request(group, req.group_id, req, ctx.principal)
+
+    def _bind_after(self, op: Operation, keys: list[Key], principal: str) -> None:
+        bindings, groups = self.state.bindings, self.state.groups
+        op.after(lambda: bindings.bind(groups, keys, principal))
 
     # --- ConsumerGroupHeartbeat ---------------------------------------------------------------
 
@@ -491,10 +507,20 @@ class Shard:
                 error_code=int(e.code),
             )
 
+        def commit(op: Operation) -> OffsetCommitResponse:
+            st = self.state
+            to_bind = None
+            if st.config.member_principal_binding:
+                to_bind = self._check_binding(st.groups.get(req.group_id), req, ctx)
+            response = offsets_ops.commit_offsets(st, req, ctx, op)
+            if to_bind is not None:
+                self._bind_after(op, to_bind, ctx.principal)
+            return response
+
         return self._run(
             now_ms,
             "OffsetCommit",
-            lambda op: offsets_ops.commit_offsets(self.state, req, ctx, op),
+            commit,
             failed,
             group_id=req.group_id,
             member_id=req.member_id,

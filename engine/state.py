@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from engine.binding import MEMBER, MemberBindings
 from engine.classic.group import ClassicGroup
 from engine.config import CoordinatorConfig, GroupConfig
 from engine.consumer.group import ConsumerGroup
@@ -25,13 +26,24 @@ from engine.offsets.store import OffsetStore
 
 if TYPE_CHECKING:
     from engine.hooks import MigrationHooks
+    from engine.operation import Operation
 
 # Every group of a shard is one of these; mypy checks each `match`/`isinstance` over the cases.
 Group = ConsumerGroup | ClassicGroup
 
 
 class ShardState:
-    __slots__ = ("config", "group_configs", "groups", "ids", "image", "migration", "now_ms", "offsets")
+    __slots__ = (
+        "bindings",
+        "config",
+        "group_configs",
+        "groups",
+        "ids",
+        "image",
+        "migration",
+        "now_ms",
+        "offsets",
+    )
 
     def __init__(
         self, config: CoordinatorConfig, ids: IdSource, image: MetadataImage, migration: MigrationHooks
@@ -45,6 +57,17 @@ class ShardState:
         self.now_ms = 0
         # What a request of one protocol does to a group of the other type (translation layer).
         self.migration = migration
+        # The principal each live member id and instance id is bound to (`engine.binding`); in
+        # memory only, written by `Operation.after` actions.
+        self.bindings = MemberBindings()
+
+    def bind_created(self, op: Operation, group_id: str, member_id: str, principal: str) -> None:
+        """Where the coordinator generates a member id: once `op` commits, the id is bound to the
+        principal that asked for it, before any other client can learn it (a classic leader's
+        JoinGroup response lists every member id)."""
+        if self.config.member_principal_binding:
+            bindings, groups = self.bindings, self.groups
+            op.after(lambda: bindings.bind_created(groups, (group_id, MEMBER, member_id), principal))
 
     # --- per-group settings (KIP-848 dynamic group configs) ---------------------------------------
 

@@ -10,6 +10,8 @@ One module per target; `python -m fuzz TARGET --runs N` runs one (see `fuzz.__ma
   (`records.batch`);
 * `upstream` - the upstream proxy's pre-decode path on client frames (routing, a Produce's
   acks) and the link's response splitter (`gateway.upstream.proxy`, `protocol.framing`);
+* `sasl_plain`, `sasl_scram_first`, `sasl_scram_final` - the SASL decoders a client reaches before
+  it is authenticated (`gateway.sasl.plain`, `gateway.sasl.scram`);
 * `oauthbearer` - SASL/OAUTHBEARER's client initial response: the GS2 header, extensions and
   the JWT behind them (`gateway.sasl.oauthbearer`).
 
@@ -23,7 +25,18 @@ import importlib
 
 from fuzz.common import Target
 
-NAMES = ("framing", "requests", "embedded", "records", "batches", "upstream", "oauthbearer")
+NAMES = (
+    "framing",
+    "requests",
+    "embedded",
+    "records",
+    "batches",
+    "upstream",
+    "sasl_plain",
+    "sasl_scram_first",
+    "sasl_scram_final",
+    "oauthbearer",
+)
 
 
 def target(name: str) -> Target:

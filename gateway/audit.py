@@ -5,8 +5,8 @@ Not a Kafka behaviour as such: Kafka logs a failed authentication at INFO in
 logger (DENIED at INFO), unthrottled. An operator facing a password-spraying client or a
 misconfigured consumer wants both the count and a readable log, so each event is counted in a
 metric on every occurrence (`groupshift_auth_failures_total`, `groupshift_acl_denials_total`) and
-logged at warning level at most once per `audit.log.interval.ms` per (event, principal, client
-host), the next line saying how many were suppressed (`gateway.log_rate`).
+logged at warning level at most once per 10 s per (event, principal, client host), the next
+line saying how many were suppressed (`gateway.log_rate`).
 
 Every security layer (SSL principal mapping, SASL, the authorizer, member binding) reports here,
 and nowhere else, so the event names and fields stay one vocabulary.

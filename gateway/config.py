@@ -92,6 +92,20 @@ class ServerConfig(BaseModel):
     controller_listener_names: str | None = Field(None, alias="controller.listener.names")
     # `ssl.*` and `listener.name.<name>.ssl.*` settings (Kafka names) of the TLS listeners.
     tls_settings: dict[str, str] = Field(default_factory=dict)
+    # `sasl.*` and `listener.name.<name>.*` (not `ssl.*`) settings of the SASL listeners
+    # (gateway.listeners.listener_sasl_settings), JAAS entries included.
+    sasl_settings: dict[str, str] = Field(default_factory=dict, repr=False)
+    # SASL (docs/security.md): KIP-368's session bound (0: sessions never expire), Kafka's bound
+    # on a SASL token and delay of a failed login's answer; and groupshift's bound on an exchange
+    # that never completes (Kafka leaves it to connections.max.idle.ms).
+    connections_max_reauth_ms: int = Field(0, alias="connections.max.reauth.ms", ge=0, le=2**63 - 1)
+    sasl_server_max_receive_size: int = Field(524288, alias="sasl.server.max.receive.size", ge=1, le=INT_MAX)
+    connections_failed_authentication_delay_ms: int = Field(
+        100, alias="connections.failed.authentication.delay.ms", ge=0, le=INT_MAX
+    )
+    sasl_server_authentication_timeout_ms: int = Field(
+        10000, alias="sasl.server.authentication.timeout.ms", ge=1, le=INT_MAX
+    )
     log_dirs: Path = Field(Path("./groupshift-data"), alias="log.dirs")
     num_partitions: int = Field(1, alias="num.partitions", ge=1, le=INT_MAX)
     auto_create_topics_enable: bool = Field(True, alias="auto.create.topics.enable")
@@ -188,7 +202,7 @@ class ServerConfig(BaseModel):
             advertised=self.advertised_listeners,
             protocol_map=self.listener_security_protocol_map,
             controller_names=self.controller_listener_names,
-            settings=self.tls_settings,
+            settings={**self.tls_settings, **self.sasl_settings},
         )
 
     @property
@@ -290,6 +304,34 @@ def _tls_keys_used(settings: Mapping[str, Any], server: Mapping[str, Any]) -> fr
     )
 
 
+def _sasl_keys_used(settings: Mapping[str, Any], server: Mapping[str, Any]) -> frozenset[str]:
+    """The `sasl.*` / `listener.name.<n>.*` (not `ssl.*`) keys a served SASL listener reads."""
+    try:
+        served = parse_listeners(
+            str(server.get("listeners", f"127.0.0.1:{DEFAULT_PORT}")),
+            advertised=server.get("advertised.listeners"),
+            protocol_map=server.get("listener.security.protocol.map"),
+            controller_names=server.get("controller.listener.names"),
+            settings={k: str(v) for k, v in settings.items()},
+        )
+    except ListenerError:
+        # Refused below, with the key named; the SASL keys go along so the refusal is about them.
+        return frozenset(
+            k
+            for k in settings
+            if (k.startswith("sasl.") and k not in SERVER_KEYS)
+            or (k.startswith("listener.name.") and ".ssl." not in k)
+        )
+    sasl = [listener for listener in served if listener.uses_sasl]
+    prefixes = tuple(listener.prefix for listener in sasl)
+    return frozenset(
+        k
+        for k in settings
+        if (sasl and k.startswith("sasl.") and k not in SERVER_KEYS)
+        or (prefixes and k.startswith(prefixes) and not k.startswith(tuple(p + "ssl." for p in prefixes)))
+    )
+
+
 @dataclass(frozen=True)
 class LoadedConfig:
     """A validated configuration and the Kafka broker keys it accepted without using them."""
@@ -333,8 +375,9 @@ def resolve_config(settings: Mapping[str, Any], origins: Mapping[str, str] | Non
             )
         )
     tls_keys = _tls_keys_used(settings, server)
-    ignored = [k for k in ignored if k not in tls_keys]
-    _check_listeners(server, {k: str(settings[k]) for k in tls_keys}, origins)
+    sasl_keys = _sasl_keys_used(settings, server)
+    ignored = [k for k in ignored if k not in tls_keys and k not in sasl_keys]
+    _check_listeners(server, {k: str(settings[k]) for k in tls_keys | sasl_keys}, origins)
     try:
         coordinator = CoordinatorConfig.model_validate(group)
     except ValidationError as e:
@@ -352,6 +395,7 @@ def resolve_config(settings: Mapping[str, Any], origins: Mapping[str, str] | Non
             {
                 **server,
                 "tls_settings": {k: str(settings[k]) for k in sorted(tls_keys)},
+                "sasl_settings": {k: str(settings[k]) for k in sorted(sasl_keys)},
                 "group": coordinator,
                 "upstream": upstream_config,
             }

@@ -261,6 +261,7 @@ class KafkaConnection(asyncio.Protocol):
         self._pool = request_pool
         self._pool_reserved = 0  # the announced size of the partial frame at the buffer's head
         self._pool_paused = False  # waiting in the pool for the next frame's size to fit
+        self._on_oversized: Callable[[int], None] | None = None
 
     # -- asyncio.Protocol ---------------------------------------------------------------------
 
@@ -417,6 +418,8 @@ class KafkaConnection(asyncio.Protocol):
         return f"{host}:{port}"
 
     def _reject_size(self, size: int) -> None:
+        if self._on_oversized is not None:
+            self._on_oversized(size)
         log.warning(
             "request.rejected",
             connection_id=self.connection_id,
@@ -535,6 +538,13 @@ class KafkaConnection(asyncio.Protocol):
                 slot.task.cancel()
         if self._transport is not None:
             self._transport.close()
+
+    def limit_frames(self, max_frame_bytes: int, on_oversized: Callable[[int], None] | None = None) -> None:
+        """Bound the size of the next frames (a SASL listener bounds them to
+        `sasl.server.max.receive.size` until the client has authenticated); `on_oversized` hears
+        of a larger one before the connection closes."""
+        self._max_frame = max_frame_bytes
+        self._on_oversized = on_oversized
 
     def stop_reading(self) -> None:
         """Shutdown: take no new requests from this connection."""

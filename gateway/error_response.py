@@ -34,6 +34,8 @@ from kio.serial._introspect import (
     is_optional,
 )
 
+from protocol.entity_builder import build
+
 # (api key, response array field) -> (request array field, the response entry's field that a
 # request item which is a bare string or int fills, or None when request items are entities).
 _MIRRORS: Mapping[int, Mapping[str, tuple[str, str | None]]] = {
@@ -64,6 +66,7 @@ _MIRRORS: Mapping[int, Mapping[str, tuple[str, str | None]]] = {
     47: {"topics": ("topics", None), "partitions": ("partitions", None)},
     69: {"groups": ("group_ids", "group_id")},
 }
+_ALTER_USER_SCRAM_CREDENTIALS = 51
 # DeleteTopics v1-5 list topic names as strings.
 _FALLBACK_MIRRORS: Mapping[tuple[int, str], tuple[str, str | None]] = {
     (20, "responses"): ("topic_names", "name"),
@@ -148,6 +151,16 @@ def failure_error(api_key: int) -> ErrorCode:
 
 def error_response(api_key: int, response_type: type, request: Any, error: ErrorCode) -> Any:
     """A response of `response_type` telling the client that `request` failed with `error`."""
+    if api_key == _ALTER_USER_SCRAM_CREDENTIALS:
+        # One result per user named by a deletion or an upsertion (Kafka's getErrorResponse).
+        users = dict.fromkeys([d.name for d in request.deletions] + [u.name for u in request.upsertions])
+        return build(
+            response_type,
+            {
+                "throttle_time": 0,
+                "results": [{"user": u, "error_code": error, "error_message": None} for u in users],
+            },
+        )
     return _fill(api_key, response_type, request, error, None, top=True)
 
 

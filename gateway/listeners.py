@@ -31,10 +31,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from gateway.sasl.jaas import JaasError, parse_jaas
+from gateway.sasl.mechanisms import MECHANISMS
 from gateway.shown_value import shown_value
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
+SASL_PROTOCOLS = frozenset({"SASL_PLAINTEXT", "SASL_SSL"})
+# Kafka's default `sasl.enabled.mechanisms`; groupshift does not serve GSSAPI (docs/deviations.md).
+DEFAULT_SASL_MECHANISMS = "GSSAPI"
 # Kafka's default `listener.security.protocol.map`: a listener named like a protocol uses it.
 DEFAULT_PROTOCOL_MAP = {p: p for p in PROTOCOLS}
 LISTENER_PREFIX = "listener.name."
@@ -60,6 +65,18 @@ class Listener:
     advertised_port: int | None  # None: the port bound (a listener on port 0)
     settings: Mapping[str, str] = field(default_factory=dict)
     """This listener's effective `ssl.*` settings (prefixed value, else the unprefixed one)."""
+    sasl: Mapping[str, str] = field(default_factory=dict)
+    """A SASL listener's own settings (`listener_sasl_settings`), prefix removed."""
+
+    @property
+    def uses_sasl(self) -> bool:
+        return self.protocol in SASL_PROTOCOLS
+
+    @property
+    def sasl_mechanisms(self) -> tuple[str, ...]:
+        """`sasl.enabled.mechanisms`, in the order given, without repeats."""
+        names = self.sasl.get("sasl.enabled.mechanisms", DEFAULT_SASL_MECHANISMS).split(",")
+        return tuple(dict.fromkeys(n.strip() for n in names if n.strip()))
 
     @property
     def uses_tls(self) -> bool:
@@ -138,6 +155,58 @@ def listener_settings(name: str, settings: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
+def listener_sasl_settings(name: str, settings: Mapping[str, str]) -> dict[str, str]:
+    """The SASL settings of listener `name`: every `listener.name.<name>.X` that is not `ssl.*`
+    (`sasl.enabled.mechanisms`, `<mechanism>.sasl.jaas.config`, `connections.max.reauth.ms`,
+    `<mechanism>.connections.max.reauth.ms`, `sasl.server.max.receive.size`, a mechanism's own
+    keys), over the unprefixed `sasl.*` keys."""
+    prefix = f"{LISTENER_PREFIX}{name.lower()}."
+    out = {k: v for k, v in settings.items() if k.startswith("sasl.")}
+    out.update(
+        {
+            k[len(prefix) :]: v
+            for k, v in settings.items()
+            if k.startswith(prefix) and not k.startswith(prefix + "ssl.")
+        }
+    )
+    return out
+
+
+def _check_sasl(name: str, sasl: Mapping[str, str]) -> None:
+    """A SASL listener's mechanisms are served and their JAAS entries parse (PLAIN needs one)."""
+    prefix = f"{LISTENER_PREFIX}{name.lower()}."
+    names = sasl.get("sasl.enabled.mechanisms", DEFAULT_SASL_MECHANISMS)
+    mechanisms = [n.strip() for n in names.split(",") if n.strip()]
+    if not mechanisms:
+        raise ListenerError(f"{prefix}sasl.enabled.mechanisms: No SASL mechanisms are enabled")
+    for mechanism in mechanisms:
+        if mechanism not in MECHANISMS:
+            default = " (Kafka's default)" if "sasl.enabled.mechanisms" not in sasl else ""
+            raise ListenerError(
+                f"{prefix}sasl.enabled.mechanisms: SASL mechanism {shown_value(mechanism)}{default} is "
+                f"not supported; groupshift serves {', '.join(sorted(MECHANISMS))}"
+            )
+        key = f"{mechanism.lower()}.sasl.jaas.config"
+        text = sasl.get(key)
+        if text is None:
+            if mechanism == "PLAIN":
+                raise ListenerError(
+                    f"{prefix}{key} is required: PLAIN users are PlainLoginModule's user_<name> options"
+                )
+            continue
+        try:
+            parse_jaas(text)
+        except JaasError as e:
+            raise ListenerError(f"{prefix}{key}: {e}") from None
+    for key in [k for k in sasl if k.endswith("connections.max.reauth.ms")] + [
+        "sasl.server.max.receive.size"
+    ]:
+        if key in sasl:
+            value = sasl[key].strip()
+            if not value.lstrip("-").isdigit():
+                raise ListenerError(f"{prefix}{key}: expected an integer, got {shown_value(value)}")
+
+
 def parse_listeners(
     listeners: str,
     *,
@@ -177,11 +246,9 @@ def parse_listeners(
             raise ListenerError(
                 f"listeners: listener {name} has no protocol in listener.security.protocol.map"
             )
-        if protocol.startswith("SASL_"):
-            raise ListenerError(
-                f"listeners: listener {name} uses {protocol}, and SASL is not supported yet: "
-                "use PLAINTEXT or SSL (mutual TLS authenticates clients)"
-            )
+        sasl = listener_sasl_settings(name, settings or {}) if protocol in SASL_PROTOCOLS else {}
+        if protocol in SASL_PROTOCOLS:
+            _check_sasl(name, sasl)
         own = listener_settings(name, settings or {}) if protocol in TLS_PROTOCOLS else {}
         if protocol in TLS_PROTOCOLS and not own.get("ssl.keystore.location"):
             raise ListenerError(
@@ -200,6 +267,7 @@ def parse_listeners(
                 advertised_host=adv_host,
                 advertised_port=adv_port if name in advertised_at else None,
                 settings=own,
+                sasl=sasl,
             )
         )
     if not served:

@@ -54,6 +54,15 @@ from gateway.listeners import Listener
 from gateway.loop_lag import LoopLagMonitor
 from gateway.metrics import MetricsRegistry, serve_metrics
 from gateway.registry import HandlerRegistry
+from gateway.sasl.authenticator import SaslListenerSetup
+from gateway.sasl.credentials import ScramCredentialStore
+from gateway.sasl.gate import GATE_ATTRIBUTE, SaslBounds, SaslGate
+from gateway.sasl.illegal_state_apis import register_sasl_apis
+from gateway.sasl.jaas import parse_jaas
+from gateway.sasl.mechanism import ServerMechanism
+from gateway.sasl.mechanisms import MECHANISMS
+from gateway.sasl.scram_apis import ScramCredentialApis
+from gateway.sasl.setup import MechanismSetup
 from gateway.tls import (
     RELOADED_KEYS,
     NoMatchingRule,
@@ -193,12 +202,23 @@ class GatewayServer:
             for listener in self.listeners
             if listener.uses_tls
         }
+        # SCRAM users are read before any listener opens (a damaged file stops the start-up),
+        # and each SASL listener's mechanisms are set up (a bad JAAS entry stops it too).
+        self.scram = ScramCredentialStore.load(config.data_dir)
+        self.sasl: dict[str, SaslListenerSetup] = {
+            listener.name: self._sasl_setup(listener) for listener in self.listeners if listener.uses_sasl
+        }
         self.plane.configs.on_broker_change.append(self._on_broker_configs)
         self.plane.configs.broker_checks.append(self._check_broker_configs)
         self.api_versions = ApiVersionsApi(self.registry)
         self.api_versions.register()
         FindCoordinatorApi(self.cluster).register(self.registry)
         register_dataplane_apis(self.registry, self.plane, self.cluster)
+        register_sasl_apis(self.registry)
+        self.scram_apis = ScramCredentialApis(self.scram)
+        """AlterUserScramCredentials / DescribeUserScramCredentials; the authorizer sets
+        `self.scram_apis.authorize` (ALTER / DESCRIBE on CLUSTER)."""
+        self.scram_apis.register(self.registry)
         # Extensions may run code once the loop runs (`on_start(loop)`) and on shutdown after
         # the connections are drained (`on_stop()`), e.g. the group layer's shard runtimes.
         self.on_start: list[Callable[[asyncio.AbstractEventLoop], None]] = []
@@ -234,6 +254,11 @@ class GatewayServer:
         self._listener_servers: list[asyncio.Server] = []
         self._bound_ports: list[int] = []
         self._metrics_server: asyncio.Server | None = None
+        self._sasl_logins = self.metrics.counter(
+            "groupshift_sasl_authentications_total",
+            "Successful SASL authentications and KIP-368 re-authentications, by listener and mechanism",
+            ("listener", "mechanism", "kind"),
+        )
         self._accepted = self.metrics.counter(
             "groupshift_connections_accepted_total", "Client connections accepted"
         )
@@ -259,12 +284,58 @@ class GatewayServer:
         self.loop_lag = LoopLagMonitor(self.config.loop_lag_warn_ms / 1000)
         self.loop_lag.register_metrics(self.metrics)
 
+    def _sasl_setup(self, listener: Listener) -> SaslListenerSetup:
+        """The mechanisms of a SASL listener, built by their factories (`gateway.sasl.mechanisms`)."""
+        constructors: dict[str, Callable[[], ServerMechanism]] = {}
+        reauth: dict[str, int] = {}
+        for mechanism in listener.sasl_mechanisms:
+            jaas_text = listener.sasl.get(f"{mechanism.lower()}.sasl.jaas.config")
+            setup = MechanismSetup(
+                listener_name=listener.name,
+                mechanism=mechanism,
+                settings=listener.sasl,
+                jaas=None if jaas_text is None else parse_jaas(jaas_text),
+                scram=self.scram,
+            )
+            constructors[mechanism] = MECHANISMS[mechanism](setup)
+            own = listener.sasl.get(f"{mechanism.lower()}.connections.max.reauth.ms")
+            shared = listener.sasl.get("connections.max.reauth.ms")
+            reauth[mechanism] = int(own or shared or self.config.connections_max_reauth_ms)
+        return SaslListenerSetup(listener.sasl_mechanisms, constructors, reauth)
+
+    def _sasl_authenticated(self, listener: str, mechanism: str, reauthentication: bool) -> None:
+        kind = "reauthentication" if reauthentication else "authentication"
+        self._sasl_logins.labels(listener, mechanism, kind).inc()
+
+    def _sasl_bounds(self, listener: Listener) -> SaslBounds:
+        own = listener.sasl.get("sasl.server.max.receive.size")
+        api_versions = self.registry.get(18)
+        return SaslBounds(
+            max_receive_bytes=int(own) if own else self.config.sasl_server_max_receive_size,
+            timeout_ms=self.config.sasl_server_authentication_timeout_ms,
+            failed_delay_ms=self.config.connections_failed_authentication_delay_ms,
+            max_frame_bytes=self.config.socket_request_max_bytes,
+            api_versions_max=0 if api_versions is None else api_versions.max_version,
+        )
+
     def _new_connection(self, listener: Listener | None = None) -> KafkaConnection:
         listener = listener or self.listeners[0]
         tls = self.tls.get(listener.name)
+        sasl = self.sasl.get(listener.name)
+        gate = (
+            None
+            if sasl is None
+            else SaslGate(
+                sasl,
+                self._sasl_bounds(listener),
+                self.frame_handler,
+                self.audit,
+                functools.partial(self._sasl_authenticated, listener.name),
+            )
+        )
         conn = (KafkaConnection if tls is None else TlsKafkaConnection)(
             connection_id=next(self._ids),
-            on_frame=self.frame_handler,
+            on_frame=self.frame_handler if gate is None else gate.on_frame,
             max_frame_bytes=self.config.socket_request_max_bytes,
             on_lost=self._connection_lost,
             response_buffer_bytes=self.config.socket_response_buffer_max_bytes,
@@ -273,6 +344,8 @@ class GatewayServer:
         conn.ctx.listener_name = listener.name
         if isinstance(conn, TlsKafkaConnection) and tls is not None:
             conn.mapper = tls.mapper
+        if gate is not None:
+            gate.attach(conn)
         self._connections.add(conn)
         self._accepted.inc()
         return conn
@@ -289,6 +362,9 @@ class GatewayServer:
 
     def _connection_lost(self, conn: KafkaConnection) -> None:
         self._connections.discard(conn)
+        gate = conn.ctx.attributes.get(GATE_ATTRIBUTE)
+        if gate is not None:
+            gate.connection_lost()
         for hook in self.on_connection_lost:
             hook(conn)
 

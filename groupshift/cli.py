@@ -72,6 +72,11 @@ COMMANDS: tuple[Command, ...] = (
         lambda: import_module("harness.kafka_dist.commands"),
     ),
     Command(
+        "acls",
+        "add, remove, list ACLs as kafka-acls.sh does (groupshift or any Kafka with an authorizer)",
+        lambda: import_module("tools.acls.command"),
+    ),
+    Command(
         "check",
         "upgrade readiness and downgrade safety per group (live cluster, data dir or Kafka logs)",
         lambda: import_module("tools.check.command"),

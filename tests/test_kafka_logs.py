@@ -50,6 +50,7 @@ from tools.records_transfer import (
     TransferError,
     export_data_dir,
     import_log_dir,
+    rewrite_for_downgrade,
     rewrite_partition,
 )
 
@@ -337,6 +338,32 @@ def test_import_refuses_data_in_the_data_dir_and_force_backs_it_up(tmp_path: Pat
     (backup,) = tmp_path.glob("data.groupshift-backup-*")
     assert _groups_in(backup) == {"ours-0", "ours-1"}
     assert _groups_in(data / "coordinator") == {"theirs-0", "theirs-1"}
+
+
+def test_rewrite_refuses_a_partition_that_holds_data_and_force_backs_it_up(tmp_path: Path) -> None:
+    """`rewrite --out` is usually the target broker's own log dir: the same care as export."""
+    data, kafka = _two_dirs(tmp_path)
+    with pytest.raises(TransferError, match=r"already hold 2 record\(s\) of 2 group\(s\).*the rewrite"):
+        rewrite_for_downgrade(data, kafka, "kafka-3.9", None, io.StringIO())
+    assert _groups_in(kafka) == {"theirs-0", "theirs-1"}
+    out = io.StringIO()
+    rewrite_for_downgrade(data, kafka, "kafka-3.9", None, out, dry_run=True)
+    assert _groups_in(kafka) == {"theirs-0", "theirs-1"}
+    assert (
+        out.getvalue()
+        .splitlines()[-1]
+        .startswith("dry run, nothing written: rewrite for kafka-3.9 would write 2 partition(s)")
+    )
+    replaced = "replaced 2 partition(s) that held 2 record(s) of 2 group(s) (theirs-0, theirs-1)"
+    assert replaced in out.getvalue()
+    rewrite_for_downgrade(data, kafka, "kafka-3.9", None, out, force=True, backup_dir=tmp_path / "saved")
+    assert (
+        "replaced 2 partition(s) that held 2 record(s) of 2 group(s) (theirs-0, theirs-1)" in out.getvalue()
+    )
+    assert _groups_in(kafka) == {"ours-0", "ours-1"}
+    assert _groups_in(tmp_path / "saved") == {"theirs-0", "theirs-1"}
+    with pytest.raises(TransferError, match="is the directory read"):
+        rewrite_for_downgrade(kafka, kafka, "kafka-3.9", None, io.StringIO(), force=True)
 
 
 def test_a_running_groupshift_refuses_import(tmp_path: Path) -> None:

@@ -72,7 +72,22 @@ def test_a_listener_bound_everywhere_without_an_advertised_address_advertises_th
             {"listeners": "PLAINTEXT://h:1", "listener.security.protocol.map": "PLAINTEXT:TLS"},
             "expected NAME:PROTOCOL",
         ),
-        ({"listeners": "SASL_SSL://h:1", "ssl.keystore.location": "/k"}, "SASL is not supported yet"),
+        (
+            {"listeners": "SASL_SSL://h:1", "ssl.keystore.location": "/k"},
+            "GSSAPI' (Kafka's default) is not supported",
+        ),
+        (
+            {"listeners": "SASL_PLAINTEXT://h:1", "sasl.enabled.mechanisms": "PLAIN"},
+            "plain.sasl.jaas.config is required",
+        ),
+        (
+            {
+                "listeners": "SASL_PLAINTEXT://h:1",
+                "sasl.enabled.mechanisms": "PLAIN",
+                "listener.name.sasl_plaintext.plain.sasl.jaas.config": 'x required user_a="b"',
+            },
+            "expected ';' at the end of the login module entry",
+        ),
         (
             {"listeners": "EXTERNAL://h:1", "listener.security.protocol.map": "EXTERNAL:SSL"},
             "needs ssl.keystore.location",

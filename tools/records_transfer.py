@@ -19,7 +19,7 @@ a log an older Kafka can load (issue 15).
   assignment; a group with consumer-protocol members becomes an Empty classic group (its
   offsets kept, its members rejoin with classic clients).
 
-Export and import cannot destroy: a target partition that already holds data (a broker's own
+Export, import and rewrite cannot destroy: a target partition that already holds data (a broker's own
 groups and committed offsets) is refused unless `--force`, which first copies each replaced
 partition directory (and, for export, the log dir's checkpoint files) into a backup directory
 beside the target, named in the summary; `--dry-run` writes nothing and shows what would be
@@ -551,23 +551,63 @@ def _classic_record(
     return key, value
 
 
-def rewrite_for_downgrade(source: Path, dest: Path, target: str, topic_id: str | None, out: IO[str]) -> int:
+def rewrite_for_downgrade(
+    source: Path,
+    dest: Path,
+    target: str,
+    topic_id: str | None,
+    out: IO[str],
+    *,
+    force: bool = False,
+    dry_run: bool = False,
+    backup_dir: Path | None = None,
+) -> int:
+    """Rewrite `source`'s coordinator logs into `dest` for the `target` Kafka, with export's
+    care: `--out` is usually a stopped broker's own log dir, so a partition there that holds
+    data is refused unless `force` (backed up first), a broker or groupshift running on either
+    directory refuses the run, and `dry_run` writes nothing."""
     logs = offsets_logs(source)
     if not logs:
         raise TransferError(f"{source} holds no __consumer_offsets-N log (a data dir or a log dir)")
+    if source.resolve() == dest.resolve():
+        raise TransferError(
+            f"--out {dest} is the directory read: write the rewrite elsewhere, then move it into place"
+        )
+    live = _refuse_live(source, dest, dry_run)
     summary = RewriteSummary()
     total_offsets = 0
+    plan: dict[int, list[Entry]] = {}
     for p, src in logs:
         entries = committed_entries(src, summary.notes)
         rewritten = rewrite_partition(entries, target, summary)
         total_offsets += sum(1 for k, v, _ in rewritten if v is not None and k[:2] in (b"\0\0", b"\0\1"))
-        d = partition_dir(dest, p)
-        write_partition(d, rewritten, topic_id=topic_id)
-        _report_metadata(d, out)
-    out.write(
-        f"rewritten for {target}: {len(logs)} partition(s) into {dest}; {summary.kept} record(s) kept "
-        f"unchanged, {summary.reencoded} offset commit(s) re-encoded, {total_offsets} offset record(s)\n"
+        plan[p] = rewritten
+    held = [h for p in sorted(plan) if (h := holdings(partition_dir(dest, p))) is not None]
+    if dry_run:
+        for p, rewritten in sorted(plan.items()):
+            d = partition_dir(dest, p)
+            h = holdings(d)
+            now = f"holds {_described([h])}" if h is not None else "holds no data"
+            out.write(f"would write {d}: {len(rewritten)} record(s); it {now}\n")
+    backup = _guard_target(
+        "the rewrite",
+        dest,
+        held,
+        force=force,
+        dry_run=dry_run,
+        backup_dir=backup_dir,
+        extra_files=[dest / f for f in CHECKPOINT_FILES],
     )
+    if not dry_run:
+        for p, rewritten in sorted(plan.items()):
+            d = partition_dir(dest, p)
+            write_partition(d, rewritten, topic_id=topic_id)
+            _report_metadata(d, out)
+    written = (
+        f"{summary.kept} record(s) kept unchanged, {summary.reencoded} offset commit(s) re-encoded, "
+        f"{total_offsets} offset record(s)"
+    )
+    out.write(_summary(f"rewrite for {target}", len(plan), dest, written, held, backup, dry_run, live) + "\n")
     for line in summary.converted:
         out.write(f"converted: {line}\n")
     for what, n in sorted(summary.dropped.items()):
@@ -636,13 +676,15 @@ def add_commands(records_sub: Any) -> None:
     src.add_argument("--log-dir", type=Path, help="Kafka log dir or a directory of __consumer_offsets-N")
     r.add_argument("--out", required=True, type=Path, help="output log dir (a stopped target broker's)")
     r.add_argument("--topic-id", help="write partition.metadata with this __consumer_offsets topic id")
+    _add_safety(r, "a partition of the output log dir that holds data (the target broker's own groups)")
     r.set_defaults(
         run=_guard(
             lambda a: rewrite_for_downgrade(
-                a.data_dir or a.log_dir, a.out, a.for_downgrade, a.topic_id, sys.stdout
+                a.data_dir or a.log_dir, a.out, a.for_downgrade, a.topic_id, sys.stdout,
+                force=a.force, dry_run=a.dry_run, backup_dir=a.backup_dir,
             )
         )
-    )
+    )  # fmt: skip
 
 
 def _partition_count(text: str) -> int:

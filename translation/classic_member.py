@@ -109,6 +109,7 @@ def join(
     unknown = member_id == ""
     if unknown:
         member_id = consumer_member_id(shard.ids)  # the consumer-group id format, not clientId-UUID
+        shard.bind_created(op, gid, member_id, ctx.principal)
     if group.num_members >= shard.config.consumer_max_size and (unknown or member_id not in group.members):
         raise CoordinatorError(
             Errors.GROUP_MAX_SIZE_REACHED,

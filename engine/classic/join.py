@@ -110,6 +110,7 @@ def _join_new_member(
         return error(Errors.INCONSISTENT_GROUP_PROTOCOL)
     prefix = req.group_instance_id if req.group_instance_id is not None else ctx.client_id
     new_id = classic_member_id(prefix, shard.ids)
+    shard.bind_created(op, group.group_id, new_id, ctx.principal)
     if req.group_instance_id is not None:
         existing = group.static_member_id(req.group_instance_id)
         if existing is not None:

@@ -155,6 +155,7 @@ def join_or_heartbeat(
         )
     if not member_id:
         member_id = consumer_member_id(shard.ids)
+        shard.bind_created(op, gid, member_id, ctx.principal)
 
     owned = req.topic_partitions
     if req.instance_id is None:

@@ -16,9 +16,11 @@ import datetime
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol, TypeVar
 
+from engine.binding import REFUSED_EVENT
 from engine.config import CoordinatorConfig, GroupConfig
 from engine.context import RequestContext as EngineContext
 from engine.metadata import MetadataImage
+from gateway.audit import AuditLog
 from gateway.groups.runtime import ShardRuntime
 from gateway.registry import RequestContext
 
@@ -40,6 +42,11 @@ class GroupService(Protocol):
 
     @property
     def image(self) -> MetadataImage: ...
+
+    @property
+    def audit(self) -> AuditLog:
+        """The server's audit sink (member-binding refusals are `acl.denied`)."""
+        ...
 
     def runtime_for(self, group_id: str) -> ShardRuntime: ...
 
@@ -67,9 +74,37 @@ def engine_ctx(ctx: RequestContext, version: int) -> EngineContext:
     if cache is None:
         cache = ctx.attributes["groups.ctx"] = {}
     ec = cache.get(version)
-    if ec is None or ec.client_id != ctx.client_id:
-        ec = cache[version] = EngineContext(ctx.client_id or "", "/" + ctx.client_host, version)
+    if ec is None or ec.client_id != ctx.client_id or ec.principal != ctx.principal:
+        ec = cache[version] = EngineContext(
+            ctx.client_id or "", "/" + ctx.client_host, version, ctx.principal
+        )
     return ec
+
+
+ShardCall = Callable[[Any, int], Any]
+
+
+def audited(service: GroupService, ctx: RequestContext, call: ShardCall) -> ShardCall:
+    """`call` (a shard operation for `ShardRuntime.run`), with each member-binding refusal in its
+    outcome reported to the server's audit log as `acl.denied` (`engine.binding`: the engine
+    refuses, the gateway knows the connection). A steady request has no events: one check."""
+
+    def run(shard: Any, now: int) -> Any:
+        out = call(shard, now)
+        if out.events:
+            for name, fields in out.events:
+                if name == REFUSED_EVENT:
+                    service.audit.acl_denied(
+                        ctx,
+                        api=fields["api"],
+                        resource_type="GROUP",
+                        resource_name=fields["group"],
+                        operation="READ",
+                        reason=fields["reason"],
+                    )
+        return out
+
+    return run
 
 
 def then(result: Any, fn: Callable[[Any], T]) -> T | asyncio.Future[T]:

@@ -25,7 +25,7 @@ from engine.classic.api import (
 from engine.classic.member import Protocol
 from engine.consumer.api import ConsumerGroupHeartbeatRequest
 from engine.errors import Errors
-from gateway.groups.apis import GroupService, engine_ctx, gather, millis, then
+from gateway.groups.apis import GroupService, audited, engine_ctx, gather, millis, then
 from gateway.registry import HandlerRegistry, RequestContext
 from protocol.codec import api_schema, response_type_of
 from protocol.entity_builder import build
@@ -132,7 +132,7 @@ class GroupApis:
         )
         ectx = engine_ctx(ctx, version)
         result = self.service.runtime_for(req.group_id).run(
-            lambda c, now: c.consumer_group_heartbeat(ereq, ectx, now)
+            audited(self.service, ctx, lambda c, now: c.consumer_group_heartbeat(ereq, ectx, now))
         )
 
         def respond(r: Any) -> Any:
@@ -248,7 +248,9 @@ class GroupApis:
             reason=getattr(req, "reason", None),
         )
         ectx = engine_ctx(ctx, version)
-        result = self.service.runtime_for(req.group_id).run(lambda c, now: c.join_group(ereq, ectx, now))
+        result = self.service.runtime_for(req.group_id).run(
+            audited(self.service, ctx, lambda c, now: c.join_group(ereq, ectx, now))
+        )
 
         def respond(r: Any) -> Any:
             name = r.protocol_name
@@ -291,7 +293,9 @@ class GroupApis:
             assignments=[(a.member_id, bytes(a.assignment)) for a in req.assignments],
         )
         ectx = engine_ctx(ctx, version)
-        result = self.service.runtime_for(req.group_id).run(lambda c, now: c.sync_group(ereq, ectx, now))
+        result = self.service.runtime_for(req.group_id).run(
+            audited(self.service, ctx, lambda c, now: c.sync_group(ereq, ectx, now))
+        )
         return then(
             result,
             lambda r: build(
@@ -312,7 +316,9 @@ class GroupApis:
             req.group_id, req.generation_id, req.member_id, getattr(req, "group_instance_id", None)
         )
         ectx = engine_ctx(ctx, req.__version__)
-        result = self.service.runtime_for(req.group_id).run(lambda c, now: c.heartbeat(ereq, ectx, now))
+        result = self.service.runtime_for(req.group_id).run(
+            audited(self.service, ctx, lambda c, now: c.heartbeat(ereq, ectx, now))
+        )
         return then(result, lambda r: self._heartbeat_body(rtype, r.error_code))
 
     def _heartbeat_body(self, rtype: Any, error_code: int) -> bytes:
@@ -339,7 +345,9 @@ class GroupApis:
             ]
         ereq = LeaveGroupRequest(req.group_id, members)
         ectx = engine_ctx(ctx, version)
-        result = self.service.runtime_for(req.group_id).run(lambda c, now: c.leave_group(ereq, ectx, now))
+        result = self.service.runtime_for(req.group_id).run(
+            audited(self.service, ctx, lambda c, now: c.leave_group(ereq, ectx, now))
+        )
 
         def respond(r: Any) -> Any:
             if version < 3:

@@ -29,7 +29,7 @@ from engine.offsets.api import (
     OffsetDeleteRequest,
     OffsetFetchGroupRequest,
 )
-from gateway.groups.apis import GroupService, engine_ctx, millis, then
+from gateway.groups.apis import GroupService, audited, engine_ctx, millis, then
 from gateway.registry import HandlerRegistry, RequestContext
 from protocol.codec import response_type_of
 from protocol.entity_builder import build
@@ -111,7 +111,9 @@ class OffsetApis:
             ],
         )
         ectx = engine_ctx(ctx, version)
-        result = self.service.runtime_for(req.group_id).run(lambda c, now: c.offset_commit(ereq, ectx, now))
+        result = self.service.runtime_for(req.group_id).run(
+            audited(self.service, ctx, lambda c, now: c.offset_commit(ereq, ectx, now))
+        )
         return then(
             result,
             lambda r: build(rtype, {"throttle_time": 0, "topics": merge_answers(unknown, r.topics)}),

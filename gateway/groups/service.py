@@ -52,6 +52,7 @@ class GroupCoordinatorService:
         self.base.mkdir(parents=True, exist_ok=True)
         self.fsync_policy = server.config.coordinator_fsync_policy
         self.image = server.plane.metadata_image()
+        self.audit = server.audit
         self._ids = SystemIds()
         m = server.metrics
         self._op_latency = m.summary(

@@ -48,3 +48,14 @@ class ServerMechanism(Protocol):
     def step(self, token: bytes) -> SaslStep:
         """Consume one client token; raises `SaslAuthenticationFailed` on any failure."""
         ...
+
+
+class SaslInvalidCredentials(SaslAuthenticationFailed):
+    """A failure whose detail must not reach the client (Kafka's `SaslException`): a malformed
+    message, an unknown SCRAM user, a wrong proof.
+
+    Kafka answers all of these with one message that reveals nothing (not even whether the user
+    exists): "Authentication failed during authentication due to invalid credentials with SASL
+    mechanism <name>" ("re-authentication" when re-authenticating); the authenticator writes
+    that, and `str(exc)` goes only to the audit log's `reason`.
+    """

@@ -91,6 +91,10 @@ GROUP_RESOURCE = 32
 TERMINATED = frozenset({API_VERSIONS, 8, 9, 11, 12, 13, 14, 15, 16, 42, 47, 68, 69})
 # Answered by groupshift or forwarded, depending on the request (group key / GROUP resource).
 SPLIT = frozenset({FIND_COORDINATOR, DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS})
+# SaslHandshake and SaslAuthenticate: consumed by groupshift's own SASL listeners
+# (gateway.sasl.gate) and answered ILLEGAL_SASL_STATE elsewhere; kept advertised, since a client
+# reads their versions from ApiVersions before it authenticates.
+SASL_APIS = frozenset({17, 36})
 # Client-facing APIs forwarded when the upstream serves them. Broker-to-broker and controller
 # APIs, SASL (security is reserved), share and streams groups and telemetry are left out.
 FORWARDED = frozenset(
@@ -301,7 +305,7 @@ class UpstreamProxy:
 
     def install(self) -> None:
         registry = self.registry
-        keep = TERMINATED | SPLIT
+        keep = TERMINATED | SPLIT | SASL_APIS
         for key in list(registry):
             if key not in keep:
                 registry.unregister(key)  # the embedded data plane's handlers

@@ -18,7 +18,8 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
         "serve",
         help=summary,
         description=(
-            "Serve the Kafka wire protocol on Kafka's listeners (PLAINTEXT, SSL; docs/security.md). "
+            "Serve the Kafka wire protocol on Kafka's listeners (PLAINTEXT, SSL, SASL_PLAINTEXT, "
+            "SASL_SSL; docs/security.md). "
             "Settings use Kafka's broker config names; a properties file (--config), the flags "
             "below and --set NAME=VALUE feed the same validated model (later sources win: file, "
             "flags, --set)."

@@ -11,7 +11,9 @@ lives in a work directory (a temporary one unless given), and each node's output
 started again as it was (its cluster id, data and ports), not formatted anew.
 
 Defaults suit a small local cluster (internal topics' replication factor = min(3, nodes));
-`configs` are Kafka broker properties applied on top, unchanged.
+`configs` are Kafka broker properties applied on top, unchanged. `security` ("ssl",
+"sasl_plaintext", "sasl_ssl") secures the client and controller listeners and turns on the
+StandardAuthorizer (harness.kafka_dist.security; `cluster.security` writes the client properties).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from types import TracebackType
 from harness.kafka_dist.cds import CdsSession
 from harness.kafka_dist.log4j import BROKER_LOG4J1, BROKER_LOG4J2, write_log4j_configs
 from harness.kafka_dist.maven import KafkaDist, resolve
+from harness.kafka_dist.security import SASL_MECHANISMS, KafkaSecurity
 from harness.kafka_dist.wire import api_versions, broker_ids
 
 HOST = "127.0.0.1"
@@ -132,7 +135,7 @@ class KafkaNode:
         for listener in props.get("listeners", "").split(","):
             name, _, address = listener.partition("://")
             port = int(address.rpartition(":")[2]) if address else 0
-            if name == "PLAINTEXT":
+            if name in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
                 self.port = port
             elif name == "CONTROLLER":
                 self.controller_port = port
@@ -147,12 +150,13 @@ class KafkaNode:
     def write_properties(self) -> None:
         c = self.cluster
         replicas = str(min(3, c.size))
+        client = c.security.listener_name if c.security is not None else "PLAINTEXT"
         props: dict[str, str] = {
             "process.roles": "broker,controller",
             "node.id": str(self.node_id),
             "controller.quorum.voters": ",".join(f"{n.node_id}@{HOST}:{n.controller_port}" for n in c.nodes),
-            "listeners": f"PLAINTEXT://{HOST}:{self.port},CONTROLLER://{HOST}:{self.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://{HOST}:{self.port}",
+            "listeners": f"{client}://{HOST}:{self.port},CONTROLLER://{HOST}:{self.controller_port}",
+            "advertised.listeners": f"{client}://{HOST}:{self.port}",
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
@@ -171,6 +175,8 @@ class KafkaNode:
         if c.dist.version_tuple >= (4,):
             props["share.coordinator.state.topic.replication.factor"] = replicas
             props["share.coordinator.state.topic.min.isr"] = "1"
+        if c.security is not None:
+            props.update(c.security.broker_properties())
         props.update(c.configs)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.properties.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
@@ -201,6 +207,7 @@ class KafkaNode:
             "-c",
             str(self.properties),
             *self.cluster.format_args,
+            *(self.cluster.security.format_args() if self.cluster.security is not None else ()),
         )
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         out.close()
@@ -255,7 +262,7 @@ class KafkaNode:
 
     def answers(self) -> bool:
         try:
-            api_versions(HOST, self.port, timeout=2.0)
+            api_versions(HOST, self.port, timeout=2.0, security=self.cluster.client_security)
         except (OSError, ConnectionError, KeyError, ValueError):
             return False
         return True
@@ -280,9 +287,13 @@ class KafkaCluster:
         proxied_listener: bool = False,
         format_args: Sequence[str] = (),
         port: int = 0,
+        security: str | None = None,
+        sasl_mechanism: str = "SCRAM-SHA-256",
     ) -> None:
         """`port`: node 0's client port (default a free one). A `workdir` holding a cluster an
-        earlier run formatted restarts that cluster: same cluster id, data and ports."""
+        earlier run formatted restarts that cluster: same cluster id, data and ports.
+        `security`: "ssl", "sasl_plaintext" or "sasl_ssl" (None: PLAINTEXT, no authorizer);
+        `sasl_mechanism`: the one the client properties files name (all three are enabled)."""
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
         self.dist = dist if dist is not None else resolve(version)
@@ -298,6 +309,19 @@ class KafkaCluster:
         self.workdir = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="kafka-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.cluster_id = _formatted_cluster_id(self.workdir) or new_cluster_id()
+        if security is not None and proxied_listener:
+            raise ValueError("a secured cluster has no PROXIED (plaintext) listener: one or the other")
+        if sasl_mechanism not in SASL_MECHANISMS:
+            known = ", ".join(SASL_MECHANISMS)
+            raise ValueError(f"SASL mechanism must be one of {known}, not {sasl_mechanism!r}")
+        #: Certificates, broker and client properties of a secured cluster (None: PLAINTEXT).
+        self.security = (
+            KafkaSecurity(security, self.workdir / "security", mechanism=sasl_mechanism)
+            if security is not None
+            else None
+        )
+        #: How the harness connects for its readiness checks (as the `broker` super user).
+        self.client_security = self.security.client_security() if self.security is not None else None
         self.logging_props = write_logging_configs(self.workdir / "config", log_level)
         self.nodes = [KafkaNode(self, i, port if i == 0 else 0) for i in range(brokers)]
         if port and self.nodes[0].port != port:
@@ -353,7 +377,7 @@ class KafkaCluster:
         return proc.pid if proc is not None and proc.poll() is None else None
 
     def api_versions(self, i: int = 0) -> dict[int, tuple[int, int]]:
-        return api_versions(HOST, self.nodes[i].port)
+        return api_versions(HOST, self.nodes[i].port, security=self.client_security)
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -414,7 +438,7 @@ class KafkaCluster:
                     )
             if all(n.answers() for n in running):
                 try:
-                    ids = broker_ids(HOST, running[0].port)
+                    ids = broker_ids(HOST, running[0].port, security=self.client_security)
                 except (OSError, ConnectionError, KeyError, ValueError):
                     ids = []
                 if {n.node_id for n in running} <= set(ids):

@@ -15,6 +15,7 @@ from typing import Any, TextIO
 from harness.kafka_dist.cluster import KafkaCluster, KafkaStartError
 from harness.kafka_dist.command_line_tools import SCRIPT_CLASSES, run_tool
 from harness.kafka_dist.maven import KafkaUnavailable, cache_root, cached_dists, resolve_component
+from harness.kafka_dist.security import SASL_MECHANISMS, SECURITY_CHOICES
 
 
 def parse_sets(sets: Sequence[str]) -> dict[str, str]:
@@ -40,8 +41,15 @@ def start(
     port: int = 0,
     out: TextIO = sys.stdout,
     err: TextIO = sys.stderr,
+    security: str | None = None,
+    sasl_mechanism: str = "SCRAM-SHA-256",
 ) -> int:
     """Start a cluster, print its bootstrap address, run until Ctrl-C/SIGTERM, stop it cleanly.
+
+    With `security` (ssl, sasl_plaintext, sasl_ssl) the cluster is secured
+    (harness.kafka_dist.security) and stdout has, after the bootstrap line, one line per client
+    principal: `command-config User:NAME PATH`, the Kafka client properties file for
+    `--command-config` (User:admin is the super user).
 
     Exit status: 0 after a requested stop, 1 when a node died or did not start, 2 bad input.
     """
@@ -55,14 +63,28 @@ def start(
     previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
     cluster: KafkaCluster | None = None
     try:
-        cluster = KafkaCluster(version, brokers=brokers, configs=configs, workdir=workdir, port=port)
+        cluster = KafkaCluster(
+            version,
+            brokers=brokers,
+            configs=configs,
+            workdir=workdir,
+            port=port,
+            security=security,
+            sasl_mechanism=sasl_mechanism,
+        )
         again = " again" if cluster.nodes[0].formatted else ""
         print(f"starting Kafka {cluster.version} ({brokers} node(s)){again} in {cluster.workdir}", file=err)
         cluster.start()
         for i in range(brokers):
             print(f"node {i}: {cluster.address(i)} log {cluster.log_path(i)}", file=err)
         print(f"ready in {cluster.startup_seconds:.1f}s; Ctrl-C stops the cluster", file=err)
-        print(cluster.bootstrap, file=out, flush=True)
+        print(cluster.bootstrap, file=out, flush=cluster.security is None)
+        if cluster.security is not None:
+            protocol = cluster.security.protocol
+            print(f"{protocol} listener, StandardAuthorizer, super user User:admin", file=err)
+            for user, path in cluster.security.write_all_client_properties().items():
+                print(f"command-config User:{user} {path}", file=out)
+            out.flush()
         while True:
             time.sleep(0.5)
             dead = [i for i in range(brokers) if not cluster.is_running(i)]
@@ -103,8 +125,11 @@ def versions(out: TextIO = sys.stdout) -> int:
     return 0
 
 
-def fetch(specs: Sequence[str], clients: bool = True, out: TextIO = sys.stdout) -> int:
-    """Resolve each spec's broker (and Java tools) into the cache; print what each became."""
+def fetch(
+    specs: Sequence[str], clients: bool = True, out: TextIO = sys.stdout, err: TextIO = sys.stderr
+) -> int:
+    """Resolve each spec's broker (and Java tools) into the cache; print what each became on
+    stdout and each failure on stderr (a script reading the paths never reads an error as one)."""
     status = 0
     for spec in specs:
         for component in ("broker", "clients") if clients else ("broker",):
@@ -112,7 +137,7 @@ def fetch(specs: Sequence[str], clients: bool = True, out: TextIO = sys.stdout) 
             try:
                 dist = resolve_component(spec, component)
             except (KafkaUnavailable, ValueError) as exc:
-                print(f"{spec} {component}: error: {exc}", file=out)
+                print(f"error: {spec} {component}: {exc}", file=err)
                 status = 1
                 continue
             print(
@@ -164,8 +189,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "start used restarts that cluster with its data on its ports",
     )
     s.add_argument("--port", type=int, default=0, help="node 0's client port (default: a free one)")
+    s.add_argument(
+        "--security",
+        choices=SECURITY_CHOICES,
+        help="secure the listeners (mutual TLS, or SASL PLAIN/SCRAM-SHA-256/SCRAM-SHA-512) with the "
+        "StandardAuthorizer and no ACLs; prints a client properties file per principal "
+        "(admin: super user; alice, bob) for --command-config (docs/security.md)",
+    )
+    s.add_argument(
+        "--sasl-mechanism",
+        choices=SASL_MECHANISMS,
+        default="SCRAM-SHA-256",
+        help="the SASL mechanism the client properties files name (all are enabled)",
+    )
     s.set_defaults(
-        run=lambda a: start(a.kafka_version, brokers=a.brokers, sets=a.set, workdir=a.workdir, port=a.port)
+        run=lambda a: start(
+            a.kafka_version,
+            brokers=a.brokers,
+            sets=a.set,
+            workdir=a.workdir,
+            port=a.port,
+            security=a.security,
+            sasl_mechanism=a.sasl_mechanism,
+        )
     )
     t = sub.add_parser(
         "tool",

@@ -15,6 +15,7 @@ from __future__ import annotations
 import struct
 
 from protocol.client import WireClient
+from protocol.client_security import ClientSecurity
 from protocol.framing import frame
 from protocol.varint import encode_uvarint
 
@@ -77,9 +78,18 @@ def _parse_api_versions(reader: _Reader) -> dict[int, tuple[int, int]]:
     return apis
 
 
-def api_versions(host: str, port: int, timeout: float = 5.0) -> dict[int, tuple[int, int]]:
+def _connect(host: str, port: int, timeout: float, security: ClientSecurity | None) -> WireClient:
+    """A plain connection, or one through TLS and SASL on a secured listener."""
+    if security is None:
+        return WireClient(port, host, timeout)
+    return security.connect(host, port, timeout)
+
+
+def api_versions(
+    host: str, port: int, timeout: float = 5.0, security: ClientSecurity | None = None
+) -> dict[int, tuple[int, int]]:
     """The broker's ApiVersions answer: api key -> (min version, max version)."""
-    with WireClient(port, host, timeout) as client:
+    with _connect(host, port, timeout, security) as client:
         return _parse_api_versions(_request(client, API_VERSIONS, 0, 1, b""))
 
 
@@ -92,9 +102,11 @@ def _metadata_body(version: int) -> bytes:
     return body
 
 
-def broker_ids(host: str, port: int, timeout: float = 5.0) -> list[int]:
+def broker_ids(
+    host: str, port: int, timeout: float = 5.0, security: ClientSecurity | None = None
+) -> list[int]:
     """Node ids of the brokers the cluster's metadata lists, via a non-flexible Metadata."""
-    with WireClient(port, host, timeout) as client:
+    with _connect(host, port, timeout, security) as client:
         apis = _parse_api_versions(_request(client, API_VERSIONS, 0, 1, b""))
         low, high = apis[API_METADATA]
         version = min(high, 8)

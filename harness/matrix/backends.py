@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
+from protocol.client_security import ClientSecurity
 from tools.groups.wire import AdminWire
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -71,15 +72,20 @@ class Backend(Protocol):
     def close(self) -> None: ...
 
 
-def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+def create_topic(bootstrap: str, topic: str, partitions: int, security: ClientSecurity | None = None) -> None:
+    """Create `topic` with confluent-kafka's AdminClient; `security` (a `--command-config`'s)
+    becomes librdkafka's settings for a secured cluster."""
     from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    config: dict[str, str | int | float | bool] = {"bootstrap.servers": bootstrap}
+    if security is not None:
+        config |= security.librdkafka_config()
+    admin = AdminClient(config)
     admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
 
 
-def admin(bootstrap: str) -> AdminWire:
-    return AdminWire(bootstrap, timeout=10.0)
+def admin(bootstrap: str, security: ClientSecurity | None = None) -> AdminWire:
+    return AdminWire(bootstrap, timeout=10.0, security=security)
 
 
 class GatewayServer:

@@ -210,6 +210,11 @@ class ImageBuilder:
                 self._drop_stale(image)
         return image
 
+    def build_once(self, image: str, build: Any) -> str:
+        """`_once` for an image whose recipe lives elsewhere (harness.gateway_image): the same
+        existence check, cross-process lock, timing and removal of the repository's older tags."""
+        return self._once(image, build)
+
     def _drop_stale(self, image: str) -> None:
         """Remove the other tags of `image`'s repository: older builds of the same layer. An old
         image still under a newer one (or used by a container) is refused by the engine and kept."""

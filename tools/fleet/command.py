@@ -12,6 +12,7 @@ status: 0 done, 1 the job failed, 2 bad arguments or unreadable inputs.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from typing import Any
@@ -101,6 +102,12 @@ def _run_synth(args: argparse.Namespace) -> int:
     return 0
 
 
+def _first_line(e: BaseException) -> str:
+    """The first non-empty line of a JVM or worker exception (Py4J puts the Java stack trace
+    after it), cut to 300 characters."""
+    return next((line for line in str(e).splitlines() if line.strip()), type(e).__name__)[:300]
+
+
 def _run_report(args: argparse.Namespace) -> int:
     from tools.check.loader_rules import KAFKA_TARGETS
     from tools.fleet.inputs import InputError, discover
@@ -129,17 +136,24 @@ def _run_report(args: argparse.Namespace) -> int:
         from tools.fleet.job import run, session
         from tools.fleet.report import from_tables
 
-        spark = session(args.master)
+        spark_log = os.path.join(os.path.abspath(args.out), "spark.log")
+        try:
+            spark = session(args.master, log_path=spark_log)
+        except Exception as e:  # a bad --master, no Java: one line, Spark's log has the rest
+            print(f"groupshift fleet report: error: Spark did not start: {_first_line(e)} "
+                  f"(Spark's log: {spark_log})", file=sys.stderr)  # fmt: skip
+            return 2
         try:
             result = run(spark, clusters, args.out, targets)
             tables = {n: spark.read.parquet(os.path.join(args.out, n)) for n in result.counts}
             data = from_tables(tables)
         except Exception as e:  # a JVM or worker failure: one line, the log has the rest
-            first = next((line for line in str(e).splitlines() if line.strip()), type(e).__name__)
-            print(f"groupshift fleet report: error: the Spark job failed: {first[:300]}", file=sys.stderr)
+            print(f"groupshift fleet report: error: the Spark job failed: {_first_line(e)} "
+                  f"(Spark's log: {spark_log})", file=sys.stderr)  # fmt: skip
             return 1
         finally:
-            spark.stop()
+            with contextlib.suppress(Exception):
+                spark.stop()
         counts = ", ".join(f"{n} {c}" for n, c in result.counts.items())
         print(f"tables ({counts}) in {result.seconds:.1f}s")
     from tools.fleet.report import render

@@ -44,9 +44,36 @@ FILE_BYTES_PER_TASK = 64 * 2**20
 SHUFFLE_BYTES_PER_PARTITION = 32 * 2**20  # input bytes per shuffle partition (2 at least)
 
 
-def session(master: str = "local[2]", app: str = "groupshift-fleet", **conf: str) -> SparkSession:
+SPARK_LOG4J2 = """\
+# groupshift fleet: Spark's own log goes to a file, so a failed task's Java and Python stack
+# traces never reach the terminal (the command prints one line naming this file).
+status = error
+rootLogger.level = warn
+rootLogger.appenderRef.file.ref = file
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = {path}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = %d{{yyyy-MM-dd HH:mm:ss.SSS}} %p %c: %m%n%ex
+"""
+
+
+def spark_log_options(log_path: str) -> dict[str, str]:
+    """Spark settings that send the driver's log4j2 output to `log_path` (a log4j2 properties
+    file is written beside it). In local mode the executors run in the driver's JVM, so a task's
+    failure is logged there too."""
+    config = os.path.splitext(log_path)[0] + "-log4j2.properties"
+    with open(config, "w", encoding="utf-8") as f:
+        f.write(SPARK_LOG4J2.format(path=log_path))
+    return {"spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{config}"}
+
+
+def session(
+    master: str = "local[2]", app: str = "groupshift-fleet", log_path: str | None = None, **conf: str
+) -> SparkSession:
     """A SparkSession bound to 127.0.0.1 whose Python workers run this interpreter (so they
-    import groupshift from the same environment and checkout)."""
+    import groupshift from the same environment and checkout); with `log_path`, Spark's own log
+    goes to that file instead of stderr."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -68,7 +95,7 @@ def session(master: str = "local[2]", app: str = "groupshift-fleet", **conf: str
         .config("spark.pyspark.python", sys.executable)
         .config("spark.sql.session.timeZone", "UTC")
     )
-    for k, v in conf.items():
+    for k, v in {**(spark_log_options(log_path) if log_path else {}), **conf}.items():
         b = b.config(k, v)
     return b.getOrCreate()
 

@@ -11,9 +11,12 @@ import argparse
 import os
 import sys
 from importlib.util import find_spec
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tools.groups.output import ERROR, NOT_FOUND, USAGE, Style, use_colour
+
+if TYPE_CHECKING:
+    from protocol.client_security import ClientSecurity
 
 EPILOG = """\
 exit status:
@@ -23,6 +26,22 @@ exit status:
   3  the group does not exist
   4  refused because the group is active (reset-offsets, delete, delete-offsets)
 """
+
+
+COMMAND_CONFIG_HELP = (
+    "Kafka client properties for a secured cluster (security.protocol, ssl.*, sasl.mechanism, "
+    "sasl.jaas.config), as kafka-consumer-groups.sh --command-config takes them (docs/security.md)"
+)
+
+
+def load_command_config(path: str | None) -> ClientSecurity | None:
+    """The `ClientSecurity` of a `--command-config` file (None without one); ValueError
+    (ClientSecurityError) with one line naming the file and what is wrong."""
+    if path is None:
+        return None
+    from protocol.client_security import ClientSecurity
+
+    return ClientSecurity.from_file(path)
 
 
 def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
@@ -42,6 +61,7 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
     # the sub-commands repeat them with SUPPRESS defaults, so that a value given after the
     # sub-command wins and one given before is not reset.
     p.add_argument("--bootstrap-server", metavar="HOST:PORT", help="broker(s) to connect to (required)")
+    p.add_argument("--command-config", metavar="FILE", help=COMMAND_CONFIG_HELP)
     p.add_argument(
         "--timeout", type=positive_seconds, default=10.0, metavar="S", help="socket timeout (default 10)"
     )
@@ -166,6 +186,9 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
         sp.add_argument(
             "--timeout", type=positive_seconds, default=argparse.SUPPRESS, metavar="S", help="socket timeout"
         )
+        sp.add_argument(
+            "--command-config", default=argparse.SUPPRESS, metavar="FILE", help=COMMAND_CONFIG_HELP
+        )
 
     def usage(args: argparse.Namespace) -> int:
         p.print_help()
@@ -261,9 +284,14 @@ def run_groups(args: argparse.Namespace) -> int:
     if getattr(args, "plot", None) and find_spec("matplotlib") is None:  # said before polling
         error("--plot needs matplotlib: pip install 'groupshift[plot]'")
         return ERROR
+    try:
+        security = load_command_config(args.command_config)
+    except ValueError as e:  # unreadable file, unusable properties
+        error(f"--command-config {e}")
+        return USAGE
     style = Style(use_colour(sys.stdout))
     try:
-        with AdminWire(args.bootstrap_server, timeout=args.timeout) as admin:
+        with AdminWire(args.bootstrap_server, timeout=args.timeout, security=security) as admin:
             return runners[args.groups_command](admin, args, sys.stdout, style)
     except ValueError as e:  # bad --bootstrap-server
         error(str(e))

@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import sys
 import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -665,8 +666,10 @@ def run(admin: AdminWire, args: argparse.Namespace, out: TextIO, style: Style) -
                 admin.reset()
                 if args.json:
                     out.write(json.dumps({"group": args.group, "poll_error": str(e)}) + "\n")
-                else:
+                elif screen.redraws:  # part of the view on a terminal, kept above the next one
                     screen.show(style.warn(f"poll failed: {e}") + "\n", keep=True)
+                else:  # a piped watch: the view on stdout, errors on stderr
+                    print(style.warn(f"poll failed: {e}"), file=sys.stderr, flush=True)
                 out.flush()
                 polls += 1
                 if args.count and polls >= args.count:

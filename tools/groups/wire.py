@@ -18,10 +18,15 @@ Which path does what, and why one wire path rather than an admin library:
 Routing follows Kafka's admin client: group requests go to the group's coordinator
 (FindCoordinator key type 0), ListOffsets to each partition's leader (Metadata), ListGroups to every
 broker, the rest to any broker.
+
+On a secured cluster every connection (bootstrap and each broker found through Metadata, as
+Kafka's admin client does) goes through TLS and the SASL exchange of the `ClientSecurity` made
+from `--command-config` (protocol.client_security).
 """
 
 from __future__ import annotations
 
+import ssl
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -29,7 +34,8 @@ from typing import Any
 
 from kio.index import load_request_schema
 
-from protocol.client import WireClient
+from protocol.client import ConnectionClosed, WireClient
+from protocol.client_security import ClientSecurity, SaslAuthenticationFailed
 from protocol.codec import decode_response, response_type_of
 from protocol.entity_builder import build
 
@@ -46,6 +52,9 @@ LIST_OFFSETS = 2
 DELETE_GROUPS = 42
 DESCRIBE_CONFIGS = 32
 INCREMENTAL_ALTER_CONFIGS = 44
+DESCRIBE_ACLS = 29
+CREATE_ACLS = 30
+DELETE_ACLS = 31
 
 # (lowest version our code handles, highest version it is written for)
 _SUPPORTED: dict[int, tuple[int, int]] = {
@@ -61,6 +70,10 @@ _SUPPORTED: dict[int, tuple[int, int]] = {
     DELETE_GROUPS: (0, 2),
     DESCRIBE_CONFIGS: (1, 4),
     INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    # v1 added pattern types (KIP-290); v0 is gone from Kafka 4 (KIP-896)
+    DESCRIBE_ACLS: (1, 3),
+    CREATE_ACLS: (1, 3),
+    DELETE_ACLS: (1, 3),
 }
 
 GROUP_RESOURCE = 32  # KIP-848 "Dynamic group configs"
@@ -130,12 +143,29 @@ class _Connection:
     """A `protocol.client.WireClient` whose failures are `WireError`s, with the versions the
     broker advertised (filled by `AdminWire._open`)."""
 
-    def __init__(self, host: str, port: int, timeout: float) -> None:
+    def __init__(self, host: str, port: int, timeout: float, security: ClientSecurity | None = None) -> None:
+        self.secured = security is not None and security.protocol != "PLAINTEXT"
         try:
-            self.client = WireClient(port, host, timeout, client_id=CLIENT_ID)
+            if security is None:
+                self.client = WireClient(port, host, timeout, client_id=CLIENT_ID)
+            else:
+                self.client = security.connect(host, port, timeout, client_id=CLIENT_ID)
+        except SaslAuthenticationFailed as e:
+            raise WireError(f"{host}:{port}: SASL authentication failed: {e}") from None
+        except ssl.SSLError as e:
+            reason = getattr(e, "verify_message", None) or e.reason or e
+            raise WireError(f"{host}:{port}: TLS handshake failed: {reason}") from None
+        except (ConnectionClosed, ConnectionResetError) as e:  # closed in the TLS or SASL exchange
+            raise WireError(f"{host}:{port}: {e}{self._hint()}") from None
         except OSError as e:
             raise WireError(f"cannot connect to {host}:{port}: {e}") from None
         self.versions: dict[int, tuple[int, int]] = {}
+
+    def _hint(self) -> str:
+        """What a closed connection most often means when no security was configured."""
+        if self.secured:
+            return ""
+        return " (a TLS or SASL listener? give its client properties with --command-config FILE)"
 
     def close(self) -> None:
         self.client.close()
@@ -151,7 +181,7 @@ class _Connection:
         except OSError as e:
             raise WireError(f"connection lost: {e}") from None
         if frame is None:
-            raise WireError("the broker closed the connection")
+            raise WireError(f"the broker closed the connection{self._hint()}")
         got, body = decode_response(response_type_of(request), frame)
         if got != correlation:
             raise WireError(f"correlation id {got}, expected {correlation}")
@@ -171,8 +201,9 @@ def parse_bootstrap(bootstrap: str) -> list[tuple[str, int]]:
 class AdminWire:
     """One connection per broker, opened on first use; `close()` closes them all."""
 
-    def __init__(self, bootstrap: str, timeout: float = 10.0) -> None:
+    def __init__(self, bootstrap: str, timeout: float = 10.0, security: ClientSecurity | None = None) -> None:
         self.timeout = timeout
+        self.security = security
         self._bootstrap = parse_bootstrap(bootstrap)
         self._conns: dict[int, _Connection] = {}
         self._nodes: dict[int, Node] = {}
@@ -201,7 +232,7 @@ class AdminWire:
     # -- connections and versions ---------------------------------------------------------------
 
     def _open(self, host: str, port: int) -> _Connection:
-        conn = _Connection(host, port, self.timeout)
+        conn = _Connection(host, port, self.timeout, self.security)
         resp = conn.request(build(load_request_schema(API_VERSIONS, 0), {}))
         if code_of(resp.error_code) != 0:
             raise KafkaError(code_of(resp.error_code), f"ApiVersions from {host}:{port}")
@@ -254,7 +285,7 @@ class AdminWire:
         a broker older than 2.4 answers v3 with a v0 body, which is None here (no features)."""
         for host, port in self._bootstrap:
             try:
-                conn = _Connection(host, port, self.timeout)
+                conn = _Connection(host, port, self.timeout, self.security)
             except WireError:
                 continue
             try:
@@ -285,6 +316,26 @@ class AdminWire:
         if v is None:
             raise WireError(f"the broker does not support API key {api_key} in a version this tool speaks")
         return conn.request(build(load_request_schema(api_key, v), dict(values))), v
+
+    # -- ACLs (groupshift acls: DescribeAcls, CreateAcls, DeleteAcls go to any broker) ----------
+
+    def describe_acls(self, acl_filter: Mapping[str, Any]) -> list[Any]:
+        """The resources (with their ACLs) matching a DescribeAcls filter; KafkaError on error."""
+        resp, _ = self._call(DESCRIBE_ACLS, acl_filter)
+        code = code_of(resp.error_code)
+        if code != 0:
+            raise KafkaError(code, "DescribeAcls", resp.error_message)
+        return list(resp.resources)
+
+    def create_acls(self, creations: Sequence[Mapping[str, Any]]) -> list[tuple[int, str | None]]:
+        """CreateAcls: per creation, its error code and message (0, None when created)."""
+        resp, _ = self._call(CREATE_ACLS, {"creations": [dict(c) for c in creations]})
+        return [(code_of(r.error_code), r.error_message) for r in resp.results]
+
+    def delete_acls(self, filters: Sequence[Mapping[str, Any]]) -> list[Any]:
+        """DeleteAcls: per filter, its result (error code, the ACLs it deleted)."""
+        resp, _ = self._call(DELETE_ACLS, {"filters": [dict(f) for f in filters]})
+        return list(resp.filter_results)
 
     # -- cluster ----------------------------------------------------------------------------------
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gateway.cluster import ClusterView
+from gateway.dataplane.apis.client_quotas import register_client_quota_apis
 from gateway.dataplane.apis.configs import register_config_apis
 from gateway.dataplane.apis.delete_records import DeleteRecordsApi
 from gateway.dataplane.apis.describe_cluster import DescribeClusterApi
@@ -18,7 +19,7 @@ from gateway.registry import HandlerRegistry
 
 def register_dataplane_apis(registry: HandlerRegistry, plane: DataPlane, cluster: ClusterView) -> None:
     """Metadata, Produce, Fetch, ListOffsets, topic admin, InitProducerId, DescribeCluster,
-    DeleteRecords, and the config APIs (TOPIC and BROKER resources)."""
+    DeleteRecords, the config APIs (TOPIC and BROKER resources) and DescribeClientQuotas."""
     MetadataApi(plane, cluster).register(registry)
     ProduceApi(plane).register(registry)
     FetchApi(plane).register(registry)
@@ -28,3 +29,4 @@ def register_dataplane_apis(registry: HandlerRegistry, plane: DataPlane, cluster
     DescribeClusterApi(cluster).register(registry)
     DeleteRecordsApi(plane).register(registry)
     register_config_apis(registry, plane)
+    register_client_quota_apis(registry)

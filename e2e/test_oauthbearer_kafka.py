@@ -4,8 +4,9 @@ One Kafka 4.x node gets a SASL_PLAINTEXT listener `OAUTH` with OAUTHBEARER valid
 `OAuthBearerValidatorCallbackHandler` against a JWKS file this module writes (keys generated
 here, tokens signed with PyJWT). Each case is a fresh connection: SaslHandshake v1, then the
 case's SaslAuthenticate v2 messages; Kafka's answers (error code, error message, auth bytes,
-session lifetime, or a closed connection) are compared with what `OAuthBearerMechanism` gives
-for the same bytes, its settings parsed from the very properties Kafka was started with.
+session lifetime, or a closed connection) are compared with what groupshift's SASL state
+machine answers with the OAUTHBEARER mechanism of its table, the listener's settings resolved
+from the very properties Kafka was started with.
 
 This pins the claims of gateway/sasl/oauthbearer.py (the JSON challenge byte for byte, the
 `\\x01` reply, the generic text for a malformed message, the authzid rule, the credential
@@ -30,8 +31,18 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from gateway.sasl.mechanism import SaslAuthenticationFailed
-from gateway.sasl.oauthbearer import ClientInitialResponse, OAuthBearerServer, parse_oauthbearer_settings
+from gateway.listeners import listener_sasl_settings
+from gateway.sasl.authenticator import (
+    AuthenticateAnswer,
+    AuthenticateRequest,
+    HandshakeRequest,
+    SaslAuthenticator,
+    SaslListenerSetup,
+)
+from gateway.sasl.jaas import parse_jaas
+from gateway.sasl.mechanisms import MECHANISMS
+from gateway.sasl.oauthbearer import ClientInitialResponse, parse_oauthbearer_settings
+from gateway.sasl.setup import MechanismSetup
 from harness.kafka_dist import KafkaCluster
 from harness.kafka_dist.cluster import DEFAULT_JVM_OPTS, free_port
 from protocol.client import WireClient, make_request
@@ -152,17 +163,31 @@ def _ms(v: Any) -> int:
 
 
 def our_answers(settings: dict[str, str], messages: list[bytes], listener: str = "OAUTH") -> list[Answer]:
-    server = OAuthBearerServer(parse_oauthbearer_settings(settings, listener=listener))
-    m = server.new_mechanism()
+    """groupshift's answers to the same messages: the listener's settings as the server resolves
+    them, the OAUTHBEARER factory of the mechanism table, and the SASL state machine."""
+    sasl = listener_sasl_settings(listener, settings)
+    jaas = sasl.get("oauthbearer.sasl.jaas.config")
+    setup = MechanismSetup(listener, "OAUTHBEARER", sasl, None if jaas is None else parse_jaas(jaas), None)
+    auth = SaslAuthenticator(
+        SaslListenerSetup(("OAUTHBEARER",), {"OAUTHBEARER": MECHANISMS["OAUTHBEARER"](setup)}, {})
+    )
+    auth.receive(HandshakeRequest("OAUTHBEARER", 1), 0)
     out: list[Answer] = []
     for data in messages:
-        try:
-            step = m.step(data)
-        except SaslAuthenticationFailed as e:
-            out.append((FAILED, str(e), b"", 0))
+        answer = auth.receive(AuthenticateRequest(data, 2), 0).answer
+        if not isinstance(answer, AuthenticateAnswer):
+            out.append("closed")
             break
-        # the authenticator reports the lifetime as Kafka's does: never below 0 (zeroIfNegative)
-        out.append((0, None, step.challenge, max(0, step.credential_lifetime_ms or 0)))
+        out.append(
+            (
+                int(answer.error_code),
+                answer.error_message or None,
+                answer.auth_bytes,
+                answer.session_lifetime_ms,
+            )
+        )
+        if answer.error_code:
+            break
     return out
 
 

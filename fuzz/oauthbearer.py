@@ -11,7 +11,8 @@ Clean: `SaslAuthenticationFailed` (Kafka's SASL_AUTHENTICATION_FAILED answer). A
   credential lifetime, and an empty challenge;
 * an incomplete step's challenge is Kafka's JSON error, and the `\\x01` reply fails with exactly
   that text;
-* a malformed message fails with Kafka's generic text, never naming the cause.
+* a malformed message fails as `SaslInvalidCredentials`, which the authenticator answers with
+  Kafka's generic text, never naming the cause.
 """
 
 from __future__ import annotations
@@ -23,9 +24,8 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from fuzz.common import Target
 from gateway.sasl.jwks import StaticKeySource, parse_jwks
-from gateway.sasl.mechanism import SaslAuthenticationFailed
+from gateway.sasl.mechanism import SaslAuthenticationFailed, SaslInvalidCredentials
 from gateway.sasl.oauthbearer import (
-    MALFORMED,
     ClientInitialResponse,
     JwksTokenValidator,
     OAuthBearerMechanism,
@@ -53,7 +53,10 @@ def one_input(data: bytes) -> None:
     try:
         step = m.step(data)
     except SaslAuthenticationFailed as e:
-        assert str(e) == MALFORMED or str(e).startswith("Authentication failed: Client requested"), str(e)
+        # a malformed message: the authenticator sends Kafka's generic text (`MALFORMED`)
+        assert isinstance(e, SaslInvalidCredentials) or str(e).startswith(
+            "Authentication failed: Client requested"
+        ), str(e)
         raise
     if step.complete:
         assert step.challenge == b"" and step.principal is not None and step.principal.startswith("User:")

@@ -25,7 +25,15 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kio.schema.errors import ErrorCode
 
+from gateway.sasl.authenticator import (
+    AuthenticateAnswer,
+    AuthenticateRequest,
+    HandshakeRequest,
+    SaslAuthenticator,
+    SaslListenerSetup,
+)
 from gateway.sasl.jwks import (
     JwksError,
     RefreshingJwks,
@@ -34,7 +42,8 @@ from gateway.sasl.jwks import (
     load_jwks_file,
     parse_jwks,
 )
-from gateway.sasl.mechanism import SaslAuthenticationFailed, ServerMechanism
+from gateway.sasl.mechanism import SaslAuthenticationFailed, SaslInvalidCredentials, ServerMechanism
+from gateway.sasl.mechanisms import MECHANISMS
 from gateway.sasl.oauthbearer import (
     MALFORMED,
     UNSECURED_HANDLER,
@@ -48,6 +57,7 @@ from gateway.sasl.oauthbearer import (
     decode_initial_response,
     parse_oauthbearer_settings,
 )
+from gateway.sasl.setup import MechanismSetup
 
 NOW = 1_800_000_000.0  # the mechanism's fixed wall clock in these tests
 INVALID = b'{"status":"invalid_token"}'
@@ -117,6 +127,22 @@ def validator(**kw: Any) -> JwksTokenValidator:
 
 def mechanism(v: Any = None) -> OAuthBearerMechanism:
     return OAuthBearerMechanism(v or validator(), clock=lambda: NOW)
+
+
+def through_the_authenticator(
+    messages: list[bytes], *, reauth_ms: int = 0, validator_: Any = None
+) -> list[Any]:
+    """The answers of groupshift's SASL state machine (gateway.sasl.authenticator) with this
+    mechanism, as a SASL listener gives them: SaslHandshake v1, then SaslAuthenticate v2 each."""
+    auth = SaslAuthenticator(
+        SaslListenerSetup(
+            ("OAUTHBEARER",),
+            {"OAUTHBEARER": lambda: mechanism(validator_)},
+            {"OAUTHBEARER": reauth_ms},
+        )
+    )
+    auth.receive(HandshakeRequest("OAUTHBEARER", 1), 0)
+    return [auth.receive(AuthenticateRequest(m, 2), 0).answer for m in messages]
 
 
 def refused_with_challenge(m: OAuthBearerMechanism, data: bytes, challenge: bytes = INVALID) -> None:
@@ -256,9 +282,68 @@ def test_a_new_initial_response_after_a_challenge_is_evaluated_afresh() -> None:
 
 
 def test_0x01_without_a_pending_error_is_a_malformed_message() -> None:
-    with pytest.raises(SaslAuthenticationFailed) as e:
+    with pytest.raises(SaslInvalidCredentials):
         mechanism().step(b"\x01")
-    assert str(e.value) == MALFORMED
+
+
+def test_answers_through_the_sasl_listener_state_machine() -> None:
+    """Kafka's bytes once the authenticator wraps the mechanism: a challenge is answered with
+    error code 0, the 0x01 reply fails with the JSON, a good token's session lifetime is its
+    credential lifetime (capped by connections.max.reauth.ms)."""
+    assert through_the_authenticator([first(token(aud="x")), b"\x01"]) == [
+        AuthenticateAnswer(ErrorCode.none, "", INVALID, 0),
+        AuthenticateAnswer(ErrorCode.sasl_authentication_failed, INVALID.decode(), b""),
+    ]
+    assert through_the_authenticator([first(token())]) == [
+        AuthenticateAnswer(ErrorCode.none, "", b"", 3600_000)
+    ]
+    assert through_the_authenticator([first(token())], reauth_ms=60_000)[0].session_lifetime_ms == 60_000
+    expired_in_skew = through_the_authenticator([first(token(exp=int(NOW) - 5))])[0]
+    assert expired_in_skew.session_lifetime_ms == 0  # Kafka's zeroIfNegative
+
+
+def test_oauthbearer_is_in_the_mechanism_table(jwks_file: Path) -> None:
+    factory = MECHANISMS["OAUTHBEARER"]
+    setup = MechanismSetup(
+        listener_name="EXTERNAL",
+        mechanism="OAUTHBEARER",
+        settings={
+            "oauthbearer.sasl.oauthbearer.jwks.endpoint.url": jwks_file.as_uri(),
+            "sasl.oauthbearer.expected.audience": "kafka",
+            "sasl.oauthbearer.expected.issuer": "https://idp.example",
+        },
+        jaas=None,
+        scram=None,
+    )
+    new = factory(setup)
+    tok = jwt.encode(
+        {
+            "sub": "alice",
+            "iat": int(time.time()),
+            "exp": int(time.time()) + 60,
+            "aud": "kafka",
+            "iss": "https://idp.example",
+        },
+        RSA_KEY,
+        algorithm="RS256",
+        headers={"kid": "rsa-1"},
+    )
+    assert new().step(first(tok)).principal == "User:alice"
+    with pytest.raises(
+        ValueError, match=r"^listener EXTERNAL, OAUTHBEARER: sasl\.oauthbearer\.expected\.issuer"
+    ):
+        factory(
+            MechanismSetup(
+                "EXTERNAL",
+                "OAUTHBEARER",
+                {
+                    "sasl.oauthbearer.jwks.endpoint.url": jwks_file.as_uri(),
+                    "sasl.oauthbearer.expected.audience": "a",
+                },
+                None,
+                None,
+            )
+        )
 
 
 # --- the GS2 header and extensions -------------------------------------------------------------
@@ -293,12 +378,12 @@ def test_0x01_without_a_pending_error_is_a_malformed_message() -> None:
     ],
 )
 def test_malformed_initial_responses_fail_with_kafkas_generic_answer(data: bytes) -> None:
-    with pytest.raises(MalformedInitialResponse) as e:
+    with pytest.raises(MalformedInitialResponse):
         decode_initial_response(data)
-    assert str(e.value) == MALFORMED
-    with pytest.raises(SaslAuthenticationFailed) as e2:
+    with pytest.raises(SaslInvalidCredentials):  # the authenticator answers Kafka's generic text
         mechanism().step(data)
-    assert str(e2.value) == MALFORMED
+    answers = through_the_authenticator([data])
+    assert answers[-1] == AuthenticateAnswer(ErrorCode.sasl_authentication_failed, MALFORMED, b"")
 
 
 def test_decoder_accepts_what_kafka_accepts() -> None:
@@ -347,7 +432,7 @@ def test_gs2_decoder_never_raises_anything_else(data: bytes) -> None:
     try:
         r = decode_initial_response(data)
     except MalformedInitialResponse as e:
-        assert str(e) == MALFORMED
+        assert isinstance(e, SaslInvalidCredentials) and e.reason
         return
     assert data.startswith(b"n,") and data.endswith(b"\x01\x01")
     assert r.token and all(k.isalpha() and k != "auth" for k in r.extensions)

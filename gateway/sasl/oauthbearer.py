@@ -52,7 +52,8 @@ import jwt
 import structlog
 
 from gateway.sasl.jwks import KeySource, RefreshingJwks, VerificationKey, load_jwks_file
-from gateway.sasl.mechanism import SaslAuthenticationFailed, SaslStep
+from gateway.sasl.mechanism import SaslAuthenticationFailed, SaslInvalidCredentials, SaslStep, ServerMechanism
+from gateway.sasl.setup import MechanismSetup
 
 log = structlog.get_logger(__name__)
 
@@ -77,7 +78,9 @@ MALFORMED = (
     "Authentication failed during authentication due to invalid credentials with SASL mechanism OAUTHBEARER"
 )
 """What Kafka's SaslServerAuthenticator answers for any `SaslException` (a malformed message):
-nothing of the cause, which it only logs."""
+nothing of the cause, which it only logs. The mechanism raises `SaslInvalidCredentials` and the
+authenticator (`gateway.sasl.authenticator`) writes this text ("re-authentication" when
+re-authenticating)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,12 +99,13 @@ class ClientInitialResponse:
         return f"n,{authzid},{_SEPARATOR}auth=Bearer {self.token}{ext}{_SEPARATOR}{_SEPARATOR}".encode()
 
 
-class MalformedInitialResponse(SaslAuthenticationFailed):
-    """The client's message does not follow the grammar. `str()` is Kafka's answer; `reason`
-    (for the log only) says which rule failed."""
+class MalformedInitialResponse(SaslInvalidCredentials):
+    """The client's message does not follow the grammar (Kafka's `SaslException`): the client
+    gets only the generic text (`MALFORMED`); `str()` and `reason` say which rule failed, for
+    the audit log."""
 
     def __init__(self, reason: str) -> None:
-        super().__init__(MALFORMED)
+        super().__init__(reason)
         self.reason = reason
 
 
@@ -431,7 +435,7 @@ class OAuthBearerMechanism:
 
     def step(self, token: bytes) -> SaslStep:
         if self._complete:
-            raise SaslAuthenticationFailed(MALFORMED)
+            raise SaslInvalidCredentials("OAUTHBEARER message after the exchange completed")
         if token == b"\x01" and self._error is not None:
             raise SaslAuthenticationFailed(self._error)
         self._error = None
@@ -758,3 +762,17 @@ class OAuthBearerServer:
 
     def new_mechanism(self) -> OAuthBearerMechanism:
         return OAuthBearerMechanism(self.validator, clock=self._clock)
+
+
+def oauthbearer_factory(setup: MechanismSetup) -> Callable[[], ServerMechanism]:
+    """The OAUTHBEARER entry of `gateway.sasl.mechanisms.MECHANISMS`: validate the listener's
+    settings and load its keys at start-up, before any listener opens (a JWKS URL is fetched
+    here, so its first fetch never runs on the event loop; one that fails stops the start as
+    Kafka's does). The errors are `ValueError`s naming the listener and the key."""
+    jaas = None if setup.jaas is None else setup.jaas.options
+    try:
+        server = OAuthBearerServer(parse_oauthbearer_settings(setup.settings, jaas_options=jaas))
+        server.start()
+    except ValueError as e:
+        raise ValueError(f"listener {setup.listener_name}, OAUTHBEARER: {e}") from None
+    return server.new_mechanism

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from protocol.client import WireClient, make_request
+from protocol.client_security import ClientSecurity
 
 # Fields that legitimately differ between two servers; dropped wherever they occur.
 DROPPED = frozenset(
@@ -132,17 +133,45 @@ class Exchange:
 class Session:
     """One backend's side of a scenario: calls, and the normalised transcript of answers."""
 
-    def __init__(self, backend: str, bootstrap: str, names: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        backend: str,
+        bootstrap: str,
+        names: Mapping[str, str],
+        identities: Mapping[str, ClientSecurity] | None = None,
+    ) -> None:
+        """`identities`: on a secured listener, how each identity a scenario speaks as (`use`)
+        connects (TLS, then a SASL login: protocol.client_security); the one named "default"
+        makes the first connection. Without one, a plaintext connection."""
         self.backend = backend
         host, port = bootstrap.rsplit(":", 1)
+        self.host = host
         self.port = int(port)
-        self.client = WireClient(self.port, host=host, timeout=30.0)
+        self.identities = dict(identities or {})
+        self.clients: dict[str, WireClient] = {}
+        self.client = self.connect("default")
+        self.clients["default"] = self.client
         self.names = dict(names)
         self.norm = Normaliser()
         self.transcript: list[Exchange] = []
 
+    def connect(self, identity: str = "default") -> WireClient:
+        """A new connection as `identity`, logged in if the listener is secured."""
+        security = self.identities.get(identity)
+        if security is None:
+            return WireClient(self.port, host=self.host, timeout=30.0)
+        return security.connect(self.host, self.port, timeout=30.0)
+
+    def use(self, identity: str) -> WireClient:
+        """Speak as `identity` from now on (one connection per identity, kept)."""
+        if identity not in self.clients:
+            self.clients[identity] = self.connect(identity)
+        self.client = self.clients[identity]
+        return self.client
+
     def close(self) -> None:
-        self.client.close()
+        for c in self.clients.values():
+            c.close()
 
     # -- names shared by both backends -------------------------------------------------------
 
@@ -257,12 +286,18 @@ class Outcome:
     errors: dict[str, BaseException]
 
 
-def run_both(scenario: Scenario, kafka_bootstrap: str, groupshift_bootstrap: str) -> Outcome:
-    """Run `scenario` against both backends at once, with the same names."""
+def run_both(
+    scenario: Scenario,
+    kafka_bootstrap: str,
+    groupshift_bootstrap: str,
+    identities: Mapping[str, ClientSecurity] | None = None,
+) -> Outcome:
+    """Run `scenario` against both backends at once, with the same names (and, on secured
+    listeners, the same client identities: the same users logging in the same way)."""
     names = {"run": uuid.uuid4().hex[:10]}
     sessions = {
-        "kafka": Session("kafka", kafka_bootstrap, names),
-        "groupshift": Session("groupshift", groupshift_bootstrap, names),
+        "kafka": Session("kafka", kafka_bootstrap, names, identities),
+        "groupshift": Session("groupshift", groupshift_bootstrap, names, identities),
     }
     errors: dict[str, BaseException] = {}
 

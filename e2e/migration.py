@@ -22,6 +22,11 @@ so that client events and the gateway's ISO-UTC log timestamps share one axis):
 
 The producer logs (partition, offset) -> value for every acknowledged record.
 
+`scenario(..., secured=True)` runs the same on SASL_SSL: the gateway gets a SASL_SSL listener
+(SCRAM-SHA-512, a certificate made for the run) and every client of the scenario (the members of
+each library, the producer, the observers, `create_topic`) reaches it there with a SCRAM user,
+found through `SECURED`, keyed by the gateway's plaintext address the scenario hands around.
+
 Checkers (`analyse` runs them all):
 
 **Ownership windows** (`ownership_windows`, `check_no_overlap`). A member M owns partition p
@@ -81,6 +86,7 @@ from e2e.harness import GatewayProcess
 from harness.matrix.checks import Window, commits_going_back
 from harness.matrix.checks import check_no_overlap as overlapping_windows
 from protocol.client import WireClient, make_request
+from protocol.client_security import ClientSecurity
 
 PARTITIONS = 12
 ALL = frozenset(range(PARTITIONS))
@@ -102,6 +108,59 @@ REBALANCE_TIMEOUT_MS = 20000  # max.poll.interval.ms: JoinGroup / CGH rebalance 
 COMMIT_INTERVAL = 0.25  # seconds between a member's periodic commits
 SETTLE_TIMEOUT = 45.0
 CATCH_UP_TIMEOUT = 45.0
+
+
+@dataclass
+class SecuredListener:
+    """Where and how a scenario's clients reach a secured gateway: the listener's address and the
+    Kafka client properties (security.protocol, PEM truststore, sasl.mechanism, sasl.jaas.config)
+    that every library's settings are made from."""
+
+    address: str
+    properties: dict[str, str]
+
+    @property
+    def security(self) -> ClientSecurity:
+        return ClientSecurity.from_properties(self.properties)
+
+    def librdkafka(self) -> dict[str, Any]:
+        return {"bootstrap.servers": self.address, **self.security.librdkafka_config()}
+
+    def python_clients(self) -> dict[str, Any]:
+        """kafka-python's and aiokafka's settings (the two libraries share the names)."""
+        sec = self.security
+        return {
+            "bootstrap_servers": self.address,
+            "security_protocol": sec.protocol,
+            "ssl_context": sec.ssl_context,
+            "sasl_mechanism": sec.sasl_mechanism,
+            "sasl_plain_username": sec.username,
+            "sasl_plain_password": sec.password,
+        }
+
+    def wire(self) -> WireClient:
+        host, _, port = self.address.rpartition(":")
+        return self.security.connect(host, int(port))
+
+
+#: a gateway's plaintext bootstrap address -> its secured listener, for scenarios run secured.
+SECURED: dict[str, SecuredListener] = {}
+
+
+def librdkafka_config(bootstrap: str) -> dict[str, Any]:
+    secured = SECURED.get(bootstrap)
+    return secured.librdkafka() if secured else {"bootstrap.servers": bootstrap}
+
+
+def python_client_config(bootstrap: str) -> dict[str, Any]:
+    secured = SECURED.get(bootstrap)
+    return secured.python_clients() if secured else {"bootstrap_servers": bootstrap}
+
+
+def observer(gw: GatewayProcess) -> WireClient:
+    """A wire client for the scenario's observers: on the secured listener when there is one."""
+    secured = SECURED.get(gw.bootstrap)
+    return secured.wire() if secured else WireClient(gw.port)
 
 
 def env_seconds(name: str, default: float) -> float:
@@ -239,7 +298,7 @@ class ContinuousProducer(threading.Thread):
         try:
             producer = Producer(
                 {
-                    "bootstrap.servers": self.bootstrap,
+                    **librdkafka_config(self.bootstrap),
                     "linger.ms": 5,
                     "acks": "all",
                     "client.id": "mig-producer",
@@ -496,7 +555,7 @@ class KafkaPythonMember(Member):
                 member._released("lost", _tp_partitions(lost, topic), time.time())
 
         config: dict[str, Any] = {
-            "bootstrap_servers": self.bootstrap,
+            **python_client_config(self.bootstrap),
             "group_id": self.group,
             "client_id": self.name,
             "enable_auto_commit": False,
@@ -581,7 +640,7 @@ class ConfluentMember(Member):
         self.protocol = protocol
         self.kind = "confluent-consumer" if protocol == "consumer" else f"confluent-{assignor}"
         self.config: dict[str, Any] = {
-            "bootstrap.servers": bootstrap,
+            **librdkafka_config(bootstrap),
             "group.id": group,
             "client.id": name,
             "enable.auto.commit": False,
@@ -743,7 +802,7 @@ class AiokafkaMember(Member):
                 member._assigned(_tp_partitions(assigned, topic), time.time())
 
         config: dict[str, Any] = {
-            "bootstrap_servers": self.bootstrap,
+            **python_client_config(self.bootstrap),
             "group_id": self.group,
             "client_id": self.name,
             "enable_auto_commit": False,
@@ -857,6 +916,8 @@ class _EchoList(list):  # type: ignore[type-arg]
 def _child_main(config: dict[str, Any]) -> None:
     """`python -m e2e.migration '<json>'`: run one member, report on stdout, stop on "stop"."""
     timeline = _StreamTimeline(config["topic"])
+    if config.get("secured"):
+        SECURED[config["bootstrap"]] = SecuredListener(**config["secured"])
     cls = {"kafka-python": KafkaPythonMember, "confluent": ConfluentMember}[config["library"]]
     member = cls(config["name"], timeline, config["bootstrap"], config["group"], **config["kwargs"])
     member.errors = _EchoList("error")
@@ -886,6 +947,7 @@ class RemoteMember(Member):
             "group": group,
             "topic": timeline.topic,
             "kwargs": kwargs,
+            "secured": vars(SECURED[bootstrap]) if bootstrap in SECURED else None,
         }
         self.killed_at: float | None = None
         self.proc: subprocess.Popen[bytes] | None = None
@@ -956,13 +1018,13 @@ class RemoteMember(Member):
 def create_topic(gw: GatewayProcess, topic: str, partitions: int = PARTITIONS) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    admin = AdminClient({"bootstrap.servers": gw.bootstrap})
+    admin = AdminClient(librdkafka_config(gw.bootstrap))
     admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(15)
 
 
 def list_groups(gw: GatewayProcess) -> dict[str, tuple[str, str]]:
     """group id -> (type, state), from ListGroups v5."""
-    with WireClient(gw.port) as c:
+    with observer(gw) as c:
         resp = c.request(make_request(16, 5, states_filter=[], types_filter=[]))
     assert resp.error_code == 0, resp
     return {g.group_id: (g.group_type, g.group_state) for g in resp.groups}
@@ -1005,7 +1067,7 @@ class ConsumerGroupView:
 
 def describe_consumer_group(gw: GatewayProcess, group: str) -> ConsumerGroupView:
     """ConsumerGroupDescribe v1 (GROUP_ID_NOT_FOUND for a classic group, as Kafka)."""
-    with WireClient(gw.port) as c:
+    with observer(gw) as c:
         resp = c.request(make_request(69, 1, group_ids=[group], include_authorized_operations=False))
     g = resp.groups[0]
 
@@ -1028,7 +1090,7 @@ def describe_consumer_group(gw: GatewayProcess, group: str) -> ConsumerGroupView
 
 
 def committed_offsets(gw: GatewayProcess, group: str, topic: str) -> dict[int, int]:
-    with WireClient(gw.port) as c:
+    with observer(gw) as c:
         resp = c.request(
             make_request(
                 9,
@@ -1048,7 +1110,7 @@ def committed_offsets(gw: GatewayProcess, group: str, topic: str) -> dict[int, i
 
 
 def log_end_offsets(gw: GatewayProcess, topic: str) -> dict[int, int]:
-    with WireClient(gw.port) as c:
+    with observer(gw) as c:
         resp = c.request(
             make_request(
                 2,
@@ -1485,9 +1547,14 @@ class Scenario:
 
 @contextmanager
 def scenario(
-    gateways: Gateways, name: str, sets: Iterable[str] = (), rate: float = 150.0
+    gateways: Gateways, name: str, sets: Iterable[str] = (), rate: float = 150.0, *, secured: bool = False
 ) -> Iterator[Scenario]:
-    gw = gateways.start(name, sets=[*FAST_GROUP_SETTINGS, *sets])
+    """`secured`: every client of the scenario on a SASL_SSL listener with SCRAM-SHA-512 (see
+    `start_secured`); otherwise on the gateway's plaintext listener."""
+    if secured:
+        gw = start_secured(gateways, name, [*FAST_GROUP_SETTINGS, *sets])
+    else:
+        gw = gateways.start(name, sets=[*FAST_GROUP_SETTINGS, *sets])
     topic, group = f"{name}-topic", f"{name}-group"
     create_topic(gw, topic)
     timeline = Timeline(topic)
@@ -1502,6 +1569,60 @@ def scenario(
             cast.stop_all()
         finally:
             producer.join(90)
+            SECURED.pop(gw.bootstrap, None)
+
+
+SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
+SCRAM_USER, SCRAM_PASSWORD = "migration", "migration-secret"
+
+
+def start_secured(gateways: Gateways, name: str, sets: list[str]) -> GatewayProcess:
+    """A gateway with a PLAINTEXT listener (first, so `gw.port` stays the plaintext one) and a
+    SASL_SSL listener offering SCRAM-SHA-512 with a certificate of a CA made for the run; the
+    scenario's SCRAM user is created over the plaintext listener, then registered in `SECURED`."""
+    from confluent_kafka.admin import (
+        AdminClient,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialUpsertion,
+    )
+
+    from harness.certificates import Authority
+
+    ca = Authority(gateways.base / f"{name}-certs", "migration")
+    server = ca.issue("server", "localhost", server=True)
+    gw = gateways.start(
+        name,
+        sets=[
+            *sets,
+            "listeners=PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL",
+            "ssl.keystore.type=PEM",
+            f"ssl.keystore.location={server.pem}",
+            "sasl.enabled.mechanisms=SCRAM-SHA-512",
+            f"listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config={SCRAM_MODULE} required;",
+        ],
+    )
+    admin = AdminClient({"bootstrap.servers": gw.bootstrap})
+    upsert = UserScramCredentialUpsertion(
+        SCRAM_USER, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), SCRAM_PASSWORD.encode()
+    )
+    for f in admin.alter_user_scram_credentials([upsert]).values():
+        f.result(timeout=30)
+    port = int(gw.events("gateway.listening")[-1]["ports"]["SASL_SSL"])
+    SECURED[gw.bootstrap] = SecuredListener(
+        f"127.0.0.1:{port}",
+        {
+            "security.protocol": "SASL_SSL",
+            "ssl.truststore.type": "PEM",
+            "ssl.truststore.location": str(ca.pem),
+            "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.jaas.config": (
+                f'{SCRAM_MODULE} required username="{SCRAM_USER}" password="{SCRAM_PASSWORD}";'
+            ),
+        },
+    )
+    return gw
 
 
 if __name__ == "__main__":

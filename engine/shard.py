@@ -399,15 +399,19 @@ class Shard:
     def consumer_group_heartbeat(
         self, request: ConsumerGroupHeartbeatRequest, ctx: RequestContext, now_ms: int
     ) -> Outcome[ConsumerGroupHeartbeatResponse]:
-        return self._route(
-            now_ms,
-            "ConsumerGroupHeartbeat",
-            request,
-            ctx,
-            cg_heartbeat.validate,
-            _consumer_group_heartbeat_error,
-            request.member_id,
-        )
+        self.state.regex_topic_filter = ctx.topic_filter
+        try:
+            return self._route(
+                now_ms,
+                "ConsumerGroupHeartbeat",
+                request,
+                ctx,
+                cg_heartbeat.validate,
+                _consumer_group_heartbeat_error,
+                request.member_id,
+            )
+        finally:
+            self.state.regex_topic_filter = None
 
     def consumer_group_strict(self, group_id: str) -> ConsumerGroup:
         return self.state.consumer_group_strict(group_id)

@@ -13,6 +13,7 @@ Rules of this file:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from engine.binding import MEMBER, MemberBindings
@@ -43,6 +44,7 @@ class ShardState:
         "migration",
         "now_ms",
         "offsets",
+        "regex_topic_filter",
     )
 
     def __init__(
@@ -57,6 +59,9 @@ class ShardState:
         self.now_ms = 0
         # What a request of one protocol does to a group of the other type (translation layer).
         self.migration = migration
+        # The topics the heartbeating client may DESCRIBE, while its heartbeat is handled
+        # (`RequestContext.topic_filter`); regexes resolved meanwhile keep only those.
+        self.regex_topic_filter: Callable[[str], bool] | None = None
         # The principal each live member id and instance id is bound to (`engine.binding`); in
         # memory only, written by `Operation.after` actions.
         self.bindings = MemberBindings()

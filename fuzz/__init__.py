@@ -11,7 +11,9 @@ One module per target; `python -m fuzz TARGET --runs N` runs one (see `fuzz.__ma
 * `upstream` - the upstream proxy's pre-decode path on client frames (routing, a Produce's
   acks) and the link's response splitter (`gateway.upstream.proxy`, `protocol.framing`);
 * `sasl_plain`, `sasl_scram_first`, `sasl_scram_final` - the SASL decoders a client reaches before
-  it is authenticated (`gateway.sasl.plain`, `gateway.sasl.scram`).
+  it is authenticated (`gateway.sasl.plain`, `gateway.sasl.scram`);
+* `oauthbearer` - SASL/OAUTHBEARER's client initial response: the GS2 header, extensions and
+  the JWT behind them (`gateway.sasl.oauthbearer`).
 
 Each module's docstring says what "clean" means for its target: the exceptions the server turns
 into a Kafka error or a closed connection. Anything else is a finding. Figures: docs/robustness.md.
@@ -33,6 +35,7 @@ NAMES = (
     "sasl_plain",
     "sasl_scram_first",
     "sasl_scram_final",
+    "oauthbearer",
 )
 
 

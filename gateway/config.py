@@ -149,6 +149,12 @@ class ServerConfig(BaseModel):
     # groupshift-specific: warn (`loop.blocked`, rate-limited) when the event loop, which serves
     # every group, was blocked this long; groupshift_event_loop_lag_seconds shows every lag.
     loop_lag_warn_ms: int = Field(200, alias="loop.lag.warn.ms", ge=1, le=INT_MAX)
+    # Authorization (gateway.authorizer, docs/security.md): Kafka's StandardAuthorizer by its
+    # class name, or empty for none (every request allowed, the default); `super.users` is a
+    # semicolon-separated list of principals allowed everything.
+    authorizer_class_name: str = Field("", alias="authorizer.class.name")
+    super_users: str | None = Field(None, alias="super.users")
+    allow_everyone_if_no_acl_found: bool = Field(False, alias="allow.everyone.if.no.acl.found")
     group: CoordinatorConfig = Field(default_factory=lambda: CoordinatorConfig.model_validate({}))
     # Upstream mode (`upstream.*` keys, `serve --upstream`): None serves embedded topics.
     upstream: UpstreamConfig | None = None
@@ -170,7 +176,16 @@ class ServerConfig(BaseModel):
             raise ValueError("the data directory must not be empty")
         return value
 
-    @field_validator("auto_create_topics_enable", "log_cleaner_enable", mode="before")
+    @field_validator("authorizer_class_name")
+    @classmethod
+    def _check_authorizer(cls, value: str) -> str:
+        from gateway.authorizer import check_authorizer_class  # the settings stay importable alone
+
+        return check_authorizer_class(value)
+
+    @field_validator(
+        "auto_create_topics_enable", "log_cleaner_enable", "allow_everyone_if_no_acl_found", mode="before"
+    )
     @classmethod
     def _kafka_boolean(cls, value: Any) -> Any:
         """Kafka's BOOLEAN configs take `true` or `false` (any case), nothing else."""

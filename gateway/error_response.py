@@ -58,6 +58,8 @@ _MIRRORS: Mapping[int, Mapping[str, tuple[str, str | None]]] = {
         "topics": ("topics", None),
         "partitions": ("partitions", None),
     },  # v6+; v1-5 name topics as strings (below)
+    30: {"results": ("creations", None)},
+    31: {"filter_results": ("filters", None)},
     32: {"results": ("resources", None)},
     33: {"responses": ("resources", None)},
     37: {"results": ("topics", None)},

@@ -40,6 +40,10 @@ import structlog
 
 from gateway.api_versions import ApiVersionsApi
 from gateway.audit import AuditLog
+from gateway.authorizer import Authorizer
+from gateway.authorizer.acl_apis import AclApis
+from gateway.authorizer.checks import install_checks
+from gateway.authorizer.model import CLUSTER_NAME, AclOperation, ResourceType
 from gateway.cluster import ClusterView, NodeEndpoint
 from gateway.config import ServerConfig
 from gateway.connection import FrameHandler, KafkaConnection, RequestBytesPool
@@ -53,7 +57,7 @@ from gateway.find_coordinator import FindCoordinatorApi
 from gateway.listeners import Listener
 from gateway.loop_lag import LoopLagMonitor
 from gateway.metrics import MetricsRegistry, serve_metrics
-from gateway.registry import HandlerRegistry
+from gateway.registry import HandlerRegistry, RequestContext
 from gateway.sasl.authenticator import SaslListenerSetup
 from gateway.sasl.credentials import ScramCredentialStore
 from gateway.sasl.gate import GATE_ATTRIBUTE, SaslBounds, SaslGate
@@ -219,6 +223,34 @@ class GatewayServer:
         """AlterUserScramCredentials / DescribeUserScramCredentials; the authorizer sets
         `self.scram_apis.authorize` (ALTER / DESCRIBE on CLUSTER)."""
         self.scram_apis.register(self.registry)
+        # The ACLs are read here, before any listener opens (a damaged file stops the start-up).
+        self.authorizer = (
+            Authorizer(
+                config.data_dir,
+                super_users=config.super_users,
+                allow_everyone_if_no_acl_found=config.allow_everyone_if_no_acl_found,
+                audit=self.audit,
+            )
+            if config.authorizer_class_name
+            else None
+        )
+        AclApis(self.authorizer).register(self.registry)
+        if self.authorizer is not None:
+            authorizer = self.authorizer
+
+            def scram_authorize(ctx: RequestContext, operation: str) -> bool:
+                # Kafka: DescribeUserScramCredentials needs DESCRIBE, AlterUserScramCredentials
+                # ALTER, on the CLUSTER resource.
+                op = AclOperation.ALTER if operation == "ALTER" else AclOperation.DESCRIBE
+                return authorizer.authorize(
+                    ctx,
+                    op,
+                    ResourceType.CLUSTER,
+                    CLUSTER_NAME,
+                    api=f"{operation.title()}UserScramCredentials",
+                )
+
+            self.scram_apis.authorize = scram_authorize
         # Extensions may run code once the loop runs (`on_start(loop)`) and on shutdown after
         # the connections are drained (`on_stop()`), e.g. the group layer's shard runtimes.
         self.on_start: list[Callable[[asyncio.AbstractEventLoop], None]] = []
@@ -232,6 +264,9 @@ class GatewayServer:
         self.extra_servers: list[asyncio.Server] = []
         for install in extensions:
             install(self)
+        if self.authorizer is not None:
+            # Every served API, whoever registered it, states its checks in one table.
+            install_checks(self.registry, self.authorizer, self.plane)
         self.dispatcher = Dispatcher(
             self.registry,
             self.metrics,
@@ -428,7 +463,7 @@ class GatewayServer:
             for lst, port in zip(self.listeners, self._bound_ports, strict=True)
             if lst.protocol == "PLAINTEXT" and not is_loopback(lst.bind_host)
         ]
-        if exposed:  # one warning at start-up, naming every such listener
+        if exposed and self.authorizer is None:  # one warning at start-up, naming every such listener
             log.warning(
                 "gateway.plaintext_listener_exposed",
                 listeners=exposed,

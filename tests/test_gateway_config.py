@@ -128,7 +128,6 @@ def test_a_kafka_server_properties_is_taken_as_is_and_its_unused_keys_reported(t
         "num.network.threads",
         "offsets.topic.replication.factor",
         "process.roles",
-        "super.users",
         "zookeeper.connect",
     )
 

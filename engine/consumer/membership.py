@@ -76,13 +76,19 @@ def update_regexes(
     if refresh and in_use:
         copy = dict(resolved)
         for r in in_use:
-            fresh = regexes.resolve_image(r, shard.image)
+            fresh = _visible(shard, regexes.resolve_image(r, shard.image))
             current = copy.get(r)
             if current is None or current.topics != fresh:
                 copy[r] = _resolve(shard, group, r, op, fresh)
                 bump = True
         resolved = copy
     return bump, resolved
+
+
+def _visible(shard: ShardState, topics: frozenset[str]) -> frozenset[str]:
+    """The topics the heartbeating client may DESCRIBE (all without an authorizer)."""
+    keep = shard.regex_topic_filter
+    return topics if keep is None else frozenset(t for t in topics if keep(t))
 
 
 def _resolve(
@@ -93,7 +99,7 @@ def _resolve(
     topics: frozenset[str] | None = None,
 ) -> ResolvedRegex:
     if topics is None:
-        topics = regexes.resolve_image(pattern, shard.image)
+        topics = _visible(shard, regexes.resolve_image(pattern, shard.image))
     r = ResolvedRegex(topics, shard.image.version, shard.now_ms)
     op.records.append(rb.regex(group.group_id, pattern, topics, r.version, r.timestamp))
     op.event("group.regex_resolved", group=group.group_id, regex=pattern, topics=sorted(topics))

@@ -76,7 +76,11 @@ def engine_ctx(ctx: RequestContext, version: int) -> EngineContext:
     ec = cache.get(version)
     if ec is None or ec.client_id != ctx.client_id or ec.principal != ctx.principal:
         ec = cache[version] = EngineContext(
-            ctx.client_id or "", "/" + ctx.client_host, version, ctx.principal
+            ctx.client_id or "",
+            "/" + ctx.client_host,
+            version,
+            ctx.principal,
+            ctx.attributes.get("authorizer.topic_filter"),
         )
     return ec
 

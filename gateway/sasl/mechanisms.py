@@ -16,6 +16,8 @@ from collections.abc import Callable
 
 from gateway.sasl.jaas import PLAIN_LOGIN_MODULE
 from gateway.sasl.mechanism import ServerMechanism
+from gateway.sasl.oauthbearer import MECHANISM as OAUTHBEARER
+from gateway.sasl.oauthbearer import oauthbearer_factory
 from gateway.sasl.plain import PlainServer
 from gateway.sasl.scram import SCRAM_SHA_256, SCRAM_SHA_512, ScramServer
 from gateway.sasl.setup import MechanismFactory, MechanismSetup
@@ -45,5 +47,6 @@ MECHANISMS: dict[str, MechanismFactory] = {
     "PLAIN": plain_factory,
     SCRAM_SHA_256: scram_factory,
     SCRAM_SHA_512: scram_factory,
+    OAUTHBEARER: oauthbearer_factory,
 }
 """Mechanism name (as Kafka spells it in `sasl.enabled.mechanisms`) -> factory."""

@@ -35,7 +35,7 @@ from types import TracebackType
 from harness.kafka_dist.cds import CdsSession
 from harness.kafka_dist.log4j import BROKER_LOG4J1, BROKER_LOG4J2, write_log4j_configs
 from harness.kafka_dist.maven import KafkaDist, resolve
-from harness.kafka_dist.security import SASL_MECHANISMS, KafkaSecurity
+from harness.kafka_dist.security import CLIENT_USERS, SASL_MECHANISMS, KafkaSecurity
 from harness.kafka_dist.wire import api_versions, broker_ids
 
 HOST = "127.0.0.1"
@@ -289,11 +289,14 @@ class KafkaCluster:
         port: int = 0,
         security: str | None = None,
         sasl_mechanism: str = "SCRAM-SHA-256",
+        users: tuple[str, ...] = CLIENT_USERS,
     ) -> None:
         """`port`: node 0's client port (default a free one). A `workdir` holding a cluster an
         earlier run formatted restarts that cluster: same cluster id, data and ports.
         `security`: "ssl", "sasl_plaintext" or "sasl_ssl" (None: PLAINTEXT, no authorizer);
-        `sasl_mechanism`: the one the client properties files name (all three are enabled)."""
+        `sasl_mechanism`: the one the client properties files name (all three are enabled);
+        `users`: the client principals of a secured cluster (certificates, PLAIN and SCRAM users;
+        `admin`, the super user, is always one)."""
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
         self.dist = dist if dist is not None else resolve(version)
@@ -316,7 +319,7 @@ class KafkaCluster:
             raise ValueError(f"SASL mechanism must be one of {known}, not {sasl_mechanism!r}")
         #: Certificates, broker and client properties of a secured cluster (None: PLAINTEXT).
         self.security = (
-            KafkaSecurity(security, self.workdir / "security", mechanism=sasl_mechanism)
+            KafkaSecurity(security, self.workdir / "security", mechanism=sasl_mechanism, users=users)
             if security is not None
             else None
         )

@@ -13,6 +13,9 @@
 // assignor is "uniform" for the sticky balancer and "range" for the range balancer, which is how
 // --group-remote-assignor is mapped. franz-go joins classic when the broker does not serve
 // ConsumerGroupHeartbeat v1.
+// TLS and SASL (PLAIN, SCRAM-SHA-256/512) come from the properties file's Kafka client settings
+// (security.protocol, PEM ssl.truststore/keystore, sasl.mechanism, sasl.jaas.config): see
+// vc.SecurityFrom.
 package main
 
 import (
@@ -80,6 +83,12 @@ func main() {
 			emitter.Emit("partitions_revoked", map[string]any{"partitions": vc.PartitionList(m)})
 		}),
 	}
+	security, err := securityOpts(props)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	opts = append(opts, security...)
 	if id, ok := props["client.id"]; ok {
 		opts = append(opts, kgo.ClientID(id))
 	}

@@ -10,7 +10,7 @@ For each listener type, one Kafka 4.x node (`harness.kafka_dist`, its client lis
 type; the broker's JVM flags those of Kafka's start scripts) and one `groupshift serve` with a
 listener of the same type run side by side, with the same certificate (the Kafka node's, from the
 CA `harness.kafka_dist.security` makes), the same client principal and the same authorization
-(none on both: Kafka's `authorizer.class.name` is set empty, groupshift has no authorizer):
+(none on both: `authorizer.class.name` empty, groupshift's default, set so on Kafka):
 
 - SSL: TLS with `ssl.client.auth=required`; the client presents `admin`'s certificate.
 - SASL_SSL: TLS, then SASL PLAIN as `admin` (Kafka's PlainLoginModule users on the broker, the
@@ -330,7 +330,7 @@ def servers(listener: str, workdir: Path, progress: Callable[[str], None]) -> It
     secured = listener != "plaintext"
     configs = {**KAFKA_HB_SETTINGS, **KAFKA_EXTRA}
     if secured:
-        configs["authorizer.class.name"] = ""  # no authorizer, as groupshift (none yet)
+        configs["authorizer.class.name"] = ""  # no authorizer: groupshift's default
     progress(f"{listener}: starting Kafka and groupshift")
     cluster = KafkaCluster(
         "4",

@@ -39,7 +39,7 @@ from pathlib import Path
 import structlog
 
 from gateway.api_versions import ApiVersionsApi
-from gateway.audit import AuditLog
+from gateway.audit import NO_AUDIT, AuditLog
 from gateway.authorizer import Authorizer
 from gateway.authorizer.acl_apis import AclApis
 from gateway.authorizer.checks import install_checks
@@ -379,6 +379,7 @@ class GatewayServer:
         conn.ctx.listener_name = listener.name
         if isinstance(conn, TlsKafkaConnection) and tls is not None:
             conn.mapper = tls.mapper
+            conn.audit = self.audit
         if gate is not None:
             gate.attach(conn)
         self._connections.add(conn)
@@ -558,6 +559,7 @@ class TlsKafkaConnection(KafkaConnection):
     succeeded, and the client's principal is taken from its certificate then."""
 
     mapper = PrincipalMapper()
+    audit = NO_AUDIT
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
@@ -566,6 +568,7 @@ class TlsKafkaConnection(KafkaConnection):
         except NoMatchingRule as e:
             # Kafka fails the authentication: the connection is closed, nothing answered.
             log.warning("gateway.tls_principal_unmapped", connection_id=self.connection_id, error=str(e))
+            self.audit.auth_failed(self.ctx, mechanism="SSL", reason=str(e))
             transport.close()
 
     def eof_received(self) -> bool | None:

@@ -354,12 +354,10 @@ def test_rewrite_refuses_a_partition_that_holds_data_and_force_backs_it_up(tmp_p
         .splitlines()[-1]
         .startswith("dry run, nothing written: rewrite for kafka-3.9 would write 2 partition(s)")
     )
+    out = io.StringIO()
+    rewrite_for_downgrade(data, kafka, "kafka-3.9", None, out, force=True, backup_dir=tmp_path / "saved")
     replaced = "replaced 2 partition(s) that held 2 record(s) of 2 group(s) (theirs-0, theirs-1)"
     assert replaced in out.getvalue()
-    rewrite_for_downgrade(data, kafka, "kafka-3.9", None, out, force=True, backup_dir=tmp_path / "saved")
-    assert (
-        "replaced 2 partition(s) that held 2 record(s) of 2 group(s) (theirs-0, theirs-1)" in out.getvalue()
-    )
     assert _groups_in(kafka) == {"ours-0", "ours-1"}
     assert _groups_in(tmp_path / "saved") == {"theirs-0", "theirs-1"}
     with pytest.raises(TransferError, match="is the directory read"):

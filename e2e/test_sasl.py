@@ -39,7 +39,7 @@ from e2e.conftest import Gateways
 from e2e.harness import GatewayProcess
 from e2e.tls_certs import Authority, Issued
 from harness.kafka_dist.cluster import KafkaCluster, free_port
-from harness.kafka_dist.java_clients import JavaClients, VerifiableProcess
+from harness.kafka_dist.java_clients import JavaClients
 from harness.kafka_dist.maven import KafkaUnavailable
 from protocol.codec import decode_response, encode_request
 from protocol.entity_builder import build
@@ -235,19 +235,6 @@ def test_kafka_python_and_aiokafka(gw: GatewayProcess, certs: tuple[Authority, I
     assert asyncio.run(aio()) == [f"a{i}".encode() for i in range(5)]
 
 
-def java_events_until_exit(proc: VerifiableProcess, timeout: float = 120.0) -> list[dict[str, Any]]:
-    events = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        event = proc.next_event(deadline - time.monotonic())
-        if event is None:
-            break
-        events.append(event)
-        if event.get("name") == "shutdown_complete":
-            break
-    return events
-
-
 def test_java_kafka_clients_scram_over_sasl_ssl_and_plain(
     gw: GatewayProcess, certs: tuple[Authority, Issued], kafka_clients4: JavaClients
 ) -> None:
@@ -270,7 +257,7 @@ def test_java_kafka_clients_scram_over_sasl_ssl_and_plain(
     with kafka_clients4.verifiable_producer(
         f"127.0.0.1:{p['SASL_PLAINTEXT']}", topic, 10, properties=plain
     ) as pr:
-        sent = java_events_until_exit(pr)
+        sent = pr.events_until_exit()
     assert sum(e.get("name") == "producer_send_success" for e in sent) == 10, pr.stderr_tail()
     for protocol in ("classic", "consumer"):
         with kafka_clients4.verifiable_consumer(
@@ -281,7 +268,7 @@ def test_java_kafka_clients_scram_over_sasl_ssl_and_plain(
             max_messages=10,
             properties=scram,
         ) as consumer:
-            events = java_events_until_exit(consumer)
+            events = consumer.events_until_exit()
         consumed = sum(int(e.get("count", 0)) for e in events if e.get("name") == "records_consumed")
         assert consumed == 10, (protocol, consumer.stderr_tail())
 

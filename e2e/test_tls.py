@@ -25,7 +25,7 @@ from cryptography import x509
 from e2e.conftest import Gateways
 from e2e.harness import GatewayProcess
 from e2e.tls_certs import PASSWORD, Authority, Issued
-from harness.kafka_dist.java_clients import JavaClients, VerifiableProcess
+from harness.kafka_dist.java_clients import JavaClients
 
 pytestmark = pytest.mark.e2e
 
@@ -369,19 +369,6 @@ def test_an_advertised_meta_address_stops_the_start_with_kafkas_message(tmp_path
     )
 
 
-def java_events_until_exit(proc: VerifiableProcess, timeout: float = 120.0) -> list[dict[str, Any]]:
-    events = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        event = proc.next_event(deadline - time.monotonic())
-        if event is None:
-            break
-        events.append(event)
-        if event.get("name") == "shutdown_complete":
-            break
-    return events
-
-
 def test_java_kafka_clients_over_ssl_and_mutual_tls(
     tls_gw: GatewayProcess, certs: Certs, kafka_clients4: JavaClients
 ) -> None:
@@ -403,7 +390,7 @@ def test_java_kafka_clients_over_ssl_and_mutual_tls(
         bootstrap = f"127.0.0.1:{p[listener]}"
         topic = f"java-{listener.lower()}-{uuid.uuid4().hex[:6]}"
         with kafka_clients4.verifiable_producer(bootstrap, topic, 10, properties=props) as producer:
-            sent = java_events_until_exit(producer)
+            sent = producer.events_until_exit()
         assert sum(e.get("name") == "producer_send_success" for e in sent) == 10, producer.stderr_tail()
         for protocol in ("classic", "consumer"):
             with kafka_clients4.verifiable_consumer(
@@ -414,6 +401,6 @@ def test_java_kafka_clients_over_ssl_and_mutual_tls(
                 max_messages=10,
                 properties=props,
             ) as consumer:
-                events = java_events_until_exit(consumer)
+                events = consumer.events_until_exit()
             consumed = sum(int(e.get("count", 0)) for e in events if e.get("name") == "records_consumed")
             assert consumed == 10, (listener, protocol, consumer.stderr_tail())

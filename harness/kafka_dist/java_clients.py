@@ -124,6 +124,20 @@ class VerifiableProcess:
         while (event := self.next_event(timeout)) is not None:
             yield event
 
+    def events_until_exit(self, timeout: float = 120.0) -> list[dict[str, Any]]:
+        """Every event until the tool says `shutdown_complete` or closes stdout (a tool run with
+        a record or time limit exits on its own), the whole wait bounded by `timeout`."""
+        events = []
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            event = self.next_event(deadline - time.monotonic())
+            if event is None:
+                break
+            events.append(event)
+            if event.get("name") == "shutdown_complete":
+                break
+        return events
+
     def wait_for(
         self,
         name: str,

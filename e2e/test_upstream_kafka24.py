@@ -17,29 +17,27 @@ One Kafka 2.4 (one broker and its ZooKeeper) and one gateway per module.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from e2e.conftest import Gateways
-from e2e.expected import PARTITIONS
 from e2e.groups import create_topic
 from e2e.harness import GatewayProcess
 from e2e.upstream import (
     FAST_UPSTREAM_SETTINGS,
     Backend,
     check_cutover,
+    check_derived_topic_ids,
     check_rolling_upgrade_then_downgrade,
     check_roundtrip,
+    metadata,
+    served_topic_ids,
     start_fixed_gateway,
 )
-from gateway.upstream.topic_ids import derived_topic_id
 from harness.kafka_dist import KafkaUnavailable, free_port, tools_missing
 from harness.kafka_dist.zookeeper import ZooKeeperKafkaCluster
-from protocol.client import WireClient, make_request
 
 VERSION = "2.4.1"
 
@@ -84,17 +82,6 @@ def upstream24(
     return gw, backend
 
 
-def _metadata(port: int, version: int, **values: Any) -> Any:
-    with WireClient(port) as c:
-        flags = {"include_cluster_authorized_operations": False, "include_topic_authorized_operations": False}
-        return c.request(make_request(3, version, allow_auto_topic_creation=False, **flags, **values))
-
-
-def _ids(port: int, topic: str) -> dict[str, uuid.UUID]:
-    md = _metadata(port, 12, topics=[{"name": topic, "topic_id": uuid.UUID(int=0)}])
-    return {t.name: t.topic_id for t in md.topics}
-
-
 def test_kafka24_topics_get_ids_of_groupshifts_own(
     kafka24: ZooKeeperKafkaCluster,
     upstream24: tuple[GatewayProcess, Backend],
@@ -106,47 +93,19 @@ def test_kafka24_topics_get_ids_of_groupshifts_own(
     create_topic(gw, topic)
     direct = kafka24.api_versions()
     assert direct[3][1] == 9 and direct[1][1] == 11, "Kafka 2.4 serves Metadata v9 (no ids), Fetch v11"
-    with WireClient(gw.port) as c:
-        advertised = {
-            int(a.api_key): int(a.max_version)
-            for a in c.request(
-                make_request(18, 3, client_software_name="e2e", client_software_version="1")
-            ).api_keys
-        }
-    assert advertised[3] >= 12, (
-        "Metadata must be served at a version with topic ids (v10+) and lookups by id (v12+)"
-    )
-    assert advertised[1] == 11, "Fetch stays at the broker's by-name versions"
-    assert 68 in advertised and 75 not in advertised
-
-    cluster_id = _metadata(kafka24.port(), 9, topics=None).cluster_id
-    ids = _ids(gw.port, topic)
-    assert ids == {topic: derived_topic_id(cluster_id, topic)}
-    assert ids[topic].int != 0
-    # A lookup by that id is answered with the name; an unknown id with UNKNOWN_TOPIC_ID (100).
-    stranger = uuid.uuid4()
-    md = _metadata(
-        gw.port, 12, topics=[{"name": None, "topic_id": ids[topic]}, {"name": None, "topic_id": stranger}]
-    )
-    by_id = {t.topic_id: (t.name, int(t.error_code), len(t.partitions)) for t in md.topics}
-    assert by_id == {ids[topic]: (topic, 0, PARTITIONS), stranger: (None, 100, 0)}
-    # Older versions pass through as before, and v10 (ids, no lookup by id) gets the same id.
-    assert {t.name for t in _metadata(gw.port, 1, topics=[{"name": topic}]).topics} == {topic}
-    assert [
-        t.topic_id
-        for t in _metadata(gw.port, 10, topics=[{"name": topic, "topic_id": uuid.UUID(int=0)}]).topics
-    ] == [ids[topic]]
+    cluster_id = metadata(kafka24.port(), 9, topics=None).cluster_id
+    ids = check_derived_topic_ids(gw, cluster_id, topic)
 
     # The same id from a restarted groupshift and from a second one in front of the same cluster.
     base = Path(tmp_path_factory.mktemp("gw-kafka24-restart")) / "gw"
     port = free_port()
     other = start_fixed_gateway(base, backend, port)
     module_gateways.started.append(other)
-    assert _ids(other.port, topic) == ids
+    assert served_topic_ids(other.port, topic) == ids
     assert other.stop() == 0
     again = start_fixed_gateway(base, backend, port)
     module_gateways.started.append(again)
-    assert _ids(again.port, topic) == ids
+    assert served_topic_ids(again.port, topic) == ids
 
 
 def test_kafka24_kip848_and_classic_consumers(upstream24: tuple[GatewayProcess, Backend]) -> None:

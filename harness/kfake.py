@@ -7,7 +7,7 @@ topic ids) and no ConsumerGroupHeartbeat, so it is a second backend, besides Kaf
 on which KIP-848 clients work only through groupshift and only with groupshift's own topic ids
 (gateway/upstream/topic_ids.py). Without `as_version` it serves topic ids and KIP-848.
 
-`binary()` builds harness/kfake/main.go (a tiny main around `kfake.NewCluster`) once into
+`binary()` builds harness/kfake_go/main.go (a tiny main around `kfake.NewCluster`) once into
 `~/.cache/groupshift/kfake/` (or `$GROUPSHIFT_KFAKE_CACHE`), named by a hash of the sources and
 the Go toolchain, so an edit rebuilds and an unchanged tree never does; never committed. A cold
 build downloads franz-go through the Go module proxy (about a minute here); warm, seconds.
@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 HOST = "127.0.0.1"
-SOURCES = Path(__file__).resolve().parent / "kfake"
+SOURCES = Path(__file__).resolve().parent / "kfake_go"
 
 
 class KfakeUnavailable(RuntimeError):

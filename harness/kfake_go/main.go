@@ -1,5 +1,5 @@
 // A fake Kafka cluster (franz-go's kfake) on 127.0.0.1, for groupshift's upstream-mode e2e
-// tests (harness/kfake.py builds and starts it). kfake is an in-memory, Kafka-compatible
+// tests (harness/kfake.py builds and starts it; this directory is its Go module). kfake is an in-memory, Kafka-compatible
 // broker written in Go; with -as-version it advertises only what that Kafka release served,
 // so "-as-version 2.4" gives a backend with Metadata up to v9 (no topic ids) and no KIP-848.
 //

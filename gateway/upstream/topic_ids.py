@@ -42,11 +42,14 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+import structlog
 from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
 
 from protocol.codec import DecodeFailure, api_schema, decode, decode_response, encode_request
 from protocol.entity_builder import build
+
+log = structlog.get_logger("upstream")
 
 PRODUCE, FETCH, METADATA, DELETE_TOPICS, DESCRIBE_TOPIC_PARTITIONS = 0, 1, 3, 20, 75
 #: Metadata carries topic ids from this version on (KIP-516).
@@ -150,8 +153,13 @@ class MetadataTranslation:
         values["allow_auto_topic_creation"] = getattr(req, "allow_auto_topic_creation", True)
         for flag in ("include_cluster_authorized_operations", "include_topic_authorized_operations"):
             values[flag] = getattr(req, flag, False)
-        request = build(load_request_schema(METADATA, target), values)
-        out = encode_request(request, correlation_id=header.correlation_id, client_id=header.client_id)[4:]
+        try:
+            request = build(load_request_schema(METADATA, target), values)
+            cid, client = header.correlation_id, header.client_id
+            out = encode_request(request, correlation_id=cid, client_id=client)[4:]
+        except (TypeError, ValueError) as e:  # a client's values kio would not write back
+            log.info("upstream.metadata_not_translated", api_version=version, error=str(e))
+            return None
         return out, cls(version, target, tuple(unknown))
 
     def response(self, raw: bytes, cluster_id: str | None) -> Any:

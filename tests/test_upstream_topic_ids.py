@@ -27,6 +27,7 @@ from gateway.upstream.topic_ids import (
     derived_topic_id,
     fill_ids,
     missing,
+    names_topics_by_id,
     topic_id_of,
 )
 from protocol.codec import api_schema, decode, decode_response, encode_request, encode_response
@@ -83,6 +84,15 @@ def test_apis_naming_topics_by_id_are_capped(
     api_key: int, lo: int, hi: int, expected: tuple[int, int] | None
 ) -> None:
     assert advertised_range(api_key, lo, hi) == expected
+
+
+def test_requests_that_may_name_topics_by_id_are_refused_behind_such_a_cluster() -> None:
+    """What a client negotiated before the cluster showed a topic without an id."""
+    assert names_topics_by_id(1, 13) and names_topics_by_id(0, 13) and names_topics_by_id(20, 6)
+    assert names_topics_by_id(75, 0)
+    assert not names_topics_by_id(1, 12) and not names_topics_by_id(20, 5) and not names_topics_by_id(3, 12)
+    for key, first in ((1, 13), (0, 13), (20, 6)):  # the same line as the advertised caps
+        assert advertised_range(key, 0, first) == (0, first - 1)
 
 
 def _metadata_request(version: int, topics: list[dict[str, Any]] | None) -> bytes:

@@ -60,7 +60,7 @@ from gateway.registry import CloseConnection, Handler, HandlerRegistry, RequestC
 from gateway.upstream.cluster import Broker, UpstreamCluster
 from gateway.upstream.group_settings_configs import enforced_settings, requested_broker_keys, rewrite_answer
 from gateway.upstream.link import UpstreamLink, UpstreamUnavailable
-from gateway.upstream.topic_ids import MetadataTranslation, advertised_range
+from gateway.upstream.topic_ids import MetadataTranslation, advertised_range, names_topics_by_id
 from protocol.codec import (
     DecodeFailure,
     api_schema,
@@ -415,6 +415,7 @@ class UpstreamProxy:
         if (
             ranges is None
             or not ranges[0] <= sent <= ranges[1]
+            or (self.cluster.topic_ids_missing and names_topics_by_id(api_key, version))
             or (api_key in REWRITTEN and api_schema(api_key, version) is None)
         ):
             log.warning(

@@ -28,7 +28,9 @@ groupshift gives such a topic an id of its own and carries it consistently:
   version that names them by name (`ID_FROM`: Fetch v13, Produce v13, DeleteTopics v6), and
   DescribeTopicPartitions (ids in its answer, no by-name fallback in its request's reply) not
   at all, so a client never has to send an id the upstream does not know. Kafka's clients fall
-  back to those versions and to Metadata on their own.
+  back to those versions and to Metadata on their own; a request above those versions
+  (negotiated before the cluster showed its first topic without an id) closes the connection,
+  as any version not advertised does (`names_topics_by_id`).
 
 OffsetCommit/OffsetFetch v10 (topic ids) are not served by groupshift in either mode, so they
 need nothing here.
@@ -97,6 +99,14 @@ def advertised_range(api_key: int, lo: int, hi: int) -> tuple[int, int] | None:
     if first is not None:
         hi = min(hi, first - 1)
     return (lo, hi) if lo <= hi else None
+
+
+def names_topics_by_id(api_key: int, version: int) -> bool:
+    """Whether a forwarded request of this version may name topics by id (or is an API hidden
+    behind such a cluster). A client that negotiated its versions before the cluster showed a
+    topic without an id (a backend answering zero UUIDs that had no topics yet) may still send
+    one: its connection is closed, as for any version not advertised, and it negotiates anew."""
+    return api_key in HIDDEN or version >= ID_FROM.get(api_key, 1 << 15)
 
 
 def _plain(value: Any) -> Any:

@@ -26,8 +26,8 @@ groupshift gives such a topic an id of its own and carries it consistently:
   the answer comes back at the client's version with every missing id filled in;
 * forwarded APIs that name topics by id in their requests are advertised only up to the last
   version that names them by name (`ID_FROM`: Fetch v13, Produce v13, DeleteTopics v6), and
-  DescribeTopicPartitions (ids in its answer, no by-name fallback in its request's reply) not
-  at all, so a client never has to send an id the upstream does not know. Kafka's clients fall
+  DescribeTopicPartitions (ids in its answer) not at all, so a client never has to send an id
+  the upstream does not know. Kafka's clients fall
   back to those versions and to Metadata on their own; a request above those versions
   (negotiated before the cluster showed its first topic without an id) closes the connection,
   as any version not advertised does (`names_topics_by_id`).

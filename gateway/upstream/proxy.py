@@ -60,6 +60,7 @@ from gateway.registry import CloseConnection, Handler, HandlerRegistry, RequestC
 from gateway.upstream.cluster import Broker, UpstreamCluster
 from gateway.upstream.group_settings_configs import enforced_settings, requested_broker_keys, rewrite_answer
 from gateway.upstream.link import UpstreamLink, UpstreamUnavailable
+from gateway.upstream.topic_ids import MetadataTranslation, advertised_range, names_topics_by_id
 from protocol.codec import (
     DecodeFailure,
     api_schema,
@@ -400,9 +401,21 @@ class UpstreamProxy:
             slot.task = task
             return
         ranges = self.cluster.api_versions.get(api_key)
+        translation = None  # a cluster without topic ids: Metadata at its version, with ids
+        if api_key == METADATA and ranges is not None and self.cluster.topic_ids_missing:
+            image = self.cluster.image
+            translated = MetadataTranslation.of_request(
+                frame, version, ranges[1], lambda tid: getattr(image.topic_by_id(tid), "name", None)
+            )
+            if translated is not None:
+                frame, translation = translated
+                if translation.unknown_ids:
+                    self.cluster.request_refresh()  # a topic created since the last refresh?
+        sent = version if translation is None else translation.upstream_version
         if (
             ranges is None
-            or not ranges[0] <= version <= ranges[1]
+            or not ranges[0] <= sent <= ranges[1]
+            or (self.cluster.topic_ids_missing and names_topics_by_id(api_key, version))
             or (api_key in REWRITTEN and api_schema(api_key, version) is None)
         ):
             log.warning(
@@ -431,7 +444,7 @@ class UpstreamProxy:
             if own is not None and not isinstance(result, UpstreamUnavailable):
                 entry_of = self.server.plane.configs.broker_entry
                 result = rewrite_answer(result, version, own, self._enforced, lambda n: entry_of(n, True))
-            self._answered(conn, slot, api_key, version, cid, node, result)
+            self._answered(conn, slot, api_key, version, cid, node, result, translation)
             # The client has the budget's worth unread: the answers behind wait in the broker.
             if budget.exhausted() and not conn.closing and not link.read_paused:
                 link.pause_reading()
@@ -530,6 +543,7 @@ class UpstreamProxy:
         cid: int,
         node: int,
         result: bytes | UpstreamUnavailable,
+        translation: MetadataTranslation | None = None,
     ) -> None:
         """Called by the link, in the same event-loop step that read the response."""
         if slot.done or conn.closing:
@@ -544,7 +558,7 @@ class UpstreamProxy:
             self.cluster.request_refresh()  # the assignors should see the change promptly
         if api_key in REWRITTEN:
             try:
-                rewritten = self._rewrite(api_key, version, cid, raw)
+                rewritten = self._rewrite(api_key, version, cid, raw, translation)
             except Exception as e:
                 log.error(
                     "upstream.rewrite_failed", api_key=api_key, api_version=version, error=repr(e), exc_info=e
@@ -566,12 +580,14 @@ class UpstreamProxy:
     # -- rewriting -----------------------------------------------------------------------------
 
     def _rewrite(
-        self, api_key: int, version: int, cid: int, raw: bytes
+        self, api_key: int, version: int, cid: int, raw: bytes, translation: MetadataTranslation | None = None
     ) -> bytes | asyncio.Future[bytes] | None:
         """The response frame with groupshift's endpoints; None to pass `raw` on unchanged."""
         if api_key in LEADER_HINTS_FROM and version < LEADER_HINTS_FROM[api_key]:
             return None
-        cacheable = api_key in CACHED_REWRITES
+        # An answer naming ids the client asked for and groupshift does not know is not the
+        # upstream bytes' only answer: not cached.
+        cacheable = api_key in CACHED_REWRITES and (translation is None or not translation.unknown_ids)
         if cacheable:
             fleet = tuple(self.extra_brokers()) if api_key == METADATA else ()
             key = (api_key, version, raw[4:], fleet)
@@ -583,7 +599,10 @@ class UpstreamProxy:
                 return b"".join((hit[:4], _CID.pack(cid), hit[8:]))
         schema = api_schema(api_key, version)
         assert schema is not None
-        _, body = decode_response(schema.response_type, raw)
+        if translation is not None:
+            body = translation.response(raw, self.cluster.cluster_id)
+        else:
+            _, body = decode_response(schema.response_type, raw)
         if api_key in LEADER_HINTS_FROM:
             if not body.node_endpoints:
                 return None
@@ -775,6 +794,14 @@ class UpstreamProxy:
             lo, hi = upstream[key]
             if key in REWRITTEN:
                 hi = _kio_max(key, hi)
+            if self.cluster.topic_ids_missing:  # gateway.upstream.topic_ids
+                if key == METADATA:
+                    hi = _kio_max(key, 99)  # translated to the upstream's version, ids added
+                else:
+                    capped = advertised_range(key, lo, hi)
+                    if capped is None:
+                        continue
+                    lo, hi = capped
             if lo <= hi:
                 out[key] = (lo, hi)
         return [(k, lo, hi) for k, (lo, hi) in sorted(out.items())]

@@ -57,7 +57,9 @@ from gateway.api_versions import ApiVersionsApi
 from gateway.connection import KafkaConnection, ResponseSlot
 from gateway.find_coordinator import NO_NODE, find_coordinator_response
 from gateway.registry import CloseConnection, Handler, HandlerRegistry, RequestContext, api_name
+from gateway.sasl.delegation_token_apis import DELEGATION_TOKEN_APIS
 from gateway.upstream.cluster import Broker, UpstreamCluster
+from gateway.upstream.forwarded_acls import SECURITY_APIS, ForwardedAcls
 from gateway.upstream.group_settings_configs import enforced_settings, requested_broker_keys, rewrite_answer
 from gateway.upstream.link import UpstreamLink, UpstreamUnavailable
 from protocol.codec import (
@@ -93,7 +95,10 @@ TERMINATED = frozenset({API_VERSIONS, 8, 9, 11, 12, 13, 14, 15, 16, 42, 47, 68, 
 SPLIT = frozenset({FIND_COORDINATOR, DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS})
 # SaslHandshake and SaslAuthenticate: consumed by groupshift's own SASL listeners
 # (gateway.sasl.gate) and answered ILLEGAL_SASL_STATE elsewhere; kept advertised, since a client
-# reads their versions from ApiVersions before it authenticates.
+# reads their versions from ApiVersions before it authenticates. The delegation-token APIs
+# (38-41) are answered by groupshift too, never advertised, as Kafka with tokens disabled
+# (gateway.sasl.delegation_token_apis): in the `gateway` identity the cluster's tokens are not
+# groupshift's to hand out.
 SASL_APIS = frozenset({17, 36})
 # Client-facing APIs forwarded when the upstream serves them. Broker-to-broker and controller
 # APIs, SASL (security is reserved), share and streams groups and telemetry are left out.
@@ -300,12 +305,17 @@ class UpstreamProxy:
         }
         cluster.on_brokers.append(self._on_brokers)
         server.on_connection_lost.append(self._release)
+        # `upstream.identity=gateway` with an authorizer: forwarded requests are authorized with
+        # groupshift's ACLs first (gateway.upstream.forwarded_acls); without one, raw frames.
+        self.acls = ForwardedAcls(self, server.authorizer) if server.authorizer is not None else None
 
     # -- installation --------------------------------------------------------------------------
 
     def install(self) -> None:
         registry = self.registry
-        keep = TERMINATED | SPLIT | SASL_APIS
+        keep = TERMINATED | SPLIT | SASL_APIS | DELEGATION_TOKEN_APIS
+        if self.acls is not None:
+            keep |= SECURITY_APIS
         for key in list(registry):
             if key not in keep:
                 registry.unregister(key)  # the embedded data plane's handlers
@@ -389,6 +399,8 @@ class UpstreamProxy:
         route = forwarded_request(frame)
         if route is None:
             self._inner(conn, frame, slot)
+        elif self.acls is not None:
+            self.acls.forward(conn, frame, slot, *route)
         else:
             self._forward(conn, frame, slot, *route)
 
@@ -769,11 +781,12 @@ class UpstreamProxy:
                 if lo > hi:
                     continue
             out[key] = (lo, hi)
+        acls = self.acls
         for key in FORWARDED:
-            if key not in upstream:
+            if key not in upstream or (acls is not None and (key in SECURITY_APIS or not acls.checked(key))):
                 continue
             lo, hi = upstream[key]
-            if key in REWRITTEN:
+            if key in REWRITTEN or acls is not None:  # decoded: to rewrite, or to authorize
                 hi = _kio_max(key, hi)
             if lo <= hi:
                 out[key] = (lo, hi)

@@ -138,7 +138,6 @@ _ZERO_BY_KAFKA_TYPE: Mapping[str, Any] = {
     "timedelta_i32": datetime.timedelta(0),
     "timedelta_i64": datetime.timedelta(0),
     "uuid": uuid.UUID(int=0),
-    "records": None,
 }
 
 
@@ -239,6 +238,10 @@ def _mirror_array(
 
 
 def _unknown(f: dataclasses.Field[Any]) -> Any:
+    if f.metadata.get("kafka_type") == "records":
+        # Kafka answers an empty record set (`MemoryRecords.EMPTY`), never a null one: librdkafka
+        # cannot parse a null record set in a Fetch answer and retries at once, without a backoff.
+        return b""
     if is_optional(f):
         return None
     if f.name in _MINUS_ONE:

@@ -207,7 +207,10 @@ def test_delegation_tokens_are_refused_as_kafka_refuses_them(refusals: Delegatio
         "alice",
         "alice",
     )
-    assert r.expiry_timestamp == datetime.datetime.fromtimestamp(-0.001, tz=datetime.UTC)
+    assert r.expiry_timestamp == datetime.datetime.fromtimestamp(0, tz=datetime.UTC)  # the controller's
+    r = refusals.create(ctx("User:ANONYMOUS", "PLAINTEXT"), None, create)
+    assert r.error_code == ErrorCode.delegation_token_request_not_allowed
+    assert r.expiry_timestamp == datetime.datetime.fromtimestamp(-0.001, tz=datetime.UTC)  # the broker's
     # PLAINTEXT, and SSL without a client certificate, may not ask for tokens at all
     for listener, principal in (("PLAINTEXT", "User:ANONYMOUS"), ("SSL", "User:ANONYMOUS")):
         r = refusals.describe(ctx(principal, listener), None, make_request(41, 3, owners=None))
@@ -219,8 +222,9 @@ def test_delegation_tokens_are_refused_as_kafka_refuses_them(refusals: Delegatio
 
 
 def test_a_fetch_of_refused_topics_only_has_no_top_level_error(authorizer: Authorizer) -> None:
-    """Kafka answers NONE at the top and the error per partition; librdkafka takes a top-level
-    error for a failed fetch session and retries at once."""
+    """Kafka answers NONE at the top, the error per partition and an empty record set: a null
+    one is a parse failure to librdkafka, which then retries at once and never reports the
+    error (found by e2e/test_upstream_gateway_acls.py)."""
     stub = Stub(1)
     fn = checked(authorizer, 1, stub)
     part = {
@@ -247,6 +251,7 @@ def test_a_fetch_of_refused_topics_only_has_no_top_level_error(authorizer: Autho
     )
     r = fn(ctx(), None, req)
     assert not stub.got and r.error_code == ErrorCode.none
+    assert [p.records for t in r.responses for p in t.partitions] == [b""]  # empty, not null
     assert [(t.topic, [p.error_code for p in t.partitions]) for t in r.responses] == [
         ("payments", [ErrorCode.topic_authorization_failed])
     ]

@@ -8,8 +8,10 @@ listeners do not accept them). The APIs are therefore not advertised in ApiVersi
 point 5), and a client that sends one anyway gets Kafka's answer rather than a closed
 connection: `KafkaApis.allowTokenRequests` first (DELEGATION_TOKEN_REQUEST_NOT_ALLOWED on a
 PLAINTEXT listener, or on SSL without a client certificate), then DELEGATION_TOKEN_AUTH_DISABLED
-(tokens off), with Kafka's "unknown" timestamps (-1) and, for CreateDelegationToken, the owner
-and requester principals filled in as `CreateDelegationTokenResponse.prepareResponse` does.
+(tokens off). The timestamps are those of whoever answers in Kafka: the broker's refusals
+(`prepareResponse`, `DelegationTokenManager.ErrorTimestamp`) carry -1, the controller's
+DELEGATION_TOKEN_AUTH_DISABLED (`DelegationTokenControlManager`) leaves them 0; the owner and
+requester principals of CreateDelegationToken are filled in by both.
 """
 
 from __future__ import annotations
@@ -25,8 +27,10 @@ from protocol.codec import response_type_of
 from protocol.entity_builder import build
 
 CREATE, RENEW, EXPIRE, DESCRIBE = 38, 39, 40, 41
-# Kafka's `DelegationTokenManager.ErrorTimestamp`.
+# Kafka's `DelegationTokenManager.ErrorTimestamp` (the broker's refusals), and the controller's
+# untouched field (tokens disabled).
 ERROR_TIMESTAMP = datetime.datetime.fromtimestamp(-0.001, tz=datetime.UTC)
+UNSET_TIMESTAMP = datetime.datetime.fromtimestamp(0, tz=datetime.UTC)
 ANONYMOUS = "User:ANONYMOUS"
 
 
@@ -48,6 +52,10 @@ class DelegationTokenRefusals:
             return ErrorCode.delegation_token_request_not_allowed
         return ErrorCode.delegation_token_auth_disabled
 
+    @staticmethod
+    def _timestamp(error: ErrorCode) -> datetime.datetime:
+        return UNSET_TIMESTAMP if error == ErrorCode.delegation_token_auth_disabled else ERROR_TIMESTAMP
+
     def create(self, ctx: RequestContext, header: Any, request: Any) -> Any:
         error = self._error(ctx)
         requester = _split_principal(ctx.principal)
@@ -68,9 +76,9 @@ class DelegationTokenRefusals:
                 "principal_name": owner[1],
                 "token_requester_principal_type": requester[0],
                 "token_requester_principal_name": requester[1],
-                "issue_timestamp": ERROR_TIMESTAMP,
-                "expiry_timestamp": ERROR_TIMESTAMP,
-                "max_timestamp": ERROR_TIMESTAMP,
+                "issue_timestamp": self._timestamp(error),
+                "expiry_timestamp": self._timestamp(error),
+                "max_timestamp": self._timestamp(error),
                 "token_id": "",
                 "hmac": b"",
                 "throttle_time": 0,
@@ -78,9 +86,10 @@ class DelegationTokenRefusals:
         )
 
     def renew_or_expire(self, ctx: RequestContext, header: Any, request: Any) -> Any:
+        error = self._error(ctx)
         return build(
             response_type_of(request),
-            {"error_code": self._error(ctx), "expiry_timestamp": ERROR_TIMESTAMP, "throttle_time": 0},
+            {"error_code": error, "expiry_timestamp": self._timestamp(error), "throttle_time": 0},
         )
 
     def describe(self, ctx: RequestContext, header: Any, request: Any) -> Any:

@@ -7,6 +7,9 @@ frame before the dispatcher decodes anything:
   Delete, List/Describe/DeleteGroups, FindCoordinator for groups, DescribeConfigs and
   IncrementalAlterConfigs on GROUP resources) and ApiVersions go to the dispatcher and are
   answered by groupshift's engine, as in embedded mode;
+* with an authorizer (`upstream.identity=gateway`), a forwarded request is first authorized
+  with groupshift's ACLs (`gateway.upstream.forwarded_acls`), and the ACL and SCRAM APIs are
+  groupshift's own; without one, nothing below is decoded for authorization;
 * data-plane and topic-admin APIs are forwarded: the raw request frame, with only its
   correlation id rewritten, goes to the upstream broker behind the listener the client used
   (the main listener sticks to one live broker per connection), and the response frame comes

@@ -255,3 +255,50 @@ def test_a_fetch_of_refused_topics_only_has_no_top_level_error(authorizer: Autho
     assert [(t.topic, [p.error_code for p in t.partitions]) for t in r.responses] == [
         ("payments", [ErrorCode.topic_authorization_failed])
     ]
+
+
+# --- what upstream mode advertises -----------------------------------------------------------------
+
+
+def _proxy(tmp_path: Path, **settings: str) -> Any:
+    import asyncio
+
+    from gateway.server import GatewayServer
+    from gateway.upstream import install_upstream_mode
+
+    config = build_config(
+        {"upstream.bootstrap.servers": "10.0.0.1:9092", "log.dirs": str(tmp_path / "data"), **settings}
+    )
+    installed: list[Any] = []
+    server = GatewayServer(config, extensions=[lambda s: installed.append(install_upstream_mode(s))])
+    proxy = installed[0]
+    # The upstream's ApiVersions: every forwarded API up to a version beyond what kio decodes.
+    proxy.cluster.api_versions.update({k: (0, 99) for k in (0, 1, 3, 29, 30, 31, 50, 51, 75)})
+    advertised = {k: (lo, hi) for k, lo, hi in proxy.advertised()}
+    for hook in server.on_stop:
+        hook()
+    asyncio.run(server.plane.close())
+    return proxy, advertised
+
+
+def test_without_an_authorizer_the_forwarded_path_is_unchanged(tmp_path: Path) -> None:
+    proxy, advertised = _proxy(tmp_path)
+    assert proxy.acls is None
+    assert advertised[29] == (0, 99) and advertised[75] == (0, 99)  # forwarded as the cluster serves them
+    assert not advertised.keys() & DELEGATION_TOKEN_APIS
+
+
+def test_with_an_authorizer_only_checked_apis_are_advertised_and_security_is_groupshifts(
+    tmp_path: Path,
+) -> None:
+    from protocol.codec import api_schema
+
+    proxy, advertised = _proxy(
+        tmp_path, **{"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"}
+    )
+    assert proxy.acls is not None
+    assert 75 not in advertised  # DescribeTopicPartitions: no check entry yet
+    for key in (0, 1, 3):  # decodable, since each is decoded to be authorized
+        assert api_schema(key, advertised[key][1]) is not None and advertised[key][1] < 99
+    assert advertised[29][1] < 99 and advertised[51][1] < 99  # groupshift's own ACL and SCRAM APIs
+    assert not advertised.keys() & DELEGATION_TOKEN_APIS

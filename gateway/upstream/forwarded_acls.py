@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -49,7 +50,11 @@ from protocol.codec import DecodeFailure, api_schema, decode, decode_response, e
 
 if TYPE_CHECKING:
     from gateway.upstream.cluster import UpstreamCluster
-    from gateway.upstream.proxy import UpstreamProxy
+
+Forward = Callable[[KafkaConnection, bytes, ResponseSlot, int, int, int], None]
+"""The proxy's forwarding path: (connection, frame, slot, api key, version, correlation id)."""
+Terminate = Callable[[KafkaConnection, bytes, ResponseSlot], None]
+"""The dispatcher: groupshift answers the frame itself."""
 
 log = structlog.get_logger("upstream")
 
@@ -131,11 +136,14 @@ class _Capture(ResponseSlot):
 class ForwardedAcls:
     """The authorization step in front of the proxy's forwarding path."""
 
-    def __init__(self, proxy: UpstreamProxy, authorizer: Authorizer) -> None:
-        self.proxy = proxy
-        self.topics = UpstreamTopics(proxy.cluster)
+    def __init__(
+        self, cluster: UpstreamCluster, authorizer: Authorizer, forward: Forward, terminate: Terminate
+    ) -> None:
+        self.forward_frame = forward
+        self.terminate = terminate
+        self.topics = UpstreamTopics(cluster)
         self.guard = Guard(authorizer, self.topics)
-        proxy.cluster.on_brokers.append(self.topics.read_auto_create)
+        cluster.on_brokers.append(self.topics.read_auto_create)
 
     @staticmethod
     def checked(api_key: int) -> bool:
@@ -148,7 +156,7 @@ class ForwardedAcls:
     ) -> None:
         """Authorize one forwarded request frame, then forward what may go upstream."""
         if api_key in SECURITY_APIS:
-            self.proxy._inner(conn, frame, slot)  # groupshift's own ACL and SCRAM APIs
+            self.terminate(conn, frame, slot)  # groupshift's own ACL and SCRAM APIs
             return
         schema = api_schema(api_key, version)
         if schema is None:
@@ -194,7 +202,7 @@ class ForwardedAcls:
                     except Exception as e:
                         answer.set_exception(e)
 
-            self.proxy._forward(conn, sent, _Capture(conn, arrived), api_key, version, cid)
+            self.forward_frame(conn, sent, _Capture(conn, arrived), api_key, version, cid)
             return answer
 
         ctx = conn.ctx

@@ -310,7 +310,13 @@ class UpstreamProxy:
         server.on_connection_lost.append(self._release)
         # `upstream.identity=gateway` with an authorizer: forwarded requests are authorized with
         # groupshift's ACLs first (gateway.upstream.forwarded_acls); without one, raw frames.
-        self.acls = ForwardedAcls(self, server.authorizer) if server.authorizer is not None else None
+        self.acls = (
+            None
+            if server.authorizer is None
+            else ForwardedAcls(
+                cluster, server.authorizer, self._forward, lambda c, f, s: self._inner(c, f, s)
+            )
+        )
 
     # -- installation --------------------------------------------------------------------------
 

@@ -7,6 +7,9 @@ frame before the dispatcher decodes anything:
   Delete, List/Describe/DeleteGroups, FindCoordinator for groups, DescribeConfigs and
   IncrementalAlterConfigs on GROUP resources) and ApiVersions go to the dispatcher and are
   answered by groupshift's engine, as in embedded mode;
+* with an authorizer (`upstream.identity=gateway`), a forwarded request is first authorized
+  with groupshift's ACLs (`gateway.upstream.forwarded_acls`), and the ACL and SCRAM APIs are
+  groupshift's own; without one, nothing below is decoded for authorization;
 * data-plane and topic-admin APIs are forwarded: the raw request frame, with only its
   correlation id rewritten, goes to the upstream broker behind the listener the client used
   (the main listener sticks to one live broker per connection), and the response frame comes
@@ -57,7 +60,9 @@ from gateway.api_versions import ApiVersionsApi
 from gateway.connection import KafkaConnection, ResponseSlot
 from gateway.find_coordinator import NO_NODE, find_coordinator_response
 from gateway.registry import CloseConnection, Handler, HandlerRegistry, RequestContext, api_name
+from gateway.sasl.delegation_token_apis import DELEGATION_TOKEN_APIS
 from gateway.upstream.cluster import Broker, UpstreamCluster
+from gateway.upstream.forwarded_acls import SECURITY_APIS, ForwardedAcls
 from gateway.upstream.group_settings_configs import enforced_settings, requested_broker_keys, rewrite_answer
 from gateway.upstream.link import UpstreamLink, UpstreamUnavailable
 from gateway.upstream.topic_ids import MetadataTranslation, advertised_range, names_topics_by_id
@@ -94,7 +99,10 @@ TERMINATED = frozenset({API_VERSIONS, 8, 9, 11, 12, 13, 14, 15, 16, 42, 47, 68, 
 SPLIT = frozenset({FIND_COORDINATOR, DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS})
 # SaslHandshake and SaslAuthenticate: consumed by groupshift's own SASL listeners
 # (gateway.sasl.gate) and answered ILLEGAL_SASL_STATE elsewhere; kept advertised, since a client
-# reads their versions from ApiVersions before it authenticates.
+# reads their versions from ApiVersions before it authenticates. The delegation-token APIs
+# (38-41) are answered by groupshift too, never advertised, as Kafka with tokens disabled
+# (gateway.sasl.delegation_token_apis): in the `gateway` identity the cluster's tokens are not
+# groupshift's to hand out.
 SASL_APIS = frozenset({17, 36})
 # Client-facing APIs forwarded when the upstream serves them. Broker-to-broker and controller
 # APIs, SASL (security is reserved), share and streams groups and telemetry are left out.
@@ -301,12 +309,23 @@ class UpstreamProxy:
         }
         cluster.on_brokers.append(self._on_brokers)
         server.on_connection_lost.append(self._release)
+        # `upstream.identity=gateway` with an authorizer: forwarded requests are authorized with
+        # groupshift's ACLs first (gateway.upstream.forwarded_acls); without one, raw frames.
+        self.acls = (
+            None
+            if server.authorizer is None
+            else ForwardedAcls(
+                cluster, server.authorizer, self._forward, lambda c, f, s: self._inner(c, f, s)
+            )
+        )
 
     # -- installation --------------------------------------------------------------------------
 
     def install(self) -> None:
         registry = self.registry
-        keep = TERMINATED | SPLIT | SASL_APIS
+        keep = TERMINATED | SPLIT | SASL_APIS | DELEGATION_TOKEN_APIS
+        if self.acls is not None:
+            keep |= SECURITY_APIS
         for key in list(registry):
             if key not in keep:
                 registry.unregister(key)  # the embedded data plane's handlers
@@ -390,6 +409,8 @@ class UpstreamProxy:
         route = forwarded_request(frame)
         if route is None:
             self._inner(conn, frame, slot)
+        elif self.acls is not None:
+            self.acls.forward(conn, frame, slot, *route)
         else:
             self._forward(conn, frame, slot, *route)
 
@@ -788,11 +809,12 @@ class UpstreamProxy:
                 if lo > hi:
                     continue
             out[key] = (lo, hi)
+        acls = self.acls
         for key in FORWARDED:
-            if key not in upstream:
+            if key not in upstream or (acls is not None and (key in SECURITY_APIS or not acls.checked(key))):
                 continue
             lo, hi = upstream[key]
-            if key in REWRITTEN:
+            if key in REWRITTEN or acls is not None:  # decoded: to rewrite, or to authorize
                 hi = _kio_max(key, hi)
             if self.cluster.topic_ids_missing:  # gateway.upstream.topic_ids
                 if key == METADATA:

@@ -118,7 +118,12 @@ def check_metadata_and_versions(gw: GatewayProcess, backend: Backend) -> None:
         assert forwarded in keys, f"api {forwarded} not advertised"
     for terminated in (11, 12, 13, 14, 8, 9, 68):
         assert terminated in keys, f"group api {terminated} not advertised"
-    assert 28 not in keys and 25 not in keys, "transactional offset commits must not be advertised"
+    # Transactional offset commits: advertised exactly when the cluster serves AddOffsetsToTxn
+    # and TxnOffsetCommit (docs/transactions.md); a groupshift backend serves neither.
+    with WireClient(min(upstream_ports(backend))) as c:
+        up = c.request(make_request(18, 3, client_software_name="e2e", client_software_version="1"))
+    served = {25, 28} <= {int(a.api_key) for a in up.api_keys}
+    assert (28 in keys and 25 in keys) == served, f"AddOffsetsToTxn/TxnOffsetCommit advertised: {keys}"
     with WireClient(gw.port) as c:
         txn = c.request(
             make_request(
@@ -146,7 +151,8 @@ def check_metadata_and_versions(gw: GatewayProcess, backend: Backend) -> None:
                 ],
             )
         )
-    assert [p.error_code for t in txn.topics for p in t.partitions] == [35]  # UNSUPPORTED_VERSION
+    # topic "x" does not exist: Kafka's UNKNOWN_TOPIC_OR_PARTITION; unserved: UNSUPPORTED_VERSION
+    assert [p.error_code for t in txn.topics for p in t.partitions] == [3 if served else 35]
     # Group listings are groupshift's own: a group that exists only on the cluster is not shown.
     from kafka import KafkaConsumer, TopicPartition
     from kafka.admin import KafkaAdminClient

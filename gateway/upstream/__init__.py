@@ -8,7 +8,9 @@ forwarded to the cluster given by `upstream.bootstrap.servers` (`serve --upstrea
 * `cluster`: bootstrap, periodic Metadata refresh, brokers and the engine's topic image;
 * `proxy`: per-broker listeners, the frame path (terminate or forward), endpoint rewriting,
   ApiVersions;
-* `offsets`: offsets imported from the cluster on a group's first appearance and mirrored back.
+* `offsets`: offsets imported from the cluster on a group's first appearance and mirrored back;
+* `transactions`: TxnOffsetCommit for the cluster's transactions, pending until their outcome
+  is read there (docs/transactions.md).
 """
 
 from __future__ import annotations
@@ -18,6 +20,10 @@ from typing import TYPE_CHECKING, Any
 from gateway.upstream.cluster import UpstreamCluster
 from gateway.upstream.offsets import OffsetBridge
 from gateway.upstream.proxy import UpstreamProxy
+from gateway.upstream.transactions import TransactionalOffsets
+
+# TxnOffsetCommit v0-v3 (v4 differs only in its flexible encoding; v5 is KIP-890's).
+TXN_OFFSET_COMMIT_MAX_VERSION = 4
 
 if TYPE_CHECKING:
     from gateway.server import GatewayServer
@@ -40,6 +46,8 @@ def install_upstream_mode(server: GatewayServer) -> UpstreamProxy:
     proxy = UpstreamProxy(server, cluster)
     proxy.install()
     bridge = OffsetBridge(service, cluster, server.metrics)
+    txn = TransactionalOffsets(service, cluster, bridge, server.metrics)
+    txn.install(server.registry, TXN_OFFSET_COMMIT_MAX_VERSION)  # before the bridge wraps its imports
     bridge.install(server.registry)
     if scaleout is not None:
         scaleout.service = service
@@ -61,6 +69,7 @@ def install_upstream_mode(server: GatewayServer) -> UpstreamProxy:
     def stop() -> None:
         if scaleout is not None:
             scaleout.close()
+        txn.close()
         bridge.close()
         cluster.close()
         proxy.close()

@@ -12,7 +12,8 @@ groupshift is SIGKILLed once (restarted on the same port and data directory). Ju
 * the output topic read with read_committed holds every input record exactly once;
 * an OffsetFetch poller on groupshift never sees an offset before a copier asked to commit the
   transaction that carried it: offsets of aborted transactions (deliberate, or cut by a kill)
-  are never returned.
+  are never returned; with `require_stable` it is answered UNSTABLE_OFFSET_COMMIT while
+  transactions are open.
 """
 
 from __future__ import annotations
@@ -33,17 +34,17 @@ from harness.kafka_dist.java_clients import TOOL_JVM_OPTS, JavaClients, Verifiab
 from protocol.client import WireClient, make_request
 
 SOURCE = Path(__file__).parent / "java_programs" / "TransactionalCopier.java"
+UNSTABLE_OFFSET_COMMIT = 88
 
 
-def compile_copier(clients: JavaClients, into: Path) -> Path:
+def compile_copier(clients: JavaClients, into: Path) -> subprocess.Popen[bytes]:
+    """javac, started in the background (it runs while the input is produced)."""
     into.mkdir(parents=True, exist_ok=True)
-    subprocess.run(
+    return subprocess.Popen(
         ["javac", "-nowarn", "-cp", clients.dist.classpath, "-d", str(into), str(SOURCE)],
-        check=True,
-        capture_output=True,
-        timeout=120,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
     )
-    return into
 
 
 class Copier:
@@ -65,6 +66,11 @@ class Copier:
         self.runs: list[VerifiableProcess] = []
 
     def start(self) -> Copier:
+        self.launch()
+        self.runs[-1].wait_for("ready", timeout=60)
+        return self
+
+    def launch(self) -> None:
         command = [
             "java",
             *TOOL_JVM_OPTS,
@@ -75,10 +81,7 @@ class Copier:
             *self.args,
         ]
         n = len(self.runs)
-        proc = VerifiableProcess(command, self.clients.workdir / f"{self.name}-{n}.stderr")
-        self.runs.append(proc)
-        proc.wait_for("ready", timeout=60)
-        return self
+        self.runs.append(VerifiableProcess(command, self.clients.workdir / f"{self.name}-{n}.stderr"))
 
     def kill(self) -> None:
         self.runs[-1].kill()
@@ -94,23 +97,30 @@ class Copier:
             out.extend(run.events)
         return out
 
-    def errors(self) -> list[dict[str, Any]]:
-        return [e for e in self.events() if e.get("name") == "fatal"]
+    def errors(self) -> list[Any]:
+        """Fatal events, or the exit of the running process (a copier never exits by itself)."""
+        fatal: list[Any] = [e for e in self.events() if e.get("name") == "fatal"]
+        run = self.runs[-1]
+        if run.process.poll() is not None:
+            fatal.append(f"exited {run.process.returncode}: {run.stderr_tail(5)}")
+        return fatal
 
 
 class OffsetPoller(threading.Thread):
-    """OffsetFetch on groupshift every 20 ms; every answer kept as (time ms, partition, offset).
-    Connection errors (groupshift killed) are retried."""
+    """OffsetFetch on groupshift every 20 ms, alternating `require_stable` off and on; every
+    offset answered kept as (time ms, partition, offset), UNSTABLE_OFFSET_COMMIT answers
+    counted. Connection errors (groupshift killed) are retried."""
 
     def __init__(self, port: int, group: str, topic: str) -> None:
         super().__init__(daemon=True)
         self.port, self.group, self.topic = port, group, topic
         self.seen: list[tuple[int, int, int]] = []
         self.latest: dict[int, int] = {}
+        self.unstable = 0
         self.halt = threading.Event()
 
-    def run(self) -> None:
-        request = make_request(
+    def _request(self, require_stable: bool) -> Any:
+        return make_request(
             9,
             8,
             groups=[
@@ -119,18 +129,25 @@ class OffsetPoller(threading.Thread):
                     "topics": [{"name": self.topic, "partition_indexes": list(range(PARTITIONS))}],
                 }
             ],
-            require_stable=False,
+            require_stable=require_stable,
         )
+
+    def run(self) -> None:
+        requests = (self._request(False), self._request(True))
+        n = 0
         while not self.halt.is_set():
             try:
                 with WireClient(self.port) as c:
                     while not self.halt.is_set():
-                        resp = c.request(request)
+                        n += 1
+                        resp = c.request(requests[n % 2])
                         now = int(time.time() * 1000)
                         for t in resp.groups[0].topics:
                             for p in t.partitions:
-                                o = int(p.committed_offset)
-                                if int(p.error_code) == 0 and o >= 0:
+                                o, code = int(p.committed_offset), int(p.error_code)
+                                if code == UNSTABLE_OFFSET_COMMIT:
+                                    self.unstable += 1
+                                elif code == 0 and o >= 0:
                                     self.seen.append((now, int(p.partition_index), o))
                                     self.latest[int(p.partition_index)] = o
                         time.sleep(0.02)
@@ -179,7 +196,7 @@ def _read_committed(bootstrap: str, topic: str) -> collections.Counter[bytes]:
                     at_end.add(m.partition())
                     continue
                 raise AssertionError(str(m.error()))
-            got[m.value()] += 1
+            got[m.value() or b""] += 1
     finally:
         c.close()
     assert len(at_end) == PARTITIONS, "output not read to its end"
@@ -192,15 +209,18 @@ def check_exactly_once_copy(
     clients: JavaClients,
     workdir: Path,
     name: str,
-    records: int = 4000,
+    records: int = 3000,
 ) -> GatewayProcess:
     source, sink, group = f"{name}-in", f"{name}-out", f"{name}-copier"
+    classes = workdir / "copier-classes"
+    javac = compile_copier(clients, classes)
     gw = start_gateway()
     for topic in (source, sink):
         create_replicated_topic(backend.bootstrap, topic, backend.brokers)
     expected = _produce_input(backend.bootstrap, source, records)
     per_partition = {p: len(range(p, records, PARTITIONS)) for p in range(PARTITIONS)}
-    classes = compile_copier(clients, workdir / "copier-classes")
+    out, _ = javac.communicate(timeout=120)
+    assert javac.returncode == 0, out.decode(errors="replace")
     poller = OffsetPoller(gw.port, group, source)
     poller.start()
 
@@ -216,9 +236,13 @@ def check_exactly_once_copy(
             abort_every="7",
         )
 
-    kip848 = copier(f"{name}-848", "consumer").start()
-    classic = copier(f"{name}-classic", "classic").start()
+    kip848 = copier(f"{name}-848", "consumer")
+    classic = copier(f"{name}-classic", "classic")
     copiers = (kip848, classic)
+    for c in copiers:  # the two JVMs start side by side
+        c.launch()
+    for c in copiers:
+        c.runs[-1].wait_for("ready", timeout=60)
 
     def progressed(fraction: float) -> Callable[[], bool]:
         def check() -> bool:
@@ -237,7 +261,8 @@ def check_exactly_once_copy(
         gw.kill()
         time.sleep(0.5)
         gw = start_gateway()
-        wait_until(lambda: poller.latest == per_partition, 90, "every input offset committed", interval=0.2)
+        wait_until(progressed(1.0), 90, "every input offset committed", interval=0.2)
+        assert poller.latest == per_partition
     finally:
         poller.halt.set()
         for c in copiers:
@@ -266,4 +291,6 @@ def check_exactly_once_copy(
     early = [(t, p, o) for t, p, o in poller.seen if committing.get((p, o), t + 1) > t]
     assert not early, f"OffsetFetch returned offsets no committed transaction carried: {early[:5]}"
     assert len(poller.seen) > 100
+    # 3. require_stable saw transactions open (Kafka's UNSTABLE_OFFSET_COMMIT)
+    assert poller.unstable > 0, "OffsetFetch with require_stable never answered UNSTABLE_OFFSET_COMMIT"
     return gw

@@ -30,6 +30,7 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.AuthorizationException;
 import org.apache.kafka.common.errors.OutOfOrderSequenceException;
 import org.apache.kafka.common.errors.ProducerFencedException;
+import org.apache.kafka.common.errors.TimeoutException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
@@ -84,11 +85,13 @@ public class TransactionalCopier {
 
         long txns = 0;
         while (true) {
-            ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(200));
-            if (records.isEmpty()) continue;
             Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
+            boolean inTransaction = false;
             try {
+                ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(200));
+                if (records.isEmpty()) continue;
                 producer.beginTransaction();
+                inTransaction = true;
                 for (ConsumerRecord<byte[], byte[]> r : records) {
                     producer.send(new ProducerRecord<>(output, r.partition(), r.key(), r.value()));
                     offsets.put(new TopicPartition(r.topic(), r.partition()), new OffsetAndMetadata(r.offset() + 1, "copier"));
@@ -98,31 +101,59 @@ public class TransactionalCopier {
                 Thread.sleep(15); // a wider window for a SIGKILL inside a transaction
                 if (abortEvery > 0 && txns % abortEvery == 0) {
                     producer.abortTransaction();
+                    inTransaction = false;
                     emit("aborted", offsetsJson(offsets));
                     rewind(consumer);
                     continue;
                 }
                 emit("committing", offsetsJson(offsets));
-                producer.commitTransaction();
+                while (true) {
+                    try {
+                        producer.commitTransaction();
+                        break;
+                    } catch (TimeoutException e) { // the outcome is unknown: commit again (Kafka's rule)
+                        emit("error", ",\"error\":\"commit timed out\"");
+                    }
+                }
+                inTransaction = false;
                 emit("committed", ",\"count\":" + records.count());
             } catch (ProducerFencedException | OutOfOrderSequenceException | AuthorizationException e) {
                 emit("fatal", ",\"error\":\"" + e.getClass().getSimpleName() + "\"");
                 System.exit(2);
-            } catch (KafkaException e) {
+            } catch (KafkaException | IllegalStateException e) {
+                // abortable (a rebalance fenced the member, a timeout, a coordinator that moved):
+                // abort, and copy again from the group's committed offsets
                 emit("error", ",\"error\":\"" + e.getClass().getSimpleName() + ": " + String.valueOf(e.getMessage()).replace('"', '\'') + "\"");
-                producer.abortTransaction();
+                if (inTransaction) {
+                    try {
+                        producer.abortTransaction();
+                    } catch (KafkaException abortFailed) {
+                        emit("fatal", ",\"error\":\"abort failed: " + abortFailed.getClass().getSimpleName() + "\"");
+                        System.exit(3);
+                    }
+                }
                 rewind(consumer);
             }
         }
     }
 
+    // Seek every assigned partition back to the group's committed offset (read with
+    // require_stable: read_committed). Retried until it succeeds: a position left past the
+    // committed offset after an abort would skip records.
     static void rewind(KafkaConsumer<byte[], byte[]> consumer) {
-        Set<TopicPartition> assigned = consumer.assignment();
-        Map<TopicPartition, OffsetAndMetadata> committed = consumer.committed(assigned);
-        for (TopicPartition tp : assigned) {
-            OffsetAndMetadata c = committed.get(tp);
-            if (c == null) consumer.seekToBeginning(List.of(tp));
-            else consumer.seek(tp, c.offset());
+        while (true) {
+            try {
+                Set<TopicPartition> assigned = consumer.assignment();
+                Map<TopicPartition, OffsetAndMetadata> committed = consumer.committed(assigned);
+                for (TopicPartition tp : assigned) {
+                    OffsetAndMetadata c = committed.get(tp);
+                    if (c == null) consumer.seekToBeginning(List.of(tp));
+                    else consumer.seek(tp, c.offset());
+                }
+                return;
+            } catch (KafkaException | IllegalStateException e) {
+                emit("error", ",\"error\":\"rewind: " + e.getClass().getSimpleName() + "\"");
+            }
         }
     }
 }

@@ -59,7 +59,7 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("upstream")
 
-ADD_OFFSETS_TO_TXN, TXN_OFFSET_COMMIT, OFFSET_FETCH, DELETE_GROUPS = 25, 28, 9, 42
+ADD_OFFSETS_TO_TXN, TXN_OFFSET_COMMIT, OFFSET_FETCH, DELETE_GROUPS, OFFSET_DELETE = 25, 28, 9, 42, 47
 NONE, UNKNOWN_TOPIC_OR_PARTITION, COORDINATOR_NOT_AVAILABLE, OFFSET_METADATA_TOO_LARGE = 0, 3, 15, 12
 UNSTABLE_OFFSET_COMMIT = 88
 RETRY_COORDINATOR = frozenset({14, 15, 16})
@@ -154,7 +154,9 @@ class TransactionalOffsets:
         self._seq = 0
         self._locks: dict[str, asyncio.Lock] = {}
         self._resolvers: dict[str, asyncio.Task[None]] = {}
-        self._recovered: set[str] = set()
+        # group -> id of the shard storage it was recovered for: a shard reopened (scale-out: a
+        # shard lost and regained) is recovered again, from the shadow group.
+        self._recovered: dict[str, int] = {}
         self._recovering: dict[str, asyncio.Future[None]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._outcomes = metrics.counter(
@@ -188,16 +190,17 @@ class TransactionalOffsets:
                 enabled=spec.enabled,
                 replace=True,
             )
-        spec = registry.get(DELETE_GROUPS)
-        if spec is not None:
-            registry.register(
-                DELETE_GROUPS,
-                spec.min_version,
-                spec.max_version,
-                self._deleting(spec.fn),
-                enabled=spec.enabled,
-                replace=True,
-            )
+        for key, wrapper in ((DELETE_GROUPS, self._deleting), (OFFSET_DELETE, self._offsets_deleting)):
+            spec = registry.get(key)
+            if spec is not None:
+                registry.register(
+                    key,
+                    spec.min_version,
+                    spec.max_version,
+                    wrapper(spec.fn),
+                    enabled=spec.enabled,
+                    replace=True,
+                )
 
     def close(self) -> None:
         for task in [*self._resolvers.values(), *self._tasks]:
@@ -374,6 +377,12 @@ class TransactionalOffsets:
         delay = POLL_FIRST_SECONDS
         while self.pending.partitions(group_id):
             await asyncio.sleep(delay)
+            if group_id in self._recovered and not self._is_recovered(group_id):
+                # The shard was reopened (scale-out): whoever serves it now recovers the group
+                # from the shadow group; what is pending here is forgotten.
+                self._recovered.pop(group_id, None)
+                self.pending.drop_partitions(group_id, list(self.pending.partitions(group_id)))
+                break
             snapshot = self.pending.partitions(group_id)
             try:
                 async with self._lock(group_id):
@@ -420,8 +429,14 @@ class TransactionalOffsets:
 
     # -- restart: re-derived from the shadow group ---------------------------------------------
 
+    def _storage_id(self, group_id: str) -> int:
+        return id(self.service.runtime_for(group_id).storage)
+
+    def _is_recovered(self, group_id: str) -> bool:
+        return self._recovered.get(group_id) == self._storage_id(group_id)
+
     async def _recover(self, group_id: str) -> None:
-        if group_id in self._recovered:
+        if self._is_recovered(group_id):
             return
         fut = self._recovering.get(group_id)
         if fut is None:
@@ -448,7 +463,7 @@ class TransactionalOffsets:
                 snapshot[tp] = []
         if found and not await self._settle(group_id, found, snapshot):
             raise UpstreamUnavailable("groupshift's log refused the recovered transactional offsets")
-        self._recovered.add(group_id)
+        self._recovered[group_id] = self._storage_id(group_id)
         if self.pending.partitions(group_id):
             log.info(
                 "txn_offsets.recovered_pending",
@@ -464,7 +479,7 @@ class TransactionalOffsets:
             if not getattr(req, "require_stable", False):
                 return fn(ctx, header, req)
             groups = [g.group_id for g in req.groups] if hasattr(req, "groups") else [req.group_id]
-            if all(g in self._recovered for g in groups):
+            if all(self._is_recovered(g) for g in groups):
                 return self._mark_unstable(req, fn(ctx, header, req))
             return asyncio.ensure_future(self._recover_then_fetch(groups, fn, ctx, header, req))
 
@@ -522,18 +537,46 @@ class TransactionalOffsets:
     def _deleting(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """A group deleted through groupshift loses its shadow group too, so that a restart does
         not recover a deleted group's transactional offsets from it."""
+        return _after_success(fn, lambda req, response: self._deleted(response))
 
-        def handler(ctx: RequestContext, header: Any, req: Any) -> Any:
-            result = fn(ctx, header, req)
-            if isinstance(result, asyncio.Future):
-                result.add_done_callback(
-                    lambda f: None if f.cancelled() or f.exception() else self._deleted(f.result())
-                )
-            else:
-                self._deleted(result)
-            return result
+    def _offsets_deleting(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """OffsetDelete: as Kafka's tombstone drops pending transactional offsets of the
+        partition, groupshift drops its pending ones and deletes the shadow's (best effort)."""
+        return _after_success(fn, self._offsets_deleted)
 
-        return handler
+    def _offsets_deleted(self, req: Any, response: Any) -> None:
+        if int(response.error_code) != 0:
+            return
+        gone = [
+            (t.name, int(p.partition_index))
+            for t in response.topics
+            for p in t.partitions
+            if int(p.error_code) == 0
+        ]
+        if not gone:
+            return
+        self.pending.drop_partitions(req.group_id, gone)
+        task = asyncio.ensure_future(self._delete_shadow_offsets(req.group_id, gone))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _delete_shadow_offsets(self, group_id: str, partitions: list[TopicPartition]) -> None:
+        shadow = shadow_group(group_id)
+        by_topic: dict[str, list[dict[str, int]]] = {}
+        for topic, partition in partitions:
+            by_topic.setdefault(topic, []).append({"partition_index": partition})
+        body = {"group_id": shadow, "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
+        try:
+            async with self._lock(group_id):
+                node = await self.bridge.coordinator(shadow)
+                resp = await self.cluster.call(node, OFFSET_DELETE, 0, body)
+        except (UpstreamUnavailable, OSError, TimeoutError, DecodeFailure) as e:
+            log.warning("upstream.shadow_offsets_delete_failed", group_id=group_id, error=str(e))
+            return
+        if int(resp.error_code) not in (0, 69):
+            log.warning(
+                "upstream.shadow_offsets_delete_failed", group_id=group_id, error_code=int(resp.error_code)
+            )
 
     def _deleted(self, response: Any) -> None:
         gone = [r.group_id for r in response.results if int(r.error_code) == 0]
@@ -556,3 +599,19 @@ class TransactionalOffsets:
             return
         if code not in (0, 69):  # GROUP_ID_NOT_FOUND: no transactional commit was ever made
             log.warning("upstream.shadow_group_delete_failed", group_id=group_id, error_code=code)
+
+
+def _after_success(fn: Callable[..., Any], then: Callable[[Any, Any], None]) -> Callable[..., Any]:
+    """`fn`, with `then(request, response)` run once it answered (a failure is left alone)."""
+
+    def handler(ctx: RequestContext, header: Any, req: Any) -> Any:
+        result = fn(ctx, header, req)
+        if isinstance(result, asyncio.Future):
+            result.add_done_callback(
+                lambda f: None if f.cancelled() or f.exception() else then(req, f.result())
+            )
+        elif not isinstance(result, bytes | bytearray):
+            then(req, result)
+        return result
+
+    return handler

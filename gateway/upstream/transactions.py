@@ -61,7 +61,7 @@ log = structlog.get_logger("upstream")
 
 ADD_OFFSETS_TO_TXN, TXN_OFFSET_COMMIT, OFFSET_FETCH, DELETE_GROUPS, OFFSET_DELETE = 25, 28, 9, 42, 47
 NONE, UNKNOWN_TOPIC_OR_PARTITION, COORDINATOR_NOT_AVAILABLE, OFFSET_METADATA_TOO_LARGE = 0, 3, 15, 12
-UNSTABLE_OFFSET_COMMIT = 88
+UNSTABLE_OFFSET_COMMIT, UNSUPPORTED_VERSION = 88, 35
 RETRY_COORDINATOR = frozenset({14, 15, 16})
 # Java String.hashCode of this prefix is 0: prefix + group id hashes as the group id does, so
 # the shadow group's `__consumer_offsets` partition is the group's on any partition count.
@@ -235,6 +235,8 @@ class TransactionalOffsets:
                     codes.setdefault((t.name, p.partition_index), code)
             return answer()
 
+        if not self.served():  # not advertised; a client sending it anyway is told so
+            return fail_all(UNSUPPORTED_VERSION)
         try:
             await self._recover(gid)
         except (UpstreamUnavailable, OSError, TimeoutError, DecodeFailure):

@@ -135,6 +135,7 @@ def test_kafka39_exactly_once_copy_through_groupshift(
             sets=(*FAST_UPSTREAM_SETTINGS, "group.consumer.session.timeout.ms=3000"),
             log_path=base / "gw-gateway.log",
             extra_args=("--upstream", backend.bootstrap, "--listen", f"127.0.0.1:{port}"),
+            start_timeout=90,  # a restart on a loaded CI machine
         )
         module_gateways.started.append(gw)
         return gw

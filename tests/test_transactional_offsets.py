@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from engine.classic.state import ClassicGroupState
 from engine.errors import CoordinatorError, Errors
 from engine.offsets.store import OffsetAndMetadata
 from engine.offsets.transactional import PendingTransactionalOffsets, validate_transactional_commit
@@ -18,6 +19,7 @@ from gateway.upstream.transactions import (
     java_string_hash,
     shadow_group,
 )
+from tests.classic_harness import ClassicHarness
 from tests.consumer_harness import Harness
 
 
@@ -93,6 +95,31 @@ def test_validation_follows_kafkas_transactional_rules() -> None:
     with pytest.raises(CoordinatorError) as e:  # generation -1 while the group has members
         validate_transactional_commit(state, "g", -1, "", None)
     assert e.value.code is Errors.UNKNOWN_MEMBER_ID
+
+
+def test_classic_groups_accept_what_kafka_accepts_transactionally() -> None:
+    h = ClassicHarness()
+    state = h.shard.state
+    ids = h.stable_group(2)
+    gen = h.group.generation_id
+    validate_transactional_commit(state, "g", gen, ids[0], None)
+    # TxnOffsetCommit v0-v2 carry no member: accepted in a group with members (a regular
+    # commit would be UNKNOWN_MEMBER_ID)
+    validate_transactional_commit(state, "g", -1, "", None)
+    with pytest.raises(CoordinatorError) as e:
+        validate_transactional_commit(state, "g", gen - 1, ids[0], None)
+    assert e.value.code is Errors.ILLEGAL_GENERATION
+    with pytest.raises(CoordinatorError) as e:
+        validate_transactional_commit(state, "g", gen, "zombie", None)
+    assert e.value.code is Errors.UNKNOWN_MEMBER_ID
+    # a new member joins: the group completes a rebalance, transactional commits of the
+    # members that already joined the new generation are accepted (a regular one is not)
+    h.join_new()
+    h.join(member_id=ids[0])
+    h.join(member_id=ids[1])
+    h.advance(1)
+    assert h.group.state is ClassicGroupState.COMPLETING_REBALANCE
+    validate_transactional_commit(state, "g", h.group.generation_id, ids[0], None)
 
 
 # -- shadow group and tokens -----------------------------------------------------------------------

@@ -31,11 +31,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from engine.classic.group import ClassicGroup
+from engine.classic.state import ClassicGroupState
 from engine.consumer.group import ConsumerGroup
 from engine.errors import CoordinatorError, Errors
 from engine.offsets.operations import offset_record
 from engine.offsets.store import OffsetAndMetadata
-from engine.offsets.validation import validate_classic_commit, validate_consumer_commit
+from engine.offsets.validation import validate_consumer_commit
 from engine.operation import Operation
 
 if TYPE_CHECKING:
@@ -59,7 +60,7 @@ def validate_transactional_commit(
             return
         raise CoordinatorError(Errors.ILLEGAL_GENERATION)
     if isinstance(group, ClassicGroup):
-        validate_classic_commit(group, member_id, group_instance_id, generation_id)
+        _validate_classic(group, member_id, group_instance_id, generation_id)
         return
     if isinstance(group, ConsumerGroup):
         try:
@@ -80,6 +81,20 @@ def validate_transactional_commit(
             )
         return
     raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer or classic group.")
+
+
+def _validate_classic(group: ClassicGroup, member_id: str, instance_id: str | None, generation: int) -> None:
+    """Kafka `ClassicGroup.validateOffsetCommit` with `isTransactional`: unlike a regular commit,
+    one without member id and generation (TxnOffsetCommit v0-v2) is accepted in a group with
+    members, and a group completing its rebalance accepts it."""
+    if group.is_in_state(ClassicGroupState.DEAD):
+        raise CoordinatorError(Errors.COORDINATOR_NOT_AVAILABLE)
+    if generation < 0 and group.is_in_state(ClassicGroupState.EMPTY):
+        return
+    if generation >= 0 or member_id != "" or instance_id is not None:
+        group.validate_member(member_id, instance_id)
+        if generation != group.generation_id:
+            raise CoordinatorError(Errors.ILLEGAL_GENERATION)
 
 
 def _no_topics(name: str) -> None:

@@ -399,6 +399,9 @@ class TransactionalOffsets:
                 continue
             delay = POLL_FIRST_SECONDS
         self._resolvers.pop(group_id, None)
+        lock = self._locks.get(group_id)
+        if lock is not None and not lock.locked():
+            del self._locks[group_id]  # nothing pending: no per-group state is kept
 
     async def _settle(
         self, group_id: str, stable: dict[TopicPartition, Shadowed], snapshot: dict[TopicPartition, list[int]]

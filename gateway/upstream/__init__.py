@@ -22,7 +22,7 @@ from gateway.upstream.offsets import OffsetBridge
 from gateway.upstream.proxy import UpstreamProxy
 from gateway.upstream.transactions import TransactionalOffsets
 
-# TxnOffsetCommit v0-v3 (v4 differs only in its flexible encoding; v5 is KIP-890's).
+# TxnOffsetCommit v0-v4 (v4 is v3 in the flexible encoding); v5 is KIP-890 part 2's, not served.
 TXN_OFFSET_COMMIT_MAX_VERSION = 4
 
 if TYPE_CHECKING:

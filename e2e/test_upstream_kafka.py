@@ -5,6 +5,9 @@
   groups while the cluster has no KIP-848; a fleet that committed directly on the cluster
   resumes from those commits behind the gateway; one broker is SIGKILLed and restarted while
   records flow.
+* exactly once through groupshift (e2e/transactions.py): two Java transactional copiers (a
+  KIP-848 member and a classic member of one group) copy a topic while the KIP-848 copier is
+  SIGKILLed twice and groupshift once; Kafka 3.9 is the upstream transaction coordinator.
 * Kafka 4.x, one broker, consumer protocol disabled on the broker
   (`group.coordinator.rebalance.protocols=classic`): the same round trip, and a live group of
   the same id on the cluster refusing the mirror.
@@ -24,6 +27,7 @@ import pytest
 
 from e2e.conftest import Gateways
 from e2e.harness import GatewayProcess
+from e2e.transactions import check_exactly_once_copy
 from e2e.upstream import (
     FAST_UPSTREAM_SETTINGS,
     Backend,
@@ -41,6 +45,7 @@ from e2e.upstream import (
     start_fixed_gateway,
 )
 from harness.kafka_dist import free_port
+from harness.kafka_dist.java_clients import JavaClients
 
 FAST_BROKER = {
     "group.initial.rebalance.delay.ms": "0",
@@ -110,6 +115,32 @@ def test_kafka39_cutover_imports_upstream_commits(kafka39: tuple[GatewayProcess,
 
 def test_kafka39_broker_killed_and_restarted(kafka39: tuple[GatewayProcess, Backend]) -> None:
     check_broker_restart(*kafka39, "k39-faults", victim=1)
+
+
+def test_kafka39_exactly_once_copy_through_groupshift(
+    kafka39: tuple[GatewayProcess, Backend],
+    kafka_clients4: JavaClients,
+    module_gateways: Gateways,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """Issue 29's exactly-once scenario, on its own groupshift (killed and restarted on a fixed
+    port): the output holds every input record once, and no aborted offset is ever fetched."""
+    _, backend = kafka39
+    base = tmp_path_factory.mktemp("gw39-txn")
+    port = free_port()
+
+    def start() -> GatewayProcess:
+        gw = GatewayProcess.start(
+            base / "gw",
+            sets=(*FAST_UPSTREAM_SETTINGS, "group.consumer.session.timeout.ms=3000"),
+            log_path=base / "gw-gateway.log",
+            extra_args=("--upstream", backend.bootstrap, "--listen", f"127.0.0.1:{port}"),
+            start_timeout=90,  # a restart on a loaded CI machine
+        )
+        module_gateways.started.append(gw)
+        return gw
+
+    check_exactly_once_copy(start, backend, kafka_clients4, base, "k39-eos")
 
 
 def test_kafka4_without_consumer_protocol(kafka4_classic: tuple[GatewayProcess, Backend]) -> None:

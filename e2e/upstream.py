@@ -118,35 +118,40 @@ def check_metadata_and_versions(gw: GatewayProcess, backend: Backend) -> None:
         assert forwarded in keys, f"api {forwarded} not advertised"
     for terminated in (11, 12, 13, 14, 8, 9, 68):
         assert terminated in keys, f"group api {terminated} not advertised"
-    assert 28 not in keys and 25 not in keys, "transactional offset commits must not be advertised"
-    with WireClient(gw.port) as c:
-        txn = c.request(
-            make_request(
-                28,
-                3,
-                transactional_id="t",
-                group_id="g",
-                producer_id=1,
-                producer_epoch=0,
-                generation_id=-1,
-                member_id="",
-                group_instance_id=None,
-                topics=[
+    # Transactional offset commits: advertised exactly when the cluster serves AddOffsetsToTxn
+    # and TxnOffsetCommit (docs/transactions.md); a groupshift backend serves neither.
+    with WireClient(min(upstream_ports(backend))) as c:
+        up = c.request(make_request(18, 3, client_software_name="e2e", client_software_version="1"))
+    served = {25, 28} <= {int(a.api_key) for a in up.api_keys}
+    assert (28 in keys and 25 in keys) == served, f"AddOffsetsToTxn/TxnOffsetCommit advertised: {keys}"
+    request = make_request(
+        28,
+        3,
+        transactional_id="t",
+        group_id="g",
+        producer_id=1,
+        producer_epoch=0,
+        generation_id=-1,
+        member_id="",
+        group_instance_id=None,
+        topics=[
+            {
+                "name": "x",
+                "partitions": [
                     {
-                        "name": "x",
-                        "partitions": [
-                            {
-                                "partition_index": 0,
-                                "committed_offset": 5,
-                                "committed_leader_epoch": -1,
-                                "committed_metadata": None,
-                            }
-                        ],
+                        "partition_index": 0,
+                        "committed_offset": 5,
+                        "committed_leader_epoch": -1,
+                        "committed_metadata": None,
                     }
                 ],
-            )
-        )
-    assert [p.error_code for t in txn.topics for p in t.partitions] == [35]  # UNSUPPORTED_VERSION
+            }
+        ],
+    )
+    with WireClient(gw.port) as c:
+        txn = c.request(request)
+    # topic "x" does not exist: Kafka's UNKNOWN_TOPIC_OR_PARTITION; not served: UNSUPPORTED_VERSION
+    assert [p.error_code for t in txn.topics for p in t.partitions] == [3 if served else 35]
     # Group listings are groupshift's own: a group that exists only on the cluster is not shown.
     from kafka import KafkaConsumer, TopicPartition
     from kafka.admin import KafkaAdminClient

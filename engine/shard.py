@@ -70,6 +70,7 @@ from engine.hooks import MigrationHooks, RefuseMigration
 from engine.ids import IdSource, SeededIds
 from engine.metadata import MetadataImage
 from engine.offsets import operations as offsets_ops
+from engine.offsets import transactional as offsets_txn
 from engine.offsets.api import (
     DeleteGroupResult,
     OffsetCommitRequest,
@@ -81,7 +82,7 @@ from engine.offsets.api import (
     PartitionResult,
     TopicResult,
 )
-from engine.offsets.store import OffsetStore
+from engine.offsets.store import OffsetAndMetadata, OffsetStore
 from engine.operation import AppendContinuation, Operation
 from engine.outcome import Outcome, Pending
 from engine.replay import apply_group_changes, replay
@@ -528,6 +529,21 @@ class Shard:
             failed,
             group_id=req.group_id,
             member_id=req.member_id,
+        )
+
+    def commit_transactional_offsets(
+        self, group_id: str, offsets: dict[tuple[str, int], OffsetAndMetadata], now_ms: int
+    ) -> Outcome[list[tuple[str, int]] | None]:
+        """The offsets of a transaction that committed (Kafka's COMMIT marker replayed): written
+        as regular OffsetCommit records; they were validated when the TxnOffsetCommit was
+        accepted (`engine.offsets.transactional`). A missing group becomes a simple group.
+        Answers the partitions written, or None when the log refused the records."""
+        return self._run(
+            now_ms,
+            "TxnOffsetCommit",
+            lambda op: offsets_txn.materialize(self.state, group_id, offsets, op),
+            lambda e: None,
+            group_id=group_id,
         )
 
     def offset_fetch(

@@ -159,6 +159,69 @@ def test_offset_commit_splits_refused_topics(authorizer: Authorizer) -> None:
     assert r.topics[0].partitions[0].error_code == ErrorCode.group_authorization_failed
 
 
+def test_txn_offset_commit_needs_the_transactional_id_then_the_group_then_topics(tmp_path: Path) -> None:
+    """Kafka `handleTxnOffsetCommitRequest`: WRITE on the transactional id, READ on the group,
+    READ per topic, each refusal answered per partition."""
+    a = Authorizer(tmp_path)
+    allow = PermissionType.ALLOW
+    a.replace_acls(
+        frozenset(
+            {
+                AclBinding(
+                    ResourceType.TRANSACTIONAL_ID,
+                    "copier",
+                    PatternType.LITERAL,
+                    "User:alice",
+                    "*",
+                    Op.WRITE,
+                    allow,
+                ),
+                AclBinding(G, "g-1", PatternType.LITERAL, "User:alice", "*", Op.READ, allow),
+                AclBinding(G, "g-1", PatternType.LITERAL, "User:bob", "*", Op.READ, allow),
+                AclBinding(T, "orders", PatternType.LITERAL, "User:alice", "*", Op.READ, allow),
+            }
+        )
+    )
+    stub = Stub(28)
+    fn = checked(a, 28, stub)
+
+    def req(txn: str, group: str, *topics: str) -> Any:
+        parts = [
+            {
+                "partition_index": 0,
+                "committed_offset": 1,
+                "committed_leader_epoch": -1,
+                "committed_metadata": "",
+            }
+        ]
+        return make_request(
+            28,
+            3,
+            transactional_id=txn,
+            group_id=group,
+            producer_id=1,
+            producer_epoch=0,
+            generation_id=-1,
+            member_id="",
+            group_instance_id=None,
+            topics=[{"name": t, "partitions": parts} for t in topics],
+        )
+
+    def codes(r: Any) -> list[tuple[str, int]]:
+        return [(t.name, t.partitions[0].error_code) for t in r.topics]
+
+    r = fn(ctx(), None, req("copier", "g-1", "orders", "payments"))
+    assert [t.name for t in stub.got[-1].topics] == ["orders"]
+    assert codes(r) == [("payments", ErrorCode.topic_authorization_failed), ("orders", ErrorCode.none)]
+    r = fn(ctx(), None, req("other", "g-1", "orders"))
+    assert codes(r) == [("orders", ErrorCode.transactional_id_authorization_failed)]
+    r = fn(ctx(), None, req("copier", "g-2", "orders"))
+    assert codes(r) == [("orders", ErrorCode.group_authorization_failed)]
+    r = fn(ctx("User:bob"), None, req("copier", "g-1", "orders"))
+    assert codes(r) == [("orders", ErrorCode.transactional_id_authorization_failed)]
+    assert len(stub.got) == 1
+
+
 def test_offset_fetch_filters_all_topics_and_refuses_named_ones(authorizer: Authorizer) -> None:
     def answer(req: Any) -> Any:
         grp = req.groups[0]

@@ -270,9 +270,13 @@ def test_api_versions_mix_forwarded_and_terminated(proxy: UpstreamProxy) -> None
     assert adv[1][0] == 4
     assert adv[10] == (0, 5)  # ours is 0-6: the intersection
     assert 11 in adv and 68 in adv  # terminated group APIs
-    assert 25 not in adv and 28 not in adv  # transactional offset commits are refused
+    assert adv[25] == (0, 4)  # AddOffsetsToTxn: forwarded to the cluster's transaction coordinator
+    assert adv[28] == (0, 4)  # TxnOffsetCommit: answered by groupshift (docs/transactions.md)
     assert 80 not in adv  # not a client API groupshift forwards
     assert 19 not in adv  # the upstream does not serve CreateTopics here
+    del proxy.cluster.api_versions[25]  # a cluster without transactions: neither is advertised
+    adv = {k: (lo, hi) for k, lo, hi in proxy.advertised()}
+    assert 25 not in adv and 28 not in adv
 
 
 def test_produce_leader_hints_are_rewritten(proxy: UpstreamProxy) -> None:

@@ -153,7 +153,9 @@ def fetch_offsets(
     shard: ShardState, req: OffsetFetchGroupRequest, require_stable: bool
 ) -> OffsetFetchGroupResponse:
     """A missing (or Dead) group fails all partitions: offset -1 and no error, as Kafka does.
-    With no transactional offsets, `require_stable` never finds unstable offsets."""
+    The engine keeps no pending transactional offsets, so `require_stable` finds none here; in
+    upstream mode the gateway marks the pending ones UNSTABLE_OFFSET_COMMIT
+    (`gateway.upstream.transactions`)."""
     gid = req.group_id
     group = shard.groups.get(gid)
     fail_all = group is None or (isinstance(group, ClassicGroup) and group.is_in_state(S.DEAD))

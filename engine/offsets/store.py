@@ -2,8 +2,9 @@
 
 Offsets are keyed by group id only, so they survive group conversions (classic <-> consumer) and
 outlive groups: an offset commit for a group that has no group record creates a "simple" classic
-group on replay, as Kafka does. Transactional offsets (TxnOffsetCommit) are not served by
-groupshift, so there are no pending transactional offsets here.
+group on replay, as Kafka does. Only committed offsets are stored here: a transaction's offsets
+are pending outside the log (`engine.offsets.transactional`, upstream mode) and are written as
+regular OffsetCommit records once the transaction committed.
 """
 
 from __future__ import annotations

@@ -331,6 +331,26 @@ def offset_commit(g: Guard, ctx: RequestContext, req: Any, call: Call) -> Any:
     )
 
 
+def txn_offset_commit(g: Guard, ctx: RequestContext, req: Any, call: Call) -> Any:
+    """Kafka `handleTxnOffsetCommitRequest`: WRITE on the transactional id (else every partition
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED), READ on the group (GROUP_AUTHORIZATION_FAILED),
+    then READ per topic (TOPIC_AUTHORIZATION_FAILED per partition of a refused topic)."""
+    api = "TxnOffsetCommit"
+    if not g.ok(ctx, Op.WRITE, R.TRANSACTIONAL_ID, req.transactional_id, api):
+        return denied(28, req, TXN_DENIED)
+    if not g.ok(ctx, Op.READ, R.GROUP, req.group_id, api):
+        return denied(28, req, GROUP_DENIED)
+    return split_and_merge(
+        28,
+        req,
+        call,
+        request_field="topics",
+        response_field="topics",
+        allowed=lambda t: g.ok(ctx, Op.READ, R.TOPIC, t.name, api),
+        error=TOPIC_DENIED,
+    )
+
+
 def offset_delete(g: Guard, ctx: RequestContext, req: Any, call: Call) -> Any:
     """DELETE on the group, then READ per topic."""
     api = "OffsetDelete"
@@ -895,26 +915,6 @@ def add_offsets_to_txn(g: Guard, ctx: RequestContext, req: Any, call: Call) -> A
     return call(req)
 
 
-def txn_offset_commit(g: Guard, ctx: RequestContext, req: Any, call: Call) -> Any:
-    """WRITE on the transactional id (else every partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
-    READ on the group (else GROUP_AUTHORIZATION_FAILED), then READ per topic (refused topics'
-    partitions TOPIC_AUTHORIZATION_FAILED)."""
-    api = "TxnOffsetCommit"
-    if not g.ok(ctx, Op.WRITE, R.TRANSACTIONAL_ID, req.transactional_id, api):
-        return denied(28, req, TXN_DENIED)
-    if not g.ok(ctx, Op.READ, R.GROUP, req.group_id, api):
-        return denied(28, req, GROUP_DENIED)
-    return split_and_merge(
-        28,
-        req,
-        call,
-        request_field="topics",
-        response_field="topics",
-        allowed=lambda t: g.ok(ctx, Op.READ, R.TOPIC, t.name, api),
-        error=TOPIC_DENIED,
-    )
-
-
 Check = Callable[[Guard, RequestContext, Any, Call], Any]
 
 CHECKS: dict[int, tuple[str, Check]] = {
@@ -960,6 +960,10 @@ CHECKS: dict[int, tuple[str, Check]] = {
         offset_fetch,
     ),
     47: ("OffsetDelete: DELETE on the GROUP, READ per TOPIC", offset_delete),
+    28: (
+        "TxnOffsetCommit: WRITE on the TRANSACTIONAL_ID, READ on the GROUP, READ per TOPIC",
+        txn_offset_commit,
+    ),
     3: (
         "Metadata: DESCRIBE per TOPIC (all topics: filtered); auto-creation needs CREATE on "
         "the CLUSTER or the TOPIC; authorized operations of TOPIC and CLUSTER",
@@ -1011,10 +1015,6 @@ CHECKS: dict[int, tuple[str, Check]] = {
     ),
     25: ("AddOffsetsToTxn: WRITE on the TRANSACTIONAL_ID, READ on the GROUP", add_offsets_to_txn),
     26: ("EndTxn: WRITE on the TRANSACTIONAL_ID", end_txn),
-    28: (
-        "TxnOffsetCommit: WRITE on the TRANSACTIONAL_ID, READ on the GROUP, READ per TOPIC",
-        txn_offset_commit,
-    ),
     35: ("DescribeLogDirs: DESCRIBE on the CLUSTER", cluster_only(35, "DescribeLogDirs", Op.DESCRIBE)),
     43: ("ElectLeaders: ALTER on the CLUSTER", cluster_only(43, "ElectLeaders", Op.ALTER)),
     45: (

@@ -63,6 +63,7 @@ _GROUPS_OF: dict[int, Any] = {
     13: lambda r: [r.group_id],
     14: lambda r: [r.group_id],
     15: lambda r: list(r.groups),
+    28: lambda r: [r.group_id],
     42: lambda r: list(r.groups_names),
     47: lambda r: [r.group_id],
     68: lambda r: [r.group_id],

@@ -10,7 +10,9 @@ forwarded to the cluster given by `upstream.bootstrap.servers` (`serve --upstrea
   ApiVersions;
 * `forwarded_acls`: the `gateway` identity's authorization of forwarded requests with
   groupshift's ACLs (only with an authorizer);
-* `offsets`: offsets imported from the cluster on a group's first appearance and mirrored back.
+* `offsets`: offsets imported from the cluster on a group's first appearance and mirrored back;
+* `transactions`: TxnOffsetCommit for the cluster's transactions, pending until their outcome
+  is read there (docs/transactions.md).
 """
 
 from __future__ import annotations
@@ -20,6 +22,10 @@ from typing import TYPE_CHECKING, Any
 from gateway.upstream.cluster import UpstreamCluster
 from gateway.upstream.offsets import OffsetBridge
 from gateway.upstream.proxy import UpstreamProxy
+from gateway.upstream.transactions import TransactionalOffsets
+
+# TxnOffsetCommit v0-v4 (v4 is v3 in the flexible encoding); v5 is KIP-890 part 2's, not served.
+TXN_OFFSET_COMMIT_MAX_VERSION = 4
 
 if TYPE_CHECKING:
     from gateway.server import GatewayServer
@@ -42,6 +48,8 @@ def install_upstream_mode(server: GatewayServer) -> UpstreamProxy:
     proxy = UpstreamProxy(server, cluster)
     proxy.install()
     bridge = OffsetBridge(service, cluster, server.metrics)
+    txn = TransactionalOffsets(service, cluster, bridge, server.metrics)
+    txn.install(server.registry, TXN_OFFSET_COMMIT_MAX_VERSION)  # before the bridge wraps its imports
     bridge.install(server.registry)
     if scaleout is not None:
         scaleout.service = service
@@ -63,6 +71,7 @@ def install_upstream_mode(server: GatewayServer) -> UpstreamProxy:
     def stop() -> None:
         if scaleout is not None:
             scaleout.close()
+        txn.close()
         bridge.close()
         cluster.close()
         proxy.close()

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger("upstream")
 
 OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, CONSUMER_GROUP_HEARTBEAT, DELETE_GROUPS = 8, 9, 11, 68, 42
+TXN_OFFSET_COMMIT = 28
 # Errors of a coordinator that moved or is loading: ask FindCoordinator again and retry.
 RETRY_COORDINATOR = frozenset({14, 15, 16})  # LOAD_IN_PROGRESS, NOT_AVAILABLE, NOT_COORDINATOR
 # A live group of the same id refuses a simple commit.
@@ -98,6 +99,7 @@ class OffsetBridge:
                 lambda r: [g.group_id for g in r.groups] if hasattr(r, "groups") else [r.group_id],
             ),
             (OFFSET_COMMIT, lambda r: [r.group_id]),
+            (TXN_OFFSET_COMMIT, lambda r: [r.group_id]),
         ):
             spec = registry.get(key)
             if spec is None:
@@ -166,7 +168,7 @@ class OffsetBridge:
 
         return done
 
-    async def _offset_fetch(self, node: int | None, version: int, group_id: str) -> Any:
+    async def offset_fetch_all(self, node: int | None, version: int, group_id: str) -> Any:
         """OffsetFetch of every committed offset of the group (`topics` null: all of them).
 
         Some Kafka-compatible brokers (Tansu 0.6) answer the null form with a truncated body
@@ -195,9 +197,9 @@ class OffsetBridge:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.cluster.request_timeout
         while True:
-            node = await self._coordinator(group_id)
+            node = await self.coordinator(group_id)
             version = self.cluster.version_for(OFFSET_FETCH, 7)
-            resp = await self._offset_fetch(node, version, group_id)
+            resp = await self.offset_fetch_all(node, version, group_id)
             code = int(resp.error_code)
             if code in RETRY_COORDINATOR and loop.time() < deadline:
                 self._coordinators.pop(group_id, None)
@@ -247,7 +249,11 @@ class OffsetBridge:
             self._imports.labels("empty").inc()
         self._known.add(group_id)
 
-    async def _coordinator(self, group_id: str) -> int:
+    def forget_coordinator(self, group_id: str) -> None:
+        """The group's upstream coordinator moved: the next `coordinator` asks again."""
+        self._coordinators.pop(group_id, None)
+
+    async def coordinator(self, group_id: str) -> int:
         node = self._coordinators.get(group_id)
         if node is not None and node in self.cluster.brokers:
             return node
@@ -314,6 +320,16 @@ class OffsetBridge:
         if task is None or task.done():
             self._mirrors[req.group_id] = asyncio.ensure_future(self._mirror(req.group_id))
 
+    def mirror(self, group_id: str, offsets: dict[tuple[str, int], Offset]) -> None:
+        """Queue offsets groupshift committed by another path than OffsetCommit (a committed
+        transaction's offsets, `gateway.upstream.transactions`) for the mirror."""
+        if not self.mirror_enabled or not offsets:
+            return
+        self._pending.setdefault(group_id, {}).update(offsets)
+        task = self._mirrors.get(group_id)
+        if task is None or task.done():
+            self._mirrors[group_id] = asyncio.ensure_future(self._mirror(group_id))
+
     async def _mirror(self, group_id: str) -> None:
         backoff = 0.1
         conflicted = False
@@ -321,7 +337,7 @@ class OffsetBridge:
             batch = self._pending.pop(group_id)
             try:
                 await asyncio.wait_for(self.cluster.ready.wait(), self.cluster.request_timeout)
-                node = await self._coordinator(group_id)
+                node = await self.coordinator(group_id)
                 errors = await self._send(node, group_id, batch.items())
             except (UpstreamUnavailable, OSError, TimeoutError) as e:
                 log.info("upstream.mirror_retry", group_id=group_id, error=str(e), retry_in_seconds=backoff)
@@ -409,7 +425,7 @@ class OffsetBridge:
             mirror = self._mirrors.get(group_id)
             if mirror is not None:
                 await asyncio.wait([mirror], timeout=self.cluster.request_timeout)
-            node = await self._coordinator(group_id)
+            node = await self.coordinator(group_id)
             version = self.cluster.version_for(DELETE_GROUPS, 2)
             resp = await self.cluster.call(node, DELETE_GROUPS, version, {"groups_names": [group_id]})
             code = int(resp.results[0].error_code)

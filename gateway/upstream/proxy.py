@@ -36,9 +36,10 @@ leader). A leader that moved answers NOT_LEADER_OR_FOLLOWER itself, and that is 
 
 ApiVersions answers, per API, the upstream's versions for forwarded APIs (capped to what
 groupshift can decode where it rewrites), groupshift's for terminated ones, and the
-intersection for FindCoordinator and the config APIs that are both. Transactional offset
-commits (AddOffsetsToTxn, TxnOffsetCommit) are not advertised: groupshift's offsets would miss
-them (see README, "In front of your cluster").
+intersection for FindCoordinator and the config APIs that are both. Transactions are the
+cluster's (InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn are forwarded);
+TxnOffsetCommit is terminated here, since the group is groupshift's
+(`gateway.upstream.transactions`, docs/transactions.md).
 """
 
 from __future__ import annotations
@@ -73,9 +74,7 @@ from protocol.codec import (
     decode_response,
     encode_response,
     peek,
-    response_type_of,
 )
-from protocol.entity_builder import build
 from protocol.framing import SIZE as _SIZE
 from protocol.varint import read_uvarint
 
@@ -93,8 +92,8 @@ ADD_OFFSETS_TO_TXN, TXN_OFFSET_COMMIT = 25, 28
 LIST_GROUPS = 16
 GROUP_RESOURCE = 32
 
-# Answered by groupshift alone (the group APIs of the registry, and ApiVersions).
-TERMINATED = frozenset({API_VERSIONS, 8, 9, 11, 12, 13, 14, 15, 16, 42, 47, 68, 69})
+# Answered by groupshift alone (the group APIs of the registry, TxnOffsetCommit, ApiVersions).
+TERMINATED = frozenset({API_VERSIONS, 8, 9, 11, 12, 13, 14, 15, 16, TXN_OFFSET_COMMIT, 42, 47, 68, 69})
 # Answered by groupshift or forwarded, depending on the request (group key / GROUP resource).
 SPLIT = frozenset({FIND_COORDINATOR, DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS})
 # SaslHandshake and SaslAuthenticate: consumed by groupshift's own SASL listeners
@@ -108,13 +107,13 @@ SASL_APIS = frozenset({17, 36})
 # APIs, SASL (security is reserved), share and streams groups and telemetry are left out.
 FORWARDED = frozenset(
     {
-        PRODUCE, FETCH, 2, METADATA, 19, 20, 21, 22, 23, 24, 26, 29, 30, 31, 33, 35, 37, 43,
+        PRODUCE, FETCH, 2, METADATA, 19, 20, 21, 22, 23, 24, ADD_OFFSETS_TO_TXN, 26, 29, 30, 31, 33, 35,
+        37, 43,
         45, 46, 48, 49, 50, 51, 57, DESCRIBE_CLUSTER, 61, 65, 66, 75,
     }
 )  # fmt: skip
 # Forwarded APIs whose responses name brokers: decoded, so capped at what kio can decode.
 REWRITTEN = frozenset({PRODUCE, FETCH, METADATA, DESCRIBE_CLUSTER, FIND_COORDINATOR})
-REFUSED = frozenset({ADD_OFFSETS_TO_TXN, TXN_OFFSET_COMMIT})
 CACHED_REWRITES = frozenset({METADATA, DESCRIBE_CLUSTER})
 TOPIC_CHANGES = frozenset({19, 20, 37})  # CreateTopics, DeleteTopics, CreatePartitions
 LEADER_HINTS_FROM = {PRODUCE: 10, FETCH: 16}
@@ -337,12 +336,6 @@ class UpstreamProxy:
             registry.register(
                 LIST_GROUPS, listing.min_version, listing.max_version, self._lister(listing.fn), replace=True
             )
-        registry.register(
-            ADD_OFFSETS_TO_TXN, 0, _kio_max(ADD_OFFSETS_TO_TXN, 4), self._refuse_txn, enabled=lambda: False
-        )
-        registry.register(
-            TXN_OFFSET_COMMIT, 0, _kio_max(TXN_OFFSET_COMMIT, 4), self._refuse_txn, enabled=lambda: False
-        )
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         """Runs once the main listener is bound (its port decides the default port base)."""
@@ -774,27 +767,6 @@ class UpstreamProxy:
             }
 
         return find_coordinator_response(request, lookup)
-
-    def _refuse_txn(self, ctx: RequestContext, header: Any, request: Any) -> Any:
-        rtype = response_type_of(request)
-        code = ErrorCode.unsupported_version
-        if request.__api_key__ == ADD_OFFSETS_TO_TXN:
-            return build(rtype, {"throttle_time": 0, "error_code": code})
-        return build(
-            rtype,
-            {
-                "throttle_time": 0,
-                "topics": [
-                    {
-                        "name": t.name,
-                        "partitions": [
-                            {"partition_index": p.partition_index, "error_code": code} for p in t.partitions
-                        ],
-                    }
-                    for t in request.topics
-                ],
-            },
-        )
 
     def advertised(self) -> list[tuple[int, int, int]]:
         ours = {k: (lo, hi) for k, lo, hi in self.registry.advertised()}

@@ -273,12 +273,13 @@ class OAuthTokenSource:
         self.last_error: str | None = None
 
     def token(self) -> AccessToken:
-        """A valid token; fetches one when none is held or the refresh time has passed. A failed
-        refresh keeps a token that has not expired (OAuthTokenError when there is none)."""
+        """A valid token; fetches one when none is held, the refresh time has passed or the token
+        expired. A failed refresh keeps a token that has not expired (OAuthTokenError when there
+        is none: an expired token is never offered)."""
         with self._lock:
             now = time.time()
             current = self._token
-            if current is not None and now < self._refresh_at:
+            if current is not None and now < self._refresh_at and now < current.expires_at:
                 return current
             try:
                 fresh = read_token(self._fetch(self.settings), self.settings.sub_claim_name, now)

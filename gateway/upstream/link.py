@@ -20,9 +20,10 @@ broker's name checked as Kafka's clients check it); over SASL_* the link authent
 it writes any frame given to it (SaslHandshake v1, then SaslAuthenticate until the mechanism is
 done; frames given meanwhile wait in order). A broker that grants a session lifetime (KIP-368,
 `connections.max.reauth.ms`, or an OAUTHBEARER token's expiry) is answered as Kafka's clients
-answer it: at a random point between 85% and 95% of the lifetime the link stops writing new
-frames, waits for the answers in flight, runs the exchange again on the same connection (with
-the current token), then writes what waited. A failed exchange or re-authentication closes the
+answer it: at a random point between 85% and 95% of the lifetime (never within a second of the
+previous exchange, which Kafka refuses) the link stops writing new frames, waits for the answers
+in flight, runs the exchange again on the same connection (with the current token), then writes
+what waited. A failed exchange or re-authentication closes the
 link like a lost connection (its client connections are closed and reconnect).
 """
 
@@ -63,8 +64,11 @@ _CID = struct.Struct(">i")
 MAX_RESPONSE_BYTES = 1 << 30
 
 
-# KIP-368: a client re-authenticates at a random point of this part of the session lifetime.
+# KIP-368: a client re-authenticates at a random point of this part of the session lifetime,
+# and a broker refuses (ILLEGAL_SASL_STATE) a re-authentication begun less than one second
+# after the previous one (KafkaChannel's MIN_REAUTH_INTERVAL_ONE_SECOND_NANOS).
 REAUTH_WINDOW = (0.85, 0.95)
+MIN_REAUTH_INTERVAL_S = 1.05
 
 
 class UpstreamUnavailable(ConnectionError):
@@ -96,6 +100,7 @@ class UpstreamLink(asyncio.Protocol):
         # in PLAINTEXT / SSL); during a re-authentication they wait again.
         self._authenticated = False
         self._reauth_due = False
+        self._reauthenticating = False
         self._queued_waiters = 0  # entries of `_pending` whose frames wait in `_queued`
         self._reauth_timer: asyncio.TimerHandle | None = None
         self.session_lifetime_ms = 0  # the last one the broker granted (0: none)
@@ -236,6 +241,7 @@ class UpstreamLink(asyncio.Protocol):
         """The SASL exchange (first or KIP-368 again); then the waiting frames are written."""
         security = self._security
         assert security is not None
+        started = time.monotonic()
         try:
             sasl = await security.sasl_client()
             mechanism = security.mechanism
@@ -263,9 +269,15 @@ class UpstreamLink(asyncio.Protocol):
             return
         except UpstreamUnavailable:
             return  # the link failed meanwhile and said why
+        if self._reauthenticating:
+            self._reauthenticating = False
+            log.info("upstream.reauthenticated", node_id=self.node_id, session_lifetime_ms=lifetime)
         self.session_lifetime_ms = lifetime
         if lifetime > 0 and not self._closed:
             delay = lifetime / 1000 * random.uniform(*REAUTH_WINDOW)
+            # A lifetime shorter than that (a token about to expire) ends with the broker
+            # closing the connection instead: the link fails and its clients reconnect.
+            delay = max(delay, MIN_REAUTH_INTERVAL_S - (time.monotonic() - started))
             self._reauth_timer = self._loop.call_later(delay, self._reauth_when_idle)
         self._ready()
 
@@ -305,6 +317,7 @@ class UpstreamLink(asyncio.Protocol):
     def _maybe_reauth(self) -> None:
         if self._reauth_due and len(self._pending) == self._queued_waiters and not self._closed:
             self._reauth_due = False
+            self._reauthenticating = True
             self.reauthentications += 1
             self._loop.create_task(self._authenticate())
 

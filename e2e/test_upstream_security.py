@@ -15,7 +15,9 @@ groupshift sends upstream (per-broker links, metadata, offsets import and mirror
   and a classic one (kafka-python) consume what was produced through groupshift; the commits
   are mirrored to the cluster (read there over SASL_SSL); the links re-authenticated;
 * OAUTHBEARER through a token endpoint served here (127.0.0.1; client credentials checked;
-  tokens live 8 s): tokens are refreshed and links re-authenticate with them; when the endpoint
+  tokens live 8 s), the gateway a one-node scale-out fleet (its shard log's librdkafka clients
+  take the token through `oauth_cb`): tokens are refreshed and links re-authenticate with them,
+  the group's commits go through the shard's transactional producer; when the endpoint
   starts refusing, links whose token expired fail and their clients are disconnected; once
   it answers again, new clients get through.
 """
@@ -42,6 +44,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from e2e.expected import PARTITIONS
 from e2e.groups import ConfluentMember, KafkaPythonMember, Ledger, produce, wait_until
 from e2e.harness import GatewayProcess
+from e2e.scaleout import wait_fleet
 from e2e.upstream import FAST_UPSTREAM_SETTINGS, Endpoint, create_replicated_topic, gateway_offsets, run_until
 from harness.certificates import PASSWORD, Authority, Issued
 from harness.kafka_dist import KafkaCluster
@@ -290,9 +293,18 @@ def test_oauthbearer_token_refresh_and_refusal(upstream: Upstream) -> None:
                 f'{OAUTH} required clientId="gw-client" clientSecret="gw-secret" scope="kafka";'
             ),
             "upstream.sasl.oauthbearer.token.endpoint.url": tokens.url,
+            # A one-node scale-out fleet: its membership, shard producer and reader (librdkafka,
+            # with the token through oauth_cb) authenticate with the same tokens.
+            "node.id": "1001",
+            "upstream.coordinator.storage": "kafka",
+            "upstream.coordinator.replication.factor": "1",
+            "offsets.topic.num.partitions": "4",
+            "upstream.coordinator.fleet.session.timeout.ms": "3000",
+            "upstream.coordinator.fleet.heartbeat.interval.ms": "300",
         },
     )
     try:
+        wait_fleet([gw], [1001], 4, timeout=60)
         topic = "sec-oauth"
         create_replicated_topic(gw.bootstrap, topic, 1)
         produce(Endpoint(gw.bootstrap), topic, range(120))  # type: ignore[arg-type]

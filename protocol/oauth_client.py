@@ -110,6 +110,11 @@ class OAuthSettings:
                 'sasl.jaas.config: OAuthBearerLoginModule needs clientId="..." and clientSecret="..." '
                 "for the token endpoint"
             )
+        extensions = sorted(k for k in options if k.startswith("extension_"))
+        if extensions:
+            raise ValueError(
+                f"sasl.jaas.config: SASL extensions ({', '.join(extensions)}) are not sent by groupshift"
+            )
         return cls(
             token_endpoint_url=url,
             client_id=options.get("clientId", ""),

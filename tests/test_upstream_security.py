@@ -36,6 +36,7 @@ SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"
 PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
 OAUTH = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
 BOOT = {"upstream.bootstrap.servers": "127.0.0.1:9092"}
+WITH_EXTENSION = f"{OAUTH} required clientId=c clientSecret=s3cr3t extension_a=1;"
 
 
 @pytest.fixture(scope="module")
@@ -138,7 +139,20 @@ def test_sasl_ssl_settings_under_the_upstream_prefix(ca: Authority) -> None:
             },
             "upstream.sasl.login.refresh.window.factor=0.3 is outside [0.5, 1]",
         ),
+        (
+            {
+                "upstream.security.protocol": "SASL_PLAINTEXT",
+                "upstream.sasl.mechanism": "OAUTHBEARER",
+                "upstream.sasl.jaas.config": WITH_EXTENSION,
+                "upstream.sasl.oauthbearer.token.endpoint.url": "http://127.0.0.1:1/token",
+            },
+            "SASL extensions (extension_a) are not sent",
+        ),
         ({"upstream.sasl.nope": "1"}, "unknown configuration key 'upstream.sasl.nope'"),
+        (
+            {"upstream.sasl.login.callback.handler.class": "x.Y"},
+            "unknown configuration key 'upstream.sasl.login.callback.handler.class'",
+        ),
     ],
 )
 def test_unusable_upstream_security_names_the_key(settings: dict[str, str], message: str) -> None:
@@ -281,6 +295,15 @@ def token_endpoint() -> Iterator[tuple[str, list[dict[str, str]]]]:
 
 def test_client_credentials_request(token_endpoint: tuple[str, list[dict[str, str]]], tmp_path: Path) -> None:
     url, seen = token_endpoint
+    defaults = OAuthSettings.from_properties(
+        {"sasl.oauthbearer.token.endpoint.url": url}, {"clientId": "gw", "clientSecret": "p:w"}
+    )
+    assert (defaults.connect_timeout_ms, defaults.read_timeout_ms) == (10_000, 10_000)  # Kafka: unbounded
+    assert (defaults.refresh_window_factor, defaults.refresh_buffer_s, defaults.refresh_min_period_s) == (
+        0.8,
+        300,
+        60,
+    )
     settings = OAuthSettings(url, client_id="gw", client_secret="p:w", scope=" kafka ")
     assert read_token(fetch_token(settings)).subject == "gw"
     assert seen[0]["authorization"] == "Basic " + base64.b64encode(b"gw:p:w").decode()

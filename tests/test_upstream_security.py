@@ -75,6 +75,7 @@ def test_sasl_ssl_settings_under_the_upstream_prefix(ca: Authority) -> None:
     assert isinstance(sec.ssl_context, ssl.SSLContext) and sec.ssl_context.check_hostname
     assert sec.client.tls is not None and sec.client.tls.cert_chain_pem  # mutual TLS
     assert "pw" not in repr(cfg) and PASSWORD not in repr(cfg)  # secrets are never shown
+    assert "security" not in cfg.model_dump(by_alias=True)  # nor dumped
     rd = sec.librdkafka_config()
     assert rd["security.protocol"] == "sasl_ssl" and rd["sasl.username"] == "gw"
     off = build_config(

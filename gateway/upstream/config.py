@@ -103,7 +103,8 @@ class UpstreamConfig(BaseModel):
     # (the assignors' topic metadata comes from here).
     metadata_max_age_ms: int = Field(5000, alias="upstream.metadata.max.age.ms", ge=100)
     security_protocol: str = Field("PLAINTEXT", alias="upstream.security.protocol")
-    security: dict[str, str] = Field(default_factory=dict, repr=False)  # SECURITY_SETTINGS given
+    # SECURITY_SETTINGS given (Kafka's names); secrets among them: never shown, never dumped
+    security: dict[str, str] = Field(default_factory=dict, repr=False, exclude=True)
     node_port_base: int | None = Field(None, alias="upstream.node.port.base", ge=0, le=65535)
     # The host clients are told for every per-broker listener (default: the main listener's
     # advertised host); the ports stay base + node id, so a NAT or a Kubernetes Service maps them.

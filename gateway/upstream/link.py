@@ -103,6 +103,7 @@ class UpstreamLink(asyncio.Protocol):
         self._reauthenticating = False
         self._queued_waiters = 0  # entries of `_pending` whose frames wait in `_queued`
         self._reauth_timer: asyncio.TimerHandle | None = None
+        self._auth_task: asyncio.Task[None] | None = None  # a KIP-368 re-authentication
         self.session_lifetime_ms = 0  # the last one the broker granted (0: none)
         self.reauthentications = 0
         self.host = host
@@ -269,6 +270,9 @@ class UpstreamLink(asyncio.Protocol):
             return
         except UpstreamUnavailable:
             return  # the link failed meanwhile and said why
+        except Exception as e:  # an answer that is not Kafka's shape: this link is done
+            self._fail(f"the SASL exchange with {self.host}:{self.port} failed: {e!r}", authentication=True)
+            return
         if self._reauthenticating:
             self._reauthenticating = False
             log.info("upstream.reauthenticated", node_id=self.node_id, session_lifetime_ms=lifetime)
@@ -319,7 +323,7 @@ class UpstreamLink(asyncio.Protocol):
             self._reauth_due = False
             self._reauthenticating = True
             self.reauthentications += 1
-            self._loop.create_task(self._authenticate())
+            self._auth_task = self._loop.create_task(self._authenticate())
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = transport  # type: ignore[assignment]

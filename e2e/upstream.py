@@ -859,3 +859,49 @@ def _committed(consumer: Any, offset: Any) -> bool:
     except KafkaException:
         return False
     return True
+
+
+# -- clusters without topic ids (gateway/upstream/topic_ids.py) -------------------------------------
+
+
+def metadata(port: int, version: int, **values: Any) -> Any:
+    """One Metadata request at `version` to a server (flags off; `topics` as given)."""
+    flags = {"include_cluster_authorized_operations": False, "include_topic_authorized_operations": False}
+    with WireClient(port) as c:
+        return c.request(make_request(3, version, allow_auto_topic_creation=False, **flags, **values))
+
+
+def served_topic_ids(port: int, topic: str) -> dict[str, Any]:
+    """{name: topic id} of one topic as a Metadata v12 answer names it."""
+    import uuid
+
+    md = metadata(port, 12, topics=[{"name": topic, "topic_id": uuid.UUID(int=0)}])
+    return {t.name: t.topic_id for t in md.topics}
+
+
+def check_derived_topic_ids(gw: GatewayProcess, cluster_id: str | None, topic: str) -> dict[str, Any]:
+    """Behind a cluster whose Metadata has no topic ids: ApiVersions offers Metadata with ids and
+    by-name Fetch only, the topic's id is groupshift's derived one, a lookup by that id answers
+    the name and an unknown id UNKNOWN_TOPIC_ID; v1 and v10 answers agree. Returns {topic: id}."""
+    import uuid
+
+    from gateway.upstream.topic_ids import derived_topic_id
+
+    with WireClient(gw.port) as c:
+        resp = c.request(make_request(18, 3, client_software_name="e2e", client_software_version="1"))
+    advertised = {int(a.api_key): int(a.max_version) for a in resp.api_keys}
+    assert advertised[3] >= 12, "Metadata must be served with topic ids (v10+) and lookups by id (v12+)"
+    assert advertised[1] <= 12, "Fetch must stay at by-name versions"
+    assert 68 in advertised and 75 not in advertised
+    ids = served_topic_ids(gw.port, topic)
+    assert ids == {topic: derived_topic_id(cluster_id, topic)}
+    stranger = uuid.uuid4()
+    md = metadata(
+        gw.port, 12, topics=[{"name": None, "topic_id": ids[topic]}, {"name": None, "topic_id": stranger}]
+    )
+    by_id = {t.topic_id: (t.name, int(t.error_code), len(t.partitions)) for t in md.topics}
+    assert by_id == {ids[topic]: (topic, 0, PARTITIONS), stranger: (None, 100, 0)}  # UNKNOWN_TOPIC_ID
+    assert {t.name for t in metadata(gw.port, 1, topics=[{"name": topic}]).topics} == {topic}
+    v10 = metadata(gw.port, 10, topics=[{"name": topic, "topic_id": uuid.UUID(int=0)}])
+    assert [t.topic_id for t in v10.topics] == [ids[topic]]
+    return ids

@@ -17,6 +17,9 @@ every frame before the bad size was taken. Asserted:
 * routing and `expects_response` never raise (a malformed header is forwarded as expecting an
   answer: the broker decides), and varints are bounded (`protocol.varint`);
 * for a Produce frame that kio decodes, `expects_response` is `acks != 0` of the decoded body;
+* a Metadata frame translated for a cluster without topic ids (`topic_ids.MetadataTranslation`,
+  upstream at v9) never raises, and what it sends decodes at the upstream's version with only
+  names in it;
 * a forwarded Fetch's `max_bytes` capped to the connection's answer budget (`fetch_capped`)
   never raises, and when kio decodes the frame it decodes the capped one to the same request
   with `max_bytes` at most the cap (unchanged when it was within it).
@@ -28,7 +31,8 @@ import struct
 
 from fuzz.common import Target
 from fuzz.framing import expected
-from gateway.upstream.proxy import FETCH, PRODUCE, expects_response, fetch_capped, forwarded_request
+from gateway.upstream.proxy import FETCH, METADATA, PRODUCE, expects_response, fetch_capped, forwarded_request
+from gateway.upstream.topic_ids import MetadataTranslation
 from protocol.codec import DecodeFailure, api_schema, decode
 from protocol.framing import FrameReader, FrameSizeError
 
@@ -73,6 +77,8 @@ def route_one(frame: bytes) -> None:
     expect = expects_response(frame, api_key, version)
     if api_key == FETCH:
         check_fetch_capped(frame, version)
+    if api_key == METADATA:
+        check_metadata_translated(frame, version)
     if api_key == PRODUCE:
         schema = api_schema(api_key, version)
         if schema is None:
@@ -82,6 +88,17 @@ def route_one(frame: bytes) -> None:
         except DecodeFailure:
             return
         assert expect == (int(body.acks) != 0), f"acks {body.acks} read as expect={expect}"
+
+
+def check_metadata_translated(frame: bytes, version: int, upstream_max: int = 9) -> None:
+    translated = MetadataTranslation.of_request(frame, version, upstream_max, lambda tid: None)
+    if translated is None:
+        return
+    sent, translation = translated
+    schema = api_schema(METADATA, translation.upstream_version)
+    assert schema is not None
+    _, body = decode(schema, sent)
+    assert body.topics is None or all(t.name is not None for t in body.topics), "an id went upstream"
 
 
 def check_fetch_capped(frame: bytes, version: int, cap: int = 1000) -> None:
@@ -127,6 +144,20 @@ def seeds() -> list[bytes]:
         {"topics": None, "allow_auto_topic_creation": False, "include_topic_authorized_operations": False},
     )
     frames.append(encode_request(metadata, correlation_id=7, client_id="fuzz"))
+    import uuid
+
+    by_id = build(
+        load_request_schema(3, 12),
+        {
+            "topics": [
+                {"name": None, "topic_id": uuid.UUID(int=7)},
+                {"name": "t", "topic_id": uuid.UUID(int=0)},
+            ],
+            "allow_auto_topic_creation": False,
+            "include_topic_authorized_operations": False,
+        },
+    )
+    frames.append(encode_request(by_id, correlation_id=7, client_id="fuzz"))  # ids: topic_ids
     for version in (4, 11, 12):  # Fetch by topic name (v13+ address topics by id)
         fetch = build(
             load_request_schema(1, version),

@@ -58,6 +58,8 @@ _MIRRORS: Mapping[int, Mapping[str, tuple[str, str | None]]] = {
         "topics": ("topics", None),
         "partitions": ("partitions", None),
     },  # v6+; v1-5 name topics as strings (below)
+    23: {"topics": ("topics", None), "partitions": ("partitions", None)},
+    28: {"topics": ("topics", None), "partitions": ("partitions", None)},
     30: {"results": ("creations", None)},
     31: {"filter_results": ("filters", None)},
     32: {"results": ("resources", None)},
@@ -66,6 +68,8 @@ _MIRRORS: Mapping[int, Mapping[str, tuple[str, str | None]]] = {
     42: {"results": ("groups_names", "group_id")},
     44: {"responses": ("resources", None)},
     47: {"topics": ("topics", None), "partitions": ("partitions", None)},
+    61: {"topics": ("topics", None), "partitions": ("partition_indexes", "partition_index")},
+    65: {"transaction_states": ("transactional_ids", "transactional_id")},
     69: {"groups": ("group_ids", "group_id")},
 }
 _ALTER_USER_SCRAM_CREDENTIALS = 51
@@ -83,6 +87,7 @@ _IDENTITY = frozenset(
         "topic_name",
         "index",
         "partition_index",
+        "partition",
         "group_id",
         "member_id",
         "group_instance_id",
@@ -133,7 +138,6 @@ _ZERO_BY_KAFKA_TYPE: Mapping[str, Any] = {
     "timedelta_i32": datetime.timedelta(0),
     "timedelta_i64": datetime.timedelta(0),
     "uuid": uuid.UUID(int=0),
-    "records": None,
 }
 
 
@@ -234,6 +238,10 @@ def _mirror_array(
 
 
 def _unknown(f: dataclasses.Field[Any]) -> Any:
+    if f.metadata.get("kafka_type") == "records":
+        # Kafka answers an empty record set (`MemoryRecords.EMPTY`), never a null one: librdkafka
+        # cannot parse a null record set in a Fetch answer and retries at once, without a backoff.
+        return b""
     if is_optional(f):
         return None
     if f.name in _MINUS_ONE:

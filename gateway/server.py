@@ -60,6 +60,7 @@ from gateway.metrics import MetricsRegistry, serve_metrics
 from gateway.registry import HandlerRegistry, RequestContext
 from gateway.sasl.authenticator import SaslListenerSetup
 from gateway.sasl.credentials import ScramCredentialStore
+from gateway.sasl.delegation_token_apis import DelegationTokenRefusals
 from gateway.sasl.gate import GATE_ATTRIBUTE, SaslBounds, SaslGate
 from gateway.sasl.illegal_state_apis import register_sasl_apis
 from gateway.sasl.jaas import parse_jaas
@@ -219,6 +220,8 @@ class GatewayServer:
         FindCoordinatorApi(self.cluster).register(self.registry)
         register_dataplane_apis(self.registry, self.plane, self.cluster)
         register_sasl_apis(self.registry)
+        protocols = {listener.name: listener.protocol for listener in self.listeners}
+        DelegationTokenRefusals(lambda name: protocols.get(name, "PLAINTEXT")).register(self.registry)
         self.scram_apis = ScramCredentialApis(self.scram)
         """AlterUserScramCredentials / DescribeUserScramCredentials; the authorizer sets
         `self.scram_apis.authorize` (ALTER / DESCRIBE on CLUSTER)."""

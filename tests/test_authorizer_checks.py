@@ -332,10 +332,10 @@ def test_produce_with_acks_0_closes_the_connection_when_refused(authorizer: Auth
 
 
 def test_an_api_without_an_entry_is_for_super_users_only(authorizer: Authorizer) -> None:
-    assert 57 not in CHECKS  # UpdateFeatures: not served by groupshift
-    stub = Stub(57)
-    fn = checked(authorizer, 57, stub)
-    req = make_request(57, 1, timeout=1000, feature_updates=[], validate_only=False)
+    assert 55 not in CHECKS  # DescribeQuorum: not served by groupshift
+    stub = Stub(55)
+    fn = checked(authorizer, 55, stub)
+    req = make_request(55, 1, topics=[])
     assert fn(ctx(), None, req).error_code == ErrorCode.cluster_authorization_failed
     assert fn(ctx("User:admin"), None, req).error_code == ErrorCode.none
 

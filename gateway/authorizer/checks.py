@@ -20,19 +20,20 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import uuid
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Protocol
 
 from kio.schema.errors import ErrorCode
 
 from engine.errors import Errors
 from gateway.authorizer import Authorizer
 from gateway.authorizer.model import CLUSTER_NAME, AclOperation, ResourceType
-from gateway.dataplane.plane import DataPlane
 from gateway.error_response import error_response
 from gateway.groups.apis import then
 from gateway.registry import NO_RESPONSE, CloseConnection, Handler, HandlerRegistry, RequestContext
 from protocol.codec import response_type_of
+from protocol.entity_builder import build
 
 Call = Callable[[Any], Any]
 """The wrapped handler, called with the (possibly narrowed) request."""
@@ -53,12 +54,29 @@ MESSAGES = {
 NOT_REQUESTED = -(2**31)
 
 
+class NamedTopic(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+class Topics(Protocol):
+    """The topics a check resolves ids and existence against: the embedded data plane, or
+    upstream mode's image of the cluster (`gateway.upstream.forwarded_acls`)."""
+
+    @property
+    def auto_create_topics(self) -> bool: ...
+
+    def topic(self, name: str) -> NamedTopic | None: ...
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> NamedTopic | None: ...
+
+
 @dataclasses.dataclass(slots=True)
 class Guard:
     """What a check needs: the authorizer, the topics (ids to names, existence)."""
 
     authorizer: Authorizer
-    plane: DataPlane
+    plane: Topics
 
     def ok(self, ctx: RequestContext, op: Op, rtype: R, name: str, api: str, *, log: bool = True) -> bool:
         return self.authorizer.authorize(ctx, op, rtype, name, api=api, log_if_denied=log)
@@ -108,6 +126,10 @@ def split_and_merge(
     if n == 0:
         return call(req)
     extra = denied(api_key, refused, error)
+    if hasattr(extra, "error_code"):
+        # The errors are the items' (Fetch's top-level error is NONE when every partition is
+        # refused: librdkafka would take a top-level error for a failed fetch session).
+        extra = dataclasses.replace(extra, error_code=ErrorCode.none)
     if not getattr(narrowed, request_field):
         return extra
     return then(call(narrowed), lambda resp: _merge(resp, extra, response_field, first=first))
@@ -556,8 +578,6 @@ def metadata(g: Guard, ctx: RequestContext, req: Any, call: Call) -> Any:
                     "partitions": (),
                 }
                 if "topic_id" in blank:
-                    import uuid
-
                     values["topic_id"] = uuid.UUID(int=0)
                 if "topic_authorized_operations" in blank:
                     values["topic_authorized_operations"] = NOT_REQUESTED
@@ -711,6 +731,190 @@ def unchecked(g: Guard, ctx: RequestContext, req: Any, call: Call) -> Any:
     return call(req)
 
 
+def fetch(g: Guard, ctx: RequestContext, req: Any, call: Call) -> Any:
+    """A follower's Fetch (replica id >= 0) needs CLUSTER_ACTION on the cluster, else every
+    partition is answered TOPIC_AUTHORIZATION_FAILED; a consumer's needs READ per topic, the
+    refused topics' partitions answered first, as Kafka puts its erroneous partitions first."""
+    api = "Fetch"
+    state = getattr(req, "replica_state", None)
+    replica = int(state.replica_id) if state is not None else int(getattr(req, "replica_id", -1))
+    if replica >= 0:
+        if g.cluster(ctx, Op.CLUSTER_ACTION, api):
+            return call(req)
+        return denied(1, req, TOPIC_DENIED)
+    return _by_topic(1, api, Op.READ, "topics", "responses", _fetch_name, first=True)(g, ctx, req, call)
+
+
+def _topic(g: Guard, t: Any) -> str | None:
+    return t.topic  # type: ignore[no-any-return]
+
+
+def offset_for_leader_epoch(g: Guard, ctx: RequestContext, req: Any, call: Call) -> Any:
+    """CLUSTER_ACTION on the cluster (a replica) lets every topic through unlogged; else
+    DESCRIBE per topic (KIP-320's consumer check), refused topics' partitions answered
+    TOPIC_AUTHORIZATION_FAILED after the others."""
+    api = "OffsetForLeaderEpoch"
+    if g.cluster(ctx, Op.CLUSTER_ACTION, api, log=False):
+        return call(req)
+    return _by_topic(23, api, Op.DESCRIBE, "topics", "topics", _topic)(g, ctx, req, call)
+
+
+def describe_producers(g: Guard, ctx: RequestContext, req: Any, call: Call) -> Any:
+    """READ per topic; a refused topic's partitions answered TOPIC_AUTHORIZATION_FAILED with
+    Kafka's message, every topic in the request's order (Kafka answers topic by topic)."""
+    api = "DescribeProducers"
+    refused = {t.name for t in req.topics if not g.ok(ctx, Op.READ, R.TOPIC, t.name, api)}
+    if not refused:
+        return call(req)
+    extra = denied(
+        61, dataclasses.replace(req, topics=tuple(t for t in req.topics if t.name in refused)), TOPIC_DENIED
+    )
+    extra_topics = [
+        dataclasses.replace(
+            t,
+            partitions=tuple(
+                dataclasses.replace(p, error_message=MESSAGES[TOPIC_DENIED]) for p in t.partitions
+            ),
+        )
+        for t in extra.topics
+    ]
+    kept = tuple(t for t in req.topics if t.name not in refused)
+
+    def in_request_order(resp: Any) -> Any:
+        answers: dict[str, list[Any]] = {}
+        for t in [*resp.topics, *extra_topics]:
+            answers.setdefault(t.name, []).append(t)
+        ordered = [answers[t.name].pop(0) for t in req.topics if answers.get(t.name)]
+        return dataclasses.replace(resp, topics=tuple(ordered))
+
+    if not kept:
+        return in_request_order(dataclasses.replace(extra, topics=()))
+    return then(call(dataclasses.replace(req, topics=kept)), in_request_order)
+
+
+def describe_transactions(g: Guard, ctx: RequestContext, req: Any, call: Call) -> Any:
+    """DESCRIBE per transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED); each
+    state's topics narrowed to those the principal may DESCRIBE; in the request's order."""
+    api = "DescribeTransactions"
+    ids = tuple(req.transactional_ids)
+    refused = {i for i in ids if not g.ok(ctx, Op.DESCRIBE, R.TRANSACTIONAL_ID, i, api)}
+    kept = tuple(i for i in ids if i not in refused)
+    extra = {
+        s.transactional_id: s
+        for s in denied(
+            65, dataclasses.replace(req, transactional_ids=tuple(refused)), TXN_DENIED
+        ).transaction_states
+    }
+
+    def finish(resp: Any) -> Any:
+        answered = {s.transactional_id: s for s in resp.transaction_states}
+        out = []
+        for i in ids:
+            st = extra.get(i) or answered.get(i)
+            if st is None:
+                continue
+            topics = tuple(t for t in st.topics if g.ok(ctx, Op.DESCRIBE, R.TOPIC, t.topic, api))
+            out.append(dataclasses.replace(st, topics=topics))
+        return dataclasses.replace(resp, transaction_states=tuple(out))
+
+    if not kept:
+        return finish(dataclasses.replace(denied(65, dataclasses.replace(req, transactional_ids=()), 0)))
+    return then(call(dataclasses.replace(req, transactional_ids=kept)), finish)
+
+
+def list_transactions(g: Guard, ctx: RequestContext, req: Any, call: Call) -> Any:
+    """Only the transactional ids the principal may DESCRIBE are listed."""
+
+    def finish(resp: Any) -> Any:
+        states = tuple(
+            s
+            for s in resp.transaction_states
+            if g.ok(ctx, Op.DESCRIBE, R.TRANSACTIONAL_ID, s.transactional_id, "ListTransactions")
+        )
+        return dataclasses.replace(resp, transaction_states=states)
+
+    return then(call(req), finish)
+
+
+def add_partitions_to_txn(g: Guard, ctx: RequestContext, req: Any, call: Call) -> Any:
+    """A client's request (v0-3): WRITE on the transactional id (else every partition
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then WRITE per topic: with any topic refused nothing
+    is added, refused partitions answered TOPIC_AUTHORIZATION_FAILED and the others
+    OPERATION_NOT_ATTEMPTED. A broker's batch (v4+) needs CLUSTER_ACTION on the cluster."""
+    api = "AddPartitionsToTxn"
+    rtype = response_type_of(req)
+    if req.__version__ >= 4:
+        if g.cluster(ctx, Op.CLUSTER_ACTION, api):
+            return call(req)
+        return build(rtype, {"throttle_time": 0, "error_code": CLUSTER_DENIED, "results_by_transaction": []})
+    txn = req.v3_and_below_transactional_id
+    topics = req.v3_and_below_topics
+
+    def answer(code_of: Callable[[str], int]) -> Any:
+        return build(
+            rtype,
+            {
+                "throttle_time": 0,
+                "results_by_topic_v3_and_below": [
+                    {
+                        "name": t.name,
+                        "results_by_partition": [
+                            {"partition_index": p, "partition_error_code": code_of(t.name)}
+                            for p in t.partitions
+                        ],
+                    }
+                    for t in topics
+                ],
+            },
+        )
+
+    if not g.ok(ctx, Op.WRITE, R.TRANSACTIONAL_ID, txn, api):
+        return answer(lambda _: TXN_DENIED)
+    refused = {t.name for t in topics if not g.ok(ctx, Op.WRITE, R.TOPIC, t.name, api)}
+    if not refused:
+        return call(req)
+    not_attempted = int(ErrorCode.operation_not_attempted)
+    return answer(lambda name: TOPIC_DENIED if name in refused else not_attempted)
+
+
+def end_txn(g: Guard, ctx: RequestContext, req: Any, call: Call) -> Any:
+    """WRITE on the transactional id, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED."""
+    if g.ok(ctx, Op.WRITE, R.TRANSACTIONAL_ID, req.transactional_id, "EndTxn"):
+        return call(req)
+    return denied(26, req, TXN_DENIED)
+
+
+def add_offsets_to_txn(g: Guard, ctx: RequestContext, req: Any, call: Call) -> Any:
+    """WRITE on the transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then READ
+    on the group (else GROUP_AUTHORIZATION_FAILED)."""
+    api = "AddOffsetsToTxn"
+    if not g.ok(ctx, Op.WRITE, R.TRANSACTIONAL_ID, req.transactional_id, api):
+        return denied(25, req, TXN_DENIED)
+    if not g.ok(ctx, Op.READ, R.GROUP, req.group_id, api):
+        return denied(25, req, GROUP_DENIED)
+    return call(req)
+
+
+def txn_offset_commit(g: Guard, ctx: RequestContext, req: Any, call: Call) -> Any:
+    """WRITE on the transactional id (else every partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+    READ on the group (else GROUP_AUTHORIZATION_FAILED), then READ per topic (refused topics'
+    partitions TOPIC_AUTHORIZATION_FAILED)."""
+    api = "TxnOffsetCommit"
+    if not g.ok(ctx, Op.WRITE, R.TRANSACTIONAL_ID, req.transactional_id, api):
+        return denied(28, req, TXN_DENIED)
+    if not g.ok(ctx, Op.READ, R.GROUP, req.group_id, api):
+        return denied(28, req, GROUP_DENIED)
+    return split_and_merge(
+        28,
+        req,
+        call,
+        request_field="topics",
+        response_field="topics",
+        allowed=lambda t: g.ok(ctx, Op.READ, R.TOPIC, t.name, api),
+        error=TOPIC_DENIED,
+    )
+
+
 Check = Callable[[Guard, RequestContext, Any, Call], Any]
 
 CHECKS: dict[int, tuple[str, Check]] = {
@@ -762,10 +966,7 @@ CHECKS: dict[int, tuple[str, Check]] = {
         metadata,
     ),
     0: ("Produce: WRITE per TOPIC; WRITE on the TRANSACTIONAL_ID", produce),
-    1: (
-        "Fetch (consumer): READ per TOPIC",
-        _by_topic(1, "Fetch", Op.READ, "topics", "responses", _fetch_name, first=True),
-    ),
+    1: ("Fetch: READ per TOPIC (a follower's: CLUSTER_ACTION on the CLUSTER)", fetch),
     2: (
         "ListOffsets: DESCRIBE per TOPIC",
         _by_topic(2, "ListOffsets", Op.DESCRIBE, "topics", "topics", _name),
@@ -798,6 +999,43 @@ CHECKS: dict[int, tuple[str, Check]] = {
         describe_configs_like(44, "IncrementalAlterConfigs", Op.ALTER_CONFIGS),
     ),
     60: ("DescribeCluster: none; authorized operations of the CLUSTER", describe_cluster),
+    # Served only in upstream mode, where they are forwarded (gateway.upstream.forwarded_acls),
+    # or terminated there (TxnOffsetCommit).
+    23: (
+        "OffsetForLeaderEpoch: CLUSTER_ACTION on the CLUSTER, else DESCRIBE per TOPIC",
+        offset_for_leader_epoch,
+    ),
+    24: (
+        "AddPartitionsToTxn: WRITE on the TRANSACTIONAL_ID and WRITE per TOPIC (v4+: CLUSTER_ACTION)",
+        add_partitions_to_txn,
+    ),
+    25: ("AddOffsetsToTxn: WRITE on the TRANSACTIONAL_ID, READ on the GROUP", add_offsets_to_txn),
+    26: ("EndTxn: WRITE on the TRANSACTIONAL_ID", end_txn),
+    28: (
+        "TxnOffsetCommit: WRITE on the TRANSACTIONAL_ID, READ on the GROUP, READ per TOPIC",
+        txn_offset_commit,
+    ),
+    35: ("DescribeLogDirs: DESCRIBE on the CLUSTER", cluster_only(35, "DescribeLogDirs", Op.DESCRIBE)),
+    43: ("ElectLeaders: ALTER on the CLUSTER", cluster_only(43, "ElectLeaders", Op.ALTER)),
+    45: (
+        "AlterPartitionReassignments: ALTER on the CLUSTER",
+        cluster_only(45, "AlterPartitionReassignments", Op.ALTER),
+    ),
+    46: (
+        "ListPartitionReassignments: DESCRIBE on the CLUSTER",
+        cluster_only(46, "ListPartitionReassignments", Op.DESCRIBE),
+    ),
+    49: (
+        "AlterClientQuotas: ALTER_CONFIGS on the CLUSTER",
+        cluster_only(49, "AlterClientQuotas", Op.ALTER_CONFIGS),
+    ),
+    57: ("UpdateFeatures: ALTER on the CLUSTER", cluster_only(57, "UpdateFeatures", Op.ALTER)),
+    61: ("DescribeProducers: READ per TOPIC", describe_producers),
+    65: (
+        "DescribeTransactions: DESCRIBE per TRANSACTIONAL_ID; only DESCRIBE-able TOPICs shown",
+        describe_transactions,
+    ),
+    66: ("ListTransactions: only TRANSACTIONAL_IDs with DESCRIBE listed", list_transactions),
 }
 
 
@@ -825,7 +1063,7 @@ def wrap(guard: Guard, api_key: int, fn: Handler, enabled: Callable[[], bool] | 
     return checked
 
 
-def install_checks(registry: HandlerRegistry, authorizer: Authorizer, plane: DataPlane) -> None:
+def install_checks(registry: HandlerRegistry, authorizer: Authorizer, plane: Topics) -> None:
     """Put every registered API behind its check."""
     guard = Guard(authorizer, plane)
     for api_key in list(registry):

@@ -8,6 +8,8 @@ forwarded to the cluster given by `upstream.bootstrap.servers` (`serve --upstrea
 * `cluster`: bootstrap, periodic Metadata refresh, brokers and the engine's topic image;
 * `proxy`: per-broker listeners, the frame path (terminate or forward), endpoint rewriting,
   ApiVersions;
+* `forwarded_acls`: the `gateway` identity's authorization of forwarded requests with
+  groupshift's ACLs (only with an authorizer);
 * `offsets`: offsets imported from the cluster on a group's first appearance and mirrored back.
 """
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import random
-import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -31,6 +30,7 @@ from engine.metadata import MetadataImage, TopicImage
 from gateway.upstream.config import UpstreamConfig
 from gateway.upstream.link import UpstreamLink, UpstreamUnavailable
 from gateway.upstream.security import UpstreamSecurity
+from gateway.upstream.topic_ids import METADATA_IDS_FROM, missing, topic_id_of
 from protocol.codec import DecodeFailure, decode_response, encode_request
 from protocol.entity_builder import build
 
@@ -59,6 +59,9 @@ class UpstreamCluster:
         self.controller_id = -1
         self.api_versions: dict[int, tuple[int, int]] = {}
         self.image = MetadataImage.EMPTY
+        #: The cluster gives some topic no id (Metadata before v10, or a zero UUID): groupshift's
+        #: own ids are in use (gateway.upstream.topic_ids). Once set, it stays set.
+        self.topic_ids_missing = False
         self._image_version = 0
         self.ready = asyncio.Event()
         self._links: dict[int, UpstreamLink] = {}
@@ -205,6 +208,9 @@ class UpstreamCluster:
             self.brokers = brokers
             for hook in self.on_brokers:
                 await hook(brokers)
+        if version < METADATA_IDS_FROM and not self.topic_ids_missing:
+            self.topic_ids_missing = True
+            log.info("upstream.topic_ids_missing", metadata_version=version)
         self._update_image(resp.topics, brokers)
         if not self.ready.is_set():
             log.info(
@@ -224,8 +230,12 @@ class UpstreamCluster:
                 )
                 if rs:
                     racks[int(p.partition_index)] = rs
-            # Metadata before v10 has no topic ids: a stable id derived from the name instead.
-            topic_id = getattr(t, "topic_id", None) or uuid.uuid5(uuid.NAMESPACE_URL, f"kafka-topic:{t.name}")
+            # No id upstream (Metadata before v10, or a zero UUID): groupshift's derived id.
+            upstream_id = getattr(t, "topic_id", None)
+            if missing(upstream_id) and not self.topic_ids_missing:
+                self.topic_ids_missing = True
+                log.info("upstream.topic_ids_missing", topic=t.name, metadata_version=t.__version__)
+            topic_id = topic_id_of(self.cluster_id, t.name, upstream_id)
             images.append(TopicImage(topic_id, t.name, len(t.partitions), racks))
         current = {t.name: t for t in self.image.topics()}
         if current == {t.name: t for t in images}:

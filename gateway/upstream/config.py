@@ -125,6 +125,10 @@ class UpstreamConfig(BaseModel):
     fleet_heartbeat_interval_ms: int = Field(
         1000, alias="upstream.coordinator.fleet.heartbeat.interval.ms", ge=50
     )
+    # Whose principal the cluster sees (issue 29): `gateway`, groupshift's own, with every
+    # forwarded request authorized by groupshift's ACLs (gateway.upstream.forwarded_acls);
+    # `passthrough` (each client's own SASL exchange relayed) is not built yet.
+    identity: str = Field("gateway", alias="upstream.identity")
 
     @field_validator("advertised_host")
     @classmethod
@@ -178,6 +182,21 @@ class UpstreamConfig(BaseModel):
             return ClientSecurity.from_properties(self.client_properties(), prefix="upstream.")
         except ClientSecurityError as exc:
             raise ValueError(str(exc)) from None
+
+    @field_validator("identity")
+    @classmethod
+    def _check_identity(cls, value: str) -> str:
+        mode = value.strip().lower()
+        if mode == "passthrough":
+            raise ValueError(
+                "upstream.identity=passthrough is not yet supported (only gateway: groupshift "
+                "authenticates clients and authorizes them with its own ACLs)"
+            )
+        if mode != "gateway":
+            raise ValueError(
+                f"upstream.identity must be gateway (passthrough is not yet supported), got {value!r}"
+            )
+        return mode
 
     @property
     def bootstrap(self) -> list[tuple[str, int]]:

@@ -7,6 +7,9 @@ frame before the dispatcher decodes anything:
   Delete, List/Describe/DeleteGroups, FindCoordinator for groups, DescribeConfigs and
   IncrementalAlterConfigs on GROUP resources) and ApiVersions go to the dispatcher and are
   answered by groupshift's engine, as in embedded mode;
+* with an authorizer (`upstream.identity=gateway`), a forwarded request is first authorized
+  with groupshift's ACLs (`gateway.upstream.forwarded_acls`), and the ACL and SCRAM APIs are
+  groupshift's own; without one, nothing below is decoded for authorization;
 * data-plane and topic-admin APIs are forwarded: the raw request frame, with only its
   correlation id rewritten, goes to the upstream broker behind the listener the client used
   (the main listener sticks to one live broker per connection), and the response frame comes
@@ -57,9 +60,12 @@ from gateway.api_versions import ApiVersionsApi
 from gateway.connection import KafkaConnection, ResponseSlot
 from gateway.find_coordinator import NO_NODE, find_coordinator_response
 from gateway.registry import CloseConnection, Handler, HandlerRegistry, RequestContext, api_name
+from gateway.sasl.delegation_token_apis import DELEGATION_TOKEN_APIS
 from gateway.upstream.cluster import Broker, UpstreamCluster
+from gateway.upstream.forwarded_acls import SECURITY_APIS, ForwardedAcls
 from gateway.upstream.group_settings_configs import enforced_settings, requested_broker_keys, rewrite_answer
 from gateway.upstream.link import UpstreamLink, UpstreamUnavailable
+from gateway.upstream.topic_ids import MetadataTranslation, advertised_range, names_topics_by_id
 from protocol.codec import (
     DecodeFailure,
     api_schema,
@@ -93,7 +99,10 @@ TERMINATED = frozenset({API_VERSIONS, 8, 9, 11, 12, 13, 14, 15, 16, 42, 47, 68, 
 SPLIT = frozenset({FIND_COORDINATOR, DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS})
 # SaslHandshake and SaslAuthenticate: consumed by groupshift's own SASL listeners
 # (gateway.sasl.gate) and answered ILLEGAL_SASL_STATE elsewhere; kept advertised, since a client
-# reads their versions from ApiVersions before it authenticates.
+# reads their versions from ApiVersions before it authenticates. The delegation-token APIs
+# (38-41) are answered by groupshift too, never advertised, as Kafka with tokens disabled
+# (gateway.sasl.delegation_token_apis): in the `gateway` identity the cluster's tokens are not
+# groupshift's to hand out.
 SASL_APIS = frozenset({17, 36})
 # Client-facing APIs forwarded when the upstream serves them. Broker-to-broker and controller
 # APIs, SASL (security is reserved), share and streams groups and telemetry are left out.
@@ -300,12 +309,23 @@ class UpstreamProxy:
         }
         cluster.on_brokers.append(self._on_brokers)
         server.on_connection_lost.append(self._release)
+        # `upstream.identity=gateway` with an authorizer: forwarded requests are authorized with
+        # groupshift's ACLs first (gateway.upstream.forwarded_acls); without one, raw frames.
+        self.acls = (
+            None
+            if server.authorizer is None
+            else ForwardedAcls(
+                cluster, server.authorizer, self._forward, lambda c, f, s: self._inner(c, f, s)
+            )
+        )
 
     # -- installation --------------------------------------------------------------------------
 
     def install(self) -> None:
         registry = self.registry
-        keep = TERMINATED | SPLIT | SASL_APIS
+        keep = TERMINATED | SPLIT | SASL_APIS | DELEGATION_TOKEN_APIS
+        if self.acls is not None:
+            keep |= SECURITY_APIS
         for key in list(registry):
             if key not in keep:
                 registry.unregister(key)  # the embedded data plane's handlers
@@ -389,6 +409,8 @@ class UpstreamProxy:
         route = forwarded_request(frame)
         if route is None:
             self._inner(conn, frame, slot)
+        elif self.acls is not None:
+            self.acls.forward(conn, frame, slot, *route)
         else:
             self._forward(conn, frame, slot, *route)
 
@@ -400,9 +422,21 @@ class UpstreamProxy:
             slot.task = task
             return
         ranges = self.cluster.api_versions.get(api_key)
+        translation = None  # a cluster without topic ids: Metadata at its version, with ids
+        if api_key == METADATA and ranges is not None and self.cluster.topic_ids_missing:
+            image = self.cluster.image
+            translated = MetadataTranslation.of_request(
+                frame, version, ranges[1], lambda tid: getattr(image.topic_by_id(tid), "name", None)
+            )
+            if translated is not None:
+                frame, translation = translated
+                if translation.unknown_ids:
+                    self.cluster.request_refresh()  # a topic created since the last refresh?
+        sent = version if translation is None else translation.upstream_version
         if (
             ranges is None
-            or not ranges[0] <= version <= ranges[1]
+            or not ranges[0] <= sent <= ranges[1]
+            or (self.cluster.topic_ids_missing and names_topics_by_id(api_key, version))
             or (api_key in REWRITTEN and api_schema(api_key, version) is None)
         ):
             log.warning(
@@ -431,7 +465,7 @@ class UpstreamProxy:
             if own is not None and not isinstance(result, UpstreamUnavailable):
                 entry_of = self.server.plane.configs.broker_entry
                 result = rewrite_answer(result, version, own, self._enforced, lambda n: entry_of(n, True))
-            self._answered(conn, slot, api_key, version, cid, node, result)
+            self._answered(conn, slot, api_key, version, cid, node, result, translation)
             # The client has the budget's worth unread: the answers behind wait in the broker.
             if budget.exhausted() and not conn.closing and not link.read_paused:
                 link.pause_reading()
@@ -531,6 +565,7 @@ class UpstreamProxy:
         cid: int,
         node: int,
         result: bytes | UpstreamUnavailable,
+        translation: MetadataTranslation | None = None,
     ) -> None:
         """Called by the link, in the same event-loop step that read the response."""
         if slot.done or conn.closing:
@@ -545,7 +580,7 @@ class UpstreamProxy:
             self.cluster.request_refresh()  # the assignors should see the change promptly
         if api_key in REWRITTEN:
             try:
-                rewritten = self._rewrite(api_key, version, cid, raw)
+                rewritten = self._rewrite(api_key, version, cid, raw, translation)
             except Exception as e:
                 log.error(
                     "upstream.rewrite_failed", api_key=api_key, api_version=version, error=repr(e), exc_info=e
@@ -567,12 +602,14 @@ class UpstreamProxy:
     # -- rewriting -----------------------------------------------------------------------------
 
     def _rewrite(
-        self, api_key: int, version: int, cid: int, raw: bytes
+        self, api_key: int, version: int, cid: int, raw: bytes, translation: MetadataTranslation | None = None
     ) -> bytes | asyncio.Future[bytes] | None:
         """The response frame with groupshift's endpoints; None to pass `raw` on unchanged."""
         if api_key in LEADER_HINTS_FROM and version < LEADER_HINTS_FROM[api_key]:
             return None
-        cacheable = api_key in CACHED_REWRITES
+        # An answer naming ids the client asked for and groupshift does not know is not the
+        # upstream bytes' only answer: not cached.
+        cacheable = api_key in CACHED_REWRITES and (translation is None or not translation.unknown_ids)
         if cacheable:
             fleet = tuple(self.extra_brokers()) if api_key == METADATA else ()
             key = (api_key, version, raw[4:], fleet)
@@ -584,7 +621,10 @@ class UpstreamProxy:
                 return b"".join((hit[:4], _CID.pack(cid), hit[8:]))
         schema = api_schema(api_key, version)
         assert schema is not None
-        _, body = decode_response(schema.response_type, raw)
+        if translation is not None:
+            body = translation.response(raw, self.cluster.cluster_id)
+        else:
+            _, body = decode_response(schema.response_type, raw)
         if api_key in LEADER_HINTS_FROM:
             if not body.node_endpoints:
                 return None
@@ -770,12 +810,21 @@ class UpstreamProxy:
                 if lo > hi:
                     continue
             out[key] = (lo, hi)
+        acls = self.acls
         for key in FORWARDED:
-            if key not in upstream:
+            if key not in upstream or (acls is not None and (key in SECURITY_APIS or not acls.checked(key))):
                 continue
             lo, hi = upstream[key]
-            if key in REWRITTEN:
+            if key in REWRITTEN or acls is not None:  # decoded: to rewrite, or to authorize
                 hi = _kio_max(key, hi)
+            if self.cluster.topic_ids_missing:  # gateway.upstream.topic_ids
+                if key == METADATA:
+                    hi = _kio_max(key, 99)  # translated to the upstream's version, ids added
+                else:
+                    capped = advertised_range(key, lo, hi)
+                    if capped is None:
+                        continue
+                    lo, hi = capped
             if lo <= hi:
                 out[key] = (lo, hi)
         return [(k, lo, hi) for k, (lo, hi) in sorted(out.items())]

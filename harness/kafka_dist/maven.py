@@ -60,7 +60,7 @@ RELOAD4J_BINDING_VERSION = "1.7.36"
 #: Releases per line per component verified here (started, tools run), used when Maven cannot
 #: list versions.
 PINNED: dict[str, dict[str, str]] = {
-    "broker": {"4": "4.4.0", "4.4": "4.4.0", "3.9": "3.9.2", "3.7": "3.7.2"},
+    "broker": {"4": "4.4.0", "4.4": "4.4.0", "3.9": "3.9.2", "3.7": "3.7.2", "2.8": "2.8.2", "2.4": "2.4.1"},
     "clients": {"4": "4.3.1", "4.3": "4.3.1", "3.9": "3.9.2", "3.7": "3.7.2"},
 }
 #: How long a line's resolution is trusted before Maven is asked again.

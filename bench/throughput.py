@@ -34,17 +34,21 @@ class Throughput:
         }
 
 
-def produce(bootstrap: str, topic: str, records: int, size: int) -> Throughput:
+def produce(
+    bootstrap: str, topic: str, records: int, size: int, client: dict[str, Any] | None = None
+) -> Throughput:
     """Create `topic` (PARTITIONS partitions) and produce `records` records of `size` bytes to it;
     raises RuntimeError if any delivery failed, since a rate of failed sends means nothing."""
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient
     from confluent_kafka.cimpl import NewTopic  # where it is defined (and typed)
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    # `client`: librdkafka settings every client adds (security: bench.upstream --security)
+    admin = AdminClient({"bootstrap.servers": bootstrap, **(client or {})})
     admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(30)
     producer = Producer(
         {
+            **(client or {}),
             "bootstrap.servers": bootstrap,
             "acks": "all",
             "linger.ms": 5,
@@ -74,13 +78,16 @@ def produce(bootstrap: str, topic: str, records: int, size: int) -> Throughput:
     return Throughput(records, size, elapsed)
 
 
-def fetch(bootstrap: str, topic: str, records: int, size: int) -> Throughput:
+def fetch(
+    bootstrap: str, topic: str, records: int, size: int, client: dict[str, Any] | None = None
+) -> Throughput:
     """Read up to `records` records of `topic` back from the start (at most 120 s); the count
     is what arrived, so a short read shows instead of inflating the rate."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
     consumer = Consumer(
         {
+            **(client or {}),
             "bootstrap.servers": bootstrap,
             "group.id": "bench-assign-only",
             "enable.auto.commit": False,

@@ -2,6 +2,7 @@
 through `groupshift serve --upstream` in front of it, in one run.
 
     python -m bench.upstream [--json] [--kafka 4|3.9|groupshift] [--records N] [--record-bytes B]
+                             [--security plaintext|sasl_ssl]
 
 Measures, direct and through the gateway:
   * produce throughput: librdkafka producing fixed-size records (acks=all, linger 5 ms);
@@ -15,15 +16,24 @@ added p99 <= 1 ms at moderate load). The backend is a real Apache Kafka single n
 harness.kafka_dist (needs java; `--kafka groupshift` uses a second groupshift in embedded mode
 instead). Heartbeat throughput is the engine's and the gateway's, as in embedded mode (see
 `bench.gateway --only heartbeats`): group APIs are not forwarded.
+
+`--security sasl_ssl` secures both legs (issue 29): the Kafka node's only listener is SASL_SSL
+with StandardAuthorizer (harness.kafka_dist.security), groupshift's listener is SASL_SSL with the
+same certificate (bench.secure_listeners.groupshift_sets), groupshift reaches the cluster over
+SASL_SSL (`upstream.*` settings), and every client (librdkafka, the round-trip connections)
+logs in with SASL PLAIN as `admin` over TLS on both paths. The gateway's CPU per MB produced and
+fetched through it is printed too.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import ssl
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,13 +43,26 @@ from e2e.harness import GatewayProcess
 from protocol.codec import encode_request
 
 
+@dataclass(frozen=True)
+class Secure:
+    """How every client of `--security sasl_ssl` connects: TLS trusting the run's CA, then SASL
+    PLAIN as `user` (librdkafka gets the same in `librdkafka`)."""
+
+    context: ssl.SSLContext
+    user: str
+    password: str
+    librdkafka: dict[str, Any]
+
+
 class _Endpoint:
     def __init__(self, bootstrap: str) -> None:
         self.bootstrap = bootstrap
         self.port = int(bootstrap.split(",")[0].rsplit(":", 1)[1])
 
 
-async def _paced(port: int, frame: bytes, connections: int, rate: float, seconds: float) -> list[float]:
+async def _paced(
+    port: int, frame: bytes, connections: int, rate: float, seconds: float, secure: Secure | None = None
+) -> list[float]:
     """`connections` connections, each sending one request every `connections / rate` seconds
     (one in flight at a time): a moderate, steady load, not a saturation test."""
     import asyncio
@@ -49,7 +72,15 @@ async def _paced(port: int, frame: bytes, connections: int, rate: float, seconds
     latencies: list[float] = []
 
     async def one() -> None:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        if secure is None:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        else:
+            from bench.secure_listeners import sasl_login
+
+            reader, writer = await asyncio.open_connection(
+                "127.0.0.1", port, ssl=secure.context, server_hostname="127.0.0.1"
+            )
+            await sasl_login(reader, writer, "PLAIN", secure.user, secure.password)
         loop = asyncio.get_running_loop()
         stop_at = loop.time() + seconds
         next_at = loop.time()
@@ -73,7 +104,13 @@ def alternating(names: list[str], round_index: int) -> list[str]:
 
 
 def round_trips(
-    ports: dict[str, int], frame: bytes, connections: int, rate: float, seconds: float, rounds: int
+    ports: dict[str, int],
+    frame: bytes,
+    connections: int,
+    rate: float,
+    seconds: float,
+    rounds: int,
+    secure: Secure | None = None,
 ) -> dict[str, list[float]]:
     """Latencies per target, measured in `rounds` interleaved windows of `seconds` each.
 
@@ -91,10 +128,12 @@ def round_trips(
     pooled: dict[str, list[float]] = {name: [] for name in ports}
     with asyncio.Runner(loop_factory=factory) as runner:
         for port in ports.values():
-            runner.run(_paced(port, frame, connections, rate, 0.5))  # warm-up
+            runner.run(_paced(port, frame, connections, rate, 0.5, secure))  # warm-up
         for i in range(rounds):
             for name in alternating(list(ports), i):
-                pooled[name].extend(runner.run(_paced(ports[name], frame, connections, rate, seconds)))
+                pooled[name].extend(
+                    runner.run(_paced(ports[name], frame, connections, rate, seconds, secure))
+                )
     return pooled
 
 
@@ -142,8 +181,13 @@ def metadata_frame(topic: str) -> bytes:
     return encode_request(req, correlation_id=1, client_id="bench")
 
 
-def run(backend_bootstrap: str, gw: GatewayProcess, args: argparse.Namespace) -> list[dict[str, Any]]:
+def run(
+    backend_bootstrap: str, gw: GatewayProcess, args: argparse.Namespace, secure: Secure | None = None
+) -> list[dict[str, Any]]:
     results: list[dict[str, Any]] = []
+    client = secure.librdkafka if secure is not None else None
+    gateway_cpu = 0.0  # the gateway's CPU seconds during its produce and fetch runs
+    gateway_bytes = 0
     targets = {"direct": _Endpoint(backend_bootstrap), "gateway": _Endpoint(gw.bootstrap)}
     # Throughput: alternate the targets over rounds (order swapped every round) and keep the
     # median rate per target, so a JVM warming up or a neighbour's burst does not decide the
@@ -153,10 +197,14 @@ def run(backend_bootstrap: str, gw: GatewayProcess, args: argparse.Namespace) ->
         for name in alternating(list(targets), i):
             ep = targets[name]
             topic = f"bench-{name}" if i == 0 else f"bench-{name}-{i}"
-            produced = produce(ep.bootstrap, topic, args.records, args.record_bytes)
+            cpu_before = cpu_seconds(gw.proc.pid)
+            produced = produce(ep.bootstrap, topic, args.records, args.record_bytes, client)
             rates[name]["produce"].append(produced.rates())
-            fetched = fetch(ep.bootstrap, topic, args.records, args.record_bytes)
+            fetched = fetch(ep.bootstrap, topic, args.records, args.record_bytes, client)
             rates[name]["fetch"].append({"records": fetched.records, **fetched.rates()})
+            if name == "gateway":
+                gateway_cpu += cpu_seconds(gw.proc.pid) - cpu_before
+                gateway_bytes += (args.records + fetched.records) * args.record_bytes
     for name in targets:
         for kind in ("produce", "fetch"):
             runs = sorted(rates[name][kind], key=lambda r: float(r["records_per_s"]))
@@ -174,7 +222,7 @@ def run(backend_bootstrap: str, gw: GatewayProcess, args: argparse.Namespace) ->
     for label, make in (("ListOffsets", list_offsets_frame), ("Metadata", metadata_frame)):
         cpu_before = cpu_seconds(gw.proc.pid)
         pooled = round_trips(
-            ports, make("bench-direct"), args.connections, args.rate, args.seconds, args.rounds
+            ports, make("bench-direct"), args.connections, args.rate, args.seconds, args.rounds, secure
         )
         cpu_used = cpu_seconds(gw.proc.pid) - cpu_before
         measured = args.seconds * args.rounds
@@ -210,9 +258,38 @@ def run(backend_bootstrap: str, gw: GatewayProcess, args: argparse.Namespace) ->
         "metadata_added_p99_ms": round(
             by["Metadata round trip gateway"]["p99_ms"] - by["Metadata round trip direct"]["p99_ms"], 3
         ),
+        # The gateway's CPU per MB of record payload produced and fetched through it (both legs'
+        # TLS and the frames' handling; the machine's load does not inflate CPU time much).
+        "gateway_cpu_ms_per_mb": round(gateway_cpu * 1000 / max(gateway_bytes / 1e6, 1e-9), 2),
     }
     results.append(ratios)
     return results
+
+
+def _secured(security: Any) -> tuple[list[str], Secure]:
+    """groupshift's `--set`s (a SASL_SSL listener, SASL_SSL to the cluster as `admin`) and how
+    the clients connect, from the cluster's harness.kafka_dist.security.KafkaSecurity."""
+    from bench.secure_listeners import groupshift_sets
+    from harness.kafka_dist.security import PLAIN_LOGIN, password_of
+
+    password = password_of("admin")
+    sets = [
+        *groupshift_sets("sasl_ssl", security),
+        "upstream.security.protocol=SASL_SSL",
+        f"upstream.ssl.truststore.location={security.ca.pem}",
+        "upstream.ssl.truststore.type=PEM",
+        "upstream.sasl.mechanism=PLAIN",
+        f'upstream.sasl.jaas.config={PLAIN_LOGIN} required username="admin" password="{password}";',
+    ]
+    librdkafka = {
+        "security.protocol": "sasl_ssl",
+        "ssl.ca.location": str(security.ca.pem),
+        "sasl.mechanism": "PLAIN",
+        "sasl.username": "admin",
+        "sasl.password": password,
+    }
+    context = ssl.create_default_context(cafile=str(security.ca.pem))
+    return sets, Secure(context, "admin", password, librdkafka)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -229,7 +306,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--rate", type=float, default=1000.0, help="round-trip requests/s in total (moderate load)"
     )
+    parser.add_argument(
+        "--security",
+        choices=("plaintext", "sasl_ssl"),
+        default="plaintext",
+        help="sasl_ssl: SASL_SSL on both legs (clients to groupshift and groupshift to Kafka) and direct",
+    )
     args = parser.parse_args(argv)
+    if args.security != "plaintext" and args.kafka == "groupshift":
+        parser.error("--security sasl_ssl needs a Kafka backend (--kafka 4 or 3.9)")
 
     with tempfile.TemporaryDirectory(prefix="groupshift-bench-upstream-") as tmp:
         base = Path(tmp)
@@ -242,12 +327,23 @@ def main(argv: list[str] | None = None) -> int:
         else:
             from harness.kafka_dist import KafkaCluster
 
-            cluster = KafkaCluster(args.kafka, brokers=1, workdir=base / "kafka").start()
+            security = None if args.security == "plaintext" else args.security
+            cluster = KafkaCluster(
+                args.kafka, brokers=1, workdir=base / "kafka", security=security, sasl_mechanism="PLAIN"
+            ).start()
             bootstrap = cluster.bootstrap
-            label = f"Apache Kafka {cluster.version}"
-        gw = GatewayProcess.start(base / "gw", extra_args=("--upstream", bootstrap))
+            label = f"Apache Kafka {cluster.version}" + (
+                f" ({args.security} on both legs)" if security else ""
+            )
+        sets: list[str] = []
+        secure = None
+        if cluster is not None and cluster.security is not None:
+            sets, secure = _secured(cluster.security)
+        gw = GatewayProcess.start(base / "gw", sets=sets, extra_args=("--upstream", bootstrap))
+        if secure is not None:  # the SASL_SSL listener's port, beside `--listen`'s
+            gw.port = int(gw.events("gateway.listening")[-1]["ports"]["SASL_SSL"])
         try:
-            results = run(bootstrap, gw, args)
+            results = run(bootstrap, gw, args, secure)
         finally:
             gw.stop()
             if upstream is not None:

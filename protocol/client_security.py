@@ -16,12 +16,17 @@ The properties read are Kafka's client configs (`CommonClientConfigs`, `SslConfi
 `ssl.key.password`, `ssl.keystore.certificate.chain` / `ssl.keystore.key` (PEM text),
 `ssl.endpoint.identification.algorithm` (`https`, the default, checks the broker's name; empty
 does not), `ssl.enabled.protocols`; `sasl.mechanism` and `sasl.jaas.config` (PlainLoginModule or
-ScramLoginModule with `username` / `password`). Store types are PEM and PKCS12; a JKS file is
-refused with the keytool command that converts it (Java's own `JKS` loader reads PKCS12 files
-too, so a PKCS12 file under the default type `JKS` is read as Kafka would). Other properties
-(timeouts, client.id, ...) are a client's own business and ignored, as Kafka's admin tools log
-and ignore what they do not use. GSSAPI (Kerberos) and OAUTHBEARER are refused with a message
-naming Kafka's own tools, which speak them.
+ScramLoginModule with `username` / `password`; OAuthBearerLoginModule with `clientId`,
+`clientSecret`, `scope`, together with `sasl.oauthbearer.token.endpoint.url` and the
+`sasl.login.*` refresh settings: protocol.oauth_client). Store types are PEM and PKCS12; a JKS
+file is refused with the keytool command that converts it (Java's own `JKS` loader reads PKCS12
+files too, so a PKCS12 file under the default type `JKS` is read as Kafka would). Other
+properties (timeouts, client.id, ...) are a client's own business and ignored, as Kafka's admin
+tools log and ignore what they do not use. GSSAPI (Kerberos) is refused with a message naming
+Kafka's own tools, which speak it.
+
+groupshift's upstream connections (gateway/upstream/security.py) read the same properties under
+the `upstream.` prefix; `from_properties(props, prefix)` names them so in its errors.
 """
 
 from __future__ import annotations
@@ -30,16 +35,19 @@ import os
 import re
 import ssl
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from protocol.client import WireClient, make_request
+from protocol.oauth_client import OAuthSettings, OAuthTokenSource
 
 __all__ = [
     "ClientSecurity",
     "ClientSecurityError",
     "SaslAuthenticationFailed",
+    "SaslClient",
     "TlsMaterial",
     "authenticate",
     "read_properties",
@@ -50,16 +58,14 @@ API_SASL_AUTHENTICATE = 36
 SASL_HANDSHAKE_VERSION = 1  # v1: tokens in SaslAuthenticate (v0's raw tokens are gone in Kafka 4)
 SASL_AUTHENTICATE_VERSION = 1  # v1 adds the session lifetime (KIP-368); v0-2 in Kafka 2.x-4.x
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 LOGIN_MODULES = {
     "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
     "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
     "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
+    "OAUTHBEARER": "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule",
 }
-UNSUPPORTED_MECHANISMS = {
-    "GSSAPI": "Kerberos",
-    "OAUTHBEARER": "OAuth 2 bearer tokens",
-}
+UNSUPPORTED_MECHANISMS = {"GSSAPI": "Kerberos"}
 TLS_VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
 JKS_MAGIC = b"\xfe\xed\xfe\xed"
 _PEM_BLOCK = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----.*?-----END \1-----", re.DOTALL)
@@ -70,7 +76,13 @@ class ClientSecurityError(ValueError):
 
 
 class SaslAuthenticationFailed(ConnectionError):
-    """The broker refused the mechanism or the credentials; the message is its answer."""
+    """The broker refused the mechanism or the credentials; the message is its answer and
+    `error_code` Kafka's error code (58 SASL_AUTHENTICATION_FAILED, 33 UNSUPPORTED_SASL_MECHANISM,
+    34 ILLEGAL_SASL_STATE; 0 when the client itself found the answer wrong)."""
+
+    def __init__(self, message: str, error_code: int = 0) -> None:
+        super().__init__(message)
+        self.error_code = error_code
 
 
 # --- Java properties files -------------------------------------------------------------------------
@@ -160,7 +172,7 @@ def parse_jaas(text: str) -> tuple[str, dict[str, str]]:
             'sasl.jaas.config must read `<LoginModule> required username="..." password="...";`'
         )
     module, flag = words[0][1], words[1][1]
-    if flag not in ("required", "requisite", "sufficient", "optional"):
+    if flag.lower() not in ("required", "requisite", "sufficient", "optional"):  # any case, as Kafka
         raise ClientSecurityError(f"sasl.jaas.config: {flag!r} is not a JAAS flag (required, ...)")
     body = words[2:-1]
     if len(body) % 3 or any(
@@ -191,14 +203,17 @@ def _pkcs12(path: str, password: str | None, what: str) -> tuple[str | None, lis
     data = _read_bytes(path, what)
     if data.startswith(JKS_MAGIC):
         raise ClientSecurityError(
-            f"{path} is a JKS {what}, which groupshift does not read; convert it with "
+            f"ssl.{what}.location: {path} is a JKS {what}, which groupshift does not read; convert it with "
             f"`keytool -importkeystore -srckeystore {path} -destkeystore STORE.p12 "
             "-deststoretype PKCS12` and set the type to PKCS12"
         )
     try:
         loaded = pkcs12.load_pkcs12(data, password.encode() if password else None)
     except ValueError as exc:
-        raise ClientSecurityError(f"cannot open the PKCS12 {what} {path} (wrong password?): {exc}") from None
+        raise ClientSecurityError(
+            f"ssl.{what}.location: cannot open the PKCS12 {what} {path} "
+            f"(wrong password in ssl.{what}.password?): {exc}"
+        ) from None
     certs = ([loaded.cert] if loaded.cert is not None else []) + list(loaded.additional_certs)
     pems = [c.certificate.public_bytes(serialization.Encoding.PEM).decode() for c in certs]
     key = None
@@ -213,7 +228,7 @@ def _read_bytes(path: str, what: str) -> bytes:
     try:
         return Path(path).read_bytes()
     except OSError as exc:
-        raise ClientSecurityError(f"cannot read the {what} {path}: {exc.strerror or exc}") from None
+        raise ClientSecurityError(f"ssl.{what}.location: cannot read {path}: {exc.strerror or exc}") from None
 
 
 def _store_type(props: Mapping[str, str], name: str, location: str | None) -> str:
@@ -258,7 +273,7 @@ class TlsMaterial:
                 ca_pem = "".join(certs)
         if ca_pem is not None and not _pem_blocks(ca_pem, "CERTIFICATE"):
             raise ClientSecurityError(
-                f"the truststore {location or 'ssl.truststore.certificates'} holds no certificate"
+                f"ssl.truststore.location: {location or 'ssl.truststore.certificates'} holds no certificate"
             )
         key_password = props.get("ssl.key.password")
         chain = props.get("ssl.keystore.certificate.chain")
@@ -280,7 +295,8 @@ class TlsMaterial:
             not _pem_blocks(chain, "CERTIFICATE") or not key or "PRIVATE KEY" not in key
         ):
             raise ClientSecurityError(
-                f"the keystore {location or 'ssl.keystore.key'} needs a private key and its certificate"
+                f"ssl.keystore.location: {location or 'ssl.keystore.key'} needs a private key "
+                "and its certificate"
             )
         algorithm = props.get("ssl.endpoint.identification.algorithm", "https").strip().lower()
         if algorithm not in ("https", ""):
@@ -315,7 +331,9 @@ class TlsMaterial:
             try:
                 context.load_verify_locations(cadata=self.ca_pem)
             except ssl.SSLError as exc:
-                raise ClientSecurityError(f"the truststore's certificates cannot be used: {exc}") from None
+                raise ClientSecurityError(
+                    f"ssl.truststore.location: its certificates cannot be used: {exc}"
+                ) from None
         context.check_hostname = self.check_hostname
         if self.minimum_version is not None:
             context.minimum_version = self.minimum_version
@@ -332,7 +350,8 @@ class TlsMaterial:
                     context.load_cert_chain(key_file, password=self.key_password)
                 except ssl.SSLError as exc:
                     raise ClientSecurityError(
-                        f"the keystore's key and certificate cannot be used (wrong ssl.key.password?): {exc}"
+                        "ssl.keystore.location: its key and certificate cannot be used "
+                        f"(wrong ssl.key.password?): {exc}"
                     ) from None
         return context
 
@@ -358,40 +377,94 @@ def _plain_token(username: str, password: str) -> bytes:
     return b"\x00" + username.encode() + b"\x00" + password.encode()
 
 
+class SaslClient:
+    """One SASL exchange, sans-IO: `first()` is the first SaslAuthenticate token, `step(server)`
+    the next one for the broker's answer, or None once the exchange is complete (the broker's
+    last answer verified). Shared by the blocking WireClient and groupshift's upstream links.
+
+    OAUTHBEARER (RFC 7628, KIP-255): the client's initial response `n,,\x01auth=Bearer
+    TOKEN\x01\x01`; a broker that refuses the token answers a JSON error challenge, the client
+    replies `\x01` and the broker then fails the exchange (SASL_AUTHENTICATION_FAILED)."""
+
+    def __init__(self, mechanism: str, username: str, password: str, token: str | None = None) -> None:
+        if mechanism not in SASL_MECHANISMS:
+            raise ClientSecurityError(f"unsupported SASL mechanism {mechanism!r}")
+        self.mechanism = mechanism
+        self.username = username
+        self._password = password
+        self._token = token
+        self._scram: Any = None
+        self._steps = 0
+        self.oauth_challenge: str | None = None
+
+    def first(self) -> bytes:
+        if self.mechanism == "PLAIN":
+            return _plain_token(self.username, self._password)
+        if self.mechanism == "OAUTHBEARER":
+            return f"n,,\x01auth=Bearer {self._token or ''}\x01\x01".encode()
+        # SCRAM: scramp escapes the user name and checks the server's nonce, salt, iteration
+        # count (4096 to 10^7) and final signature; Kafka answers a wrong password at client-final.
+        from scramp import ScramClient
+
+        self._scram = ScramClient([self.mechanism], self.username, self._password)
+        return str(self._scram.get_client_first()).encode()
+
+    def step(self, server: bytes) -> bytes | None:
+        self._steps += 1
+        if self.mechanism == "PLAIN":
+            return None
+        if self.mechanism == "OAUTHBEARER":
+            if not server or self.oauth_challenge is not None:
+                return None
+            self.oauth_challenge = server.decode(errors="replace")[:500]
+            return b"\x01"
+        from scramp import ScramException
+
+        try:
+            if self._steps == 1:
+                self._scram.set_server_first(server.decode())
+                return str(self._scram.get_client_final()).encode()
+            self._scram.set_server_final(server.decode())
+        except (UnicodeDecodeError, ScramException) as exc:
+            raise SaslAuthenticationFailed(
+                f"{self.mechanism}: the broker's answer does not verify: {exc}"
+            ) from None
+        return None
+
+
 def _sasl_authenticate(client: WireClient, token: bytes) -> tuple[bytes, int]:
     """One SaslAuthenticate round trip: the server's token and the session lifetime in ms."""
     answer = client.request(make_request(API_SASL_AUTHENTICATE, SASL_AUTHENTICATE_VERSION, auth_bytes=token))
     if answer.error_code != 0:
-        raise SaslAuthenticationFailed(answer.error_message or f"SASL error code {answer.error_code}")
+        raise SaslAuthenticationFailed(
+            answer.error_message or f"SASL error code {answer.error_code}", answer.error_code
+        )
     return bytes(answer.auth_bytes), int(answer.session_lifetime.total_seconds() * 1000)
 
 
-def authenticate(client: WireClient, mechanism: str, username: str, password: str) -> int:
+def handshake_refusal(mechanism: str, offered: Sequence[str]) -> str:
+    return (
+        f"the broker does not enable SASL mechanism {mechanism} on this listener "
+        f"(it offers: {', '.join(offered) or 'none'})"
+    )
+
+
+def authenticate(
+    client: WireClient, mechanism: str, username: str, password: str, token: str | None = None
+) -> int:
     """Run the SASL exchange on a fresh connection; the session lifetime the broker granted in
     ms (0: no limit, KIP-368). Raises SaslAuthenticationFailed with the broker's answer."""
-    if mechanism not in SASL_MECHANISMS:
-        raise ClientSecurityError(f"unsupported SASL mechanism {mechanism!r}")
+    sasl = SaslClient(mechanism, username, password, token)
     handshake = client.request(make_request(API_SASL_HANDSHAKE, SASL_HANDSHAKE_VERSION, mechanism=mechanism))
     if handshake.error_code != 0:
-        offered = ", ".join(handshake.mechanisms) or "none"
         raise SaslAuthenticationFailed(
-            f"the broker does not enable SASL mechanism {mechanism} on this listener (it offers: {offered})"
+            handshake_refusal(mechanism, handshake.mechanisms), handshake.error_code
         )
-    if mechanism == "PLAIN":
-        _, lifetime = _sasl_authenticate(client, _plain_token(username, password))
-        return lifetime
-    # SCRAM: scramp escapes the user name and checks the server's nonce, salt, iteration count
-    # (4096 to 10^7) and final signature; Kafka answers a wrong password at client-final.
-    from scramp import ScramClient, ScramException
-
-    scram = ScramClient([mechanism], username, password)
-    server_first, _ = _sasl_authenticate(client, scram.get_client_first().encode())
-    try:
-        scram.set_server_first(server_first.decode())
-        server_final, lifetime = _sasl_authenticate(client, scram.get_client_final().encode())
-        scram.set_server_final(server_final.decode())
-    except (UnicodeDecodeError, ScramException) as exc:
-        raise SaslAuthenticationFailed(f"{mechanism}: the broker's answer does not verify: {exc}") from None
+    out: bytes | None = sasl.first()
+    lifetime = 0
+    while out is not None:
+        server, lifetime = _sasl_authenticate(client, out)
+        out = sasl.step(server)
     return lifetime
 
 
@@ -402,7 +475,7 @@ def authenticate(client: WireClient, mechanism: str, username: str, password: st
 class ClientSecurity:
     """How to reach one listener: Kafka's `security.protocol` and what it needs (an SSL context
     for SSL / SASL_SSL; mechanism and credentials for SASL_*). `tls` keeps the material the
-    context was made of, for `librdkafka_config`."""
+    context was made of, for `librdkafka_config`; `tokens` is OAUTHBEARER's token source."""
 
     protocol: str = "PLAINTEXT"
     ssl_context: ssl.SSLContext | None = None
@@ -410,6 +483,7 @@ class ClientSecurity:
     username: str | None = None
     password: str | None = field(default=None, repr=False)
     tls: TlsMaterial | None = field(default=None, repr=False)
+    tokens: OAuthTokenSource | None = field(default=None, repr=False)
 
     @property
     def uses_tls(self) -> bool:
@@ -419,9 +493,26 @@ class ClientSecurity:
     def uses_sasl(self) -> bool:
         return self.protocol.startswith("SASL_")
 
+    @property
+    def principal_text(self) -> str:
+        """Who authenticates, for messages: `user 'alice'` or `client 'id'` (OAUTHBEARER)."""
+        if self.sasl_mechanism == "OAUTHBEARER" and self.tokens is not None:
+            return f"client {self.tokens.settings.client_id!r}"
+        return f"user {self.username!r}"
+
     @classmethod
-    def from_properties(cls, props: Mapping[str, str]) -> ClientSecurity:
-        """From Kafka client properties; ClientSecurityError names the first unusable one."""
+    def from_properties(cls, props: Mapping[str, str], prefix: str = "") -> ClientSecurity:
+        """From Kafka client properties; ClientSecurityError names the first unusable one,
+        with `prefix` before every setting it names (`upstream.` for groupshift's upstream)."""
+        try:
+            return cls._from_properties(props)
+        except ClientSecurityError as exc:
+            if not prefix:
+                raise
+            raise ClientSecurityError(prefixed_settings(str(exc), prefix)) from None
+
+    @classmethod
+    def _from_properties(cls, props: Mapping[str, str]) -> ClientSecurity:
         protocol = props.get("security.protocol", "PLAINTEXT").strip().upper()
         if protocol not in SECURITY_PROTOCOLS:
             raise ClientSecurityError(
@@ -435,7 +526,7 @@ class ClientSecurity:
         if mechanism in UNSUPPORTED_MECHANISMS:
             raise ClientSecurityError(
                 f"sasl.mechanism={mechanism} ({UNSUPPORTED_MECHANISMS[mechanism]}) is not supported by "
-                "groupshift's tools (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512); Kafka's own tools speak it: "
+                f"groupshift ({', '.join(SASL_MECHANISMS)}); Kafka's own tools speak it: "
                 "`groupshift kafka tool kafka-consumer-groups --command-config FILE ...`"
             )
         if mechanism not in SASL_MECHANISMS:
@@ -444,18 +535,29 @@ class ClientSecurity:
             )
         jaas = props.get("sasl.jaas.config")
         if not jaas:
-            raise ClientSecurityError(
-                f"sasl.mechanism={mechanism} needs sasl.jaas.config with username and password"
-            )
+            needs = "clientId and clientSecret" if mechanism == "OAUTHBEARER" else "username and password"
+            raise ClientSecurityError(f"sasl.mechanism={mechanism} needs sasl.jaas.config with {needs}")
         module, options = parse_jaas(jaas)
         if module != LOGIN_MODULES[mechanism]:
             raise ClientSecurityError(
                 f"sasl.jaas.config names {module}; "
                 f"sasl.mechanism={mechanism} needs {LOGIN_MODULES[mechanism]}"
             )
+        if mechanism == "OAUTHBEARER":
+            try:
+                settings = OAuthSettings.from_properties(props, options)
+            except ValueError as exc:
+                raise ClientSecurityError(str(exc)) from None
+            return cls(protocol, context, mechanism, None, None, tls, OAuthTokenSource(settings))
         if "username" not in options or "password" not in options:
             raise ClientSecurityError('sasl.jaas.config needs username="..." and password="..."')
         return cls(protocol, context, mechanism, options["username"], options["password"], tls)
+
+    def sasl_client(self) -> SaslClient:
+        """A fresh exchange for one connection (blocking for OAUTHBEARER when the token is due
+        a refresh: asyncio callers run this in an executor)."""
+        token = self.tokens.token().value if self.tokens is not None else None
+        return SaslClient(self.sasl_mechanism or "PLAIN", self.username or "", self.password or "", token)
 
     @classmethod
     def from_file(cls, path: str | Path) -> ClientSecurity:
@@ -473,7 +575,10 @@ class ClientSecurity:
         client = WireClient(port, host, timeout, client_id=client_id, ssl_context=self.ssl_context)
         if self.uses_sasl:
             try:
-                authenticate(client, self.sasl_mechanism or "PLAIN", self.username or "", self.password or "")
+                token = self.tokens.token().value if self.tokens is not None else None
+                authenticate(
+                    client, self.sasl_mechanism or "PLAIN", self.username or "", self.password or "", token
+                )
             except BaseException:
                 client.close()
                 raise
@@ -484,10 +589,20 @@ class ClientSecurity:
         config = {"security.protocol": self.protocol.lower()}
         if self.tls is not None:
             config |= self.tls.librdkafka_config()
-        if self.uses_sasl:
+        if self.uses_sasl and self.sasl_mechanism == "OAUTHBEARER":
+            config["sasl.mechanism"] = "OAUTHBEARER"  # the token comes from an `oauth_cb`
+        elif self.uses_sasl:
             config |= {
                 "sasl.mechanism": self.sasl_mechanism or "PLAIN",
                 "sasl.username": self.username or "",
                 "sasl.password": self.password or "",
             }
         return config
+
+
+def prefixed_settings(message: str, prefix: str) -> str:
+    """`message` with `prefix` before every Kafka client setting it names (`ssl.*`, `sasl.*`,
+    `security.protocol`), so an error about `upstream.ssl.truststore.location` says so."""
+    return re.sub(
+        r"(?<![\w.])((?:ssl|sasl)\.[a-z]|security\.protocol)", lambda m: prefix + m.group(1), message
+    )

@@ -53,10 +53,10 @@ def test_upstream_keys_build_an_upstream_config() -> None:
     [
         ({"upstream.request.timeout.ms": "5000"}, "upstream.bootstrap.servers is required"),
         ({"upstream.bootstrap.servers": "nohost"}, "upstream.bootstrap.servers: expected HOST:PORT"),
-        ({"upstream.bootstrap.servers": "SSL://h:9093"}, "only PLAINTEXT"),
+        ({"upstream.bootstrap.servers": "TLS://h:9093"}, "TLS:// is not a security protocol"),
         (
             {"upstream.bootstrap.servers": "h:9092", "upstream.security.protocol": "SASL_SSL"},
-            "upstream.security.protocol: only PLAINTEXT is supported",
+            "upstream.sasl.mechanism=GSSAPI (Kerberos) is not supported",  # Kafka's default mechanism
         ),
         (
             {"upstream.bootstrap.servers": "h:9092", "upstream.request.timeout.ms": "5"},

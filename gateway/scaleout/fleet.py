@@ -39,6 +39,7 @@ import structlog
 from kio.index import load_request_schema, load_response_schema
 
 from gateway.upstream.link import UpstreamLink, UpstreamUnavailable
+from gateway.upstream.security import UpstreamSecurity
 from protocol.codec import decode_response, encode_request
 from protocol.entity_builder import build
 
@@ -201,8 +202,10 @@ class FleetMember:
         me: Callable[[], NodeInfo],
         on_view: Callable[[FleetView | None], None],
         before_join: Callable[[], None] | None = None,
+        security: UpstreamSecurity | None = None,
     ) -> None:
         self.bootstrap = bootstrap
+        self.security = security  # the `upstream.` security settings (TLS, SASL)
         self.group_id = group_id
         self.num_shards = num_shards
         self.session = session_timeout_ms / 1000
@@ -309,7 +312,12 @@ class FleetMember:
             return self._link
         host, port = random.choice(self.bootstrap)
         link = UpstreamLink(
-            -1, host, port, connect_timeout=self.connect_timeout, request_timeout=self.session
+            -1,
+            host,
+            port,
+            connect_timeout=self.connect_timeout,
+            request_timeout=self.session,
+            security=self.security,
         )
         try:
             resp = await self._request(link, 10, 3, {"key": self.group_id, "key_type": 0})
@@ -324,6 +332,7 @@ class FleetMember:
             int(resp.port),
             connect_timeout=self.connect_timeout,
             request_timeout=self.session + 5.0,
+            security=self.security,
         )
         return self._link
 

@@ -149,6 +149,7 @@ class ShardOwnership:
             me=self._me,
             on_view=self._on_view,
             before_join=self._before_join,
+            security=cluster.security,
         )
         m = server.metrics
         m.gauge("groupshift_scaleout_shards_owned", "Coordinator shards this node serves").set_function(
@@ -224,7 +225,9 @@ class ShardOwnership:
         """Create the shard topic (compacted, one partition per shard) or check its partitions."""
         from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        admin = AdminClient(
+            {"bootstrap.servers": self.bootstrap, **self.cluster.security.librdkafka_config()}
+        )
         md = admin.list_topics(timeout=self.timeout_ms / 1000)
         topic = md.topics.get(self.topic)
         if topic is None or topic.error is not None:
@@ -308,7 +311,12 @@ class ShardOwnership:
 
         try:
             return fence_and_read(
-                self.bootstrap, self.topic, shard, timeout_ms=self.timeout_ms, on_fenced=fenced
+                self.bootstrap,
+                self.topic,
+                shard,
+                timeout_ms=self.timeout_ms,
+                on_fenced=fenced,
+                security=self.cluster.security.librdkafka_config(),
             )
         finally:
             fenced()

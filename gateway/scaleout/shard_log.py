@@ -51,8 +51,13 @@ def transactional_id(topic: str, shard: int) -> str:
     return f"{topic}-shard-{shard}"
 
 
-def producer_config(bootstrap: str, topic: str, shard: int, timeout_ms: int) -> dict[str, Any]:
+def producer_config(
+    bootstrap: str, topic: str, shard: int, timeout_ms: int, security: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The shard's transactional producer; `security` is the `upstream.` security settings in
+    librdkafka's names (gateway/upstream/security.py)."""
     return {
+        **(security or {}),
         "bootstrap.servers": bootstrap,
         "transactional.id": transactional_id(topic, shard),
         "enable.idempotence": True,
@@ -87,6 +92,7 @@ def fence_and_read(
     timeout_ms: int,
     stop: threading.Event | None = None,
     on_fenced: Callable[[], None] | None = None,
+    security: dict[str, Any] | None = None,
 ) -> Loaded:
     """Fence the previous owner of `shard` and read its partition to the end (blocking).
     `on_fenced` is called once the fence is over, whether it succeeded or failed."""
@@ -95,6 +101,7 @@ def fence_and_read(
     # nothing before the fence is complete.
     consumer = Consumer(
         {
+            **(security or {}),
             "bootstrap.servers": bootstrap,
             "group.id": f"groupshift-loader-{topic}",  # never joined: partitions are assigned
             "enable.auto.commit": False,
@@ -110,7 +117,7 @@ def fence_and_read(
         }
     )
     try:
-        producer = Producer(producer_config(bootstrap, topic, shard, timeout_ms))
+        producer = Producer(producer_config(bootstrap, topic, shard, timeout_ms, security))
         producer.init_transactions(timeout_ms / 1000)
     except BaseException:
         consumer.close()

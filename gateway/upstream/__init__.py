@@ -4,7 +4,10 @@ Group coordination is terminated in groupshift (its engine, its log); everything
 forwarded to the cluster given by `upstream.bootstrap.servers` (`serve --upstream`). The parts:
 
 * `config`: the `upstream.*` settings;
-* `link`: one pipelined TCP connection to a broker, correlation ids remapped;
+* `link`: one pipelined TCP connection to a broker, correlation ids remapped (TLS, SASL and
+  KIP-368 re-authentication when the settings ask for them);
+* `security`: the `upstream.` TLS and SASL settings made usable by every upstream connection
+  (links, fleet membership, the shard log's librdkafka clients) and the start-up check;
 * `cluster`: bootstrap, periodic Metadata refresh, brokers and the engine's topic image;
 * `proxy`: per-broker listeners, the frame path (terminate or forward), endpoint rewriting,
   ApiVersions;

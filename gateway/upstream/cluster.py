@@ -29,6 +29,7 @@ from kio.index import load_request_schema, load_response_schema
 from engine.metadata import MetadataImage, TopicImage
 from gateway.upstream.config import UpstreamConfig
 from gateway.upstream.link import UpstreamLink, UpstreamUnavailable
+from gateway.upstream.security import UpstreamSecurity
 from gateway.upstream.topic_ids import METADATA_IDS_FROM, missing, topic_id_of
 from protocol.codec import DecodeFailure, decode_response, encode_request
 from protocol.entity_builder import build
@@ -47,8 +48,10 @@ class Broker:
 
 
 class UpstreamCluster:
-    def __init__(self, config: UpstreamConfig) -> None:
+    def __init__(self, config: UpstreamConfig, security: UpstreamSecurity | None = None) -> None:
         self.config = config
+        # The `upstream.` security settings, shared by every upstream connection of this server.
+        self.security = security if security is not None else UpstreamSecurity(config.client_security())
         self.connect_timeout = config.connect_timeout_ms / 1000
         self.request_timeout = config.request_timeout_ms / 1000
         self.brokers: dict[int, Broker] = {}
@@ -71,9 +74,11 @@ class UpstreamCluster:
     # -- lifecycle -----------------------------------------------------------------------------
 
     def start(self) -> None:
+        self.security.start()
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     def close(self) -> None:
+        self.security.close()
         if self._task is not None:
             self._task.cancel()
         for link in self._links.values():
@@ -122,6 +127,7 @@ class UpstreamCluster:
                 port,
                 connect_timeout=self.connect_timeout,
                 request_timeout=self.request_timeout,
+                security=self.security,
             )
         return link
 

@@ -4,8 +4,12 @@ groupshift talks to it, and where the per-broker listeners go.
 Names follow Kafka's client configs with an `upstream.` prefix (`upstream.bootstrap.servers`,
 `upstream.request.timeout.ms`, `upstream.socket.connection.setup.timeout.ms`,
 `upstream.metadata.max.age.ms`), so an operator reads them as the settings of the client that
-groupshift is towards the cluster. Security (`upstream.security.protocol`) is reserved: only
-PLAINTEXT is accepted for now, and anything else is refused at start-up rather than ignored.
+groupshift is towards the cluster. Security is Kafka's client security under the same prefix
+(`upstream.security.protocol` PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL, `upstream.ssl.*`,
+`upstream.sasl.*`, `upstream.sasl.login.*`: `SECURITY_SETTINGS`), read by
+protocol.client_security exactly as `--command-config` files are, checked when the settings
+are loaded (a missing truststore, a malformed JAAS entry or an unknown mechanism is a settings
+error naming the key), and used by every upstream connection (gateway/upstream/security.py).
 
 Per-broker listeners: upstream broker N is served on `upstream.node.port.base + N` (default
 base: the main listener's port + 1; with `--listen HOST:0` every broker listener takes a free
@@ -19,13 +23,57 @@ port numbers reaches every broker's listener.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from protocol.client_security import SECURITY_PROTOCOLS, ClientSecurity, ClientSecurityError
+
+# Kafka client security settings read under `upstream.` (protocol.client_security,
+# protocol.oauth_client); the field of each is its name with dots as underscores.
+SECURITY_SETTINGS = (
+    "ssl.truststore.location",
+    "ssl.truststore.password",
+    "ssl.truststore.type",
+    "ssl.truststore.certificates",
+    "ssl.keystore.location",
+    "ssl.keystore.password",
+    "ssl.keystore.type",
+    "ssl.keystore.certificate.chain",
+    "ssl.keystore.key",
+    "ssl.key.password",
+    "ssl.endpoint.identification.algorithm",
+    "ssl.enabled.protocols",
+    "sasl.mechanism",
+    "sasl.jaas.config",
+    "sasl.oauthbearer.token.endpoint.url",
+    "sasl.oauthbearer.header.urlencode",
+    "sasl.oauthbearer.sub.claim.name",
+    "sasl.login.refresh.window.factor",
+    "sasl.login.refresh.window.jitter",
+    "sasl.login.refresh.min.period.seconds",
+    "sasl.login.refresh.buffer.seconds",
+    "sasl.login.connect.timeout.ms",
+    "sasl.login.read.timeout.ms",
+    "sasl.login.retry.backoff.ms",
+    "sasl.login.retry.backoff.max.ms",
+)
+# Settings whose values are secrets: never shown (repr, logs, errors).
+SECRET_SETTINGS = frozenset(
+    {
+        "ssl.truststore.password",
+        "ssl.keystore.password",
+        "ssl.key.password",
+        "ssl.keystore.key",
+        "sasl.jaas.config",
+    }
+)
 
 
 def parse_bootstrap(value: str) -> list[tuple[str, int]]:
-    """`host:port[,host:port...]` (Kafka's `PLAINTEXT://` prefix allowed) as (host, port) pairs."""
+    """`host:port[,host:port...]` as (host, port) pairs. A listener-style prefix naming a
+    security protocol (`SASL_SSL://host:port`) is allowed and dropped: how to talk to the broker
+    is `upstream.security.protocol`'s business."""
     out = []
     for part in value.split(","):
         text = part.strip()
@@ -33,8 +81,8 @@ def parse_bootstrap(value: str) -> list[tuple[str, int]]:
             continue
         if "://" in text:
             scheme, _, text = text.partition("://")
-            if scheme.upper() != "PLAINTEXT":
-                raise ValueError(f"only PLAINTEXT upstream brokers are supported, got {part!r}")
+            if scheme.upper() not in SECURITY_PROTOCOLS:
+                raise ValueError(f"{scheme}:// is not a security protocol ({', '.join(SECURITY_PROTOCOLS)})")
         host, sep, port_text = text.rpartition(":")
         host = host.strip("[]")
         if not sep or not host or not port_text.isdigit() or not 0 < int(port_text) <= 65535:
@@ -55,6 +103,8 @@ class UpstreamConfig(BaseModel):
     # (the assignors' topic metadata comes from here).
     metadata_max_age_ms: int = Field(5000, alias="upstream.metadata.max.age.ms", ge=100)
     security_protocol: str = Field("PLAINTEXT", alias="upstream.security.protocol")
+    # SECURITY_SETTINGS given (Kafka's names); secrets among them: never shown, never dumped
+    security: dict[str, str] = Field(default_factory=dict, repr=False, exclude=True)
     node_port_base: int | None = Field(None, alias="upstream.node.port.base", ge=0, le=65535)
     # The host clients are told for every per-broker listener (default: the main listener's
     # advertised host); the ports stay base + node id, so a NAT or a Kubernetes Service maps them.
@@ -95,12 +145,43 @@ class UpstreamConfig(BaseModel):
         parse_bootstrap(value)
         return value
 
+    @model_validator(mode="before")
+    @classmethod
+    def _gather_security(cls, data: Any) -> Any:
+        """`upstream.ssl.*` / `upstream.sasl.*` keys into `security` (Kafka's names, unprefixed)."""
+        if not isinstance(data, dict):
+            return data
+        rest = dict(data)
+        security = dict(rest.pop("security", None) or {})
+        for name in SECURITY_SETTINGS:
+            value = rest.pop(f"upstream.{name}", None)
+            if value is not None:
+                security[name] = str(value)
+        return {**rest, "security": security}
+
     @field_validator("security_protocol")
     @classmethod
     def _check_security(cls, value: str) -> str:
-        if value.upper() != "PLAINTEXT":
-            raise ValueError(f"only PLAINTEXT is supported for now (SSL/SASL are reserved), got {value!r}")
-        return value.upper()
+        return value.strip().upper()
+
+    @model_validator(mode="after")
+    def _check_client_security(self) -> UpstreamConfig:
+        """Read the security settings once now, so a missing store or a malformed JAAS entry
+        stops the start with the key named, before anything connects."""
+        self.client_security()
+        return self
+
+    def client_properties(self) -> dict[str, str]:
+        """The security settings as Kafka client properties (no prefix)."""
+        return {"security.protocol": self.security_protocol, **self.security}
+
+    def client_security(self) -> ClientSecurity:
+        """A new ClientSecurity from the settings (a fresh SSL context and token source).
+        ValueError names the `upstream.` setting that is unusable."""
+        try:
+            return ClientSecurity.from_properties(self.client_properties(), prefix="upstream.")
+        except ClientSecurityError as exc:
+            raise ValueError(str(exc)) from None
 
     @field_validator("identity")
     @classmethod
@@ -122,4 +203,6 @@ class UpstreamConfig(BaseModel):
         return parse_bootstrap(self.bootstrap_servers)
 
 
-UPSTREAM_KEYS = {f.alias: name for name, f in UpstreamConfig.model_fields.items() if f.alias}
+UPSTREAM_KEYS = {f.alias: name for name, f in UpstreamConfig.model_fields.items() if f.alias} | {
+    f"upstream.{name}": "security" for name in SECURITY_SETTINGS
+}

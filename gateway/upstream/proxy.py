@@ -528,6 +528,7 @@ class UpstreamProxy:
             b.port,
             connect_timeout=self.cluster.connect_timeout,
             request_timeout=self.cluster.request_timeout,
+            security=self.cluster.security,
         )
         links[node] = link
         return link

@@ -2,7 +2,9 @@
 topics) with settings under Kafka's broker config names.
 
 Errors in settings are printed as `groupshift serve: error: ...` alone (no usage block: the usage
-is not the problem), with exit status 2 like argparse's own usage errors.
+is not the problem), with exit status 2 like argparse's own usage errors. In upstream mode with
+security, a cluster that refuses groupshift's credentials or certificate at start-up is one such line
+(naming the `upstream.` setting) and exit status 1.
 """
 
 from __future__ import annotations
@@ -107,6 +109,12 @@ def run(args: argparse.Namespace) -> int:
         check_data_dir_is_ours(loaded.config, allow_foreign=args.force_data_dir)
     except ConfigError as e:
         return _error(str(e))
+    if loaded.config.upstream is not None and loaded.config.upstream.security_protocol != "PLAINTEXT":
+        refused = _check_upstream_security(loaded.config.upstream)
+        if refused is not None:
+            structlog.get_logger("gateway").error("gateway.start_failed", error=refused)
+            sys.stderr.write(f"groupshift serve: error: {refused}\n")
+            return 1
     # The data directory's lock before anything else reads or changes it (Kafka's
     # LogManager): a second server on a live directory stops here, having changed nothing.
     try:
@@ -136,6 +144,22 @@ def run(args: argparse.Namespace) -> int:
         data_dir_lock=lock,
         ignore_topics_file=args.ignore_topics_file,
     )
+
+
+def _check_upstream_security(upstream: Any) -> str | None:
+    """Authenticate to the upstream once before serving: a definite refusal (credentials, token,
+    mechanism, certificate) is the one-line reason naming the setting; an unreachable cluster
+    is not (the gateway starts and keeps trying, as in PLAINTEXT)."""
+    import structlog
+
+    from gateway.upstream.security import check_at_startup
+
+    refused, unreachable = check_at_startup(
+        upstream.client_security(), upstream.bootstrap, upstream.connect_timeout_ms / 1000
+    )
+    if refused is None and unreachable:
+        structlog.get_logger("gateway").warning("upstream.unreachable_at_start", brokers=unreachable)
+    return refused
 
 
 def _error(message: str) -> int:

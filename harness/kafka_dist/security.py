@@ -191,7 +191,9 @@ class KafkaSecurity:
         context: ssl.SSLContext | None = None
         if self.uses_tls:
             context = ssl.create_default_context(cafile=str(self.ca.pem))
-            if self.protocol == "SSL":
+            # Every SSL user has a certificate; over SASL_SSL the broker's own is presented, so
+            # a listener that also requires client certificates (ssl.client.auth) lets it in.
+            if user in self.user_certs:
                 cert = self.user_certs[user]
                 context.load_cert_chain(str(cert.cert), str(cert.key))
         if self.uses_sasl:

@@ -88,8 +88,10 @@ def _project(f: Any) -> dict[str, Any]:
     return out
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def groups_on_kafka(kafka4: Any) -> Iterator[tuple[Any, dict[str, str]]]:
+    """The groups once for the module: both Kafka 4 tests only read them (a live admin read, a
+    copy of the log dir), and making them (four members settling, then a fifth) is the slow part."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
     run = uuid.uuid4().hex[:6]

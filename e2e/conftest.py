@@ -198,7 +198,7 @@ def differential_pair_factory(
 class DifferentialPairs:
     """Differential pairs with other group settings (migration policies, size limits), each a
     Kafka node and a groupshift server given `DIFFERENTIAL_GROUP_SETTINGS` overridden by the
-    caller's; one pair per distinct setting set, stopped when the module ends."""
+    caller's; one pair per distinct setting set, stopped when the session ends."""
 
     def __init__(self, kafka_cluster_factory: Any, base: Path) -> None:
         self.factory = kafka_cluster_factory
@@ -229,13 +229,15 @@ class DifferentialPairs:
         return self.gateways.finish()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def differential_pairs(
     tmp_path_factory: pytest.TempPathFactory, kafka_cluster_factory: Any
 ) -> Iterator[DifferentialPairs]:
     """A factory of differential pairs with given group settings, e.g.
-    `differential_pairs(group_consumer_migration_policy="disabled")`; module-scoped so that each
-    setting set costs one Kafka start per module."""
+    `differential_pairs(group_consumer_migration_policy="disabled")`; session-scoped so that each
+    setting set costs one Kafka start per session (e2e/test_check_settings.py and
+    e2e/test_differential_classic_in_consumer.py both use the `disabled` policy; their scenarios
+    name their own groups and topics)."""
     pairs = DifferentialPairs(kafka_cluster_factory, tmp_path_factory.mktemp("differential-pairs"))
     yield pairs
     problems = pairs.finish()

@@ -28,6 +28,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -87,12 +88,16 @@ def fleet_verdicts(tables: dict[str, Any], cluster: str, direction: str, target:
 
 
 def assert_fleet_equals_check(tables: dict[str, Any], cluster: str, check_input: Sequence[str]) -> None:
-    """The fleet's verdict table is `groupshift check`'s, for the upgrade and every target."""
+    """The fleet's verdict table is `groupshift check`'s, for the upgrade and every target (the
+    `check` processes side by side: independent reads of the same input)."""
+    with ThreadPoolExecutor(1 + len(TARGETS)) as pool:
+        upgrade = pool.submit(check_verdicts, check_input, "upgrade")
+        downgrades = {t: pool.submit(check_verdicts, check_input, "downgrade", t) for t in TARGETS}
     got = fleet_verdicts(tables, cluster, "upgrade", "consumer-protocol")
-    assert got == check_verdicts(check_input, "upgrade")
+    assert got == upgrade.result()
     for target in TARGETS:
         got = fleet_verdicts(tables, cluster, "downgrade", target)
-        assert got == check_verdicts(check_input, "downgrade", target), target
+        assert got == downgrades[target].result(), target
 
 
 def assert_html_lists_blocked(out: Path, tables: dict[str, Any], shot: str) -> str:

@@ -196,7 +196,7 @@ def test_fleet_report_on_a_kafka_4_log_dir_equals_check(
         assert_html_lists_blocked(out, tables, "fleet-kafka-4-log-dir.png")
 
 
-def test_fleet_report_on_a_kafka_3_9_log_dir_equals_check(kafka_cluster_factory: Any, tmp_path: Path) -> None:
+def test_fleet_report_on_a_kafka_3_9_log_dir_equals_check(kafka39_classic: Any, tmp_path: Path) -> None:
     from e2e.differential import Session
     from e2e.test_check_upgrade import offsets_only, solo
     from e2e.test_fleet_real_inputs import (
@@ -213,15 +213,7 @@ def test_fleet_report_on_a_kafka_3_9_log_dir_equals_check(kafka_cluster_factory:
     )
     from translation.embedded_protocol import Subscription, serialize_assignment, serialize_subscription
 
-    kafka = kafka_cluster_factory(
-        "3.9",
-        configs={
-            "group.initial.rebalance.delay.ms": "0",
-            "offsets.topic.replication.factor": "1",
-            "offsets.topic.num.partitions": "4",
-        },
-        name="fleet-kafka-3.9",
-    )
+    kafka = kafka39_classic  # the session's 3.9 node: no other test makes groups on it
     s = Session("kafka-3.9", kafka.bootstrap, {"run": uuid.uuid4().hex[:6]})
     topic = s.topic("orders")
     s.create_topic(topic, 3)

@@ -3,6 +3,7 @@ conftest.py).
 
 - `kafka4`: one newest-4.x node with both group protocols on (`KAFKA4_TEST_CONFIGS`: short
   KIP-848 heartbeat and session bounds, no initial rebalance delay, a small `__consumer_offsets`).
+- `kafka39_classic`: one Kafka 3.9 node (`KAFKA39_CLASSIC_CONFIGS`: classic groups only, as 3.9 ships).
 - `kafka_cluster_factory`: `factory(version="4", brokers=1, configs={...})` starts more clusters;
   every one is stopped at the end of the session, and its work directory (with each node's
   `server.log`) is kept under pytest's basetemp for post-mortems.
@@ -100,6 +101,24 @@ def kafka_cluster_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 def kafka4(kafka_cluster_factory: KafkaClusterFactory) -> KafkaCluster:
     """A running single-node newest Kafka 4.x with both group protocols enabled."""
     return kafka_cluster_factory("4", configs=KAFKA4_TEST_CONFIGS, name="kafka4")
+
+
+#: Broker settings of `kafka39_classic`: Kafka's defaults (classic groups only) but no initial rebalance
+#: delay and a small single-replica `__consumer_offsets`.
+KAFKA39_CLASSIC_CONFIGS: dict[str, str] = {
+    "group.initial.rebalance.delay.ms": "0",
+    "offsets.topic.replication.factor": "1",
+    "offsets.topic.num.partitions": "4",
+}
+
+
+@pytest.fixture(scope="session")
+def kafka39_classic(kafka_cluster_factory: KafkaClusterFactory) -> KafkaCluster:
+    """A running single-node Kafka 3.9 (the release an operator upgrades from), started once for
+    the session's 3.9 users (a start is tens of seconds of CI). e2e/test_fleet_kafka.py reads its
+    whole log dir and expects only its own groups there: other users must not make groups on it
+    (tests/test_kafka_dist.py only asks ApiVersions and a refused ConsumerGroupHeartbeat)."""
+    return kafka_cluster_factory("3.9", configs=KAFKA39_CLASSIC_CONFIGS, name="kafka39-classic")
 
 
 @pytest.fixture(scope="session")

@@ -53,6 +53,7 @@ _STARTING_CALLS = frozenset({"Popen", "create_subprocess_exec", "create_subproce
 PROCESS_FIXTURES = frozenset(
     {
         "kafka4",
+        "kafka37_classic",
         "kafka39_classic",
         "kafka_cluster_factory",
         "kafka_clients4",

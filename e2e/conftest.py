@@ -128,15 +128,27 @@ KAFKA_ONLY = {
 }
 
 
+class DifferentialServers:
+    """The session's differential Kafka node and groupshift server (the same group settings).
+    `cluster` is None when DIFFERENTIAL_KAFKA names a node started elsewhere (no log dir here)."""
+
+    def __init__(self, cluster: Any, kafka_bootstrap: str, gateway: GatewayProcess) -> None:
+        self.cluster = cluster
+        self.kafka_bootstrap = kafka_bootstrap
+        self.gateway = gateway
+
+
 @pytest.fixture(scope="session")
-def differential_pair(
+def differential_servers(
     tmp_path_factory: pytest.TempPathFactory, kafka_cluster_factory: Any
-) -> Iterator[tuple[str, str]]:
-    """A real Apache Kafka 4.x node and a groupshift server with the same group settings:
-    (kafka bootstrap, groupshift bootstrap). DIFFERENTIAL_KAFKA=HOST:PORT uses a running node
+) -> Iterator[DifferentialServers]:
+    """A real Apache Kafka 4.x node and a groupshift server with the same group settings, once
+    per session: every module whose scenarios name their own groups and topics shares them (each
+    Kafka start is tens of seconds of CI). DIFFERENTIAL_KAFKA=HOST:PORT uses a running node
     instead (started with the same settings)."""
     import os
 
+    cluster = None
     kafka = os.environ.get("DIFFERENTIAL_KAFKA")
     if not kafka:
         cluster = kafka_cluster_factory(
@@ -147,10 +159,16 @@ def differential_pair(
         kafka = cluster.bootstrap
     g = Gateways(tmp_path_factory.mktemp("differential"))
     gw = g.start("groupshift", sets=[f"{k}={v}" for k, v in DIFFERENTIAL_GROUP_SETTINGS.items()])
-    yield kafka, gw.bootstrap
+    yield DifferentialServers(cluster, kafka, gw)
     problems = g.finish()
     if problems:
         pytest.fail("\n\n".join(problems))
+
+
+@pytest.fixture(scope="session")
+def differential_pair(differential_servers: DifferentialServers) -> tuple[str, str]:
+    """(kafka bootstrap, groupshift bootstrap) of `differential_servers`."""
+    return differential_servers.kafka_bootstrap, differential_servers.gateway.bootstrap
 
 
 @pytest.fixture(scope="module")
@@ -180,7 +198,7 @@ def differential_pair_factory(
 class DifferentialPairs:
     """Differential pairs with other group settings (migration policies, size limits), each a
     Kafka node and a groupshift server given `DIFFERENTIAL_GROUP_SETTINGS` overridden by the
-    caller's; one pair per distinct setting set, stopped when the module ends."""
+    caller's; one pair per distinct setting set, stopped when the session ends."""
 
     def __init__(self, kafka_cluster_factory: Any, base: Path) -> None:
         self.factory = kafka_cluster_factory
@@ -211,13 +229,15 @@ class DifferentialPairs:
         return self.gateways.finish()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def differential_pairs(
     tmp_path_factory: pytest.TempPathFactory, kafka_cluster_factory: Any
 ) -> Iterator[DifferentialPairs]:
     """A factory of differential pairs with given group settings, e.g.
-    `differential_pairs(group_consumer_migration_policy="disabled")`; module-scoped so that each
-    setting set costs one Kafka start per module."""
+    `differential_pairs(group_consumer_migration_policy="disabled")`; session-scoped so that each
+    setting set costs one Kafka start per session (e2e/test_check_settings.py and
+    e2e/test_differential_classic_in_consumer.py both use the `disabled` policy; their scenarios
+    name their own groups and topics)."""
     pairs = DifferentialPairs(kafka_cluster_factory, tmp_path_factory.mktemp("differential-pairs"))
     yield pairs
     problems = pairs.finish()

@@ -24,13 +24,20 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from e2e.conftest import DIFFERENTIAL_GROUP_SETTINGS, KAFKA_ONLY, Gateways
+from e2e.conftest import (
+    DIFFERENTIAL_GROUP_SETTINGS,
+    DIFFERENTIAL_KAFKA_VERSION,
+    KAFKA_ONLY,
+    DifferentialServers,
+    Gateways,
+)
 from e2e.differential import Session
 from e2e.differential_classic import coordinator_loaded, join, sync
 from e2e.harness import REPO
@@ -54,9 +61,21 @@ class Pair:
 
 
 @pytest.fixture(scope="module")
-def pair(kafka_cluster_factory: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
+def pair(
+    differential_servers: DifferentialServers,
+    kafka_cluster_factory: Any,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Pair]:
+    """The session's differential Kafka 4.3 node and groupshift server (these settings exactly;
+    every check here names this run's groups); its own pair only when DIFFERENTIAL_KAFKA names a
+    node whose log dir is not here."""
+    if differential_servers.cluster is not None:
+        yield Pair(differential_servers.cluster, differential_servers.gateway)
+        return
     kafka = kafka_cluster_factory(
-        "4.3", configs={**DIFFERENTIAL_GROUP_SETTINGS, **KAFKA_ONLY}, name="check-upgrade"
+        DIFFERENTIAL_KAFKA_VERSION,
+        configs={**DIFFERENTIAL_GROUP_SETTINGS, **KAFKA_ONLY},
+        name="check-upgrade",
     )
     gateways = Gateways(tmp_path_factory.mktemp("check-upgrade"))
     gw = gateways.start("groupshift", sets=[f"{k}={v}" for k, v in DIFFERENTIAL_GROUP_SETTINGS.items()])
@@ -251,6 +270,13 @@ def check(args: list[str], command: str = "upgrade") -> tuple[int, dict[str, Any
     return proc.returncode, json.loads(proc.stdout)
 
 
+def checks(*each: list[str], command: str = "upgrade") -> list[tuple[int, dict[str, Any]]]:
+    """`check` of each argument list, the processes side by side (independent reads of the same
+    groups; one after the other they were a good part of this module's time in CI)."""
+    with ThreadPoolExecutor(len(each)) as pool:
+        return list(pool.map(lambda args: check(args, command), each))
+
+
 def verdicts(doc: dict[str, Any]) -> dict[str, tuple[str, str, str | None]]:
     """{group: (verdict, reason, predicted refusal)}, member ids (each server's own) and the count
     of further refusals masked."""
@@ -363,10 +389,12 @@ def test_check_upgrade_verdicts_agree_across_inputs_and_come_true(pair: Pair, tm
 
         # 1. four inputs, one set of verdicts
         t0 = time.monotonic()
-        live_kafka = check(["--bootstrap-server", pair.kafka.bootstrap, *regex_arg, *names])
-        live_gs = check(["--bootstrap-server", pair.gateway.bootstrap, *regex_arg, *names])
-        data_dir = check(["--data-dir", str(pair.gateway.data_dir), *regex_arg, *names])
-        log_dir = check(["--log-dir", str(pair.kafka.nodes[0].data_dir), *regex_arg, *names])
+        live_kafka, live_gs, data_dir, log_dir = checks(
+            ["--bootstrap-server", pair.kafka.bootstrap, *regex_arg, *names],
+            ["--bootstrap-server", pair.gateway.bootstrap, *regex_arg, *names],
+            ["--data-dir", str(pair.gateway.data_dir), *regex_arg, *names],
+            ["--log-dir", str(pair.kafka.nodes[0].data_dir), *regex_arg, *names],
+        )
         print(f"four checks in {time.monotonic() - t0:.1f}s")
         reference = verdicts(live_kafka[1])
         assert {g: v[0] for g, v in reference.items()} == {k.group(n): EXPECTED[n] for n in GROUPS}
@@ -393,7 +421,7 @@ def test_check_upgrade_verdicts_agree_across_inputs_and_come_true(pair: Pair, tm
             ["--data-dir", str(pair.gateway.data_dir)],
             ["--log-dir", str(pair.kafka.nodes[0].data_dir)],
         )
-        rollback = [check(["--to", "classic-protocol", *i, *names], "downgrade") for i in inputs]
+        rollback = checks(*(["--to", "classic-protocol", *i, *names] for i in inputs), command="downgrade")
         assert verdicts(rollback[0][1])[rx][:2] == (
             "SAFE",
             "converts back to a classic group when the last of its 1 consumer-protocol member(s) leaves",
@@ -483,8 +511,10 @@ def test_check_reads_a_kafka_3_cluster_before_its_upgrade(kafka_cluster_factory:
     offsets_only(s, "offsets")
     names = [s.group(n) for n in solo_groups]
     regex_arg = ["--regex", f"{s.group('regex')}={REGEX}"]
-    live = check(["--bootstrap-server", kafka.bootstrap, *regex_arg, *names])
-    logs = check(["--log-dir", str(kafka.nodes[0].data_dir), *regex_arg, *names])
+    live, logs = checks(
+        ["--bootstrap-server", kafka.bootstrap, *regex_arg, *names],
+        ["--log-dir", str(kafka.nodes[0].data_dir), *regex_arg, *names],
+    )
     # The log dir says what each group itself allows (what Kafka 4.3 and groupshift proved); the
     # live read also knows the server: Kafka 3.9 without `consumer` in
     # group.coordinator.rebalance.protocols serves no KIP-848 member, so every group is NOT-READY

@@ -88,8 +88,10 @@ def _project(f: Any) -> dict[str, Any]:
     return out
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def groups_on_kafka(kafka4: Any) -> Iterator[tuple[Any, dict[str, str]]]:
+    """The groups once for the module: both Kafka 4 tests only read them (a live admin read, a
+    copy of the log dir), and making them (four members settling, then a fifth) is the slow part."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
     run = uuid.uuid4().hex[:6]
@@ -178,6 +180,7 @@ def test_fleet_report_on_a_kafka_4_log_dir_equals_check(
     groups_on_kafka: tuple[Any, dict[str, str]], tmp_path: Path
 ) -> None:
     from e2e.test_fleet_real_inputs import (
+        CheckRuns,
         assert_fleet_equals_check,
         assert_html_lists_blocked,
         fleet_report,
@@ -187,17 +190,19 @@ def test_fleet_report_on_a_kafka_4_log_dir_equals_check(
     kafka, names = groups_on_kafka
     log_dir = snapshot(kafka.nodes[0].data_dir, tmp_path / "log-dir")
     out = tmp_path / "report"
+    checks = CheckRuns(["--log-dir", str(log_dir)])  # they run while the fleet job does
     tables = fleet_report([f"k4={log_dir}"], out)
     assert {names[k] for k in names} <= {f["group"] for f in tables["facts"]}
-    assert_fleet_equals_check(tables, "k4", ["--log-dir", str(log_dir)])
+    assert_fleet_equals_check(tables, "k4", checks)
     if any(v["verdict"] != "READY" and v["verdict"] != "SAFE" for v in tables["verdicts"]):
         assert_html_lists_blocked(out, tables, "fleet-kafka-4-log-dir.png")
 
 
-def test_fleet_report_on_a_kafka_3_9_log_dir_equals_check(kafka_cluster_factory: Any, tmp_path: Path) -> None:
+def test_fleet_report_on_a_kafka_3_9_log_dir_equals_check(kafka39_classic: Any, tmp_path: Path) -> None:
     from e2e.differential import Session
     from e2e.test_check_upgrade import offsets_only, solo
     from e2e.test_fleet_real_inputs import (
+        CheckRuns,
         assert_fleet_equals_check,
         assert_html_lists_blocked,
         assigned,
@@ -211,15 +216,7 @@ def test_fleet_report_on_a_kafka_3_9_log_dir_equals_check(kafka_cluster_factory:
     )
     from translation.embedded_protocol import Subscription, serialize_assignment, serialize_subscription
 
-    kafka = kafka_cluster_factory(
-        "3.9",
-        configs={
-            "group.initial.rebalance.delay.ms": "0",
-            "offsets.topic.replication.factor": "1",
-            "offsets.topic.num.partitions": "4",
-        },
-        name="fleet-kafka-3.9",
-    )
+    kafka = kafka39_classic  # the session's 3.9 node: no other test makes groups on it
     s = Session("kafka-3.9", kafka.bootstrap, {"run": uuid.uuid4().hex[:6]})
     topic = s.topic("orders")
     s.create_topic(topic, 3)
@@ -248,11 +245,12 @@ def test_fleet_report_on_a_kafka_3_9_log_dir_equals_check(kafka_cluster_factory:
         poll_until(members, lambda: all(assigned(c) for c in members), timeout=30)
         log_dir = snapshot(kafka.nodes[0].data_dir, tmp_path / "log-dir")
         out = tmp_path / "report"
+        checks = CheckRuns(["--log-dir", str(log_dir)])  # they run while the fleet job does
         tables = fleet_report([f"k39={log_dir}"], out)
         facts = {f["group"]: f for f in tables["facts"]}
         assert set(facts) == set(names.values()), sorted(facts)
         assert (facts[names["classic"]]["type"], facts[names["classic"]]["size"]) == ("classic", 2)
-        assert_fleet_equals_check(tables, "k39", ["--log-dir", str(log_dir)])
+        assert_fleet_equals_check(tables, "k39", checks)
         upgrade = {v["group"]: v["verdict"] for v in tables["verdicts"] if v["direction"] == "upgrade"}
         assert {g for g, v in upgrade.items() if v == "NOT-READY"} == {
             names[k] for k in ("userdata", "connect", "malformed")

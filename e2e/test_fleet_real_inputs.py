@@ -28,6 +28,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -86,13 +87,26 @@ def fleet_verdicts(tables: dict[str, Any], cluster: str, direction: str, target:
     }
 
 
-def assert_fleet_equals_check(tables: dict[str, Any], cluster: str, check_input: Sequence[str]) -> None:
+class CheckRuns:
+    """`groupshift check` of one input: the upgrade and every downgrade target, the processes
+    started side by side at once. They only read the input, so a test starts them before the
+    fleet job and they run while it does (one after the other, after it, they were a good part
+    of each fleet test's time in CI)."""
+
+    def __init__(self, check_input: Sequence[str]) -> None:
+        self._pool = ThreadPoolExecutor(1 + len(TARGETS))
+        self.upgrade = self._pool.submit(check_verdicts, check_input, "upgrade")
+        self.downgrades = {t: self._pool.submit(check_verdicts, check_input, "downgrade", t) for t in TARGETS}
+        self._pool.shutdown(wait=False)
+
+
+def assert_fleet_equals_check(tables: dict[str, Any], cluster: str, checks: CheckRuns) -> None:
     """The fleet's verdict table is `groupshift check`'s, for the upgrade and every target."""
     got = fleet_verdicts(tables, cluster, "upgrade", "consumer-protocol")
-    assert got == check_verdicts(check_input, "upgrade")
+    assert got == checks.upgrade.result()
     for target in TARGETS:
         got = fleet_verdicts(tables, cluster, "downgrade", target)
-        assert got == check_verdicts(check_input, "downgrade", target), target
+        assert got == checks.downgrades[target].result(), target
 
 
 def assert_html_lists_blocked(out: Path, tables: dict[str, Any], shot: str) -> str:
@@ -285,6 +299,7 @@ def test_fleet_report_on_a_groupshift_data_dir(
     data_dir, log, names = groupshift_data_dir
     assert json.loads((data_dir / "topics.json").read_text())["version"] == 1  # the server's format
     out = tmp_path / "report"
+    checks = CheckRuns(["--data-dir", str(data_dir)])  # they run while the fleet job does
     tables = fleet_report([f"gs={data_dir}", f"gs={log}"], out)
     assert tables.get("problems", []) == []
     facts = {f["group"]: f for f in tables["facts"]}
@@ -296,7 +311,7 @@ def test_fleet_report_on_a_groupshift_data_dir(
         "offsets": "empty",
     }
     assert facts[names["upgraded"]]["classic_members"] == 1 == facts[names["upgraded"]]["consumer_members"]
-    assert_fleet_equals_check(tables, "gs", ["--data-dir", str(data_dir)])
+    assert_fleet_equals_check(tables, "gs", checks)
     upgrade = fleet_verdicts(tables, "gs", "upgrade", "consumer-protocol")
     assert names["deleted"] not in upgrade
     blocked = {g for g, (v, _r, _f) in upgrade.items() if v == "NOT-READY"}

@@ -380,19 +380,11 @@ def test_migration_view_says_the_same_of_groupshift_and_kafka(pair: tuple[Target
         assert x == y, f"step {i}: groupshift {x} != kafka {y}"
 
 
-OLD_KAFKA_CONFIGS = {
-    "offsets.topic.replication.factor": "1",
-    "offsets.topic.num.partitions": "4",
-    "group.initial.rebalance.delay.ms": "0",
-    "group.min.session.timeout.ms": "1000",
-}
-
-
-def test_groups_cli_on_kafka_3_7_without_kip848_apis(gateways: Gateways, kafka_cluster_factory: Any) -> None:
+def test_groups_cli_on_kafka_3_7_without_kip848_apis(gateways: Gateways, kafka37_classic: Any) -> None:
     """Kafka 3.7 has no ConsumerGroupDescribe (without early access) and ListGroups only up to
     v4 (no type filter): the older paths (DescribeGroups, client-side type filtering) must give
     the same transcript as groupshift, except the group TYPE a v4 ListGroups cannot tell."""
-    old = kafka_cluster_factory("3.7", configs=OLD_KAFKA_CONFIGS, name="kafka37")
+    old = kafka37_classic  # the session's 3.7 node (tests/plugins/kafka.py KAFKA37_CLASSIC_CONFIGS)
     gw = gateways.start("cmp37", sets=FAST_GROUP_SETTINGS)
     ours, theirs = Target("groupshift", gw.bootstrap), Target("kafka-3.7", old.bootstrap)
     try:

@@ -30,6 +30,7 @@ from typing import Any
 import pytest
 
 from e2e.conftest import Gateways
+from e2e.harness import GatewayProcess
 from e2e.migration import FAST_GROUP_SETTINGS
 from e2e.test_groups_cli_kafka import Target
 from harness.kafka_dist.java_clients import JavaClients
@@ -157,9 +158,15 @@ def transcript(tool: JavaClients, t: ToolTarget) -> dict[str, Any]:
     return out
 
 
+@pytest.fixture(scope="module")
+def tool_gateway(module_gateways: Gateways) -> GatewayProcess:
+    """One groupshift server for the module's three tests (each uses groups of its own, or none)."""
+    return module_gateways.start("tool", sets=FAST_GROUP_SETTINGS)
+
+
 @pytest.fixture
-def pair(gateways: Gateways, kafka4: Any) -> Iterator[tuple[ToolTarget, ToolTarget]]:
-    gw = gateways.start("tool", sets=FAST_GROUP_SETTINGS)
+def pair(tool_gateway: GatewayProcess, kafka4: Any) -> Iterator[tuple[ToolTarget, ToolTarget]]:
+    gw = tool_gateway
     ours, theirs = ToolTarget("groupshift", gw.bootstrap), ToolTarget("kafka", kafka4.bootstrap)
     try:
         ours.setup()
@@ -192,12 +199,14 @@ def test_kafka_consumer_groups_sh_reads_the_same_on_groupshift_and_kafka(
     assert not differences, f"kafka-consumer-groups.sh differs on groupshift in {differences}"
 
 
-def test_describe_groups_v6_says_group_id_not_found_like_kafka(gateways: Gateways, kafka4: Any) -> None:
+def test_describe_groups_v6_says_group_id_not_found_like_kafka(
+    tool_gateway: GatewayProcess, kafka4: Any
+) -> None:
     """DescribeGroups v6 (KIP-1043): a group that does not exist is GROUP_ID_NOT_FOUND with
     "Group X not found." (v5 and older: an error-free Dead group), on both servers."""
     from protocol.client import WireClient, make_request
 
-    gw = gateways.start("dg6", sets=FAST_GROUP_SETTINGS)
+    gw = tool_gateway
     answers = {}
     for name, bootstrap in (("groupshift", gw.bootstrap), ("kafka", kafka4.bootstrap)):
         port = int(bootstrap.rsplit(":", 1)[1])
@@ -224,11 +233,11 @@ def test_describe_groups_v6_says_group_id_not_found_like_kafka(gateways: Gateway
     assert answers["groupshift"][1] == (0, None, "Dead", 0)
 
 
-def test_describe_groups_v6_not_found_on_groupshift_alone(gateways: Gateways) -> None:
+def test_describe_groups_v6_not_found_on_groupshift_alone(tool_gateway: GatewayProcess) -> None:
     """The same regression check without Java: v6 says GROUP_ID_NOT_FOUND, v5 an empty Dead group."""
     from protocol.client import WireClient, make_request
 
-    gw = gateways.start("dg6-alone", sets=FAST_GROUP_SETTINGS)
+    gw = tool_gateway
     with WireClient(gw.port) as c:
         v6 = c.request(make_request(15, 6, groups=["nope"], include_authorized_operations=False))
         v5 = c.request(make_request(15, 5, groups=["nope"], include_authorized_operations=False))

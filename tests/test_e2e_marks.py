@@ -51,7 +51,16 @@ _STARTING_CALLS = frozenset({"Popen", "create_subprocess_exec", "create_subproce
 # The fixtures of tests/plugins that start processes: Kafka nodes and Kafka's Java tools (JVMs),
 # Tansu (a cargo build and a broker), a local Spark session (a JVM) and a standalone Spark cluster.
 PROCESS_FIXTURES = frozenset(
-    {"kafka4", "kafka_cluster_factory", "kafka_clients4", "tansu_factory", "spark", "spark_standalone"}
+    {
+        "kafka4",
+        "kafka37_classic",
+        "kafka39_classic",
+        "kafka_cluster_factory",
+        "kafka_clients4",
+        "tansu_factory",
+        "spark",
+        "spark_standalone",
+    }
 )
 
 

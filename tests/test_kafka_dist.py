@@ -111,13 +111,16 @@ def test_kafka4_runs_kip848_groups(kafka4: KafkaCluster) -> None:
 
 @pytest.mark.e2e
 @pytest.mark.parametrize("line", ["3.9", "3.7"])
-def test_3x_node_refuses_consumer_group_heartbeat_by_default(line: str, tmp_path: Path) -> None:
+def test_3x_node_refuses_consumer_group_heartbeat_by_default(
+    line: str, request: pytest.FixtureRequest
+) -> None:
     """3.7-3.9 advertise ConsumerGroupHeartbeat v0 in ApiVersions but answer it with
-    UNSUPPORTED_VERSION until `group.coordinator.rebalance.protocols` includes `consumer`."""
-    with KafkaCluster(line, workdir=tmp_path) as cluster:
-        assert cluster.version.startswith(line + ".")
-        assert cluster.api_versions().get(API_CONSUMER_GROUP_HEARTBEAT) == (0, 0)
-        assert _heartbeat_error(cluster) == UNSUPPORTED_VERSION
+    UNSUPPORTED_VERSION until `group.coordinator.rebalance.protocols` includes `consumer`. The
+    session's nodes are asked (`kafka39_classic`, `kafka37_classic`: that setting at its default)."""
+    cluster = request.getfixturevalue({"3.9": "kafka39_classic", "3.7": "kafka37_classic"}[line])
+    assert cluster.version.startswith(line + ".")
+    assert cluster.api_versions().get(API_CONSUMER_GROUP_HEARTBEAT) == (0, 0)
+    assert _heartbeat_error(cluster) == UNSUPPORTED_VERSION
 
 
 @pytest.mark.e2e

@@ -3,6 +3,8 @@ conftest.py).
 
 - `kafka4`: one newest-4.x node with both group protocols on (`KAFKA4_TEST_CONFIGS`: short
   KIP-848 heartbeat and session bounds, no initial rebalance delay, a small `__consumer_offsets`).
+- `kafka39_classic`: one Kafka 3.9 node (`KAFKA39_CLASSIC_CONFIGS`: classic groups only, as 3.9 ships).
+- `kafka37_classic`: one Kafka 3.7 node (`KAFKA37_CLASSIC_CONFIGS`), for the oldest API paths.
 - `kafka_cluster_factory`: `factory(version="4", brokers=1, configs={...})` starts more clusters;
   every one is stopped at the end of the session, and its work directory (with each node's
   `server.log`) is kept under pytest's basetemp for post-mortems.
@@ -100,6 +102,42 @@ def kafka_cluster_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 def kafka4(kafka_cluster_factory: KafkaClusterFactory) -> KafkaCluster:
     """A running single-node newest Kafka 4.x with both group protocols enabled."""
     return kafka_cluster_factory("4", configs=KAFKA4_TEST_CONFIGS, name="kafka4")
+
+
+#: Broker settings of `kafka39_classic`: Kafka's defaults (classic groups only) but no initial rebalance
+#: delay and a small single-replica `__consumer_offsets`.
+KAFKA39_CLASSIC_CONFIGS: dict[str, str] = {
+    "group.initial.rebalance.delay.ms": "0",
+    "offsets.topic.replication.factor": "1",
+    "offsets.topic.num.partitions": "4",
+}
+
+
+@pytest.fixture(scope="session")
+def kafka39_classic(kafka_cluster_factory: KafkaClusterFactory) -> KafkaCluster:
+    """A running single-node Kafka 3.9 (the release an operator upgrades from), started once for
+    the session's 3.9 users (a start is tens of seconds of CI). e2e/test_fleet_kafka.py reads its
+    whole log dir and expects only its own groups there: other users must not make groups on it
+    (tests/test_kafka_dist.py only asks ApiVersions and a refused ConsumerGroupHeartbeat)."""
+    return kafka_cluster_factory("3.9", configs=KAFKA39_CLASSIC_CONFIGS, name="kafka39-classic")
+
+
+#: Broker settings of `kafka37_classic`: Kafka's defaults (classic groups only) but no initial
+#: rebalance delay, a small single-replica `__consumer_offsets` and a 1 s minimum session.
+KAFKA37_CLASSIC_CONFIGS: dict[str, str] = {
+    "offsets.topic.replication.factor": "1",
+    "offsets.topic.num.partitions": "4",
+    "group.initial.rebalance.delay.ms": "0",
+    "group.min.session.timeout.ms": "1000",
+}
+
+
+@pytest.fixture(scope="session")
+def kafka37_classic(kafka_cluster_factory: KafkaClusterFactory) -> KafkaCluster:
+    """A running single-node Kafka 3.7 (no ConsumerGroupDescribe, ListGroups up to v4), started
+    once for tests/test_kafka_dist.py's refusal check and e2e/test_groups_cli_kafka.py's 3.7
+    transcript (which compares only its own groups)."""
+    return kafka_cluster_factory("3.7", configs=KAFKA37_CLASSIC_CONFIGS, name="kafka37-classic")
 
 
 @pytest.fixture(scope="session")

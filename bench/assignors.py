@@ -12,7 +12,13 @@ it as the new target). Each row reports the median wall-clock time of several ti
 warmup runs, plus the median CPU time of the same runs: on a shared machine the CPU time is the
 steadier figure, and the load average printed with the results says how shared it was.
 
-    python -m bench.assignors [--json] [--quick]
+Beside each row, Apache Kafka's own `UniformAssignor` / `RangeAssignor` (the broker's
+`kafka-group-coordinator` jar, `bench.kafka_assignors`) run on the same inputs, built from the
+same topic ids, in one JVM started with Kafka's start-script flags; which of the two goes first
+alternates row by row. `ratio` is groupshift's median time over Kafka's (below 1: groupshift is
+faster), for wall clock and for CPU (Kafka's CPU is its assigning thread's: see the Java file).
+
+    python -m bench.assignors [--json] [--quick] [--kafka VERSION | --no-kafka]
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 
+from bench.kafka_assignors import KafkaAssignors, KafkaAssignorsUnavailable
 from engine import assignors
 from engine.assignment import Assignment
 from engine.assignors.base import (
@@ -139,7 +146,7 @@ def inverted(result: dict[str, Assignment]) -> dict[TopicId, dict[int, str]]:
 
 
 def build_inputs(case: Case) -> tuple[GroupSpec, MapTopicDescriber]:
-    ids = topic_ids(case.topics, seed=case.members * 7919 + case.topics)
+    ids = case_topic_ids(case)
     describer = MapTopicDescriber(dict.fromkeys(ids, case.partitions_per_topic))
     existing = case.members - 1 if case.incremental else case.members
     subs = subscriptions(case, ids, existing)
@@ -179,6 +186,18 @@ class Row:
     min_ms: float  # wall clock
     cpu_median_ms: float
     runs: int
+    kafka_median_ms: float | None = None
+    kafka_cpu_median_ms: float | None = None
+    kafka_runs: int | None = None
+
+    @property
+    def versus_kafka(self) -> float | None:
+        """groupshift's median wall-clock time over Kafka's on the same inputs."""
+        return None if not self.kafka_median_ms else self.median_ms / self.kafka_median_ms
+
+    @property
+    def cpu_versus_kafka(self) -> float | None:
+        return None if not self.kafka_cpu_median_ms else self.cpu_median_ms / self.kafka_cpu_median_ms
 
 
 MIN_RUNS = 5
@@ -209,7 +228,31 @@ def timed_runs(run: Callable[[], object], budget_s: float) -> tuple[list[float],
     return wall, cpu
 
 
-def measure(case: Case, budget_s: float) -> Row:
+def case_topic_ids(case: Case) -> list[TopicId]:
+    return topic_ids(case.topics, seed=case.members * 7919 + case.topics)
+
+
+def measure_kafka(kafka: KafkaAssignors, case: Case, budget_s: float) -> tuple[list[float], list[float]]:
+    """Kafka's assignor on `case`'s inputs; refuses a result that does not assign every partition."""
+    wall, cpu, assigned = kafka.measure(
+        case.assignor,
+        case.subscription.value,
+        case.incremental,
+        case.members,
+        case.ratio,
+        case_topic_ids(case),
+        budget_s,
+    )
+    expected = case.partitions_per_topic * case.topics
+    if assigned != expected:
+        raise RuntimeError(f"Kafka's {case.assignor} assigned {assigned} of {expected} partitions: {case}")
+    return wall, cpu
+
+
+def measure(
+    case: Case, budget_s: float, kafka: KafkaAssignors | None = None, kafka_first: bool = False
+) -> Row:
+    kafka_times = measure_kafka(kafka, case, budget_s) if kafka is not None and kafka_first else None
     spec, describer = build_inputs(case)
     assignor = assignors.get(case.assignor)
     gc.collect()
@@ -218,6 +261,9 @@ def measure(case: Case, budget_s: float) -> Row:
         wall, cpu = timed_runs(lambda: assignor.assign(spec, describer), budget_s)
     finally:
         gc.unfreeze()
+    if kafka is not None and kafka_times is None:
+        kafka_times = measure_kafka(kafka, case, budget_s)
+    kafka_wall, kafka_cpu = kafka_times if kafka_times is not None else ([], [])
     return Row(
         case.assignor,
         case.subscription.value,
@@ -230,6 +276,9 @@ def measure(case: Case, budget_s: float) -> Row:
         round(min(wall), 3),
         round(statistics.median(cpu), 3),
         len(wall),
+        round(statistics.median(kafka_wall), 3) if kafka_wall else None,
+        round(statistics.median(kafka_cpu), 3) if kafka_cpu else None,
+        len(kafka_wall) if kafka_wall else None,
     )
 
 
@@ -239,6 +288,11 @@ HEADER = (
     f"{'assignor':<7} {'subscription':<13} {'assignment':<11} {'members':>6} {'ratio':>5} "
     f"{'topics':>6} {'partitions':>10} {'ms/op':>9} {'min':>9} {'cpu ms':>9}"
 )
+KAFKA_HEADER = f" {'kafka ms':>9} {'kafka cpu':>9} {'ratio':>6} {'cpu':>6}"
+
+
+def _ratio(value: float | None) -> str:
+    return f"{value:>6.2f}" if value is not None else f"{'-':>6}"
 
 
 def row_line(row: Row) -> str:
@@ -250,10 +304,20 @@ def row_line(row: Row) -> str:
         row.ratio,
         row.topics,
     )
-    return (
+    line = (
         f"{case.label()} {row.partitions:>10} {row.median_ms:>9.3f} {row.min_ms:>9.3f} "
         f"{row.cpu_median_ms:>9.3f}"
     )
+    if row.kafka_median_ms is None or row.kafka_cpu_median_ms is None:
+        return line
+    return (
+        f"{line} {row.kafka_median_ms:>9.3f} {row.kafka_cpu_median_ms:>9.3f} "
+        f"{_ratio(row.versus_kafka)} {_ratio(row.cpu_versus_kafka)}"
+    )
+
+
+def row_json(row: Row) -> dict[str, object]:
+    return {**asdict(row), "versus_kafka": row.versus_kafka, "cpu_versus_kafka": row.cpu_versus_kafka}
 
 
 def load() -> str:
@@ -267,17 +331,44 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.assignors", description=__doc__)
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--quick", action="store_true", help="members 100 and 1,000 only")
+    parser.add_argument(
+        "--kafka",
+        default="4.4.0",
+        metavar="VERSION",
+        help="the Apache Kafka release whose assignors run beside ours (default 4.4.0)",
+    )
+    parser.add_argument("--no-kafka", action="store_true", help="groupshift's assignors only")
     args = parser.parse_args(argv)
     budget = 0.3 if args.quick else 1.5
     load_before = load()
 
+    kafka: KafkaAssignors | None = None
+    if not args.no_kafka:
+        try:
+            kafka = KafkaAssignors(args.kafka)
+        except KafkaAssignorsUnavailable as exc:
+            print(f"bench.assignors: {exc} (--no-kafka runs groupshift's alone)", file=sys.stderr)
+            return 2
+    try:
+        return _run(args, budget, load_before, kafka)
+    except KafkaAssignorsUnavailable as exc:
+        print(f"bench.assignors: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        if kafka is not None:
+            kafka.close()
+
+
+def _run(args: argparse.Namespace, budget: float, load_before: str, kafka: KafkaAssignors | None) -> int:
     rows: list[Row] = []
     if not args.json:
         print(f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {load_before}")
         print("ms/op: median wall clock; min: fastest run; cpu ms: median CPU time")
-        print(HEADER)
-    for case in grid(args.quick):
-        row = measure(case, budget)
+        if kafka is not None:
+            print(f"kafka: Apache Kafka {kafka.version}'s assignor, same inputs; ratio: groupshift / Kafka")
+        print(HEADER + (KAFKA_HEADER if kafka is not None else ""))
+    for i, case in enumerate(grid(args.quick)):
+        row = measure(case, budget, kafka, kafka_first=i % 2 == 1)
         rows.append(row)
         if not args.json:
             print(row_line(row), flush=True)
@@ -301,7 +392,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "python": sys.version.split()[0],
             "cpus": os.cpu_count(),
             "load_average": {"before": load_before, "after": load()},
-            "rows": [asdict(r) for r in rows],
+            "kafka": kafka.version if kafka is not None else None,
+            "rows": [row_json(r) for r in rows],
             "goals": goals,
         }
         json.dump(report, sys.stdout, indent=2)

@@ -48,6 +48,8 @@ from harness.matrix.runtime import ClientSpec
 
 #: Bump to rebuild every image (a recipe change that the hashed inputs do not show).
 RECIPE_VERSION = "2"
+# Builds of one image repository kept besides the newest (see ImageBuilder._drop_stale).
+KEEP_OLDER_BUILDS = 3
 PYTHON_LIBRARIES = ("kafka-python", "aiokafka", "confluent-kafka")
 APT_INSTALL = (
     "set -e; apt-get update -q; "
@@ -216,14 +218,18 @@ class ImageBuilder:
         return self._once(image, build)
 
     def _drop_stale(self, image: str) -> None:
-        """Remove the other tags of `image`'s repository: older builds of the same layer. An old
-        image still under a newer one (or used by a container) is refused by the engine and kept."""
+        """Remove the older tags of `image`'s repository: older builds of the same layer, beyond
+        the `KEEP_OLDER_BUILDS` newest. Those are kept because several checkouts of the project
+        (git worktrees, a CI clone beside a working copy) build different tags of one repository
+        on one engine, and each would otherwise evict the others' images and rebuild its own on
+        every run. An old image still under a newer one (or used by a container) is refused by
+        the engine and kept."""
         import docker.errors
 
         repository = image.rsplit(":", 1)[0]
-        for old in self.docker.images.list(name=repository):
-            if image in old.tags:
-                continue
+        older = [old for old in self.docker.images.list(name=repository) if image not in old.tags]
+        older.sort(key=lambda old: str(old.attrs.get("Created", "")), reverse=True)
+        for old in older[KEEP_OLDER_BUILDS:]:
             for tag in old.tags:
                 with contextlib.suppress(docker.errors.APIError):
                     self.docker.images.remove(tag, noprune=False)

@@ -268,6 +268,8 @@ class Shard:
             apply_group_changes(self.state, op.group_changes)
         if op._after:
             op.run_after()
+        if self.state.bindings.departed:
+            self.state.bindings.forget_departed(self.state.groups)
         if op.timers:
             apply_timer_changes(self.timers, op.timers, self.state.now_ms)
         completions: Any = op.completions

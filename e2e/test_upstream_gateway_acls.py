@@ -297,8 +297,9 @@ def read_as(
     until: str | None,
 ) -> tuple[int, list[str]]:
     """(records read, error names seen) for `client`'s consumer (see the parametrization)."""
-    if client == "librdkafka-classic":
-        return consume(s, user, t, g, want, seconds, until, protocol="classic")
+    if client.startswith("librdkafka"):
+        protocol = "classic" if client == "librdkafka-classic" else "consumer"
+        return consume(s, user, t, g, want, seconds, until, protocol=protocol)
     if client == "kafka-python-classic":
         return consume_kafka_python(s, user, t, g, want, seconds, until)
     assert java is not None
@@ -310,11 +311,18 @@ def test_the_three_cases_with_more_clients(setup: Setup, client: str, request: p
     """Issue 29's three cases in the `gateway` identity with the clients the test above leaves
     out: refused the group without READ on it, refused the fetches without READ on the topic,
     everything with both."""
-    from confluent_kafka.admin import AclOperation, ResourceType
-
     java: JavaClients | None = (
         request.getfixturevalue("kafka_clients4") if client.startswith("java") else None
     )
+    three_cases(setup, client, java)
+
+
+def three_cases(setup: Setup, client: str, java: JavaClients | None) -> None:
+    """alice, with `client` (see `read_as`), on a topic and group of her own: refused the group
+    without READ on it; with READ on the group and DESCRIBE only on the topic, refused the
+    fetches; with READ on both, reads every record."""
+    from confluent_kafka.admin import AclOperation, ResourceType
+
     t, g, admin = topic_with_records(setup, client)
     read, errors = read_as(setup, client, java, "alice", t, g, 12, 30, "GROUP_AUTHORIZATION_FAILED")
     print(f"{client}: group refused: {read} read, errors {errors}")

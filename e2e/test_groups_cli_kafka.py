@@ -36,6 +36,7 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.structs import OffsetAndMetadata
 
 from e2e.conftest import Gateways
+from e2e.consumer_group_commands import consumer_group_commands
 from e2e.groups_cli import groups, groups_json, ok, table
 from e2e.migration import FAST_GROUP_SETTINGS
 
@@ -204,8 +205,25 @@ def test_groups_cli_agrees_with_kafka_consumer_groups_sh(
         assert t.member is not None
         t.member.poll(50)
 
+        # Kafka's tool is only read from (dry runs): its commands run first, in one JVM
+        # (e2e/consumer_group_commands.py), and `theirs` looks their output up.
+        scenarios = (("--to-earliest",), ("--to-latest",), ("--shift-by", "-2"), ("--to-offset", "4"))
+        active = ("--describe", "--group", t.active)
+        invocations: list[tuple[str, ...]] = [
+            active,
+            (*active, "--members"),
+            (*active, "--state"),
+            ("--list", "--state", "--type"),
+        ]
+        for scenario in scenarios:
+            dry_run = ("--reset-offsets", "--group", t.empty, "--topic", t.topic, *scenario, "--dry-run")
+            invocations += [dry_run, (*dry_run, "--export")]
+        ran = dict(
+            zip(invocations, consumer_group_commands(kafka_clients4, t.bootstrap, invocations), strict=True)
+        )
+
         def theirs(*args: str) -> str:
-            r = kafka_clients4.consumer_groups(t.bootstrap, *args)
+            r = ran[args]
             assert r.returncode == 0, r.stderr
             return str(r.stdout)
 
@@ -247,7 +265,7 @@ def test_groups_cli_agrees_with_kafka_consumer_groups_sh(
         kafka_l = {r["GROUP"]: (r["TYPE"], r["STATE"]) for r in table(theirs("--list", "--state", "--type"))}
         assert mine_l[t.active] == kafka_l[t.active] and mine_l[t.empty] == kafka_l[t.empty]
 
-        for scenario in (("--to-earliest",), ("--to-latest",), ("--shift-by", "-2"), ("--to-offset", "4")):
+        for scenario in scenarios:
             args = ("--topic", t.topic, *scenario, "--dry-run")
             mine_r = table(ok(t.bootstrap, "reset-offsets", t.empty, *args))
             kafka_r = table(theirs("--reset-offsets", "--group", t.empty, *args))

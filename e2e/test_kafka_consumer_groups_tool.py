@@ -30,6 +30,7 @@ from typing import Any
 import pytest
 
 from e2e.conftest import Gateways
+from e2e.consumer_group_commands import consumer_group_commands
 from e2e.harness import GatewayProcess
 from e2e.migration import FAST_GROUP_SETTINGS
 from e2e.test_groups_cli_kafka import Target
@@ -83,9 +84,47 @@ class ToolTarget(Target):
         return "\n".join(" ".join(line.split()) for line in text.splitlines() if line.strip())
 
 
+def commands(t: ToolTarget) -> list[tuple[str, tuple[str, ...]]]:
+    """Every sub-command the comparison runs, in order (key, tool arguments)."""
+    base = ("--reset-offsets", "--group", t.empty, "--topic", t.topic)
+    return [
+        ("list", ("--list",)),
+        ("list --state", ("--list", "--state")),
+        ("list --state Empty", ("--list", "--state", "Empty")),
+        ("list --type", ("--list", "--type")),
+        ("list --type consumer", ("--list", "--type", "consumer")),
+        ("describe --offsets", ("--describe", "--group", t.active, "--offsets")),
+        ("describe --members --verbose", ("--describe", "--group", t.active, "--members", "--verbose")),
+        (
+            "describe modern --members --verbose",
+            ("--describe", "--group", t.modern, "--members", "--verbose"),
+        ),
+        ("describe --state", ("--describe", "--group", t.active, "--state")),
+        ("describe modern --state", ("--describe", "--group", t.modern, "--state")),
+        ("describe empty", ("--describe", "--group", t.empty)),
+        ("reset --to-earliest", (*base, "--to-earliest", "--dry-run")),
+        ("reset --to-datetime", (*base, "--to-datetime", "2000-01-01T00:00:00.000", "--dry-run")),
+        ("reset --shift-by -2", (*base, "--shift-by", "-2", "--dry-run")),
+        ("reset --shift-by 1 --execute", (*base, "--shift-by", "1", "--execute")),
+        ("describe empty after reset", ("--describe", "--group", t.empty)),
+        (
+            "reset active",
+            ("--reset-offsets", "--group", t.active, "--topic", t.topic, "--to-earliest", "--execute"),
+        ),
+        ("delete-offsets active", ("--delete-offsets", "--group", t.active, "--topic", f"{t.topic}:0")),
+        ("delete-offsets empty", ("--delete-offsets", "--group", t.empty, "--topic", f"{t.topic}:0")),
+        ("describe empty after delete-offsets", ("--describe", "--group", t.empty)),
+        ("delete active", ("--delete", "--group", t.active)),
+        ("delete empty", ("--delete", "--group", t.empty)),
+        ("describe deleted", ("--describe", "--group", t.empty)),
+    ]
+
+
 def transcript(tool: JavaClients, t: ToolTarget) -> dict[str, Any]:
-    """Each command's (exit code, normalised stdout, normalised stderr's first line)."""
-    out: dict[str, Any] = {}
+    """Each command's (exit code, normalised stdout, normalised stderr's first line).
+
+    The commands run one after the other in one JVM (e2e/consumer_group_commands.py), each as
+    `kafka-consumer-groups.sh` would run it alone."""
     keep_alive = threading.Event()
 
     def poll() -> None:  # the active members keep heartbeating while the tool runs
@@ -97,9 +136,14 @@ def transcript(tool: JavaClients, t: ToolTarget) -> dict[str, Any]:
 
     poller = threading.Thread(target=poll, daemon=True)
     poller.start()
-
-    def run(key: str, *args: str) -> None:
-        r = tool.consumer_groups(t.bootstrap, *args, timeout=60)
+    todo = commands(t)
+    try:
+        results = consumer_group_commands(tool, t.bootstrap, [args for _, args in todo], timeout=600)
+    finally:
+        keep_alive.set()
+        poller.join(5)
+    out: dict[str, Any] = {}
+    for (key, _), r in zip(todo, results, strict=True):
         err = [line for line in r.stderr.splitlines() if line.strip() and not line.startswith("[")]
         stdout = t.norm(r.stdout)
         if key.startswith("list"):
@@ -115,46 +159,6 @@ def transcript(tool: JavaClients, t: ToolTarget) -> dict[str, Any]:
             head = [line for line in lines if line.startswith(("GROUP", "Error"))]
             stdout = "\n".join(head + sorted(line for line in lines if line not in head))
         out[key] = (r.returncode, stdout, t.norm(err[0]) if err else "")
-
-    try:
-        run("list", "--list")
-        run("list --state", "--list", "--state")
-        run("list --state Empty", "--list", "--state", "Empty")
-        run("list --type", "--list", "--type")
-        run("list --type consumer", "--list", "--type", "consumer")
-        run("describe --offsets", "--describe", "--group", t.active, "--offsets")
-        run("describe --members --verbose", "--describe", "--group", t.active, "--members", "--verbose")
-        run(
-            "describe modern --members --verbose", "--describe", "--group", t.modern, "--members", "--verbose"
-        )
-        run("describe --state", "--describe", "--group", t.active, "--state")
-        run("describe modern --state", "--describe", "--group", t.modern, "--state")
-        run("describe empty", "--describe", "--group", t.empty)
-        base = ("--reset-offsets", "--group", t.empty, "--topic", t.topic)
-        run("reset --to-earliest", *base, "--to-earliest", "--dry-run")
-        run("reset --to-datetime", *base, "--to-datetime", "2000-01-01T00:00:00.000", "--dry-run")
-        run("reset --shift-by -2", *base, "--shift-by", "-2", "--dry-run")
-        run("reset --shift-by 1 --execute", *base, "--shift-by", "1", "--execute")
-        run("describe empty after reset", "--describe", "--group", t.empty)
-        run(
-            "reset active",
-            "--reset-offsets",
-            "--group",
-            t.active,
-            "--topic",
-            t.topic,
-            "--to-earliest",
-            "--execute",
-        )
-        run("delete-offsets active", "--delete-offsets", "--group", t.active, "--topic", f"{t.topic}:0")
-        run("delete-offsets empty", "--delete-offsets", "--group", t.empty, "--topic", f"{t.topic}:0")
-        run("describe empty after delete-offsets", "--describe", "--group", t.empty)
-        run("delete active", "--delete", "--group", t.active)
-        run("delete empty", "--delete", "--group", t.empty)
-        run("describe deleted", "--describe", "--group", t.empty)
-    finally:
-        keep_alive.set()
-        poller.join(5)
     return out
 
 

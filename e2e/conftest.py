@@ -2,8 +2,11 @@
 
 `gateways` (per test) and `module_gateways` (per module, for tests that share one server) start
 processes with `.start(name, sets=[...])` and restart them on the same data directory with
-`.restart(gw)`. At teardown every gateway that was not deliberately killed must still be alive
-(else the test fails with the gateway's log tail) and must exit 0 on SIGTERM.
+`.restart(gw)`. `shared_gateways` (per module) hands every test that asks for the same settings
+the same running server: for tests whose topics and groups are their own and that never stop,
+kill or restart the server (each start costs seconds of CI time). At teardown every gateway
+that was not deliberately killed must still be alive (else the test fails with the gateway's
+log tail) and must exit 0 on SIGTERM.
 """
 
 from __future__ import annotations
@@ -55,6 +58,24 @@ class Gateways:
         return problems
 
 
+class SharedGateways(Gateways):
+    """`start` returns the running gateway started earlier with the same settings, if any (the
+    name of the first caller names its data directory)."""
+
+    def __init__(self, base: Path) -> None:
+        super().__init__(base)
+        self._by_settings: dict[tuple[tuple[str, ...], tuple[str, ...]], GatewayProcess] = {}
+
+    def start(
+        self, name: str = "gw", *, sets: tuple[str, ...] | list[str] = (), extra_args: tuple[str, ...] = ()
+    ) -> GatewayProcess:
+        key = (tuple(sets), tuple(extra_args))
+        gw = self._by_settings.get(key)
+        if gw is None or not gw.alive():
+            gw = self._by_settings[key] = super().start(name, sets=sets, extra_args=extra_args)
+        return gw
+
+
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> object:
     report = yield
@@ -78,13 +99,25 @@ def gateways(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Gateway
         pytest.fail("\n\n".join(problems))
 
 
+def _finished(g: Gateways) -> None:
+    """Stop a module's gateways; any that died or did not exit 0 fails the module's last test."""
+    problems = g.finish()
+    if problems:
+        pytest.fail("\n\n".join(problems))
+
+
 @pytest.fixture(scope="module")
 def module_gateways(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateways]:
     g = Gateways(tmp_path_factory.mktemp("gateways"))
     yield g
-    problems = g.finish()
-    if problems:
-        pytest.fail("\n\n".join(problems))
+    _finished(g)
+
+
+@pytest.fixture(scope="module")
+def shared_gateways(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedGateways]:
+    g = SharedGateways(tmp_path_factory.mktemp("shared-gateways"))
+    yield g
+    _finished(g)
 
 
 @pytest.fixture

@@ -24,8 +24,8 @@ def consumer_group_events(gw, group: str, name: str) -> list[dict]:
 
 
 @pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
-def test_confluent_classic_group(gateways: Gateways, strategy: str) -> None:
-    gw = gateways.start("ck-classic", sets=FAST_GROUP_SETTINGS)
+def test_confluent_classic_group(shared_gateways: Gateways, strategy: str) -> None:
+    gw = shared_gateways.start("ck-classic", sets=FAST_GROUP_SETTINGS)
     topic, group = f"ck-classic-{strategy}", f"ck-classic-group-{strategy}"
     create_topic(gw, topic)
 
@@ -47,8 +47,8 @@ def test_confluent_classic_group(gateways: Gateways, strategy: str) -> None:
 
 
 @pytest.mark.parametrize("assignor", ["uniform", "range"])
-def test_confluent_consumer_protocol_group(gateways: Gateways, assignor: str) -> None:
-    gw = gateways.start("ck-consumer", sets=FAST_GROUP_SETTINGS)
+def test_confluent_consumer_protocol_group(shared_gateways: Gateways, assignor: str) -> None:
+    gw = shared_gateways.start("ck-consumer", sets=FAST_GROUP_SETTINGS)
     topic, group = f"ck-consumer-{assignor}", f"ck-consumer-group-{assignor}"
     create_topic(gw, topic)
 
@@ -74,8 +74,8 @@ def test_confluent_consumer_protocol_group(gateways: Gateways, assignor: str) ->
     assert not [r for r in fenced if "session" in str(r)], fenced
 
 
-def test_confluent_consumer_protocol_regex_subscription(gateways: Gateways) -> None:
-    gw = gateways.start("ck-regex", sets=FAST_GROUP_SETTINGS)
+def test_confluent_consumer_protocol_regex_subscription(shared_gateways: Gateways) -> None:
+    gw = shared_gateways.start("ck-regex", sets=FAST_GROUP_SETTINGS)
     topic, group = "e2e-regex-orders", "ck-regex-group"
     create_topic(gw, topic)
     create_topic(gw, "not-e2e-regex-orders", 2)  # must not match ^e2e-regex-.*

@@ -33,9 +33,9 @@ from harness.kafka_dist.java_clients import JavaClients
 
 @pytest.mark.parametrize("remote_assignor", ["uniform", "range"])
 def test_java_consumer_protocol_members_join_and_leave(
-    gateways: Gateways, kafka_clients4: JavaClients, remote_assignor: str
+    shared_gateways: Gateways, kafka_clients4: JavaClients, remote_assignor: str
 ) -> None:
-    with scenario(gateways, f"java-848-{remote_assignor}") as sc:
+    with scenario(shared_gateways, f"java-848-{remote_assignor}") as sc:
         a = add_java(sc.cast, kafka_clients4, "consumer", remote_assignor)
         b = add_java(sc.cast, kafka_clients4, "consumer", remote_assignor)
         sc.step("consumer", "two Java KIP-848 members")
@@ -52,8 +52,8 @@ def test_java_consumer_protocol_members_join_and_leave(
         assert report.handovers >= 4
 
 
-def test_java_classic_members_join_and_leave(gateways: Gateways, kafka_clients4: JavaClients) -> None:
-    with scenario(gateways, "java-classic") as sc:
+def test_java_classic_members_join_and_leave(shared_gateways: Gateways, kafka_clients4: JavaClients) -> None:
+    with scenario(shared_gateways, "java-classic") as sc:
         a = add_java(sc.cast, kafka_clients4, "classic")
         add_java(sc.cast, kafka_clients4, "classic")
         sc.step("classic", "two Java classic members")
@@ -68,9 +68,9 @@ def test_java_classic_members_join_and_leave(gateways: Gateways, kafka_clients4:
 
 
 def test_java_static_member_restarts_into_its_partitions(
-    gateways: Gateways, kafka_clients4: JavaClients
+    shared_gateways: Gateways, kafka_clients4: JavaClients
 ) -> None:
-    with scenario(gateways, "java-static") as sc:
+    with scenario(shared_gateways, "java-static") as sc:
         members = [add_java(sc.cast, kafka_clients4, "consumer", instance_id=f"inst-{i}") for i in range(3)]
         sc.step("consumer", "three static Java members")
         view = describe_consumer_group(sc.gw, sc.group)
@@ -91,9 +91,9 @@ def test_java_static_member_restarts_into_its_partitions(
 
 
 def test_java_and_python_rolling_upgrade_then_downgrade(
-    gateways: Gateways, kafka_clients4: JavaClients
+    shared_gateways: Gateways, kafka_clients4: JavaClients
 ) -> None:
-    with scenario(gateways, "java-roll") as sc:
+    with scenario(shared_gateways, "java-roll") as sc:
         cast = sc.cast
         classic = [
             add_java(cast, kafka_clients4, "classic"),

@@ -129,6 +129,13 @@ class UpstreamConfig(BaseModel):
     # forwarded request authorized by groupshift's ACLs (gateway.upstream.forwarded_acls);
     # `passthrough` (each client's own SASL exchange relayed) is not built yet.
     identity: str = Field("gateway", alias="upstream.identity")
+    # `gateway` identity: a JSON file mapping groupshift principals to upstream SASL credentials
+    # (gateway.upstream.principal_credentials); principals not in it use groupshift's own
+    # credential, or none at all when the map is required.
+    identity_credentials_file: str | None = Field(
+        None, alias="upstream.identity.credentials.file", min_length=1
+    )
+    identity_credentials_required: bool = Field(False, alias="upstream.identity.credentials.required")
 
     @field_validator("advertised_host")
     @classmethod
@@ -169,6 +176,7 @@ class UpstreamConfig(BaseModel):
         """Read the security settings once now, so a missing store or a malformed JAAS entry
         stops the start with the key named, before anything connects."""
         self.client_security()
+        self.principal_credentials()
         return self
 
     def client_properties(self) -> dict[str, str]:
@@ -182,6 +190,19 @@ class UpstreamConfig(BaseModel):
             return ClientSecurity.from_properties(self.client_properties(), prefix="upstream.")
         except ClientSecurityError as exc:
             raise ValueError(str(exc)) from None
+
+    def principal_credentials(self) -> dict[str, ClientSecurity]:
+        """`upstream.identity.credentials.file` read now (empty without one). ValueError names
+        the setting and the principal, never a secret."""
+        from gateway.upstream.principal_credentials import load_credentials
+
+        if self.identity_credentials_file is None:
+            if self.identity_credentials_required:
+                raise ValueError(
+                    "upstream.identity.credentials.required=true needs upstream.identity.credentials.file"
+                )
+            return {}
+        return load_credentials(self.identity_credentials_file, self.client_properties())
 
     @field_validator("identity")
     @classmethod

@@ -14,6 +14,10 @@ frame before the dispatcher decodes anything:
   correlation id rewritten, goes to the upstream broker behind the listener the client used
   (the main listener sticks to one live broker per connection), and the response frame comes
   back with the client's correlation id restored. Record batches are never decoded.
+* the upstream link a request goes on is the client connection's own (leased per broker); idle
+  links are pooled per broker and credential: with `upstream.identity.credentials.file`
+  (gateway.upstream.principal_credentials) a principal's links authenticate with its own
+  upstream credential and are never handed to another principal;
 * a BROKER DescribeConfigs answer shows groupshift's own group coordinator settings
   (`gateway.upstream.group_settings_configs`): groupshift, not the broker, enforces them;
 * responses that carry broker addresses are decoded and re-encoded with the broker endpoints
@@ -66,6 +70,7 @@ from gateway.upstream.cluster import Broker, UpstreamCluster
 from gateway.upstream.forwarded_acls import SECURITY_APIS, ForwardedAcls
 from gateway.upstream.group_settings_configs import enforced_settings, requested_broker_keys, rewrite_answer
 from gateway.upstream.link import UpstreamLink, UpstreamUnavailable
+from gateway.upstream.principal_credentials import REQUIRED_SETTING, PrincipalCredentials
 from gateway.upstream.topic_ids import MetadataTranslation, advertised_range, names_topics_by_id
 from protocol.codec import (
     DecodeFailure,
@@ -244,6 +249,11 @@ def expects_response(frame: bytes, api_key: int, version: int) -> bool:
         return True
 
 
+class _Unmapped(Exception):
+    """The connection's principal has no upstream credential and groupshift's own may not
+    stand in for it (`upstream.identity.credentials.required=true`)."""
+
+
 class UpstreamProxy:
     def __init__(self, server: GatewayServer, cluster: UpstreamCluster) -> None:
         self.server = server
@@ -260,7 +270,15 @@ class UpstreamProxy:
         self.listeners: dict[int, tuple[str, int]] = {}
         self._port_to_node: dict[int, int] = {}
         self._servers: dict[int, asyncio.Server] = {}
-        self._idle: dict[int, list[UpstreamLink]] = {}
+        # Idle links by (broker, credential): a link authenticated with a principal's own
+        # upstream credential (`upstream.identity.credentials.file`) is only ever reused by
+        # that principal; "" is groupshift's own credential.
+        self._idle: dict[tuple[int, str], list[UpstreamLink]] = {}
+        self.identities = PrincipalCredentials(
+            cluster.security,
+            cluster.config.principal_credentials(),
+            required=cluster.config.identity_credentials_required,
+        )
         self._down: dict[int, float] = {}  # node -> when a link to it last failed
         self._inner: Callable[[KafkaConnection, bytes, ResponseSlot], None] = lambda c, f, s: None
         # Scale-out (docs/scale-out.md): fleet nodes (id, host, port) added to Metadata answers.
@@ -343,12 +361,16 @@ class UpstreamProxy:
             self.port_base = self.server.port + 1
         self._inner = self.server.dispatcher.on_frame
         self.server.frame_handler = self.on_frame
+        self.identities.start()
+        if len(self.identities):
+            log.info("upstream.identity_credentials", principals=self.identities.principals)
 
     def close(self) -> None:
         for links in self._idle.values():
             for link in links:
                 link.close()
         self._idle.clear()
+        self.identities.close()
 
     # -- listeners -----------------------------------------------------------------------------
 
@@ -468,6 +490,15 @@ class UpstreamProxy:
         try:
             link = self._lease(conn, node)  # `answered` runs later, on this link's answer
             link.forward(frame, answered if expect else None)
+        except _Unmapped:
+            log.warning(
+                "upstream.identity_unmapped",
+                connection_id=conn.connection_id,
+                principal=conn.ctx.principal,
+                setting=REQUIRED_SETTING,
+            )
+            conn.close("upstream.identity_unmapped", principal=conn.ctx.principal)
+            return
         except UpstreamUnavailable as e:  # a listener of a broker that left the cluster
             self._down[node] = time.monotonic()
             self._unavailable.inc()
@@ -506,17 +537,24 @@ class UpstreamProxy:
         return int(node)
 
     def _lease(self, conn: KafkaConnection, node: int) -> UpstreamLink:
-        links: dict[int, UpstreamLink] | None = conn.ctx.attributes.get(_LINKS)
+        """The client connection's link to `node`, authenticated with the credential of the
+        connection's principal: its own, else a pooled idle one of the same credential, else a
+        new one."""
+        identity = self.identities.identity_of(conn.ctx.principal)
+        if identity is None:
+            raise _Unmapped(conn.ctx.principal)
+        key = (node, identity.key)
+        links: dict[tuple[int, str], UpstreamLink] | None = conn.ctx.attributes.get(_LINKS)
         if links is None:
             links = conn.ctx.attributes[_LINKS] = {}
-        link = links.get(node)
+        link = links.get(key)
         if link is not None and not link.closed:
             return link
-        idle = self._idle.get(node)
+        idle = self._idle.get(key)
         while idle:
             candidate = idle.pop()
             if not candidate.closed:
-                links[node] = candidate
+                links[key] = candidate
                 return candidate
         b = self.cluster.brokers.get(node)
         if b is None:
@@ -528,17 +566,18 @@ class UpstreamProxy:
             b.port,
             connect_timeout=self.cluster.connect_timeout,
             request_timeout=self.cluster.request_timeout,
-            security=self.cluster.security,
+            security=identity.security,
         )
-        links[node] = link
+        links[key] = link
         return link
 
     def _release(self, conn: KafkaConnection) -> None:
-        links: dict[int, UpstreamLink] | None = conn.ctx.attributes.pop(_LINKS, None)
+        links: dict[tuple[int, str], UpstreamLink] | None = conn.ctx.attributes.pop(_LINKS, None)
         if not links:
             return
-        for node, link in links.items():
-            idle = self._idle.setdefault(node, [])
+        for key, link in links.items():
+            node = key[0]
+            idle = self._idle.setdefault(key, [])
             if (
                 link.closed
                 or link.in_flight

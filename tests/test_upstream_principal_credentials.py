@@ -160,3 +160,65 @@ def test_links_are_pooled_per_credential_never_across_principals(tmp_path: Path,
         for hook in server.on_stop:
             hook()
         asyncio.run(server.plane.close())
+
+
+# -- passthrough (gateway.upstream.passthrough) ---------------------------------------------------
+
+PASSTHROUGH = {
+    "upstream.bootstrap.servers": "127.0.0.1:9092",
+    "upstream.identity": "passthrough",
+    "upstream.security.protocol": "SASL_PLAINTEXT",
+    "upstream.sasl.mechanism": "PLAIN",
+    "upstream.sasl.jaas.config": f'{PLAIN} required username="gw" password="x";',
+}
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"upstream.security.protocol": "SSL"}, r"passthrough relays each client's SASL login"),
+        ({"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"},
+         r"authorizer\.class\.name cannot be set with upstream\.identity=passthrough"),
+        ({"listeners": "SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms": "PLAIN",
+          "listener.name.sasl_plaintext.plain.sasl.jaas.config": f'{PLAIN} required user_a="b";'},
+         r"SASL listeners cannot serve upstream\.identity=passthrough"),
+    ],
+)  # fmt: skip
+def test_passthrough_refuses_a_second_authenticator(extra: dict[str, str], message: str) -> None:
+    assert build_config(PASSTHROUGH).upstream is not None
+    with pytest.raises(ConfigError, match=message):
+        build_config({**PASSTHROUGH, **extra})
+
+
+def test_passthrough_relays_the_login_on_an_unpooled_link_of_its_own(tmp_path: Path) -> None:
+    config = build_config(
+        {**PASSTHROUGH, "log.dirs": str(tmp_path / "data"), "offsets.topic.num.partitions": "1"}
+    )
+    installed: list[UpstreamProxy] = []
+    server = GatewayServer(config, extensions=[lambda s: installed.append(install_upstream_mode(s))])
+    proxy = installed[0]
+    proxy.cluster.api_versions.update({17: (0, 1), 36: (0, 2), 38: (0, 3), 0: (3, 11), 1: (4, 17)})
+    advertised = {k: (lo, hi) for k, lo, hi in proxy.advertised()}
+    assert advertised[17] == (1, 1) and advertised[36] == (0, 2) and advertised[38] == (0, 3)
+
+    async def run() -> None:
+        silent = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+        port = silent.sockets[0].getsockname()[1]
+        proxy.cluster.brokers[1] = Broker(1, "127.0.0.1", port, None)
+        try:
+            conn = _conn("User:ANONYMOUS")
+            link = proxy._lease(conn, 1)
+            assert link._security is not None and not link._security.uses_sasl  # no login of ours
+            conn.ctx.attributes["upstream.links"] = {(1, "\x00relay"): link}
+            proxy._release(conn)
+            assert link.closed and not any(proxy._idle.values())  # never pooled
+        finally:
+            silent.close()
+            proxy.close()
+
+    try:
+        asyncio.run(run())
+    finally:
+        for hook in server.on_stop:
+            hook()
+        asyncio.run(server.plane.close())

@@ -18,6 +18,10 @@ frame before the dispatcher decodes anything:
   links are pooled per broker and credential: with `upstream.identity.credentials.file`
   (gateway.upstream.principal_credentials) a principal's links authenticate with its own
   upstream credential and are never handed to another principal;
+* with `upstream.identity=passthrough` (gateway.upstream.passthrough) each client connection has
+  one link of its own, never pooled, with no login of groupshift's: the client's SaslHandshake,
+  SaslAuthenticate and delegation-token requests are relayed on it, and the APIs groupshift
+  answers are authorized by probes of the cluster's ACLs on that link;
 * a BROKER DescribeConfigs answer shows groupshift's own group coordinator settings
   (`gateway.upstream.group_settings_configs`): groupshift, not the broker, enforces them;
 * responses that carry broker addresses are decoded and re-encoded with the broker endpoints

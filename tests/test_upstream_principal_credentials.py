@@ -222,3 +222,38 @@ def test_passthrough_relays_the_login_on_an_unpooled_link_of_its_own(tmp_path: P
         for hook in server.on_stop:
             hook()
         asyncio.run(server.plane.close())
+
+
+def test_passthrough_probe_answers_are_cached_bounded_and_expire() -> None:
+    """The checks' authorizer reads the cluster's cached answers; an unknown or expired one is
+    "no" and recorded as a miss (to be probed); the cache keeps at most CACHE_MAX answers."""
+    from gateway.authorizer.model import AclOperation, ResourceType
+    from gateway.upstream import passthrough as pt
+
+    class Probes(pt.ClusterAclProbes):
+        def __init__(self) -> None:
+            self.ttl = 30.0
+            self.asked: list[set[pt.Key]] = []
+
+        async def _probe(self, link: Any, key: pt.Key) -> bool:
+            return key[2].startswith("ok")
+
+    probes = Probes()
+    probes.link_of = lambda conn: None  # type: ignore[assignment,return-value]
+    conn = _conn("User:ANONYMOUS")
+    conn.closing = False
+    ctx = conn.ctx
+    auth = pt.ClusterAclAuthorizer()
+    read, group = AclOperation.READ, ResourceType.GROUP
+    assert not auth.authorize(ctx, read, group, "ok-1")
+    assert ctx.attributes[pt.MISSES] == {(int(read), int(group), "ok-1")}
+    keys = {(int(read), int(group), n) for n in ("ok-1", "no-1")}
+    assert asyncio.run(probes.prove(conn, keys))
+    assert auth.authorize(ctx, read, group, "ok-1") and not auth.authorize(ctx, read, group, "no-1")
+    assert auth.authorized_operations(ctx, group, "ok-1") == 1 << int(read)
+    cache = ctx.attributes[pt.CACHE]
+    cache[(int(read), int(group), "ok-1")] = (True, 0.0)  # expired
+    assert not auth.authorize(ctx, read, group, "ok-1")
+    many = {(int(read), int(group), f"ok-{i}") for i in range(pt.CACHE_MAX + 10)}
+    assert asyncio.run(probes.prove(conn, many))
+    assert len(cache) == pt.CACHE_MAX

@@ -71,6 +71,7 @@ CACHE = "upstream.passthrough.acls"  # ctx.attributes: Key -> (allowed, expires 
 MISSES = "upstream.passthrough.misses"  # ctx.attributes: Keys asked with no answer cached
 CLUSTER_NAME = "kafka-cluster"
 MAX_ROUNDS = 3
+CACHE_MAX = 4096  # answers kept per client connection (docs/security.md)
 GROUP_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED = 30, 29
 # Read-only terminated APIs: handled again when their real run asked something new.
 READ_ONLY = frozenset({9, 10, 15, 16, 69, 32})
@@ -265,7 +266,14 @@ class ClusterAclProbes:
         expires = time.monotonic() + self.ttl
         cache: dict[Key, tuple[bool, float]] = conn.ctx.attributes.setdefault(CACHE, {})
         for key, allowed in zip(sorted(keys), results, strict=True):
+            cache.pop(key, None)  # re-inserted last: the dict's order is the answers' age
             cache[key] = (allowed, expires)
+        if len(cache) > CACHE_MAX:  # expired answers go first, then the oldest
+            now = time.monotonic()
+            for k in [k for k, (_, at) in cache.items() if at <= now]:
+                del cache[k]
+            for k in list(cache)[: max(0, len(cache) - CACHE_MAX)]:
+                del cache[k]
         return True
 
     def _version(self, api_key: int, want: int) -> int:

@@ -11,7 +11,8 @@ In front of it a groupshift with an SSL listener (no SASL, no authorizer of its 
 * alice without READ on a group is refused it (GROUP_AUTHORIZATION_FAILED, from a probe);
 * bob (SCRAM-SHA-512) with READ on his group but only DESCRIBE on the topic is refused every fetch
   (TOPIC_AUTHORIZATION_FAILED, the cluster's own answer on bob's link);
-* alice with READ on group and topic consumes everything and commits;
+* alice with READ on group and topic consumes everything and commits, as a KIP-848 member
+  and as a classic one (refused a classic group without READ too);
 * a wrong password gets the cluster's authentication error; the others are unaffected.
 """
 
@@ -90,7 +91,8 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
         direct.create_topics([NewTopic(topic, 2, 1)])[topic].result(timeout=60)
         # the cluster's ACLs, the only ones
         _allow(direct, "User:alice", ResourceType.TOPIC, topic, AclOperation.READ)
-        _allow(direct, "User:alice", ResourceType.GROUP, f"alice-{suffix}", AclOperation.READ)
+        for g in (f"alice-{suffix}", f"alice-classic-{suffix}"):
+            _allow(direct, "User:alice", ResourceType.GROUP, g, AclOperation.READ)
         _allow(direct, "User:bob", ResourceType.TOPIC, topic, AclOperation.DESCRIBE)
         _allow(direct, "User:bob", ResourceType.GROUP, f"bob-{suffix}", AclOperation.READ)
         seed = Producer(_conf(cluster.bootstrap, ca, "admin"))
@@ -133,6 +135,7 @@ def _consume(
     seconds: float,
     password: str | None = None,
     mechanism: str = "PLAIN",
+    protocol: str = "consumer",
 ) -> tuple[int, list[str]]:
     from confluent_kafka import Consumer
 
@@ -141,7 +144,7 @@ def _consume(
         {
             **_conf(s.groupshift.bootstrap, s.ca, user, password, mechanism),
             "group.id": group,
-            "group.protocol": "consumer",
+            "group.protocol": protocol,
             "auto.offset.reset": "earliest",
             "error_cb": lambda e: errors.append(e.name()),  # a failed login is reported here
         }
@@ -177,5 +180,10 @@ def test_the_clusters_acls_decide_through_groupshift(setup: Setup) -> None:
     read, errors = _consume(setup, "alice", f"alice-{setup.suffix}", 1, 6, password="wrong")
     assert read == 0 and "_AUTHENTICATION" in errors, errors  # the cluster's refusal, relayed
     # alice's committed offsets (groupshift's) are read back: the group resumes at the end
-    read, errors = _consume(setup, "alice", f"alice-{setup.suffix}", 1, 6)
+    read, errors = _consume(setup, "alice", f"alice-{setup.suffix}", 1, 5)
     assert read == 0 and not errors, errors
+    # a classic member (JoinGroup, SyncGroup, Heartbeat: READ on the group, probed)
+    read, errors = _consume(setup, "alice", f"alice-classic-{setup.suffix}", 10, 40, protocol="classic")
+    assert read == 10, (read, errors)
+    read, errors = _consume(setup, "alice", f"other-classic-{setup.suffix}", 1, 6, protocol="classic")
+    assert read == 0 and "GROUP_AUTHORIZATION_FAILED" in errors, errors

@@ -45,6 +45,7 @@ except ImportError:  # pragma: no cover
     uvloop = None  # type: ignore[assignment]
 
 FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID = 110, 25
+TAIL_S = 1200.0  # the RSS slope is also given over the run's last 20 minutes
 
 
 def settings(heartbeat_ms: int, session_ms: int, compaction_min_bytes: int) -> list[str]:
@@ -67,6 +68,11 @@ class Member:
     owned: list[dict[str, Any]] | None = None  # an assignment to echo in the next heartbeat
     due: float = 0.0
     busy: bool = False
+    # When its last heartbeat answered without error was sent (monotonic): the gateway handled it
+    # later, so a gap from there to a fencing answer that is under the session timeout means the
+    # gateway fenced a member whose session had not expired.
+    last_ok: float = 0.0
+    leaving: bool = False  # chosen to leave with epoch -1
 
 
 @dataclass
@@ -91,6 +97,16 @@ class SoakState:
     abandoned: int = 0
     rejoins: int = 0
     errors: dict[int, int] = field(default_factory=dict)
+    # Why members were answered UNKNOWN_MEMBER_ID / FENCED_MEMBER_EPOCH (see `_heartbeat`):
+    # fenced while heartbeating, with the longest gap since the last answered heartbeat was sent
+    # (a gap over the session timeout: the load generator fell behind, not the gateway).
+    fenced: int = 0
+    fenced_max_gap_s: float = 0.0
+    fenced_gap_over_session: int = 0
+    leaves_of_unknown: int = 0  # a leave answered UNKNOWN_MEMBER_ID
+    leaves_of_expired: int = 0  # ... whose member's last answered heartbeat was sent a session ago
+    after_own_leave: int = 0  # a heartbeat answered after its own member's leave overtook it
+    session_ms: int = 45000
     failures: list[str] = field(default_factory=list)
     scrape_failures: list[str] = field(default_factory=list)
 
@@ -157,9 +173,12 @@ def summarize(samples: list[Sample], warmup_s: float) -> dict[str, Any]:
             "slope_per_hour": round(slope_per_hour([s.t for s in pts], ys), 2),
         }
 
+    end = samples[-1].t if samples else 0.0
+    tail = [s for s in samples if s.t >= end - min(TAIL_S, end * 2 / 3)] or samples
     return {
         "rss_mb": curve("rss_mb", samples),
         "rss_mb_after_warmup": curve("rss_mb", steady),
+        "rss_mb_last_20_min": curve("rss_mb", tail),  # issue 27's measure (two thirds if shorter)
         "timers": curve("timers", samples),
         "timers_after_warmup": curve("timers", steady),
         "log_bytes": curve("log_bytes", samples),
@@ -176,6 +195,7 @@ async def _heartbeat(client: _Client, m: Member, st: SoakState, topic: str, inte
         fields = {"rebalance_timeout": 60000, "subscribed_topic_names": [topic], "topic_partitions": []}
     elif m.owned is not None:
         fields = {"topic_partitions": m.owned}
+    sent = time.monotonic()
     try:
         answer = await client.call(_cgh(m.group, m.member_id, m.epoch, **fields))
     except ConnectionError as e:
@@ -184,14 +204,24 @@ async def _heartbeat(client: _Client, m: Member, st: SoakState, topic: str, inte
     finally:
         m.busy = False
     st.heartbeats += 1
-    m.due = time.monotonic() + interval_s
+    now = time.monotonic()
+    m.due = now + interval_s
     code = int(answer.error_code)
     if code:
         st.errors[code] = st.errors.get(code, 0) + 1
         if code in (FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID):
+            if m.leaving:  # our own leave overtook it (cannot happen since `_leave` waits)
+                st.after_own_leave += 1
+                return
+            gap = now - m.last_ok if m.last_ok else 0.0
+            st.fenced += 1
+            st.fenced_max_gap_s = max(st.fenced_max_gap_s, gap)
+            if gap * 1000 > st.session_ms:
+                st.fenced_gap_over_session += 1
             m.epoch, m.owned = 0, None  # rejoin, as KIP-848 clients do
             st.rejoins += 1
         return
+    m.last_ok = sent
     if m.owned is not None and m.epoch != 0:
         m.owned = None  # echoed
     m.epoch = int(answer.member_epoch)
@@ -203,6 +233,12 @@ async def _heartbeat(client: _Client, m: Member, st: SoakState, topic: str, inte
 
 
 async def _leave(client: _Client, m: Member, st: SoakState) -> None:
+    """Leave with epoch -1 on the member's own connection, after its heartbeat in flight (if
+    any) is answered, as a real client does. (Until 2026-11-28 the leave went out at once on a
+    random connection and could overtake that heartbeat, whose answer was then
+    UNKNOWN_MEMBER_ID: the load generator's own race, more frequent on a loaded machine.)"""
+    while m.busy:
+        await asyncio.sleep(0.01)
     try:
         answer = await client.call(_cgh(m.group, m.member_id, -1))
     except ConnectionError as e:
@@ -210,6 +246,10 @@ async def _leave(client: _Client, m: Member, st: SoakState) -> None:
         return
     if int(answer.error_code):
         st.errors[int(answer.error_code)] = st.errors.get(int(answer.error_code), 0) + 1
+        if int(answer.error_code) == UNKNOWN_MEMBER_ID:
+            st.leaves_of_unknown += 1
+            if m.last_ok and (time.monotonic() - m.last_ok) * 1000 > st.session_ms:
+                st.leaves_of_expired += 1  # its session expired while the leave was queued
     st.leaves += 1
 
 
@@ -225,9 +265,10 @@ async def drive(
     connections: int,
     seed: int,
     progress: bool,
+    session_ms: int = 45000,
 ) -> tuple[SoakState, list[Sample]]:
     rng = random.Random(seed)
-    st = SoakState()
+    st = SoakState(session_ms=session_ms)
     now = time.monotonic()
     for i, r in enumerate(steady):
         st.members[r.member_id] = Member(
@@ -286,7 +327,8 @@ async def drive(
             churn_credit -= 1
             victim = st.members.pop(rng.choice(list(st.members)) if len(st.members) < 64 else _any(st, rng))
             if rng.random() < 0.5:
-                spawn(_leave(rng.choice(clients), victim, st))
+                victim.leaving = True
+                spawn(_leave(clients[hash(victim.member_id) % connections], victim, st))
             else:
                 st.abandoned += 1  # its session timer expires it
             new = Member(rng.choice(group_names), str(uuid.uuid4()), 0, due=now)
@@ -360,6 +402,7 @@ def run(
                         connections=8,
                         seed=seed,
                         progress=progress,
+                        session_ms=session_ms,
                     )
                 )
             alive = gw.alive()
@@ -383,6 +426,14 @@ def run(
         "abandoned": st.abandoned,
         "rejoins": st.rejoins,
         "errors": {str(k): v for k, v in sorted(st.errors.items())},
+        "fenced": {
+            "while_heartbeating": st.fenced,
+            "gap_over_session_timeout": st.fenced_gap_over_session,
+            "max_gap_s": round(st.fenced_max_gap_s, 1),
+            "heartbeat_after_own_leave": st.after_own_leave,
+            "leave_of_unknown_member": st.leaves_of_unknown,
+            "leave_of_unknown_member_gap_over_session_timeout": st.leaves_of_expired,
+        },
         "failures": st.failures[:5],
         "metrics_scrape_failures": st.scrape_failures[:10],
         "gateway_alive_at_end": alive,
@@ -431,9 +482,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"soak {result['minutes']} min, {result['members']} members, churn {result['churn_per_s']}/s")
         print(f"  heartbeats {result['heartbeats']}, joins {result['joins']}, leaves {result['leaves']},")
         print(f"  abandoned {result['abandoned']}, rejoins {result['rejoins']}, errors {result['errors']}")
+        print(f"  fenced: {result['fenced']}")
         for k in (
             "rss_mb",
             "rss_mb_after_warmup",
+            "rss_mb_last_20_min",
             "py_blocks_after_warmup",
             "children_rss_mb_after_warmup",
             "timers",

@@ -22,8 +22,10 @@ class Gateways:
         self.base = base
         self.started: list[GatewayProcess] = []
 
-    def start(self, name: str = "gw", *, sets: tuple[str, ...] | list[str] = ()) -> GatewayProcess:
-        gw = GatewayProcess.start(self.base / name, sets=tuple(sets))
+    def start(
+        self, name: str = "gw", *, sets: tuple[str, ...] | list[str] = (), extra_args: tuple[str, ...] = ()
+    ) -> GatewayProcess:
+        gw = GatewayProcess.start(self.base / name, sets=tuple(sets), extra_args=extra_args)
         self.started.append(gw)
         return gw
 

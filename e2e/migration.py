@@ -26,6 +26,11 @@ The producer logs (partition, offset) -> value for every acknowledged record.
 (SCRAM-SHA-512, a certificate made for the run) and every client of the scenario (the members of
 each library, the producer, the observers, `create_topic`) reaches it there with a SCRAM user,
 found through `SECURED`, keyed by the gateway's plaintext address the scenario hands around.
+`scenario(..., secured=True, upstream=UpstreamTarget(...))` puts that gateway in upstream mode
+in front of a (secured) cluster: groupshift answers the group APIs, forwards the data plane, and
+authorizes every client with its own StandardAuthorizer (the `gateway` identity of issue 29;
+the scenario's user, PLAIN there, is a super user, so the checkers judge the migration, not the
+ACLs).
 
 Checkers (`analyse` runs them all):
 
@@ -1545,14 +1550,32 @@ class Scenario:
         return analyse(self.timeline, acked, fences(self.gw, self.group))
 
 
+@dataclass(frozen=True)
+class UpstreamTarget:
+    """A cluster for a scenario's gateway to front (`groupshift serve --upstream`): its bootstrap
+    address and the `upstream.*` settings that reach it (TLS and SASL, issue 29)."""
+
+    bootstrap: str
+    settings: tuple[str, ...] = ()
+
+
 @contextmanager
 def scenario(
-    gateways: Gateways, name: str, sets: Iterable[str] = (), rate: float = 150.0, *, secured: bool = False
+    gateways: Gateways,
+    name: str,
+    sets: Iterable[str] = (),
+    rate: float = 150.0,
+    *,
+    secured: bool = False,
+    upstream: UpstreamTarget | None = None,
 ) -> Iterator[Scenario]:
     """`secured`: every client of the scenario on a SASL_SSL listener with SCRAM-SHA-512 (see
-    `start_secured`); otherwise on the gateway's plaintext listener."""
+    `start_secured`); otherwise on the gateway's plaintext listener. `upstream`: the gateway
+    fronts that cluster (with `secured` only: see `start_secured`)."""
+    if upstream is not None and not secured:
+        raise ValueError("scenario(upstream=...) is implemented for secured=True only")
     if secured:
-        gw = start_secured(gateways, name, [*FAST_GROUP_SETTINGS, *sets])
+        gw = start_secured(gateways, name, [*FAST_GROUP_SETTINGS, *sets], upstream)
     else:
         gw = gateways.start(name, sets=[*FAST_GROUP_SETTINGS, *sets])
     topic, group = f"{name}-topic", f"{name}-group"
@@ -1573,42 +1596,59 @@ def scenario(
 
 
 SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
+PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 SCRAM_USER, SCRAM_PASSWORD = "migration", "migration-secret"
 
 
-def start_secured(gateways: Gateways, name: str, sets: list[str]) -> GatewayProcess:
+def start_secured(
+    gateways: Gateways, name: str, sets: list[str], upstream: UpstreamTarget | None = None
+) -> GatewayProcess:
     """A gateway with a PLAINTEXT listener (first, so `gw.port` stays the plaintext one) and a
     SASL_SSL listener offering SCRAM-SHA-512 with a certificate of a CA made for the run; the
-    scenario's SCRAM user is created over the plaintext listener, then registered in `SECURED`."""
-    from confluent_kafka.admin import (
-        AdminClient,
-        ScramCredentialInfo,
-        ScramMechanism,
-        UserScramCredentialUpsertion,
-    )
+    scenario's SCRAM user is created over the plaintext listener, then registered in `SECURED`.
 
+    With `upstream` the gateway fronts that cluster, and its only listener is SASL_SSL with PLAIN
+    (the user in the JAAS entry) and groupshift's StandardAuthorizer, the scenario's user a super
+    user: in upstream mode every upstream broker gets a listener of the main listener's protocol,
+    so a client on a second listener would be sent to brokers of the first one's protocol; and
+    with PLAINTEXT gone there is no listener to create a SCRAM user on."""
     from harness.certificates import Authority
 
     ca = Authority(gateways.base / f"{name}-certs", "migration")
     server = ca.issue("server", "localhost", server=True)
-    gw = gateways.start(
-        name,
-        sets=[
-            *sets,
-            "listeners=PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
-            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL",
-            "ssl.keystore.type=PEM",
-            f"ssl.keystore.location={server.pem}",
-            "sasl.enabled.mechanisms=SCRAM-SHA-512",
-            f"listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config={SCRAM_MODULE} required;",
-        ],
-    )
-    admin = AdminClient({"bootstrap.servers": gw.bootstrap})
-    upsert = UserScramCredentialUpsertion(
-        SCRAM_USER, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), SCRAM_PASSWORD.encode()
-    )
-    for f in admin.alter_user_scram_credentials([upsert]).values():
-        f.result(timeout=30)
+    tls = ["ssl.keystore.type=PEM", f"ssl.keystore.location={server.pem}"]
+    if upstream is not None:
+        users = f'username="{SCRAM_USER}" password="{SCRAM_PASSWORD}" user_{SCRAM_USER}="{SCRAM_PASSWORD}"'
+        gw = gateways.start(
+            name,
+            sets=[
+                *sets,
+                *upstream.settings,
+                *tls,
+                "listeners=SASL_SSL://127.0.0.1:0",
+                "listener.security.protocol.map=SASL_SSL:SASL_SSL",
+                "sasl.enabled.mechanisms=PLAIN",
+                f"listener.name.sasl_ssl.plain.sasl.jaas.config={PLAIN_MODULE} required {users};",
+                "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                f"super.users=User:{SCRAM_USER}",
+            ],
+            extra_args=("--upstream", upstream.bootstrap),
+        )
+        mechanism, module = "PLAIN", PLAIN_MODULE
+    else:
+        gw = gateways.start(
+            name,
+            sets=[
+                *sets,
+                *tls,
+                "listeners=PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
+                "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL",
+                "sasl.enabled.mechanisms=SCRAM-SHA-512",
+                f"listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config={SCRAM_MODULE} required;",
+            ],
+        )
+        create_scram_user(gw)
+        mechanism, module = "SCRAM-SHA-512", SCRAM_MODULE
     port = int(gw.events("gateway.listening")[-1]["ports"]["SASL_SSL"])
     SECURED[gw.bootstrap] = SecuredListener(
         f"127.0.0.1:{port}",
@@ -1616,13 +1656,28 @@ def start_secured(gateways: Gateways, name: str, sets: list[str]) -> GatewayProc
             "security.protocol": "SASL_SSL",
             "ssl.truststore.type": "PEM",
             "ssl.truststore.location": str(ca.pem),
-            "sasl.mechanism": "SCRAM-SHA-512",
-            "sasl.jaas.config": (
-                f'{SCRAM_MODULE} required username="{SCRAM_USER}" password="{SCRAM_PASSWORD}";'
-            ),
+            "sasl.mechanism": mechanism,
+            "sasl.jaas.config": f'{module} required username="{SCRAM_USER}" password="{SCRAM_PASSWORD}";',
         },
     )
     return gw
+
+
+def create_scram_user(gw: GatewayProcess) -> None:
+    """The scenario's SCRAM-SHA-512 user, created over the gateway's plaintext listener."""
+    from confluent_kafka.admin import (
+        AdminClient,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialUpsertion,
+    )
+
+    admin = AdminClient({"bootstrap.servers": gw.bootstrap})
+    upsert = UserScramCredentialUpsertion(
+        SCRAM_USER, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), SCRAM_PASSWORD.encode()
+    )
+    for f in admin.alter_user_scram_credentials([upsert]).values():
+        f.result(timeout=30)
 
 
 if __name__ == "__main__":

@@ -1,15 +1,19 @@
 """Upstream mode's `gateway` identity (issue 29): groupshift's ACLs decide, for the forwarded
 data plane as for the group APIs it answers itself.
 
-One PLAINTEXT Kafka 4.4 as the upstream cluster, and in front of it a groupshift with a SASL_SSL
-listener (PLAIN users admin, alice, bob, carol; StandardAuthorizer, `super.users=User:admin`);
-the ACLs are created through groupshift with Kafka's CreateAcls (confluent-kafka's AdminClient
-as admin), so they are groupshift's, not the cluster's (which has no authorizer at all).
+One Kafka 4.4 as the upstream cluster, its only listener SASL_SSL with StandardAuthorizer
+(harness.kafka_dist.security; groupshift logs in with SCRAM-SHA-512 as its super user `admin`),
+and in front of it a groupshift with a SASL_SSL listener (PLAIN users admin, alice, bob, carol;
+StandardAuthorizer, `super.users=User:admin`); the ACLs are created through groupshift with
+Kafka's CreateAcls (confluent-kafka's AdminClient as admin), so they are groupshift's, not the
+cluster's (where alice, bob and carol do not even exist).
 
-* Real clients (confluent-kafka, librdkafka): alice without READ on the group is refused the
-  group; with READ on the group but only DESCRIBE on the topic her fetches are refused
-  (TOPIC_AUTHORIZATION_FAILED); with both she consumes everything; bob without WRITE cannot
-  produce; Metadata hides from bob the topic he may not DESCRIBE.
+* Real clients: alice without READ on the group is refused the group; with READ on the group
+  but only DESCRIBE on the topic her fetches are refused (TOPIC_AUTHORIZATION_FAILED); with both
+  she consumes everything. With librdkafka's KIP-848 consumer (confluent-kafka), and with a
+  topic and group of their own each: librdkafka's classic consumer, Kafka's Java consumer
+  (VerifiableConsumer, KIP-848, `--consumer.config` with SASL_SSL) and kafka-python (classic).
+  Bob without WRITE cannot produce; Metadata hides from bob the topic he may not DESCRIBE.
 * Differential, answer by answer, against a secured Kafka 4.4 that serves the same APIs itself
   with the same users and ACLs (e2e/secured_pair.py's SASL_SSL node, the oracle): Metadata,
   auto-creation, ListOffsets, Fetch, Produce, CreateTopics, InitProducerId (scenarios of
@@ -19,6 +23,7 @@ as admin), so they are groupshift's, not the cluster's (which has no authorizer 
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from collections.abc import Iterator
@@ -36,11 +41,15 @@ from e2e.test_differential_acls import SCENARIOS, TOPIC, WRITE, binding, grant, 
 from e2e.tls_certs import Authority
 from e2e.upstream import FAST_UPSTREAM_SETTINGS
 from harness.kafka_dist.cluster import KafkaCluster
+from harness.kafka_dist.java_clients import JavaClients
 from harness.kafka_dist.security import password_of
 from protocol.client_security import ClientSecurity
 from records.batch import build_batch
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
+
+SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
+PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 
 FORWARDED_SCENARIOS = (
     "scenario_metadata_topic_describe",
@@ -63,15 +72,30 @@ class Setup:
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
     base = Path(tmp_path_factory.mktemp("upstream-gateway-acls"))
-    upstream = KafkaCluster("4.4", configs={"offsets.topic.num.partitions": "4"}, workdir=base / "upstream")
+    upstream = KafkaCluster(
+        "4.4",
+        configs={"offsets.topic.num.partitions": "4"},
+        workdir=base / "upstream",
+        security="sasl_ssl",
+        users=("admin",),
+    )
     upstream.start()
+    assert upstream.security is not None
+    upstream_sets = [
+        "upstream.security.protocol=SASL_SSL",
+        "upstream.ssl.truststore.type=PEM",
+        f"upstream.ssl.truststore.location={upstream.security.ca.pem}",
+        "upstream.sasl.mechanism=SCRAM-SHA-512",
+        f"upstream.sasl.jaas.config={SCRAM_MODULE} required "
+        f'username="admin" password="{password_of("admin")}";',
+    ]
     oracle = start_kafka(base / "oracle")
     security = oracle.security
     assert security is not None
     gateways = Gateways(base / "groupshift")
     try:
         server = security.ca.issue("groupshift", "localhost", server=True)
-        sets = [*FAST_UPSTREAM_SETTINGS, *sasl_groupshift_sets(security.ca, server)]
+        sets = [*FAST_UPSTREAM_SETTINGS, *upstream_sets, *sasl_groupshift_sets(security.ca, server)]
         gw = GatewayProcess.start(
             gateways.base / "gw", sets=tuple(sets), extra_args=("--upstream", upstream.bootstrap)
         )
@@ -99,13 +123,21 @@ def conf(s: Setup, user: str) -> dict[str, Any]:
 
 
 def consume(
-    s: Setup, user: str, topic_name: str, group: str, want: int, seconds: float
+    s: Setup,
+    user: str,
+    topic_name: str,
+    group: str,
+    want: int,
+    seconds: float,
+    until: str | None = None,
+    protocol: str = "consumer",
 ) -> tuple[int, list[str]]:
-    """(records read, error names seen) for a KIP-848 consumer of `user`."""
+    """(records read, error names seen) for a librdkafka consumer of `user` (`protocol`: KIP-848
+    `consumer` or `classic`), stopping early once an error named `until` is seen."""
     from confluent_kafka import Consumer
 
     c = Consumer(
-        {**conf(s, user), "group.id": group, "group.protocol": "consumer", "auto.offset.reset": "earliest"}
+        {**conf(s, user), "group.id": group, "group.protocol": protocol, "auto.offset.reset": "earliest"}
     )
     c.subscribe([topic_name])
     read, errors = 0, []
@@ -117,7 +149,7 @@ def consume(
                 continue
             if m.error() is not None:
                 errors.append(m.error().name())
-                if m.error().fatal() or len(errors) > 20:
+                if m.error().fatal() or len(errors) > 20 or errors[-1] == until:
                     break
                 continue
             read += 1
@@ -126,43 +158,120 @@ def consume(
     return read, errors
 
 
-def test_real_clients_are_authorized_by_groupshift(setup: Setup) -> None:
-    from confluent_kafka import KafkaError, Producer
-    from confluent_kafka.admin import (
-        AclBinding,
-        AclOperation,
-        AclPermissionType,
-        AdminClient,
-        NewTopic,
-        ResourcePatternType,
-        ResourceType,
-    )
+def consume_kafka_python(
+    s: Setup, user: str, topic_name: str, group: str, want: int, seconds: float, until: str | None = None
+) -> tuple[int, list[str]]:
+    """As `consume`, with kafka-python's classic consumer; its errors are raised by `poll`, named
+    by Kafka's error name (`message`)."""
+    from kafka import KafkaConsumer
+    from kafka.errors import KafkaError
 
-    t, g = f"orders-{uuid.uuid4().hex[:6]}", f"alice-app-{uuid.uuid4().hex[:6]}"
-    admin = AdminClient(conf(setup, "admin"))
+    sec = s.identities[user]
+    c = KafkaConsumer(
+        topic_name,
+        group_id=group,
+        bootstrap_servers=s.groupshift.bootstrap,
+        security_protocol="SASL_SSL",
+        ssl_context=sec.ssl_context,
+        sasl_mechanism="PLAIN",
+        sasl_plain_username=user,
+        sasl_plain_password=password_of(user),
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+    )
+    read, errors = 0, []
+    deadline = time.monotonic() + seconds
+    try:
+        while read < want and time.monotonic() < deadline:
+            try:
+                batch = c.poll(timeout_ms=500)
+            except KafkaError as e:
+                errors.append(str(getattr(e, "message", type(e).__name__)))
+                if len(errors) > 20 or errors[-1] == until:
+                    break
+                time.sleep(0.2)
+                continue
+            read += sum(len(records) for records in batch.values())
+    finally:
+        c.close()
+    return read, errors
+
+
+JAVA_ERRORS = {
+    "GroupAuthorizationException": "GROUP_AUTHORIZATION_FAILED",
+    "TopicAuthorizationException": "TOPIC_AUTHORIZATION_FAILED",
+}
+
+
+def consume_java(
+    s: Setup, clients: JavaClients, user: str, topic_name: str, group: str, want: int, seconds: float
+) -> tuple[int, list[str]]:
+    """As `consume`, with Kafka's Java consumer (VerifiableConsumer, KIP-848) on SASL_SSL through
+    `--consumer.config`. An authorization exception ends the tool (it is not retriable): its
+    name in the tool's stderr is mapped to Kafka's error name."""
+    props = {
+        "security.protocol": "SASL_SSL",
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(s.ca.pem),
+        "sasl.mechanism": "PLAIN",
+        "sasl.jaas.config": f'{PLAIN_MODULE} required username="{user}" password="{password_of(user)}";',
+    }
+    with (
+        clients.verifiable_consumer(
+            s.groupshift.bootstrap,
+            topic_name,
+            group,
+            group_protocol="consumer",
+            max_messages=want,
+            properties=props,
+        ) as tool,
+        contextlib.suppress(TimeoutError),
+    ):
+        tool.events_until_exit(seconds)
+    stderr = tool.stderr_tail(400)
+    read = sum(int(e.get("count", 0)) for e in tool.events if e.get("name") == "records_consumed")
+    return read, [name for java, name in JAVA_ERRORS.items() if java in stderr]
+
+
+def allow(admin: Any, rtype: Any, name: str, op: Any, principal: str = "User:alice") -> None:
+    from confluent_kafka.admin import AclBinding, AclPermissionType, ResourcePatternType
+
+    acl = AclBinding(rtype, name, ResourcePatternType.LITERAL, principal, "*", op, AclPermissionType.ALLOW)
+    for f in admin.create_acls([acl]).values():
+        f.result(timeout=30)
+
+
+def topic_with_records(s: Setup, prefix: str, records: int = 12) -> tuple[str, str, Any]:
+    """A new 3-partition topic holding `records` records (written by admin) and a group name
+    for it; and admin's AdminClient."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    t, g = f"{prefix}-{uuid.uuid4().hex[:6]}", f"{prefix}-app-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient(conf(s, "admin"))
     admin.create_topics([NewTopic(t, 3, 1)])[t].result(timeout=60)
-    producer = Producer(conf(setup, "admin"))
-    for i in range(12):
+    producer = Producer(conf(s, "admin"))
+    for i in range(records):
         producer.produce(t, f"v{i}".encode())
     assert producer.flush(30) == 0
+    return t, g, admin
 
-    def allow(rtype: Any, name: str, op: Any) -> None:
-        acl = AclBinding(
-            rtype, name, ResourcePatternType.LITERAL, "User:alice", "*", op, AclPermissionType.ALLOW
-        )
-        for f in admin.create_acls([acl]).values():
-            f.result(timeout=30)
 
+def test_real_clients_are_authorized_by_groupshift(setup: Setup) -> None:
+    from confluent_kafka import KafkaError, Producer
+    from confluent_kafka.admin import AclOperation, AdminClient, ResourceType
+
+    t, g, admin = topic_with_records(setup, "orders")
     # no READ on the group: refused the group
-    read, errors = consume(setup, "alice", t, g, 12, 6)
+    read, errors = consume(setup, "alice", t, g, 12, 30, "GROUP_AUTHORIZATION_FAILED")
     assert read == 0 and "GROUP_AUTHORIZATION_FAILED" in errors, errors
     # READ on the group, DESCRIBE only on the topic: assigned, but every fetch refused
-    allow(ResourceType.GROUP, g, AclOperation.READ)
-    allow(ResourceType.TOPIC, t, AclOperation.DESCRIBE)
-    read, errors = consume(setup, "alice", t, g, 12, 15)
+    allow(admin, ResourceType.GROUP, g, AclOperation.READ)
+    allow(admin, ResourceType.TOPIC, t, AclOperation.DESCRIBE)
+    read, errors = consume(setup, "alice", t, g, 12, 30, "TOPIC_AUTHORIZATION_FAILED")
     assert read == 0 and "TOPIC_AUTHORIZATION_FAILED" in errors, errors
     # READ on both: everything
-    allow(ResourceType.TOPIC, t, AclOperation.READ)
+    allow(admin, ResourceType.TOPIC, t, AclOperation.READ)
     read, errors = consume(setup, "alice", t, g, 12, 60)
     assert read == 12, (read, errors)
 
@@ -174,6 +283,59 @@ def test_real_clients_are_authorized_by_groupshift(setup: Setup) -> None:
     assert [e.code() for e in failures] == [KafkaError.TOPIC_AUTHORIZATION_FAILED], failures
     assert t not in AdminClient(conf(setup, "bob")).list_topics(timeout=20).topics
     assert t in AdminClient(conf(setup, "alice")).list_topics(timeout=20).topics
+
+
+def read_as(
+    s: Setup,
+    client: str,
+    java: JavaClients | None,
+    user: str,
+    t: str,
+    g: str,
+    want: int,
+    seconds: float,
+    until: str | None,
+) -> tuple[int, list[str]]:
+    """(records read, error names seen) for `client`'s consumer (see the parametrization)."""
+    if client.startswith("librdkafka"):
+        protocol = "classic" if client == "librdkafka-classic" else "consumer"
+        return consume(s, user, t, g, want, seconds, until, protocol=protocol)
+    if client == "kafka-python-classic":
+        return consume_kafka_python(s, user, t, g, want, seconds, until)
+    assert java is not None
+    return consume_java(s, java, user, t, g, want, seconds)
+
+
+@pytest.mark.parametrize("client", ["librdkafka-classic", "java-kip848", "kafka-python-classic"])
+def test_the_three_cases_with_more_clients(setup: Setup, client: str, request: pytest.FixtureRequest) -> None:
+    """Issue 29's three cases in the `gateway` identity with the clients the test above leaves
+    out: refused the group without READ on it, refused the fetches without READ on the topic,
+    everything with both."""
+    java: JavaClients | None = (
+        request.getfixturevalue("kafka_clients4") if client.startswith("java") else None
+    )
+    three_cases(setup, client, java)
+
+
+def three_cases(setup: Setup, client: str, java: JavaClients | None) -> None:
+    """alice, with `client` (see `read_as`), on a topic and group of her own: refused the group
+    without READ on it; with READ on the group and DESCRIBE only on the topic, refused the
+    fetches; with READ on both, reads every record."""
+    from confluent_kafka.admin import AclOperation, ResourceType
+
+    t, g, admin = topic_with_records(setup, client)
+    read, errors = read_as(setup, client, java, "alice", t, g, 12, 30, "GROUP_AUTHORIZATION_FAILED")
+    print(f"{client}: group refused: {read} read, errors {errors}")
+    assert read == 0 and "GROUP_AUTHORIZATION_FAILED" in errors, (client, errors)
+    allow(admin, ResourceType.GROUP, g, AclOperation.READ)
+    allow(admin, ResourceType.TOPIC, t, AclOperation.DESCRIBE)
+    read, errors = read_as(setup, client, java, "alice", t, g, 12, 30, "TOPIC_AUTHORIZATION_FAILED")
+    print(f"{client}: topic refused: {read} read, errors {errors}")
+    assert read == 0 and "TOPIC_AUTHORIZATION_FAILED" in errors, (client, errors)
+    allow(admin, ResourceType.TOPIC, t, AclOperation.READ)
+    read, errors = read_as(setup, client, java, "alice", t, g, 12, 60, None)
+    print(f"{client}: both granted: {read} read, errors {errors}")
+    assert read == 12, (client, read, errors)
 
 
 def scenario_produce_per_topic(s: Session) -> None:

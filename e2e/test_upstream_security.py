@@ -19,7 +19,13 @@ groupshift sends upstream (per-broker links, metadata, offsets import and mirror
   take the token through `oauth_cb`): tokens are refreshed and links re-authenticate with them,
   the group's commits go through the shard's transactional producer; when the endpoint
   starts refusing, links whose token expired fail and their clients are disconnected; once
-  it answers again, new clients get through.
+  it answers again, new clients get through;
+* a live migration with every client on SASL_SSL: groupshift (one SASL_SSL listener with
+  PLAIN and its own StandardAuthorizer, the `gateway` identity) in front of this
+  cluster, a rolling upgrade of a classic group (kafka-python and confluent-kafka, eager
+  `range`) to KIP-848 members (confluent-kafka) and a rolling downgrade to classic members
+  (aiokafka and kafka-python) while a producer writes continuously; the checkers of
+  e2e/migration.py pass, and the upstream links re-authenticated meanwhile.
 """
 
 from __future__ import annotations
@@ -41,9 +47,11 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from e2e.conftest import Gateways
 from e2e.expected import PARTITIONS
 from e2e.groups import ConfluentMember, KafkaPythonMember, Ledger, produce, wait_until
 from e2e.harness import GatewayProcess
+from e2e.migration import UpstreamTarget, scenario
 from e2e.scaleout import wait_fleet
 from e2e.upstream import FAST_UPSTREAM_SETTINGS, Endpoint, create_replicated_topic, gateway_offsets, run_until
 from harness.certificates import PASSWORD, Authority, Issued
@@ -343,3 +351,39 @@ def test_oauthbearer_token_refresh_and_refusal(upstream: Upstream) -> None:
         _consume(gw, topic, 120, {"classic": lambda led, g: KafkaPythonMember("ok", led, gw.bootstrap, g)})
     finally:
         assert gw.stop() == 0
+
+
+def test_live_migration_with_every_client_on_sasl_ssl(upstream: Upstream, gateways: Gateways) -> None:
+    """Issue 29: a rolling upgrade then downgrade through groupshift, SASL_SSL on both legs."""
+    target = UpstreamTarget(
+        upstream.cluster.bootstrap, tuple(s for s in upstream.settings() if s.startswith("upstream."))
+    )
+    with scenario(gateways, "upsec-mig", ["metrics.listen=127.0.0.1:0"], secured=True, upstream=target) as sc:
+        cast = sc.cast
+        classic = [cast.classic("kafka-python-range"), cast.classic("confluent-range")]
+        sc.step("classic", "two classic range members")
+        upgraded = []
+        for i, old in enumerate(classic):
+            upgraded.append(cast.confluent("consumer"))
+            sc.step("consumer", f"upgrade {i + 1}/2: {upgraded[-1].name} joined")
+            old.stop()
+            sc.step("consumer", f"upgrade {i + 1}/2: {old.name} left")
+        downgraded = []
+        for i, (old, kind) in enumerate(zip(upgraded, ("aiokafka-range", "kafka-python-range"), strict=True)):
+            downgraded.append(cast.classic(kind))
+            sc.step("consumer", f"downgrade {i + 1}/2: {downgraded[-1].name} joined")
+            old.stop()
+            sc.step("classic" if i == 1 else "consumer", f"downgrade {i + 1}/2: {old.name} left")
+        assert sc.conversions() == [("classic", "consumer"), ("consumer", "classic")]
+        report = sc.finish()
+        print(f"SASL_SSL upstream rolling upgrade and downgrade: {report}")
+        assert report.handovers >= 8
+        metrics = sc.gw.metrics()
+        logins = sum(
+            float(line.rsplit(" ", 1)[1])
+            for line in metrics.splitlines()
+            if line.startswith("groupshift_sasl_authentications_total{") and 'listener="SASL_SSL"' in line
+        )
+        assert logins >= 7, metrics  # the producer, six members and the observers
+        assert not sc.gw.events("upstream.authentication_failed")
+        assert sc.gw.events("upstream.reauthenticated")  # the run outlived connections.max.reauth.ms

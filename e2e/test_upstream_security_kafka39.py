@@ -11,6 +11,12 @@ transactional producer over SASL_SSL); a KIP-848 consumer (librdkafka) and a cla
 through groupshift and commit (transactions on the shard partitions); node 1002 is SIGKILLed,
 the others take its shards over (reading them back from the cluster) and the classic group,
 restarted, resumes from its commit. About 1.5 minutes here, half of it the three JVMs.
+
+On the same cluster, the `gateway` identity (issue 29): one groupshift with a SASL_SSL listener
+(PLAIN users, its own StandardAuthorizer) in front of it; a principal without READ on a group is
+refused the group, without READ on a topic cannot fetch it, with both consumes, for librdkafka
+(KIP-848 and classic), Kafka's Java consumer and kafka-python
+(e2e/test_upstream_gateway_acls.py's cases, run there against Kafka 4.4).
 """
 
 from __future__ import annotations
@@ -25,8 +31,11 @@ from e2e.expected import PARTITIONS
 from e2e.groups import ConfluentMember, KafkaPythonMember, Ledger, produce
 from e2e.harness import GatewayProcess
 from e2e.scaleout import fleet_settings, group_on, wait_fleet
-from e2e.upstream import Endpoint, create_replicated_topic, gateway_offsets, run_until
+from e2e.secured_pair import USERS, plain_login, sasl_groupshift_sets
+from e2e.test_upstream_gateway_acls import Setup, three_cases
+from e2e.upstream import FAST_UPSTREAM_SETTINGS, Endpoint, create_replicated_topic, gateway_offsets, run_until
 from harness.kafka_dist import KafkaCluster
+from harness.kafka_dist.java_clients import JavaClients
 from harness.kafka_dist.security import password_of
 from tests.plugins.kafka import skip_without_tools
 
@@ -58,17 +67,24 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
         cluster.stop()
 
 
-def _node(cluster: KafkaCluster, base: Path, node_id: int) -> GatewayProcess:
+def upstream_settings(cluster: KafkaCluster) -> list[str]:
+    """SCRAM-SHA-256 over TLS (a PEM truststore) as the cluster's super user `admin`."""
     security = cluster.security
     assert security is not None
     jaas = f'{SCRAM} required username="admin" password="{password_of("admin")}";'
-    sets = [
-        *fleet_settings(node_id, SHARDS, topic="gs-coordinator", fleet="gs-fleet"),
+    return [
         "upstream.security.protocol=SASL_SSL",
         f"upstream.ssl.truststore.location={security.ca.pem}",
         "upstream.ssl.truststore.type=PEM",
         "upstream.sasl.mechanism=SCRAM-SHA-256",
         f"upstream.sasl.jaas.config={jaas}",
+    ]
+
+
+def _node(cluster: KafkaCluster, base: Path, node_id: int) -> GatewayProcess:
+    sets = [
+        *fleet_settings(node_id, SHARDS, topic="gs-coordinator", fleet="gs-fleet"),
+        *upstream_settings(cluster),
     ]
     return GatewayProcess.start(
         base / f"n{node_id}", sets=sets, extra_args=("--upstream", cluster.bootstrap), start_timeout=60
@@ -121,3 +137,23 @@ def test_scale_out_fleet_over_sasl_ssl(cluster: KafkaCluster, tmp_path: Path) ->
         for gw in nodes:
             if gw.alive():
                 gw.stop()
+
+
+def test_gateway_identity_acls_on_kafka39(
+    cluster: KafkaCluster, tmp_path: Path, kafka_clients4: JavaClients
+) -> None:
+    """The three cases of issue 29 in the `gateway` identity, groupshift's ACLs deciding, with
+    every client library, in front of the three-broker SASL_SSL Kafka 3.9."""
+    security = cluster.security
+    assert security is not None
+    server = security.ca.issue("groupshift", "localhost", server=True)
+    sets = [*FAST_UPSTREAM_SETTINGS, *upstream_settings(cluster), *sasl_groupshift_sets(security.ca, server)]
+    gw = GatewayProcess.start(tmp_path / "gw", sets=sets, extra_args=("--upstream", cluster.bootstrap))
+    try:
+        identities = {u: plain_login(security.ca, u) for u in USERS}
+        setup = Setup("", gw, security.ca, identities)
+        for client in ("librdkafka-kip848", "librdkafka-classic", "kafka-python-classic", "java-kip848"):
+            three_cases(setup, client, kafka_clients4 if client.startswith("java") else None)
+        assert not gw.events("upstream.authentication_failed")
+    finally:
+        assert gw.stop() == 0, gw.log_tail()

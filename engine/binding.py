@@ -21,8 +21,17 @@ stale; a request carrying it then meets what Kafka would answer (a new member jo
 client-generated id, a new static member under a released instance id), and it binds the id to
 its own principal if it creates it again. So a principal that loses its member (a certificate
 rotated to a new subject, a restarted static member under a new principal) gets its id or
-instance id back once the old member's session expired, and stale bindings never block anything;
-`bind` sweeps them out so the table stays within twice the live ids (plus `SWEEP_MIN`).
+instance id back once the old member's session expired, and stale bindings never block anything.
+
+Why the table holds only live ids: a soak (10 members replaced a second) showed the table as the
+one thing growing in the server, because a stale binding stayed until a sweep and a shard swept
+only past `SWEEP_MIN` entries, which a shard of 200 members takes hours of churn to reach (the
+server has 50 shards). So a consumer-group member whose records are deleted (it left, was fenced,
+its session expired, a static member was replaced) queues its ids (`member_left`, from the
+replay of its tombstone), and `Shard.commit` forgets those still not live once the whole
+operation is applied (a conversion to a classic group keeps the same ids live). Classic groups
+change their members in place, without records per member, so their departed ids are left to
+the sweep in `bind`, which keeps the table within twice the live ids plus `SWEEP_MIN`.
 
 Why in memory only: Kafka's member records have no principal field, and a field or record of
 groupshift's own in `__consumer_offsets` would have to stay invisible to Kafka's tools and older
@@ -53,9 +62,9 @@ INSTANCE = "instance"
 # (group id, MEMBER or INSTANCE, the id)
 Key = tuple[str, str, str]
 
-# The table is swept of stale bindings when it grows past twice its size after the last sweep,
-# and never below this many entries (so small shards never sweep).
-SWEEP_MIN = 1024
+# The table is swept of stale bindings (classic members that left) when it grows past twice its
+# size after the last sweep, and never below this many entries (so small shards rarely sweep).
+SWEEP_MIN = 128
 
 REFUSED_EVENT = "member.binding_refused"
 REASON = "member id bound to another principal"
@@ -99,11 +108,14 @@ def is_live(group: object, kind: str, ident: str) -> bool:
 class MemberBindings:
     """The principal each live member id and instance id of a shard is bound to."""
 
-    __slots__ = ("_principals", "_sweep_at")
+    __slots__ = ("_principals", "_sweep_at", "departed")
 
     def __init__(self) -> None:
         self._principals: dict[Key, str] = {}
         self._sweep_at = SWEEP_MIN
+        # Bound keys of consumer-group members whose records were just deleted, to forget at the
+        # end of the operation unless live again (`forget_departed`).
+        self.departed: list[Key] = []
 
     def __len__(self) -> int:
         return len(self._principals)
@@ -166,6 +178,26 @@ class MemberBindings:
         """Bind a member id the coordinator has just generated for `principal`'s request."""
         self._principals[key] = principal
         self._maybe_sweep(groups)
+
+    def member_left(self, group_id: str, member_id: str, instance_id: str | None) -> None:
+        """A consumer-group member's records were deleted: its bound ids are forgotten at the end
+        of the operation (`forget_departed`) unless live again by then."""
+        principals = self._principals
+        key = (group_id, MEMBER, member_id)
+        if key in principals:
+            self.departed.append(key)
+        if instance_id:
+            key = (group_id, INSTANCE, instance_id)
+            if key in principals:
+                self.departed.append(key)
+
+    def forget_departed(self, groups: Mapping[str, object]) -> None:
+        """Drop the departed keys that are not live once the operation is applied."""
+        principals = self._principals
+        for key in self.departed:
+            if not is_live(groups.get(key[0]), key[1], key[2]):
+                principals.pop(key, None)
+        self.departed.clear()
 
     def _maybe_sweep(self, groups: Mapping[str, object]) -> None:
         if len(self._principals) <= self._sweep_at:

@@ -34,7 +34,7 @@ class MetadataImage:
     every coordinator shard compares images on every topic change, and with thousands of topics
     a full comparison per shard would stall the event loop."""
 
-    __slots__ = ("__weakref__", "_base", "_by_id", "_by_name", "_changed", "version")
+    __slots__ = ("__weakref__", "_base", "_by_id", "_by_name", "_changed", "_delta", "version")
 
     def __init__(self, topics: Iterable[TopicImage] = (), version: int = 0) -> None:
         self._by_name: dict[str, TopicImage] = {}
@@ -45,6 +45,8 @@ class MetadataImage:
         self.version = version
         self._base: weakref.ref[MetadataImage] | None = None
         self._changed: frozenset[str] = frozenset()
+        # The last `delta` asked of this image: (the older image, by weak reference; the delta)
+        self._delta: tuple[weakref.ref[MetadataImage], TopicDelta] | None = None
 
     EMPTY: MetadataImage
 
@@ -106,6 +108,30 @@ class MetadataImage:
         changed = {n for n, t in newer._by_name.items() if (o := mine.get(n)) is not t and o != t}
         changed.update(n for n in mine if n not in newer._by_name)
         return changed
+
+    def delta(self, newer: MetadataImage) -> TopicDelta:
+        """What changed from this image to `newer`, computed once per pair and kept on `newer`:
+        every coordinator shard (50 by default) installs the same new image, and each used to
+        compute the same sets again on the event loop."""
+        cached = newer._delta
+        if cached is not None and cached[0]() is self:
+            return cached[1]
+        changed = frozenset(self.changed_topic_names(newer))
+        mine, theirs = self._by_name, newer._by_name
+        deleted = frozenset(n for n in changed if n not in theirs)
+        created = frozenset(n for n in changed if n not in mine)
+        delta = TopicDelta(changed, created | deleted, deleted)
+        newer._delta = (weakref.ref(self), delta)
+        return delta
+
+
+@dataclass(frozen=True, slots=True)
+class TopicDelta:
+    """Topic names that differ between two images (`MetadataImage.delta`)."""
+
+    changed: frozenset[str]  # created, deleted, or with another partition count or racks
+    created_or_deleted: frozenset[str]
+    deleted: frozenset[str]
 
 
 MetadataImage.EMPTY = MetadataImage()

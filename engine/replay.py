@@ -149,6 +149,12 @@ def _replay_consumer_record(st: ShardState, record: CoordinatorRecord, warnings:
             )
         del st.groups[key.group_id]
         return
+    if value is None and type(key) is ConsumerGroupMemberMetadataKey:
+        # The member is gone: its bound ids go too (`engine.binding`), once the operation is
+        # applied (`Shard.commit`).
+        gone = group.members.get(key.member_id)
+        if gone is not None:
+            st.bindings.member_left(key.group_id, key.member_id, gone.instance_id)
     apply_record(group, record)
 
 

@@ -269,6 +269,8 @@ class Shard:
             apply_group_changes(self.state, op.group_changes)
         if op._after:
             op.run_after()
+        if self.state.bindings.departed:
+            self.state.bindings.forget_departed(self.state.groups)
         if op.timers:
             apply_timer_changes(self.timers, op.timers, self.state.now_ms)
         completions: Any = op.completions
@@ -617,22 +619,22 @@ class Shard:
         if now_ms is not None:
             self.tick(now_ms)
         old, self.state.image = self.state.image, image
-        changed = old.changed_topic_names(image)
+        # Computed once for all shards (`MetadataImage.delta`); per group, a lookup per changed
+        # name in its subscription indexes, not a copy of its subscribed topics.
+        delta = old.delta(image)
         op = Operation()
         marked: set[str] = set()
-        if changed:
-            created_or_deleted = {n for n in changed if (old.topic(n) is None) != (image.topic(n) is None)}
+        if delta.changed:
             for gid, group in self.groups.items():
-                if not isinstance(group, ConsumerGroup):
+                if type(group) is not ConsumerGroup:
                     continue
-                if (group.subscribed_regexes and created_or_deleted) or not changed.isdisjoint(
-                    group.subscribed_topic_names()
+                if (group.subscribed_regexes and delta.created_or_deleted) or group.subscribes_to_any(
+                    delta.changed
                 ):
                     group.metadata_refresh_needed = True
                     marked.add(gid)
-            deleted = {n for n in changed if image.topic(n) is None}
-            if deleted:
-                offsets_ops.offsets_of_deleted_topics(self.state, deleted, op)
+            if delta.deleted:
+                offsets_ops.offsets_of_deleted_topics(self.state, set(delta.deleted), op)
         return self.commit(op, marked)
 
     # --- load --------------------------------------------------------------------------------

@@ -213,7 +213,7 @@ def test_partitions_beyond_max_partitions_are_refused_with_policy_violation(tmp_
     )
     assert plane.topic("b") is None and not (tmp_path / "b-0").exists()
     with pytest.raises(TopicError) as e:
-        plane.add_partitions("a", 11)
+        asyncio.run(plane.add_partitions("a", 11))
     assert e.value.code == ErrorCode.policy_violation
     topic = plane.topic("a")
     assert topic is not None and topic.partitions == 6 and not (tmp_path / "a-6").exists()

@@ -214,13 +214,49 @@ def test_topic_names_follow_kafka_rules() -> None:
     assert topic_name_error("a" * 249) is None
 
 
+def test_adding_partitions_writes_its_files_off_the_event_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CreatePartitions (issue 27): the new partitions' directories and logs and the registry
+    are written on a worker thread, as CreateTopics does, and the result is durable."""
+    on_thread: list[int] = []
+
+    async def scenario() -> None:
+        plane = DataPlane(tmp_path, num_partitions=1)
+        plane.create_topic("t")
+        real_create, real_write = plane._create_partitions, plane.topics.write
+
+        def create(topic: Any, indexes: range) -> Any:
+            on_thread.append(threading.get_ident())
+            return real_create(topic, indexes)
+
+        def write(by_name: Any) -> None:
+            on_thread.append(threading.get_ident())
+            real_write(by_name)
+
+        monkeypatch.setattr(plane, "_create_partitions", create)
+        monkeypatch.setattr(plane.topics, "write", write)
+        grown = await plane.add_partitions("t", 40)
+        assert grown.partitions == 40 and plane.topic("t") == grown
+        assert len(on_thread) == 2 and threading.get_ident() not in on_thread
+        first, last = plane.partition("t", 0), plane.partition("t", 39)
+        assert first is not None and last is not None and first.topic == last.topic == grown
+        await plane.close()
+
+    asyncio.run(scenario())
+    reopened = DataPlane(tmp_path, num_partitions=1)
+    topic = reopened.topic("t")
+    assert topic is not None and topic.partitions == 40 and reopened.partition("t", 39) is not None
+    asyncio.run(reopened.close())
+
+
 def test_topic_changes_are_durable_and_reported_with_the_new_image(tmp_path: Path) -> None:
     async def scenario() -> None:
         plane = DataPlane(tmp_path, num_partitions=2)
         seen: list[tuple[TopicChange, MetadataImage]] = []
         unsubscribe = plane.subscribe(lambda change, image: seen.append((change, image)))
         created = plane.create_topic("orders")
-        grown = plane.add_partitions("orders", 5)
+        grown = await plane.add_partitions("orders", 5)
         assert created.topic_id.int != 0 and grown.topic_id == created.topic_id
         assert [(c.kind, c.topic.partitions, c.previous_partitions) for c, _ in seen] == [
             ("created", 2, None),
@@ -234,7 +270,7 @@ def test_topic_changes_are_durable_and_reported_with_the_new_image(tmp_path: Pat
         )
         assert image.version > seen[0][1].version
         with pytest.raises(TopicError) as shrink:
-            plane.add_partitions("orders", 3)
+            await plane.add_partitions("orders", 3)
         assert shrink.value.code == ErrorCode.invalid_partitions
         with pytest.raises(TopicError) as dup:
             plane.create_topic("orders")

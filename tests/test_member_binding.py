@@ -174,6 +174,48 @@ def test_the_same_principal_everywhere_changes_nothing() -> None:
     assert r.error_code == 0
 
 
+def test_the_bindings_of_members_that_leave_are_forgotten_at_once() -> None:
+    """The soak's churn (members replaced one by one, half leaving with epoch -1, half expiring
+    by session timeout, static members replaced) leaves exactly the live ids in the table, far
+    below `SWEEP_MIN`: before, every departed id stayed until a sweep, which a shard of 200 members
+    does not reach in hours, and the table was what grew in the soak."""
+    h = Harness()
+    as_(h, ALICE)
+    live: list[str] = []
+    for i in range(3 * SWEEP_MIN):
+        member = f"m{i}"
+        assert h.join(member, instance_id="i-static" if i % 7 == 0 else None).error_code == 0
+        live.append(member)
+        if len(live) > 4:
+            gone = live.pop(0)
+            if i % 3 == 0:  # goes silent: its session expires
+                h.advance(45_001)
+                live = [m for m in live if m in h.group.members]
+            else:
+                epoch = h.member(gone).member_epoch if gone in h.group.members else 0
+                h.hb(member_id=gone, member_epoch=-1 if epoch else 0)
+        keys = {k for k in h.shard.state.bindings._principals}
+        expected = {("g", "member", m) for m in h.group.members} | {
+            ("g", "instance", i) for i in h.group.static_members
+        }
+        assert keys == expected, i
+    assert len(h.shard.state.bindings) <= 6 and not h.shard.state.bindings.departed
+
+
+def test_a_converted_groups_member_ids_stay_bound() -> None:
+    """A member's records deleted by an operation that keeps the id live (here a static member
+    replaced under the same instance id) does not lose the instance binding."""
+    h = Harness()
+    as_(h, ALICE)
+    h.join("a1", instance_id="i-a")
+    h.hb(member_id="a1", member_epoch=-2, instance_id="i-a")  # a static member's temporary leave
+    assert h.join("a2", instance_id="i-a").error_code == 0
+    bindings = h.shard.state.bindings
+    assert bindings.principal_of(("g", "instance", "i-a")) == ALICE
+    assert bindings.principal_of(("g", "member", "a1")) is None  # replaced: forgotten
+    assert bindings.principal_of(("g", "member", "a2")) == ALICE
+
+
 def test_stale_bindings_are_swept() -> None:
     bindings = MemberBindings()
     for i in range(SWEEP_MIN + 1):

@@ -167,6 +167,23 @@ class ConsumerGroup:
     def subscribed_topic_names(self) -> set[str]:
         return set(self.subscribed_topic_counts())
 
+    def subscribes_to_any(self, names: frozenset[str]) -> bool:
+        """Is any of `names` among the topics the members subscribe to, by name or through a
+        resolved regex? (`subscribed_topic_names` without building the set: a metadata update
+        asks every group of every shard.)"""
+        by_name = self._subscribed_names
+        if len(names) <= len(by_name):
+            if any(n in by_name for n in names):
+                return True
+        elif any(n in names for n in by_name):
+            return True
+        resolved = self.resolved_regexes
+        for regex in self.subscribed_regexes:
+            r = resolved.get(regex)
+            if r is not None and not r.topics.isdisjoint(names):
+                return True
+        return False
+
     def server_assignor_counts(self) -> dict[str, int]:
         return dict(self._server_assignors)
 

@@ -230,13 +230,3 @@ class TopicRegistry:
         del self._by_id[topic.topic_id]
         self._collisions.pop(_collision_key(name), None)
         return topic
-
-    def set_partitions(self, name: str, partitions: int) -> TopicInfo:
-        old = self._by_name[name]
-        if partitions < old.partitions:
-            raise ValueError("partitions can only be added")
-        topic = TopicInfo(name, old.topic_id, partitions)
-        self._persist({**self._by_name, name: topic})
-        self._by_name[name] = topic
-        self._by_id[topic.topic_id] = topic
-        return topic

@@ -233,9 +233,9 @@ class TopicsAdminApi:
 
     async def create_partitions(self, ctx: RequestContext, header: Any, request: Any) -> Any:
         async with self.plane.topic_changes:  # not while a creation writes the registry
-            return self._create_partitions(request)
+            return await self._create_partitions(request)
 
-    def _create_partitions(self, request: Any) -> Any:
+    async def _create_partitions(self, request: Any) -> Any:
         counts = Counter(t.name for t in request.topics)
         node = self.cluster.node.node_id
         results = []
@@ -259,7 +259,7 @@ class TopicsAdminApi:
                             f"Every new partition must be assigned to [{node}], the only node.",
                         )
                 if not request.validate_only:
-                    self.plane.add_partitions(t.name, t.count)
+                    await self.plane.add_partitions(t.name, t.count)
                 out["error_code"] = ErrorCode.none
             except TopicError as e:
                 out.update(error_code=e.code, error_message=e.message)

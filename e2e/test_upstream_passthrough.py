@@ -74,6 +74,21 @@ def _allow(admin: Any, principal: str, rtype: Any, name: str, *ops: Any) -> None
         f.result(timeout=30)
 
 
+def passthrough_sets(ca: Authority) -> list[str]:
+    """groupshift's side of passthrough: an SSL listener (a certificate of the cluster's CA, so
+    the clients' one truststore serves both), no SASL and no authorizer of its own."""
+    server = ca.issue("groupshift", "localhost", server=True)
+    props = {
+        "listeners": "SSL://127.0.0.1:0",
+        "listener.security.protocol.map": "SSL:SSL",
+        "ssl.keystore.type": "PKCS12",
+        "ssl.keystore.location": str(server.p12),
+        "ssl.keystore.password": PASSWORD,
+        "upstream.identity": "passthrough",
+    }
+    return [f"{k}={v}" for k, v in props.items()]
+
+
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
     from confluent_kafka import Producer
@@ -100,21 +115,14 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
             seed.produce(topic, f"v{i}".encode())
         assert seed.flush(30) == 0
 
-        server = ca.issue("groupshift", "localhost", server=True)
-        props = {
-            "listeners": "SSL://127.0.0.1:0",
-            "listener.security.protocol.map": "SSL:SSL",
-            "ssl.keystore.type": "PKCS12",
-            "ssl.keystore.location": str(server.p12),
-            "ssl.keystore.password": PASSWORD,
-            "upstream.identity": "passthrough",
+        own = {
             "upstream.security.protocol": "SASL_SSL",
             "upstream.ssl.truststore.location": str(ca.pem),
             "upstream.ssl.truststore.type": "PEM",
             "upstream.sasl.mechanism": "PLAIN",
             "upstream.sasl.jaas.config": f'{PLAIN} required username="admin" password="{ADMIN_PASSWORD}";',
         }
-        sets = [*FAST_UPSTREAM_SETTINGS, *(f"{k}={v}" for k, v in props.items())]
+        sets = [*FAST_UPSTREAM_SETTINGS, *(f"{k}={v}" for k, v in own.items()), *passthrough_sets(ca)]
         gw = GatewayProcess.start(
             gateways.base / "gw", sets=tuple(sets), extra_args=("--upstream", cluster.bootstrap)
         )

@@ -214,7 +214,7 @@ class ClusterAclProbes:
     def _handle(
         self, conn: KafkaConnection, frame: bytes, slot: ResponseSlot, api_key: int, round_: int
     ) -> None:
-        conn.ctx.attributes.pop(MISSES, None)
+        self._background(conn)  # questions asked since the last request (an async handler's)
         if api_key not in READ_ONLY or round_ >= MAX_ROUNDS:
             self.inner(conn, frame, slot)
             self._background(conn)

@@ -16,7 +16,9 @@ On the same cluster, the `gateway` identity (issue 29): one groupshift with a SA
 (PLAIN users, its own StandardAuthorizer) in front of it; a principal without READ on a group is
 refused the group, without READ on a topic cannot fetch it, with both consumes, for librdkafka
 (KIP-848 and classic), Kafka's Java consumer and kafka-python
-(e2e/test_upstream_gateway_acls.py's cases, run there against Kafka 4.4).
+(e2e/test_upstream_gateway_acls.py's cases, run there against Kafka 4.4). Then the same cases
+in the `passthrough` identity: groupshift's listener is SSL only, every client logs in to the
+cluster through it (users admin, alice, bob, carol), and the cluster's ACLs decide.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from e2e.harness import GatewayProcess
 from e2e.scaleout import fleet_settings, group_on, wait_fleet
 from e2e.secured_pair import USERS, plain_login, sasl_groupshift_sets
 from e2e.test_upstream_gateway_acls import Setup, three_cases
+from e2e.test_upstream_passthrough import passthrough_sets
 from e2e.upstream import FAST_UPSTREAM_SETTINGS, Endpoint, create_replicated_topic, gateway_offsets, run_until
 from harness.kafka_dist import KafkaCluster
 from harness.kafka_dist.java_clients import JavaClients
@@ -59,7 +62,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
         "transaction.state.log.num.partitions": "4",
     }
     cluster = KafkaCluster(
-        "3.9", brokers=3, configs=configs, workdir=base / "kafka", security="sasl_ssl", users=("admin",)
+        "3.9", brokers=3, configs=configs, workdir=base / "kafka", security="sasl_ssl", users=USERS
     )
     try:
         yield cluster.start()
@@ -148,6 +151,27 @@ def test_gateway_identity_acls_on_kafka39(
     assert security is not None
     server = security.ca.issue("groupshift", "localhost", server=True)
     sets = [*FAST_UPSTREAM_SETTINGS, *upstream_settings(cluster), *sasl_groupshift_sets(security.ca, server)]
+    gw = GatewayProcess.start(tmp_path / "gw", sets=sets, extra_args=("--upstream", cluster.bootstrap))
+    try:
+        identities = {u: plain_login(security.ca, u) for u in USERS}
+        setup = Setup("", gw, security.ca, identities)
+        for client in ("librdkafka-kip848", "librdkafka-classic", "kafka-python-classic", "java-kip848"):
+            three_cases(setup, client, kafka_clients4 if client.startswith("java") else None)
+        assert not gw.events("upstream.authentication_failed")
+    finally:
+        assert gw.stop() == 0, gw.log_tail()
+
+
+def test_passthrough_identity_acls_on_kafka39(
+    cluster: KafkaCluster, tmp_path: Path, kafka_clients4: JavaClients
+) -> None:
+    """The same three cases in the `passthrough` identity: groupshift's listener is SSL only,
+    each client's SASL login is relayed to the cluster (to each of the three brokers, through
+    its per-broker listener), and the ACLs, created through groupshift by admin, are the
+    cluster's: CreateAcls is relayed as admin's own request."""
+    security = cluster.security
+    assert security is not None
+    sets = [*FAST_UPSTREAM_SETTINGS, *upstream_settings(cluster), *passthrough_sets(security.ca)]
     gw = GatewayProcess.start(tmp_path / "gw", sets=sets, extra_args=("--upstream", cluster.bootstrap))
     try:
         identities = {u: plain_login(security.ca, u) for u in USERS}

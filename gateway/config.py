@@ -417,7 +417,26 @@ def resolve_config(settings: Mapping[str, Any], origins: Mapping[str, str] | Non
         )
     except ValidationError as e:
         raise ConfigError(_explain(e, SERVER_KEYS, origins)) from None
+    if upstream_config is not None and upstream_config.identity == "passthrough":
+        _check_passthrough(config)
     return LoadedConfig(config, tuple(sorted(ignored)))
+
+
+def _check_passthrough(config: ServerConfig) -> None:
+    """`upstream.identity=passthrough`: the cluster authenticates and authorizes, so groupshift's
+    listeners must not (a SASL listener would consume the login it has to relay; groupshift's
+    own ACLs would be a second source of truth)."""
+    if config.authorizer_class_name:
+        raise ConfigError(
+            "authorizer.class.name cannot be set with upstream.identity=passthrough: the cluster's ACLs "
+            "decide (probed per client, docs/security.md)"
+        )
+    sasl = [listener.name for listener in config.served_listeners if listener.uses_sasl]
+    if sasl:
+        raise ConfigError(
+            f"listeners {', '.join(sasl)}: SASL listeners cannot serve upstream.identity=passthrough, which "
+            "relays each client's SASL login to the cluster; use SSL or PLAINTEXT listeners"
+        )
 
 
 def _check_listeners(server: Mapping[str, Any], tls: Mapping[str, str], origins: Mapping[str, str]) -> None:

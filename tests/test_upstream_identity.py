@@ -24,12 +24,10 @@ T, X = ResourceType.TOPIC, ResourceType.TRANSACTIONAL_ID
 Op = AclOperation
 
 
-def test_identity_defaults_to_gateway_and_passthrough_is_refused_by_name() -> None:
+def test_identity_defaults_to_gateway_and_unknown_modes_are_refused_by_name() -> None:
     cfg = build_config({"upstream.bootstrap.servers": "h:9092"})
     assert cfg.upstream is not None and cfg.upstream.identity == "gateway"
-    with pytest.raises(ConfigError, match=r"upstream\.identity=passthrough is not yet supported"):
-        build_config({"upstream.bootstrap.servers": "h:9092", "upstream.identity": "passthrough"})
-    with pytest.raises(ConfigError, match=r"upstream\.identity must be gateway"):
+    with pytest.raises(ConfigError, match=r"upstream\.identity must be gateway or passthrough"):
         build_config({"upstream.bootstrap.servers": "h:9092", "upstream.identity": "cluster"})
 
 

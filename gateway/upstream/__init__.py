@@ -64,6 +64,12 @@ def install_upstream_mode(server: GatewayServer) -> UpstreamProxy:
         service._on_topic_change(None, image)
 
     cluster.on_image.append(on_image)
+    if proxy.probes is not None:
+        # passthrough: every terminated API behind Kafka's rule, answered by the cluster's ACLs
+        # (gateway.upstream.passthrough); groupshift has no authorizer of its own then.
+        from gateway.authorizer.checks import install_checks
+
+        install_checks(server.registry, proxy.probes.authorizer, proxy.probes.topics)  # type: ignore[arg-type]
 
     def start(loop: Any) -> None:
         proxy.start(loop)

@@ -127,8 +127,21 @@ class UpstreamConfig(BaseModel):
     )
     # Whose principal the cluster sees (issue 29): `gateway`, groupshift's own, with every
     # forwarded request authorized by groupshift's ACLs (gateway.upstream.forwarded_acls);
-    # `passthrough` (each client's own SASL exchange relayed) is not built yet.
+    # `passthrough`, each client's own SASL exchange relayed to the cluster on the client's own
+    # link, the group APIs authorized by probes of the cluster's ACLs
+    # (gateway.upstream.passthrough).
     identity: str = Field("gateway", alias="upstream.identity")
+    # passthrough: how long a probe's answer (allowed or not, per connection) is reused
+    passthrough_acl_cache_ms: int = Field(
+        30000, alias="upstream.identity.passthrough.acl.cache.ms", ge=0, le=3600000
+    )
+    # `gateway` identity: a JSON file mapping groupshift principals to upstream SASL credentials
+    # (gateway.upstream.principal_credentials); principals not in it use groupshift's own
+    # credential, or none at all when the map is required.
+    identity_credentials_file: str | None = Field(
+        None, alias="upstream.identity.credentials.file", min_length=1
+    )
+    identity_credentials_required: bool = Field(False, alias="upstream.identity.credentials.required")
 
     @field_validator("advertised_host")
     @classmethod
@@ -169,6 +182,19 @@ class UpstreamConfig(BaseModel):
         """Read the security settings once now, so a missing store or a malformed JAAS entry
         stops the start with the key named, before anything connects."""
         self.client_security()
+        self.principal_credentials()
+        if self.identity == "passthrough":
+            if not self.security_protocol.startswith("SASL_"):
+                raise ValueError(
+                    "upstream.identity=passthrough relays each client's SASL login to the cluster: "
+                    "upstream.security.protocol must be SASL_PLAINTEXT or SASL_SSL, "
+                    f"not {self.security_protocol}"
+                )
+            if self.identity_credentials_file is not None:
+                raise ValueError(
+                    "upstream.identity.credentials.file is for upstream.identity=gateway; with passthrough "
+                    "each client logs in to the cluster itself"
+                )
         return self
 
     def client_properties(self) -> dict[str, str]:
@@ -183,19 +209,25 @@ class UpstreamConfig(BaseModel):
         except ClientSecurityError as exc:
             raise ValueError(str(exc)) from None
 
+    def principal_credentials(self) -> dict[str, ClientSecurity]:
+        """`upstream.identity.credentials.file` read now (empty without one). ValueError names
+        the setting and the principal, never a secret."""
+        from gateway.upstream.principal_credentials import load_credentials
+
+        if self.identity_credentials_file is None:
+            if self.identity_credentials_required:
+                raise ValueError(
+                    "upstream.identity.credentials.required=true needs upstream.identity.credentials.file"
+                )
+            return {}
+        return load_credentials(self.identity_credentials_file, self.client_properties())
+
     @field_validator("identity")
     @classmethod
     def _check_identity(cls, value: str) -> str:
         mode = value.strip().lower()
-        if mode == "passthrough":
-            raise ValueError(
-                "upstream.identity=passthrough is not yet supported (only gateway: groupshift "
-                "authenticates clients and authorizes them with its own ACLs)"
-            )
-        if mode != "gateway":
-            raise ValueError(
-                f"upstream.identity must be gateway (passthrough is not yet supported), got {value!r}"
-            )
+        if mode not in ("gateway", "passthrough"):
+            raise ValueError(f"upstream.identity must be gateway or passthrough, got {value!r}")
         return mode
 
     @property

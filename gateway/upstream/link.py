@@ -232,11 +232,9 @@ class UpstreamLink(asyncio.Protocol):
         await self._authenticate()
 
     def _auth_text(self, exc: BaseException) -> str:
-        from gateway.upstream.security import describe_failure
-
         if self._security is None:
             return str(exc)
-        return describe_failure(self._security.client, exc, f"{self.host}:{self.port}")
+        return self._security.failure_text(exc, f"{self.host}:{self.port}")
 
     async def _authenticate(self) -> None:
         """The SASL exchange (first or KIP-368 again); then the waiting frames are written."""

@@ -14,6 +14,14 @@ frame before the dispatcher decodes anything:
   correlation id rewritten, goes to the upstream broker behind the listener the client used
   (the main listener sticks to one live broker per connection), and the response frame comes
   back with the client's correlation id restored. Record batches are never decoded.
+* the upstream link a request goes on is the client connection's own (leased per broker); idle
+  links are pooled per broker and credential: with `upstream.identity.credentials.file`
+  (gateway.upstream.principal_credentials) a principal's links authenticate with its own
+  upstream credential and are never handed to another principal;
+* with `upstream.identity=passthrough` (gateway.upstream.passthrough) each client connection has
+  one link of its own, never pooled, with no login of groupshift's: the client's SaslHandshake,
+  SaslAuthenticate and delegation-token requests are relayed on it, and the APIs groupshift
+  answers are authorized by probes of the cluster's ACLs on that link;
 * a BROKER DescribeConfigs answer shows groupshift's own group coordinator settings
   (`gateway.upstream.group_settings_configs`): groupshift, not the broker, enforces them;
 * responses that carry broker addresses are decoded and re-encoded with the broker endpoints
@@ -66,6 +74,9 @@ from gateway.upstream.cluster import Broker, UpstreamCluster
 from gateway.upstream.forwarded_acls import SECURITY_APIS, ForwardedAcls
 from gateway.upstream.group_settings_configs import enforced_settings, requested_broker_keys, rewrite_answer
 from gateway.upstream.link import UpstreamLink, UpstreamUnavailable
+from gateway.upstream.passthrough import ClusterAclProbes
+from gateway.upstream.principal_credentials import REQUIRED_SETTING, PrincipalCredentials, UpstreamIdentity
+from gateway.upstream.security import UpstreamSecurity
 from gateway.upstream.topic_ids import MetadataTranslation, advertised_range, names_topics_by_id
 from protocol.codec import (
     DecodeFailure,
@@ -103,6 +114,9 @@ SPLIT = frozenset({FIND_COORDINATOR, DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS
 # (gateway.sasl.delegation_token_apis): in the `gateway` identity the cluster's tokens are not
 # groupshift's to hand out.
 SASL_APIS = frozenset({17, 36})
+# passthrough: relayed to the cluster on the client's own link (its login, its tokens).
+RELAYED = SASL_APIS | DELEGATION_TOKEN_APIS
+SASL_HANDSHAKE = 17
 # Client-facing APIs forwarded when the upstream serves them. Broker-to-broker and controller
 # APIs, SASL (security is reserved), share and streams groups and telemetry are left out.
 FORWARDED = frozenset(
@@ -215,6 +229,16 @@ def forwarded_request(frame: bytes) -> tuple[int, int, int] | None:
     return None
 
 
+def relayed_request(frame: bytes) -> tuple[int, int, int] | None:
+    """passthrough: (api key, version, correlation id) of a SASL or delegation-token request,
+    which goes to the cluster; None for any other."""
+    try:
+        api_key, version, cid = peek(frame)
+    except DecodeFailure:
+        return None
+    return (api_key, version, cid) if api_key in RELAYED else None
+
+
 def forwards_split(api_key: int, version: int, frame: bytes) -> bool:
     """Whether a FindCoordinator / DescribeConfigs / IncrementalAlterConfigs request goes upstream:
     FindCoordinator for transactions does, config requests naming no GROUP resource do."""
@@ -244,6 +268,11 @@ def expects_response(frame: bytes, api_key: int, version: int) -> bool:
         return True
 
 
+class _Unmapped(Exception):
+    """The connection's principal has no upstream credential and groupshift's own may not
+    stand in for it (`upstream.identity.credentials.required=true`)."""
+
+
 class UpstreamProxy:
     def __init__(self, server: GatewayServer, cluster: UpstreamCluster) -> None:
         self.server = server
@@ -260,7 +289,43 @@ class UpstreamProxy:
         self.listeners: dict[int, tuple[str, int]] = {}
         self._port_to_node: dict[int, int] = {}
         self._servers: dict[int, asyncio.Server] = {}
-        self._idle: dict[int, list[UpstreamLink]] = {}
+        # Idle links by (broker, credential): a link authenticated with a principal's own
+        # upstream credential (`upstream.identity.credentials.file`) is only ever reused by
+        # that principal; "" is groupshift's own credential.
+        self._idle: dict[tuple[int, str], list[UpstreamLink]] = {}
+        self.identities = PrincipalCredentials(
+            cluster.security,
+            cluster.config.principal_credentials(),
+            required=cluster.config.identity_credentials_required,
+        )
+        # `upstream.identity=passthrough` (gateway.upstream.passthrough): each client connection
+        # has one link of its own, TLS as configured but no login of groupshift's: the client's
+        # SASL frames are relayed on it, and it is never pooled.
+        self.passthrough = cluster.config.identity == "passthrough"
+        own = cluster.security.client
+        self._relay = UpstreamIdentity(
+            "\x00relay",
+            UpstreamSecurity(
+                dataclasses.replace(
+                    own,
+                    protocol="SSL" if own.uses_tls else "PLAINTEXT",
+                    sasl_mechanism=None,
+                    username=None,
+                    password=None,
+                    tokens=None,
+                )
+            ),
+        )
+        self.probes = (
+            ClusterAclProbes(
+                cluster,
+                cluster.config.passthrough_acl_cache_ms,
+                self._relay_link,
+                lambda c, f, s: self._inner(c, f, s),
+            )
+            if self.passthrough
+            else None
+        )
         self._down: dict[int, float] = {}  # node -> when a link to it last failed
         self._inner: Callable[[KafkaConnection, bytes, ResponseSlot], None] = lambda c, f, s: None
         # Scale-out (docs/scale-out.md): fleet nodes (id, host, port) added to Metadata answers.
@@ -301,7 +366,7 @@ class UpstreamProxy:
         # `api` (Kafka's name, as groupshift_requests_total has it) beside `api_key`, which
         # dashboards written before the name was there still select on.
         self._forwarded_children = {
-            k: self._forwarded.labels(str(k), upstream_api_label(k)) for k in FORWARDED | SPLIT
+            k: self._forwarded.labels(str(k), upstream_api_label(k)) for k in FORWARDED | SPLIT | RELAYED
         }
         self._rewritten_children = {
             k: self._rewritten.labels(str(k), upstream_api_label(k)) for k in REWRITTEN
@@ -343,12 +408,16 @@ class UpstreamProxy:
             self.port_base = self.server.port + 1
         self._inner = self.server.dispatcher.on_frame
         self.server.frame_handler = self.on_frame
+        self.identities.start()
+        if len(self.identities):
+            log.info("upstream.identity_credentials", principals=self.identities.principals)
 
     def close(self) -> None:
         for links in self._idle.values():
             for link in links:
                 link.close()
         self._idle.clear()
+        self.identities.close()
 
     # -- listeners -----------------------------------------------------------------------------
 
@@ -400,6 +469,14 @@ class UpstreamProxy:
 
     def on_frame(self, conn: KafkaConnection, frame: bytes, slot: ResponseSlot) -> None:
         route = forwarded_request(frame)
+        if self.probes is not None:  # passthrough
+            if route is None:
+                route = relayed_request(frame)
+            if route is None:
+                self.probes.on_frame(conn, frame, slot)  # the cluster's ACLs, then groupshift
+            else:
+                self._forward(conn, frame, slot, *route)
+            return
         if route is None:
             self._inner(conn, frame, slot)
         elif self.acls is not None:
@@ -468,6 +545,15 @@ class UpstreamProxy:
         try:
             link = self._lease(conn, node)  # `answered` runs later, on this link's answer
             link.forward(frame, answered if expect else None)
+        except _Unmapped:
+            log.warning(
+                "upstream.identity_unmapped",
+                connection_id=conn.connection_id,
+                principal=conn.ctx.principal,
+                setting=REQUIRED_SETTING,
+            )
+            conn.close("upstream.identity_unmapped", principal=conn.ctx.principal)
+            return
         except UpstreamUnavailable as e:  # a listener of a broker that left the cluster
             self._down[node] = time.monotonic()
             self._unavailable.inc()
@@ -493,6 +579,8 @@ class UpstreamProxy:
             return node
         attrs = conn.ctx.attributes
         node = attrs.get(_NODE)
+        if self.passthrough and node is not None and node not in self.cluster.brokers:
+            return None  # its link was the client's login there: it cannot move to another broker
         if node is None or node not in self.cluster.brokers:
             if not self.cluster.brokers:
                 return None
@@ -506,17 +594,24 @@ class UpstreamProxy:
         return int(node)
 
     def _lease(self, conn: KafkaConnection, node: int) -> UpstreamLink:
-        links: dict[int, UpstreamLink] | None = conn.ctx.attributes.get(_LINKS)
+        """The client connection's link to `node`, authenticated with the credential of the
+        connection's principal: its own, else a pooled idle one of the same credential, else a
+        new one."""
+        identity = self._relay if self.passthrough else self.identities.identity_of(conn.ctx.principal)
+        if identity is None:
+            raise _Unmapped(conn.ctx.principal)
+        key = (node, identity.key)
+        links: dict[tuple[int, str], UpstreamLink] | None = conn.ctx.attributes.get(_LINKS)
         if links is None:
             links = conn.ctx.attributes[_LINKS] = {}
-        link = links.get(node)
+        link = links.get(key)
         if link is not None and not link.closed:
             return link
-        idle = self._idle.get(node)
+        idle = self._idle.get(key)
         while idle:
             candidate = idle.pop()
             if not candidate.closed:
-                links[node] = candidate
+                links[key] = candidate
                 return candidate
         b = self.cluster.brokers.get(node)
         if b is None:
@@ -528,19 +623,28 @@ class UpstreamProxy:
             b.port,
             connect_timeout=self.cluster.connect_timeout,
             request_timeout=self.cluster.request_timeout,
-            security=self.cluster.security,
+            security=identity.security,
         )
-        links[node] = link
+        links[key] = link
         return link
 
+    def _relay_link(self, conn: KafkaConnection) -> UpstreamLink:
+        """passthrough: the connection's own link (its broker's), for the ACL probes."""
+        node = self._node_for(conn)
+        if node is None:
+            raise UpstreamUnavailable("no upstream broker is known")
+        return self._lease(conn, node)
+
     def _release(self, conn: KafkaConnection) -> None:
-        links: dict[int, UpstreamLink] | None = conn.ctx.attributes.pop(_LINKS, None)
+        links: dict[tuple[int, str], UpstreamLink] | None = conn.ctx.attributes.pop(_LINKS, None)
         if not links:
             return
-        for node, link in links.items():
-            idle = self._idle.setdefault(node, [])
+        for key, link in links.items():
+            node = key[0]
+            idle = self._idle.setdefault(key, [])
             if (
-                link.closed
+                self.passthrough  # the link is the client's login: never anyone else's
+                or link.closed
                 or link.in_flight
                 or len(idle) >= IDLE_LINKS_PER_BROKER
                 or node not in self.cluster.brokers
@@ -799,6 +903,14 @@ class UpstreamProxy:
                     lo, hi = capped
             if lo <= hi:
                 out[key] = (lo, hi)
+        if self.passthrough:  # the login and the tokens are the cluster's
+            for key in RELAYED:
+                out.pop(key, None)
+                if key in upstream:
+                    lo, hi = upstream[key]
+                    lo = max(lo, 1) if key == SASL_HANDSHAKE else lo  # v0's raw tokens: not relayed
+                    if lo <= hi:
+                        out[key] = (lo, hi)
         return [(k, lo, hi) for k, (lo, hi) in sorted(out.items())]
 
 

@@ -48,8 +48,11 @@ ERROR_NAMES = {
 
 
 class UpstreamSecurity:
-    def __init__(self, client: ClientSecurity) -> None:
+    def __init__(self, client: ClientSecurity, *, label: str | None = None) -> None:
         self.client = client
+        # Where the credential came from, when not `upstream.sasl.*` (a principal's entry of
+        # `upstream.identity.credentials.file`): failures name it instead.
+        self.label = label
 
     @classmethod
     def plaintext(cls) -> UpstreamSecurity:
@@ -85,9 +88,10 @@ class UpstreamSecurity:
             return self.client.sasl_client()
         return await asyncio.get_running_loop().run_in_executor(None, self.client.sasl_client)
 
-    def failure_text(self, exc: BaseException) -> str:
+    def failure_text(self, exc: BaseException, where: str = "") -> str:
         """One line naming the setting behind an authentication failure."""
-        return describe_failure(self.client, exc)
+        text = describe_failure(self.client, exc, where)
+        return text if self.label is None else relabel(text, self.label)
 
     def librdkafka_config(self) -> dict[str, Any]:
         """The same settings for confluent-kafka clients (shard log, topic admin)."""
@@ -101,6 +105,14 @@ class UpstreamSecurity:
 
             config["oauth_cb"] = oauth_cb
         return config
+
+
+def relabel(text: str, label: str) -> str:
+    """A failure text naming `label` (where a per-principal credential came from) instead of
+    the `upstream.sasl.*` setting that holds groupshift's own."""
+    for setting in ("upstream.sasl.jaas.config", "upstream.sasl.mechanism"):
+        text = text.replace(setting, label, 1)
+    return text
 
 
 def describe_failure(client: ClientSecurity, exc: BaseException, where: str = "") -> str:

@@ -152,14 +152,21 @@ def _check_upstream_security(upstream: Any) -> str | None:
     is not (the gateway starts and keeps trying, as in PLAINTEXT)."""
     import structlog
 
-    from gateway.upstream.security import check_at_startup
+    from gateway.upstream.security import check_at_startup, relabel
 
-    refused, unreachable = check_at_startup(
-        upstream.client_security(), upstream.bootstrap, upstream.connect_timeout_ms / 1000
-    )
+    timeout = upstream.connect_timeout_ms / 1000
+    refused, unreachable = check_at_startup(upstream.client_security(), upstream.bootstrap, timeout)
     if refused is None and unreachable:
         structlog.get_logger("gateway").warning("upstream.unreachable_at_start", brokers=unreachable)
-    return refused
+    if refused is not None:
+        return refused
+    # Each principal's credential of `upstream.identity.credentials.file`, the same way: a
+    # wrong password there is found now, not at that client's first request.
+    for principal, client in upstream.principal_credentials().items():
+        refused, _ = check_at_startup(client, upstream.bootstrap, timeout)
+        if refused is not None:
+            return relabel(refused, f"upstream.identity.credentials.file ({principal})")
+    return None
 
 
 def _error(message: str) -> int:

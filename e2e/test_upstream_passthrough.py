@@ -1,0 +1,197 @@
+"""Upstream mode's `passthrough` identity (issue 29, point 2): the cluster authenticates each
+client (its SASL exchange relayed by groupshift) and the cluster's ACLs alone decide, for the
+forwarded data plane and for the group APIs groupshift answers itself (probes,
+gateway/upstream/passthrough.py).
+
+One Kafka 4.4 node with a SASL_SSL listener and StandardAuthorizer (e2e/secured_pair.py,
+`super.users=User:admin`, PLAIN and SCRAM users admin, alice, bob); the ACLs exist only on the cluster.
+In front of it a groupshift with an SSL listener (no SASL, no authorizer of its own),
+`upstream.identity=passthrough`. librdkafka KIP-848 consumers log in through groupshift:
+
+* alice without READ on a group is refused it (GROUP_AUTHORIZATION_FAILED, from a probe);
+* bob (SCRAM-SHA-512) with READ on his group but only DESCRIBE on the topic is refused every fetch
+  (TOPIC_AUTHORIZATION_FAILED, the cluster's own answer on bob's link);
+* alice with READ on group and topic consumes everything and commits, as a KIP-848 member
+  and as a classic one (refused a classic group without READ too);
+* a wrong password gets the cluster's authentication error; the others are unaffected.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from e2e.conftest import Gateways
+from e2e.harness import GatewayProcess
+from e2e.secured_pair import start_kafka
+from e2e.tls_certs import PASSWORD, Authority
+from e2e.upstream import FAST_UPSTREAM_SETTINGS
+from harness.kafka_dist.cluster import KafkaCluster
+from harness.kafka_dist.security import password_of
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
+
+PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
+ADMIN_PASSWORD = password_of("admin")
+
+
+@dataclass(frozen=True)
+class Setup:
+    cluster: KafkaCluster
+    ca: Authority
+    groupshift: GatewayProcess
+    topic: str
+    suffix: str
+
+
+def _conf(
+    bootstrap: str, ca: Authority, user: str, password: str | None = None, mechanism: str = "PLAIN"
+) -> dict[str, Any]:
+    return {
+        "bootstrap.servers": bootstrap,
+        "security.protocol": "SASL_SSL",
+        "ssl.ca.location": str(ca.pem),
+        "sasl.mechanism": mechanism,
+        "sasl.username": user,
+        "sasl.password": password if password is not None else password_of(user),
+    }
+
+
+def _allow(admin: Any, principal: str, rtype: Any, name: str, *ops: Any) -> None:
+    from confluent_kafka.admin import AclBinding, AclPermissionType, ResourcePatternType
+
+    acls = [
+        AclBinding(rtype, name, ResourcePatternType.LITERAL, principal, "*", op, AclPermissionType.ALLOW)
+        for op in ops
+    ]
+    for f in admin.create_acls(acls).values():
+        f.result(timeout=30)
+
+
+def passthrough_sets(ca: Authority) -> list[str]:
+    """groupshift's side of passthrough: an SSL listener (a certificate of the cluster's CA, so
+    the clients' one truststore serves both), no SASL and no authorizer of its own."""
+    server = ca.issue("groupshift", "localhost", server=True)
+    props = {
+        "listeners": "SSL://127.0.0.1:0",
+        "listener.security.protocol.map": "SSL:SSL",
+        "ssl.keystore.type": "PKCS12",
+        "ssl.keystore.location": str(server.p12),
+        "ssl.keystore.password": PASSWORD,
+        "upstream.identity": "passthrough",
+    }
+    return [f"{k}={v}" for k, v in props.items()]
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AclOperation, AdminClient, NewTopic, ResourceType
+
+    base = Path(tmp_path_factory.mktemp("upstream-passthrough"))
+    cluster = start_kafka(base / "upstream")
+    gateways = Gateways(base / "groupshift")
+    try:
+        assert cluster.security is not None
+        ca = cluster.security.ca
+        suffix = uuid.uuid4().hex[:6]
+        topic = f"orders-{suffix}"
+        direct = AdminClient(_conf(cluster.bootstrap, ca, "admin"))
+        direct.create_topics([NewTopic(topic, 2, 1)])[topic].result(timeout=60)
+        # the cluster's ACLs, the only ones
+        _allow(direct, "User:alice", ResourceType.TOPIC, topic, AclOperation.READ)
+        for g in (f"alice-{suffix}", f"alice-classic-{suffix}"):
+            _allow(direct, "User:alice", ResourceType.GROUP, g, AclOperation.READ)
+        _allow(direct, "User:bob", ResourceType.TOPIC, topic, AclOperation.DESCRIBE)
+        _allow(direct, "User:bob", ResourceType.GROUP, f"bob-{suffix}", AclOperation.READ)
+        seed = Producer(_conf(cluster.bootstrap, ca, "admin"))
+        for i in range(10):
+            seed.produce(topic, f"v{i}".encode())
+        assert seed.flush(30) == 0
+
+        own = {
+            "upstream.security.protocol": "SASL_SSL",
+            "upstream.ssl.truststore.location": str(ca.pem),
+            "upstream.ssl.truststore.type": "PEM",
+            "upstream.sasl.mechanism": "PLAIN",
+            "upstream.sasl.jaas.config": f'{PLAIN} required username="admin" password="{ADMIN_PASSWORD}";',
+        }
+        sets = [*FAST_UPSTREAM_SETTINGS, *(f"{k}={v}" for k, v in own.items()), *passthrough_sets(ca)]
+        gw = GatewayProcess.start(
+            gateways.base / "gw", sets=tuple(sets), extra_args=("--upstream", cluster.bootstrap)
+        )
+        gateways.started.append(gw)
+        yield Setup(cluster, ca, gw, topic, suffix)
+    finally:
+        cluster.stop()
+        problems = gateways.finish()
+        if problems:
+            raise AssertionError("\n\n".join(problems))
+
+
+def _consume(
+    s: Setup,
+    user: str,
+    group: str,
+    want: int,
+    seconds: float,
+    password: str | None = None,
+    mechanism: str = "PLAIN",
+    protocol: str = "consumer",
+) -> tuple[int, list[str]]:
+    from confluent_kafka import Consumer
+
+    read, errors = 0, []
+    c = Consumer(
+        {
+            **_conf(s.groupshift.bootstrap, s.ca, user, password, mechanism),
+            "group.id": group,
+            "group.protocol": protocol,
+            "auto.offset.reset": "earliest",
+            "error_cb": lambda e: errors.append(e.name()),  # a failed login is reported here
+        }
+    )
+    c.subscribe([s.topic])
+    deadline = time.monotonic() + seconds
+    try:
+        while read < want and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            if m.error() is not None:
+                errors.append(m.error().name())
+                if m.error().fatal() or len(errors) > 10:
+                    break
+                continue
+            read += 1
+        if read:
+            c.commit(asynchronous=False)
+    finally:
+        c.close()
+    return read, errors
+
+
+def test_the_clusters_acls_decide_through_groupshift(setup: Setup) -> None:
+    read, errors = _consume(setup, "alice", f"other-{setup.suffix}", 10, 8)
+    assert read == 0 and "GROUP_AUTHORIZATION_FAILED" in errors, errors
+    # bob logs in with SCRAM-SHA-512: a two-round exchange, relayed
+    read, errors = _consume(setup, "bob", f"bob-{setup.suffix}", 10, 10, mechanism="SCRAM-SHA-512")
+    assert read == 0 and "TOPIC_AUTHORIZATION_FAILED" in errors, errors
+    read, errors = _consume(setup, "alice", f"alice-{setup.suffix}", 10, 40)
+    assert read == 10, (read, errors)
+    read, errors = _consume(setup, "alice", f"alice-{setup.suffix}", 1, 6, password="wrong")
+    assert read == 0 and "_AUTHENTICATION" in errors, errors  # the cluster's refusal, relayed
+    # alice's committed offsets (groupshift's) are read back: the group resumes at the end
+    read, errors = _consume(setup, "alice", f"alice-{setup.suffix}", 1, 5)
+    assert read == 0 and not errors, errors
+    # a classic member (JoinGroup, SyncGroup, Heartbeat: READ on the group, probed)
+    read, errors = _consume(setup, "alice", f"alice-classic-{setup.suffix}", 10, 40, protocol="classic")
+    assert read == 10, (read, errors)
+    read, errors = _consume(setup, "alice", f"other-classic-{setup.suffix}", 1, 6, protocol="classic")
+    assert read == 0 and "GROUP_AUTHORIZATION_FAILED" in errors, errors

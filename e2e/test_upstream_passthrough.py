@@ -19,7 +19,9 @@ In front of it a groupshift with an SSL listener (no SASL, no authorizer of its 
 * alice, no super user, with WRITE on her transactional id and READ and DELETE on her group,
   commits offsets in a transaction (TxnOffsetCommit, answered by groupshift), deletes a
   partition's offsets (OffsetDelete) and her group (DeleteGroups); bob without those ACLs is
-  refused each with Kafka's error, from probes on his own link.
+  refused each with Kafka's error, from probes on his own link;
+* a Java 4.x exactly-once copier as alice keeps to transaction version 1 through groupshift
+  (docs/transactions.md), though the cluster has version 2 finalized.
 """
 
 from __future__ import annotations
@@ -319,3 +321,85 @@ def test_transactional_commits_and_deletes_by_the_clusters_acls(setup: Setup) ->
 
     assert delete_group("bob") == "GROUP_AUTHORIZATION_FAILED"
     assert delete_group("alice") is None
+
+
+def test_java_transactional_copier_uses_transaction_version_1(
+    setup: Setup, kafka_clients4: JavaClients, tmp_path: Path
+) -> None:
+    """A Java 4.x exactly-once copier (e2e/java_programs/TransactionalCopier.java, KIP-848 group,
+    read_committed, `sendOffsetsToTransaction`, every third transaction aborted) as alice
+    through groupshift, in front of a Kafka 4.4 whose finalized `transaction.version` is 2
+    (KIP-890 part 2). groupshift's ApiVersions carries no finalized features, so the client
+    keeps to transaction version 1 (AddOffsetsToTxn and TxnOffsetCommit v4; docs/transactions.md):
+    the producer epoch stays where InitProducerId left it (version 2 bumps it at every EndTxn),
+    the output holds each input record exactly once and the group's offsets cover the input."""
+    from confluent_kafka import Consumer
+    from confluent_kafka.admin import AclOperation, AdminClient, NewTopic, ResourceType
+
+    from e2e.transactions import Copier, compile_copier
+    from protocol.client import make_request
+
+    s = setup
+    group, txn, output = f"alice-eos-{s.suffix}", f"alice-eos-tx-{s.suffix}", f"copied-{s.suffix}"
+    javac = compile_copier(kafka_clients4, tmp_path / "classes")
+    direct = AdminClient(_conf(s.cluster.bootstrap, s.ca, "admin"))
+    direct.create_topics([NewTopic(output, 2, 1)])[output].result(timeout=60)
+    _allow(direct, "User:alice", ResourceType.GROUP, group, AclOperation.READ)
+    _allow(direct, "User:alice", ResourceType.TRANSACTIONAL_ID, txn, AclOperation.WRITE)
+    _allow(direct, "User:alice", ResourceType.TOPIC, output, AclOperation.WRITE)
+    with plain_login(s.ca, "admin").connect("127.0.0.1", s.cluster.port(), timeout=30) as wire:
+        features = wire.request(make_request(18, 3, client_software_name="t", client_software_version="1"))
+        finalized = {f.name: int(f.max_version_level) for f in features.finalized_features}
+    assert finalized.get("transaction.version", 0) >= 2, finalized
+    with plain_login(s.ca, "alice").connect("127.0.0.1", s.groupshift.port, timeout=30) as wire:
+        ours = wire.request(make_request(18, 3, client_software_name="t", client_software_version="1"))
+    assert not ours.finalized_features, ours.finalized_features
+    props = tmp_path / "alice.properties"
+    jaas = f'{PLAIN} required username="alice" password="{password_of("alice")}";'
+    props.write_text(
+        "security.protocol=SASL_SSL\nssl.truststore.type=PEM\n"
+        f"ssl.truststore.location={s.ca.pem}\nsasl.mechanism=PLAIN\nsasl.jaas.config={jaas}\n"
+    )
+    assert javac.wait(120) == 0, javac.stdout.read() if javac.stdout else b""
+    copier = Copier(
+        kafka_clients4,
+        tmp_path / "classes",
+        s.groupshift.bootstrap,
+        (s.topic, output),
+        group,
+        txn_id=txn,
+        protocol="consumer",
+        abort_every="3",
+        properties=str(props),
+    )
+    reader = Consumer(
+        {
+            **_conf(s.cluster.bootstrap, s.ca, "admin"),
+            "group.id": f"reader-{s.suffix}",
+            "isolation.level": "read_committed",
+            "auto.offset.reset": "earliest",
+        }
+    )
+    reader.subscribe([output])
+    values: list[bytes] = []
+    try:
+        copier.start()
+        deadline = time.monotonic() + 60
+        while len(values) < 10 and time.monotonic() < deadline and not copier.errors():
+            m = reader.poll(0.5)
+            if m is not None and m.error() is None:
+                values.append(m.value())
+        for _ in range(4):  # a duplicate would come right after
+            m = reader.poll(0.5)
+            if m is not None and m.error() is None:
+                values.append(m.value())
+        assert sorted(values) == sorted(f"v{i}".encode() for i in range(10)), (values, copier.errors())
+        events = copier.events()
+        assert any(e["name"] == "committed" for e in events), events
+    finally:
+        copier.stop()
+        reader.close()
+    with plain_login(s.ca, "admin").connect("127.0.0.1", s.cluster.port(), timeout=30) as wire:
+        described = wire.request(make_request(65, 0, transactional_ids=[txn]))
+    (state,) = described.transaction_states
+    assert int(state.error_code) == 0 and int(state.producer_epoch) == 0, state

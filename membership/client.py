@@ -295,9 +295,14 @@ class MembershipThread:
     (or blocked) without the member missing heartbeats. Callbacks run on that thread; hand
     results to the application's loop with `call_soon_threadsafe`."""
 
-    def __init__(self, membership: Membership, *, name: str = "membership") -> None:
+    def __init__(
+        self, membership: Membership, *, name: str = "membership", restart_after: float | None = None
+    ) -> None:
+        """`restart_after`: seconds after which a membership that failed (a fatal error, or an
+        unexpected exception) starts over as a new member; None: it stays failed."""
         self.membership = membership
         self.name = name
+        self.restart_after = restart_after
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._done = threading.Event()
@@ -308,12 +313,16 @@ class MembershipThread:
         def main() -> None:
             loop = asyncio.new_event_loop()
             self._loop = loop
-            task = loop.create_task(self.membership.run())
+            task = loop.create_task(self._supervise())
             self.membership._task = task
             started.set()
             try:
-                with contextlib.suppress(asyncio.CancelledError, MembershipError):
+                try:
                     loop.run_until_complete(task)
+                except (asyncio.CancelledError, MembershipError):
+                    pass  # closed, or failed (logged, and kept in `membership.error`)
+                except Exception:
+                    log.exception("membership.thread_failed")
                 # after close(): let close() (scheduled on this loop) finish its LeaveGroup
                 pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
                 if pending:
@@ -325,6 +334,21 @@ class MembershipThread:
         self._thread = threading.Thread(target=main, name=self.name, daemon=True)
         self._thread.start()
         started.wait(5)
+
+    async def _supervise(self) -> None:
+        while True:
+            try:
+                await self.membership.run()
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                if self.restart_after is None:
+                    raise
+                log.error("membership.restarting after=%s error=%r", self.restart_after, exc)
+                await asyncio.sleep(self.restart_after)
+                self.membership.error = None
+                self.membership.core.restart(f"restart after {exc!r}")
 
     def call(self, fn: Callable[[], None]) -> None:
         """Run `fn` on the membership's loop (`request_rejoin`, say)."""

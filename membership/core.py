@@ -349,6 +349,20 @@ class MembershipCore:
             self.state = State.UNJOINED
             self.rejoin_reason = reason
 
+    def restart(self, reason: str) -> None:
+        """Start over as a new member after a fatal error (for a supervisor that must keep
+        trying, such as groupshift's fleet): what was held is lost."""
+        if self.state is State.CLOSED:
+            return
+        self._revoke(reason, lost=True)
+        self.state = State.UNJOINED
+        self.member_id = ""
+        self.generation = -1
+        self.coordinator = None
+        self._in_flight = None
+        self._pending_sync = None
+        self.rejoin_reason = reason
+
     def close(self) -> Request | None:
         """Stop; the LeaveGroup to send (dynamic members with a member id and a known
         coordinator, as Kafka's clients do), or None."""

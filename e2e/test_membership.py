@@ -113,7 +113,9 @@ def bootstrap(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
         return
     from harness.kafka_dist import KafkaCluster
 
-    cluster = KafkaCluster("4.4", configs={**GROUP_SETTINGS, "offsets.topic.num.partitions": "1"}, workdir=base / "k")
+    cluster = KafkaCluster(
+        "4.4", configs={**GROUP_SETTINGS, "offsets.topic.num.partitions": "1"}, workdir=base / "k"
+    )
     cluster.start()
     try:
         yield cluster.bootstrap
@@ -133,7 +135,9 @@ def test_leader_killed_then_closed(bootstrap: str) -> None:
         def followers_agree() -> bool:
             return all(
                 any(
-                    e["event"] == "following" and e["leader"] == leader.name and e["generation"] >= won["generation"]
+                    e["event"] == "following"
+                    and e["leader"] == leader.name
+                    and e["generation"] >= won["generation"]
                     for e in list(c.events)
                 )
                 for c in cands

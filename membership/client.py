@@ -29,6 +29,7 @@ from typing import Any
 from membership.connection import BrokerConnection, ConnectionFailed, UnsupportedVersion
 from membership.core import (
     FIND_COORDINATOR,
+    JOIN_GROUP,
     Assigned,
     Assignment,
     Assignor,
@@ -206,6 +207,12 @@ class Membership:
             if request.to_coordinator:
                 assert self.core.coordinator is not None
                 conn = await self._connection_to(self.core.coordinator)
+                if request.api_key == JOIN_GROUP and self.core.is_static and conn.version_for(JOIN_GROUP) < 5:
+                    # JoinGroup v5 (Kafka 2.3) carries group.instance.id; below it the member
+                    # would silently join as a dynamic one.
+                    raise UnsupportedVersion(
+                        "the coordinator does not support static membership (JoinGroup v5)"
+                    )
                 response = await conn.request(request.api_key, request.body, request.timeout)
             else:
                 response = await self._ask_bootstrap(request)

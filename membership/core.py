@@ -449,10 +449,12 @@ class MembershipCore:
             self._events.append(Revoked(self.assignment, reason, lost))
             self.assignment = None
 
-    def _reset(self, reason: str) -> None:
-        """Kafka's resetGenerationOnResponseError: forget member id and generation, join new."""
+    def _reset(self, reason: str, *, keep_member_id: bool = False) -> None:
+        """Kafka's reset on a response error: forget the generation and, unless the error was
+        ILLEGAL_GENERATION (the member id is still the group's), the member id; join again."""
         self._revoke(reason, lost=True)
-        self.member_id = ""
+        if not keep_member_id:
+            self.member_id = ""
         self.generation = -1
         self.state = State.UNJOINED
         self.rejoin_reason = reason
@@ -529,9 +531,8 @@ class MembershipCore:
             self.member_id = str(r.member_id)
             self.rejoin_reason = "member id required"
             return
-        if code == UNKNOWN_MEMBER_ID:
+        if code == UNKNOWN_MEMBER_ID:  # join again at once, as a new member
             self._reset(f"JoinGroup: {error_name(code)}")
-            self._not_before = now + self.backoff
             return
         if code in REDISCOVER:
             self._lose_coordinator(f"JoinGroup: {error_name(code)}")
@@ -560,6 +561,12 @@ class MembershipCore:
                     f"SyncGroup answered protocol type {r.protocol_type!r}", INCONSISTENT_GROUP_PROTOCOL
                 )
                 return
+            if getattr(r, "protocol_name", None) not in (None, self._protocol):
+                self._fail(
+                    f"SyncGroup answered protocol {r.protocol_name!r}, JoinGroup chose {self._protocol!r}",
+                    INCONSISTENT_GROUP_PROTOCOL,
+                )
+                return
             self._renew(request.sent_at)
             self.assignment = Assignment(
                 self.generation, self.member_id, self._leader, self._protocol, bytes(r.assignment or b"")
@@ -575,7 +582,7 @@ class MembershipCore:
             self.rejoin_reason = "rebalance in progress during SyncGroup"
             return
         if code in RESET:
-            self._reset(f"SyncGroup: {error_name(code)}")
+            self._reset(f"SyncGroup: {error_name(code)}", keep_member_id=code == ILLEGAL_GENERATION)
             self._not_before = now + self.backoff
             return
         if code in REDISCOVER:
@@ -607,7 +614,7 @@ class MembershipCore:
             self.rejoin_reason = "rebalance in progress"
             return
         if code in RESET:
-            self._reset(f"Heartbeat: {error_name(code)}")
+            self._reset(f"Heartbeat: {error_name(code)}", keep_member_id=code == ILLEGAL_GENERATION)
             return
         if code in REDISCOVER:
             self._lose_coordinator(f"Heartbeat: {error_name(code)}")

@@ -9,7 +9,8 @@ Product packages, bottom to top (a module may import its own package and any pac
 classic-group membership client, on the wire layer alone (the scale-out fleet in `gateway` runs
 on it); `sim` (the simulator) drives the gateway; `tools` are the operator tools; `harness`
 puts real Kafka (and Tansu, the client matrix, a headless browser) in the loop and may use the
-tools; `groupshift` is the command line over all of it. Whether `sim` exists yet or not, the rules read the same.
+tools; `groupshift` is the command line over all of it. Whether `sim` exists yet or not, the
+rules read the same.
 
 Non-product packages: `tests` (with tests/plugins), `e2e`, `bench`, `fuzz`, `scripts`. The rules:
 

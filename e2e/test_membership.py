@@ -6,6 +6,9 @@
   timeout plus one heartbeat interval, the rejoin and the load of a two-core machine); then the
   new leader is stopped with SIGTERM: it leaves the group (LeaveGroup), so the last process is
   elected well before a session timeout.
+* `test_static_members_fence_and_do_not_leave`: a process started under a live member's
+  `group.instance.id` fences it (FENCED_INSTANCE_ID, fatal, exit 1) and takes its place; a static
+  member stopped with SIGTERM does not leave, so the survivor is elected only after its session.
 
 One groupshift and one Kafka per module (short sessions: both allow 1 s as the minimum here).
 """
@@ -42,7 +45,7 @@ GROUP_SETTINGS = {"group.min.session.timeout.ms": "1000", "group.initial.rebalan
 class Candidate:
     """One `python -m membership` process and the JSON events it printed."""
 
-    def __init__(self, bootstrap: str, group: str, name: str) -> None:
+    def __init__(self, bootstrap: str, group: str, name: str, instance: str | None = None) -> None:
         self.name = name
         self.events: list[dict[str, Any]] = []
         self.proc = subprocess.Popen(
@@ -62,6 +65,7 @@ class Candidate:
                 str(HEARTBEAT_MS),
                 "--rebalance-timeout-ms",
                 str(SESSION_MS),
+                *(["--group-instance-id", instance] if instance else []),
             ],
             cwd=ROOT,
             stdout=subprocess.PIPE,
@@ -88,6 +92,10 @@ class Candidate:
 
 def _elected(cands: list[Candidate], after: float) -> list[tuple[Candidate, dict[str, Any]]]:
     return [(c, e) for c in cands for e in list(c.events) if e["event"] == "elected" and e["at"] > after]
+
+
+def _in_group(cand: Candidate, after: float) -> list[dict[str, Any]]:
+    return [e for e in list(cand.events) if e["event"] in ("elected", "following") and e["at"] > after]
 
 
 def _wait(what: str, cond: Any, timeout: float, cands: list[Candidate]) -> Any:
@@ -167,6 +175,51 @@ def test_leader_killed_then_closed(bootstrap: str) -> None:
         handover = max(e["at"] for c, e in _elected(rest, stopped_at) if c is third) - stopped_at
         print(f"new leader {handover:.2f} s after SIGTERM of the leader (second_at {second_at:.2f})")
         assert handover < SESSION_MS / 1000, handover
+    finally:
+        for c in cands:
+            c.stop()
+
+
+def test_static_members_fence_and_do_not_leave(bootstrap: str) -> None:
+    """Static membership (KIP-345): a second process under a live member's group.instance.id
+    takes its place and the first is fenced (FENCED_INSTANCE_ID, fatal: it exits 1); a static
+    member stopped with SIGTERM sends no LeaveGroup, so the group changes only when its session
+    expires."""
+    group = f"static-{uuid.uuid4().hex[:8]}"
+    a = Candidate(bootstrap, group, "a", instance="inst-a")
+    b = Candidate(bootstrap, group, "b", instance="inst-b")
+    cands = [a, b]
+    try:
+        start = time.time() - 1
+        _wait(
+            "both static members in one generation",
+            lambda: _in_group(a, start) and _in_group(b, start),
+            60,
+            cands,
+        )
+        replaced_at = time.time()
+        a2 = Candidate(bootstrap, group, "a", instance="inst-a")
+        cands.append(a2)
+        fatal = _wait(
+            "the replaced member fenced",
+            lambda: [e for e in list(a.events) if e["event"] == "fatal"],
+            SESSION_MS / 1000 + 10,
+            cands,
+        )
+        assert fatal[0]["code"] == 82, fatal  # FENCED_INSTANCE_ID
+        assert a.proc.wait(10) == 1
+        _wait("the replacement in the group", lambda: _in_group(a2, replaced_at), 30, cands)
+
+        stopped_at = time.time()
+        b.proc.send_signal(signal.SIGTERM)
+        assert b.proc.wait(15) == 0, b.stderr()
+        (_, e), *_ = _wait("the survivor elected", lambda: _elected([a2], stopped_at), 30, cands)
+        handover = e["at"] - stopped_at
+        print(f"static: survivor elected {handover:.2f} s after SIGTERM (session {SESSION_MS / 1000} s)")
+        # Its last heartbeat may precede the SIGTERM by one interval; a LeaveGroup would have
+        # handed over in about half a second (test_leader_killed_then_closed).
+        earliest = (SESSION_MS - HEARTBEAT_MS) / 1000 - 0.25
+        assert earliest <= handover <= SESSION_MS / 1000 + FAILOVER_SLACK_SECONDS, handover
     finally:
         for c in cands:
             c.stop()

@@ -3,9 +3,12 @@
 What Schema Registry's coordinator does with Kafka's AbstractCoordinator (protocol type `sr`):
 every candidate joins one group with its identity (bytes the application chooses: a URL, a node
 name) as member metadata; the coordinator makes one member the group leader; that member's
-assignor hands every member the same assignment naming itself (its member id and identity) and
-the generation. So every member learns who leads, in the same generation, from SyncGroup -- not
-from the JoinGroup leader field alone, which only the leader's own assignment confirms.
+assignor hands every member the same assignment naming its identity. A member leads once its
+SyncGroup completed a generation whose leader it is, and every member learns the leader's member
+id (JoinGroup) and identity (the assignment) in that same generation. The identity, not a member
+id, is what the assignment carries: a static leader restarted under its `group.instance.id`
+gets a new member id and the group's stored assignment back (KIP-814 skip_assignment), which
+still names the right identity.
 
 `on_elected(Leadership)` runs when this member is told it leads, `on_demoted(reason)` when a
 generation it led ends (rebalance, session lost, close) -- before it joins again, so an
@@ -50,9 +53,9 @@ class Leadership:
         ).encode()
 
     @classmethod
-    def decode(cls, data: bytes, member_id: str) -> Leadership:
-        d = json.loads(data)
-        return cls(int(d["generation"]), str(d["leader_id"]), bytes.fromhex(d["identity"]), member_id)
+    def of(cls, assignment: Assignment) -> Leadership:
+        identity = bytes.fromhex(json.loads(assignment.data)["identity"])
+        return cls(assignment.generation, assignment.leader_id, identity, assignment.member_id)
 
 
 def elect_self(joined: GroupJoined) -> Mapping[str, bytes]:
@@ -109,7 +112,11 @@ class LeaderElection:
         if not assignment.data:  # a leader that skipped the assignment left it empty: rejoin
             self.membership.request_rejoin("empty leadership assignment")
             return
-        self.leadership = Leadership.decode(assignment.data, assignment.member_id)
+        try:
+            self.leadership = Leadership.of(assignment)
+        except (ValueError, KeyError, TypeError):  # not a leader-v1 assignment: elect again
+            self.membership.request_rejoin("unreadable leadership assignment")
+            return
         if self.on_leader is not None:
             await _maybe_await(self.on_leader(self.leadership))
         if self.leadership.is_leader and self.on_elected is not None:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-import logging
 import random
 import threading
 import time
@@ -41,9 +40,8 @@ from membership.core import (
     Settings,
     State,
 )
+from membership.event_log import EventLog, StdlibEventLog
 from protocol.client_security import ClientSecurity, SaslAuthenticationFailed
-
-log = logging.getLogger("membership")
 
 OnAssigned = Callable[[Assignment], Awaitable[None] | None]
 OnRevoked = Callable[[Assignment, str, bool], Awaitable[None] | None]
@@ -92,6 +90,7 @@ class Membership:
         group_instance_id: str | None = None,
         security: ClientSecurity | None = None,
         client_id: str = "groupshift-membership",
+        log: EventLog | None = None,
     ) -> None:
         self.bootstrap = parse_bootstrap(bootstrap)
         self.security = security or ClientSecurity()
@@ -110,7 +109,9 @@ class Membership:
             ),
             offered,
             assignor,
+            log=log or StdlibEventLog(),
         )
+        self.log = self.core.log
         self.on_assigned = on_assigned
         self.on_revoked = on_revoked
         self.error: MembershipError | None = None
@@ -270,31 +271,42 @@ class Membership:
     async def _deliver(self) -> None:
         for event in self.core.events():
             if isinstance(event, Assigned):
-                log.info(
-                    "membership.assigned group=%s generation=%d leader=%s",
-                    self.core.settings.group_id,
-                    event.assignment.generation,
-                    event.assignment.is_leader,
+                self.log.info(
+                    "membership.assigned",
+                    group=self.core.settings.group_id,
+                    generation=event.assignment.generation,
+                    leader=event.assignment.is_leader,
                 )
-                await _call(self.on_assigned, event.assignment)
+                await self._call(self.on_assigned, event.assignment)
             elif isinstance(event, Revoked):
-                await _call(self.on_revoked, event.assignment, event.reason, event.lost)
+                self.log.info(
+                    "membership.revoked",
+                    group=self.core.settings.group_id,
+                    generation=event.assignment.generation,
+                    reason=event.reason,
+                    lost=event.lost,
+                )
+                await self._call(self.on_revoked, event.assignment, event.reason, event.lost)
             elif isinstance(event, Fatal):
-                log.error("membership.fatal group=%s error=%s", self.core.settings.group_id, event.error)
+                self.log.error(
+                    "membership.fatal",
+                    group=self.core.settings.group_id,
+                    error=str(event.error),
+                    code=event.error.code,
+                )
                 self.error = event.error
 
-
-async def _call(callback: Callable[..., Any] | None, *args: Any) -> None:
-    """A callback that raises is logged; the membership goes on (Kafka's clients rethrow from
-    poll; here no caller waits for the driver's loop)."""
-    if callback is None:
-        return
-    try:
-        result = callback(*args)
-        if inspect.isawaitable(result):
-            await result
-    except Exception:
-        log.exception("membership.callback_failed callback=%r", callback)
+    async def _call(self, callback: Callable[..., Any] | None, *args: Any) -> None:
+        """A callback that raises is logged; the membership goes on (Kafka's clients rethrow
+        from poll; here no caller waits for the driver's loop)."""
+        if callback is None:
+            return
+        try:
+            result = callback(*args)
+            if inspect.isawaitable(result):
+                await result
+        except Exception as exc:
+            self.log.error("membership.callback_failed", callback=repr(callback), exc_info=exc)
 
 
 class MembershipThread:
@@ -329,7 +341,7 @@ class MembershipThread:
                 except (asyncio.CancelledError, MembershipError):
                     pass  # closed, or failed (logged, and kept in `membership.error`)
                 except Exception:
-                    log.exception("membership.thread_failed")
+                    self.membership.log.error("membership.thread_failed", exc_info=True)
                 # after close(): let close() (scheduled on this loop) finish its LeaveGroup
                 pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
                 if pending:
@@ -352,7 +364,7 @@ class MembershipThread:
             except Exception as exc:
                 if self.restart_after is None:
                     raise
-                log.error("membership.restarting after=%s error=%r", self.restart_after, exc)
+                self.membership.log.error("membership.restarting", after=self.restart_after, error=repr(exc))
                 await asyncio.sleep(self.restart_after)
                 self.membership.error = None
                 self.membership.core.restart(f"restart after {exc!r}")

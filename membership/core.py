@@ -18,12 +18,11 @@ seconds from any monotonic source.
 from __future__ import annotations
 
 import enum
-import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-log = logging.getLogger("membership")
+from membership.event_log import EventLog, StdlibEventLog
 
 FIND_COORDINATOR = 10
 JOIN_GROUP = 11
@@ -221,6 +220,7 @@ class MembershipCore:
     _leader: str = ""
     _protocol: str = ""
     _events: list[Event] = field(default_factory=list)
+    log: EventLog = field(default_factory=StdlibEventLog)
 
     def __post_init__(self) -> None:
         self.settings.check()
@@ -400,7 +400,9 @@ class MembershipCore:
         if request is not self._in_flight:
             return
         self._in_flight = None
-        log.info("membership.request_failed api=%s reason=%s", request.api_key, reason)
+        self.log.info(
+            "membership.request_failed", group=self.settings.group_id, api=request.api_key, reason=reason
+        )
         self._not_before = now + self.backoff
         if request.api_key == FIND_COORDINATOR:
             return
@@ -414,6 +416,15 @@ class MembershipCore:
         if request is not self._in_flight:
             return  # an answer the state machine no longer waits for (after close)
         self._in_flight = None
+        code = int(getattr(response, "error_code", 0) or 0)
+        if code != NONE:
+            self.log.info(
+                "membership.error_answer",
+                group=self.settings.group_id,
+                api=request.api_key,
+                error=error_name(code),
+                generation=self.generation,
+            )
         handler = {
             FIND_COORDINATOR: self._on_find_coordinator,
             JOIN_GROUP: self._on_join,
@@ -435,7 +446,7 @@ class MembershipCore:
 
     def _lose_coordinator(self, reason: str) -> None:
         if self.coordinator is not None:
-            log.info("membership.coordinator_lost reason=%s", reason)
+            self.log.info("membership.coordinator_lost", group=self.settings.group_id, reason=reason)
         self.coordinator = None
 
     def _renew(self, sent: float) -> None:
@@ -452,6 +463,9 @@ class MembershipCore:
     def _reset(self, reason: str, *, keep_member_id: bool = False) -> None:
         """Kafka's reset on a response error: forget the generation and, unless the error was
         ILLEGAL_GENERATION (the member id is still the group's), the member id; join again."""
+        self.log.warning(
+            "membership.member_reset", group=self.settings.group_id, generation=self.generation, reason=reason
+        )
         self._revoke(reason, lost=True)
         if not keep_member_id:
             self.member_id = ""
@@ -471,7 +485,7 @@ class MembershipCore:
             self._fail(f"not authorized to use group {self.settings.group_id!r}", code)
             return
         if code != NONE or node < 0:
-            log.info("membership.no_coordinator error=%s", error_name(code))
+            self.log.info("membership.no_coordinator", group=self.settings.group_id, error=error_name(code))
             self._not_before = now + self.backoff
             return
         self.coordinator = (node, host, port)
@@ -510,7 +524,7 @@ class MembershipCore:
                         for m in sorted({x.member_id for x in members})
                     ]
                 except Exception as exc:  # the plug-in failed: fatal, as in Kafka's client
-                    log.exception("membership.assignor_failed")
+                    self.log.error("membership.assignor_failed", group=self.settings.group_id, exc_info=exc)
                     self._fail(f"the leader's assignor raised {exc!r}")
                     return
             self._pending_sync = {

@@ -19,14 +19,18 @@ from membership.core import (
     LEAVE_GROUP,
     SYNC_GROUP,
     Assigned,
+    Assignment,
     Fatal,
     GroupJoined,
+    Member,
     MembershipCore,
     Request,
     Revoked,
     Settings,
     State,
 )
+from membership.event_log import StdlibEventLog
+from membership.leader_election import Leadership, elect_self
 from protocol.entity_builder import build
 
 SESSION = 10.0
@@ -305,3 +309,23 @@ def test_every_request_builds_at_every_negotiable_version(instance: str | None) 
         lo, hi = SUPPORTED[api]
         for version in range(lo, hi + 1):
             build(load_request_schema(api, version), body)
+
+
+def test_leader_election_assignment_names_the_leaders_identity() -> None:
+    members = (Member("m1", None, b"node-a"), Member("m2", "i2", b"node-b"))
+    plan = elect_self(GroupJoined(4, "leader-v1", "m1", "m1", members))
+    assert set(plan) == {"m1", "m2"} and plan["m1"] == plan["m2"]
+    # A follower reads the leader from its generation and the identity from the assignment.
+    follower = Leadership.of(Assignment(4, "m2", "m1", "leader-v1", plan["m2"]))
+    assert follower.leader_identity == b"node-a" and not follower.is_leader
+    leader = Leadership.of(Assignment(4, "m1", "m1", "leader-v1", plan["m1"]))
+    assert leader.is_leader and leader.generation == 4
+    # A restarted static leader (new member id) given the stored assignment still leads.
+    restarted = Leadership.of(Assignment(5, "m9", "m9", "leader-v1", plan["m1"]))
+    assert restarted.is_leader and restarted.leader_identity == b"node-a"
+
+
+def test_the_stdlib_event_log_writes_named_events(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("INFO", logger="membership")
+    StdlibEventLog().info("membership.coordinator_lost", group="g", reason="x")
+    assert "membership.coordinator_lost group='g' reason='x'" in caplog.text

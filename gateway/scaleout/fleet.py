@@ -216,6 +216,7 @@ class FleetMember:
             request_timeout_ms=session_timeout_ms,
             security=None if security is None else security.client,
             client_id="groupshift-fleet",
+            log=log,
         )
         # Never let the membership die: a fatal answer (an ACL not granted yet, say) or a bug is
         # logged and the node joins again as a new member.

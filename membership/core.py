@@ -595,21 +595,7 @@ class MembershipCore:
         if code == REBALANCE_IN_PROGRESS:  # another rebalance began: join it, same member id
             self.rejoin_reason = "rebalance in progress during SyncGroup"
             return
-        if code in RESET:
-            self._reset(f"SyncGroup: {error_name(code)}", keep_member_id=code == ILLEGAL_GENERATION)
-            self._not_before = now + self.backoff
-            return
-        if code in REDISCOVER:
-            self._lose_coordinator(f"SyncGroup: {error_name(code)}")
-            self._not_before = now + self.backoff
-            return
-        if code in (COORDINATOR_LOAD_IN_PROGRESS, UNKNOWN_SERVER_ERROR):
-            self._not_before = now + self.backoff
-            return
-        if code == FENCED_INSTANCE_ID:
-            self._fail(f"group.instance.id {self.settings.group_instance_id!r} was fenced", code)
-            return
-        self._fail(f"SyncGroup failed: {error_name(code)}", code)
+        self._after_error("SyncGroup", code, now, backoff_after_reset=True)
 
     def _on_heartbeat(self, request: Request, r: Any, now: float) -> None:
         if self.state is not State.STABLE or request.generation != self.generation:
@@ -627,11 +613,20 @@ class MembershipCore:
             self.state = State.UNJOINED
             self.rejoin_reason = "rebalance in progress"
             return
+        self._after_error("Heartbeat", code, now, backoff_after_reset=False)
+
+    def _after_error(self, api: str, code: int, now: float, *, backoff_after_reset: bool) -> None:
+        """What SyncGroup and Heartbeat errors share (Kafka's AbstractCoordinator handles both
+        the same way): a lost generation resets the member (ILLEGAL_GENERATION keeps its id), a
+        lost coordinator is looked up again after the backoff, a loading or failing coordinator
+        is asked again after it, a fenced static member and anything else end the membership."""
         if code in RESET:
-            self._reset(f"Heartbeat: {error_name(code)}", keep_member_id=code == ILLEGAL_GENERATION)
+            self._reset(f"{api}: {error_name(code)}", keep_member_id=code == ILLEGAL_GENERATION)
+            if backoff_after_reset:
+                self._not_before = now + self.backoff
             return
         if code in REDISCOVER:
-            self._lose_coordinator(f"Heartbeat: {error_name(code)}")
+            self._lose_coordinator(f"{api}: {error_name(code)}")
             self._not_before = now + self.backoff
             return
         if code in (COORDINATOR_LOAD_IN_PROGRESS, UNKNOWN_SERVER_ERROR):
@@ -640,4 +635,4 @@ class MembershipCore:
         if code == FENCED_INSTANCE_ID:
             self._fail(f"group.instance.id {self.settings.group_instance_id!r} was fenced", code)
             return
-        self._fail(f"Heartbeat failed: {error_name(code)}", code)
+        self._fail(f"{api} failed: {error_name(code)}", code)

@@ -22,6 +22,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
 from membership.event_log import EventLog, StdlibEventLog
 
 FIND_COORDINATOR = 10
@@ -30,41 +32,24 @@ HEARTBEAT = 12
 LEAVE_GROUP = 13
 SYNC_GROUP = 14
 
-# Kafka error codes this state machine tells apart (clients/.../protocol/Errors.java).
+# Kafka error codes this state machine tells apart, as plain ints (kio's ErrorCode is the
+# table: clients/.../protocol/Errors.java).
 NONE = 0
-UNKNOWN_SERVER_ERROR = -1
-COORDINATOR_LOAD_IN_PROGRESS = 14
-COORDINATOR_NOT_AVAILABLE = 15
-NOT_COORDINATOR = 16
-ILLEGAL_GENERATION = 22
-INCONSISTENT_GROUP_PROTOCOL = 23
-INVALID_GROUP_ID = 24
-UNKNOWN_MEMBER_ID = 25
-INVALID_SESSION_TIMEOUT = 26
-REBALANCE_IN_PROGRESS = 27
-GROUP_AUTHORIZATION_FAILED = 30
-UNSUPPORTED_VERSION = 35
-GROUP_MAX_SIZE_REACHED = 81
-MEMBER_ID_REQUIRED = 79
-FENCED_INSTANCE_ID = 82
-
-ERROR_NAMES = {
-    UNKNOWN_SERVER_ERROR: "UNKNOWN_SERVER_ERROR",
-    COORDINATOR_LOAD_IN_PROGRESS: "COORDINATOR_LOAD_IN_PROGRESS",
-    COORDINATOR_NOT_AVAILABLE: "COORDINATOR_NOT_AVAILABLE",
-    NOT_COORDINATOR: "NOT_COORDINATOR",
-    ILLEGAL_GENERATION: "ILLEGAL_GENERATION",
-    INCONSISTENT_GROUP_PROTOCOL: "INCONSISTENT_GROUP_PROTOCOL",
-    INVALID_GROUP_ID: "INVALID_GROUP_ID",
-    UNKNOWN_MEMBER_ID: "UNKNOWN_MEMBER_ID",
-    INVALID_SESSION_TIMEOUT: "INVALID_SESSION_TIMEOUT",
-    REBALANCE_IN_PROGRESS: "REBALANCE_IN_PROGRESS",
-    GROUP_AUTHORIZATION_FAILED: "GROUP_AUTHORIZATION_FAILED",
-    UNSUPPORTED_VERSION: "UNSUPPORTED_VERSION",
-    GROUP_MAX_SIZE_REACHED: "GROUP_MAX_SIZE_REACHED",
-    MEMBER_ID_REQUIRED: "MEMBER_ID_REQUIRED",
-    FENCED_INSTANCE_ID: "FENCED_INSTANCE_ID",
-}
+UNKNOWN_SERVER_ERROR = int(ErrorCode.unknown_server_error)
+COORDINATOR_LOAD_IN_PROGRESS = int(ErrorCode.coordinator_load_in_progress)
+COORDINATOR_NOT_AVAILABLE = int(ErrorCode.coordinator_not_available)
+NOT_COORDINATOR = int(ErrorCode.not_coordinator)
+ILLEGAL_GENERATION = int(ErrorCode.illegal_generation)
+INCONSISTENT_GROUP_PROTOCOL = int(ErrorCode.inconsistent_group_protocol)
+INVALID_GROUP_ID = int(ErrorCode.invalid_group_id)
+UNKNOWN_MEMBER_ID = int(ErrorCode.unknown_member_id)
+INVALID_SESSION_TIMEOUT = int(ErrorCode.invalid_session_timeout)
+REBALANCE_IN_PROGRESS = int(ErrorCode.rebalance_in_progress)
+GROUP_AUTHORIZATION_FAILED = int(ErrorCode.group_authorization_failed)
+UNSUPPORTED_VERSION = int(ErrorCode.unsupported_version)
+GROUP_MAX_SIZE_REACHED = int(ErrorCode.group_max_size_reached)
+MEMBER_ID_REQUIRED = int(ErrorCode.member_id_required)
+FENCED_INSTANCE_ID = int(ErrorCode.fenced_instance_id)
 
 # The coordinator moved or is not there yet: find it again, keep the membership.
 REDISCOVER = frozenset({COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR})
@@ -73,7 +58,11 @@ RESET = frozenset({UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION})
 
 
 def error_name(code: int) -> str:
-    return ERROR_NAMES.get(code, f"error {code}")
+    """Kafka's name of an error code, or "error N" for a code kio does not know."""
+    try:
+        return ErrorCode(code).name.upper()
+    except ValueError:
+        return f"error {code}"
 
 
 class MembershipError(Exception):

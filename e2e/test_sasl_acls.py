@@ -14,7 +14,6 @@ and `authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthoriz
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -23,6 +22,7 @@ import pytest
 
 from e2e.conftest import Gateways
 from e2e.harness import GatewayProcess
+from e2e.librdkafka_polling import poll_records
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
@@ -70,22 +70,10 @@ def consume(
         }
     )
     c.subscribe([topic])
-    read, errors = 0, []
-    deadline = time.monotonic() + seconds
     try:
-        while read < want and time.monotonic() < deadline:
-            m = c.poll(0.5)
-            if m is None:
-                continue
-            if m.error() is not None:
-                errors.append(m.error().name())
-                if m.error().fatal() or len(errors) > 20:
-                    break
-                continue
-            read += 1
+        return poll_records(c, want, seconds)
     finally:
         c.close()
-    return read, errors
 
 
 def test_sasl_principals_are_what_the_authorizer_decides_on(gw: GatewayProcess) -> None:

@@ -36,6 +36,7 @@ import pytest
 from e2e.conftest import Gateways
 from e2e.differential import Session, compare, plain, run_both
 from e2e.harness import GatewayProcess
+from e2e.librdkafka_polling import poll_records
 from e2e.secured_pair import USERS, plain_login, sasl_groupshift_sets, start_kafka
 from e2e.test_differential_acls import SCENARIOS, TOPIC, WRITE, binding, grant, topic
 from e2e.tls_certs import Authority
@@ -140,22 +141,10 @@ def consume(
         {**conf(s, user), "group.id": group, "group.protocol": protocol, "auto.offset.reset": "earliest"}
     )
     c.subscribe([topic_name])
-    read, errors = 0, []
-    deadline = time.monotonic() + seconds
     try:
-        while read < want and time.monotonic() < deadline:
-            m = c.poll(0.5)
-            if m is None:
-                continue
-            if m.error() is not None:
-                errors.append(m.error().name())
-                if m.error().fatal() or len(errors) > 20 or errors[-1] == until:
-                    break
-                continue
-            read += 1
+        return poll_records(c, want, seconds, until)
     finally:
         c.close()
-    return read, errors
 
 
 def consume_kafka_python(

@@ -37,6 +37,7 @@ import pytest
 
 from e2e.conftest import Gateways
 from e2e.harness import GatewayProcess
+from e2e.librdkafka_polling import poll_records
 from e2e.secured_pair import USERS, plain_login, start_kafka
 from e2e.test_upstream_gateway_acls import Setup as AclSetup
 from e2e.test_upstream_gateway_acls import three_cases
@@ -179,18 +180,8 @@ def _consume(
         }
     )
     c.subscribe([s.topic])
-    deadline = time.monotonic() + seconds
     try:
-        while read < want and time.monotonic() < deadline:
-            m = c.poll(0.5)
-            if m is None:
-                continue
-            if m.error() is not None:
-                errors.append(m.error().name())
-                if m.error().fatal() or len(errors) > 10:
-                    break
-                continue
-            read += 1
+        read, errors = poll_records(c, want, seconds, max_errors=10, errors=errors)
         if read:
             c.commit(asynchronous=False)
     finally:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ import pytest
 
 from e2e.conftest import Gateways
 from e2e.harness import GatewayProcess
+from e2e.librdkafka_polling import poll_records
 from e2e.secured_pair import sasl_groupshift_sets, start_kafka
 from e2e.tls_certs import Authority
 from e2e.upstream import FAST_UPSTREAM_SETTINGS
@@ -168,22 +168,10 @@ def _consume(s: Setup, topic: str, want: int, seconds: float) -> tuple[int, list
         }
     )
     c.subscribe([topic])
-    read, errors = 0, []
-    deadline = time.monotonic() + seconds
     try:
-        while read < want and time.monotonic() < deadline:
-            m = c.poll(0.5)
-            if m is None:
-                continue
-            if m.error() is not None:
-                errors.append(m.error().name())
-                if m.error().fatal() or len(errors) > 10:
-                    break
-                continue
-            read += 1
+        return poll_records(c, want, seconds, max_errors=10)
     finally:
         c.close()
-    return read, errors
 
 
 def test_a_mapped_principal_reaches_the_cluster_as_itself(setup: Setup) -> None:

@@ -36,6 +36,7 @@ from typing import Any
 from engine.classic.group import ClassicGroup
 from engine.classic.state import ClassicGroupState
 from engine.consumer.group import ConsumerGroup, ConsumerGroupState
+from engine.streams.group import StreamsGroup
 from gateway.metrics import Labels, MetricsRegistry
 
 GroupLookup = Callable[[str], Any]  # group id -> the group object, or None
@@ -51,11 +52,16 @@ class _GroupStats:
         self.last_stable_ms = now_ms
 
 
-def group_counts(groups: Iterable[ConsumerGroup | ClassicGroup]) -> dict[tuple[str, str], int]:
+def group_counts(groups: Iterable[ConsumerGroup | ClassicGroup | StreamsGroup]) -> dict[tuple[str, str], int]:
     """Groups by (type, state), for the KIP-848 group-count metric."""
     counts: dict[tuple[str, str], int] = {}
     for g in groups:
-        key = ("consumer", g.state().value) if isinstance(g, ConsumerGroup) else ("classic", g.state.value)
+        if isinstance(g, ConsumerGroup):
+            key = ("consumer", g.state().value)
+        elif isinstance(g, ClassicGroup):
+            key = ("classic", g.state.value)
+        else:
+            key = ("streams", g.state(g.validated_topology_epoch >= 0))
         counts[key] = counts.get(key, 0) + 1
     return counts
 

@@ -274,3 +274,11 @@ def test_replay_rebuilds_the_live_state() -> None:
     assert live["app"][0] == "streams"
     assert tasks_from(h.owned["m1"])  # both remaining members hold tasks
     assert tasks_from(h.owned["m3"])
+
+
+def test_streams_settings_have_kafkas_defaults_and_standbys_wait() -> None:
+    config = CoordinatorConfig()
+    assert (config.streams_session_timeout_ms, config.streams_heartbeat_interval_ms) == (45000, 5000)
+    assert config.streams_num_standby_replicas == 0
+    with pytest.raises(ValueError):
+        CoordinatorConfig.from_kafka({"group.streams.num.standby.replicas": "1"})

@@ -282,3 +282,20 @@ def test_streams_settings_have_kafkas_defaults_and_standbys_wait() -> None:
     assert config.streams_num_standby_replicas == 0
     with pytest.raises(ValueError):
         CoordinatorConfig.from_kafka({"group.streams.num.standby.replicas": "1"})
+
+
+def test_metrics_and_event_details_know_streams_groups() -> None:
+    from gateway.groups.events import member_details
+    from gateway.groups.group_metrics import group_counts, is_stable
+
+    h = Streams()
+    h.join("m1")
+    assert group_counts([h.group]) == {("streams", "Stable"): 1}
+    assert is_stable(h.group)
+    assert member_details(h.shard, "app", "m1") == {
+        "client_id": "app-StreamThread-1-consumer",
+        "client_host": "/127.0.0.1",
+        "protocol": "streams",
+    }
+    h.join("m2")
+    assert not is_stable(h.group)  # m2 waits for m1's tasks

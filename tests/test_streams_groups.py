@@ -299,3 +299,26 @@ def test_metrics_and_event_details_know_streams_groups() -> None:
     }
     h.join("m2")
     assert not is_stable(h.group)  # m2 waits for m1's tasks
+
+
+def test_a_member_that_does_not_revoke_is_fenced_after_its_rebalance_timeout() -> None:
+    h = Streams()
+    h.join("m1")  # rebalance timeout 30 s
+    h.join("m2")
+    r = h.beat("m1")  # told to give up tasks; it keeps heartbeating but never does
+    assert h.group.members["m1"].state.name == "UNREVOKED_TASKS"
+    stale = h.owned["m1"] if r.active_tasks is None else r.active_tasks
+    for _ in range(7):
+        h.now += 5000
+        h.shard.expire(h.now)
+        if "m1" in h.group.members:
+            # still reporting every task it had: the revocation never completes
+            h.hb(
+                member_id="m1",
+                member_epoch=h.epochs["m1"],
+                active_tasks=tuple(TaskIds(s, tuple(range(4))) for s in "01"),
+            )
+        h.beat("m2")
+    assert set(h.group.members) == {"m2"} and stale is not None
+    h.converge("m2")
+    assert len(owned_tasks(h.owned["m2"])) == 8

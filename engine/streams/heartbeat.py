@@ -343,6 +343,11 @@ def heartbeat(
         )
     if new_member:
         op.event("member.joined", group=gid, member=mid, process=updated.process_id)
+    if reconciled.state is MemberState.UNREVOKED_TASKS and member.state is not MemberState.UNREVOKED_TASKS:
+        # Kafka's rebalance timeout: the member must give the tasks up within its
+        # rebalance.timeout.ms, or it is fenced (`fence_unrevoked_member`).
+        timeout = reconciled.rebalance_timeout_ms if reconciled.rebalance_timeout_ms > 0 else 0
+        op.schedule(TimerKind.STREAMS_REBALANCE, gid, mid, timeout, reconciled.member_epoch, timeout)
     if changed and not new_member:
         op.event(
             "member.assignment_changed",
@@ -416,6 +421,23 @@ def leave(
     remove_member(st, group, req.member_id, op)
     op.event("member.left", group=req.group_id, member=req.member_id, reason="the member left the group")
     return StreamsGroupHeartbeatResponse(member_id=req.member_id, member_epoch=req.member_epoch)
+
+
+def fence_unrevoked_member(
+    st: ShardState, group_id: str, member_id: str, epoch: int, timeout_ms: int, op: Operation
+) -> None:
+    """The rebalance timer of a member told to revoke tasks fired: fenced if it is still at
+    that epoch and still holds tasks it was asked to give up."""
+    group = st.groups.get(group_id)
+    if not isinstance(group, StreamsGroup):
+        return
+    member = group.members.get(member_id)
+    if member is None or member.member_epoch != epoch or member.state is not MemberState.UNREVOKED_TASKS:
+        return
+    remove_member(st, group, member_id, op)
+    op.cancel(TimerKind.STREAMS_REBALANCE, group_id, member_id)
+    reason = f"it failed to revoke its tasks from epoch {epoch} within {timeout_ms}ms."
+    op.event("member.fenced", group=group_id, member=member_id, reason=reason)
 
 
 def fence_expired_member(st: ShardState, group_id: str, member_id: str, op: Operation) -> None:

@@ -25,7 +25,7 @@ from engine.config import CoordinatorConfig
 from engine.ids import SeededIds
 from engine.metadata import MetadataImage
 from engine.shard import Shard
-from engine.streams.group import StreamsGroup
+from engine.streams.group import MemberState, StreamsGroup
 from harness.kafka_dist import KafkaCluster, resolve, resolve_component
 from harness.kafka_dist.java_clients import TOOL_JVM_OPTS
 from records.codec import decode_record, decode_value, encode_record, encode_value
@@ -163,6 +163,8 @@ def test_records_a_kafka_44_streams_application_writes_decode_and_replay(tmp_pat
     assert kinds == {17, 19, 20, 21, 22, 23}, kinds
     for r in streams:
         assert encode_record(r) in raw, r  # Kafka's bytes, exactly
+    states = {r.value.state for r in streams if r.key.RECORD_TYPE == 22 and r.value is not None}  # type: ignore[union-attr]
+    assert states and states <= {int(s) for s in MemberState} - {int(MemberState.UNKNOWN)}, states
     shard = Shard(CoordinatorConfig(), SeededIds(1), MetadataImage())
     shard.apply(records)
     group = shard.groups["kafkaapp"]

@@ -130,7 +130,7 @@ class StreamsGroupCurrentMemberAssignmentValue:
     VERSION: ClassVar[int] = 0
     member_epoch: int
     previous_member_epoch: int
-    state: int  # MemberState byte: 0 STABLE, 1 UNREVOKED_TASKS, 2 UNRELEASED_TASKS, 3 UNKNOWN
+    state: int  # MemberState byte: 1 STABLE, 2 UNREVOKED_TASKS, 3 UNRELEASED_TASKS, 127 UNKNOWN
     active_tasks: tuple[TaskIds, ...]
     standby_tasks: tuple[TaskIds, ...]
     warmup_tasks: tuple[TaskIds, ...]

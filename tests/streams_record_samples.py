@@ -77,13 +77,13 @@ SAMPLES: list[tuple[int, RecordValue]] = [
             (TaskIds("0", (0, 1, 2)), TaskIds("1", (5,))), (TaskIds("1", (0,)),), (TaskIds("0", ()),)
         ),
     ),
-    (22, StreamsGroupCurrentMemberAssignmentValue(1, 0, 0, (), (), ())),
+    (22, StreamsGroupCurrentMemberAssignmentValue(1, 0, 1, (), (), ())),
     (
         22,
         StreamsGroupCurrentMemberAssignmentValue(
             9,
             8,
-            1,
+            2,
             (TaskIds("0", (0, 3), (8, 9)), TaskIds("1", (1,))),
             (TaskIds("1", (2,)),),
             (),

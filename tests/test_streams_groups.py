@@ -322,3 +322,14 @@ def test_a_member_that_does_not_revoke_is_fenced_after_its_rebalance_timeout() -
     assert set(h.group.members) == {"m2"} and stale is not None
     h.converge("m2")
     assert len(owned_tasks(h.owned["m2"])) == 8
+
+
+def test_member_state_bytes_are_kafkas() -> None:
+    """Kafka's streams MemberState starts at 1 (STABLE), unlike the consumer-group one."""
+    h = Streams()
+    h.join("m1")
+    h.join("m2")
+    states = {mid: m.assignment_value().state for mid, m in h.group.members.items()}
+    assert states == {"m1": 1, "m2": 3}  # m2: UNRELEASED_TASKS until m1 revokes
+    h.beat("m1")
+    assert h.group.members["m1"].assignment_value().state == 2  # UNREVOKED_TASKS

@@ -28,12 +28,16 @@ NO_TASKS: Tasks = {}
 
 
 class MemberState(IntEnum):
-    """The byte of record type 22 (Kafka `org.apache.kafka.coordinator.group.streams.MemberState`)."""
+    """The byte of record type 22 (Kafka `org.apache.kafka.coordinator.group.streams.MemberState`:
+    unlike the consumer-group states, which start at 0, these start at 1)."""
 
-    STABLE = 0
-    UNREVOKED_TASKS = 1
-    UNRELEASED_TASKS = 2
-    UNKNOWN = 3
+    STABLE = 1
+    UNREVOKED_TASKS = 2
+    UNRELEASED_TASKS = 3
+    UNKNOWN = 127
+
+
+_STATE_VALUES = frozenset(int(s) for s in MemberState)
 
 
 def tasks_from(ids: Iterable[TaskIds] | None) -> Tasks:
@@ -229,7 +233,7 @@ class StreamsGroup:
             m = self.members[member_id] = StreamsMember(member_id)
         m.member_epoch = value.member_epoch
         m.previous_member_epoch = value.previous_member_epoch
-        m.state = MemberState(value.state) if value.state in (0, 1, 2, 3) else MemberState.UNKNOWN
+        m.state = MemberState(value.state) if value.state in _STATE_VALUES else MemberState.UNKNOWN
         m.active = tasks_from(value.active_tasks)
         m.standby = tasks_from(value.standby_tasks)
         m.warmup = tasks_from(value.warmup_tasks)

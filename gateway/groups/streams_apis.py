@@ -55,8 +55,9 @@ CreateTopics = Callable[[Sequence[Any]], Awaitable[Sequence[Any]]]
 # create this topic (CREATE on the CLUSTER or the TOPIC)?
 MAY_CREATE_TOPIC = "authorizer.may_create_topic"
 
-# Kafka 4.4's defaults for what v0 of the response carries and groupshift does not use yet:
-# `group.streams.acceptable.recovery.lag`-like legacy field and the task offset interval.
+# Kafka 4.4's defaults of `group.streams.acceptable.recovery.lag` (v0 carries it as an int32)
+# and `group.streams.task.offset.interval.ms`, which groupshift does not use yet (no warm-ups,
+# no task offsets).
 ACCEPTABLE_RECOVERY_LAG = 10000
 TASK_OFFSET_INTERVAL_MS = 60000
 

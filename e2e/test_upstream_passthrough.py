@@ -13,7 +13,15 @@ In front of it a groupshift with an SSL listener (no SASL, no authorizer of its 
   (TOPIC_AUTHORIZATION_FAILED, the cluster's own answer on bob's link);
 * alice with READ on group and topic consumes everything and commits, as a KIP-848 member
   and as a classic one (refused a classic group without READ too);
-* a wrong password gets the cluster's authentication error; the others are unaffected.
+* a wrong password gets the cluster's authentication error; the others are unaffected;
+* the same three cases (e2e/test_upstream_gateway_acls.py's `three_cases`) with Kafka's Java
+  consumer (KIP-848) and kafka-python (classic);
+* alice, no super user, with WRITE on her transactional id and READ and DELETE on her group,
+  commits offsets in a transaction (TxnOffsetCommit, answered by groupshift), deletes a
+  partition's offsets (OffsetDelete) and her group (DeleteGroups); bob without those ACLs is
+  refused each with Kafka's error, from probes on his own link;
+* a Java 4.x exactly-once copier as alice keeps to transaction version 1 through groupshift
+  (docs/transactions.md), though the cluster has version 2 finalized.
 """
 
 from __future__ import annotations
@@ -29,10 +37,13 @@ import pytest
 
 from e2e.conftest import Gateways
 from e2e.harness import GatewayProcess
-from e2e.secured_pair import start_kafka
+from e2e.secured_pair import USERS, plain_login, start_kafka
+from e2e.test_upstream_gateway_acls import Setup as AclSetup
+from e2e.test_upstream_gateway_acls import three_cases
 from e2e.tls_certs import PASSWORD, Authority
 from e2e.upstream import FAST_UPSTREAM_SETTINGS
 from harness.kafka_dist.cluster import KafkaCluster
+from harness.kafka_dist.java_clients import JavaClients
 from harness.kafka_dist.security import password_of
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
@@ -108,6 +119,16 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
         _allow(direct, "User:alice", ResourceType.TOPIC, topic, AclOperation.READ)
         for g in (f"alice-{suffix}", f"alice-classic-{suffix}"):
             _allow(direct, "User:alice", ResourceType.GROUP, g, AclOperation.READ)
+        # the transactional copier's: its group (READ, DELETE) and transactional id (WRITE)
+        _allow(
+            direct,
+            "User:alice",
+            ResourceType.GROUP,
+            f"alice-txn-{suffix}",
+            AclOperation.READ,
+            AclOperation.DELETE,
+        )
+        _allow(direct, "User:alice", ResourceType.TRANSACTIONAL_ID, f"alice-tx-{suffix}", AclOperation.WRITE)
         _allow(direct, "User:bob", ResourceType.TOPIC, topic, AclOperation.DESCRIBE)
         _allow(direct, "User:bob", ResourceType.GROUP, f"bob-{suffix}", AclOperation.READ)
         seed = Producer(_conf(cluster.bootstrap, ca, "admin"))
@@ -195,3 +216,190 @@ def test_the_clusters_acls_decide_through_groupshift(setup: Setup) -> None:
     assert read == 10, (read, errors)
     read, errors = _consume(setup, "alice", f"other-classic-{setup.suffix}", 1, 6, protocol="classic")
     assert read == 0 and "GROUP_AUTHORIZATION_FAILED" in errors, errors
+
+
+@pytest.mark.parametrize("client", ["java-kip848", "kafka-python-classic"])
+def test_the_three_cases_with_java_and_kafka_python(
+    setup: Setup, client: str, request: pytest.FixtureRequest
+) -> None:
+    """Issue 29's three cases with Kafka's Java consumer (KIP-848) and kafka-python (classic),
+    each logging in to the cluster through groupshift; the ACLs, created through groupshift by
+    admin, are the cluster's (e2e/test_upstream_gateway_acls.py's `three_cases`)."""
+    java: JavaClients | None = (
+        request.getfixturevalue("kafka_clients4") if client.startswith("java") else None
+    )
+    identities = {u: plain_login(setup.ca, u) for u in USERS}
+    three_cases(AclSetup("", setup.groupshift, setup.ca, identities), client, java)
+
+
+def test_transactional_commits_and_deletes_by_the_clusters_acls(setup: Setup) -> None:
+    """TxnOffsetCommit, OffsetDelete and DeleteGroups, which groupshift answers itself, for a
+    principal that is no super user: alice, with WRITE on her transactional id and READ and
+    DELETE on her group, commits offsets in a transaction (librdkafka's
+    `send_offsets_to_transaction`), deletes a partition's offsets and then the group; bob,
+    without those ACLs, gets Kafka's refusals (TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+    GROUP_AUTHORIZATION_FAILED), proved by the probes on his own link."""
+    from confluent_kafka import Consumer, KafkaException, Producer
+    from confluent_kafka.admin import AdminClient
+
+    from protocol.client import make_request
+
+    s = setup
+    group, txn = f"alice-txn-{s.suffix}", f"alice-tx-{s.suffix}"
+    c = Consumer(
+        {
+            **_conf(s.groupshift.bootstrap, s.ca, "alice"),
+            "group.id": group,
+            "group.protocol": "consumer",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    c.subscribe([s.topic])
+    try:
+        read, deadline = 0, time.monotonic() + 40
+        while read < 10 and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            read += m is not None and m.error() is None
+        assert read == 10
+        producer = Producer({**_conf(s.groupshift.bootstrap, s.ca, "alice"), "transactional.id": txn})
+        producer.init_transactions(30)
+        producer.begin_transaction()
+        positions = c.position(c.assignment())
+        assert sum(tp.offset for tp in positions) == 10, positions
+        producer.send_offsets_to_transaction(positions, c.consumer_group_metadata(), 30)
+        producer.commit_transaction(30)
+        committed: list[int] = []
+        deadline = time.monotonic() + 20
+        while sum(committed) != 10 and time.monotonic() < deadline:
+            committed = [max(tp.offset, 0) for tp in c.committed(c.assignment(), timeout=10)]
+        assert sum(committed) == 10, committed
+    finally:
+        c.close()
+
+    def raw(user: str, api_key: int, version: int, **body: Any) -> Any:
+        with plain_login(s.ca, user).connect("127.0.0.1", s.groupshift.port, timeout=30) as wire:
+            return wire.request(make_request(api_key, version, **body))
+
+    txn_commit = {
+        "group_id": f"bob-{s.suffix}",  # bob may READ it: the transactional id decides
+        "producer_id": 0,
+        "producer_epoch": 0,
+        "generation_id": -1,
+        "member_id": "",
+        "group_instance_id": None,
+        "topics": [
+            {
+                "name": s.topic,
+                "partitions": [
+                    {
+                        "partition_index": 0,
+                        "committed_offset": 1,
+                        "committed_leader_epoch": -1,
+                        "committed_metadata": None,
+                    }
+                ],
+            }
+        ],
+    }
+    r = raw("bob", 28, 3, transactional_id=f"bob-tx-{s.suffix}", **txn_commit)
+    assert [p.error_code for t in r.topics for p in t.partitions] == [53], r
+    deletion = {"group_id": group, "topics": [{"name": s.topic, "partitions": [{"partition_index": 0}]}]}
+    r = raw("bob", 47, 0, **deletion)
+    assert r.error_code == 30, r
+    r = raw("alice", 47, 0, **deletion)
+    assert r.error_code == 0, r
+    assert [p.error_code for t in r.topics for p in t.partitions] == [0], r
+
+    def delete_group(user: str) -> str | None:
+        admin = AdminClient(_conf(s.groupshift.bootstrap, s.ca, user))
+        try:
+            admin.delete_consumer_groups([group], request_timeout=30)[group].result(timeout=40)
+        except KafkaException as e:
+            return str(e.args[0].name())
+        return None
+
+    assert delete_group("bob") == "GROUP_AUTHORIZATION_FAILED"
+    assert delete_group("alice") is None
+
+
+def test_java_transactional_copier_uses_transaction_version_1(
+    setup: Setup, kafka_clients4: JavaClients, tmp_path: Path
+) -> None:
+    """A Java 4.x exactly-once copier (e2e/java_programs/TransactionalCopier.java, KIP-848 group,
+    read_committed, `sendOffsetsToTransaction`, every third transaction aborted) as alice
+    through groupshift, in front of a Kafka 4.4 whose finalized `transaction.version` is 2
+    (KIP-890 part 2). groupshift's ApiVersions carries no finalized features, so the client
+    keeps to transaction version 1 (AddOffsetsToTxn and TxnOffsetCommit v4; docs/transactions.md):
+    the producer epoch stays where InitProducerId left it (version 2 bumps it at every EndTxn),
+    the output holds each input record exactly once and the group's offsets cover the input."""
+    from confluent_kafka import Consumer
+    from confluent_kafka.admin import AclOperation, AdminClient, NewTopic, ResourceType
+
+    from e2e.transactions import Copier, compile_copier
+    from protocol.client import make_request
+
+    s = setup
+    group, txn, output = f"alice-eos-{s.suffix}", f"alice-eos-tx-{s.suffix}", f"copied-{s.suffix}"
+    javac = compile_copier(kafka_clients4, tmp_path / "classes")
+    direct = AdminClient(_conf(s.cluster.bootstrap, s.ca, "admin"))
+    direct.create_topics([NewTopic(output, 2, 1)])[output].result(timeout=60)
+    _allow(direct, "User:alice", ResourceType.GROUP, group, AclOperation.READ)
+    _allow(direct, "User:alice", ResourceType.TRANSACTIONAL_ID, txn, AclOperation.WRITE)
+    _allow(direct, "User:alice", ResourceType.TOPIC, output, AclOperation.WRITE)
+    with plain_login(s.ca, "admin").connect("127.0.0.1", s.cluster.port(), timeout=30) as wire:
+        features = wire.request(make_request(18, 3, client_software_name="t", client_software_version="1"))
+        finalized = {f.name: int(f.max_version_level) for f in features.finalized_features}
+    assert finalized.get("transaction.version", 0) >= 2, finalized
+    with plain_login(s.ca, "alice").connect("127.0.0.1", s.groupshift.port, timeout=30) as wire:
+        ours = wire.request(make_request(18, 3, client_software_name="t", client_software_version="1"))
+    assert not ours.finalized_features, ours.finalized_features
+    props = tmp_path / "alice.properties"
+    jaas = f'{PLAIN} required username="alice" password="{password_of("alice")}";'
+    props.write_text(
+        "security.protocol=SASL_SSL\nssl.truststore.type=PEM\n"
+        f"ssl.truststore.location={s.ca.pem}\nsasl.mechanism=PLAIN\nsasl.jaas.config={jaas}\n"
+    )
+    assert javac.wait(120) == 0, javac.stdout.read() if javac.stdout else b""
+    copier = Copier(
+        kafka_clients4,
+        tmp_path / "classes",
+        s.groupshift.bootstrap,
+        (s.topic, output),
+        group,
+        txn_id=txn,
+        protocol="consumer",
+        abort_every="3",
+        properties=str(props),
+    )
+    reader = Consumer(
+        {
+            **_conf(s.cluster.bootstrap, s.ca, "admin"),
+            "group.id": f"reader-{s.suffix}",
+            "isolation.level": "read_committed",
+            "auto.offset.reset": "earliest",
+        }
+    )
+    reader.subscribe([output])
+    values: list[bytes] = []
+    try:
+        copier.start()
+        deadline = time.monotonic() + 60
+        while len(values) < 10 and time.monotonic() < deadline and not copier.errors():
+            m = reader.poll(0.5)
+            if m is not None and m.error() is None:
+                values.append(m.value())
+        for _ in range(4):  # a duplicate would come right after
+            m = reader.poll(0.5)
+            if m is not None and m.error() is None:
+                values.append(m.value())
+        assert sorted(values) == sorted(f"v{i}".encode() for i in range(10)), (values, copier.errors())
+        events = copier.events()
+        assert any(e["name"] == "committed" for e in events), events
+    finally:
+        copier.stop()
+        reader.close()
+    with plain_login(s.ca, "admin").connect("127.0.0.1", s.cluster.port(), timeout=30) as wire:
+        described = wire.request(make_request(65, 0, transactional_ids=[txn]))
+    (state,) = described.transaction_states
+    assert int(state.error_code) == 0 and int(state.producer_epoch) == 0, state

@@ -62,6 +62,8 @@ class Copier:
         self.clients = clients
         self.classes = classes
         self.args = [bootstrap, topics[0], topics[1], group, kw["txn_id"], kw["protocol"], kw["abort_every"]]
+        if "properties" in kw:  # a client properties file (security settings)
+            self.args.append(kw["properties"])
         self.name = kw["txn_id"]
         self.runs: list[VerifiableProcess] = []
 

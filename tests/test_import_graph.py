@@ -2,12 +2,15 @@
 
 Product packages, bottom to top (a module may import its own package and any package below it):
 
-    protocol < records < engine < translation < gateway < sim < tools < harness < groupshift
+    protocol < membership < records < engine < translation < gateway < sim < tools < harness
+             < groupshift
 
-`protocol` is the wire codec and imports nothing of ours; `sim` (the simulator) drives the gateway;
-`tools` are the operator tools; `harness` puts real Kafka (and Tansu, the client matrix, a
-headless browser) in the loop and may use the tools; `groupshift` is the command line over all of
-it. Whether `sim` exists yet or not, the rules read the same.
+`protocol` is the wire codec and imports nothing of ours; `membership` is the public
+classic-group membership client, on the wire layer alone (the scale-out fleet in `gateway` runs
+on it); `sim` (the simulator) drives the gateway; `tools` are the operator tools; `harness`
+puts real Kafka (and Tansu, the client matrix, a headless browser) in the loop and may use the
+tools; `groupshift` is the command line over all of it. Whether `sim` exists yet or not, the
+rules read the same.
 
 Non-product packages: `tests` (with tests/plugins), `e2e`, `bench`, `fuzz`, `scripts`. The rules:
 
@@ -36,7 +39,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PRODUCT = ("protocol", "records", "engine", "translation", "gateway", "sim", "tools", "harness", "groupshift")
+PRODUCT = (
+    "protocol",
+    "membership",
+    "records",
+    "engine",
+    "translation",
+    "gateway",
+    "sim",
+    "tools",
+    "harness",
+    "groupshift",
+)
 NON_PRODUCT = ("tests", "e2e", "bench", "fuzz", "scripts")
 # Non-product packages that may import only product (and themselves).
 PRODUCT_ONLY_USERS = ("scripts", "bench", "fuzz")

@@ -1,9 +1,10 @@
 // An exactly-once copier (consume-transform-produce, KIP-98/KIP-447): a read_committed consumer
 // in a group (group.protocol consumer or classic), a transactional producer, and
 // sendOffsetsToTransaction with the consumer's group metadata. Used by
-// e2e/test_upstream_transactions.py through groupshift in upstream mode.
+// e2e/transactions.py (and e2e/test_upstream_passthrough.py) through groupshift in upstream mode.
 //
 // args: bootstrap input-topic output-topic group transactional-id group-protocol abort-every
+//       [client-properties-file: security settings for both clients]
 // Every `abort-every`-th transaction is aborted on purpose after its offsets were sent, and the
 // consumer is rewound to the group's committed offsets (read with require_stable, as
 // read_committed consumers do). stdout: one JSON object per line:
@@ -56,7 +57,15 @@ public class TransactionalCopier {
         String protocol = args[5];
         int abortEvery = Integer.parseInt(args[6]);
 
+        Properties common = new Properties();
+        if (args.length > 7) {
+            try (java.io.FileInputStream in = new java.io.FileInputStream(args[7])) {
+                common.load(in);
+            }
+        }
+
         Properties pp = new Properties();
+        pp.putAll(common);
         pp.put("bootstrap.servers", bootstrap);
         pp.put("transactional.id", txnId);
         pp.put("transaction.timeout.ms", "10000");
@@ -66,6 +75,7 @@ public class TransactionalCopier {
         producer.initTransactions();
 
         Properties cp = new Properties();
+        cp.putAll(common);
         cp.put("bootstrap.servers", bootstrap);
         cp.put("group.id", group);
         cp.put("group.protocol", protocol);

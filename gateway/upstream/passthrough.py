@@ -20,9 +20,17 @@ failed, or anything else" (docs/security.md has the table):
 * DESCRIBE on the CLUSTER: DescribeCluster's cluster-authorized operations;
 * DESCRIBE_CONFIGS / ALTER_CONFIGS on a GROUP: DescribeConfigs / IncrementalAlterConfigs with
   `validate_only`;
-* DELETE on a GROUP (DeleteGroups, OffsetDelete), WRITE on a TRANSACTIONAL_ID (TxnOffsetCommit)
-  and anything else: no request proves them without an effect, so they are allowed only to a
-  principal the cluster allows every CLUSTER operation (a super user, or ALL on the cluster).
+* DELETE on a GROUP (DeleteGroups, OffsetDelete): OffsetDelete of the group with no partitions
+  (authorized before the coordinator, which then deletes nothing);
+* WRITE on a TRANSACTIONAL_ID (TxnOffsetCommit): TxnOffsetCommit of that transactional id for a
+  made-up group and a partition of a made-up topic (the transactional id is checked first; the
+  group, the topic and its existence then answer the partition before any coordinator);
+* anything else: no request proves it without an effect, so it is allowed only to a principal
+  the cluster allows every CLUSTER operation (a super user, or ALL on the cluster).
+
+Once proved, groupshift does the work itself with its own credential (the shadow group's
+TxnOffsetCommit and deletion, gateway/upstream/transactions.py), as it answers the other group
+APIs: the client's principal needs no ACL on groupshift's shadow groups.
 
 How a request is handled: a dry run of its rule (every question answered "yes" and recorded,
 the handler not called) names what the request needs; what is not cached is probed; then the
@@ -73,6 +81,7 @@ CLUSTER_NAME = "kafka-cluster"
 MAX_ROUNDS = 3
 CACHE_MAX = 4096  # answers kept per client connection (docs/security.md)
 GROUP_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED = 30, 29
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 # Read-only terminated APIs: handled again when their real run asked something new.
 READ_ONLY = frozenset({9, 10, 15, 16, 69, 32})
 # The CLUSTER operations whose union stands for "allowed everything" (a super user).
@@ -82,6 +91,9 @@ ALL_CLUSTER_OPS = (
 )  # fmt: skip
 SUPER = (int(Op.ALL), int(R.CLUSTER), CLUSTER_NAME)  # the cached "every CLUSTER operation" answer
 PROBE_MEMBER = "groupshift-acl-probe-" + uuid.uuid4().hex
+# Names no cluster holds: the transactional-id probe's group and topic (a legal topic name).
+PROBE_GROUP = PROBE_MEMBER
+PROBE_TOPIC = "__groupshift-acl-probe-" + uuid.uuid4().hex
 
 
 class _Recorder:
@@ -339,10 +351,38 @@ class ClusterAclProbes:
                 link, 44, 1, {"resources": [{**resource, "configs": []}], "validate_only": True}
             )
             return all(int(x.error_code) != GROUP_AUTHORIZATION_FAILED for x in r.responses)
-        # DELETE on a group, WRITE on a transactional id, anything else: no probe without an
-        # effect proves it; a principal allowed every CLUSTER operation is allowed it.
+        if rtype == R.GROUP and op == Op.DELETE:
+            # OffsetDelete of no partition: DELETE on the group is checked first; when allowed,
+            # the coordinator deletes nothing (or knows no such group, or is elsewhere).
+            r = await self._call(link, 47, 0, {"group_id": name, "topics": []})
+            return int(r.error_code) != GROUP_AUTHORIZATION_FAILED
+        if rtype == R.TRANSACTIONAL_ID and op == Op.WRITE:
+            return await self._probe_txn_write(link, name)
+        # Anything else: no probe without an effect proves it; a principal allowed every
+        # CLUSTER operation is allowed it.
         bits = await self._cluster_ops(link)
         return all(bits & (1 << int(o)) for o in ALL_CLUSTER_OPS)
+
+    async def _probe_txn_write(self, link: UpstreamLink, name: str) -> bool:
+        """WRITE on transactional id `name`: a TxnOffsetCommit of it for a made-up group and
+        one partition of a made-up topic. Kafka checks WRITE on the transactional id first
+        (TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition); past it, READ on the group,
+        READ on the topic and the topic's existence each answer the partition before the
+        coordinator, so nothing is committed and no transaction is touched."""
+        body = {
+            "transactional_id": name,
+            "group_id": PROBE_GROUP,
+            "producer_id": -1,
+            "producer_epoch": -1,
+            "generation_id": -1,
+            "member_id": "",
+            "group_instance_id": None,
+            "topics": [{"name": PROBE_TOPIC, "partitions": [_TXN_PARTITION]}],
+        }
+        r = await self._call(link, 28, 3, body)
+        return all(
+            int(p.error_code) != TRANSACTIONAL_ID_AUTHORIZATION_FAILED for t in r.topics for p in t.partitions
+        )
 
     async def _cluster_ops(self, link: UpstreamLink) -> int:
         r = await self._call(link, 60, 0, {"include_cluster_authorized_operations": True})
@@ -380,6 +420,12 @@ class ClusterAclProbes:
         return all(int(p.error_code) != TOPIC_AUTHORIZATION_FAILED for t in r.responses for p in t.partitions)
 
 
+_TXN_PARTITION = {
+    "partition_index": 0,
+    "committed_offset": 0,
+    "committed_leader_epoch": -1,
+    "committed_metadata": None,
+}
 _FETCH_PARTITION = {
     "partition": 0,
     "current_leader_epoch": -1,

@@ -333,3 +333,18 @@ def test_member_state_bytes_are_kafkas() -> None:
     assert states == {"m1": 1, "m2": 3}  # m2: UNRELEASED_TASKS until m1 revokes
     h.beat("m1")
     assert h.group.members["m1"].assignment_value().state == 2  # UNREVOKED_TASKS
+
+
+def test_a_leave_records_the_topics_it_assigned_against() -> None:
+    """Found by tests/test_streams_stateful.py: the topics shrink, a member leaves (its
+    target is computed on the new topics), the topics grow back: the next heartbeat must see
+    the change and assign the new tasks, which needs the leave to have stored the hash of the
+    topics it used."""
+    h = Streams()
+    h.join("m1")
+    h.join("m2")
+    h.shard.update_metadata(image({WORDS: 2, REPARTITION: 2, CHANGELOG: 2}), h.now)
+    h.hb(member_id="m1", member_epoch=-1)
+    h.shard.update_metadata(image(ALL_TOPICS), h.now)
+    h.converge("m2")
+    assert len(owned_tasks(h.owned["m2"])) == 8

@@ -401,9 +401,15 @@ def remove_member(st: ShardState, group: StreamsGroup, member_id: str, op: Opera
     gid = group.group_id
     op.records += _member_tombstones(gid, member_id)
     epoch = group.group_epoch + 1
-    op.records.append(_metadata_record(gid, epoch, group.metadata_hash, group.validated_topology_epoch))
-    members = {mid: m for mid, m in group.members.items() if mid != member_id}
     configured = None if group.topology is None else configure(group.topology, st.image)
+    # The hash and validation of the topics as they are now: the new target is computed
+    # against them, and a later heartbeat must not take an older image's hash for current.
+    digest, validated = group.metadata_hash, group.validated_topology_epoch
+    if group.topology is not None and configured is not None:
+        digest = configured.metadata_hash
+        validated = group.topology.epoch if configured.tasks is not None else -1
+    op.records.append(_metadata_record(gid, epoch, digest, validated))
+    members = {mid: m for mid, m in group.members.items() if mid != member_id}
     targets = _new_targets(group, members, configured)
     _write_targets(st, op, group, targets, epoch)
     op.cancel(TimerKind.STREAMS_SESSION, gid, member_id)

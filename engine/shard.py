@@ -441,7 +441,11 @@ class Shard:
             ctx,
             _check_nothing,
             lambda e: StreamsGroupHeartbeatResponse(
-                error_code=int(e.code), error_message=e.message, member_id=request.member_id
+                error_code=int(e.code),
+                error_message=e.message,
+                member_id=request.member_id,
+                member_epoch=0,
+                status=(),
             ),
             request.member_id,
         )

@@ -32,6 +32,7 @@ WORDS = "words-in"
 REPARTITION = "app-counts-repartition"
 CHANGELOG = "app-counts-changelog"
 ALL_TOPICS = {WORDS: 4, REPARTITION: 4, CHANGELOG: 4}
+NO_TASKS: dict[str, Any] = {"active_tasks": (), "standby_tasks": (), "warmup_tasks": ()}
 
 
 def image(topics: dict[str, int]) -> MetadataImage:
@@ -75,7 +76,13 @@ class Streams:
         return r
 
     def beat(self, member: str) -> StreamsGroupHeartbeatResponse:
-        r = self.hb(member_id=member, member_epoch=self.epochs[member], active_tasks=self.owned[member])
+        r = self.hb(
+            member_id=member,
+            member_epoch=self.epochs[member],
+            active_tasks=self.owned[member],
+            standby_tasks=(),
+            warmup_tasks=(),
+        )
         self._remember(member, r)
         return r
 
@@ -228,8 +235,8 @@ def test_invalid_heartbeats_get_kafkas_errors(fields: dict[str, Any], code: int)
 def test_fenced_and_unknown_members() -> None:
     h = Streams()
     h.join("m1")
-    assert h.hb(member_id="m1", member_epoch=7, active_tasks=()).error_code == 110  # FENCED_MEMBER_EPOCH
-    assert h.hb(member_id="other", member_epoch=1, active_tasks=()).error_code == 25  # UNKNOWN_MEMBER_ID
+    assert h.hb(member_id="m1", member_epoch=7, **NO_TASKS).error_code == 110  # FENCED_MEMBER_EPOCH
+    assert h.hb(member_id="other", member_epoch=1, **NO_TASKS).error_code == 25  # UNKNOWN_MEMBER_ID
 
 
 def test_list_describe_and_other_protocols_on_a_streams_group() -> None:
@@ -317,6 +324,8 @@ def test_a_member_that_does_not_revoke_is_fenced_after_its_rebalance_timeout() -
                 member_id="m1",
                 member_epoch=h.epochs["m1"],
                 active_tasks=tuple(TaskIds(s, tuple(range(4))) for s in "01"),
+                standby_tasks=(),
+                warmup_tasks=(),
             )
         h.beat("m2")
     assert set(h.group.members) == {"m2"} and stale is not None
@@ -348,3 +357,44 @@ def test_a_leave_records_the_topics_it_assigned_against() -> None:
     h.shard.update_metadata(image(ALL_TOPICS), h.now)
     h.converge("m2")
     assert len(owned_tasks(h.owned["m2"])) == 8
+
+
+# Answers measured on Kafka 4.4.0 (raw StreamsGroupHeartbeat v0 requests against a KRaft node):
+# error code, message, and member epoch 0 with an empty status list in every refusal.
+KAFKA_44_REFUSALS = [
+    ({"member_id": ""}, 42, "MemberId can't be empty."),
+    ({"process_id": "p", **NO_TASKS}, 42, "Topology must be non-null when (re-)joining."),
+    (
+        {"topology": WORD_COUNT_TOPOLOGY, "process_id": "p"},
+        42,
+        "ActiveTasks must be empty when (re-)joining.",
+    ),
+    ({"group_id": "nogroup", "member_epoch": 3}, 69, "Streams group nogroup not found."),
+    ({"member_id": "zz", "member_epoch": 1, **NO_TASKS}, 25, "Member zz is not a member of group app."),
+    ({"member_epoch": 1, "active_tasks": ()}, 42, "If one task-type is non-null, all must be non-null."),
+    ({"member_epoch": -3}, 42, "MemberEpoch is -3, but must be greater than or equal to -2."),
+    (
+        {"member_epoch": 5, **NO_TASKS},
+        110,
+        "The streams group member has a greater member epoch (5) than the one known by the group "
+        "coordinator (1). The member must abandon all its partitions and rejoin.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("fields", "code", "message"), KAFKA_44_REFUSALS)
+def test_refusals_answer_as_kafka_44(fields: dict[str, Any], code: int, message: str) -> None:
+    h = Streams()
+    h.join("m1")
+    fields = {"member_id": "m1", "member_epoch": 0, "rebalance_timeout_ms": 30000, **fields}
+    r = h.hb(**fields)
+    assert (r.error_code, r.error_message, r.member_epoch, r.status) == (code, message, 0, ())
+
+
+def test_leave_answers_its_epoch_and_a_second_leave_is_unknown() -> None:
+    h = Streams()
+    h.join("m1")
+    r = h.hb(member_id="m1", member_epoch=-1)
+    assert (r.error_code, r.member_epoch, r.status) == (0, -1, ())
+    again = h.hb(member_id="m1", member_epoch=-1)
+    assert (again.error_code, again.error_message) == (25, "Member m1 is not a member of group app.")

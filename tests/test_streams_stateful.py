@@ -102,7 +102,13 @@ class StreamsMachine(RuleBasedStateMachine):
                 TaskIds(s, tuple(sorted(p)))
                 for s, p in sorted(tasks_union(m.active, m.active_pending_revocation).items())
             )
-        r = self._hb(member_id=member, member_epoch=self.epochs[member], active_tasks=held)
+        r = self._hb(
+            member_id=member,
+            member_epoch=self.epochs[member],
+            active_tasks=held,
+            standby_tasks=(),
+            warmup_tasks=(),
+        )
         self._record(member, r)
 
     @precondition(lambda self: bool(self.epochs))
@@ -137,7 +143,11 @@ class StreamsMachine(RuleBasedStateMachine):
         for _ in range(8):
             for member in sorted(self.epochs):
                 r = self._hb(
-                    member_id=member, member_epoch=self.epochs[member], active_tasks=self.owned[member]
+                    member_id=member,
+                    member_epoch=self.epochs[member],
+                    active_tasks=self.owned[member],
+                    standby_tasks=(),
+                    warmup_tasks=(),
                 )
                 assert r.error_code == 0, r
                 self._record(member, r)

@@ -72,21 +72,17 @@ def validate(req: StreamsGroupHeartbeatRequest) -> None:
         raise invalid_request("InstanceId can't be empty.")
     if req.rack_id is not None and not req.rack_id:
         raise invalid_request("RackId can't be empty.")
+    tasks = (req.active_tasks, req.standby_tasks, req.warmup_tasks)
     if req.member_epoch == 0:
         if req.rebalance_timeout_ms == -1:
             raise invalid_request("RebalanceTimeoutMs must be provided in first request.")
         if req.topology is None:
-            raise invalid_request("Topology must be non-null when joining the group.")
-        if req.process_id is None or not req.process_id:
-            raise invalid_request("ProcessId must be provided and non-empty when joining the group.")
-        if req.active_tasks is None or req.standby_tasks is None or req.warmup_tasks is None:
-            raise invalid_request(
-                "ActiveTasks, StandbyTasks and WarmupTasks must be empty when (re-)joining."
-            )
-        if req.active_tasks or req.standby_tasks or req.warmup_tasks:
-            raise invalid_request(
-                "ActiveTasks, StandbyTasks and WarmupTasks must be empty when (re-)joining."
-            )
+            raise invalid_request("Topology must be non-null when (re-)joining.")
+        for name, given in zip(("ActiveTasks", "StandbyTasks", "WarmupTasks"), tasks, strict=True):
+            if given is None or given:
+                raise invalid_request(f"{name} must be empty when (re-)joining.")
+    elif any(t is None for t in tasks) and any(t is not None for t in tasks):
+        raise invalid_request("If one task-type is non-null, all must be non-null.")
     elif req.member_epoch < STATIC_LEAVE_EPOCH:
         raise invalid_request(f"MemberEpoch is {req.member_epoch}, but must be greater than or equal to -2.")
     elif req.member_epoch == STATIC_LEAVE_EPOCH and req.instance_id is None:
@@ -287,7 +283,7 @@ def heartbeat(
         if req.rebalance_timeout_ms != -1
         else member.rebalance_timeout_ms,
         topology_epoch=req.topology.epoch if req.topology is not None else member.topology_epoch,
-        process_id=req.process_id if req.process_id is not None else member.process_id,
+        process_id=req.process_id if req.process_id is not None else member.process_id,  # may stay ""
         user_endpoint=req.user_endpoint if req.user_endpoint is not None else member.user_endpoint,
         client_tags=req.client_tags if req.client_tags is not None else member.client_tags,
     )
@@ -389,7 +385,8 @@ def _check_epoch(member: StreamsMember, received: int, reported: Tasks | None) -
 def _fenced_message(which: str, received: int, member: StreamsMember) -> str:
     return (
         f"The streams group member has a {which} member epoch ({received}) than the one known by "
-        f"the group coordinator ({member.member_epoch}). The member must abandon all its tasks and rejoin."
+        f"the group coordinator ({member.member_epoch}). "
+        "The member must abandon all its partitions and rejoin."
     )
 
 
@@ -426,7 +423,7 @@ def leave(
         )
     remove_member(st, group, req.member_id, op)
     op.event("member.left", group=req.group_id, member=req.member_id, reason="the member left the group")
-    return StreamsGroupHeartbeatResponse(member_id=req.member_id, member_epoch=req.member_epoch)
+    return StreamsGroupHeartbeatResponse(member_id=req.member_id, member_epoch=req.member_epoch, status=())
 
 
 def fence_unrevoked_member(

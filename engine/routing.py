@@ -20,7 +20,7 @@ The table:
 
     request                 no group   classic,empty  classic        consumer,empty  consumer       streams
     ConsumerGroupHeartbeat  native(1)  replaced(2)    upgrade(3)     native          native         NOT FOUND
-    JoinGroup               native     native         native         replaced(4)     classic m.(5)  NOT FOUND
+    JoinGroup               native     native         native         replaced(4)     classic m.(5)  INCONSIST.
     SyncGroup               UNKNOWN    UNKNOWN        native         UNKNOWN         classic m.(5)  NOT FOUND
     Heartbeat               UNKNOWN    native         native         classic member  classic m.(5)  NOT FOUND
     LeaveGroup              UNKNOWN    native         native         classic member  classic m.(5)  UNKNOWN
@@ -37,6 +37,7 @@ UNKNOWN: UNKNOWN_MEMBER_ID (LeaveGroup: per member).
     (Kafka 4.4's offline migration); it looks the group up itself and answers GROUP_ID_NOT_FOUND
     ("not a streams group") for the cells marked NOT FOUND.
 NOT FOUND: GROUP_ID_NOT_FOUND, "Group ... is not a consumer/classic/streams group".
+INCONSIST.: INCONSISTENT_GROUP_PROTOCOL (measured on Kafka 4.4.0).
 """
 
 from __future__ import annotations
@@ -239,6 +240,11 @@ def _not_a_classic_group(s: ShardState, group: Any, req: Any, ctx: RequestContex
     raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a classic group.")
 
 
+def _join_streams_group(s: ShardState, group: Any, req: Any, ctx: RequestContext, op: Operation) -> Any:
+    """JoinGroup on a streams group: INCONSISTENT_GROUP_PROTOCOL (*measured*, Kafka 4.4.0)."""
+    raise CoordinatorError(Errors.INCONSISTENT_GROUP_PROTOCOL)
+
+
 def _leave_streams_group(
     s: ShardState, group: Any, req: LeaveGroupRequest, ctx: RequestContext, op: Operation
 ) -> LeaveGroupResponse:
@@ -270,7 +276,7 @@ ROUTES: dict[str, dict[GroupKind, Route]] = {
         K.CLASSIC: Route(IN_PLACE, _join_native),
         K.CONSUMER_EMPTY: Route(IN_PLACE, _join_replace_empty_consumer),
         K.CONSUMER: Route(REPLAY, _join_classic_member),
-        K.STREAMS: Route(IN_PLACE, _not_a_classic_group),
+        K.STREAMS: Route(IN_PLACE, _join_streams_group),
     },
     "SyncGroup": {
         K.NONE: Route(IN_PLACE, _unknown_member),

@@ -398,3 +398,45 @@ def test_leave_answers_its_epoch_and_a_second_leave_is_unknown() -> None:
     assert (r.error_code, r.member_epoch, r.status) == (0, -1, ())
     again = h.hb(member_id="m1", member_epoch=-1)
     assert (again.error_code, again.error_message) == (25, "Member m1 is not a member of group app.")
+
+
+def test_other_group_apis_on_a_streams_group_answer_as_kafka_44() -> None:
+    """Measured on Kafka 4.4.0: ConsumerGroupHeartbeat GROUP_ID_NOT_FOUND "Group g is not a
+    consumer group.", JoinGroup INCONSISTENT_GROUP_PROTOCOL, DescribeGroups Dead,
+    StreamsGroupDescribe of a missing group GROUP_ID_NOT_FOUND with epochs 0."""
+    from engine.classic.api import JoinGroupRequest
+    from engine.classic.member import Protocol
+    from engine.consumer.api import ConsumerGroupHeartbeatRequest
+
+    h = Streams()
+    h.join("m1")
+    cgh = h.shard.consumer_group_heartbeat(
+        ConsumerGroupHeartbeatRequest(
+            group_id="app",
+            member_id="c1",
+            member_epoch=0,
+            rebalance_timeout_ms=30000,
+            subscribed_topic_names=[WORDS],
+            topic_partitions=[],
+        ),
+        h.ctx.with_version(0),
+        h.now,
+    ).response
+    assert (cgh.error_code, cgh.error_message) == (69, "Group app is not a consumer group.")
+    join = h.shard.join_group(
+        JoinGroupRequest(
+            group_id="app",
+            session_timeout_ms=30000,
+            rebalance_timeout_ms=30000,
+            member_id="",
+            protocol_type="consumer",
+            protocols=(Protocol("range", b""),),
+        ),
+        h.ctx.with_version(9),
+        h.now,
+    ).response
+    assert join.error_code == 23
+    (described,) = h.shard.describe_groups(["app"])
+    assert (described.error_code, described.group_state, described.protocol_type) == (0, "Dead", "")
+    (missing,) = h.shard.describe_streams_groups(["none"])
+    assert (missing.error_code, missing.group_epoch, missing.assignment_epoch) == (69, 0, 0)

@@ -27,8 +27,8 @@ class DescribedStreamsGroup:
     error_code: int = 0
     error_message: str | None = None
     group_state: str = ""
-    group_epoch: int = -1
-    assignment_epoch: int = -1
+    group_epoch: int = 0  # what Kafka 4.4 answers for a group it does not describe (measured)
+    assignment_epoch: int = 0
     topology: StreamsGroupTopologyValue | None = None
     members: tuple[DescribedStreamsMember, ...] = ()
 

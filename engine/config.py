@@ -61,6 +61,14 @@ class CoordinatorConfig(BaseModel):
         ("classic", "consumer"), alias="group.coordinator.rebalance.protocols", min_length=1
     )
 
+    # --- streams groups (KIP-1071) ---
+    streams_session_timeout_ms: int = Field(45000, alias="group.streams.session.timeout.ms", ge=1, le=INT_MAX)
+    streams_heartbeat_interval_ms: int = Field(
+        5000, alias="group.streams.heartbeat.interval.ms", ge=1, le=INT_MAX
+    )
+    streams_max_size: int = Field(INT_MAX, alias="group.streams.max.size", ge=1, le=INT_MAX)
+    streams_num_standby_replicas: int = Field(0, alias="group.streams.num.standby.replicas", ge=0, le=0)
+
     # --- classic groups ---
     min_session_timeout_ms: int = Field(6000, alias="group.min.session.timeout.ms", ge=0, le=INT_MAX)
     max_session_timeout_ms: int = Field(1800000, alias="group.max.session.timeout.ms", ge=0, le=INT_MAX)

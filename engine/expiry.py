@@ -31,6 +31,8 @@ from engine.consumer.membership import fence_expired_member
 from engine.offsets.operations import expire_offsets
 from engine.operation import Operation
 from engine.state import ShardState
+from engine.streams.heartbeat import fence_expired_member as fence_expired_streams_member
+from engine.streams.heartbeat import fence_unrevoked_member as fence_unrevoked_streams_member
 from engine.timers import TimerKind, TimerTask
 
 K = TimerKind
@@ -79,6 +81,14 @@ def _sync_phase(s: ShardState, t: TimerTask, op: Operation) -> None:
     expire_pending_sync(s, t.group_id, t.epoch, op)
 
 
+def _streams_session(s: ShardState, t: TimerTask, op: Operation) -> None:
+    fence_expired_streams_member(s, t.group_id, t.member_id, op)
+
+
+def _streams_rebalance(s: ShardState, t: TimerTask, op: Operation) -> None:
+    fence_unrevoked_streams_member(s, t.group_id, t.member_id, t.epoch, t.data, op)
+
+
 def _offsets(s: ShardState, t: TimerTask, op: Operation) -> None:
     expire_offsets(s, op)
 
@@ -94,6 +104,8 @@ EXPIRY: dict[TimerKind, Expiry] = {
     K.CLASSIC_INITIAL_REBALANCE: Expiry(False, _initial_rebalance),
     K.CLASSIC_SYNC_PHASE: Expiry(False, _sync_phase),
     K.OFFSET_EXPIRATION: Expiry(True, _offsets, periodic=True),
+    K.STREAMS_SESSION: Expiry(True, _streams_session),
+    K.STREAMS_REBALANCE: Expiry(True, _streams_rebalance),
 }
 
 

@@ -26,6 +26,7 @@ from engine.classic.records import group_from_record
 from engine.consumer.group import ConsumerGroup, ReplayError
 from engine.operation import NamedGroup
 from engine.state import ShardState
+from engine.streams.group import StreamsGroup, tasks_from
 from records.classic_group import GroupMetadataKey, GroupMetadataValue
 from records.consumer_group import (
     ConsumerGroupCurrentMemberAssignmentKey,
@@ -39,6 +40,15 @@ from records.consumer_group import (
 )
 from records.coordinator import CoordinatorRecord
 from records.offsets import OffsetCommitKey
+from records.streams_group import (
+    StreamsGroupCurrentMemberAssignmentKey,
+    StreamsGroupMemberMetadataKey,
+    StreamsGroupMetadataKey,
+    StreamsGroupTargetAssignmentMemberKey,
+    StreamsGroupTargetAssignmentMemberValue,
+    StreamsGroupTargetAssignmentMetadataKey,
+    StreamsGroupTopologyKey,
+)
 
 CONSUMER_GROUP_KEYS = (
     ConsumerGroupMetadataKey,
@@ -48,6 +58,15 @@ CONSUMER_GROUP_KEYS = (
     ConsumerGroupTargetAssignmentMemberKey,
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupRegularExpressionKey,
+)
+
+STREAMS_GROUP_KEYS = (
+    StreamsGroupMetadataKey,
+    StreamsGroupMemberMetadataKey,
+    StreamsGroupTargetAssignmentMetadataKey,
+    StreamsGroupTargetAssignmentMemberKey,
+    StreamsGroupCurrentMemberAssignmentKey,
+    StreamsGroupTopologyKey,
 )
 
 # Replay anomalies tolerated on load (KAFKA-21117): (event name, fields).
@@ -73,6 +92,8 @@ def replay(st: ShardState, record: CoordinatorRecord, warnings: Warnings) -> Non
         _replay_group_metadata(st, key.group, record.value)
     elif kt in CONSUMER_GROUP_KEYS:
         _replay_consumer_record(st, record, warnings)
+    elif kt in STREAMS_GROUP_KEYS:
+        _replay_streams_record(st, record)
     else:
         raise ReplayError(f"no replay rule for record key {kt.__name__}")
 
@@ -187,6 +208,48 @@ def apply_record(group: ConsumerGroup, record: CoordinatorRecord) -> None:
         raise TypeError(f"{kt.__name__} is not a consumer-group record")
 
 
+def _replay_streams_record(st: ShardState, record: CoordinatorRecord) -> None:
+    """Kafka `GroupMetadataManager.replay` of the streams-group records: a record with a value
+    creates the group (replacing an empty classic group, as the offline migration writes it:
+    the classic group's tombstone, if it had a record, comes first); a tombstone of a group that
+    is gone is ignored; the group's own tombstone (type 17) deletes it."""
+    key: Any = record.key
+    value: Any = record.value
+    gid = key.group_id
+    group = st.groups.get(gid)
+    if not isinstance(group, StreamsGroup):
+        if value is None:
+            return
+        if isinstance(group, ConsumerGroup):
+            raise ReplayError(f"Group {gid} is a consumer group: a streams-group record cannot replace it.")
+        group = StreamsGroup(gid)
+        st.groups[gid] = group
+    kt = type(key)
+    if kt is StreamsGroupMetadataKey:
+        if value is None:
+            if not group.can_be_deleted():
+                raise ReplayError(
+                    f"cannot delete streams group {gid}: members and targets must be deleted first"
+                )
+            del st.groups[gid]
+        else:
+            group.replay_metadata(value.epoch, value.metadata_hash, value.validated_topology_epoch)
+    elif kt is StreamsGroupTopologyKey:
+        group.replay_topology(value)
+    elif kt is StreamsGroupMemberMetadataKey:
+        group.replay_member_metadata(key.member_id, value)
+    elif kt is StreamsGroupCurrentMemberAssignmentKey:
+        group.replay_current_assignment(key.member_id, value)
+    elif kt is StreamsGroupTargetAssignmentMemberKey:
+        target = None
+        if value is not None:
+            assert isinstance(value, StreamsGroupTargetAssignmentMemberValue)
+            target = tasks_from(value.active_tasks)
+        group.replay_target_member(key.member_id, target)
+    else:
+        group.replay_assignment_epoch(None if value is None else value.assignment_epoch)
+
+
 # --- an operation's group changes --------------------------------------------------------------
 
 
@@ -195,5 +258,5 @@ def apply_group_changes(st: ShardState, changes: Sequence[tuple[str, NamedGroup]
     records)."""
     groups = st.groups
     for group_id, group in changes:
-        assert isinstance(group, ConsumerGroup | ClassicGroup), group
+        assert isinstance(group, ConsumerGroup | ClassicGroup | StreamsGroup), group
         groups[group_id] = group

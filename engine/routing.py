@@ -18,12 +18,13 @@ Rules of this file:
 
 The table:
 
-    request                 no group   classic,empty  classic        consumer,empty  consumer
-    ConsumerGroupHeartbeat  native(1)  replaced(2)    upgrade(3)     native          native
-    JoinGroup               native     native         native         replaced(4)     classic member(5)
-    SyncGroup               UNKNOWN    UNKNOWN        native         UNKNOWN         classic member(5)
-    Heartbeat               UNKNOWN    native         native         classic member  classic member(5)
-    LeaveGroup              UNKNOWN    native         native         classic member  classic member(5)
+    request                 no group   classic,empty  classic        consumer,empty  consumer       streams
+    ConsumerGroupHeartbeat  native(1)  replaced(2)    upgrade(3)     native          native         NOT FOUND
+    JoinGroup               native     native         native         replaced(4)     classic m.(5)  INCONSIST.
+    SyncGroup               UNKNOWN    UNKNOWN        native         UNKNOWN         classic m.(5)  NOT FOUND
+    Heartbeat               UNKNOWN    native         native         classic member  classic m.(5)  NOT FOUND
+    LeaveGroup              UNKNOWN    native         native         classic member  classic m.(5)  UNKNOWN
+    StreamsGroupHeartbeat   streams(6) streams(6)     NOT FOUND      NOT FOUND       NOT FOUND      streams
 
 UNKNOWN: UNKNOWN_MEMBER_ID (LeaveGroup: per member).
 (1) a join (epoch 0) creates the group; anything else is GROUP_ID_NOT_FOUND.
@@ -31,7 +32,12 @@ UNKNOWN: UNKNOWN_MEMBER_ID (LeaveGroup: per member).
     policy, on a join; otherwise "not a consumer group".
 (3) a non-empty classic group is converted when the policy allows it, on a join.
 (4) an empty consumer group is replaced by a classic group whatever the policy.
-(5) a classic member living inside the consumer group (`translation/classic_member.py`).
+(5) (m. = member) a classic member living inside the consumer group (`translation/classic_member.py`).
+(6) `engine/streams/heartbeat.py`: a join creates the group, replacing an empty classic group
+    (Kafka 4.4's offline migration); it looks the group up itself and answers GROUP_ID_NOT_FOUND
+    ("not a streams group") for the cells marked NOT FOUND.
+NOT FOUND: GROUP_ID_NOT_FOUND, "Group ... is not a consumer/classic/streams group".
+INCONSIST.: INCONSISTENT_GROUP_PROTOCOL (measured on Kafka 4.4.0).
 """
 
 from __future__ import annotations
@@ -62,6 +68,8 @@ from engine.errors import CoordinatorError, Errors
 from engine.offsets.operations import group_tombstones
 from engine.operation import Operation
 from engine.state import Group, ShardState
+from engine.streams import heartbeat as streams_heartbeat
+from engine.streams.group import StreamsGroup
 
 
 class GroupKind(Enum):
@@ -70,6 +78,7 @@ class GroupKind(Enum):
     CLASSIC = "classic"
     CONSUMER_EMPTY = "consumer, empty"
     CONSUMER = "consumer"
+    STREAMS = "streams"
 
 
 def kind_of(group: Group | None) -> GroupKind:
@@ -77,6 +86,8 @@ def kind_of(group: Group | None) -> GroupKind:
         return GroupKind.NONE
     if isinstance(group, ConsumerGroup):
         return GroupKind.CONSUMER if group.members else GroupKind.CONSUMER_EMPTY
+    if isinstance(group, StreamsGroup):
+        return GroupKind.STREAMS
     return GroupKind.CLASSIC_EMPTY if group.is_empty() else GroupKind.CLASSIC
 
 
@@ -211,6 +222,40 @@ def _leave_no_group(
     )
 
 
+# --- streams groups (KIP-1071) -------------------------------------------------------------------
+
+
+def _streams_heartbeat(s: ShardState, group: Any, req: Any, ctx: RequestContext, op: Operation) -> Any:
+    """Looks the group up itself: a new group, an empty classic group it replaces, a group of
+    another type it refuses (`engine.streams.heartbeat`)."""
+    return streams_heartbeat.heartbeat(s, req, ctx, op)
+
+
+def _not_a_consumer_group(s: ShardState, group: Any, req: Any, ctx: RequestContext, op: Operation) -> Any:
+    raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a consumer group.")
+
+
+def _not_a_classic_group(s: ShardState, group: Any, req: Any, ctx: RequestContext, op: Operation) -> Any:
+    """Kafka `getOrMaybeCreateClassicGroup` on a group of another type (a streams group)."""
+    raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a classic group.")
+
+
+def _join_streams_group(s: ShardState, group: Any, req: Any, ctx: RequestContext, op: Operation) -> Any:
+    """JoinGroup on a streams group: INCONSISTENT_GROUP_PROTOCOL (*measured*, Kafka 4.4.0)."""
+    raise CoordinatorError(Errors.INCONSISTENT_GROUP_PROTOCOL)
+
+
+def _leave_streams_group(
+    s: ShardState, group: Any, req: LeaveGroupRequest, ctx: RequestContext, op: Operation
+) -> LeaveGroupResponse:
+    return LeaveGroupResponse(
+        members=[
+            MemberResponse(m.member_id, m.group_instance_id, int(Errors.UNKNOWN_MEMBER_ID))
+            for m in req.members
+        ]
+    )
+
+
 # --- the table -----------------------------------------------------------------------------------
 
 K = GroupKind
@@ -223,6 +268,7 @@ ROUTES: dict[str, dict[GroupKind, Route]] = {
         K.CLASSIC: Route(REPLAY, _cgh_upgrade),
         K.CONSUMER_EMPTY: Route(REPLAY, cg_heartbeat.heartbeat),
         K.CONSUMER: Route(REPLAY, cg_heartbeat.heartbeat),
+        K.STREAMS: Route(IN_PLACE, _not_a_consumer_group),
     },
     "JoinGroup": {
         K.NONE: Route(IN_PLACE, _join_native),
@@ -230,6 +276,7 @@ ROUTES: dict[str, dict[GroupKind, Route]] = {
         K.CLASSIC: Route(IN_PLACE, _join_native),
         K.CONSUMER_EMPTY: Route(IN_PLACE, _join_replace_empty_consumer),
         K.CONSUMER: Route(REPLAY, _join_classic_member),
+        K.STREAMS: Route(IN_PLACE, _join_streams_group),
     },
     "SyncGroup": {
         K.NONE: Route(IN_PLACE, _unknown_member),
@@ -237,6 +284,7 @@ ROUTES: dict[str, dict[GroupKind, Route]] = {
         K.CLASSIC: Route(IN_PLACE, _sync_native),
         K.CONSUMER_EMPTY: Route(IN_PLACE, _unknown_member),
         K.CONSUMER: Route(IN_PLACE, _sync_classic_member),
+        K.STREAMS: Route(IN_PLACE, _not_a_classic_group),
     },
     "Heartbeat": {
         K.NONE: Route(IN_PLACE, _heartbeat_no_group),
@@ -244,6 +292,7 @@ ROUTES: dict[str, dict[GroupKind, Route]] = {
         K.CLASSIC: Route(IN_PLACE, _heartbeat_native),
         K.CONSUMER_EMPTY: Route(IN_PLACE, _heartbeat_classic_member),
         K.CONSUMER: Route(IN_PLACE, _heartbeat_classic_member),
+        K.STREAMS: Route(IN_PLACE, _not_a_classic_group),
     },
     "LeaveGroup": {
         K.NONE: Route(IN_PLACE, _leave_no_group),
@@ -251,6 +300,15 @@ ROUTES: dict[str, dict[GroupKind, Route]] = {
         K.CLASSIC: Route(IN_PLACE, _leave_native),
         K.CONSUMER_EMPTY: Route(REPLAY, _leave_classic_member),
         K.CONSUMER: Route(REPLAY, _leave_classic_member),
+        K.STREAMS: Route(IN_PLACE, _leave_streams_group),
+    },
+    "StreamsGroupHeartbeat": {
+        K.NONE: Route(REPLAY, _streams_heartbeat),
+        K.CLASSIC_EMPTY: Route(REPLAY, _streams_heartbeat),
+        K.CLASSIC: Route(REPLAY, _streams_heartbeat),
+        K.CONSUMER_EMPTY: Route(REPLAY, _streams_heartbeat),
+        K.CONSUMER: Route(REPLAY, _streams_heartbeat),
+        K.STREAMS: Route(REPLAY, _streams_heartbeat),
     },
 }
 

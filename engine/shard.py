@@ -88,7 +88,12 @@ from engine.outcome import Outcome, Pending
 from engine.replay import apply_group_changes, replay
 from engine.routing import CONSUMER_ROUTES, ROUTES, kind_of
 from engine.state import Group, ShardState
+from engine.streams import describe as streams_describe
+from engine.streams.api import StreamsGroupHeartbeatRequest, StreamsGroupHeartbeatResponse
+from engine.streams.describe import DescribedStreamsGroup
+from engine.streams.group import StreamsGroup
 from engine.timers import (
+    TimerKind,
     Timers,
     TimerTask,
     apply_timer_changes,
@@ -108,6 +113,11 @@ Check = Callable[[Any, RequestContext, CoordinatorConfig], None]
 def _check_group_id(req: Any, ctx: RequestContext, config: CoordinatorConfig) -> None:
     if not req.group_id:
         raise CoordinatorError(Errors.INVALID_GROUP_ID)
+
+
+def _check_nothing(req: Any, ctx: RequestContext, config: CoordinatorConfig) -> None:
+    """StreamsGroupHeartbeat's checks depend on nothing but the request and run in its handler
+    (`engine.streams.heartbeat.validate`), where Kafka orders them."""
 
 
 def _consumer_group_heartbeat_error(e: CoordinatorError) -> ConsumerGroupHeartbeatResponse:
@@ -419,6 +429,30 @@ class Shard:
     def consumer_group_strict(self, group_id: str) -> ConsumerGroup:
         return self.state.consumer_group_strict(group_id)
 
+    # --- StreamsGroupHeartbeat, StreamsGroupDescribe (KIP-1071) -------------------------------
+
+    def streams_group_heartbeat(
+        self, request: StreamsGroupHeartbeatRequest, ctx: RequestContext, now_ms: int
+    ) -> Outcome[StreamsGroupHeartbeatResponse]:
+        return self._route(
+            now_ms,
+            "StreamsGroupHeartbeat",
+            request,
+            ctx,
+            _check_nothing,
+            lambda e: StreamsGroupHeartbeatResponse(
+                error_code=int(e.code),
+                error_message=e.message,
+                member_id=request.member_id,
+                member_epoch=0,
+                status=(),
+            ),
+            request.member_id,
+        )
+
+    def describe_streams_groups(self, group_ids: Iterable[str]) -> list[DescribedStreamsGroup]:
+        return streams_describe.describe_streams_groups(self.state, group_ids)
+
     # --- classic groups ---------------------------------------------------------------------
 
     def classic_group(self, group_id: str) -> ClassicGroup | None:
@@ -656,6 +690,9 @@ class Shard:
                     schedule_session_timeout(timers, gid, mid, st.consumer_session_timeout_ms(gid))
                     if m.state is MemberState.UNREVOKED_PARTITIONS and not m.uses_classic_protocol:
                         schedule_rebalance_timeout(timers, gid, m)
+            elif isinstance(group, StreamsGroup):
+                for mid in group.members:
+                    timers.schedule(TimerKind.STREAMS_SESSION, gid, mid, st.streams_session_timeout_ms(gid))
             else:
                 for cm in group.members.values():
                     reschedule_heartbeat(timers, group, cm)
@@ -700,4 +737,6 @@ class Shard:
                 groups[gid] = ("consumer", g.persisted_state())
             elif isinstance(g, ClassicGroup):
                 groups[gid] = ("classic", persisted_view(g))
+            else:
+                groups[gid] = ("streams", g.persisted_state())
         return {"groups": groups, "offsets": self.offsets.snapshot()}

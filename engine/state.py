@@ -24,13 +24,14 @@ from engine.errors import CoordinatorError, Errors
 from engine.ids import IdSource
 from engine.metadata import MetadataImage
 from engine.offsets.store import OffsetStore
+from engine.streams.group import StreamsGroup
 
 if TYPE_CHECKING:
     from engine.hooks import MigrationHooks
     from engine.operation import Operation
 
 # Every group of a shard is one of these; mypy checks each `match`/`isinstance` over the cases.
-Group = ConsumerGroup | ClassicGroup
+Group = ConsumerGroup | ClassicGroup | StreamsGroup
 
 
 class ShardState:
@@ -87,6 +88,12 @@ class ShardState:
         if gc is not None and gc.consumer_heartbeat_interval_ms is not None:
             return gc.consumer_heartbeat_interval_ms
         return self.config.consumer_heartbeat_interval_ms
+
+    def streams_session_timeout_ms(self, group_id: str) -> int:
+        return self.config.streams_session_timeout_ms
+
+    def streams_heartbeat_interval_ms(self, group_id: str) -> int:
+        return self.config.streams_heartbeat_interval_ms
 
     # --- typed lookups ----------------------------------------------------------------------------
 

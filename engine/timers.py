@@ -222,6 +222,8 @@ class TimerKind(Enum):
     CLASSIC_INITIAL_REBALANCE = "initial-rebalance"  # a new classic group's delay (key `join-{g}`)
     CLASSIC_SYNC_PHASE = "sync-phase"  # a classic group's sync barrier (key `sync-{g}`)
     OFFSET_EXPIRATION = "expire-group-metadata"  # the periodic offset retention check
+    STREAMS_SESSION = "streams-session-timeout"  # a streams-group member's session
+    STREAMS_REBALANCE = "streams-rebalance-timeout"  # a streams-group member revoking tasks
 
 
 class TimerTask:

@@ -17,7 +17,8 @@ still read the offset and classic group records of our log):
   highest non-flexible version. v4 (flexible) would only be needed for a tagged field, and we set
   none; pre-3.5 brokers cannot read v4.
 * `GroupMetadataValue` **v3**, for the same reason (KIP-915: v4 only once a tagged field exists).
-* KIP-848 values (types 3-8, 16) **v0**, their only version; flexible.
+* KIP-848 values (types 3-8, 16) and KIP-1071 streams-group values (17, 19-23) **v0**, their
+  only version; flexible.
 
 Read side: `OffsetCommitValue` and `GroupMetadataValue` v0-v4, KIP-848 values v0. Fields a
 version lacks take the schema default: `leaderEpoch` -1, `expireTimestamp` -1,
@@ -29,7 +30,8 @@ Unknown tagged fields are skipped (later Kafka versions add some: `MetadataHash`
 
 Errors: a key whose record type we do not know raises `UnknownRecordTypeError` (Kafka >= 3.5
 skips such records with a warning: they may be left over from a newer version or an aborted
-upgrade; share-group types 9-15 are among them since groupshift has no share groups). Bytes of a
+upgrade; share-group types 9-15 are among them since groupshift has no share groups; so is type 18, the
+streams partition metadata of Kafka 4.0/4.1's early access, which 4.4 no longer has). Bytes of a
 known type that the schema cannot produce raise `RecordDecodeError` naming the record type. We are
 stricter than Kafka, which never writes such bytes either: trailing bytes after a message are an
 error (Kafka ignores them), since they mean the bytes were not written with the schema we read
@@ -75,6 +77,22 @@ from records.coordinator import CoordinatorRecord, RecordKey, RecordValue
 from records.key_codec import KEY_DECODERS, KEY_ENCODERS
 from records.offsets import OffsetCommitKey, OffsetCommitValue
 from records.offsets_codec import decode_offset_commit_value, encode_offset_commit_value
+from records.streams_group import (
+    StreamsGroupCurrentMemberAssignmentKey,
+    StreamsGroupCurrentMemberAssignmentValue,
+    StreamsGroupMemberMetadataKey,
+    StreamsGroupMemberMetadataValue,
+    StreamsGroupMetadataKey,
+    StreamsGroupMetadataValue,
+    StreamsGroupTargetAssignmentMemberKey,
+    StreamsGroupTargetAssignmentMemberValue,
+    StreamsGroupTargetAssignmentMetadataKey,
+    StreamsGroupTargetAssignmentMetadataValue,
+    StreamsGroupTopologyKey,
+    StreamsGroupTopologyValue,
+)
+from records.streams_group_codec import VALUE_DECODERS as STREAMS_GROUP_VALUE_DECODERS
+from records.streams_group_codec import VALUE_ENCODERS as STREAMS_GROUP_VALUE_ENCODERS
 from records.wire import WireFormatError
 
 __all__ = [
@@ -130,6 +148,7 @@ _VALUE_DECODERS: dict[int, Callable[[bytes], RecordValue]] = {
     1: decode_offset_commit_value,
     2: decode_group_metadata_value,
     **CONSUMER_GROUP_VALUE_DECODERS,
+    **STREAMS_GROUP_VALUE_DECODERS,
 }
 
 _SCHEMAS: dict[int, tuple[Callable[[bytes], RecordKey], Callable[[bytes], RecordValue]]] = {
@@ -143,6 +162,7 @@ _VALUE_ENCODERS: dict[type, Callable[[Any], bytes]] = {
     OffsetCommitValue: encode_offset_commit_value,
     GroupMetadataValue: encode_group_metadata_value,
     **CONSUMER_GROUP_VALUE_ENCODERS,
+    **STREAMS_GROUP_VALUE_ENCODERS,
 }
 
 _VALUE_CLASS_OF_KEY: dict[type, type] = {
@@ -155,6 +175,12 @@ _VALUE_CLASS_OF_KEY: dict[type, type] = {
     ConsumerGroupTargetAssignmentMemberKey: ConsumerGroupTargetAssignmentMemberValue,
     ConsumerGroupCurrentMemberAssignmentKey: ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupRegularExpressionKey: ConsumerGroupRegularExpressionValue,
+    StreamsGroupMetadataKey: StreamsGroupMetadataValue,
+    StreamsGroupMemberMetadataKey: StreamsGroupMemberMetadataValue,
+    StreamsGroupTargetAssignmentMetadataKey: StreamsGroupTargetAssignmentMetadataValue,
+    StreamsGroupTargetAssignmentMemberKey: StreamsGroupTargetAssignmentMemberValue,
+    StreamsGroupCurrentMemberAssignmentKey: StreamsGroupCurrentMemberAssignmentValue,
+    StreamsGroupTopologyKey: StreamsGroupTopologyValue,
 }
 
 _EARLY_ACCESS_TYPES = frozenset({4, 5, 7, 8})

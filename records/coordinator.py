@@ -29,6 +29,20 @@ if TYPE_CHECKING:
         ConsumerGroupTargetAssignmentMetadataValue,
     )
     from records.offsets import OffsetCommitKey, OffsetCommitValue
+    from records.streams_group import (
+        StreamsGroupCurrentMemberAssignmentKey,
+        StreamsGroupCurrentMemberAssignmentValue,
+        StreamsGroupMemberMetadataKey,
+        StreamsGroupMemberMetadataValue,
+        StreamsGroupMetadataKey,
+        StreamsGroupMetadataValue,
+        StreamsGroupTargetAssignmentMemberKey,
+        StreamsGroupTargetAssignmentMemberValue,
+        StreamsGroupTargetAssignmentMetadataKey,
+        StreamsGroupTargetAssignmentMetadataValue,
+        StreamsGroupTopologyKey,
+        StreamsGroupTopologyValue,
+    )
 
 RecordKey = Union[
     "OffsetCommitKey",
@@ -40,6 +54,12 @@ RecordKey = Union[
     "ConsumerGroupTargetAssignmentMemberKey",
     "ConsumerGroupCurrentMemberAssignmentKey",
     "ConsumerGroupRegularExpressionKey",
+    "StreamsGroupMetadataKey",
+    "StreamsGroupMemberMetadataKey",
+    "StreamsGroupTargetAssignmentMetadataKey",
+    "StreamsGroupTargetAssignmentMemberKey",
+    "StreamsGroupCurrentMemberAssignmentKey",
+    "StreamsGroupTopologyKey",
 ]
 RecordValue = Union[
     "OffsetCommitValue",
@@ -51,6 +71,12 @@ RecordValue = Union[
     "ConsumerGroupTargetAssignmentMemberValue",
     "ConsumerGroupCurrentMemberAssignmentValue",
     "ConsumerGroupRegularExpressionValue",
+    "StreamsGroupMetadataValue",
+    "StreamsGroupMemberMetadataValue",
+    "StreamsGroupTargetAssignmentMetadataValue",
+    "StreamsGroupTargetAssignmentMemberValue",
+    "StreamsGroupCurrentMemberAssignmentValue",
+    "StreamsGroupTopologyValue",
 ]
 
 

@@ -37,6 +37,14 @@ from records.consumer_group import (
 )
 from records.coordinator import RecordKey
 from records.offsets import OffsetCommitKey
+from records.streams_group import (
+    StreamsGroupCurrentMemberAssignmentKey,
+    StreamsGroupMemberMetadataKey,
+    StreamsGroupMetadataKey,
+    StreamsGroupTargetAssignmentMemberKey,
+    StreamsGroupTargetAssignmentMetadataKey,
+    StreamsGroupTopologyKey,
+)
 from records.wire import bad_string_length_error, check_string_length, trailing_bytes_error
 
 __all__ = ["KEY_DECODERS", "KEY_ENCODERS"]
@@ -144,6 +152,12 @@ KEY_DECODERS: dict[int, Callable[[bytes], RecordKey]] = {
     7: _two_string_decoder(ConsumerGroupTargetAssignmentMemberKey, "GroupId", "MemberId"),
     8: _two_string_decoder(ConsumerGroupCurrentMemberAssignmentKey, "GroupId", "MemberId"),
     16: _two_string_decoder(ConsumerGroupRegularExpressionKey, "GroupId", "RegularExpression"),
+    17: _one_string_decoder(StreamsGroupMetadataKey, "GroupId"),
+    19: _two_string_decoder(StreamsGroupMemberMetadataKey, "GroupId", "MemberId"),
+    20: _one_string_decoder(StreamsGroupTargetAssignmentMetadataKey, "GroupId"),
+    21: _two_string_decoder(StreamsGroupTargetAssignmentMemberKey, "GroupId", "MemberId"),
+    22: _two_string_decoder(StreamsGroupCurrentMemberAssignmentKey, "GroupId", "MemberId"),
+    23: _one_string_decoder(StreamsGroupTopologyKey, "GroupId"),
 }
 """Record type -> decoder of the whole key bytes."""
 
@@ -157,5 +171,11 @@ KEY_ENCODERS: dict[type, Callable[[Any], bytes]] = {
     ConsumerGroupTargetAssignmentMemberKey: _two_string_encoder(7, "group_id", "member_id"),
     ConsumerGroupCurrentMemberAssignmentKey: _two_string_encoder(8, "group_id", "member_id"),
     ConsumerGroupRegularExpressionKey: _two_string_encoder(16, "group_id", "regular_expression"),
+    StreamsGroupMetadataKey: _one_string_encoder(17, "group_id"),
+    StreamsGroupMemberMetadataKey: _two_string_encoder(19, "group_id", "member_id"),
+    StreamsGroupTargetAssignmentMetadataKey: _one_string_encoder(20, "group_id"),
+    StreamsGroupTargetAssignmentMemberKey: _two_string_encoder(21, "group_id", "member_id"),
+    StreamsGroupCurrentMemberAssignmentKey: _two_string_encoder(22, "group_id", "member_id"),
+    StreamsGroupTopologyKey: _one_string_encoder(23, "group_id"),
 }
 """Key class -> encoder (record type included)."""

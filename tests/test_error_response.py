@@ -28,6 +28,7 @@ _SAMPLE: dict[str, Any] = {
     "string": "s",
     "int8": 1,
     "int16": 1,
+    "uint16": 1,
     "int32": 7,
     "int64": 7,
     "float64": 1.0,

@@ -62,7 +62,7 @@ MEMBER_KEY = i16(5) + s16("g") + s16("m")
 # --- unknown record types -----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("record_type", [9, 12, 15, 17, 24, 1000, -1])
+@pytest.mark.parametrize("record_type", [9, 12, 15, 18, 24, 1000, -1])
 def test_unknown_record_type_is_reported_with_its_number(record_type: int) -> None:
     with pytest.raises(UnknownRecordTypeError) as info:
         decode_record(i16(record_type) + s16("g"), b"\x00\x00anything")

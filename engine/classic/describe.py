@@ -12,6 +12,7 @@ from engine.classic.group import ClassicGroup
 from engine.classic.state import ClassicGroupState
 from engine.consumer.api import ListedGroup
 from engine.consumer.group import ConsumerGroup
+from engine.streams.group import StreamsGroup
 
 
 def describe_classic_group(group: ClassicGroup) -> DescribedGroup:
@@ -53,6 +54,8 @@ def list_groups(
             listed = ListedGroup(g.group_id, g.protocol_type or "", g.state.value, "classic")
         elif isinstance(g, ConsumerGroup):
             listed = ListedGroup(g.group_id, "consumer", g.state().value, "consumer")
+        elif isinstance(g, StreamsGroup):
+            listed = ListedGroup(g.group_id, "streams", g.state(g.validated_topology_epoch >= 0), "streams")
         else:
             continue
         if states and listed.group_state.lower() not in states:

@@ -39,8 +39,12 @@ from engine.offsets.validation import (
     validate_classic_commit,
     validate_consumer_commit,
     validate_consumer_fetch,
+    validate_streams_commit,
+    validate_streams_fetch,
 )
 from engine.operation import Operation
+from engine.streams.group import StreamsGroup
+from engine.streams.heartbeat import streams_group_tombstones
 from records.coordinator import CoordinatorRecord
 from records.offsets import OffsetCommitKey
 
@@ -92,7 +96,7 @@ def commit_offsets(
             _fenced(op, group, req, e)
             raise
     else:
-        raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {gid} is not a consumer or classic group.")
+        validate_streams_commit(group, req.member_id, req.generation_id_or_member_epoch, ctx.api_version)
 
     now = shard.now_ms
     expire = -1 if req.retention_time_ms == DEFAULT_RETENTION_TIME else now + req.retention_time_ms
@@ -159,9 +163,12 @@ def fetch_offsets(
     gid = req.group_id
     group = shard.groups.get(gid)
     fail_all = group is None or (isinstance(group, ClassicGroup) and group.is_in_state(S.DEAD))
-    if isinstance(group, ConsumerGroup):
+    if isinstance(group, ConsumerGroup | StreamsGroup):
         try:
-            validate_consumer_fetch(group, req.member_id, req.member_epoch)
+            if isinstance(group, ConsumerGroup):
+                validate_consumer_fetch(group, req.member_id, req.member_epoch)
+            else:
+                validate_streams_fetch(group, req.member_id, req.member_epoch)
         except CoordinatorError as e:
             return OffsetFetchGroupResponse(gid, [], int(e.code), e.message)
     stored = {} if fail_all else shard.offsets.group(gid)
@@ -191,6 +198,8 @@ def fetch_offsets(
 
 def is_subscribed_to_topic(group: Group, topic: str) -> bool:
     if isinstance(group, ConsumerGroup):
+        return group.is_subscribed_to(topic)
+    if isinstance(group, StreamsGroup):
         return group.is_subscribed_to(topic)
     return group.is_subscribed_to_topic(topic)
 
@@ -230,6 +239,9 @@ def group_tombstones(group: Group, records: list[CoordinatorRecord]) -> None:
     if isinstance(group, ClassicGroup):
         records.append(group_metadata_tombstone(group.group_id))
         return
+    if isinstance(group, StreamsGroup):
+        records.extend(streams_group_tombstones(group))
+        return
     gid = group.group_id
     records.extend(rb.current_assignment_tombstone(gid, m) for m in group.members)
     records.extend(rb.target_member_tombstone(gid, m) for m in group.members)
@@ -251,6 +263,9 @@ def delete_groups(shard: ShardState, group_ids: list[str], op: Operation) -> lis
             if group.is_in_state(S.DEAD):
                 code = Errors.GROUP_ID_NOT_FOUND
             elif group.state in (S.STABLE, S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE):
+                code = Errors.NON_EMPTY_GROUP
+        elif isinstance(group, StreamsGroup):
+            if group.members:
                 code = Errors.NON_EMPTY_GROUP
         elif group.state() is not ConsumerGroupState.EMPTY:
             code = Errors.NON_EMPTY_GROUP

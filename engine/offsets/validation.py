@@ -24,6 +24,7 @@ from engine.consumer.group import ConsumerGroup
 from engine.consumer.member import ConsumerGroupMember
 from engine.errors import CoordinatorError, Errors
 from engine.metadata import TopicId
+from engine.streams.group import StreamsGroup
 
 PartitionCheck = Callable[[str, int], None]
 """Checks one partition (topic name, partition) of a commit; raises CoordinatorError."""
@@ -134,3 +135,33 @@ def validate_consumer_fetch(group: ConsumerGroup, member_id: str | None, epoch: 
             Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group.group_id}."
         )
     _check_epoch(epoch, member.member_epoch, member.uses_classic_protocol)
+
+
+def validate_streams_commit(group: StreamsGroup, member_id: str, epoch: int, api_version: int) -> None:
+    """Kafka `StreamsGroup.validateOffsetCommit`: an admin commit (epoch < 0) while the group has
+    no members, else the member's own epoch (older epochs are refused: this slice keeps no
+    per-task assignment epochs, docs/streams-groups.md)."""
+    if epoch < 0 and not group.members:
+        return
+    member = group.members.get(member_id)
+    if member is None:
+        raise CoordinatorError(
+            Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group.group_id}."
+        )
+    if api_version < CONSUMER_PROTOCOL_MIN_COMMIT_VERSION:
+        raise CoordinatorError(
+            Errors.UNSUPPORTED_VERSION,
+            "OffsetCommit version 9 or above must be used by members using the streams group protocol",
+        )
+    _check_epoch(epoch, member.member_epoch, False)
+
+
+def validate_streams_fetch(group: StreamsGroup, member_id: str | None, epoch: int) -> None:
+    if member_id is None and epoch < 0:
+        return
+    member = group.members.get(member_id or "")
+    if member is None:
+        raise CoordinatorError(
+            Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group.group_id}."
+        )
+    _check_epoch(epoch, member.member_epoch, False)

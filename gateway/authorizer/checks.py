@@ -31,6 +31,7 @@ from gateway.authorizer import Authorizer
 from gateway.authorizer.model import CLUSTER_NAME, AclOperation, ResourceType
 from gateway.error_response import error_response
 from gateway.groups.apis import then
+from gateway.groups.streams_apis import MAY_CREATE_TOPIC
 from gateway.registry import NO_RESPONSE, CloseConnection, Handler, HandlerRegistry, RequestContext
 from protocol.codec import response_type_of
 from protocol.entity_builder import build
@@ -178,6 +179,36 @@ def consumer_group_heartbeat(g: Guard, ctx: RequestContext, req: Any, call: Call
 def _cgh_refused(req: Any, error: int) -> Any:
     """Kafka 4.4's answer: the error alone (no message; member epoch 0, the field's default)."""
     return dataclasses.replace(denied(68, req, error), error_message=None, member_epoch=0)
+
+
+def streams_group_heartbeat(g: Guard, ctx: RequestContext, req: Any, call: Call) -> Any:
+    """Kafka 4.4 `KafkaApis.handleStreamsGroupHeartbeat`: READ on the group; a joining member's
+    topology needs DESCRIBE on every topic it names (sources, repartition and changelog topics),
+    else TOPIC_AUTHORIZATION_FAILED; creating missing internal topics needs CREATE on the CLUSTER
+    or on the topic, which the handler asks through the request context."""
+    api = "StreamsGroupHeartbeat"
+    if not g.ok(ctx, Op.READ, R.GROUP, req.group_id, api):
+        return dataclasses.replace(denied(88, req, GROUP_DENIED), error_message=None)
+    topology = req.topology
+    if topology is not None:
+        names: set[str] = set()
+        for sub in topology.subtopologies:
+            names.update(sub.source_topics)
+            names.update(sub.repartition_sink_topics)
+            names.update(i.name for i in sub.repartition_source_topics)
+            names.update(i.name for i in sub.state_changelog_topics)
+        refused = sorted(n for n in names if not g.ok(ctx, Op.DESCRIBE, R.TOPIC, n, api))
+        if refused:
+            return dataclasses.replace(
+                denied(88, req, TOPIC_DENIED),
+                error_message=f"Unauthorized to DESCRIBE on topics {', '.join(refused)}.",
+            )
+    if MAY_CREATE_TOPIC not in ctx.attributes:
+        ctx.attributes[MAY_CREATE_TOPIC] = lambda topic: (
+            g.ok(ctx, Op.CREATE, R.CLUSTER, CLUSTER_NAME, api, log=False)
+            or g.ok(ctx, Op.CREATE, R.TOPIC, topic, api)
+        )
+    return call(req)
 
 
 def _described_groups(
@@ -943,6 +974,16 @@ CHECKS: dict[int, tuple[str, Check]] = {
         "ConsumerGroupDescribe: DESCRIBE per GROUP, and DESCRIBE on its members' assigned TOPICs (else "
         "TOPIC_AUTHORIZATION_FAILED, no members); authorized operations of the GROUP",
         _described_groups(69, "ConsumerGroupDescribe", "group_ids"),
+    ),
+    88: (
+        "StreamsGroupHeartbeat: READ on the GROUP; DESCRIBE on every TOPIC of a joining member's "
+        "topology (else TOPIC_AUTHORIZATION_FAILED); CREATE on the CLUSTER or the TOPIC to create a "
+        "missing internal topic (else a MISSING_INTERNAL_TOPICS status)",
+        streams_group_heartbeat,
+    ),
+    89: (
+        "StreamsGroupDescribe: DESCRIBE per GROUP; authorized operations of the GROUP",
+        _described_groups(89, "StreamsGroupDescribe", "group_ids"),
     ),
     15: (
         "DescribeGroups: DESCRIBE per GROUP; authorized operations of the GROUP",

@@ -33,6 +33,7 @@ from engine.classic.group import ClassicGroup
 from engine.consumer.group import ConsumerGroup
 from engine.outcome import Event
 from engine.shard import Shard
+from engine.streams.group import StreamsGroup
 from translation.embedded_protocol import SchemaError, parse_assignment
 
 WARNING_EVENTS = frozenset({"group.converted", "group.conversion_refused", "append.failed"})
@@ -70,6 +71,11 @@ def member_details(shard: Shard, group_id: str, member_id: str) -> dict[str, Any
             "protocol": "classic",
             "assignor": [p.name for p in c.supported_protocols],
         }
+    if isinstance(group, StreamsGroup):
+        sm = group.members.get(member_id)
+        if sm is None:
+            return {}
+        return {"client_id": sm.client_id, "client_host": sm.client_host, "protocol": "streams"}
     return {}
 
 

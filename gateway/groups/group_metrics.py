@@ -36,6 +36,7 @@ from typing import Any
 from engine.classic.group import ClassicGroup
 from engine.classic.state import ClassicGroupState
 from engine.consumer.group import ConsumerGroup, ConsumerGroupState
+from engine.streams.group import StreamsGroup, StreamsGroupState
 from gateway.metrics import Labels, MetricsRegistry
 
 GroupLookup = Callable[[str], Any]  # group id -> the group object, or None
@@ -51,11 +52,16 @@ class _GroupStats:
         self.last_stable_ms = now_ms
 
 
-def group_counts(groups: Iterable[ConsumerGroup | ClassicGroup]) -> dict[tuple[str, str], int]:
+def group_counts(groups: Iterable[ConsumerGroup | ClassicGroup | StreamsGroup]) -> dict[tuple[str, str], int]:
     """Groups by (type, state), for the KIP-848 group-count metric."""
     counts: dict[tuple[str, str], int] = {}
     for g in groups:
-        key = ("consumer", g.state().value) if isinstance(g, ConsumerGroup) else ("classic", g.state.value)
+        if isinstance(g, ConsumerGroup):
+            key = ("consumer", g.state().value)
+        elif isinstance(g, ClassicGroup):
+            key = ("classic", g.state.value)
+        else:
+            key = ("streams", g.state(g.validated_topology_epoch >= 0))
         counts[key] = counts.get(key, 0) + 1
     return counts
 
@@ -65,6 +71,11 @@ def is_stable(group: Any) -> bool:
         return group.state() in (ConsumerGroupState.STABLE, ConsumerGroupState.EMPTY)
     if isinstance(group, ClassicGroup):
         return group.state in (ClassicGroupState.STABLE, ClassicGroupState.EMPTY)
+    if isinstance(group, StreamsGroup):
+        return group.state(group.validated_topology_epoch >= 0) in (
+            StreamsGroupState.STABLE,
+            StreamsGroupState.EMPTY,
+        )
     return True
 
 
@@ -236,6 +247,15 @@ class GroupMetrics:
                 out["groupshift_group_members"][(gid, "consumer")] = 0
                 out["groupshift_group_epoch"][key] = group.generation_id
                 out["groupshift_group_partitions_pending_revocation"][key] = 0
+            elif isinstance(group, StreamsGroup):
+                out["groupshift_group_members"][(gid, "streams")] = len(group.members)
+                out["groupshift_group_epoch"][key] = group.group_epoch
+                # tasks = input partitions of a subtopology
+                out["groupshift_group_partitions_pending_revocation"][key] = sum(
+                    len(parts)
+                    for m in group.members.values()
+                    for parts in m.active_pending_revocation.values()
+                )
             if is_stable(group):
                 stats.last_stable_ms = now_ms
             out["groupshift_group_seconds_since_stable"][key] = (now_ms - stats.last_stable_ms) / 1000

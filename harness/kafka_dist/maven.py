@@ -47,11 +47,11 @@ from pathlib import Path
 from typing import Literal
 from xml.etree import ElementTree
 
-Component = Literal["broker", "clients"]
+Component = Literal["broker", "clients", "streams"]
 
 GROUP = "org.apache.kafka"
 #: The artifact whose published versions define each component's lines.
-LINE_ARTIFACT: dict[str, str] = {"broker": "kafka_2.13", "clients": "kafka-tools"}
+LINE_ARTIFACT: dict[str, str] = {"broker": "kafka_2.13", "clients": "kafka-tools", "streams": "kafka-streams"}
 #: Binding for Kafka 4.x (log4j2 behind slf4j 1.7, which Kafka 4 still uses); the version
 #: matches Kafka 4.0's own distribution.
 LOG4J2_VERSION = "2.24.3"
@@ -62,6 +62,7 @@ RELOAD4J_BINDING_VERSION = "1.7.36"
 PINNED: dict[str, dict[str, str]] = {
     "broker": {"4": "4.4.0", "4.4": "4.4.0", "3.9": "3.9.2", "3.7": "3.7.2", "2.8": "2.8.2", "2.4": "2.4.1"},
     "clients": {"4": "4.3.1", "4.3": "4.3.1", "3.9": "3.9.2", "3.7": "3.7.2"},
+    "streams": {"4": "4.4.0", "4.4": "4.4.0"},
 }
 #: How long a line's resolution is trusted before Maven is asked again.
 LINE_TTL_SECONDS = 7 * 24 * 3600
@@ -192,6 +193,10 @@ def _artifacts(version: str, component: Component) -> list[tuple[str, str, str, 
     key = version_key(version)
     if component == "broker":
         deps = [(GROUP, "kafka_2.13", version, "jar")]
+    elif component == "streams":
+        # A Kafka Streams application's jars, plus the tools (kafka-streams-groups.sh's
+        # StreamsGroupCommand) to look at its group.
+        deps = [(GROUP, "kafka-streams", version, "jar"), (GROUP, "kafka-tools", version, "jar")]
     else:
         deps = [(GROUP, "kafka-tools", version, "jar")]
         if key < (3, 8):

@@ -1,0 +1,66 @@
+// A Kafka Streams word count exactly as a user writes it: a groupBy (a repartition topic) and a
+// count (a state store with a changelog topic), run with group.protocol=streams (KIP-1071).
+// Arguments: bootstrap, application id, input topic, output topic, state directory.
+// Prints "STATE <new state>" on every state change of the KafkaStreams instance, and
+// "TASKS <active task ids>" once it is RUNNING with them, so the test can follow it.
+import java.util.Arrays;
+import java.util.Locale;
+import java.util.Properties;
+import java.util.TreeSet;
+import java.util.concurrent.CountDownLatch;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.ThreadMetadata;
+import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Produced;
+
+public class StreamsWordCount {
+    public static void main(String[] args) throws Exception {
+        Properties props = new Properties();
+        props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, args[0]);
+        props.put(StreamsConfig.APPLICATION_ID_CONFIG, args[1]);
+        props.put(StreamsConfig.STATE_DIR_CONFIG, args[4]);
+        props.put(StreamsConfig.GROUP_PROTOCOL_CONFIG, "streams");
+        props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 200);
+        props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
+        props.put("consumer.auto.offset.reset", "earliest");
+
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.<String, String>stream(args[2])
+            .flatMapValues(line -> Arrays.asList(line.toLowerCase(Locale.ROOT).split("\\W+")))
+            .filter((key, word) -> !word.isEmpty())
+            .groupBy((key, word) -> word, Grouped.as("words"))
+            .count(Materialized.as("counts"))
+            .toStream()
+            .to(args[3], Produced.with(Serdes.String(), Serdes.Long()));
+
+        KafkaStreams streams = new KafkaStreams(builder.build(), props);
+        CountDownLatch done = new CountDownLatch(1);
+        streams.setStateListener((now, before) -> {
+            System.out.println("STATE " + now);
+            if (now == KafkaStreams.State.RUNNING) {
+                TreeSet<String> tasks = new TreeSet<>();
+                for (ThreadMetadata t : streams.metadataForLocalThreads()) {
+                    t.activeTasks().forEach(task -> tasks.add(task.taskId().toString()));
+                }
+                System.out.println("TASKS " + String.join(",", tasks));
+            }
+            System.out.flush();
+            if (now == KafkaStreams.State.NOT_RUNNING || now == KafkaStreams.State.ERROR) {
+                done.countDown();
+            }
+        });
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            streams.close();
+            done.countDown();
+        }));
+        streams.start();
+        done.await();
+    }
+}

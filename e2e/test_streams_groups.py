@@ -1,0 +1,176 @@
+"""A Kafka Streams 4.4 application with `group.protocol=streams` (KIP-1071) on groupshift in
+embedded mode: a word count with a repartition topic (groupBy) and a changelog topic (count),
+two instances, its internal topics created by groupshift, the output counts equal to the truth,
+and the group seen by Kafka's own `kafka-streams-groups.sh` (StreamsGroupCommand, through
+Admin's StreamsGroupDescribe and ListGroups).
+
+The application is e2e/java_programs/StreamsWordCount.java, compiled against the kafka-streams
+4.4.0 jars from Maven Central (`harness.kafka_dist.maven`, component "streams")."""
+
+from __future__ import annotations
+
+import collections
+import struct
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from e2e.conftest import Gateways
+from harness.kafka_dist import resolve_component
+from harness.kafka_dist.java_clients import TOOL_JVM_OPTS
+
+pytestmark = pytest.mark.e2e
+
+SOURCE = Path(__file__).parent / "java_programs" / "StreamsWordCount.java"
+APP, INPUT, OUTPUT = "wordcount", "words-in", "counts-out"
+LINES = [f"the quick brown fox {i % 7} jumps over the lazy dog {i % 3}" for i in range(300)]
+ALL_TASKS = {f"{s}_{p}" for s in (0, 1) for p in range(4)}
+
+
+class Instance:
+    """One StreamsWordCount JVM; its stdout lines (`STATE ...`, `TASKS ...`) collected."""
+
+    def __init__(self, classpath: str, bootstrap: str, state_dir: Path, log: Path) -> None:
+        self.lines: list[str] = []
+        self.log = log
+        self.proc = subprocess.Popen(
+            [
+                "java",
+                *TOOL_JVM_OPTS,
+                "-cp",
+                classpath,
+                "StreamsWordCount",
+                bootstrap,
+                APP,
+                INPUT,
+                OUTPUT,
+                str(state_dir),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=log.open("wb"),
+            text=True,
+        )
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line.strip())
+
+    def tasks(self) -> set[str] | None:
+        """The active tasks of the last RUNNING state, None before the first."""
+        found = [line for line in self.lines if line.startswith("TASKS")]
+        if not found:
+            return None
+        return {t for t in found[-1][len("TASKS") :].strip().split(",") if t}
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def truth() -> dict[str, int]:
+    counts: collections.Counter[str] = collections.Counter()
+    for line in LINES:
+        counts.update(line.split())
+    return dict(counts)
+
+
+def read_counts(bootstrap: str, want: dict[str, int], timeout: float) -> dict[str, int]:
+    """The latest count per word in the output topic, read until it equals `want` or time is up."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "checker", "enable.auto.commit": False})
+    c.assign([TopicPartition(OUTPUT, p, 0) for p in range(2)])
+    latest: dict[str, int] = {}
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline and latest != want:
+            for m in c.consume(500, 0.5):
+                if m.error() is None:
+                    latest[m.key().decode()] = struct.unpack(">q", m.value())[0]
+    finally:
+        c.close()
+    return latest
+
+
+def test_word_count_with_two_instances(module_gateways: Gateways, tmp_path: Path) -> None:
+    dist = resolve_component("4.4.0", "streams")
+    classes = tmp_path / "classes"
+    classes.mkdir()
+    javac = subprocess.Popen(
+        ["javac", "-nowarn", "-cp", dist.classpath, "-d", str(classes), str(SOURCE)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    gw = module_gateways.start("streams")
+    bootstrap = gw.bootstrap
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for f in admin.create_topics([NewTopic(INPUT, 4, 1), NewTopic(OUTPUT, 2, 1)]).values():
+        f.result()
+    p = Producer({"bootstrap.servers": bootstrap})
+    for i, line in enumerate(LINES):
+        p.produce(INPUT, key=str(i), value=line)
+    p.flush(30)
+    out, _ = javac.communicate(timeout=180)
+    assert javac.returncode == 0, out.decode(errors="replace")
+
+    classpath = f"{classes}:{dist.classpath}"
+    instances = [
+        Instance(classpath, bootstrap, tmp_path / f"state-{i}", tmp_path / f"instance-{i}.log")
+        for i in (1, 2)
+    ]
+    try:
+        # Both instances end up running with disjoint, non-empty shares of all 8 tasks (2
+        # subtopologies x 4 partitions): revoke-before-assign seen from the application.
+        deadline = time.monotonic() + 45
+        shares: list[set[str]] = [set(), set()]
+        while time.monotonic() < deadline:
+            shares = [i.tasks() or set() for i in instances]
+            if all(shares) and shares[0] | shares[1] == ALL_TASKS and not shares[0] & shares[1]:
+                break
+            time.sleep(0.5)
+        assert all(shares) and shares[0] | shares[1] == ALL_TASKS, (
+            [i.lines for i in instances],
+            gw.log_tail(),
+        )
+        assert not shares[0] & shares[1]
+
+        # groupshift created the internal topics the topology names.
+        listed = admin.list_topics(timeout=10).topics
+        assert len(listed[f"{APP}-words-repartition"].partitions) == 4
+        assert len(listed[f"{APP}-counts-changelog"].partitions) == 4
+
+        want = truth()
+        assert read_counts(bootstrap, want, 40) == want
+
+        # Kafka's own tool sees the streams group, its two members and their tasks.
+        tool = [
+            "java",
+            *TOOL_JVM_OPTS,
+            "-cp",
+            dist.classpath,
+            "org.apache.kafka.tools.streams.StreamsGroupCommand",
+        ]
+        described = subprocess.run(
+            [*tool, "--bootstrap-server", bootstrap, "--describe", "--group", APP, "--members", "--verbose"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert described.returncode == 0, described.stderr[-2000:]
+        rows = [line.split() for line in described.stdout.splitlines() if line.startswith(APP)]
+        assert len(rows) == 2, described.stdout
+        for row in rows:
+            assert "streams" in row and "ACTIVE:" in row, described.stdout
+        assert "1:[" in described.stdout and "0:[" in described.stdout
+    finally:
+        for i in instances:
+            i.stop()

@@ -1,0 +1,264 @@
+"""A streams group's state as its records rebuild it (Kafka 4.4 `StreamsGroup`,
+`StreamsGroupMember`): the group epoch and metadata hash (type 17), the topology (23), the
+members (19), the target assignment (20, 21) and each member's current assignment (22).
+
+Tasks are kept as `{subtopology id: frozenset(partitions)}`; only active tasks are assigned in
+this slice (standby and warm-up lists are stored and replayed, and stay empty when groupshift
+writes them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any
+
+from records.streams_group import (
+    Endpoint,
+    KeyValue,
+    StreamsGroupCurrentMemberAssignmentValue,
+    StreamsGroupMemberMetadataValue,
+    StreamsGroupTopologyValue,
+    TaskIds,
+)
+
+Tasks = Mapping[str, frozenset[int]]
+NO_TASKS: Tasks = {}
+
+
+class MemberState(IntEnum):
+    """The byte of record type 22 (Kafka `org.apache.kafka.coordinator.group.streams.MemberState`:
+    unlike the consumer-group states, which start at 0, these start at 1)."""
+
+    STABLE = 1
+    UNREVOKED_TASKS = 2
+    UNRELEASED_TASKS = 3
+    UNKNOWN = 127
+
+
+_STATE_VALUES = frozenset(int(s) for s in MemberState)
+
+
+def tasks_from(ids: Iterable[TaskIds] | None) -> Tasks:
+    out: dict[str, frozenset[int]] = {}
+    for t in ids or ():
+        if t.partitions:
+            out[t.subtopology_id] = out.get(t.subtopology_id, frozenset()) | frozenset(t.partitions)
+    return out
+
+
+def task_ids(tasks: Tasks) -> tuple[TaskIds, ...]:
+    """Sorted by subtopology and partition, so that equal task sets write equal records."""
+    return tuple(TaskIds(s, tuple(sorted(p))) for s, p in sorted(tasks.items()) if p)
+
+
+def tasks_union(a: Tasks, b: Tasks) -> Tasks:
+    out = dict(a)
+    for s, p in b.items():
+        out[s] = out.get(s, frozenset()) | p
+    return {s: p for s, p in out.items() if p}
+
+
+def tasks_minus(a: Tasks, b: Tasks) -> Tasks:
+    out = {s: p - b.get(s, frozenset()) for s, p in a.items()}
+    return {s: p for s, p in out.items() if p}
+
+
+def tasks_intersect(a: Tasks, b: Tasks) -> Tasks:
+    out = {s: p & b.get(s, frozenset()) for s, p in a.items()}
+    return {s: p for s, p in out.items() if p}
+
+
+def tasks_equal(a: Tasks, b: Tasks) -> bool:
+    return {s: p for s, p in a.items() if p} == {s: p for s, p in b.items() if p}
+
+
+@dataclass(slots=True)
+class StreamsMember:
+    member_id: str
+    instance_id: str | None = None
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    rebalance_timeout_ms: int = -1
+    topology_epoch: int = -1
+    process_id: str = ""
+    user_endpoint: Endpoint | None = None
+    client_tags: tuple[KeyValue, ...] = ()
+    member_epoch: int = 0
+    previous_member_epoch: int = -1
+    state: MemberState = MemberState.STABLE
+    active: Tasks = field(default_factory=dict)
+    standby: Tasks = field(default_factory=dict)
+    warmup: Tasks = field(default_factory=dict)
+    active_pending_revocation: Tasks = field(default_factory=dict)
+
+    def metadata_value(self) -> StreamsGroupMemberMetadataValue:
+        return StreamsGroupMemberMetadataValue(
+            self.instance_id,
+            self.rack_id,
+            self.client_id,
+            self.client_host,
+            self.rebalance_timeout_ms,
+            self.topology_epoch,
+            self.process_id,
+            self.user_endpoint,
+            self.client_tags,
+        )
+
+    def assignment_value(self) -> StreamsGroupCurrentMemberAssignmentValue:
+        return StreamsGroupCurrentMemberAssignmentValue(
+            self.member_epoch,
+            self.previous_member_epoch,
+            int(self.state),
+            task_ids(self.active),
+            task_ids(self.standby),
+            task_ids(self.warmup),
+            task_ids(self.active_pending_revocation),
+        )
+
+
+class StreamsGroupState:
+    """Kafka `StreamsGroup.StreamsGroupState` names, as StreamsGroupDescribe and ListGroups show them."""
+
+    EMPTY = "Empty"
+    NOT_READY = "NotReady"
+    ASSIGNING = "Assigning"
+    RECONCILING = "Reconciling"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+
+class StreamsGroup:
+    """Replayed state only: a handler computes a change and writes records; `engine.replay`
+    applies them here."""
+
+    PROTOCOL_TYPE = "streams"
+
+    def __init__(self, group_id: str) -> None:
+        self.group_id = group_id
+        self.group_epoch = 0
+        self.metadata_hash = 0
+        self.validated_topology_epoch = -1
+        self.topology: StreamsGroupTopologyValue | None = None
+        self.members: dict[str, StreamsMember] = {}
+        self.targets: dict[str, Tasks] = {}
+        self.assignment_epoch = -1
+        # True once a record of type 17 was replayed: the group exists in the log.
+        self.created = False
+
+    # --- derived ---------------------------------------------------------------------------
+
+    def state(self, topology_ready: bool = True) -> str:
+        """Kafka `StreamsGroup.state`: Empty without members; NotReady while the topology
+        is missing or cannot be configured against the cluster's topics; Assigning while the
+        target assignment lags the group epoch; Reconciling while a member lags it."""
+        if not self.members:
+            return StreamsGroupState.EMPTY
+        if self.topology is None or not topology_ready:
+            return StreamsGroupState.NOT_READY
+        if self.assignment_epoch != self.group_epoch:
+            return StreamsGroupState.ASSIGNING
+        for m in self.members.values():
+            if m.member_epoch != self.assignment_epoch or m.state is not MemberState.STABLE:
+                return StreamsGroupState.RECONCILING
+        return StreamsGroupState.STABLE
+
+    def is_empty(self) -> bool:
+        return not self.members
+
+    def can_be_deleted(self) -> bool:
+        return not self.members and not self.targets
+
+    def is_subscribed_to(self, topic: str) -> bool:
+        """Kafka `StreamsGroup.isSubscribedToTopic`: offsets of the topics the topology reads
+        do not expire while the group has members."""
+        if not self.members or self.topology is None:
+            return False
+        for sub in self.topology.subtopologies:
+            if topic in sub.source_topics or any(i.name == topic for i in sub.repartition_source_topics):
+                return True
+        return False
+
+    def tasks_owned_by_others(self, member_id: str) -> Tasks:
+        """Active tasks another member still holds (assigned or pending revocation): they are
+        not free to give to `member_id` yet (revoke before assign)."""
+        owned: Tasks = {}
+        for mid, m in self.members.items():
+            if mid != member_id:
+                owned = tasks_union(owned, tasks_union(m.active, m.active_pending_revocation))
+        return owned
+
+    # --- replay (engine.replay calls these) -------------------------------------------------
+
+    def replay_metadata(self, epoch: int, metadata_hash: int, validated_topology_epoch: int) -> None:
+        self.group_epoch = epoch
+        self.metadata_hash = metadata_hash
+        self.validated_topology_epoch = validated_topology_epoch
+        self.created = True
+
+    def replay_topology(self, value: StreamsGroupTopologyValue | None) -> None:
+        self.topology = value
+
+    def replay_member_metadata(self, member_id: str, value: StreamsGroupMemberMetadataValue | None) -> None:
+        if value is None:
+            self.members.pop(member_id, None)
+            return
+        m = self.members.get(member_id)
+        if m is None:
+            m = self.members[member_id] = StreamsMember(member_id)
+        m.instance_id = value.instance_id
+        m.rack_id = value.rack_id
+        m.client_id = value.client_id
+        m.client_host = value.client_host
+        m.rebalance_timeout_ms = value.rebalance_timeout_ms
+        m.topology_epoch = value.topology_epoch
+        m.process_id = value.process_id
+        m.user_endpoint = value.user_endpoint
+        m.client_tags = value.client_tags
+
+    def replay_current_assignment(
+        self, member_id: str, value: StreamsGroupCurrentMemberAssignmentValue | None
+    ) -> None:
+        m = self.members.get(member_id)
+        if value is None:
+            if m is not None:
+                m.member_epoch, m.previous_member_epoch = 0, -1
+                m.state = MemberState.STABLE
+                m.active, m.standby, m.warmup, m.active_pending_revocation = {}, {}, {}, {}
+            return
+        if m is None:
+            # Kafka creates the member from either of its records, whichever comes first.
+            m = self.members[member_id] = StreamsMember(member_id)
+        m.member_epoch = value.member_epoch
+        m.previous_member_epoch = value.previous_member_epoch
+        m.state = MemberState(value.state) if value.state in _STATE_VALUES else MemberState.UNKNOWN
+        m.active = tasks_from(value.active_tasks)
+        m.standby = tasks_from(value.standby_tasks)
+        m.warmup = tasks_from(value.warmup_tasks)
+        m.active_pending_revocation = tasks_from(value.active_tasks_pending_revocation)
+
+    def replay_target_member(self, member_id: str, tasks: Tasks | None) -> None:
+        if tasks is None:
+            self.targets.pop(member_id, None)
+        else:
+            self.targets[member_id] = tasks
+
+    def replay_assignment_epoch(self, epoch: int | None) -> None:
+        self.assignment_epoch = -1 if epoch is None else epoch
+
+    # --- comparison of live and replayed state ----------------------------------------------
+
+    def persisted_state(self) -> dict[str, Any]:
+        return {
+            "epoch": self.group_epoch,
+            "metadata_hash": self.metadata_hash,
+            "validated_topology_epoch": self.validated_topology_epoch,
+            "topology": self.topology,
+            "assignment_epoch": self.assignment_epoch,
+            "targets": {mid: task_ids(t) for mid, t in sorted(self.targets.items())},
+            "members": {
+                mid: (m.metadata_value(), m.assignment_value()) for mid, m in sorted(self.members.items())
+            },
+        }

@@ -1,0 +1,452 @@
+"""StreamsGroupHeartbeat (KIP-1071; Kafka 4.4 `GroupMetadataManager.streamsGroupHeartbeat`,
+`streams/CurrentAssignmentBuilder`, `streams/TargetAssignmentBuilder`) and the fencing of a
+member whose session expired.
+
+One heartbeat is one operation: it may store a newer topology (type 23), the member's metadata
+(19), a new group epoch (17) when the membership, the topology or the topics it uses changed, a
+new target assignment (20, 21) when the group epoch moved past it, and the member's reconciled
+current assignment (22). Reconciliation revokes before it assigns: a member first gives up the
+active tasks it must lose (UNREVOKED_TASKS, its epoch unchanged) and only gets a task once no
+other member holds it, assigned or pending revocation (UNRELEASED_TASKS until then).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from engine.classic.group import ClassicGroup
+from engine.classic.state import ClassicGroupState
+from engine.context import RequestContext
+from engine.errors import CoordinatorError, Errors, invalid_request
+from engine.operation import Operation
+from engine.state import ShardState
+from engine.streams.api import (
+    STALE_TOPOLOGY,
+    Status,
+    StreamsGroupHeartbeatRequest,
+    StreamsGroupHeartbeatResponse,
+)
+from engine.streams.assignor import assign_active
+from engine.streams.group import (
+    MemberState,
+    StreamsGroup,
+    StreamsMember,
+    Tasks,
+    task_ids,
+    tasks_equal,
+    tasks_from,
+    tasks_intersect,
+    tasks_minus,
+    tasks_union,
+)
+from engine.streams.topology import ConfiguredTopology, configure
+from engine.timers import TimerKind
+from records.classic_group import GroupMetadataKey
+from records.coordinator import CoordinatorRecord
+from records.streams_group import (
+    StreamsGroupCurrentMemberAssignmentKey,
+    StreamsGroupMemberMetadataKey,
+    StreamsGroupMetadataKey,
+    StreamsGroupMetadataValue,
+    StreamsGroupTargetAssignmentMemberKey,
+    StreamsGroupTargetAssignmentMemberValue,
+    StreamsGroupTargetAssignmentMetadataKey,
+    StreamsGroupTargetAssignmentMetadataValue,
+    StreamsGroupTopologyKey,
+)
+
+LEAVE_EPOCH = -1
+STATIC_LEAVE_EPOCH = -2
+
+
+# --- validation ---------------------------------------------------------------------------------
+
+
+def validate(req: StreamsGroupHeartbeatRequest) -> None:
+    """Kafka `throwIfStreamsGroupHeartbeatRequestIsInvalid` (the checks this slice knows)."""
+    if not req.group_id:
+        raise invalid_request("GroupId can't be empty.")
+    if not req.member_id:
+        raise invalid_request("MemberId can't be empty.")
+    if req.instance_id is not None and not req.instance_id:
+        raise invalid_request("InstanceId can't be empty.")
+    if req.rack_id is not None and not req.rack_id:
+        raise invalid_request("RackId can't be empty.")
+    tasks = (req.active_tasks, req.standby_tasks, req.warmup_tasks)
+    if req.member_epoch == 0:
+        if req.rebalance_timeout_ms == -1:
+            raise invalid_request("RebalanceTimeoutMs must be provided in first request.")
+        if req.topology is None:
+            raise invalid_request("Topology must be non-null when (re-)joining.")
+        for name, given in zip(("ActiveTasks", "StandbyTasks", "WarmupTasks"), tasks, strict=True):
+            if given is None or given:
+                raise invalid_request(f"{name} must be empty when (re-)joining.")
+    elif any(t is None for t in tasks) and any(t is not None for t in tasks):
+        raise invalid_request("If one task-type is non-null, all must be non-null.")
+    elif req.member_epoch < STATIC_LEAVE_EPOCH:
+        raise invalid_request(f"MemberEpoch is {req.member_epoch}, but must be greater than or equal to -2.")
+    elif req.member_epoch == STATIC_LEAVE_EPOCH and req.instance_id is None:
+        raise invalid_request("InstanceId can't be null when MemberEpoch is -2.")
+    elif req.member_epoch > 0 and req.topology is not None:
+        raise invalid_request("Topology can only be provided when (re-)joining.")
+
+
+# --- records ------------------------------------------------------------------------------------
+
+
+def _metadata_record(group_id: str, epoch: int, digest: int, validated: int) -> CoordinatorRecord:
+    return CoordinatorRecord(
+        StreamsGroupMetadataKey(group_id), StreamsGroupMetadataValue(epoch, digest, validated)
+    )
+
+
+def _target_record(group_id: str, member_id: str, tasks: Tasks | None) -> CoordinatorRecord:
+    value = None if tasks is None else StreamsGroupTargetAssignmentMemberValue(task_ids(tasks), (), ())
+    return CoordinatorRecord(StreamsGroupTargetAssignmentMemberKey(group_id, member_id), value)
+
+
+def _target_epoch_record(group_id: str, epoch: int, now_ms: int) -> CoordinatorRecord:
+    return CoordinatorRecord(
+        StreamsGroupTargetAssignmentMetadataKey(group_id),
+        StreamsGroupTargetAssignmentMetadataValue(epoch, now_ms),
+    )
+
+
+def _member_tombstones(group_id: str, member_id: str) -> list[CoordinatorRecord]:
+    """Kafka's order: current assignment, target, then the member."""
+    return [
+        CoordinatorRecord(StreamsGroupCurrentMemberAssignmentKey(group_id, member_id), None),
+        CoordinatorRecord(StreamsGroupTargetAssignmentMemberKey(group_id, member_id), None),
+        CoordinatorRecord(StreamsGroupMemberMetadataKey(group_id, member_id), None),
+    ]
+
+
+def streams_group_tombstones(group: StreamsGroup) -> list[CoordinatorRecord]:
+    """The records that delete a streams group (Kafka `StreamsGroup.createGroupTombstoneRecords`
+    order: members' current assignments, targets, members, the target epoch, the topology, the
+    group)."""
+    gid = group.group_id
+    out: list[CoordinatorRecord] = []
+    for mid in sorted(group.members):
+        out.append(CoordinatorRecord(StreamsGroupCurrentMemberAssignmentKey(gid, mid), None))
+    for mid in sorted(set(group.members) | set(group.targets)):
+        out.append(CoordinatorRecord(StreamsGroupTargetAssignmentMemberKey(gid, mid), None))
+    for mid in sorted(group.members):
+        out.append(CoordinatorRecord(StreamsGroupMemberMetadataKey(gid, mid), None))
+    out.append(CoordinatorRecord(StreamsGroupTargetAssignmentMetadataKey(gid), None))
+    out.append(CoordinatorRecord(StreamsGroupTopologyKey(gid), None))
+    out.append(CoordinatorRecord(StreamsGroupMetadataKey(gid), None))
+    return out
+
+
+# --- target assignment --------------------------------------------------------------------------
+
+
+def _new_targets(
+    group: StreamsGroup, members: dict[str, StreamsMember], configured: ConfiguredTopology | None
+) -> dict[str, Tasks]:
+    if configured is None or configured.tasks is None:
+        return {mid: {} for mid in members}
+    processes = {mid: m.process_id for mid, m in members.items()}
+    return assign_active(configured.tasks, processes, group.targets)
+
+
+def _write_targets(
+    st: ShardState,
+    op: Operation,
+    group: StreamsGroup,
+    targets: dict[str, Tasks],
+    epoch: int,
+) -> None:
+    for mid, tasks in sorted(targets.items()):
+        old = group.targets.get(mid)
+        if old is None or not tasks_equal(old, tasks):
+            op.records.append(_target_record(group.group_id, mid, tasks))
+    op.records.append(_target_epoch_record(group.group_id, epoch, st.now_ms))
+
+
+# --- reconciliation -----------------------------------------------------------------------------
+
+
+def reconcile(
+    member: StreamsMember,
+    target: Tasks,
+    target_epoch: int,
+    owned_by_others: Tasks,
+    reported_active: Tasks | None,
+) -> StreamsMember:
+    """Kafka streams `CurrentAssignmentBuilder.build`, active tasks: returns the member as it
+    is after this heartbeat (the same object when nothing changes)."""
+    state = member.state
+    if state is MemberState.UNREVOKED_TASKS:
+        if reported_active is None or tasks_intersect(reported_active, member.active_pending_revocation):
+            return member  # still holds tasks it was asked to give up
+    elif member.member_epoch == target_epoch and state is MemberState.STABLE:
+        return member
+    active = member.active
+    revoke = tasks_minus(active, target)
+    if revoke:
+        kept = tasks_intersect(active, target)
+        return replace(
+            member, state=MemberState.UNREVOKED_TASKS, active=kept, active_pending_revocation=revoke
+        )
+    wanted = tasks_minus(target, active)
+    free = tasks_minus(wanted, owned_by_others)
+    new_state = MemberState.STABLE if tasks_equal(free, wanted) else MemberState.UNRELEASED_TASKS
+    previous = member.member_epoch if member.member_epoch != target_epoch else member.previous_member_epoch
+    updated = replace(
+        member,
+        member_epoch=target_epoch,
+        previous_member_epoch=previous,
+        state=new_state,
+        active=tasks_union(active, free),
+        active_pending_revocation={},
+    )
+    return member if _same_assignment(member, updated) else updated
+
+
+def _same_assignment(a: StreamsMember, b: StreamsMember) -> bool:
+    return a.assignment_value() == b.assignment_value()
+
+
+# --- the heartbeat ------------------------------------------------------------------------------
+
+
+def _replaceable(group: object) -> bool:
+    """An empty classic group (offsets only, or no members) becomes a streams group on a
+    join, as Kafka 4.4's offline migration does; its committed offsets stay."""
+    return isinstance(group, ClassicGroup) and (
+        group.is_simple() or group.is_in_state(ClassicGroupState.EMPTY)
+    )
+
+
+def heartbeat(
+    st: ShardState, req: StreamsGroupHeartbeatRequest, ctx: RequestContext, op: Operation
+) -> StreamsGroupHeartbeatResponse:
+    validate(req)
+    existing = st.groups.get(req.group_id)
+    group: StreamsGroup | None
+    if existing is None or isinstance(existing, StreamsGroup):
+        group = existing
+    elif req.member_epoch == 0 and _replaceable(existing):
+        assert isinstance(existing, ClassicGroup)
+        if not existing.is_simple():
+            op.records.append(CoordinatorRecord(GroupMetadataKey(req.group_id), None))
+        group = None
+        op.event("group.converted", group=req.group_id, from_type="classic", to_type="streams")
+    else:
+        raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a streams group.")
+
+    if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
+        return leave(st, group, req, op)
+
+    new_group = group is None
+    if group is None:
+        if req.member_epoch != 0:
+            raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Streams group {req.group_id} not found.")
+        group = StreamsGroup(req.group_id)
+    gid, mid = req.group_id, req.member_id
+    member = group.members.get(mid)
+    new_member = member is None
+    reported = None if req.active_tasks is None else tasks_from(req.active_tasks)
+    if member is None:
+        if req.member_epoch != 0:
+            raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, f"Member {mid} is not a member of group {gid}.")
+        if len(group.members) >= st.config.streams_max_size:
+            raise CoordinatorError(
+                Errors.GROUP_MAX_SIZE_REACHED,
+                "The streams group has reached its maximum capacity of "
+                f"{st.config.streams_max_size} members.",
+            )
+        member = StreamsMember(mid)
+    elif req.member_epoch != 0:
+        _check_epoch(member, req.member_epoch, reported)
+
+    # Topology: a joining member may bring a newer one.
+    topology = group.topology
+    statuses: list[Status] = []
+    bump = new_member
+    if req.topology is not None and (topology is None or req.topology.epoch > topology.epoch):
+        topology = req.topology
+        op.records.append(CoordinatorRecord(StreamsGroupTopologyKey(gid), topology))
+        bump = True
+    if topology is not None and req.topology is not None and req.topology.epoch < topology.epoch:
+        statuses.append(Status(STALE_TOPOLOGY, "The member's topology epoch is older than the group's."))
+
+    updated = replace(
+        member,
+        instance_id=req.instance_id if req.instance_id is not None else member.instance_id,
+        rack_id=req.rack_id if req.rack_id is not None else member.rack_id,
+        client_id=ctx.client_id,
+        client_host=ctx.client_host,
+        rebalance_timeout_ms=req.rebalance_timeout_ms
+        if req.rebalance_timeout_ms != -1
+        else member.rebalance_timeout_ms,
+        topology_epoch=req.topology.epoch if req.topology is not None else member.topology_epoch,
+        process_id=req.process_id if req.process_id is not None else member.process_id,  # may stay ""
+        user_endpoint=req.user_endpoint if req.user_endpoint is not None else member.user_endpoint,
+        client_tags=req.client_tags if req.client_tags is not None else member.client_tags,
+    )
+    if new_member or updated.metadata_value() != member.metadata_value():
+        op.records.append(
+            CoordinatorRecord(StreamsGroupMemberMetadataKey(gid, mid), updated.metadata_value())
+        )
+        if not new_member and (
+            updated.process_id != member.process_id
+            or updated.topology_epoch != member.topology_epoch
+            or updated.rack_id != member.rack_id
+            or updated.client_tags != member.client_tags
+        ):
+            bump = True
+
+    configured = None if topology is None else configure(topology, st.image)
+    digest = 0 if configured is None else configured.metadata_hash
+    if configured is not None:
+        statuses += configured.statuses
+    validated = (
+        topology.epoch
+        if topology is not None and configured is not None and configured.tasks is not None
+        else -1
+    )
+    if digest != group.metadata_hash:
+        bump = True
+    epoch = group.group_epoch + 1 if bump else group.group_epoch
+    if bump or new_group or validated != group.validated_topology_epoch:
+        op.records.append(_metadata_record(gid, epoch, digest, validated))
+
+    members = dict(group.members)
+    members[mid] = updated
+    targets: dict[str, Tasks] = dict(group.targets)
+    target_epoch = group.assignment_epoch
+    if epoch > group.assignment_epoch:
+        targets = _new_targets(group, members, configured)
+        _write_targets(st, op, group, targets, epoch)
+        target_epoch = epoch
+        if epoch != group.group_epoch or new_member:
+            op.event("group.epoch_bumped", group=gid, epoch=epoch, member=mid)
+
+    reconciled = reconcile(
+        updated if not new_member else replace(updated, member_epoch=0, previous_member_epoch=-1),
+        targets.get(mid, {}),
+        target_epoch,
+        group.tasks_owned_by_others(mid),
+        reported,
+    )
+    changed = new_member or not _same_assignment(member, reconciled)
+    if changed:
+        op.records.append(
+            CoordinatorRecord(StreamsGroupCurrentMemberAssignmentKey(gid, mid), reconciled.assignment_value())
+        )
+    if new_member:
+        op.event("member.joined", group=gid, member=mid, process=updated.process_id)
+    if reconciled.state is MemberState.UNREVOKED_TASKS and member.state is not MemberState.UNREVOKED_TASKS:
+        # Kafka's rebalance timeout: the member must give the tasks up within its
+        # rebalance.timeout.ms, or it is fenced (`fence_unrevoked_member`).
+        timeout = reconciled.rebalance_timeout_ms if reconciled.rebalance_timeout_ms > 0 else 0
+        op.schedule(TimerKind.STREAMS_REBALANCE, gid, mid, timeout, reconciled.member_epoch, timeout)
+    if changed and not new_member:
+        op.event(
+            "member.assignment_changed",
+            group=gid,
+            member=mid,
+            epoch=reconciled.member_epoch,
+            state=reconciled.state.name,
+        )
+    op.schedule(TimerKind.STREAMS_SESSION, gid, mid, st.streams_session_timeout_ms(gid))
+
+    send_tasks = (
+        changed
+        or req.member_epoch == 0
+        or (reported is not None and not tasks_equal(reported, reconciled.active))
+    )
+    return StreamsGroupHeartbeatResponse(
+        member_id=mid,
+        member_epoch=reconciled.member_epoch,
+        heartbeat_interval_ms=st.streams_heartbeat_interval_ms(gid),
+        status=tuple(statuses),
+        active_tasks=task_ids(reconciled.active) if send_tasks else None,
+        standby_tasks=() if send_tasks else None,
+        warmup_tasks=() if send_tasks else None,
+        internal_topics_to_create=configured.to_create if configured is not None else (),
+    )
+
+
+def _check_epoch(member: StreamsMember, received: int, reported: Tasks | None) -> None:
+    """Kafka `throwIfStreamsGroupMemberEpochIsInvalid`: a newer epoch, or an older one that is
+    not the previous epoch with no task beyond the member's, is fenced."""
+    if received > member.member_epoch:
+        raise CoordinatorError(Errors.FENCED_MEMBER_EPOCH, _fenced_message("greater", received, member))
+    if received < member.member_epoch and (
+        received != member.previous_member_epoch or reported is None or tasks_minus(reported, member.active)
+    ):
+        raise CoordinatorError(Errors.FENCED_MEMBER_EPOCH, _fenced_message("smaller", received, member))
+
+
+def _fenced_message(which: str, received: int, member: StreamsMember) -> str:
+    return (
+        f"The streams group member has a {which} member epoch ({received}) than the one known by "
+        f"the group coordinator ({member.member_epoch}). "
+        "The member must abandon all its partitions and rejoin."
+    )
+
+
+# --- leaving and fencing ------------------------------------------------------------------------
+
+
+def remove_member(st: ShardState, group: StreamsGroup, member_id: str, op: Operation) -> None:
+    """The member's tombstones, a new group epoch, and the remaining members' new targets."""
+    gid = group.group_id
+    op.records += _member_tombstones(gid, member_id)
+    epoch = group.group_epoch + 1
+    configured = None if group.topology is None else configure(group.topology, st.image)
+    # The hash and validation of the topics as they are now: the new target is computed
+    # against them, and a later heartbeat must not take an older image's hash for current.
+    digest, validated = group.metadata_hash, group.validated_topology_epoch
+    if group.topology is not None and configured is not None:
+        digest = configured.metadata_hash
+        validated = group.topology.epoch if configured.tasks is not None else -1
+    op.records.append(_metadata_record(gid, epoch, digest, validated))
+    members = {mid: m for mid, m in group.members.items() if mid != member_id}
+    targets = _new_targets(group, members, configured)
+    _write_targets(st, op, group, targets, epoch)
+    op.cancel(TimerKind.STREAMS_SESSION, gid, member_id)
+
+
+def leave(
+    st: ShardState, group: StreamsGroup | None, req: StreamsGroupHeartbeatRequest, op: Operation
+) -> StreamsGroupHeartbeatResponse:
+    if group is None:
+        raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Streams group {req.group_id} not found.")
+    if req.member_id not in group.members:
+        raise CoordinatorError(
+            Errors.UNKNOWN_MEMBER_ID, f"Member {req.member_id} is not a member of group {req.group_id}."
+        )
+    remove_member(st, group, req.member_id, op)
+    op.event("member.left", group=req.group_id, member=req.member_id, reason="the member left the group")
+    return StreamsGroupHeartbeatResponse(member_id=req.member_id, member_epoch=req.member_epoch, status=())
+
+
+def fence_unrevoked_member(
+    st: ShardState, group_id: str, member_id: str, epoch: int, timeout_ms: int, op: Operation
+) -> None:
+    """The rebalance timer of a member told to revoke tasks fired: fenced if it is still at
+    that epoch and still holds tasks it was asked to give up."""
+    group = st.groups.get(group_id)
+    if not isinstance(group, StreamsGroup):
+        return
+    member = group.members.get(member_id)
+    if member is None or member.member_epoch != epoch or member.state is not MemberState.UNREVOKED_TASKS:
+        return
+    remove_member(st, group, member_id, op)
+    op.cancel(TimerKind.STREAMS_REBALANCE, group_id, member_id)
+    reason = f"it failed to revoke its tasks from epoch {epoch} within {timeout_ms}ms."
+    op.event("member.fenced", group=group_id, member=member_id, reason=reason)
+
+
+def fence_expired_member(st: ShardState, group_id: str, member_id: str, op: Operation) -> None:
+    """The member's session timer fired (`group.streams.session.timeout.ms`)."""
+    group = st.groups.get(group_id)
+    if not isinstance(group, StreamsGroup) or member_id not in group.members:
+        return
+    remove_member(st, group, member_id, op)
+    op.event("member.fenced", group=group_id, member=member_id, reason="the member session expired.")

@@ -1,0 +1,177 @@
+"""A topology configured against the cluster's topics (Kafka 4.4 `streams/topics/`:
+`InternalTopicManager.configureTopics`, `RepartitionTopics`, `CopartitionedTopicsEnforcer`,
+`ConfiguredTopology`).
+
+What the coordinator works out from the topology a member sent and the metadata image:
+* every source topic must exist (a source regex must match at least one topic), else the group
+  reports MISSING_SOURCE_TOPICS and assigns nothing;
+* a repartition topic without a fixed partition count gets the largest partition count of the
+  topics read by the subtopologies that write to it, repeated until nothing changes (a
+  repartition topic may feed another);
+* topics of a copartition group must have equal partition counts: derived repartition topics
+  take the count of the group's source topics, and source topics that differ give
+  INCORRECTLY_PARTITIONED_TOPICS;
+* a subtopology has one task per partition of its largest input topic; its changelog topics
+  have that many partitions;
+* internal topics that do not exist are returned for creation (MISSING_INTERNAL_TOPICS until
+  they appear); existing ones with another partition count give INCORRECTLY_PARTITIONED_TOPICS.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+from engine.metadata import MetadataImage
+from engine.streams.api import (
+    INCORRECTLY_PARTITIONED_TOPICS,
+    MISSING_INTERNAL_TOPICS,
+    MISSING_SOURCE_TOPICS,
+    InternalTopic,
+    Status,
+)
+from records.streams_group import StreamsGroupTopologyValue, Subtopology
+
+
+@dataclass(frozen=True, slots=True)
+class ConfiguredTopology:
+    """`tasks` (subtopology id -> number of tasks) is None when the topology cannot run yet;
+    `statuses` says why; `to_create` lists the internal topics the cluster lacks."""
+
+    tasks: dict[str, int] | None
+    statuses: tuple[Status, ...]
+    to_create: tuple[InternalTopic, ...]
+    metadata_hash: int
+
+
+def _source_names(sub: Subtopology, image: MetadataImage) -> list[str]:
+    names = list(sub.source_topics)
+    for pattern in sub.source_topic_regex:
+        try:
+            compiled = re.compile(pattern)
+        except re.error:
+            continue
+        names += sorted(n for n in image.topic_names() if compiled.fullmatch(n))
+    return names
+
+
+def metadata_hash(names: set[str], image: MetadataImage) -> int:
+    """A hash of the topics the topology reads and writes, as they are in the image (name, id,
+    partitions): a change of any of them bumps the group epoch, as Kafka's `MetadataHash`
+    does. The function differs from Kafka's (docs/deviations.md); only equality matters."""
+    h = hashlib.blake2b(digest_size=8)
+    for name in sorted(names):
+        t = image.topic(name)
+        if t is not None:
+            h.update(f"{name}\0{t.topic_id}\0{t.num_partitions}\0".encode())
+    return int.from_bytes(h.digest(), "big", signed=True)
+
+
+def configure(topology: StreamsGroupTopologyValue, image: MetadataImage) -> ConfiguredTopology:
+    subs = topology.subtopologies
+    statuses: list[Status] = []
+    involved: set[str] = set()
+    sources: dict[str, list[str]] = {}
+    missing_sources: list[str] = []
+    for sub in subs:
+        names = _source_names(sub, image)
+        sources[sub.subtopology_id] = names
+        involved.update(names)
+        missing_sources += [n for n in sub.source_topics if image.topic(n) is None]
+        missing_sources += [
+            p
+            for p in sub.source_topic_regex
+            if not _source_names(Subtopology("", (), (p,), (), (), (), ()), image)
+        ]
+    for sub in subs:
+        for info in (*sub.repartition_source_topics, *sub.state_changelog_topics):
+            involved.add(info.name)
+    digest = metadata_hash(involved, image)
+    if missing_sources:
+        detail = f"Source topics {', '.join(sorted(set(missing_sources)))} are missing."
+        return ConfiguredTopology(None, (Status(MISSING_SOURCE_TOPICS, detail),), (), digest)
+
+    # Partition counts of the repartition topics: fixed, or derived from the writers' inputs.
+    counts: dict[str, int] = {}
+    for sub in subs:
+        for info in sub.repartition_source_topics:
+            if info.partitions > 0:
+                counts[info.name] = info.partitions
+
+    def source_count(name: str) -> int | None:
+        t = image.topic(name)
+        return None if t is None else t.num_partitions
+
+    def input_counts(sub: Subtopology) -> list[int]:
+        out = [c for n in sources[sub.subtopology_id] if (c := source_count(n)) is not None]
+        out += [counts[i.name] for i in sub.repartition_source_topics if i.name in counts]
+        return out
+
+    changed = True
+    while changed:
+        changed = False
+        for sub in subs:
+            for info in sub.repartition_source_topics:
+                if info.partitions > 0:
+                    continue
+                writers = [w for w in subs if info.name in w.repartition_sink_topics]
+                found = [c for w in writers for c in input_counts(w)]
+                if found and max(found) > counts.get(info.name, 0):
+                    counts[info.name] = max(found)
+                    changed = True
+
+    # Copartition groups.
+    for sub in subs:
+        names = sources[sub.subtopology_id]
+        for group in sub.copartition_groups:
+            group_sources = [sub.source_topics[i] for i in group.source_topics if i < len(sub.source_topics)]
+            group_sources += [names[i] for i in group.source_topic_regex if i < len(names)]
+            partitioned = {c for n in group_sources if (c := source_count(n)) is not None}
+            if len(partitioned) > 1:
+                detail = f"Following topics are not copartitioned: {', '.join(sorted(group_sources))}"
+                statuses.append(Status(INCORRECTLY_PARTITIONED_TOPICS, detail))
+                continue
+            repartition = [
+                sub.repartition_source_topics[i]
+                for i in group.repartition_source_topics
+                if i < len(sub.repartition_source_topics)
+            ]
+            target = (
+                next(iter(partitioned))
+                if partitioned
+                else max((counts.get(r.name, 0) for r in repartition), default=0)
+            )
+            for r in repartition:
+                if r.partitions <= 0 and target > 0:
+                    counts[r.name] = target
+    if statuses:
+        return ConfiguredTopology(None, tuple(statuses), (), digest)
+
+    tasks: dict[str, int] = {}
+    for sub in subs:
+        found = input_counts(sub)
+        if not found:
+            detail = f"Subtopology {sub.subtopology_id}: the partition count of its inputs cannot be derived."
+            return ConfiguredTopology(None, (Status(MISSING_SOURCE_TOPICS, detail),), (), digest)
+        tasks[sub.subtopology_id] = max(found)
+
+    to_create: list[InternalTopic] = []
+    wrong: list[str] = []
+    for sub in subs:
+        expected = [(i, counts[i.name]) for i in sub.repartition_source_topics]
+        expected += [(i, tasks[sub.subtopology_id]) for i in sub.state_changelog_topics]
+        for info, n in expected:
+            t = image.topic(info.name)
+            if t is None:
+                to_create.append(InternalTopic(info.name, n, info.replication_factor, info.topic_configs))
+            elif t.num_partitions != n:
+                wrong.append(f"{info.name} has {t.num_partitions} partitions, expected {n}")
+    if wrong:
+        detail = "Internal topics have the wrong number of partitions: " + "; ".join(wrong)
+        return ConfiguredTopology(None, (Status(INCORRECTLY_PARTITIONED_TOPICS, detail),), (), digest)
+    if to_create:
+        missing = ", ".join(sorted({t.name for t in to_create}))
+        detail = f"Internal topics are missing: {missing}"
+        return ConfiguredTopology(None, (Status(MISSING_INTERNAL_TOPICS, detail),), tuple(to_create), digest)
+    return ConfiguredTopology(tasks, (), (), digest)

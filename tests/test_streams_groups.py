@@ -1,0 +1,442 @@
+"""Streams groups in the engine (KIP-1071; engine/streams/): topology configuration against the
+metadata image, the statuses Kafka reports, active-task assignment, revoke-before-assign,
+leaving, session fencing, describe, ListGroups, offsets, and replay equal to the live state."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from engine.config import CoordinatorConfig
+from engine.context import RequestContext
+from engine.ids import SeededIds
+from engine.metadata import MetadataImage, TopicImage, topic_id_for
+from engine.shard import Shard
+from engine.streams.api import (
+    INCORRECTLY_PARTITIONED_TOPICS,
+    MISSING_INTERNAL_TOPICS,
+    MISSING_SOURCE_TOPICS,
+    InternalTopic,
+    StreamsGroupHeartbeatRequest,
+    StreamsGroupHeartbeatResponse,
+)
+from engine.streams.assignor import assign_active
+from engine.streams.group import StreamsGroup, tasks_from
+from engine.streams.topology import configure
+from records.codec import decode_record, encode_record
+from records.streams_group import KeyValue, TaskIds
+from tests.streams_record_samples import WORD_COUNT_TOPOLOGY
+
+WORDS = "words-in"
+REPARTITION = "app-counts-repartition"
+CHANGELOG = "app-counts-changelog"
+ALL_TOPICS = {WORDS: 4, REPARTITION: 4, CHANGELOG: 4}
+NO_TASKS: dict[str, Any] = {"active_tasks": (), "standby_tasks": (), "warmup_tasks": ()}
+
+
+def image(topics: dict[str, int]) -> MetadataImage:
+    return MetadataImage([TopicImage(topic_id_for(n), n, c) for n, c in topics.items()])
+
+
+class Streams:
+    """One shard and the requests of Kafka Streams members (member id = process id here)."""
+
+    def __init__(self, topics: dict[str, int] | None = None, **config: Any) -> None:
+        cfg = {k.replace("_", "."): v for k, v in config.items()}
+        self.shard = Shard(CoordinatorConfig.from_kafka(cfg), SeededIds(7), image(topics or ALL_TOPICS))
+        self.now = 1000
+        self.ctx = RequestContext("app-StreamThread-1-consumer", "/127.0.0.1", 0)
+        self.epochs: dict[str, int] = {}
+        self.owned: dict[str, tuple[TaskIds, ...]] = {}
+
+    def hb(self, **fields: Any) -> StreamsGroupHeartbeatResponse:
+        fields.setdefault("group_id", "app")
+        self.now += 1
+        out = self.shard.streams_group_heartbeat(StreamsGroupHeartbeatRequest(**fields), self.ctx, self.now)
+        assert isinstance(out.response, StreamsGroupHeartbeatResponse)
+        # Every record the live shard applied must survive the codec (what a restart reads).
+        for r in out.records:
+            key, value = encode_record(r)
+            assert decode_record(key, value) == r
+        return out.response
+
+    def join(self, member: str, topology: Any = WORD_COUNT_TOPOLOGY) -> StreamsGroupHeartbeatResponse:
+        r = self.hb(
+            member_id=member,
+            member_epoch=0,
+            rebalance_timeout_ms=30000,
+            topology=topology,
+            process_id=f"process-{member}",
+            active_tasks=(),
+            standby_tasks=(),
+            warmup_tasks=(),
+        )
+        self._remember(member, r)
+        return r
+
+    def beat(self, member: str) -> StreamsGroupHeartbeatResponse:
+        r = self.hb(
+            member_id=member,
+            member_epoch=self.epochs[member],
+            active_tasks=self.owned[member],
+            standby_tasks=(),
+            warmup_tasks=(),
+        )
+        self._remember(member, r)
+        return r
+
+    def _remember(self, member: str, r: StreamsGroupHeartbeatResponse) -> None:
+        assert r.error_code == 0, r
+        self.epochs[member] = r.member_epoch
+        if r.active_tasks is not None:
+            self.owned[member] = r.active_tasks
+
+    def converge(self, *members: str, rounds: int = 6) -> None:
+        for _ in range(rounds):
+            for m in members:
+                self.beat(m)
+
+    @property
+    def group(self) -> StreamsGroup:
+        g = self.shard.groups["app"]
+        assert isinstance(g, StreamsGroup)
+        return g
+
+    def replayed(self) -> Shard:
+        """A fresh shard fed the live shard's records (what a restart loads)."""
+        fresh = Shard(CoordinatorConfig(), SeededIds(7), self.shard.image)
+        fresh.apply(self.records)
+        return fresh
+
+    records: list[Any]
+
+
+def owned_tasks(r: tuple[TaskIds, ...]) -> set[tuple[str, int]]:
+    return {(t.subtopology_id, p) for t in r for p in t.partitions}
+
+
+# --- topology configuration -------------------------------------------------------------------
+
+
+def test_word_count_topology_derives_repartition_and_changelog_partitions() -> None:
+    c = configure(WORD_COUNT_TOPOLOGY, image({WORDS: 3}))
+    assert c.tasks is None
+    assert [s.code for s in c.statuses] == [MISSING_INTERNAL_TOPICS]
+    assert set(c.to_create) == {
+        InternalTopic(REPARTITION, 3, 0, (KeyValue("cleanup.policy", "delete"),)),
+        InternalTopic(CHANGELOG, 3, 0, (KeyValue("cleanup.policy", "compact"),)),
+    }
+    ready = configure(WORD_COUNT_TOPOLOGY, image({WORDS: 3, REPARTITION: 3, CHANGELOG: 3}))
+    assert ready.tasks == {"0": 3, "1": 3} and ready.statuses == () and ready.to_create == ()
+
+
+def test_missing_source_and_wrongly_partitioned_internal_topics_are_reported() -> None:
+    missing = configure(WORD_COUNT_TOPOLOGY, image({}))
+    assert missing.tasks is None and [s.code for s in missing.statuses] == [MISSING_SOURCE_TOPICS]
+    assert WORDS in missing.statuses[0].detail
+    wrong = configure(WORD_COUNT_TOPOLOGY, image({WORDS: 3, REPARTITION: 2, CHANGELOG: 3}))
+    assert wrong.tasks is None and [s.code for s in wrong.statuses] == [INCORRECTLY_PARTITIONED_TOPICS]
+
+
+def test_metadata_hash_follows_the_topics_the_topology_uses() -> None:
+    a = configure(WORD_COUNT_TOPOLOGY, image(ALL_TOPICS)).metadata_hash
+    assert a == configure(WORD_COUNT_TOPOLOGY, image({**ALL_TOPICS, "unrelated": 9})).metadata_hash
+    assert a != configure(WORD_COUNT_TOPOLOGY, image({**ALL_TOPICS, WORDS: 8})).metadata_hash
+
+
+# --- the assignor -----------------------------------------------------------------------------
+
+
+def test_assignor_balances_over_processes_and_keeps_tasks_where_they_were() -> None:
+    first = assign_active({"0": 4, "1": 4}, {"a": "p1", "b": "p2"}, {})
+    assert sorted(sum(len(p) for p in t.values()) for t in first.values()) == [4, 4]
+    second = assign_active({"0": 4, "1": 4}, {"a": "p1", "b": "p2", "c": "p3"}, first)
+    loads = sorted(sum(len(p) for p in t.values()) for t in second.values())
+    assert loads == [2, 3, 3]
+    for m in ("a", "b"):  # a and b only gave up tasks, they did not swap any
+        for s, parts in second[m].items():
+            assert parts <= first[m].get(s, frozenset())
+    everything = [(s, p) for t in second.values() for s, ps in t.items() for p in ps]
+    assert len(everything) == len(set(everything)) == 8
+
+
+# --- the heartbeat ----------------------------------------------------------------------------
+
+
+def test_first_member_gets_every_task_and_the_group_is_stable() -> None:
+    h = Streams()
+    r = h.join("m1")
+    assert r.member_epoch == 1 and r.heartbeat_interval_ms == 5000 and r.status == ()
+    assert owned_tasks(r.active_tasks or ()) == {(s, p) for s in "01" for p in range(4)}
+    assert h.group.state() == "Stable"
+
+
+def test_missing_internal_topics_assign_nothing_and_ask_for_creation() -> None:
+    h = Streams({WORDS: 2})
+    r = h.join("m1")
+    assert [s.code for s in r.status or ()] == [MISSING_INTERNAL_TOPICS]
+    assert r.active_tasks == ()
+    assert {t.name for t in r.internal_topics_to_create} == {REPARTITION, CHANGELOG}
+    assert h.group.state(False) == "NotReady"
+    # Once the topics exist, the next heartbeat bumps the epoch (metadata hash) and assigns.
+    h.shard.update_metadata(image({WORDS: 2, REPARTITION: 2, CHANGELOG: 2}), h.now)
+    r = h.beat("m1")
+    assert r.status == () and owned_tasks(r.active_tasks or ()) == {("0", 0), ("0", 1), ("1", 0), ("1", 1)}
+
+
+def test_second_member_waits_for_revocation_before_getting_tasks() -> None:
+    h = Streams()
+    h.join("m1")
+    r2 = h.join("m2")
+    # m1 still holds everything: m2 gets its epoch but none of its target yet.
+    assert r2.active_tasks == () and r2.member_epoch == 2
+    assert h.shard.groups["app"].members["m2"].state.name == "UNRELEASED_TASKS"  # type: ignore[union-attr]
+    r1 = h.beat("m1")  # told to give up half: epoch unchanged until it has
+    assert r1.member_epoch == 1 and len(owned_tasks(r1.active_tasks or ())) == 4
+    h.converge("m1", "m2")
+    a, b = owned_tasks(h.owned["m1"]), owned_tasks(h.owned["m2"])
+    assert len(a) == len(b) == 4 and not a & b
+    assert h.group.state() == "Stable" and h.epochs == {"m1": 2, "m2": 2}
+
+
+def test_leave_and_session_expiry_give_the_tasks_to_the_others() -> None:
+    h = Streams()
+    h.join("m1")
+    h.join("m2")
+    h.join("m3")
+    h.converge("m1", "m2", "m3")
+    r = h.hb(member_id="m3", member_epoch=-1)
+    assert r.error_code == 0 and r.member_epoch == -1
+    h.converge("m1", "m2")
+    assert len(owned_tasks(h.owned["m1"]) | owned_tasks(h.owned["m2"])) == 8
+    # m2 stops heartbeating: fenced after group.streams.session.timeout.ms (45 s).
+    for _ in range(10):
+        h.now += 5000
+        h.shard.expire(h.now)
+        h.beat("m1")
+    assert set(h.group.members) == {"m1"}
+    h.converge("m1")
+    assert len(owned_tasks(h.owned["m1"])) == 8
+
+
+@pytest.mark.parametrize(
+    ("fields", "code"),
+    [
+        ({"member_id": "", "member_epoch": 0}, 42),
+        ({"member_id": "m", "member_epoch": 0, "rebalance_timeout_ms": 1}, 42),  # no topology
+        ({"member_id": "ghost", "member_epoch": 3}, 69),  # no group yet
+    ],
+)
+def test_invalid_heartbeats_get_kafkas_errors(fields: dict[str, Any], code: int) -> None:
+    assert Streams().hb(**fields).error_code == code
+
+
+def test_fenced_and_unknown_members() -> None:
+    h = Streams()
+    h.join("m1")
+    assert h.hb(member_id="m1", member_epoch=7, **NO_TASKS).error_code == 110  # FENCED_MEMBER_EPOCH
+    assert h.hb(member_id="other", member_epoch=1, **NO_TASKS).error_code == 25  # UNKNOWN_MEMBER_ID
+
+
+def test_list_describe_and_other_protocols_on_a_streams_group() -> None:
+    h = Streams()
+    h.join("m1")
+    listed = h.shard.list_groups()
+    assert [(g.group_id, g.group_type, g.group_state) for g in listed] == [("app", "streams", "Stable")]
+    (d,) = h.shard.describe_streams_groups(["app"])
+    assert (
+        d.error_code == 0
+        and d.group_epoch == 1
+        and d.assignment_epoch == 1
+        and d.topology == WORD_COUNT_TOPOLOGY
+    )
+    assert [m.member.member_id for m in d.members] == ["m1"] and d.members[0].assignment == d.members[
+        0
+    ].target_assignment
+    (missing,) = h.shard.describe_streams_groups(["nope"])
+    assert missing.error_code == 69
+
+
+def test_replay_rebuilds_the_live_state() -> None:
+    h = Streams()
+    h.records = []
+    original = h.shard.streams_group_heartbeat
+
+    def recording(*a: Any, **kw: Any) -> Any:
+        out = original(*a, **kw)
+        h.records.extend(out.records)
+        return out
+
+    h.shard.streams_group_heartbeat = recording  # type: ignore[method-assign]
+    h.join("m1")
+    h.join("m2")
+    h.converge("m1", "m2")
+    h.join("m3")
+    h.converge("m1", "m2", "m3")
+    h.hb(member_id="m2", member_epoch=-1)
+    h.converge("m1", "m3")
+    live = h.shard.persisted_state()["groups"]
+    assert live == h.replayed().persisted_state()["groups"]
+    assert live["app"][0] == "streams"
+    assert tasks_from(h.owned["m1"])  # both remaining members hold tasks
+    assert tasks_from(h.owned["m3"])
+
+
+def test_streams_settings_have_kafkas_defaults_and_standbys_wait() -> None:
+    config = CoordinatorConfig()
+    assert (config.streams_session_timeout_ms, config.streams_heartbeat_interval_ms) == (45000, 5000)
+    assert config.streams_num_standby_replicas == 0
+    with pytest.raises(ValueError):
+        CoordinatorConfig.from_kafka({"group.streams.num.standby.replicas": "1"})
+
+
+def test_metrics_and_event_details_know_streams_groups() -> None:
+    from gateway.groups.events import member_details
+    from gateway.groups.group_metrics import group_counts, is_stable
+
+    h = Streams()
+    h.join("m1")
+    assert group_counts([h.group]) == {("streams", "Stable"): 1}
+    assert is_stable(h.group)
+    assert member_details(h.shard, "app", "m1") == {
+        "client_id": "app-StreamThread-1-consumer",
+        "client_host": "/127.0.0.1",
+        "protocol": "streams",
+    }
+    h.join("m2")
+    assert not is_stable(h.group)  # m2 waits for m1's tasks
+
+
+def test_a_member_that_does_not_revoke_is_fenced_after_its_rebalance_timeout() -> None:
+    h = Streams()
+    h.join("m1")  # rebalance timeout 30 s
+    h.join("m2")
+    r = h.beat("m1")  # told to give up tasks; it keeps heartbeating but never does
+    assert h.group.members["m1"].state.name == "UNREVOKED_TASKS"
+    stale = h.owned["m1"] if r.active_tasks is None else r.active_tasks
+    for _ in range(7):
+        h.now += 5000
+        h.shard.expire(h.now)
+        if "m1" in h.group.members:
+            # still reporting every task it had: the revocation never completes
+            h.hb(
+                member_id="m1",
+                member_epoch=h.epochs["m1"],
+                active_tasks=tuple(TaskIds(s, tuple(range(4))) for s in "01"),
+                standby_tasks=(),
+                warmup_tasks=(),
+            )
+        h.beat("m2")
+    assert set(h.group.members) == {"m2"} and stale is not None
+    h.converge("m2")
+    assert len(owned_tasks(h.owned["m2"])) == 8
+
+
+def test_member_state_bytes_are_kafkas() -> None:
+    """Kafka's streams MemberState starts at 1 (STABLE), unlike the consumer-group one."""
+    h = Streams()
+    h.join("m1")
+    h.join("m2")
+    states = {mid: m.assignment_value().state for mid, m in h.group.members.items()}
+    assert states == {"m1": 1, "m2": 3}  # m2: UNRELEASED_TASKS until m1 revokes
+    h.beat("m1")
+    assert h.group.members["m1"].assignment_value().state == 2  # UNREVOKED_TASKS
+
+
+def test_a_leave_records_the_topics_it_assigned_against() -> None:
+    """Found by tests/test_streams_stateful.py: the topics shrink, a member leaves (its
+    target is computed on the new topics), the topics grow back: the next heartbeat must see
+    the change and assign the new tasks, which needs the leave to have stored the hash of the
+    topics it used."""
+    h = Streams()
+    h.join("m1")
+    h.join("m2")
+    h.shard.update_metadata(image({WORDS: 2, REPARTITION: 2, CHANGELOG: 2}), h.now)
+    h.hb(member_id="m1", member_epoch=-1)
+    h.shard.update_metadata(image(ALL_TOPICS), h.now)
+    h.converge("m2")
+    assert len(owned_tasks(h.owned["m2"])) == 8
+
+
+# Answers measured on Kafka 4.4.0 (raw StreamsGroupHeartbeat v0 requests against a KRaft node):
+# error code, message, and member epoch 0 with an empty status list in every refusal.
+KAFKA_44_REFUSALS = [
+    ({"member_id": ""}, 42, "MemberId can't be empty."),
+    ({"process_id": "p", **NO_TASKS}, 42, "Topology must be non-null when (re-)joining."),
+    (
+        {"topology": WORD_COUNT_TOPOLOGY, "process_id": "p"},
+        42,
+        "ActiveTasks must be empty when (re-)joining.",
+    ),
+    ({"group_id": "nogroup", "member_epoch": 3}, 69, "Streams group nogroup not found."),
+    ({"member_id": "zz", "member_epoch": 1, **NO_TASKS}, 25, "Member zz is not a member of group app."),
+    ({"member_epoch": 1, "active_tasks": ()}, 42, "If one task-type is non-null, all must be non-null."),
+    ({"member_epoch": -3}, 42, "MemberEpoch is -3, but must be greater than or equal to -2."),
+    (
+        {"member_epoch": 5, **NO_TASKS},
+        110,
+        "The streams group member has a greater member epoch (5) than the one known by the group "
+        "coordinator (1). The member must abandon all its partitions and rejoin.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("fields", "code", "message"), KAFKA_44_REFUSALS)
+def test_refusals_answer_as_kafka_44(fields: dict[str, Any], code: int, message: str) -> None:
+    h = Streams()
+    h.join("m1")
+    fields = {"member_id": "m1", "member_epoch": 0, "rebalance_timeout_ms": 30000, **fields}
+    r = h.hb(**fields)
+    assert (r.error_code, r.error_message, r.member_epoch, r.status) == (code, message, 0, ())
+
+
+def test_leave_answers_its_epoch_and_a_second_leave_is_unknown() -> None:
+    h = Streams()
+    h.join("m1")
+    r = h.hb(member_id="m1", member_epoch=-1)
+    assert (r.error_code, r.member_epoch, r.status) == (0, -1, ())
+    again = h.hb(member_id="m1", member_epoch=-1)
+    assert (again.error_code, again.error_message) == (25, "Member m1 is not a member of group app.")
+
+
+def test_other_group_apis_on_a_streams_group_answer_as_kafka_44() -> None:
+    """Measured on Kafka 4.4.0: ConsumerGroupHeartbeat GROUP_ID_NOT_FOUND "Group g is not a
+    consumer group.", JoinGroup INCONSISTENT_GROUP_PROTOCOL, DescribeGroups Dead,
+    StreamsGroupDescribe of a missing group GROUP_ID_NOT_FOUND with epochs 0."""
+    from engine.classic.api import JoinGroupRequest
+    from engine.classic.member import Protocol
+    from engine.consumer.api import ConsumerGroupHeartbeatRequest
+
+    h = Streams()
+    h.join("m1")
+    cgh = h.shard.consumer_group_heartbeat(
+        ConsumerGroupHeartbeatRequest(
+            group_id="app",
+            member_id="c1",
+            member_epoch=0,
+            rebalance_timeout_ms=30000,
+            subscribed_topic_names=[WORDS],
+            topic_partitions=[],
+        ),
+        h.ctx.with_version(0),
+        h.now,
+    ).response
+    assert (cgh.error_code, cgh.error_message) == (69, "Group app is not a consumer group.")
+    join = h.shard.join_group(
+        JoinGroupRequest(
+            group_id="app",
+            session_timeout_ms=30000,
+            rebalance_timeout_ms=30000,
+            member_id="",
+            protocol_type="consumer",
+            protocols=(Protocol("range", b""),),
+        ),
+        h.ctx.with_version(9),
+        h.now,
+    ).response
+    assert join.error_code == 23
+    (described,) = h.shard.describe_groups(["app"])
+    assert (described.error_code, described.group_state, described.protocol_type) == (0, "Dead", "")
+    (missing,) = h.shard.describe_streams_groups(["none"])
+    assert (missing.error_code, missing.group_epoch, missing.assignment_epoch) == (69, 0, 0)

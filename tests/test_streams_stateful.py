@@ -1,0 +1,186 @@
+"""Streams groups under arbitrary sequences of joins, heartbeats (acknowledging or not), leaves,
+topic changes and time passing (Hypothesis state machine over engine/streams/).
+
+Invariants after every step:
+* no active task is held by two members at once, counting tasks pending revocation (the
+  revoke-before-assign rule Kafka Streams relies on: a task's state store is never open on two
+  instances);
+* a member only holds tasks of its target assignment plus tasks it is still revoking;
+* once every member has acknowledged for a few rounds with no change, the group is Stable and
+  every task of the configured topology is active somewhere;
+* replaying the records written so far into a fresh shard gives the live state.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from engine.config import CoordinatorConfig
+from engine.context import RequestContext
+from engine.ids import SeededIds
+from engine.metadata import MetadataImage, TopicImage, topic_id_for
+from engine.shard import Shard
+from engine.streams.api import StreamsGroupHeartbeatRequest, StreamsGroupHeartbeatResponse
+from engine.streams.group import StreamsGroup, tasks_intersect, tasks_minus, tasks_union
+from records.streams_group import TaskIds
+from tests.stateful_settings import stateful_settings
+from tests.streams_record_samples import WORD_COUNT_TOPOLOGY
+
+MEMBERS = ("m1", "m2", "m3", "m4")
+PROCESSES = ("p1", "p2", "p3")
+
+
+def image(partitions: int) -> MetadataImage:
+    names = ("words-in", "app-counts-repartition", "app-counts-changelog")
+    return MetadataImage([TopicImage(topic_id_for(n), n, partitions) for n in names])
+
+
+class StreamsMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.shard = Shard(CoordinatorConfig(), SeededIds(3), image(4))
+        self.now = 1000
+        self.ctx = RequestContext("c", "/127.0.0.1", 0)
+        self.epochs: dict[str, int] = {}
+        self.owned: dict[str, tuple[TaskIds, ...]] = {}
+        self.records: list[Any] = []
+
+    def _hb(self, **fields: Any) -> StreamsGroupHeartbeatResponse:
+        self.now += 10
+        out = self.shard.streams_group_heartbeat(
+            StreamsGroupHeartbeatRequest(group_id="app", **fields), self.ctx, self.now
+        )
+        self.records.extend(out.records)
+        assert isinstance(out.response, StreamsGroupHeartbeatResponse)
+        return out.response
+
+    def _record(self, member: str, r: StreamsGroupHeartbeatResponse) -> None:
+        if r.error_code:
+            self.epochs.pop(member, None)
+            self.owned.pop(member, None)
+            return
+        self.epochs[member] = r.member_epoch
+        if r.active_tasks is not None:
+            self.owned[member] = r.active_tasks
+
+    @property
+    def group(self) -> StreamsGroup | None:
+        g = self.shard.groups.get("app")
+        return g if isinstance(g, StreamsGroup) else None
+
+    @rule(member=st.sampled_from(MEMBERS), process=st.sampled_from(PROCESSES))
+    def join(self, member: str, process: str) -> None:
+        r = self._hb(
+            member_id=member,
+            member_epoch=0,
+            rebalance_timeout_ms=60000,
+            topology=WORD_COUNT_TOPOLOGY,
+            process_id=process,
+            active_tasks=(),
+            standby_tasks=(),
+            warmup_tasks=(),
+        )
+        assert r.error_code == 0, r
+        self.owned[member] = ()
+        self._record(member, r)
+
+    @precondition(lambda self: bool(self.epochs))
+    @rule(data=st.data(), acknowledge=st.booleans())
+    def heartbeat(self, data: st.DataObject, acknowledge: bool) -> None:
+        """`acknowledge`: report the tasks the member was last told to hold (it revoked); else
+        keep reporting what it had before (a member slow to revoke)."""
+        member = data.draw(st.sampled_from(sorted(self.epochs)))
+        g = self.group
+        assert g is not None
+        held = self.owned.get(member, ())
+        if not acknowledge and member in g.members:
+            m = g.members[member]
+            held = tuple(
+                TaskIds(s, tuple(sorted(p)))
+                for s, p in sorted(tasks_union(m.active, m.active_pending_revocation).items())
+            )
+        r = self._hb(
+            member_id=member,
+            member_epoch=self.epochs[member],
+            active_tasks=held,
+            standby_tasks=(),
+            warmup_tasks=(),
+        )
+        self._record(member, r)
+
+    @precondition(lambda self: bool(self.epochs))
+    @rule(data=st.data())
+    def leave(self, data: st.DataObject) -> None:
+        member = data.draw(st.sampled_from(sorted(self.epochs)))
+        r = self._hb(member_id=member, member_epoch=-1)
+        assert r.error_code == 0, r
+        self.epochs.pop(member)
+        self.owned.pop(member, None)
+
+    @rule(partitions=st.sampled_from((2, 4, 6)))
+    def topics_change(self, partitions: int) -> None:
+        self.now += 10
+        out = self.shard.update_metadata(image(partitions), self.now)
+        self.records.extend(out.records)
+
+    @rule(ms=st.sampled_from((1000, 30000, 50000)))
+    def time_passes(self, ms: int) -> None:
+        self.now += ms
+        for out in self.shard.expire(self.now):
+            self.records.extend(out.records)
+        g = self.group
+        for member in list(self.epochs):
+            if g is None or member not in g.members:
+                self.epochs.pop(member)
+                self.owned.pop(member, None)
+
+    @precondition(lambda self: bool(self.epochs))
+    @rule()
+    def everyone_acknowledges_until_stable(self) -> None:
+        for _ in range(8):
+            for member in sorted(self.epochs):
+                r = self._hb(
+                    member_id=member,
+                    member_epoch=self.epochs[member],
+                    active_tasks=self.owned[member],
+                    standby_tasks=(),
+                    warmup_tasks=(),
+                )
+                assert r.error_code == 0, r
+                self._record(member, r)
+        g = self.group
+        assert g is not None
+        assert g.state() == "Stable", {m: (x.member_epoch, x.state) for m, x in g.members.items()}
+        held = [(s, p) for m in g.members.values() for s, ps in m.active.items() for p in ps]
+        assert g.topology is not None
+        # every task of the configured topology is active somewhere (topics have n partitions)
+        n = self.shard.image.topic("words-in")
+        assert n is not None
+        assert sorted(held) == sorted((s, p) for s in ("0", "1") for p in range(n.num_partitions))
+
+    @invariant()
+    def no_task_on_two_members(self) -> None:
+        g = self.group
+        if g is None:
+            return
+        seen: dict[tuple[str, int], str] = {}
+        for mid, m in g.members.items():
+            for s, parts in tasks_union(m.active, m.active_pending_revocation).items():
+                for p in parts:
+                    assert (s, p) not in seen, f"task {s}_{p} on {seen[(s, p)]} and {mid}"
+                    seen[(s, p)] = mid
+            extra = tasks_minus(m.active, tasks_union(g.targets.get(mid, {}), m.active_pending_revocation))
+            assert not extra or not tasks_intersect(extra, g.targets.get(mid, {})), (mid, extra)
+
+    @invariant()
+    def replay_equals_live(self) -> None:
+        fresh = Shard(CoordinatorConfig(), SeededIds(3), self.shard.image)
+        fresh.apply(self.records)
+        assert fresh.persisted_state()["groups"] == self.shard.persisted_state()["groups"]
+
+
+TestStreamsMachine = StreamsMachine.TestCase
+TestStreamsMachine.settings = stateful_settings(60, 30)

@@ -18,6 +18,7 @@ or start Kafka is an error, not a skip.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -85,8 +86,11 @@ class KafkaClusterFactory:
         return cluster.start()
 
     def stop_all(self) -> None:
-        for cluster in self.clusters:
-            cluster.stop()
+        """Every cluster at once, each with its own controlled shutdown (KafkaCluster.stop): one
+        after the other, they took 26-29 s at the end of a CI run (the last test's teardown)."""
+        with ThreadPoolExecutor(max_workers=max(1, len(self.clusters))) as pool:
+            for stopped in [pool.submit(cluster.stop) for cluster in self.clusters]:
+                stopped.result()
 
 
 @pytest.fixture(scope="session")

@@ -190,6 +190,7 @@ def differential_servers(
             DIFFERENTIAL_KAFKA_VERSION,
             configs={**DIFFERENTIAL_GROUP_SETTINGS, **KAFKA_ONLY},
             name="differential",
+            for_session=True,
         )
         kafka = cluster.bootstrap
     g = Gateways(tmp_path_factory.mktemp("differential"))
@@ -213,7 +214,7 @@ def differential_pair_factory(
     """`factory(name, **settings)`: a Kafka 4.x node and a groupshift server with
     DIFFERENTIAL_GROUP_SETTINGS plus `settings` (Kafka's names, given to both sides), for
     scenarios that need a setting the shared pair cannot have (e.g. `group.max.size`). Pairs live
-    for the module; the Kafka nodes stop with the session's cluster factory."""
+    for the module (the cluster factory stops the Kafka nodes when the module ends)."""
     g = Gateways(tmp_path_factory.mktemp("differential-custom"))
 
     def factory(name: str, **settings: str) -> tuple[str, str]:
@@ -250,6 +251,7 @@ class DifferentialPairs:
                 DIFFERENTIAL_KAFKA_VERSION,
                 configs={**group, **KAFKA_ONLY},
                 name=f"differential-{len(self.pairs)}",
+                for_session=True,
             )
             self.clusters.append(cluster)
             gw = self.gateways.start(

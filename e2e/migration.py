@@ -918,6 +918,15 @@ class _EchoList(list):  # type: ignore[type-arg]
         _emit({"e": self.kind, "x": item})
 
 
+# `python -m e2e.migration`, without hypothesis: kio (imported through protocol.client) registers a
+# hypothesis strategy for each of its types when it can import hypothesis, a third of a second of
+# every member's start, and a scenario starts many (groupshift/__main__.py does the same).
+_MEMBER_ENTRY = (
+    "import runpy, sys; sys.modules.setdefault('hypothesis', None); "
+    "runpy.run_module('e2e.migration', run_name='__main__', alter_sys=True)"
+)
+
+
 def _child_main(config: dict[str, Any]) -> None:
     """`python -m e2e.migration '<json>'`: run one member, report on stdout, stop on "stop"."""
     timeline = _StreamTimeline(config["topic"])
@@ -959,7 +968,7 @@ class RemoteMember(Member):
 
     def start(self) -> Member:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "e2e.migration", json.dumps(self.config)],
+            [sys.executable, "-c", _MEMBER_ENTRY, json.dumps(self.config)],
             cwd=Path(__file__).resolve().parent.parent,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,

@@ -29,7 +29,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from kio.index import KioIndexError, load_request_schema
+from kio.schema.index import api_key_map, schema_name_map
+from kio.static.constants import EntityType
 
 # librdkafka sends GetTelemetrySubscriptions as soon as key 71 is advertised and the classic
 # consumer fails when it goes unanswered: never advertise KIP-714 telemetry.
@@ -100,12 +101,23 @@ class HandlerSpec:
         return self.enabled is None or self.enabled()
 
 
+def request_schema_path(api_key: int, version: int) -> str | None:
+    """kio's `module:Class` path of the request schema of (api key, version), None if kio has
+    none, read from kio's index without importing the schema: the codec imports it at the first
+    request of that version. Importing every version of every API at registration (kio builds
+    over a thousand dataclasses) was more than a second of each server start."""
+    name = api_key_map.get(api_key)
+    if name is None:
+        return None
+    return schema_name_map.get(name, {}).get(version, {}).get(EntityType.request)
+
+
 def api_name(api_key: int, version: int) -> str:
     """Kafka's API name (`ApiVersions`, `ConsumerGroupHeartbeat`) from kio's class name."""
-    try:
-        return load_request_schema(api_key, version).__name__.removesuffix("Request")
-    except KioIndexError:
+    path = request_schema_path(api_key, version)
+    if path is None:
         return f"Api{api_key}"
+    return path.rpartition(":")[2].removesuffix("Request")
 
 
 ConfigEntry = dict[str, Any]
@@ -169,12 +181,8 @@ class HandlerRegistry:
         if not 0 <= min_version <= max_version:
             raise ValueError(f"api key {api_key}: bad version range {min_version}..{max_version}")
         for v in range(min_version, max_version + 1):
-            try:
-                load_request_schema(api_key, v)
-            except KioIndexError:
-                raise ValueError(
-                    f"api key {api_key} v{v} has no request schema in kio: cannot decode it"
-                ) from None
+            if request_schema_path(api_key, v) is None:
+                raise ValueError(f"api key {api_key} v{v} has no request schema in kio: cannot decode it")
         if api_key in self._specs and not replace:
             raise ValueError(
                 f"api key {api_key} ({self._specs[api_key].name}) is already registered; "

@@ -6,7 +6,9 @@ conftest.py).
 - `kafka39_classic`: one Kafka 3.9 node (`KAFKA39_CLASSIC_CONFIGS`: classic groups only, as 3.9 ships).
 - `kafka37_classic`: one Kafka 3.7 node (`KAFKA37_CLASSIC_CONFIGS`), for the oldest API paths.
 - `kafka_cluster_factory`: `factory(version="4", brokers=1, configs={...})` starts more clusters;
-  every one is stopped at the end of the session, and its work directory (with each node's
+  each is stopped at the end of the test module that started it (an idle node still takes about
+  3% of a core, and CI has two), or at the end of the session if started with
+  `for_session=True` (by a session fixture), and its work directory (with each node's
   `server.log`) is kept under pytest's basetemp for post-mortems.
 - `kafka_clients4`: Kafka's own Java tools (newest 4.x) for `VerifiableConsumer`,
   `VerifiableProducer` and `ConsumerGroupCommand`.
@@ -18,6 +20,7 @@ or start Kafka is an error, not a skip.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -51,6 +54,8 @@ class KafkaClusterFactory:
     def __init__(self, base: Path) -> None:
         self.base = base
         self.clusters: list[KafkaCluster] = []
+        self.for_session: set[int] = set()
+        """ids of the clusters that live until the session ends (started by session fixtures)."""
 
     def __call__(
         self,
@@ -60,6 +65,7 @@ class KafkaClusterFactory:
         *,
         name: str | None = None,
         proxied_listener: bool = False,
+        for_session: bool = False,
     ) -> KafkaCluster:
         skip_without_tools()
         label = name or f"kafka-{version}-{brokers}n-{len(self.clusters)}"
@@ -82,26 +88,56 @@ class KafkaClusterFactory:
                 pytest.skip(f"reference Kafka unavailable: {exc}")
             raise
         self.clusters.append(cluster)
+        if for_session:
+            self.for_session.add(id(cluster))
         return cluster.start()
 
     def stop_all(self) -> None:
-        for cluster in self.clusters:
-            cluster.stop()
+        """Every cluster at once, each with its own controlled shutdown (KafkaCluster.stop): one
+        after the other, they took 26-29 s at the end of a CI run (the last test's teardown)."""
+        self._stop(self.clusters)
+
+    def stop_module_clusters(self) -> None:
+        """Every running cluster not started for the session (a module's): at the end of each
+        module, so that no idle cluster runs beside the rest of the session."""
+        self._stop([c for c in self.clusters if id(c) not in self.for_session and c.started])
+
+    @staticmethod
+    def _stop(clusters: list[KafkaCluster]) -> None:
+        with ThreadPoolExecutor(max_workers=max(1, len(clusters))) as pool:
+            for stopped in [pool.submit(cluster.stop) for cluster in clusters]:
+                stopped.result()
 
 
 @pytest.fixture(scope="session")
-def kafka_cluster_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaClusterFactory]:
+def kafka_cluster_factory(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[KafkaClusterFactory]:
     factory = KafkaClusterFactory(tmp_path_factory.mktemp("kafka"))
+    request.config.stash[_FACTORY] = factory
     try:
         yield factory
     finally:
         factory.stop_all()
 
 
+_FACTORY = pytest.StashKey[KafkaClusterFactory]()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _stop_module_kafka_clusters(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Autouse, so set up before a module's own module fixtures and torn down after them (after
+    the gateways that front a module's cluster have stopped)."""
+    yield
+    factory = request.config.stash.get(_FACTORY, None)
+    if factory is not None:
+        factory.stop_module_clusters()
+
+
 @pytest.fixture(scope="session")
 def kafka4(kafka_cluster_factory: KafkaClusterFactory) -> KafkaCluster:
     """A running single-node newest Kafka 4.x with both group protocols enabled."""
-    return kafka_cluster_factory("4", configs=KAFKA4_TEST_CONFIGS, name="kafka4")
+    return kafka_cluster_factory("4", configs=KAFKA4_TEST_CONFIGS, name="kafka4", for_session=True)
 
 
 #: Broker settings of `kafka39_classic`: Kafka's defaults (classic groups only) but no initial rebalance
@@ -119,7 +155,9 @@ def kafka39_classic(kafka_cluster_factory: KafkaClusterFactory) -> KafkaCluster:
     the session's 3.9 users (a start is tens of seconds of CI). e2e/test_fleet_kafka.py reads its
     whole log dir and expects only its own groups there: other users must not make groups on it
     (tests/test_kafka_dist.py only asks ApiVersions and a refused ConsumerGroupHeartbeat)."""
-    return kafka_cluster_factory("3.9", configs=KAFKA39_CLASSIC_CONFIGS, name="kafka39-classic")
+    return kafka_cluster_factory(
+        "3.9", configs=KAFKA39_CLASSIC_CONFIGS, name="kafka39-classic", for_session=True
+    )
 
 
 #: Broker settings of `kafka37_classic`: Kafka's defaults (classic groups only) but no initial
@@ -137,7 +175,9 @@ def kafka37_classic(kafka_cluster_factory: KafkaClusterFactory) -> KafkaCluster:
     """A running single-node Kafka 3.7 (no ConsumerGroupDescribe, ListGroups up to v4), started
     once for tests/test_kafka_dist.py's refusal check and e2e/test_groups_cli_kafka.py's 3.7
     transcript (which compares only its own groups)."""
-    return kafka_cluster_factory("3.7", configs=KAFKA37_CLASSIC_CONFIGS, name="kafka37-classic")
+    return kafka_cluster_factory(
+        "3.7", configs=KAFKA37_CLASSIC_CONFIGS, name="kafka37-classic", for_session=True
+    )
 
 
 @pytest.fixture(scope="session")

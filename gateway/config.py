@@ -149,6 +149,9 @@ class ServerConfig(BaseModel):
     # groupshift-specific: warn (`loop.blocked`, rate-limited) when the event loop, which serves
     # every group, was blocked this long; groupshift_event_loop_lag_seconds shows every lag.
     loop_lag_warn_ms: int = Field(200, alias="loop.lag.warn.ms", ge=1, le=INT_MAX)
+    # groupshift-specific (gateway.allocator, docs/robustness.md, Soak): glibc's `M_ARENA_MAX`,
+    # set at start before the server's threads allocate (0: glibc's default, 8 per core).
+    malloc_arena_max: int = Field(2, alias="malloc.arena.max", ge=0, le=1024)
     # Authorization (gateway.authorizer, docs/security.md): Kafka's StandardAuthorizer by its
     # class name, or empty for none (every request allowed, the default); `super.users` is a
     # semicolon-separated list of principals allowed everything.

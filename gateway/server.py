@@ -38,6 +38,7 @@ from pathlib import Path
 
 import structlog
 
+from gateway.allocator import set_arena_max, start_stats_dump
 from gateway.api_versions import ApiVersionsApi
 from gateway.audit import NO_AUDIT, AuditLog
 from gateway.authorizer import Authorizer
@@ -602,9 +603,14 @@ def run(
     Profiling hook (off by default): with `GROUPSHIFT_PROFILE=PATH` in the environment the whole
     serving life runs under cProfile and the stats are written to PATH on a graceful exit.
     """
+    # Before any thread of the server allocates (`malloc.arena.max`, docs/robustness.md, Soak).
+    set_arena_max(config.malloc_arena_max)
     trace_dir = os.environ.get("GROUPSHIFT_TRACEMALLOC")
     if trace_dir:
         _start_tracemalloc(Path(trace_dir), float(os.environ.get("GROUPSHIFT_TRACEMALLOC_EVERY", "60")))
+    stats_path = os.environ.get("GROUPSHIFT_MALLOC_STATS")
+    if stats_path:
+        start_stats_dump(Path(stats_path), float(os.environ.get("GROUPSHIFT_MALLOC_STATS_EVERY", "60")))
     profile_path = os.environ.get("GROUPSHIFT_PROFILE")
     start = functools.partial(
         _run, config, extensions, data_dir_lock=data_dir_lock, ignore_topics_file=ignore_topics_file

@@ -28,6 +28,9 @@ NOT_COMPILED = {
     # IntEnum members used as ints throughout: mypyc's int conversion of them does not build; the
     # codes are constants, looked up not computed
     "engine/errors.py",
+    # MetadataImage keeps weak references to older images (its delta cache): mypyc's native classes
+    # take none (`cannot create weak reference`) without mypy_extensions at run time
+    "engine/metadata.py",
 }
 
 

@@ -15,6 +15,7 @@ wheel into its own virtual environment.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -50,11 +51,22 @@ def compiled_modules() -> list[str]:
     return [f for f in files if f not in NOT_COMPILED]
 
 
+COMPILED_BUILD = "build/mypyc"
 ext_modules = []
+options: dict[str, dict[str, str]] = {}
 # Not for the metadata step (`dist_info`), which pip runs before the build: mypyc would run twice.
 if os.environ.get("GROUPSHIFT_COMPILE") == "1" and not {"dist_info", "egg_info"} & set(sys.argv):
     from mypyc.build import mypycify
 
-    ext_modules = mypycify(compiled_modules(), opt_level=os.environ.get("GROUPSHIFT_OPT_LEVEL", "3"))
+    # Its own build directory, emptied first: setuptools copies whatever build/lib holds into the
+    # wheel, so a module compiled by an earlier build and left interpreted since (or a pure build
+    # after a compiled one) would otherwise ship a stale extension that shadows its .py.
+    shutil.rmtree(COMPILED_BUILD, ignore_errors=True)
+    ext_modules = mypycify(
+        compiled_modules(),
+        opt_level=os.environ.get("GROUPSHIFT_OPT_LEVEL", "3"),
+        target_dir=f"{COMPILED_BUILD}/c",
+    )
+    options = {"build": {"build_base": COMPILED_BUILD}}
 
-setup(ext_modules=ext_modules)
+setup(ext_modules=ext_modules, options=options)

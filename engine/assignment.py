@@ -9,7 +9,7 @@ Order is written into records and restored by replay, so live and replayed state
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TypeVar
+from typing import NoReturn, TypeVar
 
 from engine.metadata import TopicId
 from records.consumer_group import TopicPartitions
@@ -30,10 +30,31 @@ class _Empty(dict[TopicId, _V]):
     def __hash__(self) -> int:  # type: ignore[override]
         return 0
 
-    def _readonly(self, *args: object, **kwargs: object) -> None:
+    # One method per mutator, not `__setitem__ = ... = _readonly` in the class body: mypyc (the
+    # compiled build, scripts/compiled_tests.sh) cannot compile a multiple assignment there.
+    def _readonly(self) -> NoReturn:
         raise TypeError("the empty assignment is read-only")
 
-    __setitem__ = __delitem__ = update = pop = popitem = clear = setdefault = _readonly  # type: ignore[assignment]
+    def __setitem__(self, key: TopicId, value: _V) -> None:
+        self._readonly()
+
+    def __delitem__(self, key: TopicId) -> None:
+        self._readonly()
+
+    def update(self, *args: object, **kwargs: object) -> None:
+        self._readonly()
+
+    def pop(self, *args: object, **kwargs: object) -> _V:
+        self._readonly()
+
+    def popitem(self, *args: object, **kwargs: object) -> tuple[TopicId, _V]:
+        self._readonly()
+
+    def clear(self, *args: object, **kwargs: object) -> None:
+        self._readonly()
+
+    def setdefault(self, *args: object, **kwargs: object) -> _V:
+        self._readonly()
 
 
 EMPTY: Assignment = _Empty[tuple[int, ...]]()

@@ -48,8 +48,6 @@ class MetadataImage:
         # The last `delta` asked of this image: (the older image, by weak reference; the delta)
         self._delta: tuple[weakref.ref[MetadataImage], TopicDelta] | None = None
 
-    EMPTY: MetadataImage
-
     def topic(self, name: str) -> TopicImage | None:
         return self._by_name.get(name)
 
@@ -134,7 +132,9 @@ class TopicDelta:
     deleted: frozenset[str]
 
 
-MetadataImage.EMPTY = MetadataImage()
+# A module constant, not a class attribute set after the class: mypyc (the compiled build) cannot
+# assign to a native class's attributes from outside it.
+EMPTY_IMAGE = MetadataImage()
 
 
 def topic_id_for(name: str) -> TopicId:

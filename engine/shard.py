@@ -68,7 +68,7 @@ from engine.errors import AppendError, CoordinatorError, Errors, append_error_to
 from engine.expiry import EXPIRY, RETRY_BACKOFF_MS, schedule_offset_expiration
 from engine.hooks import MigrationHooks, RefuseMigration
 from engine.ids import IdSource, SeededIds
-from engine.metadata import MetadataImage
+from engine.metadata import EMPTY_IMAGE, MetadataImage
 from engine.offsets import operations as offsets_ops
 from engine.offsets import transactional as offsets_txn
 from engine.offsets.api import (
@@ -181,7 +181,7 @@ class Shard:
         self.state = ShardState(
             config if config is not None else CoordinatorConfig(),
             ids if ids is not None else SeededIds(0),
-            image if image is not None else MetadataImage.EMPTY,
+            image if image is not None else EMPTY_IMAGE,
             RefuseMigration(),
         )
         if migration is not None:

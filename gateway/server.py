@@ -508,6 +508,7 @@ class GatewayServer:
             ],
             node_id=self.cluster.node.node_id,
             cluster_id=self.cluster.cluster_id,
+            build=_engine_build(),
             data_dir=str(self.config.data_dir),
             topics=len(self.plane.topics),
             apis=[f"{k}:{lo}-{hi}" for k, lo, hi in self.registry.advertised()],
@@ -681,3 +682,11 @@ def _run(
                 runner.run(server.plane.close())
             return 1
     return 0
+
+
+def _engine_build() -> str:
+    """ "compiled (mypyc)" or "pure Python" (setup.py's optional build), logged at start so a
+    benchmark's figures can be matched with the build that produced them."""
+    import engine.shard
+
+    return "pure Python" if (engine.shard.__file__ or "").endswith(".py") else "compiled (mypyc)"

@@ -23,7 +23,7 @@ from collections.abc import Callable, Collection, Sequence
 from importlib import import_module
 from types import ModuleType
 
-from groupshift import __version__
+from groupshift import __version__, build_kind
 
 Runner = Callable[[argparse.Namespace], int]
 
@@ -105,7 +105,7 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
             "KIP-848) and the migration between them."
         ),
     )
-    parser.add_argument("--version", action="version", version=f"groupshift {__version__}")
+    parser.add_argument("--version", action="version", version=f"groupshift {__version__} ({build_kind()})")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for command in COMMANDS:
         if commands is None or command.name in commands:

@@ -87,13 +87,13 @@ def test_unowned_log_refuses_appends() -> None:
 def test_unowned_shard_journal_answers_a_storage_error() -> None:
     from engine.config import CoordinatorConfig
     from engine.ids import SystemIds
-    from engine.metadata import MetadataImage
+    from engine.metadata import EMPTY_IMAGE
     from gateway.coordinator_storage import CoordinatorStorage
     from records.coordinator import CoordinatorRecord
     from records.offsets import OffsetCommitKey, OffsetCommitValue
 
     storage = CoordinatorStorage.load(
-        UnownedLog(0), config=CoordinatorConfig(), ids=SystemIds(), image=MetadataImage.EMPTY, now_ms=0
+        UnownedLog(0), config=CoordinatorConfig(), ids=SystemIds(), image=EMPTY_IMAGE, now_ms=0
     )
     record = CoordinatorRecord(OffsetCommitKey("g", "t", 0), OffsetCommitValue(1, -1, "", 0))
     with pytest.raises(AppendError) as e:

@@ -62,7 +62,7 @@ import structlog
 from kio.schema.errors import ErrorCode
 
 from engine.ids import kafka_uuid_string
-from engine.metadata import MetadataImage, TopicImage
+from engine.metadata import EMPTY_IMAGE, MetadataImage, TopicImage
 from gateway.dataplane.configs import ConfigStore, ConfigValueError, check_topic_configs
 from gateway.dataplane.datadir import (
     DAMAGED_SUFFIX,
@@ -278,7 +278,7 @@ class DataPlane:
         self._listeners: list[TopicListener] = []
         self._batch_listeners: list[TopicBatchListener] = []
         self._partitions: dict[tuple[str, int], Partition] = {}
-        self._image = MetadataImage.EMPTY
+        self._image = EMPTY_IMAGE
         # held by every topic change made from a request: a change whose file work runs on a
         # worker thread must not interleave with another one's registry write
         self.topic_changes = asyncio.Lock()

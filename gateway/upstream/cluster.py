@@ -26,7 +26,7 @@ from typing import Any
 import structlog
 from kio.index import load_request_schema, load_response_schema
 
-from engine.metadata import MetadataImage, TopicImage
+from engine.metadata import EMPTY_IMAGE, MetadataImage, TopicImage
 from gateway.upstream.config import UpstreamConfig
 from gateway.upstream.link import UpstreamLink, UpstreamUnavailable
 from gateway.upstream.security import UpstreamSecurity
@@ -58,7 +58,7 @@ class UpstreamCluster:
         self.cluster_id: str | None = None
         self.controller_id = -1
         self.api_versions: dict[int, tuple[int, int]] = {}
-        self.image = MetadataImage.EMPTY
+        self.image = EMPTY_IMAGE
         #: The cluster gives some topic no id (Metadata before v10, or a zero UUID): groupshift's
         #: own ids are in use (gateway.upstream.topic_ids). Once set, it stays set.
         self.topic_ids_missing = False

@@ -141,19 +141,24 @@ def sample() -> dict[str, Any]:
     }
 
 
-def start_stats_dump(path: Path, every_s: float) -> None:
+def start_stats_dump(path: Path, every_s: float) -> threading.Event:
     """The debug hook: one `sample()` as a JSON line appended to `path` now and every
-    `every_s` seconds, from a daemon thread (the event loop never waits for one)."""
+    `every_s` seconds, from a daemon thread (the event loop never waits for one), until the
+    returned event is set. The server never sets it (the hook lives as long as the process); a
+    caller that outlives its interest must, because each sample points the process's stderr
+    descriptor at a temporary file for a moment."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    stop = threading.Event()
 
-    def dump_forever() -> None:
-        while True:
+    def dump_until_stopped() -> None:
+        while not stop.is_set():
             line = json.dumps(sample())
             with path.open("a") as f:
                 f.write(line + "\n")
-            time.sleep(every_s)
+            stop.wait(every_s)
 
-    threading.Thread(target=dump_forever, name="malloc-stats-dump", daemon=True).start()
+    threading.Thread(target=dump_until_stopped, name="malloc-stats-dump", daemon=True).start()
+    return stop
 
 
 _M_ARENA_MAX = -8  # mallopt's parameter number (glibc malloc.h)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -41,12 +42,25 @@ def test_glibc_readings_count_freed_heap_memory() -> None:
     del last
 
 
+def _dump_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "malloc-stats-dump"]
+
+
 def test_the_stats_hook_writes_json_lines(tmp_path: Path) -> None:
     out = tmp_path / "stats" / "malloc.jsonl"
-    allocator.start_stats_dump(out, 0.05)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and (not out.exists() or len(out.read_text().splitlines()) < 2):
-        time.sleep(0.05)
+    stop = allocator.start_stats_dump(out, 0.05)
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and (not out.exists() or len(out.read_text().splitlines()) < 2):
+            time.sleep(0.05)
+    finally:
+        # The thread must not outlive the test: each sample redirects this process's stderr
+        # descriptor and opens files, which later tests (descriptor counts, fd capture) see.
+        stop.set()
+        stop_seen = time.monotonic() + 5
+        while time.monotonic() < stop_seen and _dump_threads():
+            time.sleep(0.02)
+    assert not _dump_threads()
     first = json.loads(out.read_text().splitlines()[0])
     assert first["rss"] > first["rss_anon"] > 0 and first["py_blocks"] > 0
     assert first["pymalloc_arenas"] >= 1

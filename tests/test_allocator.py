@@ -76,6 +76,7 @@ def test_the_settings() -> None:
 
 
 @glibc_only
+@pytest.mark.e2e  # it starts a process (tests/test_e2e_marks.py)
 def test_the_arena_cap_is_accepted_by_glibc() -> None:
     # A child process: the cap stays for the life of the process that sets it.
     code = "from gateway.allocator import set_arena_max; assert set_arena_max(2)"

@@ -52,14 +52,22 @@ REPOSITORY = "groupshift/gateway"
 RECIPE_VERSION = "1"
 #: Seconds for each step (a cold pip cache downloads ~40 MB of wheels).
 STEP_TIMEOUT = 1200
-#: The files of a checkout besides its packages that its wheel is made from.
-PROJECT_FILES = ("pyproject.toml", "README.md")
+#: The files of a checkout besides its packages that its wheel is made from: the build
+#: backend pyproject.toml names (`backend-path`) and the setup.py it runs are needed to build
+#: the wheel at all, even the pure one.
+PROJECT_FILES = ("pyproject.toml", "README.md", "setup.py")
+PROJECT_DIRS = ("build_backend",)
 
 
 def package_files(repo: Path = REPO) -> Iterator[Path]:
     """The files of `repo` that go into groupshift's wheel, relative, in a stable order."""
     for name in PROJECT_FILES:
-        yield Path(name)
+        if (repo / name).exists():  # pyproject.toml and README.md always; setup.py if the project has one
+            yield Path(name)
+    for directory in PROJECT_DIRS:
+        for path in sorted((repo / directory).rglob("*.py")):
+            if "__pycache__" not in path.parts:
+                yield path.relative_to(repo)
     pyproject = tomllib.loads((repo / "pyproject.toml").read_text())
     include: list[str] = pyproject["tool"]["setuptools"]["packages"]["find"]["include"]
     for top in sorted(p for p in repo.iterdir() if p.is_dir() and (p / "__init__.py").exists()):

@@ -21,6 +21,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from e2e.conftest import Gateways
+from e2e.java_compile import finish_javac, start_javac
 from harness.kafka_dist import resolve_component
 from harness.kafka_dist.java_clients import TOOL_JVM_OPTS
 
@@ -104,12 +105,7 @@ def read_counts(bootstrap: str, want: dict[str, int], timeout: float) -> dict[st
 def test_word_count_with_two_instances(module_gateways: Gateways, tmp_path: Path) -> None:
     dist = resolve_component("4.4.0", "streams")
     classes = tmp_path / "classes"
-    classes.mkdir()
-    javac = subprocess.Popen(
-        ["javac", "-nowarn", "-cp", dist.classpath, "-d", str(classes), str(SOURCE)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
+    javac = start_javac(dist.classpath, SOURCE, classes)
     gw = module_gateways.start("streams")
     bootstrap = gw.bootstrap
     admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -119,8 +115,7 @@ def test_word_count_with_two_instances(module_gateways: Gateways, tmp_path: Path
     for i, line in enumerate(LINES):
         p.produce(INPUT, key=str(i), value=line)
     p.flush(30)
-    out, _ = javac.communicate(timeout=180)
-    assert javac.returncode == 0, out.decode(errors="replace")
+    finish_javac(javac)
 
     classpath = f"{classes}:{dist.classpath}"
     instances = [

@@ -21,6 +21,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from e2e.java_compile import finish_javac, start_javac
 from engine.config import CoordinatorConfig
 from engine.ids import SeededIds
 from engine.metadata import MetadataImage
@@ -104,12 +105,7 @@ def test_records_a_kafka_44_streams_application_writes_decode_and_replay(tmp_pat
     streams record decodes, re-encodes to Kafka's exact bytes, and replays into a shard."""
     streams_dist = resolve_component("4.4.0", "streams")
     classes = tmp_path / "classes"
-    classes.mkdir()
-    javac = subprocess.Popen(
-        ["javac", "-nowarn", "-cp", streams_dist.classpath, "-d", str(classes), str(WORD_COUNT)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
+    javac = start_javac(streams_dist.classpath, WORD_COUNT, classes)
     cluster = KafkaCluster(
         "4.4.0",
         configs={"offsets.topic.num.partitions": "1", "group.streams.initial.rebalance.delay.ms": "0"},
@@ -123,8 +119,7 @@ def test_records_a_kafka_44_streams_application_writes_decode_and_replay(tmp_pat
         for i in range(20):
             p.produce("words-in", key=str(i), value=f"a b c {i % 4}")
         p.flush(30)
-        out, _ = javac.communicate(timeout=180)
-        assert javac.returncode == 0, out.decode(errors="replace")
+        finish_javac(javac)
         app = subprocess.Popen(
             [
                 "java",

@@ -29,6 +29,7 @@ from typing import Any
 from e2e.expected import PARTITIONS
 from e2e.groups import wait_until
 from e2e.harness import GatewayProcess
+from e2e.java_compile import finish_javac, start_javac
 from e2e.upstream import Backend, create_replicated_topic
 from harness.kafka_dist.java_clients import TOOL_JVM_OPTS, JavaClients, VerifiableProcess
 from protocol.client import WireClient, make_request
@@ -39,12 +40,7 @@ UNSTABLE_OFFSET_COMMIT = 88
 
 def compile_copier(clients: JavaClients, into: Path) -> subprocess.Popen[bytes]:
     """javac, started in the background (it runs while the input is produced)."""
-    into.mkdir(parents=True, exist_ok=True)
-    return subprocess.Popen(
-        ["javac", "-nowarn", "-cp", clients.dist.classpath, "-d", str(into), str(SOURCE)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
+    return start_javac(clients.dist.classpath, SOURCE, into)
 
 
 class Copier:
@@ -221,8 +217,7 @@ def check_exactly_once_copy(
         create_replicated_topic(backend.bootstrap, topic, backend.brokers)
     expected = _produce_input(backend.bootstrap, source, records)
     per_partition = {p: len(range(p, records, PARTITIONS)) for p in range(PARTITIONS)}
-    out, _ = javac.communicate(timeout=120)
-    assert javac.returncode == 0, out.decode(errors="replace")
+    finish_javac(javac, timeout=120)
     poller = OffsetPoller(gw.port, group, source)
     poller.start()
 

@@ -291,28 +291,37 @@ def check_conflict(gw: GatewayProcess, backend: Backend, topic: str) -> None:
     """A live classic group of the same id on the upstream refuses the mirror: counted and
     logged; groupshift's commits are unaffected; once that group is gone the mirror lands."""
     from confluent_kafka import Consumer, TopicPartition
-    from kafka import KafkaConsumer
 
     group = f"{topic}-conflict"
     create_topic(Endpoint(gw.bootstrap), topic)  # type: ignore[arg-type]
     produce(Endpoint(gw.bootstrap), topic, range(60))  # type: ignore[arg-type]
     # First appearance through the gateway (nothing to import), then a live group upstream.
     gateway_offsets(gw, group, topic)
-    direct = KafkaConsumer(
-        topic, bootstrap_servers=backend.bootstrap, group_id=group, enable_auto_commit=False,
-        heartbeat_interval_ms=200, session_timeout_ms=6000,
-    )  # fmt: skip
+    # The live upstream member is librdkafka's classic consumer, polled by one thread only.
+    # kafka-python 3.0.12 sometimes stalls here: after a first generation with an empty
+    # assignment (its metadata not yet holding the just-created topic) it rejoins, gets every
+    # partition, and then sends nothing more (no OffsetFetch, no Fetch) for 30 s.
+    direct = Consumer(
+        {
+            "bootstrap.servers": backend.bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "session.timeout.ms": 6000,
+            "heartbeat.interval.ms": 200,
+            "topic.metadata.refresh.interval.ms": 500,
+        }
+    )
+    assigned = threading.Event()
+    direct.subscribe([topic], on_assign=lambda _c, parts: assigned.set() if parts else None)
     stop = threading.Event()
 
     def keep_alive() -> None:
         while not stop.is_set():
-            direct.poll(timeout_ms=200)
+            direct.poll(0.2)
 
-    wait_until(
-        lambda: direct.poll(timeout_ms=200) is not None and direct.assignment(), 30, "live upstream group"
-    )
     t = threading.Thread(target=keep_alive, daemon=True)
     t.start()
+    wait_until(assigned.is_set, 30, "live upstream group")
     before = metric(gw, "groupshift_upstream_mirror_conflicts_total")
     c = Consumer({"bootstrap.servers": gw.bootstrap, "group.id": group, "enable.auto.commit": False})
     try:

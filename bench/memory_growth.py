@@ -103,6 +103,9 @@ def _census(p: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     )
     for row in result["types"]:
         print(f"{row['size_diff'] / 1e3:+10.1f} kB {row['count_diff']:+8d}  {row['type']}")
+    print("dict and tuple shapes whose count grew most:")
+    for row in result["shapes"]:
+        print(f"{row['count_diff']:+8d}  {row['shape']}")
     print("biggest containers:")
     for c in result["containers"]:
         print(

@@ -28,6 +28,7 @@ from typing import Any
 
 BIG_CONTAINER_BYTES = 32 * 1024  # containers at least this big are named one by one
 NAMED_CONTAINERS = 60  # the biggest this many are named (each costs a referrer search)
+SHAPES = 200  # the most common dict and tuple shapes kept per sample
 UNTRACKED_KINDS = (dict, list, set, frozenset, tuple, bytes, bytearray, array, str, int, float)
 
 
@@ -52,12 +53,15 @@ def census() -> dict[str, Any]:
     del seen, frontier
     counts: Counter[str] = Counter()
     sizes: Counter[str] = Counter()
+    shapes: Counter[str] = Counter()
     big: list[tuple[int, Any]] = []
     for obj in objects:
         kind = type(obj).__qualname__
         size = sys.getsizeof(obj, 0)
         counts[kind] += 1
         sizes[kind] += size
+        if type(obj) is dict or type(obj) is tuple:
+            shapes[_shape(obj)] += 1
         if size >= BIG_CONTAINER_BYTES:
             big.append((size, obj))
     big.sort(key=lambda pair: pair[0], reverse=True)
@@ -72,7 +76,25 @@ def census() -> dict[str, Any]:
         "tracked": sum(counts.values()),
         "by_type": {kind: [counts[kind], sizes[kind]] for kind in counts},
         "big": named,
+        "shapes": dict(shapes.most_common(SHAPES)),
     }
+
+
+def _shape(obj: dict[Any, Any] | tuple[Any, ...]) -> str:
+    """What kind of dict or tuple this is, by its keys or item types: small dicts with string
+    keys by their key names (a record, a decoded request), others by key type and size."""
+    n = len(obj)
+    size = 1 << max(n - 1, 0).bit_length()  # n rounded up to a power of two
+    if not isinstance(obj, dict):
+        if n > 6:
+            return f"tuple len<={size}"
+        return "(" + ",".join(type(item).__qualname__ for item in obj) + ")"
+    keys = list(itertools.islice(obj, 12))
+    if n <= 12 and all(type(k) is str for k in keys):
+        return "{" + ",".join(sorted(keys))[:160] + "}"
+    first = type(keys[0]).__qualname__ if keys else "-"
+    values = {type(v).__qualname__ for v in itertools.islice(obj.values(), 4)}
+    return f"dict[{first}, {'|'.join(sorted(values))}] len<={size}"
 
 
 def _length(obj: Any) -> int:
@@ -101,6 +123,11 @@ def _holder(obj: Any) -> str:
             attr = next((k for k, v in attrs.items() if v is obj), None)
             if attr is not None:
                 return f"{type(ref).__qualname__}.{attr}"
+        if type(ref).__name__ == "cell":
+            for closure in gc.get_referrers(ref)[:4]:
+                for fn in gc.get_referrers(closure)[:4]:
+                    if getattr(fn, "__closure__", None) is closure:
+                        return f"closure of {fn.__qualname__}"
         for slot in getattr(type(ref), "__slots__", ()):
             if getattr(ref, slot, None) is obj:
                 return f"{type(ref).__qualname__}.{slot}"
@@ -137,7 +164,14 @@ def compare(first: dict[str, Any], last: dict[str, Any], top: int) -> dict[str, 
         grown = b["size"] - (prior["size"] if prior else 0)
         big.append({**b, "size_diff": grown, "len_before": prior["len"] if prior else None})
     big.sort(key=lambda r: r["size_diff"], reverse=True)
+    before_shapes = first.get("shapes", {})
+    shape_rows = [
+        {"shape": shape, "count_diff": count - before_shapes.get(shape, 0)}
+        for shape, count in last.get("shapes", {}).items()
+    ]
+    shape_rows.sort(key=lambda r: r["count_diff"], reverse=True)
     return {
+        "shapes": shape_rows[:top],
         "minutes": round((last["time"] - first["time"]) / 60, 1),
         "blocks_diff": last["blocks"] - first["blocks"],
         "tracked_diff": last["tracked"] - first["tracked"],

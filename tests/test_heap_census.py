@@ -24,3 +24,26 @@ def test_a_growing_untracked_table_is_named_by_its_holder() -> None:
     assert top["size_diff"] > 1_000_000
     assert result["types"][0]["type"] in {"dict", "str"}
     assert next(r for r in result["types"] if r["type"] == "str")["count_diff"] >= 58_000
+
+
+def test_dicts_are_counted_by_shape_and_closures_name_their_function() -> None:
+    def make_cache() -> object:
+        table: dict[str, int] = {}
+
+        def lookup(key: str) -> int:
+            return table.setdefault(key, len(table))
+
+        return lookup
+
+    lookup = make_cache()
+    first = census()
+    for i in range(50_000):
+        lookup(f"k{i}")  # type: ignore[operator]
+    records = [{"group_id": f"g{i}", "member_id": "m", "epoch": i} for i in range(3_000)]
+    last = census()
+    result = compare(first, last, top=10)
+    shapes = {row["shape"]: row["count_diff"] for row in result["shapes"]}
+    assert shapes["{epoch,group_id,member_id}"] >= 3_000
+    assert result["containers"][0]["held_by"].startswith("closure of ")
+    assert "make_cache" in result["containers"][0]["held_by"]
+    del records

@@ -52,6 +52,7 @@ from engine.classic.rebalance import prepare_rebalance, reschedule_heartbeat
 from engine.classic.state import ClassicGroupState
 from engine.classic.sync import PROTOCOL_FIELDS_REQUIRED_VERSION
 from engine.config import CoordinatorConfig, GroupConfig
+from engine.consumer import client_assignment
 from engine.consumer import describe as consumer_describe
 from engine.consumer import heartbeat as cg_heartbeat
 from engine.consumer.api import (
@@ -425,6 +426,32 @@ class Shard:
             )
         finally:
             self.state.regex_topic_filter = None
+
+    # --- client-side assignors (docs/client-side-assignors.md) ---------------------------------
+
+    def prepare_assignment(
+        self, request: client_assignment.PrepareAssignmentRequest, now_ms: int
+    ) -> Outcome[client_assignment.PrepareAssignmentResponse]:
+        return self._run(
+            now_ms,
+            "ConsumerGroupPrepareAssignment",
+            lambda op: client_assignment.prepare_assignment(self.state, request, op),
+            lambda e: client_assignment.PrepareAssignmentResponse(int(e.code), e.message),
+            request.group_id,
+            request.member_id,
+        )
+
+    def install_assignment(
+        self, request: client_assignment.InstallAssignmentRequest, now_ms: int
+    ) -> Outcome[client_assignment.InstallAssignmentResponse]:
+        return self._run(
+            now_ms,
+            "ConsumerGroupInstallAssignment",
+            lambda op: client_assignment.install_assignment(self.state, request, op),
+            lambda e: client_assignment.InstallAssignmentResponse(int(e.code), e.message),
+            request.group_id,
+            request.member_id,
+        )
 
     def consumer_group_strict(self, group_id: str) -> ConsumerGroup:
         return self.state.consumer_group_strict(group_id)

@@ -92,6 +92,20 @@ class ClassicMemberMetadata:
 
 
 @dataclass(frozen=True, slots=True)
+class ClientAssignorMetadata:
+    """One client-side assignor of a member (KIP-848 as designed, never shipped by Kafka): kept
+    in tagged field 10000 of the member value, which Kafka's readers skip
+    (docs/client-side-assignors.md)."""
+
+    name: str
+    minimum_version: int
+    maximum_version: int
+    reason: int
+    metadata_version: int
+    metadata: bytes
+
+
+@dataclass(frozen=True, slots=True)
 class ConsumerGroupMemberMetadataKey:
     RECORD_TYPE: ClassVar[int] = 5
     group_id: str
@@ -110,6 +124,7 @@ class ConsumerGroupMemberMetadataValue:
     rebalance_timeout_ms: int = -1
     server_assignor: str | None = None
     classic_member_metadata: ClassicMemberMetadata | None = None
+    client_assignors: tuple[ClientAssignorMetadata, ...] = ()
 
 
 # --- type 6: ConsumerGroupTargetAssignmentMetadata ---------------------------------------------

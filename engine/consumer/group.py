@@ -270,6 +270,7 @@ class ConsumerGroup:
             rebalance_timeout_ms=value.rebalance_timeout_ms,
             server_assignor=value.server_assignor,
             classic_member_metadata=value.classic_member_metadata,
+            client_assignors=value.client_assignors,
         )
         self._put_member(old, new)
 

@@ -177,6 +177,7 @@ class Dispatcher:
         ctx = conn.ctx
         if header.client_id:
             ctx.client_id = header.client_id
+        ctx.frame = frame
         try:
             result = spec.fn(ctx, header, request)
         except CloseConnection as e:
@@ -185,6 +186,8 @@ class Dispatcher:
         except Exception as e:
             self._failed(conn, slot, spec, schema, correlation_id, started, request, e)
             return
+        finally:
+            ctx.frame = None
         if spec.is_coroutine:
             result = asyncio.ensure_future(result)
         if asyncio.isfuture(result):

@@ -71,7 +71,9 @@ class Group:
         if epoch is None:
             epoch = self.h.member(mid).member_epoch
         self.h.now += 1
-        out = self.h.shard.prepare_assignment(PrepareAssignmentRequest("g", mid, epoch), self.h.now)
+        out = self.h.shard.prepare_assignment(
+            PrepareAssignmentRequest("g", mid, epoch), self.h.now, self.h.ctx.principal
+        )
         self.log.extend(out.records)
         assert isinstance(out.response, PrepareAssignmentResponse)
         return out.response
@@ -93,7 +95,7 @@ class Group:
             members,
         )
         self.h.now += 1
-        out = self.h.shard.install_assignment(req, self.h.now)
+        out = self.h.shard.install_assignment(req, self.h.now, self.h.ctx.principal)
         self.log.extend(out.records)
         self.last_records = list(out.records)
         assert isinstance(out.response, InstallAssignmentResponse)
@@ -383,3 +385,18 @@ def rb_key() -> Any:
     from records.consumer_group import ConsumerGroupMemberMetadataKey
 
     return ConsumerGroupMemberMetadataKey("g", "m")
+
+
+def test_a_member_id_bound_to_another_principal_is_refused_as_unknown() -> None:
+    g = _two_members()
+    principal = g.h.ctx.principal
+    shard, now = g.h.shard, g.h.now + 1
+    req = PrepareAssignmentRequest("g", "m1", g.h.member("m1").member_epoch)
+    assert shard.prepare_assignment(req, now, principal).response.error_code == 0
+    stolen = shard.prepare_assignment(req, now, "User:mallory")
+    assert stolen.response.error_code == Errors.UNKNOWN_MEMBER_ID
+    install = InstallAssignmentRequest("g", "m1", 0, g.h.group.group_epoch, 0, {"m1": {FOO: (0,)}})
+    assert (
+        shard.install_assignment(install, now, "User:mallory").response.error_code == Errors.UNKNOWN_MEMBER_ID
+    )
+    assert g.h.group.assignment_epoch == 0

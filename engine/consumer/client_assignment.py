@@ -121,27 +121,45 @@ def members_with(
     return out
 
 
-def choice_for_update(
+def refuse_unsupported(
     shard: ShardState, group: ConsumerGroup, old: ConsumerGroupMember | None, new: ConsumerGroupMember
-) -> ClientAssignorChoice | None:
-    """The choice once the heartbeat's member update applies; raises UNSUPPORTED_ASSIGNOR when the
-    update (a join or an assignor change) leaves no member able to run the chosen assignor."""
-    if not shard.config.consumer_client_assignors_enable:
-        return None
+) -> None:
+    """UNSUPPORTED_ASSIGNOR when a consumer-protocol member's join or assignor change leaves no
+    member able to run the chosen client assignor (KIP-848 "Metadata Version Handling"). Checked
+    only for such a change: a steady heartbeat costs nothing."""
+    if not shard.config.consumer_client_assignors_enable or not new.client_assignors:
+        return
+    if old is not None and old.client_assignors == new.client_assignors:
+        return
     choice = choose(members_with(group, old, new))
     if choice is not None and choice.assigning_member is None:
-        if old is None or old.client_assignors != new.client_assignors:
-            raise CoordinatorError(
-                Errors.UNSUPPORTED_ASSIGNOR,
-                f"No member of group {group.group_id} supports every metadata version in use "
-                f"({sorted(choice.versions)}) of client assignor {choice.name}"
-                + (
-                    "; classic members count as version -1."
-                    if CLASSIC_METADATA_VERSION in choice.versions
-                    else "."
-                ),
-            )
-        return None  # the group as it stands: fall back to the server assignor
+        raise CoordinatorError(
+            Errors.UNSUPPORTED_ASSIGNOR,
+            f"No member of group {group.group_id} supports every metadata version in use "
+            f"({sorted(choice.versions)}) of client assignor {choice.name}"
+            + (
+                "; classic members count as version -1."
+                if CLASSIC_METADATA_VERSION in choice.versions
+                else "."
+            ),
+        )
+
+
+def client_choice(
+    shard: ShardState,
+    group: ConsumerGroup,
+    old: ConsumerGroupMember | None,
+    new: ConsumerGroupMember,
+    group_epoch: int,
+) -> ClientAssignorChoice | None:
+    """The client assignor and member that compute the next target, when one is needed
+    (`group_epoch` past the assignment epoch) and a client assignor applies; None otherwise
+    (no assigning member: the server assignor computes, see the module docstring)."""
+    if not shard.config.consumer_client_assignors_enable or group_epoch <= group.assignment_epoch:
+        return None
+    choice = choose(members_with(group, old, new))
+    if choice is None or choice.assigning_member is None:
+        return None
     return choice
 
 

@@ -24,7 +24,7 @@ from engine.consumer.api import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
 )
-from engine.consumer.client_assignment import choice_for_update, notify_assigning_member
+from engine.consumer.client_assignment import client_choice, notify_assigning_member, refuse_unsupported
 from engine.consumer.group import ConsumerGroup
 from engine.consumer.member import ConsumerGroupMember, normalize_topic_names
 from engine.consumer.membership import (
@@ -179,13 +179,13 @@ def join_or_heartbeat(
     # `old` is the member as the group counts it today: None for a new member, the member
     # itself, or (static takeover) the copy of the replaced member under the new id.
     updated = _apply_request(base, req, ctx, shard.config.consumer_client_assignors_enable)
-    choice = choice_for_update(shard, group, old, updated)
+    refuse_unsupported(shard, group, old, updated)
     sub = update_subscription(shard, group, old, updated, op)
-    client_computes = choice is not None and sub.group_epoch > group.assignment_epoch
-    target_epoch, target = update_target(shard, group, sub, old, updated, op, client_computes)
+    choice = client_choice(shard, group, old, updated, sub.group_epoch)
+    target_epoch, target = update_target(shard, group, sub, old, updated, op, choice is not None)
     updated = maybe_reconcile(shard, group, updated, target_epoch, target, owned, op)
     compute_epoch = None
-    if client_computes and choice is not None and choice.assigning_member == member_id:
+    if choice is not None and choice.assigning_member == member_id:
         compute_epoch = notify_assigning_member(group, updated, sub.group_epoch, op)
 
     schedule_session_timeout(op, gid, member_id, shard.consumer_session_timeout_ms(gid))

@@ -14,7 +14,7 @@ from typing import Any
 from engine.assignment import Assignment
 from engine.consumer import client_assignment as ca
 from engine.errors import Errors
-from gateway.groups.apis import GroupService, then
+from gateway.groups.apis import GroupService, audited, then
 from gateway.registry import HandlerRegistry, RequestContext
 from protocol import client_assignment_wire as caw
 
@@ -62,8 +62,9 @@ class ClientAssignmentApis:
 
     def prepare_assignment(self, ctx: RequestContext, header: Any, req: caw.PrepareAssignmentRequest) -> Any:
         ereq = ca.PrepareAssignmentRequest(req.group_id, req.member_id, req.member_epoch)
+        principal = ctx.principal
         result = self.service.runtime_for(req.group_id).run(
-            lambda shard, now: shard.prepare_assignment(ereq, now)
+            audited(self.service, ctx, lambda shard, now: shard.prepare_assignment(ereq, now, principal))
         )
         return then(result, _prepared)
 
@@ -82,7 +83,8 @@ class ClientAssignmentApis:
         ereq = ca.InstallAssignmentRequest(
             req.group_id, req.member_id, req.member_epoch, req.group_epoch, req.error, members
         )
+        principal = ctx.principal
         result = self.service.runtime_for(req.group_id).run(
-            lambda shard, now: shard.install_assignment(ereq, now)
+            audited(self.service, ctx, lambda shard, now: shard.install_assignment(ereq, now, principal))
         )
         return then(result, lambda r: caw.InstallAssignmentResponse(r.error_code, r.error_message))

@@ -400,3 +400,13 @@ def test_a_member_id_bound_to_another_principal_is_refused_as_unknown() -> None:
         shard.install_assignment(install, now, "User:mallory").response.error_code == Errors.UNKNOWN_MEMBER_ID
     )
     assert g.h.group.assignment_epoch == 0
+
+
+def test_describe_names_the_client_assignor_in_use() -> None:
+    g = _two_members()
+    (described,) = g.h.shard.describe_consumer_groups(["g"])
+    assert described.assignor_name == "sticky"
+    off = Harness()
+    off.join("m1", client_assignors=(ca(),))
+    (plain,) = off.shard.describe_consumer_groups(["g"])
+    assert plain.assignor_name == "uniform"

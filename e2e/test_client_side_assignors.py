@@ -5,7 +5,8 @@ the response's tag, the two extension APIs (32000, 32001) with KIP-848's shapes.
 `group.consumer.client.assignors.enable=true`, and one with the default (off) for the
 differential half: flag off, ApiVersions does not list the extensions, a request for them closes
 the connection as any unknown key does, and a heartbeat carrying the tag is answered
-byte-for-byte as one without it."""
+byte-for-byte as one without it. The last test sends the tagged heartbeat to a real Kafka 4.x
+and to the session's differential groupshift (flag off): both ignore the tag alike."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ import pytest
 
 from e2e.canary import cgh, create_topics
 from e2e.conftest import Gateways
+from e2e.differential import Session, compare, plain, run_both
+from e2e.diffgroups import new_member_id, wait_visible_to_groups
 from e2e.harness import GatewayProcess
 from protocol import client_assignment_wire as caw
 from protocol.client import WireClient, make_request
@@ -217,3 +220,42 @@ def test_flag_off_answers_as_without_the_extension(servers: tuple[GatewayProcess
                 raw2 = tagged_request(req2, 2, assignors)
             frames.append(roundtrip(c, raw2))
     assert frames[0] == frames[2] and frames[1] == frames[3]
+
+
+def _tagged_heartbeats(s: Session) -> None:
+    """Join and heartbeat with groupshift's ClientAssignors tag; Kafka skips the unknown tag."""
+    s.create_topic(s.topic(), 6)
+    s.wait_coordinator(s.group())
+    wait_visible_to_groups(s, [s.topic()])
+    versions = s.raw(18, 3, client_software_name="csa", client_software_version="1")
+    s.note("extension keys", sorted(k.api_key for k in versions.api_keys if k.api_key >= 1000))
+    m = new_member_id(s)
+    epoch = 0
+    for label in ("tagged join", "tagged heartbeat"):
+        fields: dict[str, Any] = {
+            "group_id": s.group(),
+            "member_id": m,
+            "member_epoch": epoch,
+            "instance_id": None,
+            "rack_id": None,
+            "rebalance_timeout": 30000 if epoch == 0 else -1,
+            "subscribed_topic_names": [s.topic()] if epoch == 0 else None,
+            "subscribed_topic_regex": None,
+            "server_assignor": None,
+            "topic_partitions": [] if epoch == 0 else None,
+        }
+        req = make_request(68, 1, **fields)
+        frame = roundtrip(s.client, tagged_request(req, 1000 + epoch, sticky(0, 1, 1)))
+        _, r = decode_response(response_type_of(req), frame)
+        assert r.error_code == 0 and r.member_epoch > 0, r  # accepted, the tag skipped
+        p = plain(r)
+        if p.get("assignment"):
+            p["assignment"]["topic_partitions"] = sorted(
+                (str(tp["topic_id"]), sorted(tp["partitions"])) for tp in p["assignment"]["topic_partitions"]
+            )
+        s.note(label, p)
+        epoch = r.member_epoch
+
+
+def test_kafka_and_groupshift_flag_off_ignore_the_tag_alike(differential_pair: tuple[str, str]) -> None:
+    compare(run_both(_tagged_heartbeats, *differential_pair))

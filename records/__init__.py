@@ -8,6 +8,7 @@ from records.classic_group import GroupMemberMetadata, GroupMetadataKey, GroupMe
 from records.consumer_group import (
     ClassicMemberMetadata,
     ClassicProtocol,
+    ClientAssignorMetadata,
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataKey,
@@ -32,6 +33,7 @@ from records.offsets import OffsetCommitKey, OffsetCommitValue
 __all__ = [
     "ClassicMemberMetadata",
     "ClassicProtocol",
+    "ClientAssignorMetadata",
     "ConsumerGroupCurrentMemberAssignmentKey",
     "ConsumerGroupCurrentMemberAssignmentValue",
     "ConsumerGroupMemberMetadataKey",

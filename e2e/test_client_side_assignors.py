@@ -2,21 +2,22 @@
 
 Raw frames: the ConsumerGroupHeartbeat tag carrying the client assignors, COMPUTE_ASSIGNMENT in
 the response's tag, the two extension APIs (32000, 32001) with KIP-848's shapes. One server with
-`group.consumer.client.assignors.enable=true`, and one with the default (off) for the
-differential half: flag off, ApiVersions does not list the extensions, a request for them closes
-the connection as any unknown key does, and a heartbeat carrying the tag is answered
-byte-for-byte as one without it. The last test sends the tagged heartbeat to a real Kafka 4.x
+`group.consumer.client.assignors.enable=true`, and the session's differential groupshift (flag
+off) for the differential half: flag off, ApiVersions does not list the extensions, a request
+for them closes the connection as any unknown key does, and a heartbeat carrying the tag is
+answered byte-for-byte as one without it. The last test sends the tagged heartbeat to a real Kafka 4.x
 and to the session's differential groupshift (flag off): both ignore the tag alike."""
 
 from __future__ import annotations
 
 import struct
+import uuid
 from typing import Any
 
 import pytest
 
 from e2e.canary import cgh, create_topics
-from e2e.conftest import Gateways
+from e2e.conftest import DifferentialServers, Gateways
 from e2e.differential import Session, compare, plain, run_both
 from e2e.diffgroups import new_member_id, wait_visible_to_groups
 from e2e.harness import GatewayProcess
@@ -30,8 +31,12 @@ ON = ("group.consumer.client.assignors.enable=true",)
 
 
 @pytest.fixture(scope="module")
-def servers(module_gateways: Gateways) -> tuple[GatewayProcess, GatewayProcess]:
-    return module_gateways.start("on", sets=ON), module_gateways.start("off")
+def servers(
+    module_gateways: Gateways, differential_servers: DifferentialServers
+) -> tuple[GatewayProcess, GatewayProcess]:
+    """(flag on, flag off): this module's server, and the session's differential groupshift
+    (default settings but the group timings, so flag off) shared with the Kafka comparisons."""
+    return module_gateways.start("on", sets=ON), differential_servers.gateway
 
 
 def tagged_request(request: Any, correlation_id: int, assignors: tuple[caw.WireClientAssignor, ...]) -> bytes:
@@ -204,12 +209,14 @@ def test_flag_off_answers_as_without_the_extension(servers: tuple[GatewayProcess
         )
         assert c.closed_by_server()
 
+    run = uuid.uuid4().hex[:8]  # the flag-off server is the session's, shared
+    topic = f"off-topic-{run}"
     with WireClient(off.port, timeout=30.0) as c:
-        assert create_topics(c, ["off-topic"], partitions=3).topics[0].error_code == 0
+        assert create_topics(c, [topic], partitions=3).topics[0].error_code == 0
     frames = []
-    for group, assignors in (("plain", None), ("tagged", sticky(0, 1, 1))):
+    for group, assignors in ((f"plain-{run}", None), (f"tagged-{run}", sticky(0, 1, 1))):
         with WireClient(off.port, timeout=30.0) as c:
-            req = cgh(group, "member-1", 0, subscribed_topic_names=["off-topic"], topic_partitions=[])
+            req = cgh(group, "member-1", 0, subscribed_topic_names=[topic], topic_partitions=[])
             raw = encode_request(req, correlation_id=1, client_id="csa")
             if assignors is not None:
                 raw = tagged_request(req, 1, assignors)

@@ -28,6 +28,7 @@ from protocol.codec import decode_response, encode_request, response_type_of
 pytestmark = pytest.mark.e2e
 
 ON = ("group.consumer.client.assignors.enable=true",)
+METADATA_TAG = caw.tagged({caw.ASSIGNMENT_METADATA_TAG: caw.assignment_metadata_field(7, b"for-m2")})
 
 
 @pytest.fixture(scope="module")
@@ -72,9 +73,10 @@ def heartbeat(
     else:
         frame = roundtrip(c, tagged_request(req, corr, assignors))
     rtype = response_type_of(req)
-    for epoch in (2, 3):  # kio refuses unknown tags; Kafka's clients skip them
-        if frame.endswith(compute_tag(epoch)):
-            return decode_response(rtype, frame[: -len(compute_tag(epoch))] + b"\x00")[1], frame
+    # kio refuses unknown tags (Kafka's clients skip them): strip the ones this module expects
+    for tail in (compute_tag(2), compute_tag(3), METADATA_TAG):
+        if frame.endswith(tail):
+            return decode_response(rtype, frame[: -len(tail)] + b"\x00")[1], frame
     return decode_response(rtype, frame)[1], frame
 
 
@@ -153,7 +155,7 @@ def test_flag_on_the_coordinator_drives_the_assigning_member(
             0,
             (
                 caw.InstalledMember("m1", (caw.WireTopicPartitions(topic_id, (0, 1, 2)),), 1, b""),
-                caw.InstalledMember("m2", (caw.WireTopicPartitions(topic_id, (3, 4, 5)),), 1, b""),
+                caw.InstalledMember("m2", (caw.WireTopicPartitions(topic_id, (3, 4, 5)),), 7, b"for-m2"),
             ),
         )
         bad = caw.InstallAssignmentRequest(
@@ -179,7 +181,7 @@ def test_flag_on_the_coordinator_drives_the_assigning_member(
         assert [(tp.topic_id, tuple(tp.partitions)) for tp in r2.assignment.topic_partitions] == [
             (topic_id, (3, 4, 5))
         ]
-        assert not f2.endswith(compute_tag(3))
+        assert f2.endswith(METADATA_TAG)  # the assignor's bytes for m2, with its assignment
 
     # a malformed extension request closes only its own connection
     with WireClient(on.port, timeout=10.0) as bad_conn:

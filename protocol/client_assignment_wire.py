@@ -32,6 +32,9 @@ CLIENT_ASSIGNORS_TAG = 10000
 """ConsumerGroupHeartbeat request tag of the client-assignor list (Kafka's tags are below 10)."""
 COMPUTE_ASSIGNMENT_TAG = 10000
 """ConsumerGroupHeartbeat response tag asking the member to compute the target for an epoch."""
+ASSIGNMENT_METADATA_TAG = 10001
+"""ConsumerGroupHeartbeat response tag: the assignor's metadata for the member (with an
+assignment): {MetadataVersion int16, MetadataBytes compact bytes}."""
 PREPARE_ASSIGNMENT_KEY = 32000
 """ConsumerGroupPrepareAssignment: Kafka's keys are below 100; 32000+ is groupshift's."""
 INSTALL_ASSIGNMENT_KEY = 32001
@@ -405,13 +408,32 @@ def client_assignors_field(assignors: tuple[WireClientAssignor, ...]) -> bytes:
 
 
 def with_top_level_tag(body: bytes, tag: int, data: bytes) -> bytes:
-    """`body` (a flexible body whose top-level tag section is empty, its last byte) with one tag.
+    """`body` (a flexible body whose top-level tag section is empty, its last byte) with one tag."""
+    return with_top_level_tags(body, {tag: data})
+
+
+def with_top_level_tags(body: bytes, fields: dict[int, bytes]) -> bytes:
+    """`body` (a flexible body whose top-level tag section is empty, its last byte) with `fields`.
 
     ConsumerGroupHeartbeat request and response bodies have no top-level tagged field in Kafka's
     schemas, so an encoded body ends with the single byte 0 (no tags)."""
     if not body or body[-1] != 0:
         raise ValueError("the body does not end with an empty tagged-field section")
-    return body[:-1] + tagged({tag: data})
+    return body[:-1] + tagged(fields)
+
+
+def assignment_metadata_field(version: int, metadata: bytes) -> bytes:
+    """The data of the heartbeat response's ASSIGNMENT_METADATA_TAG field."""
+    return _I16.pack(version) + _bytes(metadata)
+
+
+def read_assignment_metadata(body: bytes, tags_offset: int) -> tuple[int, bytes] | None:
+    """(version, metadata) of ASSIGNMENT_METADATA in a response's tag section (clients)."""
+    span = _Reader(body, tags_offset).skip_tags().get(ASSIGNMENT_METADATA_TAG)
+    if span is None:
+        return None
+    r = _Reader(body, span[0], span[1])
+    return r.int16(), r.bytes_()
 
 
 def compute_assignment_field(group_epoch: int) -> bytes:

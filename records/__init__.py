@@ -8,6 +8,7 @@ from records.classic_group import GroupMemberMetadata, GroupMetadataKey, GroupMe
 from records.consumer_group import (
     ClassicMemberMetadata,
     ClassicProtocol,
+    ClientAssignmentMetadata,
     ClientAssignorMetadata,
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
@@ -33,6 +34,7 @@ from records.offsets import OffsetCommitKey, OffsetCommitValue
 __all__ = [
     "ClassicMemberMetadata",
     "ClassicProtocol",
+    "ClientAssignmentMetadata",
     "ClientAssignorMetadata",
     "ConsumerGroupCurrentMemberAssignmentKey",
     "ConsumerGroupCurrentMemberAssignmentValue",

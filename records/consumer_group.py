@@ -153,9 +153,20 @@ class ConsumerGroupTargetAssignmentMemberKey:
 
 
 @dataclass(frozen=True, slots=True)
+class ClientAssignmentMetadata:
+    """What a client-side assignor computed for one member besides its partitions (KIP-848's
+    Assignment `MetadataVersion` / `MetadataBytes`): tagged field 10000 of the target member
+    value, which Kafka's readers skip (docs/client-side-assignors.md)."""
+
+    version: int
+    metadata: bytes
+
+
+@dataclass(frozen=True, slots=True)
 class ConsumerGroupTargetAssignmentMemberValue:
     VERSION: ClassVar[int] = 0
     topic_partitions: tuple[TopicPartitions, ...]
+    client_metadata: ClientAssignmentMetadata | None = None
 
 
 # --- type 8: ConsumerGroupCurrentMemberAssignment ----------------------------------------------

@@ -44,6 +44,7 @@ from records.construct import positional_constructor
 from records.consumer_group import (
     ClassicMemberMetadata,
     ClassicProtocol,
+    ClientAssignmentMetadata,
     ClientAssignorMetadata,
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataValue,
@@ -428,8 +429,33 @@ def _read_topic_partitions(
 def _decode_target_member_value(buf: bytes) -> ConsumerGroupTargetAssignmentMemberValue:
     _check_v0(buf)
     topic_partitions, pos = _read_topic_partitions(buf, 2, "TopicPartitions")
+    client_metadata = None
+    if buf[pos] != 0:
+        fields, end = read_tagged_fields(buf, pos)
+        for tag, start, stop in fields:
+            if tag == CLIENT_ASSIGNORS_TAG:
+                client_metadata = _read_client_assignment_metadata(buf, start, stop)
+        if end != len(buf):
+            raise trailing_bytes_error(end, buf)
+        return _new_target_member(topic_partitions, client_metadata)
     _end_of_message(buf, pos)
-    return _new_target_member(topic_partitions)
+    return _new_target_member(topic_partitions, client_metadata)
+
+
+def _read_client_assignment_metadata(buf: bytes, start: int, end: int) -> ClientAssignmentMetadata:
+    """Tag 10000 of the target member value: {Version int16, Metadata compact bytes}, exactly."""
+    data = buf[start:end]
+    try:
+        (version,) = _I16.unpack_from(data, 0)
+    except struct.error as e:
+        raise WireFormatError(f"tagged field {CLIENT_ASSIGNORS_TAG} (ClientMetadata) is truncated") from e
+    metadata, pos = read_compact_bytes(data, 2, "ClientMetadata.Metadata")
+    if pos != len(data):
+        raise WireFormatError(
+            f"tagged field {CLIENT_ASSIGNORS_TAG} (ClientMetadata) has size {len(data)} "
+            f"but its struct ends after {pos} bytes"
+        )
+    return ClientAssignmentMetadata(version, metadata)
 
 
 def _decode_current_assignment_value(buf: bytes) -> ConsumerGroupCurrentMemberAssignmentValue:
@@ -459,7 +485,12 @@ def _topic_partitions(parts: list[bytes], items: Sequence[TopicPartitions]) -> N
 def _encode_target_member_value(value: ConsumerGroupTargetAssignmentMemberValue) -> bytes:
     parts = [b"\x00\x00"]
     _topic_partitions(parts, value.topic_partitions)
-    parts.append(b"\x00")
+    meta = value.client_metadata
+    if meta is None:
+        parts.append(b"\x00")
+    else:
+        data = _I16.pack(meta.version) + compact_bytes(meta.metadata)
+        parts += (b"\x01", uvarint(CLIENT_ASSIGNORS_TAG), uvarint(len(data)), data)
     return b"".join(parts)
 
 

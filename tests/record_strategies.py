@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from records import (
     ClassicMemberMetadata,
     ClassicProtocol,
+    ClientAssignmentMetadata,
     ClientAssignorMetadata,
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
@@ -139,7 +140,11 @@ KEYS_AND_VALUES: list[tuple[st.SearchStrategy[Any], st.SearchStrategy[Any]]] = [
     ),
     (
         st.builds(ConsumerGroupTargetAssignmentMemberKey, text, text),
-        st.builds(ConsumerGroupTargetAssignmentMemberValue, tuples(topic_partitions)),
+        st.builds(
+            ConsumerGroupTargetAssignmentMemberValue,
+            tuples(topic_partitions),
+            st.none() | st.builds(ClientAssignmentMetadata, int16, blobs),
+        ),
     ),
     (
         st.builds(ConsumerGroupCurrentMemberAssignmentKey, text, text),

@@ -24,11 +24,17 @@ from engine.errors import Errors
 from engine.ids import SeededIds
 from engine.shard import Shard
 from records.codec import decode_record, encode_record
-from records.consumer_group import ClassicMemberMetadata, ClassicProtocol, ClientAssignorMetadata
+from records.consumer_group import (
+    ClassicMemberMetadata,
+    ClassicProtocol,
+    ClientAssignmentMetadata,
+    ClientAssignorMetadata,
+)
 from records.coordinator import CoordinatorRecord
 from tests.consumer_harness import BAR, FOO, Harness
 
 ON = {"group_consumer_client_assignors_enable": True}
+META = ClientAssignmentMetadata(3, b"assignor's own bytes")
 
 
 def ca(
@@ -84,6 +90,7 @@ class Group:
         members: dict[str, dict[Any, tuple[int, ...]]],
         group_epoch: int | None = None,
         error: int = 0,
+        metadata: dict[str, ClientAssignmentMetadata] | None = None,
     ) -> InstallAssignmentResponse:
         g = self.h.group
         req = InstallAssignmentRequest(
@@ -93,6 +100,7 @@ class Group:
             g.group_epoch if group_epoch is None else group_epoch,
             error,
             members,
+            metadata or {},
         )
         self.h.now += 1
         out = self.h.shard.install_assignment(req, self.h.now, self.h.ctx.principal)
@@ -261,16 +269,19 @@ def _two_members() -> Group:
 def test_install_writes_target_records_and_members_reconcile() -> None:
     g = _two_members()
     epoch = g.h.group.group_epoch
-    r = g.install("m1", {"m1": {FOO: (0, 1, 2)}, "m2": {FOO: (3, 4, 5)}})
+    r = g.install("m1", {"m1": {FOO: (0, 1, 2)}, "m2": {FOO: (3, 4, 5)}}, metadata={"m2": META})
     assert r.error_code == 0, r
     types = [f"k{x.key.RECORD_TYPE}" for x in g.last_records]
     assert types == ["k7", "k7", "k6"]
     assert g.h.group.assignment_epoch == epoch
     assert dict(g.h.group.target("m2")) == {FOO: (3, 4, 5)}
     assert "client-assignment-timeout-g-m1" not in g.h.timer_keys()
-    g.hb("m1")
-    g.hb("m2")
+    assert g.last_records[1].value.client_metadata == META  # type: ignore[union-attr]
+    assert g.hb("m1").assignment_metadata is None
+    r2 = g.hb("m2")
+    assert r2.assignment_metadata == META  # sent with the assignment
     assert dict(g.h.member("m2").assigned_partitions) == {FOO: (3, 4, 5)}
+    assert g.hb("m2").assignment_metadata is None  # a steady heartbeat carries neither
     assert g.hb("m1").compute_assignment_epoch is None
 
 
@@ -338,7 +349,7 @@ def test_replay_rebuilds_the_live_state() -> None:
     g.hb("m1")
     g.hb("m2")
     g.join("m3", (ca(lo=0, hi=1, version=1, meta=b"x"),))
-    g.install("m1", {"m1": {FOO: (0, 1)}, "m2": {FOO: (3, 4)}, "m3": {FOO: (2, 5)}})
+    g.install("m1", {"m1": {FOO: (0, 1)}, "m2": {FOO: (3, 4)}, "m3": {FOO: (2, 5)}}, metadata={"m3": META})
     g.hb("m1")
     fresh = Shard(g.h.shard.config, SeededIds(3), g.h.shard.image)
     fresh.apply(decode_record(*encode_record(r)) for r in g.log)
@@ -347,6 +358,7 @@ def test_replay_rebuilds_the_live_state() -> None:
     assert replayed is not None
     assert replayed.persisted_state() == live
     assert replayed.members["m3"].client_assignors == (ca(lo=0, hi=1, version=1, meta=b"x"),)
+    assert replayed.target_client_metadata == {"m3": META}
 
 
 def test_member_record_carries_client_assignors_in_tag_10000() -> None:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from engine.metadata import TopicId
-from records.consumer_group import ClientAssignorMetadata, TopicPartitions
+from records.consumer_group import ClientAssignmentMetadata, ClientAssignorMetadata, TopicPartitions
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
@@ -43,6 +43,9 @@ class ConsumerGroupHeartbeatResponse:
     assignment: tuple[TopicPartitions, ...] | None = None
     # COMPUTE_ASSIGNMENT (docs/client-side-assignors.md): the group epoch to compute for.
     compute_assignment_epoch: int | None = None
+    # What the client-side assignor computed for this member besides its partitions, sent with
+    # an assignment (docs/client-side-assignors.md).
+    assignment_metadata: ClientAssignmentMetadata | None = None
 
 
 @dataclass(frozen=True, slots=True)

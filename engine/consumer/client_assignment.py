@@ -33,7 +33,7 @@ which replay rebuilds (their client assignors are in tagged field 10000 of recor
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from engine.assignment import EMPTY, Assignment
@@ -46,7 +46,7 @@ from engine.errors import CoordinatorError, Errors
 from engine.metadata import TopicId
 from engine.operation import Operation
 from engine.timers import TimerKind, TimerTask
-from records.consumer_group import ClientAssignorMetadata
+from records.consumer_group import ClientAssignmentMetadata, ClientAssignorMetadata
 
 if TYPE_CHECKING:
     from engine.state import ShardState
@@ -242,6 +242,8 @@ class InstallAssignmentRequest:
     group_epoch: int
     error: int
     members: Mapping[str, Assignment]
+    # member id -> the assignor's metadata for it (KIP-848 MetadataVersion / MetadataBytes)
+    metadata: Mapping[str, ClientAssignmentMetadata] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -394,9 +396,10 @@ def install_assignment(
         raise CoordinatorError(Errors.INVALID_REQUEST, f"Invalid assignment: {why}.")
     for mid in group.members:
         new = req.members.get(mid, EMPTY)
+        meta = req.metadata.get(mid)
         old = group.target_assignment.get(mid)
-        if old is None or dict(old) != dict(new):
-            op.records.append(rb.target_member(gid, mid, new))
+        if old is None or dict(old) != dict(new) or group.target_client_metadata.get(mid) != meta:
+            op.records.append(rb.target_member(gid, mid, new, meta))
     op.records.append(rb.target_epoch(gid, group.group_epoch))
     op.cancel(TimerKind.CLIENT_ASSIGNMENT, gid, member.member_id)
     op.event(

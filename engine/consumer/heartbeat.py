@@ -205,6 +205,7 @@ def join_or_heartbeat(
         heartbeat_interval_ms=shard.consumer_heartbeat_interval_ms(gid),
         assignment=assignment,
         compute_assignment_epoch=compute_epoch,
+        assignment_metadata=None if assignment is None else group.target_client_metadata.get(member_id),
     )
 
 

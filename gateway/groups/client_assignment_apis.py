@@ -17,6 +17,7 @@ from engine.errors import Errors
 from gateway.groups.apis import GroupService, audited, then
 from gateway.registry import HandlerRegistry, RequestContext
 from protocol import client_assignment_wire as caw
+from records.consumer_group import ClientAssignmentMetadata
 
 
 def register(registry: HandlerRegistry, service: GroupService) -> None:
@@ -70,7 +71,16 @@ class ClientAssignmentApis:
 
     def install_assignment(self, ctx: RequestContext, header: Any, req: caw.InstallAssignmentRequest) -> Any:
         members: dict[str, Assignment] = {}
+        metadata: dict[str, ClientAssignmentMetadata] = {}
         for m in req.members:
+            if not -(2**15) <= m.metadata_version < 2**15:
+                return caw.InstallAssignmentResponse(
+                    int(Errors.INVALID_REQUEST),
+                    f"Invalid assignment: MetadataVersion {m.metadata_version} of member {m.member_id} "
+                    "is not an int16.",
+                )
+            if m.metadata or m.metadata_version:
+                metadata[m.member_id] = ClientAssignmentMetadata(m.metadata_version, m.metadata)
             target: dict[Any, tuple[int, ...]] = {}
             for tp in m.partitions:
                 # a topic listed twice is merged; the engine refuses a partition given twice
@@ -81,7 +91,7 @@ class ClientAssignmentApis:
                 )
             members[m.member_id] = target
         ereq = ca.InstallAssignmentRequest(
-            req.group_id, req.member_id, req.member_epoch, req.group_epoch, req.error, members
+            req.group_id, req.member_id, req.member_epoch, req.group_epoch, req.error, members, metadata
         )
         principal = ctx.principal
         result = self.service.runtime_for(req.group_id).run(

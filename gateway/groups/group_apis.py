@@ -114,8 +114,9 @@ def read_heartbeat_client_assignors(
     )
 
 
-def with_compute_assignment(rtype: Any, version: int, r: Any) -> bytes:
-    """The heartbeat response body with COMPUTE_ASSIGNMENT (a top-level tag Kafka's clients skip)."""
+def with_extension_tags(rtype: Any, version: int, r: Any) -> bytes:
+    """The heartbeat response body with COMPUTE_ASSIGNMENT and/or the assignor's metadata for the
+    member (top-level tags Kafka's clients skip; docs/client-side-assignors.md)."""
     assignment = None
     if r.assignment is not None:
         assignment = {
@@ -139,9 +140,13 @@ def with_compute_assignment(rtype: Any, version: int, r: Any) -> bytes:
     assert schema is not None
     parts: list[bytes] = []
     schema.write_body(parts.append, response)
-    return caw.with_top_level_tag(
-        b"".join(parts), caw.COMPUTE_ASSIGNMENT_TAG, caw.compute_assignment_field(r.compute_assignment_epoch)
-    )
+    tags: dict[int, bytes] = {}
+    if r.compute_assignment_epoch is not None:
+        tags[caw.COMPUTE_ASSIGNMENT_TAG] = caw.compute_assignment_field(r.compute_assignment_epoch)
+    if r.assignment_metadata is not None:
+        meta = r.assignment_metadata
+        tags[caw.ASSIGNMENT_METADATA_TAG] = caw.assignment_metadata_field(meta.version, meta.metadata)
+    return caw.with_top_level_tags(b"".join(parts), tags)
 
 
 def register(registry: HandlerRegistry, service: GroupService) -> None:
@@ -211,8 +216,8 @@ class GroupApis:
         )
 
         def respond(r: Any) -> Any:
-            if r.compute_assignment_epoch is not None:
-                return with_compute_assignment(rtype, version, r)
+            if r.compute_assignment_epoch is not None or r.assignment_metadata is not None:
+                return with_extension_tags(rtype, version, r)
             if r.assignment is None and r.error_message is None:
                 return steady_cgh_body(r.error_code, r.member_id, r.member_epoch, r.heartbeat_interval_ms)
             assignment = None

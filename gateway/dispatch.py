@@ -177,6 +177,7 @@ class Dispatcher:
         ctx = conn.ctx
         if header.client_id:
             ctx.client_id = header.client_id
+        ctx.frame = frame
         try:
             result = spec.fn(ctx, header, request)
         except CloseConnection as close:
@@ -187,6 +188,8 @@ class Dispatcher:
             # first clause's type, and a failing handler would raise instead of answering.
             self._failed(conn, slot, spec, schema, correlation_id, started, request, failure)
             return
+        finally:
+            ctx.frame = None
         if spec.is_coroutine:
             result = asyncio.ensure_future(result)
         if asyncio.isfuture(result):

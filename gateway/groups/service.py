@@ -24,7 +24,7 @@ from engine.ids import SystemIds
 from engine.metadata import MetadataImage
 from engine.shard import Shard
 from gateway.coordinator_storage import CompactionPolicy, CoordinatorStorage
-from gateway.groups import config_apis, group_apis, offset_apis, streams_apis
+from gateway.groups import client_assignment_apis, config_apis, group_apis, offset_apis, streams_apis
 from gateway.groups.group_metrics import GroupMetrics, group_counts
 from gateway.groups.routing import partition_for
 from gateway.groups.runtime import ShardRuntime
@@ -266,6 +266,7 @@ def install_group_layer(
 ) -> GroupCoordinatorService:
     service = GroupCoordinatorService(server, open_shard)
     group_apis.register(server.registry, service)
+    client_assignment_apis.register(server.registry, service)
     # Embedded mode creates a streams group's missing internal topics itself.
     create_topics = server.plane.create_topics if server.config.upstream is None else None
     streams_apis.register(server.registry, service, create_topics)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 
@@ -43,6 +44,16 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
             "group APIs are answered here, everything else is forwarded"
         ),
     )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="serve as N processes, the brokers of one cluster: worker i is node node.id+i on the "
+        "listener's port + i; coordinator shards split between them (docs/workers.md; default 1)",
+    )
+    # A worker of `--workers N`, started by the supervisor (not for people to pass).
+    p.add_argument("--worker-index", type=int, default=None, help=argparse.SUPPRESS)
     p.add_argument(
         "--set",
         metavar="NAME=VALUE",
@@ -109,6 +120,44 @@ def run(args: argparse.Namespace) -> int:
         check_data_dir_is_ours(loaded.config, allow_foreign=args.force_data_dir)
     except ConfigError as e:
         return _error(str(e))
+    if args.workers < 1 or (args.worker_index is not None and not 0 <= args.worker_index < args.workers):
+        return _error(f"--workers must be at least 1 (got {args.workers})")
+    plan = None
+    if args.workers > 1:
+        from gateway.workers.plan import WorkerPlan, refusal
+
+        cfg = loaded.config
+        host, port = cfg.listen_address
+        problem = refusal(
+            cfg.listeners,
+            cfg.advertised_listeners,
+            port,
+            authorizer=bool(cfg.authorizer_class_name),
+            upstream=cfg.upstream is not None,
+        )
+        if problem is not None:
+            return _error(problem)
+        if args.worker_index is None:
+            from gateway.workers.supervisor import Supervisor
+
+            argv = [sys.executable, "-m", "groupshift", *sys.argv[1:]]
+            ports = [port + i for i in range(args.workers)]
+            return Supervisor(lambda i: [*argv, "--worker-index", str(i)], host, ports).run()
+        plan = WorkerPlan(args.worker_index, args.workers, host, port, cfg.node_id, Path(cfg.data_dir))
+        try:
+            loaded = load_settings(
+                config_file=args.config,
+                overrides={
+                    **overrides,
+                    "listeners": f"PLAINTEXT://{host}:{plan.port_of(plan.index)}",
+                    "log.dirs": str(plan.data_dir),
+                },
+                override_origins={"listeners": "--listen", "log.dirs": "--data-dir"},
+                sets=[*args.set, f"node.id={plan.node_id}"],
+            )
+            check_data_dir_is_ours(loaded.config, allow_foreign=args.force_data_dir)
+        except ConfigError as e:
+            return _error(str(e))
     if loaded.config.upstream is not None and loaded.config.upstream.security_protocol != "PLAINTEXT":
         refused = _check_upstream_security(loaded.config.upstream)
         if refused is not None:
@@ -134,7 +183,11 @@ def run(args: argparse.Namespace) -> int:
             reason="Kafka broker settings that groupshift does not use",
         )
     extensions: list[Extension] = [install_group_layer]
-    if loaded.config.upstream is not None:
+    if plan is not None:
+        from gateway.workers.worker import worker_extension
+
+        extensions = [worker_extension(plan)]
+    elif loaded.config.upstream is not None:
         from gateway.upstream import install_upstream_mode
 
         extensions = [install_upstream_mode]

@@ -1,0 +1,62 @@
+"""One worker of `serve --workers N`: the extension that makes a gateway node `plan.index` of
+the cluster (docs/workers.md): static shard ownership, the group layer on it, and on workers
+other than 0 the data plane forwarded to worker 0 and its topics followed. A worker whose
+supervisor is gone (SIGKILLed) stops itself, so no orphan keeps the data directory locked."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from typing import TYPE_CHECKING
+
+import structlog
+
+from gateway.groups.service import install_group_layer
+from gateway.workers.forwarding import TopicFollower, WorkerForwarder
+from gateway.workers.ownership import StaticShardOwnership
+from gateway.workers.plan import WorkerPlan
+
+if TYPE_CHECKING:
+    from gateway.server import Extension, GatewayServer
+
+log = structlog.get_logger("workers")
+
+PARENT_CHECK_SECONDS = 1.0
+_watchers: set[asyncio.Task[None]] = set()  # a task the loop only holds weakly
+
+
+def worker_extension(plan: WorkerPlan) -> Extension:
+    def install(server: GatewayServer) -> None:
+        ownership = StaticShardOwnership(server, plan)
+        if plan.index > 0:
+            follower = TopicFollower(server.plane, plan.shared_dir)
+            follower.sync()  # before the shards load: they load against this image
+            server.on_start.append(follower.start)
+            server.on_stop.append(follower.close)
+            server.on_start.append(WorkerForwarder(server, plan).start)
+        install_group_layer(server, ownership.open_shard)
+        ownership.install(server.registry)
+        parent = os.getppid()
+        server.on_start.append(lambda loop: _watch_parent(loop, parent))
+        log.info(
+            "workers.worker_starting",
+            worker=plan.index,
+            workers=plan.count,
+            node_id=plan.node_id,
+            shards=[s for s in range(ownership.num_shards) if plan.owns(s)],
+        )
+
+    return install
+
+
+def _watch_parent(loop: asyncio.AbstractEventLoop, parent: int) -> None:
+    async def watch() -> None:
+        while os.getppid() == parent:
+            await asyncio.sleep(PARENT_CHECK_SECONDS)
+        log.warning("workers.supervisor_gone", supervisor_pid=parent)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    task = loop.create_task(watch())
+    _watchers.add(task)
+    task.add_done_callback(_watchers.discard)

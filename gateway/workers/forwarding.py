@@ -10,6 +10,10 @@ worker 0, on a connection of the client connection's own (a broker answers a con
 requests one at a time, so a long-polling Fetch of one client never holds up another's). Only
 the correlation id is rewritten (`gateway.upstream.link`), and restored in the answer.
 
+A streams group's missing internal topics, which the group layer creates itself in embedded
+mode, are created the same way: `TopicFollower.create_topics` sends CreateTopics to worker 0 on
+a connection of its own and reads `topics.json` again once it is answered.
+
 `TopicFollower` keeps the worker's own metadata image (which its consumer groups' assignors
 read) in step with worker 0's `topics.json`: it checks the file's identity every
 `TOPICS_POLL_SECONDS` and, when it changed, reads it and applies the difference
@@ -22,17 +26,21 @@ import asyncio
 import contextlib
 import os
 import struct
-from pathlib import Path
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import structlog
+from kio.index import load_request_schema
+from kio.schema.errors import ErrorCode
 
 from gateway.connection import KafkaConnection, ResponseSlot
-from gateway.dataplane.topics import TOPICS_FILE, TopicRegistry, TopicsFileError
+from gateway.dataplane.plane import NewTopic, TopicError
+from gateway.dataplane.topics import TOPICS_FILE, TopicInfo, TopicRegistry, TopicsFileError
 from gateway.upstream.link import UpstreamLink, UpstreamUnavailable
 from gateway.upstream.proxy import SASL_APIS, SPLIT, TERMINATED, expects_response, forwards_split
 from gateway.workers.plan import WorkerPlan
-from protocol.codec import DecodeFailure, peek
+from protocol.codec import DecodeFailure, decode_response, encode_request, peek, response_type_of
+from protocol.entity_builder import build
 from protocol.framing import SIZE
 
 if TYPE_CHECKING:
@@ -52,6 +60,8 @@ CONNECT_TIMEOUT_SECONDS = 5.0
 # admin timeout a client sets (Kafka clients default to 30 s request timeouts).
 REQUEST_TIMEOUT_SECONDS = 120.0
 TOPICS_POLL_SECONDS = 0.2
+CREATE_TOPICS, CREATE_TOPICS_VERSION = 19, 5
+CLIENT_ID = "groupshift-worker"
 
 
 def answered_locally(frame: bytes) -> bool:
@@ -128,9 +138,11 @@ class WorkerForwarder:
 
 
 class TopicFollower:
-    def __init__(self, plane: DataPlane, shared_dir: Path) -> None:
+    def __init__(self, plane: DataPlane, plan: WorkerPlan) -> None:
         self.plane = plane
-        self.shared_dir = shared_dir
+        self.shared_dir = plan.shared_dir
+        self.target = (plan.host, plan.port_of(0))
+        self.target_node = plan.node_of(0)
         self._seen: tuple[int, int, int] | None = None
         self._task: asyncio.Task[None] | None = None
 
@@ -155,6 +167,51 @@ class TopicFollower:
         changes = self.plane.follow(topics)
         if changes:
             log.info("workers.topics_followed", changes=[f"{c.kind}:{c.topic.name}" for c in changes])
+
+    async def create_topics(self, new: Sequence[NewTopic]) -> list[TopicInfo | TopicError]:
+        """CreateTopics at worker 0, the controller (the group layer's `create_topics`)."""
+        request = build(
+            load_request_schema(CREATE_TOPICS, CREATE_TOPICS_VERSION),
+            {
+                "topics": [
+                    {
+                        "name": t.name,
+                        "num_partitions": t.partitions,
+                        "replication_factor": 1,
+                        "assignments": [],
+                        "configs": [{"name": k, "value": v} for k, v in t.configs.items()],
+                    }
+                    for t in new
+                ],
+                "timeout": int(REQUEST_TIMEOUT_SECONDS * 1000),
+                "validate_only": False,
+            },
+        )
+        link = UpstreamLink(
+            self.target_node,
+            *self.target,
+            connect_timeout=CONNECT_TIMEOUT_SECONDS,
+            request_timeout=REQUEST_TIMEOUT_SECONDS,
+        )
+        try:
+            raw = await link.request(encode_request(request, correlation_id=0, client_id=CLIENT_ID)[4:])
+        except UpstreamUnavailable as e:
+            return [TopicError(ErrorCode.request_timed_out, f"worker 0 unavailable: {e}") for _ in new]
+        finally:
+            link.close()
+        _, body = decode_response(response_type_of(request), raw)
+        self.sync()
+        by_name = {r.name: r for r in body.topics}
+        out: list[TopicInfo | TopicError] = []
+        for t in new:
+            r = by_name.get(t.name)
+            info = self.plane.topics.get(t.name)
+            if r is not None and r.error_code == ErrorCode.none and info is not None:
+                out.append(info)
+            else:
+                code = ErrorCode.unknown_server_error if r is None else ErrorCode(r.error_code)
+                out.append(TopicError(code, "" if r is None else str(r.error_message or code.name)))
+        return out
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         self._task = loop.create_task(self._poll())

@@ -29,13 +29,15 @@ _watchers: set[asyncio.Task[None]] = set()  # a task the loop only holds weakly
 def worker_extension(plan: WorkerPlan) -> Extension:
     def install(server: GatewayServer) -> None:
         ownership = StaticShardOwnership(server, plan)
+        create_topics = None
         if plan.index > 0:
-            follower = TopicFollower(server.plane, plan.shared_dir)
+            follower = TopicFollower(server.plane, plan)
+            create_topics = follower.create_topics
             follower.sync()  # before the shards load: they load against this image
             server.on_start.append(follower.start)
             server.on_stop.append(follower.close)
             server.on_start.append(WorkerForwarder(server, plan).start)
-        install_group_layer(server, ownership.open_shard)
+        install_group_layer(server, ownership.open_shard, create_topics=create_topics)
         ownership.install(server.registry)
         parent = os.getppid()
         server.on_start.append(lambda loop: _watch_parent(loop, parent))

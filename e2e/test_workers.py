@@ -12,6 +12,7 @@ commit is lost and every record is consumed exactly once by each group.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -88,7 +89,7 @@ class Workers:
             stderr=subprocess.STDOUT,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
-        self.wait_event("workers.serving", 60)
+        self.wait_event("workers.serving", 120)
 
     def events(self, name: str) -> list[dict[str, Any]]:
         out = []
@@ -262,3 +263,35 @@ def test_consume_across_a_worker_crash(workers: Workers) -> None:
     with AdminWire(bootstrap) as wire:
         resp, _ = wire._call(15, {"groups": [g848], "include_authorized_operations": False})
         assert int(resp.groups[0].error_code) == 16
+
+
+def test_refused_settings_and_a_worker_that_cannot_start(tmp_path: Path) -> None:
+    """Port 0 cannot number the workers: usage error, exit 2. A worker that cannot listen (its
+    port taken) fails the whole start: exit 1, and no worker is left running."""
+    serve = [sys.executable, "-m", "groupshift", "serve", "--workers", "2", "--log-format", "json"]
+    refused = subprocess.run(
+        [*serve, "--listen", f"{HOST}:0", "--data-dir", str(tmp_path / "a")],
+        cwd=REPO,
+        capture_output=True,
+        timeout=60,
+    )
+    assert refused.returncode == 2 and b"fixed port" in refused.stderr, refused.stderr
+    port = _free_port_pair()
+    with socket.socket() as taken:
+        taken.bind((HOST, port + 1))  # bound, not listening: worker 1 cannot bind it
+        failed = subprocess.run(
+            [*serve, "--listen", f"{HOST}:{port}", "--data-dir", str(tmp_path / "b")],
+            cwd=REPO,
+            capture_output=True,
+            timeout=120,
+        )
+    assert failed.returncode == 1, failed.stderr[-2000:]
+    events = []
+    for line in failed.stderr.splitlines():
+        with contextlib.suppress(ValueError):
+            events.append(json.loads(line))
+    assert any(e.get("event") == "workers.start_failed" and e.get("worker") == 1 for e in events)
+    for e in events:
+        if e.get("event") == "workers.worker_started":
+            with pytest.raises(ProcessLookupError):
+                os.kill(int(e["pid"]), 0)

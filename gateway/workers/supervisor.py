@@ -1,8 +1,9 @@
 """The supervisor of `serve --workers N` (docs/workers.md): N `groupshift serve` processes.
 
-It starts worker 0 first and waits until it accepts connections (worker 0 creates the data
-directory's `meta.properties` and takes its `.lock`; a fresh directory holding anything else
-first would be refused as foreign), then the others. A worker that fails before it ever
+It starts the workers one at a time, worker 0 first, each once the previous one said it serves
+(a byte on a pipe, `READY_FD_ENV`): worker 0 creates the data directory's `meta.properties` and
+takes its `.lock`, and a fresh directory holding anything else first would be refused as
+foreign. A worker that fails before it ever
 listened stops the whole start-up (exit 1: the same mistake would fail every restart, as a
 second server on a locked data directory does). After that a worker that exits is started again
 with exponential backoff (`RESTART_BACKOFF_MIN_SECONDS` doubling up to
@@ -14,8 +15,9 @@ one still running after `STOP_GRACE_SECONDS` is killed.
 
 from __future__ import annotations
 
+import os
+import select
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Callable, Sequence
@@ -44,14 +46,13 @@ class _Worker:
     restart_at: float | None = None
     restarts: int = 0
     exits: list[int] = field(default_factory=list)
+    ready_pipe: int | None = None
 
 
-def _listening(host: str, port: int) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=0.5):
-            return True
-    except OSError:
-        return False
+# A worker is told, in this environment variable, a pipe to write one byte to once its
+# listener is bound and its shards are starting (`gateway.workers.worker`): a port that accepts
+# connections might be someone else's, the byte can only come from the worker.
+READY_FD_ENV = "GROUPSHIFT_WORKER_READY_FD"
 
 
 class Supervisor:
@@ -65,44 +66,50 @@ class Supervisor:
         self.stopping = True
 
     def _spawn(self, w: _Worker) -> None:
-        w.process = subprocess.Popen(list(self.command_of(w.index)))
+        read_end, write_end = os.pipe()
+        try:
+            w.process = subprocess.Popen(
+                list(self.command_of(w.index)),
+                pass_fds=(write_end,),
+                env={**os.environ, READY_FD_ENV: str(write_end)},
+            )
+        finally:
+            os.close(write_end)
+        if w.ready_pipe is not None:
+            os.close(w.ready_pipe)
+        w.ready_pipe = read_end
         w.started_at = time.monotonic()
         w.restart_at = None
         log.info(
             "workers.worker_started", worker=w.index, pid=w.process.pid, port=w.port, restarts=w.restarts
         )
 
-    def _wait_listening(self, w: _Worker) -> bool:
+    def _wait_ready(self, w: _Worker) -> bool:
+        """Whether the worker said it serves (False: it exited first, or took too long)."""
+        assert w.ready_pipe is not None
         deadline = time.monotonic() + START_TIMEOUT_SECONDS
         while not self.stopping and time.monotonic() < deadline:
-            assert w.process is not None
-            if w.process.poll() is not None:
-                return False
-            if _listening(self.host, w.port):
-                return True
-            time.sleep(0.1)
+            readable, _, _ = select.select([w.ready_pipe], [], [], 0.1)
+            if readable:
+                # One byte: ready; end of file: the worker exited without saying so.
+                return os.read(w.ready_pipe, 1) == b"1"
         return False
 
     def run(self) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, self._on_signal)
-        first, *others = self.workers
-        self._spawn(first)
-        ok = self._wait_listening(first)
-        if ok:
-            for w in others:
-                self._spawn(w)
-            ok = all(self._wait_listening(w) for w in others)
-        if not ok:
+        failed: int | None = None
+        for w in self.workers:  # worker 0 first, alone: it makes a new data directory
+            self._spawn(w)
+            if not self._wait_ready(w):
+                failed = w.index
+                break
+        if failed is not None:
             if not self.stopping:
                 log.error(
                     "workers.start_failed",
-                    exited=[
-                        w.index
-                        for w in self.workers
-                        if w.process is not None and w.process.poll() is not None
-                    ],
-                    reason="a worker exited or did not listen before serving",
+                    worker=failed,
+                    reason="the worker exited, or did not serve within the start timeout",
                 )
             self._stop_all()
             return 0 if self.stopping else 1
@@ -150,4 +157,8 @@ class Supervisor:
                 log.warning("workers.worker_killed", pid=p.pid, reason="still running after the grace period")
                 p.kill()
                 p.wait()
+        for w in self.workers:
+            if w.ready_pipe is not None:
+                os.close(w.ready_pipe)
+                w.ready_pipe = None
         log.info("workers.stopped")

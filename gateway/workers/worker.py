@@ -6,6 +6,7 @@ supervisor is gone (SIGKILLed) stops itself, so no orphan keeps the data directo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 from typing import TYPE_CHECKING
@@ -16,6 +17,7 @@ from gateway.groups.service import install_group_layer
 from gateway.workers.forwarding import TopicFollower, WorkerForwarder
 from gateway.workers.ownership import StaticShardOwnership
 from gateway.workers.plan import WorkerPlan
+from gateway.workers.supervisor import READY_FD_ENV
 
 if TYPE_CHECKING:
     from gateway.server import Extension, GatewayServer
@@ -28,6 +30,12 @@ _watchers: set[asyncio.Task[None]] = set()  # a task the loop only holds weakly
 
 def worker_extension(plan: WorkerPlan) -> Extension:
     def install(server: GatewayServer) -> None:
+        ready_fd = os.environ.get(READY_FD_ENV)
+        if ready_fd is not None and ready_fd.isdigit():
+            # Not passed on to processes this worker starts (the compaction worker): the
+            # supervisor sees the pipe's end of file when this worker dies before it is ready.
+            with contextlib.suppress(OSError):
+                os.set_inheritable(int(ready_fd), False)
         ownership = StaticShardOwnership(server, plan)
         create_topics = None
         if plan.index > 0:
@@ -41,6 +49,7 @@ def worker_extension(plan: WorkerPlan) -> Extension:
         ownership.install(server.registry)
         parent = os.getppid()
         server.on_start.append(lambda loop: _watch_parent(loop, parent))
+        server.on_start.append(lambda loop: _tell_supervisor_ready())
         log.info(
             "workers.worker_starting",
             worker=plan.index,
@@ -50,6 +59,19 @@ def worker_extension(plan: WorkerPlan) -> Extension:
         )
 
     return install
+
+
+def _tell_supervisor_ready() -> None:
+    """Write the supervisor's readiness byte (gateway.workers.supervisor): the listener is
+    bound by the time `on_start` hooks run."""
+    fd = os.environ.pop(READY_FD_ENV, None)
+    if fd is None:
+        return
+    try:
+        os.write(int(fd), b"1")
+        os.close(int(fd))
+    except (OSError, ValueError) as e:  # a supervisor that stopped listening: nothing to tell
+        log.warning("workers.ready_not_told", error=str(e))
 
 
 def _watch_parent(loop: asyncio.AbstractEventLoop, parent: int) -> None:

@@ -120,8 +120,10 @@ def run(args: argparse.Namespace) -> int:
         check_data_dir_is_ours(loaded.config, allow_foreign=args.force_data_dir)
     except ConfigError as e:
         return _error(str(e))
-    if args.workers < 1 or (args.worker_index is not None and not 0 <= args.worker_index < args.workers):
+    if args.workers < 1:
         return _error(f"--workers must be at least 1 (got {args.workers})")
+    if args.worker_index is not None and not 0 <= args.worker_index < args.workers:
+        return _error(f"--worker-index must be below --workers ({args.worker_index} of {args.workers})")
     plan = None
     if args.workers > 1:
         from gateway.workers.plan import WorkerPlan, refusal
@@ -140,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
         if args.worker_index is None:
             from gateway.workers.supervisor import Supervisor
 
-            argv = [sys.executable, "-m", "groupshift", *sys.argv[1:]]
+            argv = [sys.executable, "-m", "groupshift", *_worker_arguments(args)]
             ports = [port + i for i in range(args.workers)]
             return Supervisor(lambda i: [*argv, "--worker-index", str(i)], host, ports).run()
         plan = WorkerPlan(args.worker_index, args.workers, host, port, cfg.node_id, Path(cfg.data_dir))
@@ -220,6 +222,29 @@ def _check_upstream_security(upstream: Any) -> str | None:
         if refused is not None:
             return relabel(refused, f"upstream.identity.credentials.file ({principal})")
     return None
+
+
+def _worker_arguments(args: argparse.Namespace) -> list[str]:
+    """The `serve` arguments a worker is started with: the supervisor's own, rebuilt from what
+    was parsed (not from `sys.argv`, which is not the command line when `main(argv)` is called)."""
+    out = ["serve", "--workers", str(args.workers)]
+    for flag, value in (
+        ("--listen", args.listen),
+        ("--data-dir", args.data_dir),
+        ("--config", args.config),
+        ("--upstream", args.upstream),
+        ("--log-level", args.log_level),
+        ("--log-format", args.log_format),
+    ):
+        if value is not None:
+            out += [flag, value]
+    for item in args.set:
+        out += ["--set", item]
+    if args.force_data_dir:
+        out.append("--force-data-dir")
+    if args.ignore_topics_file:
+        out.append("--ignore-topics-file")
+    return out
 
 
 def _error(message: str) -> int:

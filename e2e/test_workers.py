@@ -20,6 +20,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,7 @@ def _group_on(worker: int, prefix: str) -> str:
 class Workers:
     def __init__(self, base: Path) -> None:
         self.port = _free_port_pair()
+        self.metrics_port = _free_port_pair()
         self.log_path = base / "workers.log"
         self.log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
@@ -83,6 +85,8 @@ class Workers:
                 "json",
                 "--set",
                 f"offsets.topic.num.partitions={SHARDS}",
+                "--set",
+                f"metrics.listen={HOST}:{self.metrics_port}",
             ],
             cwd=REPO,
             stdout=self.log,
@@ -148,6 +152,19 @@ def test_cluster_view_and_routing(workers: Workers) -> None:
         with AdminWire(bootstrap) as wire:
             assert wire.coordinator(even) == 0
             assert wire.coordinator(odd) == 1
+    # Metadata asked of worker 1 is forwarded to worker 0 (the same brokers come back); each
+    # worker serves its metrics on metrics.listen's port + its index, worker 1 counting that.
+    md1 = AdminClient({"bootstrap.servers": f"{HOST}:{workers.port + 1}"}).list_topics(timeout=10)
+    assert sorted(md1.brokers) == [0, 1] and md1.controller_id == 0
+    for i in (0, 1):
+        with urllib.request.urlopen(f"http://{HOST}:{workers.metrics_port + i}/metrics", timeout=10) as r:
+            text = r.read().decode()
+        forwarded = [
+            float(line.split()[-1])
+            for line in text.splitlines()
+            if line.startswith("groupshift_worker_forwarded_requests_total")
+        ]
+        assert (forwarded[0] >= 1) if i == 1 else not forwarded, (i, forwarded)
     # Worker 1 is not the coordinator of an even shard's group: DescribeGroups says so.
     with AdminWire(f"{HOST}:{workers.port + 1}") as wire:
         resp, _ = wire._call(15, {"groups": [even], "include_authorized_operations": False})

@@ -155,7 +155,11 @@ def run(args: argparse.Namespace) -> int:
                     "log.dirs": str(plan.data_dir),
                 },
                 override_origins={"listeners": "--listen", "log.dirs": "--data-dir"},
-                sets=[*args.set, f"node.id={plan.node_id}"],
+                sets=[
+                    *args.set,
+                    f"node.id={plan.node_id}",
+                    *_worker_metrics(cfg.metrics_address, plan.index),
+                ],
             )
             check_data_dir_is_ours(loaded.config, allow_foreign=args.force_data_dir)
         except ConfigError as e:
@@ -222,6 +226,14 @@ def _check_upstream_security(upstream: Any) -> str | None:
         if refused is not None:
             return relabel(refused, f"upstream.identity.credentials.file ({principal})")
     return None
+
+
+def _worker_metrics(address: tuple[str, int] | None, index: int) -> list[str]:
+    """Worker i serves its metrics on `metrics.listen`'s port + i (port 0: a free one each)."""
+    if address is None:
+        return []
+    host, port = address
+    return [f"metrics.listen={host}:{port + index if port else 0}"]
 
 
 def _worker_arguments(args: argparse.Namespace) -> list[str]:

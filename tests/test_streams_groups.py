@@ -25,8 +25,8 @@ from engine.streams.assignor import assign_active
 from engine.streams.group import StreamsGroup, tasks_from
 from engine.streams.topology import configure
 from records.codec import decode_record, encode_record
-from records.streams_group import KeyValue, TaskIds
-from tests.streams_record_samples import WORD_COUNT_TOPOLOGY
+from records.streams_group import CopartitionGroup, KeyValue, StreamsGroupTopologyValue, Subtopology, TaskIds
+from tests.streams_record_samples import WORD_COUNT_APP_TOPOLOGY as WORD_COUNT_TOPOLOGY
 
 WORDS = "words-in"
 REPARTITION = "app-counts-repartition"
@@ -167,7 +167,8 @@ def test_assignor_balances_over_processes_and_keeps_tasks_where_they_were() -> N
 def test_first_member_gets_every_task_and_the_group_is_stable() -> None:
     h = Streams()
     r = h.join("m1")
-    assert r.member_epoch == 1 and r.heartbeat_interval_ms == 5000 and r.status == ()
+    # Kafka 4.4 creates the group at epoch 1; the first join bumps it to 2 (measured).
+    assert r.member_epoch == 2 and r.heartbeat_interval_ms == 5000 and r.status == ()
     assert owned_tasks(r.active_tasks or ()) == {(s, p) for s in "01" for p in range(4)}
     assert h.group.state() == "Stable"
 
@@ -190,14 +191,14 @@ def test_second_member_waits_for_revocation_before_getting_tasks() -> None:
     h.join("m1")
     r2 = h.join("m2")
     # m1 still holds everything: m2 gets its epoch but none of its target yet.
-    assert r2.active_tasks == () and r2.member_epoch == 2
+    assert r2.active_tasks == () and r2.member_epoch == 3
     assert h.shard.groups["app"].members["m2"].state.name == "UNRELEASED_TASKS"  # type: ignore[union-attr]
     r1 = h.beat("m1")  # told to give up half: epoch unchanged until it has
-    assert r1.member_epoch == 1 and len(owned_tasks(r1.active_tasks or ())) == 4
+    assert r1.member_epoch == 2 and len(owned_tasks(r1.active_tasks or ())) == 4
     h.converge("m1", "m2")
     a, b = owned_tasks(h.owned["m1"]), owned_tasks(h.owned["m2"])
     assert len(a) == len(b) == 4 and not a & b
-    assert h.group.state() == "Stable" and h.epochs == {"m1": 2, "m2": 2}
+    assert h.group.state() == "Stable" and h.epochs == {"m1": 3, "m2": 3}
 
 
 def test_leave_and_session_expiry_give_the_tasks_to_the_others() -> None:
@@ -247,10 +248,20 @@ def test_list_describe_and_other_protocols_on_a_streams_group() -> None:
     (d,) = h.shard.describe_streams_groups(["app"])
     assert (
         d.error_code == 0
-        and d.group_epoch == 1
-        and d.assignment_epoch == 1
-        and d.topology == WORD_COUNT_TOPOLOGY
+        and d.group_epoch == 2
+        and d.assignment_epoch == 2
+        and d.topology is not None
+        and d.topology.epoch == WORD_COUNT_TOPOLOGY.epoch
     )
+    # The internal topics the application left undefined show the counts the coordinator chose.
+    (_, counting) = d.topology.subtopologies
+    assert [
+        (i.name, i.partitions)
+        for i in (*counting.state_changelog_topics, *counting.repartition_source_topics)
+    ] == [
+        (CHANGELOG, 4),
+        (REPARTITION, 4),
+    ]
     assert [m.member.member_id for m in d.members] == ["m1"] and d.members[0].assignment == d.members[
         0
     ].target_assignment
@@ -359,8 +370,10 @@ def test_a_leave_records_the_topics_it_assigned_against() -> None:
     assert len(owned_tasks(h.owned["m2"])) == 8
 
 
-# Answers measured on Kafka 4.4.0 (raw StreamsGroupHeartbeat v0 requests against a KRaft node):
-# error code, message, and member epoch 0 with an empty status list in every refusal.
+# Answers measured on Kafka 4.4.0 (raw StreamsGroupHeartbeat v0 requests against a KRaft node with
+# `group.streams.initial.rebalance.delay.ms`=0, the delay groupshift has): error code, message, and
+# member epoch 0 with an empty status list in every refusal. e2e/test_streams_differential.py
+# compares them with the node on every run.
 KAFKA_44_REFUSALS = [
     ({"member_id": ""}, 42, "MemberId can't be empty."),
     ({"process_id": "p", **NO_TASKS}, 42, "Topology must be non-null when (re-)joining."),
@@ -377,7 +390,7 @@ KAFKA_44_REFUSALS = [
         {"member_epoch": 5, **NO_TASKS},
         110,
         "The streams group member has a greater member epoch (5) than the one known by the group "
-        "coordinator (1). The member must abandon all its partitions and rejoin.",
+        "coordinator (2). The member must abandon all its partitions and rejoin.",
     ),
 ]
 
@@ -440,3 +453,197 @@ def test_other_group_apis_on_a_streams_group_answer_as_kafka_44() -> None:
     assert (described.error_code, described.group_state, described.protocol_type) == (0, "Dead", "")
     (missing,) = h.shard.describe_streams_groups(["none"])
     assert (missing.error_code, missing.group_epoch, missing.assignment_epoch) == (69, 0, 0)
+
+
+# --- answers the differential suite measured on Kafka 4.4.0 (e2e/test_streams_differential.py) ---
+
+
+def _subtopology(sid: str, sources: tuple[str, ...], **over: Any) -> Subtopology:
+    fields: dict[str, Any] = {
+        "subtopology_id": sid,
+        "source_topics": sources,
+        "source_topic_regex": (),
+        "state_changelog_topics": (),
+        "repartition_sink_topics": (),
+        "repartition_source_topics": (),
+        "copartition_groups": (),
+    }
+    fields.update(over)
+    return Subtopology(**fields)
+
+
+def _topology(epoch: int, *subs: Subtopology) -> StreamsGroupTopologyValue:
+    return StreamsGroupTopologyValue(epoch, subs)
+
+
+def test_a_source_regex_is_refused_before_any_other_check() -> None:
+    h = Streams()
+    r = h.hb(
+        member_id="",
+        member_epoch=0,
+        rebalance_timeout_ms=30000,
+        topology=_topology(0, _subtopology("0", (), source_topic_regex=("words.*",))),
+        **NO_TASKS,
+    )
+    assert (r.error_code, r.error_message, r.member_id) == (
+        42,
+        "Regular expressions for source topics are not supported yet.",
+        "",
+    )
+
+
+def test_a_static_leave_without_instance_id_and_a_topology_off_a_join_are_refused() -> None:
+    h = Streams()
+    h.join("m1")
+    r = h.hb(member_id="m1", member_epoch=-2)
+    assert (r.error_code, r.error_message) == (42, "InstanceId can't be null.")
+    r = h.hb(member_id="m1", member_epoch=-2, instance_id="i", topology=WORD_COUNT_TOPOLOGY, **NO_TASKS)
+    assert (r.error_code, r.error_message) == (42, "Topology can only be provided when (re-)joining.")
+
+
+def test_topology_updates_are_refused_and_an_older_epoch_is_stale() -> None:
+    h = Streams()
+    h.join("m1", _topology(2, _subtopology("0", (WORDS,))))
+    newer = h.hb(
+        member_id="m2",
+        member_epoch=0,
+        rebalance_timeout_ms=30000,
+        topology=_topology(3, _subtopology("0", (WORDS,))),
+        process_id="p2",
+        **NO_TASKS,
+    )
+    assert (newer.error_code, newer.error_message) == (42, "Topology updates are not supported yet.")
+    other = h.hb(
+        member_id="m2",
+        member_epoch=0,
+        rebalance_timeout_ms=30000,
+        topology=_topology(2, _subtopology("0", (REPARTITION,))),
+        process_id="p2",
+        **NO_TASKS,
+    )
+    assert other.error_code == 42
+    stale = h.join("m3", _topology(1, _subtopology("0", (WORDS,))))
+    assert [(s.code, s.detail) for s in stale.status or ()] == [
+        (0, "The member's topology epoch 1 is behind the group's topology epoch 2.")
+    ]
+    # The status stays on the member's later heartbeats.
+    assert [s.code for s in h.beat("m3").status or ()] == [0]
+
+
+@pytest.mark.parametrize(
+    "topology",
+    [
+        _topology(-1, _subtopology("0", (WORDS,))),
+        _topology(0, _subtopology("0", (WORDS,), copartition_groups=(CopartitionGroup((0, 3), (), ()),))),
+    ],
+    ids=["negative-epoch", "copartition-index-out-of-range"],
+)
+def test_topologies_kafka_fails_on_get_unknown_server_error(topology: Any) -> None:
+    h = Streams()
+    r = h.hb(
+        member_id="m1",
+        member_epoch=0,
+        rebalance_timeout_ms=30000,
+        topology=topology,
+        process_id="p",
+        **NO_TASKS,
+    )
+    assert (r.error_code, r.error_message) == (-1, None)
+    assert "app" not in h.shard.groups
+
+
+def test_tasks_are_sent_only_on_a_join_or_when_they_change() -> None:
+    """Kafka's `hasAssignedTasksChanged`: not for an epoch bump alone (a new process id), not to
+    a member reporting fewer tasks than it has."""
+    h = Streams()
+    h.join("m1")
+    moved = h.hb(
+        member_id="m1",
+        member_epoch=h.epochs["m1"],
+        process_id="elsewhere",
+        active_tasks=h.owned["m1"],
+        standby_tasks=(),
+        warmup_tasks=(),
+    )
+    assert moved.member_epoch == h.epochs["m1"] + 1 and moved.active_tasks is None
+    fewer = h.hb(
+        member_id="m1",
+        member_epoch=moved.member_epoch,
+        active_tasks=h.owned["m1"][:1],
+        standby_tasks=(),
+        warmup_tasks=(),
+    )
+    assert fewer.error_code == 0 and fewer.active_tasks is None
+
+
+def test_status_details_name_topics_as_kafka_does() -> None:
+    from engine.streams.topology import java_hash_order
+
+    # Orders measured on Kafka 4.4.0 (Java HashMap iteration).
+    assert java_hash_order(["g-0c3a781ff0-counts-repartition", "g-0c3a781ff0-counts-store-changelog"]) == [
+        "g-0c3a781ff0-counts-store-changelog",
+        "g-0c3a781ff0-counts-repartition",
+    ]
+    assert java_hash_order(["g-54a2a6a7cb-a-repartition", "g-54a2a6a7cb-b-repartition"]) == [
+        "g-54a2a6a7cb-b-repartition",
+        "g-54a2a6a7cb-a-repartition",
+    ]
+    wrong = configure(WORD_COUNT_TOPOLOGY, image({WORDS: 4, REPARTITION: 4, CHANGELOG: 2}))
+    assert [s.detail for s in wrong.statuses] == [
+        f"Existing topic {CHANGELOG} has different number of partitions: expected 4, found 2"
+    ]
+
+
+def test_a_classic_join_replaces_an_empty_streams_group_keeping_its_offsets() -> None:
+    """Kafka 4.4's offline migration back: once every streams member left, a classic JoinGroup
+    takes the group id; a streams group with members answers INCONSISTENT_GROUP_PROTOCOL."""
+    from engine.classic.api import JoinGroupRequest
+    from engine.classic.group import ClassicGroup
+    from engine.classic.member import Protocol
+
+    h = Streams()
+    h.join("m1")
+    request = JoinGroupRequest(
+        group_id="app",
+        session_timeout_ms=30000,
+        rebalance_timeout_ms=30000,
+        member_id="",
+        protocol_type="consumer",
+        protocols=(Protocol("range", b""),),
+    )
+    assert h.shard.join_group(request, h.ctx.with_version(9), h.now).response.error_code == 23
+    h.hb(member_id="m1", member_epoch=-1)
+    out = h.shard.join_group(request, h.ctx.with_version(9), h.now)
+    assert out.response.error_code == 79  # MEMBER_ID_REQUIRED: the classic join goes on as usual
+    assert isinstance(h.shard.groups["app"], ClassicGroup)
+
+
+@pytest.mark.parametrize(
+    ("app", "named"),
+    [
+        ("g-2f50cd68bb", "g-2f50cd68bb-counts-store-changelog"),
+        ("g-45917a19f9", "g-45917a19f9-counts-repartition"),
+    ],
+)
+def test_the_first_wrongly_partitioned_internal_topic_is_kafkas(app: str, named: str) -> None:
+    """Both internal topics wrong (a fixed repartition count of 2 over an existing 3-partition
+    topic, a 2-partition changelog): Kafka 4.4 names the first of its hash map (measured with
+    these names), and expects the changelog to follow the existing repartition topic (3)."""
+    from records.streams_group import TopicInfo
+
+    rep, changelog = f"{app}-counts-repartition", f"{app}-counts-store-changelog"
+    topo = _topology(
+        0,
+        _subtopology("0", (WORDS,), repartition_sink_topics=(rep,)),
+        _subtopology(
+            "1",
+            (),
+            state_changelog_topics=(TopicInfo(changelog, 0, 0, ()),),
+            repartition_source_topics=(TopicInfo(rep, 2, 0, ()),),
+        ),
+    )
+    c = configure(topo, image({WORDS: 2, rep: 3, changelog: 2}))
+    expected = {rep: "expected 2, found 3", changelog: "expected 3, found 2"}[named]
+    assert [s.detail for s in c.statuses] == [
+        f"Existing topic {named} has different number of partitions: {expected}"
+    ]

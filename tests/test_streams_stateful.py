@@ -27,7 +27,7 @@ from engine.streams.api import StreamsGroupHeartbeatRequest, StreamsGroupHeartbe
 from engine.streams.group import StreamsGroup, tasks_intersect, tasks_minus, tasks_union
 from records.streams_group import TaskIds
 from tests.stateful_settings import stateful_settings
-from tests.streams_record_samples import WORD_COUNT_TOPOLOGY
+from tests.streams_record_samples import WORD_COUNT_APP_TOPOLOGY as WORD_COUNT_TOPOLOGY
 
 MEMBERS = ("m1", "m2", "m3", "m4")
 PROCESSES = ("p1", "p2", "p3")

@@ -53,6 +53,7 @@ from records.streams_group import (
     StreamsGroupTargetAssignmentMetadataKey,
     StreamsGroupTargetAssignmentMetadataValue,
     StreamsGroupTopologyKey,
+    StreamsGroupTopologyValue,
 )
 
 LEAVE_EPOCH = -1
@@ -62,32 +63,42 @@ STATIC_LEAVE_EPOCH = -2
 # --- validation ---------------------------------------------------------------------------------
 
 
+def _blank(value: str) -> bool:
+    """Java's `String.trim().isEmpty()`: every character at or below U+0020 is trimmed."""
+    return not value.strip("".join(chr(c) for c in range(0x21)))
+
+
 def validate(req: StreamsGroupHeartbeatRequest) -> None:
-    """Kafka `throwIfStreamsGroupHeartbeatRequestIsInvalid` (the checks this slice knows)."""
-    if not req.group_id:
-        raise invalid_request("GroupId can't be empty.")
-    if not req.member_id:
+    """Kafka `GroupCoordinatorService.throwIfStreamsGroupHeartbeatRequestIsUsingUnsupportedFeatures`
+    then `throwIfStreamsGroupHeartbeatRequestIsInvalid`, in Kafka 4.4's order (each refusal and
+    its message measured against a 4.4.0 node, e2e/test_streams_differential.py)."""
+    if req.topology is not None and any(s.source_topic_regex for s in req.topology.subtopologies):
+        raise invalid_request("Regular expressions for source topics are not supported yet.")
+    if _blank(req.member_id):
         raise invalid_request("MemberId can't be empty.")
-    if req.instance_id is not None and not req.instance_id:
+    if _blank(req.group_id):
+        raise invalid_request("GroupId can't be empty.")
+    if req.instance_id is not None and _blank(req.instance_id):
         raise invalid_request("InstanceId can't be empty.")
-    if req.rack_id is not None and not req.rack_id:
+    if req.rack_id is not None and _blank(req.rack_id):
         raise invalid_request("RackId can't be empty.")
     tasks = (req.active_tasks, req.standby_tasks, req.warmup_tasks)
     if req.member_epoch == 0:
         if req.rebalance_timeout_ms == -1:
             raise invalid_request("RebalanceTimeoutMs must be provided in first request.")
-        if req.topology is None:
-            raise invalid_request("Topology must be non-null when (re-)joining.")
         for name, given in zip(("ActiveTasks", "StandbyTasks", "WarmupTasks"), tasks, strict=True):
             if given is None or given:
                 raise invalid_request(f"{name} must be empty when (re-)joining.")
-    elif any(t is None for t in tasks) and any(t is not None for t in tasks):
-        raise invalid_request("If one task-type is non-null, all must be non-null.")
+        if req.topology is None:
+            raise invalid_request("Topology must be non-null when (re-)joining.")
+    elif req.member_epoch == STATIC_LEAVE_EPOCH:
+        if req.instance_id is None:
+            raise invalid_request("InstanceId can't be null.")
     elif req.member_epoch < STATIC_LEAVE_EPOCH:
         raise invalid_request(f"MemberEpoch is {req.member_epoch}, but must be greater than or equal to -2.")
-    elif req.member_epoch == STATIC_LEAVE_EPOCH and req.instance_id is None:
-        raise invalid_request("InstanceId can't be null when MemberEpoch is -2.")
-    elif req.member_epoch > 0 and req.topology is not None:
+    if any(t is None for t in tasks) and any(t is not None for t in tasks):
+        raise invalid_request("If one task-type is non-null, all must be non-null.")
+    if req.member_epoch != 0 and req.topology is not None:
         raise invalid_request("Topology can only be provided when (re-)joining.")
 
 
@@ -245,6 +256,9 @@ def heartbeat(
         if req.member_epoch != 0:
             raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Streams group {req.group_id} not found.")
         group = StreamsGroup(req.group_id)
+        # Kafka 4.4 creates a streams group at epoch 1, so its first member's join bumps it to 2
+        # (measured: "Bumped streams group epoch to 2" on the first heartbeat).
+        group.group_epoch = 1
     gid, mid = req.group_id, req.member_id
     member = group.members.get(mid)
     new_member = member is None
@@ -262,16 +276,20 @@ def heartbeat(
     elif req.member_epoch != 0:
         _check_epoch(member, req.member_epoch, reported)
 
-    # Topology: a joining member may bring a newer one.
+    # Topology (Kafka `maybeUpdateTopology`): the first one initializes the group's; an older
+    # epoch is stale; another topology at the group's epoch or later is refused, as Kafka 4.4
+    # does not update topologies yet.
     topology = group.topology
     statuses: list[Status] = []
     bump = new_member
-    if req.topology is not None and (topology is None or req.topology.epoch > topology.epoch):
-        topology = req.topology
-        op.records.append(CoordinatorRecord(StreamsGroupTopologyKey(gid), topology))
-        bump = True
-    if topology is not None and req.topology is not None and req.topology.epoch < topology.epoch:
-        statuses.append(Status(STALE_TOPOLOGY, "The member's topology epoch is older than the group's."))
+    if req.topology is not None:
+        if topology is None:
+            _throw_if_unusable(req.topology)
+            topology = req.topology
+            op.records.append(CoordinatorRecord(StreamsGroupTopologyKey(gid), topology))
+            bump = True
+        elif req.topology.epoch >= topology.epoch and not _same_topology(req.topology, topology):
+            raise invalid_request("Topology updates are not supported yet.")
 
     updated = replace(
         member,
@@ -287,6 +305,14 @@ def heartbeat(
         user_endpoint=req.user_endpoint if req.user_endpoint is not None else member.user_endpoint,
         client_tags=req.client_tags if req.client_tags is not None else member.client_tags,
     )
+    if topology is not None and updated.topology_epoch < topology.epoch:
+        statuses.append(
+            Status(
+                STALE_TOPOLOGY,
+                f"The member's topology epoch {updated.topology_epoch} is behind the group's "
+                f"topology epoch {topology.epoch}.",
+            )
+        )
     if new_member or updated.metadata_value() != member.metadata_value():
         op.records.append(
             CoordinatorRecord(StreamsGroupMemberMetadataKey(gid, mid), updated.metadata_value())
@@ -354,10 +380,12 @@ def heartbeat(
         )
     op.schedule(TimerKind.STREAMS_SESSION, gid, mid, st.streams_session_timeout_ms(gid))
 
-    send_tasks = (
-        changed
-        or req.member_epoch == 0
-        or (reported is not None and not tasks_equal(reported, reconciled.active))
+    # Kafka sends the tasks on a join and when the member's assigned tasks changed (not on an
+    # epoch change alone, nor to a member that reports fewer tasks than it has).
+    send_tasks = req.member_epoch == 0 or not (
+        tasks_equal(member.active, reconciled.active)
+        and tasks_equal(member.standby, reconciled.standby)
+        and tasks_equal(member.warmup, reconciled.warmup)
     )
     return StreamsGroupHeartbeatResponse(
         member_id=mid,
@@ -369,6 +397,29 @@ def heartbeat(
         warmup_tasks=() if send_tasks else None,
         internal_topics_to_create=configured.to_create if configured is not None else (),
     )
+
+
+def _same_topology(a: StreamsGroupTopologyValue, b: StreamsGroupTopologyValue) -> bool:
+    """Kafka's `StreamsTopology.equals`: the epoch and the subtopologies by id."""
+    return a.epoch == b.epoch and sorted(a.subtopologies, key=lambda s: s.subtopology_id) == sorted(
+        b.subtopologies, key=lambda s: s.subtopology_id
+    )
+
+
+def _throw_if_unusable(topology: StreamsGroupTopologyValue) -> None:
+    """What Kafka 4.4 fails on with UNKNOWN_SERVER_ERROR and no message when a topology first
+    initializes a group (measured): a negative topology epoch, and a copartition group naming a
+    source or repartition topic index the subtopology does not have. The same code here, so a
+    client reacts as it does to Kafka."""
+    fail = CoordinatorError(Errors.UNKNOWN_SERVER_ERROR, None)
+    if topology.epoch < 0:
+        raise fail
+    for sub in topology.subtopologies:
+        for group in sub.copartition_groups:
+            if any(i < 0 or i >= len(sub.source_topics) for i in group.source_topics) or any(
+                i < 0 or i >= len(sub.repartition_source_topics) for i in group.repartition_source_topics
+            ):
+                raise fail
 
 
 def _check_epoch(member: StreamsMember, received: int, reported: Tasks | None) -> None:
@@ -416,7 +467,7 @@ def leave(
     st: ShardState, group: StreamsGroup | None, req: StreamsGroupHeartbeatRequest, op: Operation
 ) -> StreamsGroupHeartbeatResponse:
     if group is None:
-        raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Streams group {req.group_id} not found.")
+        raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {req.group_id} not found.")
     if req.member_id not in group.members:
         raise CoordinatorError(
             Errors.UNKNOWN_MEMBER_ID, f"Member {req.member_id} is not a member of group {req.group_id}."

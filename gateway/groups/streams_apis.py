@@ -55,10 +55,11 @@ CreateTopics = Callable[[Sequence[Any]], Awaitable[Sequence[Any]]]
 # create this topic (CREATE on the CLUSTER or the TOPIC)?
 MAY_CREATE_TOPIC = "authorizer.may_create_topic"
 
-# Kafka 4.4's defaults of `group.streams.acceptable.recovery.lag` (v0 carries it as an int32)
-# and `group.streams.task.offset.interval.ms`, which groupshift does not use yet (no warm-ups,
-# no task offsets).
-ACCEPTABLE_RECOVERY_LAG = 10000
+# What Kafka 4.4 answers at v0 (*measured*, e2e/test_streams_differential.py): AcceptableRecoveryLag
+# 0 (the lag moved to v1 as an int64), and `group.streams.task.offset.interval.ms`'s default on a
+# heartbeat that joined or stayed (0 on a leave and on an error). groupshift does not use either
+# yet (no warm-ups, no task offsets).
+ACCEPTABLE_RECOVERY_LAG = 0
 TASK_OFFSET_INTERVAL_MS = 60000
 
 
@@ -162,7 +163,9 @@ class StreamsApis:
                     "member_epoch": r.member_epoch,
                     "heartbeat_interval": r.heartbeat_interval_ms,
                     "acceptable_recovery_lag": ACCEPTABLE_RECOVERY_LAG,
-                    "task_offset_interval": TASK_OFFSET_INTERVAL_MS,
+                    "task_offset_interval": TASK_OFFSET_INTERVAL_MS
+                    if r.error_code == 0 and r.member_epoch >= 0
+                    else 0,
                     "status": None
                     if status is None
                     else [{"status_code": s.code, "status_detail": s.detail} for s in status],

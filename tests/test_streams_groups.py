@@ -61,7 +61,9 @@ class Streams:
             assert decode_record(key, value) == r
         return out.response
 
-    def join(self, member: str, topology: Any = WORD_COUNT_TOPOLOGY) -> StreamsGroupHeartbeatResponse:
+    def join(
+        self, member: str, topology: Any = WORD_COUNT_TOPOLOGY, **over: Any
+    ) -> StreamsGroupHeartbeatResponse:
         r = self.hb(
             member_id=member,
             member_epoch=0,
@@ -71,6 +73,7 @@ class Streams:
             active_tasks=(),
             standby_tasks=(),
             warmup_tasks=(),
+            **over,
         )
         self._remember(member, r)
         return r
@@ -647,3 +650,82 @@ def test_the_first_wrongly_partitioned_internal_topic_is_kafkas(app: str, named:
     assert [s.detail for s in c.statuses] == [
         f"Existing topic {named} has different number of partitions: {expected}"
     ]
+
+
+def test_static_members_leave_with_their_tasks_and_are_replaced() -> None:
+    """Kafka 4.4 (measured): epoch -2 keeps the member and its tasks (Reconciling, no epoch
+    bump); a new member id with the instance id takes its place and tasks; a live holder of the
+    instance id refuses another member."""
+    h = Streams()
+    h.records = []
+    original = h.shard.streams_group_heartbeat
+
+    def recording(*a: Any, **kw: Any) -> Any:
+        out = original(*a, **kw)
+        h.records.extend(out.records)
+        return out
+
+    h.shard.streams_group_heartbeat = recording  # type: ignore[method-assign]
+    h.join("m1", instance_id="i-1")
+    epoch = h.group.group_epoch
+    tasks = owned_tasks(h.owned["m1"])
+    left = h.hb(member_id="m1", member_epoch=-2, instance_id="i-1")
+    assert (left.error_code, left.member_epoch) == (0, -2)
+    assert h.group.group_epoch == epoch and h.group.state() == "Reconciling"
+    assert (
+        h.group.members["m1"].member_epoch == -2 and owned_tasks(task_ids_of(h.group.members["m1"])) == tasks
+    )
+    busy = h.hb(
+        member_id="m9",
+        member_epoch=0,
+        rebalance_timeout_ms=30000,
+        topology=WORD_COUNT_TOPOLOGY,
+        process_id="process-m1",
+        instance_id="i-2",
+        **NO_TASKS,
+    )
+    assert busy.error_code == 0
+    back = h.hb(
+        member_id="m2",
+        member_epoch=0,
+        rebalance_timeout_ms=30000,
+        topology=WORD_COUNT_TOPOLOGY,
+        process_id="process-m1",
+        instance_id="i-1",
+        **NO_TASKS,
+    )
+    assert back.error_code == 0 and "m1" not in h.group.members
+    assert owned_tasks(back.active_tasks or ()) <= tasks
+    refused = h.hb(
+        member_id="m3",
+        member_epoch=0,
+        rebalance_timeout_ms=30000,
+        topology=WORD_COUNT_TOPOLOGY,
+        process_id="p3",
+        instance_id="i-1",
+        **NO_TASKS,
+    )
+    assert (refused.error_code, refused.error_message) == (
+        111,
+        "Static member m3 with instance id i-1 cannot join the group because the instance id is owned "
+        "by m2 member.",
+    )
+    assert h.shard.persisted_state()["groups"] == h.replayed().persisted_state()["groups"]
+
+
+def task_ids_of(member: Any) -> tuple[TaskIds, ...]:
+    from engine.streams.group import task_ids
+
+    return task_ids(member.active)
+
+
+def test_a_static_leave_names_the_instance_kafka_knows() -> None:
+    h = Streams()
+    h.join("m1", instance_id="i-1")
+    other = h.hb(member_id="m1", member_epoch=-2, instance_id="i-2")
+    assert (other.error_code, other.error_message) == (25, "Instance id i-2 is unknown.")
+    fenced = h.hb(member_id="m2", member_epoch=-2, instance_id="i-1")
+    assert (fenced.error_code, fenced.error_message) == (
+        82,
+        "Static member m2 with instance id i-1 was fenced by member m1.",
+    )

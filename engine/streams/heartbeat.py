@@ -154,12 +154,17 @@ def streams_group_tombstones(group: StreamsGroup) -> list[CoordinatorRecord]:
 
 
 def _new_targets(
-    group: StreamsGroup, members: dict[str, StreamsMember], configured: ConfiguredTopology | None
+    group: StreamsGroup,
+    members: dict[str, StreamsMember],
+    configured: ConfiguredTopology | None,
+    previous: dict[str, Tasks] | None = None,
 ) -> dict[str, Tasks]:
+    """`previous`: the targets to stay close to, the group's unless a static member's new
+    member id took over its predecessor's."""
     if configured is None or configured.tasks is None:
         return {mid: {} for mid in members}
     processes = {mid: m.process_id for mid, m in members.items()}
-    return assign_active(configured.tasks, processes, group.targets)
+    return assign_active(configured.tasks, processes, group.targets if previous is None else previous)
 
 
 def _write_targets(
@@ -263,9 +268,18 @@ def heartbeat(
     member = group.members.get(mid)
     new_member = member is None
     reported = None if req.active_tasks is None else tasks_from(req.active_tasks)
+    replaced: StreamsMember | None = None
     if member is None:
         if req.member_epoch != 0:
             raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, f"Member {mid} is not a member of group {gid}.")
+        replaced = _static_predecessor(group, mid, req.instance_id)
+    if member is None and replaced is not None:
+        # A static member back with a new member id takes its predecessor's place and tasks.
+        op.records += _member_tombstones(gid, replaced.member_id)
+        op.cancel(TimerKind.STREAMS_SESSION, gid, replaced.member_id)
+        op.cancel(TimerKind.STREAMS_REBALANCE, gid, replaced.member_id)
+        member = replace(replaced, member_id=mid)
+    elif member is None:
         if len(group.members) >= st.config.streams_max_size:
             raise CoordinatorError(
                 Errors.GROUP_MAX_SIZE_REACHED,
@@ -281,7 +295,7 @@ def heartbeat(
     # does not update topologies yet.
     topology = group.topology
     statuses: list[Status] = []
-    bump = new_member
+    bump = new_member and replaced is None
     if req.topology is not None:
         if topology is None:
             _throw_if_unusable(req.topology)
@@ -317,7 +331,7 @@ def heartbeat(
         op.records.append(
             CoordinatorRecord(StreamsGroupMemberMetadataKey(gid, mid), updated.metadata_value())
         )
-        if not new_member and (
+        if (not new_member or replaced is not None) and (
             updated.process_id != member.process_id
             or updated.topology_epoch != member.topology_epoch
             or updated.rack_id != member.rack_id
@@ -341,21 +355,30 @@ def heartbeat(
         op.records.append(_metadata_record(gid, epoch, digest, validated))
 
     members = dict(group.members)
-    members[mid] = updated
     targets: dict[str, Tasks] = dict(group.targets)
+    owned_by_others = group.tasks_owned_by_others(mid)
+    if replaced is not None:
+        del members[replaced.member_id]
+        targets[mid] = targets.pop(replaced.member_id, {})
+        owned_by_others = tasks_minus(
+            owned_by_others, tasks_union(replaced.active, replaced.active_pending_revocation)
+        )
+    members[mid] = updated
     target_epoch = group.assignment_epoch
     if epoch > group.assignment_epoch:
-        targets = _new_targets(group, members, configured)
+        targets = _new_targets(group, members, configured, targets)
         _write_targets(st, op, group, targets, epoch)
         target_epoch = epoch
         if epoch != group.group_epoch or new_member:
             op.event("group.epoch_bumped", group=gid, epoch=epoch, member=mid)
+    elif replaced is not None:
+        op.records.append(_target_record(gid, mid, targets[mid]))
 
     reconciled = reconcile(
         updated if not new_member else replace(updated, member_epoch=0, previous_member_epoch=-1),
         targets.get(mid, {}),
         target_epoch,
-        group.tasks_owned_by_others(mid),
+        owned_by_others,
         reported,
     )
     changed = new_member or not _same_assignment(member, reconciled)
@@ -463,11 +486,55 @@ def remove_member(st: ShardState, group: StreamsGroup, member_id: str, op: Opera
     op.cancel(TimerKind.STREAMS_SESSION, gid, member_id)
 
 
+def _static_predecessor(group: StreamsGroup, member_id: str, instance_id: str | None) -> StreamsMember | None:
+    """The member a static member joining as `member_id` replaces (Kafka 4.4, measured): one
+    that left with epoch -2 under the same instance id. A live member holding the instance id
+    refuses the join with UNRELEASED_INSTANCE_ID."""
+    if instance_id is None:
+        return None
+    holder = next((m for m in group.members.values() if m.instance_id == instance_id), None)
+    if holder is None:
+        return None
+    if holder.member_epoch != STATIC_LEAVE_EPOCH:
+        raise CoordinatorError(
+            Errors.UNRELEASED_INSTANCE_ID,
+            f"Static member {member_id} with instance id {instance_id} cannot join the group because the "
+            f"instance id is owned by {holder.member_id} member.",
+        )
+    return holder
+
+
+def static_leave(
+    group: StreamsGroup, req: StreamsGroupHeartbeatRequest, op: Operation
+) -> StreamsGroupHeartbeatResponse:
+    """Epoch -2 (Kafka 4.4, measured): the static member stays in the group with its tasks and
+    epoch -2 (the group shows Reconciling) until a member with its instance id replaces it or
+    its session expires; the group epoch does not move."""
+    gid, mid, iid = req.group_id, req.member_id, req.instance_id
+    member = next((m for m in group.members.values() if m.instance_id == iid), None)
+    if member is None:
+        raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, f"Instance id {iid} is unknown.")
+    if member.member_id != mid:
+        raise CoordinatorError(
+            Errors.FENCED_INSTANCE_ID,
+            f"Static member {mid} with instance id {iid} was fenced by member {member.member_id}.",
+        )
+    left = replace(member, member_epoch=STATIC_LEAVE_EPOCH)
+    op.records.append(
+        CoordinatorRecord(StreamsGroupCurrentMemberAssignmentKey(gid, mid), left.assignment_value())
+    )
+    op.cancel(TimerKind.STREAMS_REBALANCE, gid, mid)
+    op.event("member.left", group=gid, member=mid, reason="the static member left the group temporarily")
+    return StreamsGroupHeartbeatResponse(member_id=mid, member_epoch=STATIC_LEAVE_EPOCH, status=())
+
+
 def leave(
     st: ShardState, group: StreamsGroup | None, req: StreamsGroupHeartbeatRequest, op: Operation
 ) -> StreamsGroupHeartbeatResponse:
     if group is None:
         raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {req.group_id} not found.")
+    if req.member_epoch == STATIC_LEAVE_EPOCH:
+        return static_leave(group, req, op)
     if req.member_id not in group.members:
         raise CoordinatorError(
             Errors.UNKNOWN_MEMBER_ID, f"Member {req.member_id} is not a member of group {req.group_id}."

@@ -580,6 +580,63 @@ def scenario_negative_topology_epoch(s: Session) -> None:
     join(s, "join", A, stateless(s, epoch=-1))
 
 
+def scenario_changelog_with_partitions(s: Session) -> None:
+    """A changelog topic with a partition count (Kafka derives them)."""
+    setup(s, 2)
+    topo = topology(sub("0", [s.topic("words")], changelogs=[info(f"{s.group()}-store-changelog", 3)]))
+    join(s, "join", A, topo)
+
+
+def scenario_duplicate_subtopology_ids(s: Session) -> None:
+    setup(s, 2)
+    join(s, "join", A, topology(sub("0", [s.topic("words")]), sub("0", [s.topic("words")])))
+
+
+def scenario_repartition_source_without_writer(s: Session) -> None:
+    """A repartition source topic no subtopology writes, with no fixed count."""
+    setup(s, 2)
+    topo = topology(
+        sub("0", [s.topic("words")]), sub("1", repartition=[info(f"{s.group()}-orphan-repartition")])
+    )
+    join(s, "join", A, topo)
+
+
+def scenario_owned_task_unknown_subtopology(s: Session) -> None:
+    members = Members(s)
+    ready_word_count(s, members, A)
+    hb(
+        s,
+        "unknown subtopology",
+        A,
+        members.epoch[A],
+        active_tasks=[{"subtopology_id": "9", "partitions": [0]}],
+        standby_tasks=[],
+        warmup_tasks=[],
+    )
+
+
+def scenario_owned_task_out_of_range(s: Session) -> None:
+    members = Members(s)
+    ready_word_count(s, members, A)
+    hb(
+        s,
+        "partition out of range",
+        A,
+        members.epoch[A],
+        active_tasks=[{"subtopology_id": "0", "partitions": [7]}],
+        standby_tasks=[],
+        warmup_tasks=[],
+    )
+
+
+def scenario_shutdown_application(s: Session) -> None:
+    """A member asks the whole application to shut down."""
+    members = Members(s)
+    ready_word_count(s, members, A, B)
+    members.beat(A, "A asks for shutdown", shutdown_application=True)
+    members.beat(B, "B is told")
+
+
 # --- scenarios: request validation ---------------------------------------------------------------
 
 
@@ -1067,6 +1124,12 @@ SCENARIOS: list[tuple[str, Callable[[Session], None], Known]] = [
     ("internal-topic-is-source", scenario_internal_topic_is_source, {}),
     ("repartition-sink-unknown", scenario_repartition_sink_unknown, {}),
     ("copartition-index-out-of-range", scenario_copartition_index_out_of_range, {}),
+    ("changelog-with-partitions", scenario_changelog_with_partitions, {}),
+    ("duplicate-subtopology-ids", scenario_duplicate_subtopology_ids, {}),
+    ("repartition-source-without-writer", scenario_repartition_source_without_writer, {}),
+    ("owned-task-unknown-subtopology", scenario_owned_task_unknown_subtopology, {}),
+    ("owned-task-out-of-range", scenario_owned_task_out_of_range, {}),
+    ("shutdown-application", scenario_shutdown_application, {}),
     ("newer-topology-epoch", scenario_newer_topology_epoch, {}),
     ("stale-topology", scenario_stale_topology, {}),
     ("topology-changed-same-epoch", scenario_topology_changed_same_epoch, {}),

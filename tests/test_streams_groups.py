@@ -729,3 +729,123 @@ def test_a_static_leave_names_the_instance_kafka_knows() -> None:
         82,
         "Static member m2 with instance id i-1 was fenced by member m1.",
     )
+
+
+def test_topologies_kafka_refuses_as_invalid() -> None:
+    """Measured on Kafka 4.4.0: STREAMS_INVALID_TOPOLOGY for a changelog with a partition count
+    and for a repartition topic nobody writes; UNKNOWN_SERVER_ERROR for duplicate subtopology ids."""
+    from records.streams_group import TopicInfo
+
+    h = Streams()
+    changelog = _topology(0, _subtopology("0", (WORDS,), state_changelog_topics=(TopicInfo("c", 3, 0, ()),)))
+    r = h.hb(
+        member_id="m1",
+        member_epoch=0,
+        rebalance_timeout_ms=30000,
+        topology=changelog,
+        process_id="p",
+        **NO_TASKS,
+    )
+    assert (r.error_code, r.error_message) == (
+        130,
+        "Changelog topic c must have an undefined partition count, but it is set to 3.",
+    )
+    orphan = _topology(
+        0,
+        _subtopology("0", (WORDS,)),
+        _subtopology("1", (), repartition_source_topics=(TopicInfo("o", 0, 0, ()),)),
+    )
+    r = h.hb(
+        member_id="m1",
+        member_epoch=0,
+        rebalance_timeout_ms=30000,
+        topology=orphan,
+        process_id="p",
+        **NO_TASKS,
+    )
+    assert (r.error_code, r.error_message) == (
+        130,
+        "Failed to compute number of partitions for all repartition topics, because a repartition source "
+        "topic is never used as a sink topic.",
+    )
+    twice = _topology(0, _subtopology("0", (WORDS,)), _subtopology("0", (WORDS,)))
+    r = h.hb(
+        member_id="m1", member_epoch=0, rebalance_timeout_ms=30000, topology=twice, process_id="p", **NO_TASKS
+    )
+    assert (r.error_code, r.error_message) == (-1, None)
+    assert "app" not in h.shard.groups
+
+
+def test_owned_tasks_outside_the_topology_are_refused() -> None:
+    h = Streams()
+    h.join("m1")
+    epoch = h.epochs["m1"]
+    unknown = h.hb(
+        member_id="m1",
+        member_epoch=epoch,
+        active_tasks=(TaskIds("9", (0,)),),
+        standby_tasks=(),
+        warmup_tasks=(),
+    )
+    assert (unknown.error_code, unknown.error_message) == (
+        42,
+        "Subtopology 9 does not exist in the topology.",
+    )
+    beyond = h.hb(
+        member_id="m1",
+        member_epoch=epoch,
+        active_tasks=(),
+        standby_tasks=(TaskIds("0", (7,)),),
+        warmup_tasks=(),
+    )
+    assert (beyond.error_code, beyond.error_message) == (
+        42,
+        "Task 7 for subtopology 0 is invalid. Number of tasks for this subtopology: 4",
+    )
+
+
+def test_a_shutdown_request_reaches_every_member_until_the_group_is_empty() -> None:
+    h = Streams()
+    h.join("m1")
+    h.join("m2")
+    asked = h.hb(
+        member_id="m1",
+        member_epoch=h.epochs["m1"],
+        shutdown_application=True,
+        **{**NO_TASKS, "active_tasks": h.owned["m1"]},
+    )
+    detail = (
+        "Streams group member m1 encountered a fatal error and requested a shutdown for the entire "
+        "application."
+    )
+    assert [(s.code, s.detail) for s in asked.status or ()] == [(4, detail)]
+    assert [s.code for s in h.beat("m2").status or ()] == [4]
+    h.hb(member_id="m1", member_epoch=-1)
+    h.hb(member_id="m2", member_epoch=-1)
+    assert h.group.shutdown_requested_by is None
+    assert h.join("m3").status == ()
+
+
+def test_two_internal_topics_in_one_hash_bucket_keep_kafkas_insertion_order() -> None:
+    """Measured on Kafka 4.4.0: both names fall in bucket 5; Kafka lists the repartition topic
+    first."""
+    from engine.streams.topology import java_hash_order
+
+    names = ["g-17efaf47db-counts-repartition", "g-17efaf47db-counts-store-changelog"]
+    assert java_hash_order(names) == names
+    app = "g-17efaf47db"
+    rep, changelog = f"{app}-counts-repartition", f"{app}-counts-store-changelog"
+    from records.streams_group import TopicInfo
+
+    topo = _topology(
+        0,
+        _subtopology("0", (WORDS,), repartition_sink_topics=(rep,)),
+        _subtopology(
+            "1",
+            (),
+            state_changelog_topics=(TopicInfo(changelog, 0, 0, ()),),
+            repartition_source_topics=(TopicInfo(rep, 5, 0, ()),),
+        ),
+    )
+    c = configure(topo, image({WORDS: 2}))
+    assert [s.detail for s in c.statuses] == [f"Internal topics are missing: {rep}, {changelog}"]

@@ -21,6 +21,7 @@ from engine.errors import CoordinatorError, Errors, invalid_request
 from engine.operation import Operation
 from engine.state import ShardState
 from engine.streams.api import (
+    SHUTDOWN_APPLICATION,
     STALE_TOPOLOGY,
     Status,
     StreamsGroupHeartbeatRequest,
@@ -54,6 +55,7 @@ from records.streams_group import (
     StreamsGroupTargetAssignmentMetadataValue,
     StreamsGroupTopologyKey,
     StreamsGroupTopologyValue,
+    TaskIds,
 )
 
 LEAVE_EPOCH = -1
@@ -91,6 +93,14 @@ def validate(req: StreamsGroupHeartbeatRequest) -> None:
                 raise invalid_request(f"{name} must be empty when (re-)joining.")
         if req.topology is None:
             raise invalid_request("Topology must be non-null when (re-)joining.")
+        for sub in req.topology.subtopologies:
+            for changelog in sub.state_changelog_topics:
+                if changelog.partitions != 0:
+                    raise CoordinatorError(
+                        Errors.STREAMS_INVALID_TOPOLOGY,
+                        f"Changelog topic {changelog.name} must have an undefined partition count, but it is "
+                        f"set to {changelog.partitions}.",
+                    )
     elif req.member_epoch == STATIC_LEAVE_EPOCH:
         if req.instance_id is None:
             raise invalid_request("InstanceId can't be null.")
@@ -340,6 +350,10 @@ def heartbeat(
             bump = True
 
     configured = None if topology is None else configure(topology, st.image)
+    if configured is not None and configured.error is not None:
+        raise CoordinatorError(Errors.STREAMS_INVALID_TOPOLOGY, configured.error)
+    if configured is not None and configured.tasks is not None:
+        _throw_if_invalid_tasks(configured.tasks, (req.active_tasks, req.standby_tasks, req.warmup_tasks))
     digest = 0 if configured is None else configured.metadata_hash
     if configured is not None:
         statuses += configured.statuses
@@ -402,6 +416,20 @@ def heartbeat(
             state=reconciled.state.name,
         )
     op.schedule(TimerKind.STREAMS_SESSION, gid, mid, st.streams_session_timeout_ms(gid))
+    if not new_group:
+        # Kept on the live group, not in a record (as Kafka 4.4 does); the group object of a
+        # group this heartbeat creates is not the one the shard keeps, so a shutdown asked on
+        # the very first join is not remembered.
+        if req.shutdown_application:
+            group.shutdown_requested_by = mid
+        if group.shutdown_requested_by is not None:
+            statuses.append(
+                Status(
+                    SHUTDOWN_APPLICATION,
+                    f"Streams group member {group.shutdown_requested_by} encountered a fatal error and "
+                    "requested a shutdown for the entire application.",
+                )
+            )
 
     # Kafka sends the tasks on a join and when the member's assigned tasks changed (not on an
     # epoch change alone, nor to a member that reports fewer tasks than it has).
@@ -437,12 +465,30 @@ def _throw_if_unusable(topology: StreamsGroupTopologyValue) -> None:
     fail = CoordinatorError(Errors.UNKNOWN_SERVER_ERROR, None)
     if topology.epoch < 0:
         raise fail
+    ids = [s.subtopology_id for s in topology.subtopologies]
+    if len(set(ids)) != len(ids):
+        raise fail
     for sub in topology.subtopologies:
         for group in sub.copartition_groups:
             if any(i < 0 or i >= len(sub.source_topics) for i in group.source_topics) or any(
                 i < 0 or i >= len(sub.repartition_source_topics) for i in group.repartition_source_topics
             ):
                 raise fail
+
+
+def _throw_if_invalid_tasks(tasks: dict[str, int], given: tuple[tuple[TaskIds, ...] | None, ...]) -> None:
+    """Kafka `throwIfRequestContainsInvalidTasks`, once the topology is ready: an owned task of a
+    subtopology the topology lacks, or a partition beyond its number of tasks."""
+    for ids in given:
+        for t in ids or ():
+            if t.subtopology_id not in tasks:
+                raise invalid_request(f"Subtopology {t.subtopology_id} does not exist in the topology.")
+            for p in t.partitions:
+                if p < 0 or p >= tasks[t.subtopology_id]:
+                    raise invalid_request(
+                        f"Task {p} for subtopology {t.subtopology_id} is invalid. Number of tasks for "
+                        f"this subtopology: {tasks[t.subtopology_id]}"
+                    )
 
 
 def _check_epoch(member: StreamsMember, received: int, reported: Tasks | None) -> None:

@@ -47,6 +47,8 @@ class ConfiguredTopology:
     # Internal topic name -> its partition count, once the topology is ready (StreamsGroupDescribe
     # shows these counts in place of the topology's undefined ones, as Kafka does).
     partitions: dict[str, int] | None = None
+    # Why the topology cannot be configured at all (Kafka's STREAMS_INVALID_TOPOLOGY answer).
+    error: str | None = None
 
 
 def java_hash_order(names: Iterable[str]) -> list[str]:
@@ -144,6 +146,20 @@ def configure(topology: StreamsGroupTopologyValue, image: MetadataImage) -> Conf
                     counts[info.name] = max(found)
                     changed = True
 
+    # Kafka 4.4 (measured): a repartition source topic without a fixed count that no subtopology
+    # writes cannot get a count, and the heartbeat fails with STREAMS_INVALID_TOPOLOGY.
+    for sub in subs:
+        for info in sub.repartition_source_topics:
+            if info.partitions <= 0 and not any(info.name in w.repartition_sink_topics for w in subs):
+                return ConfiguredTopology(
+                    None,
+                    (),
+                    (),
+                    digest,
+                    error="Failed to compute number of partitions for all repartition topics, because a "
+                    "repartition source topic is never used as a sink topic.",
+                )
+
     # Copartition groups.
     for sub in subs:
         names = sources[sub.subtopology_id]
@@ -195,8 +211,10 @@ def configure(topology: StreamsGroupTopologyValue, image: MetadataImage) -> Conf
 
     to_create: list[InternalTopic] = []
     wrong: dict[str, str] = {}
-    expected = [(i, tasks[sub.subtopology_id]) for sub in subs for i in sub.state_changelog_topics]
-    expected += [(i, counts[i.name]) for sub in subs for i in sub.repartition_source_topics]
+    # Repartition topics, then changelog topics: the insertion order of Kafka's hash map of
+    # internal topics, which decides the order of two names in one bucket (measured).
+    expected = [(i, counts[i.name]) for sub in subs for i in sub.repartition_source_topics]
+    expected += [(i, tasks[sub.subtopology_id]) for sub in subs for i in sub.state_changelog_topics]
     for info, n in expected:
         t = image.topic(info.name)
         if t is None:

@@ -397,7 +397,17 @@ def scenario_two_members_one_process(s: Session) -> None:
     members.join(A, word_count(s), process_id="process-shared")
     members.join(B, word_count(s), process_id="process-shared")
     members.converge(A, B)
-    s.note("task counts", sorted(sum(len(t["partitions"]) for t in ts) for ts in members.owned.values()))
+    members.note_tasks("tasks")
+
+
+def scenario_three_processes(s: Session) -> None:
+    """A third process joins a stable group of two: who gives up which task."""
+    members = Members(s)
+    ready_word_count(s, members, A, B)
+    members.join(C, word_count(s))
+    members.converge(A, B, C)
+    members.note_tasks("tasks")
+    describe(s, "describe three members")
 
 
 def scenario_join_with_endpoint_rack_tags(s: Session) -> None:
@@ -1091,10 +1101,6 @@ DESCRIBED_COUNTS = {
         "topology's first configuration committed; groupshift whenever the topology is ready"
     )
 }
-ASSIGNOR = {
-    r"active_tasks": "groupshift's assignor keeps a subtopology's tasks together; Kafka's "
-    "StickyTaskAssignor spreads each subtopology over the processes (the counts agree)"
-}
 ENDPOINTS = {r"partitions_by_user_endpoint": "endpoint information for interactive queries is not built"}
 STANDBY = {
     r"IncrementalAlterConfigs|standby task counts": "standby tasks and the group config "
@@ -1107,8 +1113,9 @@ SCENARIOS: list[tuple[str, Callable[[Session], None], Known]] = [
     ("internal-topic-configs", scenario_internal_topic_configs, {}),
     ("heartbeat-unchanged", scenario_join_heartbeat_unchanged, {}),
     ("heartbeat-fewer-tasks", scenario_heartbeat_reporting_fewer_tasks, {}),
-    ("two-processes", scenario_two_processes, ASSIGNOR),
+    ("two-processes", scenario_two_processes, {}),
     ("two-members-one-process", scenario_two_members_one_process, {}),
+    ("three-processes", scenario_three_processes, {}),
     ("endpoint-rack-tags", scenario_join_with_endpoint_rack_tags, ENDPOINTS),
     ("process-change", scenario_process_change_bumps_epoch, {}),
     ("missing-source-topic", scenario_missing_source_topic, {}),
@@ -1159,7 +1166,7 @@ SCENARIOS: list[tuple[str, Callable[[Session], None], Known]] = [
     ("dynamic-leave-minus-two", scenario_dynamic_member_leaves_with_minus_two, {}),
     ("fenced-greater-epoch", scenario_greater_epoch_fenced, {}),
     ("fenced-smaller-epoch", scenario_smaller_epoch_fenced, {}),
-    ("previous-epoch-accepted", scenario_previous_epoch_accepted, ASSIGNOR),
+    ("previous-epoch-accepted", scenario_previous_epoch_accepted, {}),
     ("unknown-member", scenario_unknown_member, {}),
     ("unknown-group-heartbeat", scenario_unknown_group_heartbeat, {}),
     ("rejoin-after-fencing", scenario_rejoin_after_fencing, DESCRIBED_COUNTS),

@@ -849,3 +849,14 @@ def test_two_internal_topics_in_one_hash_bucket_keep_kafkas_insertion_order() ->
     )
     c = configure(topo, image({WORDS: 2}))
     assert [s.detail for s in c.statuses] == [f"Internal topics are missing: {rep}, {changelog}"]
+
+
+def test_assignor_spreads_each_subtopology_as_kafka_44() -> None:
+    """Measured on Kafka 4.4.0: a second process joining a member that has every task of a word
+    count takes partitions 2 and 3 of both subtopologies; the first keeps 0 and 1 of both."""
+    alone = assign_active({"0": 4, "1": 4}, {"a": "p1"}, {})
+    two = assign_active({"0": 4, "1": 4}, {"a": "p1", "b": "p2"}, alone)
+    assert two == {
+        "a": {"0": frozenset({0, 1}), "1": frozenset({0, 1})},
+        "b": {"0": frozenset({2, 3}), "1": frozenset({2, 3})},
+    }

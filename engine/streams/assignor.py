@@ -69,9 +69,9 @@ def assign_active(
     }
     rest = []
     for task in sorted(all_tasks, key=lambda t: (t[1], t[0])):
-        mid = owner.get(task)
-        if mid is not None and load[mid] < quota:
-            give(mid, task)
+        had_it = owner.get(task)
+        if had_it is not None and load[had_it] < quota:
+            give(had_it, task)
         else:
             rest.append(task)
 

@@ -186,6 +186,11 @@ def hb(s: Session, label: str, member: str, epoch: int, **over: Any) -> dict[str
         r[k] = canon_tasks(r[k])
     if r["status"] is not None:
         r["status"] = sorted(r["status"], key=lambda x: x["status_code"])
+    for e in r["partitions_by_user_endpoint"] or []:
+        # Kafka builds these lists from an immutable Java map, whose iteration order is salted
+        # per JVM start: the order of the topics carries no meaning.
+        for k in ("active_partitions", "standby_partitions"):
+            e[k] = sorted(e[k], key=lambda tp: tp["topic"])
     s.note(label, r)
     return r
 
@@ -422,6 +427,23 @@ def scenario_join_with_endpoint_rack_tags(s: Session) -> None:
         client_tags=[{"key": "zone", "value": "eu-1"}],
     )
     describe(s, "describe")
+
+
+def scenario_endpoints_two_members(s: Session) -> None:
+    """Interactive-query metadata: two members with endpoints, each heartbeat naming the
+    endpoint information epoch it has seen."""
+    setup(s, 4, (repartition_name(s), 4), (changelog_name(s), 4))
+    members = Members(s)
+    first = members.join(A, word_count(s), "A joins", user_endpoint={"host": "a", "port": 1})
+    members.converge(A)
+    members.join(B, word_count(s), "B joins", user_endpoint={"host": "b", "port": 2})
+    members.beat(A, "A, epoch 0 seen", endpoint_information_epoch=0)
+    seen = plain(
+        s.raw(88, 0, **hb_fields(s, B, members.epoch[B], **{**NO_TASKS, "active_tasks": members.owned[B]}))
+    )
+    s.note("B's endpoint information epoch", seen["endpoint_information_epoch"])
+    members.beat(B, "B, current epoch seen", endpoint_information_epoch=seen["endpoint_information_epoch"])
+    del first
 
 
 def scenario_process_change_bumps_epoch(s: Session) -> None:
@@ -1101,7 +1123,6 @@ DESCRIBED_COUNTS = {
         "topology's first configuration committed; groupshift whenever the topology is ready"
     )
 }
-ENDPOINTS = {r"partitions_by_user_endpoint": "endpoint information for interactive queries is not built"}
 STANDBY = {
     r"IncrementalAlterConfigs|standby task counts": "standby tasks and the group config "
     "streams.num.standby.replicas are not built"
@@ -1116,7 +1137,8 @@ SCENARIOS: list[tuple[str, Callable[[Session], None], Known]] = [
     ("two-processes", scenario_two_processes, {}),
     ("two-members-one-process", scenario_two_members_one_process, {}),
     ("three-processes", scenario_three_processes, {}),
-    ("endpoint-rack-tags", scenario_join_with_endpoint_rack_tags, ENDPOINTS),
+    ("endpoint-rack-tags", scenario_join_with_endpoint_rack_tags, {}),
+    ("endpoints-two-members", scenario_endpoints_two_members, {}),
     ("process-change", scenario_process_change_bumps_epoch, {}),
     ("missing-source-topic", scenario_missing_source_topic, {}),
     ("missing-source-then-created", scenario_missing_source_topic_then_created, {}),

@@ -860,3 +860,35 @@ def test_assignor_spreads_each_subtopology_as_kafka_44() -> None:
         "a": {"0": frozenset({0, 1}), "1": frozenset({0, 1})},
         "b": {"0": frozenset({2, 3}), "1": frozenset({2, 3})},
     }
+
+
+def test_endpoint_information_follows_kafkas_epoch() -> None:
+    """Kafka 4.4 (measured by the differential suite): a member with a user endpoint that is sent
+    its tasks bumps the group's endpoint information epoch; a member whose epoch differs gets
+    every member's endpoint with the source partitions of its tasks."""
+    from records.streams_group import Endpoint
+
+    h = Streams()
+    first = h.join("m1", user_endpoint=Endpoint("a", 1))
+    # The group is new: epoch 0 answered, the member's own endpoint listed.
+    assert first.endpoint_information_epoch == 0 and first.partitions_by_user_endpoint is not None
+    (own,) = first.partitions_by_user_endpoint
+    assert own.endpoint == Endpoint("a", 1)
+    assert sorted(own.active) == [(REPARTITION, (0, 1, 2, 3)), (WORDS, (0, 1, 2, 3))]
+    second = h.join("m2", user_endpoint=Endpoint("b", 2))
+    assert second.endpoint_information_epoch == 1
+    assert [e.endpoint for e in second.partitions_by_user_endpoint or ()] == [
+        Endpoint("a", 1),
+        Endpoint("b", 2),
+    ]
+    h.converge("m1", "m2")
+    steady = h.hb(
+        member_id="m1",
+        member_epoch=h.epochs["m1"],
+        endpoint_information_epoch=h.group.endpoint_information_epoch,
+        active_tasks=h.owned["m1"],
+        standby_tasks=(),
+        warmup_tasks=(),
+    )
+    # Nothing changed and the member has seen the group's epoch: no endpoint list.
+    assert steady.active_tasks is None and steady.partitions_by_user_endpoint is None

@@ -151,6 +151,10 @@ class StreamsGroup:
         # member's heartbeat carries status SHUTDOWN_APPLICATION until the group is empty. Not
         # in a record, as in Kafka 4.4 (`StreamsGroup.setShutdownRequestMemberId`).
         self.shutdown_requested_by: str | None = None
+        # Kafka 4.4's endpoint information epoch: bumped, on the live group only, each time a
+        # member with a user endpoint is sent its tasks; a member whose epoch differs is sent
+        # every member's endpoint and partitions.
+        self.endpoint_information_epoch = 0
 
     # --- derived ---------------------------------------------------------------------------
 

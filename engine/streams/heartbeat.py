@@ -23,6 +23,7 @@ from engine.state import ShardState
 from engine.streams.api import (
     SHUTDOWN_APPLICATION,
     STALE_TOPOLOGY,
+    EndpointPartitions,
     Status,
     StreamsGroupHeartbeatRequest,
     StreamsGroupHeartbeatResponse,
@@ -40,7 +41,7 @@ from engine.streams.group import (
     tasks_minus,
     tasks_union,
 )
-from engine.streams.topology import ConfiguredTopology, configure
+from engine.streams.topology import ConfiguredTopology, configure, java_hash_order
 from engine.timers import TimerKind
 from records.classic_group import GroupMetadataKey
 from records.coordinator import CoordinatorRecord
@@ -438,7 +439,19 @@ def heartbeat(
         and tasks_equal(member.standby, reconciled.standby)
         and tasks_equal(member.warmup, reconciled.warmup)
     )
+    endpoints = None
+    if not new_group:
+        if send_tasks and reconciled.user_endpoint is not None:
+            group.endpoint_information_epoch += 1
+        if group.endpoint_information_epoch != req.endpoint_information_epoch:
+            endpoints = _endpoints(topology, members, reconciled, configured, st)
+    elif send_tasks and reconciled.user_endpoint is not None:
+        # The first join of a new group: Kafka bumps the epoch of a group object it does not
+        # keep, answers every endpoint and epoch 0.
+        endpoints = _endpoints(topology, members, reconciled, configured, st)
     return StreamsGroupHeartbeatResponse(
+        endpoint_information_epoch=0 if new_group else group.endpoint_information_epoch,
+        partitions_by_user_endpoint=endpoints,
         member_id=mid,
         member_epoch=reconciled.member_epoch,
         heartbeat_interval_ms=st.streams_heartbeat_interval_ms(gid),
@@ -447,6 +460,43 @@ def heartbeat(
         standby_tasks=() if send_tasks else None,
         warmup_tasks=() if send_tasks else None,
         internal_topics_to_create=configured.to_create if configured is not None else (),
+    )
+
+
+def _endpoints(
+    topology: StreamsGroupTopologyValue | None,
+    members: dict[str, StreamsMember],
+    updated: StreamsMember,
+    configured: ConfiguredTopology | None,
+    st: ShardState,
+) -> tuple[EndpointPartitions, ...]:
+    """Kafka `maybeBuildEndpointToPartitions`: every other member with a user endpoint, then the
+    member itself, each with the source partitions of its tasks (a task's partition of every
+    source and repartition source topic of its subtopology, cut to the topic's partitions)."""
+    if topology is None or configured is None or configured.tasks is None:
+        return ()
+    subs = {s.subtopology_id: s for s in topology.subtopologies}
+
+    def partitions(tasks: Tasks) -> tuple[tuple[str, tuple[int, ...]], ...]:
+        out: list[tuple[str, tuple[int, ...]]] = []
+        for sid in java_hash_order(tasks):
+            sub = subs.get(sid)
+            if sub is None:
+                continue
+            names = [*sub.source_topics, *(i.name for i in sub.repartition_source_topics)]
+            parts = sorted(tasks[sid])
+            for topic in java_hash_order(names):
+                t = st.image.topic(topic)
+                count = 0 if t is None else t.num_partitions
+                out.append((topic, tuple(parts[:count]) if count < len(parts) else tuple(parts)))
+        return tuple(out)
+
+    # Kafka iterates its hash map of members, then adds the member itself.
+    order = [members[mid] for mid in java_hash_order(members) if mid != updated.member_id] + [updated]
+    return tuple(
+        EndpointPartitions(m.user_endpoint, partitions(m.active), partitions(m.standby))
+        for m in order
+        if m.user_endpoint is not None
     )
 
 

@@ -143,6 +143,7 @@ class StreamsApis:
             user_endpoint=None if ep is None else Endpoint(ep.host, ep.port),
             client_tags=None if req.client_tags is None else _kv(req.client_tags),
             shutdown_application=req.shutdown_application,
+            endpoint_information_epoch=req.endpoint_information_epoch,
         )
         ectx = engine_ctx(ctx, req.__version__)
         result = self.service.runtime_for(req.group_id).run(
@@ -172,8 +173,17 @@ class StreamsApis:
                     "active_tasks": _wire_tasks(r.active_tasks),
                     "standby_tasks": _wire_tasks(r.standby_tasks),
                     "warmup_tasks": _wire_tasks(r.warmup_tasks),
-                    "endpoint_information_epoch": 0,
-                    "partitions_by_user_endpoint": None,
+                    "endpoint_information_epoch": r.endpoint_information_epoch,
+                    "partitions_by_user_endpoint": None
+                    if r.partitions_by_user_endpoint is None
+                    else [
+                        {
+                            "user_endpoint": {"host": e.endpoint.host, "port": e.endpoint.port},
+                            "active_partitions": [{"topic": t, "partitions": list(p)} for t, p in e.active],
+                            "standby_partitions": [{"topic": t, "partitions": list(p)} for t, p in e.standby],
+                        }
+                        for e in r.partitions_by_user_endpoint
+                    ],
                 },
             )
 

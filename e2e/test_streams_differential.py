@@ -893,6 +893,13 @@ def scenario_standby_replicas_group_config(s: Session) -> None:
     )
 
 
+def scenario_api_versions(s: Session) -> None:
+    """The versions of the streams group APIs each side serves."""
+    r = plain(s.raw(18, 3, client_software_name="groupshift-e2e", client_software_version="1.0"))
+    ranges = {k["api_key"]: [k["min_version"], k["max_version"]] for k in r["api_keys"]}
+    s.note("ApiVersions", {str(k): ranges.get(k, "<absent>") for k in (88, 89, 93)})
+
+
 # --- scenarios: describe -------------------------------------------------------------------------
 
 
@@ -1123,6 +1130,11 @@ DESCRIBED_COUNTS = {
         "topology's first configuration committed; groupshift whenever the topology is ready"
     )
 }
+VERSIONS = {
+    r"ApiVersions#0\.(88|89)\[1\]|ApiVersions#0\.93$": "Kafka 4.4 serves StreamsGroupHeartbeat and "
+    "StreamsGroupDescribe v0-1 and StreamsGroupTopologyDescriptionUpdate (93); groupshift v0 and not "
+    "93: the wire library (kio) has only their v0 schemas"
+}
 STANDBY = {
     r"IncrementalAlterConfigs|standby task counts": "standby tasks and the group config "
     "streams.num.standby.replicas are not built"
@@ -1199,6 +1211,7 @@ SCENARIOS: list[tuple[str, Callable[[Session], None], Known]] = [
     ("static-leave-unknown-instance", scenario_static_leave_unknown_instance, {}),
     ("static-rejoin-same-member-id", scenario_static_rejoin_same_member_id, {}),
     ("standby-replicas", scenario_standby_replicas_group_config, STANDBY),
+    ("api-versions", scenario_api_versions, VERSIONS),
     ("describe-unknown", scenario_describe_unknown, {}),
     ("describe-authorized-operations", scenario_describe_authorized_operations, DESCRIBED_COUNTS),
     ("describe-several", scenario_describe_several, DESCRIBED_COUNTS),

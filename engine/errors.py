@@ -75,6 +75,7 @@ class Errors(IntEnum):
     UNSUPPORTED_ASSIGNOR = 112
     STALE_MEMBER_EPOCH = 113
     INVALID_REGULAR_EXPRESSION = 128
+    STREAMS_INVALID_TOPOLOGY = 130
 
 
 class CoordinatorError(Exception):

@@ -20,7 +20,7 @@ The table:
 
     request                 no group   classic,empty  classic        consumer,empty  consumer       streams
     ConsumerGroupHeartbeat  native(1)  replaced(2)    upgrade(3)     native          native         NOT FOUND
-    JoinGroup               native     native         native         replaced(4)     classic m.(5)  INCONSIST.
+    JoinGroup               native     native         native         replaced(4)     classic m.(5)  empty: (7)
     SyncGroup               UNKNOWN    UNKNOWN        native         UNKNOWN         classic m.(5)  NOT FOUND
     Heartbeat               UNKNOWN    native         native         classic member  classic m.(5)  NOT FOUND
     LeaveGroup              UNKNOWN    native         native         classic member  classic m.(5)  UNKNOWN
@@ -37,6 +37,8 @@ UNKNOWN: UNKNOWN_MEMBER_ID (LeaveGroup: per member).
     (Kafka 4.4's offline migration); it looks the group up itself and answers GROUP_ID_NOT_FOUND
     ("not a streams group") for the cells marked NOT FOUND.
 NOT FOUND: GROUP_ID_NOT_FOUND, "Group ... is not a consumer/classic/streams group".
+(7) an empty streams group is replaced by a classic group (Kafka 4.4's offline migration back);
+    one with members answers INCONSIST.
 INCONSIST.: INCONSISTENT_GROUP_PROTOCOL (measured on Kafka 4.4.0).
 """
 
@@ -241,8 +243,22 @@ def _not_a_classic_group(s: ShardState, group: Any, req: Any, ctx: RequestContex
 
 
 def _join_streams_group(s: ShardState, group: Any, req: Any, ctx: RequestContext, op: Operation) -> Any:
-    """JoinGroup on a streams group: INCONSISTENT_GROUP_PROTOCOL (*measured*, Kafka 4.4.0)."""
-    raise CoordinatorError(Errors.INCONSISTENT_GROUP_PROTOCOL)
+    """JoinGroup on a streams group (*measured*, Kafka 4.4.0): an empty one is replaced by the
+    classic group the join creates, its committed offsets kept (Kafka 4.4's offline migration
+    back to classic); one with members answers INCONSISTENT_GROUP_PROTOCOL."""
+    if not group.is_empty():
+        raise CoordinatorError(Errors.INCONSISTENT_GROUP_PROTOCOL)
+    if req.member_id:
+        raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID)
+    group_tombstones(group, op.records)
+    op.event(
+        "group.converted",
+        group=req.group_id,
+        from_type="streams",
+        to_type="classic",
+        reason="empty streams group",
+    )
+    return join_classic_group(s, None, req, ctx, op)
 
 
 def _leave_streams_group(

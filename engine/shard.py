@@ -485,7 +485,7 @@ class Shard:
             lambda e: StreamsGroupHeartbeatResponse(
                 error_code=int(e.code),
                 error_message=e.message,
-                member_id=request.member_id,
+                member_id="",  # Kafka 4.4 answers an error without the member id (measured)
                 member_epoch=0,
                 status=(),
             ),

@@ -113,3 +113,22 @@ SAMPLES: list[tuple[int, RecordValue]] = [
     ),
 ]
 """(record type, value)."""
+
+# The word count as a heartbeat sends it: WORD_COUNT_TOPOLOGY's copartition group names source
+# topic indices 0 and 1 of a subtopology without source topics, which a record may hold but Kafka
+# 4.4 fails a join with (UNKNOWN_SERVER_ERROR, e2e/test_streams_differential.py).
+WORD_COUNT_APP_TOPOLOGY = StreamsGroupTopologyValue(
+    epoch=WORD_COUNT_TOPOLOGY.epoch,
+    subtopologies=(
+        WORD_COUNT_TOPOLOGY.subtopologies[0],
+        Subtopology(
+            **{
+                **{
+                    f: getattr(WORD_COUNT_TOPOLOGY.subtopologies[1], f)
+                    for f in Subtopology.__dataclass_fields__
+                },
+                "copartition_groups": (CopartitionGroup((), (), (0,)),),
+            }
+        ),
+    ),
+)

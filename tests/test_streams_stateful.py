@@ -27,7 +27,7 @@ from engine.streams.api import StreamsGroupHeartbeatRequest, StreamsGroupHeartbe
 from engine.streams.group import StreamsGroup, tasks_intersect, tasks_minus, tasks_union
 from records.streams_group import TaskIds
 from tests.stateful_settings import stateful_settings
-from tests.streams_record_samples import WORD_COUNT_TOPOLOGY
+from tests.streams_record_samples import WORD_COUNT_APP_TOPOLOGY as WORD_COUNT_TOPOLOGY
 
 MEMBERS = ("m1", "m2", "m3", "m4")
 PROCESSES = ("p1", "p2", "p3")
@@ -47,6 +47,7 @@ class StreamsMachine(RuleBasedStateMachine):
         self.epochs: dict[str, int] = {}
         self.owned: dict[str, tuple[TaskIds, ...]] = {}
         self.records: list[Any] = []
+        self.partitions = 4
 
     def _hb(self, **fields: Any) -> StreamsGroupHeartbeatResponse:
         self.now += 10
@@ -120,9 +121,13 @@ class StreamsMachine(RuleBasedStateMachine):
         self.epochs.pop(member)
         self.owned.pop(member, None)
 
-    @rule(partitions=st.sampled_from((2, 4, 6)))
+    @rule(partitions=st.sampled_from((4, 6, 8)))
     def topics_change(self, partitions: int) -> None:
+        """Partitions are added (Kafka cannot remove them; a member reporting a task beyond a
+        subtopology's count is refused with INVALID_REQUEST, as Kafka does)."""
         self.now += 10
+        partitions = max(partitions, self.partitions)
+        self.partitions = partitions
         out = self.shard.update_metadata(image(partitions), self.now)
         self.records.extend(out.records)
 

@@ -38,6 +38,8 @@ class StreamsGroupHeartbeatRequest:
     user_endpoint: Endpoint | None = None
     client_tags: tuple[KeyValue, ...] | None = None
     shutdown_application: bool = False
+    # The last endpoint information epoch the member saw.
+    endpoint_information_epoch: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +55,19 @@ class StreamsGroupHeartbeatResponse:
     standby_tasks: tuple[TaskIds, ...] | None = None
     warmup_tasks: tuple[TaskIds, ...] | None = None
     internal_topics_to_create: tuple[InternalTopic, ...] = field(default=())
+    # Interactive-query metadata (Kafka `EndpointToPartitionsManager`): None when the member's
+    # endpoint information epoch is the group's.
+    endpoint_information_epoch: int = 0
+    partitions_by_user_endpoint: tuple[EndpointPartitions, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EndpointPartitions:
+    """One member's user endpoint and the source partitions of its active and standby tasks."""
+
+    endpoint: Endpoint
+    active: tuple[tuple[str, tuple[int, ...]], ...]
+    standby: tuple[tuple[str, tuple[int, ...]], ...]
 
 
 @dataclass(frozen=True, slots=True)

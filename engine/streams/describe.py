@@ -5,13 +5,13 @@ group of another type, is answered with GROUP_ID_NOT_FOUND as Kafka does."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from engine.errors import Errors
 from engine.state import ShardState
 from engine.streams.group import StreamsGroup, StreamsMember, task_ids
 from engine.streams.topology import configure
-from records.streams_group import StreamsGroupTopologyValue, TaskIds
+from records.streams_group import StreamsGroupTopologyValue, TaskIds, TopicInfo
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +33,31 @@ class DescribedStreamsGroup:
     members: tuple[DescribedStreamsMember, ...] = ()
 
 
+def _with_counts(
+    topology: StreamsGroupTopologyValue | None, partitions: dict[str, int] | None
+) -> StreamsGroupTopologyValue | None:
+    """The topology with its internal topics' partition counts as configured against the
+    cluster's topics, once it is ready (Kafka describes the configured topology: a repartition
+    or changelog topic the application left undefined shows the count the coordinator chose)."""
+    if topology is None or partitions is None:
+        return topology
+
+    def counted(infos: tuple[TopicInfo, ...]) -> tuple[TopicInfo, ...]:
+        return tuple(replace(i, partitions=partitions.get(i.name, i.partitions)) for i in infos)
+
+    return replace(
+        topology,
+        subtopologies=tuple(
+            replace(
+                sub,
+                state_changelog_topics=counted(sub.state_changelog_topics),
+                repartition_source_topics=counted(sub.repartition_source_topics),
+            )
+            for sub in topology.subtopologies
+        ),
+    )
+
+
 def describe_streams_groups(st: ShardState, group_ids: Iterable[str]) -> list[DescribedStreamsGroup]:
     out = []
     for gid in group_ids:
@@ -41,7 +66,8 @@ def describe_streams_groups(st: ShardState, group_ids: Iterable[str]) -> list[De
             message = f"Group {gid} not found." if group is None else f"Group {gid} is not a streams group."
             out.append(DescribedStreamsGroup(gid, int(Errors.GROUP_ID_NOT_FOUND), message))
             continue
-        ready = group.topology is not None and configure(group.topology, st.image).tasks is not None
+        configured = None if group.topology is None else configure(group.topology, st.image)
+        ready = configured is not None and configured.tasks is not None
         members = tuple(
             DescribedStreamsMember(m, task_ids(m.active), task_ids(group.targets.get(mid, {})))
             for mid, m in sorted(group.members.items())
@@ -52,7 +78,7 @@ def describe_streams_groups(st: ShardState, group_ids: Iterable[str]) -> list[De
                 group_state=group.state(ready),
                 group_epoch=group.group_epoch,
                 assignment_epoch=group.assignment_epoch,
-                topology=group.topology,
+                topology=_with_counts(group.topology, None if configured is None else configured.partitions),
                 members=members,
             )
         )

@@ -147,6 +147,14 @@ class StreamsGroup:
         self.assignment_epoch = -1
         # True once a record of type 17 was replayed: the group exists in the log.
         self.created = False
+        # The member that asked the whole application to shut down (ShutdownApplication): every
+        # member's heartbeat carries status SHUTDOWN_APPLICATION until the group is empty. Not
+        # in a record, as in Kafka 4.4 (`StreamsGroup.setShutdownRequestMemberId`).
+        self.shutdown_requested_by: str | None = None
+        # Kafka 4.4's endpoint information epoch: bumped, on the live group only, each time a
+        # member with a user endpoint is sent its tasks; a member whose epoch differs is sent
+        # every member's endpoint and partitions.
+        self.endpoint_information_epoch = 0
 
     # --- derived ---------------------------------------------------------------------------
 
@@ -204,6 +212,8 @@ class StreamsGroup:
     def replay_member_metadata(self, member_id: str, value: StreamsGroupMemberMetadataValue | None) -> None:
         if value is None:
             self.members.pop(member_id, None)
+            if not self.members:
+                self.shutdown_requested_by = None
             return
         m = self.members.get(member_id)
         if m is None:

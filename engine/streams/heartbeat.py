@@ -21,7 +21,9 @@ from engine.errors import CoordinatorError, Errors, invalid_request
 from engine.operation import Operation
 from engine.state import ShardState
 from engine.streams.api import (
+    SHUTDOWN_APPLICATION,
     STALE_TOPOLOGY,
+    EndpointPartitions,
     Status,
     StreamsGroupHeartbeatRequest,
     StreamsGroupHeartbeatResponse,
@@ -39,7 +41,7 @@ from engine.streams.group import (
     tasks_minus,
     tasks_union,
 )
-from engine.streams.topology import ConfiguredTopology, configure
+from engine.streams.topology import ConfiguredTopology, configure, java_hash_order
 from engine.timers import TimerKind
 from records.classic_group import GroupMetadataKey
 from records.coordinator import CoordinatorRecord
@@ -53,6 +55,8 @@ from records.streams_group import (
     StreamsGroupTargetAssignmentMetadataKey,
     StreamsGroupTargetAssignmentMetadataValue,
     StreamsGroupTopologyKey,
+    StreamsGroupTopologyValue,
+    TaskIds,
 )
 
 LEAVE_EPOCH = -1
@@ -62,32 +66,50 @@ STATIC_LEAVE_EPOCH = -2
 # --- validation ---------------------------------------------------------------------------------
 
 
+def _blank(value: str) -> bool:
+    """Java's `String.trim().isEmpty()`: every character at or below U+0020 is trimmed."""
+    return not value.strip("".join(chr(c) for c in range(0x21)))
+
+
 def validate(req: StreamsGroupHeartbeatRequest) -> None:
-    """Kafka `throwIfStreamsGroupHeartbeatRequestIsInvalid` (the checks this slice knows)."""
-    if not req.group_id:
-        raise invalid_request("GroupId can't be empty.")
-    if not req.member_id:
+    """Kafka `GroupCoordinatorService.throwIfStreamsGroupHeartbeatRequestIsUsingUnsupportedFeatures`
+    then `throwIfStreamsGroupHeartbeatRequestIsInvalid`, in Kafka 4.4's order (each refusal and
+    its message measured against a 4.4.0 node, e2e/test_streams_differential.py)."""
+    if req.topology is not None and any(s.source_topic_regex for s in req.topology.subtopologies):
+        raise invalid_request("Regular expressions for source topics are not supported yet.")
+    if _blank(req.member_id):
         raise invalid_request("MemberId can't be empty.")
-    if req.instance_id is not None and not req.instance_id:
+    if _blank(req.group_id):
+        raise invalid_request("GroupId can't be empty.")
+    if req.instance_id is not None and _blank(req.instance_id):
         raise invalid_request("InstanceId can't be empty.")
-    if req.rack_id is not None and not req.rack_id:
+    if req.rack_id is not None and _blank(req.rack_id):
         raise invalid_request("RackId can't be empty.")
     tasks = (req.active_tasks, req.standby_tasks, req.warmup_tasks)
     if req.member_epoch == 0:
         if req.rebalance_timeout_ms == -1:
             raise invalid_request("RebalanceTimeoutMs must be provided in first request.")
-        if req.topology is None:
-            raise invalid_request("Topology must be non-null when (re-)joining.")
         for name, given in zip(("ActiveTasks", "StandbyTasks", "WarmupTasks"), tasks, strict=True):
             if given is None or given:
                 raise invalid_request(f"{name} must be empty when (re-)joining.")
-    elif any(t is None for t in tasks) and any(t is not None for t in tasks):
-        raise invalid_request("If one task-type is non-null, all must be non-null.")
+        if req.topology is None:
+            raise invalid_request("Topology must be non-null when (re-)joining.")
+        for sub in req.topology.subtopologies:
+            for changelog in sub.state_changelog_topics:
+                if changelog.partitions != 0:
+                    raise CoordinatorError(
+                        Errors.STREAMS_INVALID_TOPOLOGY,
+                        f"Changelog topic {changelog.name} must have an undefined partition count, but it is "
+                        f"set to {changelog.partitions}.",
+                    )
+    elif req.member_epoch == STATIC_LEAVE_EPOCH:
+        if req.instance_id is None:
+            raise invalid_request("InstanceId can't be null.")
     elif req.member_epoch < STATIC_LEAVE_EPOCH:
         raise invalid_request(f"MemberEpoch is {req.member_epoch}, but must be greater than or equal to -2.")
-    elif req.member_epoch == STATIC_LEAVE_EPOCH and req.instance_id is None:
-        raise invalid_request("InstanceId can't be null when MemberEpoch is -2.")
-    elif req.member_epoch > 0 and req.topology is not None:
+    if any(t is None for t in tasks) and any(t is not None for t in tasks):
+        raise invalid_request("If one task-type is non-null, all must be non-null.")
+    if req.member_epoch != 0 and req.topology is not None:
         raise invalid_request("Topology can only be provided when (re-)joining.")
 
 
@@ -143,12 +165,17 @@ def streams_group_tombstones(group: StreamsGroup) -> list[CoordinatorRecord]:
 
 
 def _new_targets(
-    group: StreamsGroup, members: dict[str, StreamsMember], configured: ConfiguredTopology | None
+    group: StreamsGroup,
+    members: dict[str, StreamsMember],
+    configured: ConfiguredTopology | None,
+    previous: dict[str, Tasks] | None = None,
 ) -> dict[str, Tasks]:
+    """`previous`: the targets to stay close to, the group's unless a static member's new
+    member id took over its predecessor's."""
     if configured is None or configured.tasks is None:
         return {mid: {} for mid in members}
     processes = {mid: m.process_id for mid, m in members.items()}
-    return assign_active(configured.tasks, processes, group.targets)
+    return assign_active(configured.tasks, processes, group.targets if previous is None else previous)
 
 
 def _write_targets(
@@ -245,13 +272,25 @@ def heartbeat(
         if req.member_epoch != 0:
             raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Streams group {req.group_id} not found.")
         group = StreamsGroup(req.group_id)
+        # Kafka 4.4 creates a streams group at epoch 1, so its first member's join bumps it to 2
+        # (measured: "Bumped streams group epoch to 2" on the first heartbeat).
+        group.group_epoch = 1
     gid, mid = req.group_id, req.member_id
     member = group.members.get(mid)
     new_member = member is None
     reported = None if req.active_tasks is None else tasks_from(req.active_tasks)
+    replaced: StreamsMember | None = None
     if member is None:
         if req.member_epoch != 0:
             raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, f"Member {mid} is not a member of group {gid}.")
+        replaced = _static_predecessor(group, mid, req.instance_id)
+    if member is None and replaced is not None:
+        # A static member back with a new member id takes its predecessor's place and tasks.
+        op.records += _member_tombstones(gid, replaced.member_id)
+        op.cancel(TimerKind.STREAMS_SESSION, gid, replaced.member_id)
+        op.cancel(TimerKind.STREAMS_REBALANCE, gid, replaced.member_id)
+        member = replace(replaced, member_id=mid)
+    elif member is None:
         if len(group.members) >= st.config.streams_max_size:
             raise CoordinatorError(
                 Errors.GROUP_MAX_SIZE_REACHED,
@@ -262,16 +301,20 @@ def heartbeat(
     elif req.member_epoch != 0:
         _check_epoch(member, req.member_epoch, reported)
 
-    # Topology: a joining member may bring a newer one.
+    # Topology (Kafka `maybeUpdateTopology`): the first one initializes the group's; an older
+    # epoch is stale; another topology at the group's epoch or later is refused, as Kafka 4.4
+    # does not update topologies yet.
     topology = group.topology
     statuses: list[Status] = []
-    bump = new_member
-    if req.topology is not None and (topology is None or req.topology.epoch > topology.epoch):
-        topology = req.topology
-        op.records.append(CoordinatorRecord(StreamsGroupTopologyKey(gid), topology))
-        bump = True
-    if topology is not None and req.topology is not None and req.topology.epoch < topology.epoch:
-        statuses.append(Status(STALE_TOPOLOGY, "The member's topology epoch is older than the group's."))
+    bump = new_member and replaced is None
+    if req.topology is not None:
+        if topology is None:
+            _throw_if_unusable(req.topology)
+            topology = req.topology
+            op.records.append(CoordinatorRecord(StreamsGroupTopologyKey(gid), topology))
+            bump = True
+        elif req.topology.epoch >= topology.epoch and not _same_topology(req.topology, topology):
+            raise invalid_request("Topology updates are not supported yet.")
 
     updated = replace(
         member,
@@ -287,11 +330,19 @@ def heartbeat(
         user_endpoint=req.user_endpoint if req.user_endpoint is not None else member.user_endpoint,
         client_tags=req.client_tags if req.client_tags is not None else member.client_tags,
     )
+    if topology is not None and updated.topology_epoch < topology.epoch:
+        statuses.append(
+            Status(
+                STALE_TOPOLOGY,
+                f"The member's topology epoch {updated.topology_epoch} is behind the group's "
+                f"topology epoch {topology.epoch}.",
+            )
+        )
     if new_member or updated.metadata_value() != member.metadata_value():
         op.records.append(
             CoordinatorRecord(StreamsGroupMemberMetadataKey(gid, mid), updated.metadata_value())
         )
-        if not new_member and (
+        if (not new_member or replaced is not None) and (
             updated.process_id != member.process_id
             or updated.topology_epoch != member.topology_epoch
             or updated.rack_id != member.rack_id
@@ -300,6 +351,10 @@ def heartbeat(
             bump = True
 
     configured = None if topology is None else configure(topology, st.image)
+    if configured is not None and configured.error is not None:
+        raise CoordinatorError(Errors.STREAMS_INVALID_TOPOLOGY, configured.error)
+    if configured is not None and configured.tasks is not None:
+        _throw_if_invalid_tasks(configured.tasks, (req.active_tasks, req.standby_tasks, req.warmup_tasks))
     digest = 0 if configured is None else configured.metadata_hash
     if configured is not None:
         statuses += configured.statuses
@@ -315,21 +370,30 @@ def heartbeat(
         op.records.append(_metadata_record(gid, epoch, digest, validated))
 
     members = dict(group.members)
-    members[mid] = updated
     targets: dict[str, Tasks] = dict(group.targets)
+    owned_by_others = group.tasks_owned_by_others(mid)
+    if replaced is not None:
+        del members[replaced.member_id]
+        targets[mid] = targets.pop(replaced.member_id, {})
+        owned_by_others = tasks_minus(
+            owned_by_others, tasks_union(replaced.active, replaced.active_pending_revocation)
+        )
+    members[mid] = updated
     target_epoch = group.assignment_epoch
     if epoch > group.assignment_epoch:
-        targets = _new_targets(group, members, configured)
+        targets = _new_targets(group, members, configured, targets)
         _write_targets(st, op, group, targets, epoch)
         target_epoch = epoch
         if epoch != group.group_epoch or new_member:
             op.event("group.epoch_bumped", group=gid, epoch=epoch, member=mid)
+    elif replaced is not None:
+        op.records.append(_target_record(gid, mid, targets[mid]))
 
     reconciled = reconcile(
         updated if not new_member else replace(updated, member_epoch=0, previous_member_epoch=-1),
         targets.get(mid, {}),
         target_epoch,
-        group.tasks_owned_by_others(mid),
+        owned_by_others,
         reported,
     )
     changed = new_member or not _same_assignment(member, reconciled)
@@ -353,13 +417,41 @@ def heartbeat(
             state=reconciled.state.name,
         )
     op.schedule(TimerKind.STREAMS_SESSION, gid, mid, st.streams_session_timeout_ms(gid))
+    if not new_group:
+        # Kept on the live group, not in a record (as Kafka 4.4 does); the group object of a
+        # group this heartbeat creates is not the one the shard keeps, so a shutdown asked on
+        # the very first join is not remembered.
+        if req.shutdown_application:
+            group.shutdown_requested_by = mid
+        if group.shutdown_requested_by is not None:
+            statuses.append(
+                Status(
+                    SHUTDOWN_APPLICATION,
+                    f"Streams group member {group.shutdown_requested_by} encountered a fatal error and "
+                    "requested a shutdown for the entire application.",
+                )
+            )
 
-    send_tasks = (
-        changed
-        or req.member_epoch == 0
-        or (reported is not None and not tasks_equal(reported, reconciled.active))
+    # Kafka sends the tasks on a join and when the member's assigned tasks changed (not on an
+    # epoch change alone, nor to a member that reports fewer tasks than it has).
+    send_tasks = req.member_epoch == 0 or not (
+        tasks_equal(member.active, reconciled.active)
+        and tasks_equal(member.standby, reconciled.standby)
+        and tasks_equal(member.warmup, reconciled.warmup)
     )
+    endpoints = None
+    if not new_group:
+        if send_tasks and reconciled.user_endpoint is not None:
+            group.endpoint_information_epoch += 1
+        if group.endpoint_information_epoch != req.endpoint_information_epoch:
+            endpoints = _endpoints(topology, members, reconciled, configured, st)
+    elif send_tasks and reconciled.user_endpoint is not None:
+        # The first join of a new group: Kafka bumps the epoch of a group object it does not
+        # keep, answers every endpoint and epoch 0.
+        endpoints = _endpoints(topology, members, reconciled, configured, st)
     return StreamsGroupHeartbeatResponse(
+        endpoint_information_epoch=0 if new_group else group.endpoint_information_epoch,
+        partitions_by_user_endpoint=endpoints,
         member_id=mid,
         member_epoch=reconciled.member_epoch,
         heartbeat_interval_ms=st.streams_heartbeat_interval_ms(gid),
@@ -369,6 +461,84 @@ def heartbeat(
         warmup_tasks=() if send_tasks else None,
         internal_topics_to_create=configured.to_create if configured is not None else (),
     )
+
+
+def _endpoints(
+    topology: StreamsGroupTopologyValue | None,
+    members: dict[str, StreamsMember],
+    updated: StreamsMember,
+    configured: ConfiguredTopology | None,
+    st: ShardState,
+) -> tuple[EndpointPartitions, ...]:
+    """Kafka `maybeBuildEndpointToPartitions`: every other member with a user endpoint, then the
+    member itself, each with the source partitions of its tasks (a task's partition of every
+    source and repartition source topic of its subtopology, cut to the topic's partitions)."""
+    if topology is None or configured is None or configured.tasks is None:
+        return ()
+    subs = {s.subtopology_id: s for s in topology.subtopologies}
+
+    def partitions(tasks: Tasks) -> tuple[tuple[str, tuple[int, ...]], ...]:
+        out: list[tuple[str, tuple[int, ...]]] = []
+        for sid in java_hash_order(tasks):
+            sub = subs.get(sid)
+            if sub is None:
+                continue
+            names = [*sub.source_topics, *(i.name for i in sub.repartition_source_topics)]
+            parts = sorted(tasks[sid])
+            for topic in java_hash_order(names):
+                t = st.image.topic(topic)
+                count = 0 if t is None else t.num_partitions
+                out.append((topic, tuple(parts[:count]) if count < len(parts) else tuple(parts)))
+        return tuple(out)
+
+    # Kafka iterates its hash map of members, then adds the member itself.
+    order = [members[mid] for mid in java_hash_order(members) if mid != updated.member_id] + [updated]
+    return tuple(
+        EndpointPartitions(m.user_endpoint, partitions(m.active), partitions(m.standby))
+        for m in order
+        if m.user_endpoint is not None
+    )
+
+
+def _same_topology(a: StreamsGroupTopologyValue, b: StreamsGroupTopologyValue) -> bool:
+    """Kafka's `StreamsTopology.equals`: the epoch and the subtopologies by id."""
+    return a.epoch == b.epoch and sorted(a.subtopologies, key=lambda s: s.subtopology_id) == sorted(
+        b.subtopologies, key=lambda s: s.subtopology_id
+    )
+
+
+def _throw_if_unusable(topology: StreamsGroupTopologyValue) -> None:
+    """What Kafka 4.4 fails on with UNKNOWN_SERVER_ERROR and no message when a topology first
+    initializes a group (measured): a negative topology epoch, and a copartition group naming a
+    source or repartition topic index the subtopology does not have. The same code here, so a
+    client reacts as it does to Kafka."""
+    fail = CoordinatorError(Errors.UNKNOWN_SERVER_ERROR, None)
+    if topology.epoch < 0:
+        raise fail
+    ids = [s.subtopology_id for s in topology.subtopologies]
+    if len(set(ids)) != len(ids):
+        raise fail
+    for sub in topology.subtopologies:
+        for group in sub.copartition_groups:
+            if any(i < 0 or i >= len(sub.source_topics) for i in group.source_topics) or any(
+                i < 0 or i >= len(sub.repartition_source_topics) for i in group.repartition_source_topics
+            ):
+                raise fail
+
+
+def _throw_if_invalid_tasks(tasks: dict[str, int], given: tuple[tuple[TaskIds, ...] | None, ...]) -> None:
+    """Kafka `throwIfRequestContainsInvalidTasks`, once the topology is ready: an owned task of a
+    subtopology the topology lacks, or a partition beyond its number of tasks."""
+    for ids in given:
+        for t in ids or ():
+            if t.subtopology_id not in tasks:
+                raise invalid_request(f"Subtopology {t.subtopology_id} does not exist in the topology.")
+            for p in t.partitions:
+                if p < 0 or p >= tasks[t.subtopology_id]:
+                    raise invalid_request(
+                        f"Task {p} for subtopology {t.subtopology_id} is invalid. Number of tasks for "
+                        f"this subtopology: {tasks[t.subtopology_id]}"
+                    )
 
 
 def _check_epoch(member: StreamsMember, received: int, reported: Tasks | None) -> None:
@@ -412,11 +582,55 @@ def remove_member(st: ShardState, group: StreamsGroup, member_id: str, op: Opera
     op.cancel(TimerKind.STREAMS_SESSION, gid, member_id)
 
 
+def _static_predecessor(group: StreamsGroup, member_id: str, instance_id: str | None) -> StreamsMember | None:
+    """The member a static member joining as `member_id` replaces (Kafka 4.4, measured): one
+    that left with epoch -2 under the same instance id. A live member holding the instance id
+    refuses the join with UNRELEASED_INSTANCE_ID."""
+    if instance_id is None:
+        return None
+    holder = next((m for m in group.members.values() if m.instance_id == instance_id), None)
+    if holder is None:
+        return None
+    if holder.member_epoch != STATIC_LEAVE_EPOCH:
+        raise CoordinatorError(
+            Errors.UNRELEASED_INSTANCE_ID,
+            f"Static member {member_id} with instance id {instance_id} cannot join the group because the "
+            f"instance id is owned by {holder.member_id} member.",
+        )
+    return holder
+
+
+def static_leave(
+    group: StreamsGroup, req: StreamsGroupHeartbeatRequest, op: Operation
+) -> StreamsGroupHeartbeatResponse:
+    """Epoch -2 (Kafka 4.4, measured): the static member stays in the group with its tasks and
+    epoch -2 (the group shows Reconciling) until a member with its instance id replaces it or
+    its session expires; the group epoch does not move."""
+    gid, mid, iid = req.group_id, req.member_id, req.instance_id
+    member = next((m for m in group.members.values() if m.instance_id == iid), None)
+    if member is None:
+        raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, f"Instance id {iid} is unknown.")
+    if member.member_id != mid:
+        raise CoordinatorError(
+            Errors.FENCED_INSTANCE_ID,
+            f"Static member {mid} with instance id {iid} was fenced by member {member.member_id}.",
+        )
+    left = replace(member, member_epoch=STATIC_LEAVE_EPOCH)
+    op.records.append(
+        CoordinatorRecord(StreamsGroupCurrentMemberAssignmentKey(gid, mid), left.assignment_value())
+    )
+    op.cancel(TimerKind.STREAMS_REBALANCE, gid, mid)
+    op.event("member.left", group=gid, member=mid, reason="the static member left the group temporarily")
+    return StreamsGroupHeartbeatResponse(member_id=mid, member_epoch=STATIC_LEAVE_EPOCH, status=())
+
+
 def leave(
     st: ShardState, group: StreamsGroup | None, req: StreamsGroupHeartbeatRequest, op: Operation
 ) -> StreamsGroupHeartbeatResponse:
     if group is None:
-        raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Streams group {req.group_id} not found.")
+        raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {req.group_id} not found.")
+    if req.member_epoch == STATIC_LEAVE_EPOCH:
+        return static_leave(group, req, op)
     if req.member_id not in group.members:
         raise CoordinatorError(
             Errors.UNKNOWN_MEMBER_ID, f"Member {req.member_id} is not a member of group {req.group_id}."

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from engine.metadata import MetadataImage
@@ -43,6 +44,30 @@ class ConfiguredTopology:
     statuses: tuple[Status, ...]
     to_create: tuple[InternalTopic, ...]
     metadata_hash: int
+    # Internal topic name -> its partition count, once the topology is ready (StreamsGroupDescribe
+    # shows these counts in place of the topology's undefined ones, as Kafka does).
+    partitions: dict[str, int] | None = None
+    # Why the topology cannot be configured at all (Kafka's STREAMS_INVALID_TOPOLOGY answer).
+    error: str | None = None
+
+
+def java_hash_order(names: Iterable[str]) -> list[str]:
+    """`names` in the order a Java `HashMap`/`HashSet` of them iterates (the order Kafka's status
+    details list topics in): by bucket of `String.hashCode` spread as HashMap does, over the
+    table the default capacity (16, doubled past a 0.75 load) gives; insertion order within a
+    bucket."""
+    unique = list(dict.fromkeys(names))
+    capacity = 16
+    while len(unique) > capacity * 3 // 4:
+        capacity *= 2
+
+    def bucket(name: str) -> int:
+        h = 0
+        for unit in name.encode("utf-16-be").hex(" ", 2).split():
+            h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & (capacity - 1)
+
+    return sorted(unique, key=bucket)
 
 
 def _source_names(sub: Subtopology, image: MetadataImage) -> list[str]:
@@ -89,7 +114,7 @@ def configure(topology: StreamsGroupTopologyValue, image: MetadataImage) -> Conf
             involved.add(info.name)
     digest = metadata_hash(involved, image)
     if missing_sources:
-        detail = f"Source topics {', '.join(sorted(set(missing_sources)))} are missing."
+        detail = f"Source topics {', '.join(java_hash_order(missing_sources))} are missing."
         return ConfiguredTopology(None, (Status(MISSING_SOURCE_TOPICS, detail),), (), digest)
 
     # Partition counts of the repartition topics: fixed, or derived from the writers' inputs.
@@ -121,6 +146,20 @@ def configure(topology: StreamsGroupTopologyValue, image: MetadataImage) -> Conf
                     counts[info.name] = max(found)
                     changed = True
 
+    # Kafka 4.4 (measured): a repartition source topic without a fixed count that no subtopology
+    # writes cannot get a count, and the heartbeat fails with STREAMS_INVALID_TOPOLOGY.
+    for sub in subs:
+        for info in sub.repartition_source_topics:
+            if info.partitions <= 0 and not any(info.name in w.repartition_sink_topics for w in subs):
+                return ConfiguredTopology(
+                    None,
+                    (),
+                    (),
+                    digest,
+                    error="Failed to compute number of partitions for all repartition topics, because a "
+                    "repartition source topic is never used as a sink topic.",
+                )
+
     # Copartition groups.
     for sub in subs:
         names = sources[sub.subtopology_id]
@@ -129,7 +168,8 @@ def configure(topology: StreamsGroupTopologyValue, image: MetadataImage) -> Conf
             group_sources += [names[i] for i in group.source_topic_regex if i < len(names)]
             partitioned = {c for n in group_sources if (c := source_count(n)) is not None}
             if len(partitioned) > 1:
-                detail = f"Following topics are not copartitioned: {', '.join(sorted(group_sources))}"
+                counts_text = ", ".join(f"{n}={source_count(n)}" for n in sorted(set(group_sources)))
+                detail = f"Following topics do not have the same number of partitions: [{{{counts_text}}}]"
                 statuses.append(Status(INCORRECTLY_PARTITIONED_TOPICS, detail))
                 continue
             repartition = [
@@ -148,30 +188,51 @@ def configure(topology: StreamsGroupTopologyValue, image: MetadataImage) -> Conf
     if statuses:
         return ConfiguredTopology(None, tuple(statuses), (), digest)
 
+    def actual_input_counts(sub: Subtopology) -> list[int]:
+        """A subtopology's inputs as they are: an existing repartition topic counts with its
+        partitions, whatever the topology asks for (Kafka 4.4 measured: its changelog is then
+        expected with that many partitions)."""
+        out = [c for n in sources[sub.subtopology_id] if (c := source_count(n)) is not None]
+        for i in sub.repartition_source_topics:
+            existing = source_count(i.name)
+            if existing is not None:
+                out.append(existing)
+            elif i.name in counts:
+                out.append(counts[i.name])
+        return out
+
     tasks: dict[str, int] = {}
     for sub in subs:
-        found = input_counts(sub)
+        found = actual_input_counts(sub)
         if not found:
             detail = f"Subtopology {sub.subtopology_id}: the partition count of its inputs cannot be derived."
             return ConfiguredTopology(None, (Status(MISSING_SOURCE_TOPICS, detail),), (), digest)
         tasks[sub.subtopology_id] = max(found)
 
     to_create: list[InternalTopic] = []
-    wrong: list[str] = []
-    for sub in subs:
-        expected = [(i, counts[i.name]) for i in sub.repartition_source_topics]
-        expected += [(i, tasks[sub.subtopology_id]) for i in sub.state_changelog_topics]
-        for info, n in expected:
-            t = image.topic(info.name)
-            if t is None:
-                to_create.append(InternalTopic(info.name, n, info.replication_factor, info.topic_configs))
-            elif t.num_partitions != n:
-                wrong.append(f"{info.name} has {t.num_partitions} partitions, expected {n}")
+    wrong: dict[str, str] = {}
+    # Repartition topics, then changelog topics: the insertion order of Kafka's hash map of
+    # internal topics, which decides the order of two names in one bucket (measured).
+    expected = [(i, counts[i.name]) for sub in subs for i in sub.repartition_source_topics]
+    expected += [(i, tasks[sub.subtopology_id]) for sub in subs for i in sub.state_changelog_topics]
+    for info, n in expected:
+        t = image.topic(info.name)
+        if t is None:
+            to_create.append(InternalTopic(info.name, n, info.replication_factor, info.topic_configs))
+        elif t.num_partitions != n:
+            wrong[info.name] = (
+                f"Existing topic {info.name} has different number of partitions: "
+                f"expected {n}, found {t.num_partitions}"
+            )
     if wrong:
-        detail = "Internal topics have the wrong number of partitions: " + "; ".join(wrong)
-        return ConfiguredTopology(None, (Status(INCORRECTLY_PARTITIONED_TOPICS, detail),), (), digest)
+        # Kafka 4.4 stops at the first such topic of its hash map of internal topics (measured:
+        # the changelog or the repartition topic, by their names' hashes).
+        first = wrong[java_hash_order(wrong)[0]]
+        return ConfiguredTopology(None, (Status(INCORRECTLY_PARTITIONED_TOPICS, first),), (), digest)
     if to_create:
-        missing = ", ".join(sorted({t.name for t in to_create}))
+        missing = ", ".join(java_hash_order(t.name for t in to_create))
         detail = f"Internal topics are missing: {missing}"
         return ConfiguredTopology(None, (Status(MISSING_INTERNAL_TOPICS, detail),), tuple(to_create), digest)
-    return ConfiguredTopology(tasks, (), (), digest)
+    partitions = {i.name: counts[i.name] for sub in subs for i in sub.repartition_source_topics}
+    partitions.update({i.name: tasks[sub.subtopology_id] for sub in subs for i in sub.state_changelog_topics})
+    return ConfiguredTopology(tasks, (), (), digest, partitions)

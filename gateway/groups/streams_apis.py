@@ -55,10 +55,11 @@ CreateTopics = Callable[[Sequence[Any]], Awaitable[Sequence[Any]]]
 # create this topic (CREATE on the CLUSTER or the TOPIC)?
 MAY_CREATE_TOPIC = "authorizer.may_create_topic"
 
-# Kafka 4.4's defaults of `group.streams.acceptable.recovery.lag` (v0 carries it as an int32)
-# and `group.streams.task.offset.interval.ms`, which groupshift does not use yet (no warm-ups,
-# no task offsets).
-ACCEPTABLE_RECOVERY_LAG = 10000
+# What Kafka 4.4 answers at v0 (*measured*, e2e/test_streams_differential.py): AcceptableRecoveryLag
+# 0 (the lag moved to v1 as an int64), and `group.streams.task.offset.interval.ms`'s default on a
+# heartbeat that joined or stayed (0 on a leave and on an error). groupshift does not use either
+# yet (no warm-ups, no task offsets).
+ACCEPTABLE_RECOVERY_LAG = 0
 TASK_OFFSET_INTERVAL_MS = 60000
 
 
@@ -142,6 +143,7 @@ class StreamsApis:
             user_endpoint=None if ep is None else Endpoint(ep.host, ep.port),
             client_tags=None if req.client_tags is None else _kv(req.client_tags),
             shutdown_application=req.shutdown_application,
+            endpoint_information_epoch=req.endpoint_information_epoch,
         )
         ectx = engine_ctx(ctx, req.__version__)
         result = self.service.runtime_for(req.group_id).run(
@@ -162,15 +164,26 @@ class StreamsApis:
                     "member_epoch": r.member_epoch,
                     "heartbeat_interval": r.heartbeat_interval_ms,
                     "acceptable_recovery_lag": ACCEPTABLE_RECOVERY_LAG,
-                    "task_offset_interval": TASK_OFFSET_INTERVAL_MS,
+                    "task_offset_interval": TASK_OFFSET_INTERVAL_MS
+                    if r.error_code == 0 and r.member_epoch >= 0
+                    else 0,
                     "status": None
                     if status is None
                     else [{"status_code": s.code, "status_detail": s.detail} for s in status],
                     "active_tasks": _wire_tasks(r.active_tasks),
                     "standby_tasks": _wire_tasks(r.standby_tasks),
                     "warmup_tasks": _wire_tasks(r.warmup_tasks),
-                    "endpoint_information_epoch": 0,
-                    "partitions_by_user_endpoint": None,
+                    "endpoint_information_epoch": r.endpoint_information_epoch,
+                    "partitions_by_user_endpoint": None
+                    if r.partitions_by_user_endpoint is None
+                    else [
+                        {
+                            "user_endpoint": {"host": e.endpoint.host, "port": e.endpoint.port},
+                            "active_partitions": [{"topic": t, "partitions": list(p)} for t, p in e.active],
+                            "standby_partitions": [{"topic": t, "partitions": list(p)} for t, p in e.standby],
+                        }
+                        for e in r.partitions_by_user_endpoint
+                    ],
                 },
             )
 

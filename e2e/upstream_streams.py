@@ -1,0 +1,210 @@
+"""Streams groups (KIP-1071) in upstream mode, on the wire: StreamsGroupHeartbeat through a
+gateway whose cluster has no streams groups of its own (a groupshift backend here,
+e2e/test_upstream_groupshift.py; the Kafka 3.9 word count is in e2e/test_upstream_kafka.py).
+
+Checked: ApiVersions advertises 88 and 89; a member joining with a word count's topology is
+told MISSING_INTERNAL_TOPICS while groupshift creates the repartition and changelog topics
+on the cluster (seen there with the topology's partition count), then gets every task; a
+topic the cluster refuses (an invalid config) stays missing and the status says why; the
+member's OffsetCommit is answered by groupshift and mirrored to the cluster."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from e2e.groups import wait_until
+from e2e.harness import GatewayProcess
+from e2e.upstream import Backend, upstream_offsets
+from protocol.client import WireClient, make_request
+
+MISSING_INTERNAL_TOPICS = 3
+
+
+def _topology(source: str, repartition: str, changelog: str, changelog_configs: dict[str, str]) -> Any:
+    return {
+        "epoch": 0,
+        "subtopologies": [
+            {
+                "subtopology_id": "0",
+                "source_topics": [source],
+                "source_topic_regex": [],
+                "state_changelog_topics": [],
+                "repartition_sink_topics": [repartition],
+                "repartition_source_topics": [],
+                "copartition_groups": [],
+            },
+            {
+                "subtopology_id": "1",
+                "source_topics": [],
+                "source_topic_regex": [],
+                "state_changelog_topics": [
+                    {
+                        "name": changelog,
+                        "partitions": 0,
+                        "replication_factor": 0,
+                        "topic_configs": [{"key": k, "value": v} for k, v in changelog_configs.items()],
+                    }
+                ],
+                "repartition_sink_topics": [],
+                "repartition_source_topics": [
+                    {
+                        "name": repartition,
+                        "partitions": 0,
+                        "replication_factor": 0,
+                        "topic_configs": [{"key": "cleanup.policy", "value": "delete"}],
+                    }
+                ],
+                "copartition_groups": [],
+            },
+        ],
+    }
+
+
+def _heartbeat(client: WireClient, group: str, member: str, epoch: int, **fields: Any) -> Any:
+    body: dict[str, Any] = {
+        "group_id": group,
+        "member_id": member,
+        "member_epoch": epoch,
+        "endpoint_information_epoch": 0,
+        "instance_id": None,
+        "rack_id": None,
+        "rebalance_timeout": 30000 if epoch == 0 else -1,
+        "topology": None,
+        "active_tasks": None,
+        "standby_tasks": None,
+        "warmup_tasks": None,
+        "process_id": None,
+        "user_endpoint": None,
+        "client_tags": None,
+        "task_offsets": None,
+        "task_end_offsets": None,
+        "shutdown_application": False,
+    }
+    body.update(fields)
+    return client.request(make_request(88, 0, **body))
+
+
+def _join(client: WireClient, group: str, topology: Any) -> tuple[str, Any]:
+    member = str(uuid.uuid4())
+    r = _heartbeat(
+        client,
+        group,
+        member,
+        0,
+        topology=topology,
+        process_id=str(uuid.uuid4()),
+        active_tasks=[],
+        standby_tasks=[],
+        warmup_tasks=[],
+        client_tags=[],
+    )
+    assert r.error_code == 0, r
+    return member, r
+
+
+def _partitions(bootstrap: str, topic: str) -> int | None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    listed = admin.list_topics(timeout=10).topics
+    found = listed.get(topic)
+    return None if found is None or found.error is not None else len(found.partitions)
+
+
+def check_streams_group_on_upstream(gw: GatewayProcess, backend: Backend, prefix: str) -> None:
+    source = f"{prefix}-in"
+    admin = AdminClient({"bootstrap.servers": gw.bootstrap})
+    admin.create_topics([NewTopic(source, 3, 1)])[source].result(30)
+    with WireClient(gw.port, timeout=15) as client:
+        versions = client.request(
+            make_request(18, 3, client_software_name="e2e", client_software_version="1")
+        )
+        keys = {int(a.api_key): (int(a.min_version), int(a.max_version)) for a in versions.api_keys}
+        assert keys.get(88) == (0, 0) and keys.get(89) == (0, 0), keys
+
+        # A topology whose internal topics the cluster creates.
+        group = f"{prefix}-app"
+        repartition, changelog = f"{group}-counts-repartition", f"{group}-counts-changelog"
+        member, r = _join(
+            client, group, _topology(source, repartition, changelog, {"cleanup.policy": "compact"})
+        )
+        assert [int(s.status_code) for s in r.status or ()] == [MISSING_INTERNAL_TOPICS], r
+        epoch = int(r.member_epoch)
+        owned: list[dict[str, Any]] = []
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            time.sleep(0.3)
+            r = _heartbeat(
+                client, group, member, epoch, active_tasks=owned, standby_tasks=[], warmup_tasks=[]
+            )
+            assert r.error_code == 0, r
+            epoch = int(r.member_epoch)
+            if r.active_tasks is not None:
+                owned = [
+                    {"subtopology_id": t.subtopology_id, "partitions": list(t.partitions)}
+                    for t in r.active_tasks
+                ]
+            if not r.status and sum(len(t["partitions"]) for t in owned) == 6:
+                break
+        assert not r.status and sum(len(t["partitions"]) for t in owned) == 6, (r, gw.log_tail())
+        # On the cluster itself, with the source topic's partition count.
+        assert _partitions(backend.bootstrap, repartition) == 3
+        assert _partitions(backend.bootstrap, changelog) == 3
+
+        # The member's commit is groupshift's, and mirrored to the cluster.
+        commit = client.request(
+            make_request(
+                8,
+                9,
+                group_id=group,
+                generation_id_or_member_epoch=epoch,
+                member_id=member,
+                group_instance_id=None,
+                topics=[
+                    {
+                        "name": source,
+                        "partitions": [
+                            {
+                                "partition_index": p,
+                                "committed_offset": 10 + p,
+                                "committed_leader_epoch": -1,
+                                "committed_metadata": None,
+                            }
+                            for p in range(3)
+                        ],
+                    }
+                ],
+            )
+        )
+        assert all(int(p.error_code) == 0 for t in commit.topics for p in t.partitions), commit
+        want = {p: 10 + p for p in range(3)}
+        wait_until(
+            lambda: upstream_offsets(backend, group, source) == want,
+            20,
+            "streams commit mirrored",
+            interval=0.5,
+        )
+
+        # A changelog the cluster refuses (an invalid config): missing, and the status says why.
+        bad = f"{prefix}-bad"
+        bad_changelog = f"{bad}-counts-changelog"
+        member, r = _join(
+            client,
+            bad,
+            _topology(source, f"{bad}-counts-repartition", bad_changelog, {"cleanup.policy": "bogus"}),
+        )
+        epoch = int(r.member_epoch)
+        details: list[str] = []
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not any("refused" in d for d in details):
+            time.sleep(0.3)
+            r = _heartbeat(client, bad, member, epoch, active_tasks=[], standby_tasks=[], warmup_tasks=[])
+            epoch = int(r.member_epoch)
+            details = [
+                s.status_detail for s in r.status or () if int(s.status_code) == MISSING_INTERNAL_TOPICS
+            ]
+        assert any(bad_changelog in d and "INVALID_CONFIG" in d for d in details), (r, gw.log_tail())
+        assert _partitions(backend.bootstrap, bad_changelog) is None
+        assert r.active_tasks in (None, ()) or not any(t.partitions for t in r.active_tasks)

@@ -12,13 +12,26 @@ from __future__ import annotations
 
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from e2e.groups import wait_until
 from e2e.harness import GatewayProcess
+from e2e.java_compile import finish_javac, start_javac
+from e2e.streams_wordcount import (
+    ALL_TASKS,
+    LINES,
+    SOURCE,
+    Instance,
+    read_counts,
+    truth,
+    wait_for_disjoint_shares,
+)
 from e2e.upstream import Backend, upstream_offsets
+from harness.kafka_dist import resolve_component
 from protocol.client import WireClient, make_request
 
 MISSING_INTERNAL_TOPICS = 3
@@ -208,3 +221,78 @@ def check_streams_group_on_upstream(gw: GatewayProcess, backend: Backend, prefix
         assert any(bad_changelog in d and "INVALID_CONFIG" in d for d in details), (r, gw.log_tail())
         assert _partitions(backend.bootstrap, bad_changelog) is None
         assert r.active_tasks in (None, ()) or not any(t.partitions for t in r.active_tasks)
+
+
+def check_streams_word_count(gw: GatewayProcess, backend: Backend, base: Path, prefix: str) -> None:
+    """Issue 31's real application on a cluster without streams groups: the Kafka Streams 4.4
+    word count (`group.protocol=streams`, two instances) through the gateway; the output counts
+    equal the truth, the repartition and changelog topics exist on the cluster itself (asked
+    there directly: partitions, the changelog compacted), and the application's commits are
+    mirrored to the cluster's `__consumer_offsets`."""
+    dist = resolve_component("4.4.0", "streams")
+    classes = base / "classes"
+    javac = start_javac(dist.classpath, SOURCE, classes)  # overlaps with the setup below
+    app, source, output = f"{prefix}-wordcount", f"{prefix}-words-in", f"{prefix}-counts-out"
+    replicas = min(backend.brokers, 3)
+    admin = AdminClient({"bootstrap.servers": gw.bootstrap})
+    for f in admin.create_topics([NewTopic(source, 4, replicas), NewTopic(output, 2, replicas)]).values():
+        f.result(30)
+    p = Producer({"bootstrap.servers": gw.bootstrap})
+    for i, line in enumerate(LINES):
+        p.produce(source, key=str(i), value=line)
+    assert p.flush(30) == 0
+    finish_javac(javac)
+
+    classpath = f"{classes}:{dist.classpath}"
+
+    def start(n: int) -> Instance:
+        log = base / f"instance-{n}-{time.monotonic_ns()}.log"
+        return Instance(classpath, gw.bootstrap, base / f"state-{n}", log, app, source, output)
+
+    def both_running(instances: list[Instance]) -> None:
+        shares = wait_for_disjoint_shares(instances, 60)
+        seen = ([i.lines for i in instances], gw.log_tail())
+        assert all(shares) and set().union(*shares) == ALL_TASKS, seen
+        assert not shares[0] & shares[1], seen
+
+    instances = [start(1), start(2)]
+    try:
+        both_running(instances)
+        want = truth()
+        assert read_counts(gw.bootstrap, want, 60, output) == want
+
+        # The internal topics are the cluster's, created by groupshift: asked there directly.
+        cluster = AdminClient({"bootstrap.servers": backend.bootstrap})
+        listed = cluster.list_topics(timeout=10).topics
+        repartition, changelog = f"{app}-words-repartition", f"{app}-counts-changelog"
+        assert len(listed[repartition].partitions) == 4
+        assert len(listed[changelog].partitions) == 4
+        resource = ConfigResource(ConfigResource.Type.TOPIC, changelog)
+        configs = cluster.describe_configs([resource])[resource].result(30)
+        assert configs["cleanup.policy"].value == "compact"
+
+        # The application's commits, answered by groupshift, mirrored to the cluster.
+        wait_until(
+            lambda: sum(upstream_offsets(backend, app, source).values()) == len(LINES),
+            30,
+            f"{app}'s commits mirrored to the cluster",
+            interval=0.5,
+        )
+
+        # One instance SIGKILLed (idle and committed: at-least-once reprocesses nothing), more
+        # input while it is down (the survivor takes its tasks once its session expires), then
+        # restarted on its state directory: both run again and the counts are the truth.
+        time.sleep(1)  # a few more commit intervals (200 ms)
+        instances[0].proc.kill()
+        instances[0].proc.wait()
+        more = LINES[:100]
+        for i, line in enumerate(more):
+            p.produce(source, key=f"more-{i}", value=line)
+        assert p.flush(30) == 0
+        want = truth(LINES + more)
+        assert read_counts(gw.bootstrap, want, 60, output) == want, gw.log_tail()
+        instances[0] = start(1)
+        both_running(instances)
+    finally:
+        for i in instances:
+            i.stop()

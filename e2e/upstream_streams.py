@@ -37,7 +37,11 @@ from protocol.client import WireClient, make_request
 MISSING_INTERNAL_TOPICS = 3
 
 
-def _topology(source: str, repartition: str, changelog: str, changelog_configs: dict[str, str]) -> Any:
+def word_count_topology(
+    source: str, repartition: str, changelog: str, changelog_configs: dict[str, str]
+) -> Any:
+    """A word count's topology as Kafka Streams sends it: subtopology 0 reads `source` and
+    writes `repartition`, subtopology 1 reads it and keeps a store logged to `changelog`."""
     return {
         "epoch": 0,
         "subtopologies": [
@@ -77,7 +81,8 @@ def _topology(source: str, repartition: str, changelog: str, changelog_configs: 
     }
 
 
-def _heartbeat(client: WireClient, group: str, member: str, epoch: int, **fields: Any) -> Any:
+def streams_heartbeat(client: WireClient, group: str, member: str, epoch: int, **fields: Any) -> Any:
+    """StreamsGroupHeartbeat v0; unset fields null (unchanged)."""
     body: dict[str, Any] = {
         "group_id": group,
         "member_id": member,
@@ -101,9 +106,10 @@ def _heartbeat(client: WireClient, group: str, member: str, epoch: int, **fields
     return client.request(make_request(88, 0, **body))
 
 
-def _join(client: WireClient, group: str, topology: Any) -> tuple[str, Any]:
+def streams_join(client: WireClient, group: str, topology: Any) -> tuple[str, Any]:
+    """A new member (its id and first answer) joining with `topology`."""
     member = str(uuid.uuid4())
-    r = _heartbeat(
+    r = streams_heartbeat(
         client,
         group,
         member,
@@ -119,8 +125,32 @@ def _join(client: WireClient, group: str, topology: Any) -> tuple[str, Any]:
     return member, r
 
 
-def _partitions(bootstrap: str, topic: str) -> int | None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+def run_member(
+    client: WireClient, group: str, member: str, epoch: int, tasks: int, timeout: float
+) -> tuple[Any, int]:
+    """Heartbeats (acknowledging what was assigned) until the member owns `tasks` tasks with no
+    status, or `timeout` passes: the last answer and the number of tasks owned."""
+    owned: list[dict[str, Any]] = []
+    deadline = time.monotonic() + timeout
+    while True:
+        r = streams_heartbeat(
+            client, group, member, epoch, active_tasks=owned, standby_tasks=[], warmup_tasks=[]
+        )
+        assert r.error_code == 0, r
+        epoch = int(r.member_epoch)
+        if r.active_tasks is not None:
+            owned = [
+                {"subtopology_id": t.subtopology_id, "partitions": list(t.partitions)} for t in r.active_tasks
+            ]
+        count = sum(len(t["partitions"]) for t in owned)
+        if (not r.status and count == tasks) or time.monotonic() > deadline:
+            return r, count
+        time.sleep(0.3)
+
+
+def partitions_of(bootstrap: str, topic: str, **conf: Any) -> int | None:
+    """The topic's partition count on the cluster at `bootstrap` (None: no such topic)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap, **conf})
     listed = admin.list_topics(timeout=10).topics
     found = listed.get(topic)
     return None if found is None or found.error is not None else len(found.partitions)
@@ -140,31 +170,16 @@ def check_streams_group_on_upstream(gw: GatewayProcess, backend: Backend, prefix
         # A topology whose internal topics the cluster creates.
         group = f"{prefix}-app"
         repartition, changelog = f"{group}-counts-repartition", f"{group}-counts-changelog"
-        member, r = _join(
-            client, group, _topology(source, repartition, changelog, {"cleanup.policy": "compact"})
+        member, r = streams_join(
+            client, group, word_count_topology(source, repartition, changelog, {"cleanup.policy": "compact"})
         )
         assert [int(s.status_code) for s in r.status or ()] == [MISSING_INTERNAL_TOPICS], r
+        r, owned = run_member(client, group, member, int(r.member_epoch), 6, 30)
+        assert not r.status and owned == 6, (r, gw.log_tail())
         epoch = int(r.member_epoch)
-        owned: list[dict[str, Any]] = []
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            time.sleep(0.3)
-            r = _heartbeat(
-                client, group, member, epoch, active_tasks=owned, standby_tasks=[], warmup_tasks=[]
-            )
-            assert r.error_code == 0, r
-            epoch = int(r.member_epoch)
-            if r.active_tasks is not None:
-                owned = [
-                    {"subtopology_id": t.subtopology_id, "partitions": list(t.partitions)}
-                    for t in r.active_tasks
-                ]
-            if not r.status and sum(len(t["partitions"]) for t in owned) == 6:
-                break
-        assert not r.status and sum(len(t["partitions"]) for t in owned) == 6, (r, gw.log_tail())
         # On the cluster itself, with the source topic's partition count.
-        assert _partitions(backend.bootstrap, repartition) == 3
-        assert _partitions(backend.bootstrap, changelog) == 3
+        assert partitions_of(backend.bootstrap, repartition) == 3
+        assert partitions_of(backend.bootstrap, changelog) == 3
 
         # The member's commit is groupshift's, and mirrored to the cluster.
         commit = client.request(
@@ -203,23 +218,27 @@ def check_streams_group_on_upstream(gw: GatewayProcess, backend: Backend, prefix
         # A changelog the cluster refuses (an invalid config): missing, and the status says why.
         bad = f"{prefix}-bad"
         bad_changelog = f"{bad}-counts-changelog"
-        member, r = _join(
+        member, r = streams_join(
             client,
             bad,
-            _topology(source, f"{bad}-counts-repartition", bad_changelog, {"cleanup.policy": "bogus"}),
+            word_count_topology(
+                source, f"{bad}-counts-repartition", bad_changelog, {"cleanup.policy": "bogus"}
+            ),
         )
         epoch = int(r.member_epoch)
         details: list[str] = []
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline and not any("refused" in d for d in details):
             time.sleep(0.3)
-            r = _heartbeat(client, bad, member, epoch, active_tasks=[], standby_tasks=[], warmup_tasks=[])
+            r = streams_heartbeat(
+                client, bad, member, epoch, active_tasks=[], standby_tasks=[], warmup_tasks=[]
+            )
             epoch = int(r.member_epoch)
             details = [
                 s.status_detail for s in r.status or () if int(s.status_code) == MISSING_INTERNAL_TOPICS
             ]
         assert any(bad_changelog in d and "INVALID_CONFIG" in d for d in details), (r, gw.log_tail())
-        assert _partitions(backend.bootstrap, bad_changelog) is None
+        assert partitions_of(backend.bootstrap, bad_changelog) is None
         assert r.active_tasks in (None, ()) or not any(t.partitions for t in r.active_tasks)
 
 

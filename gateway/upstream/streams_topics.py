@@ -59,8 +59,11 @@ RETRY_SECONDS = 10.0
 class UpstreamInternalTopics:
     """CreateTopics of a streams group's missing internal topics on the upstream cluster."""
 
-    def __init__(self, cluster: UpstreamCluster, metrics: MetricsRegistry) -> None:
+    def __init__(
+        self, cluster: UpstreamCluster, metrics: MetricsRegistry, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.cluster = cluster
+        self.clock = clock  # of the refusals' retry interval
         # topic -> (Kafka's error name and message, monotonic time of the refusal)
         self.refused: dict[str, tuple[str, float]] = {}
         self._created = metrics.counter(
@@ -75,7 +78,7 @@ class UpstreamInternalTopics:
         found = self.refused.get(name)
         if found is None:
             return None
-        if time.monotonic() - found[1] >= RETRY_SECONDS:
+        if self.clock() - found[1] >= RETRY_SECONDS:
             return None
         return found[0]
 
@@ -106,7 +109,7 @@ class UpstreamInternalTopics:
         try:
             resp = await cluster.call(controller, CREATE_TOPICS, version, body)
         except (UpstreamUnavailable, TimeoutError, OSError, DecodeFailure) as e:
-            now = time.monotonic()
+            now = self.clock()
             for t in topics:
                 self.refused[t.name] = (f"the upstream cluster did not answer CreateTopics: {e}", now)
             self._created.labels("unavailable").inc(len(topics))
@@ -128,7 +131,7 @@ class UpstreamInternalTopics:
                 )
                 continue
             reason = _error_name(code)
-            self.refused[t.name] = (f"{reason}: {r.error_message or ''}".rstrip(": "), time.monotonic())
+            self.refused[t.name] = (f"{reason}: {r.error_message or ''}".rstrip(": "), self.clock())
             self._created.labels("refused").inc()
             log.warning(
                 "streams.internal_topic_refused",

@@ -109,3 +109,4 @@ def test_refusals_are_remembered_until_the_retry_interval() -> None:
     asyncio.run(creator.create(_topics(("app-x-changelog", 0))))
     reason = creator.refusal("app-x-changelog")
     assert reason is not None and "did not answer CreateTopics" in reason
+    assert "app-bad-changelog" not in creator.refused  # refusals past the interval are dropped

@@ -87,6 +87,10 @@ class UpstreamInternalTopics:
         metadata (or the request timeout passed), so that the caller's in-flight mark covers
         the window in which a heartbeat would still see them missing."""
         cluster = self.cluster
+        # Only refusals within the retry interval matter: the map holds no more than those
+        # (a client naming ever new topics does not grow it).
+        now = self.clock()
+        self.refused = {k: v for k, v in self.refused.items() if now - v[1] < RETRY_SECONDS}
         version = cluster.version_for(CREATE_TOPICS, 7)
         body = {
             "topics": [
@@ -144,12 +148,17 @@ class UpstreamInternalTopics:
             await self._until_visible(created)
 
     async def _until_visible(self, names: list[str]) -> None:
+        """Metadata refreshes (every half second: a broker may learn of a new topic after its
+        controller answered) until the image has `names`, at most the request timeout."""
         deadline = time.monotonic() + self.cluster.request_timeout
+        polls = 0
         while time.monotonic() < deadline:
-            self.cluster.request_refresh()
+            if polls % 5 == 0:
+                self.cluster.request_refresh()
+            polls += 1
+            await asyncio.sleep(0.1)
             if all(self.cluster.image.topic(n) is not None for n in names):
                 return
-            await asyncio.sleep(0.1)
 
 
 def _error_name(code: int) -> str:

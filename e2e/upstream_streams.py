@@ -10,6 +10,7 @@ member's OffsetCommit is answered by groupshift and mirrored to the cluster."""
 
 from __future__ import annotations
 
+import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -32,6 +33,7 @@ from e2e.streams_wordcount import (
 )
 from e2e.upstream import Backend, upstream_offsets
 from harness.kafka_dist import resolve_component
+from harness.kafka_dist.java_clients import TOOL_JVM_OPTS
 from protocol.client import WireClient, make_request
 
 MISSING_SOURCE_TOPICS, MISSING_INTERNAL_TOPICS = 1, 3
@@ -262,7 +264,8 @@ def check_streams_word_count(gw: GatewayProcess, backend: Backend, base: Path, p
     word count (`group.protocol=streams`, two instances) through the gateway; the output counts
     equal the truth, the repartition and changelog topics exist on the cluster itself (asked
     there directly: partitions, the changelog compacted), and the application's commits are
-    mirrored to the cluster's `__consumer_offsets`."""
+    mirrored to the cluster's `__consumer_offsets`; one instance is SIGKILLed and restarted,
+    and Kafka's `kafka-streams-groups.sh` describes the group through the gateway."""
     dist = resolve_component("4.4.0", "streams")
     classes = base / "classes"
     javac = start_javac(dist.classpath, SOURCE, classes)  # overlaps with the setup below
@@ -327,6 +330,29 @@ def check_streams_word_count(gw: GatewayProcess, backend: Backend, base: Path, p
         assert read_counts(gw.bootstrap, want, 60, output) == want, gw.log_tail()
         instances[0] = start(1)
         both_running(instances)
+
+        # Kafka's own tool, through the gateway, sees the group groupshift serves.
+        described = subprocess.run(
+            [
+                "java",
+                *TOOL_JVM_OPTS,
+                "-cp",
+                dist.classpath,
+                "org.apache.kafka.tools.streams.StreamsGroupCommand",
+                "--bootstrap-server",
+                gw.bootstrap,
+                "--describe",
+                "--group",
+                app,
+                "--members",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert described.returncode == 0, described.stderr[-2000:]
+        rows = [line.split() for line in described.stdout.splitlines() if line.startswith(app)]
+        assert len(rows) == 2 and all("ACTIVE:" in row for row in rows), described.stdout
     finally:
         for i in instances:
             i.stop()

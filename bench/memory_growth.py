@@ -1,5 +1,6 @@
 """Which code keeps memory: compare two tracemalloc snapshots written by a gateway that ran with
-`GROUPSHIFT_TRACEMALLOC=DIR` (gateway/server.py).
+`GROUPSHIFT_TRACEMALLOC=DIR` (gateway/server.py), or with `--census` two heap censuses written
+with `GROUPSHIFT_HEAP_CENSUS=DIR` (gateway/heap_census.py: no tracing cost between samples).
 
 `python -m bench.memory_growth DIR [--first N] [--last M] [--top K] [--json]` compares snapshot N
 (default: the second, after warm-up) with snapshot M (default: the newest), grouped by the
@@ -57,7 +58,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--top", type=int, default=15)
     p.add_argument("--frames", type=int, default=6)
     p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--census", action="store_true", help="compare census-*.json (GROUPSHIFT_HEAP_CENSUS) instead"
+    )
     args = p.parse_args(argv)
+    if args.census:
+        return _census(p, args)
     snaps = sorted(args.dir.glob("snapshot-*.pickle"))
     if len(snaps) < 2:
         p.error(f"need two snapshots in {args.dir}, found {len(snaps)}")
@@ -75,6 +81,37 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{row['size_diff'] / 1e3:+10.1f} kB {row['count_diff']:+8d} blocks")
         for frame in row["traceback"]:
             print(f"      {frame}")
+    return 0
+
+
+def _census(p: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """Two heap censuses compared: the types and the named containers that grew most."""
+    from gateway.heap_census import compare
+
+    samples = sorted(args.dir.glob("census-*.json"))
+    if len(samples) < 2:
+        p.error(f"need two census files in {args.dir}, found {len(samples)}")
+    first = samples[min(args.first, len(samples) - 1) - 1]
+    last = samples[args.last - 1] if args.last else samples[-1]
+    result = compare(json.loads(first.read_text()), json.loads(last.read_text()), args.top)
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(
+        f"{first.name} -> {last.name} ({result['minutes']} min): blocks {result['blocks_diff']:+d}, "
+        f"tracked objects {result['tracked_diff']:+d}"
+    )
+    for row in result["types"]:
+        print(f"{row['size_diff'] / 1e3:+10.1f} kB {row['count_diff']:+8d}  {row['type']}")
+    print("dict and tuple shapes whose count grew most:")
+    for row in result["shapes"]:
+        print(f"{row['count_diff']:+8d}  {row['shape']}")
+    print("biggest containers:")
+    for c in result["containers"]:
+        print(
+            f"{c['size_diff'] / 1e3:+10.1f} kB  {c['size'] / 1e3:9.1f} kB"
+            f"  len {c['len_before']} -> {c['len']}  {c['type']} held by {c['held_by']}"
+        )
     return 0
 
 

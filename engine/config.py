@@ -77,6 +77,8 @@ class CoordinatorConfig(BaseModel):
 
     # --- groupshift beyond Kafka (docs/security.md, "Member binding") ---
     member_principal_binding: bool = Field(True, alias="group.member.principal.binding.enable")
+    # KIP-848's client-side assignors, never shipped by Kafka (docs/client-side-assignors.md).
+    consumer_client_assignors_enable: bool = Field(False, alias="group.consumer.client.assignors.enable")
 
     # --- offsets ---
     offsets_retention_minutes: int = Field(10080, alias="offsets.retention.minutes", ge=1, le=INT_MAX)

@@ -27,6 +27,7 @@ from engine.classic.rebalance import (
     expire_pending_sync,
     try_complete_initial_rebalance,
 )
+from engine.consumer.client_assignment import fence_late_assigning_member
 from engine.consumer.membership import fence_expired_member
 from engine.offsets.operations import expire_offsets
 from engine.operation import Operation
@@ -106,6 +107,7 @@ EXPIRY: dict[TimerKind, Expiry] = {
     K.OFFSET_EXPIRATION: Expiry(True, _offsets, periodic=True),
     K.STREAMS_SESSION: Expiry(True, _streams_session),
     K.STREAMS_REBALANCE: Expiry(True, _streams_rebalance),
+    K.CLIENT_ASSIGNMENT: Expiry(True, fence_late_assigning_member),
 }
 
 

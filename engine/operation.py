@@ -88,9 +88,17 @@ class Operation:
         key = timer_key(kind, group_id, member_id)
         self.timers.append((SCHEDULE, key, kind, group_id, member_id, epoch, data, timeout_ms))
 
-    def schedule_if_absent(self, kind: TimerKind, group_id: str, member_id: str, timeout_ms: int) -> None:
+    def schedule_if_absent(
+        self,
+        kind: TimerKind,
+        group_id: str,
+        member_id: str,
+        timeout_ms: int,
+        epoch: int = 0,
+        data: int = 0,
+    ) -> None:
         key = timer_key(kind, group_id, member_id)
-        self.timers.append((SCHEDULE_IF_ABSENT, key, kind, group_id, member_id, 0, 0, timeout_ms))
+        self.timers.append((SCHEDULE_IF_ABSENT, key, kind, group_id, member_id, epoch, data, timeout_ms))
 
     def cancel(self, kind: TimerKind, group_id: str, member_id: str = "") -> None:
         self.timers.append((CANCEL, timer_key(kind, group_id, member_id), kind, group_id, member_id, 0, 0, 0))

@@ -191,10 +191,12 @@ def apply_record(group: ConsumerGroup, record: CoordinatorRecord) -> None:
         group.replay_member_metadata(key.member_id, value)
     elif kt is ConsumerGroupTargetAssignmentMemberKey:
         target: Assignment | None = None
+        client_metadata = None
         if value is not None:
             assert isinstance(value, ConsumerGroupTargetAssignmentMemberValue)
             target = from_records(value.topic_partitions)
-        group.replay_target_member(key.member_id, target)
+            client_metadata = value.client_metadata
+        group.replay_target_member(key.member_id, target, client_metadata)
     elif kt is ConsumerGroupMetadataKey:
         assert value is not None, "a group deletion is applied by the group's owner"
         group.replay_group_epoch(value.epoch)

@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from engine.binding import Key, Refused
+from engine.binding import MEMBER, Key, Refused
 from engine.classic import describe as classic_describe
 from engine.classic.api import (
     DescribedGroup,
@@ -52,6 +52,7 @@ from engine.classic.rebalance import prepare_rebalance, reschedule_heartbeat
 from engine.classic.state import ClassicGroupState
 from engine.classic.sync import PROTOCOL_FIELDS_REQUIRED_VERSION
 from engine.config import CoordinatorConfig, GroupConfig
+from engine.consumer import client_assignment
 from engine.consumer import describe as consumer_describe
 from engine.consumer import heartbeat as cg_heartbeat
 from engine.consumer.api import (
@@ -425,6 +426,47 @@ class Shard:
             )
         finally:
             self.state.regex_topic_filter = None
+
+    # --- client-side assignors (docs/client-side-assignors.md) ---------------------------------
+
+    def _check_member_binding(self, group_id: str, member_id: str, principal: str) -> None:
+        """Member binding (`engine.binding`) for the extension APIs: a member id bound to another
+        principal is refused as unknown, as for every other group API."""
+        st = self.state
+        if st.config.member_principal_binding and member_id:
+            st.bindings.check(st.groups.get(group_id), [(group_id, MEMBER, member_id)], principal)
+
+    def prepare_assignment(
+        self, request: client_assignment.PrepareAssignmentRequest, now_ms: int, principal: str
+    ) -> Outcome[client_assignment.PrepareAssignmentResponse]:
+        def run(op: Operation) -> client_assignment.PrepareAssignmentResponse:
+            self._check_member_binding(request.group_id, request.member_id, principal)
+            return client_assignment.prepare_assignment(self.state, request, op)
+
+        return self._run(
+            now_ms,
+            "ConsumerGroupPrepareAssignment",
+            run,
+            lambda e: client_assignment.PrepareAssignmentResponse(int(e.code), e.message),
+            request.group_id,
+            request.member_id,
+        )
+
+    def install_assignment(
+        self, request: client_assignment.InstallAssignmentRequest, now_ms: int, principal: str
+    ) -> Outcome[client_assignment.InstallAssignmentResponse]:
+        def run(op: Operation) -> client_assignment.InstallAssignmentResponse:
+            self._check_member_binding(request.group_id, request.member_id, principal)
+            return client_assignment.install_assignment(self.state, request, op)
+
+        return self._run(
+            now_ms,
+            "ConsumerGroupInstallAssignment",
+            run,
+            lambda e: client_assignment.InstallAssignmentResponse(int(e.code), e.message),
+            request.group_id,
+            request.member_id,
+        )
 
     def consumer_group_strict(self, group_id: str) -> ConsumerGroup:
         return self.state.consumer_group_strict(group_id)

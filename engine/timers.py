@@ -224,6 +224,7 @@ class TimerKind(Enum):
     OFFSET_EXPIRATION = "expire-group-metadata"  # the periodic offset retention check
     STREAMS_SESSION = "streams-session-timeout"  # a streams-group member's session
     STREAMS_REBALANCE = "streams-rebalance-timeout"  # a streams-group member revoking tasks
+    CLIENT_ASSIGNMENT = "client-assignment-timeout"  # the member asked to compute the target
 
 
 class TimerTask:

@@ -33,11 +33,20 @@ class ClusterView:
     """The main listener's advertised endpoint."""
     endpoints: dict[str, NodeEndpoint] = field(default_factory=dict)
     """Listener name -> this node as advertised on that listener."""
+    peers: list[NodeEndpoint] = field(default_factory=list)
+    """The other nodes of a `serve --workers N` cluster (docs/workers.md), listed as brokers by
+    Metadata and DescribeCluster; empty for a single node."""
+    controller: int | None = None
+    """The controller's node id when it is not this node (a worker of `--workers N`: node 0)."""
 
     def endpoint_for(self, ctx: _HasListenerName) -> NodeEndpoint:
         """This node as the client of `ctx` must see it: its listener's advertised address."""
         return self.endpoints.get(ctx.listener_name, self.node)
 
+    def brokers_for(self, ctx: _HasListenerName) -> list[NodeEndpoint]:
+        """Every broker as the client of `ctx` must see them: this node first, then its peers."""
+        return [self.endpoint_for(ctx), *self.peers]
+
     @property
     def controller_id(self) -> int:
-        return self.node.node_id
+        return self.node.node_id if self.controller is None else self.controller

@@ -139,8 +139,8 @@ class Dispatcher:
         started = time.perf_counter()
         try:
             api_key, version, correlation_id = peek(frame)
-        except DecodeFailure as e:
-            self._reject(conn, "request.header_invalid", error=str(e))
+        except DecodeFailure as bad_header:
+            self._reject(conn, "request.header_invalid", error=str(bad_header))
             return
         route = self._route(api_key, version)
         if route is None:
@@ -164,27 +164,32 @@ class Dispatcher:
         spec, schema = route.spec, route.schema
         try:
             header, request = decode(schema, frame)
-        except DecodeFailure as e:
+        except DecodeFailure as malformed:
             self._reject(
                 conn,
                 "request.malformed",
                 api_key=api_key,
                 api_version=version,
                 correlation_id=correlation_id,
-                error=str(e),
+                error=str(malformed),
             )
             return
         ctx = conn.ctx
         if header.client_id:
             ctx.client_id = header.client_id
+        ctx.frame = frame
         try:
             result = spec.fn(ctx, header, request)
-        except CloseConnection as e:
-            self._reject(conn, e.reason, api=spec.name, **e.fields)
+        except CloseConnection as close:
+            self._reject(conn, close.reason, api=spec.name, **close.fields)
             return
-        except Exception as e:
-            self._failed(conn, slot, spec, schema, correlation_id, started, request, e)
+        except Exception as failure:
+            # Each `except` names its own variable: compiled (mypyc), one name would take the
+            # first clause's type, and a failing handler would raise instead of answering.
+            self._failed(conn, slot, spec, schema, correlation_id, started, request, failure)
             return
+        finally:
+            ctx.frame = None
         if spec.is_coroutine:
             result = asyncio.ensure_future(result)
         if asyncio.isfuture(result):

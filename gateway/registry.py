@@ -32,6 +32,8 @@ from typing import Any, Protocol
 from kio.schema.index import api_key_map, schema_name_map
 from kio.static.constants import EntityType
 
+from protocol.client_assignment_wire import EXTENSION_NAMES, EXTENSION_VERSION
+
 # librdkafka sends GetTelemetrySubscriptions as soon as key 71 is advertised and the classic
 # consumer fails when it goes unanswered: never advertise KIP-714 telemetry.
 NEVER_ADVERTISED = frozenset({71, 72})
@@ -77,6 +79,10 @@ class RequestContext:
     client_software_version: str | None = None
     attributes: dict[str, Any] = field(default_factory=dict)
     """Per-connection state a layer wants to keep (keyed by the layer's own names)."""
+    frame: bytes | None = None
+    """The frame of the request being handled, during the handler's synchronous call only (the
+    dispatcher clears it after): for a handler that reads what kio drops, such as groupshift's
+    tagged field of ConsumerGroupHeartbeat (docs/client-side-assignors.md)."""
 
     @property
     def client_host(self) -> str:
@@ -116,7 +122,7 @@ def api_name(api_key: int, version: int) -> str:
     """Kafka's API name (`ApiVersions`, `ConsumerGroupHeartbeat`) from kio's class name."""
     path = request_schema_path(api_key, version)
     if path is None:
-        return f"Api{api_key}"
+        return EXTENSION_NAMES.get(api_key, f"Api{api_key}")
     return path.rpartition(":")[2].removesuffix("Request")
 
 
@@ -181,7 +187,9 @@ class HandlerRegistry:
         if not 0 <= min_version <= max_version:
             raise ValueError(f"api key {api_key}: bad version range {min_version}..{max_version}")
         for v in range(min_version, max_version + 1):
-            if request_schema_path(api_key, v) is None:
+            if request_schema_path(api_key, v) is None and not (
+                api_key in EXTENSION_NAMES and v == EXTENSION_VERSION
+            ):
                 raise ValueError(f"api key {api_key} v{v} has no request schema in kio: cannot decode it")
         if api_key in self._specs and not replace:
             raise ValueError(

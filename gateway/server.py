@@ -609,6 +609,11 @@ def run(
     trace_dir = os.environ.get("GROUPSHIFT_TRACEMALLOC")
     if trace_dir:
         _start_tracemalloc(Path(trace_dir), float(os.environ.get("GROUPSHIFT_TRACEMALLOC_EVERY", "60")))
+    census_dir = os.environ.get("GROUPSHIFT_HEAP_CENSUS")
+    if census_dir:
+        from gateway.heap_census import start_census
+
+        start_census(Path(census_dir), float(os.environ.get("GROUPSHIFT_HEAP_CENSUS_EVERY", "300")))
     stats_path = os.environ.get("GROUPSHIFT_MALLOC_STATS")
     if stats_path:
         start_stats_dump(Path(stats_path), float(os.environ.get("GROUPSHIFT_MALLOC_STATS_EVERY", "60")))

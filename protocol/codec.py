@@ -27,6 +27,7 @@ from kio.index import KioIndexError, load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
 
+from protocol import client_assignment_wire as caw
 from protocol.length_guard import Guard, MalformedLength, check_lengths, guard_for
 from protocol.response_writer import Writer, writer_for
 
@@ -57,22 +58,100 @@ class ApiSchema:
 
 @cache
 def api_schema(api_key: int, version: int) -> ApiSchema | None:
-    """The cached codec for (api_key, version), or None if kio does not know that pair."""
+    """The cached codec for (api_key, version), or None if neither kio nor groupshift's
+    extensions (`extension_schema`) know that pair."""
     try:
         req = load_request_schema(api_key, version)
         resp = load_response_schema(api_key, version)
     except KioIndexError:
-        return None
+        return extension_schema(api_key, version)
     return ApiSchema(
         api_key=api_key,
         version=version,
         request_type=req,
         response_type=resp,
         read_header=entity_reader(req.__header_schema__),
-        read_body=entity_reader(req),
+        read_body=_tag_tolerant_heartbeat_reader(entity_reader(req), version)
+        if api_key == caw.CONSUMER_GROUP_HEARTBEAT_KEY
+        else entity_reader(req),
         guard=guard_for(req),
         write_body=writer_for(resp),
         flexible_response_header=bool(resp.__header_schema__.__flexible__),
+    )
+
+
+def _tag_tolerant_heartbeat_reader(read: Any, version: int) -> Any:
+    """kio's ConsumerGroupHeartbeat reader, skipping top-level tags it does not know as Kafka's
+    generated readers do (kio raises on them). Only a request carrying such a tag (groupshift's
+    ClientAssignors field, docs/client-side-assignors.md) pays for the second read: the body is
+    read again from a copy whose tag section is empty."""
+
+    def read_body(frame: bytes, offset: int) -> tuple[Any, int]:
+        try:
+            body, end = read(frame, offset)
+        except KeyError as e:
+            if "tagged field" not in str(e):
+                raise
+            try:
+                start = caw.heartbeat_tags_start(frame, offset, version)
+            except caw.MalformedExtension as bad:
+                raise ValueError(str(bad)) from bad
+            body, _ = read(frame[:start] + b"\x00", offset)
+            end = len(frame)
+        return body, end
+
+    return read_body
+
+
+# --- groupshift's extension APIs (keys outside Kafka's range; docs/client-side-assignors.md) --
+
+
+def _extension_reader(read: Any) -> Any:
+    """A body reader in kio's shape, `(frame, offset) -> (body, end)`, from a
+    `client_assignment_wire` reader; malformed bytes become `SerialError`'s sibling that
+    `decode` maps to DecodeFailure."""
+
+    def read_body(frame: bytes, offset: int) -> tuple[Any, int]:
+        try:
+            return read(frame, offset), len(frame)
+        except caw.MalformedExtension as e:
+            raise ValueError(str(e)) from e
+
+    return read_body
+
+
+def _extension_writer(write: Any) -> Writer:
+    def write_body(append: Any, response: Any) -> None:
+        append(write(response))
+
+    return write_body
+
+
+def extension_schema(api_key: int, version: int) -> ApiSchema | None:
+    """The codec of one of groupshift's extension APIs (flexible v0 only), or None."""
+    if version != caw.EXTENSION_VERSION or api_key not in caw.EXTENSION_NAMES:
+        return None
+    header = load_request_schema(68, 1).__header_schema__  # RequestHeader v2
+    req_t: type
+    resp_t: type
+    read: Any
+    write: Any
+    if api_key == caw.PREPARE_ASSIGNMENT_KEY:
+        req_t, resp_t = caw.PrepareAssignmentRequest, caw.PrepareAssignmentResponse
+        read, write = caw.read_prepare_request, caw.write_prepare_response
+    else:
+        req_t, resp_t = caw.InstallAssignmentRequest, caw.InstallAssignmentResponse
+        read, write = caw.read_install_request, caw.write_install_response
+    return ApiSchema(
+        api_key=api_key,
+        version=version,
+        request_type=req_t,
+        response_type=resp_t,
+        read_header=entity_reader(header),
+        read_body=_extension_reader(read),
+        guard=None,
+        write_body=_extension_writer(write),
+        flexible_response_header=True,
     )
 
 

@@ -8,6 +8,8 @@ from records.classic_group import GroupMemberMetadata, GroupMetadataKey, GroupMe
 from records.consumer_group import (
     ClassicMemberMetadata,
     ClassicProtocol,
+    ClientAssignmentMetadata,
+    ClientAssignorMetadata,
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataKey,
@@ -32,6 +34,8 @@ from records.offsets import OffsetCommitKey, OffsetCommitValue
 __all__ = [
     "ClassicMemberMetadata",
     "ClassicProtocol",
+    "ClientAssignmentMetadata",
+    "ClientAssignorMetadata",
     "ConsumerGroupCurrentMemberAssignmentKey",
     "ConsumerGroupCurrentMemberAssignmentValue",
     "ConsumerGroupMemberMetadataKey",

@@ -92,6 +92,20 @@ class ClassicMemberMetadata:
 
 
 @dataclass(frozen=True, slots=True)
+class ClientAssignorMetadata:
+    """One client-side assignor of a member (KIP-848 as designed, never shipped by Kafka): kept
+    in tagged field 10000 of the member value, which Kafka's readers skip
+    (docs/client-side-assignors.md)."""
+
+    name: str
+    minimum_version: int
+    maximum_version: int
+    reason: int
+    metadata_version: int
+    metadata: bytes
+
+
+@dataclass(frozen=True, slots=True)
 class ConsumerGroupMemberMetadataKey:
     RECORD_TYPE: ClassVar[int] = 5
     group_id: str
@@ -110,6 +124,7 @@ class ConsumerGroupMemberMetadataValue:
     rebalance_timeout_ms: int = -1
     server_assignor: str | None = None
     classic_member_metadata: ClassicMemberMetadata | None = None
+    client_assignors: tuple[ClientAssignorMetadata, ...] = ()
 
 
 # --- type 6: ConsumerGroupTargetAssignmentMetadata ---------------------------------------------
@@ -138,9 +153,20 @@ class ConsumerGroupTargetAssignmentMemberKey:
 
 
 @dataclass(frozen=True, slots=True)
+class ClientAssignmentMetadata:
+    """What a client-side assignor computed for one member besides its partitions (KIP-848's
+    Assignment `MetadataVersion` / `MetadataBytes`): tagged field 10000 of the target member
+    value, which Kafka's readers skip (docs/client-side-assignors.md)."""
+
+    version: int
+    metadata: bytes
+
+
+@dataclass(frozen=True, slots=True)
 class ConsumerGroupTargetAssignmentMemberValue:
     VERSION: ClassVar[int] = 0
     topic_partitions: tuple[TopicPartitions, ...]
+    client_metadata: ClientAssignmentMetadata | None = None
 
 
 # --- type 8: ConsumerGroupCurrentMemberAssignment ----------------------------------------------

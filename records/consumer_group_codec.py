@@ -44,6 +44,8 @@ from records.construct import positional_constructor
 from records.consumer_group import (
     ClassicMemberMetadata,
     ClassicProtocol,
+    ClientAssignmentMetadata,
+    ClientAssignorMetadata,
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataValue,
     ConsumerGroupMetadataValue,
@@ -224,6 +226,7 @@ def _decode_member_metadata_value(buf: bytes) -> ConsumerGroupMemberMetadataValu
     (rebalance_timeout_ms,) = _unpack_i32(buf, pos)
     server_assignor, pos = read_compact_nullable_string(buf, pos + 4, "ServerAssignor")
     classic = None
+    client_assignors: tuple[ClientAssignorMetadata, ...] = ()
     if buf[pos] == 0:
         pos += 1
     else:
@@ -231,6 +234,8 @@ def _decode_member_metadata_value(buf: bytes) -> ConsumerGroupMemberMetadataValu
         for tag, start, end in fields:
             if tag == 0:
                 classic = _read_classic_member_metadata(buf, start, end)
+            elif tag == CLIENT_ASSIGNORS_TAG:
+                client_assignors = _read_client_assignors(buf, start, end)
     if pos != len(buf):
         raise trailing_bytes_error(pos, buf)
     return _new_member_value(
@@ -243,7 +248,68 @@ def _decode_member_metadata_value(buf: bytes) -> ConsumerGroupMemberMetadataValu
         rebalance_timeout_ms,
         server_assignor,
         classic,
+        client_assignors,
     )
+
+
+# groupshift's tag for a member's client-side assignors (docs/client-side-assignors.md): far
+# above Kafka's tags, so Kafka's generated reader keeps it as an unknown tagged field.
+CLIENT_ASSIGNORS_TAG = 10000
+_I16 = struct.Struct(">h")
+_I8 = struct.Struct(">b")
+
+
+def _read_client_assignors(buf: bytes, start: int, end: int) -> tuple[ClientAssignorMetadata, ...]:
+    """Tag 10000: compact []{Name string, MinimumVersion int16, MaximumVersion int16, Reason
+    int8, MetadataVersion int16, Metadata bytes, tags}, filling the tag exactly."""
+    data = buf[start:end]
+    try:
+        count, pos = read_compact_array_length(data, 0, "ClientAssignors", 9)
+        out = []
+        for _ in range(count):
+            name, pos = read_compact_string(data, pos, "ClientAssignors.Name")
+            (lo,) = _I16.unpack_from(data, pos)
+            (hi,) = _I16.unpack_from(data, pos + 2)
+            (reason,) = _I8.unpack_from(data, pos + 4)
+            (version,) = _I16.unpack_from(data, pos + 5)
+            metadata, pos = read_compact_bytes(data, pos + 7, "ClientAssignors.Metadata")
+            pos = skip_tagged_fields(data, pos)
+            out.append(ClientAssignorMetadata(name, lo, hi, reason, version, metadata))
+    except struct.error as e:
+        raise WireFormatError(f"tagged field {CLIENT_ASSIGNORS_TAG} (ClientAssignors) is truncated") from e
+    if pos != len(data):
+        raise WireFormatError(
+            f"tagged field {CLIENT_ASSIGNORS_TAG} (ClientAssignors) has size {len(data)} "
+            f"but its array ends after {pos} bytes"
+        )
+    return tuple(out)
+
+
+def _client_assignors_data(assignors: tuple[ClientAssignorMetadata, ...]) -> bytes:
+    body = [uvarint(len(assignors) + 1)]
+    for a in assignors:
+        body += (
+            compact_string(a.name),
+            _I16.pack(a.minimum_version),
+            _I16.pack(a.maximum_version),
+            _I8.pack(a.reason),
+            _I16.pack(a.metadata_version),
+            compact_bytes(a.metadata),
+            b"\x00",
+        )
+    return b"".join(body)
+
+
+def _member_tags(value: ConsumerGroupMemberMetadataValue) -> bytes:
+    """The tag section: tag 0 (classic metadata) and tag 10000 (client assignors), ascending."""
+    classic = value.classic_member_metadata
+    if not value.client_assignors:
+        return b"\x00" if classic is None else _classic_member_metadata_tag(classic)
+    data = _client_assignors_data(value.client_assignors)
+    tail = uvarint(CLIENT_ASSIGNORS_TAG) + uvarint(len(data)) + data
+    if classic is None:
+        return b"\x01" + tail
+    return b"\x02" + _classic_member_metadata_tag(classic)[1:] + tail
 
 
 def _classic_member_metadata_tag(classic: ClassicMemberMetadata) -> bytes:
@@ -260,7 +326,6 @@ def _classic_member_metadata_tag(classic: ClassicMemberMetadata) -> bytes:
 
 
 def _encode_member_metadata_value(value: ConsumerGroupMemberMetadataValue) -> bytes:
-    classic = value.classic_member_metadata
     return b"".join(
         (
             b"\x00\x00",
@@ -272,7 +337,7 @@ def _encode_member_metadata_value(value: ConsumerGroupMemberMetadataValue) -> by
             compact_nullable_string(value.subscribed_topic_regex),
             _pack_i32(value.rebalance_timeout_ms),
             compact_nullable_string(value.server_assignor),
-            b"\x00" if classic is None else _classic_member_metadata_tag(classic),
+            _member_tags(value),
         )
     )
 
@@ -364,8 +429,33 @@ def _read_topic_partitions(
 def _decode_target_member_value(buf: bytes) -> ConsumerGroupTargetAssignmentMemberValue:
     _check_v0(buf)
     topic_partitions, pos = _read_topic_partitions(buf, 2, "TopicPartitions")
+    client_metadata = None
+    if buf[pos] != 0:
+        fields, end = read_tagged_fields(buf, pos)
+        for tag, start, stop in fields:
+            if tag == CLIENT_ASSIGNORS_TAG:
+                client_metadata = _read_client_assignment_metadata(buf, start, stop)
+        if end != len(buf):
+            raise trailing_bytes_error(end, buf)
+        return _new_target_member(topic_partitions, client_metadata)
     _end_of_message(buf, pos)
-    return _new_target_member(topic_partitions)
+    return _new_target_member(topic_partitions, client_metadata)
+
+
+def _read_client_assignment_metadata(buf: bytes, start: int, end: int) -> ClientAssignmentMetadata:
+    """Tag 10000 of the target member value: {Version int16, Metadata compact bytes}, exactly."""
+    data = buf[start:end]
+    try:
+        (version,) = _I16.unpack_from(data, 0)
+    except struct.error as e:
+        raise WireFormatError(f"tagged field {CLIENT_ASSIGNORS_TAG} (ClientMetadata) is truncated") from e
+    metadata, pos = read_compact_bytes(data, 2, "ClientMetadata.Metadata")
+    if pos != len(data):
+        raise WireFormatError(
+            f"tagged field {CLIENT_ASSIGNORS_TAG} (ClientMetadata) has size {len(data)} "
+            f"but its struct ends after {pos} bytes"
+        )
+    return ClientAssignmentMetadata(version, metadata)
 
 
 def _decode_current_assignment_value(buf: bytes) -> ConsumerGroupCurrentMemberAssignmentValue:
@@ -395,7 +485,12 @@ def _topic_partitions(parts: list[bytes], items: Sequence[TopicPartitions]) -> N
 def _encode_target_member_value(value: ConsumerGroupTargetAssignmentMemberValue) -> bytes:
     parts = [b"\x00\x00"]
     _topic_partitions(parts, value.topic_partitions)
-    parts.append(b"\x00")
+    meta = value.client_metadata
+    if meta is None:
+        parts.append(b"\x00")
+    else:
+        data = _I16.pack(meta.version) + compact_bytes(meta.metadata)
+        parts += (b"\x01", uvarint(CLIENT_ASSIGNORS_TAG), uvarint(len(data)), data)
     return b"".join(parts)
 
 

@@ -116,8 +116,9 @@ def _camel(name: str) -> str:
 
 
 # Tagged fields Kafka's JSON converters leave out when absent (`TopicPartitions` of type 8,
-# Kafka 4.3+; type 7's partitions have no such field at all).
-_OMITTED_WHEN_ABSENT = frozenset({"assignment_epochs"})
+# Kafka 4.3+; type 7's partitions have no such field at all), and groupshift's own tagged fields
+# of types 5 and 7 (docs/client-side-assignors.md), absent as None or empty.
+_OMITTED_WHEN_ABSENT = frozenset({"assignment_epochs", "client_assignors", "client_metadata"})
 
 
 def to_json_fields(obj: Any) -> Any:
@@ -126,7 +127,7 @@ def to_json_fields(obj: Any) -> Any:
         return {
             _camel(f.name): to_json_fields(getattr(obj, f.name))
             for f in dataclasses.fields(obj)
-            if f.name not in _OMITTED_WHEN_ABSENT or getattr(obj, f.name) is not None
+            if f.name not in _OMITTED_WHEN_ABSENT or getattr(obj, f.name) not in (None, ())
         }
     if isinstance(obj, (tuple, list)):
         return [to_json_fields(x) for x in obj]

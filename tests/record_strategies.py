@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 from records import (
     ClassicMemberMetadata,
     ClassicProtocol,
+    ClientAssignmentMetadata,
+    ClientAssignorMetadata,
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataKey,
@@ -82,6 +84,9 @@ def assigned_topic_partitions(draw: st.DrawFn) -> TopicPartitions:
 classic_member_metadata = st.builds(
     ClassicMemberMetadata, int32, tuples(st.builds(ClassicProtocol, text, blobs))
 )
+int16 = st.integers(-(2**15), 2**15 - 1)
+# groupshift's tagged field 10000 of the member value (docs/client-side-assignors.md)
+client_assignors = tuples(st.builds(ClientAssignorMetadata, text, int16, int16, int8, int16, blobs))
 
 KEYS_AND_VALUES: list[tuple[st.SearchStrategy[Any], st.SearchStrategy[Any]]] = [
     (st.builds(OffsetCommitKey, text, text, int32), offset_commit_values()),
@@ -126,6 +131,7 @@ KEYS_AND_VALUES: list[tuple[st.SearchStrategy[Any], st.SearchStrategy[Any]]] = [
             int32,
             optional_text,
             st.none() | classic_member_metadata,
+            client_assignors,
         ),
     ),
     (
@@ -134,7 +140,11 @@ KEYS_AND_VALUES: list[tuple[st.SearchStrategy[Any], st.SearchStrategy[Any]]] = [
     ),
     (
         st.builds(ConsumerGroupTargetAssignmentMemberKey, text, text),
-        st.builds(ConsumerGroupTargetAssignmentMemberValue, tuples(topic_partitions)),
+        st.builds(
+            ConsumerGroupTargetAssignmentMemberValue,
+            tuples(topic_partitions),
+            st.none() | st.builds(ClientAssignmentMetadata, int16, blobs),
+        ),
     ),
     (
         st.builds(ConsumerGroupCurrentMemberAssignmentKey, text, text),

@@ -554,3 +554,27 @@ def test_an_api_switched_off_answers_before_it_authorizes(authorizer: Authorizer
     )  # fmt: skip
     fn(ctx("User:bob"), None, req)
     assert stub.got == [req]  # the handler answers (UNSUPPORTED_VERSION), no refusal first
+
+
+def test_client_assignment_extension_apis_need_read_on_the_group(authorizer: Authorizer) -> None:
+    """groupshift's PrepareAssignment / InstallAssignment (docs/client-side-assignors.md)."""
+    from protocol import client_assignment_wire as caw
+
+    for key, req, ok in (
+        (
+            caw.PREPARE_ASSIGNMENT_KEY,
+            lambda g: caw.PrepareAssignmentRequest(g, "m", 0),
+            caw.PrepareAssignmentResponse(),
+        ),
+        (
+            caw.INSTALL_ASSIGNMENT_KEY,
+            lambda g: caw.InstallAssignmentRequest(g, "m", 0, 1, 0, ()),
+            caw.InstallAssignmentResponse(),
+        ),
+    ):
+        stub = Stub(key, answer=lambda r, ok=ok: ok)
+        fn = checked(authorizer, key, stub)
+        assert fn(ctx(), None, req("g-ok")).error_code == 0 and len(stub.got) == 1
+        denied = fn(ctx(), None, req("g-secret"))
+        assert denied.error_code == ErrorCode.group_authorization_failed and len(stub.got) == 1
+        assert type(denied) is type(ok)

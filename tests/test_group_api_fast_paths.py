@@ -54,7 +54,9 @@ def test_steady_consumer_group_heartbeat_body(
 
 
 def test_classic_heartbeat_bodies_are_the_writers_and_cached() -> None:
-    service = types.SimpleNamespace(config=types.SimpleNamespace(consumer_protocol_enabled=True))
+    service = types.SimpleNamespace(
+        config=types.SimpleNamespace(consumer_protocol_enabled=True, consumer_client_assignors_enable=False)
+    )
     apis = GroupApis(service)  # type: ignore[arg-type]
     for version in range(5):
         rtype = load_response_schema(12, version)

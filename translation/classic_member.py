@@ -40,6 +40,7 @@ from engine.classic.api import (
     SyncGroupResponse,
 )
 from engine.consumer import record_builders as rb
+from engine.consumer.client_assignment import client_choice
 from engine.consumer.group import ConsumerGroup
 from engine.consumer.member import ConsumerGroupMember, MemberState, normalize_topic_names
 from engine.consumer.membership import (
@@ -174,7 +175,10 @@ def join(
     updated = base.with_changes(**changes)
 
     sub = update_subscription(shard, group, old, updated, op)
-    target_epoch, target = update_target(shard, group, sub, old, updated, op)
+    # A client-side assignor computes the target when every member supports it (a classic member
+    # by its protocol names, at metadata version -1): docs/client-side-assignors.md.
+    computes = client_choice(shard, group, old, updated, sub.group_epoch) is not None
+    target_epoch, target = update_target(shard, group, sub, old, updated, op, computes)
     owned = []
     for topic, parts in subscription.owned_partitions:
         t = shard.image.topic(topic)

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from engine.metadata import TopicId
-from records.consumer_group import TopicPartitions
+from records.consumer_group import ClientAssignmentMetadata, ClientAssignorMetadata, TopicPartitions
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
@@ -29,6 +29,8 @@ class ConsumerGroupHeartbeatRequest:
     subscribed_topic_regex: str | None = None
     server_assignor: str | None = None
     topic_partitions: Sequence[TopicPartitions] | None = None
+    # groupshift's tagged field (docs/client-side-assignors.md): None = unchanged / not sent.
+    client_assignors: tuple[ClientAssignorMetadata, ...] | None = None
 
 
 @dataclass(slots=True)
@@ -39,6 +41,11 @@ class ConsumerGroupHeartbeatResponse:
     member_epoch: int = 0
     heartbeat_interval_ms: int = 0
     assignment: tuple[TopicPartitions, ...] | None = None
+    # COMPUTE_ASSIGNMENT (docs/client-side-assignors.md): the group epoch to compute for.
+    compute_assignment_epoch: int | None = None
+    # What the client-side assignor computed for this member besides its partitions, sent with
+    # an assignment (docs/client-side-assignors.md).
+    assignment_metadata: ClientAssignmentMetadata | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 
 from engine.assignment import Assignment
 from engine.consumer.api import DescribedConsumerGroup, DescribedMember, DescribedTopicPartitions
+from engine.consumer.client_assignment import choose
 from engine.consumer.group import ConsumerGroup
 from engine.errors import Errors
 from engine.metadata import MetadataImage, TopicId
@@ -61,9 +62,19 @@ def describe_consumer_group(st: ShardState, g: ConsumerGroup) -> DescribedConsum
         group_state=g.state().value,
         group_epoch=g.group_epoch,
         assignment_epoch=g.assignment_epoch,
-        assignor_name=g.preferred_server_assignor() or st.config.consumer_assignors[0],
+        assignor_name=_assignor_name(st, g),
         members=members,
     )
+
+
+def _assignor_name(st: ShardState, g: ConsumerGroup) -> str:
+    """The server assignor, or the client assignor in use (docs/client-side-assignors.md): the
+    name every member supports, when a member can run it."""
+    if st.config.consumer_client_assignors_enable:
+        choice = choose(g.members.values())
+        if choice is not None and choice.assigning_member is not None:
+            return choice.name
+    return g.preferred_server_assignor() or st.config.consumer_assignors[0]
 
 
 def _names(image: MetadataImage, assignment: Assignment) -> tuple[DescribedTopicPartitions, ...]:

@@ -25,6 +25,7 @@ from engine.assignment import EMPTY, Assignment, epochs_from_records, from_recor
 from engine.consumer.member import ConsumerGroupMember, MemberState
 from engine.metadata import TopicId
 from records.consumer_group import (
+    ClientAssignmentMetadata,
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataValue,
     ConsumerGroupRegularExpressionValue,
@@ -71,6 +72,7 @@ class ConsumerGroup:
         "subscribed_regexes",
         "subscription_metadata",
         "target_assignment",
+        "target_client_metadata",
     )
 
     def __init__(self, group_id: str) -> None:
@@ -81,6 +83,9 @@ class ConsumerGroup:
         self.members: dict[str, ConsumerGroupMember] = {}
         self.static_members: dict[str, str] = {}  # instance id -> member id
         self.target_assignment: dict[str, Assignment] = {}
+        # member id -> what a client-side assignor computed for it besides its partitions
+        # (tagged field 10000 of k7; docs/client-side-assignors.md)
+        self.target_client_metadata: dict[str, ClientAssignmentMetadata] = {}
         self._inverted_target: dict[TopicId, dict[int, str]] = {}
         self._partition_epochs: dict[TopicId, dict[int, int]] = {}
         # topic name -> number of members subscribed to it by name
@@ -225,6 +230,7 @@ class ConsumerGroup:
             "members": [(mid, m) for mid, m in self.members.items()],
             "static_members": dict(self.static_members),
             "target": {mid: dict(a) for mid, a in self.target_assignment.items()},
+            "target_client_metadata": dict(self.target_client_metadata),
             "inverted": {t: dict(p) for t, p in self._inverted_target.items()},
             "partition_epochs": {t: dict(p) for t, p in self._partition_epochs.items()},
             "subscription_metadata": dict(self.subscription_metadata),
@@ -270,6 +276,7 @@ class ConsumerGroup:
             rebalance_timeout_ms=value.rebalance_timeout_ms,
             server_assignor=value.server_assignor,
             classic_member_metadata=value.classic_member_metadata,
+            client_assignors=value.client_assignors,
         )
         self._put_member(old, new)
 
@@ -307,7 +314,16 @@ class ConsumerGroup:
             )
         self._put_member(old if old.member_id in self.members else None, new)
 
-    def replay_target_member(self, member_id: str, assignment: Assignment | None) -> None:
+    def replay_target_member(
+        self,
+        member_id: str,
+        assignment: Assignment | None,
+        client_metadata: ClientAssignmentMetadata | None = None,
+    ) -> None:
+        if client_metadata is None:
+            self.target_client_metadata.pop(member_id, None)
+        else:
+            self.target_client_metadata[member_id] = client_metadata
         old = self.target_assignment.get(member_id)
         if old is not None:
             for t, parts in old.items():

@@ -24,6 +24,7 @@ from engine.consumer.api import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
 )
+from engine.consumer.client_assignment import client_choice, notify_assigning_member, refuse_unsupported
 from engine.consumer.group import ConsumerGroup
 from engine.consumer.member import ConsumerGroupMember, normalize_topic_names
 from engine.consumer.membership import (
@@ -177,10 +178,15 @@ def join_or_heartbeat(
 
     # `old` is the member as the group counts it today: None for a new member, the member
     # itself, or (static takeover) the copy of the replaced member under the new id.
-    updated = _apply_request(base, req, ctx)
+    updated = _apply_request(base, req, ctx, shard.config.consumer_client_assignors_enable)
+    refuse_unsupported(shard, group, old, updated)
     sub = update_subscription(shard, group, old, updated, op)
-    target_epoch, target = update_target(shard, group, sub, old, updated, op)
+    choice = client_choice(shard, group, old, updated, sub.group_epoch)
+    target_epoch, target = update_target(shard, group, sub, old, updated, op, choice is not None)
     updated = maybe_reconcile(shard, group, updated, target_epoch, target, owned, op)
+    compute_epoch = None
+    if choice is not None and choice.assigning_member == member_id:
+        compute_epoch = notify_assigning_member(group, updated, sub.group_epoch, op)
 
     schedule_session_timeout(op, gid, member_id, shard.consumer_session_timeout_ms(gid))
 
@@ -198,6 +204,8 @@ def join_or_heartbeat(
         member_epoch=updated.member_epoch,
         heartbeat_interval_ms=shard.consumer_heartbeat_interval_ms(gid),
         assignment=assignment,
+        compute_assignment_epoch=compute_epoch,
+        assignment_metadata=None if assignment is None else group.target_client_metadata.get(member_id),
     )
 
 
@@ -222,10 +230,21 @@ def _static_member(
 
 
 def _apply_request(
-    member: ConsumerGroupMember, req: ConsumerGroupHeartbeatRequest, ctx: RequestContext
+    member: ConsumerGroupMember,
+    req: ConsumerGroupHeartbeatRequest,
+    ctx: RequestContext,
+    client_assignors_enabled: bool = False,
 ) -> ConsumerGroupMember:
-    """The member with the request's non-null fields applied (null means "unchanged")."""
+    """The member with the request's non-null fields applied (null means "unchanged"). The
+    client-assignor list counts only with `group.consumer.client.assignors.enable`: flag off,
+    the field is ignored as Kafka ignores an unknown tag."""
     changes: dict[str, object] = {}
+    if (
+        client_assignors_enabled
+        and req.client_assignors is not None
+        and req.client_assignors != member.client_assignors
+    ):
+        changes["client_assignors"] = tuple(req.client_assignors)
     if req.instance_id is not None and req.instance_id != member.instance_id:
         changes["instance_id"] = req.instance_id
     if req.rack_id is not None and req.rack_id != member.rack_id:

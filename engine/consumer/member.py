@@ -16,6 +16,7 @@ from engine.assignment import EMPTY, EMPTY_EPOCHS, Assignment, PartitionEpochs, 
 from engine.metadata import TopicId
 from records.consumer_group import (
     ClassicMemberMetadata,
+    ClientAssignorMetadata,
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataValue,
 )
@@ -42,6 +43,9 @@ class ConsumerGroupMember:
     rebalance_timeout_ms: int = -1
     server_assignor: str | None = None
     classic_member_metadata: ClassicMemberMetadata | None = None
+    # Client-side assignors in the member's priority order (docs/client-side-assignors.md);
+    # empty unless `group.consumer.client.assignors.enable` and the member sent them.
+    client_assignors: tuple[ClientAssignorMetadata, ...] = ()
     member_epoch: int = 0
     previous_member_epoch: int = 0
     state: MemberState = MemberState.STABLE
@@ -93,6 +97,7 @@ class ConsumerGroupMember:
             and self.rebalance_timeout_ms == other.rebalance_timeout_ms
             and self.server_assignor == other.server_assignor
             and self.classic_member_metadata == other.classic_member_metadata
+            and self.client_assignors == other.client_assignors
         )
 
     def assignment_equals(self, other: ConsumerGroupMember) -> bool:
@@ -117,6 +122,7 @@ class ConsumerGroupMember:
             rebalance_timeout_ms=self.rebalance_timeout_ms,
             server_assignor=self.server_assignor,
             classic_member_metadata=self.classic_member_metadata,
+            client_assignors=self.client_assignors,
         )
 
     def assignment_value(self) -> ConsumerGroupCurrentMemberAssignmentValue:

@@ -198,6 +198,8 @@ def update_subscription(
             old_regex or None
         ):
             bump = True
+        if old is not None and new.client_assignors != old.client_assignors:
+            bump = True  # new assignor metadata asks for a new assignment (KIP-848 "Streams")
     if group.group_epoch == 0:
         bump = True  # a new group must leave epoch 0 (Kafka 4.0)
 
@@ -258,11 +260,14 @@ def update_target(
     old: ConsumerGroupMember | None,
     new: ConsumerGroupMember,
     op: Operation,
+    client_computes: bool = False,
 ) -> tuple[int, Assignment]:
-    """Step 2: a new target when the group epoch moved past the assignment epoch.
+    """Step 2: a new target when the group epoch moved past the assignment epoch, unless a
+    client-side assignor computes it (`client_computes`, engine/consumer/client_assignment.py):
+    then every member keeps the current target until the assigning member installs one.
 
     Returns (target epoch, this member's target)."""
-    if sub.group_epoch > group.assignment_epoch:
+    if sub.group_epoch > group.assignment_epoch and not client_computes:
         assignor = preferred_assignor(shard, group, old, new)
         targets = build_target_assignment(
             group,
@@ -480,6 +485,7 @@ def fence_member(
 def cancel_member_timers(op: Operation, group_id: str, member_id: str) -> None:
     op.cancel(TimerKind.CONSUMER_SESSION, group_id, member_id)
     op.cancel(TimerKind.CONSUMER_REBALANCE, group_id, member_id)
+    op.cancel(TimerKind.CLIENT_ASSIGNMENT, group_id, member_id)
     op.cancel(TimerKind.CLASSIC_MEMBER_JOIN, group_id, member_id)
     op.cancel(TimerKind.CLASSIC_MEMBER_SYNC, group_id, member_id)
 

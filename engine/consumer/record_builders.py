@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from engine.assignment import Assignment, to_records
 from engine.consumer.member import ConsumerGroupMember
 from records.consumer_group import (
+    ClientAssignmentMetadata,
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupMemberMetadataKey,
     ConsumerGroupMetadataKey,
@@ -53,10 +54,17 @@ def subscription_metadata_tombstone(group_id: str) -> CoordinatorRecord:
     return CoordinatorRecord(ConsumerGroupPartitionMetadataKey(group_id), None)
 
 
-def target_member(group_id: str, member_id: str, assignment: Assignment) -> CoordinatorRecord:
+def target_member(
+    group_id: str,
+    member_id: str,
+    assignment: Assignment,
+    client_metadata: ClientAssignmentMetadata | None = None,
+) -> CoordinatorRecord:
+    """`client_metadata`: what a client-side assignor computed for the member besides its
+    partitions (docs/client-side-assignors.md); None for every server-computed target."""
     return CoordinatorRecord(
         ConsumerGroupTargetAssignmentMemberKey(group_id, member_id),
-        ConsumerGroupTargetAssignmentMemberValue(to_records(assignment)),
+        ConsumerGroupTargetAssignmentMemberValue(to_records(assignment), client_metadata),
     )
 
 

@@ -33,6 +33,7 @@ from gateway.error_response import error_response
 from gateway.groups.apis import then
 from gateway.groups.streams_apis import MAY_CREATE_TOPIC
 from gateway.registry import NO_RESPONSE, CloseConnection, Handler, HandlerRegistry, RequestContext
+from protocol import client_assignment_wire as caw
 from protocol.codec import response_type_of
 from protocol.entity_builder import build
 
@@ -150,6 +151,18 @@ def group_read(api_key: int, api: str) -> Callable[[Guard, RequestContext, Any, 
         if api_key == 13 and hasattr(resp, "members"):  # LeaveGroup's error response has no members
             resp = dataclasses.replace(resp, members=())
         return resp
+
+    return check
+
+
+def client_assignment_read(api: str, response: Any) -> Check:
+    """ConsumerGroupPrepareAssignment / InstallAssignment (groupshift's extension APIs): READ on
+    the group, as KIP-848 specified them, else GROUP_AUTHORIZATION_FAILED."""
+
+    def check(g: Guard, ctx: RequestContext, req: Any, call: Call) -> Any:
+        if not g.ok(ctx, Op.READ, R.GROUP, req.group_id, api):
+            return response(error_code=GROUP_DENIED)
+        return call(req)
 
     return check
 
@@ -1077,6 +1090,16 @@ CHECKS: dict[int, tuple[str, Check]] = {
         describe_transactions,
     ),
     66: ("ListTransactions: only TRANSACTIONAL_IDs with DESCRIBE listed", list_transactions),
+    caw.PREPARE_ASSIGNMENT_KEY: (
+        "ConsumerGroupPrepareAssignment: READ on the GROUP (groupshift extension, "
+        "docs/client-side-assignors.md)",
+        client_assignment_read("ConsumerGroupPrepareAssignment", caw.PrepareAssignmentResponse),
+    ),
+    caw.INSTALL_ASSIGNMENT_KEY: (
+        "ConsumerGroupInstallAssignment: READ on the GROUP (groupshift extension, "
+        "docs/client-side-assignors.md)",
+        client_assignment_read("ConsumerGroupInstallAssignment", caw.InstallAssignmentResponse),
+    ),
 }
 
 

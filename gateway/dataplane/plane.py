@@ -743,6 +743,31 @@ class DataPlane:
             self._notify(TopicChange("deleted", topic))
             return topic
 
+    def follow(self, topics: Sequence[TopicInfo]) -> list[TopicChange]:
+        """Make the registry (in memory only) `topics`, as another process's `topics.json` now
+        holds them, and report the difference to the listeners; the changes made. A worker of
+        `serve --workers N` other than worker 0 keeps no partitions: it learns the topics of
+        worker 0's data plane this way, for its coordinators' metadata image (docs/workers.md)."""
+        wanted = {t.name: t for t in topics}
+        changes: list[TopicChange] = []
+        for old in self.topics.all():
+            now = wanted.get(old.name)
+            if now is None or now.topic_id != old.topic_id:
+                self.topics.uninstall(old.name)
+                changes.append(TopicChange("deleted", old))
+        for t in wanted.values():
+            had = self.topics.get(t.name)
+            if had is None:
+                changes.append(TopicChange("created", t))
+            elif t.partitions > had.partitions:
+                changes.append(TopicChange("partitions_added", t, had.partitions))
+            else:
+                continue
+            self.topics.install([t])
+        if changes:
+            self._notify_all(changes)
+        return changes
+
     def _remove_partition_dirs(self, topic: TopicInfo) -> None:
         """Remove a deleted topic's partition directories (worker thread); a directory that is
         not this topic's (another id in its `partition.metadata`) is kept aside, never deleted."""

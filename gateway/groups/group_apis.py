@@ -7,7 +7,10 @@ Version details handled here (Kafka's request/response classes do the same):
   response from v7, and ProtocolName is nullable only from v7 (an empty string before);
 * LeaveGroup v0-v2 carry one member id and answer with a top-level error;
 * ConsumerGroupHeartbeat/Describe are advertised only while the consumer protocol is enabled
-  (`group.coordinator.rebalance.protocols`), and answer UNSUPPORTED_VERSION otherwise.
+  (`group.coordinator.rebalance.protocols`), and answer UNSUPPORTED_VERSION otherwise;
+* with `group.consumer.client.assignors.enable`, ConsumerGroupHeartbeat reads groupshift's
+  ClientAssignors tag from the frame and answers COMPUTE_ASSIGNMENT as a response tag
+  (docs/client-side-assignors.md); flag off, the frame's tags are not looked at.
 """
 
 from __future__ import annotations
@@ -27,10 +30,11 @@ from engine.consumer.api import ConsumerGroupHeartbeatRequest
 from engine.errors import Errors
 from gateway.groups.apis import GroupService, audited, engine_ctx, gather, millis, then
 from gateway.registry import HandlerRegistry, RequestContext
+from protocol import client_assignment_wire as caw
 from protocol.codec import api_schema, response_type_of
 from protocol.entity_builder import build
 from protocol.varint import encode_uvarint
-from records.consumer_group import TopicPartitions
+from records.consumer_group import ClientAssignorMetadata, TopicPartitions
 
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 # KIP-430 without an authorizer: every operation Kafka supports on a GROUP resource is allowed
@@ -77,6 +81,74 @@ def steady_cgh_body(error_code: int, member_id: str | None, member_epoch: int, i
     )
 
 
+def _cgh_error(rtype: Any, code: Errors, message: str) -> Any:
+    return build(
+        rtype,
+        {
+            "throttle_time": 0,
+            "error_code": int(code),
+            "error_message": message,
+            "member_id": None,
+            "member_epoch": -1,
+            "heartbeat_interval": 0,
+            "assignment": None,
+        },
+    )
+
+
+def read_heartbeat_client_assignors(
+    frame: bytes | None, version: int
+) -> tuple[ClientAssignorMetadata, ...] | None:
+    """The heartbeat's client-assignor tag (docs/client-side-assignors.md), None when absent;
+    raises ValueError when malformed."""
+    if frame is None:
+        return None
+    wire = caw.read_client_assignors(frame, caw.body_offset(frame), version)
+    if wire is None:
+        return None
+    return tuple(
+        ClientAssignorMetadata(
+            a.name, a.minimum_version, a.maximum_version, a.reason, a.metadata_version, a.metadata
+        )
+        for a in wire
+    )
+
+
+def with_extension_tags(rtype: Any, version: int, r: Any) -> bytes:
+    """The heartbeat response body with COMPUTE_ASSIGNMENT and/or the assignor's metadata for the
+    member (top-level tags Kafka's clients skip; docs/client-side-assignors.md)."""
+    assignment = None
+    if r.assignment is not None:
+        assignment = {
+            "topic_partitions": [
+                {"topic_id": tp.topic_id, "partitions": tp.partitions} for tp in r.assignment
+            ]
+        }
+    response = build(
+        rtype,
+        {
+            "throttle_time": 0,
+            "error_code": r.error_code,
+            "error_message": r.error_message,
+            "member_id": r.member_id,
+            "member_epoch": r.member_epoch,
+            "heartbeat_interval": r.heartbeat_interval_ms,
+            "assignment": assignment,
+        },
+    )
+    schema = api_schema(68, version)
+    assert schema is not None
+    parts: list[bytes] = []
+    schema.write_body(parts.append, response)
+    tags: dict[int, bytes] = {}
+    if r.compute_assignment_epoch is not None:
+        tags[caw.COMPUTE_ASSIGNMENT_TAG] = caw.compute_assignment_field(r.compute_assignment_epoch)
+    if r.assignment_metadata is not None:
+        meta = r.assignment_metadata
+        tags[caw.ASSIGNMENT_METADATA_TAG] = caw.assignment_metadata_field(meta.version, meta.metadata)
+    return caw.with_top_level_tags(b"".join(parts), tags)
+
+
 def register(registry: HandlerRegistry, service: GroupService) -> None:
     apis = GroupApis(service)
     enabled = service.config.consumer_protocol_enabled
@@ -95,6 +167,7 @@ class GroupApis:
     def __init__(self, service: GroupService) -> None:
         self.service = service
         self.consumer_enabled = service.config.consumer_protocol_enabled
+        self.client_assignors_enabled = service.config.consumer_client_assignors_enable
         self._heartbeat_bodies: dict[tuple[type, int], bytes] = {}
 
     # --- KIP-848 -------------------------------------------------------------------------------
@@ -116,6 +189,12 @@ class GroupApis:
             )
         version = req.__version__
         owned = req.topic_partitions
+        client_assignors = None
+        if self.client_assignors_enabled:
+            try:
+                client_assignors = read_heartbeat_client_assignors(ctx.frame, version)
+            except ValueError as e:
+                return _cgh_error(rtype, Errors.INVALID_REQUEST, f"Malformed ClientAssignors field: {e}")
         ereq = ConsumerGroupHeartbeatRequest(
             group_id=req.group_id,
             member_id=req.member_id,
@@ -129,6 +208,7 @@ class GroupApis:
             topic_partitions=None
             if owned is None
             else [TopicPartitions(tp.topic_id, tuple(tp.partitions)) for tp in owned],
+            client_assignors=client_assignors,
         )
         ectx = engine_ctx(ctx, version)
         result = self.service.runtime_for(req.group_id).run(
@@ -136,6 +216,8 @@ class GroupApis:
         )
 
         def respond(r: Any) -> Any:
+            if r.compute_assignment_epoch is not None or r.assignment_metadata is not None:
+                return with_extension_tags(rtype, version, r)
             if r.assignment is None and r.error_message is None:
                 return steady_cgh_body(r.error_code, r.member_id, r.member_epoch, r.heartbeat_interval_ms)
             assignment = None

@@ -24,7 +24,7 @@ from engine.ids import SystemIds
 from engine.metadata import MetadataImage
 from engine.shard import Shard
 from gateway.coordinator_storage import CompactionPolicy, CoordinatorStorage
-from gateway.groups import config_apis, group_apis, offset_apis, streams_apis
+from gateway.groups import client_assignment_apis, config_apis, group_apis, offset_apis, streams_apis
 from gateway.groups.group_metrics import GroupMetrics, group_counts
 from gateway.groups.routing import partition_for
 from gateway.groups.runtime import ShardRuntime
@@ -262,12 +262,19 @@ class GroupCoordinatorService:
 
 
 def install_group_layer(
-    server: GatewayServer, open_shard: ShardOpener | None = None
+    server: GatewayServer,
+    open_shard: ShardOpener | None = None,
+    *,
+    create_topics: streams_apis.CreateTopics | None = None,
 ) -> GroupCoordinatorService:
+    """`create_topics`: how a streams group's missing internal topics are created when not by
+    this node's data plane (a worker of `serve --workers N` asks worker 0, docs/workers.md)."""
     service = GroupCoordinatorService(server, open_shard)
     group_apis.register(server.registry, service)
+    client_assignment_apis.register(server.registry, service)
     # Embedded mode creates a streams group's missing internal topics itself.
-    create_topics = server.plane.create_topics if server.config.upstream is None else None
+    if create_topics is None and server.config.upstream is None:
+        create_topics = server.plane.create_topics
     streams_apis.register(server.registry, service, create_topics)
     offset_apis.register(server.registry, service)
     config_apis.register(server.registry, service)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 
@@ -43,6 +44,16 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
             "group APIs are answered here, everything else is forwarded"
         ),
     )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="serve as N processes, the brokers of one cluster: worker i is node node.id+i on the "
+        "listener's port + i; coordinator shards split between them (docs/workers.md; default 1)",
+    )
+    # A worker of `--workers N`, started by the supervisor (not for people to pass).
+    p.add_argument("--worker-index", type=int, default=None, help=argparse.SUPPRESS)
     p.add_argument(
         "--set",
         metavar="NAME=VALUE",
@@ -109,6 +120,50 @@ def run(args: argparse.Namespace) -> int:
         check_data_dir_is_ours(loaded.config, allow_foreign=args.force_data_dir)
     except ConfigError as e:
         return _error(str(e))
+    if args.workers < 1:
+        return _error(f"--workers must be at least 1 (got {args.workers})")
+    if args.worker_index is not None and not 0 <= args.worker_index < args.workers:
+        return _error(f"--worker-index must be below --workers ({args.worker_index} of {args.workers})")
+    plan = None
+    if args.workers > 1:
+        from gateway.workers.plan import WorkerPlan, refusal
+
+        cfg = loaded.config
+        host, port = cfg.listen_address
+        problem = refusal(
+            cfg.listeners,
+            cfg.advertised_listeners,
+            port,
+            authorizer=bool(cfg.authorizer_class_name),
+            upstream=cfg.upstream is not None,
+        )
+        if problem is not None:
+            return _error(problem)
+        if args.worker_index is None:
+            from gateway.workers.supervisor import Supervisor
+
+            argv = [sys.executable, "-m", "groupshift", *_worker_arguments(args)]
+            ports = [port + i for i in range(args.workers)]
+            return Supervisor(lambda i: [*argv, "--worker-index", str(i)], host, ports).run()
+        plan = WorkerPlan(args.worker_index, args.workers, host, port, cfg.node_id, Path(cfg.data_dir))
+        try:
+            loaded = load_settings(
+                config_file=args.config,
+                overrides={
+                    **overrides,
+                    "listeners": f"PLAINTEXT://{host}:{plan.port_of(plan.index)}",
+                    "log.dirs": str(plan.data_dir),
+                },
+                override_origins={"listeners": "--listen", "log.dirs": "--data-dir"},
+                sets=[
+                    *args.set,
+                    f"node.id={plan.node_id}",
+                    *_worker_metrics(cfg.metrics_address, plan.index),
+                ],
+            )
+            check_data_dir_is_ours(loaded.config, allow_foreign=args.force_data_dir)
+        except ConfigError as e:
+            return _error(str(e))
     if loaded.config.upstream is not None and loaded.config.upstream.security_protocol != "PLAINTEXT":
         refused = _check_upstream_security(loaded.config.upstream)
         if refused is not None:
@@ -134,7 +189,11 @@ def run(args: argparse.Namespace) -> int:
             reason="Kafka broker settings that groupshift does not use",
         )
     extensions: list[Extension] = [install_group_layer]
-    if loaded.config.upstream is not None:
+    if plan is not None:
+        from gateway.workers.worker import worker_extension
+
+        extensions = [worker_extension(plan)]
+    elif loaded.config.upstream is not None:
         from gateway.upstream import install_upstream_mode
 
         extensions = [install_upstream_mode]
@@ -167,6 +226,37 @@ def _check_upstream_security(upstream: Any) -> str | None:
         if refused is not None:
             return relabel(refused, f"upstream.identity.credentials.file ({principal})")
     return None
+
+
+def _worker_metrics(address: tuple[str, int] | None, index: int) -> list[str]:
+    """Worker i serves its metrics on `metrics.listen`'s port + i (port 0: a free one each)."""
+    if address is None:
+        return []
+    host, port = address
+    return [f"metrics.listen={host}:{port + index if port else 0}"]
+
+
+def _worker_arguments(args: argparse.Namespace) -> list[str]:
+    """The `serve` arguments a worker is started with: the supervisor's own, rebuilt from what
+    was parsed (not from `sys.argv`, which is not the command line when `main(argv)` is called)."""
+    out = ["serve", "--workers", str(args.workers)]
+    for flag, value in (
+        ("--listen", args.listen),
+        ("--data-dir", args.data_dir),
+        ("--config", args.config),
+        ("--upstream", args.upstream),
+        ("--log-level", args.log_level),
+        ("--log-format", args.log_format),
+    ):
+        if value is not None:
+            out += [flag, value]
+    for item in args.set:
+        out += ["--set", item]
+    if args.force_data_dir:
+        out.append("--force-data-dir")
+    if args.ignore_topics_file:
+        out.append("--ignore-topics-file")
+    return out
 
 
 def _error(message: str) -> int:

@@ -29,7 +29,6 @@ class DescribeClusterApi:
         registry.register(API_KEY, 0, 2, self.handle)
 
     def handle(self, ctx: RequestContext, header: Any, request: Any) -> Any:
-        node = self.cluster.endpoint_for(ctx)
         endpoint_type = getattr(request, "endpoint_type", BROKERS)
         ok = endpoint_type == BROKERS
         return build(
@@ -43,12 +42,13 @@ class DescribeClusterApi:
                 "controller_id": self.cluster.controller_id,
                 "brokers": [
                     {
-                        "broker_id": node.node_id,
-                        "host": node.host,
-                        "port": node.port,
+                        "broker_id": broker.node_id,
+                        "host": broker.host,
+                        "port": broker.port,
                         "rack": None,
                         "is_fenced": False,
                     }
+                    for broker in self.cluster.brokers_for(ctx)
                 ]
                 if ok
                 else [],

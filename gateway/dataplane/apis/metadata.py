@@ -153,12 +153,15 @@ class MetadataApi:
             topics = [self._topic(t, topic_ops) for t in self.plane.topics.all()]
         else:
             topics = self._requested(request, version, topic_ops)
-        node = self.cluster.endpoint_for(ctx)
+        brokers = self.cluster.brokers_for(ctx)
         return build(
             response_type_of(request),
             {
                 "throttle_time": 0,
-                "brokers": [{"node_id": node.node_id, "host": node.host, "port": node.port, "rack": None}],
+                "brokers": [
+                    {"node_id": node.node_id, "host": node.host, "port": node.port, "rack": None}
+                    for node in brokers
+                ],
                 "cluster_id": self.cluster.cluster_id,
                 "controller_id": self.cluster.controller_id,
                 "topics": topics,

@@ -1,0 +1,78 @@
+"""Client-side assignors and the online upgrade (KIP-848 "Supporting Online Consumer Group
+Upgrade" with a client assignor; docs/client-side-assignors.md): the case KAFKA-18134 refuses on
+Kafka. A classic group whose members use `cooperative-sticky` is joined by a consumer-protocol
+member whose client assignor of the same name reads metadata version -1: the group converts, the
+new member is chosen to compute and sees the classic members' subscription bytes at version -1.
+A client assignor that cannot read version -1 is refused with UNSUPPORTED_ASSIGNOR."""
+
+from __future__ import annotations
+
+from engine.consumer.api import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
+from engine.consumer.client_assignment import PrepareAssignmentRequest
+from engine.context import RequestContext
+from engine.errors import Errors
+from records.consumer_group import ClientAssignorMetadata
+from tests.migration_harness import KIP848_CLIENT, ClassicSeed, MigrationHarness, assignment, sub
+
+NAME = "cooperative-sticky"
+
+
+def join(h: MigrationHarness, member_id: str, lo: int) -> ConsumerGroupHeartbeatResponse:
+    req = ConsumerGroupHeartbeatRequest(
+        "g",
+        member_id,
+        0,
+        rebalance_timeout_ms=30000,
+        subscribed_topic_names=["foo"],
+        topic_partitions=[],
+        client_assignors=(ClientAssignorMetadata(NAME, lo, 2, 0, 2, b"new"),),
+    )
+    r = h.process(h.shard.consumer_group_heartbeat(req, RequestContext(*KIP848_CLIENT, 1), h.tick()))
+    assert isinstance(r, ConsumerGroupHeartbeatResponse)
+    return r
+
+
+def seeded() -> MigrationHarness:
+    h = MigrationHarness(group_consumer_client_assignors_enable=True)
+    meta1 = sub("foo", version=3, owned={"foo": [0, 1, 2]})
+    meta2 = sub("foo", version=3, owned={"foo": [3, 4, 5]})
+    h.seed_classic(
+        3,
+        [
+            ClassicSeed("c1", meta1, assignment(3, foo=[0, 1, 2])),
+            ClassicSeed("c2", meta2, assignment(3, foo=[3, 4, 5])),
+        ],
+        protocol=NAME,
+    )
+    return h
+
+
+def test_upgrade_with_a_client_assignor_that_reads_classic_metadata() -> None:
+    h = seeded()
+    r = join(h, "n1", lo=-1)
+    assert r.error_code == 0, r
+    g = h.shard.consumer_group("g")
+    assert g is not None and set(g.members) == {"c1", "c2", "n1"}
+    assert r.compute_assignment_epoch == g.group_epoch > g.assignment_epoch
+    prepared = h.shard.prepare_assignment(
+        PrepareAssignmentRequest("g", "n1", r.member_epoch), h.tick(), "User:ANONYMOUS"
+    ).response
+    assert prepared.error_code == 0 and prepared.assignor_name == NAME
+    by_id = {m.member_id: m for m in prepared.members}
+    assert by_id["c1"].metadata_version == -1 and by_id["c1"].metadata == sub(
+        "foo", version=3, owned={"foo": [0, 1, 2]}
+    )
+    assert by_id["n1"].metadata == b"new"
+    assert {mid: dict(m.target) for mid, m in by_id.items() if m.target} == {
+        "c1": {g.subscription_metadata["foo"].topic_id: (0, 1, 2)},
+        "c2": {g.subscription_metadata["foo"].topic_id: (3, 4, 5)},
+    }
+
+
+def test_upgrade_with_a_client_assignor_that_cannot_read_classic_metadata_is_refused() -> None:
+    h = seeded()
+    r = join(h, "n1", lo=0)
+    assert r.error_code == Errors.UNSUPPORTED_ASSIGNOR, r
+    assert "-1" in (r.error_message or "")
+    assert h.shard.consumer_group("g") is None  # still the classic group: nothing converted
+    assert h.shard.classic_group("g") is not None

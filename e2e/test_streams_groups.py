@@ -9,97 +9,21 @@ The application is e2e/java_programs/StreamsWordCount.java, compiled against the
 
 from __future__ import annotations
 
-import collections
-import struct
 import subprocess
-import threading
 import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from e2e.conftest import Gateways
 from e2e.java_compile import finish_javac, start_javac
+from e2e.streams_wordcount import ALL_TASKS, APP, INPUT, LINES, OUTPUT, SOURCE, Instance, read_counts, truth
 from harness.kafka_dist import resolve_component
 from harness.kafka_dist.java_clients import TOOL_JVM_OPTS
 
 pytestmark = pytest.mark.e2e
-
-SOURCE = Path(__file__).parent / "java_programs" / "StreamsWordCount.java"
-APP, INPUT, OUTPUT = "wordcount", "words-in", "counts-out"
-LINES = [f"the quick brown fox {i % 7} jumps over the lazy dog {i % 3}" for i in range(300)]
-ALL_TASKS = {f"{s}_{p}" for s in (0, 1) for p in range(4)}
-
-
-class Instance:
-    """One StreamsWordCount JVM; its stdout lines (`STATE ...`, `TASKS ...`) collected."""
-
-    def __init__(self, classpath: str, bootstrap: str, state_dir: Path, log: Path) -> None:
-        self.lines: list[str] = []
-        self.log = log
-        self.proc = subprocess.Popen(
-            [
-                "java",
-                *TOOL_JVM_OPTS,
-                "-cp",
-                classpath,
-                "StreamsWordCount",
-                bootstrap,
-                APP,
-                INPUT,
-                OUTPUT,
-                str(state_dir),
-            ],
-            stdout=subprocess.PIPE,
-            stderr=log.open("wb"),
-            text=True,
-        )
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.append(line.strip())
-
-    def tasks(self) -> set[str] | None:
-        """The active tasks of the last RUNNING state, None before the first."""
-        found = [line for line in self.lines if line.startswith("TASKS")]
-        if not found:
-            return None
-        return {t for t in found[-1][len("TASKS") :].strip().split(",") if t}
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-
-
-def truth() -> dict[str, int]:
-    counts: collections.Counter[str] = collections.Counter()
-    for line in LINES:
-        counts.update(line.split())
-    return dict(counts)
-
-
-def read_counts(bootstrap: str, want: dict[str, int], timeout: float) -> dict[str, int]:
-    """The latest count per word in the output topic, read until it equals `want` or time is up."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "checker", "enable.auto.commit": False})
-    c.assign([TopicPartition(OUTPUT, p, 0) for p in range(2)])
-    latest: dict[str, int] = {}
-    deadline = time.monotonic() + timeout
-    try:
-        while time.monotonic() < deadline and latest != want:
-            for m in c.consume(500, 0.5):
-                if m.error() is None:
-                    latest[m.key().decode()] = struct.unpack(">q", m.value())[0]
-    finally:
-        c.close()
-    return latest
 
 
 def test_word_count_with_two_instances(module_gateways: Gateways, tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ from e2e.upstream import (
     check_roundtrip,
     start_fixed_gateway,
 )
+from e2e.upstream_streams import check_streams_group_on_upstream
 from harness.kafka_dist import free_port
 
 
@@ -110,3 +111,9 @@ def test_migration_view_shows_groupshift_config_policy(
     setup: tuple[GatewayProcess, Backend], tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     check_own_group_settings(setup[1], Path(tmp_path_factory.mktemp("gwpolicy")) / "gw")
+
+
+def test_streams_group_served_and_internal_topics_created_upstream(
+    setup: tuple[GatewayProcess, Backend],
+) -> None:
+    check_streams_group_on_upstream(*setup, "us-streams")

@@ -5,6 +5,8 @@
   groups while the cluster has no KIP-848; a fleet that committed directly on the cluster
   resumes from those commits behind the gateway; one broker is SIGKILLed and restarted while
   records flow.
+* Kafka 3.9 (no streams groups): a Kafka Streams 4.4 word count with `group.protocol=streams`
+  served by groupshift, its internal topics created on the cluster (e2e/upstream_streams.py).
 * exactly once through groupshift (e2e/transactions.py): two Java transactional copiers (a
   KIP-848 member and a classic member of one group) copy a topic while the KIP-848 copier is
   SIGKILLed twice and groupshift once; Kafka 3.9 is the upstream transaction coordinator.
@@ -44,6 +46,7 @@ from e2e.upstream import (
     check_roundtrip,
     start_fixed_gateway,
 )
+from e2e.upstream_streams import check_streams_word_count
 from harness.kafka_dist import free_port
 from harness.kafka_dist.java_clients import JavaClients
 
@@ -194,3 +197,12 @@ def test_kafka39_migration_view_shows_groupshift_config_policy(
     kafka39: tuple[GatewayProcess, Backend], tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     check_own_group_settings(kafka39[1], Path(tmp_path_factory.mktemp("gwpolicy")) / "gw")
+
+
+def test_kafka39_streams_word_count(
+    kafka39: tuple[GatewayProcess, Backend], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Issue 31: a Kafka Streams 4.4 application with `group.protocol=streams` on a Kafka 3.9
+    cluster, which has no streams groups: groupshift serves the group and creates the internal
+    topics on the cluster."""
+    check_streams_word_count(*kafka39, Path(tmp_path_factory.mktemp("k39-streams")), "k39")

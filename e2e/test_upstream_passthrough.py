@@ -20,6 +20,8 @@ In front of it a groupshift with an SSL listener (no SASL, no authorizer of its 
   commits offsets in a transaction (TxnOffsetCommit, answered by groupshift), deletes a
   partition's offsets (OffsetDelete) and her group (DeleteGroups); bob without those ACLs is
   refused each with Kafka's error, from probes on his own link;
+* a streams group's internal topics are created on the cluster for alice, who may CREATE
+  them, and not for bob, who may not (a validate-only CreateTopics probe on each one's link);
 * a Java 4.x exactly-once copier as alice keeps to transaction version 1 through groupshift
   (docs/transactions.md), though the cluster has version 2 finalized.
 """
@@ -43,6 +45,7 @@ from e2e.test_upstream_gateway_acls import Setup as AclSetup
 from e2e.test_upstream_gateway_acls import three_cases
 from e2e.tls_certs import PASSWORD, Authority
 from e2e.upstream import FAST_UPSTREAM_SETTINGS
+from e2e.upstream_streams import partitions_of, run_member, streams_join, word_count_topology
 from harness.kafka_dist.cluster import KafkaCluster
 from harness.kafka_dist.java_clients import JavaClients
 from harness.kafka_dist.security import password_of
@@ -394,3 +397,43 @@ def test_java_transactional_copier_uses_transaction_version_1(
         described = wire.request(make_request(65, 0, transactional_ids=[txn]))
     (state,) = described.transaction_states
     assert int(state.error_code) == 0 and int(state.producer_epoch) == 0, state
+
+
+def test_streams_group_internal_topics_by_the_clusters_acls(setup: Setup) -> None:
+    """A streams group (KIP-1071) served by groupshift in passthrough: its heartbeat needs READ
+    on the group and DESCRIBE on the topology's topics, and a missing internal topic is
+    created (by groupshift, on the cluster) only when the member's principal may CREATE it,
+    which the cluster's ACLs decide (a validate-only CreateTopics on the member's own link).
+    alice may: her topics appear on the cluster and she gets every task; bob may not: his
+    heartbeats say so and his topics are never created."""
+    from confluent_kafka.admin import AclOperation, AdminClient, ResourceType
+
+    s = setup
+    direct = AdminClient(_conf(s.cluster.bootstrap, s.ca, "admin"))
+    topics = {}
+    for user, ops in (
+        ("alice", (AclOperation.DESCRIBE, AclOperation.CREATE)),
+        ("bob", (AclOperation.DESCRIBE,)),
+    ):
+        group = f"{user}-streams-{s.suffix}"
+        topics[user] = (group, f"{group}-counts-repartition", f"{group}-counts-changelog")
+        _allow(direct, f"User:{user}", ResourceType.GROUP, group, AclOperation.READ)
+        for t in topics[user][1:]:
+            _allow(direct, f"User:{user}", ResourceType.TOPIC, t, *ops)
+    admin_conf = _conf(s.cluster.bootstrap, s.ca, "admin")
+
+    for user in ("alice", "bob"):
+        group, repartition, changelog = topics[user]
+        topology = word_count_topology(s.topic, repartition, changelog, {"cleanup.policy": "compact"})
+        with plain_login(s.ca, user).connect("127.0.0.1", s.groupshift.port, timeout=30) as wire:
+            member, r = streams_join(wire, group, topology)
+            r, owned = run_member(wire, group, member, int(r.member_epoch), 4, 20 if user == "alice" else 4)
+        details = [d.status_detail for d in r.status or ()]
+        if user == "alice":
+            assert not r.status and owned == 4, (r, s.groupshift.log_tail())
+            assert partitions_of(s.cluster.bootstrap, repartition, **admin_conf) == 2
+            assert partitions_of(s.cluster.bootstrap, changelog, **admin_conf) == 2
+        else:
+            assert owned == 0 and any("Unauthorized to CREATE" in d for d in details), r
+            assert partitions_of(s.cluster.bootstrap, repartition, **admin_conf) is None
+            assert partitions_of(s.cluster.bootstrap, changelog, **admin_conf) is None

@@ -8,7 +8,9 @@ groupshift in front of it:
   produced through groupshift, and their commits are mirrored to Tansu;
 * a fleet that committed directly on Tansu resumes from those commits behind groupshift;
 * the rolling upgrade then downgrade with mixed clients (the embedded migration test's checks);
-* groupshift SIGKILLed and restarted under a mixed group while records flow.
+* groupshift SIGKILLed and restarted under a mixed group while records flow;
+* a streams group (KIP-1071), which Tansu lacks, served by groupshift, its internal topics
+  created on Tansu.
 
 What Tansu does differently is pinned here too (README, "In front of your cluster";
 docs/deviations.md): a fetch from an offset inside a record batch returns no records (so the
@@ -46,6 +48,7 @@ from e2e.upstream import (
     start_fixed_gateway,
     upstream_offsets,
 )
+from e2e.upstream_streams import check_streams_group_on_upstream
 from harness.kafka_dist import free_port
 
 
@@ -167,3 +170,10 @@ def test_tansu_accepts_the_mirror_while_its_own_group_is_live(tansu: tuple[Gatew
         assert metric(gw, "groupshift_upstream_mirror_conflicts_total") == before
     finally:
         direct.close()
+
+
+def test_tansu_streams_group(tansu: tuple[GatewayProcess, Backend]) -> None:
+    """Tansu has no streams groups: groupshift serves one and creates its internal topics on
+    Tansu (e2e/upstream_streams.py). Tansu 0.6 creates a topic whatever its configs say
+    (`cleanup.policy=bogus` too), so the refusal case is Kafka's and groupshift's only."""
+    check_streams_group_on_upstream(*tansu, "tansu-streams", validates_configs=False)

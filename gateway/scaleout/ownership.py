@@ -68,6 +68,8 @@ _GROUPS_OF: dict[int, Any] = {
     47: lambda r: [r.group_id],
     68: lambda r: [r.group_id],
     69: lambda r: list(r.group_ids),
+    88: lambda r: [r.group_id],
+    89: lambda r: list(r.group_ids),
 }
 
 

@@ -14,6 +14,8 @@ forwarded to the cluster given by `upstream.bootstrap.servers` (`serve --upstrea
 * `forwarded_acls`: the `gateway` identity's authorization of forwarded requests with
   groupshift's ACLs (only with an authorizer);
 * `offsets`: offsets imported from the cluster on a group's first appearance and mirrored back;
+* `streams_topics`: streams groups (KIP-1071) answered here, their missing internal topics
+  created on the cluster (docs/streams-groups.md);
 * `transactions`: TxnOffsetCommit for the cluster's transactions, pending until their outcome
   is read there (docs/transactions.md).
 """
@@ -25,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from gateway.upstream.cluster import UpstreamCluster
 from gateway.upstream.offsets import OffsetBridge
 from gateway.upstream.proxy import UpstreamProxy
+from gateway.upstream.streams_topics import install as install_streams
 from gateway.upstream.transactions import TransactionalOffsets
 
 # TxnOffsetCommit v0-v4 (v4 is v3 in the flexible encoding); v5 is KIP-890 part 2's, not served.
@@ -54,6 +57,8 @@ def install_upstream_mode(server: GatewayServer) -> UpstreamProxy:
     txn = TransactionalOffsets(service, cluster, bridge, server.metrics)
     txn.install(server.registry, TXN_OFFSET_COMMIT_MAX_VERSION)  # before the bridge wraps its imports
     bridge.install(server.registry)
+    # streams groups: groupshift's, their internal topics created on the cluster
+    install_streams(server.registry, service, cluster, server.metrics)
     if scaleout is not None:
         scaleout.service = service
         scaleout.proxy = proxy

@@ -1,13 +1,13 @@
 """Committed offsets in upstream mode: groupshift's log is the truth, the upstream a copy.
 
-* Import. The first time a group shows up (a JoinGroup, ConsumerGroupHeartbeat, OffsetFetch
-  or OffsetCommit for a group id that has neither state nor offsets in groupshift's log), its
-  committed offsets are read from the upstream's group coordinator (FindCoordinator, then
-  OffsetFetch for all topics) and written to groupshift's log as a simple-group commit before
-  the request is served. A fleet that committed directly to the cluster and is restarted
-  against groupshift resumes from those commits. While the upstream cannot be asked, the
-  request closes its connection (the client retries), so a group never starts from
-  `auto.offset.reset` because of an unreachable cluster.
+* Import. The first time a group shows up (a JoinGroup, ConsumerGroupHeartbeat,
+  StreamsGroupHeartbeat, OffsetFetch or OffsetCommit for a group id that has neither state nor
+  offsets in groupshift's log), its committed offsets are read from the upstream's group
+  coordinator (FindCoordinator, then OffsetFetch for all topics) and written to groupshift's
+  log as a simple-group commit before the request is served. A fleet that committed directly
+  to the cluster and is restarted against groupshift resumes from those commits. While the
+  upstream cannot be asked, the request closes its connection (the client retries), so a
+  group never starts from `auto.offset.reset` because of an unreachable cluster.
 * Mirror. Every offset groupshift accepts (OffsetCommit answered without error) is copied to
   the upstream's `__consumer_offsets` as a simple-group commit (generation -1, empty member
   id: Kafka's "standalone" commit, as `kafka-consumer-groups --reset-offsets` writes), so lag
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger("upstream")
 
 OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, CONSUMER_GROUP_HEARTBEAT, DELETE_GROUPS = 8, 9, 11, 68, 42
+STREAMS_GROUP_HEARTBEAT = 88
 TXN_OFFSET_COMMIT = 28
 # Errors of a coordinator that moved or is loading: ask FindCoordinator again and retry.
 RETRY_COORDINATOR = frozenset({14, 15, 16})  # LOAD_IN_PROGRESS, NOT_AVAILABLE, NOT_COORDINATOR
@@ -94,6 +95,7 @@ class OffsetBridge:
         for key, group_ids in (
             (JOIN_GROUP, lambda r: [r.group_id]),
             (CONSUMER_GROUP_HEARTBEAT, lambda r: [r.group_id]),
+            (STREAMS_GROUP_HEARTBEAT, lambda r: [r.group_id]),
             (
                 OFFSET_FETCH,
                 lambda r: [g.group_id for g in r.groups] if hasattr(r, "groups") else [r.group_id],

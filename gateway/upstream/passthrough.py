@@ -22,6 +22,8 @@ failed, or anything else" (docs/security.md has the table):
   `validate_only`;
 * DELETE on a GROUP (DeleteGroups, OffsetDelete): OffsetDelete of the group with no partitions
   (authorized before the coordinator, which then deletes nothing);
+* CREATE on a TOPIC (a streams group's missing internal topic, StreamsGroupHeartbeat):
+  CreateTopics of that topic with `validate_only`;
 * WRITE on a TRANSACTIONAL_ID (TxnOffsetCommit): TxnOffsetCommit of that transactional id for a
   made-up group and a partition of a made-up topic (the transactional id is checked first; the
   group, the topic and its existence then answer the partition before any coordinator);
@@ -358,6 +360,29 @@ class ClusterAclProbes:
             return int(r.error_code) != GROUP_AUTHORIZATION_FAILED
         if rtype == R.TRANSACTIONAL_ID and op == Op.WRITE:
             return await self._probe_txn_write(link, name)
+        if rtype == R.TOPIC and op == Op.CREATE:
+            # CreateTopics with validate_only: Kafka filters the topics the principal may not
+            # create (CREATE on the CLUSTER or the TOPIC) before anything is validated, and a
+            # validated topic is not created.
+            r = await self._call(
+                link,
+                19,
+                5,
+                {
+                    "topics": [
+                        {
+                            "name": name,
+                            "num_partitions": 1,
+                            "replication_factor": -1,
+                            "assignments": [],
+                            "configs": [],
+                        }
+                    ],
+                    "timeout": int(self.cluster.request_timeout * 1000),
+                    "validate_only": True,
+                },
+            )
+            return all(int(t.error_code) != TOPIC_AUTHORIZATION_FAILED for t in r.topics)
         # Anything else: no probe without an effect proves it; a principal allowed every
         # CLUSTER operation is allowed it.
         bits = await self._cluster_ops(link)

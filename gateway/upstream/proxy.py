@@ -3,10 +3,11 @@
 Every client connection (on the main listener or on a broker's listener) is handled frame by
 frame before the dispatcher decodes anything:
 
-* group APIs (Join/Sync/Heartbeat/Leave, ConsumerGroupHeartbeat/Describe, OffsetCommit/Fetch/
-  Delete, List/Describe/DeleteGroups, FindCoordinator for groups, DescribeConfigs and
-  IncrementalAlterConfigs on GROUP resources) and ApiVersions go to the dispatcher and are
-  answered by groupshift's engine, as in embedded mode;
+* group APIs (Join/Sync/Heartbeat/Leave, ConsumerGroupHeartbeat/Describe, StreamsGroupHeartbeat/
+  Describe, OffsetCommit/Fetch/Delete, List/Describe/DeleteGroups, FindCoordinator for groups,
+  DescribeConfigs and IncrementalAlterConfigs on GROUP resources) and ApiVersions go to the
+  dispatcher and are answered by groupshift's engine, as in embedded mode (streams groups too,
+  on any cluster: gateway.upstream.streams_topics);
 * with an authorizer (`upstream.identity=gateway`), a forwarded request is first authorized
   with groupshift's ACLs (`gateway.upstream.forwarded_acls`), and the ACL and SCRAM APIs are
   groupshift's own; without one, nothing below is decoded for authorization;
@@ -104,7 +105,9 @@ LIST_GROUPS = 16
 GROUP_RESOURCE = 32
 
 # Answered by groupshift alone (the group APIs of the registry, TxnOffsetCommit, ApiVersions).
-TERMINATED = frozenset({API_VERSIONS, 8, 9, 11, 12, 13, 14, 15, 16, TXN_OFFSET_COMMIT, 42, 47, 68, 69})
+TERMINATED = frozenset(
+    {API_VERSIONS, 8, 9, 11, 12, 13, 14, 15, 16, TXN_OFFSET_COMMIT, 42, 47, 68, 69, 88, 89}
+)
 # Answered by groupshift or forwarded, depending on the request (group key / GROUP resource).
 SPLIT = frozenset({FIND_COORDINATOR, DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS})
 # SaslHandshake and SaslAuthenticate: consumed by groupshift's own SASL listeners
@@ -118,7 +121,8 @@ SASL_APIS = frozenset({17, 36})
 RELAYED = SASL_APIS | DELEGATION_TOKEN_APIS
 SASL_HANDSHAKE = 17
 # Client-facing APIs forwarded when the upstream serves them. Broker-to-broker and controller
-# APIs, SASL (security is reserved), share and streams groups and telemetry are left out.
+# APIs, SASL (security is reserved), share groups and telemetry are left out (streams groups are
+# terminated: a cluster before Kafka 4.2 has none, gateway.upstream.streams_topics).
 FORWARDED = frozenset(
     {
         PRODUCE, FETCH, 2, METADATA, 19, 20, 21, 22, 23, 24, ADD_OFFSETS_TO_TXN, 26, 29, 30, 31, 33, 35,

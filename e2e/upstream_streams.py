@@ -1,0 +1,358 @@
+"""Streams groups (KIP-1071) in upstream mode, on the wire: StreamsGroupHeartbeat through a
+gateway whose cluster has no streams groups of its own (a groupshift backend here,
+e2e/test_upstream_groupshift.py; the Kafka 3.9 word count is in e2e/test_upstream_kafka.py).
+
+Checked: ApiVersions advertises 88 and 89; a member joining with a word count's topology is
+told MISSING_INTERNAL_TOPICS while groupshift creates the repartition and changelog topics
+on the cluster (seen there with the topology's partition count), then gets every task; a
+topic the cluster refuses (an invalid config) stays missing and the status says why; the
+member's OffsetCommit is answered by groupshift and mirrored to the cluster."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+
+from e2e.groups import wait_until
+from e2e.harness import GatewayProcess
+from e2e.java_compile import finish_javac, start_javac
+from e2e.streams_wordcount import (
+    ALL_TASKS,
+    LINES,
+    SOURCE,
+    Instance,
+    read_counts,
+    truth,
+    wait_for_disjoint_shares,
+)
+from e2e.upstream import Backend, upstream_offsets
+from harness.kafka_dist import resolve_component
+from harness.kafka_dist.java_clients import TOOL_JVM_OPTS
+from protocol.client import WireClient, make_request
+
+MISSING_SOURCE_TOPICS, MISSING_INTERNAL_TOPICS = 1, 3
+
+
+def word_count_topology(
+    source: str, repartition: str, changelog: str, changelog_configs: dict[str, str]
+) -> Any:
+    """A word count's topology as Kafka Streams sends it: subtopology 0 reads `source` and
+    writes `repartition`, subtopology 1 reads it and keeps a store logged to `changelog`."""
+    return {
+        "epoch": 0,
+        "subtopologies": [
+            {
+                "subtopology_id": "0",
+                "source_topics": [source],
+                "source_topic_regex": [],
+                "state_changelog_topics": [],
+                "repartition_sink_topics": [repartition],
+                "repartition_source_topics": [],
+                "copartition_groups": [],
+            },
+            {
+                "subtopology_id": "1",
+                "source_topics": [],
+                "source_topic_regex": [],
+                "state_changelog_topics": [
+                    {
+                        "name": changelog,
+                        "partitions": 0,
+                        "replication_factor": 0,
+                        "topic_configs": [{"key": k, "value": v} for k, v in changelog_configs.items()],
+                    }
+                ],
+                "repartition_sink_topics": [],
+                "repartition_source_topics": [
+                    {
+                        "name": repartition,
+                        "partitions": 0,
+                        "replication_factor": 0,
+                        "topic_configs": [{"key": "cleanup.policy", "value": "delete"}],
+                    }
+                ],
+                "copartition_groups": [],
+            },
+        ],
+    }
+
+
+def streams_heartbeat(client: WireClient, group: str, member: str, epoch: int, **fields: Any) -> Any:
+    """StreamsGroupHeartbeat v0; unset fields null (unchanged)."""
+    body: dict[str, Any] = {
+        "group_id": group,
+        "member_id": member,
+        "member_epoch": epoch,
+        "endpoint_information_epoch": 0,
+        "instance_id": None,
+        "rack_id": None,
+        "rebalance_timeout": 30000 if epoch == 0 else -1,
+        "topology": None,
+        "active_tasks": None,
+        "standby_tasks": None,
+        "warmup_tasks": None,
+        "process_id": None,
+        "user_endpoint": None,
+        "client_tags": None,
+        "task_offsets": None,
+        "task_end_offsets": None,
+        "shutdown_application": False,
+    }
+    body.update(fields)
+    return client.request(make_request(88, 0, **body))
+
+
+def streams_join(client: WireClient, group: str, topology: Any) -> tuple[str, Any]:
+    """A new member (its id and first answer) joining with `topology`."""
+    member = str(uuid.uuid4())
+    r = streams_heartbeat(
+        client,
+        group,
+        member,
+        0,
+        topology=topology,
+        process_id=str(uuid.uuid4()),
+        active_tasks=[],
+        standby_tasks=[],
+        warmup_tasks=[],
+        client_tags=[],
+    )
+    assert r.error_code == 0, r
+    return member, r
+
+
+def run_member(
+    client: WireClient, group: str, member: str, epoch: int, tasks: int, timeout: float
+) -> tuple[Any, int]:
+    """Heartbeats (acknowledging what was assigned) until the member owns `tasks` tasks with no
+    status, or `timeout` passes: the last answer and the number of tasks owned."""
+    owned: list[dict[str, Any]] = []
+    deadline = time.monotonic() + timeout
+    while True:
+        r = streams_heartbeat(
+            client, group, member, epoch, active_tasks=owned, standby_tasks=[], warmup_tasks=[]
+        )
+        assert r.error_code == 0, r
+        epoch = int(r.member_epoch)
+        if r.active_tasks is not None:
+            owned = [
+                {"subtopology_id": t.subtopology_id, "partitions": list(t.partitions)} for t in r.active_tasks
+            ]
+        count = sum(len(t["partitions"]) for t in owned)
+        if (not r.status and count == tasks) or time.monotonic() > deadline:
+            return r, count
+        time.sleep(0.3)
+
+
+def partitions_of(bootstrap: str, topic: str, **conf: Any) -> int | None:
+    """The topic's partition count on the cluster at `bootstrap` (None: no such topic)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap, **conf})
+    listed = admin.list_topics(timeout=10).topics
+    found = listed.get(topic)
+    return None if found is None or found.error is not None else len(found.partitions)
+
+
+def check_streams_group_on_upstream(
+    gw: GatewayProcess, backend: Backend, prefix: str, validates_configs: bool = True
+) -> None:
+    """The module's checks; `validates_configs`: the cluster refuses a topic with an invalid
+    config (Kafka, groupshift; Tansu 0.6 creates it)."""
+    source = f"{prefix}-in"
+    admin = AdminClient({"bootstrap.servers": gw.bootstrap})
+    admin.create_topics([NewTopic(source, 3, 1)])[source].result(30)
+    with WireClient(gw.port, timeout=15) as client:
+        versions = client.request(
+            make_request(18, 3, client_software_name="e2e", client_software_version="1")
+        )
+        keys = {int(a.api_key): (int(a.min_version), int(a.max_version)) for a in versions.api_keys}
+        assert keys.get(88) == (0, 0) and keys.get(89) == (0, 0), keys
+
+        # A topology whose internal topics the cluster creates.
+        group = f"{prefix}-app"
+        repartition, changelog = f"{group}-counts-repartition", f"{group}-counts-changelog"
+        member, r = streams_join(
+            client, group, word_count_topology(source, repartition, changelog, {"cleanup.policy": "compact"})
+        )
+        # The source topic reaches groupshift's image with the next metadata refresh, which
+        # the CreateTopics answer asked for: until then the source is missing.
+        deadline = time.monotonic() + 10
+        while [int(s.status_code) for s in r.status or ()] == [MISSING_SOURCE_TOPICS]:
+            assert time.monotonic() < deadline, r
+            time.sleep(0.2)
+            r = streams_heartbeat(
+                client, group, member, int(r.member_epoch), active_tasks=[], standby_tasks=[], warmup_tasks=[]
+            )
+        assert [int(s.status_code) for s in r.status or ()] == [MISSING_INTERNAL_TOPICS], r
+        r, owned = run_member(client, group, member, int(r.member_epoch), 6, 30)
+        assert not r.status and owned == 6, (r, gw.log_tail())
+        epoch = int(r.member_epoch)
+        # On the cluster itself, with the source topic's partition count.
+        assert partitions_of(backend.bootstrap, repartition) == 3
+        assert partitions_of(backend.bootstrap, changelog) == 3
+
+        # The member's commit is groupshift's, and mirrored to the cluster.
+        commit = client.request(
+            make_request(
+                8,
+                9,
+                group_id=group,
+                generation_id_or_member_epoch=epoch,
+                member_id=member,
+                group_instance_id=None,
+                topics=[
+                    {
+                        "name": source,
+                        "partitions": [
+                            {
+                                "partition_index": p,
+                                "committed_offset": 10 + p,
+                                "committed_leader_epoch": -1,
+                                "committed_metadata": None,
+                            }
+                            for p in range(3)
+                        ],
+                    }
+                ],
+            )
+        )
+        assert all(int(p.error_code) == 0 for t in commit.topics for p in t.partitions), commit
+        want = {p: 10 + p for p in range(3)}
+        wait_until(
+            lambda: upstream_offsets(backend, group, source) == want,
+            20,
+            "streams commit mirrored",
+            interval=0.5,
+        )
+
+        if not validates_configs:
+            return
+        # A changelog the cluster refuses (an invalid config): missing, and the status says why.
+        bad = f"{prefix}-bad"
+        bad_changelog = f"{bad}-counts-changelog"
+        member, r = streams_join(
+            client,
+            bad,
+            word_count_topology(
+                source, f"{bad}-counts-repartition", bad_changelog, {"cleanup.policy": "bogus"}
+            ),
+        )
+        epoch = int(r.member_epoch)
+        details: list[str] = []
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not any("refused" in d for d in details):
+            time.sleep(0.3)
+            r = streams_heartbeat(
+                client, bad, member, epoch, active_tasks=[], standby_tasks=[], warmup_tasks=[]
+            )
+            epoch = int(r.member_epoch)
+            details = [
+                s.status_detail for s in r.status or () if int(s.status_code) == MISSING_INTERNAL_TOPICS
+            ]
+        assert any(bad_changelog in d and "INVALID_CONFIG" in d for d in details), (r, gw.log_tail())
+        assert partitions_of(backend.bootstrap, bad_changelog) is None
+        assert r.active_tasks in (None, ()) or not any(t.partitions for t in r.active_tasks)
+
+
+def check_streams_word_count(gw: GatewayProcess, backend: Backend, base: Path, prefix: str) -> None:
+    """Issue 31's real application on a cluster without streams groups: the Kafka Streams 4.4
+    word count (`group.protocol=streams`, two instances) through the gateway; the output counts
+    equal the truth, the repartition and changelog topics exist on the cluster itself (asked
+    there directly: partitions, the changelog compacted), and the application's commits are
+    mirrored to the cluster's `__consumer_offsets`; one instance is SIGKILLed and restarted,
+    and Kafka's `kafka-streams-groups.sh` describes the group through the gateway."""
+    dist = resolve_component("4.4.0", "streams")
+    classes = base / "classes"
+    javac = start_javac(dist.classpath, SOURCE, classes)  # overlaps with the setup below
+    app, source, output = f"{prefix}-wordcount", f"{prefix}-words-in", f"{prefix}-counts-out"
+    replicas = min(backend.brokers, 3)
+    admin = AdminClient({"bootstrap.servers": gw.bootstrap})
+    for f in admin.create_topics([NewTopic(source, 4, replicas), NewTopic(output, 2, replicas)]).values():
+        f.result(30)
+    p = Producer({"bootstrap.servers": gw.bootstrap})
+    for i, line in enumerate(LINES):
+        p.produce(source, key=str(i), value=line)
+    assert p.flush(30) == 0
+    finish_javac(javac)
+
+    classpath = f"{classes}:{dist.classpath}"
+
+    def start(n: int) -> Instance:
+        log = base / f"instance-{n}-{time.monotonic_ns()}.log"
+        return Instance(classpath, gw.bootstrap, base / f"state-{n}", log, app, source, output)
+
+    def both_running(instances: list[Instance]) -> None:
+        shares = wait_for_disjoint_shares(instances, 60)
+        seen = ([i.lines for i in instances], gw.log_tail())
+        assert all(shares) and set().union(*shares) == ALL_TASKS, seen
+        assert not shares[0] & shares[1], seen
+
+    instances = [start(1), start(2)]
+    try:
+        both_running(instances)
+        want = truth()
+        assert read_counts(gw.bootstrap, want, 60, output) == want
+
+        # The internal topics are the cluster's, created by groupshift: asked there directly.
+        cluster = AdminClient({"bootstrap.servers": backend.bootstrap})
+        listed = cluster.list_topics(timeout=10).topics
+        repartition, changelog = f"{app}-words-repartition", f"{app}-counts-changelog"
+        assert len(listed[repartition].partitions) == 4
+        assert len(listed[changelog].partitions) == 4
+        resource = ConfigResource(ConfigResource.Type.TOPIC, changelog)
+        configs = cluster.describe_configs([resource])[resource].result(30)
+        assert configs["cleanup.policy"].value == "compact"
+
+        # The application's commits, answered by groupshift, mirrored to the cluster.
+        wait_until(
+            lambda: sum(upstream_offsets(backend, app, source).values()) == len(LINES),
+            30,
+            f"{app}'s commits mirrored to the cluster",
+            interval=0.5,
+        )
+
+        # One instance SIGKILLed (idle and committed: at-least-once reprocesses nothing), more
+        # input while it is down (the survivor takes its tasks once its session expires), then
+        # restarted on its state directory: both run again and the counts are the truth.
+        time.sleep(1)  # a few more commit intervals (200 ms)
+        instances[0].proc.kill()
+        instances[0].proc.wait()
+        more = LINES[:100]
+        for i, line in enumerate(more):
+            p.produce(source, key=f"more-{i}", value=line)
+        assert p.flush(30) == 0
+        want = truth(LINES + more)
+        assert read_counts(gw.bootstrap, want, 60, output) == want, gw.log_tail()
+        instances[0] = start(1)
+        both_running(instances)
+
+        # Kafka's own tool, through the gateway, sees the group groupshift serves.
+        described = subprocess.run(
+            [
+                "java",
+                *TOOL_JVM_OPTS,
+                "-cp",
+                dist.classpath,
+                "org.apache.kafka.tools.streams.StreamsGroupCommand",
+                "--bootstrap-server",
+                gw.bootstrap,
+                "--describe",
+                "--group",
+                app,
+                "--members",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert described.returncode == 0, described.stderr[-2000:]
+        rows = [line.split() for line in described.stdout.splitlines() if line.startswith(app)]
+        assert len(rows) == 2 and all("ACTIVE:" in row for row in rows), described.stdout
+    finally:
+        for i in instances:
+            i.stop()

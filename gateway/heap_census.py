@@ -18,6 +18,7 @@ from __future__ import annotations
 import gc
 import itertools
 import json
+import random
 import sys
 import threading
 import time
@@ -28,12 +29,16 @@ from typing import Any
 
 BIG_CONTAINER_BYTES = 32 * 1024  # containers at least this big are named one by one
 NAMED_CONTAINERS = 60  # the biggest this many are named (each costs a referrer search)
+EXAMPLES = 12  # objects kept per shape, to ask who holds the shapes that grow
+GROWN_SHAPES = 4  # the shapes that grew most are traced to their holders
 SHAPES = 200  # the most common dict and tuple shapes kept per sample
 UNTRACKED_KINDS = (dict, list, set, frozenset, tuple, bytes, bytearray, array, str, int, float)
 
 
-def census() -> dict[str, Any]:
-    """One sample: tracked objects by type (count, shallow bytes) and the biggest containers."""
+def census(previous_shapes: dict[str, int] | None = None) -> dict[str, Any]:
+    """One sample: tracked objects by type (count, shallow bytes), dict and tuple shapes, the
+    biggest containers, and (given the previous sample's shapes) who holds a few objects of the
+    shapes that grew most since, as chains of holders."""
     objects = gc.get_objects()
     # Dicts, lists and sets that hold only atomic values (a str -> int table, an empty dict)
     # are not tracked by the collector, nor are strings and numbers: two steps of referents
@@ -54,6 +59,7 @@ def census() -> dict[str, Any]:
     counts: Counter[str] = Counter()
     sizes: Counter[str] = Counter()
     shapes: Counter[str] = Counter()
+    examples: dict[str, list[Any]] = {}
     big: list[tuple[int, Any]] = []
     for obj in objects:
         kind = type(obj).__qualname__
@@ -61,7 +67,13 @@ def census() -> dict[str, Any]:
         counts[kind] += 1
         sizes[kind] += size
         if type(obj) is dict or type(obj) is tuple:
-            shapes[_shape(obj)] += 1
+            shape = _shape(obj)
+            shapes[shape] += 1
+            kept = examples.setdefault(shape, [])
+            if len(kept) < EXAMPLES:
+                kept.append(obj)
+            elif random.random() < EXAMPLES / shapes[shape]:
+                kept[random.randrange(EXAMPLES)] = obj  # a uniform sample of the shape
         if size >= BIG_CONTAINER_BYTES:
             big.append((size, obj))
     big.sort(key=lambda pair: pair[0], reverse=True)
@@ -69,8 +81,20 @@ def census() -> dict[str, Any]:
         {"size": size, "type": type(obj).__qualname__, "len": _length(obj), "held_by": _holder(obj)}
         for size, obj in big[:NAMED_CONTAINERS]
     ]
-    del objects, big
+    holders: dict[str, dict[str, int]] = {}
+    if previous_shapes is not None:
+        grown = sorted(shapes, key=lambda k: shapes[k] - previous_shapes.get(k, 0), reverse=True)
+        ours = {id(objects), id(examples), *(id(kept) for kept in examples.values())}
+        for shape in grown[:GROWN_SHAPES]:
+            if shapes[shape] - previous_shapes.get(shape, 0) < 100:
+                break
+            chains: Counter[str] = Counter()
+            for example in examples[shape]:
+                chains[_chain(example, ours)] += 1
+            holders[shape] = dict(chains.most_common())
+    del objects, big, examples
     return {
+        "growing_holders": holders,
         "time": time.time(),
         "blocks": sys.getallocatedblocks(),
         "tracked": sum(counts.values()),
@@ -95,6 +119,60 @@ def _shape(obj: dict[Any, Any] | tuple[Any, ...]) -> str:
     first = type(keys[0]).__qualname__ if keys else "-"
     values = {type(v).__qualname__ for v in itertools.islice(obj.values(), 4)}
     return f"dict[{first}, {'|'.join(sorted(values))}] len<={size}"
+
+
+def _key_of(container: dict[Any, Any], value: Any) -> Any:
+    """The key under which `container` holds `value` (a plain loop: a generator expression
+    would hold `value` in a closure cell, and be found as one of its holders)."""
+    for key, held in container.items():
+        if held is value:
+            return key
+    return None
+
+
+def _chain(obj: Any, ours: set[int], depth: int = 5) -> str:
+    """Who holds `obj`, who holds that, ...: `Owner.attribute <- ...`, ignoring the census's
+    own lists and any frame."""
+    labels = []
+    for _ in range(depth):
+        refs = []
+        for ref in gc.get_referrers(obj):
+            if id(ref) not in ours and type(ref).__name__ not in ("frame", "list_iterator"):
+                refs.append(ref)
+        if not refs:
+            break
+        ours.add(id(refs))
+        # An attribute of an instance says the most; a closure cell or a container the least.
+        refs.sort(key=_instance_first)
+        ref = refs[0]
+        label, nxt = type(ref).__qualname__, ref
+        if isinstance(ref, dict):
+            attr = _key_of(ref, obj)
+            owner = None
+            for candidate in gc.get_referrers(ref):
+                if getattr(candidate, "__dict__", None) is ref:
+                    owner = candidate
+                    break
+            if owner is not None:
+                label, nxt = f"{type(owner).__qualname__}.{attr}", owner
+            else:
+                label = f"dict[{type(attr).__qualname__} key]"
+        else:
+            attrs = getattr(ref, "__dict__", None)
+            if isinstance(attrs, dict):
+                attr = _key_of(attrs, obj)
+                if attr is not None:
+                    label = f"{type(ref).__qualname__}.{attr}"
+            for slot in getattr(type(ref), "__slots__", ()):
+                if isinstance(slot, str) and getattr(ref, slot, None) is obj:
+                    label = f"{type(ref).__qualname__}.{slot}"
+        labels.append(f"{label}({len(refs)})")
+        obj = nxt
+    return " <- ".join(labels)
+
+
+def _instance_first(ref: Any) -> int:
+    return 0 if hasattr(ref, "__dict__") and not isinstance(ref, type) else 1
 
 
 def _length(obj: Any) -> int:
@@ -141,11 +219,13 @@ def start_census(out_dir: Path, every_s: float) -> None:
 
     def sample_forever() -> None:
         n = 0
+        previous: dict[str, int] | None = None
         while True:
             time.sleep(every_s)
             n += 1
-            path = out_dir / f"census-{n:04d}.json"
-            path.write_text(json.dumps(census()))
+            sample = census(previous)
+            previous = sample["shapes"]
+            (out_dir / f"census-{n:04d}.json").write_text(json.dumps(sample))
 
     threading.Thread(target=sample_forever, name="heap-census", daemon=True).start()
 

@@ -47,3 +47,23 @@ def test_dicts_are_counted_by_shape_and_closures_name_their_function() -> None:
     assert result["containers"][0]["held_by"].startswith("closure of ")
     assert "make_cache" in result["containers"][0]["held_by"]
     del records
+
+
+class _Keeper:
+    def __init__(self) -> None:
+        self.kept: list[dict[str, int]] = []
+
+
+class _Service:
+    def __init__(self) -> None:
+        self.keeper = _Keeper()
+
+
+def test_the_holders_of_a_growing_shape_are_traced_to_the_owning_attribute() -> None:
+    service = _Service()
+    first = census()
+    service.keeper.kept.extend({"offset": i, "epoch": i} for i in range(2_000))
+    last = census(first["shapes"])
+    chains = last["growing_holders"]["{epoch,offset}"]
+    assert sum(chains.values()) > 0
+    assert all(chain.startswith("list(1) <- _Keeper.kept(1) <- _Service.keeper(1)") for chain in chains)

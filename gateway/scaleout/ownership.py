@@ -24,7 +24,7 @@ import concurrent.futures
 import contextlib
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -55,7 +55,7 @@ log = structlog.get_logger("scaleout")
 FIND_COORDINATOR = 10
 
 # api key -> the group ids a request is about
-_GROUPS_OF: dict[int, Any] = {
+GROUPS_OF: dict[int, Any] = {
     8: lambda r: [r.group_id],
     9: lambda r: [g.group_id for g in r.groups] if hasattr(r, "groups") else [r.group_id],
     11: lambda r: [r.group_id],
@@ -71,6 +71,29 @@ _GROUPS_OF: dict[int, Any] = {
     88: lambda r: [r.group_id],
     89: lambda r: list(r.group_ids),
 }
+
+
+def install_group_gates(
+    registry: HandlerRegistry, gate: Callable[[int, Any, bool, Any], Any], find_coordinator: Any
+) -> None:
+    """Wrap every registered group API of `GROUPS_OF` with `gate` and answer FindCoordinator with
+    `find_coordinator` (after the group layer registered): how a node that owns only some
+    coordinator shards (scale-out's nodes, `--workers`' processes) refuses the others' groups."""
+    for key, groups_of in GROUPS_OF.items():
+        spec = registry.get(key)
+        if spec is None:
+            continue
+        registry.register(
+            key,
+            spec.min_version,
+            spec.max_version,
+            gate(key, spec.fn, spec.is_coroutine, groups_of),
+            enabled=spec.enabled,
+            replace=True,
+        )
+    spec = registry.get(FIND_COORDINATOR)
+    lo, hi = (0, 6) if spec is None else (spec.min_version, spec.max_version)
+    registry.register(FIND_COORDINATOR, lo, hi, find_coordinator, replace=True)
 
 
 class UnownedLog:
@@ -399,21 +422,7 @@ class ShardOwnership:
         return ErrorCode.not_coordinator
 
     def install(self, registry: HandlerRegistry) -> None:
-        for key, groups_of in _GROUPS_OF.items():
-            spec = registry.get(key)
-            if spec is None:
-                continue
-            registry.register(
-                key,
-                spec.min_version,
-                spec.max_version,
-                self._gate(key, spec.fn, spec.is_coroutine, groups_of),
-                enabled=spec.enabled,
-                replace=True,
-            )
-        spec = registry.get(FIND_COORDINATOR)
-        lo, hi = (0, 6) if spec is None else (spec.min_version, spec.max_version)
-        registry.register(FIND_COORDINATOR, lo, hi, self._find_coordinator, replace=True)
+        install_group_gates(registry, self._gate, self._find_coordinator)
 
     def _gate(self, key: int, fn: Any, is_coroutine: bool, groups_of: Any) -> Any:
         def handler(ctx: RequestContext, header: Any, req: Any) -> Any:

@@ -32,7 +32,7 @@ from gateway.error_response import error_response
 from gateway.find_coordinator import NO_NODE, find_coordinator_response
 from gateway.groups.routing import partition_for
 from gateway.registry import HandlerRegistry, RequestContext
-from gateway.scaleout.ownership import _GROUPS_OF, UnownedLog
+from gateway.scaleout.ownership import UnownedLog, install_group_gates
 from gateway.workers.plan import WorkerPlan
 from protocol.codec import response_type_of
 
@@ -41,13 +41,6 @@ if TYPE_CHECKING:
 
 FIND_COORDINATOR = 10
 GROUP, TRANSACTION = 0, 1
-
-# The group APIs gated per group: scale-out's table, and the streams group APIs (KIP-1071).
-GROUPS_OF: dict[int, Any] = {
-    **_GROUPS_OF,
-    88: lambda r: [r.group_id],
-    89: lambda r: list(r.group_ids),
-}
 
 
 class StaticShardOwnership:
@@ -93,21 +86,7 @@ class StaticShardOwnership:
 
     def install(self, registry: HandlerRegistry) -> None:
         """Gate every group API and answer FindCoordinator (after the group layer registered)."""
-        for key, groups_of in GROUPS_OF.items():
-            spec = registry.get(key)
-            if spec is None:
-                continue
-            registry.register(
-                key,
-                spec.min_version,
-                spec.max_version,
-                self._gate(key, spec.fn, spec.is_coroutine, groups_of),
-                enabled=spec.enabled,
-                replace=True,
-            )
-        spec = registry.get(FIND_COORDINATOR)
-        lo, hi = (0, 6) if spec is None else (spec.min_version, spec.max_version)
-        registry.register(FIND_COORDINATOR, lo, hi, self._find_coordinator, replace=True)
+        install_group_gates(registry, self._gate, self._find_coordinator)
 
     def _gate(self, key: int, fn: Any, is_coroutine: bool, groups_of: Any) -> Any:
         def handler(ctx: RequestContext, header: Any, req: Any) -> Any:

@@ -115,6 +115,21 @@ def carry_epochs(
     return out
 
 
+def shared(new: Assignment, *candidates: Assignment) -> Assignment:
+    """`new`, or an equal assignment already held (the member's previous one, its target), or
+    the empty singleton: replaying a member's records must not leave a copy of an assignment the
+    group already holds. A group keeps a member's target and its current assignment, equal
+    once it is reconciled; sharing the object makes that one dict and its tuples, not two, and
+    keeps the memory a group of stable members uses from drifting with the order its records
+    were replayed in (issue 27's soak)."""
+    if not new:
+        return EMPTY
+    for candidate in candidates:
+        if candidate is new or (candidate and candidate == new):
+            return candidate
+    return new
+
+
 def from_records(tps: Iterable[TopicPartitions]) -> dict[TopicId, tuple[int, ...]]:
     out: dict[TopicId, tuple[int, ...]] = {}
     for tp in tps:

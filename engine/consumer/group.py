@@ -21,7 +21,15 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from enum import Enum
 
-from engine.assignment import EMPTY, Assignment, epochs_from_records, from_records
+from engine.assignment import (
+    EMPTY,
+    EMPTY_EPOCHS,
+    Assignment,
+    PartitionEpochs,
+    epochs_from_records,
+    from_records,
+    shared,
+)
 from engine.consumer.member import ConsumerGroupMember, MemberState
 from engine.metadata import TopicId
 from records.consumer_group import (
@@ -302,14 +310,25 @@ class ConsumerGroup:
                 state = MemberState(value.state)
             except ValueError:
                 state = MemberState.UNKNOWN
+            epochs: PartitionEpochs = epochs_from_records(
+                (*value.assigned_partitions, *value.partitions_pending_revocation), value.member_epoch
+            )
             new = old.with_changes(
                 member_epoch=value.member_epoch,
                 previous_member_epoch=value.previous_member_epoch,
                 state=state,
-                assigned_partitions=from_records(value.assigned_partitions),
-                partitions_pending_revocation=from_records(value.partitions_pending_revocation),
-                assignment_epochs=epochs_from_records(
-                    (*value.assigned_partitions, *value.partitions_pending_revocation), value.member_epoch
+                assigned_partitions=shared(
+                    from_records(value.assigned_partitions),
+                    old.assigned_partitions,
+                    self.target_assignment.get(member_id, EMPTY),
+                ),
+                partitions_pending_revocation=shared(
+                    from_records(value.partitions_pending_revocation), old.partitions_pending_revocation
+                ),
+                assignment_epochs=(
+                    old.assignment_epochs
+                    if epochs == old.assignment_epochs
+                    else (epochs if epochs else EMPTY_EPOCHS)
                 ),
             )
         self._put_member(old if old.member_id in self.members else None, new)
@@ -325,6 +344,10 @@ class ConsumerGroup:
         else:
             self.target_client_metadata[member_id] = client_metadata
         old = self.target_assignment.get(member_id)
+        if assignment is not None and old is not None and assignment == old:
+            return  # the same target again: keep the object members may share
+        if assignment is not None:
+            assignment = shared(assignment)
         if old is not None:
             for t, parts in old.items():
                 inv = self._inverted_target.get(t)

@@ -224,11 +224,10 @@ def _cargo_install(progress: Callable[[str], None]) -> Path:
 
 
 def free_port() -> int:
-    import socket
+    """A port free now and never handed out twice by this process (harness.kafka_dist's)."""
+    from harness.kafka_dist.cluster import free_port as distinct_free_port
 
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
+    return distinct_free_port()
 
 
 class TansuBroker:

@@ -54,10 +54,23 @@ class KafkaStartError(RuntimeError):
     """A node exited or did not answer in time; the message carries its log tail."""
 
 
+_HANDED_OUT: set[int] = set()  # ports this process was given, so none is given twice
+
+
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
+    """A port free now and never handed out before by this process. The kernel may give the
+    same ephemeral port to two binds in a row once the first socket is closed; a node whose
+    client and controller listeners got one port each that way failed to start ("two listeners
+    on the same port") and errored a whole e2e module in a clean-clone CI run."""
+    if len(_HANDED_OUT) > 20_000:  # about the whole ephemeral range: start over
+        _HANDED_OUT.clear()
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind((HOST, 0))
+            port = int(sock.getsockname()[1])
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
 
 
 def new_cluster_id() -> str:

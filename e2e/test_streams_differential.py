@@ -34,6 +34,7 @@ import pytest
 
 from e2e.conftest import Gateways
 from e2e.differential import Session, compare, plain, run_both
+from e2e.upstream_streams import streams_heartbeat_fields
 
 pytestmark = pytest.mark.e2e
 
@@ -156,27 +157,7 @@ def canon_tasks(tasks: Any) -> Any:
 
 
 def hb_fields(s: Session, member: str, epoch: int, **over: Any) -> dict[str, Any]:
-    fields: dict[str, Any] = {
-        "group_id": s.group(),
-        "member_id": member,
-        "member_epoch": epoch,
-        "endpoint_information_epoch": 0,
-        "instance_id": None,
-        "rack_id": None,
-        "rebalance_timeout": 30000 if epoch == 0 else -1,
-        "topology": None,
-        "active_tasks": None,
-        "standby_tasks": None,
-        "warmup_tasks": None,
-        "process_id": None,
-        "user_endpoint": None,
-        "client_tags": None,
-        "task_offsets": None,
-        "task_end_offsets": None,
-        "shutdown_application": False,
-    }
-    fields.update(over)
-    return fields
+    return streams_heartbeat_fields(s.group(), member, epoch, **over)
 
 
 def hb(s: Session, label: str, member: str, epoch: int, **over: Any) -> dict[str, Any]:

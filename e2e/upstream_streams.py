@@ -83,8 +83,8 @@ def word_count_topology(
     }
 
 
-def streams_heartbeat(client: WireClient, group: str, member: str, epoch: int, **fields: Any) -> Any:
-    """StreamsGroupHeartbeat v0; unset fields null (unchanged)."""
+def streams_heartbeat_fields(group: str, member: str, epoch: int, **over: Any) -> dict[str, Any]:
+    """The fields of a StreamsGroupHeartbeat v0: `over` set, the rest null (unchanged)."""
     body: dict[str, Any] = {
         "group_id": group,
         "member_id": member,
@@ -104,7 +104,13 @@ def streams_heartbeat(client: WireClient, group: str, member: str, epoch: int, *
         "task_end_offsets": None,
         "shutdown_application": False,
     }
-    body.update(fields)
+    body.update(over)
+    return body
+
+
+def streams_heartbeat(client: WireClient, group: str, member: str, epoch: int, **fields: Any) -> Any:
+    """StreamsGroupHeartbeat v0; unset fields null (unchanged)."""
+    body = streams_heartbeat_fields(group, member, epoch, **fields)
     return client.request(make_request(88, 0, **body))
 
 

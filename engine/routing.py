@@ -143,6 +143,14 @@ def _join_native(
 def _join_replace_empty_consumer(
     s: ShardState, group: ConsumerGroup, req: JoinGroupRequest, ctx: RequestContext, op: Operation
 ) -> Any:
+    return _classic_join_replacing_empty(s, group, req, ctx, op, "consumer")
+
+
+def _classic_join_replacing_empty(
+    s: ShardState, group: Any, req: JoinGroupRequest, ctx: RequestContext, op: Operation, from_type: str
+) -> Any:
+    """A JoinGroup on an empty consumer or streams group: the classic group the join creates
+    replaces it, committed offsets kept (Kafka's offline migration back to classic)."""
     if req.member_id:
         # A member id the empty group does not know: Kafka's getOrMaybeCreateClassicGroup refuses
         # it before anything changes, so the group (and the offsets an OffsetFetch finds through
@@ -154,9 +162,9 @@ def _join_replace_empty_consumer(
     op.event(
         "group.converted",
         group=req.group_id,
-        from_type="consumer",
+        from_type=from_type,
         to_type="classic",
-        reason="empty consumer group",
+        reason=f"empty {from_type} group",
     )
     return join_classic_group(s, None, req, ctx, op)
 
@@ -248,17 +256,7 @@ def _join_streams_group(s: ShardState, group: Any, req: Any, ctx: RequestContext
     back to classic); one with members answers INCONSISTENT_GROUP_PROTOCOL."""
     if not group.is_empty():
         raise CoordinatorError(Errors.INCONSISTENT_GROUP_PROTOCOL)
-    if req.member_id:
-        raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID)
-    group_tombstones(group, op.records)
-    op.event(
-        "group.converted",
-        group=req.group_id,
-        from_type="streams",
-        to_type="classic",
-        reason="empty streams group",
-    )
-    return join_classic_group(s, None, req, ctx, op)
+    return _classic_join_replacing_empty(s, group, req, ctx, op, "streams")
 
 
 def _leave_streams_group(

@@ -204,6 +204,24 @@ async def _join_consumer_members(clients: list[_Client], ids: list[tuple[str, st
     return [a.member_epoch for a in joins]
 
 
+async def settle_cgh_members(
+    clients: list[_Client], ids: list[tuple[str, str]], epochs: list[int], rounds: int, what: str
+) -> list[int]:
+    """Heartbeat every member until each has received an assignment and then a round with none
+    (all reconciled); the members' epochs. RuntimeError after `rounds` rounds."""
+    assigned = [False] * len(ids)
+    for _ in range(rounds):
+        answers = await _call_all(clients, (_cgh(g, m, e) for (g, m), e in zip(ids, epochs, strict=True)))
+        _check(answers, what)
+        epochs = [a.member_epoch for a in answers]
+        if all(assigned) and all(a.assignment is None for a in answers):
+            return epochs
+        assigned = [done or a.assignment is not None for done, a in zip(assigned, answers, strict=True)]
+        if not all(assigned):
+            await asyncio.sleep(0.25)
+    raise RuntimeError(f"CGH members never settled on their assignments ({what})")
+
+
 async def setup_consumer_groups(
     port: int, groups: int, members: int, connect: Connector = connect_plain
 ) -> list[Any]:
@@ -215,18 +233,7 @@ async def setup_consumer_groups(
     # Heartbeat everyone until each member has had its assignment and a whole round changes
     # nothing (groupshift: two rounds; Kafka sees the new topic asynchronously, so its first
     # rounds may answer without an assignment).
-    assigned = [False] * len(ids)
-    for _ in range(120):
-        answers = await _call_all(clients, (_cgh(g, m, e) for (g, m), e in zip(ids, epochs, strict=True)))
-        _check(answers, "CGH heartbeats after the topic was created")
-        epochs = [a.member_epoch for a in answers]
-        if all(assigned) and all(a.assignment is None for a in answers):
-            break
-        assigned = [done or a.assignment is not None for done, a in zip(assigned, answers, strict=True)]
-        if not all(assigned):
-            await asyncio.sleep(0.25)
-    else:
-        raise RuntimeError("CGH members never settled on their assignments")
+    epochs = await settle_cgh_members(clients, ids, epochs, 120, "CGH heartbeats after the topic was created")
     steady = [_cgh(g, m, e) for (g, m), e in zip(ids, epochs, strict=True)]
     for c in clients:
         assert c.transport is not None

@@ -92,20 +92,7 @@ async def _join(port: int, ids: list[tuple[str, str]]) -> tuple[list[Any], list[
 
 async def _settle(clients: list[Any], ids: list[tuple[str, str]], epochs: list[int]) -> list[Any]:
     """Heartbeat everyone until each member has its assignment and a round changes nothing."""
-    assigned = [False] * len(ids)
-    for _ in range(240):
-        answers = await hb._call_all(
-            clients, (hb._cgh(g, m, e) for (g, m), e in zip(ids, epochs, strict=True))
-        )
-        hb._check(answers, "CGH heartbeats")
-        epochs = [a.member_epoch for a in answers]
-        if all(assigned) and all(a.assignment is None for a in answers):
-            break
-        assigned = [done or a.assignment is not None for done, a in zip(assigned, answers, strict=True)]
-        if not all(assigned):
-            await asyncio.sleep(0.25)
-    else:
-        raise RuntimeError("members never settled")
+    epochs = await hb.settle_cgh_members(clients, ids, epochs, 240, "CGH heartbeats")
     for c in clients:
         if c.transport is not None:
             c.transport.close()

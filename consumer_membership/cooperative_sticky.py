@@ -126,7 +126,16 @@ class CooperativeStickyAdapter(Assignor):
                 tid = by_name.get(topic)
                 if tid is not None:
                     claims += [(-claim.generation, i, m.member_id, (tid, p)) for p in parts]
-        keep += [(mid, p) for _, _, mid, p in sorted(claims, key=lambda c: (c[0], c[1], c[3][1]))]
+        # Two members claiming one partition: only the highest generation's claim counts (the
+        # other member's is stale, as the classic assignor decides).
+        newest: dict[Partition, int] = {}
+        for neg_generation, _, _, p in claims:
+            newest[p] = min(newest.get(p, neg_generation), neg_generation)
+        keep += [
+            (mid, p)
+            for neg_generation, _, mid, p in sorted(claims, key=lambda c: (c[0], c[1], c[3][1]))
+            if neg_generation == newest[p]
+        ]
         plan = balanced_sticky(
             [m.member_id for m in group.members],
             {m.member_id: m.subscribed_topic_ids for m in group.members},

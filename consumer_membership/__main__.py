@@ -1,5 +1,5 @@
 """`python -m consumer_membership`: one consumer-group member with a client-side assignor, printing
-one JSON line per event (joining, assigned, revoked, computing, computed, fatal, closed); SIGTERM
+one JSON line per event (joining, joined, assigned, revoked, computing, computed, fatal, closed); SIGTERM
 closes it (revoke, leave). A runnable example of the client, and what the e2e tests start.
 
 `--assignor sticky[:MIN:MAX:VERSION]` (the version range this member reads and the version of
@@ -92,6 +92,7 @@ async def _main(args: argparse.Namespace) -> int:
         ),
         on_revoked=lambda ps, lost: _say("revoked", name=name, lost=lost, partitions=_partitions(ps)),
         on_computed=lambda c: _computed(name, c),
+        on_joined=lambda j: _say("joined", name=name, member_id=j.member_id, epoch=j.epoch),
         rebalance_timeout_ms=args.rebalance_timeout_ms,
         rack_id=args.rack,
         security=security,

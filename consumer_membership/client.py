@@ -38,6 +38,7 @@ from consumer_membership.core import (
     ConsumerMembershipError,
     Fatal,
     HeartbeatAnswer,
+    Joined,
     Request,
     Revoked,
     Settings,
@@ -65,6 +66,7 @@ VERSIONS: dict[int, tuple[int, int]] = {
 OnAssigned = Callable[[frozenset[TopicPartition]], Awaitable[None] | None]
 OnRevoked = Callable[[frozenset[TopicPartition], bool], Awaitable[None] | None]
 OnComputed = Callable[[Computed], Awaitable[None] | None]
+OnJoined = Callable[[Joined], Awaitable[None] | None]
 
 
 def _extension_frame(api_key: int, correlation: int, client_id: str, body: bytes) -> bytes:
@@ -88,6 +90,7 @@ class ConsumerMembership:
         on_assigned: OnAssigned | None = None,
         on_revoked: OnRevoked | None = None,
         on_computed: OnComputed | None = None,
+        on_joined: OnJoined | None = None,
         rebalance_timeout_ms: int = 300_000,
         retry_backoff_ms: int = 100,
         request_timeout_ms: int = 30_000,
@@ -117,6 +120,7 @@ class ConsumerMembership:
         self.on_assigned = on_assigned
         self.on_revoked = on_revoked
         self.on_computed = on_computed
+        self.on_joined = on_joined
         self.error: ConsumerMembershipError | None = None
         self._conn: BrokerConnection | None = None
         self._conn_for: tuple[int, str, int] | None = None
@@ -296,7 +300,9 @@ class ConsumerMembership:
 
     async def _deliver(self) -> None:
         for event in self.core.events():
-            if isinstance(event, Assigned):
+            if isinstance(event, Joined):
+                await self._call(self.on_joined, event)
+            elif isinstance(event, Assigned):
                 await self._call(self.on_assigned, event.partitions)
             elif isinstance(event, Revoked):
                 await self._call(self.on_revoked, event.partitions, event.lost)

@@ -94,6 +94,15 @@ class Assigned:
 
 
 @dataclass(frozen=True)
+class Joined:
+    """The coordinator accepted this member's (re)join: it is in the group (at `epoch`, 0 until
+    a target including it is installed)."""
+
+    member_id: str
+    epoch: int
+
+
+@dataclass(frozen=True)
 class Revoked:
     """Partitions this member gave up. `lost`: it was fenced or left the group's view (Kafka's
     onPartitionsLost) rather than asked to hand them over."""
@@ -118,7 +127,7 @@ class Fatal:
     error: ConsumerMembershipError
 
 
-Event = Assigned | Revoked | Computed | Fatal
+Event = Joined | Assigned | Revoked | Computed | Fatal
 
 
 @dataclass(frozen=True)
@@ -205,6 +214,7 @@ class ConsumerMembershipCore:
     _sent_assignors: tuple[caw.WireClientAssignor, ...] | None = None
     _computation: _Computation | None = None
     _done_epoch: int = -1  # the last epoch this member installed (or failed) for
+    _joined: bool = False  # the coordinator answered this membership's join
     _events: list[Event] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -427,6 +437,7 @@ class ConsumerMembershipCore:
             )
             if code in REJOIN:
                 self._revoke(lost=True)
+                self._joined = False
                 self.epoch = 0
                 self.state = State.JOINING
                 self._sent = None
@@ -455,6 +466,9 @@ class ConsumerMembershipCore:
             self._sent_assignors = request.assignors
         self.epoch = int(r.member_epoch)
         self.state = State.STABLE if self.epoch > 0 else State.JOINING
+        if not self._joined:
+            self._joined = True
+            self._events.append(Joined(self.member_id, self.epoch))
         if answer.assignment_metadata is not None:
             self.assignment_metadata = answer.assignment_metadata
         if r.assignment is not None:

@@ -25,6 +25,7 @@ from consumer_membership.core import (
     ConsumerMembershipCore,
     Fatal,
     HeartbeatAnswer,
+    Joined,
     Request,
     Revoked,
     Settings,
@@ -110,7 +111,7 @@ def test_join_then_partial_heartbeats_and_reconciliation() -> None:
     assert join.assignors is not None and join.assignors[0].name == "sticky"
     c.on_response(join, hb(epoch=1, partitions=(0, 1)), 0.1)
     assert c.state is State.STABLE and c.owned == {(T, 0), (T, 1)}
-    assert c.events() == [Assigned(frozenset({(T, 0), (T, 1)}), 1)]
+    assert c.events() == [Joined("m1", 1), Assigned(frozenset({(T, 0), (T, 1)}), 1)]
     ack = send(c, 0.1, CONSUMER_GROUP_HEARTBEAT)  # at once: the owned partitions changed
     assert ack.body["topic_partitions"] == [{"topic_id": T, "partitions": [0, 1]}]
     assert ack.body["subscribed_topic_names"] is None and ack.body["rebalance_timeout"] == -1
@@ -137,7 +138,7 @@ def test_a_computation_prepares_assigns_and_installs() -> None:
     assert isinstance(req, caw.InstallAssignmentRequest) and req.group_epoch == 3 and req.error == 0
     assert {m.member_id: m.partitions[0].partitions for m in req.members} == {"m1": (0, 2), "m2": (1, 3)}
     c.on_response(install, caw.InstallAssignmentResponse(), 0.3)
-    assert c.events() == [Computed(3, 0, True)]
+    assert c.events() == [Joined("m1", 0), Computed(3, 0, True)]
     again = send(c, 0.3, CONSUMER_GROUP_HEARTBEAT)  # a full rejoin heartbeat (still epoch 0)
     assert again.body["subscribed_topic_names"] == ["t"]
     c.on_response(again, hb(epoch=0, compute=3), 0.4)  # a repeat for an epoch installed: ignored
@@ -156,7 +157,7 @@ def test_an_assignor_failure_installs_an_error(assignor: Assignor) -> None:
     if isinstance(assignor, Invalid):
         assert install.body.error == 0
         c.on_response(install, caw.InstallAssignmentResponse(42, "Invalid assignment: member nobody"), 0.3)
-        assert c.events()[0].installed is False  # type: ignore[union-attr]
+        assert [e for e in c.events() if isinstance(e, Computed)][0].installed is False
         install = send(c, 0.3, INSTALL_ASSIGNMENT)
     assert install.body.error == 1 and install.body.members == ()
     c.on_response(install, caw.InstallAssignmentResponse(), 0.4)
@@ -184,6 +185,7 @@ def test_fenced_member_loses_its_partitions_and_rejoins() -> None:
     ack = send(c, 0.1, CONSUMER_GROUP_HEARTBEAT)
     c.on_response(ack, hb(code=110), 0.2)  # FENCED_MEMBER_EPOCH
     assert c.events() == [Revoked(frozenset({(T, 0)}), lost=True)]
+    assert not any(isinstance(e, Joined) for e in c.events())
     rejoin = send(c, 0.2, CONSUMER_GROUP_HEARTBEAT)
     assert rejoin.body["member_epoch"] == 0 and rejoin.body["member_id"] == "m1"
     assert rejoin.assignors is not None

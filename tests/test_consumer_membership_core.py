@@ -157,7 +157,7 @@ def test_an_assignor_failure_installs_an_error(assignor: Assignor) -> None:
     if isinstance(assignor, Invalid):
         assert install.body.error == 0
         c.on_response(install, caw.InstallAssignmentResponse(42, "Invalid assignment: member nobody"), 0.3)
-        assert [e for e in c.events() if isinstance(e, Computed)][0].installed is False
+        assert next(e for e in c.events() if isinstance(e, Computed)).installed is False
         install = send(c, 0.3, INSTALL_ASSIGNMENT)
     assert install.body.error == 1 and install.body.members == ()
     c.on_response(install, caw.InstallAssignmentResponse(), 0.4)

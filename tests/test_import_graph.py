@@ -10,9 +10,9 @@ classic-group membership client, on the wire layer alone (the scale-out fleet in
 on it); `consumer_membership` is the public KIP-848 consumer-group membership client with
 client-side assignors, above `translation` because its `cooperative-sticky` adapter reads classic
 members' subscriptions with `translation.embedded_protocol`; `sim` (the simulator) drives the
-gateway; `tools` are the operator tools; `harness` puts real Kafka (and Tansu, the client matrix, a headless browser) in the loop and may use the
-tools; `groupshift` is the command line over all of it. Whether `sim` exists yet or not, the
-rules read the same.
+gateway; `tools` are the operator tools; `harness` puts real Kafka (and Tansu, the client
+matrix, a headless browser) in the loop and may use the tools; `groupshift` is the command line
+over all of it. Whether `sim` exists yet or not, the rules read the same.
 
 Non-product packages: `tests` (with tests/plugins), `e2e`, `bench`, `fuzz`, `scripts`. The rules:
 

@@ -375,8 +375,10 @@ class ConsumerMembershipCore:
         self._in_flight = None
         self.log.info("consumer_membership.request_failed", api=request.api_key, reason=reason)
         self._not_before = now + self.backoff
-        if request.api_key == METADATA and self._computation is not None:
-            self._computation.needs_racks = False  # compute without racks rather than not at all
+        c = self._computation
+        if request.api_key == METADATA and c is not None and c.prepared is not None:
+            c.needs_racks = False
+            self._compute(c, {})  # without racks rather than not at all
             return
         if request.api_key != FIND_COORDINATOR:
             self.coordinator = None

@@ -6,7 +6,9 @@ One group, one 12-partition topic, members with different metadata version range
 
 1. **Mixed version ranges.** B [3-4] (metadata v3) joins alone and computes; A [1-5] (v1) joins:
    the versions in use are {1, 3}, which only A covers, so A computes from then on; C [1-4] (v2)
-   joins: {1, 2, 3}, A (first in group order) still computes, B never again.
+   joins: {1, 2, 3}, A (first in group order) still computes, B never again. (C's assignor is
+   the rack-aware `sticky`: when it computes it asks Metadata for the partitions' racks, which
+   groupshift's data plane does not have, and assigns as without them.)
 2. **A member joins and leaves during an assignment in flight.** A's assignor is held (its
    `--hang-file`) while D joins (A is asked to compute), D2 joins and D2 leaves; released, A's
    install for the older epoch is refused (REBALANCE_IN_PROGRESS) and A computes again for the
@@ -61,7 +63,7 @@ SETTINGS = (
 class Member:
     """One `python -m consumer_membership` process and the JSON events it printed."""
 
-    def __init__(self, gw: GatewayProcess, name: str, versions: str, workdir: Path) -> None:
+    def __init__(self, gw: GatewayProcess, name: str, assignor: str, workdir: Path) -> None:
         self.name = name
         self.events: list[dict[str, Any]] = []
         self.hang_file = workdir / f"{name}.hang"
@@ -81,7 +83,7 @@ class Member:
                 "--name",
                 name,
                 "--assignor",
-                f"sticky:{versions}",
+                assignor,
                 "--rebalance-timeout-ms",
                 str(REBALANCE_TIMEOUT_MS),
                 "--hang-file",
@@ -187,11 +189,11 @@ def server(module_gateways: Gateways) -> GatewayProcess:
 
 
 @pytest.fixture
-def started(server: GatewayProcess, tmp_path: Path) -> Iterator[Callable[[str, str], Member]]:
+def started(server: GatewayProcess, tmp_path: Path) -> Iterator[Callable[..., Member]]:
     members: list[Member] = []
 
-    def start(name: str, versions: str) -> Member:
-        m = Member(server, name, versions, tmp_path)
+    def start(name: str, versions: str, kind: str = "sticky") -> Member:
+        m = Member(server, name, f"{kind}:{versions}", tmp_path)
         members.append(m)
         return m
 
@@ -202,13 +204,13 @@ def started(server: GatewayProcess, tmp_path: Path) -> Iterator[Callable[[str, s
             m.stop()
 
 
-def test_three_python_members_with_a_client_side_assignor(started: Callable[[str, str], Member]) -> None:
+def test_three_python_members_with_a_client_side_assignor(started: Callable[..., Member]) -> None:
     b = started("b", "3:4:3")
     wait("b computes alone", lambda: whole([b]), [b])
     a = started("a", "1:5:1")
     wait("a joins", lambda: a.of("joined"), [a, b])
     joined_a = a.of("joined")[0]["t"]
-    c = started("c", "1:4:2")
+    c = started("c", "1:4:2", "sticky-rack")  # computes in step 3: Metadata for racks (none here)
     members = [a, b, c]
     wait("a, b, c share the topic", lambda: whole(members), members)
     # 1. the versions {1, 3} and then {1, 2, 3}: only A [1-5] covers them, B [3-4] never again

@@ -19,6 +19,7 @@ from consumer_membership.core import (
     CONSUMER_GROUP_HEARTBEAT,
     FIND_COORDINATOR,
     INSTALL_ASSIGNMENT,
+    METADATA,
     PREPARE_ASSIGNMENT,
     Assigned,
     Computed,
@@ -233,3 +234,56 @@ def test_the_wire_layer_reads_the_heartbeat_response_tags() -> None:
     assert caw.without_top_level_tags(tagged, at) == frame
     with pytest.raises(caw.MalformedExtension):
         caw.without_top_level_tags(tagged + b"\x00", at)
+
+
+class SeesRacks(Assignor):
+    name = "sticky"
+    uses_partition_racks = True
+
+    def __init__(self) -> None:
+        self.seen: list[GroupState] = []
+
+    def assign(self, group: GroupState) -> GroupAssignment:
+        self.seen.append(group)
+        return {}
+
+
+def test_an_assignor_using_partition_racks_gets_them_from_metadata() -> None:
+    assignor = SeesRacks()
+    c = core(assignor)
+    join = send(c, 0.0, CONSUMER_GROUP_HEARTBEAT)
+    c.on_response(join, hb(epoch=1, compute=3), 0.1)
+    c.on_response(send(c, 0.1, PREPARE_ASSIGNMENT), prepared(3), 0.2)
+    metadata = c.next_request(0.2)
+    assert metadata is not None and metadata.api_key == METADATA and not metadata.to_coordinator
+    assert [t["name"] for t in metadata.body["topics"]] == ["t"]
+    brokers = [SimpleNamespace(node_id=1, rack="r1"), SimpleNamespace(node_id=2, rack="r2")]
+    partitions = [
+        SimpleNamespace(partition_index=i, replica_nodes=nodes)
+        for i, nodes in enumerate([[1], [2], [1, 2], [3]])
+    ]
+    c.on_response(
+        metadata,
+        SimpleNamespace(
+            brokers=brokers, topics=[SimpleNamespace(name="t", error_code=0, partitions=partitions)]
+        ),
+        0.3,
+    )
+    (group,) = assignor.seen
+    assert group.topics[T].partition_racks == (
+        frozenset({"r1"}),
+        frozenset({"r2"}),
+        frozenset({"r1", "r2"}),
+        frozenset(),
+    )
+    assert send(c, 0.3, INSTALL_ASSIGNMENT).body.error == 0
+    # a failed Metadata request computes without racks rather than not at all
+    other = SeesRacks()
+    d = core(other)
+    j = send(d, 0.0, CONSUMER_GROUP_HEARTBEAT)
+    d.on_response(j, hb(epoch=1, compute=3), 0.1)
+    d.on_response(send(d, 0.1, PREPARE_ASSIGNMENT), prepared(3), 0.2)
+    d.on_failure(send(d, 0.2, METADATA), 0.3, "refused")
+    assert d.next_request(0.35) is None  # the backoff
+    assert send(d, 0.5, INSTALL_ASSIGNMENT).body.error == 0
+    assert other.seen and other.seen[0].topics[T].partition_racks is None

@@ -275,7 +275,10 @@ class ConsumerMembershipCore:
         return None
 
     def wakeup(self, now: float) -> float:
+        """When `next_request` may next have something, if no answer arrives before."""
         if self._in_flight is None and self.coordinator is not None:
+            if self._computation is not None or self._sent is None or self._owned_changed():
+                return self._not_before  # held back only by the backoff
             return max(self._not_before, self._next_heartbeat)
         return max(self._not_before, now + max(self.backoff, 0.05))
 

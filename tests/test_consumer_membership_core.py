@@ -284,6 +284,7 @@ def test_an_assignor_using_partition_racks_gets_them_from_metadata() -> None:
     d.on_response(j, hb(epoch=1, compute=3), 0.1)
     d.on_response(send(d, 0.1, PREPARE_ASSIGNMENT), prepared(3), 0.2)
     d.on_failure(send(d, 0.2, METADATA), 0.3, "refused")
-    assert d.next_request(0.35) is None  # the backoff
+    assert d.next_request(0.35) is None  # the backoff, and not a heartbeat interval more
+    assert d.wakeup(0.35) == pytest.approx(0.4)
     assert send(d, 0.5, INSTALL_ASSIGNMENT).body.error == 0
     assert other.seen and other.seen[0].topics[T].partition_racks is None

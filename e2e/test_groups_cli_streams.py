@@ -25,7 +25,6 @@ import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -107,7 +106,8 @@ def servers(
             p.produce(INPUT, key=str(i), value=line)
         p.flush(30)
         instances = [
-            Instance(classpath, bootstrap, work / f"{name}-state-{i}", work / f"{name}-{i}.log") for i in (1, 2)
+            Instance(classpath, bootstrap, work / f"{name}-state-{i}", work / f"{name}-{i}.log")
+            for i in (1, 2)
         ]
         out.append(Server(name, bootstrap, instances))
     try:
@@ -204,7 +204,8 @@ def test_members_have_the_same_shape_on_both_servers_and_match_kafkas_tool(
         shapes.append(sorted(sorted(t.split("_")[0] for t in m["ACTIVE"]) for m in tasks))
 
         # Kafka's own tool prints the same members, processes, client ids and tasks.
-        theirs = table(kafka_tool(classpath, s.bootstrap, "--describe", "--group", APP, "--members", "--verbose"))
+        members = ("--describe", "--group", APP, "--members", "--verbose")
+        theirs = table(kafka_tool(classpath, s.bootstrap, *members))
         assert {r["MEMBER"]: (r["PROCESS"], r["CLIENT-ID"], tasks_of(r["ASSIGNMENTS"])) for r in theirs} == {
             r["MEMBER"]: (r["PROCESS"], r["CLIENT-ID"], t) for r, t in zip(rows, tasks, strict=True)
         }, (s.name, theirs, rows)
@@ -239,7 +240,7 @@ def test_offsets_and_state_views(servers: list[Server], classpath: str) -> None:
             }, theirs
 
         (state,) = table(ok(s.bootstrap, "describe", APP, "--state", "--verbose"))
-        assert (state["STATE"], state["#MEMBERS"], state["TYPE"]) == ("Stable", "2", "Streams"), (s.name, state)
+        assert (state["STATE"], state["#MEMBERS"], state["TYPE"]) == ("Stable", "2", "Streams"), state
         assert int(state["GROUP-EPOCH"]) >= int(state["TARGET-ASSIGNMENT-EPOCH"]) > 0, (s.name, state)
         summary = groups_json(s.bootstrap, "describe", APP, "--state")
         assert (summary["num_members"], summary["topology_epoch"]) == (2, 0), (s.name, summary)

@@ -14,7 +14,8 @@ instances started with `group.protocol=streams`, its input counted to the end. T
   tasks as Kafka's tool prints;
 - `describe` (offsets) lists the partitions the active tasks read (the input topic and the
   repartition topic, 4 partitions each) with lag 0 on both, as Kafka's tool does on groupshift;
-  `--state --verbose` and `--json` say Stable, 2 members, type Streams.
+  `--state --verbose` and `--json` say Stable, 2 members, type Streams;
+- `migration` shows the members with their tasks (Kafka Streams' task ids), nothing pending.
 
 One Kafka node, one groupshift, four application JVMs for the module.
 """
@@ -244,3 +245,14 @@ def test_offsets_and_state_views(servers: list[Server], classpath: str) -> None:
         assert int(state["GROUP-EPOCH"]) >= int(state["TARGET-ASSIGNMENT-EPOCH"]) > 0, (s.name, state)
         summary = groups_json(s.bootstrap, "describe", APP, "--state")
         assert (summary["num_members"], summary["topology_epoch"]) == (2, 0), (s.name, summary)
+
+
+def test_migration_view_shows_tasks(servers: list[Server]) -> None:
+    for s in servers:
+        text = ok(s.bootstrap, "migration", APP)
+        assert "type streams, state Stable, phase streams" in text, (s.name, text)
+        assert "Members by protocol: streams 2" in text and "Next step: Done" in text, (s.name, text)
+        rep = groups_json(s.bootstrap, "migration", APP)
+        assert {t for m in rep["members"] for t in m["active"]} == ALL_TASKS, (s.name, rep)
+        assert [len(m["active"]) for m in rep["members"]] == [4, 4], (s.name, rep)
+        assert not rep["pending_revocation"] and all(not m["awaiting"] for m in rep["members"]), rep

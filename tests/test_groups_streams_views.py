@@ -14,6 +14,7 @@ from typing import Any
 import kio.schema.streams_group_describe.v0.response as v0
 
 from protocol.entity_builder import build
+from tools.groups import streams_migration
 from tools.groups.list_groups import listed_kind
 from tools.groups.output import Style, emit_json
 from tools.groups.streams_group import (
@@ -28,6 +29,7 @@ from tools.groups.streams_group import (
     offsets_table,
     state_table,
 )
+from tools.groups.streams_migration import StreamsTracker
 from tools.groups.wire import EARLIEST, LATEST, Node
 
 PLAIN = Style(False)
@@ -270,3 +272,80 @@ def test_list_keeps_consumer_and_streams_groups_only() -> None:
     assert listed_kind(entry("", "Classic")) == "consumer"  # a group that only commits offsets
     assert listed_kind(entry("connect", "Classic")) is None
     assert listed_kind(entry("share", "Share")) is None
+
+
+def test_migration_view_tracks_tasks_pending_revocation_and_awaiting() -> None:
+    # m1 still runs 0_2, which its target gave to m2 (revoke before assign: m2 waits for it)
+    moving = word_count(
+        [
+            member(
+                "m1",
+                assignment=tasks(active=[("0", [0, 1, 2])], standby=[("1", [0])]),
+                target_assignment=tasks(active=[("0", [0, 1])]),
+            ),
+            member("m2", is_classic=True, target_assignment=tasks(active=[("0", [2, 3])])),
+        ],
+        state="Reconciling",
+    )
+    tracker = StreamsTracker()
+    tracker.observe(moving, 100.0)
+    tracker.observe(moving, 190.0)
+    rep = streams_migration.report(moving, 190.0, tracker, stuck_after=60)
+    m1, m2 = sorted(rep["members"], key=lambda m: m["member_id"])
+    assert (m1["active"], m1["standby"], m1["pending_revocation"]) == (
+        ["0_0", "0_1", "0_2"],
+        ["1_0"],
+        ["0_2"],
+    )
+    assert m2["awaiting"] == [{"task": "0_2", "held_by": "m1"}, {"task": "0_3", "held_by": None}]
+    assert rep["pending_revocation"] == [
+        {
+            "task": "0_2",
+            "member_id": "m1",
+            "process_id": "process-m1",
+            "protocol": "streams",
+            "pending_for_s": 90.0,
+        }
+    ]
+    assert (rep["phase"], rep["members_by_protocol"]) == ("migrating", {"classic": 1, "streams": 1})
+    assert rep["next_step"].startswith("Member m1 (process process-m1) has kept task 0_2 for 90.0s")
+    text = streams_migration.render(rep, PLAIN)
+    header = next(line for line in text.splitlines() if line.startswith("MEMBER"))
+    assert header.split() == [
+        "MEMBER",
+        "PROCESS",
+        "PROTOCOL",
+        "EPOCH",
+        "ACTIVE",
+        "STANDBY",
+        "WARMUP",
+        "PENDING-REVOCATION",
+        "AWAITING",
+    ]
+    assert "pending revocation: tasks 0_2 on m1 for 90.0s" in text
+
+    # m1 gives 0_2 up, m2 gets it: the change story names the task, nothing is pending any more
+    done = word_count(
+        [
+            member(
+                "m1",
+                assignment=tasks(active=[("0", [0, 1])]),
+                target_assignment=tasks(active=[("0", [0, 1])]),
+            ),
+            member(
+                "m2",
+                assignment=tasks(active=[("0", [2, 3])]),
+                target_assignment=tasks(active=[("0", [2, 3])]),
+            ),
+        ]
+    )
+    assert streams_migration.changes(moving, done) == [
+        "state Reconciling -> Stable",
+        "task 0_2: m1 -> m2",
+        "task 0_3: unowned -> m2",
+    ]
+    tracker.observe(done, 200.0)
+    assert tracker.first_pending == {}
+    rep = streams_migration.report(done, 200.0, tracker, stuck_after=60)
+    assert rep["next_step"] == "Done: every member uses the streams protocol and the group is stable."
+    assert streams_migration.report(word_count([], "Empty"), 0.0, tracker, 60)["phase"] == "empty"

@@ -135,10 +135,10 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
 
     m = gs.add_parser(
         "migration",
-        help="the live story of a classic <-> consumer protocol migration, either way",
+        help="the live story of a classic <-> consumer protocol migration, either way (streams: tasks)",
         description="The live story of a group moving between the classic and the KIP-848 consumer "
-        "protocol, either way. --watch redraws the view in place on a terminal and appends one "
-        "block per poll otherwise.",
+        "protocol, either way; a streams group's members with their tasks. --watch redraws the "
+        "view in place on a terminal and appends one block per poll otherwise.",
     )
     m.add_argument("group", help="the group to watch")
     m.add_argument(

@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 import kio.schema.streams_group_describe.v0.response as v0
+import pytest
 
 from protocol.entity_builder import build
 from tools.groups import streams_migration
@@ -22,6 +23,7 @@ from tools.groups.streams_group import (
     Tasks,
     assignments_string,
     describe_one,
+    describe_streams,
     from_described,
     input_partitions,
     members_table,
@@ -30,7 +32,7 @@ from tools.groups.streams_group import (
     state_table,
 )
 from tools.groups.streams_migration import StreamsTracker
-from tools.groups.wire import EARLIEST, LATEST, Node
+from tools.groups.wire import EARLIEST, LATEST, KafkaError, Node
 
 PLAIN = Style(False)
 
@@ -349,3 +351,40 @@ def test_migration_view_tracks_tasks_pending_revocation_and_awaiting() -> None:
     rep = streams_migration.report(done, 200.0, tracker, stuck_after=60)
     assert rep["next_step"] == "Done: every member uses the streams protocol and the group is stable."
     assert streams_migration.report(word_count([], "Empty"), 0.0, tracker, 60)["phase"] == "empty"
+
+
+class Coordinator:
+    """The calls `describe_streams` makes, with one StreamsGroupDescribe error code."""
+
+    def __init__(self, code: int | None) -> None:
+        self.code = code
+
+    def coordinator(self, group: str) -> int:
+        return 1
+
+    def node(self, node_id: int) -> Node:
+        return Node(node_id, "broker-1", 9092)
+
+    def streams_group_describe(self, group: str) -> Any:
+        if self.code is None:  # the coordinator does not list API 89
+            return None
+        return build(
+            v0.DescribedGroup,
+            {
+                "error_code": self.code,
+                "group_id": group,
+                "group_state": "Dead",
+                "group_epoch": -1,
+                "assignment_epoch": -1,
+                "topology": None,
+                "members": [],
+            },
+        )
+
+
+def test_no_streams_group_where_the_server_has_none() -> None:
+    # not listed, GROUP_ID_NOT_FOUND (no group / another type), UNSUPPORTED_VERSION (streams off)
+    for code in (None, 69, 35):
+        assert describe_streams(Coordinator(code), "g") is None, code  # type: ignore[arg-type]
+    with pytest.raises(KafkaError, match="GROUP_AUTHORIZATION_FAILED"):
+        describe_streams(Coordinator(30), "g")  # type: ignore[arg-type]

@@ -46,6 +46,9 @@ from tools.groups.wire import (
 )
 
 GROUP_ID_NOT_FOUND = 69
+# A Kafka 4.x whose `group.coordinator.rebalance.protocols` leaves out `streams` answers every
+# group of StreamsGroupDescribe UNSUPPORTED_VERSION: it has no streams groups to describe.
+UNSUPPORTED_VERSION = 35
 TaskIds = dict[str, list[int]]  # subtopology id -> partitions
 KINDS = ("active", "standby", "warmup")
 
@@ -208,7 +211,8 @@ def from_described(described: Any, coordinator: Node | None) -> StreamsGroup:
 
 def describe_streams(admin: AdminWire, group_id: str, attempts: int = 5) -> StreamsGroup | None:
     """The streams group, or None when there is none by that id (GROUP_ID_NOT_FOUND: no group,
-    or a group of another type) or the coordinator does not serve StreamsGroupDescribe. Asks
+    or a group of another type) or the coordinator does not serve StreamsGroupDescribe (not
+    listed, or UNSUPPORTED_VERSION: streams groups are off). Asks
     again while the coordinator is loading or has moved, as `snapshot.describe` does."""
     for attempt in range(attempts):
         try:
@@ -217,7 +221,7 @@ def describe_streams(admin: AdminWire, group_id: str, attempts: int = 5) -> Stre
             if described is None:
                 return None
             code = code_of(described.error_code)
-            if code == GROUP_ID_NOT_FOUND:
+            if code in (GROUP_ID_NOT_FOUND, UNSUPPORTED_VERSION):
                 return None
             if code != 0:
                 raise KafkaError(

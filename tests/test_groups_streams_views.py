@@ -16,7 +16,7 @@ import pytest
 
 from protocol.entity_builder import build
 from tools.groups import streams_migration
-from tools.groups.list_groups import listed_kind
+from tools.groups.list_groups import listed_kind, type_matches
 from tools.groups.output import Style, emit_json
 from tools.groups.streams_group import (
     StreamsGroup,
@@ -388,3 +388,14 @@ def test_no_streams_group_where_the_server_has_none() -> None:
         assert describe_streams(Coordinator(code), "g") is None, code  # type: ignore[arg-type]
     with pytest.raises(KafkaError, match="GROUP_AUTHORIZATION_FAILED"):
         describe_streams(Coordinator(30), "g")  # type: ignore[arg-type]
+
+
+def test_type_filter_without_types_from_the_broker() -> None:
+    # ListGroups < v5: no type; the protocol type still tells a streams group
+    streams = {"group": "s", "protocol_type": "streams", "state": "Stable", "type": None}
+    consumer = {"group": "c", "protocol_type": "consumer", "state": "Stable", "type": None}
+    assert type_matches(streams, ["streams"]) and not type_matches(streams, ["classic", "consumer"])
+    assert type_matches(consumer, ["classic"]) and not type_matches(consumer, ["streams"])
+    assert type_matches({**consumer, "type": "Consumer"}, ["consumer"])
+    assert not type_matches({**consumer, "type": "Consumer"}, ["classic"])
+    assert type_matches(consumer, [])

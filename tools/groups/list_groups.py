@@ -42,6 +42,19 @@ def listed_kind(group: dict[str, Any]) -> str | None:
     return None
 
 
+def type_matches(group: dict[str, Any], types: list[str]) -> bool:
+    """Whether a ListGroups entry is of one of `types` (none: any). A broker older than
+    ListGroups v5 gives no type: a streams group is still told by its protocol type, while a
+    consumer-protocol group may be classic or consumer and is kept for either."""
+    if not types:
+        return True
+    if group["type"] is not None:
+        return str(group["type"]).lower() in types
+    if listed_kind(group) == "streams":
+        return "streams" in types
+    return bool({"classic", "consumer"} & set(types))
+
+
 def _split(value: str | None) -> list[str]:
     return [] if not value else [v.strip() for v in value.split(",") if v.strip()]
 
@@ -63,7 +76,7 @@ def run(admin: AdminWire, args: argparse.Namespace, out: TextIO, style: Style) -
         for g in admin.list_groups(states, [t.capitalize() for t in types])
         if listed_kind(g) is not None
         and (not states or (g["state"] or "").lower() in {s.lower() for s in states})
-        and (not types or g["type"] is None or g["type"].lower() in types)
+        and type_matches(g, types)
     ]
     for g in rows:
         g["type"] = (g["type"] or "Unknown").capitalize()

@@ -14,7 +14,8 @@ instances started with `group.protocol=streams`, its input counted to the end. T
   tasks as Kafka's tool prints;
 - `describe` (offsets) lists the partitions the active tasks read (the input topic and the
   repartition topic, 4 partitions each) with lag 0 on both, as Kafka's tool does on groupshift;
-  `--state --verbose` and `--json` say Stable, 2 members, type Streams;
+  `--state --verbose`, `--json` and `--all-groups` say Stable, 2 members, type Streams (and
+  Kafka's tool the same coordinator, state and member count on groupshift);
 - `migration` shows the members with their tasks (Kafka Streams' task ids), nothing pending.
 
 One Kafka node, one groupshift, four application JVMs for the module.
@@ -245,6 +246,14 @@ def test_offsets_and_state_views(servers: list[Server], classpath: str) -> None:
         assert int(state["GROUP-EPOCH"]) >= int(state["TARGET-ASSIGNMENT-EPOCH"]) > 0, (s.name, state)
         summary = groups_json(s.bootstrap, "describe", APP, "--state")
         assert (summary["num_members"], summary["topology_epoch"]) == (2, 0), (s.name, summary)
+        every = {r["GROUP"]: r for r in table(ok(s.bootstrap, "describe", "--all-groups", "--state"))}
+        assert every[APP]["TYPE"] == "Streams", (s.name, every)
+        if s.name == "groupshift":
+            (theirs_state,) = table(
+                kafka_tool(classpath, s.bootstrap, "--describe", "--group", APP, "--state")
+            )
+            for column in ("COORDINATOR (ID)", "STATE", "#MEMBERS"):
+                assert theirs_state[column] == state[column], (column, theirs_state, state)
 
 
 def test_migration_view_shows_tasks(servers: list[Server]) -> None:

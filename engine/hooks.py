@@ -33,13 +33,20 @@ if TYPE_CHECKING:
     from engine.context import RequestContext
     from engine.operation import Operation
     from engine.outcome import Pending
+    from records.consumer_group import ClientAssignorMetadata
 
 
 class MigrationHooks(Protocol):
     def consumer_heartbeat_to_classic_group(
-        self, group: ClassicGroup, joining: bool, op: Operation
+        self,
+        group: ClassicGroup,
+        joining: bool,
+        op: Operation,
+        client_assignors: tuple[ClientAssignorMetadata, ...] = (),
     ) -> ConsumerGroup:
-        """A ConsumerGroupHeartbeat reached a classic group: convert it (upgrade) or refuse."""
+        """A ConsumerGroupHeartbeat reached a classic group: convert it (upgrade) or refuse.
+        `client_assignors`: the joining member's (a client assignor that reads the classic
+        members' metadata lifts the KAFKA-18134 refusal, docs/client-side-assignors.md)."""
         ...
 
     def consumer_member_fenced(
@@ -73,7 +80,11 @@ class RefuseMigration:
     """No translation: each protocol only reaches groups of its own type."""
 
     def consumer_heartbeat_to_classic_group(
-        self, group: ClassicGroup, joining: bool, op: Operation
+        self,
+        group: ClassicGroup,
+        joining: bool,
+        op: Operation,
+        client_assignors: tuple[ClientAssignorMetadata, ...] = (),
     ) -> ConsumerGroup:
         raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group.group_id} is not a consumer group")
 

@@ -127,7 +127,7 @@ def _cgh_upgrade(
 ) -> Any:
     if req.member_epoch != 0:
         raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group.group_id} is not a consumer group.")
-    converted = s.migration.consumer_heartbeat_to_classic_group(group, True, op)
+    converted = s.migration.consumer_heartbeat_to_classic_group(group, True, op, req.client_assignors or ())
     return cg_heartbeat.heartbeat(s, converted, req, ctx, op)
 
 

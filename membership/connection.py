@@ -13,6 +13,7 @@ the driver counts that as a failed request and connects again, which authenticat
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from kio.index import load_request_schema, load_response_schema
@@ -62,7 +63,7 @@ class BrokerConnection:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, client_id: str) -> None:
         self._reader = reader
         self._writer = writer
-        self._client_id = client_id
+        self.client_id = client_id
         self._correlation = 0
         self.versions: dict[int, tuple[int, int]] = {}
 
@@ -129,6 +130,11 @@ class BrokerConnection:
 
     def version_for(self, api_key: int) -> int:
         lo, hi = SUPPORTED[api_key]
+        return self.negotiate(api_key, lo, hi)
+
+    def negotiate(self, api_key: int, lo: int, hi: int) -> int:
+        """The highest version in lo..hi the broker speaks (a client above this one, such as the
+        consumer-group membership client, brings its own range)."""
         theirs = self.versions.get(api_key)
         if theirs is None or theirs[1] < lo or theirs[0] > hi:
             raise UnsupportedVersion(f"the broker speaks no version of API {api_key} in {lo}..{hi}")
@@ -137,12 +143,32 @@ class BrokerConnection:
     async def request(self, api_key: int, body: dict[str, Any], timeout: float) -> Any:
         return await self._call(api_key, self.version_for(api_key), body, timeout)
 
+    async def request_at(self, api_key: int, version: int, body: dict[str, Any], timeout: float) -> Any:
+        """A request at a version the caller chose with `negotiate`."""
+        return await self._call(api_key, version, body, timeout)
+
     async def _call(self, api_key: int, version: int, body: dict[str, Any], timeout: float) -> Any:
+        request = build(load_request_schema(api_key, version), body)
+        frame = await self.exchange(
+            lambda correlation: encode_request(request, correlation_id=correlation, client_id=self.client_id),
+            timeout,
+            api_key,
+        )
+        try:
+            _, response = decode_response(load_response_schema(api_key, version), frame)
+        except Exception as exc:  # not a Kafka answer: drop the connection, as on a bad frame
+            self.close()
+            raise ConnectionFailed(f"API {api_key}: undecodable response: {exc!r}") from None
+        return response
+
+    async def exchange(self, encode: Callable[[int], bytes], timeout: float, api_key: int) -> bytes:
+        """Sends the request `encode(correlation id)` gives (size prefix included) and returns
+        its response frame (no size prefix; correlation id first, checked). For requests kio
+        has no schema for (groupshift's extension APIs, tagged fields kio refuses)."""
         self._correlation += 1
         correlation = self._correlation
-        request = build(load_request_schema(api_key, version), body)
         try:
-            self._writer.write(encode_request(request, correlation_id=correlation, client_id=self._client_id))
+            self._writer.write(encode(correlation))
             await self._writer.drain()
             async with asyncio.timeout(timeout):
                 head = await self._reader.readexactly(4)
@@ -150,15 +176,11 @@ class BrokerConnection:
         except (OSError, asyncio.IncompleteReadError, TimeoutError, ValueError) as exc:
             self.close()
             raise ConnectionFailed(f"API {api_key}: {exc!r}") from None
-        try:
-            got, response = decode_response(load_response_schema(api_key, version), frame)
-        except Exception as exc:  # not a Kafka answer: drop the connection, as on a bad frame
-            self.close()
-            raise ConnectionFailed(f"API {api_key}: undecodable response: {exc!r}") from None
+        got = int.from_bytes(frame[:4], "big", signed=True) if len(frame) >= 4 else None
         if got != correlation:
             self.close()
             raise ConnectionFailed(f"correlation id {got}, expected {correlation}")
-        return response
+        return frame
 
     @property
     def closed(self) -> bool:

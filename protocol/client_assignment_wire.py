@@ -543,3 +543,42 @@ def read_install_response(body: bytes, offset: int = 0) -> InstallAssignmentResp
     throttle, code, message = r.int32(), r.int16(), r.nullable_string()
     r.skip_tags()
     return InstallAssignmentResponse(code, message, throttle)
+
+
+# --- the client's side of the heartbeat ------------------------------------------------------
+
+
+def response_body_offset(frame: bytes) -> int:
+    """Where the body of a flexible response (header v1) starts: after the correlation id and
+    the header's tag section. `frame` is the response without its size prefix."""
+    r = _Reader(frame, 4)
+    r.skip_tags()
+    return r.pos
+
+
+def heartbeat_response_tags_start(frame: bytes, body_offset: int) -> int:
+    """Where the top-level tag section of a ConsumerGroupHeartbeat v0/v1 response body starts.
+
+    kio refuses the unknown tags groupshift adds (COMPUTE_ASSIGNMENT, ASSIGNMENT_METADATA); a
+    client walks the body (Kafka's field order) to them, reads them with `read_compute_assignment`
+    and `read_assignment_metadata`, and decodes the rest with the tag section emptied."""
+    r = _Reader(frame, body_offset)
+    r.int32()  # ThrottleTimeMs
+    r.int16()  # ErrorCode
+    r.nullable_string()  # ErrorMessage
+    r.nullable_string()  # MemberId
+    r.int32()  # MemberEpoch
+    r.int32()  # HeartbeatIntervalMs
+    if r.int8() >= 0:  # Assignment: a nullable struct, -1 when null
+        _topic_partitions_array(r)
+        r.skip_tags()
+    return r.pos
+
+
+def without_top_level_tags(frame: bytes, tags_offset: int) -> bytes:
+    """`frame` with its last, top-level tag section (at `tags_offset`) emptied, for kio."""
+    r = _Reader(frame, tags_offset)
+    r.skip_tags()
+    if r.pos != len(frame):
+        raise MalformedExtension(f"{len(frame) - r.pos} bytes after the response body")
+    return frame[:tags_offset] + b"\x00"

@@ -3,7 +3,9 @@ Upgrade" with a client assignor; docs/client-side-assignors.md): the case KAFKA-
 Kafka. A classic group whose members use `cooperative-sticky` is joined by a consumer-protocol
 member whose client assignor of the same name reads metadata version -1: the group converts, the
 new member is chosen to compute and sees the classic members' subscription bytes at version -1.
-A client assignor that cannot read version -1 is refused with UNSUPPORTED_ASSIGNOR."""
+A client assignor that cannot read version -1 is refused with UNSUPPORTED_ASSIGNOR. Classic
+assignments carrying user data (the custom assignor KAFKA-18134 refuses to replace) convert only
+for such a member."""
 
 from __future__ import annotations
 
@@ -32,15 +34,15 @@ def join(h: MigrationHarness, member_id: str, lo: int) -> ConsumerGroupHeartbeat
     return r
 
 
-def seeded() -> MigrationHarness:
-    h = MigrationHarness(group_consumer_client_assignors_enable=True)
+def seeded(user_data: bytes | None = None, enable: bool = True) -> MigrationHarness:
+    h = MigrationHarness(group_consumer_client_assignors_enable=enable)
     meta1 = sub("foo", version=3, owned={"foo": [0, 1, 2]})
     meta2 = sub("foo", version=3, owned={"foo": [3, 4, 5]})
     h.seed_classic(
         3,
         [
-            ClassicSeed("c1", meta1, assignment(3, foo=[0, 1, 2])),
-            ClassicSeed("c2", meta2, assignment(3, foo=[3, 4, 5])),
+            ClassicSeed("c1", meta1, assignment(3, user_data, foo=[0, 1, 2])),
+            ClassicSeed("c2", meta2, assignment(3, user_data, foo=[3, 4, 5])),
         ],
         protocol=NAME,
     )
@@ -76,3 +78,19 @@ def test_upgrade_with_a_client_assignor_that_cannot_read_classic_metadata_is_ref
     assert "-1" in (r.error_message or "")
     assert h.shard.consumer_group("g") is None  # still the classic group: nothing converted
     assert h.shard.classic_group("g") is not None
+
+
+def test_assignment_user_data_converts_only_for_a_client_assignor_reading_classic_metadata() -> None:
+    """KAFKA-18134: Kafka (and groupshift without a suitable client assignor) refuses to upgrade a
+    group whose classic assignments carry user data; a joining member whose client assignor of
+    the group's protocol reads version -1 takes the custom assignor's place."""
+    r = join(seeded(b"sticky-state", enable=False), "n1", lo=-1)
+    assert r.error_code == Errors.GROUP_ID_NOT_FOUND and "custom assignor" in (r.error_message or ""), r
+    h = seeded(b"sticky-state")
+    r = join(h, "n2", lo=0)  # cannot read the classic members' metadata: still refused
+    assert r.error_code == Errors.GROUP_ID_NOT_FOUND and "custom assignor" in (r.error_message or ""), r
+    assert h.shard.classic_group("g") is not None
+    r = join(h, "n1", lo=-1)
+    assert r.error_code == 0, r
+    g = h.shard.consumer_group("g")
+    assert g is not None and set(g.members) == {"c1", "c2", "n1"}

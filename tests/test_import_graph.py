@@ -2,15 +2,17 @@
 
 Product packages, bottom to top (a module may import its own package and any package below it):
 
-    protocol < membership < records < engine < translation < gateway < sim < tools < harness
-             < groupshift
+    protocol < membership < records < engine < translation < consumer_membership < gateway < sim
+             < tools < harness < groupshift
 
 `protocol` is the wire codec and imports nothing of ours; `membership` is the public
 classic-group membership client, on the wire layer alone (the scale-out fleet in `gateway` runs
-on it); `sim` (the simulator) drives the gateway; `tools` are the operator tools; `harness`
-puts real Kafka (and Tansu, the client matrix, a headless browser) in the loop and may use the
-tools; `groupshift` is the command line over all of it. Whether `sim` exists yet or not, the
-rules read the same.
+on it); `consumer_membership` is the public KIP-848 consumer-group membership client with
+client-side assignors, above `translation` because its `cooperative-sticky` adapter reads classic
+members' subscriptions with `translation.embedded_protocol`; `sim` (the simulator) drives the
+gateway; `tools` are the operator tools; `harness` puts real Kafka (and Tansu, the client
+matrix, a headless browser) in the loop and may use the tools; `groupshift` is the command line
+over all of it. Whether `sim` exists yet or not, the rules read the same.
 
 Non-product packages: `tests` (with tests/plugins), `e2e`, `bench`, `fuzz`, `scripts`. The rules:
 
@@ -45,6 +47,7 @@ PRODUCT = (
     "records",
     "engine",
     "translation",
+    "consumer_membership",
     "gateway",
     "sim",
     "tools",

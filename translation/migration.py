@@ -34,6 +34,7 @@ from engine.context import RequestContext
 from engine.operation import Operation
 from engine.outcome import Pending
 from engine.state import ShardState
+from records.consumer_group import ClientAssignorMetadata
 from translation import classic_member
 from translation.classic_describe import describe_consumer_group_as_classic
 from translation.downgrade import can_downgrade_after_fence, downgrade
@@ -45,11 +46,15 @@ class Migration:
         self.shard = shard
 
     def consumer_heartbeat_to_classic_group(
-        self, group: ClassicGroup, joining: bool, op: Operation
+        self,
+        group: ClassicGroup,
+        joining: bool,
+        op: Operation,
+        client_assignors: tuple[ClientAssignorMetadata, ...] = (),
     ) -> ConsumerGroup:
         if not joining:
             raise not_a_consumer_group(group.group_id)
-        return upgrade(self.shard, group, op)
+        return upgrade(self.shard, group, op, client_assignors)
 
     def consumer_member_fenced(
         self, group: ConsumerGroup, member: ConsumerGroupMember, op: Operation, reason: str

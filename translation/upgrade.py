@@ -9,7 +9,10 @@ protocol type is `consumer`; it has at most `group.consumer.max.size` members (t
 counted here); every member's embedded subscription and assignment parse (an empty assignment,
 from a member that joined but never synced, counts as no partitions: KAFKA-17733); no member's
 assignment carries user data, which would mean a custom client-side assignor the server cannot
-replace (KAFKA-18134). The group's state does not matter.
+replace (KAFKA-18134), unless `group.consumer.client.assignors.enable` is on and the joining
+member brings a client assignor named as the group's protocol that reads metadata version -1
+(the classic members' metadata): that assignor replaces the custom one, which is the upgrade
+KAFKA-18134 refuses on Kafka (docs/client-side-assignors.md). The group's state does not matter.
 
 Procedure: parked JoinGroups and SyncGroups are answered REBALANCE_IN_PROGRESS so those members
 rejoin; a GroupMetadata tombstone; then, per Kafka's order, every member's k5, k3 at the classic
@@ -32,6 +35,7 @@ from typing import TYPE_CHECKING
 from engine.classic.api import JoinGroupResponse, SyncGroupResponse
 from engine.classic.group import ClassicGroup
 from engine.consumer import record_builders as rb
+from engine.consumer.client_assignment import CLASSIC_METADATA_VERSION
 from engine.consumer.group import ConsumerGroup
 from engine.consumer.member import ConsumerGroupMember, MemberState, normalize_topic_names
 from engine.consumer.membership import schedule_session_timeout
@@ -41,7 +45,7 @@ from engine.operation import Operation
 from engine.replay import apply_record
 from engine.timers import TimerKind
 from records.classic_group import GroupMetadataKey
-from records.consumer_group import ClassicMemberMetadata, ClassicProtocol
+from records.consumer_group import ClassicMemberMetadata, ClassicProtocol, ClientAssignorMetadata
 from records.coordinator import CoordinatorRecord
 from translation.embedded_protocol import SchemaError, Subscription, parse_assignment, parse_subscription
 from translation.policy import refused, upgrade_enabled
@@ -133,11 +137,30 @@ def _still_revoking(
     ]
 
 
-def upgrade(shard: ShardState, group: ClassicGroup, op: Operation) -> ConsumerGroup:
-    """Convert `group` (writing the records into `op`); return the consumer group to join."""
+def replaces_custom_assignor(
+    shard: ShardState, protocol: str | None, client_assignors: tuple[ClientAssignorMetadata, ...]
+) -> bool:
+    """The joining member's client assignors include one for the classic protocol in use that
+    reads classic metadata (version -1), with client assignors enabled: it can take over the
+    custom assignor whose user data would otherwise refuse the upgrade."""
+    return shard.config.consumer_client_assignors_enable and any(
+        a.name == protocol and a.minimum_version <= CLASSIC_METADATA_VERSION <= a.maximum_version
+        for a in client_assignors
+    )
+
+
+def upgrade(
+    shard: ShardState,
+    group: ClassicGroup,
+    op: Operation,
+    client_assignors: tuple[ClientAssignorMetadata, ...] = (),
+) -> ConsumerGroup:
+    """Convert `group` (writing the records into `op`); return the consumer group to join.
+    `client_assignors`: the joining member's (see `replaces_custom_assignor`)."""
     check_upgrade(shard, group, op)
     gid = group.group_id
     protocol = group.protocol_name
+    custom_assignor_replaced = replaces_custom_assignor(shard, protocol, client_assignors)
     members: list[ConsumerGroupMember] = []
     subscriptions: list[Subscription] = []
     for m in group.members.values():
@@ -149,7 +172,7 @@ def upgrade(shard: ShardState, group: ClassicGroup, op: Operation) -> ConsumerGr
         except (SchemaError, ValueError) as e:
             refused(op, gid, "upgrade", "malformed embedded protocol", member=m.member_id, error=str(e))
             raise cannot_upgrade(gid, "the embedded consumer protocol is malformed.") from None
-        if user_data:
+        if user_data and not custom_assignor_replaced:
             refused(op, gid, "upgrade", "custom assignor", member=m.member_id)
             raise cannot_upgrade(
                 gid,

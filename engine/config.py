@@ -195,12 +195,16 @@ class GroupConfig(BaseModel):
                 "group.consumer.max.session.timeout.ms"
             )
         standbys = self.streams_num_standby_replicas
+        # Kafka 4.4's words: the type's range check, then the broker's maximum by value.
         if standbys is not None and standbys < 0:
-            raise ValueError("streams.num.standby.replicas must be greater than or equal to 0")
+            raise ValueError(
+                f"Invalid value {standbys} for configuration streams.num.standby.replicas: "
+                "Value must be at least 0"
+            )
         if standbys is not None and standbys > broker.streams_max_standby_replicas:
             raise ValueError(
                 "streams.num.standby.replicas must be less than or equal to "
-                "group.streams.max.standby.replicas"
+                f"{broker.streams_max_standby_replicas}"
             )
         session = s if s is not None else broker.consumer_session_timeout_ms
         interval = hb if hb is not None else broker.consumer_heartbeat_interval_ms

@@ -107,9 +107,9 @@ def test_settings_bound_the_standby_count() -> None:
     )
     broker = CoordinatorConfig()
     GroupConfig.model_validate({"streams.num.standby.replicas": 2}).validate_against(broker)
-    with pytest.raises(ValueError, match=r"less than or equal to group\.streams\.max\.standby\.replicas"):
+    with pytest.raises(ValueError, match="less than or equal to 2"):
         GroupConfig.model_validate({"streams.num.standby.replicas": 3}).validate_against(broker)
-    with pytest.raises(ValueError, match="greater than or equal to 0"):
+    with pytest.raises(ValueError, match="Value must be at least 0"):
         GroupConfig.model_validate({"streams.num.standby.replicas": -1}).validate_against(broker)
 
 

@@ -16,9 +16,15 @@ from records.streams_group import StreamsGroupTopologyValue, TaskIds, TopicInfo
 
 @dataclass(frozen=True, slots=True)
 class DescribedStreamsMember:
+    """`assignment` / `target_assignment`: active tasks; the standby and warm-up tasks beside."""
+
     member: StreamsMember
     assignment: tuple[TaskIds, ...]
     target_assignment: tuple[TaskIds, ...]
+    standby: tuple[TaskIds, ...] = ()
+    warmup: tuple[TaskIds, ...] = ()
+    target_standby: tuple[TaskIds, ...] = ()
+    target_warmup: tuple[TaskIds, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +75,15 @@ def describe_streams_groups(st: ShardState, group_ids: Iterable[str]) -> list[De
         configured = None if group.topology is None else configure(group.topology, st.image)
         ready = configured is not None and configured.tasks is not None
         members = tuple(
-            DescribedStreamsMember(m, task_ids(m.active), task_ids(group.targets.get(mid, {})))
+            DescribedStreamsMember(
+                m,
+                task_ids(m.active),
+                task_ids(group.targets.get(mid, {})),
+                task_ids(m.standby),
+                task_ids(m.warmup),
+                task_ids(group.standby_targets.get(mid, {})),
+                task_ids(group.warmup_targets.get(mid, {})),
+            )
             for mid, m in sorted(group.members.items())
         )
         out.append(

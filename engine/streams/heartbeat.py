@@ -195,20 +195,20 @@ def _new_targets(
     members: dict[str, StreamsMember],
     topology: StreamsGroupTopologyValue | None,
     configured: ConfiguredTopology | None,
-    previous: dict[str, TaskRoles] | None = None,
 ) -> dict[str, TaskRoles]:
-    """`topology`: the group's, or the one this heartbeat brings; `previous`: the targets to stay
-    close to, the group's unless a static member's new member id took over its predecessor's."""
+    """`members` as they are after this heartbeat's metadata changes; `topology`: the group's,
+    or the one this heartbeat brings. The assignor stays close to what the members hold now
+    (their current active and standby tasks, as Kafka 4.4's `TargetAssignmentBuilder` gives
+    it), not to the previous target: a member still reconciling counts with what it has."""
     if configured is None or configured.tasks is None or topology is None:
         return {mid: TaskRoles({}, {}, {}) for mid in members}
-    before = group_targets(group) if previous is None else previous
     stateful = {s.subtopology_id for s in topology.subtopologies if s.state_changelog_topics}
     out = assign(
         configured.tasks,
         stateful,
         {mid: m.process_id for mid, m in members.items()},
-        {mid: t.active for mid, t in before.items()},
-        {mid: t.standby for mid, t in before.items()},
+        {mid: m.active for mid, m in members.items()},
+        {mid: m.standby for mid, m in members.items()},
         st.streams_num_standby_replicas(group.group_id),
     )
     # Kafka 4.4's refinement step (`AssignmentRefiner`) leaves the assignment as it is: no
@@ -602,7 +602,7 @@ def heartbeat(
     members[mid] = updated
     target_epoch = group.assignment_epoch
     if epoch > group.assignment_epoch:
-        targets = _new_targets(st, group, members, topology, configured, targets)
+        targets = _new_targets(st, group, members, topology, configured)
         _write_targets(st, op, group, targets, epoch)
         target_epoch = epoch
         if epoch != group.group_epoch or new_member:

@@ -232,8 +232,14 @@ class StreamsApis:
             for d in self.service.runtimes[shard_index].shard.describe_streams_groups(ids):
                 described[d.group_id] = d
 
-        def assignment(tasks: tuple[TaskIds, ...]) -> dict[str, Any]:
-            return {"active_tasks": _wire_tasks(tasks), "standby_tasks": [], "warmup_tasks": []}
+        def assignment(
+            tasks: tuple[TaskIds, ...], standby: tuple[TaskIds, ...], warmup: tuple[TaskIds, ...]
+        ) -> dict[str, Any]:
+            return {
+                "active_tasks": _wire_tasks(tasks),
+                "standby_tasks": _wire_tasks(standby),
+                "warmup_tasks": _wire_tasks(warmup),
+            }
 
         def topic_infos(items: tuple[TopicInfo, ...]) -> list[dict[str, Any]]:
             return [
@@ -282,8 +288,10 @@ class StreamsApis:
                         "client_tags": [{"key": kv.key, "value": kv.value} for kv in m.client_tags],
                         "task_offsets": [],
                         "task_end_offsets": [],
-                        "assignment": assignment(dm.assignment),
-                        "target_assignment": assignment(dm.target_assignment),
+                        "assignment": assignment(dm.assignment, dm.standby, dm.warmup),
+                        "target_assignment": assignment(
+                            dm.target_assignment, dm.target_standby, dm.target_warmup
+                        ),
                         "is_classic": False,
                     }
                 )

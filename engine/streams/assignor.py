@@ -148,7 +148,8 @@ def assign(
 ) -> StreamsAssignment:
     """`tasks`: subtopology id -> number of tasks; `stateful`: the subtopologies with state;
     `members`: member id -> process id; `previous_*`: member id -> the tasks it holds now (Kafka
-    4.4 passes the members' current assignment, not the last target); `standby_replicas`: `num.standby.replicas`."""
+    4.4 passes the members' current assignment, not the last target); `standby_replicas`:
+    `num.standby.replicas`."""
     if not members:
         return StreamsAssignment()
     total_active = sum(tasks.values())

@@ -47,6 +47,7 @@ returns the assignment unchanged. Rack-aware standby placement (client tags) is 
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 
@@ -97,21 +98,53 @@ class _Placement:
         for mid in sorted(members):
             self.processes.setdefault(members[mid], []).append(mid)
         self.count = dict.fromkeys(members, 0)
+        self.process_count = dict.fromkeys(self.processes, 0)
         self.held: dict[str, set[Task]] = {p: set() for p in self.processes}
+        # Processes by (load, id), for the least-loaded passes: an entry whose load is no longer
+        # the process's is stale and skipped (loads only grow).
+        # None until a least-loaded pass starts.
+        self.by_load: list[tuple[float, str]] | None = None
         self.active: dict[str, dict[str, set[int]]] = {m: {} for m in members}
         self.standby: dict[str, dict[str, set[int]]] = {m: {} for m in members}
         self.active_quota = _Quota(total_active, len(members))
         self.total_quota = _Quota(total, len(members))
 
     def load(self, process: str) -> float:
-        return sum(self.count[m] for m in self.processes[process]) / len(self.processes[process])
+        return self.process_count[process] / len(self.processes[process])
 
     def give(self, mid: str, task: Task, active: bool) -> int:
         into = self.active if active else self.standby
         into[mid].setdefault(task[0], set()).add(task[1])
-        self.held[self.process_of[mid]].add(task)
+        process = self.process_of[mid]
+        self.held[process].add(task)
         self.count[mid] += 1
+        self.process_count[process] += 1
+        if self.by_load is not None:
+            heapq.heappush(self.by_load, (self.load(process), process))
         return self.count[mid]
+
+    def start_least_loaded(self) -> None:
+        self.by_load = [(self.load(p), p) for p in self.processes]
+        heapq.heapify(self.by_load)
+
+    def least_loaded_process(self, without: Task | None = None) -> str | None:
+        """The process with the least load (then the smallest id), skipping those that hold a
+        copy of `without`; None if every process does."""
+        assert self.by_load is not None, "start_least_loaded first"
+        skipped = []
+        found = None
+        while self.by_load:
+            load, process = heapq.heappop(self.by_load)
+            if load != self.load(process):
+                continue  # stale
+            if without is not None and without in self.held[process]:
+                skipped.append((load, process))
+                continue
+            found = process
+            break
+        for entry in skipped:
+            heapq.heappush(self.by_load, entry)
+        return found
 
     def holds(self, mid: str, task: Task) -> bool:
         """Whether `mid`'s process already has a copy of the task (active or standby)."""
@@ -119,9 +152,6 @@ class _Placement:
 
     def least_loaded_member(self, process: str) -> str:
         return min(self.processes[process], key=lambda m: (self.count[m], m))
-
-    def processes_by_load(self) -> list[str]:
-        return sorted(self.processes, key=lambda p: (self.load(p), p))
 
     def least_loaded_previous(self, candidates: list[str], task: Task | None) -> str | None:
         """Kafka's `findPrevMemberWithLeastLoad`: the first candidate, replaced by a later one only
@@ -193,8 +223,12 @@ def assign(
         else:
             rest.append(task)
     # 3. the rest to the least loaded process and member.
+    plan.start_least_loaded()
     for task in sorted(rest):
-        give(plan.least_loaded_member(plan.processes_by_load()[0]), task, True)
+        process = plan.least_loaded_process()
+        assert process is not None  # there are members, so processes
+        give(plan.least_loaded_member(process), task, True)
+    plan.by_load = None
 
     if standby_replicas > 0:
         _assign_standby(plan, give, all_tasks, stateful, standby_replicas, active_owner, standby_owners)
@@ -232,9 +266,10 @@ def _assign_standby(
             later.append((task, replicas - placed))
             break
     # 5. the rest to the least loaded process without a copy.
+    plan.start_least_loaded()
     for task, missing in sorted(later, key=lambda x: x[0], reverse=True):
         for _ in range(missing):
-            target = next((p for p in plan.processes_by_load() if task not in plan.held[p]), None)
+            target = plan.least_loaded_process(without=task)
             if target is None:
                 break  # every process holds a copy: Kafka drops the replica too
             give(plan.least_loaded_member(target), task, False)

@@ -498,7 +498,13 @@ def heartbeat(
     gid, mid = req.group_id, req.member_id
     member = group.members.get(mid)
     new_member = member is None
-    reported = None if req.active_tasks is None else tasks_from(req.active_tasks)
+    owned = (
+        None
+        if req.active_tasks is None or req.standby_tasks is None or req.warmup_tasks is None
+        else TaskRoles(
+            tasks_from(req.active_tasks), tasks_from(req.standby_tasks), tasks_from(req.warmup_tasks)
+        )
+    )
     replaced: StreamsMember | None = None
     if member is None:
         if req.member_epoch != 0:
@@ -519,7 +525,7 @@ def heartbeat(
             )
         member = StreamsMember(mid)
     elif req.member_epoch != 0:
-        _check_epoch(member, req.member_epoch, reported)
+        _check_epoch(member, req.member_epoch, owned)
 
     # Topology (Kafka `maybeUpdateTopology`): the first one initializes the group's; an older
     # epoch is stale; another topology at the group's epoch or later is refused, as Kafka 4.4
@@ -610,13 +616,6 @@ def heartbeat(
     elif replaced is not None:
         op.records.append(_target_record(gid, mid, targets[mid]))
 
-    owned = (
-        None
-        if req.active_tasks is None or req.standby_tasks is None or req.warmup_tasks is None
-        else TaskRoles(
-            tasks_from(req.active_tasks), tasks_from(req.standby_tasks), tasks_from(req.warmup_tasks)
-        )
-    )
     reconciled = reconcile(
         updated if not new_member else replace(updated, member_epoch=0, previous_member_epoch=-1),
         targets.get(mid, TaskRoles({}, {}, {})),
@@ -769,13 +768,17 @@ def _throw_if_invalid_tasks(tasks: dict[str, int], given: tuple[tuple[TaskIds, .
                     )
 
 
-def _check_epoch(member: StreamsMember, received: int, reported: Tasks | None) -> None:
+def _check_epoch(member: StreamsMember, received: int, owned: TaskRoles | None) -> None:
     """Kafka `throwIfStreamsGroupMemberEpochIsInvalid`: a newer epoch, or an older one that is
-    not the previous epoch with no task beyond the member's, is fenced."""
+    not the previous epoch with no task beyond the member's (in each role), is fenced."""
     if received > member.member_epoch:
         raise CoordinatorError(Errors.FENCED_MEMBER_EPOCH, _fenced_message("greater", received, member))
     if received < member.member_epoch and (
-        received != member.previous_member_epoch or reported is None or tasks_minus(reported, member.active)
+        received != member.previous_member_epoch
+        or owned is None
+        or tasks_minus(owned.active, member.active)
+        or tasks_minus(owned.standby, member.standby)
+        or tasks_minus(owned.warmup, member.warmup)
     ):
         raise CoordinatorError(Errors.FENCED_MEMBER_EPOCH, _fenced_message("smaller", received, member))
 

@@ -929,6 +929,20 @@ def scenario_standby_two_members_one_process(s: Session) -> None:
     members.note_standby("standby, one process")
 
 
+def scenario_standby_endpoints(s: Session) -> None:
+    """Interactive-query metadata with standbys: each member's endpoint lists the source
+    partitions of its standby tasks too."""
+    setup(s, 2, (repartition_name(s), 2), (changelog_name(s), 2))
+    set_standby_replicas(s, "IncrementalAlterConfigs", "1")
+    members = Members(s)
+    members.join(A, word_count(s), user_endpoint={"host": "a", "port": 1})
+    members.join(B, word_count(s), user_endpoint={"host": "b", "port": 2})
+    members.converge(A, B)
+    r = members.beat(A, "A, epoch 0 seen", endpoint_information_epoch=0)
+    # on both sides: the standbys' partitions are there to compare
+    assert all(e["standby_partitions"] for e in r["partitions_by_user_endpoint"]), r
+
+
 def scenario_standby_replicas_above_the_max(s: Session) -> None:
     """A group config above `group.streams.max.standby.replicas` (2) is refused."""
     set_standby_replicas(s, "IncrementalAlterConfigs 3", "3")
@@ -1251,6 +1265,7 @@ SCENARIOS: list[tuple[str, Callable[[Session], None], Known]] = [
     ("standby-replicas", scenario_standby_replicas_group_config, {}),
     ("standby-promoted", scenario_standby_promoted_when_the_owner_leaves, {}),
     ("standby-two-members-one-process", scenario_standby_two_members_one_process, {}),
+    ("standby-endpoints", scenario_standby_endpoints, {}),
     ("standby-replicas-above-max", scenario_standby_replicas_above_the_max, {}),
     ("api-versions", scenario_api_versions, VERSIONS),
     ("describe-unknown", scenario_describe_unknown, {}),

@@ -233,3 +233,62 @@ def test_a_group_config_change_recomputes_the_target() -> None:
     h.converge("m1", "m2")
     assert h.group.group_epoch == 4 and owned_tasks(h.standby["m1"]) and owned_tasks(h.standby["m2"])
     assert h.shard.persisted_state()["groups"] == h.replayed().persisted_state()["groups"]
+
+
+def test_a_member_on_its_previous_epoch_reporting_a_foreign_standby_is_fenced() -> None:
+    h = StandbyStreams(group_streams_num_standby_replicas=1)
+    h.join("m1")
+    h.join("m2")
+    h.converge("m1", "m2")
+    m1 = h.group.members["m1"]
+    other = h.standby["m2"]  # a standby m1 does not hold
+    assert m1.previous_member_epoch >= 0 and owned_tasks(other)
+    r = h.hb(
+        member_id="m1",
+        member_epoch=m1.previous_member_epoch,
+        active_tasks=h.owned["m1"],
+        standby_tasks=other,
+        warmup_tasks=(),
+    )
+    assert r.error_code == 110  # FENCED_MEMBER_EPOCH
+    ok = h.hb(
+        member_id="m1",
+        member_epoch=m1.previous_member_epoch,
+        active_tasks=h.owned["m1"],
+        standby_tasks=h.standby["m1"],
+        warmup_tasks=(),
+    )
+    assert ok.error_code == 0
+
+
+def test_warmup_lists_in_records_replay_and_reconcile_like_standbys() -> None:
+    from engine.streams.group import StreamsGroup
+    from records.streams_group import StreamsGroupCurrentMemberAssignmentValue, TaskIds
+
+    g = StreamsGroup("app")
+    g.replay_target_member("m", {"0": frozenset({1})}, {}, {"1": frozenset({0})})
+    assert g.warmup_targets == {"m": {"1": frozenset({0})}}
+    value = StreamsGroupCurrentMemberAssignmentValue(
+        5, 4, 1, (TaskIds("0", (1,)),), (), (TaskIds("1", (0,)),), (), (), (TaskIds("1", (2,)),)
+    )
+    g.replay_current_assignment("m", value)
+    m = g.members["m"]
+    assert m.warmup == {"1": frozenset({0})} and m.warmup_pending_revocation == {"1": frozenset({2})}
+    assert m.assignment_value() == value
+    # a warm-up the target turns into a standby changes role at once, no revocation
+    out = reconcile(
+        replace_member(m, state=MemberState.STABLE, warmup_pending_revocation={}),
+        TaskRoles({"0": frozenset({1})}, {"1": frozenset({0})}, {}),
+        6,
+        TaskHolders(),
+        TaskRoles({"0": frozenset({1})}, {}, {"1": frozenset({0})}),
+    )
+    assert out.standby == {"1": frozenset({0})} and not out.warmup and out.state is MemberState.STABLE
+    g.replay_target_member("m", None)
+    assert not g.targets and not g.standby_targets and not g.warmup_targets
+
+
+def replace_member(m: StreamsMember, **changes: Any) -> StreamsMember:
+    from dataclasses import replace
+
+    return replace(m, **changes)

@@ -44,6 +44,7 @@ from e2e.upstream import FAST_UPSTREAM_SETTINGS
 from harness.kafka_dist.cluster import KafkaCluster
 from harness.kafka_dist.java_clients import JavaClients
 from harness.kafka_dist.security import password_of
+from protocol.client import make_request
 from protocol.client_security import ClientSecurity
 from records.batch import build_batch
 
@@ -230,6 +231,28 @@ def allow(admin: Any, rtype: Any, name: str, op: Any, principal: str = "User:ali
         f.result(timeout=30)
 
 
+def wait_topic_described(s: Setup, user: str, t: str, seconds: float = 30.0) -> None:
+    """Return once every broker the listener advertises answers `user`'s Metadata of `t` with no
+    error. On a KRaft cluster CreateAcls answers once the controller has the ACL; each broker
+    applies it from the metadata log on its own time, so a client's first Metadata can still
+    meet TOPIC_AUTHORIZATION_FAILED. kafka-python keeps such an answer until its next metadata
+    refresh (minutes), so without this wait the next case would test a stale refusal."""
+    security = s.identities[user]
+    host, port = s.groupshift.bootstrap.rsplit(":", 1)
+    with contextlib.closing(security.connect(host, int(port), timeout=30.0)) as c:
+        brokers = [(b.host, b.port) for b in c.request(make_request(3, 4, topics=None)).brokers]
+    deadline = time.monotonic() + seconds
+    for broker_host, broker_port in brokers:
+        with contextlib.closing(security.connect(broker_host, broker_port, timeout=30.0)) as c:
+            while True:
+                answer = c.request(make_request(3, 4, topics=[{"name": t}], allow_auto_topic_creation=False))
+                codes = [x.error_code for x in answer.topics]
+                if codes == [0]:
+                    break
+                assert time.monotonic() < deadline, (broker_host, broker_port, codes)
+                time.sleep(0.2)
+
+
 def topic_with_records(s: Setup, prefix: str, records: int = 12) -> tuple[str, str, Any]:
     """A new 3-partition topic holding `records` records (written by admin) and a group name
     for it; and admin's AdminClient."""
@@ -320,6 +343,7 @@ def three_cases(setup: Setup, client: str, java: JavaClients | None) -> None:
     assert read == 0 and "GROUP_AUTHORIZATION_FAILED" in errors, (client, errors)
     allow(admin, ResourceType.GROUP, g, AclOperation.READ)
     allow(admin, ResourceType.TOPIC, t, AclOperation.DESCRIBE)
+    wait_topic_described(setup, "alice", t)
     read, errors = read_as(setup, client, java, "alice", t, g, 12, 60, "TOPIC_AUTHORIZATION_FAILED")
     print(f"{client}: topic refused: {read} read, errors {errors}")
     assert read == 0 and "TOPIC_AUTHORIZATION_FAILED" in errors, (

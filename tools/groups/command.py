@@ -50,9 +50,9 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
         "groups",
         help=summary,
         description=(
-            "kafka-consumer-groups.sh in the same words, for groupshift and any Kafka 2.x+ cluster, "
-            "plus `migration`: the live story of a group moving between the classic and the "
-            "KIP-848 consumer protocol."
+            "kafka-consumer-groups.sh in the same words, for groupshift and any Kafka 2.x+ cluster "
+            "(streams groups as kafka-streams-groups.sh shows them), plus `migration`: the live "
+            "story of a group moving between the classic and the KIP-848 consumer protocol."
         ),
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -68,9 +68,9 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON for scripts instead of tables")
     gs = p.add_subparsers(dest="groups_command", metavar="SUBCOMMAND")
 
-    ls = gs.add_parser("list", help="list consumer groups")
+    ls = gs.add_parser("list", help="list consumer and streams groups")
     ls.add_argument("--state", nargs="?", const="", help="show STATE; filter by comma-separated states")
-    ls.add_argument("--type", nargs="?", const="", help="show TYPE; filter by classic,consumer")
+    ls.add_argument("--type", nargs="?", const="", help="show TYPE; filter by classic,consumer,streams")
 
     d = gs.add_parser("describe", help="offsets and lag, members, or state of groups")
     d.add_argument("group_names", nargs="*", metavar="GROUP", help="groups to describe")
@@ -78,9 +78,13 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
         "--group", dest="group_options", action="append", default=[], metavar="GROUP",
         help="a group to describe (repeatable, as kafka-consumer-groups.sh has it)",
     )  # fmt: skip
-    d.add_argument("--all-groups", action="store_true", help="describe every consumer group")
+    d.add_argument("--all-groups", action="store_true", help="describe every consumer and streams group")
     d.add_argument("--offsets", action="store_true", help="per-partition offsets and lag (the default)")
-    d.add_argument("--members", action="store_true", help="members, their protocol and assignment")
+    d.add_argument(
+        "--members",
+        action="store_true",
+        help="members, their protocol and assignment (a streams group: tasks)",
+    )
     d.add_argument("--state", dest="show_state", action="store_true", help="coordinator, state, epochs")
     d.add_argument("--verbose", action="store_true", help="epochs, target assignments, leader epochs")
 
@@ -131,10 +135,10 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
 
     m = gs.add_parser(
         "migration",
-        help="the live story of a classic <-> consumer protocol migration, either way",
+        help="the live story of a classic <-> consumer protocol migration, either way (streams: tasks)",
         description="The live story of a group moving between the classic and the KIP-848 consumer "
-        "protocol, either way. --watch redraws the view in place on a terminal and appends one "
-        "block per poll otherwise.",
+        "protocol, either way; a streams group's members with their tasks. --watch redraws the "
+        "view in place on a terminal and appends one block per poll otherwise.",
     )
     m.add_argument("group", help="the group to watch")
     m.add_argument(

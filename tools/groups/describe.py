@@ -18,6 +18,10 @@ An empty group prints "Consumer group 'G' has no active members." and a rebalanc
 warning, on stderr, as Kafka's tool does. A group that does not exist exits 3. Several groups
 (or `--all-groups`, every consumer group ListGroups returns) are described one after the other,
 as Kafka's tool does; with `--json` they are one list of the single-group objects.
+
+A streams group (KIP-1071, which ConsumerGroupDescribe and DescribeGroups do not describe) is
+described with StreamsGroupDescribe in the views of Kafka's `kafka-streams-groups.sh
+--describe`: see `tools.groups.streams_group`. `--all-groups` takes in the streams groups too.
 """
 
 from __future__ import annotations
@@ -27,8 +31,11 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from tools.groups import streams_group
+from tools.groups.list_groups import listed_kind
 from tools.groups.output import MISSING, NOT_FOUND, OK, Style, assignment_string, emit_json, error, table
 from tools.groups.snapshot import Group, describe
+from tools.groups.streams_group import describe_streams
 from tools.groups.wire import LATEST, AdminWire
 
 REBALANCING = {"PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling"}
@@ -78,11 +85,9 @@ def _notice(group: Group, err: TextIO) -> None:
 
 def named_groups(admin: AdminWire, args: argparse.Namespace) -> list[str]:
     """The groups the command line names, in order and once each, or with `--all-groups` every
-    consumer group of the cluster (ListGroups, as Kafka's tool lists them)."""
+    consumer and streams group of the cluster (ListGroups, as Kafka's tools list them)."""
     if args.all_groups:
-        return sorted(
-            g["group"] for g in admin.list_groups() if (g["protocol_type"] or "") in ("consumer", "")
-        )
+        return sorted(g["group"] for g in admin.list_groups() if listed_kind(g) is not None)
     named = [*getattr(args, "group_names", []), *getattr(args, "groups", []), *args.group_options]
     return list(dict.fromkeys(named))
 
@@ -110,6 +115,9 @@ def describe_one(
     """One group's description: tables on `out`, or its JSON value handed to `emit`."""
     group = describe(admin, group_id)
     if not group.exists:
+        streams = describe_streams(admin, group_id)
+        if streams is not None:
+            return streams_group.describe_one(admin, streams, args, out, sys.stderr, style, emit)
         if args.json:
             emit({"group": group_id, "exists": False})
         error(f"Consumer group '{group_id}' does not exist.")

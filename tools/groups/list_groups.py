@@ -1,21 +1,24 @@
-"""`groupshift groups list [--state S[,S]] [--type classic|consumer[,...]]`.
+"""`groupshift groups list [--state S[,S]] [--type classic|consumer|streams[,...]]`.
 
-As Kafka's `kafka-consumer-groups.sh --list`: consumer groups only (protocol type `consumer`, or
-empty for a group that only commits offsets); without filters one group id per line, with
+As Kafka's `kafka-consumer-groups.sh --list` and `kafka-streams-groups.sh --list` together:
+consumer groups (protocol type `consumer`, or empty for a group that only commits offsets) and
+streams groups (KIP-1071, type `Streams`); without filters one group id per line, with
 `--state`/`--type` a GROUP [TYPE] [STATE] table. Filters go to the broker in ListGroups (states
-v4+, KIP-518; types v5+, KIP-848) and are applied here as well for brokers that ignore them.
-Types print as Kafka's `GroupType` does (`Classic`, `Consumer`).
+v4+, KIP-518; types v5+, KIP-848: `--type streams` sends `Streams`, as kafka-streams-groups.sh
+does) and are applied here as well for brokers that ignore them. Types print as Kafka's
+`GroupType` does (`Classic`, `Consumer`, `Streams`). Other groups (Connect's, share groups)
+are left out, as Kafka's two tools leave them out.
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import TextIO
+from typing import Any, TextIO
 
 from tools.groups.output import OK, USAGE, Style, emit_json, error, table
 from tools.groups.wire import AdminWire
 
-CONSUMER_STATES = (
+GROUP_STATES = (
     "PreparingRebalance",
     "CompletingRebalance",
     "Stable",
@@ -23,8 +26,33 @@ CONSUMER_STATES = (
     "Empty",
     "Assigning",
     "Reconciling",
+    "NotReady",  # a streams group whose topology cannot run yet (KIP-1071)
 )
-TYPES = ("classic", "consumer")
+TYPES = ("classic", "consumer", "streams")
+
+
+def listed_kind(group: dict[str, Any]) -> str | None:
+    """ "consumer" or "streams" for a ListGroups entry this tool lists, None for the others: a
+    streams group by its type (ListGroups v5+) or protocol type, a consumer group by its
+    protocol type (`consumer`, or empty: a group that only commits offsets)."""
+    if (group["type"] or "").lower() == "streams" or group["protocol_type"] == "streams":
+        return "streams"
+    if (group["protocol_type"] or "") in ("consumer", ""):
+        return "consumer"
+    return None
+
+
+def type_matches(group: dict[str, Any], types: list[str]) -> bool:
+    """Whether a ListGroups entry is of one of `types` (none: any). A broker older than
+    ListGroups v5 gives no type: a streams group is still told by its protocol type, while a
+    consumer-protocol group may be classic or consumer and is kept for either."""
+    if not types:
+        return True
+    if group["type"] is not None:
+        return str(group["type"]).lower() in types
+    if listed_kind(group) == "streams":
+        return "streams" in types
+    return bool({"classic", "consumer"} & set(types))
 
 
 def _split(value: str | None) -> list[str]:
@@ -34,21 +62,21 @@ def _split(value: str | None) -> list[str]:
 def run(admin: AdminWire, args: argparse.Namespace, out: TextIO, style: Style) -> int:
     states = _split(args.state)
     types = [t.lower() for t in _split(args.type)]
-    known_states = {s.lower(): s for s in CONSUMER_STATES}
+    known_states = {s.lower(): s for s in GROUP_STATES}
     bad = [s for s in states if s.lower() not in known_states]
     if bad:
-        error(f"Invalid state list '{args.state}'. Valid states are: {', '.join(CONSUMER_STATES)}")
+        error(f"Invalid state list '{args.state}'. Valid states are: {', '.join(GROUP_STATES)}")
         return USAGE
     if any(t not in TYPES for t in types):
-        error(f"Invalid types list '{args.type}'. Valid types are: classic, consumer")
+        error(f"Invalid types list '{args.type}'. Valid types are: {', '.join(TYPES)}")
         return USAGE
     states = [known_states[s.lower()] for s in states]
     rows = [
         g
         for g in admin.list_groups(states, [t.capitalize() for t in types])
-        if (g["protocol_type"] or "") in ("consumer", "")
+        if listed_kind(g) is not None
         and (not states or (g["state"] or "").lower() in {s.lower() for s in states})
-        and (not types or g["type"] is None or g["type"].lower() in types)
+        and type_matches(g, types)
     ]
     for g in rows:
         g["type"] = (g["type"] or "Unknown").capitalize()

@@ -30,6 +30,9 @@ does not list them leaves those checks unknown rather than guessed) and reports:
 moving between owners) and, with `--json`, one JSON object per poll. `--plot` draws who owned
 which partition when (see `plot`) from the polls, or from the gateway's JSON event log given with
 `--events`.
+
+A streams group (KIP-1071) gets the same view with tasks instead of partitions:
+`tools.groups.streams_migration`.
 """
 
 from __future__ import annotations
@@ -46,9 +49,11 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from tools.event_log import event_time, read_event
+from tools.groups import streams_migration
 from tools.groups.capabilities import ServerCapabilities, probe_server
 from tools.groups.output import ERROR, NOT_FOUND, OK, Style, emit_json, error, partition_ranges, table
 from tools.groups.snapshot import Group, describe
+from tools.groups.streams_group import describe_streams
 from tools.groups.wire import BROKER_RESOURCE, AdminWire, KafkaError, WireError
 
 TP = tuple[str, int]
@@ -647,6 +652,7 @@ def _logged_conversions(args: argparse.Namespace) -> list[Conversion]:
 
 def run(admin: AdminWire, args: argparse.Namespace, out: TextIO, style: Style) -> int:
     tracker = Tracker()
+    streams_tracker = streams_migration.StreamsTracker()
     expect: str | None = getattr(args, "expect", None)
     screen = Screen(out, redraw=bool(args.watch and not args.json and _is_terminal(out)))
     recent: list[str] = []
@@ -676,10 +682,16 @@ def run(admin: AdminWire, args: argparse.Namespace, out: TextIO, style: Style) -
                     break
                 time.sleep(args.interval)
                 continue
-            tracker.observe(obs)
-            intent = infer_intent(tracker.observations, expect, _logged_conversions(args))
-            last = report(obs, tracker, args.stuck_after, intent)
-            story = changes(prev, obs)
+            streams = None if obs.group.exists else describe_streams(admin, args.group)
+            if streams is not None:  # a streams group: the same view with tasks
+                last, story = streams_migration.poll(streams, streams_tracker, args.stuck_after)
+                text = streams_migration.render(last, style)
+            else:
+                tracker.observe(obs)
+                intent = infer_intent(tracker.observations, expect, _logged_conversions(args))
+                last = report(obs, tracker, args.stuck_after, intent)
+                story = changes(prev, obs)
+                text = render(last, style)
             if args.json:
                 if args.watch:
                     out.write(json.dumps({**last, "changes": story}) + "\n")
@@ -691,12 +703,12 @@ def run(admin: AdminWire, args: argparse.Namespace, out: TextIO, style: Style) -
                 del recent[:-RECENT_CHANGES]
                 header = style.bold(f"--- {stamp} poll {polls + 1}") + "\n"
                 if screen.redraws:
-                    block = header + "".join(f"* {c}\n" for c in recent) + render(last, style)
+                    block = header + "".join(f"* {c}\n" for c in recent) + text
                 else:
-                    block = header + "".join(f"* {c}\n" for c in story) + render(last, style)
+                    block = header + "".join(f"* {c}\n" for c in story) + text
                 screen.show(block)
             else:
-                out.write(render(last, style))
+                out.write(text)
             out.flush()
             prev = obs
             polls += 1
@@ -705,6 +717,9 @@ def run(admin: AdminWire, args: argparse.Namespace, out: TextIO, style: Style) -
             time.sleep(args.interval)
     except KeyboardInterrupt:
         pass
+    if args.plot and streams_tracker.previous is not None:
+        error("--plot draws partitions of consumer and classic groups; a streams group's tasks are not drawn")
+        return ERROR
     if args.plot:
         from tools.groups.plot import ownership_from_events, ownership_from_observations, plot_ownership
 

@@ -45,6 +45,7 @@ FIND_COORDINATOR = 10
 LIST_GROUPS = 16
 DESCRIBE_GROUPS = 15
 CONSUMER_GROUP_DESCRIBE = 69
+STREAMS_GROUP_DESCRIBE = 89
 OFFSET_FETCH = 9
 OFFSET_COMMIT = 8
 OFFSET_DELETE = 47
@@ -63,6 +64,8 @@ _SUPPORTED: dict[int, tuple[int, int]] = {
     LIST_GROUPS: (0, 5),
     DESCRIBE_GROUPS: (0, 5),
     CONSUMER_GROUP_DESCRIBE: (0, 1),
+    # v1 (Kafka 4.4: the assignor name, the topology description plugin) is not in the wire library
+    STREAMS_GROUP_DESCRIBE: (0, 0),
     OFFSET_FETCH: (2, 8),
     OFFSET_COMMIT: (2, 8),
     OFFSET_DELETE: (0, 0),
@@ -82,6 +85,7 @@ _API_NAMES = {
     LIST_GROUPS: "ListGroups",
     DESCRIBE_GROUPS: "DescribeGroups",
     CONSUMER_GROUP_DESCRIBE: "ConsumerGroupDescribe",
+    STREAMS_GROUP_DESCRIBE: "StreamsGroupDescribe",
     OFFSET_FETCH: "OffsetFetch",
     OFFSET_COMMIT: "OffsetCommit",
     OFFSET_DELETE: "OffsetDelete",
@@ -465,6 +469,17 @@ class AdminWire:
             CONSUMER_GROUP_DESCRIBE, {"group_ids": [group], "include_authorized_operations": False}, conn
         )
         return resp.groups[0], v
+
+    def streams_group_describe(self, group: str) -> Any | None:
+        """StreamsGroupDescribe (KIP-1071) of one group, or None if the coordinator does not serve
+        it (groupshift before streams groups, Kafka before 4.1 or with streams groups off)."""
+        conn = self._conn(self.coordinator(group))
+        if self.version(STREAMS_GROUP_DESCRIBE, conn) is None:
+            return None
+        resp, _ = self._call(
+            STREAMS_GROUP_DESCRIBE, {"group_ids": [group], "include_authorized_operations": False}, conn
+        )
+        return resp.groups[0]
 
     def offset_fetch(self, group: str) -> dict[tuple[str, int], tuple[int, int | None, str | None]]:
         """All committed offsets: {(topic, partition): (offset, leader epoch or None, metadata)}."""

@@ -1,0 +1,267 @@
+"""`groupshift groups list/describe` of a streams group (KIP-1071), on groupshift embedded and on
+a real Apache Kafka 4.4 node, compared; and against Kafka's own `kafka-streams-groups.sh`
+(StreamsGroupCommand) on both servers.
+
+The same scenario runs on both: the Kafka Streams 4.4 word count (e2e/streams_wordcount.py:
+groupBy writes a repartition topic, count a changelog; 2 subtopologies x 4 tasks) with two
+instances started with `group.protocol=streams`, its input counted to the end. Then:
+
+- `list` shows the group with type `Streams` (and `--type streams` / `--type consumer` filter it
+  in and out, through ListGroups v5's types filter on both servers);
+- `describe --members --verbose` gives the same shape on both servers (two streams-protocol
+  members, each with a disjoint half of the 8 active tasks, one task of each subtopology per
+  partition, settled epochs), and on each server the same members, processes, client ids and
+  tasks as Kafka's tool prints;
+- `describe` (offsets) lists the partitions the active tasks read (the input topic and the
+  repartition topic, 4 partitions each) with lag 0 on both, as Kafka's tool does on groupshift;
+  `--state --verbose`, `--json` and `--all-groups` say Stable, 2 members, type Streams (and
+  Kafka's tool the same coordinator, state and member count on groupshift);
+- `migration` shows the members with their tasks (Kafka Streams' task ids), nothing pending.
+
+One Kafka node, one groupshift, four application JVMs for the module.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from e2e.conftest import Gateways
+from e2e.groups_cli import groups_json, ok, table
+from e2e.java_compile import finish_javac, start_javac
+from e2e.streams_wordcount import (
+    ALL_TASKS,
+    APP,
+    INPUT,
+    LINES,
+    OUTPUT,
+    SOURCE,
+    Instance,
+    read_counts,
+    truth,
+    wait_for_disjoint_shares,
+)
+from harness.kafka_dist import resolve_component
+from harness.kafka_dist.java_clients import TOOL_JVM_OPTS
+
+pytestmark = pytest.mark.e2e
+
+REPARTITION = f"{APP}-words-repartition"
+# Kafka assigns a new streams group's tasks after 3 s and recomputes at most once a second by
+# default; groupshift assigns in the heartbeat. These make Kafka do the same (as the
+# differential suite runs it); the rest keeps one node's internal topics small.
+KAFKA_SETTINGS = {
+    "group.initial.rebalance.delay.ms": "0",
+    "group.streams.initial.rebalance.delay.ms": "0",
+    "group.streams.assignment.interval.ms": "0",
+    "group.streams.assignor.offload.enable": "false",
+    "offsets.topic.replication.factor": "1",
+    "offsets.topic.num.partitions": "4",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+}
+
+
+@dataclass
+class Server:
+    name: str
+    bootstrap: str
+    instances: list[Instance]
+
+
+@pytest.fixture(scope="module")
+def classpath(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """kafka-streams + kafka-tools 4.4.0 (Maven), the word count compiled against them."""
+    dist = resolve_component("4.4.0", "streams")
+    classes = tmp_path_factory.mktemp("streams-classes")
+    javac = start_javac(dist.classpath, SOURCE, classes)
+    finish_javac(javac)
+    yield f"{classes}:{dist.classpath}"
+
+
+@pytest.fixture(scope="module")
+def servers(
+    tmp_path_factory: pytest.TempPathFactory,
+    kafka_cluster_factory: Any,
+    module_gateways: Gateways,
+    classpath: str,
+) -> Iterator[list[Server]]:
+    """groupshift and Kafka 4.4, each running the word count with two instances that have
+    shared out every task and counted every input line."""
+    gw = module_gateways.start("groupshift", sets=["group.initial.rebalance.delay.ms=0"])
+    kafka = kafka_cluster_factory("4.4", configs=KAFKA_SETTINGS, name="groups-cli-streams")
+    work = tmp_path_factory.mktemp("streams-apps")
+    out = []
+    for name, bootstrap in (("groupshift", gw.bootstrap), ("kafka", kafka.bootstrap)):
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        for f in admin.create_topics([NewTopic(INPUT, 4, 1), NewTopic(OUTPUT, 2, 1)]).values():
+            f.result()
+        p = Producer({"bootstrap.servers": bootstrap})
+        for i, line in enumerate(LINES):
+            p.produce(INPUT, key=str(i), value=line)
+        p.flush(30)
+        instances = [
+            Instance(classpath, bootstrap, work / f"{name}-state-{i}", work / f"{name}-{i}.log")
+            for i in (1, 2)
+        ]
+        out.append(Server(name, bootstrap, instances))
+    try:
+        for s in out:
+            shares = wait_for_disjoint_shares(s.instances, 60)
+            assert set().union(*shares) == ALL_TASKS and all(shares), (s.name, [i.lines for i in s.instances])
+            want = truth()
+            assert read_counts(s.bootstrap, want, 40) == want, s.name
+        yield out
+    finally:
+        for s in out:
+            for i in s.instances:
+                i.stop()
+
+
+def kafka_tool(classpath: str, bootstrap: str, *args: str) -> str:
+    """Kafka 4.4's kafka-streams-groups.sh (StreamsGroupCommand) against `bootstrap`."""
+    r = subprocess.run(
+        [
+            "java",
+            *TOOL_JVM_OPTS,
+            "-cp",
+            classpath,
+            "org.apache.kafka.tools.streams.StreamsGroupCommand",
+            "--bootstrap-server",
+            bootstrap,
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    return r.stdout
+
+
+def tasks_of(assignments: str) -> dict[str, set[str]]:
+    """`ACTIVE: 0:[0,1]; 1:[2]; TARGET-ACTIVE: ...` as {kind: {"0_0", "0_1", "1_2"}}."""
+    out: dict[str, set[str]] = {}
+    kind = ""
+    for word in assignments.replace(";", " ").split():
+        if word.endswith(":") and not word[:-1].isdigit():
+            kind = word[:-1]
+            out.setdefault(kind, set())
+            continue
+        sub, _, parts = word.partition(":")
+        for p in parts.strip("[]").split(","):
+            if p:
+                out[kind].add(f"{sub}_{p}")
+    return out
+
+
+def settled(bootstrap: str, *args: str, timeout: float = 30) -> list[dict[str, str]]:
+    """`groups describe APP ARGS` rows once every member's epoch is the target's (a fresh group
+    can still be reconciling when the applications report RUNNING)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        rows = table(ok(bootstrap, "describe", APP, "--members", "--verbose", *args))
+        if rows and all(r["MEMBER-EPOCH"] == r["TARGET-ASSIGNMENT-EPOCH"] for r in rows):
+            return rows
+        if time.monotonic() > deadline:
+            raise AssertionError(rows)
+        time.sleep(0.5)
+
+
+def test_list_shows_the_streams_group_with_its_type(servers: list[Server]) -> None:
+    for s in servers:
+        assert APP in ok(s.bootstrap, "list").split(), s.name
+        rows = {r["GROUP"]: r for r in table(ok(s.bootstrap, "list", "--type", "--state"))}
+        assert rows[APP]["TYPE"] == "Streams" and rows[APP]["STATE"] == "Stable", (s.name, rows)
+        streams = table(ok(s.bootstrap, "list", "--type", "streams"))
+        assert [r["GROUP"] for r in streams] == [APP], (s.name, streams)
+        consumer = table(ok(s.bootstrap, "list", "--type", "consumer,classic"))
+        assert APP not in {r["GROUP"] for r in consumer}, (s.name, consumer)
+        listed = groups_json(s.bootstrap, "list", "--type", "streams")
+        assert listed == [{"group": APP, "type": "Streams", "state": "Stable"}], s.name
+
+
+def test_members_have_the_same_shape_on_both_servers_and_match_kafkas_tool(
+    servers: list[Server], classpath: str
+) -> None:
+    shapes = []
+    for s in servers:
+        rows = settled(s.bootstrap)
+        assert len(rows) == 2, (s.name, rows)
+        tasks = [tasks_of(r["ASSIGNMENTS"]) for r in rows]
+        for r, t in zip(rows, tasks, strict=True):
+            assert r["MEMBER-PROTOCOL"] == "streams" and r["HOST"].startswith("/"), (s.name, r)
+            assert t["ACTIVE"] == t["TARGET-ACTIVE"] and set(t) == {"ACTIVE", "TARGET-ACTIVE"}, (s.name, r)
+        assert tasks[0]["ACTIVE"] | tasks[1]["ACTIVE"] == ALL_TASKS, (s.name, rows)
+        assert not tasks[0]["ACTIVE"] & tasks[1]["ACTIVE"], (s.name, rows)
+        assert rows[0]["PROCESS"] != rows[1]["PROCESS"], (s.name, rows)
+        # the shape: per member, how many tasks of each subtopology it runs
+        shapes.append(sorted(sorted(t.split("_")[0] for t in m["ACTIVE"]) for m in tasks))
+
+        # Kafka's own tool prints the same members, processes, client ids and tasks.
+        members = ("--describe", "--group", APP, "--members", "--verbose")
+        theirs = table(kafka_tool(classpath, s.bootstrap, *members))
+        assert {r["MEMBER"]: (r["PROCESS"], r["CLIENT-ID"], tasks_of(r["ASSIGNMENTS"])) for r in theirs} == {
+            r["MEMBER"]: (r["PROCESS"], r["CLIENT-ID"], t) for r, t in zip(rows, tasks, strict=True)
+        }, (s.name, theirs, rows)
+        assert {r["MEMBER-EPOCH"] for r in theirs} == {r["MEMBER-EPOCH"] for r in rows}, s.name
+
+        described = groups_json(s.bootstrap, "describe", APP, "--members")
+        assert described["type"] == "streams" and described["state"] == "Stable", (s.name, described)
+        assert [len(m["assignment"]["active"]) for m in described["members"]] == [2, 2], (s.name, described)
+        assert {sub["subtopology"]: sub["input_topics"] for sub in described["subtopologies"]} == {
+            "0": [INPUT],
+            "1": [REPARTITION],
+        }, (s.name, described)
+    assert shapes[0] == shapes[1] == [["0", "0", "1", "1"]] * 2, shapes
+
+
+def test_offsets_and_state_views(servers: list[Server], classpath: str) -> None:
+    want = {(INPUT, p) for p in range(4)} | {(REPARTITION, p) for p in range(4)}
+    for s in servers:
+        deadline = time.monotonic() + 30
+        while True:  # the repartition topic's last commit follows its last record by a commit interval
+            rows = table(ok(s.bootstrap, "describe", APP, "--verbose"))
+            if all(r["OFFSET-LAG"] == "0" for r in rows) or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert {(r["TOPIC"], int(r["PARTITION"])) for r in rows} == want, (s.name, rows)
+        assert all(r["OFFSET-LAG"] == "0" and r["CURRENT-OFFSET"] == r["LOG-END-OFFSET"] for r in rows), rows
+        assert sum(int(r["CURRENT-OFFSET"]) for r in rows if r["TOPIC"] == INPUT) == len(LINES), rows
+        if s.name == "groupshift":  # Kafka's tool reads the same lag from groupshift's answers
+            theirs = table(kafka_tool(classpath, s.bootstrap, "--describe", "--group", APP))
+            assert {(r["TOPIC"], int(r["PARTITION"]), r["OFFSET-LAG"]) for r in theirs} == {
+                (r["TOPIC"], int(r["PARTITION"]), r["OFFSET-LAG"]) for r in rows
+            }, theirs
+
+        (state,) = table(ok(s.bootstrap, "describe", APP, "--state", "--verbose"))
+        assert (state["STATE"], state["#MEMBERS"], state["TYPE"]) == ("Stable", "2", "Streams"), state
+        assert int(state["GROUP-EPOCH"]) >= int(state["TARGET-ASSIGNMENT-EPOCH"]) > 0, (s.name, state)
+        summary = groups_json(s.bootstrap, "describe", APP, "--state")
+        assert (summary["num_members"], summary["topology_epoch"]) == (2, 0), (s.name, summary)
+        every = {r["GROUP"]: r for r in table(ok(s.bootstrap, "describe", "--all-groups", "--state"))}
+        assert every[APP]["TYPE"] == "Streams", (s.name, every)
+        if s.name == "groupshift":
+            (theirs_state,) = table(
+                kafka_tool(classpath, s.bootstrap, "--describe", "--group", APP, "--state")
+            )
+            for column in ("COORDINATOR (ID)", "STATE", "#MEMBERS"):
+                assert theirs_state[column] == state[column], (column, theirs_state, state)
+
+
+def test_migration_view_shows_tasks(servers: list[Server]) -> None:
+    for s in servers:
+        text = ok(s.bootstrap, "migration", APP)
+        assert "type streams, state Stable, phase streams" in text, (s.name, text)
+        assert "Members by protocol: streams 2" in text and "Next step: Done" in text, (s.name, text)
+        rep = groups_json(s.bootstrap, "migration", APP)
+        assert {t for m in rep["members"] for t in m["active"]} == ALL_TASKS, (s.name, rep)
+        assert [len(m["active"]) for m in rep["members"]] == [4, 4], (s.name, rep)
+        assert not rep["pending_revocation"] and all(not m["awaiting"] for m in rep["members"]), rep

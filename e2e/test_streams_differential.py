@@ -80,7 +80,7 @@ def streams_pair(
 
 # --- the script's vocabulary -----------------------------------------------------------------
 
-A, B, C = (str(uuid.UUID(int=i + 0xA11CE)) for i in range(3))  # client-made member ids
+A, B, C, D = (str(uuid.UUID(int=i + 0xA11CE)) for i in range(4))  # client-made member ids
 NO_TASKS: dict[str, Any] = {"active_tasks": [], "standby_tasks": [], "warmup_tasks": []}
 MISSING_INTERNAL_TOPICS = 3
 
@@ -943,6 +943,27 @@ def scenario_standby_endpoints(s: Session) -> None:
     assert all(e["standby_partitions"] for e in r["partitions_by_user_endpoint"]), r
 
 
+def scenario_standby_task_offsets(s: Session) -> None:
+    """Three processes with two standbys per stateful task; a fourth joins reporting the
+    changelog offsets of one task (state left on its disk): Kafka 4.4 ranks it as a standby
+    candidate for that task, so a standby lands where the offsets say (without the offsets the
+    standbys differ)."""
+    setup(s, 4, (repartition_name(s), 4), (changelog_name(s), 4))
+    set_standby_replicas(s, "IncrementalAlterConfigs", "2")
+    members = Members(s)
+    for m in (A, B, C):
+        members.join(m, word_count(s))
+    members.converge(A, B, C)
+    members.note_tasks("active, three processes")
+    members.note_standby("standby, three processes")
+    offsets = [{"subtopology_id": "1", "partition": 2, "offset": 100}]
+    members.join(D, word_count(s), "D joins with offsets", task_offsets=offsets, task_end_offsets=offsets)
+    members.converge(A, B, C, D)
+    members.note_tasks("active")
+    members.note_standby("standby")
+    describe(s, "describe")
+
+
 def scenario_standby_replicas_above_the_max(s: Session) -> None:
     """A group config above `group.streams.max.standby.replicas` (2) is refused."""
     set_standby_replicas(s, "IncrementalAlterConfigs 3", "3")
@@ -1266,6 +1287,7 @@ SCENARIOS: list[tuple[str, Callable[[Session], None], Known]] = [
     ("standby-promoted", scenario_standby_promoted_when_the_owner_leaves, {}),
     ("standby-two-members-one-process", scenario_standby_two_members_one_process, {}),
     ("standby-endpoints", scenario_standby_endpoints, {}),
+    ("standby-task-offsets", scenario_standby_task_offsets, {}),
     ("standby-replicas-above-max", scenario_standby_replicas_above_the_max, {}),
     ("api-versions", scenario_api_versions, VERSIONS),
     ("describe-unknown", scenario_describe_unknown, {}),

@@ -292,3 +292,48 @@ def replace_member(m: StreamsMember, **changes: Any) -> StreamsMember:
     from dataclasses import replace
 
     return replace(m, **changes)
+
+
+# --- task offsets ---------------------------------------------------------------------------
+
+
+def test_reported_offsets_rank_standby_candidates() -> None:
+    members = {"a": "pa", "b": "pb", "c": "pc"}
+    first = assign({"1": 3}, {"1"}, members, {}, {}, 1)
+    assert first.standby == {
+        "a": {"1": frozenset({2})},
+        "b": {"1": frozenset({0})},
+        "c": {"1": frozenset({1})},
+    }
+    # A new member e (say, an instance restarted under a new member id) reports the changelog
+    # offsets of 1_2, whose state is on its disk: it becomes a candidate for that standby, and
+    # being the least loaded it takes it; without the report the standbys go elsewhere.
+    grown = {**members, "e": "pe"}
+    told = assign({"1": 3}, {"1"}, grown, first.active, first.standby, 1, {"e": {"1": {2: 100}}})
+    blind = assign({"1": 3}, {"1"}, grown, first.active, first.standby, 1)
+    assert told.standby["e"] == {"1": frozenset({2})} and told.standby["a"] == {}
+    assert blind.standby["e"] == {"1": frozenset({0})} and blind.standby["a"] == {"1": frozenset({2})}
+    assert told.active == blind.active == first.active | {"e": {}}
+    # Among current standby holders, the most caught up ranks first.
+    active = {"a": {"1": frozenset({0})}}
+    standby = {"b": {"1": frozenset({0})}, "c": {"1": frozenset({0})}}
+    two = {"a": "pa", "b": "pb", "c": "pc"}
+    for ahead in ("b", "c"):
+        out = assign({"1": 1}, {"1"}, two, active, standby, 1, {ahead: {"1": {0: 900}}})
+        assert {m for m, t in out.standby.items() if t} == {ahead}, out
+
+
+def test_task_offsets_kept_on_the_live_group_and_described() -> None:
+    from engine.streams.api import TaskOffset
+
+    h = StandbyStreams(group_streams_num_standby_replicas=1)
+    h.join("m1")
+    h.join("m2", task_offsets=(TaskOffset("1", 2, 40),), task_end_offsets=(TaskOffset("1", 2, 50),))
+    assert h.group.task_offsets["m2"].offsets == {"1": {2: 40}}
+    h.converge("m1", "m2")  # null lists keep the last report
+    assert h.group.task_offsets["m2"].end_offsets == {"1": {2: 50}}
+    (described,) = h.shard.describe_streams_groups(["app"])
+    by_member = {d.member.member_id: d for d in described.members}
+    assert by_member["m2"].task_offsets == (("1", 2, 40),) and by_member["m1"].task_offsets == ()
+    h.hb(member_id="m2", member_epoch=-1)
+    assert "m2" not in h.group.task_offsets

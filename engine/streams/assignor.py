@@ -33,10 +33,16 @@ subtopology, both descending, each wanted `num.standby.replicas` times:
 So a standby is never on the process that runs the task (hence never on the same member), never
 twice on one process, and stays where it was while the balance allows.
 
-Ties (equal loads) go to the smaller process and member ids, so that the result is a function of
-the input; Kafka's priority queues break them by heap order (docs/deviations.md). Kafka 4.4 also
-ranks previous standby owners by the changelog offsets members report (TaskOffsets); groupshift
-does not read those yet, so all previous standby owners rank equal (by member id).
+"Had it as a standby" (passes 2 and 4) means, as in Kafka 4.4: the members holding the task as a
+standby now, the most caught-up first by the changelog offset sum they report (TaskOffsets;
+none reported counts as 0), then the members that only report offsets for it (state left on
+their disk, e.g. an instance restarted under a new member id), again the most caught-up first.
+
+Candidates of equal rank keep the order of Kafka's hash map of members (`java_hash_order` of
+the member ids, as a Java `HashMap` iterates them; measured to decide which of two equally
+loaded standby holders keeps a replica). Equal process loads go to the smaller process id and
+equal member loads to the smaller member id, so that the result is a function of the input;
+Kafka's priority queues break them by heap order (docs/deviations.md).
 
 With two processes, a word count's two subtopologies of four tasks each are spread 0_0, 0_1,
 1_0, 1_1 and 0_2, 0_3, 1_2, 1_3, as Kafka 4.4 spreads them (e2e/test_streams_differential.py).
@@ -52,6 +58,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 
 from engine.streams.group import Tasks
+from engine.streams.topology import java_hash_order
 
 Task = tuple[str, int]
 # `give(member id, task, active)`: places a task and updates the quotas.
@@ -175,11 +182,13 @@ def assign(
     previous_active: Mapping[str, Tasks],
     previous_standby: Mapping[str, Tasks],
     standby_replicas: int,
+    task_offsets: Mapping[str, Mapping[str, Mapping[int, int]]] | None = None,
 ) -> StreamsAssignment:
     """`tasks`: subtopology id -> number of tasks; `stateful`: the subtopologies with state;
     `members`: member id -> process id; `previous_*`: member id -> the tasks it holds now (Kafka
     4.4 passes the members' current assignment, not the last target); `standby_replicas`:
-    `num.standby.replicas`."""
+    `num.standby.replicas`; `task_offsets`: member id -> subtopology id -> partition -> the
+    changelog offset sum the member reported."""
     if not members:
         return StreamsAssignment()
     total_active = sum(tasks.values())
@@ -198,12 +207,7 @@ def assign(
             for s, parts in had.items():
                 for p in parts:
                     active_owner[(s, p)] = mid
-    standby_owners: dict[Task, list[str]] = {}
-    for mid, had in sorted(previous_standby.items()):
-        if mid in members:
-            for s, parts in had.items():
-                for p in parts:
-                    standby_owners.setdefault((s, p), []).append(mid)
+    standby_owners = _standby_candidates(members, previous_standby, task_offsets or {})
 
     all_tasks = [(s, p) for s in sorted(tasks) for p in range(tasks[s])]
     # 1. active tasks back to their previous owner.
@@ -239,6 +243,30 @@ def assign(
     return StreamsAssignment(
         {m: frozen(t) for m, t in plan.active.items()}, {m: frozen(t) for m, t in plan.standby.items()}
     )
+
+
+def _standby_candidates(
+    members: Mapping[str, str],
+    previous_standby: Mapping[str, Tasks],
+    task_offsets: Mapping[str, Mapping[str, Mapping[int, int]]],
+) -> dict[Task, list[str]]:
+    """Per task, the members whose state for it is nearest: current standby holders first, then
+    members that only report offsets for it, each group by offset sum, highest first (Kafka
+    4.4 `collectStandbyCandidates` / `rankStandbyCandidates`)."""
+    ranked: dict[Task, list[tuple[int, int, str]]] = {}
+    # Kafka walks the group's members in its hash map's order; equal ranks keep that order.
+    for mid in java_hash_order(members):
+        standby = previous_standby.get(mid, {})
+        offsets = task_offsets.get(mid, {})
+        for s, parts in standby.items():
+            for p in parts:
+                ranked.setdefault((s, p), []).append((0, -offsets.get(s, {}).get(p, 0), mid))
+        for s, by_partition in offsets.items():
+            for p, offset in by_partition.items():
+                if p not in standby.get(s, ()):
+                    ranked.setdefault((s, p), []).append((1, -offset, mid))
+    # sorted() is stable
+    return {task: [mid for _, _, mid in sorted(c, key=lambda x: x[:2])] for task, c in ranked.items()}
 
 
 def _assign_standby(

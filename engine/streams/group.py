@@ -75,6 +75,16 @@ def tasks_equal(a: Tasks, b: Tasks) -> bool:
 
 
 @dataclass(slots=True)
+class MemberTaskOffsets:
+    """Kafka 4.4 `MemberTaskOffsets`: the changelog offsets a member last reported, per task
+    (subtopology id -> partition -> offset sum). Kept on the live group only, as Kafka keeps
+    them (a plain map, no record); the assignor ranks standby candidates by them."""
+
+    offsets: dict[str, dict[int, int]] = field(default_factory=dict)
+    end_offsets: dict[str, dict[int, int]] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
 class TaskHolders:
     """Tasks held by the other members (assigned or pending revocation): `active` anywhere in the
     group, the `_here` maps on the member's own process only."""
@@ -183,6 +193,8 @@ class StreamsGroup:
         # member with a user endpoint is sent its tasks; a member whose epoch differs is sent
         # every member's endpoint and partitions.
         self.endpoint_information_epoch = 0
+        # member id -> the task offsets it last reported (live group only, as in Kafka 4.4).
+        self.task_offsets: dict[str, MemberTaskOffsets] = {}
 
     # --- derived ---------------------------------------------------------------------------
 
@@ -238,6 +250,7 @@ class StreamsGroup:
     def replay_member_metadata(self, member_id: str, value: StreamsGroupMemberMetadataValue | None) -> None:
         if value is None:
             self.members.pop(member_id, None)
+            self.task_offsets.pop(member_id, None)
             if not self.members:
                 self.shutdown_requested_by = None
             return

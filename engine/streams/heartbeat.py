@@ -28,10 +28,12 @@ from engine.streams.api import (
     Status,
     StreamsGroupHeartbeatRequest,
     StreamsGroupHeartbeatResponse,
+    TaskOffset,
 )
 from engine.streams.assignor import assign
 from engine.streams.group import (
     MemberState,
+    MemberTaskOffsets,
     StreamsGroup,
     StreamsMember,
     TaskHolders,
@@ -210,6 +212,7 @@ def _new_targets(
         {mid: m.active for mid, m in members.items()},
         {mid: m.standby for mid, m in members.items()},
         st.streams_num_standby_replicas(group.group_id),
+        {m: o.offsets for m, o in group.task_offsets.items() if m in members},
     )
     # Kafka 4.4's refinement step (`AssignmentRefiner`) leaves the assignment as it is: no
     # warm-up tasks.
@@ -229,6 +232,13 @@ def _write_targets(
         if old is None or not _same_roles(old, tasks):
             op.records.append(_target_record(group.group_id, mid, tasks))
     op.records.append(_target_epoch_record(group.group_id, epoch, st.now_ms))
+
+
+def _nested(offsets: tuple[TaskOffset, ...]) -> dict[str, dict[int, int]]:
+    out: dict[str, dict[int, int]] = {}
+    for t in offsets:
+        out.setdefault(t.subtopology_id, {})[t.partition] = t.offset
+    return out
 
 
 def _same_roles(a: TaskRoles, b: TaskRoles) -> bool:
@@ -598,6 +608,15 @@ def heartbeat(
     epoch = group.group_epoch + 1 if bump else group.group_epoch
     if bump or new_group or validated != group.validated_topology_epoch:
         op.records.append(_metadata_record(gid, epoch, digest, validated, configs))
+
+    if not new_group and (req.task_offsets is not None or req.task_end_offsets is not None):
+        # Kafka 4.4 `MemberTaskOffsets.update`: a list given replaces the last one, a null list
+        # keeps it; on the live group only, before the target is computed.
+        known = group.task_offsets.get(mid, MemberTaskOffsets())
+        group.task_offsets[mid] = MemberTaskOffsets(
+            known.offsets if req.task_offsets is None else _nested(req.task_offsets),
+            known.end_offsets if req.task_end_offsets is None else _nested(req.task_end_offsets),
+        )
 
     members = dict(group.members)
     targets = group_targets(group)

@@ -46,13 +46,18 @@ groups = st.fixed_dictionaries(
 @given(groups, st.randoms(use_true_random=False))
 def test_standby_placement_rules(g: dict[str, Any], rnd: Any) -> None:
     tasks, stateful, members, replicas = g["tasks"], g["stateful"], g["members"], g["replicas"]
-    # A previous assignment to be sticky to: the same group's, with one member gone.
+    # A previous assignment to be sticky to: the same group's, with one member gone, and some
+    # members reporting changelog offsets of random tasks.
     first = assign(tasks, stateful, members, {}, {}, replicas)
     leaving = rnd.choice(sorted(members))
     rest = {m: p for m, p in members.items() if m != leaving} or members
+    offsets = {
+        m: {s: {p: rnd.randrange(1000) for p in range(n) if rnd.random() < 0.3} for s, n in tasks.items()}
+        for m in rest
+    }
     for out, who in (
         (first, members),
-        (assign(tasks, stateful, rest, first.active, first.standby, replicas), rest),
+        (assign(tasks, stateful, rest, first.active, first.standby, replicas, offsets), rest),
     ):
         active = Counter((s, p) for t in out.active.values() for s, ps in t.items() for p in ps)
         assert active == Counter((s, p) for s, n in tasks.items() for p in range(n))  # each once

@@ -34,6 +34,7 @@ from protocol.client import WireClient, make_request
 GROUP = "cfg-group"
 TOPIC = "cfg-orders"
 HB_KEY, SESSION_KEY = "consumer.heartbeat.interval.ms", "consumer.session.timeout.ms"
+STANDBY_KEY = "streams.num.standby.replicas"  # a streams group config, listed for every group
 INVALID_CONFIG, UNSUPPORTED_VERSION = 40, 35
 
 
@@ -120,6 +121,7 @@ def test_group_heartbeat_interval_config(gateways: Gateways) -> None:
         assert describe(admin, kp) == {
             HB_KEY: ("250", "STATIC_BROKER_CONFIG"),
             SESSION_KEY: ("10000", "STATIC_BROKER_CONFIG"),
+            STANDBY_KEY: ("0", "DEFAULT_CONFIG"),
         }
         mark = time.monotonic()
         time.sleep(1.5)
@@ -189,6 +191,7 @@ def test_group_heartbeat_interval_config(gateways: Gateways) -> None:
         assert describe(admin, kp) == {
             HB_KEY: ("1000", "GROUP_CONFIG"),
             SESSION_KEY: ("10000", "STATIC_BROKER_CONFIG"),
+            STANDBY_KEY: ("0", "DEFAULT_CONFIG"),
         }
         # both changed at once through kafka-python: accepted together
         kp.alter_configs(
@@ -198,6 +201,7 @@ def test_group_heartbeat_interval_config(gateways: Gateways) -> None:
         assert describe(admin, kp) == {
             HB_KEY: ("600", "GROUP_CONFIG"),
             SESSION_KEY: ("20000", "GROUP_CONFIG"),
+            STANDBY_KEY: ("0", "DEFAULT_CONFIG"),
         }
         assert not member.errors and member.assignment
     finally:

@@ -80,7 +80,7 @@ def streams_pair(
 
 # --- the script's vocabulary -----------------------------------------------------------------
 
-A, B, C = (str(uuid.UUID(int=i + 0xA11CE)) for i in range(3))  # client-made member ids
+A, B, C, D = (str(uuid.UUID(int=i + 0xA11CE)) for i in range(4))  # client-made member ids
 NO_TASKS: dict[str, Any] = {"active_tasks": [], "standby_tasks": [], "warmup_tasks": []}
 MISSING_INTERNAL_TOPICS = 3
 
@@ -196,12 +196,15 @@ class Members:
         self.s = s
         self.epoch: dict[str, int] = {}
         self.owned: dict[str, list[dict[str, Any]]] = {}
+        self.standby: dict[str, list[dict[str, Any]]] = {}
 
     def take(self, member: str, r: dict[str, Any]) -> dict[str, Any]:
         assert r["error_code"] == "none", r
         self.epoch[member] = r["member_epoch"]
         if r["active_tasks"] is not None:
             self.owned[member] = canon_tasks(r["active_tasks"])
+        if r["standby_tasks"] is not None:
+            self.standby[member] = canon_tasks(r["standby_tasks"])
         return r
 
     def join(
@@ -212,7 +215,12 @@ class Members:
         return self.take(member, quiet_hb(self.s, member, 0, **join_fields(self.s, member, topo, **over)))
 
     def beat(self, member: str, label: str | None = None, **over: Any) -> dict[str, Any]:
-        fields = {"active_tasks": self.owned.get(member, []), "standby_tasks": [], "warmup_tasks": [], **over}
+        fields = {
+            "active_tasks": self.owned.get(member, []),
+            "standby_tasks": self.standby.get(member, []),
+            "warmup_tasks": [],
+            **over,
+        }
         if label:
             return self.take(member, hb(self.s, label, member, self.epoch[member], **fields))
         return self.take(member, quiet_hb(self.s, member, self.epoch[member], **fields))
@@ -241,6 +249,10 @@ class Members:
     def note_tasks(self, label: str) -> None:
         """Every member's owned tasks, by member (the normaliser names the members)."""
         self.s.note(label, {m: self.owned.get(m, []) for m in sorted(self.owned, key=self.s.norm.member)})
+
+    def note_standby(self, label: str) -> None:
+        """Every member's standby tasks, by member."""
+        self.s.note(label, {m: self.standby.get(m, []) for m in sorted(self.standby, key=self.s.norm.member)})
 
 
 def describe(s: Session, label: str, *groups: str, ops: bool = False) -> dict[str, Any]:
@@ -840,9 +852,8 @@ def scenario_static_rejoin_same_member_id(s: Session) -> None:
 # --- scenarios: standby replicas -----------------------------------------------------------------
 
 
-def scenario_standby_replicas_group_config(s: Session) -> None:
-    """`streams.num.standby.replicas`=1 on the group, then two processes join."""
-    setup(s, 2, (repartition_name(s), 2), (changelog_name(s), 2))
+def set_standby_replicas(s: Session, label: str, value: str | None) -> None:
+    """IncrementalAlterConfigs of the group's `streams.num.standby.replicas` (None deletes it)."""
     r = plain(
         s.raw(
             44,
@@ -852,26 +863,111 @@ def scenario_standby_replicas_group_config(s: Session) -> None:
                     "resource_type": 32,
                     "resource_name": s.group(),
                     "configs": [
-                        {"name": "streams.num.standby.replicas", "config_operation": 0, "value": "1"}
+                        {
+                            "name": "streams.num.standby.replicas",
+                            "config_operation": 0 if value is not None else 1,
+                            "value": value,
+                        }
                     ],
                 }
             ],
             validate_only=False,
         )
     )
-    s.note("IncrementalAlterConfigs", r)
+    s.note(label, r)
+
+
+def scenario_standby_replicas_group_config(s: Session) -> None:
+    """`streams.num.standby.replicas`=1 on the group, then two processes join: each keeps a
+    standby of the stateful tasks the other runs; a third process joins and the tasks and
+    standbys spread; the group describes them."""
+    setup(s, 2, (repartition_name(s), 2), (changelog_name(s), 2))
+    set_standby_replicas(s, "IncrementalAlterConfigs", "1")
+    members = Members(s)
+    members.join(A, word_count(s), "join A")
+    members.join(B, word_count(s), "join B")
+    members.converge(A, B)
+    members.note_tasks("active, two processes")
+    members.note_standby("standby, two processes")
+    members.join(C, word_count(s), "join C")
+    members.converge(A, B, C)
+    members.note_tasks("active, three processes")
+    members.note_standby("standby, three processes")
+    describe(s, "describe")
+
+
+def scenario_standby_promoted_when_the_owner_leaves(s: Session) -> None:
+    """Two processes with one standby each; one leaves: the other's standbys become its active
+    tasks, answer by answer."""
+    setup(s, 2, (repartition_name(s), 2), (changelog_name(s), 2))
+    set_standby_replicas(s, "IncrementalAlterConfigs", "1")
     members = Members(s)
     members.join(A, word_count(s))
     members.join(B, word_count(s))
     members.converge(A, B)
-    d = plain(s.raw(89, 0, group_ids=[s.group()], include_authorized_operations=False))
-    s.note(
-        "standby task counts",
-        sorted(
-            sum(len(t["partitions"]) for t in m["assignment"]["standby_tasks"])
-            for m in d["groups"][0]["members"]
-        ),
-    )
+    hb(s, "B leaves", B, -1, **NO_TASKS)
+    members.beat(A, "A after B left")
+    members.beat(A, "A again")
+    members.note_standby("standby")
+
+
+def scenario_standby_two_members_one_process(s: Session) -> None:
+    """Two members of one process and a member of another, one standby each: a process never
+    holds a task twice, so the standbys of the shared process's tasks all go to the other."""
+    setup(s, 4, (repartition_name(s), 4), (changelog_name(s), 4))
+    set_standby_replicas(s, "IncrementalAlterConfigs", "1")
+    members = Members(s)
+    members.join(A, word_count(s), "join A", process_id="process-shared")
+    members.join(B, word_count(s), "join B", process_id="process-shared")
+    members.join(C, word_count(s), "join C")
+    members.converge(A, B, C)
+    members.note_tasks("active")
+    members.note_standby("standby")
+    hb(s, "C leaves", C, -1, **NO_TASKS)
+    members.converge(A, B)
+    members.note_tasks("active, one process")
+    members.note_standby("standby, one process")
+
+
+def scenario_standby_endpoints(s: Session) -> None:
+    """Interactive-query metadata with standbys: each member's endpoint lists the source
+    partitions of its standby tasks too."""
+    setup(s, 2, (repartition_name(s), 2), (changelog_name(s), 2))
+    set_standby_replicas(s, "IncrementalAlterConfigs", "1")
+    members = Members(s)
+    members.join(A, word_count(s), user_endpoint={"host": "a", "port": 1})
+    members.join(B, word_count(s), user_endpoint={"host": "b", "port": 2})
+    members.converge(A, B)
+    r = members.beat(A, "A, epoch 0 seen", endpoint_information_epoch=0)
+    # on both sides: the standbys' partitions are there to compare
+    assert all(e["standby_partitions"] for e in r["partitions_by_user_endpoint"]), r
+
+
+def scenario_standby_task_offsets(s: Session) -> None:
+    """Three processes with two standbys per stateful task; a fourth joins reporting the
+    changelog offsets of one task (state left on its disk): Kafka 4.4 ranks it as a standby
+    candidate for that task, so a standby lands where the offsets say (without the offsets the
+    standbys differ)."""
+    setup(s, 4, (repartition_name(s), 4), (changelog_name(s), 4))
+    set_standby_replicas(s, "IncrementalAlterConfigs", "2")
+    members = Members(s)
+    for m in (A, B, C):
+        members.join(m, word_count(s))
+    members.converge(A, B, C)
+    members.note_tasks("active, three processes")
+    members.note_standby("standby, three processes")
+    offsets = [{"subtopology_id": "1", "partition": 2, "offset": 100}]
+    members.join(D, word_count(s), "D joins with offsets", task_offsets=offsets, task_end_offsets=offsets)
+    members.converge(A, B, C, D)
+    members.note_tasks("active")
+    members.note_standby("standby")
+    describe(s, "describe")
+
+
+def scenario_standby_replicas_above_the_max(s: Session) -> None:
+    """A group config above `group.streams.max.standby.replicas` (2) is refused."""
+    set_standby_replicas(s, "IncrementalAlterConfigs 3", "3")
+    set_standby_replicas(s, "IncrementalAlterConfigs -1", "-1")
 
 
 def scenario_api_versions(s: Session) -> None:
@@ -1116,10 +1212,6 @@ VERSIONS = {
     "StreamsGroupDescribe v0-1 and StreamsGroupTopologyDescriptionUpdate (93); groupshift v0 and not "
     "93: the wire library (kio) has only their v0 schemas"
 }
-STANDBY = {
-    r"IncrementalAlterConfigs|standby task counts": "standby tasks and the group config "
-    "streams.num.standby.replicas are not built"
-}
 SCENARIOS: list[tuple[str, Callable[[Session], None], Known]] = [
     ("join-stateless", scenario_join_stateless, {}),
     ("join-word-count", scenario_join_word_count_topics_exist, DESCRIBED_COUNTS),
@@ -1191,7 +1283,12 @@ SCENARIOS: list[tuple[str, Callable[[Session], None], Known]] = [
     ("static-instance-in-use", scenario_static_instance_in_use, {}),
     ("static-leave-unknown-instance", scenario_static_leave_unknown_instance, {}),
     ("static-rejoin-same-member-id", scenario_static_rejoin_same_member_id, {}),
-    ("standby-replicas", scenario_standby_replicas_group_config, STANDBY),
+    ("standby-replicas", scenario_standby_replicas_group_config, {}),
+    ("standby-promoted", scenario_standby_promoted_when_the_owner_leaves, {}),
+    ("standby-two-members-one-process", scenario_standby_two_members_one_process, {}),
+    ("standby-endpoints", scenario_standby_endpoints, {}),
+    ("standby-task-offsets", scenario_standby_task_offsets, {}),
+    ("standby-replicas-above-max", scenario_standby_replicas_above_the_max, {}),
     ("api-versions", scenario_api_versions, VERSIONS),
     ("describe-unknown", scenario_describe_unknown, {}),
     ("describe-authorized-operations", scenario_describe_authorized_operations, DESCRIBED_COUNTS),

@@ -1,14 +1,17 @@
 """A Kafka Streams 4.4 application with `group.protocol=streams` (KIP-1071) on groupshift in
 embedded mode: a word count with a repartition topic (groupBy) and a changelog topic (count),
-two instances, its internal topics created by groupshift, the output counts equal to the truth,
-and the group seen by Kafka's own `kafka-streams-groups.sh` (StreamsGroupCommand, through
-Admin's StreamsGroupDescribe and ListGroups).
+two instances with one standby replica each (`group.streams.num.standby.replicas=1`: each
+instance keeps a standby of the counting tasks the other runs), its internal topics created by
+groupshift, the output counts equal to the truth, and the group seen by Kafka's own
+`kafka-streams-groups.sh` (StreamsGroupCommand, through Admin's StreamsGroupDescribe and
+ListGroups), standby tasks included.
 
 The application is e2e/java_programs/StreamsWordCount.java, compiled against the kafka-streams
 4.4.0 jars from Maven Central (`harness.kafka_dist.maven`, component "streams")."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -30,7 +33,7 @@ def test_word_count_with_two_instances(module_gateways: Gateways, tmp_path: Path
     dist = resolve_component("4.4.0", "streams")
     classes = tmp_path / "classes"
     javac = start_javac(dist.classpath, SOURCE, classes)
-    gw = module_gateways.start("streams")
+    gw = module_gateways.start("streams", sets=["group.streams.num.standby.replicas=1"])
     bootstrap = gw.bootstrap
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for f in admin.create_topics([NewTopic(INPUT, 4, 1), NewTopic(OUTPUT, 2, 1)]).values():
@@ -90,6 +93,15 @@ def test_word_count_with_two_instances(module_gateways: Gateways, tmp_path: Path
         for row in rows:
             assert "streams" in row and "ACTIVE:" in row, described.stdout
         assert "1:[" in described.stdout and "0:[" in described.stdout
+        # Each instance holds a standby of the stateful subtopology (1, the count) for the
+        # partitions the other runs, never of the stateless one (0).
+        for row in rows:
+            line = " ".join(row)
+            active = re.search(r"(?<!TARGET-)ACTIVE: .*?1:\[([\d,]*)\]", line)
+            standby = re.search(r"(?<!TARGET-)STANDBY: 1:\[([\d,]*)\];", line)
+            assert active and standby, described.stdout
+            assert set(standby[1].split(",")) == {"0", "1", "2", "3"} - set(active[1].split(",")), line
+        assert "STANDBY: 0:[" not in described.stdout, described.stdout
     finally:
         for i in instances:
             i.stop()

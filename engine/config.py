@@ -67,7 +67,8 @@ class CoordinatorConfig(BaseModel):
         5000, alias="group.streams.heartbeat.interval.ms", ge=1, le=INT_MAX
     )
     streams_max_size: int = Field(INT_MAX, alias="group.streams.max.size", ge=1, le=INT_MAX)
-    streams_num_standby_replicas: int = Field(0, alias="group.streams.num.standby.replicas", ge=0, le=0)
+    streams_num_standby_replicas: int = Field(0, alias="group.streams.num.standby.replicas", ge=0, le=INT_MAX)
+    streams_max_standby_replicas: int = Field(2, alias="group.streams.max.standby.replicas", ge=0, le=INT_MAX)
 
     # --- classic groups ---
     min_session_timeout_ms: int = Field(6000, alias="group.min.session.timeout.ms", ge=0, le=INT_MAX)
@@ -129,6 +130,11 @@ class CoordinatorConfig(BaseModel):
                 f"group.consumer.heartbeat.interval.ms={hb} must be less than "
                 f"group.consumer.session.timeout.ms={s}"
             )
+        if self.streams_num_standby_replicas > self.streams_max_standby_replicas:
+            raise ValueError(
+                f"group.streams.num.standby.replicas={self.streams_num_standby_replicas} must not exceed "
+                f"group.streams.max.standby.replicas={self.streams_max_standby_replicas}"
+            )
         if self.min_session_timeout_ms > self.max_session_timeout_ms:
             raise ValueError("group.min.session.timeout.ms must not exceed group.max.session.timeout.ms")
         if len(set(self.consumer_assignors)) != len(self.consumer_assignors):
@@ -152,12 +158,14 @@ class CoordinatorConfig(BaseModel):
 
 
 class GroupConfig(BaseModel):
-    """Per-group dynamic overrides (KIP-848 "Dynamic group configs"): `consumer.*` names."""
+    """Per-group dynamic overrides (KIP-848 "Dynamic group configs"): `consumer.*` names, and
+    KIP-1071's `streams.num.standby.replicas`."""
 
     model_config = ConfigDict(populate_by_name=True, frozen=True, extra="forbid")
 
     consumer_session_timeout_ms: int | None = Field(None, alias="consumer.session.timeout.ms")
     consumer_heartbeat_interval_ms: int | None = Field(None, alias="consumer.heartbeat.interval.ms")
+    streams_num_standby_replicas: int | None = Field(None, alias="streams.num.standby.replicas")
 
     def validate_against(self, broker: CoordinatorConfig) -> None:
         """Kafka checks per-group values against the broker's min/max bounds (messages as Kafka
@@ -185,6 +193,18 @@ class GroupConfig(BaseModel):
             raise ValueError(
                 "consumer.session.timeout.ms must be less than or equal to "
                 "group.consumer.max.session.timeout.ms"
+            )
+        standbys = self.streams_num_standby_replicas
+        # Kafka 4.4's words: the type's range check, then the broker's maximum by value.
+        if standbys is not None and standbys < 0:
+            raise ValueError(
+                f"Invalid value {standbys} for configuration streams.num.standby.replicas: "
+                "Value must be at least 0"
+            )
+        if standbys is not None and standbys > broker.streams_max_standby_replicas:
+            raise ValueError(
+                "streams.num.standby.replicas must be less than or equal to "
+                f"{broker.streams_max_standby_replicas}"
             )
         session = s if s is not None else broker.consumer_session_timeout_ms
         interval = hb if hb is not None else broker.consumer_heartbeat_interval_ms

@@ -235,7 +235,12 @@ def _replay_streams_record(st: ShardState, record: CoordinatorRecord) -> None:
                 )
             del st.groups[gid]
         else:
-            group.replay_metadata(value.epoch, value.metadata_hash, value.validated_topology_epoch)
+            group.replay_metadata(
+                value.epoch,
+                value.metadata_hash,
+                value.validated_topology_epoch,
+                value.last_assignment_configs,
+            )
     elif kt is StreamsGroupTopologyKey:
         group.replay_topology(value)
     elif kt is StreamsGroupMemberMetadataKey:
@@ -243,11 +248,16 @@ def _replay_streams_record(st: ShardState, record: CoordinatorRecord) -> None:
     elif kt is StreamsGroupCurrentMemberAssignmentKey:
         group.replay_current_assignment(key.member_id, value)
     elif kt is StreamsGroupTargetAssignmentMemberKey:
-        target = None
-        if value is not None:
+        if value is None:
+            group.replay_target_member(key.member_id, None)
+        else:
             assert isinstance(value, StreamsGroupTargetAssignmentMemberValue)
-            target = tasks_from(value.active_tasks)
-        group.replay_target_member(key.member_id, target)
+            group.replay_target_member(
+                key.member_id,
+                tasks_from(value.active_tasks),
+                tasks_from(value.standby_tasks),
+                tasks_from(value.warmup_tasks),
+            )
     else:
         group.replay_assignment_epoch(None if value is None else value.assignment_epoch)
 

@@ -247,6 +247,7 @@ class Shard:
         return {
             "consumer.session.timeout.ms": self.state.consumer_session_timeout_ms(group_id),
             "consumer.heartbeat.interval.ms": self.state.consumer_heartbeat_interval_ms(group_id),
+            "streams.num.standby.replicas": self.state.streams_num_standby_replicas(group_id),
         }
 
     def set_group_config(self, group_id: str, config: GroupConfig | None) -> None:

@@ -95,6 +95,14 @@ class ShardState:
     def streams_heartbeat_interval_ms(self, group_id: str) -> int:
         return self.config.streams_heartbeat_interval_ms
 
+    def streams_num_standby_replicas(self, group_id: str) -> int:
+        """The group's `streams.num.standby.replicas`, else the broker's
+        `group.streams.num.standby.replicas` (Kafka 4.4 `streamsGroupAssignmentConfigs`)."""
+        gc = self.group_configs.get(group_id)
+        if gc is not None and gc.streams_num_standby_replicas is not None:
+            return gc.streams_num_standby_replicas
+        return self.config.streams_num_standby_replicas
+
     # --- typed lookups ----------------------------------------------------------------------------
 
     def classic_group(self, group_id: str) -> ClassicGroup | None:

@@ -297,12 +297,16 @@ def test_replay_rebuilds_the_live_state() -> None:
     assert tasks_from(h.owned["m3"])
 
 
-def test_streams_settings_have_kafkas_defaults_and_standbys_wait() -> None:
+def test_streams_settings_have_kafkas_defaults_and_standbys_stay_under_the_max() -> None:
     config = CoordinatorConfig()
     assert (config.streams_session_timeout_ms, config.streams_heartbeat_interval_ms) == (45000, 5000)
-    assert config.streams_num_standby_replicas == 0
-    with pytest.raises(ValueError):
-        CoordinatorConfig.from_kafka({"group.streams.num.standby.replicas": "1"})
+    assert (config.streams_num_standby_replicas, config.streams_max_standby_replicas) == (0, 2)
+    assert (
+        CoordinatorConfig.from_kafka({"group.streams.num.standby.replicas": "2"}).streams_num_standby_replicas
+        == 2
+    )
+    with pytest.raises(ValueError, match="must not exceed"):
+        CoordinatorConfig.from_kafka({"group.streams.num.standby.replicas": "3"})
 
 
 def test_metrics_and_event_details_know_streams_groups() -> None:

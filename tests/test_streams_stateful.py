@@ -5,9 +5,13 @@ Invariants after every step:
 * no active task is held by two members at once, counting tasks pending revocation (the
   revoke-before-assign rule Kafka Streams relies on: a task's state store is never open on two
   instances);
+* no task is held by two members of one process in any role (active, standby, warm-up,
+  counting pending revocation): a process opens a task's state once;
 * a member only holds tasks of its target assignment plus tasks it is still revoking;
-* once every member has acknowledged for a few rounds with no change, the group is Stable and
-  every task of the configured topology is active somewhere;
+* once every member has acknowledged for a few rounds with no change, the group is Stable,
+  every task of the configured topology is active somewhere, and (`StandbyStreamsMachine`, one
+  standby replica) every task of the stateful subtopology has a standby on another process when
+  there is one;
 * replaying the records written so far into a fresh shard gives the live state.
 """
 
@@ -24,7 +28,7 @@ from engine.ids import SeededIds
 from engine.metadata import MetadataImage, TopicImage, topic_id_for
 from engine.shard import Shard
 from engine.streams.api import StreamsGroupHeartbeatRequest, StreamsGroupHeartbeatResponse
-from engine.streams.group import StreamsGroup, tasks_intersect, tasks_minus, tasks_union
+from engine.streams.group import StreamsGroup, task_ids, tasks_intersect, tasks_minus, tasks_union
 from records.streams_group import TaskIds
 from tests.stateful_settings import stateful_settings
 from tests.streams_record_samples import WORD_COUNT_APP_TOPOLOGY as WORD_COUNT_TOPOLOGY
@@ -39,13 +43,22 @@ def image(partitions: int) -> MetadataImage:
 
 
 class StreamsMachine(RuleBasedStateMachine):
+    STANDBY_REPLICAS = 0
+    # Whether a member rejoins on the process it first joined (a Streams instance keeps its
+    # process id in its state directory). A member moving to another process may find a standby
+    # of a task it runs still on that process until the standby's owner heartbeats, as in Kafka.
+    FIXED_PROCESSES = False
+
     def __init__(self) -> None:
         super().__init__()
-        self.shard = Shard(CoordinatorConfig(), SeededIds(3), image(4))
+        config = CoordinatorConfig.from_kafka({"group.streams.num.standby.replicas": self.STANDBY_REPLICAS})
+        self.shard = Shard(config, SeededIds(3), image(4))
         self.now = 1000
         self.ctx = RequestContext("c", "/127.0.0.1", 0)
         self.epochs: dict[str, int] = {}
         self.owned: dict[str, tuple[TaskIds, ...]] = {}
+        self.standby: dict[str, tuple[TaskIds, ...]] = {}
+        self.process_of: dict[str, str] = {}
         self.records: list[Any] = []
         self.partitions = 4
 
@@ -62,10 +75,13 @@ class StreamsMachine(RuleBasedStateMachine):
         if r.error_code:
             self.epochs.pop(member, None)
             self.owned.pop(member, None)
+            self.standby.pop(member, None)
             return
         self.epochs[member] = r.member_epoch
         if r.active_tasks is not None:
             self.owned[member] = r.active_tasks
+        if r.standby_tasks is not None:
+            self.standby[member] = r.standby_tasks
 
     @property
     def group(self) -> StreamsGroup | None:
@@ -74,6 +90,8 @@ class StreamsMachine(RuleBasedStateMachine):
 
     @rule(member=st.sampled_from(MEMBERS), process=st.sampled_from(PROCESSES))
     def join(self, member: str, process: str) -> None:
+        if self.FIXED_PROCESSES:
+            process = self.process_of.setdefault(member, process)
         r = self._hb(
             member_id=member,
             member_epoch=0,
@@ -86,6 +104,7 @@ class StreamsMachine(RuleBasedStateMachine):
         )
         assert r.error_code == 0, r
         self.owned[member] = ()
+        self.standby[member] = ()
         self._record(member, r)
 
     @precondition(lambda self: bool(self.epochs))
@@ -97,17 +116,16 @@ class StreamsMachine(RuleBasedStateMachine):
         g = self.group
         assert g is not None
         held = self.owned.get(member, ())
+        standby = self.standby.get(member, ())
         if not acknowledge and member in g.members:
             m = g.members[member]
-            held = tuple(
-                TaskIds(s, tuple(sorted(p)))
-                for s, p in sorted(tasks_union(m.active, m.active_pending_revocation).items())
-            )
+            held = task_ids(tasks_union(m.active, m.active_pending_revocation))
+            standby = task_ids(tasks_union(m.standby, m.standby_pending_revocation))
         r = self._hb(
             member_id=member,
             member_epoch=self.epochs[member],
             active_tasks=held,
-            standby_tasks=(),
+            standby_tasks=standby,
             warmup_tasks=(),
         )
         self._record(member, r)
@@ -120,6 +138,7 @@ class StreamsMachine(RuleBasedStateMachine):
         assert r.error_code == 0, r
         self.epochs.pop(member)
         self.owned.pop(member, None)
+        self.standby.pop(member, None)
 
     @rule(partitions=st.sampled_from((4, 6, 8)))
     def topics_change(self, partitions: int) -> None:
@@ -151,7 +170,7 @@ class StreamsMachine(RuleBasedStateMachine):
                     member_id=member,
                     member_epoch=self.epochs[member],
                     active_tasks=self.owned[member],
-                    standby_tasks=(),
+                    standby_tasks=self.standby.get(member, ()),
                     warmup_tasks=(),
                 )
                 assert r.error_code == 0, r
@@ -165,6 +184,12 @@ class StreamsMachine(RuleBasedStateMachine):
         n = self.shard.image.topic("words-in")
         assert n is not None
         assert sorted(held) == sorted((s, p) for s in ("0", "1") for p in range(n.num_partitions))
+        # standbys only of the stateful subtopology (1, the counts), one per task while another
+        # process exists
+        processes = len({m.process_id for m in g.members.values()})
+        want = min(self.STANDBY_REPLICAS, processes - 1)
+        standbys = [(s, p) for m in g.members.values() for s, ps in m.standby.items() for p in ps]
+        assert sorted(standbys) == sorted(("1", p) for p in range(n.num_partitions) for _ in range(want))
 
     @invariant()
     def no_task_on_two_members(self) -> None:
@@ -181,6 +206,20 @@ class StreamsMachine(RuleBasedStateMachine):
             assert not extra or not tasks_intersect(extra, g.targets.get(mid, {})), (mid, extra)
 
     @invariant()
+    def one_copy_per_process(self) -> None:
+        g = self.group
+        if g is None:
+            return
+        holder: dict[tuple[str, str, int], str] = {}
+        for mid, m in g.members.items():
+            roles = (m.active, m.active_pending_revocation, m.standby, m.standby_pending_revocation)
+            for tasks in (*roles, m.warmup, m.warmup_pending_revocation):
+                for s, parts in tasks.items():
+                    for p in parts:
+                        other = holder.setdefault((m.process_id, s, p), mid)
+                        assert other == mid, f"task {s}_{p} on {other} and {mid} of process {m.process_id}"
+
+    @invariant()
     def replay_equals_live(self) -> None:
         fresh = Shard(CoordinatorConfig(), SeededIds(3), self.shard.image)
         fresh.apply(self.records)
@@ -189,3 +228,14 @@ class StreamsMachine(RuleBasedStateMachine):
 
 TestStreamsMachine = StreamsMachine.TestCase
 TestStreamsMachine.settings = stateful_settings(60, 30)
+
+
+class StandbyStreamsMachine(StreamsMachine):
+    """The same with `group.streams.num.standby.replicas`=1: members report their standbys."""
+
+    STANDBY_REPLICAS = 1
+    FIXED_PROCESSES = True
+
+
+TestStandbyStreamsMachine = StandbyStreamsMachine.TestCase
+TestStandbyStreamsMachine.settings = stateful_settings(60, 30)

@@ -23,6 +23,15 @@ class Status:
 
 
 @dataclass(frozen=True, slots=True)
+class TaskOffset:
+    """A task's changelog offset sum as a member reports it (`TaskOffsets` / `TaskEndOffsets`)."""
+
+    subtopology_id: str
+    partition: int
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
 class StreamsGroupHeartbeatRequest:
     group_id: str
     member_id: str
@@ -40,6 +49,9 @@ class StreamsGroupHeartbeatRequest:
     shutdown_application: bool = False
     # The last endpoint information epoch the member saw.
     endpoint_information_epoch: int = 0
+    # The changelog offsets of the tasks whose state the member has (None: unchanged).
+    task_offsets: tuple[TaskOffset, ...] | None = None
+    task_end_offsets: tuple[TaskOffset, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,9 +16,18 @@ from records.streams_group import StreamsGroupTopologyValue, TaskIds, TopicInfo
 
 @dataclass(frozen=True, slots=True)
 class DescribedStreamsMember:
+    """`assignment` / `target_assignment`: active tasks; the standby and warm-up tasks beside."""
+
     member: StreamsMember
     assignment: tuple[TaskIds, ...]
     target_assignment: tuple[TaskIds, ...]
+    standby: tuple[TaskIds, ...] = ()
+    warmup: tuple[TaskIds, ...] = ()
+    target_standby: tuple[TaskIds, ...] = ()
+    target_warmup: tuple[TaskIds, ...] = ()
+    # (subtopology id, partition, offset) as the member last reported them
+    task_offsets: tuple[tuple[str, int, int], ...] = ()
+    task_end_offsets: tuple[tuple[str, int, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +67,10 @@ def _with_counts(
     )
 
 
+def _flat(offsets: dict[str, dict[int, int]]) -> tuple[tuple[str, int, int], ...]:
+    return tuple((s, p, o) for s, by in sorted(offsets.items()) for p, o in sorted(by.items()))
+
+
 def describe_streams_groups(st: ShardState, group_ids: Iterable[str]) -> list[DescribedStreamsGroup]:
     out = []
     for gid in group_ids:
@@ -69,7 +82,17 @@ def describe_streams_groups(st: ShardState, group_ids: Iterable[str]) -> list[De
         configured = None if group.topology is None else configure(group.topology, st.image)
         ready = configured is not None and configured.tasks is not None
         members = tuple(
-            DescribedStreamsMember(m, task_ids(m.active), task_ids(group.targets.get(mid, {})))
+            DescribedStreamsMember(
+                m,
+                task_ids(m.active),
+                task_ids(group.targets.get(mid, {})),
+                task_ids(m.standby),
+                task_ids(m.warmup),
+                task_ids(group.standby_targets.get(mid, {})),
+                task_ids(group.warmup_targets.get(mid, {})),
+                _flat(group.task_offsets[mid].offsets if mid in group.task_offsets else {}),
+                _flat(group.task_offsets[mid].end_offsets if mid in group.task_offsets else {}),
+            )
             for mid, m in sorted(group.members.items())
         )
         out.append(

@@ -2,9 +2,9 @@
 `StreamsGroupMember`): the group epoch and metadata hash (type 17), the topology (23), the
 members (19), the target assignment (20, 21) and each member's current assignment (22).
 
-Tasks are kept as `{subtopology id: frozenset(partitions)}`; only active tasks are assigned in
-this slice (standby and warm-up lists are stored and replayed, and stay empty when groupshift
-writes them).
+Tasks are kept as `{subtopology id: frozenset(partitions)}`, in three roles: active, standby and
+warm-up (Kafka 4.4's assignor never produces warm-up tasks; they are stored and replayed all the
+same).
 """
 
 from __future__ import annotations
@@ -75,6 +75,27 @@ def tasks_equal(a: Tasks, b: Tasks) -> bool:
 
 
 @dataclass(slots=True)
+class MemberTaskOffsets:
+    """Kafka 4.4 `MemberTaskOffsets`: the changelog offsets a member last reported, per task
+    (subtopology id -> partition -> offset sum). Kept on the live group only, as Kafka keeps
+    them (a plain map, no record); the assignor ranks standby candidates by them."""
+
+    offsets: dict[str, dict[int, int]] = field(default_factory=dict)
+    end_offsets: dict[str, dict[int, int]] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class TaskHolders:
+    """Tasks held by the other members (assigned or pending revocation): `active` anywhere in the
+    group, the `_here` maps on the member's own process only."""
+
+    active: Tasks = field(default_factory=dict)
+    active_here: Tasks = field(default_factory=dict)
+    standby_here: Tasks = field(default_factory=dict)
+    warmup_here: Tasks = field(default_factory=dict)
+
+
+@dataclass(slots=True)
 class StreamsMember:
     member_id: str
     instance_id: str | None = None
@@ -93,6 +114,15 @@ class StreamsMember:
     standby: Tasks = field(default_factory=dict)
     warmup: Tasks = field(default_factory=dict)
     active_pending_revocation: Tasks = field(default_factory=dict)
+    standby_pending_revocation: Tasks = field(default_factory=dict)
+    warmup_pending_revocation: Tasks = field(default_factory=dict)
+
+    def pending_revocation(self) -> Tasks:
+        """Every task the member was asked to give up, whatever its role."""
+        return tasks_union(
+            self.active_pending_revocation,
+            tasks_union(self.standby_pending_revocation, self.warmup_pending_revocation),
+        )
 
     def metadata_value(self) -> StreamsGroupMemberMetadataValue:
         return StreamsGroupMemberMetadataValue(
@@ -116,6 +146,8 @@ class StreamsMember:
             task_ids(self.standby),
             task_ids(self.warmup),
             task_ids(self.active_pending_revocation),
+            task_ids(self.standby_pending_revocation),
+            task_ids(self.warmup_pending_revocation),
         )
 
 
@@ -143,7 +175,13 @@ class StreamsGroup:
         self.validated_topology_epoch = -1
         self.topology: StreamsGroupTopologyValue | None = None
         self.members: dict[str, StreamsMember] = {}
+        # The target assignment, one map per role: member id -> tasks.
         self.targets: dict[str, Tasks] = {}
+        self.standby_targets: dict[str, Tasks] = {}
+        self.warmup_targets: dict[str, Tasks] = {}
+        # Type 17's LastAssignmentConfigs: the assignor settings the target was computed with
+        # (`num.standby.replicas`); a change recomputes the target, as in Kafka 4.4.
+        self.last_assignment_configs: tuple[KeyValue, ...] | None = None
         self.assignment_epoch = -1
         # True once a record of type 17 was replayed: the group exists in the log.
         self.created = False
@@ -155,6 +193,8 @@ class StreamsGroup:
         # member with a user endpoint is sent its tasks; a member whose epoch differs is sent
         # every member's endpoint and partitions.
         self.endpoint_information_epoch = 0
+        # member id -> the task offsets it last reported (live group only, as in Kafka 4.4).
+        self.task_offsets: dict[str, MemberTaskOffsets] = {}
 
     # --- derived ---------------------------------------------------------------------------
 
@@ -189,21 +229,19 @@ class StreamsGroup:
                 return True
         return False
 
-    def tasks_owned_by_others(self, member_id: str) -> Tasks:
-        """Active tasks another member still holds (assigned or pending revocation): they are
-        not free to give to `member_id` yet (revoke before assign)."""
-        owned: Tasks = {}
-        for mid, m in self.members.items():
-            if mid != member_id:
-                owned = tasks_union(owned, tasks_union(m.active, m.active_pending_revocation))
-        return owned
-
     # --- replay (engine.replay calls these) -------------------------------------------------
 
-    def replay_metadata(self, epoch: int, metadata_hash: int, validated_topology_epoch: int) -> None:
+    def replay_metadata(
+        self,
+        epoch: int,
+        metadata_hash: int,
+        validated_topology_epoch: int,
+        last_assignment_configs: tuple[KeyValue, ...] | None = None,
+    ) -> None:
         self.group_epoch = epoch
         self.metadata_hash = metadata_hash
         self.validated_topology_epoch = validated_topology_epoch
+        self.last_assignment_configs = last_assignment_configs
         self.created = True
 
     def replay_topology(self, value: StreamsGroupTopologyValue | None) -> None:
@@ -212,6 +250,7 @@ class StreamsGroup:
     def replay_member_metadata(self, member_id: str, value: StreamsGroupMemberMetadataValue | None) -> None:
         if value is None:
             self.members.pop(member_id, None)
+            self.task_offsets.pop(member_id, None)
             if not self.members:
                 self.shutdown_requested_by = None
             return
@@ -237,6 +276,7 @@ class StreamsGroup:
                 m.member_epoch, m.previous_member_epoch = 0, -1
                 m.state = MemberState.STABLE
                 m.active, m.standby, m.warmup, m.active_pending_revocation = {}, {}, {}, {}
+                m.standby_pending_revocation, m.warmup_pending_revocation = {}, {}
             return
         if m is None:
             # Kafka creates the member from either of its records, whichever comes first.
@@ -248,12 +288,20 @@ class StreamsGroup:
         m.standby = tasks_from(value.standby_tasks)
         m.warmup = tasks_from(value.warmup_tasks)
         m.active_pending_revocation = tasks_from(value.active_tasks_pending_revocation)
+        m.standby_pending_revocation = tasks_from(value.standby_tasks_pending_revocation)
+        m.warmup_pending_revocation = tasks_from(value.warmup_tasks_pending_revocation)
 
-    def replay_target_member(self, member_id: str, tasks: Tasks | None) -> None:
+    def replay_target_member(
+        self, member_id: str, tasks: Tasks | None, standby: Tasks | None = None, warmup: Tasks | None = None
+    ) -> None:
         if tasks is None:
             self.targets.pop(member_id, None)
+            self.standby_targets.pop(member_id, None)
+            self.warmup_targets.pop(member_id, None)
         else:
             self.targets[member_id] = tasks
+            self.standby_targets[member_id] = standby or {}
+            self.warmup_targets[member_id] = warmup or {}
 
     def replay_assignment_epoch(self, epoch: int | None) -> None:
         self.assignment_epoch = -1 if epoch is None else epoch
@@ -265,9 +313,17 @@ class StreamsGroup:
             "epoch": self.group_epoch,
             "metadata_hash": self.metadata_hash,
             "validated_topology_epoch": self.validated_topology_epoch,
+            "last_assignment_configs": self.last_assignment_configs,
             "topology": self.topology,
             "assignment_epoch": self.assignment_epoch,
-            "targets": {mid: task_ids(t) for mid, t in sorted(self.targets.items())},
+            "targets": {
+                mid: (
+                    task_ids(t),
+                    task_ids(self.standby_targets.get(mid, {})),
+                    task_ids(self.warmup_targets.get(mid, {})),
+                )
+                for mid, t in sorted(self.targets.items())
+            },
             "members": {
                 mid: (m.metadata_value(), m.assignment_value()) for mid, m in sorted(self.members.items())
             },

@@ -12,7 +12,8 @@ other member holds it, assigned or pending revocation (UNRELEASED_TASKS until th
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, replace
 
 from engine.classic.group import ClassicGroup
 from engine.classic.state import ClassicGroupState
@@ -27,12 +28,15 @@ from engine.streams.api import (
     Status,
     StreamsGroupHeartbeatRequest,
     StreamsGroupHeartbeatResponse,
+    TaskOffset,
 )
-from engine.streams.assignor import assign_active
+from engine.streams.assignor import assign
 from engine.streams.group import (
     MemberState,
+    MemberTaskOffsets,
     StreamsGroup,
     StreamsMember,
+    TaskHolders,
     Tasks,
     task_ids,
     tasks_equal,
@@ -46,6 +50,7 @@ from engine.timers import TimerKind
 from records.classic_group import GroupMetadataKey
 from records.coordinator import CoordinatorRecord
 from records.streams_group import (
+    KeyValue,
     StreamsGroupCurrentMemberAssignmentKey,
     StreamsGroupMemberMetadataKey,
     StreamsGroupMetadataKey,
@@ -116,14 +121,28 @@ def validate(req: StreamsGroupHeartbeatRequest) -> None:
 # --- records ------------------------------------------------------------------------------------
 
 
-def _metadata_record(group_id: str, epoch: int, digest: int, validated: int) -> CoordinatorRecord:
+def assignment_configs(st: ShardState, group_id: str) -> tuple[KeyValue, ...]:
+    """The assignor settings in force for the group, as Kafka 4.4 records them in type 17's
+    LastAssignmentConfigs (`streamsGroupAssignmentConfigs`)."""
+    return (KeyValue("num.standby.replicas", str(st.streams_num_standby_replicas(group_id))),)
+
+
+def _metadata_record(
+    group_id: str, epoch: int, digest: int, validated: int, configs: tuple[KeyValue, ...]
+) -> CoordinatorRecord:
     return CoordinatorRecord(
-        StreamsGroupMetadataKey(group_id), StreamsGroupMetadataValue(epoch, digest, validated)
+        StreamsGroupMetadataKey(group_id), StreamsGroupMetadataValue(epoch, digest, validated, configs)
     )
 
 
-def _target_record(group_id: str, member_id: str, tasks: Tasks | None) -> CoordinatorRecord:
-    value = None if tasks is None else StreamsGroupTargetAssignmentMemberValue(task_ids(tasks), (), ())
+def _target_record(group_id: str, member_id: str, tasks: TaskRoles | None) -> CoordinatorRecord:
+    value = (
+        None
+        if tasks is None
+        else StreamsGroupTargetAssignmentMemberValue(
+            task_ids(tasks.active), task_ids(tasks.standby), task_ids(tasks.warmup)
+        )
+    )
     return CoordinatorRecord(StreamsGroupTargetAssignmentMemberKey(group_id, member_id), value)
 
 
@@ -164,71 +183,282 @@ def streams_group_tombstones(group: StreamsGroup) -> list[CoordinatorRecord]:
 # --- target assignment --------------------------------------------------------------------------
 
 
+def group_targets(group: StreamsGroup) -> dict[str, TaskRoles]:
+    """The group's target assignment, member id -> its tasks in the three roles."""
+    return {
+        mid: TaskRoles(t, group.standby_targets.get(mid, {}), group.warmup_targets.get(mid, {}))
+        for mid, t in group.targets.items()
+    }
+
+
 def _new_targets(
+    st: ShardState,
     group: StreamsGroup,
     members: dict[str, StreamsMember],
+    topology: StreamsGroupTopologyValue | None,
     configured: ConfiguredTopology | None,
-    previous: dict[str, Tasks] | None = None,
-) -> dict[str, Tasks]:
-    """`previous`: the targets to stay close to, the group's unless a static member's new
-    member id took over its predecessor's."""
-    if configured is None or configured.tasks is None:
-        return {mid: {} for mid in members}
-    processes = {mid: m.process_id for mid, m in members.items()}
-    return assign_active(configured.tasks, processes, group.targets if previous is None else previous)
+) -> dict[str, TaskRoles]:
+    """`members` as they are after this heartbeat's metadata changes; `topology`: the group's,
+    or the one this heartbeat brings. The assignor stays close to what the members hold now
+    (their current active and standby tasks, as Kafka 4.4's `TargetAssignmentBuilder` gives
+    it), not to the previous target: a member still reconciling counts with what it has."""
+    if configured is None or configured.tasks is None or topology is None:
+        return {mid: TaskRoles({}, {}, {}) for mid in members}
+    stateful = {s.subtopology_id for s in topology.subtopologies if s.state_changelog_topics}
+    out = assign(
+        configured.tasks,
+        stateful,
+        {mid: m.process_id for mid, m in members.items()},
+        {mid: m.active for mid, m in members.items()},
+        {mid: m.standby for mid, m in members.items()},
+        st.streams_num_standby_replicas(group.group_id),
+        {m: o.offsets for m, o in group.task_offsets.items() if m in members},
+    )
+    # Kafka 4.4's refinement step (`AssignmentRefiner`) leaves the assignment as it is: no
+    # warm-up tasks.
+    return {mid: TaskRoles(out.active.get(mid, {}), out.standby.get(mid, {}), {}) for mid in members}
 
 
 def _write_targets(
     st: ShardState,
     op: Operation,
     group: StreamsGroup,
-    targets: dict[str, Tasks],
+    targets: dict[str, TaskRoles],
     epoch: int,
 ) -> None:
+    before = group_targets(group)
     for mid, tasks in sorted(targets.items()):
-        old = group.targets.get(mid)
-        if old is None or not tasks_equal(old, tasks):
+        old = before.get(mid)
+        if old is None or not _same_roles(old, tasks):
             op.records.append(_target_record(group.group_id, mid, tasks))
     op.records.append(_target_epoch_record(group.group_id, epoch, st.now_ms))
+
+
+def _nested(offsets: tuple[TaskOffset, ...]) -> dict[str, dict[int, int]]:
+    out: dict[str, dict[int, int]] = {}
+    for t in offsets:
+        out.setdefault(t.subtopology_id, {})[t.partition] = t.offset
+    return out
+
+
+def _same_roles(a: TaskRoles, b: TaskRoles) -> bool:
+    return (
+        tasks_equal(a.active, b.active)
+        and tasks_equal(a.standby, b.standby)
+        and tasks_equal(a.warmup, b.warmup)
+    )
+
+
+def _holders(group: StreamsGroup, process_id: str) -> TaskHolders:
+    """What the group's members hold as their records say (assigned or pending revocation):
+    active tasks anywhere, and every role on `process_id` (Kafka 4.4's `StreamsGroup`
+    current-task maps)."""
+    h = TaskHolders()
+    for m in group.members.values():
+        h.active = tasks_union(h.active, tasks_union(m.active, m.active_pending_revocation))
+        if m.process_id == process_id:
+            h.active_here = tasks_union(h.active_here, tasks_union(m.active, m.active_pending_revocation))
+            h.standby_here = tasks_union(h.standby_here, tasks_union(m.standby, m.standby_pending_revocation))
+            h.warmup_here = tasks_union(h.warmup_here, tasks_union(m.warmup, m.warmup_pending_revocation))
+    return h
 
 
 # --- reconciliation -----------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class TaskRoles:
+    """A member's tasks in their three roles (Kafka 4.4 `TasksTuple`)."""
+
+    active: Tasks
+    standby: Tasks
+    warmup: Tasks
+
+    def intersects(self, other: TaskRoles) -> bool:
+        return bool(
+            tasks_intersect(self.active, other.active)
+            or tasks_intersect(self.standby, other.standby)
+            or tasks_intersect(self.warmup, other.warmup)
+        )
+
+    def is_empty(self) -> bool:
+        return not (self.active or self.standby or self.warmup)
+
+
+def _split(
+    current: Tasks, target: Tasks, blocked: Callable[[str, int], bool]
+) -> tuple[dict[str, set[int]], dict[str, set[int]], dict[str, set[int]], bool]:
+    """Kafka's `computeAssignmentDifference` for one role: (kept, to revoke, to assign now, whether
+    a task of the target is still held elsewhere)."""
+    kept: dict[str, set[int]] = {}
+    revoke: dict[str, set[int]] = {}
+    assign: dict[str, set[int]] = {}
+    waiting = False
+    for sid in set(current) | set(target):
+        have, want = current.get(sid, frozenset()), target.get(sid, frozenset())
+        if have & want:
+            kept[sid] = set(have & want)
+        if have - want:
+            revoke[sid] = set(have - want)
+        free = set()
+        for p in want - have:
+            if blocked(sid, p):
+                waiting = True
+            else:
+                free.add(p)
+        if free:
+            assign[sid] = free
+    return kept, revoke, assign, waiting
+
+
+def _has(tasks: Mapping[str, Collection[int]], sid: str, p: int) -> bool:
+    return p in tasks.get(sid, ())
+
+
+def _move(src: dict[str, set[int]], dst: dict[str, set[int]], sid: str, p: int) -> None:
+    _drop(src, sid, p)
+    dst.setdefault(sid, set()).add(p)
+
+
+def _drop(tasks: dict[str, set[int]], sid: str, p: int) -> None:
+    parts = tasks.get(sid)
+    if parts is not None:
+        parts.discard(p)
+        if not parts:
+            del tasks[sid]
+
+
+def _frozen(tasks: Mapping[str, set[int]]) -> Tasks:
+    return {s: frozenset(p) for s, p in tasks.items() if p}
+
+
 def reconcile(
     member: StreamsMember,
-    target: Tasks,
+    target: TaskRoles,
     target_epoch: int,
-    owned_by_others: Tasks,
-    reported_active: Tasks | None,
+    holders: TaskHolders,
+    owned: TaskRoles | None,
 ) -> StreamsMember:
-    """Kafka streams `CurrentAssignmentBuilder.build`, active tasks: returns the member as it
-    is after this heartbeat (the same object when nothing changes)."""
+    """Kafka 4.4 streams `CurrentAssignmentBuilder.build`: returns the member as it is after this
+    heartbeat (the same object when nothing changes). `holders`: what the group's members hold
+    (this member's stored tasks included); `owned`: the tasks the member reported, None if it
+    did not report them.
+
+    Revoke before assign, per role: an active task is given only once no member holds it as
+    active and no other member of this member's process holds it as a standby or warm-up; a
+    standby (warm-up) task only once no member of this process holds it in another role or as
+    a standby (warm-up) still. A process never holds two copies of a task. A member's own task
+    changes role in place: its active task demoted to a standby is granted as a standby at once
+    (the active stays pending revocation); a standby becomes a warm-up and back at once; a
+    standby or warm-up promoted to active is kept until the active task is granted."""
     state = member.state
-    if state is MemberState.UNREVOKED_TASKS:
-        if reported_active is None or tasks_intersect(reported_active, member.active_pending_revocation):
-            return member  # still holds tasks it was asked to give up
-    elif member.member_epoch == target_epoch and state is MemberState.STABLE:
-        return member
-    active = member.active
-    revoke = tasks_minus(active, target)
-    if revoke:
-        kept = tasks_intersect(active, target)
-        return replace(
-            member, state=MemberState.UNREVOKED_TASKS, active=kept, active_pending_revocation=revoke
-        )
-    wanted = tasks_minus(target, active)
-    free = tasks_minus(wanted, owned_by_others)
-    new_state = MemberState.STABLE if tasks_equal(free, wanted) else MemberState.UNRELEASED_TASKS
-    previous = member.member_epoch if member.member_epoch != target_epoch else member.previous_member_epoch
-    updated = replace(
-        member,
-        member_epoch=target_epoch,
-        previous_member_epoch=previous,
-        state=new_state,
-        active=tasks_union(active, free),
-        active_pending_revocation={},
+    pending = TaskRoles(
+        member.active_pending_revocation, member.standby_pending_revocation, member.warmup_pending_revocation
     )
+    if state is MemberState.UNREVOKED_TASKS:
+        if owned is None or owned.intersects(pending):
+            return member  # still holds tasks it was asked to give up
+        epoch = member.member_epoch + 1
+    elif state is MemberState.STABLE:
+        if member.member_epoch == target_epoch:
+            return member
+        epoch = member.member_epoch
+    elif state is MemberState.UNKNOWN:
+        if owned is None or not owned.is_empty():
+            raise CoordinatorError(
+                Errors.FENCED_MEMBER_EPOCH,
+                "The streams group member is in a unknown state. "
+                "The member must abandon all its tasks and rejoin.",
+            )
+        epoch = target_epoch
+    else:
+        epoch = member.member_epoch
+
+    def unreleased_active(sid: str, p: int) -> bool:
+        return (
+            _has(holders.active, sid, p)
+            or (_has(holders.standby_here, sid, p) and not _has(member.standby, sid, p))
+            or (_has(holders.warmup_here, sid, p) and not _has(member.warmup, sid, p))
+        )
+
+    def unreleased_standby(sid: str, p: int) -> bool:
+        return (
+            (_has(holders.active_here, sid, p) and not _has(member.active, sid, p))
+            or _has(holders.standby_here, sid, p)
+            or (_has(holders.warmup_here, sid, p) and not _has(member.warmup, sid, p))
+        )
+
+    def unreleased_warmup(sid: str, p: int) -> bool:
+        return (
+            _has(holders.active_here, sid, p)
+            or (_has(holders.standby_here, sid, p) and not _has(member.standby, sid, p))
+            or _has(holders.warmup_here, sid, p)
+        )
+
+    keep_a, revoke_a, give_a, wait_a = _split(member.active, target.active, unreleased_active)
+    keep_s, revoke_s, give_s, wait_s = _split(member.standby, target.standby, unreleased_standby)
+    keep_w, revoke_w, give_w, wait_w = _split(member.warmup, target.warmup, unreleased_warmup)
+    waiting = wait_a or wait_s or wait_w
+
+    # In-place role changes that need no other member: granted in this step.
+    for sid, parts in member.active.items():
+        for p in parts:
+            if _has(give_s, sid, p):
+                _move(give_s, keep_s, sid, p)
+    for src, src_revoke, dst_give, dst_keep in (
+        (member.standby, revoke_s, give_w, keep_w),
+        (member.warmup, revoke_w, give_s, keep_s),
+    ):
+        for sid, parts in src.items():
+            for p in parts:
+                if _has(dst_give, sid, p):
+                    _move(dst_give, dst_keep, sid, p)
+                    _drop(src_revoke, sid, p)
+    # Promotions to active: the standby or warm-up needs no revocation, and stays until the
+    # active task is granted.
+    for src, src_revoke in ((member.standby, revoke_s), (member.warmup, revoke_w)):
+        for sid, parts in src.items():
+            for p in parts:
+                if _has(target.active, sid, p):
+                    _drop(src_revoke, sid, p)
+    revocation = TaskRoles(_frozen(revoke_a), _frozen(revoke_s), _frozen(revoke_w))
+    must_revoke = not revocation.is_empty() and (owned is None or owned.intersects(revocation))
+    for src, src_keep in ((member.standby, keep_s), (member.warmup, keep_w)):
+        for sid, parts in src.items():
+            for p in parts:
+                if _has(target.active, sid, p) and (must_revoke or not _has(give_a, sid, p)):
+                    src_keep.setdefault(sid, set()).add(p)
+
+    previous = member.member_epoch
+    if must_revoke:
+        updated = replace(
+            member,
+            state=MemberState.UNREVOKED_TASKS,
+            member_epoch=epoch,
+            previous_member_epoch=previous if epoch != member.member_epoch else member.previous_member_epoch,
+            active=_frozen(keep_a),
+            standby=_frozen(keep_s),
+            warmup=_frozen(keep_w),
+            active_pending_revocation=revocation.active,
+            standby_pending_revocation=revocation.standby,
+            warmup_pending_revocation=revocation.warmup,
+        )
+    else:
+        for keep, grant in ((keep_a, give_a), (keep_s, give_s), (keep_w, give_w)):
+            for sid, new in grant.items():
+                keep.setdefault(sid, set()).update(new)
+        updated = replace(
+            member,
+            state=MemberState.UNRELEASED_TASKS if waiting else MemberState.STABLE,
+            member_epoch=target_epoch,
+            previous_member_epoch=previous if target_epoch != previous else member.previous_member_epoch,
+            active=_frozen(keep_a),
+            standby=_frozen(keep_s),
+            warmup=_frozen(keep_w),
+            active_pending_revocation={},
+            standby_pending_revocation={},
+            warmup_pending_revocation={},
+        )
     return member if _same_assignment(member, updated) else updated
 
 
@@ -278,7 +508,13 @@ def heartbeat(
     gid, mid = req.group_id, req.member_id
     member = group.members.get(mid)
     new_member = member is None
-    reported = None if req.active_tasks is None else tasks_from(req.active_tasks)
+    owned = (
+        None
+        if req.active_tasks is None or req.standby_tasks is None or req.warmup_tasks is None
+        else TaskRoles(
+            tasks_from(req.active_tasks), tasks_from(req.standby_tasks), tasks_from(req.warmup_tasks)
+        )
+    )
     replaced: StreamsMember | None = None
     if member is None:
         if req.member_epoch != 0:
@@ -299,7 +535,7 @@ def heartbeat(
             )
         member = StreamsMember(mid)
     elif req.member_epoch != 0:
-        _check_epoch(member, req.member_epoch, reported)
+        _check_epoch(member, req.member_epoch, owned)
 
     # Topology (Kafka `maybeUpdateTopology`): the first one initializes the group's; an older
     # epoch is stale; another topology at the group's epoch or later is refused, as Kafka 4.4
@@ -365,23 +601,33 @@ def heartbeat(
     )
     if digest != group.metadata_hash:
         bump = True
+    configs = assignment_configs(st, gid)
+    if configs != group.last_assignment_configs:
+        # Kafka 4.4: "Assignment configurations changed ... Triggering rebalance."
+        bump = True
     epoch = group.group_epoch + 1 if bump else group.group_epoch
     if bump or new_group or validated != group.validated_topology_epoch:
-        op.records.append(_metadata_record(gid, epoch, digest, validated))
+        op.records.append(_metadata_record(gid, epoch, digest, validated, configs))
+
+    if not new_group and (req.task_offsets is not None or req.task_end_offsets is not None):
+        # Kafka 4.4 `MemberTaskOffsets.update`: a list given replaces the last one, a null list
+        # keeps it; on the live group only, before the target is computed.
+        known = group.task_offsets.get(mid, MemberTaskOffsets())
+        group.task_offsets[mid] = MemberTaskOffsets(
+            known.offsets if req.task_offsets is None else _nested(req.task_offsets),
+            known.end_offsets if req.task_end_offsets is None else _nested(req.task_end_offsets),
+        )
 
     members = dict(group.members)
-    targets: dict[str, Tasks] = dict(group.targets)
-    owned_by_others = group.tasks_owned_by_others(mid)
+    targets = group_targets(group)
+    holders = _holders(group, updated.process_id)
     if replaced is not None:
         del members[replaced.member_id]
-        targets[mid] = targets.pop(replaced.member_id, {})
-        owned_by_others = tasks_minus(
-            owned_by_others, tasks_union(replaced.active, replaced.active_pending_revocation)
-        )
+        targets[mid] = targets.pop(replaced.member_id, TaskRoles({}, {}, {}))
     members[mid] = updated
     target_epoch = group.assignment_epoch
     if epoch > group.assignment_epoch:
-        targets = _new_targets(group, members, configured, targets)
+        targets = _new_targets(st, group, members, topology, configured)
         _write_targets(st, op, group, targets, epoch)
         target_epoch = epoch
         if epoch != group.group_epoch or new_member:
@@ -391,10 +637,10 @@ def heartbeat(
 
     reconciled = reconcile(
         updated if not new_member else replace(updated, member_epoch=0, previous_member_epoch=-1),
-        targets.get(mid, {}),
+        targets.get(mid, TaskRoles({}, {}, {})),
         target_epoch,
-        owned_by_others,
-        reported,
+        holders,
+        owned,
     )
     changed = new_member or not _same_assignment(member, reconciled)
     if changed:
@@ -457,8 +703,8 @@ def heartbeat(
         heartbeat_interval_ms=st.streams_heartbeat_interval_ms(gid),
         status=tuple(statuses),
         active_tasks=task_ids(reconciled.active) if send_tasks else None,
-        standby_tasks=() if send_tasks else None,
-        warmup_tasks=() if send_tasks else None,
+        standby_tasks=task_ids(reconciled.standby) if send_tasks else None,
+        warmup_tasks=task_ids(reconciled.warmup) if send_tasks else None,
         internal_topics_to_create=configured.to_create if configured is not None else (),
     )
 
@@ -541,13 +787,17 @@ def _throw_if_invalid_tasks(tasks: dict[str, int], given: tuple[tuple[TaskIds, .
                     )
 
 
-def _check_epoch(member: StreamsMember, received: int, reported: Tasks | None) -> None:
+def _check_epoch(member: StreamsMember, received: int, owned: TaskRoles | None) -> None:
     """Kafka `throwIfStreamsGroupMemberEpochIsInvalid`: a newer epoch, or an older one that is
-    not the previous epoch with no task beyond the member's, is fenced."""
+    not the previous epoch with no task beyond the member's (in each role), is fenced."""
     if received > member.member_epoch:
         raise CoordinatorError(Errors.FENCED_MEMBER_EPOCH, _fenced_message("greater", received, member))
     if received < member.member_epoch and (
-        received != member.previous_member_epoch or reported is None or tasks_minus(reported, member.active)
+        received != member.previous_member_epoch
+        or owned is None
+        or tasks_minus(owned.active, member.active)
+        or tasks_minus(owned.standby, member.standby)
+        or tasks_minus(owned.warmup, member.warmup)
     ):
         raise CoordinatorError(Errors.FENCED_MEMBER_EPOCH, _fenced_message("smaller", received, member))
 
@@ -575,9 +825,9 @@ def remove_member(st: ShardState, group: StreamsGroup, member_id: str, op: Opera
     if group.topology is not None and configured is not None:
         digest = configured.metadata_hash
         validated = group.topology.epoch if configured.tasks is not None else -1
-    op.records.append(_metadata_record(gid, epoch, digest, validated))
+    op.records.append(_metadata_record(gid, epoch, digest, validated, assignment_configs(st, gid)))
     members = {mid: m for mid, m in group.members.items() if mid != member_id}
-    targets = _new_targets(group, members, configured)
+    targets = _new_targets(st, group, members, group.topology, configured)
     _write_targets(st, op, group, targets, epoch)
     op.cancel(TimerKind.STREAMS_SESSION, gid, member_id)
 

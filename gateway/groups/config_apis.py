@@ -1,8 +1,9 @@
 """Per-group dynamic configs (KIP-848 "Dynamic group configs"): the GROUP resource (type 32) of
 DescribeConfigs, AlterConfigs and IncrementalAlterConfigs.
 
-Only `consumer.session.timeout.ms` and `consumer.heartbeat.interval.ms` exist (Kafka 4.0's
-group configs for consumer groups), validated against the broker's min/max bounds; values are
+`consumer.session.timeout.ms` and `consumer.heartbeat.interval.ms` (Kafka 4.0's group configs
+for consumer groups) and `streams.num.standby.replicas` (KIP-1071, at most the broker's
+`group.streams.max.standby.replicas`) exist, validated against the broker's bounds; values are
 kept across restarts. The APIs themselves belong to the data plane
 (`gateway.dataplane.apis.configs`), which routes GROUP resources here.
 """
@@ -19,7 +20,11 @@ from gateway.registry import ConfigEntry, HandlerRegistry
 
 GROUP_RESOURCE = 32
 STATIC_BROKER_CONFIG = 4
-GROUP_CONFIGS = ("consumer.session.timeout.ms", "consumer.heartbeat.interval.ms")
+GROUP_CONFIGS = (
+    "consumer.session.timeout.ms",
+    "consumer.heartbeat.interval.ms",
+    "streams.num.standby.replicas",
+)
 SET, DELETE = 0, 1  # IncrementalAlterConfigs operations (APPEND/SUBTRACT apply to lists only)
 DYNAMIC_GROUP_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 8, 4, 5  # DescribeConfigs sources
 # The broker setting each group config falls back to (its source when the group has no override:
@@ -27,6 +32,7 @@ DYNAMIC_GROUP_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 8, 4, 5  # Describe
 BROKER_FIELD = {
     "consumer.session.timeout.ms": "consumer_session_timeout_ms",
     "consumer.heartbeat.interval.ms": "consumer_heartbeat_interval_ms",
+    "streams.num.standby.replicas": "streams_num_standby_replicas",
 }
 INT_TYPE = 3
 # The broker setting each group config falls back to (its CoordinatorConfig field): a fallback to
@@ -34,6 +40,7 @@ INT_TYPE = 3
 BROKER_FIELD = {
     "consumer.session.timeout.ms": "consumer_session_timeout_ms",
     "consumer.heartbeat.interval.ms": "consumer_heartbeat_interval_ms",
+    "streams.num.standby.replicas": "streams_num_standby_replicas",
 }
 
 

@@ -29,6 +29,7 @@ from engine.streams.api import (
     Status,
     StreamsGroupHeartbeatRequest,
     StreamsGroupHeartbeatResponse,
+    TaskOffset,
 )
 from gateway.dataplane.plane import NewTopic, TopicError
 from gateway.groups.apis import GroupService, audited, engine_ctx, millis, then
@@ -112,6 +113,12 @@ def _tasks(items: Any) -> tuple[TaskIds, ...] | None:
     return tuple(TaskIds(t.subtopology_id, tuple(t.partitions)) for t in items)
 
 
+def _offsets(items: Any) -> tuple[TaskOffset, ...] | None:
+    if items is None:
+        return None
+    return tuple(TaskOffset(t.subtopology_id, t.partition, t.offset) for t in items)
+
+
 def _wire_tasks(items: tuple[TaskIds, ...] | None) -> list[dict[str, Any]] | None:
     if items is None:
         return None
@@ -144,6 +151,8 @@ class StreamsApis:
             client_tags=None if req.client_tags is None else _kv(req.client_tags),
             shutdown_application=req.shutdown_application,
             endpoint_information_epoch=req.endpoint_information_epoch,
+            task_offsets=_offsets(req.task_offsets),
+            task_end_offsets=_offsets(req.task_end_offsets),
         )
         ectx = engine_ctx(ctx, req.__version__)
         result = self.service.runtime_for(req.group_id).run(
@@ -232,8 +241,14 @@ class StreamsApis:
             for d in self.service.runtimes[shard_index].shard.describe_streams_groups(ids):
                 described[d.group_id] = d
 
-        def assignment(tasks: tuple[TaskIds, ...]) -> dict[str, Any]:
-            return {"active_tasks": _wire_tasks(tasks), "standby_tasks": [], "warmup_tasks": []}
+        def assignment(
+            tasks: tuple[TaskIds, ...], standby: tuple[TaskIds, ...], warmup: tuple[TaskIds, ...]
+        ) -> dict[str, Any]:
+            return {
+                "active_tasks": _wire_tasks(tasks),
+                "standby_tasks": _wire_tasks(standby),
+                "warmup_tasks": _wire_tasks(warmup),
+            }
 
         def topic_infos(items: tuple[TopicInfo, ...]) -> list[dict[str, Any]]:
             return [
@@ -280,10 +295,17 @@ class StreamsApis:
                         "process_id": m.process_id,
                         "user_endpoint": None if ep is None else {"host": ep.host, "port": ep.port},
                         "client_tags": [{"key": kv.key, "value": kv.value} for kv in m.client_tags],
-                        "task_offsets": [],
-                        "task_end_offsets": [],
-                        "assignment": assignment(dm.assignment),
-                        "target_assignment": assignment(dm.target_assignment),
+                        "task_offsets": [
+                            {"subtopology_id": s, "partition": p, "offset": o} for s, p, o in dm.task_offsets
+                        ],
+                        "task_end_offsets": [
+                            {"subtopology_id": s, "partition": p, "offset": o}
+                            for s, p, o in dm.task_end_offsets
+                        ],
+                        "assignment": assignment(dm.assignment, dm.standby, dm.warmup),
+                        "target_assignment": assignment(
+                            dm.target_assignment, dm.target_standby, dm.target_warmup
+                        ),
                         "is_classic": False,
                     }
                 )

@@ -7,9 +7,12 @@ written, through the record codec."""
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from engine.config import CoordinatorConfig
 from engine.connect.assignment import assigning_member
@@ -390,3 +393,75 @@ def test_replay_rebuilds_the_live_state() -> None:
 
 def test_the_extension_is_off_by_default() -> None:
     assert CoordinatorConfig.from_kafka({}).connect_enable is False
+
+
+def test_classic_apis_and_offset_commits_on_a_connect_group_are_refused() -> None:
+    from engine.classic.api import JoinGroupRequest
+    from engine.classic.member import Protocol
+
+    c = two_workers_assigned()
+    join = JoinGroupRequest("g", 10000, 10000, "", "connect", (Protocol("sessioned", b""),))
+    r = c.shard.join_group(join, RequestContext("c", "/h", 9), c.now + 1)
+    assert r.response.error_code == Errors.INCONSISTENT_GROUP_PROTOCOL
+    assert (
+        c.shard.delete_groups(["g"], RequestContext(), c.now + 2).response[0].error_code
+        == Errors.NON_EMPTY_GROUP
+    )
+
+
+def test_a_restart_rebuilds_the_group_and_its_timers() -> None:
+    c = two_workers_assigned()
+    c.leave("b")
+    fresh = Shard(c.shard.config, SeededIds(3), MetadataImage([]))
+    for r in c.log:
+        fresh.replay(r)
+    fresh.on_loaded(c.now)
+    c.shard = fresh
+    # the held work is released after the remaining delay; the worker's session still runs
+    c.expire(c.now + DELAY)
+    g = c.group()
+    assert not g.delayed and set(g.members) == {"a"}
+    assert c.hb("a").compute_assignment == g.group_epoch
+    c.expire(c.now + SESSION)
+    assert not c.group().members
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 2**32), st.integers(10, 60))
+def test_random_runs_never_run_a_task_twice_and_replay_to_the_live_state(seed: int, length: int) -> None:
+    """Workers join, heartbeat, leave, time passes, the chosen worker installs random targets:
+    after every step no connector or task is owned twice (`Cluster.check_exclusive`), and the
+    records replay to the live state."""
+    rnd = random.Random(seed)
+    c = Cluster()
+    everything = [f"c{i}" for i in range(3)] + [f"c{i}/{t}" for i in range(3) for t in range(3)]
+    for _ in range(length):
+        op, mid = rnd.choice("jjhhhhlxii"), f"w{rnd.randrange(4)}"
+        if op == "j" and mid not in c.epochs:
+            c.hb(mid, epoch=0)
+        elif op == "h" and mid in c.epochs:
+            c.hb(mid)
+        elif op == "l" and mid in c.epochs:
+            c.leave(mid)
+        elif op == "x":
+            c.expire(c.now + rnd.randrange(3) * DELAY // 2)
+            for gone in [m for m in c.epochs if m not in c.group().members]:
+                c.owned.pop(gone, None)
+                c.epochs.pop(gone, None)
+        elif op == "i" and "g" in c.shard.groups and c.group().members:
+            chosen = assigning_member(c.group().members.values())
+            assert chosen is not None
+            who = chosen[1].member_id
+            held = names(c.group().held_work().wire())
+            workers = sorted(c.group().members)
+            targets: dict[str, list[str]] = {m: [] for m in workers}
+            for item in everything:
+                if item not in held:
+                    targets[rnd.choice(workers)].append(item)
+            if who in c.epochs:
+                assert c.install(who, {m: work(*t) for m, t in targets.items()}).error_code == 0
+    fresh = Shard(c.shard.config, SeededIds(3), MetadataImage([]))
+    for r in c.log:
+        k, v = encode_record(r)
+        fresh.replay(decode_record(k, v))
+    assert fresh.persisted_state() == c.shard.persisted_state()

@@ -23,6 +23,7 @@ from engine.ids import SeededIds
 from engine.metadata import MetadataImage
 from engine.outcome import Outcome
 from engine.shard import Shard
+from engine.timers import TimerKind, timer_key
 from protocol import connect_wire as cw
 from records.codec import decode_record, encode_record
 from records.coordinator import CoordinatorRecord
@@ -259,8 +260,13 @@ def test_the_assigning_worker_that_does_not_install_in_time_is_fenced() -> None:
 def test_an_install_for_an_older_epoch_is_refused_and_an_assignor_error_keeps_the_target() -> None:
     c = two_workers_assigned()
     c.hb("b", config_offset=9)
+    c.hb("a")  # asked to compute epoch 3: the assignment timer starts
+    key = timer_key(TimerKind.CONNECT_ASSIGNMENT, "g", "a")
+    first = c.shard.timers.deadline(key)
     old = c.install("a", {"a": work()}, group_epoch=2)
     assert old.error_code == Errors.REBALANCE_IN_PROGRESS
+    restarted = c.shard.timers.deadline(key)
+    assert first is not None and restarted is not None and restarted > first
     assert c.install("a", {}, error=1).error_code == 0
     g = c.group()
     assert g.assignment_epoch == g.group_epoch == 3

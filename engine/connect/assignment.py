@@ -120,11 +120,13 @@ def install(st: ShardState, req: cw.ConnectInstallRequest, op: Operation) -> cw.
     group, _ = _member_of(st, req.group_id, req.member_id, req.member_epoch)
     gid = group.group_id
     if req.group_epoch != group.group_epoch:
-        # Computed for an older epoch: ask again for the current one, with a fresh timeout.
+        # Computed for an older epoch: refused, and asked again for the current one with a fresh
+        # timeout (answered, not raised, so that the timer change commits).
         m = group.members[req.member_id]
         op.schedule(TimerKind.CONNECT_ASSIGNMENT, gid, m.member_id, m.rebalance_timeout_ms, group.group_epoch)
-        raise CoordinatorError(
-            Errors.REBALANCE_IN_PROGRESS,
+        op.event("connect.assignment_stale", group=gid, member=m.member_id, installed_epoch=req.group_epoch)
+        return cw.ConnectInstallResponse(
+            int(Errors.REBALANCE_IN_PROGRESS),
             f"Computed for epoch {req.group_epoch}; the group is at epoch {group.group_epoch}.",
         )
     op.cancel(TimerKind.CONNECT_ASSIGNMENT, gid, req.member_id)

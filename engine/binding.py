@@ -51,10 +51,12 @@ from typing import Any
 
 from engine.classic.api import HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, SyncGroupRequest
 from engine.classic.group import ClassicGroup
+from engine.connect.group import ConnectGroup
 from engine.consumer.api import ConsumerGroupHeartbeatRequest
 from engine.consumer.group import ConsumerGroup
 from engine.errors import CoordinatorError, Errors
 from engine.offsets.api import OffsetCommitRequest
+from protocol.connect_wire import ConnectHeartbeatRequest
 
 MEMBER = "member"
 INSTANCE = "instance"
@@ -78,6 +80,8 @@ def carried(group_id: str, req: Any) -> list[Key]:
         member_id, instance_id = req.member_id, req.instance_id
     elif t is JoinGroupRequest or t is SyncGroupRequest or t is HeartbeatRequest or t is OffsetCommitRequest:
         member_id, instance_id = req.member_id, req.group_instance_id
+    elif t is ConnectHeartbeatRequest:
+        member_id, instance_id = req.member_id, None
     elif t is LeaveGroupRequest:
         for m in req.members:
             if m.member_id:
@@ -102,6 +106,8 @@ def is_live(group: object, kind: str, ident: str) -> bool:
         if kind == MEMBER:
             return ident in group.members or ident in group.pending_join_members
         return ident in group.static_members
+    if type(group) is ConnectGroup:
+        return kind == MEMBER and ident in group.members
     return False
 
 

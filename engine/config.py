@@ -80,6 +80,15 @@ class CoordinatorConfig(BaseModel):
     member_principal_binding: bool = Field(True, alias="group.member.principal.binding.enable")
     # KIP-848's client-side assignors, never shipped by Kafka (docs/client-side-assignors.md).
     consumer_client_assignors_enable: bool = Field(False, alias="group.consumer.client.assignors.enable")
+    # Connect groups on the new protocol, never built by Kafka (docs/connect-groups.md).
+    connect_enable: bool = Field(False, alias="group.connect.enable")
+    connect_session_timeout_ms: int = Field(45000, alias="group.connect.session.timeout.ms", ge=1, le=INT_MAX)
+    connect_heartbeat_interval_ms: int = Field(
+        5000, alias="group.connect.heartbeat.interval.ms", ge=1, le=INT_MAX
+    )
+    connect_scheduled_rebalance_max_delay_ms: int = Field(
+        300000, alias="group.connect.scheduled.rebalance.max.delay.ms", ge=0, le=INT_MAX
+    )
 
     # --- offsets ---
     offsets_retention_minutes: int = Field(10080, alias="offsets.retention.minutes", ge=1, le=INT_MAX)

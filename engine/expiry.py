@@ -27,6 +27,7 @@ from engine.classic.rebalance import (
     expire_pending_sync,
     try_complete_initial_rebalance,
 )
+from engine.connect import heartbeat as connect_heartbeat
 from engine.consumer.client_assignment import fence_late_assigning_member
 from engine.consumer.membership import fence_expired_member
 from engine.offsets.operations import expire_offsets
@@ -108,6 +109,10 @@ EXPIRY: dict[TimerKind, Expiry] = {
     K.STREAMS_SESSION: Expiry(True, _streams_session),
     K.STREAMS_REBALANCE: Expiry(True, _streams_rebalance),
     K.CLIENT_ASSIGNMENT: Expiry(True, fence_late_assigning_member),
+    K.CONNECT_SESSION: Expiry(True, connect_heartbeat.expire_session),
+    K.CONNECT_REBALANCE: Expiry(True, connect_heartbeat.expire_revocation),
+    K.CONNECT_ASSIGNMENT: Expiry(True, connect_heartbeat.expire_assignment),
+    K.CONNECT_DELAY: Expiry(True, connect_heartbeat.release_delayed),
 }
 
 

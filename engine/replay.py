@@ -23,11 +23,20 @@ from typing import Any
 from engine.assignment import Assignment, from_records
 from engine.classic.group import ClassicGroup
 from engine.classic.records import group_from_record
+from engine.connect.group import ConnectGroup
 from engine.consumer.group import ConsumerGroup, ReplayError
 from engine.operation import NamedGroup
 from engine.state import ShardState
 from engine.streams.group import StreamsGroup, tasks_from
 from records.classic_group import GroupMetadataKey, GroupMetadataValue
+from records.connect_group import (
+    ConnectGroupCurrentMemberAssignmentKey,
+    ConnectGroupDelayedWorkKey,
+    ConnectGroupMemberMetadataKey,
+    ConnectGroupMetadataKey,
+    ConnectGroupTargetAssignmentMemberKey,
+    ConnectGroupTargetAssignmentMetadataKey,
+)
 from records.consumer_group import (
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupMemberMetadataKey,
@@ -69,6 +78,15 @@ STREAMS_GROUP_KEYS = (
     StreamsGroupTopologyKey,
 )
 
+CONNECT_GROUP_KEYS = (
+    ConnectGroupMetadataKey,
+    ConnectGroupMemberMetadataKey,
+    ConnectGroupTargetAssignmentMetadataKey,
+    ConnectGroupTargetAssignmentMemberKey,
+    ConnectGroupCurrentMemberAssignmentKey,
+    ConnectGroupDelayedWorkKey,
+)
+
 # Replay anomalies tolerated on load (KAFKA-21117): (event name, fields).
 Warnings = list[tuple[str, dict[str, Any]]]
 
@@ -94,6 +112,8 @@ def replay(st: ShardState, record: CoordinatorRecord, warnings: Warnings) -> Non
         _replay_consumer_record(st, record, warnings)
     elif kt in STREAMS_GROUP_KEYS:
         _replay_streams_record(st, record)
+    elif kt in CONNECT_GROUP_KEYS:
+        _replay_connect_record(st, record)
     else:
         raise ReplayError(f"no replay rule for record key {kt.__name__}")
 
@@ -262,6 +282,44 @@ def _replay_streams_record(st: ShardState, record: CoordinatorRecord) -> None:
         group.replay_assignment_epoch(None if value is None else value.assignment_epoch)
 
 
+def _replay_connect_record(st: ShardState, record: CoordinatorRecord) -> None:
+    """groupshift's Connect-group records (docs/connect-groups.md): a record with a value creates
+    the group; a tombstone of a group that is gone is ignored; the group's own tombstone (type
+    10000) deletes it. A connect group never replaces a group of another type."""
+    key: Any = record.key
+    value: Any = record.value
+    gid = key.group_id
+    group = st.groups.get(gid)
+    if not isinstance(group, ConnectGroup):
+        if value is None:
+            return
+        if group is not None and not (isinstance(group, ClassicGroup) and group.is_simple()):
+            raise ReplayError(
+                f"Group {gid} is not a connect group: a connect-group record cannot replace it."
+            )
+        group = st.groups[gid] = ConnectGroup(gid)
+    kt = type(key)
+    if kt is ConnectGroupMetadataKey:
+        if value is None:
+            if not group.can_be_deleted():
+                raise ReplayError(f"cannot delete connect group {gid}: members, targets and held work first")
+            del st.groups[gid]
+        else:
+            group.group_epoch = value.epoch
+    elif kt is ConnectGroupMemberMetadataKey:
+        if value is None and key.member_id in group.members:
+            st.bindings.member_left(gid, key.member_id, None)
+        group.replay_member_metadata(key.member_id, value)
+    elif kt is ConnectGroupCurrentMemberAssignmentKey:
+        group.replay_current_assignment(key.member_id, value)
+    elif kt is ConnectGroupTargetAssignmentMemberKey:
+        group.replay_target_member(key.member_id, value)
+    elif kt is ConnectGroupTargetAssignmentMetadataKey:
+        group.assignment_epoch = 0 if value is None else value.assignment_epoch
+    else:
+        group.replay_delayed(key.member_id, value)
+
+
 # --- an operation's group changes --------------------------------------------------------------
 
 
@@ -270,5 +328,5 @@ def apply_group_changes(st: ShardState, changes: Sequence[tuple[str, NamedGroup]
     records)."""
     groups = st.groups
     for group_id, group in changes:
-        assert isinstance(group, ConsumerGroup | ClassicGroup | StreamsGroup), group
+        assert isinstance(group, ConsumerGroup | ClassicGroup | StreamsGroup | ConnectGroup), group
         groups[group_id] = group

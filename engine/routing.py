@@ -62,6 +62,8 @@ from engine.classic.heartbeat import heartbeat_classic_group, leave_classic_grou
 from engine.classic.join import join_classic_group
 from engine.classic.records import group_metadata_tombstone
 from engine.classic.sync import sync_classic_group
+from engine.connect import heartbeat as connect_heartbeat
+from engine.connect.group import ConnectGroup
 from engine.consumer import heartbeat as cg_heartbeat
 from engine.consumer.api import ConsumerGroupHeartbeatRequest
 from engine.consumer.group import ConsumerGroup
@@ -81,6 +83,7 @@ class GroupKind(Enum):
     CONSUMER_EMPTY = "consumer, empty"
     CONSUMER = "consumer"
     STREAMS = "streams"
+    CONNECT = "connect"
 
 
 def kind_of(group: Group | None) -> GroupKind:
@@ -90,6 +93,8 @@ def kind_of(group: Group | None) -> GroupKind:
         return GroupKind.CONSUMER if group.members else GroupKind.CONSUMER_EMPTY
     if isinstance(group, StreamsGroup):
         return GroupKind.STREAMS
+    if isinstance(group, ConnectGroup):
+        return GroupKind.CONNECT
     return GroupKind.CLASSIC_EMPTY if group.is_empty() else GroupKind.CLASSIC
 
 
@@ -270,6 +275,34 @@ def _leave_streams_group(
     )
 
 
+def _not_a_streams_group(s: ShardState, group: Any, req: Any, ctx: RequestContext, op: Operation) -> Any:
+    raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a streams group.")
+
+
+def _join_connect_group(s: ShardState, group: Any, req: Any, ctx: RequestContext, op: Operation) -> Any:
+    """JoinGroup on a connect group: classic Kafka Connect workers cannot join it (conversion
+    with a classic Connect cluster is not built: docs/connect-groups.md)."""
+    raise CoordinatorError(Errors.INCONSISTENT_GROUP_PROTOCOL)
+
+
+def _connect_heartbeat(s: ShardState, group: Any, req: Any, ctx: RequestContext, op: Operation) -> Any:
+    return connect_heartbeat.heartbeat(s, group, req, ctx, op)
+
+
+def _not_a_connect_group(s: ShardState, group: Any, req: Any, ctx: RequestContext, op: Operation) -> Any:
+    """ConnectGroupHeartbeat on a group of another type (docs/connect-groups.md): refused, as a
+    consumer-group heartbeat on a streams group is."""
+    raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a connect group.")
+
+
+def _connect_on_simple(s: ShardState, group: Any, req: Any, ctx: RequestContext, op: Operation) -> Any:
+    """An empty classic group: a simple (offsets-only) one is taken over by the connect group,
+    as the records' replay allows; an empty group with a protocol type is refused."""
+    if group.is_simple():
+        return connect_heartbeat.heartbeat(s, None, req, ctx, op)
+    return _not_a_connect_group(s, group, req, ctx, op)
+
+
 # --- the table -----------------------------------------------------------------------------------
 
 K = GroupKind
@@ -283,6 +316,7 @@ ROUTES: dict[str, dict[GroupKind, Route]] = {
         K.CONSUMER_EMPTY: Route(REPLAY, cg_heartbeat.heartbeat),
         K.CONSUMER: Route(REPLAY, cg_heartbeat.heartbeat),
         K.STREAMS: Route(IN_PLACE, _not_a_consumer_group),
+        K.CONNECT: Route(IN_PLACE, _not_a_consumer_group),
     },
     "JoinGroup": {
         K.NONE: Route(IN_PLACE, _join_native),
@@ -291,6 +325,7 @@ ROUTES: dict[str, dict[GroupKind, Route]] = {
         K.CONSUMER_EMPTY: Route(IN_PLACE, _join_replace_empty_consumer),
         K.CONSUMER: Route(REPLAY, _join_classic_member),
         K.STREAMS: Route(IN_PLACE, _join_streams_group),
+        K.CONNECT: Route(IN_PLACE, _join_connect_group),
     },
     "SyncGroup": {
         K.NONE: Route(IN_PLACE, _unknown_member),
@@ -299,6 +334,7 @@ ROUTES: dict[str, dict[GroupKind, Route]] = {
         K.CONSUMER_EMPTY: Route(IN_PLACE, _unknown_member),
         K.CONSUMER: Route(IN_PLACE, _sync_classic_member),
         K.STREAMS: Route(IN_PLACE, _not_a_classic_group),
+        K.CONNECT: Route(IN_PLACE, _not_a_classic_group),
     },
     "Heartbeat": {
         K.NONE: Route(IN_PLACE, _heartbeat_no_group),
@@ -307,6 +343,7 @@ ROUTES: dict[str, dict[GroupKind, Route]] = {
         K.CONSUMER_EMPTY: Route(IN_PLACE, _heartbeat_classic_member),
         K.CONSUMER: Route(IN_PLACE, _heartbeat_classic_member),
         K.STREAMS: Route(IN_PLACE, _not_a_classic_group),
+        K.CONNECT: Route(IN_PLACE, _not_a_classic_group),
     },
     "LeaveGroup": {
         K.NONE: Route(IN_PLACE, _leave_no_group),
@@ -315,6 +352,7 @@ ROUTES: dict[str, dict[GroupKind, Route]] = {
         K.CONSUMER_EMPTY: Route(REPLAY, _leave_classic_member),
         K.CONSUMER: Route(REPLAY, _leave_classic_member),
         K.STREAMS: Route(IN_PLACE, _leave_streams_group),
+        K.CONNECT: Route(IN_PLACE, _leave_streams_group),
     },
     "StreamsGroupHeartbeat": {
         K.NONE: Route(REPLAY, _streams_heartbeat),
@@ -323,6 +361,16 @@ ROUTES: dict[str, dict[GroupKind, Route]] = {
         K.CONSUMER_EMPTY: Route(REPLAY, _streams_heartbeat),
         K.CONSUMER: Route(REPLAY, _streams_heartbeat),
         K.STREAMS: Route(REPLAY, _streams_heartbeat),
+        K.CONNECT: Route(IN_PLACE, _not_a_streams_group),
+    },
+    "ConnectGroupHeartbeat": {
+        K.NONE: Route(REPLAY, _connect_heartbeat),
+        K.CLASSIC_EMPTY: Route(REPLAY, _connect_on_simple),
+        K.CLASSIC: Route(IN_PLACE, _not_a_connect_group),
+        K.CONSUMER_EMPTY: Route(IN_PLACE, _not_a_connect_group),
+        K.CONSUMER: Route(IN_PLACE, _not_a_connect_group),
+        K.STREAMS: Route(IN_PLACE, _not_a_connect_group),
+        K.CONNECT: Route(REPLAY, _connect_heartbeat),
     },
 }
 

@@ -52,6 +52,9 @@ from engine.classic.rebalance import prepare_rebalance, reschedule_heartbeat
 from engine.classic.state import ClassicGroupState
 from engine.classic.sync import PROTOCOL_FIELDS_REQUIRED_VERSION
 from engine.config import CoordinatorConfig, GroupConfig
+from engine.connect import assignment as connect_assignment
+from engine.connect import describe as connect_describe
+from engine.connect.group import ConnectGroup, WorkerState
 from engine.consumer import client_assignment
 from engine.consumer import describe as consumer_describe
 from engine.consumer import heartbeat as cg_heartbeat
@@ -99,6 +102,7 @@ from engine.timers import (
     TimerTask,
     apply_timer_changes,
 )
+from protocol import connect_wire as cw
 from records.coordinator import CoordinatorRecord
 
 S = ClassicGroupState
@@ -496,6 +500,53 @@ class Shard:
     def describe_streams_groups(self, group_ids: Iterable[str]) -> list[DescribedStreamsGroup]:
         return streams_describe.describe_streams_groups(self.state, group_ids)
 
+    # --- Connect groups (groupshift extension, docs/connect-groups.md) --------------------------
+
+    def connect_group_heartbeat(
+        self, request: cw.ConnectHeartbeatRequest, ctx: RequestContext, now_ms: int
+    ) -> Outcome[cw.ConnectHeartbeatResponse]:
+        return self._route(
+            now_ms,
+            "ConnectGroupHeartbeat",
+            request,
+            ctx,
+            _check_nothing,
+            lambda e: cw.ConnectHeartbeatResponse(error_code=int(e.code), error_message=e.message),
+            request.member_id,
+        )
+
+    def connect_prepare_assignment(
+        self, request: cw.ConnectPrepareRequest, now_ms: int, principal: str
+    ) -> Outcome[cw.ConnectPrepareResponse]:
+        def run(op: Operation) -> cw.ConnectPrepareResponse:
+            self._check_member_binding(request.group_id, request.member_id, principal)
+            return connect_assignment.prepare(self.state, request, op)
+
+        return self._run(
+            now_ms,
+            "ConnectGroupPrepareAssignment",
+            run,
+            lambda e: cw.ConnectPrepareResponse(int(e.code), e.message),
+            request.group_id,
+            request.member_id,
+        )
+
+    def connect_install_assignment(
+        self, request: cw.ConnectInstallRequest, now_ms: int, principal: str
+    ) -> Outcome[cw.ConnectInstallResponse]:
+        def run(op: Operation) -> cw.ConnectInstallResponse:
+            self._check_member_binding(request.group_id, request.member_id, principal)
+            return connect_assignment.install(self.state, request, op)
+
+        return self._run(
+            now_ms,
+            "ConnectGroupInstallAssignment",
+            run,
+            lambda e: cw.ConnectInstallResponse(int(e.code), e.message),
+            request.group_id,
+            request.member_id,
+        )
+
     # --- classic groups ---------------------------------------------------------------------
 
     def classic_group(self, group_id: str) -> ClassicGroup | None:
@@ -568,6 +619,8 @@ class Shard:
                 out.append(classic_describe.describe_classic_group(g))
             elif isinstance(g, ConsumerGroup):
                 out.append(self.state.migration.describe_consumer_group_as_classic(g))
+            elif isinstance(g, ConnectGroup):
+                out.append(connect_describe.describe_as_classic(g))
             else:
                 out.append(classic_describe.dead_group(gid))
         return out
@@ -736,6 +789,20 @@ class Shard:
             elif isinstance(group, StreamsGroup):
                 for mid in group.members:
                     timers.schedule(TimerKind.STREAMS_SESSION, gid, mid, st.streams_session_timeout_ms(gid))
+            elif isinstance(group, ConnectGroup):
+                for mid, w in group.members.items():
+                    timers.schedule(TimerKind.CONNECT_SESSION, gid, mid, st.config.connect_session_timeout_ms)
+                    if w.state is WorkerState.UNREVOKED:
+                        timers.schedule(
+                            TimerKind.CONNECT_REBALANCE,
+                            gid,
+                            mid,
+                            w.rebalance_timeout_ms,
+                            w.member_epoch,
+                            w.rebalance_timeout_ms,
+                        )
+                for mid, d in group.delayed.items():
+                    timers.schedule(TimerKind.CONNECT_DELAY, gid, mid, max(0, d.deadline_ms - now_ms))
             else:
                 for cm in group.members.values():
                     reschedule_heartbeat(timers, group, cm)
@@ -780,6 +847,8 @@ class Shard:
                 groups[gid] = ("consumer", g.persisted_state())
             elif isinstance(g, ClassicGroup):
                 groups[gid] = ("classic", persisted_view(g))
+            elif isinstance(g, ConnectGroup):
+                groups[gid] = ("connect", g.persisted_state())
             else:
                 groups[gid] = ("streams", g.persisted_state())
         return {"groups": groups, "offsets": self.offsets.snapshot()}

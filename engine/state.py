@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from engine.binding import MEMBER, MemberBindings
 from engine.classic.group import ClassicGroup
 from engine.config import CoordinatorConfig, GroupConfig
+from engine.connect.group import ConnectGroup
 from engine.consumer.group import ConsumerGroup
 from engine.errors import CoordinatorError, Errors
 from engine.ids import IdSource
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from engine.operation import Operation
 
 # Every group of a shard is one of these; mypy checks each `match`/`isinstance` over the cases.
-Group = ConsumerGroup | ClassicGroup | StreamsGroup
+Group = ConsumerGroup | ClassicGroup | StreamsGroup | ConnectGroup
 
 
 class ShardState:

@@ -225,6 +225,10 @@ class TimerKind(Enum):
     STREAMS_SESSION = "streams-session-timeout"  # a streams-group member's session
     STREAMS_REBALANCE = "streams-rebalance-timeout"  # a streams-group member revoking tasks
     CLIENT_ASSIGNMENT = "client-assignment-timeout"  # the member asked to compute the target
+    CONNECT_SESSION = "connect-session-timeout"  # a Connect worker's session
+    CONNECT_REBALANCE = "connect-rebalance-timeout"  # a Connect worker revoking connectors/tasks
+    CONNECT_ASSIGNMENT = "connect-assignment-timeout"  # the Connect worker asked to compute
+    CONNECT_DELAY = "connect-scheduled-delay"  # a departed worker's held work (member = departed)
 
 
 class TimerTask:

@@ -32,7 +32,8 @@ from typing import Any, Protocol
 from kio.schema.index import api_key_map, schema_name_map
 from kio.static.constants import EntityType
 
-from protocol.client_assignment_wire import EXTENSION_NAMES, EXTENSION_VERSION
+from protocol.client_assignment_wire import EXTENSION_VERSION
+from protocol.connect_wire import EXTENSION_NAMES
 
 # librdkafka sends GetTelemetrySubscriptions as soon as key 71 is advertised and the classic
 # consumer fails when it goes unanswered: never advertise KIP-714 telemetry.

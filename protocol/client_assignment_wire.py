@@ -239,6 +239,10 @@ class _Reader:
         return tags
 
 
+BoundedReader = _Reader
+"""The bounded cursor, for the other extension codecs (`protocol.connect_wire`)."""
+
+
 def _topic_partitions(r: _Reader) -> WireTopicPartitions:
     tp = WireTopicPartitions(r.uuid(), r.int32_array())
     r.skip_tags()

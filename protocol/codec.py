@@ -28,6 +28,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
 
 from protocol import client_assignment_wire as caw
+from protocol import connect_wire as cw
 from protocol.length_guard import Guard, MalformedLength, check_lengths, guard_for
 from protocol.response_writer import Writer, writer_for
 
@@ -127,21 +128,47 @@ def _extension_writer(write: Any) -> Writer:
     return write_body
 
 
+_EXTENSIONS: dict[int, tuple[type, type, Any, Any]] = {
+    caw.PREPARE_ASSIGNMENT_KEY: (
+        caw.PrepareAssignmentRequest,
+        caw.PrepareAssignmentResponse,
+        caw.read_prepare_request,
+        caw.write_prepare_response,
+    ),
+    caw.INSTALL_ASSIGNMENT_KEY: (
+        caw.InstallAssignmentRequest,
+        caw.InstallAssignmentResponse,
+        caw.read_install_request,
+        caw.write_install_response,
+    ),
+    cw.CONNECT_HEARTBEAT_KEY: (
+        cw.ConnectHeartbeatRequest,
+        cw.ConnectHeartbeatResponse,
+        cw.read_heartbeat_request,
+        cw.write_heartbeat_response,
+    ),
+    cw.CONNECT_PREPARE_KEY: (
+        cw.ConnectPrepareRequest,
+        cw.ConnectPrepareResponse,
+        cw.read_prepare_request,
+        cw.write_prepare_response,
+    ),
+    cw.CONNECT_INSTALL_KEY: (
+        cw.ConnectInstallRequest,
+        cw.ConnectInstallResponse,
+        cw.read_install_request,
+        cw.write_install_response,
+    ),
+}
+"""Extension key -> (request type, response type, request reader, response writer)."""
+
+
 def extension_schema(api_key: int, version: int) -> ApiSchema | None:
     """The codec of one of groupshift's extension APIs (flexible v0 only), or None."""
-    if version != caw.EXTENSION_VERSION or api_key not in caw.EXTENSION_NAMES:
+    if version != caw.EXTENSION_VERSION or api_key not in cw.EXTENSION_NAMES:
         return None
     header = load_request_schema(68, 1).__header_schema__  # RequestHeader v2
-    req_t: type
-    resp_t: type
-    read: Any
-    write: Any
-    if api_key == caw.PREPARE_ASSIGNMENT_KEY:
-        req_t, resp_t = caw.PrepareAssignmentRequest, caw.PrepareAssignmentResponse
-        read, write = caw.read_prepare_request, caw.write_prepare_response
-    else:
-        req_t, resp_t = caw.InstallAssignmentRequest, caw.InstallAssignmentResponse
-        read, write = caw.read_install_request, caw.write_install_response
+    req_t, resp_t, read, write = _EXTENSIONS[api_key]
     return ApiSchema(
         api_key=api_key,
         version=version,

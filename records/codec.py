@@ -18,7 +18,8 @@ still read the offset and classic group records of our log):
   none; pre-3.5 brokers cannot read v4.
 * `GroupMetadataValue` **v3**, for the same reason (KIP-915: v4 only once a tagged field exists).
 * KIP-848 values (types 3-8, 16) and KIP-1071 streams-group values (17, 19-23) **v0**, their
-  only version; flexible.
+  only version; flexible. groupshift's own Connect-group records (types 10000-10005,
+  `records.connect_group`, docs/connect-groups.md) v0, flexible.
 
 Read side: `OffsetCommitValue` and `GroupMetadataValue` v0-v4, KIP-848 values v0. Fields a
 version lacks take the schema default: `leaderEpoch` -1, `expireTimestamp` -1,
@@ -54,6 +55,22 @@ from typing import Any
 
 from records.classic_group import GroupMetadataKey, GroupMetadataValue
 from records.classic_group_codec import decode_group_metadata_value, encode_group_metadata_value
+from records.connect_group import (
+    ConnectGroupCurrentMemberAssignmentKey,
+    ConnectGroupCurrentMemberAssignmentValue,
+    ConnectGroupDelayedWorkKey,
+    ConnectGroupDelayedWorkValue,
+    ConnectGroupMemberMetadataKey,
+    ConnectGroupMemberMetadataValue,
+    ConnectGroupMetadataKey,
+    ConnectGroupMetadataValue,
+    ConnectGroupTargetAssignmentMemberKey,
+    ConnectGroupTargetAssignmentMemberValue,
+    ConnectGroupTargetAssignmentMetadataKey,
+    ConnectGroupTargetAssignmentMetadataValue,
+)
+from records.connect_group_codec import VALUE_DECODERS as CONNECT_GROUP_VALUE_DECODERS
+from records.connect_group_codec import VALUE_ENCODERS as CONNECT_GROUP_VALUE_ENCODERS
 from records.construct import positional_constructor
 from records.consumer_group import (
     ConsumerGroupCurrentMemberAssignmentKey,
@@ -149,6 +166,7 @@ _VALUE_DECODERS: dict[int, Callable[[bytes], RecordValue]] = {
     2: decode_group_metadata_value,
     **CONSUMER_GROUP_VALUE_DECODERS,
     **STREAMS_GROUP_VALUE_DECODERS,
+    **CONNECT_GROUP_VALUE_DECODERS,
 }
 
 _SCHEMAS: dict[int, tuple[Callable[[bytes], RecordKey], Callable[[bytes], RecordValue]]] = {
@@ -163,6 +181,7 @@ _VALUE_ENCODERS: dict[type, Callable[[Any], bytes]] = {
     GroupMetadataValue: encode_group_metadata_value,
     **CONSUMER_GROUP_VALUE_ENCODERS,
     **STREAMS_GROUP_VALUE_ENCODERS,
+    **CONNECT_GROUP_VALUE_ENCODERS,
 }
 
 _VALUE_CLASS_OF_KEY: dict[type, type] = {
@@ -181,6 +200,12 @@ _VALUE_CLASS_OF_KEY: dict[type, type] = {
     StreamsGroupTargetAssignmentMemberKey: StreamsGroupTargetAssignmentMemberValue,
     StreamsGroupCurrentMemberAssignmentKey: StreamsGroupCurrentMemberAssignmentValue,
     StreamsGroupTopologyKey: StreamsGroupTopologyValue,
+    ConnectGroupMetadataKey: ConnectGroupMetadataValue,
+    ConnectGroupMemberMetadataKey: ConnectGroupMemberMetadataValue,
+    ConnectGroupTargetAssignmentMetadataKey: ConnectGroupTargetAssignmentMetadataValue,
+    ConnectGroupTargetAssignmentMemberKey: ConnectGroupTargetAssignmentMemberValue,
+    ConnectGroupCurrentMemberAssignmentKey: ConnectGroupCurrentMemberAssignmentValue,
+    ConnectGroupDelayedWorkKey: ConnectGroupDelayedWorkValue,
 }
 
 _EARLY_ACCESS_TYPES = frozenset({4, 5, 7, 8})

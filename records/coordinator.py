@@ -12,6 +12,20 @@ from typing import TYPE_CHECKING, Union
 
 if TYPE_CHECKING:
     from records.classic_group import GroupMetadataKey, GroupMetadataValue
+    from records.connect_group import (
+        ConnectGroupCurrentMemberAssignmentKey,
+        ConnectGroupCurrentMemberAssignmentValue,
+        ConnectGroupDelayedWorkKey,
+        ConnectGroupDelayedWorkValue,
+        ConnectGroupMemberMetadataKey,
+        ConnectGroupMemberMetadataValue,
+        ConnectGroupMetadataKey,
+        ConnectGroupMetadataValue,
+        ConnectGroupTargetAssignmentMemberKey,
+        ConnectGroupTargetAssignmentMemberValue,
+        ConnectGroupTargetAssignmentMetadataKey,
+        ConnectGroupTargetAssignmentMetadataValue,
+    )
     from records.consumer_group import (
         ConsumerGroupCurrentMemberAssignmentKey,
         ConsumerGroupCurrentMemberAssignmentValue,
@@ -60,6 +74,12 @@ RecordKey = Union[
     "StreamsGroupTargetAssignmentMemberKey",
     "StreamsGroupCurrentMemberAssignmentKey",
     "StreamsGroupTopologyKey",
+    "ConnectGroupMetadataKey",
+    "ConnectGroupMemberMetadataKey",
+    "ConnectGroupTargetAssignmentMetadataKey",
+    "ConnectGroupTargetAssignmentMemberKey",
+    "ConnectGroupCurrentMemberAssignmentKey",
+    "ConnectGroupDelayedWorkKey",
 ]
 RecordValue = Union[
     "OffsetCommitValue",
@@ -77,6 +97,12 @@ RecordValue = Union[
     "StreamsGroupTargetAssignmentMemberValue",
     "StreamsGroupCurrentMemberAssignmentValue",
     "StreamsGroupTopologyValue",
+    "ConnectGroupMetadataValue",
+    "ConnectGroupMemberMetadataValue",
+    "ConnectGroupTargetAssignmentMetadataValue",
+    "ConnectGroupTargetAssignmentMemberValue",
+    "ConnectGroupCurrentMemberAssignmentValue",
+    "ConnectGroupDelayedWorkValue",
 ]
 
 

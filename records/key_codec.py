@@ -25,6 +25,14 @@ from collections.abc import Callable
 from typing import Any
 
 from records.classic_group import GroupMetadataKey
+from records.connect_group import (
+    ConnectGroupCurrentMemberAssignmentKey,
+    ConnectGroupDelayedWorkKey,
+    ConnectGroupMemberMetadataKey,
+    ConnectGroupMetadataKey,
+    ConnectGroupTargetAssignmentMemberKey,
+    ConnectGroupTargetAssignmentMetadataKey,
+)
 from records.construct import positional_constructor
 from records.consumer_group import (
     ConsumerGroupCurrentMemberAssignmentKey,
@@ -158,6 +166,12 @@ KEY_DECODERS: dict[int, Callable[[bytes], RecordKey]] = {
     21: _two_string_decoder(StreamsGroupTargetAssignmentMemberKey, "GroupId", "MemberId"),
     22: _two_string_decoder(StreamsGroupCurrentMemberAssignmentKey, "GroupId", "MemberId"),
     23: _one_string_decoder(StreamsGroupTopologyKey, "GroupId"),
+    10000: _one_string_decoder(ConnectGroupMetadataKey, "GroupId"),
+    10001: _two_string_decoder(ConnectGroupMemberMetadataKey, "GroupId", "MemberId"),
+    10002: _one_string_decoder(ConnectGroupTargetAssignmentMetadataKey, "GroupId"),
+    10003: _two_string_decoder(ConnectGroupTargetAssignmentMemberKey, "GroupId", "MemberId"),
+    10004: _two_string_decoder(ConnectGroupCurrentMemberAssignmentKey, "GroupId", "MemberId"),
+    10005: _two_string_decoder(ConnectGroupDelayedWorkKey, "GroupId", "MemberId"),
 }
 """Record type -> decoder of the whole key bytes."""
 
@@ -177,5 +191,11 @@ KEY_ENCODERS: dict[type, Callable[[Any], bytes]] = {
     StreamsGroupTargetAssignmentMemberKey: _two_string_encoder(21, "group_id", "member_id"),
     StreamsGroupCurrentMemberAssignmentKey: _two_string_encoder(22, "group_id", "member_id"),
     StreamsGroupTopologyKey: _one_string_encoder(23, "group_id"),
+    ConnectGroupMetadataKey: _one_string_encoder(10000, "group_id"),
+    ConnectGroupMemberMetadataKey: _two_string_encoder(10001, "group_id", "member_id"),
+    ConnectGroupTargetAssignmentMetadataKey: _one_string_encoder(10002, "group_id"),
+    ConnectGroupTargetAssignmentMemberKey: _two_string_encoder(10003, "group_id", "member_id"),
+    ConnectGroupCurrentMemberAssignmentKey: _two_string_encoder(10004, "group_id", "member_id"),
+    ConnectGroupDelayedWorkKey: _two_string_encoder(10005, "group_id", "member_id"),
 }
 """Key class -> encoder (record type included)."""

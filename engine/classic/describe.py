@@ -10,6 +10,7 @@ from typing import Any
 from engine.classic.api import DescribedGroup, DescribedGroupMember
 from engine.classic.group import ClassicGroup
 from engine.classic.state import ClassicGroupState
+from engine.connect.group import ConnectGroup
 from engine.consumer.api import ListedGroup
 from engine.consumer.group import ConsumerGroup
 from engine.streams.group import StreamsGroup
@@ -56,6 +57,8 @@ def list_groups(
             listed = ListedGroup(g.group_id, "consumer", g.state().value, "consumer")
         elif isinstance(g, StreamsGroup):
             listed = ListedGroup(g.group_id, "streams", g.state(g.validated_topology_epoch >= 0), "streams")
+        elif isinstance(g, ConnectGroup):
+            listed = ListedGroup(g.group_id, "connect", g.state(), "connect")
         else:
             continue
         if states and listed.group_state.lower() not in states:

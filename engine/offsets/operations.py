@@ -14,6 +14,8 @@ from engine.classic.group import ClassicGroup
 from engine.classic.rebalance import reschedule_heartbeat
 from engine.classic.records import group_metadata_tombstone
 from engine.classic.state import ClassicGroupState
+from engine.connect import heartbeat as connect_heartbeat
+from engine.connect.group import ConnectGroup
 from engine.consumer import record_builders as rb
 from engine.consumer.group import ConsumerGroup, ConsumerGroupState
 from engine.context import RequestContext
@@ -95,6 +97,9 @@ def commit_offsets(
         except CoordinatorError as e:
             _fenced(op, group, req, e)
             raise
+    elif isinstance(group, ConnectGroup):
+        # Connect workers keep their offsets elsewhere (docs/connect-groups.md).
+        raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {gid} is a connect group.")
     else:
         validate_streams_commit(group, req.member_id, req.generation_id_or_member_epoch, ctx.api_version)
 
@@ -201,6 +206,8 @@ def is_subscribed_to_topic(group: Group, topic: str) -> bool:
         return group.is_subscribed_to(topic)
     if isinstance(group, StreamsGroup):
         return group.is_subscribed_to(topic)
+    if isinstance(group, ConnectGroup):
+        return False
     return group.is_subscribed_to_topic(topic)
 
 
@@ -242,6 +249,9 @@ def group_tombstones(group: Group, records: list[CoordinatorRecord]) -> None:
     if isinstance(group, StreamsGroup):
         records.extend(streams_group_tombstones(group))
         return
+    if isinstance(group, ConnectGroup):
+        records.extend(connect_heartbeat.tombstones(group))
+        return
     gid = group.group_id
     records.extend(rb.current_assignment_tombstone(gid, m) for m in group.members)
     records.extend(rb.target_member_tombstone(gid, m) for m in group.members)
@@ -264,7 +274,7 @@ def delete_groups(shard: ShardState, group_ids: list[str], op: Operation) -> lis
                 code = Errors.GROUP_ID_NOT_FOUND
             elif group.state in (S.STABLE, S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE):
                 code = Errors.NON_EMPTY_GROUP
-        elif isinstance(group, StreamsGroup):
+        elif isinstance(group, StreamsGroup | ConnectGroup):
             if group.members:
                 code = Errors.NON_EMPTY_GROUP
         elif group.state() is not ConsumerGroupState.EMPTY:

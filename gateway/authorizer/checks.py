@@ -34,6 +34,7 @@ from gateway.groups.apis import then
 from gateway.groups.streams_apis import MAY_CREATE_TOPIC
 from gateway.registry import NO_RESPONSE, CloseConnection, Handler, HandlerRegistry, RequestContext
 from protocol import client_assignment_wire as caw
+from protocol import connect_wire as cw
 from protocol.codec import response_type_of
 from protocol.entity_builder import build
 
@@ -1099,6 +1100,18 @@ CHECKS: dict[int, tuple[str, Check]] = {
         "ConsumerGroupInstallAssignment: READ on the GROUP (groupshift extension, "
         "docs/client-side-assignors.md)",
         client_assignment_read("ConsumerGroupInstallAssignment", caw.InstallAssignmentResponse),
+    ),
+    cw.CONNECT_HEARTBEAT_KEY: (
+        "ConnectGroupHeartbeat: READ on the GROUP (groupshift extension, docs/connect-groups.md)",
+        client_assignment_read("ConnectGroupHeartbeat", cw.ConnectHeartbeatResponse),
+    ),
+    cw.CONNECT_PREPARE_KEY: (
+        "ConnectGroupPrepareAssignment: READ on the GROUP (groupshift extension, docs/connect-groups.md)",
+        client_assignment_read("ConnectGroupPrepareAssignment", cw.ConnectPrepareResponse),
+    ),
+    cw.CONNECT_INSTALL_KEY: (
+        "ConnectGroupInstallAssignment: READ on the GROUP (groupshift extension, docs/connect-groups.md)",
+        client_assignment_read("ConnectGroupInstallAssignment", cw.ConnectInstallResponse),
     ),
 }
 

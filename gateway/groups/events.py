@@ -30,6 +30,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine.classic.group import ClassicGroup
+from engine.connect.group import ConnectGroup
 from engine.consumer.group import ConsumerGroup
 from engine.outcome import Event
 from engine.shard import Shard
@@ -76,6 +77,11 @@ def member_details(shard: Shard, group_id: str, member_id: str) -> dict[str, Any
         if sm is None:
             return {}
         return {"client_id": sm.client_id, "client_host": sm.client_host, "protocol": "streams"}
+    if isinstance(group, ConnectGroup):
+        w = group.members.get(member_id)
+        if w is None:
+            return {}
+        return {"client_id": w.client_id, "client_host": w.client_host, "protocol": "connect", "url": w.url}
     return {}
 
 

@@ -35,6 +35,7 @@ from typing import Any
 
 from engine.classic.group import ClassicGroup
 from engine.classic.state import ClassicGroupState
+from engine.connect.group import ConnectGroup, ConnectGroupState
 from engine.consumer.group import ConsumerGroup, ConsumerGroupState
 from engine.streams.group import StreamsGroup, StreamsGroupState
 from gateway.metrics import Labels, MetricsRegistry
@@ -52,7 +53,9 @@ class _GroupStats:
         self.last_stable_ms = now_ms
 
 
-def group_counts(groups: Iterable[ConsumerGroup | ClassicGroup | StreamsGroup]) -> dict[tuple[str, str], int]:
+def group_counts(
+    groups: Iterable[ConsumerGroup | ClassicGroup | StreamsGroup | ConnectGroup],
+) -> dict[tuple[str, str], int]:
     """Groups by (type, state), for the KIP-848 group-count metric."""
     counts: dict[tuple[str, str], int] = {}
     for g in groups:
@@ -60,6 +63,8 @@ def group_counts(groups: Iterable[ConsumerGroup | ClassicGroup | StreamsGroup]) 
             key = ("consumer", g.state().value)
         elif isinstance(g, ClassicGroup):
             key = ("classic", g.state.value)
+        elif isinstance(g, ConnectGroup):
+            key = ("connect", g.state())
         else:
             key = ("streams", g.state(g.validated_topology_epoch >= 0))
         counts[key] = counts.get(key, 0) + 1
@@ -71,6 +76,8 @@ def is_stable(group: Any) -> bool:
         return group.state() in (ConsumerGroupState.STABLE, ConsumerGroupState.EMPTY)
     if isinstance(group, ClassicGroup):
         return group.state in (ClassicGroupState.STABLE, ClassicGroupState.EMPTY)
+    if isinstance(group, ConnectGroup):
+        return group.state() in (ConnectGroupState.STABLE, ConnectGroupState.EMPTY)
     if isinstance(group, StreamsGroup):
         return group.state(group.validated_topology_epoch >= 0) in (
             StreamsGroupState.STABLE,
@@ -247,6 +254,13 @@ class GroupMetrics:
                 out["groupshift_group_members"][(gid, "consumer")] = 0
                 out["groupshift_group_epoch"][key] = group.generation_id
                 out["groupshift_group_partitions_pending_revocation"][key] = 0
+            elif isinstance(group, ConnectGroup):
+                out["groupshift_group_members"][(gid, "connect")] = len(group.members)
+                out["groupshift_group_epoch"][key] = group.group_epoch
+                out["groupshift_group_partitions_pending_revocation"][key] = sum(
+                    len(m.pending_revocation.connectors) + len(m.pending_revocation.tasks)
+                    for m in group.members.values()
+                )
             elif isinstance(group, StreamsGroup):
                 out["groupshift_group_members"][(gid, "streams")] = len(group.members)
                 out["groupshift_group_epoch"][key] = group.group_epoch

@@ -24,7 +24,14 @@ from engine.ids import SystemIds
 from engine.metadata import MetadataImage
 from engine.shard import Shard
 from gateway.coordinator_storage import CompactionPolicy, CoordinatorStorage
-from gateway.groups import client_assignment_apis, config_apis, group_apis, offset_apis, streams_apis
+from gateway.groups import (
+    client_assignment_apis,
+    config_apis,
+    connect_apis,
+    group_apis,
+    offset_apis,
+    streams_apis,
+)
 from gateway.groups.group_metrics import GroupMetrics, group_counts
 from gateway.groups.routing import partition_for
 from gateway.groups.runtime import ShardRuntime
@@ -272,6 +279,7 @@ def install_group_layer(
     service = GroupCoordinatorService(server, open_shard)
     group_apis.register(server.registry, service)
     client_assignment_apis.register(server.registry, service)
+    connect_apis.register(server.registry, service)
     # Embedded mode creates a streams group's missing internal topics itself.
     if create_topics is None and server.config.upstream is None:
         create_topics = server.plane.create_topics

@@ -1,0 +1,1 @@
+"""Connect groups on the new protocol (groupshift extension; docs/connect-groups.md)."""

@@ -63,6 +63,23 @@ def free_port_run(count: int, host: str = "127.0.0.1") -> int:
     raise RuntimeError(f"no {count} consecutive free ports")
 
 
+def fixed_listener_ports(sets: tuple[str, ...] | list[str], workers: int) -> tuple[str, ...]:
+    """`sets` with each port 0 of a `listeners=` item replaced by a free port P (P .. P +
+    workers - 1 free): the workers refuse port 0, since worker i listens on every port + i."""
+
+    def fixed(entry: str) -> str:
+        address, _, port = entry.strip().rpartition(":")
+        return f"{address}:{free_port_run(workers)}" if port == "0" else entry
+
+    out = []
+    for item in sets:
+        key, _, value = item.partition("=")
+        if key.strip() == "listeners":
+            item = f"{key}={','.join(fixed(e) for e in value.split(','))}"
+        out.append(item)
+    return tuple(out)
+
+
 @dataclass
 class GatewayProcess:
     proc: subprocess.Popen[bytes]
@@ -101,6 +118,8 @@ class GatewayProcess:
         `gateway.listening`; `workers`: `serve --workers N` (a later `--listen` in `extra_args`
         names worker 0's port)."""
         data_dir.mkdir(parents=True, exist_ok=True)
+        if workers > 1:
+            sets = fixed_listener_ports(sets, workers)
         log_path = log_path or data_dir.parent / f"{data_dir.name}-gateway.log"
         args = [
             sys.executable,

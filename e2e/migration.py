@@ -1711,7 +1711,8 @@ def start_secured(
         )
         create_scram_user(gw)
         mechanism, module = "SCRAM-SHA-512", SCRAM_MODULE
-    port = int(gw.events("gateway.listening")[-1]["ports"]["SASL_SSL"])
+    # The last start's (a restart appends to the log), of worker 0 when there are workers.
+    port = int([e for e in gw.events("gateway.listening") if e["port"] == gw.port][-1]["ports"]["SASL_SSL"])
     SECURED[gw.bootstrap] = SecuredListener(
         f"127.0.0.1:{port}",
         {

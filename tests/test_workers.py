@@ -21,14 +21,16 @@ from gateway.config import build_config
 from gateway.dataplane.plane import DataPlane, NewTopic, TopicError
 from gateway.dataplane.topics import TopicInfo
 from gateway.groups.routing import partition_for
+from gateway.listeners import parse_listeners
 from gateway.server import GatewayServer
 from gateway.workers.forwarding import TopicFollower, answered_locally
-from gateway.workers.plan import WorkerPlan, refusal
+from gateway.workers.plan import WorkerPlan, refusal, worker_listeners
 from gateway.workers.worker import worker_extension
 from protocol.codec import decode_response, encode_request, response_type_of
 from protocol.entity_builder import build
 
 SHARDS = 4
+PLAIN = {"sasl.enabled.mechanisms": "SCRAM-SHA-512"}
 
 
 def test_plan_ports_nodes_and_ownership(tmp_path: Path) -> None:
@@ -42,14 +44,36 @@ def test_plan_ports_nodes_and_ownership(tmp_path: Path) -> None:
 
 
 def test_settings_that_cannot_run_workers_are_refused() -> None:
-    ok = {"advertised": None, "port": 9092, "authorizer": False, "upstream": False}
-    assert refusal("127.0.0.1:9092", **ok) is None
-    assert refusal("PLAINTEXT://127.0.0.1:9092", **ok) is None
-    assert "PLAINTEXT" in (refusal("SSL://127.0.0.1:9092", **ok) or "")
-    assert "PLAINTEXT" in (refusal("a:1,b:2", **ok) or "")
-    assert "port" in (refusal("127.0.0.1:0", **{**ok, "port": 0}) or "")
-    assert "authorizer" in (refusal("127.0.0.1:9092", **{**ok, "authorizer": True}) or "")
-    assert "upstream" in (refusal("127.0.0.1:9092", **{**ok, "upstream": True}) or "")
+    ok = {"advertised": None, "authorizer": False, "upstream": False}
+    sasl = {"protocol_map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT"}
+
+    def refused(listeners: str, **kw: Any) -> str | None:
+        pm = kw.pop("protocol_map", None)
+        return refusal(parse_listeners(listeners, protocol_map=pm, settings=PLAIN), **{**ok, **kw})
+
+    assert refused("127.0.0.1:9092") is None
+    assert refused("PLAINTEXT://127.0.0.1:9092") is None
+    assert refused("PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9192", **sasl) is None
+    assert "PLAINTEXT listener first" in (refused("SASL_PLAINTEXT://127.0.0.1:9092", **sasl) or "")
+    assert "PLAINTEXT listener first" in (
+        refused("SASL_PLAINTEXT://127.0.0.1:9192,PLAINTEXT://127.0.0.1:9092", **sasl) or ""
+    )
+    assert "port" in (refused("127.0.0.1:0") or "")
+    zero = "PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:0"
+    assert "SASL_PLAINTEXT" in (refused(zero, **sasl) or "")
+    assert "authorizer" in (refused("127.0.0.1:9092", authorizer=True) or "")
+    assert "upstream" in (refused("127.0.0.1:9092", upstream=True) or "")
+    assert "advertised" in (refused("127.0.0.1:9092", advertised="PLAINTEXT://h:1") or "")
+
+
+def test_each_worker_moves_every_listener_by_its_index() -> None:
+    listeners = parse_listeners(
+        "PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9192",
+        protocol_map="PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
+        settings=PLAIN,
+    )
+    assert worker_listeners(listeners, 0) == "PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9192"
+    assert worker_listeners(listeners, 2) == "PLAINTEXT://127.0.0.1:9094,SASL_PLAINTEXT://127.0.0.1:9194"
 
 
 def _frame(api_key: int, version: int, **values: Any) -> bytes:

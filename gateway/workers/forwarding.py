@@ -17,7 +17,8 @@ a connection of its own and reads `topics.json` again once it is answered.
 `TopicFollower` keeps the worker's own metadata image (which its consumer groups' assignors
 read) in step with worker 0's `topics.json`: it checks the file's identity every
 `TOPICS_POLL_SECONDS` and, when it changed, reads it and applies the difference
-(`DataPlane.follow`).
+(`DataPlane.follow`). It follows worker 0's SCRAM users (`scram-credentials.json`) the same
+way, so a user created through any worker logs in on every worker's SASL listeners.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from kio.schema.errors import ErrorCode
 from gateway.connection import KafkaConnection, ResponseSlot
 from gateway.dataplane.plane import NewTopic, TopicError
 from gateway.dataplane.topics import TOPICS_FILE, TopicInfo, TopicRegistry, TopicsFileError
+from gateway.sasl.credentials import CREDENTIALS_FILE, CredentialsFileError, ScramCredentialStore
 from gateway.upstream.link import UpstreamLink, UpstreamUnavailable
 from gateway.upstream.proxy import SASL_APIS, SPLIT, TERMINATED, expects_response, forwards_split
 from gateway.workers.plan import WorkerPlan
@@ -138,23 +140,45 @@ class WorkerForwarder:
 
 
 class TopicFollower:
-    def __init__(self, plane: DataPlane, plan: WorkerPlan) -> None:
+    def __init__(
+        self, plane: DataPlane, plan: WorkerPlan, credentials: ScramCredentialStore | None = None
+    ) -> None:
         self.plane = plane
+        self.credentials = credentials
+        self._credentials_seen: tuple[int, int, int] | None = None
         self.shared_dir = plan.shared_dir
         self.target = (plan.host, plan.port_of(0))
         self.target_node = plan.node_of(0)
         self._seen: tuple[int, int, int] | None = None
         self._task: asyncio.Task[None] | None = None
 
-    def _identity(self) -> tuple[int, int, int] | None:
+    def _identity(self, name: str = TOPICS_FILE) -> tuple[int, int, int] | None:
         try:
-            st = os.stat(self.shared_dir / TOPICS_FILE)
+            st = os.stat(self.shared_dir / name)
         except OSError:
             return None
         return st.st_ino, st.st_mtime_ns, st.st_size
 
+    def _sync_credentials(self) -> None:
+        """Read worker 0's SCRAM users if their file changed: AlterUserScramCredentials is
+        forwarded to worker 0, which writes them, and a SASL listener of every worker checks
+        logins against them."""
+        if self.credentials is None:
+            return
+        seen = self._identity(CREDENTIALS_FILE)
+        if seen is None or seen == self._credentials_seen:
+            return
+        try:
+            self.credentials.adopt(ScramCredentialStore.load(self.shared_dir))
+        except CredentialsFileError as e:
+            log.warning("workers.credentials_unreadable", error=str(e))
+            return
+        self._credentials_seen = seen
+        log.info("workers.credentials_followed", users=len(self.credentials.users()))
+
     def sync(self) -> None:
-        """Read worker 0's topics if the file changed since the last read."""
+        """Read worker 0's topics (and SCRAM users) if their files changed since the last read."""
+        self._sync_credentials()
         seen = self._identity()
         if seen is None or seen == self._seen:
             return

@@ -74,8 +74,8 @@ def refusal(
     for lst in listeners:
         if lst.port == 0:
             return (
-                f"--workers > 1 needs fixed ports (worker i listens on each port + i), not 0 "
-                f"(listener {lst.name})"
+                "--workers > 1 needs a fixed port for every listener (worker i listens on "
+                f"each port + i), not 0 (listener {lst.name})"
             )
     if authorizer:
         return "--workers > 1 does not support authorizer.class.name yet"

@@ -31,10 +31,16 @@ class Gateways:
         self.workers = e2e_workers()
 
     def start(
-        self, name: str = "gw", *, sets: tuple[str, ...] | list[str] = (), extra_args: tuple[str, ...] = ()
+        self,
+        name: str = "gw",
+        *,
+        sets: tuple[str, ...] | list[str] = (),
+        extra_args: tuple[str, ...] = (),
+        workers: int | None = None,
     ) -> GatewayProcess:
+        """`workers`: `serve --workers N` whatever GROUPSHIFT_E2E_WORKERS says (None: as it says)."""
         gw = GatewayProcess.start(
-            self.base / name, sets=tuple(sets), extra_args=extra_args, workers=self.workers
+            self.base / name, sets=tuple(sets), extra_args=extra_args, workers=workers or self.workers
         )
         self.started.append(gw)
         return gw

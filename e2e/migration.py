@@ -1627,16 +1627,18 @@ def scenario(
     *,
     secured: bool = False,
     upstream: UpstreamTarget | None = None,
+    workers: int | None = None,
 ) -> Iterator[Scenario]:
     """`secured`: every client of the scenario on a SASL_SSL listener with SCRAM-SHA-512 (see
     `start_secured`); otherwise on the gateway's plaintext listener. `upstream`: the gateway
-    fronts that cluster (with `secured` only: see `start_secured`)."""
+    fronts that cluster (with `secured` only: see `start_secured`). `workers`: `serve --workers
+    N` whatever GROUPSHIFT_E2E_WORKERS says (plaintext only)."""
     if upstream is not None and not secured:
         raise ValueError("scenario(upstream=...) is implemented for secured=True only")
     if secured:
         gw = start_secured(gateways, name, [*FAST_GROUP_SETTINGS, *sets], upstream)
     else:
-        gw = gateways.start(name, sets=[*FAST_GROUP_SETTINGS, *sets])
+        gw = gateways.start(name, sets=[*FAST_GROUP_SETTINGS, *sets], workers=workers)
     topic, group = f"{name}-topic", scenario_group(name, gw)
     if gw.workers > 1:  # the group really is another process's: its coordinator is not worker 0
         with coordinator_observer(gw, group) as c:

@@ -1641,8 +1641,10 @@ def scenario(
         gw = gateways.start(name, sets=[*FAST_GROUP_SETTINGS, *sets], workers=workers)
     topic, group = f"{name}-topic", scenario_group(name, gw)
     if gw.workers > 1:  # the group really is another process's: its coordinator is not worker 0
+        secured_at = SECURED.get(gw.bootstrap)
+        port = int(secured_at.address.rpartition(":")[2]) if secured_at else gw.port
         with coordinator_observer(gw, group) as c:
-            assert c.sock.getpeername()[1] == gw.port + gw.workers - 1, c.sock.getpeername()
+            assert c.sock.getpeername()[1] == port + gw.workers - 1, (c.sock.getpeername(), port)
     create_topic(gw, topic)
     timeline = Timeline(topic)
     producer = ContinuousProducer(gw, topic, rate)

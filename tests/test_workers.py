@@ -2,7 +2,9 @@
 answers itself, and two workers in one event loop over real TCP: a CreateTopics sent to worker 1
 is created by worker 0 and followed by worker 1, as is a streams group's internal topic
 created through `TopicFollower.create_topics`; FindCoordinator names the owner; a group API
-request for a group owned by the other worker is NOT_COORDINATOR. (The supervisor, real
+request for a group owned by the other worker is NOT_COORDINATOR; on a second listener both
+answer that listener's addresses; a SCRAM user created through worker 1 reaches worker 1's
+store. (The supervisor, real
 processes and real clients: e2e/test_workers.py.)"""
 
 from __future__ import annotations
@@ -142,13 +144,16 @@ async def _call(port: int, api_key: int, version: int, **values: Any) -> Any:
 
 def test_two_workers_in_one_loop(tmp_path: Path) -> None:
     port = _free_port_pair()
+    external = _free_port_pair()  # a second listener, EXTERNAL, at its own port + i
     plans = [WorkerPlan(i, 2, "127.0.0.1", port, 0, tmp_path) for i in range(2)]
 
     def server(plan: WorkerPlan) -> GatewayServer:
         cfg = build_config(
             {
                 "log.dirs": str(plan.data_dir),
-                "listeners": f"127.0.0.1:{plan.port_of(plan.index)}",
+                "listeners": f"PLAINTEXT://127.0.0.1:{plan.port_of(plan.index)},"
+                f"EXTERNAL://127.0.0.1:{external + plan.index}",
+                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,EXTERNAL:PLAINTEXT",
                 "node.id": str(plan.node_id),
                 "offsets.topic.num.partitions": str(SHARDS),
             }
@@ -220,6 +225,46 @@ def test_two_workers_in_one_loop(tmp_path: Path) -> None:
                 port + 1, 12, 4, group_id=groups[1], generation_id=1, member_id="m", group_instance_id=None
             )
             assert served.error_code != ErrorCode.not_coordinator
+            # On the second listener, the brokers and the coordinators are that listener's
+            # addresses, also in a Metadata answer worker 1 forwarded (worker 0 answered it on
+            # its first listener).
+            for asked in (external, external + 1):
+                md = await _call(
+                    asked,
+                    3,
+                    12,
+                    topics=[],
+                    allow_auto_topic_creation=False,
+                    include_topic_authorized_operations=False,
+                )
+                assert sorted((b.node_id, b.port) for b in md.brokers) == [(0, external), (1, external + 1)]
+                found = await _call(asked, 10, 4, key_type=0, coordinator_keys=[groups[0], groups[1]])
+                assert [(c.node_id, c.port) for c in found.coordinators] == [(0, external), (1, external + 1)]
+            # A SCRAM user created through worker 1 (forwarded: worker 0 writes it) is
+            # followed by worker 1, whose SASL listeners check logins against it.
+            assert w1.scram.users() == []
+            altered = await _call(
+                port + 1,
+                51,
+                0,
+                deletions=[],
+                upsertions=[
+                    {
+                        "name": "alice",
+                        "mechanism": 2,
+                        "iterations": 4096,
+                        "salt": b"salt",
+                        "salted_password": b"x" * 64,
+                    }
+                ],
+            )
+            assert [r.error_code for r in altered.results] == [ErrorCode.none]
+            assert w0.scram.users() == ["alice"]
+            for _ in range(50):
+                if w1.scram.users() == ["alice"]:
+                    break
+                await asyncio.sleep(0.05)
+            assert w1.scram.users() == ["alice"]
         finally:
             await w1.stop(1.0)
             await w0.stop(1.0)

@@ -70,6 +70,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import functools
 import itertools
 import json
 import os
@@ -92,7 +93,7 @@ from gateway.groups.routing import partition_for
 from harness.matrix.checks import Window, commits_going_back
 from harness.matrix.checks import check_no_overlap as overlapping_windows
 from protocol.client import WireClient, make_request
-from protocol.client_security import ClientSecurity
+from protocol.client_security import ClientSecurity, SaslAuthenticationFailed
 
 PARTITIONS = 12
 OFFSETS_TOPIC_PARTITIONS = 50  # the coordinator shards when a scenario does not set them
@@ -1727,7 +1728,22 @@ def start_secured(
             "sasl.jaas.config": f'{module} required username="{SCRAM_USER}" password="{SCRAM_PASSWORD}";',
         },
     )
+    if upstream is None:
+        # The user reaches the other workers of `--workers N` within their file check (as a
+        # Kafka broker applies a SCRAM record after the controller committed it): until every
+        # broker takes the login, a client sent there would fail for good.
+        for host, port in broker_addresses(gw):
+            logged_in = functools.partial(_logs_in, gw, host, port)
+            wait_until(logged_in, 10, f"the SCRAM user to log in at {host}:{port}")
     return gw
+
+
+def _logs_in(gw: GatewayProcess, host: str, port: int) -> bool:
+    try:
+        _observer_at(gw, host, port).close()
+    except SaslAuthenticationFailed:
+        return False
+    return True
 
 
 def create_scram_user(gw: GatewayProcess) -> None:

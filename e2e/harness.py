@@ -187,7 +187,11 @@ class GatewayProcess:
                     f"gateway exited with {self.proc.returncode} before listening:\n" + self.log_tail()
                 )
             time.sleep(0.05)
-        self.proc.kill()
+        if self.workers > 1:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+        else:
+            self.proc.kill()
         raise RuntimeError(f"gateway did not log gateway.listening in {self.start_timeout}s")
 
     # -- logs ---------------------------------------------------------------------------------

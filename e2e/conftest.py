@@ -7,6 +7,10 @@ the same running server: for tests whose topics and groups are their own and tha
 kill or restart the server (each start costs seconds of CI time). At teardown every gateway
 that was not deliberately killed must still be alive (else the test fails with the gateway's
 log tail) and must exit 0 on SIGTERM.
+
+GROUPSHIFT_E2E_WORKERS=N (opt-in, default 1) makes `gateways`, `module_gateways` and
+`shared_gateways` start every server as `serve --workers N` (docs/workers.md); it is meant for
+the migration suite (e2e/test_migration_*.py), whose helpers find each group's coordinator.
 """
 
 from __future__ import annotations
@@ -17,18 +21,27 @@ from typing import Any
 
 import pytest
 
-from e2e.harness import GatewayProcess
+from e2e.harness import GatewayProcess, e2e_workers
 
 
 class Gateways:
     def __init__(self, base: Path) -> None:
         self.base = base
         self.started: list[GatewayProcess] = []
+        self.workers = e2e_workers()
 
     def start(
-        self, name: str = "gw", *, sets: tuple[str, ...] | list[str] = (), extra_args: tuple[str, ...] = ()
+        self,
+        name: str = "gw",
+        *,
+        sets: tuple[str, ...] | list[str] = (),
+        extra_args: tuple[str, ...] = (),
+        workers: int | None = None,
     ) -> GatewayProcess:
-        gw = GatewayProcess.start(self.base / name, sets=tuple(sets), extra_args=extra_args)
+        """`workers`: `serve --workers N` whatever GROUPSHIFT_E2E_WORKERS says (None: as it says)."""
+        gw = GatewayProcess.start(
+            self.base / name, sets=tuple(sets), extra_args=extra_args, workers=workers or self.workers
+        )
         self.started.append(gw)
         return gw
 

@@ -70,6 +70,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import functools
 import itertools
 import json
 import os
@@ -88,12 +89,14 @@ from typing import Any
 
 from e2e.conftest import Gateways
 from e2e.harness import GatewayProcess
+from gateway.groups.routing import partition_for
 from harness.matrix.checks import Window, commits_going_back
 from harness.matrix.checks import check_no_overlap as overlapping_windows
 from protocol.client import WireClient, make_request
-from protocol.client_security import ClientSecurity
+from protocol.client_security import ClientSecurity, SaslAuthenticationFailed
 
 PARTITIONS = 12
+OFFSETS_TOPIC_PARTITIONS = 50  # the coordinator shards when a scenario does not set them
 ALL = frozenset(range(PARTITIONS))
 
 # Fast groups: no initial rebalance delay; KIP-848 members heartbeat every 250 ms (the gateway's
@@ -166,6 +169,30 @@ def observer(gw: GatewayProcess) -> WireClient:
     """A wire client for the scenario's observers: on the secured listener when there is one."""
     secured = SECURED.get(gw.bootstrap)
     return secured.wire() if secured else WireClient(gw.port)
+
+
+def _observer_at(gw: GatewayProcess, host: str, port: int) -> WireClient:
+    """An observer on another broker of the gateway's cluster (a worker of `serve --workers N`),
+    with the security of the listener the address came from."""
+    secured = SECURED.get(gw.bootstrap)
+    return secured.security.connect(host, port) if secured else WireClient(port, host)
+
+
+def coordinator_observer(gw: GatewayProcess, group: str) -> WireClient:
+    """An observer on `group`'s coordinator, found as a Kafka client finds it (FindCoordinator at
+    the bootstrap broker): the gateway itself, or with `--workers N` the worker that owns the
+    group's shard, which alone answers the group APIs for it."""
+    with observer(gw) as c:
+        found = c.request(make_request(10, 3, key=group, key_type=0))
+    assert found.error_code == 0, found
+    return _observer_at(gw, found.host, found.port)
+
+
+def broker_addresses(gw: GatewayProcess) -> list[tuple[str, int]]:
+    """Every broker of the gateway's cluster, from Metadata (one, or the workers)."""
+    with observer(gw) as c:
+        resp = c.request(make_request(3, 1, topics=[]))
+    return [(b.host, b.port) for b in resp.brokers]
 
 
 def env_seconds(name: str, default: float) -> float:
@@ -1037,11 +1064,15 @@ def create_topic(gw: GatewayProcess, topic: str, partitions: int = PARTITIONS) -
 
 
 def list_groups(gw: GatewayProcess) -> dict[str, tuple[str, str]]:
-    """group id -> (type, state), from ListGroups v5."""
-    with observer(gw) as c:
-        resp = c.request(make_request(16, 5, states_filter=[], types_filter=[]))
-    assert resp.error_code == 0, resp
-    return {g.group_id: (g.group_type, g.group_state) for g in resp.groups}
+    """group id -> (type, state), from ListGroups v5 asked of every broker (a broker lists the
+    groups it coordinates; Kafka's admin client asks them all, so do the observers)."""
+    out: dict[str, tuple[str, str]] = {}
+    for host, port in broker_addresses(gw):
+        with _observer_at(gw, host, port) as c:
+            resp = c.request(make_request(16, 5, states_filter=[], types_filter=[]))
+        assert resp.error_code == 0, resp
+        out |= {g.group_id: (g.group_type, g.group_state) for g in resp.groups}
+    return out
 
 
 def group_type(gw: GatewayProcess, group: str) -> str | None:
@@ -1081,7 +1112,7 @@ class ConsumerGroupView:
 
 def describe_consumer_group(gw: GatewayProcess, group: str) -> ConsumerGroupView:
     """ConsumerGroupDescribe v1 (GROUP_ID_NOT_FOUND for a classic group, as Kafka)."""
-    with observer(gw) as c:
+    with coordinator_observer(gw, group) as c:
         resp = c.request(make_request(69, 1, group_ids=[group], include_authorized_operations=False))
     g = resp.groups[0]
 
@@ -1104,7 +1135,7 @@ def describe_consumer_group(gw: GatewayProcess, group: str) -> ConsumerGroupView
 
 
 def committed_offsets(gw: GatewayProcess, group: str, topic: str) -> dict[int, int]:
-    with observer(gw) as c:
+    with coordinator_observer(gw, group) as c:
         resp = c.request(
             make_request(
                 9,
@@ -1174,7 +1205,11 @@ def restart_same_port(gateways: Gateways, gw: GatewayProcess) -> GatewayProcess:
 def _try_start(gw: GatewayProcess) -> GatewayProcess | None:
     try:
         return GatewayProcess.start(
-            gw.data_dir, sets=gw.sets, log_path=gw.log_path, extra_args=("--listen", f"127.0.0.1:{gw.port}")
+            gw.data_dir,
+            sets=gw.sets,
+            log_path=gw.log_path,
+            extra_args=("--listen", f"127.0.0.1:{gw.port}"),
+            workers=gw.workers,
         )
     except RuntimeError as e:
         if "Address already in use" in str(e) or "address already in use" in str(e):
@@ -1568,6 +1603,22 @@ class UpstreamTarget:
     settings: tuple[str, ...] = ()
 
 
+def scenario_group(name: str, gw: GatewayProcess) -> str:
+    """`<name>-group`; with `serve --workers N` the first of `<name>-group`, `<name>-group-1`, ...
+    that the last worker coordinates, so that every scenario's clients bootstrap at worker 0,
+    find their coordinator elsewhere, and produce and fetch at worker 0 while the group lives
+    on another process (a group of worker 0 would exercise nothing a single process does not)."""
+    group = f"{name}-group"
+    if gw.workers == 1:
+        return group
+    shards = next(
+        (int(v) for k, _, v in (s.partition("=") for s in gw.sets) if k == "offsets.topic.num.partitions"),
+        OFFSETS_TOPIC_PARTITIONS,
+    )
+    candidates = itertools.chain([group], (f"{group}-{i}" for i in itertools.count(1)))
+    return next(g for g in candidates if partition_for(g, shards) % gw.workers == gw.workers - 1)
+
+
 @contextmanager
 def scenario(
     gateways: Gateways,
@@ -1577,17 +1628,24 @@ def scenario(
     *,
     secured: bool = False,
     upstream: UpstreamTarget | None = None,
+    workers: int | None = None,
 ) -> Iterator[Scenario]:
     """`secured`: every client of the scenario on a SASL_SSL listener with SCRAM-SHA-512 (see
     `start_secured`); otherwise on the gateway's plaintext listener. `upstream`: the gateway
-    fronts that cluster (with `secured` only: see `start_secured`)."""
+    fronts that cluster (with `secured` only: see `start_secured`). `workers`: `serve --workers
+    N` whatever GROUPSHIFT_E2E_WORKERS says (plaintext only)."""
     if upstream is not None and not secured:
         raise ValueError("scenario(upstream=...) is implemented for secured=True only")
     if secured:
         gw = start_secured(gateways, name, [*FAST_GROUP_SETTINGS, *sets], upstream)
     else:
-        gw = gateways.start(name, sets=[*FAST_GROUP_SETTINGS, *sets])
-    topic, group = f"{name}-topic", f"{name}-group"
+        gw = gateways.start(name, sets=[*FAST_GROUP_SETTINGS, *sets], workers=workers)
+    topic, group = f"{name}-topic", scenario_group(name, gw)
+    if gw.workers > 1:  # the group really is another process's: its coordinator is not worker 0
+        secured_at = SECURED.get(gw.bootstrap)
+        port = int(secured_at.address.rpartition(":")[2]) if secured_at else gw.port
+        with coordinator_observer(gw, group) as c:
+            assert c.sock.getpeername()[1] == port + gw.workers - 1, (c.sock.getpeername(), port)
     create_topic(gw, topic)
     timeline = Timeline(topic)
     producer = ContinuousProducer(gw, topic, rate)
@@ -1658,7 +1716,8 @@ def start_secured(
         )
         create_scram_user(gw)
         mechanism, module = "SCRAM-SHA-512", SCRAM_MODULE
-    port = int(gw.events("gateway.listening")[-1]["ports"]["SASL_SSL"])
+    # The last start's (a restart appends to the log), of worker 0 when there are workers.
+    port = int([e for e in gw.events("gateway.listening") if e["port"] == gw.port][-1]["ports"]["SASL_SSL"])
     SECURED[gw.bootstrap] = SecuredListener(
         f"127.0.0.1:{port}",
         {
@@ -1669,7 +1728,22 @@ def start_secured(
             "sasl.jaas.config": f'{module} required username="{SCRAM_USER}" password="{SCRAM_PASSWORD}";',
         },
     )
+    if upstream is None:
+        # The user reaches the other workers of `--workers N` within their file check (as a
+        # Kafka broker applies a SCRAM record after the controller committed it): until every
+        # broker takes the login, a client sent there would fail for good.
+        for host, port in broker_addresses(gw):
+            logged_in = functools.partial(_logs_in, gw, host, port)
+            wait_until(logged_in, 10, f"the SCRAM user to log in at {host}:{port}")
     return gw
+
+
+def _logs_in(gw: GatewayProcess, host: str, port: int) -> bool:
+    try:
+        _observer_at(gw, host, port).close()
+    except SaslAuthenticationFailed:
+        return False
+    return True
 
 
 def create_scram_user(gw: GatewayProcess) -> None:

@@ -27,8 +27,8 @@ from __future__ import annotations
 import time
 
 from e2e.conftest import Gateways
-from e2e.migration import Member, group_events, list_groups, scenario, wait_until
-from protocol.client import WireClient, make_request
+from e2e.migration import Member, coordinator_observer, group_events, list_groups, scenario, wait_until
+from protocol.client import make_request
 from translation.embedded_protocol import Subscription, serialize_assignment, serialize_subscription
 
 
@@ -69,7 +69,7 @@ def test_aiokafka_joining_during_the_upgrade_dies_where_kafka_python_carries_on(
                 "metadata": serialize_subscription(Subscription(0, ("not-our-topic",), None, ())),
             }
         ]
-        with WireClient(sc.gw.port) as wire:
+        with coordinator_observer(sc.gw, group) as wire:
 
             def join(member_id: str) -> object:
                 return wire.request(

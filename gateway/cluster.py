@@ -36,6 +36,9 @@ class ClusterView:
     peers: list[NodeEndpoint] = field(default_factory=list)
     """The other nodes of a `serve --workers N` cluster (docs/workers.md), listed as brokers by
     Metadata and DescribeCluster; empty for a single node."""
+    listener_peers: dict[str, list[NodeEndpoint]] = field(default_factory=dict)
+    """The other nodes as advertised on each listener (a worker listens on every listener), by
+    listener name; a listener without an entry answers `peers`."""
     controller: int | None = None
     """The controller's node id when it is not this node (a worker of `--workers N`: node 0)."""
 
@@ -45,7 +48,7 @@ class ClusterView:
 
     def brokers_for(self, ctx: _HasListenerName) -> list[NodeEndpoint]:
         """Every broker as the client of `ctx` must see them: this node first, then its peers."""
-        return [self.endpoint_for(ctx), *self.peers]
+        return [self.endpoint_for(ctx), *self.listener_peers.get(ctx.listener_name, self.peers)]
 
     @property
     def controller_id(self) -> int:

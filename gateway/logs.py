@@ -60,6 +60,9 @@ def configure_logging(
             renderer_for(chosen_format(log_format, out), out),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelNamesMapping()[level.upper()]),
-        logger_factory=structlog.PrintLoggerFactory(out),
+        # One write per line (message and newline together; `print` writes them apart): the
+        # workers of `serve --workers N` share the supervisor's stderr, and a line of one
+        # process must never be cut by another's (docs/workers.md).
+        logger_factory=structlog.WriteLoggerFactory(out),
         cache_logger_on_first_use=True,
     )

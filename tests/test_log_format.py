@@ -55,3 +55,29 @@ def test_text_has_no_colour_codes_on_a_pipe_or_with_no_color(monkeypatch: pytest
     monkeypatch.delenv("NO_COLOR")
     coloured = renderer_for("text", Terminal())(None, "info", {"event": "x", "level": "info"})
     assert "\x1b[" in str(coloured)
+
+
+class Writes(io.StringIO):
+    """A stream that remembers each write call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[str] = []
+
+    def write(self, s: str) -> int:
+        self.calls.append(s)
+        return super().write(s)
+
+
+def test_each_line_is_one_write() -> None:
+    """The workers of `serve --workers N` share one stderr: a line written in two calls (the
+    message, then the newline) can have another process's line land in between."""
+    out = Writes()
+    configure_logging("info", stream=out)
+    try:
+        log = structlog.get_logger("t")
+        log.info("workers.serving", workers=2)
+        log.info("gateway.listening", port=9092)
+    finally:
+        structlog.reset_defaults()
+    assert len(out.calls) == 2 and all(c.endswith("\n") and c.count("\n") == 1 for c in out.calls)

@@ -2,7 +2,9 @@
 answers itself, and two workers in one event loop over real TCP: a CreateTopics sent to worker 1
 is created by worker 0 and followed by worker 1, as is a streams group's internal topic
 created through `TopicFollower.create_topics`; FindCoordinator names the owner; a group API
-request for a group owned by the other worker is NOT_COORDINATOR. (The supervisor, real
+request for a group owned by the other worker is NOT_COORDINATOR; on a second listener both
+answer that listener's addresses; a SCRAM user created through worker 1 reaches worker 1's
+store. (The supervisor, real
 processes and real clients: e2e/test_workers.py.)"""
 
 from __future__ import annotations
@@ -21,14 +23,16 @@ from gateway.config import build_config
 from gateway.dataplane.plane import DataPlane, NewTopic, TopicError
 from gateway.dataplane.topics import TopicInfo
 from gateway.groups.routing import partition_for
+from gateway.listeners import parse_listeners
 from gateway.server import GatewayServer
 from gateway.workers.forwarding import TopicFollower, answered_locally
-from gateway.workers.plan import WorkerPlan, refusal
+from gateway.workers.plan import WorkerPlan, refusal, worker_listeners
 from gateway.workers.worker import worker_extension
 from protocol.codec import decode_response, encode_request, response_type_of
 from protocol.entity_builder import build
 
 SHARDS = 4
+PLAIN = {"sasl.enabled.mechanisms": "SCRAM-SHA-512"}
 
 
 def test_plan_ports_nodes_and_ownership(tmp_path: Path) -> None:
@@ -42,14 +46,36 @@ def test_plan_ports_nodes_and_ownership(tmp_path: Path) -> None:
 
 
 def test_settings_that_cannot_run_workers_are_refused() -> None:
-    ok = {"advertised": None, "port": 9092, "authorizer": False, "upstream": False}
-    assert refusal("127.0.0.1:9092", **ok) is None
-    assert refusal("PLAINTEXT://127.0.0.1:9092", **ok) is None
-    assert "PLAINTEXT" in (refusal("SSL://127.0.0.1:9092", **ok) or "")
-    assert "PLAINTEXT" in (refusal("a:1,b:2", **ok) or "")
-    assert "port" in (refusal("127.0.0.1:0", **{**ok, "port": 0}) or "")
-    assert "authorizer" in (refusal("127.0.0.1:9092", **{**ok, "authorizer": True}) or "")
-    assert "upstream" in (refusal("127.0.0.1:9092", **{**ok, "upstream": True}) or "")
+    ok = {"advertised": None, "authorizer": False, "upstream": False}
+    sasl = {"protocol_map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT"}
+
+    def refused(listeners: str, **kw: Any) -> str | None:
+        pm = kw.pop("protocol_map", None)
+        return refusal(parse_listeners(listeners, protocol_map=pm, settings=PLAIN), **{**ok, **kw})
+
+    assert refused("127.0.0.1:9092") is None
+    assert refused("PLAINTEXT://127.0.0.1:9092") is None
+    assert refused("PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9192", **sasl) is None
+    assert "PLAINTEXT listener first" in (refused("SASL_PLAINTEXT://127.0.0.1:9092", **sasl) or "")
+    assert "PLAINTEXT listener first" in (
+        refused("SASL_PLAINTEXT://127.0.0.1:9192,PLAINTEXT://127.0.0.1:9092", **sasl) or ""
+    )
+    assert "port" in (refused("127.0.0.1:0") or "")
+    zero = "PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:0"
+    assert "SASL_PLAINTEXT" in (refused(zero, **sasl) or "")
+    assert "authorizer" in (refused("127.0.0.1:9092", authorizer=True) or "")
+    assert "upstream" in (refused("127.0.0.1:9092", upstream=True) or "")
+    assert "advertised" in (refused("127.0.0.1:9092", advertised="PLAINTEXT://h:1") or "")
+
+
+def test_each_worker_moves_every_listener_by_its_index() -> None:
+    listeners = parse_listeners(
+        "PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9192",
+        protocol_map="PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
+        settings=PLAIN,
+    )
+    assert worker_listeners(listeners, 0) == "PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9192"
+    assert worker_listeners(listeners, 2) == "PLAINTEXT://127.0.0.1:9094,SASL_PLAINTEXT://127.0.0.1:9194"
 
 
 def _frame(api_key: int, version: int, **values: Any) -> bytes:
@@ -118,13 +144,16 @@ async def _call(port: int, api_key: int, version: int, **values: Any) -> Any:
 
 def test_two_workers_in_one_loop(tmp_path: Path) -> None:
     port = _free_port_pair()
+    external = _free_port_pair()  # a second listener, EXTERNAL, at its own port + i
     plans = [WorkerPlan(i, 2, "127.0.0.1", port, 0, tmp_path) for i in range(2)]
 
     def server(plan: WorkerPlan) -> GatewayServer:
         cfg = build_config(
             {
                 "log.dirs": str(plan.data_dir),
-                "listeners": f"127.0.0.1:{plan.port_of(plan.index)}",
+                "listeners": f"PLAINTEXT://127.0.0.1:{plan.port_of(plan.index)},"
+                f"EXTERNAL://127.0.0.1:{external + plan.index}",
+                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,EXTERNAL:PLAINTEXT",
                 "node.id": str(plan.node_id),
                 "offsets.topic.num.partitions": str(SHARDS),
             }
@@ -196,6 +225,46 @@ def test_two_workers_in_one_loop(tmp_path: Path) -> None:
                 port + 1, 12, 4, group_id=groups[1], generation_id=1, member_id="m", group_instance_id=None
             )
             assert served.error_code != ErrorCode.not_coordinator
+            # On the second listener, the brokers and the coordinators are that listener's
+            # addresses, also in a Metadata answer worker 1 forwarded (worker 0 answered it on
+            # its first listener).
+            for asked in (external, external + 1):
+                md = await _call(
+                    asked,
+                    3,
+                    12,
+                    topics=[],
+                    allow_auto_topic_creation=False,
+                    include_topic_authorized_operations=False,
+                )
+                assert sorted((b.node_id, b.port) for b in md.brokers) == [(0, external), (1, external + 1)]
+                found = await _call(asked, 10, 4, key_type=0, coordinator_keys=[groups[0], groups[1]])
+                assert [(c.node_id, c.port) for c in found.coordinators] == [(0, external), (1, external + 1)]
+            # A SCRAM user created through worker 1 (forwarded: worker 0 writes it) is
+            # followed by worker 1, whose SASL listeners check logins against it.
+            assert w1.scram.users() == []
+            altered = await _call(
+                port + 1,
+                51,
+                0,
+                deletions=[],
+                upsertions=[
+                    {
+                        "name": "alice",
+                        "mechanism": 2,
+                        "iterations": 4096,
+                        "salt": b"salt",
+                        "salted_password": b"x" * 64,
+                    }
+                ],
+            )
+            assert [r.error_code for r in altered.results] == [ErrorCode.none]
+            assert w0.scram.users() == ["alice"]
+            for _ in range(50):
+                if w1.scram.users() == ["alice"]:
+                    break
+                await asyncio.sleep(0.05)
+            assert w1.scram.users() == ["alice"]
         finally:
             await w1.stop(1.0)
             await w0.stop(1.0)

@@ -265,6 +265,11 @@ class ScramCredentialStore:
             )
         return results, users
 
+    def adopt(self, other: ScramCredentialStore) -> None:
+        """Take `other`'s users as current, without writing (a worker of `serve --workers N`
+        following worker 0's file, gateway.workers.forwarding)."""
+        self._users = other._users
+
     def write(self, users: dict[str, dict[str, ScramCredential]]) -> None:
         """Make `users` durable, then current (may run in a worker thread)."""
         data = self._encode(users)

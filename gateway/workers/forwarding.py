@@ -8,7 +8,10 @@ APIs to whichever broker it likes (the least loaded one), so a worker answers th
 ApiVersions and FindCoordinator itself and forwards every other request, as raw bytes, to
 worker 0, on a connection of the client connection's own (a broker answers a connection's
 requests one at a time, so a long-polling Fetch of one client never holds up another's). Only
-the correlation id is rewritten (`gateway.upstream.link`), and restored in the answer.
+the correlation id is rewritten (`gateway.upstream.link`), and restored in the answer; except
+that a Metadata or DescribeCluster answer to a client of another listener than the first (a
+SASL_SSL one) gets that listener's broker addresses, since worker 0 answered the forwarding
+connection on its first listener.
 
 A streams group's missing internal topics, which the group layer creates itself in embedded
 mode, are created the same way: `TopicFollower.create_topics` sends CreateTopics to worker 0 on
@@ -17,17 +20,19 @@ a connection of its own and reads `topics.json` again once it is answered.
 `TopicFollower` keeps the worker's own metadata image (which its consumer groups' assignors
 read) in step with worker 0's `topics.json`: it checks the file's identity every
 `TOPICS_POLL_SECONDS` and, when it changed, reads it and applies the difference
-(`DataPlane.follow`).
+(`DataPlane.follow`). It follows worker 0's SCRAM users (`scram-credentials.json`) the same
+way, so a user created through any worker logs in on every worker's SASL listeners.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import struct
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from kio.index import load_request_schema
@@ -36,10 +41,19 @@ from kio.schema.errors import ErrorCode
 from gateway.connection import KafkaConnection, ResponseSlot
 from gateway.dataplane.plane import NewTopic, TopicError
 from gateway.dataplane.topics import TOPICS_FILE, TopicInfo, TopicRegistry, TopicsFileError
+from gateway.sasl.credentials import CREDENTIALS_FILE, CredentialsFileError, ScramCredentialStore
 from gateway.upstream.link import UpstreamLink, UpstreamUnavailable
 from gateway.upstream.proxy import SASL_APIS, SPLIT, TERMINATED, expects_response, forwards_split
 from gateway.workers.plan import WorkerPlan
-from protocol.codec import DecodeFailure, decode_response, encode_request, peek, response_type_of
+from protocol.codec import (
+    DecodeFailure,
+    api_schema,
+    decode_response,
+    encode_request,
+    encode_response,
+    peek,
+    response_type_of,
+)
 from protocol.entity_builder import build
 from protocol.framing import SIZE
 
@@ -55,6 +69,9 @@ FIND_COORDINATOR = 10
 # Answered by every worker itself: the group APIs (scale-out's list and the streams group
 # APIs), ApiVersions, SASL, FindCoordinator (the owner of a group, worker 0 for transactions).
 LOCAL = TERMINATED | SASL_APIS | {88, 89, FIND_COORDINATOR}
+# Answers naming the brokers' addresses, as worker 0 sees them on its first listener.
+METADATA, DESCRIBE_CLUSTER = 3, 60
+ADDRESSED = frozenset({METADATA, DESCRIBE_CLUSTER})
 CONNECT_TIMEOUT_SECONDS = 5.0
 # A forwarded request unanswered this long fails its client connection; above any Fetch wait or
 # admin timeout a client sets (Kafka clients default to 30 s request timeouts).
@@ -81,6 +98,7 @@ class WorkerForwarder:
         self.server = server
         self.target = (plan.host, plan.port_of(0))
         self.target_node = plan.node_of(0)
+        self.main_listener = server.listeners[0].name
         self.forwarded = server.metrics.counter(
             "groupshift_worker_forwarded_requests_total", "Requests forwarded to worker 0 (its data plane)"
         )
@@ -115,11 +133,16 @@ class WorkerForwarder:
         expect = expects_response(frame, api_key, version)
         self.forwarded.inc()
 
+        readdress = api_key in ADDRESSED and conn.ctx.listener_name != self.main_listener
+
         def answered(result: bytes | UpstreamUnavailable) -> None:
             if slot.done or conn.closing:
                 return
             if isinstance(result, UpstreamUnavailable):
                 conn.close("workers.worker0_unavailable", error=str(result))
+                return
+            if readdress:
+                slot.complete(self._readdressed(conn, api_key, version, cid, result))
                 return
             slot.complete(b"".join((SIZE.pack(len(result)), _CID.pack(cid), result[4:])))
 
@@ -131,6 +154,24 @@ class WorkerForwarder:
         if not expect:
             slot.complete(None)
 
+    def _readdressed(self, conn: KafkaConnection, api_key: int, version: int, cid: int, raw: bytes) -> bytes:
+        """Worker 0's Metadata or DescribeCluster answer with the brokers' addresses on the
+        listener this client came in on: worker 0 answered on its first listener (the forwarding
+        connection's), and a client on another listener (SASL_SSL) must be told that listener's
+        addresses, as Kafka tells a client its own listener's."""
+        schema = api_schema(api_key, version)
+        assert schema is not None  # a frame the link forwarded was peeked as this API
+        _, body = decode_response(schema.response_type, raw)
+        at = {b.node_id: b for b in self.server.cluster.brokers_for(conn.ctx)}
+
+        def moved(broker: Any) -> Any:
+            node = broker.node_id if hasattr(broker, "node_id") else broker.broker_id
+            ep = at.get(int(node))
+            return broker if ep is None else dataclasses.replace(broker, host=ep.host, port=ep.port)
+
+        body = dataclasses.replace(body, brokers=tuple(moved(b) for b in body.brokers))
+        return encode_response(schema, cid, body)
+
     def _release(self, conn: KafkaConnection) -> None:
         link: UpstreamLink | None = conn.ctx.attributes.pop(_LINK, None)
         if link is not None:
@@ -138,23 +179,45 @@ class WorkerForwarder:
 
 
 class TopicFollower:
-    def __init__(self, plane: DataPlane, plan: WorkerPlan) -> None:
+    def __init__(
+        self, plane: DataPlane, plan: WorkerPlan, credentials: ScramCredentialStore | None = None
+    ) -> None:
         self.plane = plane
+        self.credentials = credentials
+        self._credentials_seen: tuple[int, int, int] | None = None
         self.shared_dir = plan.shared_dir
         self.target = (plan.host, plan.port_of(0))
         self.target_node = plan.node_of(0)
         self._seen: tuple[int, int, int] | None = None
         self._task: asyncio.Task[None] | None = None
 
-    def _identity(self) -> tuple[int, int, int] | None:
+    def _identity(self, name: str = TOPICS_FILE) -> tuple[int, int, int] | None:
         try:
-            st = os.stat(self.shared_dir / TOPICS_FILE)
+            st = os.stat(self.shared_dir / name)
         except OSError:
             return None
         return st.st_ino, st.st_mtime_ns, st.st_size
 
+    def _sync_credentials(self) -> None:
+        """Read worker 0's SCRAM users if their file changed: AlterUserScramCredentials is
+        forwarded to worker 0, which writes them, and a SASL listener of every worker checks
+        logins against them."""
+        if self.credentials is None:
+            return
+        seen = self._identity(CREDENTIALS_FILE)
+        if seen is None or seen == self._credentials_seen:
+            return
+        try:
+            self.credentials.adopt(ScramCredentialStore.load(self.shared_dir))
+        except CredentialsFileError as e:
+            log.warning("workers.credentials_unreadable", error=str(e))
+            return
+        self._credentials_seen = seen
+        log.info("workers.credentials_followed", users=len(self.credentials.users()))
+
     def sync(self) -> None:
-        """Read worker 0's topics if the file changed since the last read."""
+        """Read worker 0's topics (and SCRAM users) if their files changed since the last read."""
+        self._sync_credentials()
         seen = self._identity()
         if seen is None or seen == self._seen:
             return

@@ -12,8 +12,9 @@ Routing, as a Kafka broker that does not lead the partition answers:
   it answers worker 0, whose data plane runs the transactions;
 * a group API request for a group of a shard owned elsewhere is answered NOT_COORDINATOR, the
   client then finds the coordinator again;
-* Metadata and DescribeCluster list every worker as a broker (`ClusterView.peers`), and worker
-  0 as the controller.
+* Metadata and DescribeCluster list every worker as a broker (`ClusterView.peers`, and
+  `listener_peers` with each listener's addresses), and worker 0 as the controller;
+  FindCoordinator names the owner on the listener the client used.
 """
 
 from __future__ import annotations
@@ -49,12 +50,22 @@ class StaticShardOwnership:
         self.plan = plan
         self.num_shards = server.config.group.offsets_topic_num_partitions
         self.base = plan.shared_dir / "coordinator"
-        host = plan.host
-        self.nodes = {plan.node_of(i): (host, plan.port_of(i)) for i in range(plan.count)}
-        server.cluster.peers = [
-            NodeEndpoint(plan.node_of(i), host, plan.port_of(i)) for i in range(plan.count) if i != plan.index
+        # Worker i listens on every listener's port + i, so each listener's peers follow from
+        # this worker's own endpoint on it (fixed ports: plan.refusal).
+        cluster = server.cluster
+        self.listener_nodes = {
+            name: {plan.node_of(i): (ep.host, ep.port - plan.index + i) for i in range(plan.count)}
+            for name, ep in cluster.endpoints.items()
+        }
+        self.nodes = {plan.node_of(i): (plan.host, plan.port_of(i)) for i in range(plan.count)}
+        cluster.listener_peers = {
+            name: [NodeEndpoint(node, h, p) for node, (h, p) in nodes.items() if node != plan.node_id]
+            for name, nodes in self.listener_nodes.items()
+        }
+        cluster.peers = [
+            NodeEndpoint(node, h, p) for node, (h, p) in self.nodes.items() if node != plan.node_id
         ]
-        server.cluster.controller = plan.node_of(0)
+        cluster.controller = plan.node_of(0)
 
     def open_shard(
         self, index: int, now: int, config: CoordinatorConfig, ids: IdSource, image: MetadataImage
@@ -111,7 +122,8 @@ class StaticShardOwnership:
                     **NO_NODE,
                 }
             node = self.owner_node(key) if key_type == GROUP else self.plan.node_of(0)
-            host, port = self.nodes[node]
+            # The owner's address on the listener the client used, as Kafka answers.
+            host, port = self.listener_nodes.get(ctx.listener_name, self.nodes)[node]
             return {
                 "error_code": ErrorCode.none,
                 "error_message": "" if batched else "NONE",

@@ -39,7 +39,7 @@ def worker_extension(plan: WorkerPlan) -> Extension:
         ownership = StaticShardOwnership(server, plan)
         create_topics = None
         if plan.index > 0:
-            follower = TopicFollower(server.plane, plan)
+            follower = TopicFollower(server.plane, plan, server.scram)
             create_topics = follower.create_topics
             follower.sync()  # before the shards load: they load against this image
             server.on_start.append(follower.start)

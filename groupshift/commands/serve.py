@@ -126,14 +126,13 @@ def run(args: argparse.Namespace) -> int:
         return _error(f"--worker-index must be below --workers ({args.worker_index} of {args.workers})")
     plan = None
     if args.workers > 1:
-        from gateway.workers.plan import WorkerPlan, refusal
+        from gateway.workers.plan import WorkerPlan, refusal, worker_listeners
 
         cfg = loaded.config
         host, port = cfg.listen_address
         problem = refusal(
-            cfg.listeners,
+            cfg.served_listeners,
             cfg.advertised_listeners,
-            port,
             authorizer=bool(cfg.authorizer_class_name),
             upstream=cfg.upstream is not None,
         )
@@ -149,14 +148,12 @@ def run(args: argparse.Namespace) -> int:
         try:
             loaded = load_settings(
                 config_file=args.config,
-                overrides={
-                    **overrides,
-                    "listeners": f"PLAINTEXT://{host}:{plan.port_of(plan.index)}",
-                    "log.dirs": str(plan.data_dir),
-                },
+                overrides={**overrides, "log.dirs": str(plan.data_dir)},
                 override_origins={"listeners": "--listen", "log.dirs": "--data-dir"},
                 sets=[
                     *args.set,
+                    # After the user's items, so that a `--set listeners=...` is moved too.
+                    f"listeners={worker_listeners(cfg.served_listeners, plan.index)}",
                     f"node.id={plan.node_id}",
                     *_worker_metrics(cfg.metrics_address, plan.index),
                 ],

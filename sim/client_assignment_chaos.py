@@ -103,10 +103,17 @@ class AssigningSide:
     stats: dict[str, int] = field(default_factory=dict)
 
     def forget(self) -> None:
-        """Fenced or rejoining: a computation in progress is no longer this member's."""
+        """Rejoining: a computation in progress is no longer this member's."""
         self.prepared = None
         self.asked = -1
         self.hanging = False
+
+    def new_membership(self) -> None:
+        """Fenced or the member unknown: the group may be another one by now (converted to
+        classic and back, deleted and created again), whose epochs start lower, so what this
+        member installed before says nothing (consumer_membership resets it too)."""
+        self.forget()
+        self.done = -1
 
 
 def _draw_assignors(rng: random.Random) -> tuple[ClientAssignorMetadata, ...]:
@@ -250,7 +257,9 @@ class ClientAssignorMachine(SimMachine):
             if code in (Errors.FENCED_MEMBER_EPOCH, Errors.UNKNOWN_MEMBER_ID):
                 if side.hanging:
                     self._note("hung assigning member fenced")
-                side.forget()
+                side.new_membership()
+            elif code is Errors.GROUP_ID_NOT_FOUND:
+                side.new_membership()
         super()._on_cgh(c, req, r)
 
     def _consumer_step(self, c: Client, ack: bool = True) -> None:

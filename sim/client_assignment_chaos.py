@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 from consumer_membership.assignor import (
@@ -77,7 +77,6 @@ from sim import chaos
 from sim.chaos import SimMachine
 from sim.migration_clients import CONSUMER, GROUP, Client, config
 
-ENABLE = "group.consumer.client.assignors.enable"
 PRINCIPAL = "User:ANONYMOUS"  # the simulated clients' (member ids are bound to it)
 COOPERATIVE_STICKY, STICKY = "cooperative-sticky", "sticky"
 WITH_ASSIGNORS = 0.85  # share of consumer-protocol clients that announce client assignors
@@ -100,7 +99,6 @@ class AssigningSide:
     hanging: bool = False  # never installs until fenced
     fail_next: bool = False  # the next computation's assignor raises
     metadata_seq: int = 0
-    stats: dict[str, int] = field(default_factory=dict)
 
     def forget(self) -> None:
         """Rejoining: a computation in progress is no longer this member's."""
@@ -439,7 +437,12 @@ class ClientAssignorMachine(SimMachine):
     def extra_actions(self, faults: bool) -> list[tuple[str, float]]:
         if not self.sides or not faults:
             return []
-        return [("hang_assignor", 1.0), ("assignor_error", 1.0), ("stale_install", 1.5)]
+        return [
+            ("hang_assignor", 1.0),
+            ("assignor_error", 1.0),
+            ("stale_install", 1.5),
+            ("assignor_metadata_change", 1.0),
+        ]
 
     def extra_action(self, name: str, i: int) -> None:
         sides = [(c, s) for c, s in self.sides.items() if self.clients.get(c.name) is c]
@@ -450,6 +453,21 @@ class ClientAssignorMachine(SimMachine):
             side.hanging = True
         elif name == "assignor_error":
             side.fail_next = True
+        elif name == "assignor_metadata_change":
+            # The member's assignor metadata changes (a new version within its range, new
+            # bytes): the next heartbeat carries the list, the group epoch moves, and a version
+            # nobody else reads may be refused UNSUPPORTED_ASSIGNOR.
+            k = self.rng.randrange(len(side.assignors))
+            a = side.assignors[k]
+            version = self.rng.randint(max(a.minimum_version, 0), a.maximum_version)
+            changed = dataclasses.replace(
+                a,
+                reason=(a.reason + 1) % 128,
+                metadata_version=version,
+                metadata=f"{a.name}@{version}+".encode(),
+            )
+            side.assignors = (*side.assignors[:k], changed, *side.assignors[k + 1 :])
+            side.announce = True
         elif name == "stale_install" and side.last_install is not None and c.epoch >= 0:
             self._note("old install sent again")
             self._install(c, side, dataclasses.replace(side.last_install, member_epoch=c.epoch))

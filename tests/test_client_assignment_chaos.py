@@ -34,6 +34,7 @@ def test_client_assignor_chaos_slice() -> None:
         "InstallAssignment REBALANCE_IN_PROGRESS",
         "computation held over a step",
         "old install sent again",
+        "assignor_metadata_change",
         "hung assigning member fenced",
         "join refused UNSUPPORTED_ASSIGNOR",
         "step with a client assignor chosen",

@@ -447,6 +447,9 @@ class ConsumerMembershipCore:
                 self.state = State.JOINING
                 self._sent = None
                 self._computation = None
+                # A new membership: the group may be another one by now (converted to classic
+                # and back, or deleted and created again), whose epochs start lower.
+                self._done_epoch = -1
                 return
             if code in REDISCOVER:
                 self.coordinator = None

@@ -11,6 +11,13 @@ client-assignor member. The migration checkers of `e2e.migration` judge the run:
 owned by two members at once, every acknowledged record consumed, duplicates only where a
 hand-over allows them, commits never backwards.
 
+The same group on a real Apache Kafka 4.4 node pins the refusal: once librdkafka's assignments
+carry its sticky userData, the same client-assignor member's ConsumerGroupHeartbeat (its tag is
+one Kafka skips) is answered GROUP_ID_NOT_FOUND with Kafka's message, and the group stays
+classic. Kafka 4.4's `ConsumerGroup.fromClassicGroup` throws "userData from a custom assignor
+would be lost" for a member whose assignment has userData, and `convertToConsumerGroup` turns it
+into that GroupIdNotFoundException (KAFKA-18134).
+
 The client-assignor member reads records too, to take part in the checks: `consumer_membership`
 is a membership client (it fetches nothing), so its callbacks drive a confluent-kafka consumer
 by manual assignment, starting at the group's committed offsets, and commit with its own member
@@ -44,7 +51,7 @@ from e2e.migration import (
     observer,
     scenario,
 )
-from protocol.client import make_request
+from protocol.client import WireClient, make_request
 from translation.embedded_protocol import parse_assignment
 
 pytestmark = pytest.mark.e2e
@@ -68,11 +75,21 @@ class RecordingAdapter(CooperativeStickyAdapter):
         return super().assign(group)
 
 
+def describe_classic(port: int, group: str) -> tuple[str, str, list[bytes | None]]:
+    """(state, protocol, each member's assignment user data) from DescribeGroups v5."""
+    with WireClient(port) as c:
+        r = c.request(make_request(15, 5, groups=[group], include_authorized_operations=False))
+    g = r.groups[0]
+    users = [
+        parse_assignment(bytes(m.member_assignment)).user_data if m.member_assignment else None
+        for m in g.members
+    ]
+    return g.group_state, g.protocol_data, users
+
+
 def classic_user_data(gw: GatewayProcess, group: str) -> list[bytes | None]:
     """Each classic member's assignment user data (DescribeGroups)."""
-    with observer(gw) as c:
-        r = c.request(make_request(15, 5, groups=[group], include_authorized_operations=False))
-    return [parse_assignment(bytes(m.member_assignment)).user_data for m in r.groups[0].members]
+    return describe_classic(gw.port, group)[2]
 
 
 def topic_id(gw: GatewayProcess, topic: str) -> uuid.UUID:
@@ -252,3 +269,69 @@ def test_librdkafka_cooperative_sticky_group_upgrades_through_the_adapter(gatewa
 
         report = s.finish()
     assert report.records > 0 and report.handovers > 0, report
+
+
+KAFKA_REFUSAL = (
+    "ConsumerGroupHeartbeat failed: GROUP_ID_NOT_FOUND Cannot upgrade classic group {group} to "
+    "consumer group because an unsupported custom assignor is in use. Please refer to the "
+    "documentation or switch to a default assignor before re-attempting the upgrade."
+)
+
+
+def test_kafka_4_4_refuses_the_same_upgrade(kafka4: Any) -> None:
+    """KAFKA-18134 on a real Kafka 4.4 node: two librdkafka cooperative-sticky members whose
+    assignments carry userData; the client-assignor member that upgrades this group on groupshift
+    is refused with Kafka's error and message, computes nothing, and the group stays classic."""
+    import asyncio
+
+    from confluent_kafka import Consumer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from consumer_membership import ConsumerMembershipError
+
+    assert str(kafka4.version).startswith("4.4"), kafka4.version
+    run = uuid.uuid4().hex[:6]
+    topic, group = f"csa-kafka-{run}-topic", f"csa-kafka-{run}-group"
+    admin = AdminClient({"bootstrap.servers": kafka4.bootstrap})  # kept: its futures need it
+    for f in admin.create_topics([NewTopic(topic, 6, 1)]).values():
+        f.result(timeout=30)
+    consumers: list[Any] = []
+    try:
+        for n in (1, 2):  # the second joins a stable group: the first one's 2nd generation
+            c = Consumer(
+                {
+                    **librdkafka_config(kafka4.bootstrap),
+                    "group.id": group,
+                    "group.protocol": "classic",
+                    "partition.assignment.strategy": "cooperative-sticky",
+                    "heartbeat.interval.ms": 500,
+                    "session.timeout.ms": 45000,
+                    "enable.auto.commit": False,
+                }
+            )
+            c.subscribe([topic])
+            consumers.append(c)
+            deadline = time.monotonic() + 60
+            while True:
+                for each in consumers:
+                    each.poll(0.1)
+                state, protocol, users = describe_classic(kafka4.port(), group)
+                if state == "Stable" and len(users) == n and (n == 1 or all(users)):
+                    break
+                assert time.monotonic() < deadline, (n, state, users)
+        assert protocol == "cooperative-sticky" and all(users), users  # the custom assignor's state
+
+        adapter = RecordingAdapter()
+        member = ConsumerMembership(kafka4.bootstrap, group, [topic], [adapter], client_id="csa-kafka")
+        with pytest.raises(ConsumerMembershipError) as refused:
+            asyncio.run(asyncio.wait_for(member.run(), 60))
+        assert refused.value.code == 69, refused.value  # GROUP_ID_NOT_FOUND
+        assert str(refused.value) == KAFKA_REFUSAL.format(group=group), str(refused.value)
+        assert not adapter.computations
+        for each in consumers:
+            each.poll(0.1)
+        state, protocol, users = describe_classic(kafka4.port(), group)
+        assert (state, protocol, len(users)) == ("Stable", "cooperative-sticky", 2), (state, users)
+    finally:
+        for c in consumers:  # librdkafka consumers left open block the interpreter's exit
+            c.close()

@@ -156,9 +156,9 @@ def _rejected(
     op: Operation,
     on_error: Callable[[CoordinatorError], Any],
 ) -> Outcome[Any]:
-    """A request its handler refused: nothing of its operation is kept but the events that
-    explain the refusal, and a `request.rejected` event (with the member epoch for a
-    ConsumerGroupHeartbeat)."""
+    """A request its handler refused: nothing of its operation is kept but the answers it gave
+    parked requests, the events that explain the refusal, and a `request.rejected` event (with
+    the member epoch for a ConsumerGroupHeartbeat)."""
     if type(e) is Refused:
         # Bound to another principal (`engine.binding`): one event, which the gateway audits.
         return Outcome(on_error(e), events=[e.event(api)])
@@ -167,7 +167,13 @@ def _rejected(
         fields["member_epoch"] = member_epoch
     fields["error"] = e.code.name
     fields["reason"] = e.message
-    return Outcome(on_error(e), events=[*op.explanations, ("request.rejected", fields)])
+    # Parked requests the handler already answered before it refused (an upgrade tells a
+    # rebalancing classic group's members to rejoin, then the joining member is refused
+    # UNSUPPORTED_ASSIGNOR) keep their answers: the group no longer counts them as parked, and
+    # Kafka's futures, completed in place, are not taken back by a later exception either.
+    return Outcome(
+        on_error(e), completions=op.completions, events=[*op.explanations, ("request.rejected", fields)]
+    )
 
 
 class Shard:

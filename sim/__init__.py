@@ -12,5 +12,7 @@ engine/, translation/ or gateway/ imports it.
 * `sim.migration_clients` / `sim.migration_world`: classic eager, classic cooperative and
   consumer-protocol clients sharing one group (the hypothesis machine's world);
 * `sim.chaos`: that world served by the real shard runtime on a simulated loop and disk, with
-  faults (docs/simulation.md).
+  faults (docs/simulation.md);
+* `sim.client_assignment_chaos`: the same with client-side assignors on, members computing
+  through PrepareAssignment / InstallAssignment, and their faults.
 """

@@ -92,7 +92,6 @@ from sim.migration_clients import (
     SUBSCRIPTIONS,
     TOPICS,
     Client,
-    config,
 )
 from sim.migration_world import MigrationWorld
 
@@ -339,7 +338,12 @@ def disk_records(disk: SimDisk) -> list[CoordinatorRecord]:
 
 
 class SimMachine(MigrationWorld):
-    """The migration world's clients, served by a `ShardRuntime` on simulated parts."""
+    """The migration world's clients, served by a `ShardRuntime` on simulated parts.
+
+    A subclass adds clients and faults of its own through `extra_actions` / `extra_action` (see
+    sim/client_assignment_chaos.py); with none, the random draws are those of the base machine."""
+
+    CLI_FLAG = ""  # how `groupshift simulate --chaos` selects this machine (the reproduce line)
 
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
@@ -378,14 +382,14 @@ class SimMachine(MigrationWorld):
         self.reloads += 1
         storage = CoordinatorStorage.load(
             SimLog(self.disk),  # type: ignore[arg-type]
-            config=config(self.policy),
+            config=self.config_for(self.policy),
             ids=SeededIds(1000 + self.reloads),
             image=self.image,
             now_ms=now,
         )
         # The replica follows the journal from here; it starts from what the disk holds.
         self.log = disk_records(self.disk)
-        self.replica = Shard(config(self.policy), SeededIds(0), self.image)
+        self.replica = Shard(self.config_for(self.policy), SeededIds(0), self.image)
         self.replica.apply(self.log)
         self.replica_storage = storage
         journal = storage.shard.journal
@@ -740,7 +744,7 @@ class SimMachine(MigrationWorld):
 
     def _check_replay_from_scratch(self) -> None:
         """Invariant 3 against the disk: a shard loaded from what the log holds."""
-        fresh = Shard(config(self.policy), SeededIds(0), self.image)
+        fresh = Shard(self.config_for(self.policy), SeededIds(0), self.image)
         load_shard(SimLog(self.disk), fresh, "sim")  # type: ignore[arg-type]
         g, f = self.shard.groups.get(GROUP), fresh.groups.get(GROUP)
         if isinstance(g, ConsumerGroup):
@@ -783,6 +787,7 @@ class SimMachine(MigrationWorld):
                 ("stall_fsync", 3),
                 ("crash_server", 1.2),
             ]
+        actions += self.extra_actions(faults)
         if not names:
             actions = [(a, w) for a, w in actions if a not in CLIENT_ACTIONS]
         name = rng.choices([a for a, _ in actions], [w for _, w in actions])[0]
@@ -839,12 +844,22 @@ class SimMachine(MigrationWorld):
             self.disk.stall_steps = rng.randint(1, 6)
         elif name == "crash_server":
             self.crash_server(rng.random() < 0.5, rng.choice(POLICIES))
+        else:
+            self.extra_action(name, i)
         for c in self.clients.values():
             c.deaf = False
         self.loop.step(quiet=not faults)
         self._drain()
         self._note(name)
         return name
+
+    def extra_actions(self, faults: bool) -> list[tuple[str, float]]:
+        """A subclass's own actions and their weights (client actions: in CLIENT_ACTIONS)."""
+        return []
+
+    def extra_action(self, name: str, i: int) -> None:
+        """Run one of `extra_actions` on client index `i`."""
+        raise AssertionError(f"unknown action {name}")
 
     def quiet(self) -> None:
         """Faults stop: stalled fsyncs complete, nothing fails any more; then the clients settle
@@ -889,19 +904,22 @@ class SeedResult:
     digest: str  # of what the simulated disk holds at the end: equal runs, equal digests
 
 
-def run_seed(seed: int, steps: int) -> SeedResult:
+Machine = Callable[[random.Random], SimMachine]
+
+
+def run_seed(seed: int, steps: int, machine: Machine = SimMachine) -> SeedResult:
     with structlog.testing.capture_logs():  # the coordinator's logs: silent, and not kept
-        return _run_seed(seed, steps)
+        return _run_seed(seed, steps, machine)
 
 
-def _run_seed(seed: int, steps: int) -> SeedResult:
+def _run_seed(seed: int, steps: int, machine: Machine) -> SeedResult:
     """Run one seed: `steps` steps with faults, a quiet tail, then the settling; raises
     `Violation` (naming the seed) on the first invariant that fails."""
     rng = random.Random(seed)
     trail: deque[str] = deque(maxlen=12)
     step = 0
     try:
-        m = SimMachine(rng)
+        m = machine(rng)
         for step in range(1, steps + 1):
             trail.append(m.step(faults=True))
             m.check(full_replay=step % REPLAY_EVERY == 0)
@@ -917,20 +935,22 @@ def _run_seed(seed: int, steps: int) -> SeedResult:
         detail = "".join(traceback.format_exception(e)[-6:])
         raise Violation(
             f"seed {seed} failed at step {step} (last actions: {', '.join(trail)}): "
-            f"{type(e).__name__}: {e}\nreproduce: groupshift simulate --chaos --seed {seed} "
-            f"--steps {steps}\n{detail}"
+            f"{type(e).__name__}: {e}\nreproduce: groupshift simulate --chaos"
+            f"{getattr(machine, 'CLI_FLAG', '')} --seed {seed} --steps {steps}\n{detail}"
         ) from e
     digest = hashlib.sha256(b"".join(raw for _n, raw in m.disk.batches)).hexdigest()
     return SeedResult(seed, step, m.stats, digest)
 
 
-def main(seed: int, steps: int, seeds: int, out: TextIO, keep_going: bool = False) -> int:
+def main(
+    seed: int, steps: int, seeds: int, out: TextIO, keep_going: bool = False, machine: Machine = SimMachine
+) -> int:
     """`groupshift simulate --chaos`: seeds `seed .. seed+seeds-1`, `steps` steps each."""
     total_steps = failures = 0
     stats: dict[str, int] = {}
     for s in range(seed, seed + seeds):
         try:
-            r = run_seed(s, steps)
+            r = run_seed(s, steps, machine)
         except Violation as v:
             failures += 1
             print(f"VIOLATION {v}", file=out, flush=True)

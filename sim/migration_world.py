@@ -79,6 +79,7 @@ from engine.classic.api import (
 from engine.classic.group import ClassicGroup
 from engine.classic.records import persisted_view
 from engine.classic.state import ClassicGroupState
+from engine.config import CoordinatorConfig
 from engine.consumer.api import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from engine.consumer.group import ConsumerGroup
 from engine.context import RequestContext
@@ -129,7 +130,7 @@ class MigrationWorld:
         self.restarts = 0
         self.shard = self._new_shard()
         self.coordinator = self.shard
-        self.replica = Shard(config(self.policy), SeededIds(0), self.image)
+        self.replica = Shard(self.config_for(self.policy), SeededIds(0), self.image)
         self.log: list[CoordinatorRecord] = []
         self.now = 10_000
         self.clients: dict[str, Client] = {}
@@ -142,9 +143,14 @@ class MigrationWorld:
         self.unwatched = False
         self.requests = 0
 
+    def config_for(self, policy: str) -> CoordinatorConfig:
+        """The coordinator's settings under `policy` (a subclass adds its own)."""
+        return config(policy)
+
     def _new_shard(self) -> Shard:
         # A fresh id seed per incarnation of the coordinator: ids must not repeat across restarts.
-        return Shard(config(self.policy), SeededIds(1000 + self.restarts), self.image, migration=Migration)
+        cfg = self.config_for(self.policy)
+        return Shard(cfg, SeededIds(1000 + self.restarts), self.image, migration=Migration)
 
     # --- plumbing ---------------------------------------------------------------------------
 
@@ -826,7 +832,7 @@ class MigrationWorld:
         self._check_replay_from_scratch()
 
     def _check_replay_from_scratch(self) -> None:
-        fresh = Shard(config(self.policy), SeededIds(0), self.image)
+        fresh = Shard(self.config_for(self.policy), SeededIds(0), self.image)
         fresh.apply(self.log)
         g, f = self.shard.groups.get(GROUP), fresh.groups.get(GROUP)
         if isinstance(g, ConsumerGroup):

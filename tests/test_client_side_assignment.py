@@ -422,3 +422,36 @@ def test_describe_names_the_client_assignor_in_use() -> None:
     off.join("m1", client_assignors=(ca(),))
     (plain,) = off.shard.describe_consumer_groups(["g"])
     assert plain.assignor_name == "uniform"
+
+
+def test_the_choice_at_a_static_takeover_is_the_one_the_records_leave() -> None:
+    """Found by the client-assignor simulator (seed 1253): a consumer-protocol static member
+    replaced a classic static member. The heartbeat's choice still counted the replaced classic
+    member (version -1) and asked the newcomer to compute, while the group the records leave (the
+    classic member removed, the newcomer last) chooses the first member: PrepareAssignment then
+    refused the newcomer, and the group waited for its rebalance timeout."""
+    from engine.consumer.client_assignment import members_with
+    from engine.consumer.group import ConsumerGroup
+
+    group = ConsumerGroup("g")
+    first = ConsumerGroupMember(
+        "A", client_assignors=(ca("sticky", 2, 3, 2), ca("cooperative-sticky", 1, 4, 2))
+    )
+    classic = ConsumerGroupMember(
+        "K",
+        instance_id="inst-d",
+        classic_member_metadata=ClassicMemberMetadata(5000, (ClassicProtocol("cooperative-sticky", b""),)),
+    )
+    group.members = {"A": first, "K": classic}
+    newcomer = ConsumerGroupMember(
+        "D",
+        instance_id="inst-d",
+        client_assignors=(ca("cooperative-sticky", -1, 2, 0), ca("sticky", 2, 3, 2)),
+    )
+    old = ConsumerGroupMember("D", instance_id="inst-d")  # the replaced member under the new id
+    after = members_with(group, old, newcomer)
+    assert [m.member_id for m in after] == ["A", "D"]
+    got = choose(after)
+    assert got is not None and (got.name, got.assigning_member) == ("sticky", "A")
+    # a member updated in place keeps its place
+    assert [m.member_id for m in members_with(group, first, first)] == ["A", "K"]

@@ -94,3 +94,24 @@ def test_assignment_user_data_converts_only_for_a_client_assignor_reading_classi
     assert r.error_code == 0, r
     g = h.shard.consumer_group("g")
     assert g is not None and set(g.members) == {"c1", "c2", "n1"}
+
+
+def test_a_refused_upgrade_still_answers_the_joins_it_ended() -> None:
+    """Found by the client-assignor chaos simulator (sim/client_assignment_chaos.py, seed 1): a
+    consumer-protocol member joins a classic group with a parked JoinGroup; the conversion tells
+    the parked member to rejoin (REBALANCE_IN_PROGRESS, as Kafka's convertToConsumerGroup
+    completes the join futures) and the heartbeat is then refused UNSUPPORTED_ASSIGNOR. The
+    answer already given must be sent: the classic group no longer counts that join as parked,
+    and a dropped answer left the member waiting until the join phase fenced it ("did not rejoin
+    in time"). Kafka's futures, completed in place, are not taken back by a later exception."""
+    from engine.classic.member import Protocol
+    from engine.outcome import Pending
+
+    h = seeded()
+    parked = h.join("c1", protocols=(Protocol(NAME, sub("foo", version=3, owned={"foo": [0, 1, 2]})),))
+    assert isinstance(parked, Pending), parked  # c1 rejoins: the group prepares a rebalance
+    r = join(h, "n1", lo=0)  # cannot read version -1: refused after the conversion began
+    assert r.error_code == Errors.UNSUPPORTED_ASSIGNOR, r
+    assert h.shard.classic_group("g") is not None and h.shard.consumer_group("g") is None
+    answer = h.result(parked)
+    assert answer is not None and answer.error_code == Errors.REBALANCE_IN_PROGRESS, answer

@@ -288,3 +288,21 @@ def test_an_assignor_using_partition_racks_gets_them_from_metadata() -> None:
     assert d.wakeup(0.35) == pytest.approx(0.4)
     assert send(d, 0.5, INSTALL_ASSIGNMENT).body.error == 0
     assert other.seen and other.seen[0].topics[T].partition_racks is None
+
+
+def test_a_fenced_member_computes_again_for_a_group_whose_epochs_restarted() -> None:
+    """Found by the client-assignor simulator: a member that installed for epoch 36 was fenced
+    (UNKNOWN_MEMBER_ID: the group had gone classic); it rejoined the group that converted back,
+    whose epochs restart at the classic generation, and ignored COMPUTE_ASSIGNMENT(3) as a repeat,
+    so the group waited for its rebalance timeout, again and again."""
+    c = core()
+    join = send(c, 0.0, CONSUMER_GROUP_HEARTBEAT)
+    c.on_response(join, hb(epoch=0, compute=36), 0.1)
+    c.on_response(send(c, 0.1, PREPARE_ASSIGNMENT), prepared(), 0.2)
+    c.on_response(send(c, 0.2, INSTALL_ASSIGNMENT), caw.InstallAssignmentResponse(), 0.3)
+    beat = send(c, 0.3, CONSUMER_GROUP_HEARTBEAT)
+    c.on_response(beat, hb(code=25), 0.4)  # UNKNOWN_MEMBER_ID
+    rejoin = send(c, 0.4, CONSUMER_GROUP_HEARTBEAT)
+    assert rejoin.body["member_epoch"] == 0
+    c.on_response(rejoin, hb(epoch=2, compute=3), 0.5)
+    assert send(c, 0.5, PREPARE_ASSIGNMENT).body.member_epoch == 2

@@ -106,12 +106,16 @@ def choose(members: Iterable[ConsumerGroupMember]) -> ClientAssignorChoice | Non
 def members_with(
     group: ConsumerGroup, old: ConsumerGroupMember | None, new: ConsumerGroupMember
 ) -> list[ConsumerGroupMember]:
-    """The group's members in group order once `new` replaces `old` (new members last)."""
+    """The group's members in group order once `new` replaces `old`, as the records will leave
+    them: a member updated in place keeps its place; a new member, and a static member's new
+    incarnation (the member it replaces, of either protocol, is removed and the new id written),
+    come last."""
     out: list[ConsumerGroupMember] = []
     placed = False
     for mid, m in group.members.items():
-        if (old is not None and mid == old.member_id) or mid == new.member_id:
-            if not placed:
+        replaced = new.instance_id is not None and m.instance_id == new.instance_id
+        if replaced or (old is not None and mid == old.member_id) or mid == new.member_id:
+            if not placed and mid == new.member_id:
                 out.append(new)
                 placed = True
             continue

@@ -47,6 +47,14 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
         "--seeds", type=_at_least_one, default=1, help="--chaos: seeds --seed .. --seed+N-1 (N >= 1)"
     )
     p.add_argument("--keep-going", action="store_true", help="--chaos: run every seed after a violation")
+    p.add_argument(
+        "--client-assignors",
+        action="store_true",
+        help=(
+            "--chaos: with group.consumer.client.assignors.enable=true and members running client-side "
+            "assignors (PrepareAssignment/InstallAssignment, their faults; docs/simulation.md)"
+        ),
+    )
     p.set_defaults(run=run, simulate_parser=p)
     return p
 
@@ -64,9 +72,22 @@ def _at_least_one(text: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Run the scenario (or the chaos seeds) and print it on stdout."""
+    if args.client_assignors and not args.chaos:
+        args.simulate_parser.error("--client-assignors needs --chaos")
     if args.chaos:
         from sim.chaos import main as chaos_main
 
+        if args.client_assignors:
+            from sim.client_assignment_chaos import ClientAssignorMachine
+
+            return chaos_main(
+                args.seed,
+                args.steps,
+                args.seeds,
+                sys.stdout,
+                keep_going=args.keep_going,
+                machine=ClientAssignorMachine,
+            )
         return chaos_main(args.seed, args.steps, args.seeds, sys.stdout, keep_going=args.keep_going)
     from sim.migration_scenarios import SCENARIOS as MIGRATIONS
     from sim.migration_scenarios import main as migration_main

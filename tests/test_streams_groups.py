@@ -896,3 +896,28 @@ def test_endpoint_information_follows_kafkas_epoch() -> None:
     )
     # Nothing changed and the member has seen the group's epoch: no endpoint list.
     assert steady.active_tasks is None and steady.partitions_by_user_endpoint is None
+
+
+def test_a_recorded_topology_with_negative_copartition_indexes_is_configured() -> None:
+    """Found by the `streams_records` fuzz target: a topology record (not a heartbeat, whose
+    indexes are validated) with copartition indexes below zero made StreamsGroupDescribe and the
+    heartbeat raise IndexError (-5) or pick a topic from the end (-1). Out-of-range indexes name
+    nothing, below zero as above the end."""
+    sub = WORD_COUNT_TOPOLOGY.subtopologies[0]
+    bad = StreamsGroupTopologyValue(
+        0,
+        (
+            Subtopology(
+                sub.subtopology_id,
+                (WORDS,),
+                (),
+                (),
+                sub.repartition_sink_topics,
+                (),
+                (CopartitionGroup((-5, -1, 0), (-3,), (-2,)),),
+            ),
+            WORD_COUNT_TOPOLOGY.subtopologies[1],
+        ),
+    )
+    c = configure(bad, image(ALL_TOPICS))
+    assert c.tasks == {"0": 4, "1": 4} and c.statuses == ()

@@ -130,14 +130,17 @@ def frame(key: bytes, value: bytes | None) -> bytes:
 
 
 def _key_for(record_type: int, member: str) -> Any:
-    return {
-        17: lambda: StreamsGroupMetadataKey(GROUP),
-        19: lambda: StreamsGroupMemberMetadataKey(GROUP, member),
-        20: lambda: StreamsGroupTargetAssignmentMetadataKey(GROUP),
-        21: lambda: StreamsGroupTargetAssignmentMemberKey(GROUP, member),
-        22: lambda: StreamsGroupCurrentMemberAssignmentKey(GROUP, member),
-        23: lambda: StreamsGroupTopologyKey(GROUP),
-    }[record_type]()
+    if record_type == 17:
+        return StreamsGroupMetadataKey(GROUP)
+    if record_type == 19:
+        return StreamsGroupMemberMetadataKey(GROUP, member)
+    if record_type == 20:
+        return StreamsGroupTargetAssignmentMetadataKey(GROUP)
+    if record_type == 21:
+        return StreamsGroupTargetAssignmentMemberKey(GROUP, member)
+    if record_type == 22:
+        return StreamsGroupCurrentMemberAssignmentKey(GROUP, member)
+    return StreamsGroupTopologyKey(GROUP)
 
 
 def seeds() -> list[bytes]:

@@ -99,3 +99,14 @@ def test_a_live_change_without_its_record_breaks_replay() -> None:
     g.group_epoch += 1  # a change no record carries
     with pytest.raises(AssertionError, match="replay"):
         m.replica_equals_live()
+
+
+def test_the_cli_runs_it_and_wants_chaos(capsys: pytest.CaptureFixture[str]) -> None:
+    from groupshift.cli import main as cli_main
+
+    assert cli_main(["simulate", "--chaos", "--streams", "--seed", "5", "--steps", "30"]) == 0
+    assert "streams chaos: 1 seeds from 5, 30 steps each" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as e:
+        cli_main(["simulate", "--streams"])
+    assert e.value.code == 2
+    assert "--streams needs --chaos" in capsys.readouterr().err

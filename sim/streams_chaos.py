@@ -18,6 +18,9 @@ and the rebalance timeout may fence it); FENCED_MEMBER_EPOCH / UNKNOWN_MEMBER_ID
 and rejoin at epoch 0; an INVALID_REQUEST (a newer topology epoch the group refuses: Kafka 4.4
 does not update topologies) ends the instance; a coordinator error or a lost answer is retried.
 
+Two of the six members are static (`group.instance.id`): they leave with epoch -2 and a new
+incarnation takes the place and tasks of the one that left.
+
 Faults: lost and duplicated answers, client crashes (the session expires), leaves, heartbeats
 with a fenced epoch (one ahead, or behind with tasks it no longer has), members started with a
 stale (older) or a newer topology epoch, an emptied group deleted (the next instances may bring
@@ -38,8 +41,8 @@ any, every member holding exactly what the coordinator says.
 
 Not simulated: classic Kafka Streams members (protocol `consumer` with Streams' own
 SubscriptionInfo) and the online migration between them and a streams group: groupshift does not
-have them yet (issue 31, part 3). Static members, warm-up tasks (Kafka 4.4 assigns none) and
-offset commits are not exercised here.
+have them yet (issue 31, part 3). Warm-up tasks (Kafka 4.4 assigns none) and offset commits are
+not exercised here.
 """
 
 from __future__ import annotations
@@ -93,6 +96,7 @@ REPARTITION = "app-counts-repartition"
 CHANGELOG = "app-counts-changelog"
 NAMES = ("s1", "s2", "s3", "s4", "s5", "s6")
 PROCESS = {n: f"p{(i // 2) + 1}" for i, n in enumerate(NAMES)}  # two stream threads per process
+STATIC = {"s5": "inst-5", "s6": "inst-6"}  # `group.instance.id` (static members, Kafka 4.4)
 INITIAL_PARTITIONS = 4
 MAX_PARTITIONS = 8
 SESSION_MS = 3000
@@ -151,6 +155,10 @@ class Member:
     @property
     def process(self) -> str:
         return PROCESS[self.name]
+
+    @property
+    def instance_id(self) -> str | None:
+        return STATIC.get(self.name)
 
     def drop_everything(self) -> None:
         self.active, self.standby, self.warmup, self.next_roles = {}, {}, {}, None
@@ -280,6 +288,13 @@ class StreamsSimMachine:
         self.incarnations += 1
         m = Member(name, self.incarnations, epoch, member_id=f"{name}-{self.incarnations}")
         self.members[name] = m
+        g = self.group
+        if (
+            m.instance_id is not None
+            and g is not None
+            and any(x.instance_id == m.instance_id and x.member_epoch == -2 for x in g.members.values())
+        ):
+            self._note("static member replaced")
         self.heartbeat(name)
 
     def _roles_request(self, m: Member, epoch: int) -> StreamsGroupHeartbeatRequest:
@@ -288,6 +303,7 @@ class StreamsSimMachine:
                 GROUP,
                 m.member_id,
                 0,
+                instance_id=m.instance_id,
                 rebalance_timeout_ms=REBALANCE_MS,
                 topology=topology(m.topology_epoch),
                 process_id=m.process,
@@ -338,6 +354,12 @@ class StreamsSimMachine:
             self._note("instance refused (topology update)")
             del self.members[m.name]
             return
+        if code in (Errors.UNRELEASED_INSTANCE_ID, Errors.FENCED_INSTANCE_ID):
+            # A static instance restarted while its predecessor still holds the instance id
+            # (its session has not expired), or one replaced by a newer incarnation: fatal.
+            self._note(f"static instance refused ({Errors(code).name})")
+            del self.members[m.name]
+            return
         if code == Errors.GROUP_ID_NOT_FOUND:
             # The group was deleted (or a power loss took its creation back) while the member
             # heartbeated at an epoch above 0; the simulated instance ends (an operator restarts it).
@@ -371,10 +393,16 @@ class StreamsSimMachine:
             m.next_roles = None
 
     def leave(self, name: str) -> None:
+        """A clean shutdown: epoch -1; a static member's is -2 (it keeps its place and tasks until
+        a new incarnation with its instance id replaces it or its session expires)."""
         m = self.members.pop(name, None)
         if m is None:
             return
-        req = StreamsGroupHeartbeatRequest(GROUP, m.member_id, -1)
+        if m.instance_id is not None:
+            self._note("static leave")
+        req = StreamsGroupHeartbeatRequest(
+            GROUP, m.member_id, -1 if m.instance_id is None else -2, instance_id=m.instance_id
+        )
         self._request(lambda shard: shard.streams_group_heartbeat(req, self.ctx, self.now))
 
     def crash(self, name: str) -> None:

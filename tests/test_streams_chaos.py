@@ -38,6 +38,8 @@ def test_streams_chaos_slice() -> None:
         "internal topic created",
         "slow to take an assignment",
         "group deleted",
+        "static leave",
+        "static member replaced",
     ):
         assert f"  {seen}: " in summary, summary
 

@@ -29,7 +29,8 @@ server crashes (kill or power loss).
 
 Invariants after every step (`StreamsSimMachine.check`):
 1. no active task on two members, in the coordinator (counting tasks pending revocation) and in
-   the members' own view (a member fenced by the coordinator no longer counts);
+   the members' own view (a member fenced by the coordinator, or whose epoch the coordinator
+   has moved past in an answer the member did not get, no longer counts);
 2. no process holds two copies of a task (active, standby, warm-up, pending revocation
    included), in the coordinator and in the members' view;
 3. replay equals live: a replica fed every journaled record holds the live group; every
@@ -503,8 +504,13 @@ class StreamsSimMachine:
         active: dict[tuple[str, int], str] = {}
         copies: dict[tuple[str, str, int], str] = {}
         for name, m in sorted(self.members.items()):
-            if m.member_id not in live:
-                continue  # fenced by the coordinator: its ownership ended there
+            cm = live.get(m.member_id)
+            if cm is None or cm.member_epoch != m.epoch:
+                # Fenced by the coordinator, or an epoch the coordinator has moved past (the
+                # answer that moved it was lost): its ownership ended there. Its commits are
+                # refused from then on (STALE_MEMBER_EPOCH) and its next heartbeat, reporting
+                # tasks no longer its own at an older epoch, is fenced.
+                continue
             for s, p in _pairs(m.active):
                 assert (s, p) not in active, f"members {active[(s, p)]} and {name} both run task {s}_{p}"
                 active[(s, p)] = name

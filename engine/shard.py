@@ -95,6 +95,7 @@ from engine.state import Group, ShardState
 from engine.streams import describe as streams_describe
 from engine.streams.api import StreamsGroupHeartbeatRequest, StreamsGroupHeartbeatResponse
 from engine.streams.describe import DescribedStreamsGroup
+from engine.streams.group import MemberState as StreamsMemberState
 from engine.streams.group import StreamsGroup
 from engine.timers import (
     TimerKind,
@@ -778,9 +779,9 @@ class Shard:
     def on_loaded(self, now_ms: int) -> list[Outcome[Any]]:
         """Kafka's load duties after replaying a shard: timers for every member (consumer
         groups use the group's consumer session timeout, also for classic members), rebalance
-        timers for members still revoking, a metadata re-check for every consumer group,
-        classic heartbeats, a rebalance for classic groups above `group.max.size`, and the
-        periodic offset expiration."""
+        timers for members still revoking (consumer and streams groups), a metadata re-check
+        for every consumer group, classic heartbeats, a rebalance for classic groups above
+        `group.max.size`, and the periodic offset expiration."""
         self.tick(now_ms)
         st = self.state
         out: list[Outcome[Any]] = []
@@ -793,8 +794,16 @@ class Shard:
                     if m.state is MemberState.UNREVOKED_PARTITIONS and not m.uses_classic_protocol:
                         schedule_rebalance_timeout(timers, gid, m)
             elif isinstance(group, StreamsGroup):
-                for mid in group.members:
+                for mid, sm in group.members.items():
                     timers.schedule(TimerKind.STREAMS_SESSION, gid, mid, st.streams_session_timeout_ms(gid))
+                    if sm.state is StreamsMemberState.UNREVOKED_TASKS:
+                        # as for consumer groups: a member still revoking when the shard loaded
+                        # must give its tasks up within its rebalance timeout, or it keeps them
+                        # (and blocks their new owners) for as long as it heartbeats
+                        timeout = max(sm.rebalance_timeout_ms, 0)
+                        timers.schedule(
+                            TimerKind.STREAMS_REBALANCE, gid, mid, timeout, sm.member_epoch, timeout
+                        )
             elif isinstance(group, ConnectGroup):
                 for mid, w in group.members.items():
                     timers.schedule(TimerKind.CONNECT_SESSION, gid, mid, st.config.connect_session_timeout_ms)

@@ -6,6 +6,9 @@ One module per target; `python -m fuzz TARGET --runs N` runs one (see `fuzz.__ma
 * `requests` - every request decoder a `groupshift serve` gateway serves (`protocol.codec`);
 * `embedded` - the embedded consumer protocol (`translation.embedded_protocol`);
 * `records`  - coordinator record keys and values (`records.codec` and `records/*_codec.py`);
+* `streams_records` - KIP-1071 streams-group record keys and values, decoded and replayed into a
+  live streams group that is then described and heartbeated (`records/streams_group_codec.py`,
+  `engine.replay`, `engine/streams/`);
 * `batches`  - v2 record batches as the coordinator loader and Produce read them
   (`records.batch`);
 * `upstream` - the upstream proxy's pre-decode path on client frames (routing, a Produce's
@@ -30,6 +33,7 @@ NAMES = (
     "requests",
     "embedded",
     "records",
+    "streams_records",
     "batches",
     "upstream",
     "sasl_plain",

@@ -9,7 +9,9 @@ Kafka skips unknown types; `RecordDecodeError`: the loader stops with a `Coordin
 naming the offset). `decode_record` promises "nothing else whatever the bytes".
 
 Seeds are real encodings: records drawn (derandomized, so always the same ones) from the
-property tests' strategies and encoded with `records.codec.encode_record`.
+property tests' strategies and encoded with `records.codec.encode_record`, and the streams-group
+records of the `streams_records` target (every field of types 17 and 19-23), which that target
+also replays into a live group.
 """
 
 from __future__ import annotations
@@ -53,7 +55,9 @@ def frame(key: bytes, value: bytes | None) -> bytes:
 
 
 def seeds() -> list[bytes]:
-    return [frame(k, v) for k, v in encoded_records()]
+    from fuzz.streams_records import seeds as streams_seeds
+
+    return [frame(k, v) for k, v in encoded_records()] + streams_seeds()
 
 
 def one_input(data: bytes) -> None:
@@ -77,6 +81,7 @@ TARGET = Target(
         "records.offsets_codec",
         "records.classic_group_codec",
         "records.consumer_group_codec",
+        "records.streams_group_codec",
         "records.wire",
     ),
 )

@@ -53,8 +53,11 @@ def test_every_seed_decodes() -> None:
         for s in seeds:
             t.check(s)
         refused = {k: v for k, v in t.outcomes.items() if k != "ok"}
-        # the embedded target's seeds include one future version (read as v3): still "ok"
-        assert refused == {} or name == "batches", (name, refused)
+        # the embedded target's seeds include one future version (read as v3): still "ok";
+        # streams_records' seeds include the group's own tombstone while it has members, which
+        # replay refuses (the load would stop there)
+        expected: dict[str, int] = {"ReplayRefused": 1} if name == "streams_records" else {}
+        assert refused == expected or name == "batches", (name, refused)
 
 
 def test_framing_refuses_a_negative_size_and_keeps_earlier_answers() -> None:

@@ -83,6 +83,9 @@ ALLOWED_NON_PRODUCT_EDGES = frozenset(
         ("bench.versus_kafka", "e2e.realclients"),
         # The records fuzzer draws its batches from the property tests' Hypothesis strategies.
         ("fuzz.records", "tests.record_strategies"),
+        # The streams records fuzzer seeds from the codec tests' samples (every field of every type)
+        # and replays into the word count those tests use.
+        ("fuzz.streams_records", "tests.streams_record_samples"),
     }
 )
 

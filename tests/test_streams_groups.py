@@ -896,3 +896,65 @@ def test_endpoint_information_follows_kafkas_epoch() -> None:
     )
     # Nothing changed and the member has seen the group's epoch: no endpoint list.
     assert steady.active_tasks is None and steady.partitions_by_user_endpoint is None
+
+
+def test_a_recorded_topology_with_negative_copartition_indexes_is_configured() -> None:
+    """Found by the `streams_records` fuzz target: a topology record (not a heartbeat, whose
+    indexes are validated) with copartition indexes below zero made StreamsGroupDescribe and the
+    heartbeat raise IndexError (-5) or pick a topic from the end (-1). Out-of-range indexes name
+    nothing, below zero as above the end."""
+    sub = WORD_COUNT_TOPOLOGY.subtopologies[0]
+    bad = StreamsGroupTopologyValue(
+        0,
+        (
+            Subtopology(
+                sub.subtopology_id,
+                (WORDS,),
+                (),
+                (),
+                sub.repartition_sink_topics,
+                (),
+                (CopartitionGroup((-5, -1, 0), (-3,), (-2,)),),
+            ),
+            WORD_COUNT_TOPOLOGY.subtopologies[1],
+        ),
+    )
+    c = configure(bad, image(ALL_TOPICS))
+    assert c.tasks == {"0": 4, "1": 4} and c.statuses == ()
+
+
+def test_a_member_still_revoking_when_the_shard_loads_is_fenced_after_its_rebalance_timeout() -> None:
+    """Found by the streams simulator (seed 5018): the load duties gave a streams member its
+    session timer but not the rebalance timer of a member still revoking, so after a restart a
+    member that never gave its tasks up kept them (and its group Reconciling) for as long as it
+    heartbeated. They schedule it now, as for consumer-group members."""
+    h = Streams()
+    h.records = []
+    original = h.shard.streams_group_heartbeat
+
+    def recording(*a: Any, **kw: Any) -> Any:
+        out = original(*a, **kw)
+        h.records.extend(out.records)
+        return out
+
+    h.shard.streams_group_heartbeat = recording  # type: ignore[method-assign]
+    h.join("m1")  # rebalance timeout 30 s
+    h.join("m2")
+    h.beat("m1")
+    assert h.group.members["m1"].state.name == "UNREVOKED_TASKS"
+    epoch = h.epochs["m1"]
+    h.shard = h.replayed()  # a restart
+    h.shard.on_loaded(h.now)
+    assert "streams-rebalance-timeout-app-m1" in h.shard.timers.keys()  # noqa: SIM118 (Timers is no dict)
+    everything = tuple(TaskIds(s, tuple(range(4))) for s in "01")
+    for _ in range(7):
+        h.now += 5000
+        h.shard.expire(h.now)
+        if "m1" in h.group.members:
+            h.hb(
+                member_id="m1", member_epoch=epoch, active_tasks=everything, standby_tasks=(), warmup_tasks=()
+            )
+        h.beat("m2")
+    assert set(h.group.members) == {"m2"}
+    h.converge("m2")
+    assert len(owned_tasks(h.owned["m2"])) == 8

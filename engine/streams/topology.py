@@ -164,8 +164,12 @@ def configure(topology: StreamsGroupTopologyValue, image: MetadataImage) -> Conf
     for sub in subs:
         names = sources[sub.subtopology_id]
         for group in sub.copartition_groups:
-            group_sources = [sub.source_topics[i] for i in group.source_topics if i < len(sub.source_topics)]
-            group_sources += [names[i] for i in group.source_topic_regex if i < len(names)]
+            # Indexes come from a record (a heartbeat's are validated): one out of range, a
+            # negative one included, names nothing.
+            group_sources = [
+                sub.source_topics[i] for i in group.source_topics if 0 <= i < len(sub.source_topics)
+            ]
+            group_sources += [names[i] for i in group.source_topic_regex if 0 <= i < len(names)]
             partitioned = {c for n in group_sources if (c := source_count(n)) is not None}
             if len(partitioned) > 1:
                 counts_text = ", ".join(f"{n}={source_count(n)}" for n in sorted(set(group_sources)))
@@ -175,7 +179,7 @@ def configure(topology: StreamsGroupTopologyValue, image: MetadataImage) -> Conf
             repartition = [
                 sub.repartition_source_topics[i]
                 for i in group.repartition_source_topics
-                if i < len(sub.repartition_source_topics)
+                if 0 <= i < len(sub.repartition_source_topics)
             ]
             target = (
                 next(iter(partitioned))

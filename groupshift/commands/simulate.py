@@ -2,7 +2,8 @@
 printed after each step in the format of KIP-848's case studies (group epoch, target assignment,
 every member's epoch, state and partitions); migration scenarios mix classic members
 (JoinGroup/SyncGroup, eager range) and KIP-848 members in one group. `--chaos` runs the
-deterministic whole-coordinator simulator with faults instead (sim.chaos, docs/simulation.md). The
+deterministic whole-coordinator simulator with faults instead (sim.chaos, docs/simulation.md), and
+`--chaos --streams` its streams-group version (sim.streams_chaos). The
 scenarios themselves live in sim/; this module only parses and dispatches.
 """
 
@@ -55,6 +56,11 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
             "assignors (PrepareAssignment/InstallAssignment, their faults; docs/simulation.md)"
         ),
     )
+    p.add_argument(
+        "--streams",
+        action="store_true",
+        help="--chaos: streams-group members (StreamsGroupHeartbeat, KIP-1071) instead (sim.streams_chaos)",
+    )
     p.set_defaults(run=run, simulate_parser=p)
     return p
 
@@ -74,6 +80,14 @@ def run(args: argparse.Namespace) -> int:
     """Run the scenario (or the chaos seeds) and print it on stdout."""
     if args.client_assignors and not args.chaos:
         args.simulate_parser.error("--client-assignors needs --chaos")
+    if args.client_assignors and args.streams:
+        args.simulate_parser.error("--client-assignors and --streams are separate simulations: choose one")
+    if args.streams and not args.chaos:
+        args.simulate_parser.error("--streams needs --chaos")
+    if args.chaos and args.streams:
+        from sim.streams_chaos import main as streams_chaos_main
+
+        return streams_chaos_main(args.seed, args.steps, args.seeds, sys.stdout, keep_going=args.keep_going)
     if args.chaos:
         from sim.chaos import main as chaos_main
 

@@ -1,0 +1,766 @@
+"""The deterministic simulator for streams groups (KIP-1071), with faults (docs/simulation.md).
+
+Kafka Streams members speaking StreamsGroupHeartbeat (`group.protocol=streams`) against the real
+server path below the sockets, as sim/chaos.py runs the consumer and classic members: the
+engine `Shard` through `Shard.streams_group_heartbeat` (the entry point the gateway's
+`StreamsApis` calls), the shard runtime (group commit, records before responses, the loop timer
+that fences expired sessions and members that do not revoke, reload after a storage failure) and
+`CoordinatorStorage` (journal, load from the log), over chaos.py's virtual clock, loop and disk.
+The application is a word count (subtopology 0 reads `words-in` and writes a repartition topic;
+subtopology 1 reads it into a store with a changelog), `group.streams.num.standby.replicas=1`,
+six members (two stream threads per process, three processes). The internal topics are created
+as the gateway creates them: when a heartbeat's answer asks for them.
+
+A member behaves as Kafka Streams' `StreamsMembershipManager` does, simplified: it joins with
+epoch 0 and its topology; each heartbeat reports the tasks it holds; it takes the assignment an
+answer carries (a slow member keeps its old tasks for one more heartbeat, so revocations wait,
+and the rebalance timeout may fence it); FENCED_MEMBER_EPOCH / UNKNOWN_MEMBER_ID drop every task
+and rejoin at epoch 0; an INVALID_REQUEST (a newer topology epoch the group refuses: Kafka 4.4
+does not update topologies) ends the instance; a coordinator error or a lost answer is retried.
+
+Two of the six members are static (`group.instance.id`): they leave with epoch -2 and a new
+incarnation takes the place and tasks of the one that left.
+
+Faults: lost and duplicated answers, client crashes (the session expires), leaves, heartbeats
+with a fenced epoch (one ahead, or behind with tasks it no longer has), members started with a
+stale (older) or a newer topology epoch, an emptied group deleted (the next instances may bring
+a newer topology), topics that grow, clock jumps, append and fsync failures, stalled fsyncs and
+server crashes (kill or power loss).
+
+Invariants after every step (`StreamsSimMachine.check`):
+1. no active task on two members, in the coordinator (counting tasks pending revocation) and in
+   the members' own view (a member fenced by the coordinator, or whose epoch the coordinator
+   has moved past in an answer the member did not get, no longer counts);
+2. no process holds two copies of a task (active, standby, warm-up, pending revocation
+   included), in the coordinator and in the members' view;
+3. replay equals live: a replica fed every journaled record holds the live group; every
+   `REPLAY_EVERY` steps and at the end, a shard loaded from the simulated disk does too;
+4. every member has its session timer;
+and once faults stop, the members converge: the group is Stable, every task active on exactly
+one member, each stateful task with min(1, processes - 1) standbys and no stateless one with
+any, every member holding exactly what the coordinator says.
+
+Not simulated: classic Kafka Streams members (protocol `consumer` with Streams' own
+SubscriptionInfo) and the online migration between them and a streams group: groupshift does not
+have them yet (issue 31, part 3). Warm-up tasks (Kafka 4.4 assigns none) and offset commits are
+not exercised here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import random
+import time
+import traceback
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+import structlog.testing
+
+from engine.config import CoordinatorConfig
+from engine.context import RequestContext
+from engine.errors import Errors
+from engine.ids import SeededIds
+from engine.metadata import MetadataImage, TopicImage, topic_id_for
+from engine.outcome import Outcome
+from engine.shard import Shard
+from engine.streams.api import StreamsGroupHeartbeatRequest, StreamsGroupHeartbeatResponse
+from engine.streams.group import StreamsGroup, Tasks, task_ids, tasks_from, tasks_union
+from engine.streams.topology import configure
+from engine.timers import TimerKind
+from gateway.coordinator_storage import CoordinatorStorage, load_shard
+from gateway.groups.runtime import ShardRuntime
+from records.coordinator import CoordinatorRecord
+from records.streams_group import (
+    CopartitionGroup,
+    KeyValue,
+    StreamsGroupTopologyValue,
+    Subtopology,
+    TopicInfo,
+)
+from sim.chaos import (
+    COORDINATOR_ERRORS,
+    QUIET_STEPS,
+    REPLAY_EVERY,
+    SimDisk,
+    SimLog,
+    VirtualLoop,
+    disk_records,
+)
+
+GROUP = "app"
+SOURCE = "words-in"
+REPARTITION = "app-counts-repartition"
+CHANGELOG = "app-counts-changelog"
+NAMES = ("s1", "s2", "s3", "s4", "s5", "s6")
+PROCESS = {n: f"p{(i // 2) + 1}" for i, n in enumerate(NAMES)}  # two stream threads per process
+STATIC = {"s5": "inst-5", "s6": "inst-6"}  # `group.instance.id` (static members, Kafka 4.4)
+INITIAL_PARTITIONS = 4
+MAX_PARTITIONS = 8
+SESSION_MS = 3000
+REBALANCE_MS = 4000
+STATEFUL = "1"  # the subtopology with a changelog: the only one with standbys
+
+
+def config() -> CoordinatorConfig:
+    return CoordinatorConfig.from_kafka(
+        {
+            "group.streams.session.timeout.ms": SESSION_MS,
+            "group.streams.heartbeat.interval.ms": 1000,
+            "group.streams.num.standby.replicas": 1,
+        }
+    )
+
+
+def topology(epoch: int) -> StreamsGroupTopologyValue:
+    """The word count as Kafka Streams 4.4 sends it (groupBy -> repartition, count -> changelog)."""
+    return StreamsGroupTopologyValue(
+        epoch=epoch,
+        subtopologies=(
+            Subtopology("0", (SOURCE,), (), (), (REPARTITION,), (), ()),
+            Subtopology(
+                STATEFUL,
+                (),
+                (),
+                (TopicInfo(CHANGELOG, 0, 0, (KeyValue("cleanup.policy", "compact"),)),),
+                (),
+                (TopicInfo(REPARTITION, 0, 0, (KeyValue("cleanup.policy", "delete"),)),),
+                (CopartitionGroup((), (), (0,)),),
+            ),
+        ),
+    )
+
+
+class Violation(AssertionError):
+    """An invariant failed; the message names the seed and step that reproduce it."""
+
+
+@dataclass
+class Member:
+    """One stream thread: what it believes it holds, from the answers it saw."""
+
+    name: str
+    incarnation: int
+    topology_epoch: int
+    member_id: str = ""
+    epoch: int = 0
+    active: Tasks = field(default_factory=dict)
+    standby: Tasks = field(default_factory=dict)
+    warmup: Tasks = field(default_factory=dict)
+    # the latest assignment seen and not yet taken (a slow member takes it one heartbeat late)
+    next_roles: tuple[Tasks, Tasks, Tasks] | None = None
+
+    @property
+    def process(self) -> str:
+        return PROCESS[self.name]
+
+    @property
+    def instance_id(self) -> str | None:
+        return STATIC.get(self.name)
+
+    def drop_everything(self) -> None:
+        self.active, self.standby, self.warmup, self.next_roles = {}, {}, {}, None
+        self.epoch = 0
+
+
+class StreamsSimMachine:
+    """Streams members served by a `ShardRuntime` on chaos.py's simulated clock, loop and disk."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.disk = SimDisk(rng)
+        self.now = 10_000
+        self.reloads = 0
+        self.stats: dict[str, int] = {}
+        self.members: dict[str, Member] = {}
+        self.incarnations = 0
+        self.topics: dict[str, int] = {SOURCE: INITIAL_PARTITIONS}
+        self.deployed_epoch = 1  # the topology epoch new instances bring while no group exists
+        self.ctx = RequestContext("app-StreamThread-1-consumer", "/127.0.0.1", 0)
+        self.log: list[CoordinatorRecord] = []
+        self.runtime = self._new_runtime()
+
+    # --- the server ----------------------------------------------------------------------------
+
+    @property
+    def image(self) -> MetadataImage:
+        return MetadataImage([TopicImage(topic_id_for(n), n, c) for n, c in sorted(self.topics.items())])
+
+    def _new_runtime(self) -> ShardRuntime:
+        self.loop = VirtualLoop(lambda: self.now, self.disk.job_delay)
+        runtime = ShardRuntime(
+            0,
+            self._open_storage,
+            on_event=self._on_event,
+            clock=lambda: self.now,
+            loop=self.loop,  # type: ignore[arg-type]
+        )
+        runtime.start(self.loop)  # type: ignore[arg-type]
+        self.loop.drain()
+        return runtime
+
+    def _open_storage(self, now: int) -> CoordinatorStorage:
+        self.reloads += 1
+        storage = CoordinatorStorage.load(
+            SimLog(self.disk),  # type: ignore[arg-type]
+            config=config(),
+            ids=SeededIds(1000 + self.reloads),
+            image=self.image,
+            now_ms=now,
+        )
+        self.log = disk_records(self.disk)
+        self.replica = Shard(config(), SeededIds(0), self.image)
+        self.replica.apply(self.log)
+        journal = storage.shard.journal
+        assert journal is not None
+
+        def journaled(records: Any) -> None:
+            journal(records)
+            self.log.extend(records)
+            self.replica.apply(records)
+
+        storage.shard.journal = journaled
+        return storage
+
+    @property
+    def shard(self) -> Shard:
+        shard: Shard = self.runtime.shard
+        return shard
+
+    @property
+    def group(self) -> StreamsGroup | None:
+        g = self.shard.groups.get(GROUP)
+        return g if isinstance(g, StreamsGroup) else None
+
+    def _on_event(self, name: str, fields: dict[str, Any]) -> None:
+        if name == "append.failed":
+            self._note("append failed")
+
+    def _note(self, name: str) -> None:
+        self.stats[name] = self.stats.get(name, 0) + 1
+
+    def _drain(self) -> None:
+        storage = self.runtime.storage
+        self.loop.drain()
+        if self.runtime.storage is not storage:
+            self._note("reload after storage failure")
+
+    def _request(self, send: Callable[[Shard], Outcome[Any]]) -> Any:
+        """Run one request as the gateway does; its answer, or None when the client never sees
+        one (the connection closed, or the answer waits on a stalled fsync past the timeout)."""
+        result = self.runtime.run(lambda shard, _now: send(shard))
+        self._drain()
+        if isinstance(result, asyncio.Future):
+            if result.done() and result.exception() is None:
+                return result.result()
+            if result.done():
+                self._note("request failed (storage)")
+            else:
+                self._note("response delayed past the timeout")
+                result.add_done_callback(_consume)
+            return None
+        return result
+
+    def _update_metadata(self) -> None:
+        image = self.image
+        result = self.runtime.run(lambda shard, now: shard.update_metadata(image, now))
+        if isinstance(result, asyncio.Future):
+            result.add_done_callback(_consume)
+        self._drain()
+
+    # --- members -------------------------------------------------------------------------------
+
+    def start(self, name: str) -> None:
+        """A new stream thread (a fresh instance, or one restarted on its state directory),
+        whose topology epoch is the group's, now and then an older (stale) or a newer one."""
+        if name in self.members:
+            return
+        g = self.group
+        base = g.topology.epoch if g is not None and g.topology is not None else self.deployed_epoch
+        delta = self.rng.choices((0, -1, 1), (8, 1, 1))[0]
+        epoch = max(0, base + delta)
+        if delta:
+            self._note(
+                "member started with a stale topology" if delta < 0 else "member with a newer topology"
+            )
+        self.incarnations += 1
+        m = Member(name, self.incarnations, epoch, member_id=f"{name}-{self.incarnations}")
+        self.members[name] = m
+        g = self.group
+        if (
+            m.instance_id is not None
+            and g is not None
+            and any(x.instance_id == m.instance_id and x.member_epoch == -2 for x in g.members.values())
+        ):
+            self._note("static member replaced")
+        self.heartbeat(name)
+
+    def _roles_request(self, m: Member, epoch: int) -> StreamsGroupHeartbeatRequest:
+        if epoch == 0:
+            return StreamsGroupHeartbeatRequest(
+                GROUP,
+                m.member_id,
+                0,
+                instance_id=m.instance_id,
+                rebalance_timeout_ms=REBALANCE_MS,
+                topology=topology(m.topology_epoch),
+                process_id=m.process,
+                active_tasks=task_ids(m.active),
+                standby_tasks=task_ids(m.standby),
+                warmup_tasks=task_ids(m.warmup),
+            )
+        return StreamsGroupHeartbeatRequest(
+            GROUP,
+            m.member_id,
+            epoch,
+            active_tasks=task_ids(m.active),
+            standby_tasks=task_ids(m.standby),
+            warmup_tasks=task_ids(m.warmup),
+        )
+
+    def heartbeat(
+        self, name: str, *, slow: bool = False, lost: bool = False, epoch: int | None = None
+    ) -> None:
+        """One heartbeat of member `name`: reports what it holds, takes what the answer gives."""
+        m = self.members.get(name)
+        if m is None:
+            return
+        if m.next_roles is not None and not slow:
+            m.active, m.standby, m.warmup = m.next_roles
+            m.next_roles = None
+        req = self._roles_request(m, m.epoch if epoch is None else epoch)
+        r = self._request(lambda shard: shard.streams_group_heartbeat(req, self.ctx, self.now))
+        if r is None or lost:
+            if lost:
+                self._note("answer lost")
+            return
+        assert isinstance(r, StreamsGroupHeartbeatResponse), r
+        self._answer(m, r, slow)
+
+    def _answer(self, m: Member, r: StreamsGroupHeartbeatResponse, slow: bool) -> None:
+        code = r.error_code
+        if code in COORDINATOR_ERRORS:
+            self._note(f"answered {Errors(code).name}")
+            return
+        if code in (Errors.FENCED_MEMBER_EPOCH, Errors.UNKNOWN_MEMBER_ID):
+            self._note(f"fenced ({Errors(code).name})")
+            m.drop_everything()
+            return
+        if code == Errors.INVALID_REQUEST:
+            # A newer topology epoch than the group's: Kafka 4.4 refuses topology updates, and
+            # Kafka Streams treats INVALID_REQUEST as fatal.
+            self._note("instance refused (topology update)")
+            del self.members[m.name]
+            return
+        if code in (Errors.UNRELEASED_INSTANCE_ID, Errors.FENCED_INSTANCE_ID):
+            # A static instance restarted while its predecessor still holds the instance id
+            # (its session has not expired), or one replaced by a newer incarnation: fatal.
+            self._note(f"static instance refused ({Errors(code).name})")
+            del self.members[m.name]
+            return
+        if code == Errors.GROUP_ID_NOT_FOUND:
+            # The group was deleted (or a power loss took its creation back) while the member
+            # heartbeated at an epoch above 0; the simulated instance ends (an operator restarts it).
+            self._note("group gone under a member")
+            del self.members[m.name]
+            return
+        assert code == 0, f"{m.member_id}: unexpected answer {Errors(code).name}: {r.error_message}"
+        m.epoch = r.member_epoch
+        for s in r.status or ():
+            if s.code == 0:
+                self._note("stale topology status")
+        for t in r.internal_topics_to_create:
+            if t.name not in self.topics:
+                self.topics[t.name] = t.partitions
+                self._note("internal topic created")
+        if r.internal_topics_to_create:
+            self._update_metadata()
+        if r.active_tasks is None and r.standby_tasks is None and r.warmup_tasks is None:
+            return
+        cur = m.next_roles or (m.active, m.standby, m.warmup)
+        roles = (
+            cur[0] if r.active_tasks is None else tasks_from(r.active_tasks),
+            cur[1] if r.standby_tasks is None else tasks_from(r.standby_tasks),
+            cur[2] if r.warmup_tasks is None else tasks_from(r.warmup_tasks),
+        )
+        if slow:
+            m.next_roles = roles
+            self._note("slow to take an assignment")
+        else:
+            m.active, m.standby, m.warmup = roles
+            m.next_roles = None
+
+    def leave(self, name: str) -> None:
+        """A clean shutdown: epoch -1; a static member's is -2 (it keeps its place and tasks until
+        a new incarnation with its instance id replaces it or its session expires)."""
+        m = self.members.pop(name, None)
+        if m is None:
+            return
+        if m.instance_id is not None:
+            self._note("static leave")
+        req = StreamsGroupHeartbeatRequest(
+            GROUP, m.member_id, -1 if m.instance_id is None else -2, instance_id=m.instance_id
+        )
+        self._request(lambda shard: shard.streams_group_heartbeat(req, self.ctx, self.now))
+
+    def crash(self, name: str) -> None:
+        """The instance dies without a word: its session expires."""
+        self.members.pop(name, None)
+
+    def fenced_heartbeat(self, name: str) -> None:
+        """A heartbeat with an epoch the coordinator does not hold: one ahead (fenced), or one
+        behind (accepted only while the tasks it reports are still its own)."""
+        m = self.members.get(name)
+        if m is None or m.epoch <= 0:
+            return
+        self.heartbeat(name, epoch=m.epoch + self.rng.choice((1, -1)))
+
+    def delete_group(self) -> None:
+        """DeleteGroups, accepted when every member has left or expired; the next instances may
+        bring the next topology epoch."""
+        g = self.group
+        if g is None or g.members:
+            return
+        ctx = RequestContext("admin", "/admin", 2)
+        r = self._request(lambda shard: shard.delete_groups([GROUP], ctx, self.now))
+        if isinstance(r, list) and r and r[0].error_code == 0:
+            self._note("group deleted")
+            self.deployed_epoch += 1
+
+    def grow(self) -> None:
+        """More partitions for the input and, with it, for the internal topics (an operator
+        keeping them aligned, as Kafka Streams requires)."""
+        if self.topics[SOURCE] >= MAX_PARTITIONS:
+            return
+        more = self.rng.randint(1, 2)
+        self.topics = {n: min(MAX_PARTITIONS, c + more) for n, c in self.topics.items()}
+        self._update_metadata()
+
+    def admin_reads(self) -> None:
+        shard = self.shard
+        shard.describe_streams_groups([GROUP])
+        shard.list_groups()
+        shard.describe_groups([GROUP])
+
+    # --- time and the server -------------------------------------------------------------------
+
+    def advance(self, ms: int) -> None:
+        target = self.now + ms
+        while True:
+            t = self.loop.next_timer()
+            if t is None or t > target:
+                break
+            self.now = max(self.now, t)
+            self._drain()
+        self.now = target
+        self._drain()
+
+    def crash_server(self, power_loss: bool) -> None:
+        if power_loss:
+            self.stats["batches torn by power loss"] = self.stats.get("batches torn by power loss", 0) + (
+                self.disk.tear()
+            )
+        self.runtime = self._new_runtime()
+
+    # --- invariants ----------------------------------------------------------------------------
+
+    def check(self, full_replay: bool) -> None:
+        self.no_task_twice_in_the_coordinator()
+        self.no_task_twice_in_the_members_view()
+        self.replica_equals_live()
+        self.every_member_has_its_session_timer()
+        if full_replay:
+            self.replay_from_disk_equals_live()
+        assert not self.loop.errors, f"event loop errors: {self.loop.errors}"
+
+    def no_task_twice_in_the_coordinator(self) -> None:
+        g = self.group
+        if g is None:
+            return
+        active: dict[tuple[str, int], str] = {}
+        copies: dict[tuple[str, str, int], str] = {}
+        for mid, m in sorted(g.members.items()):
+            for s, p in _pairs(tasks_union(m.active, m.active_pending_revocation)):
+                assert (s, p) not in active, f"task {s}_{p} active on {active[(s, p)]} and {mid}"
+                active[(s, p)] = mid
+            held = tasks_union(
+                tasks_union(m.active, m.active_pending_revocation),
+                tasks_union(
+                    tasks_union(m.standby, m.standby_pending_revocation),
+                    tasks_union(m.warmup, m.warmup_pending_revocation),
+                ),
+            )
+            for s, p in _pairs(held):
+                k = (m.process_id, s, p)
+                assert k not in copies, f"process {m.process_id} holds task {s}_{p} on {copies[k]} and {mid}"
+                copies[k] = mid
+
+    def no_task_twice_in_the_members_view(self) -> None:
+        g = self.group
+        live = {} if g is None else g.members
+        active: dict[tuple[str, int], str] = {}
+        copies: dict[tuple[str, str, int], str] = {}
+        for name, m in sorted(self.members.items()):
+            cm = live.get(m.member_id)
+            if cm is None or cm.member_epoch != m.epoch:
+                # Fenced by the coordinator, or an epoch the coordinator has moved past (the
+                # answer that moved it was lost): its ownership ended there. Its commits are
+                # refused from then on (STALE_MEMBER_EPOCH) and its next heartbeat, reporting
+                # tasks no longer its own at an older epoch, is fenced.
+                continue
+            for s, p in _pairs(m.active):
+                assert (s, p) not in active, f"members {active[(s, p)]} and {name} both run task {s}_{p}"
+                active[(s, p)] = name
+            for s, p in _pairs(tasks_union(m.active, tasks_union(m.standby, m.warmup))):
+                k = (m.process, s, p)
+                assert k not in copies, f"process {m.process} holds task {s}_{p} in {copies[k]} and {name}"
+                copies[k] = name
+
+    def replica_equals_live(self) -> None:
+        live = self.shard.persisted_state()["groups"].get(GROUP)
+        replayed = self.replica.persisted_state()["groups"].get(GROUP)
+        assert live == replayed, f"the journaled records replay to another group:\n{replayed}\nlive:\n{live}"
+
+    def replay_from_disk_equals_live(self) -> None:
+        fresh = Shard(config(), SeededIds(0), self.image)
+        load_shard(SimLog(self.disk), fresh, "sim")  # type: ignore[arg-type]
+        live = self.shard.persisted_state()["groups"].get(GROUP)
+        assert fresh.persisted_state()["groups"].get(GROUP) == live, "the log replays to another group"
+
+    def every_member_has_its_session_timer(self) -> None:
+        g = self.group
+        if g is None:
+            return
+        keys = set(self.shard.timers.keys())
+        prefix = f"{TimerKind.STREAMS_SESSION.value}-{GROUP}-"
+        missing = sorted(mid for mid in g.members if prefix + mid not in keys)
+        assert not missing, f"members without their session timer (never expired): {missing}"
+
+    # --- steps ---------------------------------------------------------------------------------
+
+    def step(self, faults: bool) -> str:
+        rng = self.rng
+        actions: list[tuple[str, float]] = [
+            ("heartbeat", 30),
+            ("slow_heartbeat", 3),
+            ("start", 6),
+            ("leave", 1.5),
+            ("advance", 12),
+            ("grow", 0.5),
+            ("admin", 2),
+            ("delete_group", 1),
+        ]
+        if faults:
+            actions += [
+                ("lose", 4),
+                ("duplicate", 2),
+                ("crash_client", 2),
+                ("fence", 2),
+                ("clock_jump", 0.7),
+                ("fail_append", 2),
+                ("fail_fsync", 1),
+                ("stall_fsync", 3),
+                ("crash_server", 1.2),
+            ]
+        action = rng.choices([a for a, _ in actions], [w for _, w in actions])[0]
+        name = rng.choice(NAMES)
+        if action == "heartbeat":
+            self.heartbeat(name)
+        elif action == "slow_heartbeat":
+            self.heartbeat(name, slow=True)
+        elif action == "start":
+            self.start(name)
+        elif action == "leave":
+            self.leave(name)
+        elif action == "advance":
+            self.advance(rng.choice([10, 60, 500, 1500, 2100, 3500]))
+        elif action == "grow":
+            self.grow()
+        elif action == "admin":
+            self.admin_reads()
+        elif action == "delete_group":
+            self.delete_group()
+        elif action == "lose":
+            self.heartbeat(name, lost=True)
+        elif action == "duplicate":
+            # the client retries a heartbeat whose answer it did not get: a full heartbeat again
+            self.heartbeat(name, lost=True)
+            self.heartbeat(name)
+        elif action == "crash_client":
+            self.crash(name)
+        elif action == "fence":
+            self.fenced_heartbeat(name)
+        elif action == "clock_jump":
+            self.advance(rng.choice([8_000, 30_000, 120_000]))
+        elif action == "fail_append":
+            self.disk.fail_appends = rng.randint(1, 3)
+        elif action == "fail_fsync":
+            self.disk.fail_fsync = True
+        elif action == "stall_fsync":
+            self.disk.stall_steps = rng.randint(1, 6)
+        elif action == "crash_server":
+            self.crash_server(rng.random() < 0.5)
+        self.loop.step(quiet=not faults)
+        self._drain()
+        self._note(action)
+        return action
+
+    def quiet(self) -> None:
+        self.disk.quiet = True
+        self.disk.fail_appends, self.disk.fail_fsync, self.disk.stall_steps = 0, False, 0
+        self.loop.step(quiet=True)
+        self._drain()
+
+    def settle(self, rounds: int = 100) -> None:
+        """Faults stopped: every instance heartbeats each round (a stopped one is started again,
+        as an operator restarts it) while time moves 200 ms a round, until the group converges."""
+        for name in NAMES:
+            if name not in self.members and self.rng.random() < 0.5:
+                self.start(name)
+        if not self.members:
+            self.start(NAMES[0])
+        why = ""
+        for _ in range(rounds):
+            for name in sorted(self.members):
+                self.heartbeat(name)
+            for name in NAMES:
+                m = self.members.get(name)
+                if (
+                    m is not None
+                    and m.epoch == 0
+                    and self.group is not None
+                    and m.member_id not in self.group.members
+                ):
+                    self.heartbeat(name)  # fenced: rejoin
+            self.advance(200)
+            self.check(full_replay=False)
+            why = self.converged()
+            if not why:
+                return
+        raise AssertionError(f"the members did not converge once faults stopped: {why}")
+
+    def converged(self) -> str:
+        """Why the group has not converged yet ('' once it has)."""
+        g = self.group
+        if not self.members:
+            return ""
+        if g is None:
+            return "no group"
+        if set(g.members) != {m.member_id for m in self.members.values()}:
+            ids = sorted(m.member_id for m in self.members.values())
+            return f"members {sorted(g.members)} vs instances {ids}"
+        if g.state() != "Stable":
+            return f"group {g.state()}"
+        assert g.topology is not None
+        tasks = configure(g.topology, self.image).tasks
+        if tasks is None:
+            return "topology not ready"
+        active = sorted(t for m in g.members.values() for t in _pairs(m.active))
+        assert active == sorted((s, p) for s, n in tasks.items() for p in range(n)), (
+            f"a Stable group does not run every task exactly once: {active}"
+        )
+        processes = {m.process_id for m in g.members.values()}
+        want = min(1, len(processes) - 1)
+        standbys = sorted(t for m in g.members.values() for t in _pairs(m.standby))
+        assert standbys == sorted((STATEFUL, p) for p in range(tasks[STATEFUL]) for _ in range(want)), (
+            f"a Stable group's standbys are not one per stateful task: {standbys}"
+        )
+        for m in self.members.values():
+            cm = g.members[m.member_id]
+            if (m.active, m.standby) != (dict(cm.active), dict(cm.standby)) or m.next_roles is not None:
+                return f"{m.name} holds {m.active}/{m.standby}, the coordinator says {cm.active}/{cm.standby}"
+        return ""
+
+
+def _pairs(tasks: Tasks) -> Iterable[tuple[str, int]]:
+    for s, ps in sorted(tasks.items()):
+        for p in sorted(ps):
+            yield s, p
+
+
+def _consume(f: asyncio.Future[Any]) -> None:
+    if not f.cancelled():
+        f.exception()
+
+
+# --- running seeds -----------------------------------------------------------------------------
+
+
+@dataclass
+class SeedResult:
+    seed: int
+    steps: int
+    stats: dict[str, int]
+    digest: str
+
+
+def run_seed(seed: int, steps: int) -> SeedResult:
+    with structlog.testing.capture_logs():
+        return _run_seed(seed, steps)
+
+
+def _run_seed(seed: int, steps: int) -> SeedResult:
+    rng = random.Random(seed)
+    trail: deque[str] = deque(maxlen=12)
+    step = 0
+    try:
+        m = StreamsSimMachine(rng)
+        for step in range(1, steps + 1):
+            trail.append(m.step(faults=True))
+            m.check(full_replay=step % REPLAY_EVERY == 0)
+        m.quiet()
+        for _ in range(QUIET_STEPS):
+            step += 1
+            trail.append(m.step(faults=False))
+            m.check(full_replay=False)
+        m.check(full_replay=True)
+        m.settle()
+        m.check(full_replay=True)
+    except Exception as e:
+        detail = "".join(traceback.format_exception(e)[-6:])
+        raise Violation(
+            f"seed {seed} failed at step {step} (last actions: {', '.join(trail)}): "
+            f"{type(e).__name__}: {e}\nreproduce: groupshift simulate --chaos --streams --seed {seed} "
+            f"--steps {steps}\n{detail}"
+        ) from e
+    digest = hashlib.sha256(b"".join(raw for _n, raw in m.disk.batches)).hexdigest()
+    return SeedResult(seed, step, m.stats, digest)
+
+
+def main(seed: int, steps: int, seeds: int, out: TextIO, keep_going: bool = False) -> int:
+    """`groupshift simulate --chaos --streams`: seeds `seed .. seed+seeds-1`, `steps` steps each."""
+    total_steps = failures = 0
+    stats: dict[str, int] = {}
+    started = time.process_time()
+    for s in range(seed, seed + seeds):
+        try:
+            r = run_seed(s, steps)
+        except Violation as v:
+            failures += 1
+            print(f"VIOLATION {v}", file=out, flush=True)
+            if not keep_going:
+                break
+            continue
+        total_steps += r.steps
+        for k, v2 in r.stats.items():
+            stats[k] = stats.get(k, 0) + v2
+        done = s - seed + 1
+        if done % 50 == 0 and done < seeds:
+            print(
+                f"progress: {done} seeds, {total_steps} steps, {failures} violations, "
+                f"{time.process_time() - started:.0f} s CPU",
+                file=out,
+                flush=True,
+            )
+    print(
+        f"streams chaos: {seeds} seeds from {seed}, {steps} steps each: {total_steps} steps run, "
+        f"{failures} violations ({time.process_time() - started:.0f} s CPU)",
+        file=out,
+    )
+    for k in sorted(stats):
+        print(f"  {k}: {stats[k]}", file=out)
+    out.flush()
+    return 1 if failures else 0

@@ -77,15 +77,21 @@ class SharedGateways(Gateways):
 
     def __init__(self, base: Path) -> None:
         super().__init__(base)
-        self._by_settings: dict[tuple[tuple[str, ...], tuple[str, ...]], GatewayProcess] = {}
+        self._by_settings: dict[tuple[tuple[str, ...], tuple[str, ...], int | None], GatewayProcess] = {}
 
     def start(
-        self, name: str = "gw", *, sets: tuple[str, ...] | list[str] = (), extra_args: tuple[str, ...] = ()
+        self,
+        name: str = "gw",
+        *,
+        sets: tuple[str, ...] | list[str] = (),
+        extra_args: tuple[str, ...] = (),
+        workers: int | None = None,
     ) -> GatewayProcess:
-        key = (tuple(sets), tuple(extra_args))
+        key = (tuple(sets), tuple(extra_args), workers)
         gw = self._by_settings.get(key)
         if gw is None or not gw.alive():
-            gw = self._by_settings[key] = super().start(name, sets=sets, extra_args=extra_args)
+            gw = super().start(name, sets=sets, extra_args=extra_args, workers=workers)
+            self._by_settings[key] = gw
         return gw
 
 

@@ -1,4 +1,4 @@
-"""The wire of Connect groups on the new protocol (the Connect draft, `../shared/kip/` 001).
+"""The wire of Connect groups on the new protocol (the Connect draft summarised in docs/connect-groups.md).
 
 The draft puts Kafka Connect workers on KIP-848's protocol: a `connect` group type, a
 ConnectGroupHeartbeat through which workers report what they own and receive what to run, and

@@ -1,4 +1,4 @@
-"""Connect-group records (groupshift's own: the Connect draft, `../shared/kip/` 001, has none).
+"""Connect-group records (groupshift's own: the Connect draft, in docs/connect-groups.md, has none).
 
 Record types 10000-10005, far above Kafka's (below 30 today), so a Kafka broker that loads a
 groupshift log skips them with a warning as it skips any unknown type (Kafka >= 3.5), and no

@@ -1,4 +1,4 @@
-"""A Connect group's state as its records rebuild it (the Connect draft, `../shared/kip/` 001,
+"""A Connect group's state as its records rebuild it (the Connect draft summarised in docs/connect-groups.md,
 "Worker Group and Worker"): the group epoch (record type 10000), the workers (10001), the target
 assignment (10002, 10003), each worker's current assignment (10004) and the work held for
 departed workers during `scheduled.rebalance.max.delay.ms` (10005). docs/connect-groups.md.

@@ -1,4 +1,4 @@
-"""ConnectGroupHeartbeat (the Connect draft, `../shared/kip/` 001, "ConnectGroupHeartbeat API",
+"""ConnectGroupHeartbeat (the Connect draft summarised in docs/connect-groups.md, "ConnectGroupHeartbeat API",
 "Request Handling", "Member Reconciliation") and the departures of workers: leave, session
 timeout, revocation timeout, assignment timeout, and the release of a departed worker's work
 once `scheduled.rebalance.max.delay.ms` has passed ("Triggering Rebalances").

@@ -1,6 +1,6 @@
 """ConnectGroupHeartbeat (32002), ConnectGroupPrepareAssignment (32003) and
 ConnectGroupInstallAssignment (32004): groupshift's extension APIs for Connect groups on the new
-protocol (the Connect draft, `../shared/kip/` 001; Kafka never built it). Registered, and so
+protocol (the Connect draft summarised in docs/connect-groups.md; Kafka never built it). Registered, and so
 advertised by ApiVersions, only with `group.connect.enable`; flag off, the keys are unknown as
 they are to Kafka.
 

@@ -52,7 +52,7 @@ import traceback
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 import structlog
 import structlog.testing
@@ -344,6 +344,11 @@ class SimMachine(MigrationWorld):
     sim/client_assignment_chaos.py); with none, the random draws are those of the base machine."""
 
     CLI_FLAG = ""  # how `groupshift simulate --chaos` selects this machine (the reproduce line)
+    NAME = "chaos"  # how the summary line names the simulation
+
+    def settle(self) -> None:
+        """The end of a seed: run fault-free until every group is settled (SeedMachine)."""
+        self._settle()
 
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
@@ -904,7 +909,22 @@ class SeedResult:
     digest: str  # of what the simulated disk holds at the end: equal runs, equal digests
 
 
-Machine = Callable[[random.Random], SimMachine]
+class SeedMachine(Protocol):
+    """What `run_seed` and `main` drive: the whole-coordinator machine here, and the others built
+    on this file's loop, disk and runtime (sim.client_assignment_chaos, sim.streams_chaos)."""
+
+    NAME: str  # how the summary line names the simulation
+    CLI_FLAG: str  # how `groupshift simulate --chaos` selects the machine (the reproduce line)
+    disk: SimDisk
+    stats: dict[str, int]
+
+    def step(self, faults: bool) -> str: ...
+    def check(self, full_replay: bool) -> None: ...
+    def quiet(self) -> None: ...
+    def settle(self) -> None: ...
+
+
+Machine = Callable[[random.Random], SeedMachine]
 
 
 def run_seed(seed: int, steps: int, machine: Machine = SimMachine) -> SeedResult:
@@ -929,7 +949,7 @@ def _run_seed(seed: int, steps: int, machine: Machine) -> SeedResult:
             trail.append(m.step(faults=False))
             m.check(full_replay=False)
         m.check(full_replay=True)
-        m._settle()
+        m.settle()
         m.check(full_replay=True)
     except Exception as e:
         detail = "".join(traceback.format_exception(e)[-6:])
@@ -948,6 +968,7 @@ def main(
     """`groupshift simulate --chaos`: seeds `seed .. seed+seeds-1`, `steps` steps each."""
     total_steps = failures = 0
     stats: dict[str, int] = {}
+    started = time.process_time()
     for s in range(seed, seed + seeds):
         try:
             r = run_seed(s, steps, machine)
@@ -964,13 +985,13 @@ def main(
         if done % 50 == 0 and done < seeds:
             print(
                 f"progress: {done} seeds, {total_steps} steps, {failures} violations, "
-                f"{time.process_time():.0f} s CPU",
+                f"{time.process_time() - started:.0f} s CPU",
                 file=out,
                 flush=True,
             )
     print(
-        f"chaos: {seeds} seeds from {seed}, {steps} steps each: {total_steps} steps run, "
-        f"{failures} violations ({time.process_time():.0f} s CPU)",
+        f"{getattr(machine, 'NAME', 'chaos')}: {seeds} seeds from {seed}, {steps} steps each: "
+        f"{total_steps} steps run, {failures} violations ({time.process_time() - started:.0f} s CPU)",
         file=out,
     )
     for k in sorted(stats):

@@ -49,16 +49,10 @@ not exercised here.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import random
-import time
-import traceback
-from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
-
-import structlog.testing
 
 from engine.config import CoordinatorConfig
 from engine.context import RequestContext
@@ -81,10 +75,10 @@ from records.streams_group import (
     Subtopology,
     TopicInfo,
 )
+from sim import chaos
 from sim.chaos import (
     COORDINATOR_ERRORS,
-    QUIET_STEPS,
-    REPLAY_EVERY,
+    SeedResult,
     SimDisk,
     SimLog,
     VirtualLoop,
@@ -134,10 +128,6 @@ def topology(epoch: int) -> StreamsGroupTopologyValue:
     )
 
 
-class Violation(AssertionError):
-    """An invariant failed; the message names the seed and step that reproduce it."""
-
-
 @dataclass
 class Member:
     """One stream thread: what it believes it holds, from the answers it saw."""
@@ -168,6 +158,9 @@ class Member:
 
 class StreamsSimMachine:
     """Streams members served by a `ShardRuntime` on chaos.py's simulated clock, loop and disk."""
+
+    NAME = "streams chaos"  # the summary line of `groupshift simulate --chaos --streams`
+    CLI_FLAG = " --streams"  # the reproduce line
 
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
@@ -689,78 +682,10 @@ def _consume(f: asyncio.Future[Any]) -> None:
 # --- running seeds -----------------------------------------------------------------------------
 
 
-@dataclass
-class SeedResult:
-    seed: int
-    steps: int
-    stats: dict[str, int]
-    digest: str
-
-
 def run_seed(seed: int, steps: int) -> SeedResult:
-    with structlog.testing.capture_logs():
-        return _run_seed(seed, steps)
-
-
-def _run_seed(seed: int, steps: int) -> SeedResult:
-    rng = random.Random(seed)
-    trail: deque[str] = deque(maxlen=12)
-    step = 0
-    try:
-        m = StreamsSimMachine(rng)
-        for step in range(1, steps + 1):
-            trail.append(m.step(faults=True))
-            m.check(full_replay=step % REPLAY_EVERY == 0)
-        m.quiet()
-        for _ in range(QUIET_STEPS):
-            step += 1
-            trail.append(m.step(faults=False))
-            m.check(full_replay=False)
-        m.check(full_replay=True)
-        m.settle()
-        m.check(full_replay=True)
-    except Exception as e:
-        detail = "".join(traceback.format_exception(e)[-6:])
-        raise Violation(
-            f"seed {seed} failed at step {step} (last actions: {', '.join(trail)}): "
-            f"{type(e).__name__}: {e}\nreproduce: groupshift simulate --chaos --streams --seed {seed} "
-            f"--steps {steps}\n{detail}"
-        ) from e
-    digest = hashlib.sha256(b"".join(raw for _n, raw in m.disk.batches)).hexdigest()
-    return SeedResult(seed, step, m.stats, digest)
+    return chaos.run_seed(seed, steps, StreamsSimMachine)
 
 
 def main(seed: int, steps: int, seeds: int, out: TextIO, keep_going: bool = False) -> int:
     """`groupshift simulate --chaos --streams`: seeds `seed .. seed+seeds-1`, `steps` steps each."""
-    total_steps = failures = 0
-    stats: dict[str, int] = {}
-    started = time.process_time()
-    for s in range(seed, seed + seeds):
-        try:
-            r = run_seed(s, steps)
-        except Violation as v:
-            failures += 1
-            print(f"VIOLATION {v}", file=out, flush=True)
-            if not keep_going:
-                break
-            continue
-        total_steps += r.steps
-        for k, v2 in r.stats.items():
-            stats[k] = stats.get(k, 0) + v2
-        done = s - seed + 1
-        if done % 50 == 0 and done < seeds:
-            print(
-                f"progress: {done} seeds, {total_steps} steps, {failures} violations, "
-                f"{time.process_time() - started:.0f} s CPU",
-                file=out,
-                flush=True,
-            )
-    print(
-        f"streams chaos: {seeds} seeds from {seed}, {steps} steps each: {total_steps} steps run, "
-        f"{failures} violations ({time.process_time() - started:.0f} s CPU)",
-        file=out,
-    )
-    for k in sorted(stats):
-        print(f"  {k}: {stats[k]}", file=out)
-    out.flush()
-    return 1 if failures else 0
+    return chaos.main(seed, steps, seeds, out, keep_going=keep_going, machine=StreamsSimMachine)

@@ -44,6 +44,7 @@ from membership.connection import BrokerConnection, ConnectionFailed
 from membership.driver import MemberDriver, MemberThread
 from membership.event_log import EventLog, StdlibEventLog
 from protocol import client_assignment_wire as caw
+from protocol import extension_wire as ew
 from protocol.client_security import ClientSecurity
 from protocol.codec import decode_response, encode_request
 from protocol.entity_builder import build
@@ -62,12 +63,6 @@ OnAssigned = Callable[[frozenset[TopicPartition]], Awaitable[None] | None]
 OnRevoked = Callable[[frozenset[TopicPartition], bool], Awaitable[None] | None]
 OnComputed = Callable[[Computed], Awaitable[None] | None]
 OnJoined = Callable[[Joined], Awaitable[None] | None]
-
-
-def _extension_frame(api_key: int, correlation: int, client_id: str, body: bytes) -> bytes:
-    cid = client_id.encode()
-    frame = struct.pack(">hhih", api_key, caw.EXTENSION_VERSION, correlation, len(cid)) + cid + b"\x00" + body
-    return struct.pack(">i", len(frame)) + frame
 
 
 class ConsumerMembership(MemberDriver[ConsumerMembershipCore, ConsumerMembershipError]):
@@ -154,7 +149,9 @@ class ConsumerMembership(MemberDriver[ConsumerMembershipCore, ConsumerMembership
                 else caw.write_install_request(request.body)
             )
             cid = conn.client_id
-            frame = await conn.exchange(lambda c: _extension_frame(key, c, cid, body), timeout, key)
+            frame = await conn.exchange(
+                lambda c: ew.request_frame(key, caw.EXTENSION_VERSION, c, cid, body), timeout, key
+            )
             offset = caw.response_body_offset(frame)
             if key == PREPARE_ASSIGNMENT:
                 return caw.read_prepare_response(frame, offset)

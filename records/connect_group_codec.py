@@ -12,7 +12,7 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from protocol.client_assignment_wire import BoundedReader, MalformedExtension
+from protocol.extension_wire import BoundedReader, MalformedExtension
 from protocol.connect_wire import read_assignor, write_assignor, write_work
 from protocol.connect_wire import read_work as _work
 from protocol.varint import encode_uvarint

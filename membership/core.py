@@ -209,11 +209,14 @@ class Settings:
             raise ValueError("group_instance_id must not be empty (None: a dynamic member)")
 
 
-class CoreSettings(Protocol):
-    """The settings every member core reads (Kafka's names)."""
+class MemberSettings(Protocol):
+    """The settings every member core and its driver read (Kafka's names)."""
 
     @property
     def group_id(self) -> str: ...
+
+    @property
+    def client_id(self) -> str: ...
 
     @property
     def retry_backoff_ms(self) -> int: ...
@@ -239,7 +242,7 @@ class MemberCoreSteps(Generic[RequestT, EventT]):
     backoff before the next, events queued for the driver, a fatal failure the driver saw. A
     core is a dataclass with these attributes; its `State` has FAILED and CLOSED."""
 
-    settings: CoreSettings
+    settings: MemberSettings
     state: enum.Enum
     _in_flight: RequestT | None
     _not_before: float

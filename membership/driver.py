@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from membership.connection import BrokerConnection, ConnectionFailed, UnsupportedVersion
-from membership.core import MembershipError
+from membership.core import MemberSettings, MembershipError
 from membership.event_log import EventLog
 from protocol.client_security import ClientSecurity, SaslAuthenticationFailed
 
@@ -48,19 +48,6 @@ def parse_bootstrap(bootstrap: str | Sequence[tuple[str, int]]) -> list[tuple[st
     return out
 
 
-class DriverSettings(Protocol):
-    """The settings the driver reads from a member's (Kafka's names)."""
-
-    @property
-    def group_id(self) -> str: ...
-
-    @property
-    def client_id(self) -> str: ...
-
-    @property
-    def request_timeout_ms(self) -> int: ...
-
-
 class MemberCore(Protocol):
     """What the driver asks of a sans-IO member (`membership.core`, `consumer_membership.core`).
 
@@ -68,7 +55,7 @@ class MemberCore(Protocol):
     broker); the driver passes it back as it got it, so its type is the core's own."""
 
     @property
-    def settings(self) -> DriverSettings: ...
+    def settings(self) -> MemberSettings: ...
 
     @property
     def log(self) -> EventLog: ...

@@ -188,7 +188,12 @@ def conversion_blockers(
                 (
                     "streams-error",
                     f"member {m.member_id} (client {m.client_id}) reports error code "
-                    f"{m.subscription_error} in its subscription (an instance asking the group to shut down)",
+                    f"{m.subscription_error} in its subscription"
+                    + (
+                        " (SHUTDOWN_REQUESTED: the application is shutting down)"
+                        if m.subscription_error == 4
+                        else ""
+                    ),
                 )
             )
     versions = Counter(m.subscription_version for m in members if m.subscription_version is not None)

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from translation.embedded_protocol import SchemaError
+from translation.embedded_protocol import SchemaError, parse_assignment
 from translation.streams_classic_protocol import (
     LATEST_OFFSET,
     NO_NEXT_REBALANCE,
@@ -28,12 +28,13 @@ from translation.streams_classic_protocol import (
     decode_subscription_info,
     encode_assignment_info,
     encode_subscription_info,
+    parse_streams_member_metadata,
 )
 
 int32 = st.integers(-(2**31), 2**31 - 1)
 small = st.integers(0, 64)
 text = st.text(max_size=12)
-topics = st.text(st.characters(blacklist_categories=("Cs",)), max_size=10)
+topics = st.text(max_size=10)
 
 
 def task_ids(named: bool) -> st.SearchStrategy[TaskId]:
@@ -265,3 +266,51 @@ def test_malformed_subscription_reasons(raw: bytes, reason: str) -> None:
 def test_malformed_assignment_reasons(raw: bytes, reason: str) -> None:
     with pytest.raises(StreamsProtocolError, match=reason):
         decode_assignment_info(raw)
+
+
+# A Kafka Streams 3.9.2 instance's real JoinGroup metadata and SyncGroup assignment, as
+# DescribeGroups returned them from groupshift (e2e/test_streams_classic_groups.py's word count:
+# endpoint localhost:7101, one standby replica), captured once: 265 and 510 bytes.
+REAL_METADATA = bytes.fromhex(
+    "0003000000020023776f7264636f756e742d636c61737369632d776f7264732d7265706172746974696f6e00"
+    "08776f7264732d696e0000007f0000000b0000000b8bc81155738b4de2ab6b5e4b4b1b89c00000000e6c6f63"
+    "616c686f73743a37313031000000040000000100000000fffffffffffffffeffff0000000100000003000000"
+    "0000000000ffff0000000100000002fffffffffffffffeffff00000001000000010000000000000000ffff03"
+    "0000000000000000000000020023776f7264636f756e742d636c61737369632d776f7264732d726570617274"
+    "6974696f6e0000000200000000000000020008776f7264732d696e00000002000000000000000200000001ff"
+    "ff"
+)
+REAL_ASSIGNMENT = bytes.fromhex(
+    "0003000000020023776f7264636f756e742d636c61737369632d776f7264732d7265706172746974696f6e00"
+    "00000200000000000000020008776f7264732d696e000000020000000000000002000001ad0000000b000000"
+    "0b00000004000000010000000000000000000000010000000200000000000000000000000000000000000000"
+    "00000000020000000000000002000000010000000300000000000000010023776f7264636f756e742d636c61"
+    "737369632d776f7264732d7265706172746974696f6e00000003000000010000000100000000000000010023"
+    "776f7264636f756e742d636c61737369632d776f7264732d7265706172746974696f6e000000010000000200"
+    "0000000008776f7264732d696e000000010023776f7264636f756e742d636c61737369632d776f7264732d72"
+    "65706172746974696f6e0000000200096c6f63616c686f737400001bbe000000040000000100000003000000"
+    "00000000010000000000000003000000010000000100096c6f63616c686f737400001bbd0000000400000000"
+    "000000000000000100000002000000000000000200000001000000000000000200096c6f63616c686f737400"
+    "001bbe000000020000000100000002000000010000000000096c6f63616c686f737400001bbd000000020000"
+    "0001000000030000000100000001000000007fffffffffffffff"
+)
+
+
+def test_real_kafka_streams_39_bytes() -> None:
+    member = parse_streams_member_metadata(REAL_METADATA)
+    assert member.subscription.topics == ("wordcount-classic-words-repartition", "words-in")
+    info = member.info
+    assert (info.version, info.latest_supported_version, info.endpoint) == (11, 11, "localhost:7101")
+    assert info.process_id == uuid.UUID("8bc81155-738b-4de2-ab6b-5e4b4b1b89c0")
+    # Only stateful tasks have offset sums: the counting subtopology 1, active where -2.
+    assert sorted(map(str, info.active_tasks)) == ["1_0", "1_2"]
+    assert sorted(map(str, info.standby_or_state_tasks)) == ["1_1", "1_3"]
+    assert encode_subscription_info(info) == member.subscription.user_data
+    assignment = parse_assignment(REAL_ASSIGNMENT)
+    assert assignment.user_data is not None
+    a = decode_assignment_info(assignment.user_data)
+    assert sorted(map(str, a.active_tasks)) == ["0_0", "0_2", "1_0", "1_2"]
+    assert sorted(str(t) for t, _ in a.standby_tasks) == ["1_1", "1_3"]
+    assert {h.endpoint for h in a.partitions_by_host} == {"localhost:7101", "localhost:7102"}
+    assert (a.error_code, a.next_rebalance_ms) == (0, NO_NEXT_REBALANCE)
+    assert encode_assignment_info(a) == assignment.user_data

@@ -19,7 +19,11 @@ standby replica, compiled against the kafka-streams 3.9.2 jars from Maven Centra
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import shutil
+import subprocess
 import time
 from pathlib import Path
 
@@ -73,9 +77,10 @@ class ClassicInstance(Instance):
 
 def test_classic_streams_group_decoded(module_gateways: Gateways, tmp_path: Path) -> None:
     dist = resolve_component("3.9.2", "streams")
-    classes = tmp_path / "classes"
-    javac = start_javac(dist.classpath, SOURCE, classes)
-    gw = module_gateways.start("streams-classic")
+    classes, javac = _compiled(dist.classpath, dist.home, tmp_path / "classes")
+    # No initial rebalance delay: Kafka's 3 s, extended by each joining instance, is most of the
+    # time to a stable group; the instances rebalance again as the second joins either way.
+    gw = module_gateways.start("streams-classic", sets=["group.initial.rebalance.delay.ms=0"])
     bootstrap = gw.bootstrap
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for f in admin.create_topics([NewTopic(INPUT, 4, 1), NewTopic(OUTPUT, 2, 1)]).values():
@@ -84,7 +89,9 @@ def test_classic_streams_group_decoded(module_gateways: Gateways, tmp_path: Path
     for i, line in enumerate(LINES[:60]):
         p.produce(INPUT, key=str(i), value=line)
     p.flush(30)
-    finish_javac(javac)
+    if javac is not None:
+        finish_javac(javac)
+        classes = _keep(classes, dist.classpath, dist.home)
 
     classpath = f"{classes}:{dist.classpath}"
     instances = [ClassicInstance(classpath, bootstrap, tmp_path, i) for i in (1, 2)]
@@ -176,6 +183,34 @@ def test_classic_streams_group_decoded(module_gateways: Gateways, tmp_path: Path
         wire.close()
         for i in instances:
             i.stop()
+
+
+def _compiled(classpath: str, dist_home: Path, tmp: Path) -> tuple[Path, subprocess.Popen[bytes] | None]:
+    """The program's classes: compiled once per source and Kafka Streams jars and kept beside the
+    cached jars (javac takes ~10 s of this module's time on a loaded machine), or the javac
+    compiling them into `tmp` (then `_keep` them)."""
+    cached = _classes_dir(classpath, dist_home)
+    if cached.is_dir():
+        return cached, None
+    return tmp, start_javac(classpath, SOURCE, tmp)
+
+
+def _classes_dir(classpath: str, dist_home: Path) -> Path:
+    key = hashlib.sha256(SOURCE.read_bytes() + classpath.encode()).hexdigest()[:12]
+    return dist_home / f"classes-{SOURCE.stem}-{key}"
+
+
+def _keep(compiled: Path, classpath: str, dist_home: Path) -> Path:
+    """Copy freshly compiled classes into the cache (a rename of a complete copy, so a parallel
+    run sees all or nothing); the cached directory to use."""
+    cached = _classes_dir(classpath, dist_home)
+    staging = cached.with_name(f"{cached.name}.{os.getpid()}")
+    shutil.copytree(compiled, staging, dirs_exist_ok=True)
+    try:
+        os.rename(staging, cached)
+    except OSError:  # another run kept them first
+        shutil.rmtree(staging, ignore_errors=True)
+    return cached
 
 
 def _check_upgrade(bootstrap: str, group: str) -> list[dict[str, object]]:

@@ -121,7 +121,7 @@ def assignments(draw: st.DrawFn) -> AssignmentInfo:
 
 
 @given(subscriptions())
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 def test_subscription_info_round_trips(info: SubscriptionInfo) -> None:
     raw = encode_subscription_info(info)
     back = decode_subscription_info(raw)
@@ -130,7 +130,7 @@ def test_subscription_info_round_trips(info: SubscriptionInfo) -> None:
 
 
 @given(assignments())
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 def test_assignment_info_round_trips(info: AssignmentInfo) -> None:
     raw = encode_assignment_info(info)
     back = decode_assignment_info(raw)
@@ -139,7 +139,7 @@ def test_assignment_info_round_trips(info: AssignmentInfo) -> None:
 
 
 @given(st.binary(max_size=200))
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 def test_arbitrary_bytes_decode_or_are_refused(raw: bytes) -> None:
     try:
         sub = decode_subscription_info(raw)
@@ -156,7 +156,7 @@ def test_arbitrary_bytes_decode_or_are_refused(raw: bytes) -> None:
 
 
 @given(subscriptions(), st.data())
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=50, deadline=None)
 def test_truncated_subscription_is_refused(info: SubscriptionInfo, data: st.DataObject) -> None:
     raw = encode_subscription_info(info)
     cut = data.draw(st.integers(0, len(raw) - 1))

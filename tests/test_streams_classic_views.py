@@ -12,7 +12,9 @@ import pytest
 
 from tools.check.facts import GroupFacts, MemberFacts
 from tools.check.rules import NOT_READY, Settings, upgrade_verdict
+from tools.groups.migration import Observation, Tracker, render, report
 from tools.groups.output import Style
+from tools.groups.snapshot import Group, Member
 from tools.groups.streams_classic import ClassicStreamsView, conversion_blockers, decode_member, members_table
 from translation.embedded_protocol import Assignment, Subscription
 from translation.streams_classic_protocol import (
@@ -154,3 +156,36 @@ def test_check_upgrade_names_what_blocks() -> None:
     v = upgrade_verdict(_facts([member_bytes(), member_bytes(topics=("x",))]), Settings())
     assert v.verdict == NOT_READY and "different topologies" in v.reason
     assert "streams-conversion" not in {c.name for c in v.details}
+
+
+def test_migration_view_shows_tasks_and_the_streams_way_forward() -> None:
+    members = []
+    for i, endpoint in enumerate(("h1:7001", "h2:7001")):
+        meta, assignment = member_bytes(endpoint=endpoint)
+        members.append(
+            Member(
+                f"m{i}",
+                "app-StreamThread-1-consumer",
+                "/h",
+                protocol="classic",
+                assignor="stream",
+                assignment={"words-in": [i]},
+                user_data=True,
+                metadata=meta,
+                raw_assignment=assignment,
+            )
+        )
+    group = Group(
+        "app", True, "Stable", "classic", "consumer", "stream", None, None, None, members, "DescribeGroups"
+    )
+    obs = Observation(0.0, group, {}, None)
+    tracker = Tracker()
+    tracker.observe(obs)
+    rep = report(obs, tracker, 30)
+    assert rep["kafka_streams"]["convertible"] is True
+    assert [m["endpoint"] for m in rep["kafka_streams"]["members"]] == ["h1:7001", "h2:7001"]
+    assert rep["conversion"]["direction"] is None  # not the consumer-group upgrade
+    text = render(rep, Style(False))
+    assert "endpoint h1:7001  active 0:[1] 1:[1]  standby 1:[0]" in text
+    assert "CONSUMER-ID" not in text and "group.protocol=consumer" not in text
+    assert "does not convert classic Streams groups online yet" in rep["next_step"]

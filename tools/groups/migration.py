@@ -363,6 +363,17 @@ def report(
             )
     conversion = conversion_check(g, obs.settings, obs.server)
     classic_streams = streams_classic.view_of(g)
+    if classic_streams is not None:
+        # Its way forward is a streams group: the consumer-group upgrade's verdict and advice
+        # (group.protocol=consumer) do not apply to Kafka Streams instances.
+        conversion = {
+            "direction": None,
+            "allowed": False,
+            "refusals": [],
+            "unknown": [],
+            "policy": obs.settings.get("group.consumer.migration.policy"),
+            "note": "a Kafka Streams group converts to a streams group, not to a consumer group",
+        }
     if not g.members:
         phase = "empty"
     elif g.group_type == "classic":
@@ -392,7 +403,9 @@ def report(
         "kafka_streams": None if classic_streams is None else classic_streams.to_json(),
         "settings": obs.settings,
         "intent": intent,
-        "next_step": next_step(g, phase, by_protocol, pending_rows, conversion, stuck_after, intent),
+        "next_step": streams_classic.next_step(classic_streams)
+        if classic_streams is not None
+        else next_step(g, phase, by_protocol, pending_rows, conversion, stuck_after, intent),
     }
 
 

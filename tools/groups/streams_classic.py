@@ -290,6 +290,20 @@ def members_table(group_id: str, view: ClassicStreamsView, verbose: bool, style:
     return table(headers, rows, style)
 
 
+def next_step(view: ClassicStreamsView) -> str:
+    """The migration view's advice for a classic Streams group."""
+    if view.blockers:
+        return (
+            f"Resolve what blocks a conversion to a streams group ({len(view.blockers)} above), or "
+            "stop every instance and start them with group.protocol=streams (offline migration)."
+        )
+    return (
+        "Nothing blocks a conversion to a streams group, but groupshift does not convert classic "
+        "Streams groups online yet: stop every instance, then start them with group.protocol=streams "
+        "(offline migration; committed offsets are kept)."
+    )
+
+
 def _tasks_text(entries: list[dict[str, Any]]) -> str:
     return " ".join(f"{e['subtopology']}:[{','.join(str(p) for p in e['partitions'])}]" for e in entries)
 
@@ -309,8 +323,4 @@ def render_lines(view: dict[str, Any]) -> list[str]:
     else:
         lines.append("Conversion to a streams group: blocked")
         lines += [f"  - {b['reason']}" for b in view["blockers"]]
-    lines.append(
-        "  (groupshift does not convert classic Streams groups online yet: stop every instance, "
-        "then start them with group.protocol=streams)"
-    )
     return lines

@@ -10,7 +10,9 @@ import uuid
 
 import pytest
 
-from tools.check.facts import GroupFacts, MemberFacts
+from records.classic_group import GroupMemberMetadata, GroupMetadataKey, GroupMetadataValue
+from records.coordinator import CoordinatorRecord
+from tools.check.facts import GroupFacts, MemberFacts, facts_from_records
 from tools.check.rules import NOT_READY, Settings, upgrade_verdict
 from tools.groups.migration import Observation, Tracker, render, report
 from tools.groups.output import Style
@@ -189,3 +191,22 @@ def test_migration_view_shows_tasks_and_the_streams_way_forward() -> None:
     assert "endpoint h1:7001  active 0:[1] 1:[1]  standby 1:[0]" in text
     assert "CONSUMER-ID" not in text and "group.protocol=consumer" not in text
     assert "does not convert classic Streams groups online yet" in rep["next_step"]
+
+
+def test_check_upgrade_from_records_reads_the_streams_bytes() -> None:
+    """`check upgrade --data-dir/--log-dir`: the GroupMetadata record's member subscription and
+    assignment are the same Streams bytes (here a Kafka Streams 3.9.2 instance's real ones)."""
+    from tests.test_streams_classic_protocol import REAL_ASSIGNMENT, REAL_METADATA
+
+    member = GroupMemberMetadata(
+        "m1", None, "wordcount-classic-1-StreamThread-1-consumer", "/127.0.0.1", 300000, 45000,
+        REAL_METADATA, REAL_ASSIGNMENT,
+    )  # fmt: skip
+    value = GroupMetadataValue("consumer", 3, "stream", "m1", 0, (member,))
+    facts = facts_from_records([CoordinatorRecord(GroupMetadataKey("wordcount-classic"), value)])
+    g = facts["wordcount-classic"]
+    assert g.members[0].streams_metadata == REAL_METADATA
+    v = upgrade_verdict(g, Settings())
+    checks = {c.name: c for c in v.details}
+    assert checks["streams-conversion"].status == "ok"
+    assert "SubscriptionInfo version 11" in checks["streams-conversion"].reason

@@ -35,6 +35,8 @@ class Instance:
         app: str = APP,
         input_topic: str = INPUT,
         output_topic: str = OUTPUT,
+        main_class: str = "StreamsWordCount",
+        extra_args: tuple[str, ...] = (),
     ) -> None:
         self.lines: list[str] = []
         self.log = log
@@ -44,12 +46,13 @@ class Instance:
                 *TOOL_JVM_OPTS,
                 "-cp",
                 classpath,
-                "StreamsWordCount",
+                main_class,
                 bootstrap,
                 app,
                 input_topic,
                 output_topic,
                 str(state_dir),
+                *extra_args,
             ],
             stdout=subprocess.PIPE,
             stderr=log.open("wb"),

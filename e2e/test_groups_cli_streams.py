@@ -185,7 +185,9 @@ def test_list_shows_the_streams_group_with_its_type(servers: list[Server]) -> No
         consumer = table(ok(s.bootstrap, "list", "--type", "consumer,classic"))
         assert APP not in {r["GROUP"] for r in consumer}, (s.name, consumer)
         listed = groups_json(s.bootstrap, "list", "--type", "streams")
-        assert listed == [{"group": APP, "type": "Streams", "state": "Stable"}], s.name
+        assert listed == [{"group": APP, "type": "Streams", "state": "Stable", "kafka_streams": False}], (
+            s.name
+        )
 
 
 def test_members_have_the_same_shape_on_both_servers_and_match_kafkas_tool(

@@ -5,6 +5,8 @@ One module per target; `python -m fuzz TARGET --runs N` runs one (see `fuzz.__ma
 * `framing`  - the TCP frame parser and in-order responses (`gateway.connection`, `protocol.framing`);
 * `requests` - every request decoder a `groupshift serve` gateway serves (`protocol.codec`);
 * `embedded` - the embedded consumer protocol (`translation.embedded_protocol`);
+* `streams_classic` - Kafka Streams' SubscriptionInfo / AssignmentInfo inside a classic Streams
+  group's member metadata and assignments (`translation.streams_classic_protocol`);
 * `records`  - coordinator record keys and values (`records.codec` and `records/*_codec.py`);
 * `streams_records` - KIP-1071 streams-group record keys and values, decoded and replayed into a
   live streams group that is then described and heartbeated (`records/streams_group_codec.py`,
@@ -32,6 +34,7 @@ NAMES = (
     "framing",
     "requests",
     "embedded",
+    "streams_classic",
     "records",
     "streams_records",
     "batches",

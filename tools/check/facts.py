@@ -45,6 +45,7 @@ from records.consumer_group import (
 )
 from records.coordinator import CoordinatorRecord
 from records.offsets import OffsetCommitKey, OffsetCommitValue
+from tools.groups.streams_classic import is_streams_classic
 from translation.embedded_protocol import SchemaError, parse_assignment, parse_subscription
 
 GroupType = Literal["classic", "consumer", "empty"]
@@ -112,6 +113,10 @@ class MemberFacts:
     member_epoch: int | None = None
     session_timeout_ms: int | None = None
     rebalance_timeout_ms: int | None = None
+    # A Kafka Streams member (protocol `stream`, or a StreamThread consumer): its raw JoinGroup
+    # metadata and SyncGroup assignment, decoded by the streams-conversion rule.
+    streams_metadata: bytes | None = None
+    streams_assignment: bytes | None = None
 
     @property
     def rebalance(self) -> Rebalance:
@@ -194,7 +199,7 @@ def _member_from_classic(protocol_type: str, protocol: str | None, m: Any) -> Me
             sub_version, topics, s_user = s.version, tuple(sorted(s.topics)), bool(s.user_data)
         except (SchemaError, ValueError) as e:
             embedded_error = str(e) or type(e).__name__
-    return MemberFacts(
+    out = MemberFacts(
         member_id=m.member_id,
         client_id=m.client_id,
         client_host=m.client_host,
@@ -211,6 +216,21 @@ def _member_from_classic(protocol_type: str, protocol: str | None, m: Any) -> Me
         session_timeout_ms=m.session_timeout,
         rebalance_timeout_ms=m.rebalance_timeout,
     )
+    streams = _streams_bytes(protocol_type, protocol, m.client_id, m.subscription, m.assignment)
+    return replace(out, streams_metadata=streams[0], streams_assignment=streams[1]) if streams else out
+
+
+def _streams_bytes(
+    protocol_type: str | None,
+    protocol: str | None,
+    client_id: str,
+    metadata: bytes | None,
+    assignment: bytes | None,
+) -> tuple[bytes | None, bytes | None] | None:
+    """The raw member bytes a Kafka Streams member's facts keep (None for other members)."""
+    if not is_streams_classic(protocol_type, protocol, (client_id,)):
+        return None
+    return (bytes(metadata) if metadata else None, bytes(assignment) if assignment else None)
 
 
 def _tp_names(tps: Iterable[TopicPartitions], names: Mapping[uuid.UUID, str]) -> tuple[tuple[str, int], ...]:
@@ -507,6 +527,11 @@ def facts_from_admin(
                 except (SchemaError, ValueError):
                     pass
             classic_group = g.group_type == "classic"
+            streams = (
+                _streams_bytes(g.protocol_type, g.assignor, m.client_id, m.metadata, m.raw_assignment)
+                if classic_group
+                else None
+            )
             members.append(
                 MemberFacts(
                     member_id=m.member_id,
@@ -523,6 +548,8 @@ def facts_from_admin(
                     subscription_user_data=s_user,
                     owned=tuple(m.partitions),
                     member_epoch=m.member_epoch,
+                    streams_metadata=streams[0] if streams else None,
+                    streams_assignment=streams[1] if streams else None,
                 )
             )
         regexes: tuple[str, ...] = ()

@@ -16,6 +16,14 @@ partitions, then the classic members' protocol vote picks the client assignor th
 Downgrade to `kafka-X.Y`: each live record kind of the group against that release's loader rules
 (tools.check.loader_rules, each row pinned by a proof test; an unproven row is said so).
 
+A classic Kafka Streams group (protocol `stream`, or Streams consumers under a custom assignor)
+does not upgrade to a consumer group but to a KIP-1071 streams group: its verdict lists what
+would block converting it online (tools.groups.streams_classic.conversion_blockers: a custom
+assignor, members whose Streams metadata does not decode, unsupported or differing
+SubscriptionInfo versions, different topologies, an instance's shutdown request), says so
+positively when nothing does, and stays NOT-READY because groupshift does not build that online
+conversion yet (docs/streams-classic-groups.md).
+
 Everything is a pure function of plain data, so that the fleet scanner runs the same rules.
 """
 
@@ -28,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from tools.check.facts import BUILTIN_ASSIGNORS, COOPERATIVE_ASSIGNORS, GroupFacts, RecordKind
 from tools.groups.output import partition_ranges
+from tools.groups.streams_classic import conversion_blockers, decode_member, is_streams_classic
 
 if TYPE_CHECKING:
     from tools.groups.capabilities import ServerCapabilities
@@ -435,6 +444,8 @@ def _upgrade_verdict(facts: GroupFacts, settings: Settings) -> Verdict:
     if facts.type == "empty":
         reason = "empty: the first consumer-protocol member makes it a consumer group, whatever the policy"
         return verdict(READY, reason, None, regex_checks(facts, settings), None)
+    if is_streams_classic(facts.protocol_type, facts.protocol, (m.client_id for m in facts.members)):
+        return _streams_classic_verdict(facts, verdict)
     checks, message = upgrade_checks(facts, settings)
     refused = [c for c in checks if c.status == "refused"]
     if refused:
@@ -449,6 +460,64 @@ def _upgrade_verdict(facts: GroupFacts, settings: Settings) -> Verdict:
     if warnings:
         reason += f"; {len(warnings)} warning(s): " + warnings[0].reason
     return verdict(READY, reason, warnings[0].fix if warnings else None, checks, None)
+
+
+OFFLINE_STREAMS_MIGRATION = (
+    "stop every instance, then start them with group.protocol=streams (Kafka Streams 4.2+): the "
+    "empty group becomes a streams group keeping its committed offsets"
+)
+
+
+def _streams_classic_verdict(facts: GroupFacts, verdict: Any) -> Verdict:
+    """A classic Kafka Streams group: what would block its online conversion to a streams group,
+    or that nothing does; NOT-READY either way until groupshift builds that conversion."""
+    members = [
+        decode_member(
+            m.member_id, m.client_id, m.client_host, m.instance_id, m.streams_metadata, m.streams_assignment
+        )
+        for m in facts.members
+    ]
+    blockers = conversion_blockers(facts.protocol, members)
+    checks = [
+        Check(
+            "protocol-type",
+            "info",
+            "a Kafka Streams group: it converts to a streams group (KIP-1071), not to a consumer group "
+            "(its members' assignments carry Streams' AssignmentInfo, which a consumer group refuses)",
+        )
+    ]
+    checks += [Check(name, "refused", reason, OFFLINE_STREAMS_MIGRATION) for name, reason in blockers]
+    if not blockers:
+        versions = sorted({m.subscription_version for m in members if m.subscription_version is not None})
+        topics = next((m.topics for m in members if m.topics), ())
+        checks.append(
+            Check(
+                "streams-conversion",
+                "ok",
+                f"nothing blocks converting it to a streams group online: {len(members)} instance "
+                f"consumer(s), one topology (topics {', '.join(topics) or '-'}), SubscriptionInfo "
+                f"version {', '.join(map(str, versions)) or '-'}",
+            )
+        )
+    checks.append(
+        Check(
+            "streams-online-conversion",
+            "refused",
+            "groupshift does not convert a classic Kafka Streams group online yet (not built): a "
+            "group.protocol=streams instance cannot join it while classic instances run",
+            OFFLINE_STREAMS_MIGRATION,
+        )
+    )
+    if blockers:
+        more = f" (+{len(blockers) - 1} more)" if len(blockers) > 1 else ""
+        reason = f"classic Kafka Streams group: {blockers[0][1]}{more}"
+    else:
+        reason = (
+            "classic Kafka Streams group: nothing blocks converting it to a streams group, but groupshift "
+            "does not convert classic Streams groups online yet"
+        )
+    out: Verdict = verdict(NOT_READY, reason, OFFLINE_STREAMS_MIGRATION, checks, None)
+    return out
 
 
 # --- regexes under RE2 ------------------------------------------------------------------------

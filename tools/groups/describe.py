@@ -19,6 +19,12 @@ warning, on stderr, as Kafka's tool does. A group that does not exist exits 3. S
 (or `--all-groups`, every consumer group ListGroups returns) are described one after the other,
 as Kafka's tool does; with `--json` they are one list of the single-group objects.
 
+A classic Kafka Streams group (protocol type `consumer`, protocol `stream`) is described as a
+classic group, except that `--members` shows its members with their tasks, process id and
+`application.server` endpoint, decoded from Streams' own SubscriptionInfo / AssignmentInfo, in the
+streams-group shape (`tools.groups.streams_classic`), and `--state` says `Classic (Kafka
+Streams)`; the JSON of every view carries `"kafka_streams": true`.
+
 A streams group (KIP-1071, which ConsumerGroupDescribe and DescribeGroups do not describe) is
 described with StreamsGroupDescribe in the views of Kafka's `kafka-streams-groups.sh
 --describe`: see `tools.groups.streams_group`. `--all-groups` takes in the streams groups too.
@@ -31,7 +37,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from tools.groups import streams_group
+from tools.groups import streams_classic, streams_group
 from tools.groups.list_groups import listed_kind
 from tools.groups.output import MISSING, NOT_FOUND, OK, Style, assignment_string, emit_json, error, table
 from tools.groups.snapshot import Group, describe
@@ -129,6 +135,7 @@ def describe_one(
     )
     if not args.json:
         _notice(group, sys.stderr)
+    classic_streams = streams_classic.view_of(group)
     if mode == "offsets":
         rows = offset_rows(admin, group)
         if args.json:
@@ -145,6 +152,14 @@ def describe_one(
             lag_col = headers.index("LAG")
             highlight = {lag_col: lambda v: v not in (MISSING, "0")}
             out.write("\n" + table(headers, [[r[k] for k in keys] for r in rows], style, highlight) + "\n\n")
+        return OK
+    if mode == "members" and classic_streams is not None:
+        if args.json:
+            emit({**_summary(group), "members": [m.to_json() for m in classic_streams.members]})
+        elif group.members:
+            out.write(
+                "\n" + streams_classic.members_table(group_id, classic_streams, args.verbose, style) + "\n\n"
+            )
         return OK
     if mode == "members":
         if args.json:
@@ -191,7 +206,8 @@ def describe_one(
         headers += ["GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH"]
         row += [group.group_epoch, group.assignment_epoch]
     headers += ["#MEMBERS", "TYPE"]
-    row += [len(group.members), (group.group_type or "unknown").capitalize()]
+    kind = (group.group_type or "unknown").capitalize()
+    row += [len(group.members), f"{kind} (Kafka Streams)" if classic_streams is not None else kind]
     out.write("\n" + table(headers, [row], style) + "\n\n")
     return OK
 
@@ -200,4 +216,5 @@ def _summary(group: Group) -> dict[str, Any]:
     d = group.to_json()
     d.pop("members")
     d["num_members"] = len(group.members)
+    d["kafka_streams"] = streams_classic.view_of(group) is not None
     return d

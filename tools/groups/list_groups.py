@@ -8,6 +8,11 @@ v4+, KIP-518; types v5+, KIP-848: `--type streams` sends `Streams`, as kafka-str
 does) and are applied here as well for brokers that ignore them. Types print as Kafka's
 `GroupType` does (`Classic`, `Consumer`, `Streams`). Other groups (Connect's, share groups)
 are left out, as Kafka's two tools leave them out.
+
+A classic group of Kafka Streams instances (protocol type `consumer`, protocol `stream`: only
+DescribeGroups tells it) is marked in the tables that show TYPE as `Classic (Kafka Streams)` and
+in `--json` with `"kafka_streams": true`; telling it costs one DescribeGroups per non-empty
+classic group, asked only for those two outputs.
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ import argparse
 from typing import Any, TextIO
 
 from tools.groups.output import OK, USAGE, Style, emit_json, error, table
-from tools.groups.wire import AdminWire
+from tools.groups.streams_classic import is_streams_classic
+from tools.groups.wire import AdminWire, KafkaError, WireError
 
 GROUP_STATES = (
     "PreparingRebalance",
@@ -55,6 +61,20 @@ def type_matches(group: dict[str, Any], types: list[str]) -> bool:
     return bool({"classic", "consumer"} & set(types))
 
 
+def kafka_streams_classic(admin: AdminWire, group: dict[str, Any]) -> bool:
+    """Whether a listed group is a classic group of Kafka Streams instances (DescribeGroups'
+    protocol name, or its members' Streams client ids); False when it cannot be described."""
+    if (group["type"] or "classic").lower() != "classic" or group["protocol_type"] != "consumer":
+        return False
+    if (group["state"] or "").lower() in ("empty", "dead"):
+        return False
+    try:
+        d = admin.describe_group(group["group"])
+    except (KafkaError, WireError):
+        return False
+    return is_streams_classic(d.protocol_type, d.protocol_data, (m.client_id for m in d.members))
+
+
 def _split(value: str | None) -> list[str]:
     return [] if not value else [v.strip() for v in value.split(",") if v.strip()]
 
@@ -78,11 +98,24 @@ def run(admin: AdminWire, args: argparse.Namespace, out: TextIO, style: Style) -
         and (not states or (g["state"] or "").lower() in {s.lower() for s in states})
         and type_matches(g, types)
     ]
+    marks = args.json or args.type is not None
     for g in rows:
+        g["kafka_streams"] = marks and kafka_streams_classic(admin, g)
         g["type"] = (g["type"] or "Unknown").capitalize()
         g["state"] = g["state"] or "Unknown"
     if args.json:
-        emit_json([{"group": g["group"], "type": g["type"], "state": g["state"]} for g in rows], out)
+        emit_json(
+            [
+                {
+                    "group": g["group"],
+                    "type": g["type"],
+                    "state": g["state"],
+                    "kafka_streams": g["kafka_streams"],
+                }
+                for g in rows
+            ],
+            out,
+        )
         return OK
     if args.state is None and args.type is None:
         for g in rows:
@@ -94,5 +127,8 @@ def run(admin: AdminWire, args: argparse.Namespace, out: TextIO, style: Style) -
     if args.state is not None:
         headers.append("STATE")
     key = {"GROUP": "group", "TYPE": "type", "STATE": "state"}
+    for g in rows:
+        if g["kafka_streams"]:
+            g["type"] += " (Kafka Streams)"
     out.write(table(headers, [[g[key[h]] for h in headers] for g in rows], style) + "\n")
     return OK

@@ -32,7 +32,10 @@ which partition when (see `plot`) from the polls, or from the gateway's JSON eve
 `--events`.
 
 A streams group (KIP-1071) gets the same view with tasks instead of partitions:
-`tools.groups.streams_migration`.
+`tools.groups.streams_migration`. A classic Kafka Streams group (protocol `stream`) gets its
+instances' tasks, process ids and endpoints (decoded from Streams' AssignmentInfo) instead of the
+partition table, and whether anything blocks converting it to a streams group
+(`tools.groups.streams_classic`; the conversion itself is not built yet).
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from tools.event_log import event_time, read_event
-from tools.groups import streams_migration
+from tools.groups import streams_classic, streams_migration
 from tools.groups.capabilities import ServerCapabilities, probe_server
 from tools.groups.output import ERROR, NOT_FOUND, OK, Style, emit_json, error, partition_ranges, table
 from tools.groups.snapshot import Group, describe
@@ -359,6 +362,18 @@ def report(
                 }
             )
     conversion = conversion_check(g, obs.settings, obs.server)
+    classic_streams = streams_classic.view_of(g)
+    if classic_streams is not None:
+        # Its way forward is a streams group: the consumer-group upgrade's verdict and advice
+        # (group.protocol=consumer) do not apply to Kafka Streams instances.
+        conversion = {
+            "direction": None,
+            "allowed": False,
+            "refusals": [],
+            "unknown": [],
+            "policy": obs.settings.get("group.consumer.migration.policy"),
+            "note": "a Kafka Streams group converts to a streams group, not to a consumer group",
+        }
     if not g.members:
         phase = "empty"
     elif g.group_type == "classic":
@@ -385,9 +400,12 @@ def report(
         "members": members,
         "pending_revocation": pending_rows,
         "conversion": conversion,
+        "kafka_streams": None if classic_streams is None else classic_streams.to_json(),
         "settings": obs.settings,
         "intent": intent,
-        "next_step": next_step(g, phase, by_protocol, pending_rows, conversion, stuck_after, intent),
+        "next_step": streams_classic.next_step(classic_streams)
+        if classic_streams is not None
+        else next_step(g, phase, by_protocol, pending_rows, conversion, stuck_after, intent),
     }
 
 
@@ -564,7 +582,9 @@ def render(rep: dict[str, Any], style: Style) -> str:
         "Members by protocol: "
         + (", ".join(f"{p} {n}" for p, n in rep["members_by_protocol"].items()) or "none"),
     ]
-    if rep["members"]:
+    if rep.get("kafka_streams"):
+        lines += streams_classic.render_lines(rep["kafka_streams"])
+    elif rep["members"]:
         rows = [
             [
                 m["member_id"],

@@ -42,6 +42,10 @@ class Member:
     assignor: str | None = None
     user_data: bool = False  # the classic assignment carries userData (a client-side assignor's state)
     decode_error: str | None = None
+    # DescribeGroups' raw member metadata and assignment (classic groups), for the views that
+    # decode a protocol's own user data (tools.groups.streams_classic); not in the JSON.
+    metadata: bytes | None = field(default=None, repr=False)
+    raw_assignment: bytes | None = field(default=None, repr=False)
 
     @property
     def partitions(self) -> list[tuple[str, int]]:
@@ -179,6 +183,8 @@ def _describe(admin: AdminWire, group_id: str) -> Group:
             instance_id=getattr(m, "group_instance_id", None),
             protocol="classic" if d.protocol_type == "consumer" else None,
             assignor=d.protocol_data or None,
+            metadata=bytes(m.member_metadata) if m.member_metadata else None,
+            raw_assignment=bytes(m.member_assignment) if m.member_assignment else None,
         )
         if d.protocol_type == "consumer":
             try:

@@ -1,0 +1,69 @@
+// The word count of StreamsWordCount.java (a groupBy: a repartition topic; a count: a changelog
+// topic) on the classic protocol, as Kafka Streams 3.x runs it (no group.protocol: a classic
+// group, protocol `stream`), with one standby replica and an application.server endpoint.
+// Arguments: bootstrap, application id, input topic, output topic, state directory, endpoint.
+// Prints "STATE <new state>" on every state change and, once RUNNING, "TASKS <active task ids>"
+// and "STANDBY <standby task ids>", so the test can compare them with the group's metadata.
+import java.util.Arrays;
+import java.util.Locale;
+import java.util.Properties;
+import java.util.TreeSet;
+import java.util.concurrent.CountDownLatch;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.ThreadMetadata;
+import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Produced;
+
+public class StreamsWordCountClassic {
+    public static void main(String[] args) throws Exception {
+        Properties props = new Properties();
+        props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, args[0]);
+        props.put(StreamsConfig.APPLICATION_ID_CONFIG, args[1]);
+        props.put(StreamsConfig.STATE_DIR_CONFIG, args[4]);
+        props.put(StreamsConfig.APPLICATION_SERVER_CONFIG, args[5]);
+        props.put(StreamsConfig.NUM_STANDBY_REPLICAS_CONFIG, 1);
+        props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 200);
+        props.put("consumer.auto.offset.reset", "earliest");
+
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.<String, String>stream(args[2])
+            .flatMapValues(line -> Arrays.asList(line.toLowerCase(Locale.ROOT).split("\\W+")))
+            .filter((key, word) -> !word.isEmpty())
+            .groupBy((key, word) -> word, Grouped.as("words"))
+            .count(Materialized.as("counts"))
+            .toStream()
+            .to(args[3], Produced.with(Serdes.String(), Serdes.Long()));
+
+        KafkaStreams streams = new KafkaStreams(builder.build(), props);
+        CountDownLatch done = new CountDownLatch(1);
+        streams.setStateListener((now, before) -> {
+            System.out.println("STATE " + now);
+            if (now == KafkaStreams.State.RUNNING) {
+                TreeSet<String> active = new TreeSet<>();
+                TreeSet<String> standby = new TreeSet<>();
+                for (ThreadMetadata t : streams.metadataForLocalThreads()) {
+                    t.activeTasks().forEach(task -> active.add(task.taskId().toString()));
+                    t.standbyTasks().forEach(task -> standby.add(task.taskId().toString()));
+                }
+                System.out.println("TASKS " + String.join(",", active));
+                System.out.println("STANDBY " + String.join(",", standby));
+            }
+            System.out.flush();
+            if (now == KafkaStreams.State.NOT_RUNNING || now == KafkaStreams.State.ERROR) {
+                done.countDown();
+            }
+        });
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            streams.close();
+            done.countDown();
+        }));
+        streams.start();
+        done.await();
+    }
+}

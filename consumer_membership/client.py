@@ -1,7 +1,8 @@
 """`ConsumerMembership`: the asyncio driver of `consumer_membership.core`.
 
-Runs the KIP-848 member state machine over `membership.connection` (one connection to the
-coordinator, TLS and SASL, ApiVersions), encoding what kio has no schema for with
+Runs the KIP-848 member state machine on the asyncio driver it shares with the classic
+membership client (`membership.driver`: one connection to the coordinator over
+`membership.connection`, TLS and SASL, ApiVersions), encoding what kio has no schema for with
 `protocol.client_assignment_wire`: the heartbeat's client-assignor tag, the response's
 COMPUTE_ASSIGNMENT and assignment-metadata tags, the two extension APIs. `ConsumerMembershipThread`
 runs it on a thread and loop of its own (as Kafka's background thread does).
@@ -13,13 +14,7 @@ partitions are released, as Kafka's reconciliation does.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import inspect
-import random
 import struct
-import threading
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -45,11 +40,12 @@ from consumer_membership.core import (
     State,
     TopicPartition,
 )
-from membership.client import parse_bootstrap
-from membership.connection import BrokerConnection, ConnectionFailed, UnsupportedVersion
+from membership.connection import BrokerConnection, ConnectionFailed
+from membership.driver import MemberDriver, MemberThread
 from membership.event_log import EventLog, StdlibEventLog
 from protocol import client_assignment_wire as caw
-from protocol.client_security import ClientSecurity, SaslAuthenticationFailed
+from protocol import extension_wire as ew
+from protocol.client_security import ClientSecurity
 from protocol.codec import decode_response, encode_request
 from protocol.entity_builder import build
 
@@ -69,16 +65,15 @@ OnComputed = Callable[[Computed], Awaitable[None] | None]
 OnJoined = Callable[[Joined], Awaitable[None] | None]
 
 
-def _extension_frame(api_key: int, correlation: int, client_id: str, body: bytes) -> bytes:
-    cid = client_id.encode()
-    frame = struct.pack(">hhih", api_key, caw.EXTENSION_VERSION, correlation, len(cid)) + cid + b"\x00" + body
-    return struct.pack(">i", len(frame)) + frame
-
-
-class ConsumerMembership:
+class ConsumerMembership(MemberDriver[ConsumerMembershipCore, ConsumerMembershipError]):
     """One member of consumer group `group_id` subscribed to `topics`, offering `assignors` (in
     priority order) to the coordinator. Records are not fetched: this is the membership and
     assignment half of a consumer (any consumer reads the partitions the callbacks name)."""
+
+    EVENT_PREFIX = "consumer_membership"
+    TASK_NAME = "consumer-membership"
+    # An extension answer the wire layer cannot read counts as no answer, as a bad frame does.
+    REQUEST_FAILURES = (ConnectionFailed, caw.MalformedExtension)
 
     def __init__(
         self,
@@ -100,9 +95,7 @@ class ConsumerMembership:
         client_id: str = "groupshift-consumer-membership",
         log: EventLog | None = None,
     ) -> None:
-        self.bootstrap = parse_bootstrap(bootstrap)
-        self.security = security or ClientSecurity()
-        self.core = ConsumerMembershipCore(
+        core = ConsumerMembershipCore(
             Settings(
                 group_id,
                 tuple(topics),
@@ -116,17 +109,11 @@ class ConsumerMembership:
             tuple(assignors),
             log=log or StdlibEventLog(),
         )
-        self.log = self.core.log
+        super().__init__(bootstrap, core, security)
         self.on_assigned = on_assigned
         self.on_revoked = on_revoked
         self.on_computed = on_computed
         self.on_joined = on_joined
-        self.error: ConsumerMembershipError | None = None
-        self._conn: BrokerConnection | None = None
-        self._conn_for: tuple[int, str, int] | None = None
-        self._busy = False
-        self._wake: asyncio.Event | None = None
-        self._task: asyncio.Task[None] | None = None
 
     @property
     def member_id(self) -> str:
@@ -144,93 +131,16 @@ class ConsumerMembership:
     def state(self) -> State:
         return self.core.state
 
-    def start(self) -> asyncio.Task[None]:
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self.run(), name="consumer-membership")
-        return self._task
-
     async def close(self) -> None:
         """Revoke, then leave the group (epoch -1; a static member -2, which keeps its place for
         the session timeout) and stop."""
-        task, self._task = self._task, None
-        if task is not None and not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, ConsumerMembershipError):
-                await task
-        if self._busy:
-            self._drop_connection()
-        coordinator = self.core.coordinator
-        leave = self.core.close()
-        await self._deliver()
-        if leave is not None and coordinator is not None:
-            with contextlib.suppress(ConnectionFailed, SaslAuthenticationFailed, OSError):
-                conn = await self._connection_to(coordinator)
-                await self._heartbeat(conn, leave, min(leave.timeout, 5.0))
-        self._drop_connection()
+        await super().close()
 
-    async def run(self) -> None:
-        """The membership loop; returns after `close`, raises ConsumerMembershipError when fatal."""
-        self._wake = asyncio.Event()
-        try:
-            while True:
-                now = time.monotonic()
-                request = self.core.next_request(now)
-                if request is None:
-                    await self._deliver()
-                    if self.core.state in (State.FAILED, State.CLOSED):
-                        break
-                    self._wake.clear()
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self._wake.wait(), max(0.0, self.core.wakeup(now) - now))
-                    continue
-                await self._exchange(request)
-                await self._deliver()
-        finally:
-            if self.core.state is not State.CLOSED:
-                self._drop_connection()
-        if self.error is not None:
-            raise self.error
-
-    async def _exchange(self, request: Request) -> None:
-        self._busy = True
-        try:
-            if request.to_coordinator:
-                assert self.core.coordinator is not None
-                conn = await self._connection_to(self.core.coordinator)
-                response = await self._send(conn, request)
-            else:
-                host, port = random.choice(self.bootstrap)
-                conn = await BrokerConnection.open(
-                    host,
-                    port,
-                    security=self.security,
-                    client_id=self.core.settings.client_id,
-                    timeout=request.timeout,
-                )
-                try:
-                    response = await self._send(conn, request)
-                finally:
-                    conn.close()
-        except UnsupportedVersion as exc:
-            self.core.fail(str(exc))
-        except SaslAuthenticationFailed as exc:
-            self.core.fail(f"authentication failed: {exc}", getattr(exc, "error_code", 0))
-        except (ConnectionFailed, caw.MalformedExtension) as exc:
-            if request.to_coordinator:
-                self._drop_connection()
-            self.core.on_failure(request, time.monotonic(), str(exc))
-        else:
-            self.core.on_response(request, response, time.monotonic())
-            if self.core.coordinator != self._conn_for:
-                self._drop_connection()
-        finally:
-            self._busy = False
-
-    async def _send(self, conn: BrokerConnection, request: Request) -> Any:
+    async def _send(self, conn: BrokerConnection, request: Request, timeout: float) -> Any:
         key = request.api_key
         lo, hi = VERSIONS[key]
         if key == CONSUMER_GROUP_HEARTBEAT:
-            return await self._heartbeat(conn, request, request.timeout)
+            return await self._heartbeat(conn, request, timeout)
         if key in (PREPARE_ASSIGNMENT, INSTALL_ASSIGNMENT):
             conn.negotiate(key, lo, hi)  # the coordinator has the flag off: no retry helps
             body = (
@@ -239,13 +149,15 @@ class ConsumerMembership:
                 else caw.write_install_request(request.body)
             )
             cid = conn.client_id
-            frame = await conn.exchange(lambda c: _extension_frame(key, c, cid, body), request.timeout, key)
+            frame = await conn.exchange(
+                lambda c: ew.request_frame(key, caw.EXTENSION_VERSION, c, cid, body), timeout, key
+            )
             offset = caw.response_body_offset(frame)
             if key == PREPARE_ASSIGNMENT:
                 return caw.read_prepare_response(frame, offset)
             return caw.read_install_response(frame, offset)
         version = conn.negotiate(key, lo, hi)
-        return await conn.request_at(key, version, request.body, request.timeout)
+        return await conn.request_at(key, version, request.body, timeout)
 
     async def _heartbeat(self, conn: BrokerConnection, request: Request, timeout: float) -> HeartbeatAnswer:
         lo, hi = VERSIONS[CONSUMER_GROUP_HEARTBEAT]
@@ -277,95 +189,28 @@ class ConsumerMembership:
             raise ConnectionFailed(f"undecodable ConsumerGroupHeartbeat response: {exc!r}") from None
         return HeartbeatAnswer(body, compute, metadata)
 
-    async def _connection_to(self, coordinator: tuple[int, str, int]) -> BrokerConnection:
-        if self._conn is not None and not self._conn.closed and self._conn_for == coordinator:
-            return self._conn
-        self._drop_connection()
-        _, host, port = coordinator
-        self._conn = await BrokerConnection.open(
-            host,
-            port,
-            security=self.security,
-            client_id=self.core.settings.client_id,
-            timeout=self.core.settings.request_timeout_ms / 1000,
-        )
-        self._conn_for = coordinator
-        return self._conn
-
-    def _drop_connection(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-        self._conn = None
-        self._conn_for = None
-
-    async def _deliver(self) -> None:
-        for event in self.core.events():
-            if isinstance(event, Joined):
-                await self._call(self.on_joined, event)
-            elif isinstance(event, Assigned):
-                await self._call(self.on_assigned, event.partitions)
-            elif isinstance(event, Revoked):
-                await self._call(self.on_revoked, event.partitions, event.lost)
-            elif isinstance(event, Computed):
-                self.log.info(
-                    "consumer_membership.computed",
-                    group=self.core.settings.group_id,
-                    group_epoch=event.group_epoch,
-                    error=event.error,
-                    installed=event.installed,
-                )
-                await self._call(self.on_computed, event)
-            elif isinstance(event, Fatal):
-                self.log.error("consumer_membership.fatal", error=str(event.error), code=event.error.code)
-                self.error = event.error
-
-    async def _call(self, callback: Callable[..., Any] | None, *args: Any) -> None:
-        if callback is None:
-            return
-        try:
-            result = callback(*args)
-            if inspect.isawaitable(result):
-                await result
-        except Exception as exc:
-            self.log.error("consumer_membership.callback_failed", callback=repr(callback), exc_info=exc)
+    async def _deliver_event(self, event: Any) -> None:
+        if isinstance(event, Joined):
+            await self._call(self.on_joined, event)
+        elif isinstance(event, Assigned):
+            await self._call(self.on_assigned, event.partitions)
+        elif isinstance(event, Revoked):
+            await self._call(self.on_revoked, event.partitions, event.lost)
+        elif isinstance(event, Computed):
+            self.log.info(
+                "consumer_membership.computed",
+                group=self.core.settings.group_id,
+                group_epoch=event.group_epoch,
+                error=event.error,
+                installed=event.installed,
+            )
+            await self._call(self.on_computed, event)
+        elif isinstance(event, Fatal):
+            self._fatal(event.error)
 
 
-class ConsumerMembershipThread:
+class ConsumerMembershipThread(MemberThread[ConsumerMembership]):
     """A `ConsumerMembership` on a thread and event loop of its own; callbacks run on it."""
 
     def __init__(self, membership: ConsumerMembership, *, name: str = "consumer-membership") -> None:
-        self.membership = membership
-        self.name = name
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        started = threading.Event()
-
-        def main() -> None:
-            loop = asyncio.new_event_loop()
-            self._loop = loop
-            task = loop.create_task(self.membership.run())
-            self.membership._task = task
-            started.set()
-            try:
-                with contextlib.suppress(asyncio.CancelledError, ConsumerMembershipError):
-                    loop.run_until_complete(task)
-                pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
-                if pending:
-                    loop.run_until_complete(asyncio.wait(pending, timeout=5.0))
-            finally:
-                loop.close()
-
-        self._thread = threading.Thread(target=main, name=self.name, daemon=True)
-        self._thread.start()
-        started.wait(5)
-
-    def close(self, timeout: float = 5.0) -> None:
-        loop = self._loop
-        if loop is None or loop.is_closed():
-            return
-        with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(lambda: loop.create_task(self.membership.close()))
-        if self._thread is not None:
-            self._thread.join(timeout)
+        super().__init__(membership, name=name)

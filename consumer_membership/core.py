@@ -10,8 +10,9 @@ the group with ConsumerGroupPrepareAssignment, runs the assignor the coordinator
 installs the result with ConsumerGroupInstallAssignment (an assignor that raises installs an
 error: the group keeps its current target).
 
-Like `membership.core`, nothing here touches a socket, clock or loop: the driver
-(`consumer_membership.client`) asks `next_request(now)`, hands back the answer (`on_response`)
+Like `membership.core` (whose coordinator lookup, error names and fatal error it shares),
+nothing here touches a socket, clock or loop: the driver (`consumer_membership.client`, on
+`membership.driver`) asks `next_request(now)`, hands back the answer (`on_response`)
 or the failure (`on_failure`), sleeps until `wakeup(now)` and drains `events()`. One request is
 in flight at a time; a computation goes before a due heartbeat, and the acknowledgement of a
 reconciliation goes at once.
@@ -35,10 +36,23 @@ from consumer_membership.assignor import (
     MemberInfo,
     TopicInfo,
 )
+from membership.core import (
+    COORDINATOR_LOAD_IN_PROGRESS,
+    GROUP_AUTHORIZATION_FAILED,
+    NONE,
+    REDISCOVER,
+    UNKNOWN_MEMBER_ID,
+    UNKNOWN_SERVER_ERROR,
+    MemberCoreSteps,
+    MembershipError,
+    error_name,
+    find_coordinator_body,
+    read_find_coordinator,
+)
+from membership.core import FIND_COORDINATOR as FIND_COORDINATOR
 from membership.event_log import EventLog, StdlibEventLog
 from protocol import client_assignment_wire as caw
 
-FIND_COORDINATOR = 10
 METADATA = 3
 CONSUMER_GROUP_HEARTBEAT = caw.CONSUMER_GROUP_HEARTBEAT_KEY
 PREPARE_ASSIGNMENT = caw.PREPARE_ASSIGNMENT_KEY
@@ -47,39 +61,19 @@ INSTALL_ASSIGNMENT = caw.INSTALL_ASSIGNMENT_KEY
 LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
 
-NONE = 0
-UNKNOWN_SERVER_ERROR = int(ErrorCode.unknown_server_error)
-COORDINATOR_LOAD_IN_PROGRESS = int(ErrorCode.coordinator_load_in_progress)
-COORDINATOR_NOT_AVAILABLE = int(ErrorCode.coordinator_not_available)
-NOT_COORDINATOR = int(ErrorCode.not_coordinator)
-UNKNOWN_MEMBER_ID = int(ErrorCode.unknown_member_id)
-REBALANCE_IN_PROGRESS = int(ErrorCode.rebalance_in_progress)
-GROUP_AUTHORIZATION_FAILED = int(ErrorCode.group_authorization_failed)
 FENCED_MEMBER_EPOCH = int(ErrorCode.fenced_member_epoch)
 STALE_MEMBER_EPOCH = int(ErrorCode.stale_member_epoch)
 GROUP_ID_NOT_FOUND = int(ErrorCode.group_id_not_found)
 INVALID_REQUEST = int(ErrorCode.invalid_request)
 
-REDISCOVER = frozenset({COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR})
 RETRY = frozenset({COORDINATOR_LOAD_IN_PROGRESS, UNKNOWN_SERVER_ERROR})
 # The member's epoch is no longer the group's: give up what it owns (lost) and rejoin at epoch 0
 # with the same member id (KIP-848; KIP-1082 keeps the id for the member's life).
 REJOIN = frozenset({FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID})
 
 
-def error_name(code: int) -> str:
-    try:
-        return ErrorCode(code).name.upper()
-    except ValueError:
-        return f"error {code}"
-
-
-class ConsumerMembershipError(Exception):
+class ConsumerMembershipError(MembershipError):
     """A fatal error: the member stops (`code`: Kafka's error code, 0 for a local failure)."""
-
-    def __init__(self, message: str, code: int = 0) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 TopicPartition = tuple[uuid.UUID, int]
@@ -196,7 +190,7 @@ class _Computation:
 
 
 @dataclass
-class ConsumerMembershipCore:
+class ConsumerMembershipCore(MemberCoreSteps[Request, Event]):
     settings: Settings
     assignors: Sequence[Assignor]
     member_id: str = field(default_factory=lambda: str(uuid.uuid4()))
@@ -225,35 +219,13 @@ class ConsumerMembershipCore:
         if len(set(names)) != len(names):
             raise ValueError(f"assignor names repeat: {names}")
 
-    @property
-    def backoff(self) -> float:
-        return self.settings.retry_backoff_ms / 1000
-
-    @property
-    def timeout(self) -> float:
-        return self.settings.request_timeout_ms / 1000
-
-    @property
-    def is_static(self) -> bool:
-        return self.settings.group_instance_id is not None
-
-    def events(self) -> list[Event]:
-        out, self._events = self._events, []
-        return out
-
     # -- the driver's questions ------------------------------------------------------------
 
     def next_request(self, now: float) -> Request | None:
-        if self._in_flight is not None or self.state in (State.FAILED, State.CLOSED):
-            return None
-        if now < self._not_before:
+        if self._held_back(now):
             return None
         if self.coordinator is None:
-            body = {
-                "key": self.settings.group_id,
-                "key_type": 0,
-                "coordinator_keys": [self.settings.group_id],
-            }
+            body = find_coordinator_body(self.settings.group_id)
             return self._send(Request(FIND_COORDINATOR, body, self.timeout, to_coordinator=False), now)
         c = self._computation
         if c is not None:
@@ -281,11 +253,6 @@ class ConsumerMembershipCore:
                 return self._not_before  # held back only by the backoff
             return max(self._not_before, self._next_heartbeat)
         return max(self._not_before, now + max(self.backoff, 0.05))
-
-    def _send(self, request: Request, now: float) -> Request:
-        request.sent_at = now
-        self._in_flight = request
-        return request
 
     def _wire_assignors(self) -> tuple[caw.WireClientAssignor, ...]:
         return tuple(
@@ -363,11 +330,6 @@ class ConsumerMembershipCore:
         self._in_flight = None
         return leave
 
-    def fail(self, message: str, code: int = 0) -> None:
-        """A fatal failure the driver saw (no common API version, refused credentials)."""
-        self._in_flight = None
-        self._fail(message, code)
-
     # -- answers ---------------------------------------------------------------------------
 
     def on_failure(self, request: Request, now: float, reason: str) -> None:
@@ -415,20 +377,14 @@ class ConsumerMembershipCore:
             self.owned = frozenset()
 
     def _on_find_coordinator(self, response: Any, now: float) -> None:
-        entries = getattr(response, "coordinators", None)
-        if entries:
-            e = entries[0]
-            code, node, host, port = int(e.error_code), int(e.node_id), str(e.host), int(e.port)
-        else:
-            code, node = int(response.error_code), int(response.node_id)
-            host, port = str(response.host), int(response.port)
+        code, coordinator = read_find_coordinator(response)
         if code == GROUP_AUTHORIZATION_FAILED:
             self._fail(f"not authorized to use group {self.settings.group_id!r}", code)
             return
-        if code != NONE or node < 0:
+        if coordinator is None:
             self._not_before = now + self.backoff
             return
-        self.coordinator = (node, host, port)
+        self.coordinator = coordinator
 
     def _on_heartbeat(self, request: Request, answer: HeartbeatAnswer, now: float) -> None:
         r = answer.response

@@ -20,7 +20,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from kio.schema.errors import ErrorCode
 
@@ -73,6 +73,27 @@ class MembershipError(Exception):
     def __init__(self, message: str, code: int = 0) -> None:
         super().__init__(message)
         self.code = code
+
+
+def find_coordinator_body(group_id: str) -> dict[str, Any]:
+    """FindCoordinator for a group, readable at every version (v0-v3 `key`, v4+ batched
+    `coordinator_keys`, KIP-699)."""
+    return {"key": group_id, "key_type": 0, "coordinator_keys": [group_id]}
+
+
+def read_find_coordinator(response: Any) -> tuple[int, tuple[int, str, int] | None]:
+    """The error code and the coordinator (node id, host, port; None when there is none) of a
+    FindCoordinator response of any version (v4+: one entry per key)."""
+    entries = getattr(response, "coordinators", None)
+    if entries:
+        e = entries[0]
+        code, node, host, port = int(e.error_code), int(e.node_id), str(e.host), int(e.port)
+    else:
+        code, node = int(response.error_code), int(response.node_id)
+        host, port = str(response.host), int(response.port)
+    if code != NONE or node < 0:
+        return code, None
+    return code, (node, host, port)
 
 
 @dataclass(frozen=True)
@@ -188,8 +209,91 @@ class Settings:
             raise ValueError("group_instance_id must not be empty (None: a dynamic member)")
 
 
+class MemberSettings(Protocol):
+    """The settings every member core and its driver read (Kafka's names)."""
+
+    @property
+    def group_id(self) -> str: ...
+
+    @property
+    def client_id(self) -> str: ...
+
+    @property
+    def retry_backoff_ms(self) -> int: ...
+
+    @property
+    def request_timeout_ms(self) -> int: ...
+
+    @property
+    def group_instance_id(self) -> str | None: ...
+
+
+class SentRequest(Protocol):
+    sent_at: float
+
+
+RequestT = TypeVar("RequestT", bound=SentRequest)
+EventT = TypeVar("EventT")
+
+
+class MemberCoreSteps(Generic[RequestT, EventT]):
+    """What every sans-IO member core does alike, whatever its protocol (this module's classic
+    member, `consumer_membership.core`'s KIP-848 one): one request in flight at a time, a
+    backoff before the next, events queued for the driver, a fatal failure the driver saw. A
+    core is a dataclass with these attributes; its `State` has FAILED and CLOSED."""
+
+    settings: MemberSettings
+    state: enum.Enum
+    _in_flight: RequestT | None
+    _not_before: float
+    _events: list[EventT]
+
+    @property
+    def backoff(self) -> float:
+        return self.settings.retry_backoff_ms / 1000
+
+    @property
+    def timeout(self) -> float:
+        return self.settings.request_timeout_ms / 1000
+
+    @property
+    def is_static(self) -> bool:
+        return self.settings.group_instance_id is not None
+
+    @property
+    def stopped(self) -> bool:
+        """Failed or closed: nothing more is sent (the driver's loop ends)."""
+        return self.state.name in ("FAILED", "CLOSED")
+
+    @property
+    def closed(self) -> bool:
+        return self.state.name == "CLOSED"
+
+    def events(self) -> list[EventT]:
+        out, self._events = self._events, []
+        return out
+
+    def _held_back(self, now: float) -> bool:
+        """Nothing may be sent now: a request is in flight, the member stopped, or the backoff
+        runs."""
+        return self._in_flight is not None or self.stopped or now < self._not_before
+
+    def _send(self, request: RequestT, now: float) -> RequestT:
+        request.sent_at = now
+        self._in_flight = request
+        return request
+
+    def fail(self, message: str, code: int = 0) -> None:
+        """A fatal failure the driver saw (refused credentials, no common API version)."""
+        self._in_flight = None
+        self._fail(message, code)
+
+    def _fail(self, message: str, code: int = 0) -> None:
+        raise NotImplementedError
+
+
 @dataclass
-class MembershipCore:
+class MembershipCore(MemberCoreSteps[Request, Event]):
     settings: Settings
     protocols: Callable[[], Sequence[tuple[str, bytes]]]
     assignor: Assignor
@@ -224,35 +328,17 @@ class MembershipCore:
     def interval(self) -> float:
         return self.settings.heartbeat_interval_ms / 1000
 
-    @property
-    def backoff(self) -> float:
-        return self.settings.retry_backoff_ms / 1000
-
-    @property
-    def is_static(self) -> bool:
-        return self.settings.group_instance_id is not None
-
-    def events(self) -> list[Event]:
-        out, self._events = self._events, []
-        return out
-
     # -- the driver's questions ------------------------------------------------------------
 
     def next_request(self, now: float) -> Request | None:
         """The request to send now, or None (then sleep until `wakeup(now)` or an answer)."""
-        if self._in_flight is not None or self.state in (State.FAILED, State.CLOSED):
-            return None
-        if now < self._not_before:
+        if self._held_back(now):
             return None
         if self.coordinator is None:
             return self._send(
                 Request(
                     FIND_COORDINATOR,
-                    {
-                        "key": self.settings.group_id,
-                        "key_type": 0,
-                        "coordinator_keys": [self.settings.group_id],
-                    },
+                    find_coordinator_body(self.settings.group_id),
                     self.settings.request_timeout_ms / 1000,
                     to_coordinator=False,
                 ),
@@ -299,11 +385,6 @@ class MembershipCore:
         if self.state is State.STABLE and self._in_flight is None:
             return max(self._not_before, self._next_heartbeat)
         return max(self._not_before, now + self.interval)
-
-    def _send(self, request: Request, now: float) -> Request:
-        request.sent_at = now
-        self._in_flight = request
-        return request
 
     def _join_request(self) -> Request:
         offered = list(self.protocols())
@@ -422,11 +503,6 @@ class MembershipCore:
         }[request.api_key]
         handler(request, response, now)
 
-    def fail(self, message: str, code: int = 0) -> None:
-        """A fatal failure the driver saw (refused credentials, no common API version)."""
-        self._in_flight = None
-        self._fail(message, code)
-
     def _fail(self, message: str, code: int = 0) -> None:
         if self.assignment is not None:
             self._revoke(message, lost=True)
@@ -463,21 +539,15 @@ class MembershipCore:
         self.rejoin_reason = reason
 
     def _on_find_coordinator(self, request: Request, response: Any, now: float) -> None:
-        entries = getattr(response, "coordinators", None)
-        if entries:  # v4+: one entry per key
-            e = entries[0]
-            code, node, host, port = int(e.error_code), int(e.node_id), str(e.host), int(e.port)
-        else:
-            code, node = int(response.error_code), int(response.node_id)
-            host, port = str(response.host), int(response.port)
+        code, coordinator = read_find_coordinator(response)
         if code == GROUP_AUTHORIZATION_FAILED:
             self._fail(f"not authorized to use group {self.settings.group_id!r}", code)
             return
-        if code != NONE or node < 0:
+        if coordinator is None:
             self.log.info("membership.no_coordinator", group=self.settings.group_id, error=error_name(code))
             self._not_before = now + self.backoff
             return
-        self.coordinator = (node, host, port)
+        self.coordinator = coordinator
         self._last_heartbeat_ok = now  # the session timer starts again with the coordinator
 
     def _on_join(self, request: Request, r: Any, now: float) -> None:

@@ -15,17 +15,22 @@ carries it as follows (docs/client-side-assignors.md is the reference):
 * PrepareAssignment and InstallAssignment are two flexible (v0) APIs with keys outside Kafka's
   range (`PREPARE_ASSIGNMENT_KEY`, `INSTALL_ASSIGNMENT_KEY`), with KIP-848's field lists.
 
-This module only knows bytes: it reads and writes those shapes, bounded by the frame (an array
-count larger than the bytes left is malformed, as `length_guard` does for kio's schemas).
+This module only knows bytes: it reads and writes those shapes with the reader and writer every
+extension API shares (`protocol.extension_wire`), bounded by the frame (an array count larger
+than the bytes left is malformed, as `length_guard` does for kio's schemas).
 """
 
 from __future__ import annotations
 
-import struct
 import uuid
 from dataclasses import dataclass
 
-from protocol.varint import encode_uvarint, read_uvarint
+from protocol import extension_wire as ew
+from protocol.extension_wire import BoundedReader as BoundedReader
+from protocol.extension_wire import MalformedExtension as MalformedExtension
+from protocol.extension_wire import body_offset as body_offset
+from protocol.extension_wire import response_body_offset as response_body_offset
+from protocol.extension_wire import tagged as tagged
 
 CONSUMER_GROUP_HEARTBEAT_KEY = 68
 CLIENT_ASSIGNORS_TAG = 10000
@@ -49,25 +54,8 @@ EXTENSION_VERSION = 0
 CLASSIC_METADATA_VERSION = -1
 """The metadata version of a classic member's protocol metadata (KIP-848 "online upgrade")."""
 
-_I8 = struct.Struct(">b")
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
-
-
-class MalformedExtension(ValueError):
-    """The bytes are not a well-formed extension field or request."""
-
-
-@dataclass(frozen=True, slots=True)
-class WireClientAssignor:
-    """One entry of the heartbeat's client-assignor list (KIP-848 `Assignor`)."""
-
-    name: str
-    minimum_version: int
-    maximum_version: int
-    reason: int
-    metadata_version: int
-    metadata: bytes
+WireClientAssignor = ew.WireAssignor
+"""One entry of the heartbeat's client-assignor list (KIP-848 `Assignor`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,114 +130,13 @@ class InstallAssignmentResponse:
 # --- reading ---------------------------------------------------------------------------------
 
 
-class _Reader:
-    """A bounded cursor over a frame: every length is checked against the bytes left."""
-
-    __slots__ = ("buf", "end", "pos")
-
-    def __init__(self, buf: bytes, pos: int = 0, end: int | None = None) -> None:
-        self.buf = buf
-        self.pos = pos
-        self.end = len(buf) if end is None else end
-
-    def _take(self, n: int) -> int:
-        at = self.pos
-        if n < 0 or at + n > self.end:
-            raise MalformedExtension(f"{n} bytes needed at {at}, {self.end - at} left")
-        self.pos = at + n
-        return at
-
-    def int8(self) -> int:
-        return int(_I8.unpack_from(self.buf, self._take(1))[0])
-
-    def int16(self) -> int:
-        return int(_I16.unpack_from(self.buf, self._take(2))[0])
-
-    def int32(self) -> int:
-        return int(_I32.unpack_from(self.buf, self._take(4))[0])
-
-    def uvarint(self) -> int:
-        try:
-            value, self.pos = read_uvarint(self.buf, self.pos)
-        except (IndexError, ValueError) as e:
-            raise MalformedExtension(str(e)) from e
-        if self.pos > self.end:
-            raise MalformedExtension("varint runs past the field")
-        return value
-
-    def _length(self) -> int:
-        """A compact length: -1 for null, else the length (checked against the bytes left)."""
-        n = self.uvarint() - 1
-        if n > self.end - self.pos:
-            raise MalformedExtension(f"length {n} at {self.pos} exceeds the {self.end - self.pos} bytes left")
-        return n
-
-    def nullable_string(self) -> str | None:
-        n = self._length()
-        if n < 0:
-            return None
-        at = self._take(n)
-        try:
-            return self.buf[at : at + n].decode()
-        except UnicodeDecodeError as e:
-            raise MalformedExtension(f"string at {at} is not UTF-8") from e
-
-    def string(self) -> str:
-        s = self.nullable_string()
-        if s is None:
-            raise MalformedExtension(f"null string at {self.pos}")
-        return s
-
-    def nullable_bytes(self) -> bytes | None:
-        n = self._length()
-        if n < 0:
-            return None
-        at = self._take(n)
-        return bytes(self.buf[at : at + n])
-
-    def bytes_(self) -> bytes:
-        b = self.nullable_bytes()
-        if b is None:
-            raise MalformedExtension(f"null bytes at {self.pos}")
-        return b
-
-    def uuid(self) -> uuid.UUID:
-        at = self._take(16)
-        return uuid.UUID(bytes=bytes(self.buf[at : at + 16]))
-
-    def array_count(self) -> int:
-        """-1 for a null array; a count larger than the bytes left is malformed (each element
-        takes at least one byte)."""
-        return self._length()
-
-    def int32_array(self) -> tuple[int, ...]:
-        n = self.array_count()
-        if n < 0:
-            raise MalformedExtension("null int32 array")
-        return tuple(self.int32() for _ in range(n))
-
-    def skip_tags(self) -> dict[int, tuple[int, int]]:
-        """Reads a tagged-field section: tag -> (start, end) of its data."""
-        tags: dict[int, tuple[int, int]] = {}
-        for _ in range(self.uvarint()):
-            tag = self.uvarint()
-            size = self.uvarint()
-            at = self._take(size)
-            tags[tag] = (at, at + size)
-        return tags
-
-
-BoundedReader = _Reader
-"""The bounded cursor, for the other extension codecs (`protocol.connect_wire`)."""
-
-
-def _topic_partitions(r: _Reader) -> WireTopicPartitions:
+def _topic_partitions(r: BoundedReader) -> WireTopicPartitions:
     tp = WireTopicPartitions(r.uuid(), r.int32_array())
     r.skip_tags()
     return tp
 
 
-def _topic_partitions_array(r: _Reader) -> tuple[WireTopicPartitions, ...]:
+def _topic_partitions_array(r: BoundedReader) -> tuple[WireTopicPartitions, ...]:
     n = r.array_count()
     if n < 0:
         raise MalformedExtension("null topic-partitions array")
@@ -258,7 +145,7 @@ def _topic_partitions_array(r: _Reader) -> tuple[WireTopicPartitions, ...]:
 
 def heartbeat_tags(frame: bytes, body_offset: int, version: int) -> dict[int, tuple[int, int]]:
     """The top-level tagged fields of a ConsumerGroupHeartbeat v0/v1 request body."""
-    r = _Reader(frame, heartbeat_tags_start(frame, body_offset, version))
+    r = BoundedReader(frame, heartbeat_tags_start(frame, body_offset, version))
     tags = r.skip_tags()
     if r.pos != len(frame):
         raise MalformedExtension(f"{len(frame) - r.pos} bytes after the request body")
@@ -270,7 +157,7 @@ def heartbeat_tags_start(frame: bytes, body_offset: int, version: int) -> int:
 
     kio decodes the known fields but refuses unknown tags; this walks the same body (fields in
     Kafka's order, `version` >= 1 adds SubscribedTopicRegex) to the tag section."""
-    r = _Reader(frame, body_offset)
+    r = BoundedReader(frame, body_offset)
     r.string()  # GroupId
     r.string()  # MemberId
     r.int32()  # MemberEpoch
@@ -296,58 +183,26 @@ def read_client_assignors(
     span = heartbeat_tags(frame, body_offset, version).get(CLIENT_ASSIGNORS_TAG)
     if span is None:
         return None
-    r = _Reader(frame, span[0], span[1])
+    r = BoundedReader(frame, span[0], span[1])
     n = r.array_count()
     if n < 0:
         return None
-    out = []
-    for _ in range(n):
-        out.append(
-            WireClientAssignor(
-                name=r.string(),
-                minimum_version=r.int16(),
-                maximum_version=r.int16(),
-                reason=r.int8(),
-                metadata_version=r.int16(),
-                metadata=r.bytes_(),
-            )
-        )
-        r.skip_tags()
+    out = [ew.read_assignor(r) for _ in range(n)]
     if r.pos != r.end:
         raise MalformedExtension("trailing bytes in the client-assignor field")
     return tuple(out)
 
 
-def body_offset(frame: bytes) -> int:
-    """Where the body of a flexible request (header v2) starts: after api key, version,
-    correlation id, the nullable int16-length client id and the header's tag section."""
-    r = _Reader(frame, 8)
-    n = r.int16()
-    if n > 0:
-        r._take(n)
-    r.skip_tags()
-    return r.pos
-
-
 def read_prepare_request(frame: bytes, body_offset: int) -> PrepareAssignmentRequest:
-    r = _Reader(frame, body_offset)
-    req = PrepareAssignmentRequest(r.string(), r.string(), r.int32())
+    r = BoundedReader(frame, body_offset)
+    req = PrepareAssignmentRequest(*ew.read_member_request(r))
     r.skip_tags()
     return req
 
 
 def read_install_request(frame: bytes, body_offset: int) -> InstallAssignmentRequest:
-    r = _Reader(frame, body_offset)
-    group_id, member_id, member_epoch, group_epoch, error = (
-        r.string(),
-        r.string(),
-        r.int32(),
-        r.int32(),
-        r.int8(),
-    )
-    n = r.array_count()
-    if n < 0:
-        raise MalformedExtension("null members array")
+    r = BoundedReader(frame, body_offset)
+    group_id, member_id, member_epoch, group_epoch, error, n = ew.read_install_head(r)
     members = []
     for _ in range(n):
         mid = r.string()
@@ -361,54 +216,19 @@ def read_install_request(frame: bytes, body_offset: int) -> InstallAssignmentReq
 # --- writing ---------------------------------------------------------------------------------
 
 
-def _string(s: str | None) -> bytes:
-    if s is None:
-        return b"\x00"
-    b = s.encode()
-    return encode_uvarint(len(b) + 1) + b
-
-
-def _bytes(b: bytes) -> bytes:
-    return encode_uvarint(len(b) + 1) + b
-
-
-def _count(n: int) -> bytes:
-    return encode_uvarint(n + 1)
-
-
 def _tp_array(tps: tuple[WireTopicPartitions, ...]) -> bytes:
-    out = [_count(len(tps))]
+    out = [ew.count(len(tps))]
     for tp in tps:
         out.append(tp.topic_id.bytes)
-        out.append(_count(len(tp.partitions)))
-        out.extend(_I32.pack(p) for p in tp.partitions)
+        out.append(ew.count(len(tp.partitions)))
+        out.extend(ew.INT32.pack(p) for p in tp.partitions)
         out.append(b"\x00")
-    return b"".join(out)
-
-
-def tagged(fields: dict[int, bytes]) -> bytes:
-    """A tagged-field section (tags ascending, as Kafka writes them)."""
-    out = [encode_uvarint(len(fields))]
-    for tag in sorted(fields):
-        data = fields[tag]
-        out += [encode_uvarint(tag), encode_uvarint(len(data)), data]
     return b"".join(out)
 
 
 def client_assignors_field(assignors: tuple[WireClientAssignor, ...]) -> bytes:
     """The data of the heartbeat request's CLIENT_ASSIGNORS_TAG field."""
-    out = [_count(len(assignors))]
-    for a in assignors:
-        out += [
-            _string(a.name),
-            _I16.pack(a.minimum_version),
-            _I16.pack(a.maximum_version),
-            _I8.pack(a.reason),
-            _I16.pack(a.metadata_version),
-            _bytes(a.metadata),
-            b"\x00",
-        ]
-    return b"".join(out)
+    return ew.count(len(assignors)) + b"".join(ew.write_assignor(a) for a in assignors)
 
 
 def with_top_level_tag(body: bytes, tag: int, data: bytes) -> bytes:
@@ -428,50 +248,45 @@ def with_top_level_tags(body: bytes, fields: dict[int, bytes]) -> bytes:
 
 def assignment_metadata_field(version: int, metadata: bytes) -> bytes:
     """The data of the heartbeat response's ASSIGNMENT_METADATA_TAG field."""
-    return _I16.pack(version) + _bytes(metadata)
+    return ew.INT16.pack(version) + ew.bytes_(metadata)
 
 
 def read_assignment_metadata(body: bytes, tags_offset: int) -> tuple[int, bytes] | None:
     """(version, metadata) of ASSIGNMENT_METADATA in a response's tag section (clients)."""
-    span = _Reader(body, tags_offset).skip_tags().get(ASSIGNMENT_METADATA_TAG)
+    span = BoundedReader(body, tags_offset).skip_tags().get(ASSIGNMENT_METADATA_TAG)
     if span is None:
         return None
-    r = _Reader(body, span[0], span[1])
+    r = BoundedReader(body, span[0], span[1])
     return r.int16(), r.bytes_()
 
 
 def compute_assignment_field(group_epoch: int) -> bytes:
     """The data of the heartbeat response's COMPUTE_ASSIGNMENT_TAG field."""
-    return _I32.pack(group_epoch)
+    return ew.INT32.pack(group_epoch)
 
 
 def read_compute_assignment(body: bytes, tags_offset: int) -> int | None:
     """The epoch of COMPUTE_ASSIGNMENT in a response's tag section at `tags_offset` (clients)."""
-    span = _Reader(body, tags_offset).skip_tags().get(COMPUTE_ASSIGNMENT_TAG)
+    span = BoundedReader(body, tags_offset).skip_tags().get(COMPUTE_ASSIGNMENT_TAG)
     if span is None:
         return None
-    return int(_I32.unpack_from(body, span[0])[0]) if span[1] - span[0] == 4 else None
+    return int(ew.INT32.unpack_from(body, span[0])[0]) if span[1] - span[0] == 4 else None
 
 
 def write_prepare_request(req: PrepareAssignmentRequest) -> bytes:
-    return _string(req.group_id) + _string(req.member_id) + _I32.pack(req.member_epoch) + b"\x00"
+    return ew.write_member_request(req.group_id, req.member_id, req.member_epoch)
 
 
 def write_install_request(req: InstallAssignmentRequest) -> bytes:
-    out = [
-        _string(req.group_id),
-        _string(req.member_id),
-        _I32.pack(req.member_epoch),
-        _I32.pack(req.group_epoch),
-        _I8.pack(req.error),
-        _count(len(req.members)),
-    ]
+    out = ew.write_install_head(
+        req.group_id, req.member_id, req.member_epoch, req.group_epoch, req.error, len(req.members)
+    )
     for m in req.members:
         out += [
-            _string(m.member_id),
+            ew.string(m.member_id),
             _tp_array(m.partitions),
-            _I32.pack(m.metadata_version),
-            _bytes(m.metadata),
+            ew.INT32.pack(m.metadata_version),
+            ew.bytes_(m.metadata),
         ]
         out.append(b"\x00")
     out.append(b"\x00")
@@ -479,46 +294,36 @@ def write_install_request(req: InstallAssignmentRequest) -> bytes:
 
 
 def write_prepare_response(resp: PrepareAssignmentResponse) -> bytes:
-    out = [
-        _I32.pack(resp.throttle_time_ms),
-        _I16.pack(resp.error_code),
-        _string(resp.error_message),
-        _I32.pack(resp.group_epoch),
-        _string(resp.assignor_name),
-        _count(len(resp.members)),
-    ]
+    out = ew.write_prepare_response_head(
+        resp.throttle_time_ms, resp.error_code, resp.error_message, resp.group_epoch, resp.assignor_name
+    )
+    out.append(ew.count(len(resp.members)))
     for m in resp.members:
         out += [
-            _string(m.member_id),
-            _I32.pack(m.member_epoch),
-            _string(m.instance_id),
-            _string(m.rack_id),
-            _count(len(m.subscribed_topic_ids)),
+            ew.string(m.member_id),
+            ew.INT32.pack(m.member_epoch),
+            ew.string(m.instance_id),
+            ew.string(m.rack_id),
+            ew.count(len(m.subscribed_topic_ids)),
             *(t.bytes for t in m.subscribed_topic_ids),
             # Assignor (a struct field: its own tag section)
-            _I8.pack(m.reason),
-            _I16.pack(m.metadata_version),
-            _bytes(m.metadata),
+            ew.INT8.pack(m.reason),
+            ew.INT16.pack(m.metadata_version),
+            ew.bytes_(m.metadata),
             b"\x00",
             _tp_array(m.target),
             b"\x00",
         ]
-    out.append(_count(len(resp.topics)))
+    out.append(ew.count(len(resp.topics)))
     for t in resp.topics:
-        out += [t.topic_id.bytes, _string(t.topic_name), _I32.pack(t.num_partitions), b"\x00"]
+        out += [t.topic_id.bytes, ew.string(t.topic_name), ew.INT32.pack(t.num_partitions), b"\x00"]
     out.append(b"\x00")
     return b"".join(out)
 
 
 def read_prepare_response(body: bytes, offset: int = 0) -> PrepareAssignmentResponse:
-    r = _Reader(body, offset)
-    throttle, code, message, epoch, assignor = (
-        r.int32(),
-        r.int16(),
-        r.nullable_string(),
-        r.int32(),
-        r.string(),
-    )
+    r = BoundedReader(body, offset)
+    throttle, code, message, epoch, assignor = ew.read_prepare_response_head(r)
     members = []
     for _ in range(max(r.array_count(), 0)):
         mid, mepoch, iid, rack = r.string(), r.int32(), r.nullable_string(), r.nullable_string()
@@ -537,27 +342,15 @@ def read_prepare_response(body: bytes, offset: int = 0) -> PrepareAssignmentResp
 
 
 def write_install_response(resp: InstallAssignmentResponse) -> bytes:
-    return (
-        _I32.pack(resp.throttle_time_ms) + _I16.pack(resp.error_code) + _string(resp.error_message) + b"\x00"
-    )
+    return ew.write_install_response(resp.throttle_time_ms, resp.error_code, resp.error_message)
 
 
 def read_install_response(body: bytes, offset: int = 0) -> InstallAssignmentResponse:
-    r = _Reader(body, offset)
-    throttle, code, message = r.int32(), r.int16(), r.nullable_string()
-    r.skip_tags()
+    throttle, code, message = ew.read_install_response(BoundedReader(body, offset))
     return InstallAssignmentResponse(code, message, throttle)
 
 
 # --- the client's side of the heartbeat ------------------------------------------------------
-
-
-def response_body_offset(frame: bytes) -> int:
-    """Where the body of a flexible response (header v1) starts: after the correlation id and
-    the header's tag section. `frame` is the response without its size prefix."""
-    r = _Reader(frame, 4)
-    r.skip_tags()
-    return r.pos
 
 
 def heartbeat_response_tags_start(frame: bytes, body_offset: int) -> int:
@@ -566,14 +359,14 @@ def heartbeat_response_tags_start(frame: bytes, body_offset: int) -> int:
     kio refuses the unknown tags groupshift adds (COMPUTE_ASSIGNMENT, ASSIGNMENT_METADATA); a
     client walks the body (Kafka's field order) to them, reads them with `read_compute_assignment`
     and `read_assignment_metadata`, and decodes the rest with the tag section emptied."""
-    r = _Reader(frame, body_offset)
+    r = BoundedReader(frame, body_offset)
     r.int32()  # ThrottleTimeMs
     r.int16()  # ErrorCode
     r.nullable_string()  # ErrorMessage
     r.nullable_string()  # MemberId
     r.int32()  # MemberEpoch
     r.int32()  # HeartbeatIntervalMs
-    if r.int8() >= 0:  # Assignment: a nullable struct, -1 when null
+    if r.present():  # Assignment: a nullable struct, -1 when null
         _topic_partitions_array(r)
         r.skip_tags()
     return r.pos
@@ -581,7 +374,7 @@ def heartbeat_response_tags_start(frame: bytes, body_offset: int) -> int:
 
 def without_top_level_tags(frame: bytes, tags_offset: int) -> bytes:
     """`frame` with its last, top-level tag section (at `tags_offset`) emptied, for kio."""
-    r = _Reader(frame, tags_offset)
+    r = BoundedReader(frame, tags_offset)
     r.skip_tags()
     if r.pos != len(frame):
         raise MalformedExtension(f"{len(frame) - r.pos} bytes after the response body")

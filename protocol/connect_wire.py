@@ -14,18 +14,21 @@ Where the draft is open or garbled, groupshift decides: COMPUTE_ASSIGNMENT is a 
 heartbeat that asks also carries the member's epoch and assignment; a task is named by its
 connector and its task number, as Connect's `ConnectorTaskId`.
 
-This module only knows bytes; every length is bounded by the frame (`BoundedReader`).
+This module only knows bytes; it reads and writes them with the reader and writer every
+extension API shares (`protocol.extension_wire`: the primitives, the assignor entry, the
+PrepareAssignment and InstallAssignment heads), every length bounded by the frame.
 """
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass, field
 
 from protocol import client_assignment_wire as caw
-from protocol.client_assignment_wire import BoundedReader
-from protocol.client_assignment_wire import MalformedExtension as MalformedExtension
-from protocol.varint import encode_uvarint
+from protocol import extension_wire as ew
+from protocol.extension_wire import BoundedReader
+from protocol.extension_wire import MalformedExtension as MalformedExtension
+from protocol.extension_wire import read_assignor as read_assignor
+from protocol.extension_wire import write_assignor as write_assignor
 
 CONNECT_HEARTBEAT_KEY = 32002
 """ConnectGroupHeartbeat (Kafka's keys are below 100; 32000+ are groupshift's)."""
@@ -42,11 +45,6 @@ EXTENSION_NAMES = {**caw.EXTENSION_NAMES, **CONNECT_EXTENSION_NAMES}
 """Every groupshift extension API by key (client-side assignors and Connect groups)."""
 NO_COMPUTE = -1
 """`ComputeAssignment` when the member is not asked to compute."""
-
-_I8 = struct.Struct(">b")
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
-_I64 = struct.Struct(">q")
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -65,16 +63,8 @@ class WireWork:
     tasks: tuple[WireTask, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class WireConnectAssignor:
-    """One entry of the heartbeat's assignor list (the draft's `Assignor`)."""
-
-    name: str
-    minimum_version: int
-    maximum_version: int
-    reason: int
-    metadata_version: int
-    metadata: bytes
+WireConnectAssignor = ew.WireAssignor
+"""One entry of the heartbeat's assignor list (the draft's `Assignor`, KIP-848's struct)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,109 +187,53 @@ def _work(r: BoundedReader) -> WireWork:
     return WireWork(connectors, tuple(tasks))
 
 
-def read_assignor(r: BoundedReader) -> WireConnectAssignor:
-    """`Assignor => Name string, MinimumVersion int16, MaximumVersion int16, Reason int8,
-    MetadataVersion int16, Metadata bytes, TAG_BUFFER`"""
-    a = WireConnectAssignor(r.string(), r.int16(), r.int16(), r.int8(), r.int16(), r.bytes_())
-    r.skip_tags()
-    return a
-
-
-def write_assignor(a: WireConnectAssignor) -> bytes:
-    return b"".join(
-        (
-            _string(a.name),
-            _I16.pack(a.minimum_version),
-            _I16.pack(a.maximum_version),
-            _I8.pack(a.reason),
-            _I16.pack(a.metadata_version),
-            _bytes(a.metadata),
-            b"\x00",
-        )
-    )
-
-
 read_work = _work
 
 
 def _nullable_work(r: BoundedReader) -> WireWork | None:
     """A nullable struct: int8 -1 for null, 1 then the struct."""
-    marker = r.int8()
-    if marker < 0:
-        return None
-    return _work(r)
-
-
-def _end(r: BoundedReader) -> None:
-    r.skip_tags()
-    if r.pos != r.end:
-        raise MalformedExtension(f"{r.end - r.pos} bytes after the request body")
+    return _work(r) if r.present() else None
 
 
 def read_heartbeat_request(frame: bytes, body_offset: int) -> ConnectHeartbeatRequest:
     r = BoundedReader(frame, body_offset)
     group_id, member_id, epoch, timeout = r.string(), r.string(), r.int32(), r.int32()
     url = r.nullable_string()
-    at = r._take(8)
-    config_offset = int(_I64.unpack_from(frame, at)[0])
+    config_offset = r.int64()
     assignors: tuple[WireConnectAssignor, ...] | None = None
     n = r.array_count()
     if n >= 0:
         assignors = tuple(read_assignor(r) for _ in range(n))
     owned = _nullable_work(r)
-    _end(r)
+    r.end_of_body()
     return ConnectHeartbeatRequest(group_id, member_id, epoch, timeout, url, config_offset, assignors, owned)
 
 
 def read_prepare_request(frame: bytes, body_offset: int) -> ConnectPrepareRequest:
     r = BoundedReader(frame, body_offset)
-    req = ConnectPrepareRequest(r.string(), r.string(), r.int32())
-    _end(r)
+    req = ConnectPrepareRequest(*ew.read_member_request(r))
+    r.end_of_body()
     return req
 
 
 def read_install_request(frame: bytes, body_offset: int) -> ConnectInstallRequest:
     r = BoundedReader(frame, body_offset)
-    group_id, member_id, member_epoch, group_epoch, error = (
-        r.string(),
-        r.string(),
-        r.int32(),
-        r.int32(),
-        r.int8(),
-    )
-    n = r.array_count()
-    if n < 0:
-        raise MalformedExtension("null members array")
+    group_id, member_id, member_epoch, group_epoch, error, n = ew.read_install_head(r)
     members = []
     for _ in range(n):
         members.append(InstalledWorker(r.string(), _work(r), r.int16(), r.bytes_()))
         r.skip_tags()
-    _end(r)
+    r.end_of_body()
     return ConnectInstallRequest(group_id, member_id, member_epoch, group_epoch, error, tuple(members))
 
 
 # --- writing ---------------------------------------------------------------------------------
 
 
-def _string(s: str | None) -> bytes:
-    if s is None:
-        return b"\x00"
-    b = s.encode()
-    return encode_uvarint(len(b) + 1) + b
-
-
-def _bytes(b: bytes) -> bytes:
-    return encode_uvarint(len(b) + 1) + b
-
-
-def _count(n: int | None) -> bytes:
-    return b"\x00" if n is None else encode_uvarint(n + 1)
-
-
 def write_work(w: WireWork) -> bytes:
-    out = [_count(len(w.connectors)), *(_string(c) for c in w.connectors), _count(len(w.tasks))]
+    out = [ew.count(len(w.connectors)), *(ew.string(c) for c in w.connectors), ew.count(len(w.tasks))]
     for t in w.tasks:
-        out += [_string(t.connector), _I32.pack(t.task), b"\x00"]
+        out += [ew.string(t.connector), ew.INT32.pack(t.task), b"\x00"]
     out.append(b"\x00")
     return b"".join(out)
 
@@ -310,13 +244,13 @@ def _nullable(w: WireWork | None) -> bytes:
 
 def write_heartbeat_request(req: ConnectHeartbeatRequest) -> bytes:
     out = [
-        _string(req.group_id),
-        _string(req.member_id),
-        _I32.pack(req.member_epoch),
-        _I32.pack(req.rebalance_timeout_ms),
-        _string(req.url),
-        _I64.pack(req.config_offset),
-        _count(None if req.assignors is None else len(req.assignors)),
+        ew.string(req.group_id),
+        ew.string(req.member_id),
+        ew.INT32.pack(req.member_epoch),
+        ew.INT32.pack(req.rebalance_timeout_ms),
+        ew.string(req.url),
+        ew.INT64.pack(req.config_offset),
+        ew.count(None if req.assignors is None else len(req.assignors)),
     ]
     out.extend(write_assignor(a) for a in req.assignors or ())
     out += [_nullable(req.owned), b"\x00"]
@@ -325,19 +259,25 @@ def write_heartbeat_request(req: ConnectHeartbeatRequest) -> bytes:
 
 def write_heartbeat_response(resp: ConnectHeartbeatResponse) -> bytes:
     out = [
-        _I32.pack(resp.throttle_time_ms),
-        _I16.pack(resp.error_code),
-        _string(resp.error_message),
-        _string(resp.member_id),
-        _I32.pack(resp.member_epoch),
-        _I32.pack(resp.heartbeat_interval_ms),
-        _I32.pack(resp.compute_assignment),
+        ew.INT32.pack(resp.throttle_time_ms),
+        ew.INT16.pack(resp.error_code),
+        ew.string(resp.error_message),
+        ew.string(resp.member_id),
+        ew.INT32.pack(resp.member_epoch),
+        ew.INT32.pack(resp.heartbeat_interval_ms),
+        ew.INT32.pack(resp.compute_assignment),
     ]
     a = resp.assignment
     if a is None:
         out.append(b"\xff")
     else:
-        out += [b"\x01", write_work(a.work), _I16.pack(a.metadata_version), _bytes(a.metadata), b"\x00"]
+        out += [
+            b"\x01",
+            write_work(a.work),
+            ew.INT16.pack(a.metadata_version),
+            ew.bytes_(a.metadata),
+            b"\x00",
+        ]
     out.append(b"\x00")
     return b"".join(out)
 
@@ -347,7 +287,7 @@ def read_heartbeat_response(body: bytes, offset: int = 0) -> ConnectHeartbeatRes
     throttle, code, message, member_id = r.int32(), r.int16(), r.nullable_string(), r.nullable_string()
     epoch, interval, compute = r.int32(), r.int32(), r.int32()
     assignment = None
-    if r.int8() >= 0:
+    if r.present():
         work = _work(r)
         assignment = WireConnectAssignment(work, r.int16(), r.bytes_())
         r.skip_tags()
@@ -356,51 +296,45 @@ def read_heartbeat_response(body: bytes, offset: int = 0) -> ConnectHeartbeatRes
 
 
 def write_prepare_request(req: ConnectPrepareRequest) -> bytes:
-    return _string(req.group_id) + _string(req.member_id) + _I32.pack(req.member_epoch) + b"\x00"
+    return ew.write_member_request(req.group_id, req.member_id, req.member_epoch)
 
 
 def write_prepare_response(resp: ConnectPrepareResponse) -> bytes:
-    out = [
-        _I32.pack(resp.throttle_time_ms),
-        _I16.pack(resp.error_code),
-        _string(resp.error_message),
-        _I32.pack(resp.group_epoch),
-        _string(resp.assignor_name),
-        _count(len(resp.members)),
-    ]
+    out = ew.write_prepare_response_head(
+        resp.throttle_time_ms, resp.error_code, resp.error_message, resp.group_epoch, resp.assignor_name
+    )
+    out.append(ew.count(len(resp.members)))
     for m in resp.members:
         out += [
-            _string(m.member_id),
-            _I32.pack(m.member_epoch),
-            _string(m.url),
-            _I64.pack(m.config_offset),
-            _I8.pack(m.reason),
-            _I16.pack(m.metadata_version),
-            _bytes(m.metadata),
+            ew.string(m.member_id),
+            ew.INT32.pack(m.member_epoch),
+            ew.string(m.url),
+            ew.INT64.pack(m.config_offset),
+            ew.INT8.pack(m.reason),
+            ew.INT16.pack(m.metadata_version),
+            ew.bytes_(m.metadata),
             write_work(m.target),
             b"\x00",
         ]
-    out.append(_count(len(resp.delayed)))
+    out.append(ew.count(len(resp.delayed)))
     for d in resp.delayed:
-        out += [_string(d.member_id), _string(d.url), _I32.pack(d.remaining_ms), write_work(d.work), b"\x00"]
+        out += [
+            ew.string(d.member_id),
+            ew.string(d.url),
+            ew.INT32.pack(d.remaining_ms),
+            write_work(d.work),
+            b"\x00",
+        ]
     out.append(b"\x00")
     return b"".join(out)
 
 
 def read_prepare_response(body: bytes, offset: int = 0) -> ConnectPrepareResponse:
     r = BoundedReader(body, offset)
-    throttle, code, message, epoch, assignor = (
-        r.int32(),
-        r.int16(),
-        r.nullable_string(),
-        r.int32(),
-        r.string(),
-    )
+    throttle, code, message, epoch, assignor = ew.read_prepare_response_head(r)
     members = []
     for _ in range(max(r.array_count(), 0)):
-        mid, mepoch, url = r.string(), r.int32(), r.string()
-        at = r._take(8)
-        config_offset = int(_I64.unpack_from(body, at)[0])
+        mid, mepoch, url, config_offset = r.string(), r.int32(), r.string(), r.int64()
         reason, mversion, meta = r.int8(), r.int16(), r.bytes_()
         members.append(PreparedWorker(mid, mepoch, url, config_offset, reason, mversion, meta, _work(r)))
         r.skip_tags()
@@ -413,27 +347,25 @@ def read_prepare_response(body: bytes, offset: int = 0) -> ConnectPrepareRespons
 
 
 def write_install_request(req: ConnectInstallRequest) -> bytes:
-    out = [
-        _string(req.group_id),
-        _string(req.member_id),
-        _I32.pack(req.member_epoch),
-        _I32.pack(req.group_epoch),
-        _I8.pack(req.error),
-        _count(len(req.members)),
-    ]
+    out = ew.write_install_head(
+        req.group_id, req.member_id, req.member_epoch, req.group_epoch, req.error, len(req.members)
+    )
     for m in req.members:
-        out += [_string(m.member_id), write_work(m.work), _I16.pack(m.metadata_version), _bytes(m.metadata)]
+        out += [
+            ew.string(m.member_id),
+            write_work(m.work),
+            ew.INT16.pack(m.metadata_version),
+            ew.bytes_(m.metadata),
+        ]
         out.append(b"\x00")
     out.append(b"\x00")
     return b"".join(out)
 
 
 def write_install_response(resp: ConnectInstallResponse) -> bytes:
-    return caw.write_install_response(
-        caw.InstallAssignmentResponse(resp.error_code, resp.error_message, resp.throttle_time_ms)
-    )
+    return ew.write_install_response(resp.throttle_time_ms, resp.error_code, resp.error_message)
 
 
 def read_install_response(body: bytes, offset: int = 0) -> ConnectInstallResponse:
-    r = caw.read_install_response(body, offset)
-    return ConnectInstallResponse(r.error_code, r.error_message, r.throttle_time_ms)
+    throttle, code, message = ew.read_install_response(BoundedReader(body, offset))
+    return ConnectInstallResponse(code, message, throttle)

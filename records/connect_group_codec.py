@@ -12,9 +12,9 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from protocol.client_assignment_wire import BoundedReader, MalformedExtension
 from protocol.connect_wire import read_assignor, write_assignor, write_work
 from protocol.connect_wire import read_work as _work
+from protocol.extension_wire import BoundedReader, MalformedExtension
 from protocol.varint import encode_uvarint
 from records.connect_group import (
     ConnectGroupCurrentMemberAssignmentValue,

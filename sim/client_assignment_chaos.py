@@ -185,6 +185,21 @@ def expected_choice(members: list[ConsumerGroupMember]) -> ExpectedChoice | None
     return None
 
 
+_REFUSALS = (
+    "is not a member",
+    "which it does not subscribe to",
+    "does not exist",
+    "is given to both",
+    "is listed twice",
+)
+
+
+def _refusal(message: str | None) -> str:
+    """The validation an INVALID_REQUEST install failed, without the ids in its message."""
+    text = message or ""
+    return next((r for r in _REFUSALS if r in text), text)
+
+
 def _targets(g: ConsumerGroup) -> Target:
     return {
         mid: {t: tuple(sorted(ps)) for t, ps in a.items() if ps} for mid, a in g.target_assignment.items()
@@ -351,6 +366,11 @@ class ClientAssignorMachine(SimMachine):
         assert isinstance(r, InstallAssignmentResponse), r
         code = Errors(r.error_code)
         self._note(f"InstallAssignment {code.name}{' (assignor error)' if req.error else ''}")
+        if code is Errors.INVALID_REQUEST:
+            # Which validation refused it (KIP-848 "Assignment Validation"), for the summary.
+            self._note(f"InstallAssignment INVALID_REQUEST: {_refusal(r.error_message)}")
+        if code is Errors.REBALANCE_IN_PROGRESS and req.group_epoch == epoch_before:
+            self._note("install naming a replaced static member computed again")
         if code is Errors.NONE:
             side.done = max(side.done, req.group_epoch)
         g = self.group
@@ -373,7 +393,10 @@ class ClientAssignorMachine(SimMachine):
         else:
             assert _same_targets(before, after), f"a refused install ({code.name}) changed the target"
             if code is Errors.REBALANCE_IN_PROGRESS:
-                assert req.group_epoch != g.group_epoch, "an install at the group epoch refused as stale"
+                # stale: for an older epoch, or naming a static member replaced since Prepare
+                assert req.group_epoch != g.group_epoch or any(m not in g.members for m in req.members), (
+                    "an install at the group epoch, naming only members of the group, refused as stale"
+                )
 
     # --- invariants ---------------------------------------------------------------------------
 

@@ -48,6 +48,10 @@ class ClassicHarness:
         self.completed: dict[Pending, Any] = {}
         self.log: list[CoordinatorRecord] = []
         self.fail_next_append: Errors | None = None
+        # True: appends are accepted but not yet durable (an fsync that stalls); their
+        # continuations wait in `held` until `release_appends`.
+        self.hold_appends = False
+        self.held: list[Any] = []
         self.last: Outcome[Any] | None = None
 
     def process(self, out: Outcome[Any]) -> Any:
@@ -62,8 +66,18 @@ class ClassicHarness:
             return out.response
         self.log.extend(out.records)
         if out.on_append is not None:
-            self.process(out.on_append(Errors.NONE))
+            if self.hold_appends:
+                self.held.append(out.on_append)
+            else:
+                self.process(out.on_append(Errors.NONE))
         return out.response
+
+    def release_appends(self) -> None:
+        """The stalled appends become durable, in order."""
+        self.hold_appends = False
+        held, self.held = self.held, []
+        for continuation in held:
+            self.process(continuation(Errors.NONE))
 
     def result(self, r: Any) -> Any:
         """The response of a request: itself, or what its parked handle was completed with."""

@@ -135,6 +135,29 @@ def test_failed_write_of_a_static_replacement_reverts_it() -> None:
     assert h.heartbeat(ids["i1"], 1, instance_id="i1") == 0
 
 
+def test_a_static_replacement_whose_write_stalls_keeps_a_session_timer() -> None:
+    """Seed 1598 of the client-assignor chaos run: the new member's heartbeat timer fires while
+    its join waits for the append (parked: no effect); the join's answer must schedule it again,
+    or a member that then dies is never removed (Kafka's updateStaticMemberThenRebalanceOrCompleteJoin
+    does not; docs/deviations.md)."""
+    h = ClassicHarness()
+    ids = static_group(h, 2, session=10_000)
+    h.hold_appends = True
+    joined = h.join(instance_id="i1", session=10_000, version=9)
+    for _ in range(3):  # past the new member's session; i0 stays alive
+        h.advance(4_000)
+        assert h.heartbeat(ids["i0"], 1, instance_id="i0") == 0
+    h.release_appends()
+    new_id = h.result(joined).member_id
+    assert new_id and new_id != ids["i1"] and h.group.static_members["i1"] == new_id
+    assert f"heartbeat-g-{new_id}" in h.shard.timers.keys()  # noqa: SIM118 (Timers is no dict)
+    # The new incarnation dies before its first heartbeat: its session ends, it is removed.
+    for _ in range(3):
+        h.advance(4_000)
+        h.heartbeat(ids["i0"], h.group.generation_id, instance_id="i0")
+    assert new_id not in h.group.members and "i1" not in h.group.static_members
+
+
 # --- a leader-election protocol: opaque metadata and assignments -------------------------------
 
 

@@ -330,6 +330,32 @@ def test_install_for_an_older_epoch_is_refused_and_recomputed() -> None:
     assert g.hb("m1").compute_assignment_epoch == g.h.group.group_epoch == old_epoch + 1
 
 
+def test_a_static_takeover_between_prepare_and_install_is_computed_again() -> None:
+    """Found by the client-assignor simulator (19 installs refused INVALID_REQUEST in 10^6 steps):
+    a static member was replaced after PrepareAssignment; the takeover keeps the group epoch
+    (KIP-345), so the install, at the group epoch, named the replaced id and was refused as
+    invalid, and the member reported an assignor error: the group kept its older target."""
+    g = Group()
+    g.join("m1", (ca(lo=0, hi=2, version=1),))
+    g.join("s1", (ca(lo=0, hi=1, version=1),), instance_id="i1")
+    epoch = g.h.group.group_epoch
+    assert {m.member_id for m in g.prepare("m1").members} == {"m1", "s1"}
+    g.h.hb(member_id="s1", member_epoch=-2, instance_id="i1")  # leaves, keeping its place
+    g.join("s2", (ca(lo=0, hi=1, version=1),), instance_id="i1")  # and is replaced
+    assert set(g.h.group.members) == {"m1", "s2"} and g.h.group.group_epoch == epoch
+    r = g.install("m1", {"m1": {FOO: (0, 1, 2)}, "s1": {FOO: (3, 4, 5)}})
+    assert r.error_code == Errors.REBALANCE_IN_PROGRESS, r
+    assert g.last_records == [] and g.h.group.assignment_epoch == 0
+    assert "client-assignment-timeout-g-m1" in g.h.timer_keys()  # the same deadline runs
+    assert g.hb("m1").compute_assignment_epoch == epoch  # asked again, for the same epoch
+    assert {m.member_id for m in g.prepare("m1").members} == {"m1", "s2"}
+    # an invented id, with every member named, is still invalid
+    invented = g.install("m1", {"m1": {FOO: (0,)}, "s2": {FOO: (1,)}, "ghost": {FOO: (2,)}})
+    assert invented.error_code == Errors.INVALID_REQUEST
+    assert g.install("m1", {"m1": {FOO: (0, 1, 2)}, "s2": {FOO: (3, 4, 5)}}).error_code == 0
+    assert dict(g.h.group.target("s2")) == {FOO: (3, 4, 5)}
+
+
 def test_assigning_member_that_does_not_install_in_time_is_fenced() -> None:
     g = Group()
     g.join("m1", (ca(lo=0, hi=2, version=1),), rebalance_timeout_ms=5000)

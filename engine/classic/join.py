@@ -310,6 +310,11 @@ def _replace_static_member(
                     resp = _current_generation(group, new_member_id, include_members=False)
                     resp.leader = current_leader or ""
                 group.complete_join(new, resp, _op)
+                # Its heartbeat timer may have fired while the join waited for the append (a
+                # parked member satisfies it: no effect), leaving it with none; schedule it from
+                # the answer, as a completed join phase does. Kafka does not (a member that dies
+                # now is never removed); docs/deviations.md.
+                reschedule_heartbeat(_op, group, new)
 
             op.on_append = appended
             return handle

@@ -22,6 +22,9 @@ assignor when every member supports one client assignor:
   known; every partition exists, is subscribed by its member and is given once) and writes it as
   the usual target-assignment records (k7 per changed member, then k6). An install for an older
   group epoch is refused with REBALANCE_IN_PROGRESS and the timer restarts for the new epoch; an
+  install at the group epoch that names a static member replaced since PrepareAssignment (a
+  takeover moves no epoch, KIP-345) is refused with REBALANCE_IN_PROGRESS too, the timer kept,
+  and computed again with the new member id; any other
   invalid install is refused with INVALID_REQUEST and keeps the current target; an install that
   reports an assignor error keeps the current target and carries it to the group epoch (k6 only),
   so the group does not ask again until it changes.
@@ -359,6 +362,42 @@ def _invalid(group: ConsumerGroup, req: InstallAssignmentRequest) -> str | None:
     return None
 
 
+def _compute_again(
+    group: ConsumerGroup,
+    member: ConsumerGroupMember,
+    req: InstallAssignmentRequest,
+    op: Operation,
+    reason: str,
+    message: str,
+) -> InstallAssignmentResponse:
+    """A stale install: nothing written, REBALANCE_IN_PROGRESS; the assigning member's next
+    heartbeat response asks it to compute for the group epoch."""
+    op.event(
+        "group.client_assignment_stale",
+        group=group.group_id,
+        member=member.member_id,
+        installed_epoch=req.group_epoch,
+        group_epoch=group.group_epoch,
+        reason=reason,
+    )
+    return InstallAssignmentResponse(
+        int(Errors.REBALANCE_IN_PROGRESS),
+        f"{message}; compute it again for epoch {group.group_epoch}.",
+    )
+
+
+def _names_replaced_static_members(group: ConsumerGroup, req: InstallAssignmentRequest) -> bool:
+    """The install names member ids the group no longer has, and as many static members of the
+    group are missing from it: what a static takeover between PrepareAssignment and
+    InstallAssignment leaves (the replacement inherits the member's target under a new id, and
+    the group epoch does not move). An assignor that invents ids is refused as invalid."""
+    unknown = sum(1 for mid in req.members if mid not in group.members)
+    unnamed_static = sum(
+        1 for mid, m in group.members.items() if m.instance_id is not None and mid not in req.members
+    )
+    return 0 < unknown <= unnamed_static
+
+
 def install_assignment(
     shard: ShardState, req: InstallAssignmentRequest, op: Operation
 ) -> InstallAssignmentResponse:
@@ -371,17 +410,14 @@ def install_assignment(
         # one (the member's next heartbeat response asks for it; a fresh rebalance timeout).
         timeout = max(member.rebalance_timeout_ms, 0)
         op.schedule(TimerKind.CLIENT_ASSIGNMENT, gid, member.member_id, timeout, group.group_epoch, timeout)
-        op.event(
-            "group.client_assignment_stale",
-            group=gid,
-            member=member.member_id,
-            installed_epoch=req.group_epoch,
-            group_epoch=group.group_epoch,
-        )
-        return InstallAssignmentResponse(
-            int(Errors.REBALANCE_IN_PROGRESS),
+        return _compute_again(
+            group,
+            member,
+            req,
+            op,
+            "the group epoch moved",
             f"The assignment was computed for group epoch {req.group_epoch} but the group is at "
-            f"epoch {group.group_epoch}; compute it again for epoch {group.group_epoch}.",
+            f"epoch {group.group_epoch}",
         )
     if req.error != 0:
         # The assignor failed: the current target stays, carried to the group epoch.
@@ -396,6 +432,18 @@ def install_assignment(
         )
         return InstallAssignmentResponse()
     why = _invalid(group, req)
+    if why is not None and _names_replaced_static_members(group, req):
+        # Not the assignor's fault: recomputed from a fresh PrepareAssignment, under the
+        # rebalance timeout that already runs (so an assignor that invents ids is still fenced).
+        return _compute_again(
+            group,
+            member,
+            req,
+            op,
+            "a static member was replaced",
+            f"The assignment names members no longer in the group ({why}); a static member was "
+            "replaced since it was prepared",
+        )
     if why is not None:
         raise CoordinatorError(Errors.INVALID_REQUEST, f"Invalid assignment: {why}.")
     for mid in group.members:

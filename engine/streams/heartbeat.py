@@ -191,6 +191,13 @@ def group_targets(group: StreamsGroup) -> dict[str, TaskRoles]:
     }
 
 
+def _member_target(group: StreamsGroup, mid: str) -> TaskRoles:
+    """`group_targets(group)[mid]`, or no tasks if `mid` has no target."""
+    if mid not in group.targets:
+        return TaskRoles({}, {}, {})
+    return TaskRoles(group.targets[mid], group.standby_targets.get(mid, {}), group.warmup_targets.get(mid, {}))
+
+
 def _new_targets(
     st: ShardState,
     group: StreamsGroup,
@@ -619,29 +626,31 @@ def heartbeat(
         )
 
     members = dict(group.members)
-    targets = group_targets(group)
-    holders = _holders(group, updated.process_id)
     if replaced is not None:
         del members[replaced.member_id]
-        targets[mid] = targets.pop(replaced.member_id, TaskRoles({}, {}, {}))
     members[mid] = updated
     target_epoch = group.assignment_epoch
     if epoch > group.assignment_epoch:
         targets = _new_targets(st, group, members, topology, configured)
         _write_targets(st, op, group, targets, epoch)
+        target = targets.get(mid, TaskRoles({}, {}, {}))
         target_epoch = epoch
         if epoch != group.group_epoch or new_member:
             op.event("group.epoch_bumped", group=gid, epoch=epoch, member=mid)
-    elif replaced is not None:
-        op.records.append(_target_record(gid, mid, targets[mid]))
+    else:
+        # This member's target alone (a static member back takes its predecessor's): building
+        # every member's would make each steady heartbeat cost the size of the group.
+        target = _member_target(group, mid if replaced is None else replaced.member_id)
+        if replaced is not None:
+            op.records.append(_target_record(gid, mid, target))
 
-    reconciled = reconcile(
-        updated if not new_member else replace(updated, member_epoch=0, previous_member_epoch=-1),
-        targets.get(mid, TaskRoles({}, {}, {})),
-        target_epoch,
-        holders,
-        owned,
-    )
+    joining = updated if not new_member else replace(updated, member_epoch=0, previous_member_epoch=-1)
+    # What the other members hold matters only to a member that moves towards its target; a
+    # stable member at the target epoch (every steady heartbeat) returns unchanged from
+    # `reconcile` before looking, so the group-wide scan is skipped for it.
+    settled = joining.state is MemberState.STABLE and joining.member_epoch == target_epoch
+    holders = TaskHolders() if settled else _holders(group, updated.process_id)
+    reconciled = reconcile(joining, target, target_epoch, holders, owned)
     changed = new_member or not _same_assignment(member, reconciled)
     if changed:
         op.records.append(

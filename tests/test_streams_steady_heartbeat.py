@@ -46,7 +46,9 @@ def test_a_steady_heartbeat_does_not_scan_the_group(monkeypatch: pytest.MonkeyPa
     for i in range(MEMBERS):
         mid = f"m{i}"
         out = s.shard.streams_group_heartbeat(
-            StreamsGroupHeartbeatRequest(group_id="app", member_id=mid, member_epoch=s.epochs[mid]), s.ctx, s.now
+            StreamsGroupHeartbeatRequest(group_id="app", member_id=mid, member_epoch=s.epochs[mid]),
+            s.ctx,
+            s.now,
         )
         r = out.response
         assert isinstance(r, StreamsGroupHeartbeatResponse)

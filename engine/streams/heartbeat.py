@@ -195,7 +195,9 @@ def _member_target(group: StreamsGroup, mid: str) -> TaskRoles:
     """`group_targets(group)[mid]`, or no tasks if `mid` has no target."""
     if mid not in group.targets:
         return TaskRoles({}, {}, {})
-    return TaskRoles(group.targets[mid], group.standby_targets.get(mid, {}), group.warmup_targets.get(mid, {}))
+    return TaskRoles(
+        group.targets[mid], group.standby_targets.get(mid, {}), group.warmup_targets.get(mid, {})
+    )
 
 
 def _new_targets(

@@ -12,7 +12,7 @@ other member holds it, assigned or pending revocation (UNRELEASED_TASKS until th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from engine.classic.group import ClassicGroup
@@ -32,6 +32,7 @@ from engine.streams.api import (
 )
 from engine.streams.assignor import assign
 from engine.streams.group import (
+    Held,
     MemberState,
     MemberTaskOffsets,
     StreamsGroup,
@@ -43,7 +44,6 @@ from engine.streams.group import (
     tasks_from,
     tasks_intersect,
     tasks_minus,
-    tasks_union,
 )
 from engine.streams.topology import ConfiguredTopology, configure, java_hash_order
 from engine.timers import TimerKind
@@ -258,20 +258,6 @@ def _same_roles(a: TaskRoles, b: TaskRoles) -> bool:
     )
 
 
-def _holders(group: StreamsGroup, process_id: str) -> TaskHolders:
-    """What the group's members hold as their records say (assigned or pending revocation):
-    active tasks anywhere, and every role on `process_id` (Kafka 4.4's `StreamsGroup`
-    current-task maps)."""
-    h = TaskHolders()
-    for m in group.members.values():
-        h.active = tasks_union(h.active, tasks_union(m.active, m.active_pending_revocation))
-        if m.process_id == process_id:
-            h.active_here = tasks_union(h.active_here, tasks_union(m.active, m.active_pending_revocation))
-            h.standby_here = tasks_union(h.standby_here, tasks_union(m.standby, m.standby_pending_revocation))
-            h.warmup_here = tasks_union(h.warmup_here, tasks_union(m.warmup, m.warmup_pending_revocation))
-    return h
-
-
 # --- reconciliation -----------------------------------------------------------------------------
 
 
@@ -320,7 +306,7 @@ def _split(
     return kept, revoke, assign, waiting
 
 
-def _has(tasks: Mapping[str, Collection[int]], sid: str, p: int) -> bool:
+def _has(tasks: Held, sid: str, p: int) -> bool:
     return p in tasks.get(sid, ())
 
 
@@ -647,12 +633,7 @@ def heartbeat(
             op.records.append(_target_record(gid, mid, target))
 
     joining = updated if not new_member else replace(updated, member_epoch=0, previous_member_epoch=-1)
-    # What the other members hold matters only to a member that moves towards its target; a
-    # stable member at the target epoch (every steady heartbeat) returns unchanged from
-    # `reconcile` before looking, so the group-wide scan is skipped for it.
-    settled = joining.state is MemberState.STABLE and joining.member_epoch == target_epoch
-    holders = TaskHolders() if settled else _holders(group, updated.process_id)
-    reconciled = reconcile(joining, target, target_epoch, holders, owned)
+    reconciled = reconcile(joining, target, target_epoch, group.holders(updated.process_id), owned)
     changed = new_member or not _same_assignment(member, reconciled)
     if changed:
         op.records.append(

@@ -1,4 +1,5 @@
-"""Steady group heartbeats over real TCP: ConsumerGroupHeartbeat (KIP-848) and classic Heartbeat.
+"""Steady group heartbeats over real TCP: ConsumerGroupHeartbeat (KIP-848), classic Heartbeat and
+StreamsGroupHeartbeat (KIP-1071).
 
 Used by `bench.gateway` (`python -m bench.gateway --heartbeats`). Setup is untimed and happens
 over the wire like real clients would do it:
@@ -8,6 +9,13 @@ over the wire like real clients would do it:
   partition per member of a group and every member heartbeats once with its epoch, which makes
   the group compute one target assignment and hands every member its partition at the group
   epoch. A second round checks that everybody is stable.
+* SGH (streams groups): `members` members join `groups` groups with StreamsGroupHeartbeat v0
+  (epoch 0, a client-made member id, one process per member, a stateless topology of one
+  subtopology reading a source topic that does not exist yet, so each join only bumps the epoch
+  and the group answers MISSING_SOURCE_TOPICS), then the topic is created with one partition per
+  member of a group and every member heartbeats with its epoch until each has its one active
+  task at the group epoch and a round changes nothing. The steady heartbeat is epoch = current,
+  every other field null (unchanged), as a Kafka Streams client sends between assignments.
 * Classic: each group's members get their member ids (JoinGroup v9 answered MEMBER_ID_REQUIRED),
   JoinGroup again (completed together after `group.initial.rebalance.delay.ms`), and SyncGroup
   (the leader sends one partition per member).
@@ -26,6 +34,7 @@ import functools
 import os
 import struct
 import time
+import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -42,6 +51,9 @@ except ImportError:  # pragma: no cover
 from kio.index import load_request_schema
 
 CGH_TOPIC, CLASSIC_TOPIC = "bench-heartbeat-cgh", "bench-heartbeat-classic"
+STREAMS_TOPIC = "bench-heartbeat-streams"
+# The kinds `setup` and `run_load` take, by the name of the heartbeat request.
+KINDS = ("ConsumerGroupHeartbeat", "Heartbeat", "StreamsGroupHeartbeat")
 MEMBER_ID_REQUIRED = 79
 CLIENT_ID = "bench"
 _SIZE = struct.Struct(">i")
@@ -53,6 +65,8 @@ SETTINGS = (
     "group.consumer.max.session.timeout.ms=3600000",
     "group.consumer.session.timeout.ms=1800000",
     "group.consumer.heartbeat.interval.ms=15000",
+    "group.streams.session.timeout.ms=1800000",
+    "group.streams.heartbeat.interval.ms=15000",
     "group.initial.rebalance.delay.ms=5000",
     "group.max.session.timeout.ms=3600000",
 )
@@ -235,6 +249,117 @@ async def setup_consumer_groups(
     # rounds may answer without an assignment).
     epochs = await settle_cgh_members(clients, ids, epochs, 120, "CGH heartbeats after the topic was created")
     steady = [_cgh(g, m, e) for (g, m), e in zip(ids, epochs, strict=True)]
+    for c in clients:
+        assert c.transport is not None
+        c.transport.close()
+    return steady
+
+
+# -- streams groups (KIP-1071) ------------------------------------------------------------------
+
+
+def streams_group_ids(groups: int) -> list[str]:
+    return [f"bench-streams-{g}" for g in range(groups)]
+
+
+def _streams_member_ids(groups: int, members: int) -> list[tuple[str, str]]:
+    """(group, member id); a Streams client makes its member id, a UUID."""
+    per = members // groups
+    return [
+        (group, str(uuid.UUID(int=(g << 32) + i)))
+        for g, group in enumerate(streams_group_ids(groups))
+        for i in range(per)
+    ]
+
+
+STREAMS_TOPOLOGY = {
+    "epoch": 0,
+    "subtopologies": [
+        {
+            "subtopology_id": "0",
+            "source_topics": [STREAMS_TOPIC],
+            "source_topic_regex": [],
+            "state_changelog_topics": [],
+            "repartition_sink_topics": [],
+            "repartition_source_topics": [],
+            "copartition_groups": [],
+        }
+    ],
+}
+
+
+def _sgh(group: str, member: str, epoch: int, endpoint_epoch: int = 0, **fields: Any) -> Any:
+    """StreamsGroupHeartbeat v0: `fields` set, every other field null (unchanged)."""
+    values = {
+        "group_id": group,
+        "member_id": member,
+        "member_epoch": epoch,
+        "endpoint_information_epoch": endpoint_epoch,
+        "instance_id": None,
+        "rack_id": None,
+        "rebalance_timeout": -1,
+        "topology": None,
+        "active_tasks": None,
+        "standby_tasks": None,
+        "warmup_tasks": None,
+        "process_id": None,
+        "user_endpoint": None,
+        "client_tags": None,
+        "task_offsets": None,
+        "task_end_offsets": None,
+        "shutdown_application": False,
+    }
+    return request(88, 0, **{**values, **fields})
+
+
+async def setup_streams_groups(
+    port: int, groups: int, members: int, connect: Connector = connect_plain
+) -> list[Any]:
+    """Join the streams members, then create their source topic; the steady
+    StreamsGroupHeartbeat requests, one per member."""
+    clients = await _clients(port, 16, connect)
+    ids = _streams_member_ids(groups, members)
+    joins = await _call_all(
+        clients,
+        (
+            _sgh(
+                g,
+                m,
+                0,
+                rebalance_timeout=300000,
+                topology=STREAMS_TOPOLOGY,
+                process_id=str(uuid.uuid5(uuid.NAMESPACE_OID, m)),
+                client_tags=[],
+                active_tasks=[],
+                standby_tasks=[],
+                warmup_tasks=[],
+            )
+            for g, m in ids
+        ),
+        window=500,
+    )
+    _check(joins, "SGH joins")
+    epochs = [a.member_epoch for a in joins]
+    endpoint_epochs = [a.endpoint_information_epoch for a in joins]
+    await _create_topic(port, STREAMS_TOPIC, members // groups, connect)
+    # As for CGH: until every member has had its task and a whole round changes nothing (Kafka
+    # sees the new topic asynchronously, so its first rounds may assign nothing yet).
+    assigned = [False] * len(ids)
+    for _ in range(120):
+        answers = await _call_all(
+            clients, (_sgh(g, m, e, x) for (g, m), e, x in zip(ids, epochs, endpoint_epochs, strict=True))
+        )
+        _check(answers, "SGH heartbeats after the source topic was created")
+        epochs = [a.member_epoch for a in answers]
+        endpoint_epochs = [a.endpoint_information_epoch for a in answers]
+        if all(assigned) and all(a.active_tasks is None for a in answers):
+            break
+        assigned = [done or bool(a.active_tasks) for done, a in zip(assigned, answers, strict=True)]
+        if not all(assigned):
+            await asyncio.sleep(0.25)
+    else:
+        raise RuntimeError("SGH members never settled on their tasks")
+    steady = [_sgh(g, m, e, x) for (g, m), e, x in zip(ids, epochs, endpoint_epochs, strict=True)]
     for c in clients:
         assert c.transport is not None
         c.transport.close()
@@ -531,4 +656,6 @@ def setup(
     with runner:
         if kind == "ConsumerGroupHeartbeat":
             return runner.run(setup_consumer_groups(port, groups, members, connect))
+        if kind == "StreamsGroupHeartbeat":
+            return runner.run(setup_streams_groups(port, groups, members, connect))
         return runner.run(setup_classic_groups(port, groups, members, join_connections, connect))

@@ -18,8 +18,15 @@ KAFKA_HB_SETTINGS = {
     k: v for k, v in (s.split("=", 1) for s in hb.SETTINGS) if not k.startswith("coordinator.")
 }
 KAFKA_EXTRA = {
-    "group.coordinator.rebalance.protocols": "classic,consumer",
+    # Kafka 4.4's default list; `streams` serves bench.heartbeats' StreamsGroupHeartbeat kind.
+    "group.coordinator.rebalance.protocols": "classic,consumer,streams",
     "group.consumer.assignment.interval.ms": "0",
+    # Streams groups: sessions as long as the consumer groups' (Kafka checks the session timeout
+    # against this maximum at start-up), the first assignment at once and every later one in the
+    # heartbeat, as groupshift computes them.
+    "group.streams.max.session.timeout.ms": "3600000",
+    "group.streams.initial.rebalance.delay.ms": "0",
+    "group.streams.assignment.interval.ms": "0",
     "group.consumer.min.heartbeat.interval.ms": "100",
     "group.consumer.min.session.timeout.ms": "1000",
     "group.min.session.timeout.ms": "1000",

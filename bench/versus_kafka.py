@@ -1,12 +1,14 @@
 """groupshift against Apache Kafka 4.x on the same machine, in one run.
 
     python -m bench.versus_kafka [--json] [--members 10000] [--groups 10] [--seconds 5]
-                                 [--load CONNxDEPTH ...] [--skip-heartbeats] [--skip-migration]
+                                 [--load CONNxDEPTH ...] [--kinds KIND ...]
+                                 [--skip-heartbeats] [--skip-migration]
                                  [--security plaintext,ssl,sasl_ssl [--workers 8] [--repeats 2]
                                   [--listener-load CONNxDEPTH]]
 
-1. Steady heartbeats: `bench.heartbeats`' setup and load generator (ConsumerGroupHeartbeat and
-   classic Heartbeat of `--members` members in `--groups` groups, every answer checked) against
+1. Steady heartbeats: `bench.heartbeats`' setup and load generator (ConsumerGroupHeartbeat,
+   classic Heartbeat and StreamsGroupHeartbeat of `--members` members in `--groups` groups,
+   every answer checked; `--kinds` picks some of the three) against
    a real Kafka 4.x node (`harness.kafka_dist`, the same group settings as bench.gateway's
    heartbeat runs) and against `groupshift serve` (`coordinator.fsync.policy=none`). Each server
    gets the same CPU budget: first one core (the server's every thread pinned to core 0 with
@@ -19,6 +21,12 @@
    sent), so pipelining buys it nothing; groupshift reads on. `--load 500x1` (many connections,
    no pipelining) puts the two on equal terms. A run that gets an error answer or stalls is
    recorded with its error instead of ending the benchmark.
+
+   Streams groups (KIP-1071): each member is its own Kafka Streams process, the topology one
+   stateless subtopology reading one source topic with a partition per member of a group, so
+   each member runs one active task; Kafka gets `streams` in
+   `group.coordinator.rebalance.protocols` (its 4.4 default, which the benchmark's explicit list
+   would otherwise leave out) and its streams session settings (bench.kafka_reference).
 
    The classic setup parks one JoinGroup per member until the group's first generation starts;
    since Kafka would not read a second request on a connection with a parked JoinGroup, the
@@ -86,10 +94,11 @@ def heartbeats(args: argparse.Namespace, progress: Any) -> list[dict[str, Any]]:
             }
             group_ids = [f"bench-hb-{g}" for g in range(args.groups)]
             group_ids += [f"bench-classic-{g}" for g in range(args.groups)]
+            group_ids += hb.streams_group_ids(args.groups)
             for port, _, _ in servers.values():
                 coordinators_ready(port, group_ids)
             steady: dict[tuple[str, str], list[Any]] = {}
-            for kind in ("ConsumerGroupHeartbeat", "Heartbeat"):
+            for kind in args.kinds:
                 for name, (port, _, _) in servers.items():
                     progress(f"setup {kind} on {name} ({args.members} members)")
                     started = time.perf_counter()
@@ -101,7 +110,7 @@ def heartbeats(args: argparse.Namespace, progress: Any) -> list[dict[str, Any]]:
                 for _, pid, _ in servers.values():
                     pin_all_threads(pid, server_cpus)
                 os.sched_setaffinity(0, load_cpus)
-                for kind in ("ConsumerGroupHeartbeat", "Heartbeat"):
+                for kind in args.kinds:
                     for connections, depth in args.load:
                         pair: dict[str, dict[str, Any]] = {}
                         for name, (port, pid, _) in servers.items():
@@ -234,6 +243,10 @@ def membership(progress: Any) -> list[dict[str, Any]]:
 
 def print_table(doc: dict[str, Any]) -> None:
     print(f"groupshift vs Apache Kafka {doc['kafka_version']} on {doc['cpus']} cores ({doc['date']})")
+    before, after = (
+        " ".join(f"{x:.2f}" for x in doc[k]) for k in ("load_average_before", "load_average_after")
+    )
+    print(f"load average before {before}, after {after}")
     if doc["heartbeats"]:
         print("\nsteady heartbeats: requests/s, p50/p99 ms, server CPU share, requests per server CPU-second")
         print(f"{'budget':<11}{'kind':<23}{'load':<7}{'kafka':>34}{'groupshift':>34}{'ratio':>6}{'/CPU':>6}")
@@ -265,6 +278,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--groups", type=int, default=10)
     p.add_argument("--seconds", type=float, default=5.0, help="per heartbeat run")
     p.add_argument("--load", type=hb.load_shape, nargs="+", default=DEFAULT_LOADS, metavar="CONNxDEPTH")
+    p.add_argument(
+        "--kinds",
+        nargs="+",
+        choices=hb.KINDS,
+        default=list(hb.KINDS),
+        metavar="KIND",
+        help=f"the heartbeat kinds to measure (default all: {', '.join(hb.KINDS)})",
+    )
     p.add_argument("--skip-heartbeats", action="store_true")
     p.add_argument("--skip-migration", action="store_true")
     secure_listeners.add_arguments(p, security_default=None)
@@ -285,8 +306,10 @@ def main(argv: list[str] | None = None) -> int:
         "kafka_version": resolve("4").version,
         "kafka_jvm_opts": os.environ["GROUPSHIFT_KAFKA_JVM_OPTS"],
         "command": "python -m bench.versus_kafka " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "load_average_before": os.getloadavg(),
         "heartbeats": [] if args.skip_heartbeats else heartbeats(args, progress),
         "membership": [] if args.skip_migration else membership(progress),
+        "load_average_after": os.getloadavg(),
     }
     if args.security:
         doc["load_average"] = os.getloadavg()

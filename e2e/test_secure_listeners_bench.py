@@ -86,3 +86,16 @@ def test_a_plaintext_client_gets_no_answer_from_the_ssl_listener(
     gw, _ = gateway
     with pytest.raises(EOFError):  # closed unanswered (asyncio.IncompleteReadError)
         connection_rate(SecuredClient(), _port(gw, "SSL"), workers=1, seconds=0.3)
+
+
+def test_streams_heartbeat_load_runs(gateway: tuple[GatewayProcess, dict[str, SecuredClient]]) -> None:
+    """bench.heartbeats' StreamsGroupHeartbeat kind (bench.versus_kafka's streams rows): the
+    members join, get one task each once their source topic exists, and heartbeat steadily with
+    every answer checked."""
+    gw, clients = gateway
+    port, client = _port(gw, "SASL_SSL"), clients["SASL_SSL"]
+    steady = hb.setup(port, "StreamsGroupHeartbeat", 2, 20, connect=client)
+    assert len(steady) == 20 and {r.group_id for r in steady} == set(hb.streams_group_ids(2))
+    assert all(r.member_epoch > 0 and r.topology is None for r in steady)
+    r = hb.run_load(port, "SGH", steady, 2, 4, 2, 0.5, warmup=0.2, gateway_pid=gw.proc.pid, connect=client)
+    assert r.requests_per_s > 0 and r.errors == 0

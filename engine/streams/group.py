@@ -9,7 +9,7 @@ same).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
@@ -84,15 +84,34 @@ class MemberTaskOffsets:
     end_offsets: dict[str, dict[int, int]] = field(default_factory=dict)
 
 
+# subtopology id -> partitions: a task is held if its partition is a key (`HeldTasks`' values
+# count the members holding it) or an element (`Tasks`).
+Held = Mapping[str, Collection[int]]
+HeldTasks = dict[str, dict[int, int]]
+
+
 @dataclass(slots=True)
 class TaskHolders:
     """Tasks held by the other members (assigned or pending revocation): `active` anywhere in the
     group, the `_here` maps on the member's own process only."""
 
-    active: Tasks = field(default_factory=dict)
-    active_here: Tasks = field(default_factory=dict)
-    standby_here: Tasks = field(default_factory=dict)
-    warmup_here: Tasks = field(default_factory=dict)
+    active: Held = field(default_factory=dict)
+    active_here: Held = field(default_factory=dict)
+    standby_here: Held = field(default_factory=dict)
+    warmup_here: Held = field(default_factory=dict)
+
+
+def _count(into: HeldTasks, tasks: Tasks, delta: int) -> None:
+    for sid, parts in tasks.items():
+        counts = into.setdefault(sid, {})
+        for p in parts:
+            n = counts.get(p, 0) + delta
+            if n:
+                counts[p] = n
+            else:
+                del counts[p]
+        if not counts:
+            del into[sid]
 
 
 @dataclass(slots=True)
@@ -195,6 +214,13 @@ class StreamsGroup:
         self.endpoint_information_epoch = 0
         # member id -> the task offsets it last reported (live group only, as in Kafka 4.4).
         self.task_offsets: dict[str, MemberTaskOffsets] = {}
+        # What the members hold now (their current tasks, pending revocation included), kept as
+        # the records are replayed, as Kafka 4.4's StreamsGroup keeps its current-task maps: a
+        # member's heartbeat asks who holds a task without scanning the group (which made a
+        # rebalance of n members cost n^2). Active tasks over the group; per process id, the
+        # active, standby and warm-up tasks of its members.
+        self._active_held: HeldTasks = {}
+        self._held_on: dict[str, tuple[HeldTasks, HeldTasks, HeldTasks]] = {}
 
     # --- derived ---------------------------------------------------------------------------
 
@@ -229,6 +255,28 @@ class StreamsGroup:
                 return True
         return False
 
+    def holders(self, process_id: str) -> TaskHolders:
+        """The tasks the members hold: active anywhere, and every role on `process_id` (live
+        maps: read them before the next record is replayed)."""
+        active, standby, warmup = self._held_on.get(process_id, ({}, {}, {}))
+        return TaskHolders(self._active_held, active, standby, warmup)
+
+    def _hold(self, m: StreamsMember, delta: int) -> None:
+        """Counts `m`'s current tasks in (1) or out of (-1) the holder maps."""
+        roles = self._held_on.setdefault(m.process_id, ({}, {}, {}))
+        for tasks in (m.active, m.active_pending_revocation):
+            _count(self._active_held, tasks, delta)
+            _count(roles[0], tasks, delta)
+        for held, tasks in (
+            (roles[1], m.standby),
+            (roles[1], m.standby_pending_revocation),
+            (roles[2], m.warmup),
+            (roles[2], m.warmup_pending_revocation),
+        ):
+            _count(held, tasks, delta)
+        if not any(roles):
+            del self._held_on[m.process_id]
+
     # --- replay (engine.replay calls these) -------------------------------------------------
 
     def replay_metadata(
@@ -249,7 +297,9 @@ class StreamsGroup:
 
     def replay_member_metadata(self, member_id: str, value: StreamsGroupMemberMetadataValue | None) -> None:
         if value is None:
-            self.members.pop(member_id, None)
+            gone = self.members.pop(member_id, None)
+            if gone is not None:
+                self._hold(gone, -1)
             self.task_offsets.pop(member_id, None)
             if not self.members:
                 self.shutdown_requested_by = None
@@ -257,6 +307,10 @@ class StreamsGroup:
         m = self.members.get(member_id)
         if m is None:
             m = self.members[member_id] = StreamsMember(member_id)
+        elif m.process_id != value.process_id:
+            self._hold(m, -1)
+            m.process_id = value.process_id
+            self._hold(m, 1)
         m.instance_id = value.instance_id
         m.rack_id = value.rack_id
         m.client_id = value.client_id
@@ -271,6 +325,8 @@ class StreamsGroup:
         self, member_id: str, value: StreamsGroupCurrentMemberAssignmentValue | None
     ) -> None:
         m = self.members.get(member_id)
+        if m is not None:
+            self._hold(m, -1)
         if value is None:
             if m is not None:
                 m.member_epoch, m.previous_member_epoch = 0, -1
@@ -290,6 +346,7 @@ class StreamsGroup:
         m.active_pending_revocation = tasks_from(value.active_tasks_pending_revocation)
         m.standby_pending_revocation = tasks_from(value.standby_tasks_pending_revocation)
         m.warmup_pending_revocation = tasks_from(value.warmup_tasks_pending_revocation)
+        self._hold(m, 1)
 
     def replay_target_member(
         self, member_id: str, tasks: Tasks | None, standby: Tasks | None = None, warmup: Tasks | None = None

@@ -12,7 +12,7 @@ other member holds it, assigned or pending revocation (UNRELEASED_TASKS until th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from engine.classic.group import ClassicGroup
@@ -32,6 +32,7 @@ from engine.streams.api import (
 )
 from engine.streams.assignor import assign
 from engine.streams.group import (
+    Held,
     MemberState,
     MemberTaskOffsets,
     StreamsGroup,
@@ -43,7 +44,6 @@ from engine.streams.group import (
     tasks_from,
     tasks_intersect,
     tasks_minus,
-    tasks_union,
 )
 from engine.streams.topology import ConfiguredTopology, configure, java_hash_order
 from engine.timers import TimerKind
@@ -191,6 +191,15 @@ def group_targets(group: StreamsGroup) -> dict[str, TaskRoles]:
     }
 
 
+def _member_target(group: StreamsGroup, mid: str) -> TaskRoles:
+    """`group_targets(group)[mid]`, or no tasks if `mid` has no target."""
+    if mid not in group.targets:
+        return TaskRoles({}, {}, {})
+    return TaskRoles(
+        group.targets[mid], group.standby_targets.get(mid, {}), group.warmup_targets.get(mid, {})
+    )
+
+
 def _new_targets(
     st: ShardState,
     group: StreamsGroup,
@@ -249,20 +258,6 @@ def _same_roles(a: TaskRoles, b: TaskRoles) -> bool:
     )
 
 
-def _holders(group: StreamsGroup, process_id: str) -> TaskHolders:
-    """What the group's members hold as their records say (assigned or pending revocation):
-    active tasks anywhere, and every role on `process_id` (Kafka 4.4's `StreamsGroup`
-    current-task maps)."""
-    h = TaskHolders()
-    for m in group.members.values():
-        h.active = tasks_union(h.active, tasks_union(m.active, m.active_pending_revocation))
-        if m.process_id == process_id:
-            h.active_here = tasks_union(h.active_here, tasks_union(m.active, m.active_pending_revocation))
-            h.standby_here = tasks_union(h.standby_here, tasks_union(m.standby, m.standby_pending_revocation))
-            h.warmup_here = tasks_union(h.warmup_here, tasks_union(m.warmup, m.warmup_pending_revocation))
-    return h
-
-
 # --- reconciliation -----------------------------------------------------------------------------
 
 
@@ -311,7 +306,7 @@ def _split(
     return kept, revoke, assign, waiting
 
 
-def _has(tasks: Mapping[str, Collection[int]], sid: str, p: int) -> bool:
+def _has(tasks: Held, sid: str, p: int) -> bool:
     return p in tasks.get(sid, ())
 
 
@@ -619,29 +614,26 @@ def heartbeat(
         )
 
     members = dict(group.members)
-    targets = group_targets(group)
-    holders = _holders(group, updated.process_id)
     if replaced is not None:
         del members[replaced.member_id]
-        targets[mid] = targets.pop(replaced.member_id, TaskRoles({}, {}, {}))
     members[mid] = updated
     target_epoch = group.assignment_epoch
     if epoch > group.assignment_epoch:
         targets = _new_targets(st, group, members, topology, configured)
         _write_targets(st, op, group, targets, epoch)
+        target = targets.get(mid, TaskRoles({}, {}, {}))
         target_epoch = epoch
         if epoch != group.group_epoch or new_member:
             op.event("group.epoch_bumped", group=gid, epoch=epoch, member=mid)
-    elif replaced is not None:
-        op.records.append(_target_record(gid, mid, targets[mid]))
+    else:
+        # This member's target alone (a static member back takes its predecessor's): building
+        # every member's would make each steady heartbeat cost the size of the group.
+        target = _member_target(group, mid if replaced is None else replaced.member_id)
+        if replaced is not None:
+            op.records.append(_target_record(gid, mid, target))
 
-    reconciled = reconcile(
-        updated if not new_member else replace(updated, member_epoch=0, previous_member_epoch=-1),
-        targets.get(mid, TaskRoles({}, {}, {})),
-        target_epoch,
-        holders,
-        owned,
-    )
+    joining = updated if not new_member else replace(updated, member_epoch=0, previous_member_epoch=-1)
+    reconciled = reconcile(joining, target, target_epoch, group.holders(updated.process_id), owned)
     changed = new_member or not _same_assignment(member, reconciled)
     if changed:
         op.records.append(

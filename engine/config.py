@@ -23,7 +23,10 @@ KAFKA_ASSIGNOR_CLASSES = {
 }
 
 MigrationPolicy = Literal["bidirectional", "upgrade", "downgrade", "disabled"]
-RebalanceProtocol = Literal["classic", "consumer"]
+# `streams` is accepted because Kafka 4.4's default list names it, so a server.properties copied
+# from a 4.4 broker starts groupshift; streams groups are served whether or not it is listed
+# (docs/deviations.md).
+RebalanceProtocol = Literal["classic", "consumer", "streams"]
 
 
 class CoordinatorConfig(BaseModel):

@@ -64,6 +64,18 @@ def test_unknown_names_and_bad_values_are_rejected() -> None:
         CoordinatorConfig.from_kafka({"group.coordinator.rebalance.protocols": ["consumer"]})
 
 
+def test_kafka_4_4s_default_rebalance_protocols_are_accepted() -> None:
+    """Kafka 4.4's default list names `streams`: a server.properties copied from a 4.4 broker
+    must start groupshift (it was refused as an unknown protocol)."""
+    c = CoordinatorConfig.from_kafka(
+        {"group.coordinator.rebalance.protocols": ["classic", "consumer", "streams"]}
+    )
+    assert c.rebalance_protocols == ("classic", "consumer", "streams")
+    assert c.consumer_protocol_enabled
+    with pytest.raises(ValidationError):
+        CoordinatorConfig.from_kafka({"group.coordinator.rebalance.protocols": ["classic", "share"]})
+
+
 def test_group_overrides_are_checked_against_the_broker_bounds() -> None:
     broker = CoordinatorConfig()
     GroupConfig.model_validate({"consumer.session.timeout.ms": 50000}).validate_against(broker)

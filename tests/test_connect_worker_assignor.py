@@ -21,13 +21,15 @@ from connect_worker.assignor import (
     balance,
 )
 
+NOTHING = Work()
+
 configs = st.dictionaries(st.sampled_from("abcdefgh"), st.integers(0, 6), max_size=6).map(
     lambda d: ConnectorConfig(1, d)
 )
 
 
 def worker(
-    member_id: str, target: Work = Work(), url: str | None = None, metadata: bytes = b""
+    member_id: str, target: Work = NOTHING, url: str | None = None, metadata: bytes = b""
 ) -> WorkerInfo:
     return WorkerInfo(member_id, url or f"http://{member_id}", 1, 0, metadata, target)
 

@@ -10,7 +10,12 @@ What Kafka Connect's assignor does, and what it does here:
 - connectors and tasks no longer in the configuration are revoked;
 - the work of a departed worker is not reassigned at once but held for
   `scheduled.rebalance.max.delay.ms`, given back if the worker returns (same URL) and spread only
-  when the delay is over.
+  when the delay is over; while work is held nothing is revoked for balance (new work still goes
+  to the least loaded workers), so a worker that comes back does not find the group reshuffled.
+
+One difference: Kafka's assignor revokes for balance only when a worker with nothing joins, so a
+group can stay uneven (after connectors are deleted, say); this one balances whenever no work is
+held (docs/deviations.md).
 
 The division of that last rule with the coordinator (docs/connect-groups.md, "Worker SDK"): the
 coordinator holds a departed worker's work, times the delay (it outlives any worker, the one
@@ -185,11 +190,15 @@ def balance(
     items: Iterable[ItemT],
     owned: Mapping[str, frozenset[ItemT]],
     pinned: Mapping[str, frozenset[ItemT]] | None = None,
+    *,
+    revoke: bool = True,
 ) -> dict[str, frozenset[ItemT]]:
     """Spread `items` over the workers of `owned`, each ending with ⌊n/w⌋ or ⌈n/w⌉, moving as
     little as possible: a worker keeps what it owns up to its quota; the ⌈n/w⌉ quotas go to the
     workers that own most (so they give up least); `pinned` items stay where they are whatever
-    the quota (held work given back to its returning worker)."""
+    the quota (held work given back to its returning worker). `revoke=False` (Kafka's rule while
+    a departed worker's work is held: no revocation for balance, as the worker may come back):
+    every worker keeps all it owns and only unowned items are placed, on the least loaded."""
     everything = frozenset(items)
     workers = sorted(owned)
     if not workers:
@@ -209,9 +218,11 @@ def balance(
     by_load = sorted(workers, key=lambda w: (-(len(kept[w]) + len(fixed[w])), w))
     quota = {w: base + (1 if i < extra else 0) for i, w in enumerate(by_load)}
     pool = sorted(everything - taken, key=repr)
+    if not revoke:
+        quota = {w: 0 for w in workers}  # place each item on the least loaded worker
     result: dict[str, list[ItemT]] = {}
     for w in workers:
-        room = max(quota[w] - len(fixed[w]), 0)
+        room = max(quota[w] - len(fixed[w]), 0) if revoke else len(kept[w])
         result[w] = sorted(fixed[w], key=repr) + kept[w][:room]
         pool.extend(kept[w][room:])  # the excess is revoked and placed elsewhere
     pool.sort(key=repr)
@@ -265,15 +276,19 @@ class IncrementalCooperativeAssignor(ConnectAssignor):
             else:
                 still_held = still_held | h.work
         placeable = wanted - still_held
+        # Kafka's assignor revokes nothing for balance while a delayed rebalance is pending.
+        revoke = not still_held
         owned = {w.member_id: w.target for w in group.workers}
         connectors = balance(
             placeable.connectors,
             {m: t.connectors for m, t in owned.items()},
             {m: r.connectors for m, r in returned.items()},
+            revoke=revoke,
         )
         tasks = balance(
             placeable.tasks,
             {m: t.tasks for m, t in owned.items()},
             {m: r.tasks for m, r in returned.items()},
+            revoke=revoke,
         )
         return {m: WorkerAssignment(Work(connectors[m], tasks[m])) for m in owned}

@@ -97,6 +97,12 @@ def test_held_work_stays_out_of_every_target_until_released() -> None:
     given_out = plan["w1"] | plan["w2"]
     assert not (given_out & held.work), "held work given to a worker with another URL"
     assert given_out == Work(frozenset({"a"}), frozenset({("a", 0), ("b", 0)}))
+    # While work is held nothing is revoked for balance (w1 keeps 1 connector and 2 tasks while
+    # w2 has none), but new work goes to the least loaded.
+    assert plan["w1"] == w1.target and plan["w2"] == Work()
+    grown = ConnectorConfig(2, {"a": 2, "b": 2, "c": 1})
+    plan = run(grown, [w1, worker("w2")], (held,))
+    assert plan["w2"] == Work(frozenset({"c"}), frozenset({("c", 0)})) and plan["w1"] == w1.target
     # The departed worker is back (same URL, new member id): it gets its work back.
     plan = run(config, [w1, worker("w2"), worker("back", url="http://gone")], (held,))
     assert plan["back"].connectors >= held.work.connectors and plan["back"].tasks >= held.work.tasks

@@ -20,11 +20,13 @@ from collections.abc import Callable
 import pytest
 
 from connect_worker import (
+    ConnectGroupState,
     ConnectorConfig,
     ConnectWorker,
     ConnectWorkerThread,
     IncrementalCooperativeAssignor,
     TaskId,
+    WorkerAssignment,
 )
 from connect_worker.core import Computed
 from e2e.conftest import Gateways
@@ -71,7 +73,7 @@ class Fleet:
         fleet = self
 
         class Watching(IncrementalCooperativeAssignor):
-            def assign(self, group):  # type: ignore[no-untyped-def]
+            def assign(self, group: ConnectGroupState) -> dict[str, WorkerAssignment]:
                 fleet.held_seen = fleet.held_seen or bool(group.held)
                 return super().assign(group)
 
@@ -107,7 +109,10 @@ class Fleet:
         thread = self.threads.pop(name)
         task = thread.membership._task
         assert task is not None
-        thread.call(task.cancel)
+        def cancel() -> None:
+            task.cancel()
+
+        thread.call(cancel)
         assert thread._thread is not None
         thread._thread.join(5)
         with self.lock:

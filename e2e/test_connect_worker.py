@@ -109,6 +109,7 @@ class Fleet:
         thread = self.threads.pop(name)
         task = thread.membership._task
         assert task is not None
+
         def cancel() -> None:
             task.cancel()
 

@@ -2,17 +2,20 @@
 
 Product packages, bottom to top (a module may import its own package and any package below it):
 
-    protocol < membership < records < engine < translation < consumer_membership < gateway < sim
+    protocol < membership < records < engine < translation < consumer_membership < connect_worker
+             < gateway < sim
              < tools < harness < groupshift
 
 `protocol` is the wire codec and imports nothing of ours; `membership` is the public
 classic-group membership client, on the wire layer alone (the scale-out fleet in `gateway` runs
 on it); `consumer_membership` is the public KIP-848 consumer-group membership client with
 client-side assignors, above `translation` because its `cooperative-sticky` adapter reads classic
-members' subscriptions with `translation.embedded_protocol`; `sim` (the simulator) drives the
-gateway; `tools` are the operator tools; `harness` puts real Kafka (and Tansu, the client
-matrix, a headless browser) in the loop and may use the tools; `groupshift` is the command line
-over all of it. Whether `sim` exists yet or not, the rules read the same.
+members' subscriptions with `translation.embedded_protocol`; `connect_worker` (the Connect worker
+SDK for connect groups on the new protocol) sits beside it: a client on the wire layer and the
+membership driver alone, importing nothing else of ours (neither of the two imports the other);
+`sim` (the simulator) drives the gateway; `tools` are the operator tools; `harness` puts real
+Kafka (and Tansu, the client matrix, a headless browser) in the loop and may use the tools;
+`groupshift` is the command line over all of it. Whether `sim` exists yet or not, the rules read the same.
 
 Non-product packages: `tests` (with tests/plugins), `e2e`, `bench`, `fuzz`, `scripts`. The rules:
 
@@ -48,6 +51,7 @@ PRODUCT = (
     "engine",
     "translation",
     "consumer_membership",
+    "connect_worker",
     "gateway",
     "sim",
     "tools",
@@ -293,6 +297,21 @@ def _report(title: str, edges: list[Edge]) -> str:
     return f"{title}:\n" + "\n".join(f"{m} imports {t}" for m, t in edges)
 
 
+SIBLING_CLIENT_IMPORTS = {"connect_worker": frozenset({"protocol", "membership", "connect_worker"})}
+"""Client packages that may import only these product packages, whatever the layering allows
+(a client of a coordinator must not drag in the server, nor a sibling client)."""
+
+
+def sibling_client_overreach(graph: Graph) -> list[Edge]:
+    return [
+        (m, t)
+        for m, t in _edges(graph)
+        if _package(m) in SIBLING_CLIENT_IMPORTS
+        and _package(t) in PRODUCT
+        and _package(t) not in SIBLING_CLIENT_IMPORTS[_package(m)]
+    ]
+
+
 def _new(edges: list[Edge]) -> list[Edge]:
     return [e for e in edges if e not in KNOWN_VIOLATIONS_TO_BE_REMOVED]
 
@@ -310,6 +329,11 @@ def test_product_never_imports_tests_e2e_bench_fuzz_or_scripts() -> None:
 def test_tools_never_import_harness() -> None:
     bad = _new(tools_imports_of_harness(_graph(_scan_all())))
     assert bad == [], _report("operator tools importing the Kafka-in-the-loop harness", bad)
+
+
+def test_connect_worker_imports_only_the_wire_and_the_membership_driver() -> None:
+    bad = _new(sibling_client_overreach(_graph(_scan_all())))
+    assert bad == [], _report("a client package importing more than the wire and the driver", bad)
 
 
 def test_scripts_bench_and_fuzz_import_only_product() -> None:
@@ -411,6 +435,9 @@ def test_each_rule_reports_its_violation() -> None:
     assert tools_imports_of_harness({"tools.a": {"harness.kafka_dist", "gateway.b"}}) == [
         ("tools.a", "harness.kafka_dist")
     ]
+    assert sibling_client_overreach(
+        {"connect_worker.a": {"membership.driver", "consumer_membership.core", "engine.x", "protocol.y"}}
+    ) == [("connect_worker.a", "consumer_membership.core"), ("connect_worker.a", "engine.x")]
     non_product = {
         "scripts.gen": {"e2e.wire", "harness.matrix", "scripts.other"},
         "bench.a": {"tests.chaos", "bench.b", "engine.x"},

@@ -15,7 +15,9 @@ from hypothesis import strategies as st
 
 from engine.classic.api import JoinGroupResponse, SyncGroupResponse
 from engine.classic.member import Protocol
+from engine.context import RequestContext
 from engine.errors import Errors
+from engine.offsets.api import CommitPartition, CommitTopic, OffsetCommitRequest
 from engine.streams.api import StreamsGroupHeartbeatRequest, StreamsGroupHeartbeatResponse
 from engine.streams.group import StreamsGroup
 from records.codec import decode_record, encode_record
@@ -395,3 +397,23 @@ def test_random_rolls_never_run_a_task_twice_and_replay_equals_live(steps: list[
     h.settle(8)
     assert set().union(*h.classic_tasks.values(), *h.streams_tasks.values()) == ALL_TASKS
     h.assert_replay_equals_live()
+
+
+def test_classic_instances_commit_with_their_generation_at_any_version() -> None:
+    h = Roll()
+    h.seed({"a": HALF_A, "b": HALF_B})
+    h.streams_join("s")
+
+    def commit(member: str, epoch: int, version: int) -> int:
+        req = OffsetCommitRequest(
+            "app", epoch, member, None, -1, [CommitTopic(WORDS, [CommitPartition(0, 42)])]
+        )
+        out = h.shard.offset_commit(req, RequestContext("c", "/h", version), h.tick())
+        return out.response.topics[0].partitions[0].error_code
+
+    # The classic instance commits at v8 with its generation; a wrong generation is
+    # ILLEGAL_GENERATION (the classic error), as in a consumer group.
+    assert commit("a", h.classic_epoch["a"], 8) == 0
+    assert commit("a", h.classic_epoch["a"] + 5, 8) == int(Errors.ILLEGAL_GENERATION)
+    # A streams-protocol member still needs v9 or above.
+    assert commit("s", h.streams_epoch["s"], 8) == int(Errors.UNSUPPORTED_VERSION)

@@ -84,6 +84,11 @@ class MigrationHooks(Protocol):
         Kafka Streams group to a streams group keeping its instances, or refuse."""
         ...
 
+    def streams_member_leaving(self, group: StreamsGroup, member_id: str, op: Operation, reason: str) -> bool:
+        """A streams-protocol member leaves or is fenced; True when the hook handled it (the
+        last one left classic Kafka Streams instances behind: back to a classic group)."""
+        ...
+
     def classic_join_to_streams_group(
         self, group: StreamsGroup, req: JoinGroupRequest, ctx: RequestContext, op: Operation
     ) -> JoinGroupResponse: ...
@@ -161,6 +166,9 @@ class RefuseMigration:
         self, group: ClassicGroup, req: StreamsGroupHeartbeatRequest, op: Operation
     ) -> StreamsGroup:
         raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group.group_id} is not a streams group.")
+
+    def streams_member_leaving(self, group: StreamsGroup, member_id: str, op: Operation, reason: str) -> bool:
+        return False
 
     def classic_join_to_streams_group(
         self, group: StreamsGroup, req: JoinGroupRequest, ctx: RequestContext, op: Operation

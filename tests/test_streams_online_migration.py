@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.classic.api import JoinGroupResponse, SyncGroupResponse
+from engine.classic.group import ClassicGroup
 from engine.classic.member import Protocol
 from engine.context import RequestContext
 from engine.errors import Errors
@@ -417,3 +418,53 @@ def test_classic_instances_commit_with_their_generation_at_any_version() -> None
     assert commit("a", h.classic_epoch["a"] + 5, 8) == int(Errors.ILLEGAL_GENERATION)
     # A streams-protocol member still needs v9 or above.
     assert commit("s", h.streams_epoch["s"], 8) == int(Errors.UNSUPPORTED_VERSION)
+
+
+def test_the_last_streams_member_leaving_turns_the_group_classic_again() -> None:
+    h = Roll()
+    h.seed({"a": HALF_A, "b": HALF_B})
+    h.streams_join("s")
+    h.settle()
+    held = {mid: set(t) for mid, t in h.classic_tasks.items()}
+    r = h.sgh(member_id="s", member_epoch=-1)
+    assert r.error_code == 0
+    h.streams_tasks.pop("s")
+    [converted] = h.events("group.converted")
+    assert converted["to_type"] == "classic" and converted["members"] == 2
+    g = h.shard.groups["app"]
+    assert isinstance(g, ClassicGroup) and g.protocol_name == "stream"
+    # Each instance's stored assignment is the AssignmentInfo of the tasks it runs now.
+    for mid, m in g.members.items():
+        assert decoded_tasks(m.assignment) == held[mid]
+    # The instances rejoin the classic group: its leader's StreamsPartitionAssignor assigns next.
+    assert h.classic_beat("a") == int(Errors.REBALANCE_IN_PROGRESS)
+    h.assert_replay_equals_live()
+
+
+def test_a_streams_member_leaving_while_another_remains_keeps_the_streams_group() -> None:
+    h = Roll()
+    h.seed({"a": ALL_TASKS})
+    h.streams_join("s")
+    h.streams_join("t")
+    h.settle()
+    assert h.sgh(member_id="s", member_epoch=-1).error_code == 0
+    assert isinstance(h.shard.groups["app"], StreamsGroup)
+    # The session of the last one expires: back to classic, with the classic instance kept.
+    h.streams_tasks.clear()
+    for _ in range(12):  # 48 s: the classic instance heartbeats, the streams member is silent
+        h.advance(4_000)
+        if isinstance(h.shard.groups["app"], StreamsGroup):
+            h.classic_beat("a")
+    g = h.shard.groups["app"]
+    assert isinstance(g, ClassicGroup) and set(g.members) == {"a"}, g
+
+
+def test_the_downgrade_follows_the_migration_policy() -> None:
+    h = Roll(group_consumer_migration_policy="upgrade")
+    h.seed({"a": ALL_TASKS})
+    h.streams_join("s")
+    h.settle()
+    h.sgh(member_id="s", member_epoch=-1)
+    assert isinstance(h.shard.groups["app"], StreamsGroup)
+    assert any(e["direction"] == "downgrade" for e in h.events("group.conversion_refused"))
+    h.assert_replay_equals_live()

@@ -974,7 +974,8 @@ def leave(
         raise CoordinatorError(
             Errors.UNKNOWN_MEMBER_ID, f"Member {req.member_id} is not a member of group {req.group_id}."
         )
-    remove_member(st, group, req.member_id, op)
+    if not st.migration.streams_member_leaving(group, req.member_id, op, "the member left the group"):
+        remove_member(st, group, req.member_id, op)
     op.event("member.left", group=req.group_id, member=req.member_id, reason="the member left the group")
     return StreamsGroupHeartbeatResponse(member_id=req.member_id, member_epoch=req.member_epoch, status=())
 
@@ -990,9 +991,10 @@ def fence_unrevoked_member(
     member = group.members.get(member_id)
     if member is None or member.member_epoch != epoch or member.state is not MemberState.UNREVOKED_TASKS:
         return
-    remove_member(st, group, member_id, op)
-    op.cancel(TimerKind.STREAMS_REBALANCE, group_id, member_id)
     reason = f"it failed to revoke its tasks from epoch {epoch} within {timeout_ms}ms."
+    if not st.migration.streams_member_leaving(group, member_id, op, reason):
+        remove_member(st, group, member_id, op)
+        op.cancel(TimerKind.STREAMS_REBALANCE, group_id, member_id)
     op.event("member.fenced", group=group_id, member=member_id, reason=reason)
 
 
@@ -1001,5 +1003,6 @@ def fence_expired_member(st: ShardState, group_id: str, member_id: str, op: Oper
     group = st.groups.get(group_id)
     if not isinstance(group, StreamsGroup) or member_id not in group.members:
         return
-    remove_member(st, group, member_id, op)
+    if not st.migration.streams_member_leaving(group, member_id, op, "the member session expired."):
+        remove_member(st, group, member_id, op)
     op.event("member.fenced", group=group_id, member=member_id, reason="the member session expired.")

@@ -1,17 +1,21 @@
 """Online migration of a Kafka Streams application (issue 31, part 3; beyond Kafka, which only
 migrates offline): the word count started as two Kafka Streams 3.9.2 instances on the classic
 protocol, then rolled one instance at a time to Kafka Streams 4.4.0 with
-`group.protocol=streams`, with no stop, on one groupshift (embedded).
+`group.protocol=streams` and back to 3.9.2, with no stop, on one groupshift (embedded).
 
 - The first 4.4 instance converts the classic group to a streams group while the other 3.9
   instance keeps running inside it (its JoinGroup/SyncGroup answered with Streams'
   AssignmentInfo from the streams group's target: docs/streams-classic-groups.md); the last 3.9
   instance then leaves and a second 4.4 instance joins.
-- The group type (ListGroups) is recorded at each step: classic, streams, streams.
+- And back (Kafka has no such thing either): a 3.9 instance replaces one 4.4 instance (it joins
+  the streams group as a classic member), then the last 4.4 instance leaves and the group becomes
+  a classic group again for the 3.9 instances (translation/streams_downgrade.py).
+- The group type (ListGroups) is recorded at each step: classic, streams, streams, streams,
+  classic.
 - No task is active on two instances at once: every instance's own state listener reports its
   active tasks each time it is RUNNING (e2e/streams_wordcount.py's `TASKS` lines), sampled all
   along the roll; two RUNNING instances never report the same task.
-- The counts in the output topic equal the truth of the input at the end.
+- The counts in the output topic equal the truth of the input after the roll and at the end.
 
 Programs: e2e/java_programs/StreamsWordCountClassic.java against the kafka-streams 3.9.2 jars
 and e2e/java_programs/StreamsWordCount.java against 4.4.0, their classes cached beside the jars
@@ -195,8 +199,25 @@ def test_roll_classic_streams_to_streams_protocol(module_gateways: Gateways, tmp
         assert not watch.overlaps, watch.overlaps
         want = truth()
         assert read_counts(bootstrap, want, 40) == want
-        assert not watch.overlaps, watch.overlaps
         marks.append(("counts", time.monotonic()))
+
+        # And back: a 3.9 instance joins the streams group as a classic member...
+        watch.stop("streams-1")
+        watch.instances["classic-3"] = classic(3)
+        watch.wait_all_running({"streams-2", "classic-3"}, 60)
+        types.append(_group_type(wire))
+        marks.append(("mixed again", time.monotonic()))
+        # ... and when the last 4.4 instance leaves, the group is classic again for it.
+        watch.stop("streams-2")
+        watch.instances["classic-4"] = classic(4)
+        watch.wait_all_running({"classic-3", "classic-4"}, 60)
+        types.append(_group_type(wire))
+        marks.append(("classic again", time.monotonic()))
+
+        assert types == ["classic", "streams", "streams", "streams", "classic"], types
+        assert not watch.overlaps, watch.overlaps
+        # No input was processed twice on the way (a count above the truth would show it).
+        assert read_counts(bootstrap, want, 20) == want
         print({name: round(t - marks[0][1], 1) for name, t in marks})
     finally:
         wire.close()

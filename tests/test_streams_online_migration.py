@@ -468,3 +468,27 @@ def test_the_downgrade_follows_the_migration_policy() -> None:
     assert isinstance(h.shard.groups["app"], StreamsGroup)
     assert any(e["direction"] == "downgrade" for e in h.events("group.conversion_refused"))
     h.assert_replay_equals_live()
+
+
+def test_standby_tasks_reach_classic_instances_with_their_partitions() -> None:
+    h = Roll(group_streams_num_standby_replicas=1)
+    h.seed({"a": HALF_A, "b": HALF_B})
+    h.streams_join("s")
+    h.settle()
+    g = h.group
+    m = g.members["a"]
+    assert m.standby, "no standby task for the classic instance"
+    meta = classic_metadata(h.pid["a"], h.classic_tasks["a"], endpoint="h1:7001")
+    j = h.join("a", protocols=(Protocol("stream", meta),), group="app", version=9)
+    s = h.sync("a", j.generation_id, group="app", protocol_name="stream")
+    a = parse_assignment(s.assignment)
+    assert a.user_data is not None
+    info = decode_assignment_info(a.user_data)
+    standby = {(str(t.subtopology), t.partition): parts for t, parts in info.standby_tasks}
+    assert set(standby) == {(sid, p) for sid, ps in g.members["a"].standby.items() for p in ps}
+    for (sid, p), parts in standby.items():
+        assert parts == ((WORDS if sid == "0" else REPARTITION, p),)
+    # Only the stateful subtopology (1, the count) has standbys; the endpoint lists them.
+    assert {sid for sid, _ in standby} == {"1"}
+    [host] = info.standby_partitions_by_host
+    assert host.endpoint == "h1:7001" and set(host.partitions) == {(REPARTITION, p) for _, p in standby}

@@ -132,7 +132,11 @@ def test_roll_classic_streams_to_streams_protocol(module_gateways: Gateways, tmp
     streams_dist = resolve_component("4.4.0", "streams")
     classic_program = Program(CLASSIC_SOURCE, classic_dist.classpath, classic_dist.home, tmp_path / "c39")
     streams_program = Program(SOURCE, streams_dist.classpath, streams_dist.home, tmp_path / "c44")
-    gw = module_gateways.start("streams-roll", sets=["group.initial.rebalance.delay.ms=0"])
+    # Streams members learn of released tasks at their next heartbeat: every second, not 5 s.
+    gw = module_gateways.start(
+        "streams-roll",
+        sets=["group.initial.rebalance.delay.ms=0", "group.streams.heartbeat.interval.ms=1000"],
+    )
     bootstrap = gw.bootstrap
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for f in admin.create_topics([NewTopic(INPUT, 4, 1), NewTopic(OUTPUT, 2, 1)]).values():

@@ -47,7 +47,7 @@ from engine.ids import consumer_member_id
 from engine.metadata import MetadataImage
 from engine.operation import Operation
 from engine.state import ShardState
-from engine.streams.group import StreamsGroup, StreamsMember, Tasks
+from engine.streams.group import MemberState, StreamsGroup, StreamsMember, Tasks
 from engine.streams.heartbeat import TaskRoles, must_rejoin, remove_member, update_member
 from engine.timers import TimerKind
 from records.consumer_group import ClassicMemberMetadata, ClassicProtocol
@@ -355,7 +355,7 @@ def sync(st: ShardState, group: StreamsGroup, req: SyncGroupRequest, op: Operati
     if req.protocol_name is not None and req.protocol_name != STREAMS_PROTOCOL_NAME:
         raise _inconsistent(f"The protocol name {req.protocol_name} is not {STREAMS_PROTOCOL_NAME}.")
     op.schedule(TimerKind.STREAMS_SESSION, group.group_id, member.member_id, _session_timeout(member))
-    if group.assignment_epoch > member.member_epoch and member.state.name != "UNREVOKED_TASKS":
+    if group.assignment_epoch > member.member_epoch and member.state is not MemberState.UNREVOKED_TASKS:
         return SyncGroupResponse(error_code=int(Errors.REBALANCE_IN_PROGRESS))
     return SyncGroupResponse(
         protocol_type=PROTOCOL_TYPE,

@@ -8,6 +8,7 @@ refusals with their reasons, and replay equal to the live state."""
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -492,3 +493,37 @@ def test_standby_tasks_reach_classic_instances_with_their_partitions() -> None:
     assert {sid for sid, _ in standby} == {"1"}
     [host] = info.standby_partitions_by_host
     assert host.endpoint == "h1:7001" and set(host.partitions) == {(REPARTITION, p) for _, p in standby}
+
+
+def test_a_topology_with_unnumbered_subtopologies_does_not_convert() -> None:
+    h = Roll()
+    h.seed({"a": ALL_TASKS})
+    named = replace(
+        TOPOLOGY,
+        subtopologies=tuple(
+            replace(s, subtopology_id=f"x{s.subtopology_id}") for s in TOPOLOGY.subtopologies
+        ),
+    )
+    r = h.sgh(
+        member_id="s",
+        member_epoch=0,
+        rebalance_timeout_ms=30000,
+        topology=named,
+        process_id="p",
+        active_tasks=(),
+        standby_tasks=(),
+        warmup_tasks=(),
+    )
+    assert r.error_code == int(Errors.GROUP_ID_NOT_FOUND) and "numbered" in (r.error_message or "")
+    assert isinstance(h.shard.groups["app"], ClassicGroup)
+
+
+def test_an_out_of_range_endpoint_port_is_dropped_not_a_traceback() -> None:
+    h = Roll()
+    h.seed({"a": ALL_TASKS})
+    h.streams_join("s")
+    meta = classic_metadata(5, set(), endpoint="h9:99999")
+    j = h.join("z", protocols=(Protocol("stream", meta),), group="app", version=3)
+    assert j.error_code == 0
+    assert h.group.members["z"].user_endpoint is None
+    h.assert_replay_equals_live()

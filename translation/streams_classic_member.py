@@ -128,9 +128,16 @@ def endpoint_of(info: SubscriptionInfo) -> Endpoint | None:
         return None
     host, _, port = text.rpartition(":")
     try:
-        return Endpoint(host, int(port))
+        number = int(port)
     except ValueError:
         return None
+    return Endpoint(host, number) if 0 <= number <= 0xFFFF else None
+
+
+def numbered_subtopologies(topology: StreamsGroupTopologyValue) -> bool:
+    """Kafka Streams numbers its subtopologies ("0", "1", ...), which classic task ids carry as
+    integers; a topology named otherwise cannot be spoken to classic instances."""
+    return all(s.subtopology_id.isdigit() and s.subtopology_id.isascii() for s in topology.subtopologies)
 
 
 def streams_metadata(member: StreamsMember) -> StreamsClassicMember:
@@ -290,6 +297,13 @@ def join(
         raise _inconsistent(
             f"Member {member_id} speaks SubscriptionInfo version {version}; a streams group takes "
             f"versions {MIN_OFFSET_SUMS_VERSION} to {LATEST_SUPPORTED_VERSION}."
+        )
+    if not numbered_subtopologies(topology):
+        op.explain(
+            "group.conversion_refused", group=gid, direction="join", reason="streams-topology", detail="ids"
+        )
+        raise _inconsistent(
+            f"Streams group {gid}'s subtopologies are not numbered as Kafka Streams numbers them."
         )
     known_topics = topic_subtopologies(topology)
     stray = sorted(t for t in decoded.subscription.topics if t not in known_topics)

@@ -47,7 +47,12 @@ from records.streams_group import (
 )
 from translation.embedded_protocol import SchemaError, parse_assignment
 from translation.policy import refused, upgrade_enabled
-from translation.streams_classic_member import build_member, to_tasks, topic_subtopologies
+from translation.streams_classic_member import (
+    build_member,
+    numbered_subtopologies,
+    to_tasks,
+    topic_subtopologies,
+)
 from translation.streams_classic_protocol import (
     PROTOCOL_TYPE,
     STREAMS_PROTOCOL_NAME,
@@ -109,6 +114,14 @@ def upgrade(
         f.subscription_error = d.info.error_code
         f.topics = tuple(sorted(d.subscription.topics))
     blockers = conversion_blockers(group.protocol_name, facts)
+    if not numbered_subtopologies(req.topology):
+        blockers.append(
+            (
+                "streams-topology",
+                "the joining member's subtopologies are not numbered as Kafka Streams numbers them "
+                "(classic task ids carry numbers)",
+            )
+        )
     readable = topic_subtopologies(req.topology)
     stray = sorted({t for d in decoded.values() for t in d.subscription.topics if t not in readable})
     if stray:

@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from engine.context import RequestContext
     from engine.operation import Operation
     from engine.outcome import Pending
+    from engine.streams.api import StreamsGroupHeartbeatRequest
+    from engine.streams.group import StreamsGroup
     from records.consumer_group import ClientAssignorMetadata
 
 
@@ -74,6 +76,34 @@ class MigrationHooks(Protocol):
     def describe_consumer_group_as_classic(self, group: ConsumerGroup) -> DescribedGroup:
         """DescribeGroups reached a consumer group."""
         ...
+
+    def streams_heartbeat_to_classic_group(
+        self, group: ClassicGroup, req: StreamsGroupHeartbeatRequest, op: Operation
+    ) -> StreamsGroup:
+        """A joining StreamsGroupHeartbeat reached a non-empty classic group: convert a classic
+        Kafka Streams group to a streams group keeping its instances, or refuse."""
+        ...
+
+    def streams_member_leaving(self, group: StreamsGroup, member_id: str, op: Operation, reason: str) -> bool:
+        """A streams-protocol member leaves or is fenced; True when the hook handled it (the
+        last one left classic Kafka Streams instances behind: back to a classic group)."""
+        ...
+
+    def classic_join_to_streams_group(
+        self, group: StreamsGroup, req: JoinGroupRequest, ctx: RequestContext, op: Operation
+    ) -> JoinGroupResponse: ...
+
+    def classic_sync_to_streams_group(
+        self, group: StreamsGroup, req: SyncGroupRequest, ctx: RequestContext, op: Operation
+    ) -> SyncGroupResponse: ...
+
+    def classic_heartbeat_to_streams_group(
+        self, group: StreamsGroup, req: HeartbeatRequest, ctx: RequestContext, op: Operation
+    ) -> HeartbeatResponse: ...
+
+    def classic_leave_to_streams_group(
+        self, group: StreamsGroup, req: LeaveGroupRequest, ctx: RequestContext, op: Operation
+    ) -> LeaveGroupResponse: ...
 
 
 class RefuseMigration:
@@ -131,3 +161,39 @@ class RefuseMigration:
         from engine.classic.describe import dead_group
 
         return dead_group(group.group_id)
+
+    def streams_heartbeat_to_classic_group(
+        self, group: ClassicGroup, req: StreamsGroupHeartbeatRequest, op: Operation
+    ) -> StreamsGroup:
+        raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group.group_id} is not a streams group.")
+
+    def streams_member_leaving(self, group: StreamsGroup, member_id: str, op: Operation, reason: str) -> bool:
+        return False
+
+    def classic_join_to_streams_group(
+        self, group: StreamsGroup, req: JoinGroupRequest, ctx: RequestContext, op: Operation
+    ) -> JoinGroupResponse:
+        # Kafka 4.4 (measured): a JoinGroup on a streams group with members.
+        raise CoordinatorError(Errors.INCONSISTENT_GROUP_PROTOCOL)
+
+    def classic_sync_to_streams_group(
+        self, group: StreamsGroup, req: SyncGroupRequest, ctx: RequestContext, op: Operation
+    ) -> SyncGroupResponse:
+        raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group.group_id} is not a classic group.")
+
+    def classic_heartbeat_to_streams_group(
+        self, group: StreamsGroup, req: HeartbeatRequest, ctx: RequestContext, op: Operation
+    ) -> HeartbeatResponse:
+        raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group.group_id} is not a classic group.")
+
+    def classic_leave_to_streams_group(
+        self, group: StreamsGroup, req: LeaveGroupRequest, ctx: RequestContext, op: Operation
+    ) -> LeaveGroupResponse:
+        from engine.classic.api import LeaveGroupResponse, MemberResponse
+
+        return LeaveGroupResponse(
+            members=[
+                MemberResponse(m.member_id, m.group_instance_id, int(Errors.UNKNOWN_MEMBER_ID))
+                for m in req.members
+            ]
+        )

@@ -246,21 +246,29 @@ def _replay_streams_record(st: ShardState, record: CoordinatorRecord) -> None:
             raise ReplayError(f"Group {gid} is a consumer group: a streams-group record cannot replace it.")
         group = StreamsGroup(gid)
         st.groups[gid] = group
+    if type(key) is StreamsGroupMetadataKey and value is None:
+        if not group.can_be_deleted():
+            raise ReplayError(f"cannot delete streams group {gid}: members and targets must be deleted first")
+        del st.groups[gid]
+        return
+    apply_streams_record(group, record)
+
+
+def apply_streams_record(group: StreamsGroup, record: CoordinatorRecord) -> None:
+    """One streams-group record (not the group's own tombstone) applied to `group`: also how a
+    conversion builds the streams group it continues with (translation/streams_upgrade.py), so
+    that it is what a restart would load."""
+    key: Any = record.key
+    value: Any = record.value
     kt = type(key)
     if kt is StreamsGroupMetadataKey:
-        if value is None:
-            if not group.can_be_deleted():
-                raise ReplayError(
-                    f"cannot delete streams group {gid}: members and targets must be deleted first"
-                )
-            del st.groups[gid]
-        else:
-            group.replay_metadata(
-                value.epoch,
-                value.metadata_hash,
-                value.validated_topology_epoch,
-                value.last_assignment_configs,
-            )
+        assert value is not None
+        group.replay_metadata(
+            value.epoch,
+            value.metadata_hash,
+            value.validated_topology_epoch,
+            value.last_assignment_configs,
+        )
     elif kt is StreamsGroupTopologyKey:
         group.replay_topology(value)
     elif kt is StreamsGroupMemberMetadataKey:

@@ -18,13 +18,16 @@ Rules of this file:
 
 The table:
 
-    request                 no group   classic,empty  classic        consumer,empty  consumer       streams
-    ConsumerGroupHeartbeat  native(1)  replaced(2)    upgrade(3)     native          native         NOT FOUND
-    JoinGroup               native     native         native         replaced(4)     classic m.(5)  empty: (7)
-    SyncGroup               UNKNOWN    UNKNOWN        native         UNKNOWN         classic m.(5)  NOT FOUND
-    Heartbeat               UNKNOWN    native         native         classic member  classic m.(5)  NOT FOUND
-    LeaveGroup              UNKNOWN    native         native         classic member  classic m.(5)  UNKNOWN
-    StreamsGroupHeartbeat   streams(6) streams(6)     NOT FOUND      NOT FOUND       NOT FOUND      streams
+    request        no group   cl.,empty   classic     cons.,empty  consumer    str.,empty  streams
+    ConsumerGH     native(1)  replaced(2) upgrade(3)  native       native      NOT FOUND   NOT FOUND
+    JoinGroup      native     native      native      replaced(4)  classic(5)  replaced(7) classic s.(8)
+    SyncGroup      UNKNOWN    UNKNOWN     native      UNKNOWN      classic(5)  NOT FOUND   classic s.(8)
+    Heartbeat      UNKNOWN    native      native      classic(5)   classic(5)  NOT FOUND   classic s.(8)
+    LeaveGroup     UNKNOWN    native      native      classic(5)   classic(5)  UNKNOWN     classic s.(8)
+    StreamsGH      streams(6) streams(6)  upgrade(9)  NOT FOUND    NOT FOUND   streams     streams
+
+ConsumerGH / StreamsGH: ConsumerGroupHeartbeat / StreamsGroupHeartbeat; cl./cons./str.: classic,
+consumer, streams groups.
 
 UNKNOWN: UNKNOWN_MEMBER_ID (LeaveGroup: per member).
 (1) a join (epoch 0) creates the group; anything else is GROUP_ID_NOT_FOUND.
@@ -32,13 +35,17 @@ UNKNOWN: UNKNOWN_MEMBER_ID (LeaveGroup: per member).
     policy, on a join; otherwise "not a consumer group".
 (3) a non-empty classic group is converted when the policy allows it, on a join.
 (4) an empty consumer group is replaced by a classic group whatever the policy.
-(5) (m. = member) a classic member living inside the consumer group (`translation/classic_member.py`).
+(5) a classic member living inside the consumer group (`translation/classic_member.py`).
 (6) `engine/streams/heartbeat.py`: a join creates the group, replacing an empty classic group
     (Kafka 4.4's offline migration); it looks the group up itself and answers GROUP_ID_NOT_FOUND
     ("not a streams group") for the cells marked NOT FOUND.
 NOT FOUND: GROUP_ID_NOT_FOUND, "Group ... is not a consumer/classic/streams group".
-(7) an empty streams group is replaced by a classic group (Kafka 4.4's offline migration back);
-    one with members answers INCONSIST.
+(7) an empty streams group is replaced by a classic group (Kafka 4.4's offline migration back).
+(8) (s. = Streams instance) a classic Kafka Streams instance living inside the streams group
+    (`translation/streams_classic_member.py`); without the translation layer JoinGroup answers
+    INCONSIST. (Kafka 4.4), SyncGroup and Heartbeat NOT FOUND, LeaveGroup UNKNOWN.
+(9) a classic Kafka Streams group converts online when the joiner brings a topology and nothing
+    blocks it (`translation/streams_upgrade.py`); otherwise NOT FOUND, with the reason logged.
 INCONSIST.: INCONSISTENT_GROUP_PROTOCOL (measured on Kafka 4.4.0).
 """
 
@@ -82,6 +89,7 @@ class GroupKind(Enum):
     CLASSIC = "classic"
     CONSUMER_EMPTY = "consumer, empty"
     CONSUMER = "consumer"
+    STREAMS_EMPTY = "streams, empty"
     STREAMS = "streams"
     CONNECT = "connect"
 
@@ -92,7 +100,7 @@ def kind_of(group: Group | None) -> GroupKind:
     if isinstance(group, ConsumerGroup):
         return GroupKind.CONSUMER if group.members else GroupKind.CONSUMER_EMPTY
     if isinstance(group, StreamsGroup):
-        return GroupKind.STREAMS
+        return GroupKind.STREAMS if group.members else GroupKind.STREAMS_EMPTY
     if isinstance(group, ConnectGroup):
         return GroupKind.CONNECT
     return GroupKind.CLASSIC_EMPTY if group.is_empty() else GroupKind.CLASSIC
@@ -264,6 +272,33 @@ def _join_streams_group(s: ShardState, group: Any, req: Any, ctx: RequestContext
     return _classic_join_replacing_empty(s, group, req, ctx, op, "streams")
 
 
+def _join_classic_streams_member(
+    s: ShardState, group: Any, req: JoinGroupRequest, ctx: RequestContext, op: Operation
+) -> Any:
+    """JoinGroup on a streams group with members: a classic Kafka Streams instance living in the
+    streams group (translation/streams_classic_member.py); Kafka answers
+    INCONSISTENT_GROUP_PROTOCOL, as `RefuseMigration` does."""
+    return s.migration.classic_join_to_streams_group(group, req, ctx, op)
+
+
+def _sync_classic_streams_member(
+    s: ShardState, group: Any, req: SyncGroupRequest, ctx: RequestContext, op: Operation
+) -> Any:
+    return s.migration.classic_sync_to_streams_group(group, req, ctx, op)
+
+
+def _heartbeat_classic_streams_member(
+    s: ShardState, group: Any, req: HeartbeatRequest, ctx: RequestContext, op: Operation
+) -> Any:
+    return s.migration.classic_heartbeat_to_streams_group(group, req, ctx, op)
+
+
+def _leave_classic_streams_member(
+    s: ShardState, group: Any, req: LeaveGroupRequest, ctx: RequestContext, op: Operation
+) -> Any:
+    return s.migration.classic_leave_to_streams_group(group, req, ctx, op)
+
+
 def _leave_streams_group(
     s: ShardState, group: Any, req: LeaveGroupRequest, ctx: RequestContext, op: Operation
 ) -> LeaveGroupResponse:
@@ -315,6 +350,7 @@ ROUTES: dict[str, dict[GroupKind, Route]] = {
         K.CLASSIC: Route(REPLAY, _cgh_upgrade),
         K.CONSUMER_EMPTY: Route(REPLAY, cg_heartbeat.heartbeat),
         K.CONSUMER: Route(REPLAY, cg_heartbeat.heartbeat),
+        K.STREAMS_EMPTY: Route(IN_PLACE, _not_a_consumer_group),
         K.STREAMS: Route(IN_PLACE, _not_a_consumer_group),
         K.CONNECT: Route(IN_PLACE, _not_a_consumer_group),
     },
@@ -324,7 +360,8 @@ ROUTES: dict[str, dict[GroupKind, Route]] = {
         K.CLASSIC: Route(IN_PLACE, _join_native),
         K.CONSUMER_EMPTY: Route(IN_PLACE, _join_replace_empty_consumer),
         K.CONSUMER: Route(REPLAY, _join_classic_member),
-        K.STREAMS: Route(IN_PLACE, _join_streams_group),
+        K.STREAMS_EMPTY: Route(IN_PLACE, _join_streams_group),
+        K.STREAMS: Route(REPLAY, _join_classic_streams_member),
         K.CONNECT: Route(IN_PLACE, _join_connect_group),
     },
     "SyncGroup": {
@@ -333,7 +370,8 @@ ROUTES: dict[str, dict[GroupKind, Route]] = {
         K.CLASSIC: Route(IN_PLACE, _sync_native),
         K.CONSUMER_EMPTY: Route(IN_PLACE, _unknown_member),
         K.CONSUMER: Route(IN_PLACE, _sync_classic_member),
-        K.STREAMS: Route(IN_PLACE, _not_a_classic_group),
+        K.STREAMS_EMPTY: Route(IN_PLACE, _not_a_classic_group),
+        K.STREAMS: Route(IN_PLACE, _sync_classic_streams_member),
         K.CONNECT: Route(IN_PLACE, _not_a_classic_group),
     },
     "Heartbeat": {
@@ -342,7 +380,8 @@ ROUTES: dict[str, dict[GroupKind, Route]] = {
         K.CLASSIC: Route(IN_PLACE, _heartbeat_native),
         K.CONSUMER_EMPTY: Route(IN_PLACE, _heartbeat_classic_member),
         K.CONSUMER: Route(IN_PLACE, _heartbeat_classic_member),
-        K.STREAMS: Route(IN_PLACE, _not_a_classic_group),
+        K.STREAMS_EMPTY: Route(IN_PLACE, _not_a_classic_group),
+        K.STREAMS: Route(IN_PLACE, _heartbeat_classic_streams_member),
         K.CONNECT: Route(IN_PLACE, _not_a_classic_group),
     },
     "LeaveGroup": {
@@ -351,7 +390,8 @@ ROUTES: dict[str, dict[GroupKind, Route]] = {
         K.CLASSIC: Route(IN_PLACE, _leave_native),
         K.CONSUMER_EMPTY: Route(REPLAY, _leave_classic_member),
         K.CONSUMER: Route(REPLAY, _leave_classic_member),
-        K.STREAMS: Route(IN_PLACE, _leave_streams_group),
+        K.STREAMS_EMPTY: Route(IN_PLACE, _leave_streams_group),
+        K.STREAMS: Route(REPLAY, _leave_classic_streams_member),
         K.CONNECT: Route(IN_PLACE, _leave_streams_group),
     },
     "StreamsGroupHeartbeat": {
@@ -360,6 +400,7 @@ ROUTES: dict[str, dict[GroupKind, Route]] = {
         K.CLASSIC: Route(REPLAY, _streams_heartbeat),
         K.CONSUMER_EMPTY: Route(REPLAY, _streams_heartbeat),
         K.CONSUMER: Route(REPLAY, _streams_heartbeat),
+        K.STREAMS_EMPTY: Route(REPLAY, _streams_heartbeat),
         K.STREAMS: Route(REPLAY, _streams_heartbeat),
         K.CONNECT: Route(IN_PLACE, _not_a_streams_group),
     },
@@ -369,6 +410,7 @@ ROUTES: dict[str, dict[GroupKind, Route]] = {
         K.CLASSIC: Route(IN_PLACE, _not_a_connect_group),
         K.CONSUMER_EMPTY: Route(IN_PLACE, _not_a_connect_group),
         K.CONSUMER: Route(IN_PLACE, _not_a_connect_group),
+        K.STREAMS_EMPTY: Route(IN_PLACE, _not_a_connect_group),
         K.STREAMS: Route(IN_PLACE, _not_a_connect_group),
         K.CONNECT: Route(REPLAY, _connect_heartbeat),
     },

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from records.consumer_group import ClassicMemberMetadata
+
 
 @dataclass(frozen=True, slots=True)
 class KeyValue:
@@ -79,6 +81,10 @@ class StreamsGroupMemberMetadataValue:
     process_id: str
     user_endpoint: Endpoint | None
     client_tags: tuple[KeyValue, ...]
+    # groupshift's tagged field 10000 (docs/streams-classic-groups.md): set only for a classic
+    # Kafka Streams instance living inside the streams group (its session timeout and JoinGroup
+    # protocols); Kafka's readers skip it as an unknown tag.
+    classic_member_metadata: ClassicMemberMetadata | None = None
 
 
 # --- type 20: StreamsGroupTargetAssignmentMetadata ---------------------------------------------

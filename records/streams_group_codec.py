@@ -10,7 +10,8 @@ Layouts of Kafka 4.4's `StreamsGroup*Value.json`:
     19 StreamsGroupMemberMetadataValue     InstanceId?, RackId?, ClientId, ClientHost,
                                            RebalanceTimeoutMs int32, TopologyEpoch int32,
                                            ProcessId, UserEndpoint {Host, Port uint16}?,
-                                           ClientTags [Key, Value]
+                                           ClientTags [Key, Value], groupshift's tag
+                                           10000 ClassicMemberMetadata? (a classic member)
     20 StreamsGroupTargetAssignmentMetadataValue  AssignmentEpoch int32, tag 0
                                            AssignmentTimestamp int64 (0)
     21 StreamsGroupTargetAssignmentMemberValue    ActiveTasks, StandbyTasks, WarmupTasks
@@ -40,6 +41,7 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+from records.consumer_group import ClassicMemberMetadata, ClassicProtocol
 from records.coordinator import RecordValue
 from records.streams_group import (
     CopartitionGroup,
@@ -57,8 +59,10 @@ from records.streams_group import (
 )
 from records.wire import (
     WireFormatError,
+    compact_bytes,
     compact_nullable_string,
     compact_string,
+    read_compact_bytes,
     read_compact_nullable_string,
     read_compact_string,
     read_uvarint,
@@ -103,6 +107,17 @@ class _String(_Type):
         if self._nullable:
             return read_compact_nullable_string(buf, pos, self._name)
         return read_compact_string(buf, pos, self._name)
+
+
+class _Bytes(_Type):
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def write(self, value: Any, out: list[bytes]) -> None:
+        out.append(compact_bytes(value))
+
+    def read(self, buf: bytes, pos: int) -> tuple[Any, int]:
+        return read_compact_bytes(buf, pos, self._name)
 
 
 class _Array(_Type):
@@ -244,6 +259,28 @@ _TOPIC_INFO = _Struct(
 )
 _TOPIC_INFOS = _Array("TopicInfo", _TOPIC_INFO, 9)
 
+# groupshift's tag for a classic Kafka Streams instance inside a streams group
+# (docs/streams-classic-groups.md): far above Kafka's tags, as the consumer group's client
+# assignors tag is, so Kafka's generated reader keeps it as an unknown tagged field. The struct
+# is the consumer group's ClassicMemberMetadata: {SessionTimeoutMs int32, SupportedProtocols
+# []{Name string, Metadata bytes}}.
+CLASSIC_MEMBER_TAG = 10000
+_CLASSIC_MEMBER = _Struct(
+    ClassicMemberMetadata,
+    [
+        ("session_timeout_ms", _INT32),
+        (
+            "supported_protocols",
+            _Array(
+                "SupportedProtocols",
+                _Struct(ClassicProtocol, [("name", _String("Name")), ("metadata", _Bytes("Metadata"))]),
+                3,
+            ),
+        ),
+    ],
+    nullable=True,
+)
+
 _SCHEMAS: dict[type, _Struct] = {
     StreamsGroupMetadataValue: _Struct(
         StreamsGroupMetadataValue,
@@ -275,6 +312,7 @@ _SCHEMAS: dict[type, _Struct] = {
             ),
             ("client_tags", _Array("ClientTags", _key_value(), 3)),
         ],
+        {CLASSIC_MEMBER_TAG: ("classic_member_metadata", _CLASSIC_MEMBER, None)},
     ),
     StreamsGroupTargetAssignmentMetadataValue: _Struct(
         StreamsGroupTargetAssignmentMetadataValue,

@@ -5,6 +5,7 @@ oracle (e2e/test_streams_records_kafka.py)."""
 
 from __future__ import annotations
 
+from records.consumer_group import ClassicMemberMetadata, ClassicProtocol
 from records.coordinator import RecordValue
 from records.streams_group import (
     CopartitionGroup,
@@ -66,6 +67,21 @@ SAMPLES: list[tuple[int, RecordValue]] = [
             "2f1c7a9e-0000-4000-8000-000000000001",
             Endpoint("host.example", 65535),
             (KeyValue("zone", "a"), KeyValue("k", "")),
+        ),
+    ),
+    (
+        19,
+        StreamsGroupMemberMetadataValue(
+            None,
+            None,
+            "app-StreamThread-1-consumer",
+            "/10.0.0.2",
+            300000,
+            0,
+            "00000000-0000-0000-0000-000000000007",
+            Endpoint("h1", 7001),
+            (),
+            ClassicMemberMetadata(45000, (ClassicProtocol("stream", b"\x00\x03meta"),)),
         ),
     ),
     (20, StreamsGroupTargetAssignmentMetadataValue(5)),

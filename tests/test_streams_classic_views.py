@@ -13,7 +13,7 @@ import pytest
 from records.classic_group import GroupMemberMetadata, GroupMetadataKey, GroupMetadataValue
 from records.coordinator import CoordinatorRecord
 from tools.check.facts import GroupFacts, MemberFacts, facts_from_records
-from tools.check.rules import NOT_READY, Settings, upgrade_verdict
+from tools.check.rules import NOT_READY, READY, Settings, upgrade_verdict
 from tools.groups.migration import Observation, Tracker, render, report
 from tools.groups.output import Style
 from tools.groups.snapshot import Group, Member
@@ -143,15 +143,15 @@ def _facts(members: list[tuple[bytes, bytes]], protocol: str = "stream") -> Grou
     )
 
 
-def test_check_upgrade_says_it_could_convert_and_that_it_is_not_built() -> None:
+def test_check_upgrade_says_it_converts_online() -> None:
     v = upgrade_verdict(_facts([member_bytes(), member_bytes(endpoint="h2:7001")]), Settings())
-    assert v.verdict == NOT_READY
-    assert "nothing blocks" in v.reason and "not convert classic Streams groups online yet" in v.reason
+    assert v.verdict == READY
+    assert "nothing blocks" in v.reason and "online" in v.reason
     checks = {c.name: c for c in v.details}
     assert checks["streams-conversion"].status == "ok"
-    assert checks["streams-online-conversion"].status == "refused"
+    assert checks["streams-online-conversion"].status == "ok"
     assert "custom-assignor" not in checks  # the consumer-group rule does not judge a Streams group
-    assert v.fix is not None and "group.protocol=streams" in v.fix
+    assert v.fix is not None and "one at a time" in v.fix
 
 
 def test_check_upgrade_names_what_blocks() -> None:

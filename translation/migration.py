@@ -9,6 +9,9 @@ Consumer Group Upgrade").
 | SyncGroup / Heartbeat    | consumer group: the classic member's own loop             |
 | LeaveGroup               | consumer group: classic members leave (never a downgrade) |
 | DescribeGroups           | consumer group: described in classic shape                |
+| StreamsGroupHeartbeat    | non-empty classic Kafka Streams group: converted online   |
+| streams member leaving   | last streams-protocol member gone: back to classic        |
+| Join/Sync/Heartbeat/Leave| streams group: a classic Kafka Streams instance inside it |
 
 Empty groups are replaced by the engine itself whatever the policy (Kafka converts empty groups whatever
 the policy).
@@ -34,8 +37,10 @@ from engine.context import RequestContext
 from engine.operation import Operation
 from engine.outcome import Pending
 from engine.state import ShardState
+from engine.streams.api import StreamsGroupHeartbeatRequest
+from engine.streams.group import StreamsGroup
 from records.consumer_group import ClientAssignorMetadata
-from translation import classic_member
+from translation import classic_member, streams_classic_member, streams_downgrade, streams_upgrade
 from translation.classic_describe import describe_consumer_group_as_classic
 from translation.downgrade import can_downgrade_after_fence, downgrade
 from translation.upgrade import not_a_consumer_group, upgrade
@@ -93,3 +98,35 @@ class Migration:
 
     def describe_consumer_group_as_classic(self, group: ConsumerGroup) -> DescribedGroup:
         return describe_consumer_group_as_classic(self.shard, group)
+
+    def streams_heartbeat_to_classic_group(
+        self, group: ClassicGroup, req: StreamsGroupHeartbeatRequest, op: Operation
+    ) -> StreamsGroup:
+        return streams_upgrade.upgrade(self.shard, group, req, op)
+
+    def streams_member_leaving(self, group: StreamsGroup, member_id: str, op: Operation, reason: str) -> bool:
+        if not streams_downgrade.can_downgrade_after_leave(self.shard, group, member_id, op):
+            return False
+        return streams_downgrade.downgrade(
+            self.shard, group, member_id, op, f"the last streams-protocol member left ({reason})"
+        )
+
+    def classic_join_to_streams_group(
+        self, group: StreamsGroup, req: JoinGroupRequest, ctx: RequestContext, op: Operation
+    ) -> JoinGroupResponse:
+        return streams_classic_member.join(self.shard, group, req, ctx, op)
+
+    def classic_sync_to_streams_group(
+        self, group: StreamsGroup, req: SyncGroupRequest, ctx: RequestContext, op: Operation
+    ) -> SyncGroupResponse:
+        return streams_classic_member.sync(self.shard, group, req, op)
+
+    def classic_heartbeat_to_streams_group(
+        self, group: StreamsGroup, req: HeartbeatRequest, ctx: RequestContext, op: Operation
+    ) -> HeartbeatResponse:
+        return streams_classic_member.heartbeat(self.shard, group, req, op)
+
+    def classic_leave_to_streams_group(
+        self, group: StreamsGroup, req: LeaveGroupRequest, ctx: RequestContext, op: Operation
+    ) -> LeaveGroupResponse:
+        return streams_classic_member.leave(self.shard, group, req, op)

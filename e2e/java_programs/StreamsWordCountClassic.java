@@ -1,7 +1,9 @@
 // The word count of StreamsWordCount.java (a groupBy: a repartition topic; a count: a changelog
 // topic) on the classic protocol, as Kafka Streams 3.x runs it (no group.protocol: a classic
 // group, protocol `stream`), with one standby replica and an application.server endpoint.
-// Arguments: bootstrap, application id, input topic, output topic, state directory, endpoint.
+// Arguments: bootstrap, application id, input topic, output topic, state directory, endpoint,
+// and optionally the consumers' session.timeout.ms (Kafka Streams sends no LeaveGroup on close,
+// so a stopped instance's tasks move only once its session expires: 45 s by default).
 // Prints "STATE <new state>" on every state change and, once RUNNING, "TASKS <active task ids>"
 // and "STANDBY <standby task ids>", so the test can compare them with the group's metadata.
 import java.util.Arrays;
@@ -25,6 +27,9 @@ public class StreamsWordCountClassic {
         props.put(StreamsConfig.APPLICATION_ID_CONFIG, args[1]);
         props.put(StreamsConfig.STATE_DIR_CONFIG, args[4]);
         props.put(StreamsConfig.APPLICATION_SERVER_CONFIG, args[5]);
+        if (args.length > 6) {
+            props.put(StreamsConfig.consumerPrefix("session.timeout.ms"), Integer.parseInt(args[6]));
+        }
         props.put(StreamsConfig.NUM_STANDBY_REPLICAS_CONFIG, 1);
         props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);

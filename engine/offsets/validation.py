@@ -148,12 +148,15 @@ def validate_streams_commit(group: StreamsGroup, member_id: str, epoch: int, api
         raise CoordinatorError(
             Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group.group_id}."
         )
-    if api_version < CONSUMER_PROTOCOL_MIN_COMMIT_VERSION:
+    # A classic Kafka Streams instance living in the group (docs/streams-classic-groups.md)
+    # commits with its generation, at any version, as a classic member of a consumer group does.
+    classic = member.classic is not None
+    if not classic and api_version < CONSUMER_PROTOCOL_MIN_COMMIT_VERSION:
         raise CoordinatorError(
             Errors.UNSUPPORTED_VERSION,
             "OffsetCommit version 9 or above must be used by members using the streams group protocol",
         )
-    _check_epoch(epoch, member.member_epoch, False)
+    _check_epoch(epoch, member.member_epoch, classic)
 
 
 def validate_streams_fetch(group: StreamsGroup, member_id: str | None, epoch: int) -> None:
@@ -164,4 +167,4 @@ def validate_streams_fetch(group: StreamsGroup, member_id: str | None, epoch: in
         raise CoordinatorError(
             Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group.group_id}."
         )
-    _check_epoch(epoch, member.member_epoch, False)
+    _check_epoch(epoch, member.member_epoch, member.classic is not None)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
 
+from records.consumer_group import ClassicMemberMetadata
 from records.streams_group import (
     Endpoint,
     KeyValue,
@@ -126,6 +127,9 @@ class StreamsMember:
     process_id: str = ""
     user_endpoint: Endpoint | None = None
     client_tags: tuple[KeyValue, ...] = ()
+    # A classic Kafka Streams instance living in the streams group (JoinGroup/SyncGroup):
+    # its session timeout and protocols (translation/streams_classic_member.py).
+    classic: ClassicMemberMetadata | None = None
     member_epoch: int = 0
     previous_member_epoch: int = -1
     state: MemberState = MemberState.STABLE
@@ -154,6 +158,7 @@ class StreamsMember:
             self.process_id,
             self.user_endpoint,
             self.client_tags,
+            self.classic,
         )
 
     def assignment_value(self) -> StreamsGroupCurrentMemberAssignmentValue:
@@ -242,6 +247,10 @@ class StreamsGroup:
     def is_empty(self) -> bool:
         return not self.members
 
+    @property
+    def num_classic_members(self) -> int:
+        return sum(1 for m in self.members.values() if m.classic is not None)
+
     def can_be_deleted(self) -> bool:
         return not self.members and not self.targets
 
@@ -320,6 +329,7 @@ class StreamsGroup:
         m.process_id = value.process_id
         m.user_endpoint = value.user_endpoint
         m.client_tags = value.client_tags
+        m.classic = value.classic_member_metadata
 
     def replay_current_assignment(
         self, member_id: str, value: StreamsGroupCurrentMemberAssignmentValue | None

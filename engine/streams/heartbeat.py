@@ -486,6 +486,10 @@ def heartbeat(
             op.records.append(CoordinatorRecord(GroupMetadataKey(req.group_id), None))
         group = None
         op.event("group.converted", group=req.group_id, from_type="classic", to_type="streams")
+    elif req.member_epoch == 0 and isinstance(existing, ClassicGroup):
+        # A live classic Kafka Streams group: converted online with its instances kept, or
+        # refused with the reason (translation/streams_upgrade.py; Kafka refuses it).
+        group = st.migration.streams_heartbeat_to_classic_group(existing, req, op)
     else:
         raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a streams group.")
 
@@ -701,6 +705,87 @@ def heartbeat(
     )
 
 
+def update_member(
+    st: ShardState,
+    group: StreamsGroup,
+    member: StreamsMember | None,
+    updated: StreamsMember,
+    owned: TaskRoles | None,
+    op: Operation,
+) -> StreamsMember:
+    """A classic Kafka Streams instance's JoinGroup in a streams group
+    (translation/streams_classic_member.py): the steps of a heartbeat for a group that has its
+    topology, with `updated` the member's new metadata (`member`: as stored, None when it
+    joins) and `owned` the tasks its subscription says it holds. Writes the member's metadata,
+    a new group epoch and target when the membership or the topics changed, and its reconciled
+    current assignment, which is returned."""
+    gid, mid = group.group_id, updated.member_id
+    new_member = member is None
+    bump = new_member
+    if member is None or updated.metadata_value() != member.metadata_value():
+        op.records.append(
+            CoordinatorRecord(StreamsGroupMemberMetadataKey(gid, mid), updated.metadata_value())
+        )
+        if member is not None and (
+            updated.process_id != member.process_id
+            or updated.rack_id != member.rack_id
+            or updated.client_tags != member.client_tags
+        ):
+            bump = True
+    topology = group.topology
+    configured = None if topology is None else configure(topology, st.image)
+    digest = group.metadata_hash if configured is None else configured.metadata_hash
+    validated = (
+        topology.epoch
+        if topology is not None and configured is not None and configured.tasks is not None
+        else -1
+    )
+    if digest != group.metadata_hash:
+        bump = True
+    configs = assignment_configs(st, gid)
+    if configs != group.last_assignment_configs:
+        bump = True
+    epoch = group.group_epoch + 1 if bump else group.group_epoch
+    if bump or validated != group.validated_topology_epoch:
+        op.records.append(_metadata_record(gid, epoch, digest, validated, configs))
+    members = dict(group.members)
+    members[mid] = updated
+    targets = group_targets(group)
+    holders = _holders(group, updated.process_id)
+    target_epoch = group.assignment_epoch
+    if epoch > group.assignment_epoch:
+        targets = _new_targets(st, group, members, topology, configured)
+        _write_targets(st, op, group, targets, epoch)
+        target_epoch = epoch
+        op.event("group.epoch_bumped", group=gid, epoch=epoch, member=mid)
+    start = updated if member is not None else replace(updated, member_epoch=0, previous_member_epoch=-1)
+    reconciled = reconcile(start, targets.get(mid, TaskRoles({}, {}, {})), target_epoch, holders, owned)
+    if member is None or not _same_assignment(member, reconciled):
+        op.records.append(
+            CoordinatorRecord(StreamsGroupCurrentMemberAssignmentKey(gid, mid), reconciled.assignment_value())
+        )
+    if reconciled.state is MemberState.UNREVOKED_TASKS and (
+        member is None or member.state is not MemberState.UNREVOKED_TASKS
+    ):
+        timeout = reconciled.rebalance_timeout_ms if reconciled.rebalance_timeout_ms > 0 else 0
+        op.schedule(TimerKind.STREAMS_REBALANCE, gid, mid, timeout, reconciled.member_epoch, timeout)
+    return reconciled
+
+
+def must_rejoin(st: ShardState, group: StreamsGroup, member: StreamsMember) -> bool:
+    """A classic member must rejoin (Heartbeat answers REBALANCE_IN_PROGRESS) when its tasks are
+    about to change: it lags the target assignment, has tasks to give up, or waits for a task
+    another member has since released."""
+    if member.member_epoch < group.assignment_epoch or member.state is MemberState.UNREVOKED_TASKS:
+        return True
+    if member.state is not MemberState.UNRELEASED_TASKS:
+        return False
+    target = group_targets(group).get(member.member_id, TaskRoles({}, {}, {}))
+    held = TaskRoles(member.active, member.standby, member.warmup)
+    after = reconcile(member, target, group.assignment_epoch, _holders(group, member.process_id), held)
+    return after is not member
+
+
 def _endpoints(
     topology: StreamsGroupTopologyValue | None,
     members: dict[str, StreamsMember],
@@ -805,11 +890,15 @@ def _fenced_message(which: str, received: int, member: StreamsMember) -> str:
 # --- leaving and fencing ------------------------------------------------------------------------
 
 
-def remove_member(st: ShardState, group: StreamsGroup, member_id: str, op: Operation) -> None:
-    """The member's tombstones, a new group epoch, and the remaining members' new targets."""
+def remove_member(
+    st: ShardState, group: StreamsGroup, member_id: str, op: Operation, gone: Collection[str] = ()
+) -> None:
+    """The member's tombstones, a new group epoch, and the remaining members' new targets.
+    `gone`: members already removed by the same operation (a LeaveGroup of several classic
+    members), left out of the new targets."""
     gid = group.group_id
     op.records += _member_tombstones(gid, member_id)
-    epoch = group.group_epoch + 1
+    epoch = group.group_epoch + 1 + len(gone)
     configured = None if group.topology is None else configure(group.topology, st.image)
     # The hash and validation of the topics as they are now: the new target is computed
     # against them, and a later heartbeat must not take an older image's hash for current.
@@ -818,7 +907,7 @@ def remove_member(st: ShardState, group: StreamsGroup, member_id: str, op: Opera
         digest = configured.metadata_hash
         validated = group.topology.epoch if configured.tasks is not None else -1
     op.records.append(_metadata_record(gid, epoch, digest, validated, assignment_configs(st, gid)))
-    members = {mid: m for mid, m in group.members.items() if mid != member_id}
+    members = {mid: m for mid, m in group.members.items() if mid != member_id and mid not in gone}
     targets = _new_targets(st, group, members, group.topology, configured)
     _write_targets(st, op, group, targets, epoch)
     op.cancel(TimerKind.STREAMS_SESSION, gid, member_id)
@@ -877,7 +966,8 @@ def leave(
         raise CoordinatorError(
             Errors.UNKNOWN_MEMBER_ID, f"Member {req.member_id} is not a member of group {req.group_id}."
         )
-    remove_member(st, group, req.member_id, op)
+    if not st.migration.streams_member_leaving(group, req.member_id, op, "the member left the group"):
+        remove_member(st, group, req.member_id, op)
     op.event("member.left", group=req.group_id, member=req.member_id, reason="the member left the group")
     return StreamsGroupHeartbeatResponse(member_id=req.member_id, member_epoch=req.member_epoch, status=())
 
@@ -893,9 +983,10 @@ def fence_unrevoked_member(
     member = group.members.get(member_id)
     if member is None or member.member_epoch != epoch or member.state is not MemberState.UNREVOKED_TASKS:
         return
-    remove_member(st, group, member_id, op)
-    op.cancel(TimerKind.STREAMS_REBALANCE, group_id, member_id)
     reason = f"it failed to revoke its tasks from epoch {epoch} within {timeout_ms}ms."
+    if not st.migration.streams_member_leaving(group, member_id, op, reason):
+        remove_member(st, group, member_id, op)
+        op.cancel(TimerKind.STREAMS_REBALANCE, group_id, member_id)
     op.event("member.fenced", group=group_id, member=member_id, reason=reason)
 
 
@@ -904,5 +995,6 @@ def fence_expired_member(st: ShardState, group_id: str, member_id: str, op: Oper
     group = st.groups.get(group_id)
     if not isinstance(group, StreamsGroup) or member_id not in group.members:
         return
-    remove_member(st, group, member_id, op)
+    if not st.migration.streams_member_leaving(group, member_id, op, "the member session expired."):
+        remove_member(st, group, member_id, op)
     op.event("member.fenced", group=group_id, member=member_id, reason="the member session expired.")

@@ -468,9 +468,16 @@ OFFLINE_STREAMS_MIGRATION = (
 )
 
 
+ONLINE_STREAMS_MIGRATION = (
+    "roll the instances one at a time to Kafka Streams 4.2+ with group.protocol=streams: the first "
+    "one converts the group, the classic instances keep running inside it (groupshift only)"
+)
+
+
 def _streams_classic_verdict(facts: GroupFacts, verdict: Any) -> Verdict:
-    """A classic Kafka Streams group: what would block its online conversion to a streams group,
-    or that nothing does; NOT-READY either way until groupshift builds that conversion."""
+    """A classic Kafka Streams group: what would block its online conversion to a streams group
+    (NOT-READY; the engine refuses the same, translation/streams_conversion_rules.py), or that
+    nothing does (READY)."""
     members = [
         decode_member(
             m.member_id, m.client_id, m.client_host, m.instance_id, m.streams_metadata, m.streams_assignment
@@ -502,22 +509,24 @@ def _streams_classic_verdict(facts: GroupFacts, verdict: Any) -> Verdict:
     checks.append(
         Check(
             "streams-online-conversion",
-            "refused",
-            "groupshift does not convert a classic Kafka Streams group online yet (not built): a "
-            "group.protocol=streams instance cannot join it while classic instances run",
-            OFFLINE_STREAMS_MIGRATION,
+            "refused" if blockers else "ok",
+            "groupshift converts a classic Kafka Streams group online when the first "
+            "group.protocol=streams instance joins (Kafka 4.4 refuses it): "
+            + ("resolve the blockers first" if blockers else "roll the instances one at a time"),
+            OFFLINE_STREAMS_MIGRATION if blockers else None,
         )
     )
     if blockers:
         more = f" (+{len(blockers) - 1} more)" if len(blockers) > 1 else ""
         reason = f"classic Kafka Streams group: {blockers[0][1]}{more}"
-    else:
-        reason = (
-            "classic Kafka Streams group: nothing blocks converting it to a streams group, but groupshift "
-            "does not convert classic Streams groups online yet"
-        )
-    out: Verdict = verdict(NOT_READY, reason, OFFLINE_STREAMS_MIGRATION, checks, None)
-    return out
+        out: Verdict = verdict(NOT_READY, reason, OFFLINE_STREAMS_MIGRATION, checks, None)
+        return out
+    reason = (
+        "classic Kafka Streams group: nothing blocks converting it to a streams group online on "
+        "groupshift (on Kafka 4.4: only offline)"
+    )
+    ready: Verdict = verdict(READY, reason, ONLINE_STREAMS_MIGRATION, checks, None)
+    return ready
 
 
 # --- regexes under RE2 ------------------------------------------------------------------------

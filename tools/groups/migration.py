@@ -35,7 +35,7 @@ A streams group (KIP-1071) gets the same view with tasks instead of partitions:
 `tools.groups.streams_migration`. A classic Kafka Streams group (protocol `stream`) gets its
 instances' tasks, process ids and endpoints (decoded from Streams' AssignmentInfo) instead of the
 partition table, and whether anything blocks converting it to a streams group
-(`tools.groups.streams_classic`; the conversion itself is not built yet).
+(`tools.groups.streams_classic`).
 """
 
 from __future__ import annotations

@@ -7,15 +7,14 @@ whose user data is Streams' AssignmentInfo), decoded by translation.streams_clas
 `groups describe --members`, `groups migration` and `groups list` show such a group's members
 with their tasks (active and standby, from the AssignmentInfo the leader sent), process id and
 `application.server` endpoint, in the shape of the streams-group views (tools.groups.
-streams_group). `conversion_blockers` lists what would stop converting the group to a KIP-1071
-streams group online; `check upgrade` and the migration view print it. groupshift does not build
-that online conversion yet (docs/streams-classic-groups.md).
+streams_group). `conversion_blockers` (translation/streams_conversion_rules.py, the rules the
+engine's conversion applies) lists what would stop converting the group to a KIP-1071 streams
+group online; `check upgrade` and the migration view print it (docs/streams-classic-groups.md).
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,18 +22,17 @@ from tools.groups.output import Style, table
 from tools.groups.streams_group import TaskIds, Tasks, assignments_string
 from translation.embedded_protocol import SchemaError, parse_assignment
 from translation.streams_classic_protocol import (
-    LATEST_SUPPORTED_VERSION,
     STREAMS_PROTOCOL_NAME,
     TaskId,
     decode_assignment_info,
     parse_streams_member_metadata,
 )
+from translation.streams_conversion_rules import MIN_OFFSET_SUMS_VERSION, conversion_blockers
+
+__all__ = ["MIN_OFFSET_SUMS_VERSION", "conversion_blockers"]
 
 # Kafka Streams names its consumers `<client.id>-StreamThread-<n>-consumer`.
 STREAM_THREAD_MARK = "-streamthread-"
-# The oldest SubscriptionInfo version with task offset sums (KIP-441): what the streams-group
-# assignor needs to place tasks on the instance with the most state.
-MIN_OFFSET_SUMS_VERSION = 7
 
 
 def is_streams_client(client_id: str) -> bool:
@@ -140,85 +138,6 @@ def decode_member(
     return m
 
 
-def conversion_blockers(
-    protocol: str | None, members: Sequence[ClassicStreamsMember]
-) -> list[tuple[str, str]]:
-    """(check name, reason) for each thing that would stop the group becoming a streams group
-    online with its instances rolled one at a time; empty: nothing does."""
-    out: list[tuple[str, str]] = []
-    if protocol != STREAMS_PROTOCOL_NAME:
-        out.append(
-            (
-                "streams-assignor",
-                f"the group's protocol is {protocol!r}, not {STREAMS_PROTOCOL_NAME!r}: its Streams "
-                "instances run a custom partition assignor, whose assignment a streams group "
-                "cannot take over",
-            )
-        )
-    for m in members:
-        if m.decode_error:
-            out.append(
-                (
-                    "streams-metadata",
-                    f"member {m.member_id} (client {m.client_id}): its Streams metadata does not decode: "
-                    f"{m.decode_error}",
-                )
-            )
-        elif m.subscription_version is not None and m.subscription_version > LATEST_SUPPORTED_VERSION:
-            out.append(
-                (
-                    "streams-version",
-                    f"member {m.member_id} (client {m.client_id}) speaks SubscriptionInfo version "
-                    f"{m.subscription_version}, newer than the {LATEST_SUPPORTED_VERSION} groupshift "
-                    "reads (Kafka Streams 4.4's latest)",
-                )
-            )
-        elif m.subscription_version is not None and m.subscription_version < MIN_OFFSET_SUMS_VERSION:
-            out.append(
-                (
-                    "streams-version",
-                    f"member {m.member_id} (client {m.client_id}) sends SubscriptionInfo version "
-                    f"{m.subscription_version} (before task offset sums, version "
-                    f"{MIN_OFFSET_SUMS_VERSION}): finish the Kafka Streams upgrade first (remove "
-                    "upgrade.from and roll the instances)",
-                )
-            )
-        if m.subscription_error:
-            out.append(
-                (
-                    "streams-error",
-                    f"member {m.member_id} (client {m.client_id}) reports error code "
-                    f"{m.subscription_error} in its subscription"
-                    + (
-                        " (SHUTDOWN_REQUESTED: the application is shutting down)"
-                        if m.subscription_error == 4
-                        else ""
-                    ),
-                )
-            )
-    versions = Counter(m.subscription_version for m in members if m.subscription_version is not None)
-    if len(versions) > 1:
-        seen = ", ".join(f"version {v}: {n} member(s)" for v, n in sorted(versions.items()))
-        out.append(
-            (
-                "streams-versions-differ",
-                f"the instances send different SubscriptionInfo versions ({seen}): a Kafka Streams "
-                "rolling upgrade (version probing) is in progress; finish it first",
-            )
-        )
-    topics = Counter(m.topics for m in members if not m.decode_error and m.topics)
-    if len(topics) > 1:
-        kinds = "; ".join(f"{n} member(s): {', '.join(t)}" for t, n in topics.most_common())
-        out.append(
-            (
-                "streams-topology",
-                f"the instances subscribe to different topics, so they run different topologies ({kinds}): "
-                "a streams group has one topology; roll them to one version of the application first",
-            )
-        )
-    return out
-
-
 @dataclass
 class ClassicStreamsView:
     protocol: str | None
@@ -234,7 +153,7 @@ class ClassicStreamsView:
             "protocol": self.protocol,
             "convertible": self.convertible,
             "blockers": [{"check": n, "reason": r} for n, r in self.blockers],
-            "conversion_built": False,
+            "conversion_built": True,
             "members": [
                 {
                     "member_id": m.member_id,

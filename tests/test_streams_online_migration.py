@@ -1,0 +1,529 @@
+"""Online migration of a classic Kafka Streams group to a streams group (issue 31, part 3;
+translation/streams_upgrade.py, translation/streams_classic_member.py): the conversion at the
+first StreamsGroupHeartbeat with the classic instances kept, their JoinGroup/SyncGroup answered
+with Streams' AssignmentInfo from the streams group's target, revoke-before-assign across both
+kinds (no task active on two members at once, checked after every step of a random walk), the
+refusals with their reasons, and replay equal to the live state."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import replace
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from engine.classic.api import JoinGroupResponse, SyncGroupResponse
+from engine.classic.group import ClassicGroup
+from engine.classic.member import Protocol
+from engine.context import RequestContext
+from engine.errors import Errors
+from engine.offsets.api import CommitPartition, CommitTopic, OffsetCommitRequest
+from engine.streams.api import StreamsGroupHeartbeatRequest, StreamsGroupHeartbeatResponse
+from engine.streams.group import StreamsGroup
+from records.codec import decode_record, encode_record
+from records.streams_group import TaskIds
+from tests.migration_harness import ClassicSeed, MigrationHarness
+from tests.streams_record_samples import WORD_COUNT_APP_TOPOLOGY as TOPOLOGY
+from translation.embedded_protocol import (
+    Subscription,
+    parse_assignment,
+    serialize_assignment,
+    serialize_subscription,
+)
+from translation.streams_classic_protocol import (
+    LATEST_OFFSET,
+    AssignmentInfo,
+    SubscriptionInfo,
+    TaskId,
+    TaskOffsetSum,
+    decode_assignment_info,
+    encode_assignment_info,
+    encode_subscription_info,
+)
+
+WORDS, REPARTITION, CHANGELOG = "words-in", "app-counts-repartition", "app-counts-changelog"
+TOPICS = {WORDS: 4, REPARTITION: 4, CHANGELOG: 4}
+SUBSCRIBED = (REPARTITION, WORDS)
+Task = tuple[str, int]
+
+
+def partitions_of(tasks: set[Task]) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for sid, p in tasks:
+        out.setdefault(WORDS if sid == "0" else REPARTITION, []).append(p)
+    return {t: sorted(ps) for t, ps in out.items()}
+
+
+def classic_metadata(
+    process: int,
+    owned: set[Task],
+    version: int = 11,
+    endpoint: str = "",
+    topics: tuple[str, ...] = SUBSCRIBED,
+) -> bytes:
+    """A Kafka Streams 3.9 consumer's JoinGroup metadata: ConsumerProtocolSubscription v3 with
+    its owned partitions, SubscriptionInfo with the active tasks at LATEST_OFFSET."""
+    info = SubscriptionInfo(
+        version,
+        11,
+        uuid.UUID(int=process),
+        user_endpoint=endpoint.encode(),
+        task_offset_sums=tuple(TaskOffsetSum(TaskId(int(s), p), LATEST_OFFSET) for s, p in sorted(owned)),
+        unique_field=0,
+    )
+    owned_parts = tuple((t, tuple(ps)) for t, ps in sorted(partitions_of(owned).items()))
+    return serialize_subscription(Subscription(3, topics, encode_subscription_info(info), owned_parts))
+
+
+def classic_assignment(tasks: set[Task]) -> bytes:
+    """What a 3.9 leader's StreamsPartitionAssignor sent: one active task per sorted partition."""
+    parts = sorted((t, p) for t, ps in partitions_of(tasks).items() for p in ps)
+    by_part = {(WORDS if s == "0" else REPARTITION, p): TaskId(int(s), p) for s, p in tasks}
+    info = AssignmentInfo(11, 11, tuple(by_part[tp] for tp in parts))
+    return serialize_assignment(partitions_of(tasks), 3, encode_assignment_info(info))
+
+
+def decoded_tasks(assignment: bytes) -> set[Task]:
+    a = parse_assignment(assignment)
+    assert a.user_data is not None
+    info = decode_assignment_info(a.user_data)
+    # Streams pairs the i-th sorted partition with the i-th active task.
+    parts = sorted((t, p) for t, ps in a.partitions for p in ps)
+    assert len(parts) == len(info.active_tasks)
+    for (topic, p), task in zip(parts, info.active_tasks, strict=True):
+        assert task.partition == p and (topic == WORDS) == (task.subtopology == 0)
+    return {(str(t.subtopology), t.partition) for t in info.active_tasks}
+
+
+class Roll(MigrationHarness):
+    """A shard with the translation layer, classic Streams instances and streams members."""
+
+    def __init__(self, **config: Any) -> None:
+        super().__init__(TOPICS, **config)
+        self.classic_epoch: dict[str, int] = {}
+        self.classic_tasks: dict[str, set[Task]] = {}  # what each classic instance runs
+        self.pid: dict[str, int] = {}
+        self.streams_epoch: dict[str, int] = {}
+        self.streams_tasks: dict[str, set[Task]] = {}
+
+    def seed(self, members: dict[str, set[Task]], generation: int = 3) -> None:
+        for i, mid in enumerate(members, start=1):
+            self.pid[mid] = i
+        self.seed_classic(
+            generation,
+            [
+                ClassicSeed(
+                    mid,
+                    subscription=classic_metadata(self.pid[mid], tasks),
+                    assignment=classic_assignment(tasks),
+                    client_id=f"{mid}-StreamThread-1-consumer",
+                )
+                for mid, tasks in members.items()
+            ],
+            protocol="stream",
+            group="app",
+        )
+        for mid, tasks in members.items():
+            self.classic_epoch[mid] = generation
+            self.classic_tasks[mid] = set(tasks)
+
+    # --- streams members ------------------------------------------------------------------
+
+    def sgh(self, **fields: Any) -> StreamsGroupHeartbeatResponse:
+        fields.setdefault("group_id", "app")
+        out = self.shard.streams_group_heartbeat(
+            StreamsGroupHeartbeatRequest(**fields), self.ctx(), self.tick()
+        )
+        r = self.process_out(out)
+        assert isinstance(r, StreamsGroupHeartbeatResponse)
+        return r
+
+    def ctx(self) -> Any:
+        from engine.context import RequestContext
+
+        return RequestContext("s-StreamThread-1-consumer", "/h", 0)
+
+    def process_out(self, out: Any) -> Any:
+        for r in out.records:
+            key, value = encode_record(r)
+            assert decode_record(key, value) == r
+        return self.process(out)
+
+    def streams_join(self, mid: str) -> StreamsGroupHeartbeatResponse:
+        r = self.sgh(
+            member_id=mid,
+            member_epoch=0,
+            rebalance_timeout_ms=30000,
+            topology=TOPOLOGY,
+            process_id=f"process-{mid}",
+            active_tasks=(),
+            standby_tasks=(),
+            warmup_tasks=(),
+        )
+        if r.error_code == 0:
+            self._streams_took(mid, r)
+        return r
+
+    def streams_beat(self, mid: str) -> StreamsGroupHeartbeatResponse:
+        owned = tuple(TaskIds(s, (p,)) for s, p in sorted(self.streams_tasks[mid]))
+        r = self.sgh(
+            member_id=mid,
+            member_epoch=self.streams_epoch[mid],
+            active_tasks=owned,
+            standby_tasks=(),
+            warmup_tasks=(),
+        )
+        assert r.error_code == 0, r
+        self._streams_took(mid, r)
+        return r
+
+    def _streams_took(self, mid: str, r: StreamsGroupHeartbeatResponse) -> None:
+        self.streams_epoch[mid] = r.member_epoch
+        if r.active_tasks is not None:
+            self.streams_tasks[mid] = {(t.subtopology_id, p) for t in r.active_tasks for p in t.partitions}
+            self.check_exclusive()
+
+    # --- classic instances ------------------------------------------------------------------
+
+    def classic_rejoin(self, mid: str) -> None:
+        """One classic round: JoinGroup with what it runs, SyncGroup, and (cooperative) the
+        revocation of what the assignment no longer lists, then a rejoin if it revoked."""
+        meta = classic_metadata(self.pid[mid], self.classic_tasks[mid])
+        j = self.join(mid, protocols=(Protocol("stream", meta),), group="app", version=9)
+        assert isinstance(j, JoinGroupResponse) and j.error_code == 0, j
+        assert j.leader == "" and j.protocol_name == "stream"
+        s = self.sync(mid, j.generation_id, group="app", protocol_name="stream", version=5)
+        assert isinstance(s, SyncGroupResponse)
+        if s.error_code == int(Errors.REBALANCE_IN_PROGRESS):
+            return
+        assert s.error_code == 0, s
+        self.classic_epoch[mid] = j.generation_id
+        given = decoded_tasks(s.assignment)
+        revoked = self.classic_tasks[mid] - given
+        self.classic_tasks[mid] = given
+        self.check_exclusive()
+        if revoked:
+            self.classic_rejoin(mid)
+
+    def classic_beat(self, mid: str) -> int:
+        return self.heartbeat(mid, self.classic_epoch[mid], group="app")
+
+    # --- checks ---------------------------------------------------------------------------
+
+    def check_exclusive(self) -> None:
+        """No task active on two instances at once, whatever their protocol."""
+        seen: dict[Task, str] = {}
+        for who, tasks in [*self.classic_tasks.items(), *self.streams_tasks.items()]:
+            for t in tasks:
+                assert t not in seen, f"task {t} active on {seen[t]} and {who}"
+                seen[t] = who
+
+    @property
+    def group(self) -> StreamsGroup:
+        g = self.shard.groups["app"]
+        assert isinstance(g, StreamsGroup)
+        return g
+
+    def settle(self, rounds: int = 6) -> None:
+        for _ in range(rounds):
+            for mid in list(self.classic_tasks):
+                if self.classic_beat(mid) == int(Errors.REBALANCE_IN_PROGRESS):
+                    self.classic_rejoin(mid)
+            for mid in list(self.streams_tasks):
+                self.streams_beat(mid)
+
+    def assert_replay_equals_live(self) -> None:
+        assert self.replayed().persisted_state() == self.shard.persisted_state()
+
+
+ALL_TASKS = {(s, p) for s in "01" for p in range(4)}
+HALF_A = {("0", 0), ("0", 1), ("1", 0), ("1", 1)}
+HALF_B = ALL_TASKS - HALF_A
+
+
+def test_first_streams_member_converts_the_group_keeping_the_classic_instances() -> None:
+    h = Roll()
+    h.seed({"a": HALF_A, "b": HALF_B})
+    r = h.streams_join("s")
+    assert r.error_code == 0, r
+    [converted] = h.events("group.converted")
+    assert converted["to_type"] == "streams" and converted["members"] == 2
+    g = h.group
+    assert set(g.members) == {"a", "b", "s"}
+    assert g.members["a"].classic is not None and g.members["s"].classic is None
+    assert g.members["a"].process_id == str(uuid.UUID(int=1))
+    # Nothing is handed to the newcomer while a classic instance still runs it.
+    h.check_exclusive()
+    h.assert_replay_equals_live()
+    # The classic instances are told to rejoin, give tasks up, and the newcomer gets them.
+    assert h.classic_beat("a") == int(Errors.REBALANCE_IN_PROGRESS)
+    h.settle()
+    assert h.streams_tasks["s"], "the streams member got no task"
+    owned = set().union(*h.classic_tasks.values(), *h.streams_tasks.values())
+    assert owned == ALL_TASKS
+    assert h.classic_beat("a") == 0 and h.classic_beat("b") == 0
+    assert g.state() == "Stable"
+    h.assert_replay_equals_live()
+
+
+def test_the_assignment_info_speaks_the_members_version_and_lists_hosts() -> None:
+    h = Roll()
+    h.seed({"a": ALL_TASKS})
+    h.streams_join("s")
+    meta = classic_metadata(1, ALL_TASKS, version=8, endpoint="h1:7001")
+    j = h.join("a", protocols=(Protocol("stream", meta),), group="app", version=9)
+    assert j.error_code == 0
+    s = h.sync("a", j.generation_id, group="app", protocol_name="stream")
+    a = parse_assignment(s.assignment)
+    assert a.user_data is not None
+    info = decode_assignment_info(a.user_data)
+    assert info.version == 8 and info.commonly_supported_version == 11
+    assert [hp.endpoint for hp in info.partitions_by_host] == ["h1:7001"]
+    assert set(info.partitions_by_host[0].partitions) == {
+        (WORDS if t.subtopology == 0 else REPARTITION, t.partition) for t in info.active_tasks
+    }
+
+
+def test_a_new_classic_instance_joins_the_streams_group() -> None:
+    h = Roll()
+    h.seed({"a": ALL_TASKS})
+    h.streams_join("s")
+    h.settle()
+    h.pid["c"] = 9
+    h.classic_tasks["c"] = set()
+    j = h.join("", protocols=(Protocol("stream", classic_metadata(9, set())),), group="app", version=9)
+    assert j.error_code == int(Errors.MEMBER_ID_REQUIRED)
+    new_id = j.member_id
+    h.pid[new_id] = 9
+    h.classic_tasks[new_id] = h.classic_tasks.pop("c")
+    h.classic_rejoin(new_id)
+    h.settle()
+    assert all(h.classic_tasks.values()) and h.streams_tasks["s"]
+    h.assert_replay_equals_live()
+    # It leaves: its tasks go to the others, never two owners at once.
+    out = h.leave((new_id, None), group="app")
+    assert out.members[0].error_code == 0
+    h.classic_tasks.pop(new_id)
+    h.settle()
+    assert set().union(*h.classic_tasks.values(), *h.streams_tasks.values()) == ALL_TASKS
+    h.assert_replay_equals_live()
+
+
+def test_an_expired_classic_session_removes_the_instance() -> None:
+    h = Roll()
+    h.seed({"a": HALF_A, "b": HALF_B})
+    h.streams_join("s")
+    h.settle()
+    h.advance(11_000)  # the classic session timeout (10 s) passes without a heartbeat
+    assert "a" not in h.group.members and "b" not in h.group.members
+
+
+def test_refusals_name_their_reason() -> None:
+    h = Roll()
+    h.seed({"a": HALF_A, "b": HALF_B})
+    no_topology = h.sgh(
+        member_id="s",
+        member_epoch=0,
+        rebalance_timeout_ms=30000,
+        process_id="p",
+        active_tasks=(),
+        standby_tasks=(),
+        warmup_tasks=(),
+    )
+    # A join without a topology is refused before anything (Kafka's request validation), and
+    # the classic group stays as it is.
+    assert no_topology.error_code == int(Errors.INVALID_REQUEST)
+    assert h.shard.groups["app"].__class__.__name__ == "ClassicGroup"
+    # Instances speaking different SubscriptionInfo versions: check upgrade's streams-versions-differ.
+    h2 = Roll()
+    h2.pid.update(a=1, b=2)
+    h2.seed_classic(
+        3,
+        [
+            ClassicSeed(
+                "a", subscription=classic_metadata(1, HALF_A, 10), assignment=classic_assignment(HALF_A)
+            ),
+            ClassicSeed(
+                "b", subscription=classic_metadata(2, HALF_B, 11), assignment=classic_assignment(HALF_B)
+            ),
+        ],
+        protocol="stream",
+        group="app",
+    )
+    r = h2.streams_join("s")
+    assert r.error_code == int(Errors.GROUP_ID_NOT_FOUND)
+    assert "different SubscriptionInfo versions" in (r.error_message or "")
+    assert any(e["reason"] == "streams-versions-differ" for e in h2.events("group.conversion_refused"))
+    # A custom assignor (protocol not `stream`) is refused too, and the policy can forbid it all.
+    h3 = Roll(group_consumer_migration_policy="disabled")
+    h3.seed({"a": ALL_TASKS})
+    r3 = h3.streams_join("s")
+    assert r3.error_code == int(Errors.GROUP_ID_NOT_FOUND) and "disabled" in (r3.error_message or "")
+    assert h3.shard.groups["app"].__class__.__name__ == "ClassicGroup"
+
+
+def test_a_classic_instance_of_another_topology_is_refused() -> None:
+    h = Roll()
+    h.seed({"a": ALL_TASKS})
+    h.streams_join("s")
+    meta = classic_metadata(5, set(), topics=("other-topic",))
+    j = h.join("x", protocols=(Protocol("stream", meta),), group="app", version=3)
+    assert j.error_code == int(Errors.INCONSISTENT_GROUP_PROTOCOL)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.sampled_from(["beat-a", "beat-b", "beat-s", "join-t", "leave-b", "rejoin-a"]), max_size=25)
+)
+def test_random_rolls_never_run_a_task_twice_and_replay_equals_live(steps: list[str]) -> None:
+    h = Roll()
+    h.seed({"a": HALF_A, "b": HALF_B})
+    assert h.streams_join("s").error_code == 0
+    for step in steps:
+        kind, who = step.split("-")
+        if kind == "beat" and who in h.classic_tasks:
+            if h.classic_beat(who) == int(Errors.REBALANCE_IN_PROGRESS):
+                h.classic_rejoin(who)
+        elif kind == "beat" and who in h.streams_tasks:
+            h.streams_beat(who)
+        elif kind == "join" and who not in h.streams_tasks:
+            h.streams_join(who)
+        elif kind == "leave" and who in h.classic_tasks:
+            h.leave((who, None), group="app")
+            h.classic_tasks.pop(who)
+        elif kind == "rejoin" and who in h.classic_tasks:
+            h.classic_rejoin(who)
+        h.check_exclusive()
+    h.settle(8)
+    assert set().union(*h.classic_tasks.values(), *h.streams_tasks.values()) == ALL_TASKS
+    h.assert_replay_equals_live()
+
+
+def test_classic_instances_commit_with_their_generation_at_any_version() -> None:
+    h = Roll()
+    h.seed({"a": HALF_A, "b": HALF_B})
+    h.streams_join("s")
+
+    def commit(member: str, epoch: int, version: int) -> int:
+        req = OffsetCommitRequest(
+            "app", epoch, member, None, -1, [CommitTopic(WORDS, [CommitPartition(0, 42)])]
+        )
+        out = h.shard.offset_commit(req, RequestContext("c", "/h", version), h.tick())
+        return out.response.topics[0].partitions[0].error_code
+
+    # The classic instance commits at v8 with its generation; a wrong generation is
+    # ILLEGAL_GENERATION (the classic error), as in a consumer group.
+    assert commit("a", h.classic_epoch["a"], 8) == 0
+    assert commit("a", h.classic_epoch["a"] + 5, 8) == int(Errors.ILLEGAL_GENERATION)
+    # A streams-protocol member still needs v9 or above.
+    assert commit("s", h.streams_epoch["s"], 8) == int(Errors.UNSUPPORTED_VERSION)
+
+
+def test_the_last_streams_member_leaving_turns_the_group_classic_again() -> None:
+    h = Roll()
+    h.seed({"a": HALF_A, "b": HALF_B})
+    h.streams_join("s")
+    h.settle()
+    held = {mid: set(t) for mid, t in h.classic_tasks.items()}
+    r = h.sgh(member_id="s", member_epoch=-1)
+    assert r.error_code == 0
+    h.streams_tasks.pop("s")
+    [converted] = h.events("group.converted")
+    assert converted["to_type"] == "classic" and converted["members"] == 2
+    g = h.shard.groups["app"]
+    assert isinstance(g, ClassicGroup) and g.protocol_name == "stream"
+    # Each instance's stored assignment is the AssignmentInfo of the tasks it runs now.
+    for mid, m in g.members.items():
+        assert decoded_tasks(m.assignment) == held[mid]
+    # The instances rejoin the classic group: its leader's StreamsPartitionAssignor assigns next.
+    assert h.classic_beat("a") == int(Errors.REBALANCE_IN_PROGRESS)
+    h.assert_replay_equals_live()
+
+
+def test_a_streams_member_leaving_while_another_remains_keeps_the_streams_group() -> None:
+    h = Roll()
+    h.seed({"a": ALL_TASKS})
+    h.streams_join("s")
+    h.streams_join("t")
+    h.settle()
+    assert h.sgh(member_id="s", member_epoch=-1).error_code == 0
+    assert isinstance(h.shard.groups["app"], StreamsGroup)
+    # The session of the last one expires: back to classic, with the classic instance kept.
+    h.streams_tasks.clear()
+    for _ in range(12):  # 48 s: the classic instance heartbeats, the streams member is silent
+        h.advance(4_000)
+        if isinstance(h.shard.groups["app"], StreamsGroup):
+            h.classic_beat("a")
+    g = h.shard.groups["app"]
+    assert isinstance(g, ClassicGroup) and set(g.members) == {"a"}, g
+
+
+def test_the_downgrade_follows_the_migration_policy() -> None:
+    h = Roll(group_consumer_migration_policy="upgrade")
+    h.seed({"a": ALL_TASKS})
+    h.streams_join("s")
+    h.settle()
+    h.sgh(member_id="s", member_epoch=-1)
+    assert isinstance(h.shard.groups["app"], StreamsGroup)
+    assert any(e["direction"] == "downgrade" for e in h.events("group.conversion_refused"))
+    h.assert_replay_equals_live()
+
+
+def test_standby_tasks_reach_classic_instances_with_their_partitions() -> None:
+    h = Roll(group_streams_num_standby_replicas=1)
+    h.seed({"a": HALF_A, "b": HALF_B})
+    h.streams_join("s")
+    h.settle()
+    g = h.group
+    m = g.members["a"]
+    assert m.standby, "no standby task for the classic instance"
+    meta = classic_metadata(h.pid["a"], h.classic_tasks["a"], endpoint="h1:7001")
+    j = h.join("a", protocols=(Protocol("stream", meta),), group="app", version=9)
+    s = h.sync("a", j.generation_id, group="app", protocol_name="stream")
+    a = parse_assignment(s.assignment)
+    assert a.user_data is not None
+    info = decode_assignment_info(a.user_data)
+    standby = {(str(t.subtopology), t.partition): parts for t, parts in info.standby_tasks}
+    assert set(standby) == {(sid, p) for sid, ps in g.members["a"].standby.items() for p in ps}
+    for (sid, p), parts in standby.items():
+        assert parts == ((WORDS if sid == "0" else REPARTITION, p),)
+    # Only the stateful subtopology (1, the count) has standbys; the endpoint lists them.
+    assert {sid for sid, _ in standby} == {"1"}
+    [host] = info.standby_partitions_by_host
+    assert host.endpoint == "h1:7001" and set(host.partitions) == {(REPARTITION, p) for _, p in standby}
+
+
+def test_a_topology_with_unnumbered_subtopologies_does_not_convert() -> None:
+    h = Roll()
+    h.seed({"a": ALL_TASKS})
+    named = replace(
+        TOPOLOGY,
+        subtopologies=tuple(
+            replace(s, subtopology_id=f"x{s.subtopology_id}") for s in TOPOLOGY.subtopologies
+        ),
+    )
+    r = h.sgh(
+        member_id="s",
+        member_epoch=0,
+        rebalance_timeout_ms=30000,
+        topology=named,
+        process_id="p",
+        active_tasks=(),
+        standby_tasks=(),
+        warmup_tasks=(),
+    )
+    assert r.error_code == int(Errors.GROUP_ID_NOT_FOUND) and "numbered" in (r.error_message or "")
+    assert isinstance(h.shard.groups["app"], ClassicGroup)
+
+
+def test_an_out_of_range_endpoint_port_is_dropped_not_a_traceback() -> None:
+    h = Roll()
+    h.seed({"a": ALL_TASKS})
+    h.streams_join("s")
+    meta = classic_metadata(5, set(), endpoint="h9:99999")
+    j = h.join("z", protocols=(Protocol("stream", meta),), group="app", version=3)
+    assert j.error_code == 0
+    assert h.group.members["z"].user_endpoint is None
+    h.assert_replay_equals_live()

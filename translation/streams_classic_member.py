@@ -1,0 +1,411 @@
+"""Classic Kafka Streams instances living inside a KIP-1071 streams group (issue 31, part 3:
+online migration, which Kafka does not have; the pattern of KIP-848's classic members in consumer
+groups, translation/classic_member.py, with Streams' own assignment protocol inside:
+docs/streams-classic-groups.md).
+
+A classic instance's consumer is a streams-group member with ClassicMemberMetadata (groupshift's
+tagged field of record type 19). It is placed by the streams group's assignor and reconciled by
+the same code as a `group.protocol=streams` member (engine/streams/heartbeat.py), so both kinds
+move through the same epochs with revoke-before-assign across them:
+
+* JoinGroup is answered at once, as a follower (no leader: the instance never runs
+  StreamsPartitionAssignor), with its member epoch as the generation. The tasks it says it holds
+  (its cooperative subscription's owned partitions mapped to tasks, and the active tasks of its
+  SubscriptionInfo) are what it owns; a task it must give up stays pending revocation until it
+  rejoins without it.
+* SyncGroup gives it its current tasks as Streams' own AssignmentInfo at the SubscriptionInfo
+  version it speaks (the partitions of its active tasks, one active task entry per partition in
+  Streams' order, its standby tasks with their partitions, every instance's partitions by host).
+* Heartbeat answers REBALANCE_IN_PROGRESS when its tasks are about to change (it lags the target,
+  must revoke, or waits for a task since released).
+* LeaveGroup and an expired session (its own session timeout) remove it as any member.
+
+Standby tasks are not awaited as revoked: a classic instance drops a standby as soon as its
+SyncGroup no longer lists it, and its SubscriptionInfo keeps listing leftover state directories,
+so its owned standbys are taken to be none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+
+from engine.classic.api import (
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    MemberResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+from engine.context import RequestContext
+from engine.errors import CoordinatorError, Errors
+from engine.ids import consumer_member_id
+from engine.metadata import MetadataImage
+from engine.operation import Operation
+from engine.state import ShardState
+from engine.streams.group import MemberState, StreamsGroup, StreamsMember, Tasks
+from engine.streams.heartbeat import TaskRoles, must_rejoin, remove_member, update_member
+from engine.timers import TimerKind
+from records.consumer_group import ClassicMemberMetadata, ClassicProtocol
+from records.streams_group import Endpoint, KeyValue, StreamsGroupTopologyValue
+from translation.embedded_protocol import SchemaError, serialize_assignment
+from translation.streams_classic_protocol import (
+    LATEST_SUPPORTED_VERSION,
+    NO_NEXT_REBALANCE,
+    PROTOCOL_TYPE,
+    STREAMS_PROTOCOL_NAME,
+    AssignmentInfo,
+    HostPartitions,
+    StreamsClassicMember,
+    SubscriptionInfo,
+    TaskId,
+    encode_assignment_info,
+    parse_streams_member_metadata,
+)
+from translation.streams_conversion_rules import MIN_OFFSET_SUMS_VERSION
+
+KNOWN_MEMBER_ID_REQUIRED_VERSION = 4
+
+
+# --- tasks and partitions ------------------------------------------------------------------------
+
+
+def topic_subtopologies(topology: StreamsGroupTopologyValue) -> dict[str, list[str]]:
+    """Source or repartition source topic -> the subtopologies that read it."""
+    out: dict[str, list[str]] = {}
+    for sub in topology.subtopologies:
+        for name in (*sub.source_topics, *(t.name for t in sub.repartition_source_topics)):
+            out.setdefault(name, []).append(sub.subtopology_id)
+    return out
+
+
+def task_partitions(
+    topology: StreamsGroupTopologyValue, image: MetadataImage, sid: str, partition: int
+) -> list[tuple[str, int]]:
+    """The partitions task `sid`_`partition` consumes: that partition of each source and
+    repartition source topic of its subtopology that has it."""
+    for sub in topology.subtopologies:
+        if sub.subtopology_id != sid:
+            continue
+        out = []
+        for name in (*sub.source_topics, *(t.name for t in sub.repartition_source_topics)):
+            t = image.topic(name)
+            if t is not None and partition < t.num_partitions:
+                out.append((name, partition))
+        return out
+    return []
+
+
+def to_tasks(ids: Iterable[TaskId]) -> Tasks:
+    """Classic task ids "S_P" (named topologies aside) as streams-group tasks: subtopology "S"."""
+    out: dict[str, frozenset[int]] = {}
+    for t in ids:
+        if t.topology is None:
+            key = str(t.subtopology)
+            out[key] = out.get(key, frozenset()) | {t.partition}
+    return out
+
+
+def owned_tasks(topology: StreamsGroupTopologyValue, member: StreamsClassicMember) -> TaskRoles:
+    """The active tasks a classic instance says it holds: its cooperative subscription's owned
+    partitions mapped to tasks, and the tasks its SubscriptionInfo reports as run active."""
+    by_topic = topic_subtopologies(topology)
+    active: dict[str, frozenset[int]] = dict(to_tasks(member.info.active_tasks))
+    for topic, parts in member.subscription.owned_partitions:
+        for sid in by_topic.get(topic, ()):
+            active[sid] = active.get(sid, frozenset()) | frozenset(parts)
+    return TaskRoles(active, {}, {})
+
+
+def endpoint_of(info: SubscriptionInfo) -> Endpoint | None:
+    """`application.server` ("host:port") as the streams group's endpoint."""
+    text = info.endpoint
+    if not text or ":" not in text:
+        return None
+    host, _, port = text.rpartition(":")
+    try:
+        number = int(port)
+    except ValueError:
+        return None
+    return Endpoint(host, number) if 0 <= number <= 0xFFFF else None
+
+
+def numbered_subtopologies(topology: StreamsGroupTopologyValue) -> bool:
+    """Kafka Streams numbers its subtopologies ("0", "1", ...), which classic task ids carry as
+    integers; a topology named otherwise cannot be spoken to classic instances."""
+    return all(s.subtopology_id.isdigit() and s.subtopology_id.isascii() for s in topology.subtopologies)
+
+
+def streams_metadata(member: StreamsMember) -> StreamsClassicMember:
+    """The member's `stream` protocol metadata, decoded (it decoded when the member joined)."""
+    assert member.classic is not None
+    for p in member.classic.supported_protocols:
+        if p.name == STREAMS_PROTOCOL_NAME:
+            return parse_streams_member_metadata(p.metadata)
+    raise SchemaError("no `stream` protocol")
+
+
+def build_member(
+    base: StreamsMember,
+    decoded: StreamsClassicMember,
+    topology_epoch: int,
+    session_timeout_ms: int,
+    rebalance_timeout_ms: int,
+    protocols: tuple[ClassicProtocol, ...],
+    client_id: str,
+    client_host: str,
+    instance_id: str | None,
+) -> StreamsMember:
+    info = decoded.info
+    return replace(
+        base,
+        instance_id=instance_id,
+        rack_id=decoded.subscription.rack_id or None,
+        client_id=client_id,
+        client_host=client_host,
+        rebalance_timeout_ms=rebalance_timeout_ms,
+        topology_epoch=topology_epoch,
+        process_id=str(info.process_id),
+        user_endpoint=endpoint_of(info),
+        client_tags=tuple(KeyValue(k, v) for k, v in sorted(info.tags.items())),
+        classic=ClassicMemberMetadata(session_timeout_ms, protocols),
+    )
+
+
+# --- AssignmentInfo ------------------------------------------------------------------------------
+
+
+def _host_partitions(
+    st: ShardState, group: StreamsGroup, topology: StreamsGroupTopologyValue, standby: bool
+) -> tuple[HostPartitions, ...]:
+    by_endpoint: dict[tuple[str, int], set[tuple[str, int]]] = {}
+    for m in sorted(group.members.values(), key=lambda m: m.member_id):
+        if m.user_endpoint is None:
+            continue
+        parts = by_endpoint.setdefault((m.user_endpoint.host, m.user_endpoint.port), set())
+        for sid, ps in (m.standby if standby else m.active).items():
+            for p in ps:
+                parts.update(task_partitions(topology, st.image, sid, p))
+    return tuple(HostPartitions(h, port, tuple(sorted(ps))) for (h, port), ps in sorted(by_endpoint.items()))
+
+
+def assignment_of(st: ShardState, group: StreamsGroup, member: StreamsMember) -> bytes:
+    """The member's ConsumerProtocolAssignment with Streams' AssignmentInfo as user data, at the
+    SubscriptionInfo version the member speaks; the commonly supported version is the lowest
+    latest version of the group's classic instances (Streams' version probing: an instance
+    upgrades its subscription once every instance supports the newer one)."""
+    topology = group.topology
+    assert topology is not None
+    decoded = streams_metadata(member)
+    version = min(decoded.info.version, LATEST_SUPPORTED_VERSION)
+    common = min(
+        (
+            min(streams_metadata(m).info.latest_supported_version, LATEST_SUPPORTED_VERSION)
+            for m in group.members.values()
+            if m.classic is not None
+        ),
+        default=LATEST_SUPPORTED_VERSION,
+    )
+    common = max(common, version)
+    # Streams reads the active task of the i-th partition of the sorted assignment at index i.
+    owner: dict[tuple[str, int], TaskId] = {}
+    for sid, ps in member.active.items():
+        for p in ps:
+            for tp in task_partitions(topology, st.image, sid, p):
+                owner[tp] = TaskId(int(sid), p)
+    partitions = sorted(owner)
+    standby = tuple(
+        (TaskId(int(sid), p), tuple(task_partitions(topology, st.image, sid, p)))
+        for sid, ps in sorted(member.standby.items(), key=lambda kv: int(kv[0]))
+        for p in sorted(ps)
+    )
+    info = AssignmentInfo(
+        version=version,
+        commonly_supported_version=common,
+        active_tasks=tuple(owner[tp] for tp in partitions),
+        standby_tasks=standby,
+        partitions_by_host=_host_partitions(st, group, topology, False) if version >= 2 else (),
+        standby_partitions_by_host=_host_partitions(st, group, topology, True) if version >= 6 else (),
+        error_code=0,
+        next_rebalance_ms=NO_NEXT_REBALANCE,
+    )
+    by_topic: dict[str, list[int]] = {}
+    for topic, p in partitions:
+        by_topic.setdefault(topic, []).append(p)
+    embedded_version = decoded.subscription.version
+    return serialize_assignment(sorted(by_topic.items()), embedded_version, encode_assignment_info(info))
+
+
+# --- the classic APIs ----------------------------------------------------------------------------
+
+
+def _inconsistent(why: str) -> CoordinatorError:
+    return CoordinatorError(Errors.INCONSISTENT_GROUP_PROTOCOL, why)
+
+
+def join(
+    st: ShardState, group: StreamsGroup, req: JoinGroupRequest, ctx: RequestContext, op: Operation
+) -> JoinGroupResponse:
+    gid = group.group_id
+    names = [p.name for p in req.protocols]
+    if req.protocol_type != PROTOCOL_TYPE or STREAMS_PROTOCOL_NAME not in names:
+        op.explain(
+            "request.protocols_not_supported", group=gid, protocol_type=req.protocol_type, protocols=names
+        )
+        raise _inconsistent(
+            f"Group {gid} is a streams group: only Kafka Streams instances (protocol `stream`) join it."
+        )
+    topology = group.topology
+    if topology is None:
+        raise _inconsistent(f"Streams group {gid} has no topology yet.")
+    member_id = req.member_id
+    unknown = member_id == ""
+    if unknown:
+        member_id = consumer_member_id(st.ids)
+        st.bind_created(op, gid, member_id, ctx.principal)
+    member = group.members.get(member_id)
+    # A member id the group does not know is a new member (the one MEMBER_ID_REQUIRED handed
+    # out: nothing is recorded for it until it joins with it), as for consumer groups.
+    if member is not None and member.classic is None:
+        raise CoordinatorError(
+            Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} does not use the classic protocol."
+        )
+    if member is None and len(group.members) >= st.config.streams_max_size:
+        raise CoordinatorError(
+            Errors.GROUP_MAX_SIZE_REACHED,
+            f"The streams group has reached its maximum capacity of {st.config.streams_max_size} members.",
+        )
+    if unknown and req.group_instance_id is None and ctx.api_version >= KNOWN_MEMBER_ID_REQUIRED_VERSION:
+        return JoinGroupResponse(error_code=int(Errors.MEMBER_ID_REQUIRED), member_id=member_id)
+    metadata = next(p.metadata for p in req.protocols if p.name == STREAMS_PROTOCOL_NAME)
+    try:
+        decoded = parse_streams_member_metadata(metadata)
+    except SchemaError as e:
+        op.explain(
+            "group.conversion_refused", group=gid, direction="join", reason="streams-metadata", error=str(e)
+        )
+        raise _inconsistent(f"Member {member_id}'s Kafka Streams metadata does not decode: {e}") from None
+    version = decoded.info.version
+    if version < MIN_OFFSET_SUMS_VERSION or decoded.info.is_future:
+        op.explain(
+            "group.conversion_refused", group=gid, direction="join", reason="streams-version", version=version
+        )
+        raise _inconsistent(
+            f"Member {member_id} speaks SubscriptionInfo version {version}; a streams group takes "
+            f"versions {MIN_OFFSET_SUMS_VERSION} to {LATEST_SUPPORTED_VERSION}."
+        )
+    if not numbered_subtopologies(topology):
+        op.explain(
+            "group.conversion_refused", group=gid, direction="join", reason="streams-topology", detail="ids"
+        )
+        raise _inconsistent(
+            f"Streams group {gid}'s subtopologies are not numbered as Kafka Streams numbers them."
+        )
+    known_topics = topic_subtopologies(topology)
+    stray = sorted(t for t in decoded.subscription.topics if t not in known_topics)
+    if stray:
+        op.explain(
+            "group.conversion_refused", group=gid, direction="join", reason="streams-topology", topics=stray
+        )
+        raise _inconsistent(
+            f"Member {member_id} subscribes to topics the group's topology does not read "
+            f"({', '.join(stray)}): it runs another topology."
+        )
+    base = member if member is not None else StreamsMember(member_id)
+    updated = build_member(
+        base,
+        decoded,
+        topology.epoch,
+        req.session_timeout_ms,
+        req.rebalance_timeout_ms,
+        tuple(ClassicProtocol(p.name, p.metadata) for p in req.protocols),
+        ctx.client_id,
+        ctx.client_host,
+        req.group_instance_id,
+    )
+    reconciled = update_member(st, group, member, updated, owned_tasks(topology, decoded), op)
+    if member is None:
+        op.event("member.joined", group=gid, member=member_id, protocol="classic", process=updated.process_id)
+    op.schedule(TimerKind.STREAMS_SESSION, gid, member_id, req.session_timeout_ms)
+    return JoinGroupResponse(
+        member_id=member_id,
+        generation_id=reconciled.member_epoch,
+        protocol_type=PROTOCOL_TYPE,
+        protocol_name=STREAMS_PROTOCOL_NAME,
+        leader="",
+        skip_assignment=False,
+        members=[],
+    )
+
+
+def _classic_member(group: StreamsGroup, member_id: str, generation: int) -> StreamsMember:
+    member = group.members.get(member_id)
+    if member is None or member.classic is None:
+        raise CoordinatorError(
+            Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a classic member of group {group.group_id}."
+        )
+    if member.member_epoch != generation:
+        raise CoordinatorError(
+            Errors.ILLEGAL_GENERATION,
+            f"The request generation id {generation} is not equal to the member epoch "
+            f"{member.member_epoch} of member {member_id}.",
+        )
+    return member
+
+
+def _session_timeout(member: StreamsMember) -> int:
+    assert member.classic is not None
+    return member.classic.session_timeout_ms
+
+
+def sync(st: ShardState, group: StreamsGroup, req: SyncGroupRequest, op: Operation) -> SyncGroupResponse:
+    member = _classic_member(group, req.member_id, req.generation_id)
+    if req.protocol_type is not None and req.protocol_type != PROTOCOL_TYPE:
+        raise _inconsistent(f"The protocol type {req.protocol_type} is not {PROTOCOL_TYPE}.")
+    if req.protocol_name is not None and req.protocol_name != STREAMS_PROTOCOL_NAME:
+        raise _inconsistent(f"The protocol name {req.protocol_name} is not {STREAMS_PROTOCOL_NAME}.")
+    op.schedule(TimerKind.STREAMS_SESSION, group.group_id, member.member_id, _session_timeout(member))
+    if group.assignment_epoch > member.member_epoch and member.state is not MemberState.UNREVOKED_TASKS:
+        return SyncGroupResponse(error_code=int(Errors.REBALANCE_IN_PROGRESS))
+    return SyncGroupResponse(
+        protocol_type=PROTOCOL_TYPE,
+        protocol_name=STREAMS_PROTOCOL_NAME,
+        assignment=assignment_of(st, group, member),
+    )
+
+
+def heartbeat(st: ShardState, group: StreamsGroup, req: HeartbeatRequest, op: Operation) -> HeartbeatResponse:
+    member = _classic_member(group, req.member_id, req.generation_id)
+    op.schedule(TimerKind.STREAMS_SESSION, group.group_id, member.member_id, _session_timeout(member))
+    if must_rejoin(st, group, member):
+        return HeartbeatResponse(int(Errors.REBALANCE_IN_PROGRESS))
+    return HeartbeatResponse(0)
+
+
+def leave(st: ShardState, group: StreamsGroup, req: LeaveGroupRequest, op: Operation) -> LeaveGroupResponse:
+    gid = group.group_id
+    out: list[MemberResponse] = []
+    gone: list[str] = []
+    for ident in req.members:
+        mid, iid = ident.member_id, ident.group_instance_id
+        member = (
+            group.members.get(mid)
+            if iid is None
+            else next((m for m in group.members.values() if m.instance_id == iid), None)
+        )
+        if member is None or member.classic is None or member.member_id in gone:
+            out.append(MemberResponse(mid, iid, int(Errors.UNKNOWN_MEMBER_ID)))
+            continue
+        if iid is not None and mid and member.member_id != mid:
+            out.append(MemberResponse(mid, iid, int(Errors.FENCED_INSTANCE_ID)))
+            continue
+        remove_member(st, group, member.member_id, op, gone)
+        op.cancel(TimerKind.STREAMS_REBALANCE, gid, member.member_id)
+        gone.append(member.member_id)
+        op.event("member.left", group=gid, member=member.member_id, protocol="classic", reason="LeaveGroup")
+        out.append(MemberResponse(member.member_id, iid))
+    return LeaveGroupResponse(members=out)

@@ -1,0 +1,232 @@
+"""Online conversion of a classic Kafka Streams group to a KIP-1071 streams group when the first
+`group.protocol=streams` instance joins (issue 31, part 3; beyond Kafka, whose 4.4 refuses a
+StreamsGroupHeartbeat on a non-empty classic group: docs/streams-classic-groups.md).
+
+Conditions (all, else GROUP_ID_NOT_FOUND "Cannot convert classic Kafka Streams group ..." with
+the reason, and a `group.conversion_refused` event naming the check): the migration policy
+allows upgrades; the joining heartbeat brings a topology (classic instances send none: the
+streams group's topology is the first streams-protocol member's); the group is a classic Streams
+group none of whose members trips a rule of translation/streams_conversion_rules.py (the rules
+`check upgrade` reports); every classic member subscribes only to topics the topology reads; at
+most `group.streams.max.size` members.
+
+Procedure (records only, so replay equals live): parked JoinGroups and SyncGroups are answered
+REBALANCE_IN_PROGRESS; the GroupMetadata tombstone; each classic member's metadata (type 19,
+with groupshift's ClassicMemberMetadata tag); the group epoch at the classic generation (type
+17, metadata hash 0 so the joiner's heartbeat recomputes the target); each member's target and
+current assignment as the leader's AssignmentInfo gave it (types 21, 20, 22: Stable at epoch =
+generation). The heartbeat then continues on the streams group those records build: it stores
+the topology, bumps the epoch and computes a new target for every member, classic ones included.
+The classic group's timers are cancelled; each converted member gets a streams session timer of
+its classic session timeout.
+"""
+
+from __future__ import annotations
+
+from engine.classic.api import JoinGroupResponse, SyncGroupResponse
+from engine.classic.group import ClassicGroup
+from engine.errors import CoordinatorError, Errors
+from engine.operation import Operation
+from engine.replay import apply_streams_record
+from engine.state import ShardState
+from engine.streams.api import StreamsGroupHeartbeatRequest
+from engine.streams.group import MemberState, StreamsGroup, StreamsMember, task_ids
+from engine.timers import TimerKind
+from records.classic_group import GroupMetadataKey
+from records.consumer_group import ClassicProtocol
+from records.coordinator import CoordinatorRecord
+from records.streams_group import (
+    StreamsGroupCurrentMemberAssignmentKey,
+    StreamsGroupMemberMetadataKey,
+    StreamsGroupMetadataKey,
+    StreamsGroupMetadataValue,
+    StreamsGroupTargetAssignmentMemberKey,
+    StreamsGroupTargetAssignmentMemberValue,
+    StreamsGroupTargetAssignmentMetadataKey,
+    StreamsGroupTargetAssignmentMetadataValue,
+)
+from translation.embedded_protocol import SchemaError, parse_assignment
+from translation.policy import refused, upgrade_enabled
+from translation.streams_classic_member import (
+    build_member,
+    numbered_subtopologies,
+    to_tasks,
+    topic_subtopologies,
+)
+from translation.streams_classic_protocol import (
+    PROTOCOL_TYPE,
+    STREAMS_PROTOCOL_NAME,
+    StreamsClassicMember,
+    decode_assignment_info,
+    parse_streams_member_metadata,
+)
+from translation.streams_conversion_rules import conversion_blockers
+
+
+class _Facts:
+    """One member as the conversion rules read it."""
+
+    def __init__(self, member_id: str, client_id: str) -> None:
+        self.member_id = member_id
+        self.client_id = client_id
+        self.decode_error: str | None = None
+        self.subscription_version: int | None = None
+        self.subscription_error = 0
+        self.topics: tuple[str, ...] = ()
+
+
+def cannot_convert(group_id: str, because: str) -> CoordinatorError:
+    return CoordinatorError(
+        Errors.GROUP_ID_NOT_FOUND,
+        f"Cannot convert classic Kafka Streams group {group_id} to a streams group because {because}",
+    )
+
+
+def upgrade(
+    st: ShardState, group: ClassicGroup, req: StreamsGroupHeartbeatRequest, op: Operation
+) -> StreamsGroup:
+    """Convert `group` (writing the records into `op`); return the streams group to join."""
+    gid = group.group_id
+    if not upgrade_enabled(st.config):
+        refused(op, gid, "upgrade", "policy", policy=st.config.consumer_migration_policy)
+        raise cannot_convert(gid, "online upgrade is disabled.")
+    if group.protocol_type != PROTOCOL_TYPE:
+        refused(op, gid, "upgrade", "protocol type", protocol_type=group.protocol_type)
+        raise cannot_convert(gid, f"its protocol type is {group.protocol_type!r}, not {PROTOCOL_TYPE!r}.")
+    if req.topology is None:
+        refused(op, gid, "upgrade", "streams-topology", detail="the joining member sent no topology")
+        raise cannot_convert(gid, "the joining member sent no topology.")
+    if group.num_members > st.config.streams_max_size:
+        refused(op, gid, "upgrade", "size", members=group.num_members, max_size=st.config.streams_max_size)
+        raise cannot_convert(gid, "the group size exceeds the streams group maximum size.")
+    decoded: dict[str, StreamsClassicMember] = {}
+    facts: list[_Facts] = []
+    for m in group.members.values():
+        f = _Facts(m.member_id, m.client_id)
+        facts.append(f)
+        try:
+            d = parse_streams_member_metadata(m.metadata(STREAMS_PROTOCOL_NAME))
+        except (SchemaError, ValueError, KeyError) as e:
+            f.decode_error = str(e) or type(e).__name__
+            continue
+        decoded[m.member_id] = d
+        f.subscription_version = d.info.version
+        f.subscription_error = d.info.error_code
+        f.topics = tuple(sorted(d.subscription.topics))
+    blockers = conversion_blockers(group.protocol_name, facts)
+    if not numbered_subtopologies(req.topology):
+        blockers.append(
+            (
+                "streams-topology",
+                "the joining member's subtopologies are not numbered as Kafka Streams numbers them "
+                "(classic task ids carry numbers)",
+            )
+        )
+    readable = topic_subtopologies(req.topology)
+    stray = sorted({t for d in decoded.values() for t in d.subscription.topics if t not in readable})
+    if stray:
+        blockers.append(
+            (
+                "streams-topology",
+                f"the classic instances subscribe to topics the joining member's topology does not read "
+                f"({', '.join(stray)}): they run another topology",
+            )
+        )
+    if blockers:
+        for check, reason in blockers:
+            refused(op, gid, "upgrade", check, detail=reason)
+        raise cannot_convert(gid, blockers[0][1] + ".")
+
+    generation = group.generation_id
+    members: list[StreamsMember] = []
+    for m in group.members.values():
+        d = decoded[m.member_id]
+        active, standby = {}, {}
+        if m.assignment:
+            try:
+                a = parse_assignment(m.assignment)
+                if a.user_data:
+                    info = decode_assignment_info(a.user_data)
+                    if not info.is_future:
+                        active = dict(to_tasks(info.active_tasks))
+                        standby = dict(to_tasks(t for t, _ in info.standby_tasks))
+            except SchemaError as e:
+                refused(op, gid, "upgrade", "streams-metadata", member=m.member_id, error=str(e))
+                raise cannot_convert(
+                    gid, f"member {m.member_id}'s assignment does not decode: {e}."
+                ) from None
+        base = StreamsMember(
+            m.member_id,
+            member_epoch=generation,
+            previous_member_epoch=generation,
+            state=MemberState.STABLE,
+            active=active,
+            standby=standby,
+        )
+        members.append(
+            build_member(
+                base,
+                d,
+                req.topology.epoch,
+                m.session_timeout_ms,
+                m.rebalance_timeout_ms,
+                tuple(ClassicProtocol(p.name, p.metadata) for p in m.supported_protocols),
+                m.client_id,
+                m.client_host,
+                m.group_instance_id,
+            )
+        )
+
+    for m in group.members.values():
+        group.complete_join(
+            m, JoinGroupResponse(error_code=int(Errors.REBALANCE_IN_PROGRESS), member_id=m.member_id), op
+        )
+        group.complete_sync(m, SyncGroupResponse(error_code=int(Errors.REBALANCE_IN_PROGRESS)), op)
+
+    records: list[CoordinatorRecord] = [
+        CoordinatorRecord(StreamsGroupMemberMetadataKey(gid, m.member_id), m.metadata_value())
+        for m in members
+    ]
+    records.append(
+        CoordinatorRecord(StreamsGroupMetadataKey(gid), StreamsGroupMetadataValue(generation, 0, -1, None))
+    )
+    records.extend(
+        CoordinatorRecord(
+            StreamsGroupTargetAssignmentMemberKey(gid, m.member_id),
+            StreamsGroupTargetAssignmentMemberValue(task_ids(m.active), task_ids(m.standby), ()),
+        )
+        for m in members
+    )
+    records.append(
+        CoordinatorRecord(
+            StreamsGroupTargetAssignmentMetadataKey(gid),
+            StreamsGroupTargetAssignmentMetadataValue(generation, st.now_ms),
+        )
+    )
+    records.extend(
+        CoordinatorRecord(StreamsGroupCurrentMemberAssignmentKey(gid, m.member_id), m.assignment_value())
+        for m in members
+    )
+    op.records.append(CoordinatorRecord(GroupMetadataKey(gid), None))
+    op.records.extend(records)
+    converted = StreamsGroup(gid)
+    for r in records:
+        apply_streams_record(converted, r)
+
+    op.cancel(TimerKind.CLASSIC_JOIN_PHASE, gid)
+    op.cancel(TimerKind.CLASSIC_SYNC_PHASE, gid)
+    for classic_id in [*group.members, *group.pending_join_members]:
+        op.cancel(TimerKind.CLASSIC_HEARTBEAT, gid, classic_id)
+    for cm in members:
+        assert cm.classic is not None
+        op.schedule(TimerKind.STREAMS_SESSION, gid, cm.member_id, cm.classic.session_timeout_ms)
+    op.event(
+        "group.converted",
+        group=gid,
+        from_type="classic",
+        to_type="streams",
+        group_epoch=generation,
+        members=len(members),
+        reason="a streams-protocol member joined a classic Kafka Streams group",
+    )
+    return converted

@@ -12,7 +12,7 @@ other member holds it, assigned or pending revocation (UNRELEASED_TASKS until th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 
 from engine.classic.group import ClassicGroup
@@ -751,7 +751,7 @@ def update_member(
     members = dict(group.members)
     members[mid] = updated
     targets = group_targets(group)
-    holders = _holders(group, updated.process_id)
+    holders = group.holders(updated.process_id)
     target_epoch = group.assignment_epoch
     if epoch > group.assignment_epoch:
         targets = _new_targets(st, group, members, topology, configured)
@@ -782,7 +782,7 @@ def must_rejoin(st: ShardState, group: StreamsGroup, member: StreamsMember) -> b
         return False
     target = group_targets(group).get(member.member_id, TaskRoles({}, {}, {}))
     held = TaskRoles(member.active, member.standby, member.warmup)
-    after = reconcile(member, target, group.assignment_epoch, _holders(group, member.process_id), held)
+    after = reconcile(member, target, group.assignment_epoch, group.holders(member.process_id), held)
     return after is not member
 
 

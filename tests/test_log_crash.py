@@ -11,10 +11,9 @@ import os
 import random
 import shutil
 import signal
-import subprocess
-import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
@@ -24,6 +23,7 @@ from structlog.testing import capture_logs
 from records.batch import iter_records, read_batch_header
 from records.errors import LogCorruptionError
 from records.log import SegmentLog
+from tests.crash_zygote import Zygote
 from tests.log_crash_child import SEGMENT_BYTES, expected_key, expected_value
 
 TS = 1_700_000_000_000
@@ -250,8 +250,16 @@ def _check_content(log: SegmentLog, verified_end: int) -> None:
     assert expected == log.end_offset
 
 
+@pytest.fixture
+def zygote() -> Iterator[Zygote]:
+    """The children are forked by one zygote that imported tests.log_crash_child once
+    (tests/crash_zygote.py): real processes, without an interpreter start each."""
+    with Zygote("tests.log_crash_child", ROOT) as z:
+        yield z
+
+
 @pytest.mark.e2e
-def test_sigkill_at_random_moments_never_loses_an_acknowledged_offset(tmp_path: Path) -> None:
+def test_sigkill_at_random_moments_never_loses_an_acknowledged_offset(tmp_path: Path, zygote: Zygote) -> None:
     rng = random.Random(20240611)
     path = tmp_path / "log"
     acked = -1
@@ -259,38 +267,26 @@ def test_sigkill_at_random_moments_never_loses_an_acknowledged_offset(tmp_path: 
     torn_tails = 0
     started = time.monotonic()
     for run in range(50):
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "tests.log_crash_child",
-                str(path),
-                str(run),
-                str(rng.choice([1, 4, 16])),
-            ],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert proc.stdout is not None
+        stderr_path = tmp_path / f"child-{run}.err"
+        with stderr_path.open("w") as stderr:
+            pid, stdout = zygote.start([str(path), str(run), str(rng.choice([1, 4, 16]))], stderr)
         lines: list[str] = []
         ready = threading.Event()
 
-        def read(
-            stream: IO[str] = proc.stdout, lines: list[str] = lines, ready: threading.Event = ready
-        ) -> None:
-            for line in stream:
-                lines.append(line)
-                ready.set()
+        def read(stream: IO[str] = stdout, lines: list[str] = lines, ready: threading.Event = ready) -> None:
+            with stream:
+                for line in stream:
+                    lines.append(line)
+                    ready.set()
             ready.set()
 
         reader = threading.Thread(target=read)
         reader.start()
         assert ready.wait(20), "child did not start"
-        assert lines[0] == "ready\n"
+        assert lines and lines[0] == "ready\n", stderr_path.read_text()
         time.sleep(rng.uniform(0.0, 0.1))
-        proc.send_signal(signal.SIGKILL)
-        assert proc.wait(20) == -signal.SIGKILL
+        os.kill(pid, signal.SIGKILL)
+        assert zygote.wait(pid, 20) == -signal.SIGKILL
         reader.join(20)
         acks = [int(line) for line in lines[1:] if line.endswith("\n")]
         assert acks == sorted(acks)

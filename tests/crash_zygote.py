@@ -9,11 +9,12 @@ its own file descriptors, killed with SIGKILL by the test and reaped by the zygo
 
 Usage: python -m tests.crash_zygote MODULE FD
 
-FD is the zygote's end of a UNIX socket pair (the test keeps the other, `Zygote` below). On it:
-`start ARG...` with two file descriptors attached (the child's stdout and stderr): the zygote
-forks, the child makes them its fd 1 and 2 and runs `MODULE.main()` with `sys.argv` =
-[MODULE, ARG...]; the answer is `pid N`. `wait N` waits for that child and answers `exit CODE`
-(as `subprocess` reports it: -9 for a SIGKILL). End of file on the socket ends the zygote.
+FD is the zygote's end of a UNIX SOCK_SEQPACKET socket pair (the test keeps the other, `Zygote`
+below). On it: `start ARG...` with two file descriptors attached (the child's stdout and
+stderr): the zygote forks, the child makes them its fd 1 and 2 and runs `MODULE.main()` with
+`sys.argv` = [MODULE, ARG...]; the answer is `pid N`. `wait N` waits for that child and answers
+`exit CODE` (as `subprocess` reports it: -9 for a SIGKILL). End of file on the socket ends the
+zygote.
 """
 
 from __future__ import annotations
@@ -79,7 +80,8 @@ class Zygote:
     """The test's side: starts the zygote and asks it for children."""
 
     def __init__(self, module: str, cwd: Path) -> None:
-        ours, theirs = socket.socketpair()
+        # SOCK_SEQPACKET: every request and answer is one message, never split or merged
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tests.crash_zygote", module, str(theirs.fileno())],
             cwd=cwd,

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
 
@@ -297,17 +298,48 @@ def test_every_subcommand_is_covered() -> None:
     assert innermost_parser(parser, parser.parse_args(["groups", "list"])).prog == "groupshift groups list"
 
 
+def _with_bad_properties(directory: Path) -> Path:
+    (directory / "bad.properties").write_text("security.protocol=SASL_SSL\nsasl.mechanism=GSSAPI\n")
+    return directory
+
+
 @pytest.fixture
 def tmp(tmp_path: Path) -> Iterator[Path]:
-    (tmp_path / "bad.properties").write_text("security.protocol=SASL_SSL\nsasl.mechanism=GSSAPI\n")
-    yield tmp_path
+    yield _with_bad_properties(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def bad_input_runs(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Future[subprocess.CompletedProcess[str]]]]:
+    """The selected cases' processes, started four at a time when the module starts (each in its
+    own directory): a case is a Python start and a wait for nobody, about a second of mostly
+    idle wall time, and one after the other the cases were over a minute of a CI run on two
+    cores. Each test waits for its own case's process and checks it."""
+    selected = [
+        item.callspec.params["case_id"]
+        for item in request.session.items
+        if item.module is request.module and hasattr(item, "callspec") and "case_id" in item.callspec.params
+    ]
+    dirs = {
+        case_id: _with_bad_properties(tmp_path_factory.mktemp(case_id.replace("/", "-")))
+        for case_id in selected
+    }
+
+    def run(case_id: str) -> subprocess.CompletedProcess[str]:
+        tmp = dirs[case_id]
+        return groupshift([a.replace("{tmp}", str(tmp)) for a in CASES[case_id].argv], tmp)
+
+    with ThreadPoolExecutor(4) as pool:
+        yield {case_id: pool.submit(run, case_id) for case_id in selected}
 
 
 @pytest.mark.parametrize("case_id", list(CASES))
-def test_bad_input_gives_one_clear_error(case_id: str, tmp: Path) -> None:
+def test_bad_input_gives_one_clear_error(
+    case_id: str, bad_input_runs: dict[str, Future[subprocess.CompletedProcess[str]]]
+) -> None:
     case = CASES[case_id]
-    argv = [a.replace("{tmp}", str(tmp)) for a in case.argv]
-    r = groupshift(argv, tmp)
+    r = bad_input_runs[case_id].result()
     said = r.stderr
     assert "Traceback" not in r.stderr + r.stdout, said
     assert said.strip(), f"the error went to stdout, not stderr: {r.stdout!r}"

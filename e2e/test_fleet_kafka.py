@@ -14,15 +14,20 @@ On Kafka 3.9 (classic groups only, the release an operator upgrades from) the gr
 ones e2e/test_check_upgrade.py proves blocked or ready (made over the wire: a userData
 assignment, a Connect group, a malformed subscription, a plain one, offsets only), two
 kafka-python members of a range group, and a group that committed, left and was deleted.
+
+Both log dirs go through one `groupshift fleet report k4=... k39=...` run (a Spark JVM and job
+per run is most of the time); each test reads its cluster's rows.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -176,47 +181,27 @@ def test_kafka_logs_give_the_facts_of_a_live_read(
     assert verdicts == dict.fromkeys(names.values(), "READY")
 
 
-def test_fleet_report_on_a_kafka_4_log_dir_equals_check(
-    groups_on_kafka: tuple[Any, dict[str, str]], tmp_path: Path
-) -> None:
-    from e2e.test_fleet_real_inputs import (
-        CheckRuns,
-        assert_fleet_equals_check,
-        assert_html_lists_blocked,
-        fleet_report,
-        snapshot,
-    )
-
-    kafka, names = groups_on_kafka
-    log_dir = snapshot(kafka.nodes[0].data_dir, tmp_path / "log-dir")
-    out = tmp_path / "report"
-    checks = CheckRuns(["--log-dir", str(log_dir)])  # they run while the fleet job does
-    tables = fleet_report([f"k4={log_dir}"], out)
-    assert {names[k] for k in names} <= {f["group"] for f in tables["facts"]}
-    assert_fleet_equals_check(tables, "k4", checks)
-    if any(v["verdict"] != "READY" and v["verdict"] != "SAFE" for v in tables["verdicts"]):
-        assert_html_lists_blocked(out, tables, "fleet-kafka-4-log-dir.png")
-
-
-def test_fleet_report_on_a_kafka_3_9_log_dir_equals_check(kafka39_classic: Any, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def groups_on_kafka39(
+    kafka39_classic: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[dict[str, str], Path]]:
+    """Groups of every kind on the session's Kafka 3.9 node (no other test makes groups on it),
+    made over the wire and by kafka-python members: ({kind: group id}, a snapshot of the log dir
+    taken while the members are in their group)."""
     from e2e.differential import Session
     from e2e.test_check_upgrade import offsets_only, solo
     from e2e.test_fleet_real_inputs import (
-        CheckRuns,
-        assert_fleet_equals_check,
-        assert_html_lists_blocked,
         assigned,
         close_all,
         commit,
         delete_group,
-        fleet_report,
         kafka_python_member,
         poll_until,
         snapshot,
     )
     from translation.embedded_protocol import Subscription, serialize_assignment, serialize_subscription
 
-    kafka = kafka39_classic  # the session's 3.9 node: no other test makes groups on it
+    kafka = kafka39_classic
     s = Session("kafka-3.9", kafka.bootstrap, {"run": uuid.uuid4().hex[:6]})
     topic = s.topic("orders")
     s.create_topic(topic, 3)
@@ -243,19 +228,75 @@ def test_fleet_report_on_a_kafka_3_9_log_dir_equals_check(kafka39_classic: Any, 
         gone.close(autocommit=False)
         delete_group(s, deleted)
         poll_until(members, lambda: all(assigned(c) for c in members), timeout=30)
-        log_dir = snapshot(kafka.nodes[0].data_dir, tmp_path / "log-dir")
-        out = tmp_path / "report"
-        checks = CheckRuns(["--log-dir", str(log_dir)])  # they run while the fleet job does
-        tables = fleet_report([f"k39={log_dir}"], out)
-        facts = {f["group"]: f for f in tables["facts"]}
-        assert set(facts) == set(names.values()), sorted(facts)
-        assert (facts[names["classic"]]["type"], facts[names["classic"]]["size"]) == ("classic", 2)
-        assert_fleet_equals_check(tables, "k39", checks)
-        upgrade = {v["group"]: v["verdict"] for v in tables["verdicts"] if v["direction"] == "upgrade"}
-        assert {g for g, v in upgrade.items() if v == "NOT-READY"} == {
-            names[k] for k in ("userdata", "connect", "malformed")
-        }, upgrade
-        assert_html_lists_blocked(out, tables, "fleet-kafka-3.9-log-dir.png")
+        log_dir = snapshot(kafka.nodes[0].data_dir, tmp_path_factory.mktemp("kafka39") / "log-dir")
+        yield names, log_dir
     finally:
         close_all(members)
         s.close()
+
+
+@dataclass
+class KafkaReport:
+    """One `groupshift fleet report k4=LOG_DIR k39=LOG_DIR` (a Spark JVM and job per run is most
+    of each test's time, so both log dirs go through one run, as an operator's fleet would) and
+    `groupshift check` of each log dir, run while the fleet job does."""
+
+    out: Path
+    tables: dict[str, Any]
+    checks: dict[str, Any]  # cluster name -> CheckRuns
+    names: dict[str, dict[str, str]]  # cluster name -> {kind: group id}
+
+    @functools.cached_property
+    def dom(self) -> str:
+        """report.html in headless Chromium lists every blocked group of both clusters (asserted
+        once for the page both tests read)."""
+        from e2e.test_fleet_real_inputs import assert_html_lists_blocked
+
+        return assert_html_lists_blocked(self.out, self.tables, "fleet-kafka-log-dirs.png")
+
+
+@pytest.fixture(scope="module")
+def kafka_report(
+    groups_on_kafka: tuple[Any, dict[str, str]],
+    groups_on_kafka39: tuple[dict[str, str], Path],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> KafkaReport:
+    from e2e.test_fleet_real_inputs import CheckRuns, fleet_report, snapshot
+
+    kafka, names4 = groups_on_kafka
+    names39, log39 = groups_on_kafka39
+    base = tmp_path_factory.mktemp("fleet-kafka")
+    log4 = snapshot(kafka.nodes[0].data_dir, base / "log-dir-4")
+    checks = {name: CheckRuns(["--log-dir", str(d)]) for name, d in (("k4", log4), ("k39", log39))}
+    tables = fleet_report([f"k4={log4}", f"k39={log39}"], base / "report")
+    return KafkaReport(base / "report", tables, checks, {"k4": names4, "k39": names39})
+
+
+def test_fleet_report_on_a_kafka_4_log_dir_equals_check(kafka_report: KafkaReport) -> None:
+    from e2e.test_fleet_real_inputs import assert_fleet_equals_check
+
+    tables, names = kafka_report.tables, kafka_report.names["k4"]
+    assert {names[k] for k in names} <= {f["group"] for f in tables["facts"] if f["cluster"] == "k4"}
+    assert_fleet_equals_check(tables, "k4", kafka_report.checks["k4"])
+    mine = [v for v in tables["verdicts"] if v["cluster"] == "k4"]
+    if any(v["verdict"] != "READY" and v["verdict"] != "SAFE" for v in mine):
+        assert kafka_report.dom
+
+
+def test_fleet_report_on_a_kafka_3_9_log_dir_equals_check(kafka_report: KafkaReport) -> None:
+    from e2e.test_fleet_real_inputs import assert_fleet_equals_check
+
+    tables, names = kafka_report.tables, kafka_report.names["k39"]
+    facts = {f["group"]: f for f in tables["facts"] if f["cluster"] == "k39"}
+    assert set(facts) == set(names.values()), sorted(facts)
+    assert (facts[names["classic"]]["type"], facts[names["classic"]]["size"]) == ("classic", 2)
+    assert_fleet_equals_check(tables, "k39", kafka_report.checks["k39"])
+    upgrade = {
+        v["group"]: v["verdict"]
+        for v in tables["verdicts"]
+        if v["direction"] == "upgrade" and v["cluster"] == "k39"
+    }
+    assert {g for g, v in upgrade.items() if v == "NOT-READY"} == {
+        names[k] for k in ("userdata", "connect", "malformed")
+    }, upgrade
+    assert kafka_report.dom

@@ -8,8 +8,9 @@ whose assignment carries userData (KAFKA-18134), and, over the wire, the groups
 e2e/test_check_upgrade.py proves blocked (a Kafka Connect-style group, a malformed embedded
 subscription, a userData assignment) plus a group with offsets only, and a group that committed,
 left and was deleted (DeleteGroups: its GroupMetadata and offsets tombstoned). Then the gateway
-stops and the command line (`groupshift fleet report NAME=DATA_DIR NAME=GATEWAY_LOG`) reads what
-it left:
+stops and the command line (`groupshift fleet report NAME=DATA_DIR NAME=GATEWAY_LOG SYNTH_DIR`,
+one run for both tests of the module, beside a damaged `fleet synth` directory) reads what it
+left:
 
 * the verdict tables equal `groupshift check upgrade` / `check downgrade --to classic-protocol`
   / `--to kafka-3.9` on the same data dir, verdict, reason and fix, group for group;
@@ -227,11 +228,11 @@ def delete_group(s: Session, gid: str) -> None:
     assert r.results[0].error_code.name == "none", r
 
 
-@pytest.fixture
-def groupshift_data_dir(gateways: Gateways) -> Iterator[tuple[Path, Path, dict[str, str]]]:
+@pytest.fixture(scope="module")
+def groupshift_data_dir(module_gateways: Gateways) -> Iterator[tuple[Path, Path, dict[str, str]]]:
     """Groups of every kind made on a real gateway, which is then stopped: (data dir, gateway
     log, {kind: group id})."""
-    gw = gateways.start("groupshift")
+    gw = module_gateways.start("groupshift")
     s = Session("groupshift", gw.bootstrap, {"run": uuid.uuid4().hex[:6]})
     topic = s.topic("orders")
     s.create_topic(topic, 3)
@@ -293,16 +294,61 @@ def groupshift_data_dir(gateways: Gateways) -> Iterator[tuple[Path, Path, dict[s
     yield gw.data_dir, gw.log_path, names
 
 
-def test_fleet_report_on_a_groupshift_data_dir(
-    groupshift_data_dir: tuple[Path, Path, dict[str, str]], tmp_path: Path
-) -> None:
-    data_dir, log, names = groupshift_data_dir
-    assert json.loads((data_dir / "topics.json").read_text())["version"] == 1  # the server's format
-    out = tmp_path / "report"
+@pytest.fixture(scope="module")
+def synth_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """What `fleet synth --out DIR` wrote, with its topics.json and settings.json of cluster-01
+    damaged afterwards; and the synth command's own run (its test checks it)."""
+    fleet = tmp_path_factory.mktemp("synth") / "fleet"
+    r = subprocess.run(
+        [sys.executable, "-m", "groupshift", "fleet", "synth", "--clusters", "2", "--groups", "4",
+         "--records", "400", "--hours", "0.5", "--out", str(fleet)],
+        cwd=REPO, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    if r.returncode == 0:
+        (fleet / "cluster-01" / "topics.json").write_text('{"0f3c": "orders"}')
+        (fleet / "cluster-01" / "settings.json").write_text("[1, 2]")
+    return fleet, r
+
+
+class Report:
+    """One `groupshift fleet report gs=DATA_DIR gs=GATEWAY_LOG SYNTH_DIR` for both tests: the
+    Spark JVM and job are most of each test's time, and an operator's fleet mixes inputs like
+    this anyway. `groupshift check` of the data dir runs while the fleet job does."""
+
+    def __init__(self, out: Path, tables: dict[str, Any], checks: CheckRuns) -> None:
+        self.out, self.tables, self.checks = out, tables, checks
+        self._dom: str | None = None
+
+    def dom(self) -> str:
+        """report.html in headless Chromium lists every blocked group, of every cluster (asserted
+        once, on the first call, for the page both tests read)."""
+        if self._dom is None:
+            self._dom = assert_html_lists_blocked(self.out, self.tables, "fleet-groupshift-data-dir.png")
+        return self._dom
+
+
+@pytest.fixture(scope="module")
+def report(
+    groupshift_data_dir: tuple[Path, Path, dict[str, str]],
+    synth_dir: tuple[Path, subprocess.CompletedProcess[str]],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Report:
+    data_dir, log, _names = groupshift_data_dir
+    fleet, synthesized = synth_dir
+    assert synthesized.returncode == 0, synthesized.stderr[-3000:]
+    out = tmp_path_factory.mktemp("fleet-report") / "report"
     checks = CheckRuns(["--data-dir", str(data_dir)])  # they run while the fleet job does
-    tables = fleet_report([f"gs={data_dir}", f"gs={log}"], out)
-    assert tables.get("problems", []) == []
-    facts = {f["group"]: f for f in tables["facts"]}
+    return Report(out, fleet_report([f"gs={data_dir}", f"gs={log}", str(fleet)], out), checks)
+
+
+def test_fleet_report_on_a_groupshift_data_dir(
+    groupshift_data_dir: tuple[Path, Path, dict[str, str]], report: Report
+) -> None:
+    data_dir, _log, names = groupshift_data_dir
+    assert json.loads((data_dir / "topics.json").read_text())["version"] == 1  # the server's format
+    tables = report.tables
+    assert [p for p in tables.get("problems", []) if p["cluster"] == "gs"] == []
+    facts = {f["group"]: f for f in tables["facts"] if f["cluster"] == "gs"}
     assert set(facts) == set(names.values()) - {names["deleted"]}, sorted(facts)
     assert {k: facts[names[k]]["type"] for k in ("classic", "consumer", "upgraded", "offsets")} == {
         "classic": "classic",
@@ -311,45 +357,39 @@ def test_fleet_report_on_a_groupshift_data_dir(
         "offsets": "empty",
     }
     assert facts[names["upgraded"]]["classic_members"] == 1 == facts[names["upgraded"]]["consumer_members"]
-    assert_fleet_equals_check(tables, "gs", checks)
+    assert_fleet_equals_check(tables, "gs", report.checks)
     upgrade = fleet_verdicts(tables, "gs", "upgrade", "consumer-protocol")
     assert names["deleted"] not in upgrade
     blocked = {g for g, (v, _r, _f) in upgrade.items() if v == "NOT-READY"}
     assert blocked == {names[k] for k in ("userdata", "connect", "malformed", "rdk")}, upgrade
-    health = {h["group"]: h for h in tables["health"]}
+    health = {h["group"]: h for h in tables["health"] if h["cluster"] == "gs"}
     assert health[names["upgraded"]]["conversion"] == "upgrade", health[names["upgraded"]]
     assert [g for g, h in health.items() if h["deleted"]] == [names["deleted"]]
-    dom = assert_html_lists_blocked(out, tables, "fleet-groupshift-data-dir.png")
+    dom = report.dom()
     assert "<td>gs</td>" in dom and f"<td>{names['deleted']}</td>" not in dom
 
 
-def test_fleet_report_reads_a_synth_dir_and_reports_bad_inputs(tmp_path: Path) -> None:
+def test_fleet_report_reads_a_synth_dir_and_reports_bad_inputs(
+    synth_dir: tuple[Path, subprocess.CompletedProcess[str]], report: Report, tmp_path: Path
+) -> None:
     """`fleet report DIR` on what `fleet synth --out DIR` wrote finds its cluster folders; a
     damaged topics.json or settings.json is a `problems` row, not a stack trace."""
-    fleet = tmp_path / "fleet"
-    r = subprocess.run(
-        [sys.executable, "-m", "groupshift", "fleet", "synth", "--clusters", "2", "--groups", "4",
-         "--records", "400", "--hours", "0.5", "--out", str(fleet)],
-        cwd=REPO, capture_output=True, text=True, timeout=600, check=False,
-    )  # fmt: skip
+    fleet, r = synth_dir
     assert r.returncode == 0, r.stderr[-3000:]
     assert f"fleet report {fleet} --out" in r.stdout
-    (fleet / "cluster-01" / "topics.json").write_text('{"0f3c": "orders"}')
-    (fleet / "cluster-01" / "settings.json").write_text("[1, 2]")
-    out = tmp_path / "report"
-    tables = fleet_report([str(fleet)], out)
-    assert {f["cluster"] for f in tables["facts"]} == {"cluster-00", "cluster-01"}
+    tables = report.tables
+    assert {f["cluster"] for f in tables["facts"]} == {"gs", "cluster-00", "cluster-01"}
     problems = sorted((Path(p["file"]).name, p["problem"]) for p in tables["problems"])
     assert problems == [
         ("settings.json", "expected a JSON object of broker settings; the verdicts assume Kafka's "
          "default settings"),
         ("topics.json", 'not read: expected an object with a "topics" list'),
     ], problems  # fmt: skip
-    page = (out / "report.html").read_text()
+    page = (report.out / "report.html").read_text()
     assert "Inputs not read" in page and "topics.json" in page
     bad = subprocess.run(
         [sys.executable, "-m", "groupshift", "fleet", "report", f"x={tmp_path / 'nowhere'}",
-         "--out", str(out)],
+         "--out", str(tmp_path / "report")],
         cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr

@@ -6,19 +6,21 @@ each group commit prints what it acknowledged. The parent kills it at a random m
 the storage (log recovery, replay into a fresh shard, load duties) and checks that every
 acknowledged operation is there: each acknowledged committed offset with at least its value,
 each acknowledged member in its group with at least its acknowledged epoch. Then the next child
-reopens the same directory and continues. (tests/test_log_crash.py does the same one layer down,
+reopens the same directory and continues. The children are forked by one zygote process
+(tests/crash_zygote.py) that imported the child's module once: real processes, without a
+second of imports each. (tests/test_log_crash.py does the same one layer down,
 for raw log appends.)
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
 import signal
-import subprocess
-import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
@@ -27,6 +29,7 @@ from structlog.testing import capture_logs
 
 from gateway.coordinator_storage import CoordinatorStorage
 from tests.coordinator_crash_child import open_storage, virtual_now
+from tests.crash_zygote import Zygote
 
 pytestmark = pytest.mark.e2e  # starts child processes
 
@@ -57,7 +60,15 @@ def check(
         )
 
 
-def test_sigkill_at_random_moments_never_loses_an_acknowledged_operation(tmp_path: Path) -> None:
+@pytest.fixture
+def zygote() -> Iterator[Zygote]:
+    with Zygote("tests.coordinator_crash_child", ROOT) as z:
+        yield z
+
+
+def test_sigkill_at_random_moments_never_loses_an_acknowledged_operation(
+    tmp_path: Path, zygote: Zygote
+) -> None:
     rng = random.Random(20250301)
     path = tmp_path / "__consumer_offsets-0"
     offsets: dict[tuple[str, str, int], int] = {}
@@ -68,23 +79,15 @@ def test_sigkill_at_random_moments_never_loses_an_acknowledged_operation(tmp_pat
     for run in range(1, KILLS + 1):
         stderr_path = tmp_path / f"child-{run}.err"
         with stderr_path.open("w") as stderr:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "tests.coordinator_crash_child", str(path), str(run)],
-                cwd=ROOT,
-                stdout=subprocess.PIPE,
-                stderr=stderr,
-                text=True,
-            )
-        assert proc.stdout is not None
+            pid, stdout = zygote.start([str(path), str(run)], stderr)
         lines: list[str] = []
         ready = threading.Event()
 
-        def read(
-            stream: IO[str] = proc.stdout, lines: list[str] = lines, ready: threading.Event = ready
-        ) -> None:
-            for line in stream:
-                lines.append(line)
-                ready.set()
+        def read(stream: IO[str] = stdout, lines: list[str] = lines, ready: threading.Event = ready) -> None:
+            with stream:
+                for line in stream:
+                    lines.append(line)
+                    ready.set()
             ready.set()
 
         reader = threading.Thread(target=read)
@@ -92,8 +95,8 @@ def test_sigkill_at_random_moments_never_loses_an_acknowledged_operation(tmp_pat
         assert ready.wait(30), "child did not start"
         assert lines and lines[0] == "ready\n", stderr_path.read_text()
         time.sleep(rng.uniform(0.0, 0.15))
-        proc.send_signal(signal.SIGKILL)
-        code = proc.wait(30)
+        os.kill(pid, signal.SIGKILL)
+        code = zygote.wait(pid, 30)
         reader.join(30)
         assert code == -signal.SIGKILL, f"child exited with {code}: {stderr_path.read_text()}"
 

@@ -6,10 +6,10 @@ conftest.py).
 - `kafka39_classic`: one Kafka 3.9 node (`KAFKA39_CLASSIC_CONFIGS`: classic groups only, as 3.9 ships).
 - `kafka37_classic`: one Kafka 3.7 node (`KAFKA37_CLASSIC_CONFIGS`), for the oldest API paths.
 - `kafka_cluster_factory`: `factory(version="4", brokers=1, configs={...})` starts more clusters;
-  each is stopped at the end of the test module that started it (an idle node still takes about
-  3% of a core, and CI has two), or at the end of the session if started with
-  `for_session=True` (by a session fixture), and its work directory (with each node's
-  `server.log`) is kept under pytest's basetemp for post-mortems.
+  each is killed (SIGKILL: its data is thrown away) at the end of the test module that started
+  it (an idle node still takes about 3% of a core, and CI has two), or at the end of the session
+  if started with `for_session=True` (by a session fixture), and its work directory (with each
+  node's `server.log`) is kept under pytest's basetemp for post-mortems.
 - `kafka_clients4`: Kafka's own Java tools (newest 4.x) for `VerifiableConsumer`,
   `VerifiableProducer` and `ConsumerGroupCommand`.
 
@@ -93,8 +93,8 @@ class KafkaClusterFactory:
         return cluster.start()
 
     def stop_all(self) -> None:
-        """Every cluster at once, each with its own controlled shutdown (KafkaCluster.stop): one
-        after the other, they took 26-29 s at the end of a CI run (the last test's teardown)."""
+        """Every cluster at once (one after the other, they took 26-29 s at the end of a CI
+        run: the last test's teardown)."""
         self._stop(self.clusters)
 
     def stop_module_clusters(self) -> None:
@@ -104,8 +104,10 @@ class KafkaClusterFactory:
 
     @staticmethod
     def _stop(clusters: list[KafkaCluster]) -> None:
+        """Killed, not shut down (KafkaCluster.stop, graceful=False): nothing reads their data
+        again, and their logs (kept under basetemp) are whole either way."""
         with ThreadPoolExecutor(max_workers=max(1, len(clusters))) as pool:
-            for stopped in [pool.submit(cluster.stop) for cluster in clusters]:
+            for stopped in [pool.submit(cluster.stop, graceful=False) for cluster in clusters]:
                 stopped.result()
 
 

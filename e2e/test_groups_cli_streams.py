@@ -34,7 +34,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from e2e.conftest import Gateways
-from e2e.groups_cli import groups_json, ok, table
+from e2e.groups_cli import groups, groups_json, ok, table
 from e2e.java_compile import finish_javac, start_javac
 from e2e.streams_wordcount import (
     ALL_TASKS,
@@ -126,8 +126,15 @@ def servers(
 
 
 def kafka_tool(classpath: str, bootstrap: str, *args: str) -> str:
-    """Kafka 4.4's kafka-streams-groups.sh (StreamsGroupCommand) against `bootstrap`."""
-    r = subprocess.run(
+    """Kafka 4.4's kafka-streams-groups.sh (StreamsGroupCommand) against `bootstrap`: its stdout."""
+    r = kafka_tool_result(classpath, bootstrap, *args)
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    return r.stdout
+
+
+def kafka_tool_result(classpath: str, bootstrap: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Kafka's tool run to its end, whatever its exit status."""
+    return subprocess.run(
         [
             "java",
             *TOOL_JVM_OPTS,
@@ -142,8 +149,6 @@ def kafka_tool(classpath: str, bootstrap: str, *args: str) -> str:
         text=True,
         timeout=60,
     )
-    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
-    return r.stdout
 
 
 def tasks_of(assignments: str) -> dict[str, set[str]]:
@@ -267,3 +272,42 @@ def test_migration_view_shows_tasks(servers: list[Server]) -> None:
         assert {t for m in rep["members"] for t in m["active"]} == ALL_TASKS, (s.name, rep)
         assert [len(m["active"]) for m in rep["members"]] == [4, 4], (s.name, rep)
         assert not rep["pending_revocation"] and all(not m["awaiting"] for m in rep["members"]), rep
+
+
+def test_reset_offsets_refused_while_running_then_done_as_kafkas_tool_does(
+    servers: list[Server], classpath: str
+) -> None:
+    """`reset-offsets` of a streams group: refused with Kafka's message while the application
+    runs; once its instances are gone, the dry run plans what Kafka's tool plans on the same
+    server (the input and the repartition topic, committed partitions) and --execute commits
+    it. Last in the module: it stops the applications."""
+    refused_text = f"Assignments can only be reset if the group '{APP}' is inactive, but the current state is"
+    reset = ("--reset-offsets", "--group", APP, "--all-input-topics", "--to-earliest")
+    for s in servers:
+        r = groups(s.bootstrap, "reset-offsets", APP, "--all-input-topics", "--to-earliest", "--execute")
+        assert r.returncode == 4 and refused_text in r.stderr, (s.name, r.stdout, r.stderr)
+        theirs = kafka_tool_result(classpath, s.bootstrap, *reset, "--execute")
+        assert refused_text in theirs.stdout + theirs.stderr, (s.name, theirs)
+    for s in servers:
+        for i in s.instances:
+            i.stop()
+    for s in servers:
+        deadline = time.monotonic() + 30
+        while groups_json(s.bootstrap, "describe", APP, "--state")["state"] != "Empty":
+            assert time.monotonic() < deadline, s.name
+            time.sleep(0.5)
+        ours = table(ok(s.bootstrap, "reset-offsets", APP, "--all-input-topics", "--to-earliest"))
+        plan = {(r["TOPIC"], int(r["PARTITION"])): int(r["NEW-OFFSET"]) for r in ours}
+        assert {t for t, _ in plan} == {INPUT, REPARTITION} and len(plan) == 8, (s.name, plan)
+        assert all(o == 0 for (t, _), o in plan.items() if t == INPUT), (s.name, plan)
+        theirs_plan = table(kafka_tool(classpath, s.bootstrap, *reset, "--dry-run"))
+        assert {(r["TOPIC"], int(r["PARTITION"])): int(r["NEW-OFFSET"]) for r in theirs_plan} == plan, (
+            s.name,
+            theirs_plan,
+        )
+        done = groups_json(
+            s.bootstrap, "reset-offsets", APP, "--all-input-topics", "--to-earliest", "--execute"
+        )
+        assert done["executed"] and all(o["error"] is None for o in done["offsets"]), (s.name, done)
+        after = groups_json(s.bootstrap, "describe", APP)["offsets"]
+        assert {(r["topic"], r["partition"]): r["current_offset"] for r in after} == plan, (s.name, after)

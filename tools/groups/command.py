@@ -102,7 +102,7 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
         "--all-topics",
         "--all-input-topics",
         action="store_true",
-        help="every partition with a committed offset (a streams group: of the topics it reads)",
+        help="every partition with a committed offset (a streams group: of its source topics)",
     )
     r.add_argument("--to-earliest", action="store_true", help="the earliest offset of each partition")
     r.add_argument("--to-latest", action="store_true", help="the log-end offset of each partition")

@@ -21,8 +21,8 @@ Kafka's `kafka-consumer-groups.sh --reset-offsets` (ConsumerGroupCommand, GroupO
 A streams group (KIP-1071) is reset as Kafka 4.4's `kafka-streams-groups.sh --reset-offsets`
 (StreamsGroupCommand) resets one: the same scenarios and the same inactive-group rule (Empty or
 Dead, else the same message); `--all-input-topics` (`--all-topics`) is every committed
-partition of a topic some subtopology reads, its source topics and its repartition source
-topics alike (Kafka's getInputTopicOffsets), and `--input-topic` (`--topic`) partitions must
+partition of the subtopologies' source topics, not of their repartition topics (Kafka's
+getInputTopicOffsets, measured against Kafka 4.4's tool), and `--input-topic` (`--topic`) partitions must
 all have a committed offset, else "One or more topics are not part of the group" and nothing
 is planned. Kafka's `--delete-internal-topic`/`--delete-all-internal-topics` (delete the
 group's changelog and repartition topics with the reset) are not offered: groupshift's tools
@@ -117,8 +117,8 @@ def streams_partitions_for(
     admin: AdminWire, args: argparse.Namespace, committed: dict[TP, int], input_topics: set[str]
 ) -> list[TP]:
     """A streams group's reset scope as Kafka's StreamsGroupCommand works it out: all input
-    topics are the committed partitions of the subtopologies' source and repartition source
-    topics; named partitions must all be committed ones."""
+    topics are the committed partitions of the subtopologies' source topics (`input_topics`;
+    repartition topics are internal); named partitions must all be committed ones."""
     if args.all_topics:
         return sorted(tp for tp in committed if tp[0] in input_topics)
     parts = partitions_for(admin, args, committed)
@@ -228,7 +228,7 @@ def run_one(admin: AdminWire, args: argparse.Namespace, out: TextIO, style: Styl
     input_topics: set[str] | None = None
     if streams is not None:
         exists, state = True, streams.state
-        input_topics = {t for topics in streams.input_topics.values() for t in topics}
+        input_topics = set(streams.source_topics)
     else:
         group = describe(admin, args.group)
         exists, state = group.exists, group.state

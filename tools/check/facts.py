@@ -52,6 +52,8 @@ from records.streams_group import (
     StreamsGroupMemberMetadataValue,
     StreamsGroupMetadataKey,
     StreamsGroupMetadataValue,
+    StreamsGroupTargetAssignmentMetadataKey,
+    StreamsGroupTargetAssignmentMetadataValue,
 )
 from tools.groups.streams_classic import is_streams_classic
 from translation.embedded_protocol import SchemaError, parse_assignment, parse_subscription
@@ -374,6 +376,7 @@ def _facts_from_live(
     streams_epochs: dict[str, int] = {}
     smembers: dict[str, dict[str, StreamsGroupMemberMetadataValue]] = {}
     scurrent: dict[tuple[str, str], StreamsGroupCurrentMemberAssignmentValue] = {}
+    stargets: dict[str, int] = {}
     for key, value in live.items():
         group = getattr(key, "group", None) or getattr(key, "group_id", None)
         if not isinstance(group, str):
@@ -403,6 +406,10 @@ def _facts_from_live(
             offsets.setdefault(group, []).append((key.topic, key.partition, value.offset))
         elif isinstance(key, StreamsGroupMetadataKey) and isinstance(value, StreamsGroupMetadataValue):
             streams_epochs[group] = value.epoch
+        elif isinstance(key, StreamsGroupTargetAssignmentMetadataKey) and isinstance(
+            value, StreamsGroupTargetAssignmentMetadataValue
+        ):
+            stargets[group] = value.assignment_epoch
         elif isinstance(key, StreamsGroupMemberMetadataKey) and isinstance(
             value, StreamsGroupMemberMetadataValue
         ):
@@ -483,7 +490,7 @@ def _facts_from_live(
                 base,
                 type="streams",
                 protocol_type="streams",
-                state=None,
+                state=_streams_state(streams_epochs.get(group), stargets.get(group), streams_members),
                 generation=streams_epochs.get(group),
                 members=tuple(streams_members),
             )
@@ -502,6 +509,20 @@ def _facts_from_live(
         else:
             out[group] = base  # offsets only
     return out
+
+
+def _streams_state(epoch: int | None, target_epoch: int | None, members: list[MemberFacts]) -> str:
+    """A streams group's state from its records, as Kafka's StreamsGroup derives it where the
+    records tell: Empty without members, Assigning while the target assignment is behind the
+    group epoch, Reconciling while a member is not at the target's epoch, else Stable. NotReady
+    (a topology not validated against the topics) needs the topics and is not told apart."""
+    if not members:
+        return "Empty"
+    if epoch is not None and (target_epoch is None or target_epoch < epoch):
+        return "Assigning"
+    if any(m.member_epoch != target_epoch for m in members):
+        return "Reconciling"
+    return "Stable"
 
 
 # --- from a live endpoint ----------------------------------------------------------------------
@@ -560,9 +581,9 @@ def facts_from_admin(
         except KafkaError:
             committed = {}
         offsets = tuple(sorted((t, p, o) for (t, p), (o, _e, _m) in committed.items()))
-        streams = describe_streams(admin, gid)
-        if streams is not None:
-            out[gid] = _streams_facts(streams, cluster, offsets)
+        streams_group = describe_streams(admin, gid)
+        if streams_group is not None:
+            out[gid] = _streams_facts(streams_group, cluster, offsets)
             continue
         g = describe(admin, gid)
         if not g.exists:

@@ -326,9 +326,13 @@ def test_streams_groups_counted_and_listed_by_spark_as_by_the_reference(spark: A
         for f in (streams, plain, empty)
     ]  # fmt: skip
     names = columns(FACTS_SCHEMA)
+    verdict_ddl = (
+        "cluster string, `group` string, type string, size int, direction string, target string, "
+        "verdict string, blocker string, reason string, fix string, kafka_message string"
+    )
     table = {
         "facts": spark.createDataFrame([tuple(r[n] for n in names) for r in rows], schema=FACTS_SCHEMA),
-        "verdicts": spark.createDataFrame(verdicts),
+        "verdicts": spark.createDataFrame([tuple(v.values()) for v in verdicts], schema=verdict_ddl),
     }
     want = from_rows(rows, verdicts, [])
     got = from_tables(table)

@@ -27,6 +27,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -34,7 +35,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from e2e.conftest import Gateways
-from e2e.groups_cli import groups_json, ok, table
+from e2e.groups_cli import groups, groups_json, ok, table
 from e2e.java_compile import finish_javac, start_javac
 from e2e.streams_wordcount import (
     ALL_TASKS,
@@ -74,6 +75,7 @@ class Server:
     name: str
     bootstrap: str
     instances: list[Instance]
+    data_dir: Path  # groupshift's data dir, Kafka's log dir: what `groupshift fleet` reads
 
 
 @pytest.fixture(scope="module")
@@ -99,6 +101,7 @@ def servers(
     kafka = kafka_cluster_factory("4.4", configs=KAFKA_SETTINGS, name="groups-cli-streams")
     work = tmp_path_factory.mktemp("streams-apps")
     out = []
+    dirs = {"groupshift": gw.data_dir, "kafka": kafka.nodes[0].data_dir}
     for name, bootstrap in (("groupshift", gw.bootstrap), ("kafka", kafka.bootstrap)):
         admin = AdminClient({"bootstrap.servers": bootstrap})
         for f in admin.create_topics([NewTopic(INPUT, 4, 1), NewTopic(OUTPUT, 2, 1)]).values():
@@ -111,7 +114,7 @@ def servers(
             Instance(classpath, bootstrap, work / f"{name}-state-{i}", work / f"{name}-{i}.log")
             for i in (1, 2)
         ]
-        out.append(Server(name, bootstrap, instances))
+        out.append(Server(name, bootstrap, instances, Path(dirs[name])))
     try:
         for s in out:
             shares = wait_for_disjoint_shares(s.instances, 60)
@@ -126,8 +129,15 @@ def servers(
 
 
 def kafka_tool(classpath: str, bootstrap: str, *args: str) -> str:
-    """Kafka 4.4's kafka-streams-groups.sh (StreamsGroupCommand) against `bootstrap`."""
-    r = subprocess.run(
+    """Kafka 4.4's kafka-streams-groups.sh (StreamsGroupCommand) against `bootstrap`: its stdout."""
+    r = kafka_tool_result(classpath, bootstrap, *args)
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    return r.stdout
+
+
+def kafka_tool_result(classpath: str, bootstrap: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Kafka's tool run to its end, whatever its exit status."""
+    return subprocess.run(
         [
             "java",
             *TOOL_JVM_OPTS,
@@ -142,8 +152,6 @@ def kafka_tool(classpath: str, bootstrap: str, *args: str) -> str:
         text=True,
         timeout=60,
     )
-    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
-    return r.stdout
 
 
 def tasks_of(assignments: str) -> dict[str, set[str]]:
@@ -267,3 +275,89 @@ def test_migration_view_shows_tasks(servers: list[Server]) -> None:
         assert {t for m in rep["members"] for t in m["active"]} == ALL_TASKS, (s.name, rep)
         assert [len(m["active"]) for m in rep["members"]] == [4, 4], (s.name, rep)
         assert not rep["pending_revocation"] and all(not m["awaiting"] for m in rep["members"]), rep
+
+
+def test_fleet_report_counts_and_shows_the_streams_group(servers: list[Server]) -> None:
+    """`groupshift fleet`'s rows (its plain-Python reference: the same facts and report rows the
+    Spark job computes) from groupshift's data dir and Kafka 4.4's log dir, read while the
+    application runs: the streams group with its type, members, active tasks and state, counted
+    per cluster, shown in report.html, its upgrade verdict 'streams group already'."""
+    from tools.fleet.inputs import discover
+    from tools.fleet.reference import facts_and_verdicts
+    from tools.fleet.report import from_rows, render
+
+    for s in servers:
+        deadline = time.monotonic() + 20
+        while True:  # the coordinator's records reach the log as they are written
+            facts, verdicts = facts_and_verdicts(discover([f"{s.name}={s.data_dir}"]), ["classic-protocol"])
+            row = next((f for f in facts if f["group"] == APP), None)
+            got = None if row is None else (row["type"], row["size"], row["tasks"], row["state"])
+            if got == ("streams", 2, len(ALL_TASKS), "Stable") or time.monotonic() > deadline:
+                break
+            time.sleep(1)
+        assert got == ("streams", 2, len(ALL_TASKS), "Stable") and row and row["kafka_streams"], (s.name, row)
+        data = from_rows(facts, verdicts, [])
+        (cluster,) = data.clusters
+        assert (cluster["streams_groups"], cluster["classic_streams_groups"]) == (1, 0), (s.name, cluster)
+        assert data.streams == [
+            {
+                "cluster": s.name,
+                "group": APP,
+                "type": "streams",
+                "size": 2,
+                "tasks": len(ALL_TASKS),
+                "state": "Stable",
+            }
+        ], s.name
+        assert {"cluster": s.name, "status": "streams group already", "count": 1} in data.readiness, (
+            data.readiness
+        )
+        down = next(v for v in verdicts if v["group"] == APP and v["direction"] == "downgrade")
+        assert down["verdict"] == "NEEDS-ACTION" and down["blocker"] == "streams-empty", (s.name, down)
+        page = render(data)
+        assert 'id="streams-groups"' in page and f"<td>{APP}</td>" in page, s.name
+
+
+def test_reset_offsets_refused_while_running_then_done_as_kafkas_tool_does(
+    servers: list[Server], classpath: str
+) -> None:
+    """`reset-offsets` of a streams group: refused with Kafka's message while the application
+    runs; once its instances are gone, the dry run plans what Kafka's tool plans on the same
+    server (the input topic's committed partitions; the repartition topic is internal) and
+    --execute commits it. Last in the module: it stops the applications."""
+    refused_text = f"Assignments can only be reset if the group '{APP}' is inactive, but the current state is"
+    reset = ("--reset-offsets", "--group", APP, "--all-input-topics", "--to-earliest")
+    for s in servers:
+        r = groups(s.bootstrap, "reset-offsets", APP, "--all-input-topics", "--to-earliest", "--execute")
+        assert r.returncode == 4 and refused_text in r.stderr, (s.name, r.stdout, r.stderr)
+        theirs = kafka_tool_result(classpath, s.bootstrap, *reset, "--execute")
+        assert refused_text in theirs.stdout + theirs.stderr, (s.name, theirs)
+    for s in servers:
+        for i in s.instances:
+            i.stop()
+    for s in servers:
+        deadline = time.monotonic() + 30
+        while groups_json(s.bootstrap, "describe", APP, "--state")["state"] != "Empty":
+            assert time.monotonic() < deadline, s.name
+            time.sleep(0.5)
+        ours = table(ok(s.bootstrap, "reset-offsets", APP, "--all-input-topics", "--to-earliest"))
+        plan = {(r["TOPIC"], int(r["PARTITION"])): int(r["NEW-OFFSET"]) for r in ours}
+        # the input topic's partitions, not the repartition topic's (internal), as Kafka's tool
+        assert plan == {(INPUT, p): 0 for p in range(4)}, (s.name, plan)
+        theirs_plan = table(kafka_tool(classpath, s.bootstrap, *reset, "--dry-run"))
+        assert {(r["TOPIC"], int(r["PARTITION"])): int(r["NEW-OFFSET"]) for r in theirs_plan} == plan, (
+            s.name,
+            theirs_plan,
+        )
+        done = groups_json(
+            s.bootstrap, "reset-offsets", APP, "--all-input-topics", "--to-earliest", "--execute"
+        )
+        assert done["executed"] and all(o["error"] is None for o in done["offsets"]), (s.name, done)
+        after = groups_json(s.bootstrap, "describe", APP)["offsets"]
+        now = {(r["topic"], r["partition"]): r["current_offset"] for r in after}
+        assert {tp: o for tp, o in now.items() if tp[0] == INPUT} == plan, (s.name, after)
+        # the empty streams group deletes (DeleteGroups), as Kafka's tool's --delete does
+        assert f"Deletion of requested consumer groups ('{APP}') was successful." in ok(
+            s.bootstrap, "delete", APP
+        ), s.name
+        assert groups(s.bootstrap, "describe", APP).returncode == 3, s.name

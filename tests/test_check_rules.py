@@ -35,6 +35,7 @@ from tools.check.rules import (
     Settings,
     downgrade_verdict,
     elect_protocol,
+    inferred_record_kinds,
     regex_meaning,
     upgrade_verdict,
 )
@@ -409,3 +410,65 @@ def test_the_text_output_names_checks_in_words() -> None:
     assert check_title("record-99") == "type 99 records"
     assert check_title("assignor-mix") == "eager and cooperative members"
     assert check_title("policy") == "policy"
+
+
+# --- streams groups (KIP-1071) ------------------------------------------------------------------
+
+
+def streams_group(*members: str, group: str = "app") -> list[CoordinatorRecord]:
+    """A streams group's records as Kafka 4.4 writes them: metadata, and per member its metadata
+    and current assignment (one active task each), plus one committed offset."""
+    from records.streams_group import (
+        StreamsGroupCurrentMemberAssignmentKey,
+        StreamsGroupCurrentMemberAssignmentValue,
+        StreamsGroupMemberMetadataKey,
+        StreamsGroupMemberMetadataValue,
+        StreamsGroupMetadataKey,
+        StreamsGroupMetadataValue,
+        TaskIds,
+    )
+
+    out = [
+        CoordinatorRecord(StreamsGroupMetadataKey(group), StreamsGroupMetadataValue(epoch=4, metadata_hash=0))
+    ]
+    for i, m in enumerate(members):
+        client = f"{m}-StreamThread-1-consumer"
+        meta = StreamsGroupMemberMetadataValue(
+            None, None, client, "/127.0.0.1", 300000, 0, f"process-{m}", None, ()
+        )
+        tasks = (TaskIds("0", (i,)),)
+        current = StreamsGroupCurrentMemberAssignmentValue(4, 3, 1, tasks, (), ())
+        out.append(CoordinatorRecord(StreamsGroupMemberMetadataKey(group, m), meta))
+        out.append(CoordinatorRecord(StreamsGroupCurrentMemberAssignmentKey(group, m), current))
+    out.append(CoordinatorRecord(OffsetCommitKey(group, "words", 0), OffsetCommitValue(7, -1, "", 0)))
+    return out
+
+
+def test_streams_group_facts_from_records_and_their_verdicts() -> None:
+    """A streams group read from its records (types 17, 19, 22) is a "streams" group with its
+    members and their active tasks; upgrade has nothing to do; going back to classic follows
+    Kafka 4.4's offline rule (only an empty group, INCONSISTENT_GROUP_PROTOCOL before) and says
+    the online conversion is not judged yet."""
+    f = facts_from_entries([encode_record(r) for r in streams_group("a", "b")])[0]["app"]
+    assert (f.type, f.generation, f.size) == ("streams", 4, 2)
+    assert [m.active_tasks for m in f.members] == [(("0", 0),), (("0", 1),)]
+    assert {m.protocol for m in f.members} == {"streams"} and f.offsets == (("words", 0, 7),)
+    assert pickle.loads(pickle.dumps(f)) == f
+    up = upgrade_verdict(f, DEFAULTS)
+    assert up.verdict == READY and "already a streams group" in up.reason
+    down = downgrade_verdict(f, "classic-protocol", DEFAULTS)
+    assert down.verdict == NEEDS_ACTION and "INCONSISTENT_GROUP_PROTOCOL" in down.reason
+    assert down.fix is not None and "group.protocol=classic" in down.fix
+    assert any(c.name == "streams-online-conversion" and "not judged" in c.reason for c in down.details)
+    empty = facts_from_records(streams_group())["app"]
+    assert empty.type == "streams" and empty.size == 0
+    assert downgrade_verdict(empty, "classic-protocol", DEFAULTS).verdict == SAFE
+
+
+def test_streams_group_record_kinds_against_older_releases() -> None:
+    """A streams group's records are unknown to a Kafka release without streams groups: going
+    back to one is not SAFE for the group's partition (loader rules, types 17 and 19-23)."""
+    f = facts(streams_group("a"), "app")
+    kinds = {k.record_type for k in inferred_record_kinds(f)}
+    assert {17, 19, 20, 21, 22, 23} <= kinds
+    assert downgrade_verdict(f, "kafka-3.9", DEFAULTS).verdict != SAFE

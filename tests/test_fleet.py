@@ -295,3 +295,70 @@ def test_health_marks_a_deleted_group() -> None:
     evs = [e for i, d in enumerate(lines) if (e := parse_event(json.dumps(d), "c", i))]
     assert health("c", "g", evs)["deleted"] is True
     assert health("c", "g", evs[:2])["deleted"] is False
+
+
+@pytest.mark.e2e
+def test_streams_groups_counted_and_listed_by_spark_as_by_the_reference(spark: Any) -> None:
+    """The report's Kafka Streams rows (per-cluster counts of streams and classic Kafka Streams
+    groups, and the list with members, active tasks and state) and the 'streams group already'
+    readiness come out of Spark's aggregation as out of the plain-row reference."""
+    from tools.check.facts import GroupFacts, MemberFacts
+    from tools.fleet.judge import FACTS_SCHEMA, facts_row
+    from tools.fleet.report import from_rows, from_tables
+    from tools.fleet.schema import columns
+
+    streams = GroupFacts(
+        "app", cluster="c1", type="streams", state="Reconciling", protocol_type="streams", generation=3,
+        members=(
+            MemberFacts("m1", "app-1-consumer", protocol="streams", active_tasks=(("0", 0), ("1", 0))),
+            MemberFacts("m2", "app-2-consumer", protocol="streams", active_tasks=(("0", 1),)),
+        ),
+    )  # fmt: skip
+    plain = GroupFacts(
+        "orders", cluster="c1", type="consumer", members=(MemberFacts("m", "rdkafka", protocol="consumer"),)
+    )
+    empty = GroupFacts("idle-app", cluster="c2", type="streams", state="Empty", protocol_type="streams")
+    rows = [facts_row(f, 3) for f in (streams, plain, empty)]
+    verdicts = [
+        {"cluster": f.cluster, "group": f.group, "type": f.type, "size": f.size, "direction": "upgrade",
+         "target": "consumer-protocol", "verdict": "READY", "blocker": None, "reason": "", "fix": None,
+         "kafka_message": None}
+        for f in (streams, plain, empty)
+    ]  # fmt: skip
+    names = columns(FACTS_SCHEMA)
+    verdict_ddl = (
+        "cluster string, `group` string, type string, size int, direction string, target string, "
+        "verdict string, blocker string, reason string, fix string, kafka_message string"
+    )
+    table = {
+        "facts": spark.createDataFrame([tuple(r[n] for n in names) for r in rows], schema=FACTS_SCHEMA),
+        "verdicts": spark.createDataFrame([tuple(v.values()) for v in verdicts], schema=verdict_ddl),
+    }
+    want = from_rows(rows, verdicts, [])
+    got = from_tables(table)
+    assert [dict(c) for c in got.clusters] == want.clusters
+    assert want.clusters[0]["streams_groups"] == 1 and want.clusters[1]["streams_groups"] == 1
+    assert (
+        got.streams
+        == want.streams
+        == [
+            {
+                "cluster": "c1",
+                "group": "app",
+                "type": "streams",
+                "size": 2,
+                "tasks": 3,
+                "state": "Reconciling",
+            },
+            {
+                "cluster": "c2",
+                "group": "idle-app",
+                "type": "streams",
+                "size": 0,
+                "tasks": 0,
+                "state": "Empty",
+            },
+        ]
+    )
+    assert sorted(map(str, got.readiness)) == sorted(map(str, want.readiness))
+    assert {"cluster": "c1", "status": "streams group already", "count": 1} in want.readiness

@@ -461,3 +461,22 @@ def test_a_scale_in_of_a_consumer_group_is_not_a_rollback() -> None:
     for o in polls:
         tracker.observe(o)
     assert report(Observation(101.0, g, POLICY), tracker, 60.0, intent)["next_step"].startswith("Done")
+
+
+def test_streams_reset_scope_is_committed_input_partitions() -> None:
+    """A streams group's --all-input-topics is its committed partitions of the topics its
+    subtopologies read (not of other topics it has offsets for); named partitions must be
+    committed ones, as Kafka's StreamsGroupCommand requires."""
+    import argparse
+
+    from tools.groups.reset_offsets import streams_partitions_for
+
+    committed = {("in", 0): 5, ("in", 1): 7, ("app-x-repartition", 0): 3, ("other", 0): 1}
+    every = argparse.Namespace(all_topics=True, topic=None, group="app")
+    scope = streams_partitions_for(None, every, committed, {"in", "app-x-repartition"})  # type: ignore[arg-type]
+    assert scope == [("app-x-repartition", 0), ("in", 0), ("in", 1)]
+    named = argparse.Namespace(all_topics=False, topic=["in:0,1"], group="app")
+    assert streams_partitions_for(None, named, committed, {"in"}) == [("in", 0), ("in", 1)]  # type: ignore[arg-type]
+    absent = argparse.Namespace(all_topics=False, topic=["in:2"], group="app")
+    with pytest.raises(PlanError, match="One or more topics are not part of the group 'app'"):
+        streams_partitions_for(None, absent, committed, {"in"})  # type: ignore[arg-type]

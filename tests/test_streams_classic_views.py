@@ -210,3 +210,20 @@ def test_check_upgrade_from_records_reads_the_streams_bytes() -> None:
     checks = {c.name: c for c in v.details}
     assert checks["streams-conversion"].status == "ok"
     assert "SubscriptionInfo version 11" in checks["streams-conversion"].reason
+
+
+def test_fleet_row_counts_a_classic_streams_groups_tasks() -> None:
+    """The fleet's facts row of a classic Kafka Streams group: marked Kafka Streams, its active
+    tasks counted from each member's AssignmentInfo (two each here); a plain classic group is
+    not."""
+    from tools.fleet.judge import streams_columns
+
+    row = streams_columns(_facts([member_bytes(), member_bytes(endpoint="h2:7001")]))
+    assert row == {"kafka_streams": True, "state": None, "tasks": 4}
+    assert streams_columns(_facts([], protocol="stream")) == {
+        "kafka_streams": True,
+        "state": "Empty",
+        "tasks": 0,
+    }
+    plain = GroupFacts(group="g", type="classic", protocol_type="consumer", protocol="range")
+    assert streams_columns(plain) == {"kafka_streams": False, "state": None, "tasks": None}

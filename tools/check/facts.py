@@ -45,10 +45,20 @@ from records.consumer_group import (
 )
 from records.coordinator import CoordinatorRecord
 from records.offsets import OffsetCommitKey, OffsetCommitValue
+from records.streams_group import (
+    StreamsGroupCurrentMemberAssignmentKey,
+    StreamsGroupCurrentMemberAssignmentValue,
+    StreamsGroupMemberMetadataKey,
+    StreamsGroupMemberMetadataValue,
+    StreamsGroupMetadataKey,
+    StreamsGroupMetadataValue,
+    StreamsGroupTargetAssignmentMetadataKey,
+    StreamsGroupTargetAssignmentMetadataValue,
+)
 from tools.groups.streams_classic import is_streams_classic
 from translation.embedded_protocol import SchemaError, parse_assignment, parse_subscription
 
-GroupType = Literal["classic", "consumer", "empty"]
+GroupType = Literal["classic", "consumer", "empty", "streams"]
 Rebalance = Literal["eager", "cooperative", "unknown"]
 
 # Client-side assignors by the rebalance protocol they run (Java `ConsumerPartitionAssignor.
@@ -97,7 +107,7 @@ class MemberFacts:
     client_id: str
     client_host: str = ""
     instance_id: str | None = None
-    protocol: Literal["classic", "consumer"] = "classic"  # the protocol the member speaks
+    protocol: Literal["classic", "consumer", "streams"] = "classic"  # the protocol the member speaks
     # Classic assignor names the member offers, in preference order. A classic group's records
     # and DescribeGroups keep only the selected protocol (`assignors_complete` False then).
     assignors: tuple[str, ...] = ()
@@ -117,6 +127,8 @@ class MemberFacts:
     # metadata and SyncGroup assignment, decoded by the streams-conversion rule.
     streams_metadata: bytes | None = None
     streams_assignment: bytes | None = None
+    # A streams-group (KIP-1071) member's active tasks: (subtopology id, partition).
+    active_tasks: tuple[tuple[str, int], ...] = ()
 
     @property
     def rebalance(self) -> Rebalance:
@@ -141,7 +153,8 @@ class RecordKind:
 class GroupFacts:
     """One group. `type`: "classic" (a classic group with members), "consumer" (a KIP-848
     consumer group, with or without members), "empty" (a classic group without members, or only
-    committed offsets: converts either way whatever the policy)."""
+    committed offsets: converts either way whatever the policy), "streams" (a KIP-1071 streams
+    group, with or without members; `generation` is its group epoch)."""
 
     group: str
     cluster: str = ""
@@ -360,6 +373,10 @@ def _facts_from_live(
     regexes: dict[str, list[str]] = {}
     offsets: dict[str, list[tuple[str, int, int]]] = {}
     kinds: dict[str, dict[tuple[int, int | None], int]] = {}
+    streams_epochs: dict[str, int] = {}
+    smembers: dict[str, dict[str, StreamsGroupMemberMetadataValue]] = {}
+    scurrent: dict[tuple[str, str], StreamsGroupCurrentMemberAssignmentValue] = {}
+    stargets: dict[str, int] = {}
     for key, value in live.items():
         group = getattr(key, "group", None) or getattr(key, "group_id", None)
         if not isinstance(group, str):
@@ -387,6 +404,20 @@ def _facts_from_live(
                 names.setdefault(t.topic_id, t.topic_name)
         elif isinstance(key, OffsetCommitKey) and isinstance(value, OffsetCommitValue):
             offsets.setdefault(group, []).append((key.topic, key.partition, value.offset))
+        elif isinstance(key, StreamsGroupMetadataKey) and isinstance(value, StreamsGroupMetadataValue):
+            streams_epochs[group] = value.epoch
+        elif isinstance(key, StreamsGroupTargetAssignmentMetadataKey) and isinstance(
+            value, StreamsGroupTargetAssignmentMetadataValue
+        ):
+            stargets[group] = value.assignment_epoch
+        elif isinstance(key, StreamsGroupMemberMetadataKey) and isinstance(
+            value, StreamsGroupMemberMetadataValue
+        ):
+            smembers.setdefault(group, {})[key.member_id] = value
+        elif isinstance(key, StreamsGroupCurrentMemberAssignmentKey) and isinstance(
+            value, StreamsGroupCurrentMemberAssignmentValue
+        ):
+            scurrent[(group, key.member_id)] = value
         elif isinstance(key, ConsumerGroupTargetAssignmentMemberKey):
             pass
     out: dict[str, GroupFacts] = {}
@@ -435,6 +466,34 @@ def _facts_from_live(
                 members=tuple(members),
                 regexes=tuple(sorted(set(regexes.get(group, [])) | member_regexes)),
             )
+        elif group in streams_epochs or group in smembers:
+            streams_members = []
+            for mid, sv in sorted(smembers.get(group, {}).items()):
+                scur = scurrent.get((group, mid))
+                streams_members.append(
+                    MemberFacts(
+                        member_id=mid,
+                        client_id=sv.client_id,
+                        client_host=sv.client_host,
+                        instance_id=sv.instance_id,
+                        protocol="streams",
+                        member_epoch=scur.member_epoch if scur else None,
+                        rebalance_timeout_ms=sv.rebalance_timeout_ms,
+                        active_tasks=tuple(
+                            sorted((t.subtopology_id, p) for t in scur.active_tasks for p in t.partitions)
+                        )
+                        if scur
+                        else (),
+                    )
+                )
+            out[group] = replace(
+                base,
+                type="streams",
+                protocol_type="streams",
+                state=_streams_state(streams_epochs.get(group), stargets.get(group), streams_members),
+                generation=streams_epochs.get(group),
+                members=tuple(streams_members),
+            )
         elif group in classic:
             g = classic[group]
             members = [_member_from_classic(g.protocol_type, g.protocol, m) for m in g.members]
@@ -450,6 +509,20 @@ def _facts_from_live(
         else:
             out[group] = base  # offsets only
     return out
+
+
+def _streams_state(epoch: int | None, target_epoch: int | None, members: list[MemberFacts]) -> str:
+    """A streams group's state from its records, as Kafka's StreamsGroup derives it where the
+    records tell: Empty without members, Assigning while the target assignment is behind the
+    group epoch, Reconciling while a member is not at the target's epoch, else Stable. NotReady
+    (a topology not validated against the topics) needs the topics and is not told apart."""
+    if not members:
+        return "Empty"
+    if epoch is not None and (target_epoch is None or target_epoch < epoch):
+        return "Assigning"
+    if any(m.member_epoch != target_epoch for m in members):
+        return "Reconciling"
+    return "Stable"
 
 
 # --- from a live endpoint ----------------------------------------------------------------------
@@ -479,6 +552,7 @@ def facts_from_admin(
     """Read `groups` (None: every group ListGroups lists) from a live endpoint; `admin` is a
     tools.groups.wire.AdminWire. Only admin APIs are used; nothing is written."""
     from tools.groups.snapshot import describe
+    from tools.groups.streams_group import describe_streams
     from tools.groups.wire import BROKER_RESOURCE, KafkaError, WireError
 
     read = AdminRead()
@@ -502,12 +576,16 @@ def facts_from_admin(
     wanted = sorted(listed) if groups is None else list(groups)
     out: dict[str, GroupFacts] = {}
     for gid in wanted:
-        g = describe(admin, gid)
         try:
             committed = admin.offset_fetch(gid)
         except KafkaError:
             committed = {}
         offsets = tuple(sorted((t, p, o) for (t, p), (o, _e, _m) in committed.items()))
+        streams_group = describe_streams(admin, gid)
+        if streams_group is not None:
+            out[gid] = _streams_facts(streams_group, cluster, offsets)
+            continue
+        g = describe(admin, gid)
         if not g.exists:
             if offsets:
                 out[gid] = GroupFacts(group=gid, cluster=cluster, source="admin", offsets=offsets)
@@ -579,6 +657,34 @@ def facts_from_admin(
 
         out = {g: replace(f, partition=partition_for(g, offsets_partitions)) for g, f in out.items()}
     return out, read
+
+
+def _streams_facts(group: Any, cluster: str, offsets: tuple[tuple[str, int, int], ...]) -> GroupFacts:
+    """The facts of a streams group read with StreamsGroupDescribe (a
+    tools.groups.streams_group.StreamsGroup)."""
+    members = tuple(
+        MemberFacts(
+            member_id=m.member_id,
+            client_id=m.client_id,
+            client_host=m.host,
+            instance_id=m.instance_id,
+            protocol="classic" if m.is_classic else "streams",
+            member_epoch=m.member_epoch,
+            active_tasks=tuple(sorted((s, p) for s, ps in m.assignment.active.items() for p in ps)),
+        )
+        for m in sorted(group.members, key=lambda m: m.member_id)
+    )
+    return GroupFacts(
+        group=group.group_id,
+        cluster=cluster,
+        source="admin",
+        type="streams",
+        state=group.state,
+        protocol_type="streams",
+        generation=group.group_epoch,
+        members=members,
+        offsets=offsets,
+    )
 
 
 def _consumer_group_regexes(admin: Any, group: str) -> tuple[str, ...]:

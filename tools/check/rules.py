@@ -24,6 +24,11 @@ SubscriptionInfo versions, different topologies, an instance's shutdown request)
 positively when nothing does, and stays NOT-READY because groupshift does not build that online
 conversion yet (docs/streams-classic-groups.md).
 
+A KIP-1071 streams group: upgrade has nothing to do (READY); downgrade to `classic-protocol`
+follows Kafka 4.4's offline rule: a classic JoinGroup replaces the group only once it is empty
+(INCONSISTENT_GROUP_PROTOCOL before), so a group with members NEEDS-ACTION (stop the
+instances). groupshift's online conversion back to classic is not judged here yet.
+
 Everything is a pure function of plain data, so that the fleet scanner runs the same rules.
 """
 
@@ -441,6 +446,9 @@ def _upgrade_verdict(facts: GroupFacts, settings: Settings) -> Verdict:
             f" ({classic} classic member(s) left: roll them to group.protocol=consumer)" if classic else ""
         )
         return verdict(READY, reason, None, regex_checks(facts, settings), None)
+    if facts.type == "streams":
+        reason = "already a streams group (KIP-1071): nothing to upgrade"
+        return verdict(READY, reason, None, [], None)
     if facts.type == "empty":
         reason = "empty: the first consumer-protocol member makes it a consumer group, whatever the policy"
         return verdict(READY, reason, None, regex_checks(facts, settings), None)
@@ -661,7 +669,41 @@ def _verdict_from(facts: GroupFacts, target: str, checks: list[Check], ok_reason
     return Verdict(verdict=verdict, reason=hits[0].reason + more, fix=hits[0].fix, **base)
 
 
+STREAMS_OFFLINE_DOWNGRADE_FIX = (
+    "stop every instance of the application (the group empties: each leaves on close, or its "
+    "session times out), then start them with group.protocol=classic: the first JoinGroup "
+    "replaces the empty streams group with a classic group, committed offsets kept"
+)
+
+
+def _streams_to_classic(facts: GroupFacts) -> Verdict:
+    """A streams group back to classic Kafka Streams instances, by Kafka 4.4's offline rule: a
+    classic JoinGroup replaces an *empty* streams group (its offsets kept) and is answered
+    INCONSISTENT_GROUP_PROTOCOL while the group has members (engine/routing.py, measured on
+    Kafka 4.4.0). groupshift's online conversion back is not judged here yet."""
+    not_yet = Check(
+        "streams-online-conversion",
+        "info",
+        "online conversion of a streams group back to classic is not judged by this check yet: "
+        "the verdict is Kafka 4.4's offline rule",
+    )
+    if facts.size == 0:
+        why = "empty streams group: the first classic JoinGroup replaces it, committed offsets kept"
+        return _verdict_from(facts, CLASSIC_TARGET, [Check("streams-empty", "ok", why), not_yet], why)
+    refused = Check(
+        "streams-empty",
+        "needs-action",
+        f"a streams group with {facts.size} member(s): a classic Kafka Streams instance joining now is "
+        "refused INCONSISTENT_GROUP_PROTOCOL until the group is empty (Kafka 4.4's offline migration)",
+        STREAMS_OFFLINE_DOWNGRADE_FIX,
+        message="INCONSISTENT_GROUP_PROTOCOL",
+    )
+    return _verdict_from(facts, CLASSIC_TARGET, [refused, not_yet], refused.reason)
+
+
 def _classic_protocol(facts: GroupFacts, settings: Settings) -> Verdict:
+    if facts.type == "streams":
+        return _streams_to_classic(facts)
     if facts.type != "consumer":
         why = "already a classic group" if facts.type == "classic" else "empty"
         why += ": classic clients join it"
@@ -802,6 +844,10 @@ def inferred_record_kinds(facts: GroupFacts) -> tuple[RecordKind, ...]:
         out.append(RecordKind(8, 0, n))
         if facts.regexes:
             out.append(RecordKind(16, 0, len(facts.regexes)))
+    elif facts.type == "streams":  # metadata, members, target metadata and members, current, topology
+        n = facts.size
+        out += [RecordKind(17, 0, 1), RecordKind(19, 0, n), RecordKind(20, 0, 1), RecordKind(21, 0, n)]
+        out += [RecordKind(22, 0, n), RecordKind(23, 0, 1)]
     return tuple(out)
 
 

@@ -14,13 +14,15 @@ from typing import Any
 
 from tools.check.facts import GroupFacts, scan_entries
 from tools.check.rules import CLASSIC_TARGET, Settings, Verdict, downgrade_verdict, upgrade_verdict
+from tools.groups.streams_classic import decode_member, is_streams_classic
 
 # The Parquet schemas (Spark DDL); `facts_json` keeps every fact `groupshift check --json` shows.
 FACTS_SCHEMA = (
     "cluster string, `group` string, type string, protocol_type string, protocol string, "
     "assignor string, generation int, size int, classic_members int, consumer_members int, "
     "static_members int, clients array<string>, assignors array<string>, topics array<string>, "
-    "regexes array<string>, committed_partitions int, records int, facts_json string"
+    "regexes array<string>, committed_partitions int, records int, facts_json string, "
+    "kafka_streams boolean, state string, tasks int"
 )
 VERDICT_FIELDS = (
     "direction string, target string, verdict string, blocker string, reason string, fix string, "
@@ -84,7 +86,26 @@ def facts_row(f: GroupFacts, records: int) -> dict[str, Any]:
         "committed_partitions": len(f.offsets),
         "records": records,
         "facts_json": json.dumps(f.to_json(), sort_keys=True, default=str),
+        **streams_columns(f),
     }
+
+
+def streams_columns(f: GroupFacts) -> dict[str, Any]:
+    """`kafka_streams`, `state` and `tasks` of a group: a KIP-1071 streams group (its state from
+    its records, its members' active tasks) or a classic Kafka Streams group (the active tasks
+    its leader's AssignmentInfo gave each member, decoded as `groups describe` decodes them; its
+    state is not in its records). Other groups: False, their state if known, no tasks."""
+    if f.type == "streams":
+        return {"kafka_streams": True, "state": f.state, "tasks": sum(len(m.active_tasks) for m in f.members)}
+    if not is_streams_classic(f.protocol_type, f.protocol, (m.client_id for m in f.members)):
+        return {"kafka_streams": False, "state": f.state, "tasks": None}
+    tasks = 0
+    for m in f.members:
+        member = decode_member(
+            m.member_id, m.client_id, m.client_host, m.instance_id, m.streams_metadata, m.streams_assignment
+        )
+        tasks += member.assignment.count("active")
+    return {"kafka_streams": True, "state": f.state or ("Empty" if not f.members else None), "tasks": tasks}
 
 
 def judge(

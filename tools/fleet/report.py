@@ -5,9 +5,10 @@ Sections: the fleet at a glance (per cluster), readiness by cluster (the upgrade
 blockers by reason (the check that decided each negative verdict, upgrade and downgrade, named
 in words: `blocker_label`), the blocked groups themselves (every NOT-READY, UNSAFE and
 NEEDS-ACTION verdict with its reason and fix, the `groupshift check` table of the fleet), the
-inputs that could not be read, unowned partition-seconds per membership change before the
-conversion, per migration step and after it (the groups that were upgraded), and the worst
-groups by unowned time.
+inputs that could not be read, the Kafka Streams groups (KIP-1071 streams groups and classic
+Kafka Streams groups: type, members, active tasks, state), unowned partition-seconds per
+membership change before the conversion, per migration step and after it (the groups that were
+upgraded), and the worst groups by unowned time.
 
 The page is built from small aggregates (`ReportData`), computed by Spark from the job's tables
 (`from_tables`) or from plain rows (`from_rows`, the reference), so the driver never holds the
@@ -31,6 +32,7 @@ NEGATIVE = ("NOT-READY", "UNSAFE", "NEEDS-ACTION")
 WORST = 20
 BLOCKED_ROWS = 2000  # blocked verdicts listed in the page (the verdicts table has them all)
 PROBLEM_ROWS = 200
+STREAMS_ROWS = 2000  # Kafka Streams groups listed in the page (the facts table has them all)
 
 # The checks of tools/check/rules.py that can decide a negative verdict, in words. Record checks
 # (`record-N`, downgrades to a Kafka release) are named after their record type.
@@ -65,7 +67,8 @@ _SEVERITY = {"UNSAFE": 0, "NOT-READY": 1, "NEEDS-ACTION": 2}
 
 @dataclass
 class ReportData:
-    clusters: list[dict[str, Any]] = field(default_factory=list)  # cluster, groups, members, records
+    # cluster, groups, members, records, streams_groups, classic_streams_groups
+    clusters: list[dict[str, Any]] = field(default_factory=list)
     readiness: list[dict[str, Any]] = field(default_factory=list)  # cluster, status, count
     blockers: list[dict[str, Any]] = field(default_factory=list)  # check, blocker, count
     migrations: list[dict[str, Any]] = field(default_factory=list)  # cluster, group, before, step, after
@@ -75,11 +78,16 @@ class ReportData:
     blocked: list[dict[str, Any]] = field(default_factory=list)
     blocked_total: int = 0
     problem_rows: list[dict[str, Any]] = field(default_factory=list)  # cluster, file, offset, problem
+    # cluster, group, type ("streams" or "classic"), size, tasks, state (the first STREAMS_ROWS)
+    streams: list[dict[str, Any]] = field(default_factory=list)
+    streams_total: int = 0
 
 
 def _status(type_: str, verdict: str) -> str:
     if verdict != "READY":
         return "not ready"
+    if type_ == "streams":
+        return "streams group already"
     return "consumer group already" if type_ == "consumer" else "ready to upgrade"
 
 
@@ -97,11 +105,21 @@ def from_rows(
     data = ReportData()
     per: dict[str, dict[str, Any]] = {}
     for f in facts:
-        c = per.setdefault(f["cluster"], {"cluster": f["cluster"], "groups": 0, "members": 0, "records": 0})
+        c = per.setdefault(
+            f["cluster"],
+            {"cluster": f["cluster"], "groups": 0, "members": 0, "records": 0, "streams_groups": 0,
+             "classic_streams_groups": 0},
+        )  # fmt: skip
         c["groups"] += 1
         c["members"] += f["size"]
         c["records"] += f["records"]
+        if f["kafka_streams"]:
+            c["streams_groups" if f["type"] == "streams" else "classic_streams_groups"] += 1
     data.clusters = sorted(per.values(), key=lambda c: c["cluster"])
+    streams = sorted(
+        (_streams_row(f) for f in facts if f["kafka_streams"]), key=lambda r: (r["cluster"], r["group"])
+    )
+    data.streams, data.streams_total = streams[:STREAMS_ROWS], len(streams)
     ready: Counter[tuple[str, str]] = Counter()
     blockers: Counter[tuple[str, str]] = Counter()
     upgrade: dict[tuple[str, str], Mapping[str, Any]] = {}
@@ -133,6 +151,17 @@ def from_rows(
     ranked = sorted(alive, key=lambda h: -(h["unowned_ps_before"] + h["unowned_ps_after"]))[:WORST]
     data.worst = [_worst_row(h, upgrade.get((h["cluster"], h["group"]))) for h in ranked]
     return data
+
+
+def _streams_row(f: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "cluster": f["cluster"],
+        "group": f["group"],
+        "type": "streams" if f["type"] == "streams" else "classic",
+        "size": f["size"],
+        "tasks": f["tasks"],
+        "state": f["state"],
+    }
 
 
 def _blocked_row(v: Mapping[str, Any]) -> dict[str, Any]:
@@ -176,8 +205,23 @@ def from_tables(tables: Mapping[str, DataFrame]) -> ReportData:
                 F.count(F.lit(1)).alias("groups"),
                 F.sum("size").alias("members"),
                 F.sum("records").alias("records"),
+                F.sum(F.when(F.col("kafka_streams") & (F.col("type") == "streams"), 1).otherwise(0)).alias(
+                    "streams_groups"
+                ),
+                F.sum(F.when(F.col("kafka_streams") & (F.col("type") != "streams"), 1).otherwise(0)).alias(
+                    "classic_streams_groups"
+                ),
             )
             .orderBy("cluster")
+            .collect()
+        ]
+        kafka_streams = facts.filter(F.col("kafka_streams"))
+        data.streams_total = kafka_streams.count()
+        data.streams = [
+            _streams_row(r.asDict())
+            for r in kafka_streams.orderBy("cluster", "group")
+            .select("cluster", "group", "type", "size", "tasks", "state")
+            .limit(STREAMS_ROWS)
             .collect()
         ]
     upgrade = None
@@ -185,6 +229,7 @@ def from_tables(tables: Mapping[str, DataFrame]) -> ReportData:
         upgrade = verdicts.filter(F.col("direction") == "upgrade")
         status = (
             F.when(F.col("verdict") != "READY", "not ready")
+            .when(F.col("type") == "streams", "streams group already")
             .when(F.col("type") == "consumer", "consumer group already")
             .otherwise("ready to upgrade")
         )
@@ -287,6 +332,7 @@ def _img(b64: str, alt: str) -> str:
 
 STATUS_COLOURS = {
     "consumer group already": "#4c78a8",
+    "streams group already": "#72b7b2",
     "ready to upgrade": "#54a24b",
     "not ready": "#e45756",
 }
@@ -410,6 +456,8 @@ def render(data: ReportData, title: str = "groupshift fleet report") -> str:
                 ("groups", "groups"),
                 ("members", "members"),
                 ("records", "records read"),
+                ("streams_groups", "streams groups"),
+                ("classic_streams_groups", "classic Kafka Streams groups"),
             ],
         ),
     ]
@@ -456,6 +504,29 @@ def render(data: ReportData, title: str = "groupshift fleet report") -> str:
         )
     else:
         parts.append('<p class="note">no group is NOT-READY, UNSAFE or NEEDS-ACTION</p>')
+    parts.append('<h2 id="streams">Kafka Streams groups</h2>')
+    if data.streams:
+        if data.streams_total > len(data.streams):
+            parts.append(
+                f'<p class="note">the first {len(data.streams):,} of {data.streams_total:,}; the '
+                "<code>facts</code> table has them all.</p>"
+            )
+        parts.append(
+            _table(
+                data.streams,
+                [
+                    ("cluster", "cluster"),
+                    ("group", "group"),
+                    ("type", "type"),
+                    ("size", "members"),
+                    ("tasks", "active tasks"),
+                    ("state", "state"),
+                ],
+                table_id="streams-groups",
+            )
+        )
+    else:
+        parts.append('<p class="note">no streams group and no classic Kafka Streams group</p>')
     parts.append('<h2 id="worst">The worst groups (unowned partition-seconds)</h2>')
     parts.append(
         _table(

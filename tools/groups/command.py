@@ -92,9 +92,18 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
     r.add_argument("group", nargs="?", help="the group whose offsets to reset")
     r.add_argument("--all-groups", action="store_true", help="reset every inactive consumer group")
     r.add_argument(
-        "--topic", action="append", metavar="T[:P,...]", help="topic or topic:partitions (repeatable)"
+        "--topic",
+        "--input-topic",
+        action="append",
+        metavar="T[:P,...]",
+        help="topic or topic:partitions (repeatable; a streams group: committed ones only)",
     )
-    r.add_argument("--all-topics", action="store_true", help="every partition with a committed offset")
+    r.add_argument(
+        "--all-topics",
+        "--all-input-topics",
+        action="store_true",
+        help="every partition with a committed offset (a streams group: of its source topics)",
+    )
     r.add_argument("--to-earliest", action="store_true", help="the earliest offset of each partition")
     r.add_argument("--to-latest", action="store_true", help="the log-end offset of each partition")
     r.add_argument("--to-current", action="store_true", help="the committed offset (no change)")

@@ -17,6 +17,16 @@ Kafka's `kafka-consumer-groups.sh --reset-offsets` (ConsumerGroupCommand, GroupO
 - `--all-groups` instead of GROUP: every consumer group in turn (ListGroups), each planned and
   refused on its own; `--export` then writes Kafka's `group,topic,partition,offset` lines and
   `--json` a list of the single-group objects. The exit status is the highest of the groups'.
+
+A streams group (KIP-1071) is reset as Kafka 4.4's `kafka-streams-groups.sh --reset-offsets`
+(StreamsGroupCommand) resets one: the same scenarios and the same inactive-group rule (Empty or
+Dead, else the same message); `--all-input-topics` (`--all-topics`) is every committed
+partition of the subtopologies' source topics, not of their repartition topics (Kafka's
+getInputTopicOffsets, measured against Kafka 4.4's tool), and `--input-topic` (`--topic`) partitions must
+all have a committed offset, else "One or more topics are not part of the group" and nothing
+is planned. Kafka's `--delete-internal-topic`/`--delete-all-internal-topics` (delete the
+group's changelog and repartition topics with the reset) are not offered: groupshift's tools
+delete no data they did not create without a backup (docs/deviations.md).
 """
 
 from __future__ import annotations
@@ -31,6 +41,7 @@ from typing import TextIO
 
 from tools.groups.output import ERROR, OK, REFUSED, USAGE, Style, emit_json, error, table
 from tools.groups.snapshot import describe
+from tools.groups.streams_group import describe_streams
 from tools.groups.wire import EARLIEST, LATEST, AdminWire, error_name
 
 TP = tuple[str, int]
@@ -102,13 +113,37 @@ def partitions_for(admin: AdminWire, args: argparse.Namespace, committed: dict[T
     return sorted(set(explicit))
 
 
-def plan_reset(admin: AdminWire, args: argparse.Namespace, committed: dict[TP, int]) -> dict[TP, int]:
+def streams_partitions_for(
+    admin: AdminWire, args: argparse.Namespace, committed: dict[TP, int], input_topics: set[str]
+) -> list[TP]:
+    """A streams group's reset scope as Kafka's StreamsGroupCommand works it out: all input
+    topics are the committed partitions of the subtopologies' source topics (`input_topics`;
+    repartition topics are internal); named partitions must all be committed ones."""
+    if args.all_topics:
+        return sorted(tp for tp in committed if tp[0] in input_topics)
+    parts = partitions_for(admin, args, committed)
+    if any(tp not in committed for tp in parts):
+        raise PlanError(f"One or more topics are not part of the group '{args.group}'.")
+    return parts
+
+
+def plan_reset(
+    admin: AdminWire,
+    args: argparse.Namespace,
+    committed: dict[TP, int],
+    streams_input_topics: set[str] | None = None,
+) -> dict[TP, int]:
+    """The new offset of each partition in scope; `streams_input_topics` (the topics a streams
+    group's subtopologies read) makes the scope a streams group's."""
     if args.from_file:
         try:
             return parse_csv(Path(args.from_file).read_text(), args.group)
         except OSError as e:
             raise PlanError(f"cannot read {args.from_file}: {e}") from None
-    parts = partitions_for(admin, args, committed)
+    if streams_input_topics is None:
+        parts = partitions_for(admin, args, committed)
+    else:
+        parts = streams_partitions_for(admin, args, committed, streams_input_topics)
     if not parts:
         return {}
     if args.to_earliest:
@@ -189,19 +224,26 @@ def run_one(admin: AdminWire, args: argparse.Namespace, out: TextIO, style: Styl
     if args.from_file is None and not args.topic and not args.all_topics:
         error("One of the reset scopes should be defined: --all-topics, --topic.")
         return USAGE
-    group = describe(admin, args.group)
-    if group.exists and group.state not in ("Empty", "Dead"):
+    streams = describe_streams(admin, args.group)
+    input_topics: set[str] | None = None
+    if streams is not None:
+        exists, state = True, streams.state
+        input_topics = set(streams.source_topics)
+    else:
+        group = describe(admin, args.group)
+        exists, state = group.exists, group.state
+    if exists and state not in ("Empty", "Dead"):
         error(
             f"Assignments can only be reset if the group '{args.group}' is inactive, "
-            f"but the current state is {group.state}."
+            f"but the current state is {state}."
         )
         return REFUSED
-    committed = {tp: v[0] for tp, v in admin.offset_fetch(args.group).items()} if group.exists else {}
+    committed = {tp: v[0] for tp, v in admin.offset_fetch(args.group).items()} if exists else {}
     try:
-        plan = plan_reset(admin, args, committed)
+        plan = plan_reset(admin, args, committed, input_topics)
     except PlanError as e:
         error(str(e))
-        return USAGE if "line" in str(e) or "Invalid" in str(e) or "parsing" in str(e) else ERROR
+        return USAGE if "line " in str(e) or "Invalid" in str(e) or "parsing" in str(e) else ERROR
     failed: dict[TP, str] = {}
     if args.execute and plan:
         codes = admin.commit_offsets(args.group, plan)

@@ -128,6 +128,9 @@ class StreamsGroup:
     input_topics: dict[str, list[str]]  # subtopology id -> its source and repartition source topics
     coordinator: Node | None
     members: list[StreamsMember]
+    # the subtopologies' source topics proper (no repartition topic): what Kafka's tool calls the
+    # group's input topics, the scope of its --all-input-topics
+    source_topics: frozenset[str] = frozenset()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -173,8 +176,10 @@ def from_described(described: Any, coordinator: Node | None) -> StreamsGroup:
     """The group of one StreamsGroupDescribe v0 `DescribedGroup` (error code 0)."""
     topology = described.topology
     input_topics: dict[str, list[str]] = {}
+    sources: set[str] = set()
     if topology is not None:
         for sub in topology.subtopologies or ():
+            sources.update(str(t) for t in sub.source_topics)
             topics = [str(t) for t in sub.source_topics]
             topics += [str(t.name) for t in sub.repartition_source_topics]
             input_topics[str(sub.subtopology_id)] = topics
@@ -206,6 +211,7 @@ def from_described(described: Any, coordinator: Node | None) -> StreamsGroup:
         input_topics=input_topics,
         coordinator=coordinator,
         members=members,
+        source_topics=frozenset(sources),
     )
 
 

@@ -37,6 +37,8 @@ NAMES = (
     "streams_classic",
     "records",
     "streams_records",
+    "connect_records",
+    "connect_wire",
     "batches",
     "upstream",
     "sasl_plain",

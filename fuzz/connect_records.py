@@ -116,7 +116,7 @@ class _Writer:
             cw.ConnectPrepareRequest(GROUP, mid, self.epochs[mid]), self.now, _PRINCIPAL
         )
         self.records.extend(p.records)
-        assert p.response.error_code == 0, p.response
+        assert isinstance(p.response, cw.ConnectPrepareResponse) and p.response.error_code == 0, p.response
         members = tuple(cw.InstalledWorker(w, t, 1, b"for-" + w.encode()) for w, t in targets.items())
         g = self.shard.groups[GROUP]
         assert isinstance(g, ConnectGroup)
@@ -124,7 +124,7 @@ class _Writer:
         self.now += 1
         i = self.shard.connect_install_assignment(req, self.now, _PRINCIPAL)
         self.records.extend(i.records)
-        assert i.response.error_code == 0, i.response
+        assert isinstance(i.response, cw.ConnectInstallResponse) and i.response.error_code == 0, i.response
 
 
 @cache

@@ -9,7 +9,9 @@ runs under one lock and checks, at that point, that no connector or task is run 
 Then: the three balance (1 connector and 3 tasks each); one crashes (its loop stops, its
 connection drops, no leave is sent) and its work stays unassigned for at least the delay, then
 moves to the other two; a fourth worker joins and only the excess of the two moves to it (no
-swaps between the two that stay)."""
+swaps between the two that stay). While the three are balanced, `groupshift groups list` shows
+the group with TYPE `Connect` (also under `--type connect`, not under `--type consumer`) and
+`groups describe --members` shows each worker's URL, connectors and tasks as the SDK runs them."""
 
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ from connect_worker import (
 )
 from connect_worker.core import Computed
 from e2e.conftest import Gateways
+from e2e.groups_cli import groups_json, ok, table
 from e2e.harness import GatewayProcess
 
 pytestmark = pytest.mark.e2e
@@ -147,6 +150,22 @@ def balanced(fleet: Fleet, names: list[str]) -> bool:
     return all(max(c[k] for c in counts) - min(c[k] for c in counts) <= 1 for k in (0, 1))
 
 
+def check_groups_tool(fleet: Fleet, bootstrap: str) -> None:
+    """`groups list` and `groups describe` read the connect group as the workers hold it."""
+    rows = {r["GROUP"]: r["TYPE"] for r in table(ok(bootstrap, "list", "--type"))}
+    assert rows.get(GROUP) == "Connect", rows
+    assert [g["group"] for g in groups_json(bootstrap, "list", "--type", "connect")] == [GROUP]
+    assert GROUP not in {g["group"] for g in groups_json(bootstrap, "list", "--type", "consumer")}
+    d = groups_json(bootstrap, "describe", GROUP, "--members")
+    assert d["type"] == "connect" and d["protocol_type"] == "connect", d
+    with fleet.lock:
+        expected = {f"http://{n}:8083": fleet.owned[n] for n in ("w1", "w2", "w3")}
+    shown = {m["url"]: set(m["connectors"]) | set(m["tasks"]) for m in d["members"]}
+    assert shown == expected, (shown, expected)
+    state = table(ok(bootstrap, "describe", GROUP, "--state"))
+    assert [(r["STATE"], r["TYPE"], r["#MEMBERS"]) for r in state] == [("Stable", "Connect", "3")], state
+
+
 def test_sdk_workers_balance_hold_a_killed_workers_work_and_move_incrementally(
     server: GatewayProcess,
 ) -> None:
@@ -157,6 +176,7 @@ def test_sdk_workers_balance_hold_a_killed_workers_work_and_move_incrementally(
         fleet.wait("three workers balanced", lambda: balanced(fleet, ["w1", "w2", "w3"]))
         assert [split(fleet.owned[n]) for n in ("w1", "w2", "w3")] == [(1, 3)] * 3
         assert any(c.installed and c.error == 0 for c in fleet.computed)
+        check_groups_tool(fleet, server.bootstrap)
 
         lost = set(fleet.owned["w3"])
         before = {n: set(fleet.owned[n]) for n in ("w1", "w2")}

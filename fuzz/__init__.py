@@ -11,6 +11,11 @@ One module per target; `python -m fuzz TARGET --runs N` runs one (see `fuzz.__ma
 * `streams_records` - KIP-1071 streams-group record keys and values, decoded and replayed into a
   live streams group that is then described and heartbeated (`records/streams_group_codec.py`,
   `engine.replay`, `engine/streams/`);
+* `connect_records` - groupshift's Connect-group record keys and values (types 10000-10005),
+  decoded and replayed into a live connect group that is then described, listed and heartbeated
+  (`records/connect_group_codec.py`, `engine.replay`, `engine/connect/`);
+* `connect_wire` - the request bodies of the Connect-group extension APIs (32002-32004,
+  `protocol.connect_wire` over `protocol.extension_wire`);
 * `batches`  - v2 record batches as the coordinator loader and Produce read them
   (`records.batch`);
 * `upstream` - the upstream proxy's pre-decode path on client frames (routing, a Produce's
@@ -37,6 +42,8 @@ NAMES = (
     "streams_classic",
     "records",
     "streams_records",
+    "connect_records",
+    "connect_wire",
     "batches",
     "upstream",
     "sasl_plain",

@@ -68,9 +68,11 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON for scripts instead of tables")
     gs = p.add_subparsers(dest="groups_command", metavar="SUBCOMMAND")
 
-    ls = gs.add_parser("list", help="list consumer and streams groups")
+    ls = gs.add_parser("list", help="list consumer, streams and connect groups")
     ls.add_argument("--state", nargs="?", const="", help="show STATE; filter by comma-separated states")
-    ls.add_argument("--type", nargs="?", const="", help="show TYPE; filter by classic,consumer,streams")
+    ls.add_argument(
+        "--type", nargs="?", const="", help="show TYPE; filter by classic,consumer,streams,connect"
+    )
 
     d = gs.add_parser("describe", help="offsets and lag, members, or state of groups")
     d.add_argument("group_names", nargs="*", metavar="GROUP", help="groups to describe")
@@ -78,7 +80,9 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
         "--group", dest="group_options", action="append", default=[], metavar="GROUP",
         help="a group to describe (repeatable, as kafka-consumer-groups.sh has it)",
     )  # fmt: skip
-    d.add_argument("--all-groups", action="store_true", help="describe every consumer and streams group")
+    d.add_argument(
+        "--all-groups", action="store_true", help="describe every consumer, streams and connect group"
+    )
     d.add_argument("--offsets", action="store_true", help="per-partition offsets and lag (the default)")
     d.add_argument(
         "--members",

@@ -28,6 +28,11 @@ Streams)`; the JSON of every view carries `"kafka_streams": true`.
 A streams group (KIP-1071, which ConsumerGroupDescribe and DescribeGroups do not describe) is
 described with StreamsGroupDescribe in the views of Kafka's `kafka-streams-groups.sh
 --describe`: see `tools.groups.streams_group`. `--all-groups` takes in the streams groups too.
+
+A connect group (groupshift's Connect workers on the new protocol, described by DescribeGroups
+in the classic shape) shows its workers with their URL, connectors and tasks in the default
+view and `--members` (workers commit no offsets to the group), and TYPE `Connect` in `--state`:
+see `tools.groups.connect_group`. `--all-groups` takes in the connect groups too.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from tools.groups import streams_classic, streams_group
+from tools.groups import connect_group, streams_classic, streams_group
 from tools.groups.list_groups import listed_kind
 from tools.groups.output import MISSING, NOT_FOUND, OK, Style, assignment_string, emit_json, error, table
 from tools.groups.snapshot import Group, describe
@@ -135,6 +140,15 @@ def describe_one(
     )
     if not args.json:
         _notice(group, sys.stderr)
+    if connect_group.is_connect_group(admin, group):
+        group.group_type = "connect"
+        if mode != "state":
+            workers = connect_group.workers_of(group)
+            if args.json:
+                emit({**_summary(group), "members": [w.to_json() for w in workers]})
+            elif workers:
+                out.write("\n" + connect_group.members_table(group, workers, args.verbose, style) + "\n\n")
+            return OK
     classic_streams = streams_classic.view_of(group)
     if mode == "offsets":
         rows = offset_rows(admin, group)

@@ -1,4 +1,4 @@
-"""`groupshift groups list [--state S[,S]] [--type classic|consumer|streams[,...]]`.
+"""`groupshift groups list [--state S[,S]] [--type classic|consumer|streams|connect[,...]]`.
 
 As Kafka's `kafka-consumer-groups.sh --list` and `kafka-streams-groups.sh --list` together:
 consumer groups (protocol type `consumer`, or empty for a group that only commits offsets) and
@@ -6,8 +6,10 @@ streams groups (KIP-1071, type `Streams`); without filters one group id per line
 `--state`/`--type` a GROUP [TYPE] [STATE] table. Filters go to the broker in ListGroups (states
 v4+, KIP-518; types v5+, KIP-848: `--type streams` sends `Streams`, as kafka-streams-groups.sh
 does) and are applied here as well for brokers that ignore them. Types print as Kafka's
-`GroupType` does (`Classic`, `Consumer`, `Streams`). Other groups (Connect's, share groups)
-are left out, as Kafka's two tools leave them out.
+`GroupType` does (`Classic`, `Consumer`, `Streams`). groupshift's connect groups (Connect
+workers on the new protocol, docs/connect-groups.md) are listed too, as type `Connect` (ListGroups
+v5's type; `--type connect` sends `Connect`). Other groups (a classic Kafka Connect cluster's,
+share groups) are left out, as Kafka's two tools leave them out.
 
 A classic group of Kafka Streams instances (protocol type `consumer`, protocol `stream`: only
 DescribeGroups tells it) is marked in the tables that show TYPE as `Classic (Kafka Streams)` and
@@ -34,15 +36,18 @@ GROUP_STATES = (
     "Reconciling",
     "NotReady",  # a streams group whose topology cannot run yet (KIP-1071)
 )
-TYPES = ("classic", "consumer", "streams")
+TYPES = ("classic", "consumer", "streams", "connect")
 
 
 def listed_kind(group: dict[str, Any]) -> str | None:
-    """ "consumer" or "streams" for a ListGroups entry this tool lists, None for the others: a
-    streams group by its type (ListGroups v5+) or protocol type, a consumer group by its
-    protocol type (`consumer`, or empty: a group that only commits offsets)."""
+    """ "consumer", "streams" or "connect" for a ListGroups entry this tool lists, None for the
+    others: a streams group by its type (ListGroups v5+) or protocol type, a connect group by its
+    type alone (a classic Kafka Connect group has protocol type `connect` too), a consumer group
+    by its protocol type (`consumer`, or empty: a group that only commits offsets)."""
     if (group["type"] or "").lower() == "streams" or group["protocol_type"] == "streams":
         return "streams"
+    if (group["type"] or "").lower() == "connect":
+        return "connect"
     if (group["protocol_type"] or "") in ("consumer", ""):
         return "consumer"
     return None

@@ -40,6 +40,8 @@ from e2e.java_compile import finish_javac, start_javac
 from e2e.streams_wordcount import ALL_TASKS, INPUT, LINES, OUTPUT, SOURCE, Instance, read_counts, truth
 from harness.kafka_dist import resolve_component
 from tools.groups.wire import AdminWire
+from translation.embedded_protocol import parse_assignment
+from translation.streams_classic_protocol import decode_assignment_info, parse_streams_member_metadata
 
 pytestmark = pytest.mark.e2e
 
@@ -127,6 +129,13 @@ def _group_type(wire: AdminWire) -> str | None:
     return None
 
 
+def _described_tasks(assignment: bytes) -> set[str]:
+    """The active tasks of a described member's AssignmentInfo, as the instances name them."""
+    user_data = parse_assignment(assignment).user_data
+    assert user_data is not None
+    return {f"{t.subtopology}_{t.partition}" for t in decode_assignment_info(user_data).active_tasks}
+
+
 def test_roll_classic_streams_to_streams_protocol(module_gateways: Gateways, tmp_path: Path) -> None:
     classic_dist = resolve_component("3.9.2", "streams")
     streams_dist = resolve_component("4.4.0", "streams")
@@ -187,9 +196,21 @@ def test_roll_classic_streams_to_streams_protocol(module_gateways: Gateways, tmp
         # Roll the first instance: the 4.4 one converts the group, classic-2 keeps running in it.
         watch.stop("classic-1")
         watch.instances["streams-1"] = streams(1)
-        watch.wait_all_running({"classic-2", "streams-1"}, 60)
+        shares = watch.wait_all_running({"classic-2", "streams-1"}, 60)
         types.append(_group_type(wire))
         marks.append(("mixed running", time.monotonic()))
+        # DescribeGroups mid-roll (Kafka answers any streams group Dead): the classic instance,
+        # as a classic consumer group describes it, with the tasks it runs.
+        described = wire.describe_group(APP)
+        assert (described.error_code, described.protocol_type, described.protocol_data) == (
+            0,
+            "consumer",
+            "stream",
+        ), described
+        [member] = described.members
+        assert member.client_id.startswith(APP) and "StreamThread" in member.client_id, member
+        assert parse_streams_member_metadata(member.member_metadata).info.endpoint == "localhost:7202"
+        assert _described_tasks(member.member_assignment) == shares["classic-2"]
         produce(LINES[half:], half)
 
         # Roll the second: the last classic instance leaves, a second 4.4 instance joins.

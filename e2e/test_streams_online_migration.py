@@ -24,10 +24,6 @@ and e2e/java_programs/StreamsWordCount.java against 4.4.0, their classes cached 
 
 from __future__ import annotations
 
-import hashlib
-import os
-import shutil
-import subprocess
 import time
 from pathlib import Path
 
@@ -36,7 +32,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from e2e.conftest import Gateways
-from e2e.java_compile import finish_javac, start_javac
+from e2e.java_compile import Program
 from e2e.streams_wordcount import ALL_TASKS, INPUT, LINES, OUTPUT, SOURCE, Instance, read_counts, truth
 from harness.kafka_dist import resolve_component
 from tools.groups.wire import AdminWire
@@ -47,33 +43,6 @@ pytestmark = pytest.mark.e2e
 
 APP = "wordcount-roll"
 CLASSIC_SOURCE = Path(__file__).parent / "java_programs" / "StreamsWordCountClassic.java"
-
-
-class Program:
-    """A Java program's classes, compiled once per source and jars and kept beside the cached
-    jars (javac costs tens of seconds on a loaded machine), else compiled into `tmp` by a javac
-    started at once and kept once it finished."""
-
-    def __init__(self, source: Path, classpath: str, home: Path, tmp: Path) -> None:
-        key = hashlib.sha256(source.read_bytes() + classpath.encode()).hexdigest()[:12]
-        self.cached = home / f"classes-{source.stem}-{key}"
-        self.jars = classpath
-        self.tmp = tmp
-        self.javac: subprocess.Popen[bytes] | None = None
-        if not self.cached.is_dir():
-            self.javac = start_javac(classpath, source, tmp)
-
-    def classpath(self) -> str:
-        if self.javac is not None:
-            finish_javac(self.javac)
-            self.javac = None
-            staging = self.cached.with_name(f"{self.cached.name}.{os.getpid()}")
-            shutil.copytree(self.tmp, staging, dirs_exist_ok=True)
-            try:
-                os.rename(staging, self.cached)
-            except OSError:  # another run kept them first
-                shutil.rmtree(staging, ignore_errors=True)
-        return f"{self.cached}:{self.jars}"
 
 
 class Watch:

@@ -24,6 +24,7 @@ and e2e/java_programs/StreamsWordCount.java against 4.4.0, their classes cached 
 
 from __future__ import annotations
 
+import subprocess
 import time
 from pathlib import Path
 
@@ -35,6 +36,7 @@ from e2e.conftest import Gateways
 from e2e.java_compile import Program
 from e2e.streams_wordcount import ALL_TASKS, INPUT, LINES, OUTPUT, SOURCE, Instance, read_counts, truth
 from harness.kafka_dist import resolve_component
+from harness.kafka_dist.java_clients import TOOL_JVM_OPTS
 from tools.groups.wire import AdminWire
 from translation.embedded_protocol import parse_assignment
 from translation.streams_classic_protocol import decode_assignment_info, parse_streams_member_metadata
@@ -180,6 +182,29 @@ def test_roll_classic_streams_to_streams_protocol(module_gateways: Gateways, tmp
         assert member.client_id.startswith(APP) and "StreamThread" in member.client_id, member
         assert parse_streams_member_metadata(member.member_metadata).info.endpoint == "localhost:7202"
         assert _described_tasks(member.member_assignment) == shares["classic-2"]
+        # ... and so Kafka's own kafka-consumer-groups.sh (4.4), which falls back to it.
+        tool = subprocess.run(
+            [
+                "java",
+                *TOOL_JVM_OPTS,
+                "-cp",
+                streams_program.classpath(),
+                "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+                "--bootstrap-server",
+                bootstrap,
+                "--describe",
+                "--group",
+                APP,
+                "--members",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert tool.returncode == 0, tool.stdout + tool.stderr[-3000:]
+        rows = [line.split() for line in tool.stdout.splitlines() if member.member_id in line]
+        assert len(rows) == 1 and int(rows[0][-1]) == len(shares["classic-2"]), tool.stdout
+        marks.append(("described", time.monotonic()))
         produce(LINES[half:], half)
 
         # Roll the second: the last classic instance leaves, a second 4.4 instance joins.

@@ -5,6 +5,9 @@ needed."""
 
 from __future__ import annotations
 
+import hashlib
+import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -23,3 +26,30 @@ def finish_javac(javac: subprocess.Popen[bytes], timeout: float = 180) -> None:
     """Wait for `javac`; a compile error fails the test with javac's output."""
     out, _ = javac.communicate(timeout=timeout)
     assert javac.returncode == 0, out.decode(errors="replace")
+
+
+class Program:
+    """A Java program's classes, compiled once per source and jars and kept beside the cached
+    jars (javac costs tens of seconds on a loaded machine), else compiled into `tmp` by a javac
+    started at once and kept once it finished."""
+
+    def __init__(self, source: Path, classpath: str, home: Path, tmp: Path) -> None:
+        key = hashlib.sha256(source.read_bytes() + classpath.encode()).hexdigest()[:12]
+        self.cached = home / f"classes-{source.stem}-{key}"
+        self.jars = classpath
+        self.tmp = tmp
+        self.javac: subprocess.Popen[bytes] | None = None
+        if not self.cached.is_dir():
+            self.javac = start_javac(classpath, source, tmp)
+
+    def classpath(self) -> str:
+        if self.javac is not None:
+            finish_javac(self.javac)
+            self.javac = None
+            staging = self.cached.with_name(f"{self.cached.name}.{os.getpid()}")
+            shutil.copytree(self.tmp, staging, dirs_exist_ok=True)
+            try:
+                os.rename(staging, self.cached)
+            except OSError:  # another run kept them first
+                shutil.rmtree(staging, ignore_errors=True)
+        return f"{self.cached}:{self.jars}"

@@ -18,13 +18,20 @@ instances started with `group.protocol=streams`, its input counted to the end. T
   Kafka's tool the same coordinator, state and member count on groupshift);
 - `migration` shows the members with their tasks (Kafka Streams' task ids), nothing pending.
 
-One Kafka node, one groupshift, four application JVMs for the module.
+Last, Kafka 4.4's refusal of an online roll is pinned: a Kafka Streams 3.9.2 (classic) instance runs
+the word count on the Kafka node, and a StreamsGroupHeartbeat join with the same topology (what a
+4.4 instance with `group.protocol=streams` sends first) is refused with GROUP_ID_NOT_FOUND "Group X
+is not a streams group."; the group stays classic and the instance keeps its tasks (groupshift
+converts it instead: e2e/test_streams_online_migration.py, docs/deviations.md).
+
+One Kafka node, one groupshift, five application JVMs for the module.
 """
 
 from __future__ import annotations
 
 import subprocess
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +43,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from e2e.conftest import Gateways
 from e2e.groups_cli import groups, groups_json, ok, table
-from e2e.java_compile import finish_javac, start_javac
+from e2e.java_compile import Program, finish_javac, start_javac
 from e2e.streams_wordcount import (
     ALL_TASKS,
     APP,
@@ -49,12 +56,17 @@ from e2e.streams_wordcount import (
     truth,
     wait_for_disjoint_shares,
 )
+from e2e.upstream_streams import streams_heartbeat, word_count_topology
 from harness.kafka_dist import resolve_component
 from harness.kafka_dist.java_clients import TOOL_JVM_OPTS
+from protocol.client import WireClient
+from tools.groups.wire import AdminWire, parse_bootstrap
 
 pytestmark = pytest.mark.e2e
 
 REPARTITION = f"{APP}-words-repartition"
+CLASSIC_SOURCE = Path(__file__).parent / "java_programs" / "StreamsWordCountClassic.java"
+GROUP_ID_NOT_FOUND = 69
 # Kafka assigns a new streams group's tasks after 3 s and recomputes at most once a second by
 # default; groupshift assigns in the heartbeat. These make Kafka do the same (as the
 # differential suite runs it); the rest keeps one node's internal topics small.
@@ -361,3 +373,69 @@ def test_reset_offsets_refused_while_running_then_done_as_kafkas_tool_does(
             s.bootstrap, "delete", APP
         ), s.name
         assert groups(s.bootstrap, "describe", APP).returncode == 3, s.name
+
+
+def test_kafka_refuses_the_online_roll_of_a_classic_streams_group(
+    servers: list[Server], tmp_path: Path
+) -> None:
+    """Kafka 4.4 has only the offline migration: a `group.protocol=streams` instance joining a
+    running classic Kafka Streams group is refused, and the group stays classic with its
+    instance undisturbed. Pinned with the first StreamsGroupHeartbeat such an instance sends
+    (the same topology, on the wire: a second JVM would only add its retries)."""
+    kafka = next(s for s in servers if s.name == "kafka")
+    app, output = "wordcount-roll-refused", "counts-out-refused"
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
+    for f in admin.create_topics([NewTopic(output, 2, 1)]).values():
+        f.result()
+    dist = resolve_component("3.9.2", "streams")
+    program = Program(CLASSIC_SOURCE, dist.classpath, dist.home, tmp_path / "classes")
+    classic = Instance(
+        program.classpath(),
+        kafka.bootstrap,
+        tmp_path / "state",
+        tmp_path / "classic.log",
+        app=app,
+        output_topic=output,
+        main_class="StreamsWordCountClassic",
+        extra_args=("localhost:7301", "10000"),
+    )
+    wire = AdminWire(kafka.bootstrap)
+    host, port = parse_bootstrap(kafka.bootstrap)[0]
+    client = WireClient(port, host)
+    try:
+        [share] = wait_for_disjoint_shares([classic], 60)
+        assert share == ALL_TASKS, classic.lines[-6:]
+        topology = word_count_topology(
+            INPUT, f"{app}-words-repartition", f"{app}-counts-changelog", {"cleanup.policy": "compact"}
+        )
+        r = streams_heartbeat(
+            client,
+            app,
+            str(uuid.uuid4()),
+            0,
+            topology=topology,
+            process_id=str(uuid.uuid4()),
+            active_tasks=[],
+            standby_tasks=[],
+            warmup_tasks=[],
+            client_tags=[],
+        )
+        assert (r.error_code, r.error_message) == (
+            GROUP_ID_NOT_FOUND,
+            f"Group {app} is not a streams group.",
+        ), r
+        # Still the classic group it was, its instance running every task.
+        [listed] = [g for g in wire.list_groups() if g["group"] == app]
+        assert str(listed["type"]).lower() == "classic", listed
+        described = wire.describe_group(app)
+        assert (described.group_state, described.protocol_type, described.protocol_data) == (
+            "Stable",
+            "consumer",
+            "stream",
+        ), described
+        assert len(described.members) == 1
+        assert classic.proc.poll() is None and classic.tasks() == ALL_TASKS, classic.lines[-6:]
+    finally:
+        client.close()
+        wire.close()
+        classic.stop()

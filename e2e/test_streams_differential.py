@@ -1189,11 +1189,14 @@ def scenario_list_groups_streams_type(s: Session) -> None:
 
 
 def scenario_describe_groups_classic_api(s: Session) -> None:
-    """Classic DescribeGroups of a streams group."""
+    """Classic DescribeGroups of a streams group (Dead; from v6 "Group X is not a classic group.")."""
     members = Members(s)
     ready_word_count(s, members, A)
     r = plain(s.raw(15, 5, groups=[s.group()], include_authorized_operations=False))
     s.note("DescribeGroups", r)
+    # v6 (KIP-1043) carries the error: GROUP_ID_NOT_FOUND and Kafka's reason
+    r = plain(s.raw(15, 6, groups=[s.group()], include_authorized_operations=False))
+    s.note("DescribeGroups v6", r)
 
 
 # --- the table -----------------------------------------------------------------------------------

@@ -24,9 +24,6 @@ and e2e/java_programs/StreamsWordCount.java against 4.4.0, their classes cached 
 
 from __future__ import annotations
 
-import hashlib
-import os
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -36,42 +33,18 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from e2e.conftest import Gateways
-from e2e.java_compile import finish_javac, start_javac
+from e2e.java_compile import Program
 from e2e.streams_wordcount import ALL_TASKS, INPUT, LINES, OUTPUT, SOURCE, Instance, read_counts, truth
 from harness.kafka_dist import resolve_component
+from harness.kafka_dist.java_clients import TOOL_JVM_OPTS
 from tools.groups.wire import AdminWire
+from translation.embedded_protocol import parse_assignment
+from translation.streams_classic_protocol import decode_assignment_info, parse_streams_member_metadata
 
 pytestmark = pytest.mark.e2e
 
 APP = "wordcount-roll"
 CLASSIC_SOURCE = Path(__file__).parent / "java_programs" / "StreamsWordCountClassic.java"
-
-
-class Program:
-    """A Java program's classes, compiled once per source and jars and kept beside the cached
-    jars (javac costs tens of seconds on a loaded machine), else compiled into `tmp` by a javac
-    started at once and kept once it finished."""
-
-    def __init__(self, source: Path, classpath: str, home: Path, tmp: Path) -> None:
-        key = hashlib.sha256(source.read_bytes() + classpath.encode()).hexdigest()[:12]
-        self.cached = home / f"classes-{source.stem}-{key}"
-        self.jars = classpath
-        self.tmp = tmp
-        self.javac: subprocess.Popen[bytes] | None = None
-        if not self.cached.is_dir():
-            self.javac = start_javac(classpath, source, tmp)
-
-    def classpath(self) -> str:
-        if self.javac is not None:
-            finish_javac(self.javac)
-            self.javac = None
-            staging = self.cached.with_name(f"{self.cached.name}.{os.getpid()}")
-            shutil.copytree(self.tmp, staging, dirs_exist_ok=True)
-            try:
-                os.rename(staging, self.cached)
-            except OSError:  # another run kept them first
-                shutil.rmtree(staging, ignore_errors=True)
-        return f"{self.cached}:{self.jars}"
 
 
 class Watch:
@@ -125,6 +98,13 @@ def _group_type(wire: AdminWire) -> str | None:
         if g["group"] == APP:
             return str(g["type"]).lower()
     return None
+
+
+def _described_tasks(assignment: bytes) -> set[str]:
+    """The active tasks of a described member's AssignmentInfo, as the instances name them."""
+    user_data = parse_assignment(assignment).user_data
+    assert user_data is not None
+    return {f"{t.subtopology}_{t.partition}" for t in decode_assignment_info(user_data).active_tasks}
 
 
 def test_roll_classic_streams_to_streams_protocol(module_gateways: Gateways, tmp_path: Path) -> None:
@@ -187,9 +167,44 @@ def test_roll_classic_streams_to_streams_protocol(module_gateways: Gateways, tmp
         # Roll the first instance: the 4.4 one converts the group, classic-2 keeps running in it.
         watch.stop("classic-1")
         watch.instances["streams-1"] = streams(1)
-        watch.wait_all_running({"classic-2", "streams-1"}, 60)
+        shares = watch.wait_all_running({"classic-2", "streams-1"}, 60)
         types.append(_group_type(wire))
         marks.append(("mixed running", time.monotonic()))
+        # DescribeGroups mid-roll (Kafka answers any streams group Dead): the classic instance,
+        # as a classic consumer group describes it, with the tasks it runs.
+        described = wire.describe_group(APP)
+        assert (described.error_code, described.protocol_type, described.protocol_data) == (
+            0,
+            "consumer",
+            "stream",
+        ), described
+        [member] = described.members
+        assert member.client_id.startswith(APP) and "StreamThread" in member.client_id, member
+        assert parse_streams_member_metadata(member.member_metadata).info.endpoint == "localhost:7202"
+        assert _described_tasks(member.member_assignment) == shares["classic-2"]
+        # ... and so Kafka's own kafka-consumer-groups.sh (4.4), which falls back to it.
+        tool = subprocess.run(
+            [
+                "java",
+                *TOOL_JVM_OPTS,
+                "-cp",
+                streams_program.classpath(),
+                "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+                "--bootstrap-server",
+                bootstrap,
+                "--describe",
+                "--group",
+                APP,
+                "--members",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert tool.returncode == 0, tool.stdout + tool.stderr[-3000:]
+        rows = [line.split() for line in tool.stdout.splitlines() if member.member_id in line]
+        assert len(rows) == 1 and int(rows[0][-1]) == len(shares["classic-2"]), tool.stdout
+        marks.append(("described", time.monotonic()))
         produce(LINES[half:], half)
 
         # Roll the second: the last classic instance leaves, a second 4.4 instance joins.

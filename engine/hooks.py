@@ -77,6 +77,10 @@ class MigrationHooks(Protocol):
         """DescribeGroups reached a consumer group."""
         ...
 
+    def describe_streams_group_as_classic(self, group: StreamsGroup) -> DescribedGroup:
+        """DescribeGroups reached a streams group (classic Kafka Streams instances may be inside)."""
+        ...
+
     def streams_heartbeat_to_classic_group(
         self, group: ClassicGroup, req: StreamsGroupHeartbeatRequest, op: Operation
     ) -> StreamsGroup:
@@ -161,6 +165,16 @@ class RefuseMigration:
         from engine.classic.describe import dead_group
 
         return dead_group(group.group_id)
+
+    def describe_streams_group_as_classic(self, group: StreamsGroup) -> DescribedGroup:
+        # Kafka 4.4 (`classicGroup` throws): Dead, GROUP_ID_NOT_FOUND from v6.
+        from engine.classic.api import DescribedGroup
+
+        return DescribedGroup(
+            group_id=group.group_id,
+            group_state="Dead",
+            error_message=f"Group {group.group_id} is not a classic group.",
+        )
 
     def streams_heartbeat_to_classic_group(
         self, group: ClassicGroup, req: StreamsGroupHeartbeatRequest, op: Operation

@@ -628,6 +628,8 @@ class Shard:
                 out.append(self.state.migration.describe_consumer_group_as_classic(g))
             elif isinstance(g, ConnectGroup):
                 out.append(connect_describe.describe_as_classic(g))
+            elif isinstance(g, StreamsGroup):
+                out.append(self.state.migration.describe_streams_group_as_classic(g))
             else:
                 out.append(classic_describe.dead_group(gid))
         return out

@@ -527,3 +527,38 @@ def test_an_out_of_range_endpoint_port_is_dropped_not_a_traceback() -> None:
     assert j.error_code == 0
     assert h.group.members["z"].user_endpoint is None
     h.assert_replay_equals_live()
+
+
+def test_describe_groups_shows_the_classic_instances_of_a_streams_group() -> None:
+    """DescribeGroups mid-roll: the classic instances as a classic consumer group describes
+    them (protocol type `consumer`, protocol `stream`, their metadata and current
+    AssignmentInfo); the streams-protocol member left out, as Kafka has no such form for it."""
+    h = Roll()
+    h.seed({"a": HALF_A, "b": HALF_B})
+    h.streams_join("s")
+    h.settle()
+    [d] = h.shard.describe_groups(["app"])
+    assert d.error_code == 0 and d.error_message is None
+    assert (d.group_state, d.protocol_type, d.protocol_data) == ("Stable", "consumer", "stream")
+    assert sorted(m.member_id for m in d.members) == ["a", "b"]
+    for m in d.members:
+        assert m.client_id == "classic"  # the harness's JoinGroup client id
+        assert m.member_metadata == classic_metadata(h.pid[m.member_id], h.classic_tasks[m.member_id])
+        assert decoded_tasks(m.member_assignment) == h.classic_tasks[m.member_id]
+    # With the classic instances gone it is a plain streams group: Kafka 4.4's answer.
+    for mid in ("a", "b"):
+        h.leave((mid, None), group="app")
+    [d] = h.shard.describe_groups(["app"])
+    assert (d.group_state, d.members) == ("Dead", ())
+    assert d.error_message == "Group app is not a classic group."
+
+
+def test_describe_groups_of_a_streams_group_without_translation_is_kafkas_dead() -> None:
+    from engine.hooks import RefuseMigration
+
+    h = Roll()
+    h.seed({"a": HALF_A})
+    h.streams_join("s")
+    h.shard.state.migration = RefuseMigration()
+    [d] = h.shard.describe_groups(["app"])
+    assert (d.group_state, d.members, d.error_message) == ("Dead", (), "Group app is not a classic group.")

@@ -9,6 +9,7 @@ Consumer Group Upgrade").
 | SyncGroup / Heartbeat    | consumer group: the classic member's own loop             |
 | LeaveGroup               | consumer group: classic members leave (never a downgrade) |
 | DescribeGroups           | consumer group: described in classic shape                |
+| DescribeGroups           | streams group: its classic Kafka Streams instances, if any|
 | StreamsGroupHeartbeat    | non-empty classic Kafka Streams group: converted online   |
 | streams member leaving   | last streams-protocol member gone: back to classic        |
 | Join/Sync/Heartbeat/Leave| streams group: a classic Kafka Streams instance inside it |
@@ -98,6 +99,9 @@ class Migration:
 
     def describe_consumer_group_as_classic(self, group: ConsumerGroup) -> DescribedGroup:
         return describe_consumer_group_as_classic(self.shard, group)
+
+    def describe_streams_group_as_classic(self, group: StreamsGroup) -> DescribedGroup:
+        return streams_classic_member.describe(self.shard, group)
 
     def streams_heartbeat_to_classic_group(
         self, group: ClassicGroup, req: StreamsGroupHeartbeatRequest, op: Operation

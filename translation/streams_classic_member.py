@@ -31,6 +31,8 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from engine.classic.api import (
+    DescribedGroup,
+    DescribedGroupMember,
     HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupRequest,
@@ -409,3 +411,51 @@ def leave(st: ShardState, group: StreamsGroup, req: LeaveGroupRequest, op: Opera
         op.event("member.left", group=gid, member=member.member_id, protocol="classic", reason="LeaveGroup")
         out.append(MemberResponse(member.member_id, iid))
     return LeaveGroupResponse(members=out)
+
+
+# --- DescribeGroups ------------------------------------------------------------------------------
+
+
+def describe(st: ShardState, group: StreamsGroup) -> DescribedGroup:
+    """DescribeGroups of a streams group. Kafka 4.4 answers Dead ("Group X is not a classic
+    group.", GROUP_ID_NOT_FOUND from v6) for every streams group, and so does groupshift for one
+    without classic instances. With classic Kafka Streams instances inside (which Kafka never
+    has), the group is described as their consumer group: protocol type `consumer`, protocol
+    `stream`, each instance's own JoinGroup metadata and its current AssignmentInfo, so
+    `kafka-consumer-groups.sh --describe` keeps working mid-roll. The `group.protocol=streams`
+    members are left out: DescribeGroups has no form for them (StreamsGroupDescribe describes
+    them)."""
+    classic = sorted((m for m in group.members.values() if m.classic is not None), key=lambda m: m.member_id)
+    if not classic or group.topology is None:
+        return not_a_classic_group(group.group_id)
+    members = []
+    for m in classic:
+        assert m.classic is not None
+        metadata = next(
+            (p.metadata for p in m.classic.supported_protocols if p.name == STREAMS_PROTOCOL_NAME), b""
+        )
+        members.append(
+            DescribedGroupMember(
+                member_id=m.member_id,
+                group_instance_id=m.instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                member_metadata=metadata,
+                member_assignment=assignment_of(st, group, m),
+            )
+        )
+    return DescribedGroup(
+        group_id=group.group_id,
+        group_state=group.state(group.validated_topology_epoch >= 0),
+        protocol_type=PROTOCOL_TYPE,
+        protocol_data=STREAMS_PROTOCOL_NAME,
+        members=tuple(members),
+    )
+
+
+def not_a_classic_group(group_id: str) -> DescribedGroup:
+    """Kafka 4.4's answer to DescribeGroups of a group of another type (`classicGroup` throws
+    GroupIdNotFoundException): Dead, with the reason v6 carries."""
+    return DescribedGroup(
+        group_id=group_id, group_state="Dead", error_message=f"Group {group_id} is not a classic group."
+    )

@@ -467,7 +467,9 @@ class GroupApis:
             error_code, error_message = d.error_code, d.error_message
             if version >= 6 and not error_code and d.group_state == "Dead":
                 # KIP-1043: v6 says GROUP_ID_NOT_FOUND where older versions answer Dead
-                error_code, error_message = Errors.GROUP_ID_NOT_FOUND, f"Group {gid} not found."
+                # (with the group's own reason when it exists with another type)
+                error_code = Errors.GROUP_ID_NOT_FOUND
+                error_message = error_message or f"Group {gid} not found."
             out.append(
                 {
                     "error_code": error_code,

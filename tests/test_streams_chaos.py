@@ -40,6 +40,13 @@ def test_streams_chaos_slice() -> None:
         "group deleted",
         "static leave",
         "static member replaced",
+        # classic Kafka Streams instances and the online migration, both ways
+        "classic instance started",
+        "group converted to streams",
+        "group converted to classic",
+        "classic instance revoked tasks",
+        "classic heartbeat REBALANCE_IN_PROGRESS",
+        "classic leave",
     ):
         assert f"  {seen}: " in summary, summary
 

@@ -40,10 +40,13 @@ and once faults stop, the members converge: the group is Stable, every task acti
 one member, each stateful task with min(1, processes - 1) standbys and no stateless one with
 any, every member holding exactly what the coordinator says.
 
-Not simulated: classic Kafka Streams members (protocol `consumer` with Streams' own
-SubscriptionInfo) and the online migration between them and a streams group: groupshift does not
-have them yet (issue 31, part 3). Warm-up tasks (Kafka 4.4 assigns none) and offset commits are
-not exercised here.
+Classic Kafka Streams 3.9 threads (sim/streams_classic_clients.py): each time one of the four
+dynamic members starts it may start classic (protocol `consumer`, Streams' SubscriptionInfo), so
+the group converts to a streams group when the first StreamsGroupHeartbeat member joins and back
+when the last one goes (online migration, translation/streams_upgrade.py and
+streams_downgrade.py); the invariants above cover both kinds and the classic group in between
+(docs/simulation.md). Warm-up tasks (Kafka 4.4 assigns none) and offset commits are not exercised
+here.
 """
 
 from __future__ import annotations

@@ -797,7 +797,9 @@ class StreamsSimMachine:
             # A member whose JoinGroup (SyncGroup) is parked is covered by the group's join
             # (sync) phase timer instead: its heartbeat deadline counts as met meanwhile, as
             # Kafka's `hasSatisfiedHeartbeat` has it, and the phase's end removes it if absent.
-            # Once every member has synced, the sync timer is gone (Kafka's
+            # While the group prepares a rebalance the join phase's end removes every dynamic
+            # member that has not rejoined (Kafka's `completeClassicGroupJoin`), so the join
+            # timer covers them all. Once every member has synced, the sync timer is gone (Kafka's
             # `removePendingSyncMember`) while the leader's assignment is being made durable; its
             # append's completion reschedules every member's heartbeat (or fails the sync).
             synced = cg.is_in_state(ClassicGroupState.COMPLETING_REBALANCE) and not cg.pending_sync_members
@@ -806,7 +808,10 @@ class StreamsSimMachine:
                 mid
                 for mid, cm in cg.members.items()
                 if prefix + mid not in keys
-                and not (cm.is_awaiting_join and f"join-{GROUP}" in keys)
+                and not (
+                    (cm.is_awaiting_join or cg.is_in_state(ClassicGroupState.PREPARING_REBALANCE))
+                    and f"join-{GROUP}" in keys
+                )
                 and not (cm.awaiting_sync is not None and (synced or f"sync-{GROUP}" in keys))
             )
             assert not lacking, f"classic members without their session timer (never expired): {lacking}"

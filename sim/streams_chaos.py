@@ -40,20 +40,36 @@ and once faults stop, the members converge: the group is Stable, every task acti
 one member, each stateful task with min(1, processes - 1) standbys and no stateless one with
 any, every member holding exactly what the coordinator says.
 
-Not simulated: classic Kafka Streams members (protocol `consumer` with Streams' own
-SubscriptionInfo) and the online migration between them and a streams group: groupshift does not
-have them yet (issue 31, part 3). Warm-up tasks (Kafka 4.4 assigns none) and offset commits are
-not exercised here.
+Classic Kafka Streams 3.9 threads (sim/streams_classic_clients.py): each time one of the four
+dynamic members starts it may start classic (protocol `consumer`, Streams' SubscriptionInfo), so
+the group converts to a streams group when the first StreamsGroupHeartbeat member joins and back
+when the last one goes (online migration, translation/streams_upgrade.py and
+streams_downgrade.py); the invariants above cover both kinds and the classic group in between
+(docs/simulation.md). Warm-up tasks (Kafka 4.4 assigns none) and offset commits are not exercised
+here.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
+import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from engine.classic.api import (
+    HeartbeatRequest,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    MemberIdentity,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+from engine.classic.group import ClassicGroup
+from engine.classic.member import Protocol
+from engine.classic.state import ClassicGroupState
 from engine.config import CoordinatorConfig
 from engine.context import RequestContext
 from engine.errors import Errors
@@ -67,6 +83,7 @@ from engine.streams.topology import configure
 from engine.timers import TimerKind
 from gateway.coordinator_storage import CoordinatorStorage, load_shard
 from gateway.groups.runtime import ShardRuntime
+from records.classic_group import GroupMetadataKey
 from records.coordinator import CoordinatorRecord
 from records.streams_group import (
     CopartitionGroup,
@@ -84,6 +101,13 @@ from sim.chaos import (
     VirtualLoop,
     disk_records,
 )
+from sim.streams_classic_clients import (
+    PROTOCOL,
+    ClassicStreamsMember,
+    decode_roles,
+    leader_assignment,
+)
+from translation.migration import Migration
 
 GROUP = "app"
 SOURCE = "words-in"
@@ -97,6 +121,11 @@ MAX_PARTITIONS = 8
 SESSION_MS = 3000
 REBALANCE_MS = 4000
 STATEFUL = "1"  # the subtopology with a changelog: the only one with standbys
+# Dynamic members that may start as classic Kafka Streams 3.9 threads (protocol `consumer`) now
+# and then, as in a rolling upgrade or downgrade: the group converts both ways (online migration).
+MAY_BE_CLASSIC = ("s1", "s2", "s3", "s4")
+CLASSIC_SHARE = 0.5
+CLASSIC_SESSION_MS = 3000
 
 
 def config() -> CoordinatorConfig:
@@ -105,6 +134,9 @@ def config() -> CoordinatorConfig:
             "group.streams.session.timeout.ms": SESSION_MS,
             "group.streams.heartbeat.interval.ms": 1000,
             "group.streams.num.standby.replicas": 1,
+            "group.consumer.migration.policy": "bidirectional",
+            "group.min.session.timeout.ms": 10,
+            "group.initial.rebalance.delay.ms": 50,
         }
     )
 
@@ -151,6 +183,14 @@ class Member:
     def instance_id(self) -> str | None:
         return STATIC.get(self.name)
 
+    @property
+    def process_key(self) -> str:
+        return self.process
+
+    @property
+    def classic(self) -> bool:
+        return False
+
     def drop_everything(self) -> None:
         self.active, self.standby, self.warmup, self.next_roles = {}, {}, {}, None
         self.epoch = 0
@@ -168,12 +208,13 @@ class StreamsSimMachine:
         self.now = 10_000
         self.reloads = 0
         self.stats: dict[str, int] = {}
-        self.members: dict[str, Member] = {}
+        self.members: dict[str, Member | ClassicStreamsMember] = {}
         self.incarnations = 0
         self.topics: dict[str, int] = {SOURCE: INITIAL_PARTITIONS}
         self.deployed_epoch = 1  # the topology epoch new instances bring while no group exists
         self.ctx = RequestContext("app-StreamThread-1-consumer", "/127.0.0.1", 0)
         self.log: list[CoordinatorRecord] = []
+        self.classic_unsynced = False
         self.runtime = self._new_runtime()
 
     # --- the server ----------------------------------------------------------------------------
@@ -205,13 +246,17 @@ class StreamsSimMachine:
             now_ms=now,
         )
         self.log = disk_records(self.disk)
-        self.replica = Shard(config(), SeededIds(0), self.image)
+        self.replica = Shard(config(), SeededIds(0), self.image, migration=Migration)
         self.replica.apply(self.log)
         journal = storage.shard.journal
         assert journal is not None
 
+        self.classic_unsynced = False
+
         def journaled(records: Any) -> None:
             journal(records)
+            if any(isinstance(r.key, GroupMetadataKey) for r in records):
+                self.classic_unsynced = False
             self.log.extend(records)
             self.replica.apply(records)
 
@@ -228,9 +273,23 @@ class StreamsSimMachine:
         g = self.shard.groups.get(GROUP)
         return g if isinstance(g, StreamsGroup) else None
 
+    @property
+    def classic_group(self) -> ClassicGroup | None:
+        g = self.shard.groups.get(GROUP)
+        return g if isinstance(g, ClassicGroup) else None
+
     def _on_event(self, name: str, fields: dict[str, Any]) -> None:
         if name == "append.failed":
             self._note("append failed")
+            if self.classic_group is not None:
+                # A classic group changes in place and learns of the failure afterwards (as in
+                # Kafka, and as sim/chaos.py has it): until its next GroupMetadata record, the
+                # log may hold an older state.
+                self.classic_unsynced = True
+        elif name == "group.converted":
+            self._note(f"group converted to {fields.get('to_type')}")
+        elif name == "group.conversion_refused":
+            self._note(f"conversion refused ({fields.get('reason')})")
 
     def _note(self, name: str) -> None:
         self.stats[name] = self.stats.get(name, 0) + 1
@@ -270,6 +329,13 @@ class StreamsSimMachine:
         """A new stream thread (a fresh instance, or one restarted on its state directory),
         whose topology epoch is the group's, now and then an older (stale) or a newer one."""
         if name in self.members:
+            return
+        if name in MAY_BE_CLASSIC and self.rng.random() < CLASSIC_SHARE:
+            self.incarnations += 1
+            pid = uuid.UUID(int=int(PROCESS[name][1:]))
+            self.members[name] = ClassicStreamsMember(name, self.incarnations, pid)
+            self._note("classic instance started")
+            self.classic_step(name)
             return
         g = self.group
         base = g.topology.epoch if g is not None and g.topology is not None else self.deployed_epoch
@@ -320,6 +386,9 @@ class StreamsSimMachine:
         """One heartbeat of member `name`: reports what it holds, takes what the answer gives."""
         m = self.members.get(name)
         if m is None:
+            return
+        if isinstance(m, ClassicStreamsMember):
+            self.classic_step(name, lost=lost)
             return
         if m.next_roles is not None and not slow:
             m.active, m.standby, m.warmup = m.next_roles
@@ -392,6 +461,9 @@ class StreamsSimMachine:
         m = self.members.pop(name, None)
         if m is None:
             return
+        if isinstance(m, ClassicStreamsMember):
+            self._classic_leave(m)
+            return
         if m.instance_id is not None:
             self._note("static leave")
         req = StreamsGroupHeartbeatRequest(
@@ -403,11 +475,157 @@ class StreamsSimMachine:
         """The instance dies without a word: its session expires."""
         self.members.pop(name, None)
 
+    # --- classic Kafka Streams instances (online migration) -------------------------------------
+
+    def _classic_ctx(self) -> RequestContext:
+        return RequestContext("app-StreamThread-1-consumer", "/127.0.0.1", 9)
+
+    def _classic_send(
+        self, m: ClassicStreamsMember, send: Callable[[Shard], Outcome[Any]], on_answer: Callable[[Any], None]
+    ) -> bool:
+        """Send a JoinGroup/SyncGroup; its answer now, or when the parked request completes (False
+        then: the member waits). An answer to an older request of the member is ignored."""
+        m.inflight += 1
+        token = m.inflight
+        result = self.runtime.run(lambda shard, _now: send(shard))
+        if isinstance(result, asyncio.Future) and not result.done():
+
+            def deliver(f: asyncio.Future[Any]) -> None:
+                if f.cancelled():
+                    return
+                if self.members.get(m.name) is not m or m.inflight != token:
+                    f.exception()
+                    return
+                if f.exception() is not None:
+                    m.phase = "unjoined"  # the in-flight request failed (storage)
+                    return
+                on_answer(f.result())
+
+            result.add_done_callback(deliver)
+            self._drain()
+            return False
+        self._drain()
+        if isinstance(result, asyncio.Future):
+            if result.exception() is not None:
+                self._note("request failed (storage)")
+                m.phase = "unjoined"
+                return True
+            result = result.result()
+        if m.inflight == token and self.members.get(m.name) is m:
+            on_answer(result)
+        return True
+
+    def classic_step(self, name: str, lost: bool = False) -> None:
+        """The next request of a classic instance: JoinGroup, SyncGroup or Heartbeat."""
+        m = self.members.get(name)
+        if not isinstance(m, ClassicStreamsMember):
+            return
+        if m.phase in ("joining", "syncing"):
+            m.waits += 1
+            if m.waits > 8:  # the client's request timeout: it joins again
+                self._note("classic request timed out")
+                m.inflight += 1
+                m.phase = "unjoined"
+            return
+        m.waits = 0
+        if m.phase == "unjoined":
+            m.phase = "joining"
+            meta = m.metadata(SOURCE, REPARTITION)
+            req = JoinGroupRequest(
+                GROUP, CLASSIC_SESSION_MS, REBALANCE_MS, m.member_id, "consumer", (Protocol(PROTOCOL, meta),)
+            )
+            on = (lambda _r: self._classic_lost(m)) if lost else (lambda r: self._on_join(m, r))
+            self._classic_send(m, lambda shard: shard.join_group(req, self._classic_ctx(), self.now), on)
+        elif m.phase == "joined":
+            m.phase = "syncing"
+            assignments: list[tuple[str, bytes]] = []
+            if m.leader and m.join_members:
+                assignments = list(self._leader_assign(m).items())
+            sreq = SyncGroupRequest(
+                GROUP, m.join_generation, m.member_id, None, "consumer", PROTOCOL, assignments
+            )
+            on = (lambda _r: self._classic_lost(m)) if lost else (lambda r: self._on_sync(m, r))
+            self._classic_send(m, lambda shard: shard.sync_group(sreq, self._classic_ctx(), self.now), on)
+        elif m.phase == "stable":
+            if m.leader and self.topics[SOURCE] != m.snapshot:
+                self._note("classic leader rejoins (metadata changed)")
+                m.phase = "unjoined"
+                return
+            hreq = HeartbeatRequest(GROUP, m.generation, m.member_id)
+            r = self._request(lambda shard: shard.heartbeat(hreq, self._classic_ctx(), self.now))
+            if r is None or lost:
+                return
+            self._on_classic_error(m, int(r.error_code), "heartbeat")
+
+    def _classic_lost(self, m: ClassicStreamsMember) -> None:
+        self._note("classic answer lost")
+        m.phase = "unjoined"  # it times the request out and joins again
+
+    def _on_classic_error(self, m: ClassicStreamsMember, code: int, what: str) -> None:
+        if code == 0:
+            return
+        self._note(f"classic {what} {Errors(code).name}")
+        if code in (Errors.UNKNOWN_MEMBER_ID, Errors.ILLEGAL_GENERATION):
+            m.lose_all()  # onPartitionsLost
+            if code == Errors.UNKNOWN_MEMBER_ID:
+                m.member_id = ""
+        # REBALANCE_IN_PROGRESS (tasks kept: cooperative), coordinator errors, the rest: rejoin
+        m.phase = "unjoined"
+
+    def _on_join(self, m: ClassicStreamsMember, r: JoinGroupResponse) -> None:
+        if r.error_code == Errors.MEMBER_ID_REQUIRED:
+            m.member_id = r.member_id
+            m.phase = "unjoined"
+            return
+        if r.error_code != 0:
+            self._on_classic_error(m, r.error_code, "join")
+            return
+        m.member_id = r.member_id or m.member_id
+        m.join_generation = r.generation_id
+        m.leader = r.leader == m.member_id and bool(r.members)
+        m.join_members = list(r.members) if m.leader else []
+        m.phase = "joined"
+
+    def _on_sync(self, m: ClassicStreamsMember, r: SyncGroupResponse) -> None:
+        if r.error_code != 0:
+            self._on_classic_error(m, r.error_code, "sync")
+            return
+        active, standby = decode_roles(r.assignment)
+        revoked = {s: p - active.get(s, frozenset()) for s, p in m.active.items()}
+        m.active, m.standby = active, standby
+        m.generation = m.join_generation
+        m.left_behind = False
+        if any(revoked.values()):
+            self._note("classic instance revoked tasks")
+            m.phase = "unjoined"  # revoke, then rejoin at once
+        else:
+            m.phase = "stable"
+
+    def _leader_assign(self, m: ClassicStreamsMember) -> dict[str, bytes]:
+        """The classic leader's StreamsPartitionAssignor: creates the internal topics when missing,
+        then assigns (sim/streams_classic_clients.py)."""
+        n = self.topics[SOURCE]
+        if REPARTITION not in self.topics or CHANGELOG not in self.topics:
+            self.topics.setdefault(REPARTITION, n)
+            self.topics.setdefault(CHANGELOG, n)
+            self._note("internal topic created (classic leader)")
+            self._update_metadata()
+        m.snapshot = n
+        tasks = {("0", p) for p in range(n)} | {(STATEFUL, p) for p in range(self.topics[REPARTITION])}
+        return leader_assignment(m.join_members, tasks, SOURCE, REPARTITION)
+
+    def _classic_leave(self, m: ClassicStreamsMember) -> None:
+        if not m.member_id:
+            return
+        self._note("classic leave")
+        req = LeaveGroupRequest(GROUP, [MemberIdentity(m.member_id, None)])
+        self._request(lambda shard: shard.leave_group(req, self._classic_ctx(), self.now))
+
     def fenced_heartbeat(self, name: str) -> None:
         """A heartbeat with an epoch the coordinator does not hold: one ahead (fenced), or one
         behind (accepted only while the tasks it reports are still its own)."""
         m = self.members.get(name)
-        if m is None or m.epoch <= 0:
+        if m is None or isinstance(m, ClassicStreamsMember) or m.epoch <= 0:
             return
         self.heartbeat(name, epoch=m.epoch + self.rng.choice((1, -1)))
 
@@ -457,6 +675,10 @@ class StreamsSimMachine:
                 self.disk.tear()
             )
         self.runtime = self._new_runtime()
+        for m in self.members.values():
+            if isinstance(m, ClassicStreamsMember) and m.phase in ("joining", "syncing"):
+                m.inflight += 1  # the connection closed: the in-flight request failed
+                m.phase = "unjoined"
 
     # --- invariants ----------------------------------------------------------------------------
 
@@ -470,6 +692,16 @@ class StreamsSimMachine:
         assert not self.loop.errors, f"event loop errors: {self.loop.errors}"
 
     def no_task_twice_in_the_coordinator(self) -> None:
+        cg = self.classic_group
+        if cg is not None:
+            # a classic group (before the first streams member, or converted back): the
+            # assignments it holds, decoded from Streams' AssignmentInfo
+            owner: dict[tuple[str, int], str] = {}
+            for mid, cm in cg.members.items():
+                for t in _pairs(decode_roles(cm.assignment)[0]):
+                    assert t not in owner, f"task {t[0]}_{t[1]} assigned to {owner[t]} and {mid}"
+                    owner[t] = mid
+            return
         g = self.group
         if g is None:
             return
@@ -493,41 +725,100 @@ class StreamsSimMachine:
 
     def no_task_twice_in_the_members_view(self) -> None:
         g = self.group
+        cg = self.classic_group
         live = {} if g is None else g.members
         active: dict[tuple[str, int], str] = {}
         copies: dict[tuple[str, str, int], str] = {}
         for name, m in sorted(self.members.items()):
-            cm = live.get(m.member_id)
-            if cm is None or cm.member_epoch != m.epoch:
-                # Fenced by the coordinator, or an epoch the coordinator has moved past (the
-                # answer that moved it was lost): its ownership ended there. Its commits are
-                # refused from then on (STALE_MEMBER_EPOCH) and its next heartbeat, reporting
-                # tasks no longer its own at an older epoch, is fenced.
-                continue
+            if isinstance(m, ClassicStreamsMember):
+                # A classic instance counts while the coordinator holds it at the generation of
+                # its last SyncGroup (or of the JoinGroup it syncs for): one removed, or left
+                # behind on an older generation, learns it at its next request
+                # (UNKNOWN_MEMBER_ID / ILLEGAL_GENERATION) and loses its tasks then.
+                # Once left behind it stays so until a SyncGroup answer gives it tasks again: a
+                # JoinGroup with its old member id is taken as a new member's (Kafka's consumer
+                # group path does the same), and what it still runs was handed out meanwhile.
+                if cg is not None:
+                    held = m.member_id in cg.members and cg.generation_id in (m.generation, m.join_generation)
+                else:
+                    sm = live.get(m.member_id)
+                    held = sm is not None and sm.member_epoch in (m.generation, m.join_generation)
+                if not held:
+                    m.left_behind = True
+                if m.left_behind:
+                    continue
+                warmup: Tasks = {}
+            else:
+                cm = live.get(m.member_id)
+                if cm is None or cm.member_epoch != m.epoch:
+                    # Fenced by the coordinator, or an epoch the coordinator has moved past (the
+                    # answer that moved it was lost): its ownership ended there. Its commits are
+                    # refused from then on (STALE_MEMBER_EPOCH) and its next heartbeat, reporting
+                    # tasks no longer its own at an older epoch, is fenced.
+                    continue
+                warmup = m.warmup
             for s, p in _pairs(m.active):
                 assert (s, p) not in active, f"members {active[(s, p)]} and {name} both run task {s}_{p}"
                 active[(s, p)] = name
-            for s, p in _pairs(tasks_union(m.active, tasks_union(m.standby, m.warmup))):
-                k = (m.process, s, p)
-                assert k not in copies, f"process {m.process} holds task {s}_{p} in {copies[k]} and {name}"
+            for s, p in _pairs(tasks_union(m.active, tasks_union(m.standby, warmup))):
+                k = (m.process_key, s, p)
+                assert k not in copies, (
+                    f"process {m.process_key} holds task {s}_{p} in {copies[k]} and {name}"
+                )
                 copies[k] = name
 
     def replica_equals_live(self) -> None:
+        cg = self.classic_group
+        if cg is not None and self.classic_unsynced:
+            return  # see `_on_event`
+        if cg is not None and cg.state not in (ClassicGroupState.STABLE, ClassicGroupState.EMPTY):
+            # a classic group between its join and its leader's SyncGroup holds a generation
+            # no record carries yet (Kafka writes GroupMetadata at the sync): compared at rest
+            return
         live = self.shard.persisted_state()["groups"].get(GROUP)
         replayed = self.replica.persisted_state()["groups"].get(GROUP)
         assert live == replayed, f"the journaled records replay to another group:\n{replayed}\nlive:\n{live}"
 
     def replay_from_disk_equals_live(self) -> None:
-        fresh = Shard(config(), SeededIds(0), self.image)
+        cg = self.classic_group
+        if cg is not None and self.classic_unsynced:
+            return  # see `_on_event`
+        if cg is not None and cg.state not in (ClassicGroupState.STABLE, ClassicGroupState.EMPTY):
+            return
+        fresh = Shard(config(), SeededIds(0), self.image, migration=Migration)
         load_shard(SimLog(self.disk), fresh, "sim")  # type: ignore[arg-type]
         live = self.shard.persisted_state()["groups"].get(GROUP)
         assert fresh.persisted_state()["groups"].get(GROUP) == live, "the log replays to another group"
 
     def every_member_has_its_session_timer(self) -> None:
+        keys = set(self.shard.timers.keys())
+        cg = self.classic_group
+        if cg is not None:
+            # A member whose JoinGroup (SyncGroup) is parked is covered by the group's join
+            # (sync) phase timer instead: its heartbeat deadline counts as met meanwhile, as
+            # Kafka's `hasSatisfiedHeartbeat` has it, and the phase's end removes it if absent.
+            # While the group prepares a rebalance the join phase's end removes every dynamic
+            # member that has not rejoined (Kafka's `completeClassicGroupJoin`), so the join
+            # timer covers them all. Once every member has synced, the sync timer is gone (Kafka's
+            # `removePendingSyncMember`) while the leader's assignment is being made durable; its
+            # append's completion reschedules every member's heartbeat (or fails the sync).
+            synced = cg.is_in_state(ClassicGroupState.COMPLETING_REBALANCE) and not cg.pending_sync_members
+            prefix = f"{TimerKind.CLASSIC_HEARTBEAT.value}-{GROUP}-"
+            lacking = sorted(
+                mid
+                for mid, cm in cg.members.items()
+                if prefix + mid not in keys
+                and not (
+                    (cm.is_awaiting_join or cg.is_in_state(ClassicGroupState.PREPARING_REBALANCE))
+                    and f"join-{GROUP}" in keys
+                )
+                and not (cm.awaiting_sync is not None and (synced or f"sync-{GROUP}" in keys))
+            )
+            assert not lacking, f"classic members without their session timer (never expired): {lacking}"
+            return
         g = self.group
         if g is None:
             return
-        keys = set(self.shard.timers.keys())
         prefix = f"{TimerKind.STREAMS_SESSION.value}-{GROUP}-"
         missing = sorted(mid for mid in g.members if prefix + mid not in keys)
         assert not missing, f"members without their session timer (never expired): {missing}"
@@ -619,10 +910,12 @@ class StreamsSimMachine:
         for _ in range(rounds):
             for name in sorted(self.members):
                 self.heartbeat(name)
+                if isinstance(self.members.get(name), ClassicStreamsMember):
+                    self.classic_step(name)  # a classic round is JoinGroup then SyncGroup
             for name in NAMES:
                 m = self.members.get(name)
                 if (
-                    m is not None
+                    isinstance(m, Member)
                     and m.epoch == 0
                     and self.group is not None
                     and m.member_id not in self.group.members
@@ -635,11 +928,36 @@ class StreamsSimMachine:
                 return
         raise AssertionError(f"the members did not converge once faults stopped: {why}")
 
+    def _classic_converged(self, cg: ClassicGroup) -> str:
+        """A classic group (every instance classic): Stable, each instance at the group's
+        generation holding what its assignment says, every task active exactly once."""
+        ids = sorted(m.member_id for m in self.members.values())
+        if sorted(cg.members) != ids:
+            return f"classic group members {sorted(cg.members)} vs instances {ids}"
+        if not cg.is_in_state(ClassicGroupState.STABLE):
+            return f"classic group {cg.state.value}"
+        active: list[tuple[str, int]] = []
+        for m in self.members.values():
+            assert isinstance(m, ClassicStreamsMember)  # a streams member would make a streams group
+            given = decode_roles(cg.members[m.member_id].assignment)
+            if m.generation != cg.generation_id or (m.active, m.standby) != given:
+                return f"classic {m.name} holds {m.active} at {m.generation}, the group says {given[0]}"
+            active += _pairs(m.active)
+        if sorted(active) != _all_tasks(self.topics):
+            return f"tasks not all active once: {sorted(active)}"
+        return ""
+
     def converged(self) -> str:
         """Why the group has not converged yet ('' once it has)."""
         g = self.group
         if not self.members:
             return ""
+        for m in self.members.values():
+            if isinstance(m, ClassicStreamsMember) and m.phase != "stable":
+                return f"classic {m.name} {m.phase}"
+        cg = self.classic_group
+        if cg is not None:
+            return self._classic_converged(cg)
         if g is None:
             return "no group"
         if set(g.members) != {m.member_id for m in self.members.values()}:
@@ -663,9 +981,23 @@ class StreamsSimMachine:
         )
         for m in self.members.values():
             cm = g.members[m.member_id]
+            if isinstance(m, ClassicStreamsMember):
+                if (m.active, m.standby, m.generation) != (
+                    dict(cm.active),
+                    dict(cm.standby),
+                    cm.member_epoch,
+                ):
+                    says = f"{dict(cm.active)}/{dict(cm.standby)} at {cm.member_epoch}"
+                    return f"classic {m.name} holds {m.active}/{m.standby}, the coordinator says {says}"
+                continue
             if (m.active, m.standby) != (dict(cm.active), dict(cm.standby)) or m.next_roles is not None:
                 return f"{m.name} holds {m.active}/{m.standby}, the coordinator says {cm.active}/{cm.standby}"
         return ""
+
+
+def _all_tasks(topics: dict[str, int]) -> list[tuple[str, int]]:
+    n = topics.get(REPARTITION, 0)
+    return sorted([("0", p) for p in range(topics[SOURCE])] + [(STATEFUL, p) for p in range(n)])
 
 
 def _pairs(tasks: Tasks) -> Iterable[tuple[str, int]]:

@@ -40,6 +40,13 @@ def test_streams_chaos_slice() -> None:
         "group deleted",
         "static leave",
         "static member replaced",
+        # classic Kafka Streams instances and the online migration, both ways
+        "classic instance started",
+        "group converted to streams",
+        "group converted to classic",
+        "classic instance revoked tasks",
+        "classic heartbeat REBALANCE_IN_PROGRESS",
+        "classic leave",
     ):
         assert f"  {seen}: " in summary, summary
 
@@ -112,3 +119,42 @@ def test_the_cli_runs_it_and_wants_chaos(capsys: pytest.CaptureFixture[str]) -> 
         cli_main(["simulate", "--streams"])
     assert e.value.code == 2
     assert "--streams needs --chaos" in capsys.readouterr().err
+
+
+def test_classic_threads_ride_both_conversions_and_their_view_is_checked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Four classic Kafka Streams threads and two streams ones: a streams group serving the
+    classic threads; the streams members' sessions expire and it converts back to a classic group
+    that converges under its leader's assignor; a classic thread running another's task fails the
+    members'-view invariant."""
+    import sim.streams_chaos as streams_chaos
+    from engine.classic.group import ClassicGroup
+    from sim.streams_classic_clients import ClassicStreamsMember
+
+    monkeypatch.setattr(streams_chaos, "CLASSIC_SHARE", 1.0)
+    with structlog.testing.capture_logs():
+        m = StreamsSimMachine(random.Random(3))
+        m.quiet()
+        for name in NAMES:
+            m.start(name)
+        m.settle()
+        g = m.group
+        assert g is not None and g.state() == "Stable"
+        assert sum(x.classic is not None for x in g.members.values()) == 4
+        for name in ("s5", "s6"):
+            m.crash(name)
+        for _ in range(30):  # the streams sessions expire; the classic threads heartbeat on
+            for name in sorted(m.members):
+                m.heartbeat(name)
+                m.classic_step(name)
+            m.advance(200)
+            m.check(full_replay=False)
+        assert isinstance(m.shard.groups.get("app"), ClassicGroup)
+        m.settle()
+        m.check(full_replay=True)
+    assert m.stats["group converted to streams"] >= 1 and m.stats["group converted to classic"] == 1
+    x, y = [c for c in m.members.values() if isinstance(c, ClassicStreamsMember) and c.active][:2]
+    y.active = {**y.active, **x.active}
+    with pytest.raises(AssertionError, match="both run task"):
+        m.no_task_twice_in_the_members_view()

@@ -371,7 +371,7 @@ ROUTES: dict[str, dict[GroupKind, Route]] = {
         K.CONSUMER_EMPTY: Route(IN_PLACE, _unknown_member),
         K.CONSUMER: Route(IN_PLACE, _sync_classic_member),
         K.STREAMS_EMPTY: Route(IN_PLACE, _not_a_classic_group),
-        K.STREAMS: Route(IN_PLACE, _sync_classic_streams_member),
+        K.STREAMS: Route(REPLAY, _sync_classic_streams_member),
         K.CONNECT: Route(IN_PLACE, _not_a_classic_group),
     },
     "Heartbeat": {

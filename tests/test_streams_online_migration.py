@@ -62,15 +62,18 @@ def classic_metadata(
     version: int = 11,
     endpoint: str = "",
     topics: tuple[str, ...] = SUBSCRIBED,
+    standby: frozenset[Task] = frozenset(),
 ) -> bytes:
     """A Kafka Streams 3.9 consumer's JoinGroup metadata: ConsumerProtocolSubscription v3 with
-    its owned partitions, SubscriptionInfo with the active tasks at LATEST_OFFSET."""
+    its owned partitions, SubscriptionInfo with the active tasks at LATEST_OFFSET and the
+    `standby` tasks at a changelog offset sum (how Streams reports a standby it runs)."""
     info = SubscriptionInfo(
         version,
         11,
         uuid.UUID(int=process),
         user_endpoint=endpoint.encode(),
-        task_offset_sums=tuple(TaskOffsetSum(TaskId(int(s), p), LATEST_OFFSET) for s, p in sorted(owned)),
+        task_offset_sums=tuple(TaskOffsetSum(TaskId(int(s), p), LATEST_OFFSET) for s, p in sorted(owned))
+        + tuple(TaskOffsetSum(TaskId(int(s), p), 100) for s, p in sorted(standby)),
         unique_field=0,
     )
     owned_parts = tuple((t, tuple(ps)) for t, ps in sorted(partitions_of(owned).items()))
@@ -562,3 +565,65 @@ def test_describe_groups_of_a_streams_group_without_translation_is_kafkas_dead()
     h.shard.state.migration = RefuseMigration()
     [d] = h.shard.describe_groups(["app"])
     assert (d.group_state, d.members, d.error_message) == ("Dead", (), "Group app is not a classic group.")
+
+
+def test_a_standby_a_classic_instance_reports_stays_its_own_until_its_sync() -> None:
+    """Seed 3083 of the streams chaos simulator: a classic instance that rejoins still runs its
+    standby tasks until its SyncGroup hands it the new assignment, so a member of the same
+    process waits for them (UNRELEASED_TASKS) instead of holding a second copy; once the
+    instance has synced, the member gets them."""
+    h = Roll(group_streams_num_standby_replicas=1)
+    h.seed({"a": HALF_A, "b": HALF_B})
+    h.streams_join("s")
+    h.settle()
+    j = h.join("", protocols=(Protocol("stream", classic_metadata(1, set())),), group="app", version=9)
+    sibling = j.member_id
+    h.pid[sibling], h.classic_tasks[sibling] = 1, set()
+    h.classic_rejoin(sibling)
+    h.settle()
+    s = h.sync("a", h.classic_epoch["a"], group="app", protocol_name="stream")
+    a = parse_assignment(s.assignment)
+    assert a.user_data is not None
+    a_standby = {
+        (str(t.subtopology), t.partition) for t, _ in decode_assignment_info(a.user_data).standby_tasks
+    }
+    assert a_standby, "the classic instance has no standby task"
+    # A streams member starts on the classic instance's process (uuid 1): the new target moves
+    # a standby of "a" to it.
+    process = str(uuid.UUID(int=1))
+    r = h.sgh(
+        member_id="t",
+        member_epoch=0,
+        rebalance_timeout_ms=30000,
+        topology=TOPOLOGY,
+        process_id=process,
+        active_tasks=(),
+        standby_tasks=(),
+        warmup_tasks=(),
+    )
+    assert r.error_code == 0, r
+    target = h.group.standby_targets["t"]
+    moved = {(sid, p) for sid, ps in target.items() for p in ps} & a_standby
+    assert moved, "the target moves no standby of the classic instance to the streams member"
+    assert h.classic_beat("a") == int(Errors.REBALANCE_IN_PROGRESS)
+    meta = classic_metadata(1, h.classic_tasks["a"], standby=frozenset(a_standby))
+    ja = h.join("a", protocols=(Protocol("stream", meta),), group="app", version=9)
+    assert ja.error_code == 0
+    # "a" has joined but not synced: it still runs its standbys.
+    epoch, held_by_t = r.member_epoch, set[Task]()
+    for _ in range(3):
+        r = h.sgh(member_id="t", member_epoch=epoch, active_tasks=(), standby_tasks=(), warmup_tasks=())
+        assert r.error_code == 0, r
+        epoch = r.member_epoch
+        if r.standby_tasks is not None:
+            held_by_t = {(t.subtopology_id, p) for t in r.standby_tasks for p in t.partitions}
+        assert not held_by_t & moved, f"task {held_by_t & moved} on two members of process {process}"
+    assert h.group.members["t"].state.name == "UNRELEASED_TASKS"
+    s = h.sync("a", ja.generation_id, group="app", protocol_name="stream")
+    assert s.error_code == 0
+    # Synced: "a" dropped the standbys the assignment no longer lists; "t" gets them.
+    owned = tuple(TaskIds(sid, (p,)) for sid, p in sorted(held_by_t))
+    r = h.sgh(member_id="t", member_epoch=epoch, active_tasks=(), standby_tasks=owned, warmup_tasks=())
+    assert r.error_code == 0 and r.standby_tasks is not None, r
+    assert moved <= {(t.subtopology_id, p) for t in r.standby_tasks for p in t.partitions}
+    h.assert_replay_equals_live()

@@ -20,9 +20,16 @@ move through the same epochs with revoke-before-assign across them:
   must revoke, or waits for a task since released).
 * LeaveGroup and an expired session (its own session timeout) remove it as any member.
 
-Standby tasks are not awaited as revoked: a classic instance drops a standby as soon as its
-SyncGroup no longer lists it, and its SubscriptionInfo keeps listing leftover state directories,
-so its owned standbys are taken to be none.
+Standby tasks are held until the SyncGroup that drops them: a classic instance drops a standby
+as soon as its SyncGroup no longer lists it, not before, and its SubscriptionInfo keeps listing
+leftover state directories (offset sums of tasks it no longer runs). So the standbys it reports
+at JoinGroup count as held only where its stored assignment still has them (assigned, or pending
+revocation); one it must give up stays pending revocation, which keeps a member of the same
+process from taking a second copy (UNRELEASED_TASKS), until its SyncGroup is answered: that
+answer no longer lists it, the instance drops it, and the pending standbys are released by a
+record written with the answer. The wait is bounded as every revocation is: by the instance's
+rebalance timeout (it is fenced if it neither syncs nor rejoins without the task), its session
+timeout, or its LeaveGroup (docs/streams-classic-groups.md).
 """
 
 from __future__ import annotations
@@ -49,11 +56,25 @@ from engine.ids import consumer_member_id
 from engine.metadata import MetadataImage
 from engine.operation import Operation
 from engine.state import ShardState
-from engine.streams.group import MemberState, StreamsGroup, StreamsMember, Tasks
+from engine.streams.group import (
+    MemberState,
+    StreamsGroup,
+    StreamsMember,
+    Tasks,
+    tasks_intersect,
+    tasks_minus,
+    tasks_union,
+)
 from engine.streams.heartbeat import TaskRoles, must_rejoin, remove_member, update_member
 from engine.timers import TimerKind
 from records.consumer_group import ClassicMemberMetadata, ClassicProtocol
-from records.streams_group import Endpoint, KeyValue, StreamsGroupTopologyValue
+from records.coordinator import CoordinatorRecord
+from records.streams_group import (
+    Endpoint,
+    KeyValue,
+    StreamsGroupCurrentMemberAssignmentKey,
+    StreamsGroupTopologyValue,
+)
 from translation.embedded_protocol import SchemaError, serialize_assignment
 from translation.streams_classic_protocol import (
     LATEST_SUPPORTED_VERSION,
@@ -112,15 +133,24 @@ def to_tasks(ids: Iterable[TaskId]) -> Tasks:
     return out
 
 
-def owned_tasks(topology: StreamsGroupTopologyValue, member: StreamsClassicMember) -> TaskRoles:
-    """The active tasks a classic instance says it holds: its cooperative subscription's owned
-    partitions mapped to tasks, and the tasks its SubscriptionInfo reports as run active."""
+def owned_tasks(
+    topology: StreamsGroupTopologyValue, member: StreamsClassicMember, stored: StreamsMember | None = None
+) -> TaskRoles:
+    """The tasks a classic instance says it holds: active, its cooperative subscription's owned
+    partitions mapped to tasks and the tasks its SubscriptionInfo reports as run active; standby,
+    the other tasks its SubscriptionInfo reports that its `stored` assignment still gives it or
+    has pending revocation (the rest are leftover state directories: a standby it was told to
+    drop at a SyncGroup is gone, whatever it reports)."""
     by_topic = topic_subtopologies(topology)
     active: dict[str, frozenset[int]] = dict(to_tasks(member.info.active_tasks))
     for topic, parts in member.subscription.owned_partitions:
         for sid in by_topic.get(topic, ()):
             active[sid] = active.get(sid, frozenset()) | frozenset(parts)
-    return TaskRoles(active, {}, {})
+    standby: Tasks = {}
+    if stored is not None:
+        reported = tasks_minus(to_tasks(member.info.standby_or_state_tasks), active)
+        standby = tasks_intersect(reported, tasks_union(stored.standby, stored.standby_pending_revocation))
+    return TaskRoles(active, standby, {})
 
 
 def endpoint_of(info: SubscriptionInfo) -> Endpoint | None:
@@ -329,7 +359,7 @@ def join(
         ctx.client_host,
         req.group_instance_id,
     )
-    reconciled = update_member(st, group, member, updated, owned_tasks(topology, decoded), op)
+    reconciled = update_member(st, group, member, updated, owned_tasks(topology, decoded, member), op)
     if member is None:
         op.event("member.joined", group=gid, member=member_id, protocol="classic", process=updated.process_id)
     op.schedule(TimerKind.STREAMS_SESSION, gid, member_id, req.session_timeout_ms)
@@ -373,10 +403,29 @@ def sync(st: ShardState, group: StreamsGroup, req: SyncGroupRequest, op: Operati
     op.schedule(TimerKind.STREAMS_SESSION, group.group_id, member.member_id, _session_timeout(member))
     if group.assignment_epoch > member.member_epoch and member.state is not MemberState.UNREVOKED_TASKS:
         return SyncGroupResponse(error_code=int(Errors.REBALANCE_IN_PROGRESS))
+    release_standbys(group, member, op)
     return SyncGroupResponse(
         protocol_type=PROTOCOL_TYPE,
         protocol_name=STREAMS_PROTOCOL_NAME,
         assignment=assignment_of(st, group, member),
+    )
+
+
+def release_standbys(group: StreamsGroup, member: StreamsMember, op: Operation) -> None:
+    """The SyncGroup answer lists the instance's tasks without the standby (and warm-up) tasks
+    pending revocation, and the instance drops them on reading it: they are released with the
+    answer (a record written before it is sent), so a member of the same process waiting for
+    them (UNRELEASED_TASKS) gets them at its next heartbeat or JoinGroup. The member stays
+    UNREVOKED_TASKS at its epoch (its generation does not change before it rejoins): its next
+    Heartbeat answers REBALANCE_IN_PROGRESS and its JoinGroup moves it to the target."""
+    if not (member.standby_pending_revocation or member.warmup_pending_revocation):
+        return
+    released = replace(member, standby_pending_revocation={}, warmup_pending_revocation={})
+    op.records.append(
+        CoordinatorRecord(
+            StreamsGroupCurrentMemberAssignmentKey(group.group_id, member.member_id),
+            released.assignment_value(),
+        )
     )
 
 

@@ -96,14 +96,6 @@ class ConnectWorker(ClientAssignmentDriver[ConnectWorkerCore, ConnectWorkerError
         self.on_joined = on_joined
 
     @property
-    def member_id(self) -> str:
-        return self.core.member_id
-
-    @property
-    def epoch(self) -> int:
-        return self.core.epoch
-
-    @property
     def owned(self) -> Work:
         return self.core.owned
 

@@ -289,15 +289,14 @@ class ConnectWorkerCore(ClientAssignmentSteps[Request, Event, cw.ConnectInstallR
     def _computed(self, group_epoch: int, error: int, installed: bool, message: str = "") -> Event:
         return Computed(group_epoch, error, installed, message)
 
+    def _joined_event(self) -> Event:
+        return Joined(self.member_id, self.epoch)
+
     def _on_heartbeat(self, request: Request, r: cw.ConnectHeartbeatResponse, now: float) -> None:
         code = r.error_code
         if code != NONE:
             self._on_heartbeat_error("ConnectGroupHeartbeat", code, r.error_message, now)
             return
-        if r.member_id:
-            self.member_id = r.member_id
-        self.heartbeat_interval = max(r.heartbeat_interval_ms, 0) / 1000
-        self._next_heartbeat = now + self.heartbeat_interval
         body = request.body
         assert isinstance(body, cw.ConnectHeartbeatRequest)
         self._acked = request.owned
@@ -305,11 +304,7 @@ class ConnectWorkerCore(ClientAssignmentSteps[Request, Event, cw.ConnectInstallR
             self._sent_assignors = body.assignors
         if body.config_offset >= 0:
             self._sent_offset = body.config_offset
-        self.epoch = r.member_epoch
-        self.state = State.STABLE if self.epoch > 0 else State.JOINING
-        if not self._joined:
-            self._joined = True
-            self._events.append(Joined(self.member_id, self.epoch))
+        self._heartbeat_accepted(r.member_id, max(r.heartbeat_interval_ms, 0) / 1000, r.member_epoch, now)
         if r.assignment is not None:
             self._reconcile(from_wire(r.assignment.work))
         epoch = r.compute_assignment

@@ -115,14 +115,6 @@ class ConsumerMembership(ClientAssignmentDriver[ConsumerMembershipCore, Consumer
         self.on_joined = on_joined
 
     @property
-    def member_id(self) -> str:
-        return self.core.member_id
-
-    @property
-    def epoch(self) -> int:
-        return self.core.epoch
-
-    @property
     def owned(self) -> frozenset[TopicPartition]:
         return self.core.owned
 

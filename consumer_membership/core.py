@@ -351,26 +351,22 @@ class ConsumerMembershipCore(ClientAssignmentSteps[Request, Event, caw.InstallAs
     def _computed(self, group_epoch: int, error: int, installed: bool, message: str = "") -> Event:
         return Computed(group_epoch, error, installed, message)
 
+    def _joined_event(self) -> Event:
+        return Joined(self.member_id, self.epoch)
+
     def _on_heartbeat(self, request: Request, answer: HeartbeatAnswer, now: float) -> None:
         r = answer.response
         code = int(r.error_code)
         if code != NONE:
             self._on_heartbeat_error("ConsumerGroupHeartbeat", code, r.error_message, now)
             return
-        if r.member_id:
-            self.member_id = str(r.member_id)
-        interval = r.heartbeat_interval  # kio: a timedelta
-        seconds = interval.total_seconds() if hasattr(interval, "total_seconds") else int(interval) / 1000
-        self.heartbeat_interval = max(float(seconds), 0.0)
-        self._next_heartbeat = now + self.heartbeat_interval
         self._sent = {"owned": request.owned}
         if request.assignors is not None:
             self._sent_assignors = request.assignors
-        self.epoch = int(r.member_epoch)
-        self.state = State.STABLE if self.epoch > 0 else State.JOINING
-        if not self._joined:
-            self._joined = True
-            self._events.append(Joined(self.member_id, self.epoch))
+        interval = r.heartbeat_interval  # kio: a timedelta
+        seconds = interval.total_seconds() if hasattr(interval, "total_seconds") else int(interval) / 1000
+        member_id = str(r.member_id) if r.member_id else None
+        self._heartbeat_accepted(member_id, max(float(seconds), 0.0), int(r.member_epoch), now)
         if answer.assignment_metadata is not None:
             self.assignment_metadata = answer.assignment_metadata
         if r.assignment is not None:

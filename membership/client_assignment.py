@@ -114,6 +114,7 @@ class ClientAssignmentSteps(MemberCoreSteps[KeyedRequestT, EventT], Generic[Keye
     coordinator: tuple[int, str, int] | None
     member_id: str
     epoch: int
+    heartbeat_interval: float
     log: EventLog
     _next_heartbeat: float
     _computation: Computation[InstallT] | None
@@ -133,6 +134,9 @@ class ClientAssignmentSteps(MemberCoreSteps[KeyedRequestT, EventT], Generic[Keye
         raise NotImplementedError
 
     def _computed(self, group_epoch: int, error: int, installed: bool, message: str = "") -> EventT:
+        raise NotImplementedError
+
+    def _joined_event(self) -> EventT:
         raise NotImplementedError
 
     def _recover_from_failure(self, request: KeyedRequestT) -> bool:
@@ -203,6 +207,20 @@ class ClientAssignmentSteps(MemberCoreSteps[KeyedRequestT, EventT], Generic[Keye
             self._not_before = now + self.backoff
             return
         self._fail(f"{api} failed: {error_name(code)} {message or ''}".strip(), code)
+
+    def _heartbeat_accepted(self, member_id: str | None, interval: float, epoch: int, now: float) -> None:
+        """A heartbeat answered without error: the member's id (when the coordinator gives one),
+        the next heartbeat's time and the member's epoch; the first answer of a membership is
+        its join."""
+        if member_id:
+            self.member_id = member_id
+        self.heartbeat_interval = interval
+        self._next_heartbeat = now + interval
+        self.epoch = epoch
+        self.state = type(self.state)["STABLE" if epoch > 0 else "JOINING"]
+        if not self._joined:
+            self._joined = True
+            self._events.append(self._joined_event())
 
     def _wants_computation(self, epoch: int | None) -> bool:
         """A heartbeat asked for the target of `epoch`, newer than done and not being served."""

@@ -14,9 +14,10 @@ import signal
 import sys
 import time
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, Protocol
+from typing import Any
 
 from membership.core import MembershipError
+from membership.driver import ComputedEvent
 from protocol.client_security import ClientSecurityError
 
 Say = Callable[..., None]
@@ -27,21 +28,7 @@ def say(event: str, **fields: Any) -> None:
     print(json.dumps({"event": event, "t": round(time.time(), 3), **fields}), flush=True)
 
 
-class ComputedReport(Protocol):
-    @property
-    def group_epoch(self) -> int: ...
-
-    @property
-    def error(self) -> int: ...
-
-    @property
-    def installed(self) -> bool: ...
-
-    @property
-    def message(self) -> str: ...
-
-
-def say_computed(name: str, c: ComputedReport) -> None:
+def say_computed(name: str, c: ComputedEvent) -> None:
     """A computation the member served (its `Computed` event)."""
     say(
         "computed",

@@ -280,14 +280,36 @@ class ComputedEvent(Protocol):
     @property
     def installed(self) -> bool: ...
 
+    @property
+    def message(self) -> str: ...
 
-class ClientAssignmentDriver(MemberDriver[CoreT, ErrorT]):
+
+class AssigningCore(MemberCore, Protocol):
+    @property
+    def member_id(self) -> str: ...
+
+    @property
+    def epoch(self) -> int: ...
+
+
+AssigningCoreT = TypeVar("AssigningCoreT", bound=AssigningCore)
+
+
+class ClientAssignmentDriver(MemberDriver[AssigningCoreT, ErrorT]):
     """The driver of a member that computes its group's target (`consumer_membership`,
     `connect_worker`; `membership.client_assignment` has their shared steps): it sends
     groupshift's extension APIs, and logs and hands on each computation it served."""
 
     EXTENSION_VERSION: ClassVar[int] = 0  # the one version of each extension API
     on_computed: Callable[..., Any] | None = None
+
+    @property
+    def member_id(self) -> str:
+        return self.core.member_id
+
+    @property
+    def epoch(self) -> int:
+        return self.core.epoch
 
     async def _exchange_extension(
         self, conn: BrokerConnection, api_key: int, body: bytes, timeout: float

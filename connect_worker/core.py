@@ -34,7 +34,7 @@ from connect_worker.assignor import (
     Work,
     WorkerInfo,
 )
-from membership.client_assignment import ClientAssignmentSteps, Computation
+from membership.client_assignment import ClientAssignmentSteps, Computation, check_assignors, wire_assignors
 from membership.core import FIND_COORDINATOR as FIND_COORDINATOR
 from membership.core import NONE, MembershipError, find_coordinator_body
 from membership.event_log import EventLog, StdlibEventLog
@@ -179,11 +179,7 @@ class ConnectWorkerCore(ClientAssignmentSteps[Request, Event, cw.ConnectInstallR
         self.settings.check()
         if not self.assignors:
             raise ValueError("a worker needs at least one Connect assignor")
-        names = [a.name for a in self.assignors]
-        for a in self.assignors:
-            a.check()
-        if len(set(names)) != len(names):
-            raise ValueError(f"assignor names repeat: {names}")
+        check_assignors(self.assignors)
 
     # -- the driver's questions ------------------------------------------------------------
 
@@ -214,12 +210,7 @@ class ConnectWorkerCore(ClientAssignmentSteps[Request, Event, cw.ConnectInstallR
         )
 
     def _wire_assignors(self) -> tuple[cw.WireConnectAssignor, ...]:
-        return tuple(
-            cw.WireConnectAssignor(
-                a.name, a.minimum_version, a.maximum_version, 0, a.metadata_version, a.metadata()
-            )
-            for a in self.assignors
-        )
+        return wire_assignors(self.assignors)
 
     def _heartbeat(self) -> Request:
         """Every field on a join (and after an error); then only what changed, as the wire's

@@ -36,7 +36,7 @@ from consumer_membership.assignor import (
     MemberInfo,
     TopicInfo,
 )
-from membership.client_assignment import ClientAssignmentSteps, Computation
+from membership.client_assignment import ClientAssignmentSteps, Computation, check_assignors, wire_assignors
 from membership.core import FIND_COORDINATOR as FIND_COORDINATOR
 from membership.core import NONE, MembershipError, find_coordinator_body
 from membership.event_log import EventLog, StdlibEventLog
@@ -197,11 +197,7 @@ class ConsumerMembershipCore(ClientAssignmentSteps[Request, Event, caw.InstallAs
 
     def __post_init__(self) -> None:
         self.settings.check()
-        names = [a.name for a in self.assignors]
-        for a in self.assignors:
-            a.check()
-        if len(set(names)) != len(names):
-            raise ValueError(f"assignor names repeat: {names}")
+        check_assignors(self.assignors)
 
     # -- the driver's questions ------------------------------------------------------------
 
@@ -234,12 +230,7 @@ class ConsumerMembershipCore(ClientAssignmentSteps[Request, Event, caw.InstallAs
         return self._sent is None or now >= self._next_heartbeat or self._owned_changed()
 
     def _wire_assignors(self) -> tuple[caw.WireClientAssignor, ...]:
-        return tuple(
-            caw.WireClientAssignor(
-                a.name, a.minimum_version, a.maximum_version, 0, a.metadata_version, a.metadata()
-            )
-            for a in self.assignors
-        )
+        return wire_assignors(self.assignors)
 
     def _owned_wire(self) -> list[dict[str, Any]]:
         by_topic: dict[uuid.UUID, list[int]] = {}

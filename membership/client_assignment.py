@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
@@ -38,6 +38,7 @@ from membership.core import (
     read_find_coordinator,
 )
 from membership.event_log import EventLog
+from protocol import extension_wire as ew
 
 FENCED_MEMBER_EPOCH = int(ErrorCode.fenced_member_epoch)
 INVALID_REQUEST = int(ErrorCode.invalid_request)
@@ -52,6 +53,44 @@ class ClientAssignorError(Exception):
     keeps its current target. Each package's assignor error derives from it."""
 
     code: int
+
+
+class OfferedAssignor(Protocol):
+    """What a member says of each client assignor it offers (both packages' assignor bases)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def minimum_version(self) -> int: ...
+
+    @property
+    def maximum_version(self) -> int: ...
+
+    @property
+    def metadata_version(self) -> int: ...
+
+    def metadata(self) -> bytes: ...
+
+    def check(self) -> None: ...
+
+
+def check_assignors(assignors: Sequence[OfferedAssignor]) -> None:
+    """Each assignor's own settings are valid and no two share a name (the coordinator
+    chooses one by name)."""
+    names = [a.name for a in assignors]
+    for a in assignors:
+        a.check()
+    if len(set(names)) != len(names):
+        raise ValueError(f"assignor names repeat: {names}")
+
+
+def wire_assignors(assignors: Sequence[OfferedAssignor]) -> tuple[ew.WireAssignor, ...]:
+    """The heartbeat's assignor list: each assignor's versions and its current metadata."""
+    return tuple(
+        ew.WireAssignor(a.name, a.minimum_version, a.maximum_version, 0, a.metadata_version, a.metadata())
+        for a in assignors
+    )
 
 
 class KeyedRequest(Protocol):

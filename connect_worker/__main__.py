@@ -11,11 +11,7 @@ configuration any worker has read.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import json
-import signal
 import sys
-import time
 from typing import Any
 
 from connect_worker.assignor import (
@@ -26,12 +22,9 @@ from connect_worker.assignor import (
     WorkerAssignment,
 )
 from connect_worker.client import ConnectWorker
-from connect_worker.core import Computed, ConnectWorkerError
-from protocol.client_security import ClientSecurity, ClientSecurityError
-
-
-def _say(event: str, **fields: Any) -> None:
-    print(json.dumps({"event": event, "t": round(time.time(), 3), **fields}), flush=True)
+from connect_worker.core import ConnectWorkerError
+from membership.command_line import run_command, run_until_signalled, say, say_computed
+from protocol.client_security import ClientSecurity
 
 
 def _tasks(tasks: frozenset[TaskId]) -> list[str]:
@@ -57,7 +50,7 @@ class _Logged(IncrementalCooperativeAssignor):
         self.who = name
 
     def assign(self, group: ConnectGroupState) -> dict[str, WorkerAssignment]:
-        _say(
+        say(
             "computing",
             name=self.who,
             group_epoch=group.group_epoch,
@@ -76,7 +69,7 @@ async def _main(args: argparse.Namespace) -> int:
         return worker.owned.as_json()
 
     def change(event: str) -> Any:
-        return lambda cs, ts: _say(
+        return lambda cs, ts: say(
             event, name=name, epoch=worker.epoch, connectors=sorted(cs), tasks=_tasks(ts), owned=owned()
         )
 
@@ -89,37 +82,17 @@ async def _main(args: argparse.Namespace) -> int:
         on_assigned=change("assigned"),
         on_revoked=change("revoked"),
         on_lost=change("lost"),
-        on_computed=lambda c: _computed(name, c),
-        on_joined=lambda j: _say("joined", name=name, member_id=j.member_id, epoch=j.epoch),
+        on_computed=lambda c: say_computed(name, c),
+        on_joined=lambda j: say("joined", name=name, member_id=j.member_id, epoch=j.epoch),
         rebalance_timeout_ms=args.rebalance_timeout_ms,
         security=security,
     )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    task = worker.start()
-    _say("joining", name=name, group=args.group, member_id=worker.member_id)
-    stopper = loop.create_task(stop.wait())
-    await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
-    if task.done():
-        exc = task.exception()
-        if isinstance(exc, ConnectWorkerError):
-            _say("fatal", name=name, error=str(exc), code=exc.code)
-            return 1
-    await worker.close()
-    _say("closed", name=name)
-    return 0
-
-
-def _computed(name: str, c: Computed) -> None:
-    _say(
-        "computed",
+    return await run_until_signalled(
+        worker.start,
+        worker.close,
+        fatal=ConnectWorkerError,
         name=name,
-        group_epoch=c.group_epoch,
-        error=c.error,
-        installed=c.installed,
-        message=c.message,
+        joining={"group": args.group, "member_id": worker.member_id},
     )
 
 
@@ -140,11 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         parse_connectors(args.connectors)
     except ValueError as exc:
         parser.error(str(exc))
-    try:
-        return asyncio.run(_main(args))
-    except ClientSecurityError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    return run_command(lambda: _main(args))
 
 
 if __name__ == "__main__":

@@ -41,6 +41,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from membership.client_assignment import ClientAssignorError
+
 ItemT = TypeVar("ItemT", str, tuple[str, int])
 
 TaskId = tuple[str, int]
@@ -50,7 +52,7 @@ ASSIGNOR_FAILED = 1
 """The install's error code when an assignor raises something other than `ConnectAssignorError`."""
 
 
-class ConnectAssignorError(Exception):
+class ConnectAssignorError(ClientAssignorError):
     """The assignor cannot compute: the group keeps its current target (`code` ≠ 0 is sent)."""
 
     def __init__(self, message: str, code: int = ASSIGNOR_FAILED) -> None:

@@ -33,13 +33,11 @@ from connect_worker.core import (
     State,
 )
 from membership.connection import BrokerConnection, ConnectionFailed
-from membership.driver import MemberDriver, MemberThread
+from membership.driver import ClientAssignmentDriver, MemberThread
 from membership.event_log import EventLog, StdlibEventLog
 from protocol import connect_wire as cw
-from protocol import extension_wire as ew
 from protocol.client_security import ClientSecurity
 
-EXTENSION_VERSION = 0
 FIND_COORDINATOR_VERSIONS = (0, 4)
 
 OnWork = Callable[[frozenset[str], frozenset[TaskId]], Awaitable[None] | None]
@@ -47,7 +45,7 @@ OnComputed = Callable[[Computed], Awaitable[None] | None]
 OnJoined = Callable[[Joined], Awaitable[None] | None]
 
 
-class ConnectWorker(MemberDriver[ConnectWorkerCore, ConnectWorkerError]):
+class ConnectWorker(ClientAssignmentDriver[ConnectWorkerCore, ConnectWorkerError]):
     """One worker of connect group `group_id`, reachable at `url`, offering `assignors` (in
     priority order). Connectors and tasks are not run here: the callbacks say what to start and
     stop (this is the membership and assignment half of a Connect worker)."""
@@ -98,14 +96,6 @@ class ConnectWorker(MemberDriver[ConnectWorkerCore, ConnectWorkerError]):
         self.on_joined = on_joined
 
     @property
-    def member_id(self) -> str:
-        return self.core.member_id
-
-    @property
-    def epoch(self) -> int:
-        return self.core.epoch
-
-    @property
     def owned(self) -> Work:
         return self.core.owned
 
@@ -124,18 +114,13 @@ class ConnectWorker(MemberDriver[ConnectWorkerCore, ConnectWorkerError]):
         if key == FIND_COORDINATOR:
             version = conn.negotiate(key, *FIND_COORDINATOR_VERSIONS)
             return await conn.request_at(key, version, request.body, timeout)
-        conn.negotiate(key, EXTENSION_VERSION, EXTENSION_VERSION)  # flag off: no retry helps
         if key == CONNECT_HEARTBEAT:
             body = cw.write_heartbeat_request(request.body)
         elif key == CONNECT_PREPARE:
             body = cw.write_prepare_request(request.body)
         else:
             body = cw.write_install_request(request.body)
-        cid = conn.client_id
-        frame = await conn.exchange(
-            lambda c: ew.request_frame(key, EXTENSION_VERSION, c, cid, body), timeout, key
-        )
-        offset = ew.response_body_offset(frame)
+        frame, offset = await self._exchange_extension(conn, key, body, timeout)
         if key == CONNECT_HEARTBEAT:
             return cw.read_heartbeat_response(frame, offset)
         if key == CONNECT_PREPARE:
@@ -151,14 +136,7 @@ class ConnectWorker(MemberDriver[ConnectWorkerCore, ConnectWorkerError]):
             callback = self.on_lost if event.lost and self.on_lost is not None else self.on_revoked
             await self._call(callback, event.revoked.connectors, event.revoked.tasks)
         elif isinstance(event, Computed):
-            self.log.info(
-                "connect_worker.computed",
-                group=self.core.settings.group_id,
-                group_epoch=event.group_epoch,
-                error=event.error,
-                installed=event.installed,
-            )
-            await self._call(self.on_computed, event)
+            await self._deliver_computed(event)
         elif isinstance(event, Fatal):
             self._fatal(event.error)
 

@@ -25,8 +25,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kio.schema.errors import ErrorCode
-
 from connect_worker.assignor import (
     ASSIGNOR_FAILED,
     ConnectAssignor,
@@ -36,20 +34,9 @@ from connect_worker.assignor import (
     Work,
     WorkerInfo,
 )
-from membership.core import (
-    COORDINATOR_LOAD_IN_PROGRESS,
-    GROUP_AUTHORIZATION_FAILED,
-    NONE,
-    REDISCOVER,
-    UNKNOWN_MEMBER_ID,
-    UNKNOWN_SERVER_ERROR,
-    MemberCoreSteps,
-    MembershipError,
-    error_name,
-    find_coordinator_body,
-    read_find_coordinator,
-)
+from membership.client_assignment import ClientAssignmentSteps, Computation, check_assignors, wire_assignors
 from membership.core import FIND_COORDINATOR as FIND_COORDINATOR
+from membership.core import NONE, MembershipError, find_coordinator_body
 from membership.event_log import EventLog, StdlibEventLog
 from protocol import connect_wire as cw
 
@@ -57,12 +44,6 @@ CONNECT_HEARTBEAT = cw.CONNECT_HEARTBEAT_KEY
 CONNECT_PREPARE = cw.CONNECT_PREPARE_KEY
 CONNECT_INSTALL = cw.CONNECT_INSTALL_KEY
 LEAVE_GROUP_EPOCH = -1
-
-FENCED_MEMBER_EPOCH = int(ErrorCode.fenced_member_epoch)
-INVALID_REQUEST = int(ErrorCode.invalid_request)
-RETRY = frozenset({COORDINATOR_LOAD_IN_PROGRESS, UNKNOWN_SERVER_ERROR})
-# The worker's epoch is no longer the group's: it drops everything (lost) and rejoins at epoch 0.
-REJOIN = frozenset({FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID})
 
 
 class ConnectWorkerError(MembershipError):
@@ -163,14 +144,16 @@ class Settings:
 
 
 @dataclass
-class _Computation:
-    epoch: int
-    install: cw.ConnectInstallRequest | None = None
+class _Computation(Computation[cw.ConnectInstallRequest]):
     prepared: bool = False
 
 
 @dataclass
-class ConnectWorkerCore(MemberCoreSteps[Request, Event]):
+class ConnectWorkerCore(ClientAssignmentSteps[Request, Event, cw.ConnectInstallRequest]):
+    EVENT_PREFIX = "connect_worker"
+    ASSIGNOR_FAILED = ASSIGNOR_FAILED
+    ASSIGNOR_ERROR = ConnectAssignorError
+
     settings: Settings
     assignors: Sequence[ConnectAssignor]
     config_offset: int = 0
@@ -196,11 +179,7 @@ class ConnectWorkerCore(MemberCoreSteps[Request, Event]):
         self.settings.check()
         if not self.assignors:
             raise ValueError("a worker needs at least one Connect assignor")
-        names = [a.name for a in self.assignors]
-        for a in self.assignors:
-            a.check()
-        if len(set(names)) != len(names):
-            raise ValueError(f"assignor names repeat: {names}")
+        check_assignors(self.assignors)
 
     # -- the driver's questions ------------------------------------------------------------
 
@@ -230,21 +209,8 @@ class ConnectWorkerCore(MemberCoreSteps[Request, Event]):
             or self.config_offset != self._sent_offset
         )
 
-    def wakeup(self, now: float) -> float:
-        """When `next_request` may next have something, if no answer arrives before."""
-        if self._in_flight is None and self.coordinator is not None:
-            if self._computation is not None or self._heartbeat_due(0.0):
-                return self._not_before
-            return max(self._not_before, self._next_heartbeat)
-        return max(self._not_before, now + max(self.backoff, 0.05))
-
     def _wire_assignors(self) -> tuple[cw.WireConnectAssignor, ...]:
-        return tuple(
-            cw.WireConnectAssignor(
-                a.name, a.minimum_version, a.maximum_version, 0, a.metadata_version, a.metadata()
-            )
-            for a in self.assignors
-        )
+        return wire_assignors(self.assignors)
 
     def _heartbeat(self) -> Request:
         """Every field on a join (and after an error); then only what changed, as the wire's
@@ -285,19 +251,6 @@ class ConnectWorkerCore(MemberCoreSteps[Request, Event]):
 
     # -- answers ---------------------------------------------------------------------------
 
-    def on_failure(self, request: Request, now: float, reason: str) -> None:
-        """No answer: the coordinator is looked up again; what the worker runs is kept (its
-        session may be alive) and the next heartbeat is a full one."""
-        if request is not self._in_flight:
-            return
-        self._in_flight = None
-        self.log.info("connect_worker.request_failed", api=request.api_key, reason=reason)
-        self._not_before = now + self.backoff
-        if request.api_key != FIND_COORDINATOR:
-            self.coordinator = None
-            self._acked = None
-            self._computation = None
-
     def on_response(self, request: Request, response: Any, now: float) -> None:
         if request is not self._in_flight:
             return
@@ -321,51 +274,20 @@ class ConnectWorkerCore(MemberCoreSteps[Request, Event]):
             self._events.append(Revoked(self.owned, lost))
             self.owned = Work()
 
-    def _on_find_coordinator(self, response: Any, now: float) -> None:
-        code, coordinator = read_find_coordinator(response)
-        if code == GROUP_AUTHORIZATION_FAILED:
-            self._fail(f"not authorized to use group {self.settings.group_id!r}", code)
-            return
-        if coordinator is None:
-            self._not_before = now + self.backoff
-            return
-        self.coordinator = coordinator
+    def _forget_acknowledged(self) -> None:
+        self._acked = None
+
+    def _computed(self, group_epoch: int, error: int, installed: bool, message: str = "") -> Event:
+        return Computed(group_epoch, error, installed, message)
+
+    def _joined_event(self) -> Event:
+        return Joined(self.member_id, self.epoch)
 
     def _on_heartbeat(self, request: Request, r: cw.ConnectHeartbeatResponse, now: float) -> None:
         code = r.error_code
         if code != NONE:
-            self.log.info(
-                "connect_worker.heartbeat_error",
-                group=self.settings.group_id,
-                error=error_name(code),
-                message=r.error_message,
-            )
-            if code in REJOIN:
-                # Fenced: the group gave this worker's work away; stop it all and rejoin empty.
-                self._revoke(lost=True)
-                self._joined = False
-                self.epoch = 0
-                self.state = State.JOINING
-                self._acked = None
-                self._computation = None
-                self._done_epoch = -1
-                return
-            if code in REDISCOVER:
-                self.coordinator = None
-                self._acked = None
-                self._not_before = now + self.backoff
-                return
-            if code in RETRY:
-                self._not_before = now + self.backoff
-                return
-            self._fail(
-                f"ConnectGroupHeartbeat failed: {error_name(code)} {r.error_message or ''}".strip(), code
-            )
+            self._on_heartbeat_error("ConnectGroupHeartbeat", code, r.error_message, now)
             return
-        if r.member_id:
-            self.member_id = r.member_id
-        self.heartbeat_interval = max(r.heartbeat_interval_ms, 0) / 1000
-        self._next_heartbeat = now + self.heartbeat_interval
         body = request.body
         assert isinstance(body, cw.ConnectHeartbeatRequest)
         self._acked = request.owned
@@ -373,19 +295,11 @@ class ConnectWorkerCore(MemberCoreSteps[Request, Event]):
             self._sent_assignors = body.assignors
         if body.config_offset >= 0:
             self._sent_offset = body.config_offset
-        self.epoch = r.member_epoch
-        self.state = State.STABLE if self.epoch > 0 else State.JOINING
-        if not self._joined:
-            self._joined = True
-            self._events.append(Joined(self.member_id, self.epoch))
+        self._heartbeat_accepted(r.member_id, max(r.heartbeat_interval_ms, 0) / 1000, r.member_epoch, now)
         if r.assignment is not None:
             self._reconcile(from_wire(r.assignment.work))
         epoch = r.compute_assignment
-        if (
-            epoch != cw.NO_COMPUTE
-            and epoch > self._done_epoch
-            and (self._computation is None or self._computation.epoch != epoch)
-        ):
+        if epoch != cw.NO_COMPUTE and self._wants_computation(epoch):
             self._computation = _Computation(epoch)
 
     def _reconcile(self, target: Work) -> None:
@@ -409,17 +323,7 @@ class ConnectWorkerCore(MemberCoreSteps[Request, Event]):
         if c is None:
             return
         if r.error_code != NONE:
-            self.log.info(
-                "connect_worker.prepare_refused",
-                group=self.settings.group_id,
-                error=error_name(r.error_code),
-                message=r.error_message,
-            )
-            self._computation = None  # not (or no longer) this worker's to compute
-            if r.error_code in REDISCOVER:
-                self.coordinator = None
-                self._acked = None
-            self._not_before = now + self.backoff
+            self._prepare_refused(r, now)
             return
         c.prepared = True
         group = ConnectGroupState(
@@ -441,55 +345,17 @@ class ConnectWorkerCore(MemberCoreSteps[Request, Event]):
             ),
             tuple(HeldWork(d.member_id, d.url, d.remaining_ms, from_wire(d.work)) for d in r.delayed),
         )
-        error, members = 0, tuple[cw.InstalledWorker, ...]()
         assignor = self._assignor(r.assignor_name)
-        try:
+
+        def assign() -> tuple[cw.InstalledWorker, ...]:
             if assignor is None:
                 raise ConnectAssignorError(
                     f"the coordinator chose assignor {r.assignor_name!r}, not one of ours"
                 )
             plan = assignor.assign(group)
-            members = tuple(
+            return tuple(
                 cw.InstalledWorker(mid, to_wire(a.work), a.metadata_version, a.metadata)
                 for mid, a in sorted(plan.items())
             )
-        except ConnectAssignorError as exc:
-            error = exc.code
-            self.log.warning("connect_worker.assignor_failed", group=self.settings.group_id, error=str(exc))
-        except Exception as exc:  # the plug-in failed: the group keeps its target (not fatal)
-            error = ASSIGNOR_FAILED
-            self.log.error("connect_worker.assignor_failed", group=self.settings.group_id, exc_info=exc)
-        c.install = cw.ConnectInstallRequest(
-            self.settings.group_id,
-            self.member_id,
-            self.epoch,
-            r.group_epoch,
-            error,
-            members if not error else (),
-        )
 
-    def _on_install(self, r: cw.ConnectInstallResponse, now: float) -> None:
-        c = self._computation
-        if c is None or c.install is None:
-            return
-        self._computation = None
-        epoch, error = c.install.group_epoch, c.install.error
-        if r.error_code == NONE:
-            self._done_epoch = max(self._done_epoch, epoch)
-            self._events.append(Computed(epoch, error, True))
-            self._next_heartbeat = now  # the new target reaches this worker at once
-            return
-        message = f"{error_name(r.error_code)} {r.error_message or ''}".strip()
-        self._events.append(Computed(epoch, error, False, message))
-        if r.error_code == INVALID_REQUEST and error == 0:
-            # The coordinator refuses the assignor's plan: install an error so the group keeps
-            # its target rather than waiting on this worker.
-            self._computation = _Computation(epoch, prepared=True)
-            self._computation.install = cw.ConnectInstallRequest(
-                c.install.group_id, c.install.member_id, c.install.member_epoch, epoch, ASSIGNOR_FAILED, ()
-            )
-            return
-        if r.error_code in REDISCOVER:
-            self.coordinator = None
-            self._acked = None
-        self._next_heartbeat = now
+        c.install = self._install_of(r.group_epoch, assign, cw.ConnectInstallRequest)

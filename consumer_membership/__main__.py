@@ -12,10 +12,7 @@ exists (no heartbeat, no install: the coordinator's rebalance timeout fences it)
 from __future__ import annotations
 
 import argparse
-import asyncio
-import json
 import os
-import signal
 import sys
 import time
 from typing import Any
@@ -23,13 +20,10 @@ from typing import Any
 from consumer_membership.assignor import Assignor, AssignorError, GroupAssignment, GroupState
 from consumer_membership.client import ConsumerMembership
 from consumer_membership.cooperative_sticky import CooperativeStickyAdapter
-from consumer_membership.core import Computed, ConsumerMembershipError, TopicPartition
+from consumer_membership.core import ConsumerMembershipError, TopicPartition
 from consumer_membership.sticky import StickyAssignor
-from protocol.client_security import ClientSecurity, ClientSecurityError
-
-
-def _say(event: str, **fields: Any) -> None:
-    print(json.dumps({"event": event, "t": round(time.time(), 3), **fields}), flush=True)
+from membership.command_line import run_command, run_until_signalled, say, say_computed
+from protocol.client_security import ClientSecurity
 
 
 def _partitions(ps: frozenset[TopicPartition]) -> list[list[Any]]:
@@ -54,7 +48,7 @@ class _Switched(Assignor):
         return self.inner.metadata()
 
     def assign(self, group: GroupState) -> GroupAssignment:
-        _say(
+        say(
             "computing",
             name=self.who,
             group_epoch=group.group_epoch,
@@ -87,42 +81,22 @@ async def _main(args: argparse.Namespace) -> int:
         args.group,
         args.topic,
         [_Switched(_assignor(args.assignor), name, args.fail_file, args.hang_file)],
-        on_assigned=lambda ps: _say(
+        on_assigned=lambda ps: say(
             "assigned", name=name, epoch=member.epoch, added=_partitions(ps), owned=_partitions(member.owned)
         ),
-        on_revoked=lambda ps, lost: _say("revoked", name=name, lost=lost, partitions=_partitions(ps)),
-        on_computed=lambda c: _computed(name, c),
-        on_joined=lambda j: _say("joined", name=name, member_id=j.member_id, epoch=j.epoch),
+        on_revoked=lambda ps, lost: say("revoked", name=name, lost=lost, partitions=_partitions(ps)),
+        on_computed=lambda c: say_computed(name, c),
+        on_joined=lambda j: say("joined", name=name, member_id=j.member_id, epoch=j.epoch),
         rebalance_timeout_ms=args.rebalance_timeout_ms,
         rack_id=args.rack,
         security=security,
     )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    task = member.start()
-    _say("joining", name=name, group=args.group, member_id=member.member_id)
-    stopper = loop.create_task(stop.wait())
-    await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
-    if task.done():
-        exc = task.exception()
-        if isinstance(exc, ConsumerMembershipError):
-            _say("fatal", name=name, error=str(exc), code=exc.code)
-            return 1
-    await member.close()
-    _say("closed", name=name)
-    return 0
-
-
-def _computed(name: str, c: Computed) -> None:
-    _say(
-        "computed",
+    return await run_until_signalled(
+        member.start,
+        member.close,
+        fatal=ConsumerMembershipError,
         name=name,
-        group_epoch=c.group_epoch,
-        error=c.error,
-        installed=c.installed,
-        message=c.message,
+        joining={"group": args.group, "member_id": member.member_id},
     )
 
 
@@ -141,11 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hang-file", default=None)
     parser.add_argument("--command-config", default=None, help="Kafka client properties (TLS, SASL)")
     args = parser.parse_args(argv)
-    try:
-        return asyncio.run(_main(args))
-    except ClientSecurityError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    return run_command(lambda: _main(args))
 
 
 if __name__ == "__main__":

@@ -18,6 +18,8 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from membership.client_assignment import ClientAssignorError
+
 CLASSIC_METADATA_VERSION = -1
 """The metadata version of a classic member's protocol metadata (its ConsumerProtocolSubscription,
 KIP-848's online upgrade)."""
@@ -80,7 +82,7 @@ class MemberAssignment:
 GroupAssignment = Mapping[str, MemberAssignment]
 
 
-class AssignorError(Exception):
+class AssignorError(ClientAssignorError):
     """Raised by `assign` to report an error code of its own (the install's `Error`, 1..127);
     any other exception reports `ASSIGNOR_FAILED`."""
 

@@ -41,10 +41,9 @@ from consumer_membership.core import (
     TopicPartition,
 )
 from membership.connection import BrokerConnection, ConnectionFailed
-from membership.driver import MemberDriver, MemberThread
+from membership.driver import ClientAssignmentDriver, MemberThread
 from membership.event_log import EventLog, StdlibEventLog
 from protocol import client_assignment_wire as caw
-from protocol import extension_wire as ew
 from protocol.client_security import ClientSecurity
 from protocol.codec import decode_response, encode_request
 from protocol.entity_builder import build
@@ -65,7 +64,7 @@ OnComputed = Callable[[Computed], Awaitable[None] | None]
 OnJoined = Callable[[Joined], Awaitable[None] | None]
 
 
-class ConsumerMembership(MemberDriver[ConsumerMembershipCore, ConsumerMembershipError]):
+class ConsumerMembership(ClientAssignmentDriver[ConsumerMembershipCore, ConsumerMembershipError]):
     """One member of consumer group `group_id` subscribed to `topics`, offering `assignors` (in
     priority order) to the coordinator. Records are not fetched: this is the membership and
     assignment half of a consumer (any consumer reads the partitions the callbacks name)."""
@@ -116,14 +115,6 @@ class ConsumerMembership(MemberDriver[ConsumerMembershipCore, ConsumerMembership
         self.on_joined = on_joined
 
     @property
-    def member_id(self) -> str:
-        return self.core.member_id
-
-    @property
-    def epoch(self) -> int:
-        return self.core.epoch
-
-    @property
     def owned(self) -> frozenset[TopicPartition]:
         return self.core.owned
 
@@ -142,17 +133,12 @@ class ConsumerMembership(MemberDriver[ConsumerMembershipCore, ConsumerMembership
         if key == CONSUMER_GROUP_HEARTBEAT:
             return await self._heartbeat(conn, request, timeout)
         if key in (PREPARE_ASSIGNMENT, INSTALL_ASSIGNMENT):
-            conn.negotiate(key, lo, hi)  # the coordinator has the flag off: no retry helps
             body = (
                 caw.write_prepare_request(request.body)
                 if key == PREPARE_ASSIGNMENT
                 else caw.write_install_request(request.body)
             )
-            cid = conn.client_id
-            frame = await conn.exchange(
-                lambda c: ew.request_frame(key, caw.EXTENSION_VERSION, c, cid, body), timeout, key
-            )
-            offset = caw.response_body_offset(frame)
+            frame, offset = await self._exchange_extension(conn, key, body, timeout)
             if key == PREPARE_ASSIGNMENT:
                 return caw.read_prepare_response(frame, offset)
             return caw.read_install_response(frame, offset)
@@ -197,14 +183,7 @@ class ConsumerMembership(MemberDriver[ConsumerMembershipCore, ConsumerMembership
         elif isinstance(event, Revoked):
             await self._call(self.on_revoked, event.partitions, event.lost)
         elif isinstance(event, Computed):
-            self.log.info(
-                "consumer_membership.computed",
-                group=self.core.settings.group_id,
-                group_epoch=event.group_epoch,
-                error=event.error,
-                installed=event.installed,
-            )
-            await self._call(self.on_computed, event)
+            await self._deliver_computed(event)
         elif isinstance(event, Fatal):
             self._fatal(event.error)
 

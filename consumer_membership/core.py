@@ -36,20 +36,9 @@ from consumer_membership.assignor import (
     MemberInfo,
     TopicInfo,
 )
-from membership.core import (
-    COORDINATOR_LOAD_IN_PROGRESS,
-    GROUP_AUTHORIZATION_FAILED,
-    NONE,
-    REDISCOVER,
-    UNKNOWN_MEMBER_ID,
-    UNKNOWN_SERVER_ERROR,
-    MemberCoreSteps,
-    MembershipError,
-    error_name,
-    find_coordinator_body,
-    read_find_coordinator,
-)
+from membership.client_assignment import ClientAssignmentSteps, Computation, check_assignors, wire_assignors
 from membership.core import FIND_COORDINATOR as FIND_COORDINATOR
+from membership.core import NONE, MembershipError, find_coordinator_body
 from membership.event_log import EventLog, StdlibEventLog
 from protocol import client_assignment_wire as caw
 
@@ -61,15 +50,8 @@ INSTALL_ASSIGNMENT = caw.INSTALL_ASSIGNMENT_KEY
 LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
 
-FENCED_MEMBER_EPOCH = int(ErrorCode.fenced_member_epoch)
 STALE_MEMBER_EPOCH = int(ErrorCode.stale_member_epoch)
 GROUP_ID_NOT_FOUND = int(ErrorCode.group_id_not_found)
-INVALID_REQUEST = int(ErrorCode.invalid_request)
-
-RETRY = frozenset({COORDINATOR_LOAD_IN_PROGRESS, UNKNOWN_SERVER_ERROR})
-# The member's epoch is no longer the group's: give up what it owns (lost) and rejoin at epoch 0
-# with the same member id (KIP-848; KIP-1082 keeps the id for the member's life).
-REJOIN = frozenset({FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID})
 
 
 class ConsumerMembershipError(MembershipError):
@@ -180,17 +162,19 @@ class Settings:
 
 
 @dataclass
-class _Computation:
+class _Computation(Computation[caw.InstallAssignmentRequest]):
     """One COMPUTE_ASSIGNMENT being served: prepare, then (maybe metadata), then install."""
 
-    epoch: int
     prepared: caw.PrepareAssignmentResponse | None = None
-    install: caw.InstallAssignmentRequest | None = None
     needs_racks: bool = False
 
 
 @dataclass
-class ConsumerMembershipCore(MemberCoreSteps[Request, Event]):
+class ConsumerMembershipCore(ClientAssignmentSteps[Request, Event, caw.InstallAssignmentRequest]):
+    EVENT_PREFIX = "consumer_membership"
+    ASSIGNOR_FAILED = ASSIGNOR_FAILED
+    ASSIGNOR_ERROR = AssignorError
+
     settings: Settings
     assignors: Sequence[Assignor]
     member_id: str = field(default_factory=lambda: str(uuid.uuid4()))
@@ -213,11 +197,7 @@ class ConsumerMembershipCore(MemberCoreSteps[Request, Event]):
 
     def __post_init__(self) -> None:
         self.settings.check()
-        names = [a.name for a in self.assignors]
-        for a in self.assignors:
-            a.check()
-        if len(set(names)) != len(names):
-            raise ValueError(f"assignor names repeat: {names}")
+        check_assignors(self.assignors)
 
     # -- the driver's questions ------------------------------------------------------------
 
@@ -242,25 +222,15 @@ class ConsumerMembershipCore(MemberCoreSteps[Request, Event]):
                 return self._send(Request(METADATA, body, self.timeout, to_coordinator=False), now)
             if c.install is not None:
                 return self._send(Request(INSTALL_ASSIGNMENT, c.install, self.timeout), now)
-        if self._sent is None or now >= self._next_heartbeat or self._owned_changed():
+        if self._heartbeat_due(now):
             return self._send(self._heartbeat(), now)
         return None
 
-    def wakeup(self, now: float) -> float:
-        """When `next_request` may next have something, if no answer arrives before."""
-        if self._in_flight is None and self.coordinator is not None:
-            if self._computation is not None or self._sent is None or self._owned_changed():
-                return self._not_before  # held back only by the backoff
-            return max(self._not_before, self._next_heartbeat)
-        return max(self._not_before, now + max(self.backoff, 0.05))
+    def _heartbeat_due(self, now: float) -> bool:
+        return self._sent is None or now >= self._next_heartbeat or self._owned_changed()
 
     def _wire_assignors(self) -> tuple[caw.WireClientAssignor, ...]:
-        return tuple(
-            caw.WireClientAssignor(
-                a.name, a.minimum_version, a.maximum_version, 0, a.metadata_version, a.metadata()
-            )
-            for a in self.assignors
-        )
+        return wire_assignors(self.assignors)
 
     def _owned_wire(self) -> list[dict[str, Any]]:
         by_topic: dict[uuid.UUID, list[int]] = {}
@@ -332,23 +302,13 @@ class ConsumerMembershipCore(MemberCoreSteps[Request, Event]):
 
     # -- answers ---------------------------------------------------------------------------
 
-    def on_failure(self, request: Request, now: float, reason: str) -> None:
-        """No answer: the coordinator is unknown again; the membership and what it owns are kept
-        (the session may be alive); the next heartbeat is a full one."""
-        if request is not self._in_flight:
-            return
-        self._in_flight = None
-        self.log.info("consumer_membership.request_failed", api=request.api_key, reason=reason)
-        self._not_before = now + self.backoff
+    def _recover_from_failure(self, request: Request) -> bool:
         c = self._computation
         if request.api_key == METADATA and c is not None and c.prepared is not None:
             c.needs_racks = False
             self._compute(c, {})  # without racks rather than not at all
-            return
-        if request.api_key != FIND_COORDINATOR:
-            self.coordinator = None
-            self._sent = None
-            self._computation = None
+            return True
+        return False
 
     def on_response(self, request: Request, response: Any, now: float) -> None:
         if request is not self._in_flight:
@@ -376,73 +336,35 @@ class ConsumerMembershipCore(MemberCoreSteps[Request, Event]):
             self._events.append(Revoked(self.owned, lost))
             self.owned = frozenset()
 
-    def _on_find_coordinator(self, response: Any, now: float) -> None:
-        code, coordinator = read_find_coordinator(response)
-        if code == GROUP_AUTHORIZATION_FAILED:
-            self._fail(f"not authorized to use group {self.settings.group_id!r}", code)
-            return
-        if coordinator is None:
-            self._not_before = now + self.backoff
-            return
-        self.coordinator = coordinator
+    def _forget_acknowledged(self) -> None:
+        self._sent = None
+
+    def _computed(self, group_epoch: int, error: int, installed: bool, message: str = "") -> Event:
+        return Computed(group_epoch, error, installed, message)
+
+    def _joined_event(self) -> Event:
+        return Joined(self.member_id, self.epoch)
 
     def _on_heartbeat(self, request: Request, answer: HeartbeatAnswer, now: float) -> None:
         r = answer.response
         code = int(r.error_code)
         if code != NONE:
-            self.log.info(
-                "consumer_membership.heartbeat_error",
-                group=self.settings.group_id,
-                error=error_name(code),
-                message=r.error_message,
-            )
-            if code in REJOIN:
-                self._revoke(lost=True)
-                self._joined = False
-                self.epoch = 0
-                self.state = State.JOINING
-                self._sent = None
-                self._computation = None
-                # A new membership: the group may be another one by now (converted to classic
-                # and back, or deleted and created again), whose epochs start lower.
-                self._done_epoch = -1
-                return
-            if code in REDISCOVER:
-                self.coordinator = None
-                self._sent = None
-                self._not_before = now + self.backoff
-                return
-            if code in RETRY:
-                self._not_before = now + self.backoff
-                return
-            self._fail(
-                f"ConsumerGroupHeartbeat failed: {error_name(code)} {r.error_message or ''}".strip(), code
-            )
+            self._on_heartbeat_error("ConsumerGroupHeartbeat", code, r.error_message, now)
             return
-        if r.member_id:
-            self.member_id = str(r.member_id)
-        interval = r.heartbeat_interval  # kio: a timedelta
-        seconds = interval.total_seconds() if hasattr(interval, "total_seconds") else int(interval) / 1000
-        self.heartbeat_interval = max(float(seconds), 0.0)
-        self._next_heartbeat = now + self.heartbeat_interval
         self._sent = {"owned": request.owned}
         if request.assignors is not None:
             self._sent_assignors = request.assignors
-        self.epoch = int(r.member_epoch)
-        self.state = State.STABLE if self.epoch > 0 else State.JOINING
-        if not self._joined:
-            self._joined = True
-            self._events.append(Joined(self.member_id, self.epoch))
+        interval = r.heartbeat_interval  # kio: a timedelta
+        seconds = interval.total_seconds() if hasattr(interval, "total_seconds") else int(interval) / 1000
+        member_id = str(r.member_id) if r.member_id else None
+        self._heartbeat_accepted(member_id, max(float(seconds), 0.0), int(r.member_epoch), now)
         if answer.assignment_metadata is not None:
             self.assignment_metadata = answer.assignment_metadata
         if r.assignment is not None:
             self._reconcile(r.assignment)
         epoch = answer.compute_epoch
-        if (
-            epoch is not None
-            and epoch > self._done_epoch
-            and (self._computation is None or self._computation.epoch != epoch)
-        ):
+        if self._wants_computation(epoch):
+            assert epoch is not None
             self._computation = _Computation(epoch)
 
     def _reconcile(self, assignment: Any) -> None:
@@ -463,17 +385,7 @@ class ConsumerMembershipCore(MemberCoreSteps[Request, Event]):
         if c is None:
             return
         if r.error_code != NONE:
-            self.log.info(
-                "consumer_membership.prepare_refused",
-                group=self.settings.group_id,
-                error=error_name(r.error_code),
-                message=r.error_message,
-            )
-            self._computation = None  # not (or no longer) the member to compute; asked again if so
-            if r.error_code in REDISCOVER:
-                self.coordinator = None
-                self._sent = None
-            self._not_before = now + self.backoff
+            self._prepare_refused(r, now)
             return
         c.prepared = r
         assignor = self._assignor(r.assignor_name)
@@ -532,14 +444,14 @@ class ConsumerMembershipCore(MemberCoreSteps[Request, Event]):
             ),
             topics,
         )
-        error, members = 0, tuple[caw.InstalledMember, ...]()
-        try:
+
+        def assign() -> tuple[caw.InstalledMember, ...]:
             if assignor is None:
                 raise AssignorError(
                     f"the coordinator chose assignor {prepared.assignor_name!r}, not one of this member's"
                 )
             plan = assignor.assign(group)
-            members = tuple(
+            return tuple(
                 caw.InstalledMember(
                     mid,
                     tuple(
@@ -552,47 +464,5 @@ class ConsumerMembershipCore(MemberCoreSteps[Request, Event]):
                 )
                 for mid, a in plan.items()
             )
-        except AssignorError as exc:
-            error = exc.code
-            self.log.warning(
-                "consumer_membership.assignor_failed", group=self.settings.group_id, error=str(exc)
-            )
-        except Exception as exc:  # the plug-in failed: the group keeps its target (not fatal)
-            error = ASSIGNOR_FAILED
-            self.log.error("consumer_membership.assignor_failed", group=self.settings.group_id, exc_info=exc)
-        c.install = caw.InstallAssignmentRequest(
-            self.settings.group_id,
-            self.member_id,
-            self.epoch,
-            prepared.group_epoch,
-            error,
-            members if not error else (),
-        )
 
-    def _on_install(self, r: caw.InstallAssignmentResponse, now: float) -> None:
-        c = self._computation
-        if c is None or c.install is None:
-            return
-        self._computation = None
-        epoch, error = c.install.group_epoch, c.install.error
-        if r.error_code == NONE:
-            self._done_epoch = max(self._done_epoch, epoch)
-            self._events.append(Computed(epoch, error, True))
-            self._next_heartbeat = now  # the new target reaches this member at once
-            return
-        message = f"{error_name(r.error_code)} {r.error_message or ''}".strip()
-        self._events.append(Computed(epoch, error, False, message))
-        if r.error_code == INVALID_REQUEST and error == 0:
-            # The assignor produced an assignment the coordinator refuses: report it as the
-            # assignor's error, so the group keeps its target instead of waiting on this member.
-            self._computation = _Computation(epoch, c.prepared)
-            self._computation.install = caw.InstallAssignmentRequest(
-                c.install.group_id, c.install.member_id, c.install.member_epoch, epoch, ASSIGNOR_FAILED, ()
-            )
-            return
-        if r.error_code in REDISCOVER:
-            self.coordinator = None
-            self._sent = None
-        # REBALANCE_IN_PROGRESS: computed for an older epoch; the next heartbeat asks for the
-        # current one. STALE_MEMBER_EPOCH / UNKNOWN_MEMBER_ID: no longer this member's to do.
-        self._next_heartbeat = now
+        c.install = self._install_of(prepared.group_epoch, assign, caw.InstallAssignmentRequest)

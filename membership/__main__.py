@@ -11,15 +11,14 @@ so the others elect a new leader at once instead of after the session timeout).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
-import signal
 import sys
 import time
 
+from membership.command_line import run_command, run_until_signalled
 from membership.core import MembershipError
 from membership.leader_election import LeaderElection, Leadership
-from protocol.client_security import ClientSecurity, ClientSecurityError
+from protocol.client_security import ClientSecurity
 
 
 def _say(event: str, **fields: object) -> None:
@@ -57,22 +56,14 @@ async def _main(args: argparse.Namespace) -> int:
         group_instance_id=args.group_instance_id,
         security=security,
     )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    task = election.membership.start()
-    _say("joining", name=args.name, group=args.group)
-    stopper = loop.create_task(stop.wait())
-    await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
-    if task.done():
-        exc = task.exception()
-        if isinstance(exc, MembershipError):
-            _say("fatal", name=args.name, error=str(exc), code=exc.code)
-            return 1
-    await election.close()
-    _say("closed", name=args.name)
-    return 0
+    return await run_until_signalled(
+        election.membership.start,
+        election.close,
+        fatal=MembershipError,
+        name=args.name,
+        joining={"group": args.group},
+        say=_say,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -86,11 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--group-instance-id", default=None, help="static membership (KIP-345)")
     parser.add_argument("--command-config", default=None, help="Kafka client properties (TLS, SASL)")
     args = parser.parse_args(argv)
-    try:
-        return asyncio.run(_main(args))
-    except ClientSecurityError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    return run_command(lambda: _main(args))
 
 
 if __name__ == "__main__":

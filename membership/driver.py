@@ -7,7 +7,9 @@ state machine asks for, hand back the answer or the failure, deliver the resulti
 application in order, and sleep until the machine's next deadline. `membership.client` (classic
 groups, any protocol type) and `consumer_membership.client` (KIP-848 consumer groups with
 client-side assignors) both run on `MemberDriver`; each says only how a request goes on the wire
-(`_send`) and what its events mean to the application (`_deliver_event`). `MemberThread` runs a
+(`_send`) and what its events mean to the application (`_deliver_event`); the client-side-assignor
+members (`consumer_membership.client`, `connect_worker.client`) run on `ClientAssignmentDriver`,
+which also sends the extension APIs. `MemberThread` runs a
 driver on a thread and event loop of its own, as Kafka's heartbeat thread keeps a member alive
 while the application's loop is busy.
 
@@ -30,6 +32,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 from membership.connection import BrokerConnection, ConnectionFailed, UnsupportedVersion
 from membership.core import MemberSettings, MembershipError
 from membership.event_log import EventLog
+from protocol import extension_wire as ew
 from protocol.client_security import ClientSecurity, SaslAuthenticationFailed
 
 
@@ -263,6 +266,72 @@ class MemberDriver(Generic[CoreT, ErrorT]):
                 await result
         except Exception as exc:
             self.log.error(f"{self.EVENT_PREFIX}.callback_failed", callback=repr(callback), exc_info=exc)
+
+
+class ComputedEvent(Protocol):
+    """A client-side-assignor member's report of a computation it served."""
+
+    @property
+    def group_epoch(self) -> int: ...
+
+    @property
+    def error(self) -> int: ...
+
+    @property
+    def installed(self) -> bool: ...
+
+    @property
+    def message(self) -> str: ...
+
+
+class AssigningCore(MemberCore, Protocol):
+    @property
+    def member_id(self) -> str: ...
+
+    @property
+    def epoch(self) -> int: ...
+
+
+AssigningCoreT = TypeVar("AssigningCoreT", bound=AssigningCore)
+
+
+class ClientAssignmentDriver(MemberDriver[AssigningCoreT, ErrorT]):
+    """The driver of a member that computes its group's target (`consumer_membership`,
+    `connect_worker`; `membership.client_assignment` has their shared steps): it sends
+    groupshift's extension APIs, and logs and hands on each computation it served."""
+
+    EXTENSION_VERSION: ClassVar[int] = 0  # the one version of each extension API
+    on_computed: Callable[..., Any] | None = None
+
+    @property
+    def member_id(self) -> str:
+        return self.core.member_id
+
+    @property
+    def epoch(self) -> int:
+        return self.core.epoch
+
+    async def _exchange_extension(
+        self, conn: BrokerConnection, api_key: int, body: bytes, timeout: float
+    ) -> tuple[bytes, int]:
+        """One extension request (`body` encoded): the response frame and where its body starts."""
+        version = self.EXTENSION_VERSION
+        conn.negotiate(api_key, version, version)  # the coordinator has the flag off: no retry helps
+        cid = conn.client_id
+        frame = await conn.exchange(
+            lambda c: ew.request_frame(api_key, version, c, cid, body), timeout, api_key
+        )
+        return frame, ew.response_body_offset(frame)
+
+    async def _deliver_computed(self, event: ComputedEvent) -> None:
+        self.log.info(
+            f"{self.EVENT_PREFIX}.computed",
+            group=self.core.settings.group_id,
+            group_epoch=event.group_epoch,
+            error=event.error,
+            installed=event.installed,
+        )
+        await self._call(self.on_computed, event)
 
 
 DriverT = TypeVar("DriverT", bound=MemberDriver[Any, Any])

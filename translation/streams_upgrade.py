@@ -2,7 +2,9 @@
 `group.protocol=streams` instance joins (issue 31, part 3; beyond Kafka, whose 4.4 refuses a
 StreamsGroupHeartbeat on a non-empty classic group: docs/streams-classic-groups.md).
 
-Conditions (all, else GROUP_ID_NOT_FOUND "Cannot convert classic Kafka Streams group ..." with
+A classic group that is not a Kafka Streams group (protocol type other than `consumer`, or a
+protocol other than `stream`) gets Kafka 4.4's own GROUP_ID_NOT_FOUND "Group X is not a streams
+group.". Conditions (all, else GROUP_ID_NOT_FOUND "Cannot convert classic Kafka Streams group ..." with
 the reason, and a `group.conversion_refused` event naming the check): the migration policy
 allows upgrades; the joining heartbeat brings a topology (classic instances send none: the
 streams group's topology is the first streams-protocol member's); the group is a classic Streams
@@ -87,6 +89,14 @@ def upgrade(
 ) -> StreamsGroup:
     """Convert `group` (writing the records into `op`); return the streams group to join."""
     gid = group.group_id
+    if group.protocol_type != PROTOCOL_TYPE or group.protocol_name != STREAMS_PROTOCOL_NAME:
+        # Not a Kafka Streams group at all (a consumer group, a Connect cluster, ...): nothing to
+        # convert, so Kafka 4.4's own answer (the differential's `live-classic-refuses-streams`).
+        refused(
+            op, gid, "upgrade", "not a Kafka Streams group",
+            protocol_type=group.protocol_type, protocol=group.protocol_name,
+        )  # fmt: skip
+        raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {gid} is not a streams group.")
     if not upgrade_enabled(st.config):
         refused(op, gid, "upgrade", "policy", policy=st.config.consumer_migration_policy)
         raise cannot_convert(gid, "online upgrade is disabled.")

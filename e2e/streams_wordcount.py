@@ -1,26 +1,38 @@
 """The Kafka Streams 4.4 word count the streams-group e2e tests run (e2e/java_programs/
 StreamsWordCount.java: groupBy gives a repartition topic, count a changelog topic), its JVM
-instances followed through their stdout, and the true counts of its input. Shared by the
-embedded run (e2e/test_streams_groups.py) and the upstream run in front of Kafka 3.9
-(e2e/test_upstream_kafka.py)."""
+instances followed through their stdout, and the true counts of its input.
+
+`three_instances_one_killed` is issue 31's real-application scenario (three instances, one
+SIGKILLed and restarted on its state directory, the output equal to the true counts), run on
+groupshift embedded (e2e/test_streams_groups.py), on groupshift in front of Kafka 3.9
+(e2e/upstream_streams.py, from e2e/test_upstream_kafka.py) and on Kafka 4.4 itself
+(e2e/test_groups_cli_streams.py)."""
 
 from __future__ import annotations
 
 import collections
+import json
+import signal
 import struct
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 
+from e2e.groups_cli import table
 from harness.kafka_dist.java_clients import TOOL_JVM_OPTS
 
 SOURCE = Path(__file__).parent / "java_programs" / "StreamsWordCount.java"
 APP, INPUT, OUTPUT = "wordcount", "words-in", "counts-out"
 LINES = [f"the quick brown fox {i % 7} jumps over the lazy dog {i % 3}" for i in range(300)]
 ALL_TASKS = {f"{s}_{p}" for s in (0, 1) for p in range(4)}
+# Input produced while an instance is down, then after it is back: old words and new ones.
+WHILE_KILLED = [f"the fox {i % 5} runs while one instance is dead {i % 2}" for i in range(120)]
+AFTER_RESTART = [f"the restarted dog {i % 4} counts again" for i in range(80)]
 
 
 class Instance:
@@ -116,3 +128,215 @@ def read_counts(bootstrap: str, want: dict[str, int], timeout: float, output: st
     finally:
         c.close()
     return latest
+
+
+def tasks_of(assignments: str) -> dict[str, set[str]]:
+    """`ACTIVE: 0:[0,1]; 1:[2]; TARGET-ACTIVE: ...` (kafka-streams-groups.sh's ASSIGNMENTS
+    column) as {kind: {"0_0", "0_1", "1_2"}}."""
+    out: dict[str, set[str]] = {}
+    kind = ""
+    for word in assignments.replace(";", " ").split():
+        if word.endswith(":") and not word[:-1].isdigit():
+            kind = word[:-1]
+            out.setdefault(kind, set())
+            continue
+        sub, _, parts = word.partition(":")
+        for p in parts.strip("[]").split(","):
+            if p:
+                out[kind].add(f"{sub}_{p}")
+    return out
+
+
+def produce(bootstrap: str, topic: str, lines: list[str], tag: str) -> None:
+    """`lines` appended to `topic`, keyed `tag-i`, every one acknowledged."""
+    p = Producer({"bootstrap.servers": bootstrap})
+    for i, line in enumerate(lines):
+        p.produce(topic, key=f"{tag}-{i}", value=line)
+    assert p.flush(30) == 0
+
+
+def process_id(state_dir: Path, app: str) -> str:
+    """The process id Kafka Streams keeps in its state directory (StateDirectory's
+    `kafka-streams-process-metadata`): a restart on the same directory reuses it."""
+    return str(json.loads((state_dir / app / "kafka-streams-process-metadata").read_text())["processId"])
+
+
+def uncommitted(
+    bootstrap: str, group: str, topics: list[str], partitions: int = 4
+) -> dict[tuple[str, int], int]:
+    """Per partition of `topics`, how far the group's committed offset is behind the log end
+    (OffsetFetch as an admin; a partition never committed counts from 0)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    tps = [TopicPartition(t, p) for t in topics for p in range(partitions)]
+    found = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group, tps)])[group].result(15)
+    committed = {(tp.topic, tp.partition): max(tp.offset, 0) for tp in found.topic_partitions}
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "end-offsets", "enable.auto.commit": False})
+    try:
+        ends = {(tp.topic, tp.partition): c.get_watermark_offsets(tp, timeout=15)[1] for tp in tps}
+    finally:
+        c.close()
+    return {tp: end - committed.get(tp, 0) for tp, end in ends.items() if end != committed.get(tp, 0)}
+
+
+class WordCountApp:
+    """The word count against one server: instance n runs on state directory `base/state-n`,
+    kept across its restarts; `stop` ends every instance still running."""
+
+    def __init__(
+        self,
+        classpath: str,
+        bootstrap: str,
+        base: Path,
+        app: str = APP,
+        input_topic: str = INPUT,
+        output_topic: str = OUTPUT,
+    ) -> None:
+        self.classpath, self.bootstrap, self.base = classpath, bootstrap, base
+        self.app, self.input_topic, self.output_topic = app, input_topic, output_topic
+        self.instances: list[Instance] = []
+
+    def state_dir(self, n: int) -> Path:
+        return self.base / f"state-{n}"
+
+    def start(self, n: int) -> Instance:
+        log = self.base / f"instance-{n}-{time.monotonic_ns()}.log"
+        instance = Instance(
+            self.classpath,
+            self.bootstrap,
+            self.state_dir(n),
+            log,
+            self.app,
+            self.input_topic,
+            self.output_topic,
+        )
+        self.instances.append(instance)
+        return instance
+
+    def stop(self) -> None:
+        for instance in self.instances:
+            if instance.proc.poll() is None:
+                instance.stop()
+
+
+def expect_disjoint_cover(
+    instances: list[Instance], timeout: float, seen: Callable[[], object]
+) -> list[set[str]]:
+    """Each instance RUNNING with a non-empty share, the shares disjoint and together every task."""
+    shares = wait_for_disjoint_shares(instances, timeout)
+    context = ([i.lines[-8:] for i in instances], seen())
+    assert all(shares) and set().union(*shares) == ALL_TASKS, context
+    assert sum(map(len, shares)) == len(ALL_TASKS), context  # no task on two instances
+    return shares
+
+
+def three_instances_one_killed(
+    wc: WordCountApp, produced: list[str], seen: Callable[[], object] = lambda: None
+) -> list[str]:
+    """Issue 31's real application, run on whatever server `wc` names: three instances share
+    every task and count `produced` (already in the input topic) exactly; one is SIGKILLed (no
+    leave, no last commit, its state directory left as a crash leaves it); more input is
+    counted by the two left once the dead member's session expires and they take its tasks;
+    it is restarted on the same state directory (the same process id), the three share every
+    task again and count a last batch. The output's final count of every word equals the
+    truth at each step. Returns every line the input then holds; the three instances are left
+    running (in `wc.instances`) for the caller's own checks.
+
+    Exact counts under at-least-once: the kill comes once every input and repartition record
+    is committed (the application idle), so nothing is processed twice. A kill between a
+    record's processing and its commit replays it, and a count replayed counts twice: that is
+    at-least-once, and only `processing.guarantee=exactly_once_v2` rules it out, which needs
+    transactions (groupshift embedded refuses them, docs/deviations.md)."""
+    repartition = f"{wc.app}-words-repartition"
+    running = [wc.start(n) for n in (1, 2, 3)]
+    expect_disjoint_cover(running, 90, seen)
+    want = truth(produced)
+    assert read_counts(wc.bootstrap, want, 60, wc.output_topic) == want, seen()
+
+    deadline = time.monotonic() + 30
+    while behind := uncommitted(wc.bootstrap, wc.app, [wc.input_topic, repartition]):
+        assert time.monotonic() < deadline, (behind, seen())
+        time.sleep(0.3)
+    process = process_id(wc.state_dir(1), wc.app)
+    victim = running[0]
+    victim.proc.kill()
+    assert victim.proc.wait(10) == -signal.SIGKILL
+
+    # Down: its session expires, the two left take its tasks and count the new input.
+    produce(wc.bootstrap, wc.input_topic, WHILE_KILLED, "killed")
+    produced = produced + WHILE_KILLED
+    expect_disjoint_cover(running[1:], 60, seen)
+    want = truth(produced)
+    assert read_counts(wc.bootstrap, want, 60, wc.output_topic) == want, seen()
+
+    # Back on its state directory: the same process, a share of its own again.
+    running[0] = wc.start(1)
+    expect_disjoint_cover(running, 90, seen)
+    assert process_id(wc.state_dir(1), wc.app) == process
+    produce(wc.bootstrap, wc.input_topic, AFTER_RESTART, "restarted")
+    produced = produced + AFTER_RESTART
+    want = truth(produced)
+    assert read_counts(wc.bootstrap, want, 60, wc.output_topic) == want, seen()
+    return produced
+
+
+def described_members(
+    jars: str, bootstrap: str, app: str, timeout: float = 30
+) -> tuple[list[dict[str, str]], str]:
+    """Kafka 4.4's `kafka-streams-groups.sh --describe --members --verbose` (StreamsGroupCommand,
+    from the kafka-tools jar in `jars`) of `app`: its member rows and its whole output, once
+    every member has reached its target tasks, standbys included (or when `timeout` passes)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        described = subprocess.run(
+            [
+                "java",
+                *TOOL_JVM_OPTS,
+                "-cp",
+                jars,
+                "org.apache.kafka.tools.streams.StreamsGroupCommand",
+                "--bootstrap-server",
+                bootstrap,
+                "--describe",
+                "--group",
+                app,
+                "--members",
+                "--verbose",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert described.returncode == 0, described.stderr[-2000:]
+        rows = [r for r in table(described.stdout) if r.get("GROUP") == app]
+        tasks = [tasks_of(r["ASSIGNMENTS"]) for r in rows]
+        settled = all(
+            t.get("ACTIVE") == t.get("TARGET-ACTIVE") and t.get("STANDBY") == t.get("TARGET-STANDBY")
+            for t in tasks
+        )
+        if (rows and settled) or time.monotonic() > deadline:
+            return rows, described.stdout
+        time.sleep(1)
+
+
+def check_three_members_with_standbys(rows: list[dict[str, str]], text: str, restarted_process: str) -> None:
+    """The describe rows after `three_instances_one_killed` with one standby replica per
+    stateful task: three streams-protocol members on three processes (the restarted instance
+    under the process id its state directory kept), their active tasks disjoint and together
+    every task, and each stateful task (subtopology 1, the count) with exactly one standby, on
+    a member that does not run it; the stateless subtopology (0) with none."""
+    assert len(rows) == 3, text
+    tasks = [tasks_of(r["ASSIGNMENTS"]) for r in rows]
+    for r in rows:
+        assert r["MEMBER-PROTOCOL"] == "streams" and "ACTIVE:" in r["ASSIGNMENTS"], text
+    actives = [t.get("ACTIVE", set()) for t in tasks]
+    assert set().union(*actives) == ALL_TASKS and sum(map(len, actives)) == len(ALL_TASKS), text
+    processes = {r["PROCESS"] for r in rows}
+    assert len(processes) == 3 and restarted_process in processes, text
+    stateful = {f"1_{p}" for p in range(4)}
+    standbys: list[str] = []
+    for t in tasks:
+        standby = t.get("STANDBY", set())
+        assert standby <= stateful and not standby & t.get("ACTIVE", set()), text
+        standbys += sorted(standby)
+    assert sorted(standbys) == sorted(stateful), text
+    assert "STANDBY: 0:[" not in text, text

@@ -24,7 +24,14 @@ the word count on the Kafka node, and a StreamsGroupHeartbeat join with the same
 is not a streams group."; the group stays classic and the instance keeps its tasks (groupshift
 converts it instead: e2e/test_streams_online_migration.py, docs/deviations.md).
 
-One Kafka node, one groupshift, five application JVMs for the module.
+Last, issue 31's real-application scenario on Kafka 4.4 itself (e2e/streams_wordcount.py's
+`three_instances_one_killed`, which e2e/test_streams_groups.py runs on groupshift embedded and
+e2e/test_upstream_kafka.py through groupshift in front of Kafka 3.9): three instances of the word
+count on a group of its own with one standby replica, one SIGKILLed and restarted on its state
+directory, the output counts equal to the truth at every step, and Kafka's tool showing three
+members with the same task and standby shape the embedded run checks.
+
+One Kafka node, one groupshift, nine application JVMs for the module.
 """
 
 from __future__ import annotations
@@ -39,11 +46,11 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
 from e2e.conftest import Gateways
 from e2e.groups_cli import groups, groups_json, ok, table
-from e2e.java_compile import Program, finish_javac, start_javac
+from e2e.java_compile import Program
 from e2e.streams_wordcount import (
     ALL_TASKS,
     APP,
@@ -52,7 +59,14 @@ from e2e.streams_wordcount import (
     OUTPUT,
     SOURCE,
     Instance,
+    WordCountApp,
+    check_three_members_with_standbys,
+    described_members,
+    process_id,
+    produce,
     read_counts,
+    tasks_of,
+    three_instances_one_killed,
     truth,
     wait_for_disjoint_shares,
 )
@@ -75,6 +89,11 @@ KAFKA_SETTINGS = {
     "group.streams.initial.rebalance.delay.ms": "0",
     "group.streams.assignment.interval.ms": "0",
     "group.streams.assignor.offload.enable": "false",
+    # A SIGKILLed instance's tasks move once its session expires: 6 s, not 45 s (the last test).
+    "group.streams.min.session.timeout.ms": "6000",
+    "group.streams.session.timeout.ms": "6000",
+    "group.streams.min.heartbeat.interval.ms": "1000",
+    "group.streams.heartbeat.interval.ms": "1000",
     "offsets.topic.replication.factor": "1",
     "offsets.topic.num.partitions": "4",
     "transaction.state.log.replication.factor": "1",
@@ -92,12 +111,10 @@ class Server:
 
 @pytest.fixture(scope="module")
 def classpath(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """kafka-streams + kafka-tools 4.4.0 (Maven), the word count compiled against them."""
+    """kafka-streams + kafka-tools 4.4.0 (Maven), the word count compiled against them (the
+    classes cached beside the jars)."""
     dist = resolve_component("4.4.0", "streams")
-    classes = tmp_path_factory.mktemp("streams-classes")
-    javac = start_javac(dist.classpath, SOURCE, classes)
-    finish_javac(javac)
-    yield f"{classes}:{dist.classpath}"
+    yield Program(SOURCE, dist.classpath, dist.home, tmp_path_factory.mktemp("streams-classes")).classpath()
 
 
 @pytest.fixture(scope="module")
@@ -164,22 +181,6 @@ def kafka_tool_result(classpath: str, bootstrap: str, *args: str) -> subprocess.
         text=True,
         timeout=60,
     )
-
-
-def tasks_of(assignments: str) -> dict[str, set[str]]:
-    """`ACTIVE: 0:[0,1]; 1:[2]; TARGET-ACTIVE: ...` as {kind: {"0_0", "0_1", "1_2"}}."""
-    out: dict[str, set[str]] = {}
-    kind = ""
-    for word in assignments.replace(";", " ").split():
-        if word.endswith(":") and not word[:-1].isdigit():
-            kind = word[:-1]
-            out.setdefault(kind, set())
-            continue
-        sub, _, parts = word.partition(":")
-        for p in parts.strip("[]").split(","):
-            if p:
-                out[kind].add(f"{sub}_{p}")
-    return out
 
 
 def settled(bootstrap: str, *args: str, timeout: float = 30) -> list[dict[str, str]]:
@@ -439,3 +440,34 @@ def test_kafka_refuses_the_online_roll_of_a_classic_streams_group(
         client.close()
         wire.close()
         classic.stop()
+
+
+def test_three_instances_one_killed_and_restarted_on_kafka(
+    servers: list[Server], classpath: str, tmp_path: Path
+) -> None:
+    """Issue 31's real application on Kafka 4.4 itself, as groupshift runs it (embedded:
+    e2e/test_streams_groups.py; in front of Kafka 3.9: e2e/test_upstream_kafka.py): the same
+    three-instance scenario, the same describe checks. A group of its own (this module's other
+    groups are done), with Kafka's group config `streams.num.standby.replicas=1` as the
+    embedded run has `group.streams.num.standby.replicas=1`."""
+    kafka = next(s for s in servers if s.name == "kafka")
+    app, source, output = "wordcount-kill", "words-in-kill", "counts-out-kill"
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
+    for f in admin.create_topics([NewTopic(source, 4, 1), NewTopic(output, 2, 1)]).values():
+        f.result()
+    standby = ConfigResource(
+        ConfigResource.Type.GROUP,
+        app,
+        incremental_configs=[
+            ConfigEntry("streams.num.standby.replicas", "1", incremental_operation=AlterConfigOpType.SET)
+        ],
+    )
+    admin.incremental_alter_configs([standby])[standby].result(30)
+    produce(kafka.bootstrap, source, LINES, "first")
+    wc = WordCountApp(classpath, kafka.bootstrap, tmp_path, app, source, output)
+    try:
+        three_instances_one_killed(wc, list(LINES), lambda: "on Kafka 4.4")
+        rows, text = described_members(classpath, kafka.bootstrap, app)
+        check_three_members_with_standbys(rows, text, process_id(wc.state_dir(1), app))
+    finally:
+        wc.stop()

@@ -6,7 +6,8 @@
   resumes from those commits behind the gateway; one broker is SIGKILLed and restarted while
   records flow.
 * Kafka 3.9 (no streams groups): a Kafka Streams 4.4 word count with `group.protocol=streams`
-  served by groupshift, its internal topics created on the cluster (e2e/upstream_streams.py).
+  served by groupshift, its internal topics created on the cluster, three instances with one
+  SIGKILLed and restarted on its state directory (e2e/upstream_streams.py).
 * exactly once through groupshift (e2e/transactions.py): two Java transactional copiers (a
   KIP-848 member and a classic member of one group) copy a topic while the KIP-848 copier is
   SIGKILLed twice and groupshift once; Kafka 3.9 is the upstream transaction coordinator.
@@ -204,5 +205,5 @@ def test_kafka39_streams_word_count(
 ) -> None:
     """Issue 31: a Kafka Streams 4.4 application with `group.protocol=streams` on a Kafka 3.9
     cluster, which has no streams groups: groupshift serves the group and creates the internal
-    topics on the cluster."""
+    topics on the cluster; three instances, one SIGKILLed and restarted, the counts exact."""
     check_streams_word_count(*kafka39, Path(tmp_path_factory.mktemp("k39-streams")), "k39")

@@ -16,20 +16,18 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from e2e.groups import wait_until
 from e2e.harness import GatewayProcess
-from e2e.java_compile import finish_javac, start_javac
+from e2e.java_compile import Program
 from e2e.streams_wordcount import (
-    ALL_TASKS,
     LINES,
     SOURCE,
-    Instance,
-    read_counts,
-    truth,
-    wait_for_disjoint_shares,
+    WordCountApp,
+    process_id,
+    produce,
+    three_instances_one_killed,
 )
 from e2e.upstream import Backend, upstream_offsets
 from harness.kafka_dist import resolve_component
@@ -267,42 +265,24 @@ def check_streams_group_on_upstream(
 
 def check_streams_word_count(gw: GatewayProcess, backend: Backend, base: Path, prefix: str) -> None:
     """Issue 31's real application on a cluster without streams groups: the Kafka Streams 4.4
-    word count (`group.protocol=streams`, two instances) through the gateway; the output counts
-    equal the truth, the repartition and changelog topics exist on the cluster itself (asked
-    there directly: partitions, the changelog compacted), and the application's commits are
-    mirrored to the cluster's `__consumer_offsets`; one instance is SIGKILLed and restarted,
-    and Kafka's `kafka-streams-groups.sh` describes the group through the gateway."""
+    word count (`group.protocol=streams`) through the gateway, three instances, one SIGKILLed
+    and restarted on its state directory, the output counts equal to the truth at every step
+    (e2e/streams_wordcount.py's `three_instances_one_killed`); the repartition and changelog
+    topics exist on the cluster itself (asked there directly: partitions, the changelog
+    compacted), the application's commits are mirrored to the cluster's `__consumer_offsets`,
+    and Kafka's `kafka-streams-groups.sh` describes the three members through the gateway."""
     dist = resolve_component("4.4.0", "streams")
-    classes = base / "classes"
-    javac = start_javac(dist.classpath, SOURCE, classes)  # overlaps with the setup below
+    program = Program(SOURCE, dist.classpath, dist.home, base / "classes")
     app, source, output = f"{prefix}-wordcount", f"{prefix}-words-in", f"{prefix}-counts-out"
     replicas = min(backend.brokers, 3)
     admin = AdminClient({"bootstrap.servers": gw.bootstrap})
     for f in admin.create_topics([NewTopic(source, 4, replicas), NewTopic(output, 2, replicas)]).values():
         f.result(30)
-    p = Producer({"bootstrap.servers": gw.bootstrap})
-    for i, line in enumerate(LINES):
-        p.produce(source, key=str(i), value=line)
-    assert p.flush(30) == 0
-    finish_javac(javac)
+    produce(gw.bootstrap, source, LINES, "first")
 
-    classpath = f"{classes}:{dist.classpath}"
-
-    def start(n: int) -> Instance:
-        log = base / f"instance-{n}-{time.monotonic_ns()}.log"
-        return Instance(classpath, gw.bootstrap, base / f"state-{n}", log, app, source, output)
-
-    def both_running(instances: list[Instance]) -> None:
-        shares = wait_for_disjoint_shares(instances, 60)
-        seen = ([i.lines for i in instances], gw.log_tail())
-        assert all(shares) and set().union(*shares) == ALL_TASKS, seen
-        assert not shares[0] & shares[1], seen
-
-    instances = [start(1), start(2)]
+    wc = WordCountApp(program.classpath(), gw.bootstrap, base, app, source, output)
     try:
-        both_running(instances)
-        want = truth()
-        assert read_counts(gw.bootstrap, want, 60, output) == want
+        produced = three_instances_one_killed(wc, list(LINES), gw.log_tail)
 
         # The internal topics are the cluster's, created by groupshift: asked there directly.
         cluster = AdminClient({"bootstrap.servers": backend.bootstrap})
@@ -314,30 +294,17 @@ def check_streams_word_count(gw: GatewayProcess, backend: Backend, base: Path, p
         configs = cluster.describe_configs([resource])[resource].result(30)
         assert configs["cleanup.policy"].value == "compact"
 
-        # The application's commits, answered by groupshift, mirrored to the cluster.
+        # The application's commits, answered by groupshift, mirrored to the cluster: every
+        # input line, the ones counted after the kill and the restart included.
         wait_until(
-            lambda: sum(upstream_offsets(backend, app, source).values()) == len(LINES),
+            lambda: sum(upstream_offsets(backend, app, source).values()) == len(produced),
             30,
             f"{app}'s commits mirrored to the cluster",
             interval=0.5,
         )
 
-        # One instance SIGKILLed (idle and committed: at-least-once reprocesses nothing), more
-        # input while it is down (the survivor takes its tasks once its session expires), then
-        # restarted on its state directory: both run again and the counts are the truth.
-        time.sleep(1)  # a few more commit intervals (200 ms)
-        instances[0].proc.kill()
-        instances[0].proc.wait()
-        more = LINES[:100]
-        for i, line in enumerate(more):
-            p.produce(source, key=f"more-{i}", value=line)
-        assert p.flush(30) == 0
-        want = truth(LINES + more)
-        assert read_counts(gw.bootstrap, want, 60, output) == want, gw.log_tail()
-        instances[0] = start(1)
-        both_running(instances)
-
-        # Kafka's own tool, through the gateway, sees the group groupshift serves.
+        # Kafka's own tool, through the gateway, sees the three members groupshift serves, the
+        # restarted one under the process id its state directory keeps.
         described = subprocess.run(
             [
                 "java",
@@ -358,7 +325,7 @@ def check_streams_word_count(gw: GatewayProcess, backend: Backend, base: Path, p
         )
         assert described.returncode == 0, described.stderr[-2000:]
         rows = [line.split() for line in described.stdout.splitlines() if line.startswith(app)]
-        assert len(rows) == 2 and all("ACTIVE:" in row for row in rows), described.stdout
+        assert len(rows) == 3 and all("ACTIVE:" in row for row in rows), described.stdout
+        assert process_id(wc.state_dir(1), app) in described.stdout, described.stdout
     finally:
-        for i in instances:
-            i.stop()
+        wc.stop()

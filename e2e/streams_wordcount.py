@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import json
+import os
 import signal
 import struct
 import subprocess
@@ -49,7 +50,10 @@ class Instance:
         output_topic: str = OUTPUT,
         main_class: str = "StreamsWordCount",
         extra_args: tuple[str, ...] = (),
+        held: bool = False,
     ) -> None:
+        """`held`: the JVM starts and builds the topology, but the instance joins its group only
+        at `go()` (a roll's next instance, started while the previous step settles)."""
         self.lines: list[str] = []
         self.log = log
         self.proc = subprocess.Popen(
@@ -68,9 +72,17 @@ class Instance:
             ],
             stdout=subprocess.PIPE,
             stderr=log.open("wb"),
+            stdin=subprocess.PIPE if held else None,
+            env={**os.environ, "STREAMS_START_ON_STDIN": "1"} if held else None,
             text=True,
         )
         threading.Thread(target=self._read, daemon=True).start()
+
+    def go(self) -> None:
+        """Let a `held` instance start (join its group)."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
 
     def _read(self) -> None:
         assert self.proc.stdout is not None

@@ -1,21 +1,33 @@
 """Online migration of a Kafka Streams application (issue 31, part 3; beyond Kafka, which only
-migrates offline): the word count started as two Kafka Streams 3.9.2 instances on the classic
+migrates offline): the word count started as three Kafka Streams 3.9.2 instances on the classic
 protocol, then rolled one instance at a time to Kafka Streams 4.4.0 with
 `group.protocol=streams` and back to 3.9.2, with no stop, on one groupshift (embedded).
 
-- The first 4.4 instance converts the classic group to a streams group while the other 3.9
-  instance keeps running inside it (its JoinGroup/SyncGroup answered with Streams'
-  AssignmentInfo from the streams group's target: docs/streams-classic-groups.md); the last 3.9
-  instance then leaves and a second 4.4 instance joins.
-- And back (Kafka has no such thing either): a 3.9 instance replaces one 4.4 instance (it joins
-  the streams group as a classic member), then the last 4.4 instance leaves and the group becomes
-  a classic group again for the 3.9 instances (translation/streams_downgrade.py).
-- The group type (ListGroups) is recorded at each step: classic, streams, streams, streams,
-  classic.
+- The first 4.4 instance converts the classic group to a streams group while the two other 3.9
+  instances keep running inside it (their JoinGroup/SyncGroup answered with Streams'
+  AssignmentInfo from the streams group's target: docs/streams-classic-groups.md); the next 3.9
+  instance then leaves and a second 4.4 instance joins, then the last 3.9 instance and a third.
+- And back (Kafka has no such thing either): a 3.9 instance replaces a 4.4 instance (it joins the
+  streams group as a classic member), then a second; when the last 4.4 instance leaves the group
+  becomes a classic group again for the 3.9 instances (translation/streams_downgrade.py).
+- The group type (ListGroups) is recorded at each step: classic, then streams for the five
+  steps with a 4.4 instance in the group, then classic.
 - No task is active on two instances at once: every instance's own state listener reports its
   active tasks each time it is RUNNING (e2e/streams_wordcount.py's `TASKS` lines), sampled all
-  along the roll; two RUNNING instances never report the same task.
-- The counts in the output topic equal the truth of the input after the roll and at the end.
+  along the roll; two RUNNING instances never report the same task, and each step ends with
+  every task active on exactly one running instance.
+- Mid-roll, DescribeGroups gives the 3.9 instances (one or two) with the tasks they run, and
+  Kafka 4.4's `kafka-consumer-groups.sh` lists them.
+- The counts in the output topic equal the truth of the input (a third produced before the
+  roll, a third after each of the first two steps) after the roll and at the end.
+
+Each step's new JVM is started ahead, while the step before settles, and held before it joins
+(e2e/streams_wordcount.py's `held`): at its step the old instance gets SIGTERM (out of the
+sample from then on) and the new one is let go, so a step waits for the group, not for a JVM's
+start (seconds on a loaded machine). Kafka 4.4 refusing the same roll is
+pinned by e2e/test_groups_cli_streams.py::test_kafka_refuses_the_online_roll_of_a_classic_streams_group.
+Known: about one run in four ends with counts above the truth, a refused stale-epoch commit
+of a 4.4 instance (docs/streams-classic-groups.md, "Tests"; docs/streams-groups.md, "Not yet").
 
 Programs: e2e/java_programs/StreamsWordCountClassic.java against the kafka-streams 3.9.2 jars
 and e2e/java_programs/StreamsWordCount.java against 4.4.0, their classes cached beside the jars
@@ -26,7 +38,9 @@ from __future__ import annotations
 
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Producer
@@ -88,9 +102,19 @@ class Watch:
             time.sleep(0.2)
         raise AssertionError((shares, {n: i.lines[-6:] for n, i in self.instances.items()}, self.overlaps))
 
-    def stop(self, name: str) -> None:
-        i = self.instances.pop(name)
-        i.stop()
+    def replace(self, old: str, new: str, instance: Instance) -> None:
+        """One roll step: SIGTERM to `old` (out of the sample from now on), the held `instance`
+        let go at once (it joins while `old` shuts down, as in an operator's roll once the new
+        instance is up), then `old` waited for."""
+        i = self.instances.pop(old)
+        i.proc.terminate()
+        instance.go()
+        self.instances[new] = instance
+        try:
+            i.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            i.proc.kill()
+            i.proc.wait()
 
 
 def _group_type(wire: AdminWire) -> str | None:
@@ -105,6 +129,34 @@ def _described_tasks(assignment: bytes) -> set[str]:
     user_data = parse_assignment(assignment).user_data
     assert user_data is not None
     return {f"{t.subtopology}_{t.partition}" for t in decode_assignment_info(user_data).active_tasks}
+
+
+def _endpoint(n: int) -> str:
+    """The `application.server` of classic instance n."""
+    return f"localhost:{7200 + n}"
+
+
+def _check_described(wire: AdminWire, shares: dict[str, set[str]]) -> list[Any]:
+    """DescribeGroups mid-roll (Kafka answers any streams group Dead): exactly the running
+    classic instances, as a classic consumer group describes them, each with the tasks it runs;
+    the members in the order of the classic instances' names."""
+    described = wire.describe_group(APP)
+    assert (described.error_code, described.protocol_type, described.protocol_data) == (
+        0,
+        "consumer",
+        "stream",
+    ), described
+    by_endpoint = {
+        parse_streams_member_metadata(m.member_metadata).info.endpoint: m for m in described.members
+    }
+    classic = sorted(name for name in shares if name.startswith("classic-"))
+    want = {_endpoint(int(name.removeprefix("classic-"))): name for name in classic}
+    assert sorted(map(str, by_endpoint)) == sorted(want) and len(described.members) == len(want), described
+    for endpoint, name in want.items():
+        member = by_endpoint[endpoint]
+        assert member.client_id.startswith(APP) and "StreamThread" in member.client_id, member
+        assert _described_tasks(member.member_assignment) == shares[name], (name, member)
+    return [by_endpoint[_endpoint(int(name.removeprefix("classic-")))] for name in classic]
 
 
 def test_roll_classic_streams_to_streams_protocol(module_gateways: Gateways, tmp_path: Path) -> None:
@@ -122,73 +174,89 @@ def test_roll_classic_streams_to_streams_protocol(module_gateways: Gateways, tmp
     for f in admin.create_topics([NewTopic(INPUT, 4, 1), NewTopic(OUTPUT, 2, 1)]).values():
         f.result()
     producer = Producer({"bootstrap.servers": bootstrap})
-    half = len(LINES) // 2
+    third = len(LINES) // 3
 
-    def produce(lines: list[str], start: int) -> None:
-        for n, line in enumerate(lines, start=start):
-            producer.produce(INPUT, key=str(n), value=line)
+    def produce(start: int, end: int) -> None:
+        for n in range(start, end):
+            producer.produce(INPUT, key=str(n), value=LINES[n])
         producer.flush(30)
 
-    produce(LINES[:half], 0)
+    produce(0, third)
     classic_cp = classic_program.classpath()
+    streams_cp = streams_program.classpath()
 
-    def classic(n: int) -> Instance:
-        return Instance(
+    def classic(n: int) -> Callable[[], Instance]:
+        return lambda: Instance(
             classic_cp,
             bootstrap,
             tmp_path / f"state-c{n}",
             tmp_path / f"classic-{n}.log",
             app=APP,
             main_class="StreamsWordCountClassic",
-            # A short session: a stopped 3.9 instance sends no LeaveGroup, its tasks move once
-            # its session expires.
-            extra_args=(f"localhost:{7200 + n}", "8000"),
+            # A short session (the broker's minimum): a stopped 3.9 instance sends no LeaveGroup,
+            # its tasks move once its session expires; a heartbeat every second, as the 4.4
+            # instances', so a 3.9 instance hears of a rebalance within a second, not three.
+            extra_args=(_endpoint(n), "6000", "1000"),
+            held=n > 3,
         )
 
-    def streams(n: int) -> Instance:
-        return Instance(
-            streams_program.classpath(),
-            bootstrap,
-            tmp_path / f"state-s{n}",
-            tmp_path / f"streams-{n}.log",
-            app=APP,
+    def streams(n: int) -> Callable[[], Instance]:
+        return lambda: Instance(
+            streams_cp, bootstrap, tmp_path / f"state-s{n}", tmp_path / f"streams-{n}.log", app=APP, held=True
         )
 
+    # The roll, one instance at a time: forward to 4.4, then back to 3.9.
+    plan = [
+        ("classic-1", "streams-1", streams(1)),
+        ("classic-2", "streams-2", streams(2)),
+        ("classic-3", "streams-3", streams(3)),
+        ("streams-1", "classic-4", classic(4)),
+        ("streams-2", "classic-5", classic(5)),
+        ("streams-3", "classic-6", classic(6)),
+    ]
+    # Each step's new JVM is started (held) while the step before settles, and joins at its step:
+    # what a step waits for is the group, not a JVM's start (seconds on a loaded machine).
+    held: dict[str, Instance] = {}
     watch = Watch()
     marks = [("start", time.monotonic())]
     wire = AdminWire(bootstrap)
     types: list[str | None] = []
+
+    def prestart(k: int) -> None:
+        if k < len(plan):
+            held[plan[k][1]] = plan[k][2]()
+
+    def step(k: int) -> dict[str, set[str]]:
+        """Roll step k; the shares once every task runs once on the instances now up, and the
+        group type then."""
+        old, new, _ = plan[k]
+        watch.replace(old, new, held.pop(new))
+        prestart(k + 1)
+        shares = watch.wait_all_running({*watch.instances}, 60)
+        types.append(_group_type(wire))
+        marks.append((f"{old} -> {new}", time.monotonic()))
+        return shares
+
     try:
-        watch.instances = {"classic-1": classic(1), "classic-2": classic(2)}
-        watch.wait_all_running({"classic-1", "classic-2"}, 60)
+        # The three JVMs start at once, and the first 4.4 one, held.
+        watch.instances = {f"classic-{n}": classic(n)() for n in (1, 2, 3)}
+        prestart(0)
+        watch.wait_all_running({"classic-1", "classic-2", "classic-3"}, 90)
         types.append(_group_type(wire))
         marks.append(("classic running", time.monotonic()))
 
-        # Roll the first instance: the 4.4 one converts the group, classic-2 keeps running in it.
-        watch.stop("classic-1")
-        watch.instances["streams-1"] = streams(1)
-        shares = watch.wait_all_running({"classic-2", "streams-1"}, 60)
-        types.append(_group_type(wire))
-        marks.append(("mixed running", time.monotonic()))
-        # DescribeGroups mid-roll (Kafka answers any streams group Dead): the classic instance,
-        # as a classic consumer group describes it, with the tasks it runs.
-        described = wire.describe_group(APP)
-        assert (described.error_code, described.protocol_type, described.protocol_data) == (
-            0,
-            "consumer",
-            "stream",
-        ), described
-        [member] = described.members
-        assert member.client_id.startswith(APP) and "StreamThread" in member.client_id, member
-        assert parse_streams_member_metadata(member.member_metadata).info.endpoint == "localhost:7202"
-        assert _described_tasks(member.member_assignment) == shares["classic-2"]
+        # Roll the first instance: the 4.4 one converts the group, classic-2 and classic-3 keep
+        # running in it.
+        shares = step(0)
+        members = _check_described(wire, shares)
+        assert len(members) == 2, members
         # ... and so Kafka's own kafka-consumer-groups.sh (4.4), which falls back to it.
         tool = subprocess.run(
             [
                 "java",
                 *TOOL_JVM_OPTS,
                 "-cp",
-                streams_program.classpath(),
+                streams_cp,
                 "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
                 "--bootstrap-server",
                 bootstrap,
@@ -202,43 +270,45 @@ def test_roll_classic_streams_to_streams_protocol(module_gateways: Gateways, tmp
             timeout=60,
         )
         assert tool.returncode == 0, tool.stdout + tool.stderr[-3000:]
-        rows = [line.split() for line in tool.stdout.splitlines() if member.member_id in line]
-        assert len(rows) == 1 and int(rows[0][-1]) == len(shares["classic-2"]), tool.stdout
+        for name, member in zip(("classic-2", "classic-3"), members, strict=True):
+            rows = [line.split() for line in tool.stdout.splitlines() if member.member_id in line]
+            assert len(rows) == 1 and int(rows[0][-1]) == len(shares[name]), tool.stdout
         marks.append(("described", time.monotonic()))
-        produce(LINES[half:], half)
+        produce(third, 2 * third)
 
-        # Roll the second: the last classic instance leaves, a second 4.4 instance joins.
-        watch.stop("classic-2")
-        watch.instances["streams-2"] = streams(2)
-        watch.wait_all_running({"streams-1", "streams-2"}, 60)
-        types.append(_group_type(wire))
-        marks.append(("streams running", time.monotonic()))
+        # Roll the second: one 3.9 instance is left among two 4.4 ones.
+        shares = step(1)
+        assert len(_check_described(wire, shares)) == 1
+        produce(2 * third, len(LINES))
+        # Roll the third: the last classic instance leaves, a third 4.4 instance joins.
+        step(2)
 
-        assert types == ["classic", "streams", "streams"], types
+        assert types == ["classic", "streams", "streams", "streams"], types
         assert not watch.overlaps, watch.overlaps
         want = truth()
         assert read_counts(bootstrap, want, 40) == want
         marks.append(("counts", time.monotonic()))
 
-        # And back: a 3.9 instance joins the streams group as a classic member...
-        watch.stop("streams-1")
-        watch.instances["classic-3"] = classic(3)
-        watch.wait_all_running({"streams-2", "classic-3"}, 60)
-        types.append(_group_type(wire))
-        marks.append(("mixed again", time.monotonic()))
-        # ... and when the last 4.4 instance leaves, the group is classic again for it.
-        watch.stop("streams-2")
-        watch.instances["classic-4"] = classic(4)
-        watch.wait_all_running({"classic-3", "classic-4"}, 60)
-        types.append(_group_type(wire))
-        marks.append(("classic again", time.monotonic()))
+        # And back: 3.9 instances join the streams group as classic members, one at a time...
+        shares = step(3)
+        assert len(_check_described(wire, shares)) == 1
+        shares = step(4)
+        assert len(_check_described(wire, shares)) == 2
+        # ... and when the last 4.4 instance leaves, the group is classic again for them.
+        step(5)
 
-        assert types == ["classic", "streams", "streams", "streams", "classic"], types
+        assert types == ["classic", "streams", "streams", "streams", "streams", "streams", "classic"], types
         assert not watch.overlaps, watch.overlaps
         # No input was processed twice on the way (a count above the truth would show it).
         assert read_counts(bootstrap, want, 20) == want
+        marks.append(("counts again", time.monotonic()))
+        print(time.strftime("%H:%M:%S", time.gmtime(time.time() - (time.monotonic() - marks[0][1]))), end=" ")
         print({name: round(t - marks[0][1], 1) for name, t in marks})
     finally:
         wire.close()
-        for i in watch.instances.values():
+        # The JVMs close at once (each Kafka Streams close takes seconds under load).
+        left = [*watch.instances.values(), *held.values()]
+        for i in left:
+            i.proc.terminate()
+        for i in left:
             i.stop()

@@ -627,3 +627,31 @@ def test_a_standby_a_classic_instance_reports_stays_its_own_until_its_sync() -> 
     assert r.error_code == 0 and r.standby_tasks is not None, r
     assert moved <= {(t.subtopology_id, p) for t in r.standby_tasks for p in t.partitions}
     h.assert_replay_equals_live()
+
+
+def test_log_and_metrics_count_classic_instances_in_a_streams_group_as_classic() -> None:
+    """A classic Kafka Streams instance inside the streams group is logged and counted as
+    `classic` (the roll to `group.protocol=streams` is done at classic 0), not as `streams`."""
+    from gateway.groups.events import annotate
+    from gateway.groups.group_metrics import GroupMetrics
+    from gateway.metrics import MetricsRegistry
+
+    h = Roll()
+    h.seed({"a": HALF_A, "b": HALF_B})
+    h.streams_join("s")
+    h.settle()
+    j = h.join("", protocols=(Protocol("stream", classic_metadata(9, set())),), group="app", version=9)
+    h.join(j.member_id, protocols=(Protocol("stream", classic_metadata(9, set())),), group="app", version=9)
+    assert h.last is not None
+    annotate(h.shard, h.last.events)
+    [joined] = [f for name, f in h.last.events if name == "member.joined"]
+    assert (joined["protocol"], joined["assignor"]) == ("classic", ["stream"]), joined
+    gm = GroupMetrics(
+        MetricsRegistry(),
+        lambda: ((gid, g, h.shard.offsets.group(gid)) for gid, g in h.shard.groups.items()),
+        h.shard.groups.get,
+        lambda t, p: 0,
+        max_groups=10,
+        clock=lambda: 1.0,
+    )
+    assert gm.collect()["groupshift_group_members"] == {("app", "classic"): 3, ("app", "streams"): 1}

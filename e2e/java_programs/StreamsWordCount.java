@@ -3,6 +3,11 @@
 // Arguments: bootstrap, application id, input topic, output topic, state directory.
 // Prints "STATE <new state>" on every state change of the KafkaStreams instance, and
 // "TASKS <active task ids>" once it is RUNNING with them, so the test can follow it.
+// With STREAMS_START_ON_STDIN set, it starts only once a line comes on stdin (a roll's next
+// instance started ahead of its turn: e2e/test_streams_online_migration.py).
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.Locale;
 import java.util.Properties;
@@ -60,6 +65,13 @@ public class StreamsWordCount {
             streams.close();
             done.countDown();
         }));
+        if (System.getenv("STREAMS_START_ON_STDIN") != null) {
+            // Started ahead of its turn (a test's roll): the JVM and the topology are ready, the
+            // instance joins its group once a line comes (or exits if stdin closes first).
+            if (new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)).readLine() == null) {
+                System.exit(0);
+            }
+        }
         streams.start();
         done.await();
     }

@@ -3,9 +3,15 @@
 // group, protocol `stream`), with one standby replica and an application.server endpoint.
 // Arguments: bootstrap, application id, input topic, output topic, state directory, endpoint,
 // and optionally the consumers' session.timeout.ms (Kafka Streams sends no LeaveGroup on close,
-// so a stopped instance's tasks move only once its session expires: 45 s by default).
+// so a stopped instance's tasks move only once its session expires: 45 s by default) and their
+// heartbeat.interval.ms (3 s by default: how soon a member hears of a rebalance).
 // Prints "STATE <new state>" on every state change and, once RUNNING, "TASKS <active task ids>"
 // and "STANDBY <standby task ids>", so the test can compare them with the group's metadata.
+// With STREAMS_START_ON_STDIN set, it starts only once a line comes on stdin (a roll's next
+// instance started ahead of its turn: e2e/test_streams_online_migration.py).
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.Locale;
 import java.util.Properties;
@@ -29,6 +35,9 @@ public class StreamsWordCountClassic {
         props.put(StreamsConfig.APPLICATION_SERVER_CONFIG, args[5]);
         if (args.length > 6) {
             props.put(StreamsConfig.consumerPrefix("session.timeout.ms"), Integer.parseInt(args[6]));
+        }
+        if (args.length > 7) {
+            props.put(StreamsConfig.consumerPrefix("heartbeat.interval.ms"), Integer.parseInt(args[7]));
         }
         props.put(StreamsConfig.NUM_STANDBY_REPLICAS_CONFIG, 1);
         props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
@@ -68,6 +77,13 @@ public class StreamsWordCountClassic {
             streams.close();
             done.countDown();
         }));
+        if (System.getenv("STREAMS_START_ON_STDIN") != null) {
+            // Started ahead of its turn (a test's roll): the JVM and the topology are ready, the
+            // instance joins its group once a line comes (or exits if stdin closes first).
+            if (new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)).readLine() == null) {
+                System.exit(0);
+            }
+        }
         streams.start();
         done.await();
     }

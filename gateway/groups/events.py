@@ -6,8 +6,9 @@ Upgrade") needs more on a few lines, and everything it needs is in the shard's s
 the operation, or in the operation's other events:
 
 * `member.joined`: the member's client id, host, protocol (`classic` or `consumer`, as
-  ConsumerGroupDescribe v1's `member_type`) and assignor (the server assignor a KIP-848 member
-  asked for, or the group's default; the protocol names a classic member offered).
+  ConsumerGroupDescribe v1's `member_type`; `streams` or `classic` in a streams group, whose
+  classic Kafka Streams instances are mid-roll) and assignor (the server assignor a KIP-848
+  member asked for, or the group's default; the protocol names a classic member offered).
 * `group.conversion_refused`: what the client was told, the error name of the `request.rejected`
   in the same outcome (Kafka answers a refused upgrade with GROUP_ID_NOT_FOUND), or `NONE` when
   the request itself succeeds (a refused downgrade leaves the group a consumer group).
@@ -76,6 +77,14 @@ def member_details(shard: Shard, group_id: str, member_id: str) -> dict[str, Any
         sm = group.members.get(member_id)
         if sm is None:
             return {}
+        if sm.classic is not None:
+            # A classic Kafka Streams instance inside the streams group (online migration).
+            return {
+                "client_id": sm.client_id,
+                "client_host": sm.client_host,
+                "protocol": "classic",
+                "assignor": [p.name for p in sm.classic.supported_protocols],
+            }
         return {"client_id": sm.client_id, "client_host": sm.client_host, "protocol": "streams"}
     if isinstance(group, ConnectGroup):
         w = group.members.get(member_id)

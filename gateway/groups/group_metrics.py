@@ -262,7 +262,11 @@ class GroupMetrics:
                     for m in group.members.values()
                 )
             elif isinstance(group, StreamsGroup):
-                out["groupshift_group_members"][(gid, "streams")] = len(group.members)
+                # Classic Kafka Streams instances inside (online migration) count as classic:
+                # the roll to `group.protocol=streams` is done at classic 0.
+                classic = group.num_classic_members
+                out["groupshift_group_members"][(gid, "classic")] = classic
+                out["groupshift_group_members"][(gid, "streams")] = len(group.members) - classic
                 out["groupshift_group_epoch"][key] = group.group_epoch
                 # tasks = input partitions of a subtopology
                 out["groupshift_group_partitions_pending_revocation"][key] = sum(

@@ -101,7 +101,9 @@ def commit_offsets(
         # Connect workers keep their offsets elsewhere (docs/connect-groups.md).
         raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {gid} is a connect group.")
     else:
-        validate_streams_commit(group, req.member_id, req.generation_id_or_member_epoch, ctx.api_version)
+        check = validate_streams_commit(
+            group, req.member_id, req.generation_id_or_member_epoch, ctx.api_version
+        )
 
     now = shard.now_ms
     expire = -1 if req.retention_time_ms == DEFAULT_RETENTION_TIME else now + req.retention_time_ms

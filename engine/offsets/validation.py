@@ -24,7 +24,7 @@ from engine.consumer.group import ConsumerGroup
 from engine.consumer.member import ConsumerGroupMember
 from engine.errors import CoordinatorError, Errors
 from engine.metadata import TopicId
-from engine.streams.group import StreamsGroup
+from engine.streams.group import StreamsGroup, StreamsMember
 
 PartitionCheck = Callable[[str, int], None]
 """Checks one partition (topic name, partition) of a commit; raises CoordinatorError."""
@@ -137,12 +137,16 @@ def validate_consumer_fetch(group: ConsumerGroup, member_id: str | None, epoch: 
     _check_epoch(epoch, member.member_epoch, member.uses_classic_protocol)
 
 
-def validate_streams_commit(group: StreamsGroup, member_id: str, epoch: int, api_version: int) -> None:
-    """Kafka `StreamsGroup.validateOffsetCommit`: an admin commit (epoch < 0) while the group has
-    no members, else the member's own epoch (older epochs are refused: this slice keeps no
-    per-task assignment epochs, docs/streams-groups.md)."""
+def validate_streams_commit(
+    group: StreamsGroup, member_id: str, epoch: int, api_version: int
+) -> PartitionCheck | None:
+    """Kafka 4.4 `StreamsGroup.validateOffsetCommit`: an admin commit (epoch < 0) while the group
+    has no members, else the member's own epoch, or an older one for the tasks the member was
+    given at that epoch or before (`createAssignmentEpochValidator`, KAFKA-19779): a Kafka
+    Streams instance's commit sent just before its heartbeat moved it to a new epoch is kept.
+    Returns the check each partition must pass (None: every partition may be committed)."""
     if epoch < 0 and not group.members:
-        return
+        return None
     member = group.members.get(member_id)
     if member is None:
         raise CoordinatorError(
@@ -156,7 +160,45 @@ def validate_streams_commit(group: StreamsGroup, member_id: str, epoch: int, api
             Errors.UNSUPPORTED_VERSION,
             "OffsetCommit version 9 or above must be used by members using the streams group protocol",
         )
-    _check_epoch(epoch, member.member_epoch, classic)
+    if classic or epoch >= member.member_epoch:
+        _check_epoch(epoch, member.member_epoch, classic)
+        return None
+    return _task_check(group, member, epoch)
+
+
+def _task_check(group: StreamsGroup, member: StreamsMember, epoch: int) -> PartitionCheck:
+    """Kafka 4.4 `StreamsGroup.createAssignmentEpochValidator`: a partition of a source or
+    repartition source topic is the task of its subtopology with the same number."""
+    topology = group.topology
+    if topology is None:
+        raise CoordinatorError(
+            Errors.STALE_MEMBER_EPOCH, "Topology is not available for offset commit validation."
+        )
+    subtopology_of: dict[str, str] = {}
+    for sub in topology.subtopologies:
+        for name in sub.source_topics:
+            subtopology_of[name] = sub.subtopology_id
+        for info in sub.repartition_source_topics:
+            subtopology_of[info.name] = sub.subtopology_id
+
+    def check(topic: str, partition: int) -> None:
+        sid = subtopology_of.get(topic)
+        if sid is None:
+            raise CoordinatorError(Errors.STALE_MEMBER_EPOCH, f"Topic {topic} is not in the topology.")
+        given = member.active_task_epoch(sid, partition)
+        if given is None:
+            raise CoordinatorError(
+                Errors.STALE_MEMBER_EPOCH,
+                f"Task {sid}-{partition} is not assigned or pending revocation for member.",
+            )
+        if epoch < given:
+            raise CoordinatorError(
+                Errors.STALE_MEMBER_EPOCH,
+                f"Received member epoch {epoch} is older than assignment epoch {given} "
+                f"for task {sid}-{partition}.",
+            )
+
+    return check
 
 
 def validate_streams_fetch(group: StreamsGroup, member_id: str | None, epoch: int) -> None:

@@ -54,6 +54,37 @@ def task_ids(tasks: Tasks) -> tuple[TaskIds, ...]:
     return tuple(TaskIds(s, tuple(sorted(p))) for s, p in sorted(tasks.items()) if p)
 
 
+# subtopology id -> partition -> the member epoch at which the member was given that active task
+TaskEpochs = Mapping[str, Mapping[int, int]]
+
+
+def active_task_ids(tasks: Tasks, epochs: TaskEpochs, default: int) -> tuple[TaskIds, ...]:
+    """`task_ids` of active tasks with each task's assignment epoch (record type 22's tagged
+    `AssignmentEpochs`, Kafka 4.3+), `default` for a task without one."""
+    out = []
+    for s, p in sorted(tasks.items()):
+        if p:
+            parts = tuple(sorted(p))
+            have = epochs.get(s, {})
+            out.append(TaskIds(s, parts, tuple(have.get(x, default) for x in parts)))
+    return tuple(out)
+
+
+def epochs_from_records(ids: Iterable[TaskIds], default: int) -> dict[str, dict[int, int]]:
+    """Kafka 4.4 `TasksTupleWithEpochs.parseActiveTasksWithEpochs`: the stored epochs, or
+    `default` (the member epoch) for a subtopology whose record has none or a list of another
+    length than its partitions (a record written before Kafka 4.3)."""
+    out: dict[str, dict[int, int]] = {}
+    for t in ids:
+        into = out.setdefault(t.subtopology_id, {})
+        epochs = t.assignment_epochs
+        if epochs is not None and len(epochs) == len(t.partitions):
+            into.update(zip(t.partitions, epochs, strict=True))
+        else:
+            into.update(dict.fromkeys(t.partitions, default))
+    return {s: e for s, e in out.items() if e}
+
+
 def tasks_union(a: Tasks, b: Tasks) -> Tasks:
     out = dict(a)
     for s, p in b.items():
@@ -139,6 +170,19 @@ class StreamsMember:
     active_pending_revocation: Tasks = field(default_factory=dict)
     standby_pending_revocation: Tasks = field(default_factory=dict)
     warmup_pending_revocation: Tasks = field(default_factory=dict)
+    # The epoch each active task (assigned or pending revocation) was given at (Kafka 4.3+,
+    # KAFKA-19779): a commit sent with an older member epoch is accepted for a task the member
+    # held at that epoch. A task missing here counts as given at `member_epoch`.
+    active_epochs: TaskEpochs = field(default_factory=dict)
+
+    def active_task_epoch(self, subtopology_id: str, partition: int) -> int | None:
+        """The epoch at which the member was given this active task, None if it holds no such
+        active task (assigned or pending revocation)."""
+        if partition in self.active.get(
+            subtopology_id, ()
+        ) or partition in self.active_pending_revocation.get(subtopology_id, ()):
+            return self.active_epochs.get(subtopology_id, {}).get(partition, self.member_epoch)
+        return None
 
     def pending_revocation(self) -> Tasks:
         """Every task the member was asked to give up, whatever its role."""
@@ -166,10 +210,10 @@ class StreamsMember:
             self.member_epoch,
             self.previous_member_epoch,
             int(self.state),
-            task_ids(self.active),
+            active_task_ids(self.active, self.active_epochs, self.member_epoch),
             task_ids(self.standby),
             task_ids(self.warmup),
-            task_ids(self.active_pending_revocation),
+            active_task_ids(self.active_pending_revocation, self.active_epochs, self.member_epoch),
             task_ids(self.standby_pending_revocation),
             task_ids(self.warmup_pending_revocation),
         )
@@ -343,6 +387,7 @@ class StreamsGroup:
                 m.state = MemberState.STABLE
                 m.active, m.standby, m.warmup, m.active_pending_revocation = {}, {}, {}, {}
                 m.standby_pending_revocation, m.warmup_pending_revocation = {}, {}
+                m.active_epochs = {}
             return
         if m is None:
             # Kafka creates the member from either of its records, whichever comes first.
@@ -356,6 +401,9 @@ class StreamsGroup:
         m.active_pending_revocation = tasks_from(value.active_tasks_pending_revocation)
         m.standby_pending_revocation = tasks_from(value.standby_tasks_pending_revocation)
         m.warmup_pending_revocation = tasks_from(value.warmup_tasks_pending_revocation)
+        m.active_epochs = epochs_from_records(
+            (*value.active_tasks, *value.active_tasks_pending_revocation), value.member_epoch
+        )
         self._hold(m, 1)
 
     def replay_target_member(

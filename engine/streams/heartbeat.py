@@ -454,7 +454,21 @@ def reconcile(
             standby_pending_revocation={},
             warmup_pending_revocation={},
         )
+    updated.active_epochs = _carried_epochs(member, updated)
     return member if _same_assignment(member, updated) else updated
+
+
+def _carried_epochs(member: StreamsMember, updated: StreamsMember) -> dict[str, dict[int, int]]:
+    """Kafka 4.4 streams `CurrentAssignmentBuilder`: an active task the member already held
+    keeps the epoch it was given at; a task new to it gets the epoch the member moves to."""
+    out: dict[str, dict[int, int]] = {}
+    for tasks in (updated.active, updated.active_pending_revocation):
+        for sid, parts in tasks.items():
+            into = out.setdefault(sid, {})
+            for p in parts:
+                held = member.active_task_epoch(sid, p)
+                into[p] = updated.member_epoch if held is None else held
+    return out
 
 
 def _same_assignment(a: StreamsMember, b: StreamsMember) -> bool:

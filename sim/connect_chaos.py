@@ -212,6 +212,7 @@ class ConnectSimMachine(ShardSimMachine):
     NAME = "connect chaos"  # the summary line of `groupshift simulate --chaos --connect`
     CLI_FLAG = " --connect"  # the reproduce line
     GROUP_ID = GROUP
+    NAMES = NAMES
 
     def __init__(self, rng: random.Random) -> None:
         super().__init__(rng)
@@ -553,8 +554,7 @@ class ConnectSimMachine(ShardSimMachine):
 
     # --- steps ---------------------------------------------------------------------------------
 
-    def step(self, faults: bool) -> str:
-        rng = self.rng
+    def actions(self, faults: bool) -> list[tuple[str, float]]:
         actions: list[tuple[str, float]] = [
             ("act", 40),
             ("start", 5 if len(self.workers) < len(NAMES) else 0),
@@ -573,18 +573,17 @@ class ConnectSimMachine(ShardSimMachine):
                 ("hang_assignor", 0.7),
                 ("assignor_error", 1),
                 ("stale_install", 1),
-                *self.SERVER_FAULTS,
             ]
-        action = rng.choices([a for a, _ in actions], [w for _, w in actions])[0]
-        name = rng.choice(NAMES)
+        return actions
+
+    def act_on(self, action: str, name: str) -> bool:
+        rng = self.rng
         if action == "act":
             self.act(name)
         elif action == "start":
             self.start(rng.choice([n for n in NAMES if n not in self.workers]))
         elif action == "leave":
             self.leave(name)
-        elif action == "advance":
-            self.advance(rng.choice([10, 60, 500, 1500, 2100, 3500]))
         elif action == "configure":
             self.configure()
         elif action == "read_config":
@@ -613,8 +612,8 @@ class ConnectSimMachine(ShardSimMachine):
         elif action == "stale_install":
             self.stale_install(name)
         else:
-            self.server_fault(action)
-        return self.end_step(action, faults)
+            return False
+        return True
 
     def quiet(self) -> None:
         """Faults stop: stalled fsyncs complete, nothing fails, no worker hangs or fails to assign."""

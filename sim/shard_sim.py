@@ -134,6 +134,34 @@ class ShardSimMachine(SimServer):
 
     # --- faults and steps ----------------------------------------------------------------------
 
+    NAMES: ClassVar[tuple[str, ...]]  # the clients' names: each step picks one
+
+    def actions(self, faults: bool) -> list[tuple[str, float]]:
+        """The machine's own actions (clients, admin, time) and, when `faults`, its own faults,
+        with their weights in a step's draw; `SERVER_FAULTS` come after them."""
+        raise NotImplementedError
+
+    def act_on(self, action: str, name: str) -> bool:
+        """Run the machine's own `action` on client `name`; False when it is not one of them."""
+        raise NotImplementedError
+
+    def step(self, faults: bool) -> str:
+        """One random action: the machine's own on a random client, time passing, or a server
+        fault; returns its name."""
+        actions = self.actions(faults)
+        if faults:
+            actions = [*actions, *self.SERVER_FAULTS]
+        action = self.rng.choices([a for a, _ in actions], [w for _, w in actions])[0]
+        name = self.rng.choice(self.NAMES)
+        if action == "advance":
+            self.advance(self.rng.choice([10, 60, 500, 1500, 2100, 3500]))
+        elif not self.act_on(action, name):
+            self.server_fault(action)
+        self.loop.step(quiet=not faults)
+        self._drain()
+        self._note(action)
+        return action
+
     # The server's faults (besides a machine's own), with their weights in a step's draw.
     SERVER_FAULTS: ClassVar[list[tuple[str, float]]] = [
         ("clock_jump", 0.7),
@@ -160,13 +188,6 @@ class ShardSimMachine(SimServer):
             self.crash_server(rng.random() < 0.5)
         else:
             raise AssertionError(f"unknown action {action}")
-
-    def end_step(self, action: str, faults: bool) -> str:
-        """A step's end: stalled jobs come a step closer, the loop runs, the action is counted."""
-        self.loop.step(quiet=not faults)
-        self._drain()
-        self._note(action)
-        return action
 
     def quiet(self) -> None:
         """Faults stop: stalled fsyncs complete, nothing fails any more."""

@@ -191,6 +191,7 @@ class StreamsSimMachine(ShardSimMachine):
     NAME = "streams chaos"  # the summary line of `groupshift simulate --chaos --streams`
     CLI_FLAG = " --streams"  # the reproduce line
     GROUP_ID = GROUP
+    NAMES = NAMES
 
     def __init__(self, rng: random.Random) -> None:
         super().__init__(rng)
@@ -679,8 +680,7 @@ class StreamsSimMachine(ShardSimMachine):
 
     # --- steps ---------------------------------------------------------------------------------
 
-    def step(self, faults: bool) -> str:
-        rng = self.rng
+    def actions(self, faults: bool) -> list[tuple[str, float]]:
         actions: list[tuple[str, float]] = [
             ("heartbeat", 30),
             ("slow_heartbeat", 3),
@@ -692,15 +692,10 @@ class StreamsSimMachine(ShardSimMachine):
             ("delete_group", 1),
         ]
         if faults:
-            actions += [
-                ("lose", 4),
-                ("duplicate", 2),
-                ("crash_client", 2),
-                ("fence", 2),
-                *self.SERVER_FAULTS,
-            ]
-        action = rng.choices([a for a, _ in actions], [w for _, w in actions])[0]
-        name = rng.choice(NAMES)
+            actions += [("lose", 4), ("duplicate", 2), ("crash_client", 2), ("fence", 2)]
+        return actions
+
+    def act_on(self, action: str, name: str) -> bool:
         if action == "heartbeat":
             self.heartbeat(name)
         elif action == "slow_heartbeat":
@@ -709,8 +704,6 @@ class StreamsSimMachine(ShardSimMachine):
             self.start(name)
         elif action == "leave":
             self.leave(name)
-        elif action == "advance":
-            self.advance(rng.choice([10, 60, 500, 1500, 2100, 3500]))
         elif action == "grow":
             self.grow()
         elif action == "admin":
@@ -728,8 +721,8 @@ class StreamsSimMachine(ShardSimMachine):
         elif action == "fence":
             self.fenced_heartbeat(name)
         else:
-            self.server_fault(action)
-        return self.end_step(action, faults)
+            return False
+        return True
 
     def settle(self, rounds: int = 100) -> None:
         """Faults stopped: every instance heartbeats each round (a stopped one is started again,

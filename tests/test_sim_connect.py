@@ -8,7 +8,6 @@ with figures `groupshift simulate --chaos --connect --seed 1000 --steps 1000 --s
 
 from __future__ import annotations
 
-import io
 import os
 import random
 
@@ -21,6 +20,7 @@ from engine.connect import heartbeat as connect_heartbeat
 from engine.connect.group import NO_WORK, ConnectGroup, Work
 from sim.chaos import Violation
 from sim.connect_chaos import NAMES, ConnectSimMachine, main, run_seed
+from tests.chaos_slices import replays_exactly, run_slice
 
 SEEDS = int(os.environ.get("CONNECT_CHAOS_SEEDS", "6"))
 STEPS = int(os.environ.get("CONNECT_CHAOS_STEPS", "300"))
@@ -29,35 +29,33 @@ STEPS = int(os.environ.get("CONNECT_CHAOS_STEPS", "300"))
 def test_connect_chaos_slice() -> None:
     """SEEDS seeds of STEPS faulty steps, a quiet tail and the settling: 0 violations, and the
     faults and the Connect paths did happen (a slice that injects nothing proves nothing)."""
-    out = io.StringIO()
-    assert main(1, STEPS, SEEDS, out) == 0, out.getvalue()
-    summary = out.getvalue()
-    assert f"{SEEDS} seeds from 1" in summary and "0 violations" in summary
-    for seen in (
-        "ComputeAssignment",
-        "InstallAssignment NONE",
-        "InstallAssignment NONE (assignor error)",
-        "balanced install checked",
-        "PrepareAssignment with held work",
-        "work revoked",
-        "work lost (fenced)",
-        "heartbeat UNKNOWN_MEMBER_ID",
-        "hung assigning worker fenced",
-        "old install sent again",
-        "connector configuration: add",
-        "connector configuration: remove",
-        "answer lost",
-        "append failed",
-        "reload after storage failure",
-        "crash_server",
-    ):
-        assert f"  {seen}: " in summary, (seen, summary)
+    run_slice(
+        main,
+        SEEDS,
+        STEPS,
+        (
+            "ComputeAssignment",
+            "InstallAssignment NONE",
+            "InstallAssignment NONE (assignor error)",
+            "balanced install checked",
+            "PrepareAssignment with held work",
+            "work revoked",
+            "work lost (fenced)",
+            "heartbeat UNKNOWN_MEMBER_ID",
+            "hung assigning worker fenced",
+            "old install sent again",
+            "connector configuration: add",
+            "connector configuration: remove",
+            "answer lost",
+            "append failed",
+            "reload after storage failure",
+            "crash_server",
+        ),
+    )
 
 
 def test_a_seed_replays_exactly() -> None:
-    a, b = run_seed(3, 120), run_seed(3, 120)
-    assert a.stats == b.stats and a.digest == b.digest
-    assert run_seed(4, 120).digest != a.digest
+    replays_exactly(run_seed, 3, 120)
 
 
 def _settled() -> tuple[ConnectSimMachine, ConnectGroup]:

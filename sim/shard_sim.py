@@ -145,6 +145,32 @@ class ShardSimMachine(SimServer):
         """Run the machine's own `action` on client `name`; False when it is not one of them."""
         raise NotImplementedError
 
+    # The actions every machine has, on client `name` (a step draws them by these names).
+
+    def leave(self, name: str) -> None:
+        """A clean shutdown (`leave`)."""
+        raise NotImplementedError
+
+    def crash(self, name: str) -> None:
+        """The client dies without a word (`crash_client`): its session expires."""
+        raise NotImplementedError
+
+    def lose(self, name: str) -> None:
+        """The client's next request is processed and its answer lost (`lose`)."""
+        raise NotImplementedError
+
+    def retry(self, name: str) -> None:
+        """An answer lost, then the client's retry (`duplicate`)."""
+        raise NotImplementedError
+
+    def admin_reads(self) -> None:
+        """Describe and list (`admin`): they must not fail."""
+        raise NotImplementedError
+
+    def delete_group(self) -> None:
+        """DeleteGroups once the group is empty (`delete_group`)."""
+        raise NotImplementedError
+
     def step(self, faults: bool) -> str:
         """One random action: the machine's own on a random client, time passing, or a server
         fault; returns its name."""
@@ -153,8 +179,20 @@ class ShardSimMachine(SimServer):
             actions = [*actions, *self.SERVER_FAULTS]
         action = self.rng.choices([a for a, _ in actions], [w for _, w in actions])[0]
         name = self.rng.choice(self.NAMES)
+        by_name: dict[str, Callable[[str], None]] = {
+            "leave": self.leave,
+            "crash_client": self.crash,
+            "lose": self.lose,
+            "duplicate": self.retry,
+        }
         if action == "advance":
             self.advance(self.rng.choice([10, 60, 500, 1500, 2100, 3500]))
+        elif action == "admin":
+            self.admin_reads()
+        elif action == "delete_group":
+            self.delete_group()
+        elif action in by_name:
+            by_name[action](name)
         elif not self.act_on(action, name):
             self.server_fault(action)
         self.loop.step(quiet=not faults)
@@ -206,6 +244,19 @@ class ShardSimMachine(SimServer):
         if cg is None:
             return True
         return not self.classic_unsynced and cg.state in (ClassicGroupState.STABLE, ClassicGroupState.EMPTY)
+
+    def check(self, full_replay: bool) -> None:
+        """The invariants after a step: the machine's own (`check_clients`), replay equals live
+        (the replica; with `full_replay`, a shard loaded from the disk), no event loop error."""
+        self.check_clients()
+        self.replica_equals_live()
+        if full_replay:
+            self.replay_from_disk_equals_live()
+        assert not self.loop.errors, f"event loop errors: {self.loop.errors}"
+
+    def check_clients(self) -> None:
+        """The machine's own invariants (ownership in the coordinator and the clients, timers)."""
+        raise NotImplementedError
 
     def replica_equals_live(self) -> None:
         if not self._comparable():

@@ -334,10 +334,102 @@ def disk_records(disk: SimDisk) -> list[CoordinatorRecord]:
     return out
 
 
+# --- the server every machine runs ------------------------------------------------------------
+
+
+class SimServer:
+    """The server side every chaos machine shares (this module's `SimMachine`, and
+    sim/shard_sim.py's machines for streams and Connect groups): the real shard runtime on the
+    virtual loop, clock and disk, a replica shard that follows the journal (replay equals live),
+    the clock moved timer by timer, and the power loss that tears the unsynced tail. A machine
+    gives `now`, `disk`, `stats`, its `_open_storage` (which ends with `_follow_journal`) and
+    `_on_event`."""
+
+    now: int
+    disk: SimDisk
+    stats: dict[str, int]
+    loop: VirtualLoop
+    runtime: ShardRuntime
+    log: list[CoordinatorRecord]
+    replica: Shard
+    classic_unsynced: bool
+
+    def _open_storage(self, now: int) -> CoordinatorStorage:
+        raise NotImplementedError
+
+    def _on_event(self, name: str, fields: dict[str, Any]) -> None:
+        pass
+
+    def _new_runtime(self) -> ShardRuntime:
+        self.loop = VirtualLoop(lambda: self.now, self.disk.job_delay)
+        runtime = ShardRuntime(
+            0,
+            self._open_storage,
+            on_event=self._on_event,
+            clock=lambda: self.now,
+            loop=self.loop,  # type: ignore[arg-type]
+        )
+        runtime.start(self.loop)  # type: ignore[arg-type]
+        self.loop.drain()
+        return runtime
+
+    def _follow_journal(self, storage: CoordinatorStorage, replica: Shard) -> CoordinatorStorage:
+        """The replica starts from what the disk holds and follows the journal from here (a
+        GroupMetadata record also ends `classic_unsynced`: the log holds the classic group again)."""
+        self.log = disk_records(self.disk)
+        self.replica = replica
+        self.replica.apply(self.log)
+        journal = storage.shard.journal
+        assert journal is not None
+
+        self.classic_unsynced = False
+
+        def journaled(records: Sequence[CoordinatorRecord]) -> None:
+            journal(records)
+            if any(isinstance(r.key, GroupMetadataKey) for r in records):
+                self.classic_unsynced = False
+            self.log.extend(records)
+            self.replica.apply(records)
+
+        storage.shard.journal = journaled
+        return storage
+
+    def _note(self, name: str) -> None:
+        self.stats[name] = self.stats.get(name, 0) + 1
+
+    def _drain(self) -> None:
+        storage = self.runtime.storage
+        self.loop.drain()
+        if self.runtime.storage is not storage:
+            self._note("reload after storage failure")
+            self._reloaded()
+
+    def _reloaded(self) -> None:
+        """The runtime reloaded its shard from the log after a storage failure (the gateway then
+        closes the shard's connections): a machine tells its clients."""
+
+    def _advance_clock(self, ms: int) -> None:
+        target = self.now + ms
+        while True:
+            t = self.loop.next_timer()
+            if t is None or t > target:
+                break
+            self.now = max(self.now, t)
+            self._drain()
+        self.now = target
+        self._drain()
+
+    def _power_loss(self) -> None:
+        """The unsynced tail is torn (what survives is counted in the summary)."""
+        self.stats["batches torn by power loss"] = self.stats.get("batches torn by power loss", 0) + (
+            self.disk.tear()
+        )
+
+
 # --- the machine -------------------------------------------------------------------------------
 
 
-class SimMachine(MigrationWorld):
+class SimMachine(SimServer, MigrationWorld):
     """The migration world's clients, served by a `ShardRuntime` on simulated parts.
 
     A subclass adds clients and faults of its own through `extra_actions` / `extra_action` (see
@@ -370,19 +462,6 @@ class SimMachine(MigrationWorld):
 
     # --- the server ----------------------------------------------------------------------------
 
-    def _new_runtime(self) -> ShardRuntime:
-        self.loop = VirtualLoop(lambda: self.now, self.disk.job_delay)
-        runtime = ShardRuntime(
-            0,
-            self._open_storage,
-            on_event=self._on_event,
-            clock=lambda: self.now,
-            loop=self.loop,  # type: ignore[arg-type]
-        )
-        runtime.start(self.loop)  # type: ignore[arg-type]
-        self.loop.drain()
-        return runtime
-
     def _open_storage(self, now: int) -> CoordinatorStorage:
         self.reloads += 1
         storage = CoordinatorStorage.load(
@@ -392,25 +471,8 @@ class SimMachine(MigrationWorld):
             image=self.image,
             now_ms=now,
         )
-        # The replica follows the journal from here; it starts from what the disk holds.
-        self.log = disk_records(self.disk)
-        self.replica = Shard(self.config_for(self.policy), SeededIds(0), self.image)
-        self.replica.apply(self.log)
         self.replica_storage = storage
-        journal = storage.shard.journal
-        assert journal is not None
-
-        self.classic_unsynced = False
-
-        def journaled(records: Sequence[CoordinatorRecord]) -> None:
-            journal(records)
-            if any(isinstance(r.key, GroupMetadataKey) for r in records):
-                self.classic_unsynced = False
-            self.log.extend(records)
-            self.replica.apply(records)
-
-        storage.shard.journal = journaled
-        return storage
+        return self._follow_journal(storage, Shard(self.config_for(self.policy), SeededIds(0), self.image))
 
     @property
     def shard(self) -> Shard:
@@ -438,16 +500,6 @@ class SimMachine(MigrationWorld):
                 # A classic group changes in place and learns of the failure afterwards (as in
                 # Kafka): until its next GroupMetadata record, the log may hold an older state.
                 self.classic_unsynced = True
-
-    def _note(self, name: str) -> None:
-        self.stats[name] = self.stats.get(name, 0) + 1
-
-    def _drain(self) -> None:
-        storage = self.runtime.storage
-        self.loop.drain()
-        if self.runtime.storage is not storage:
-            self._note("reload after storage failure")
-            self._reloaded()
 
     def _reloaded(self) -> None:
         """The runtime reloaded its shard (a failed fsync): in-flight requests failed."""
@@ -559,17 +611,6 @@ class SimMachine(MigrationWorld):
 
     # --- time, metadata, restarts --------------------------------------------------------------
 
-    def _advance_clock(self, ms: int) -> None:
-        target = self.now + ms
-        while True:
-            t = self.loop.next_timer()
-            if t is None or t > target:
-                break
-            self.now = max(self.now, t)
-            self._drain()
-        self.now = target
-        self._drain()
-
     def advance(self, ms: int) -> None:
         before = self._server_view()
         records_from = len(self.log)
@@ -593,9 +634,7 @@ class SimMachine(MigrationWorld):
         torn) and restarts, maybe with another migration policy; nothing of the old loop runs."""
         self._before_restart()
         if power_loss:
-            self.stats["batches torn by power loss"] = self.stats.get("batches torn by power loss", 0) + (
-                self.disk.tear()
-            )
+            self._power_loss()
         self.policy = policy
         self.restarts += 1
         self.runtime = self._new_runtime()

@@ -73,7 +73,6 @@ from engine.classic.state import ClassicGroupState
 from engine.config import CoordinatorConfig
 from engine.context import RequestContext
 from engine.errors import Errors
-from engine.ids import SeededIds
 from engine.metadata import MetadataImage, TopicImage, topic_id_for
 from engine.outcome import Outcome
 from engine.shard import Shard
@@ -81,10 +80,6 @@ from engine.streams.api import StreamsGroupHeartbeatRequest, StreamsGroupHeartbe
 from engine.streams.group import StreamsGroup, Tasks, task_ids, tasks_from, tasks_union
 from engine.streams.topology import configure
 from engine.timers import TimerKind
-from gateway.coordinator_storage import CoordinatorStorage, load_shard
-from gateway.groups.runtime import ShardRuntime
-from records.classic_group import GroupMetadataKey
-from records.coordinator import CoordinatorRecord
 from records.streams_group import (
     CopartitionGroup,
     KeyValue,
@@ -93,21 +88,14 @@ from records.streams_group import (
     TopicInfo,
 )
 from sim import chaos
-from sim.chaos import (
-    COORDINATOR_ERRORS,
-    SeedResult,
-    SimDisk,
-    SimLog,
-    VirtualLoop,
-    disk_records,
-)
+from sim.chaos import COORDINATOR_ERRORS, SeedResult
+from sim.shard_sim import ShardSimMachine
 from sim.streams_classic_clients import (
     PROTOCOL,
     ClassicStreamsMember,
     decode_roles,
     leader_assignment,
 )
-from translation.migration import Migration
 
 GROUP = "app"
 SOURCE = "words-in"
@@ -196,26 +184,26 @@ class Member:
         self.epoch = 0
 
 
-class StreamsSimMachine:
-    """Streams members served by a `ShardRuntime` on chaos.py's simulated clock, loop and disk."""
+class StreamsSimMachine(ShardSimMachine):
+    """Streams members served by a `ShardRuntime` on chaos.py's simulated clock, loop and disk
+    (the plumbing: sim/shard_sim.py)."""
 
     NAME = "streams chaos"  # the summary line of `groupshift simulate --chaos --streams`
     CLI_FLAG = " --streams"  # the reproduce line
+    GROUP_ID = GROUP
+    NAMES = NAMES
 
     def __init__(self, rng: random.Random) -> None:
-        self.rng = rng
-        self.disk = SimDisk(rng)
-        self.now = 10_000
-        self.reloads = 0
-        self.stats: dict[str, int] = {}
+        super().__init__(rng)
         self.members: dict[str, Member | ClassicStreamsMember] = {}
         self.incarnations = 0
         self.topics: dict[str, int] = {SOURCE: INITIAL_PARTITIONS}
         self.deployed_epoch = 1  # the topology epoch new instances bring while no group exists
         self.ctx = RequestContext("app-StreamThread-1-consumer", "/127.0.0.1", 0)
-        self.log: list[CoordinatorRecord] = []
-        self.classic_unsynced = False
         self.runtime = self._new_runtime()
+
+    def coordinator_config(self) -> CoordinatorConfig:
+        return config()
 
     # --- the server ----------------------------------------------------------------------------
 
@@ -223,105 +211,10 @@ class StreamsSimMachine:
     def image(self) -> MetadataImage:
         return MetadataImage([TopicImage(topic_id_for(n), n, c) for n, c in sorted(self.topics.items())])
 
-    def _new_runtime(self) -> ShardRuntime:
-        self.loop = VirtualLoop(lambda: self.now, self.disk.job_delay)
-        runtime = ShardRuntime(
-            0,
-            self._open_storage,
-            on_event=self._on_event,
-            clock=lambda: self.now,
-            loop=self.loop,  # type: ignore[arg-type]
-        )
-        runtime.start(self.loop)  # type: ignore[arg-type]
-        self.loop.drain()
-        return runtime
-
-    def _open_storage(self, now: int) -> CoordinatorStorage:
-        self.reloads += 1
-        storage = CoordinatorStorage.load(
-            SimLog(self.disk),  # type: ignore[arg-type]
-            config=config(),
-            ids=SeededIds(1000 + self.reloads),
-            image=self.image,
-            now_ms=now,
-        )
-        self.log = disk_records(self.disk)
-        self.replica = Shard(config(), SeededIds(0), self.image, migration=Migration)
-        self.replica.apply(self.log)
-        journal = storage.shard.journal
-        assert journal is not None
-
-        self.classic_unsynced = False
-
-        def journaled(records: Any) -> None:
-            journal(records)
-            if any(isinstance(r.key, GroupMetadataKey) for r in records):
-                self.classic_unsynced = False
-            self.log.extend(records)
-            self.replica.apply(records)
-
-        storage.shard.journal = journaled
-        return storage
-
-    @property
-    def shard(self) -> Shard:
-        shard: Shard = self.runtime.shard
-        return shard
-
     @property
     def group(self) -> StreamsGroup | None:
         g = self.shard.groups.get(GROUP)
         return g if isinstance(g, StreamsGroup) else None
-
-    @property
-    def classic_group(self) -> ClassicGroup | None:
-        g = self.shard.groups.get(GROUP)
-        return g if isinstance(g, ClassicGroup) else None
-
-    def _on_event(self, name: str, fields: dict[str, Any]) -> None:
-        if name == "append.failed":
-            self._note("append failed")
-            if self.classic_group is not None:
-                # A classic group changes in place and learns of the failure afterwards (as in
-                # Kafka, and as sim/chaos.py has it): until its next GroupMetadata record, the
-                # log may hold an older state.
-                self.classic_unsynced = True
-        elif name == "group.converted":
-            self._note(f"group converted to {fields.get('to_type')}")
-        elif name == "group.conversion_refused":
-            self._note(f"conversion refused ({fields.get('reason')})")
-
-    def _note(self, name: str) -> None:
-        self.stats[name] = self.stats.get(name, 0) + 1
-
-    def _drain(self) -> None:
-        storage = self.runtime.storage
-        self.loop.drain()
-        if self.runtime.storage is not storage:
-            self._note("reload after storage failure")
-
-    def _request(self, send: Callable[[Shard], Outcome[Any]]) -> Any:
-        """Run one request as the gateway does; its answer, or None when the client never sees
-        one (the connection closed, or the answer waits on a stalled fsync past the timeout)."""
-        result = self.runtime.run(lambda shard, _now: send(shard))
-        self._drain()
-        if isinstance(result, asyncio.Future):
-            if result.done() and result.exception() is None:
-                return result.result()
-            if result.done():
-                self._note("request failed (storage)")
-            else:
-                self._note("response delayed past the timeout")
-                result.add_done_callback(_consume)
-            return None
-        return result
-
-    def _update_metadata(self) -> None:
-        image = self.image
-        result = self.runtime.run(lambda shard, now: shard.update_metadata(image, now))
-        if isinstance(result, asyncio.Future):
-            result.add_done_callback(_consume)
-        self._drain()
 
     # --- members -------------------------------------------------------------------------------
 
@@ -474,6 +367,14 @@ class StreamsSimMachine:
     def crash(self, name: str) -> None:
         """The instance dies without a word: its session expires."""
         self.members.pop(name, None)
+
+    def lose(self, name: str) -> None:
+        self.heartbeat(name, lost=True)
+
+    def retry(self, name: str) -> None:
+        """The client retries a heartbeat whose answer it did not get: a full heartbeat again."""
+        self.heartbeat(name, lost=True)
+        self.heartbeat(name)
 
     # --- classic Kafka Streams instances (online migration) -------------------------------------
 
@@ -658,23 +559,8 @@ class StreamsSimMachine:
 
     # --- time and the server -------------------------------------------------------------------
 
-    def advance(self, ms: int) -> None:
-        target = self.now + ms
-        while True:
-            t = self.loop.next_timer()
-            if t is None or t > target:
-                break
-            self.now = max(self.now, t)
-            self._drain()
-        self.now = target
-        self._drain()
-
     def crash_server(self, power_loss: bool) -> None:
-        if power_loss:
-            self.stats["batches torn by power loss"] = self.stats.get("batches torn by power loss", 0) + (
-                self.disk.tear()
-            )
-        self.runtime = self._new_runtime()
+        super().crash_server(power_loss)
         for m in self.members.values():
             if isinstance(m, ClassicStreamsMember) and m.phase in ("joining", "syncing"):
                 m.inflight += 1  # the connection closed: the in-flight request failed
@@ -682,14 +568,10 @@ class StreamsSimMachine:
 
     # --- invariants ----------------------------------------------------------------------------
 
-    def check(self, full_replay: bool) -> None:
+    def check_clients(self) -> None:
         self.no_task_twice_in_the_coordinator()
         self.no_task_twice_in_the_members_view()
-        self.replica_equals_live()
         self.every_member_has_its_session_timer()
-        if full_replay:
-            self.replay_from_disk_equals_live()
-        assert not self.loop.errors, f"event loop errors: {self.loop.errors}"
 
     def no_task_twice_in_the_coordinator(self) -> None:
         cg = self.classic_group
@@ -767,29 +649,6 @@ class StreamsSimMachine:
                 )
                 copies[k] = name
 
-    def replica_equals_live(self) -> None:
-        cg = self.classic_group
-        if cg is not None and self.classic_unsynced:
-            return  # see `_on_event`
-        if cg is not None and cg.state not in (ClassicGroupState.STABLE, ClassicGroupState.EMPTY):
-            # a classic group between its join and its leader's SyncGroup holds a generation
-            # no record carries yet (Kafka writes GroupMetadata at the sync): compared at rest
-            return
-        live = self.shard.persisted_state()["groups"].get(GROUP)
-        replayed = self.replica.persisted_state()["groups"].get(GROUP)
-        assert live == replayed, f"the journaled records replay to another group:\n{replayed}\nlive:\n{live}"
-
-    def replay_from_disk_equals_live(self) -> None:
-        cg = self.classic_group
-        if cg is not None and self.classic_unsynced:
-            return  # see `_on_event`
-        if cg is not None and cg.state not in (ClassicGroupState.STABLE, ClassicGroupState.EMPTY):
-            return
-        fresh = Shard(config(), SeededIds(0), self.image, migration=Migration)
-        load_shard(SimLog(self.disk), fresh, "sim")  # type: ignore[arg-type]
-        live = self.shard.persisted_state()["groups"].get(GROUP)
-        assert fresh.persisted_state()["groups"].get(GROUP) == live, "the log replays to another group"
-
     def every_member_has_its_session_timer(self) -> None:
         keys = set(self.shard.timers.keys())
         cg = self.classic_group
@@ -825,8 +684,7 @@ class StreamsSimMachine:
 
     # --- steps ---------------------------------------------------------------------------------
 
-    def step(self, faults: bool) -> str:
-        rng = self.rng
+    def actions(self, faults: bool) -> list[tuple[str, float]]:
         actions: list[tuple[str, float]] = [
             ("heartbeat", 30),
             ("slow_heartbeat", 3),
@@ -838,65 +696,23 @@ class StreamsSimMachine:
             ("delete_group", 1),
         ]
         if faults:
-            actions += [
-                ("lose", 4),
-                ("duplicate", 2),
-                ("crash_client", 2),
-                ("fence", 2),
-                ("clock_jump", 0.7),
-                ("fail_append", 2),
-                ("fail_fsync", 1),
-                ("stall_fsync", 3),
-                ("crash_server", 1.2),
-            ]
-        action = rng.choices([a for a, _ in actions], [w for _, w in actions])[0]
-        name = rng.choice(NAMES)
+            actions += [("lose", 4), ("duplicate", 2), ("crash_client", 2), ("fence", 2)]
+        return actions
+
+    def act_on(self, action: str, name: str) -> bool:
         if action == "heartbeat":
             self.heartbeat(name)
         elif action == "slow_heartbeat":
             self.heartbeat(name, slow=True)
         elif action == "start":
             self.start(name)
-        elif action == "leave":
-            self.leave(name)
-        elif action == "advance":
-            self.advance(rng.choice([10, 60, 500, 1500, 2100, 3500]))
         elif action == "grow":
             self.grow()
-        elif action == "admin":
-            self.admin_reads()
-        elif action == "delete_group":
-            self.delete_group()
-        elif action == "lose":
-            self.heartbeat(name, lost=True)
-        elif action == "duplicate":
-            # the client retries a heartbeat whose answer it did not get: a full heartbeat again
-            self.heartbeat(name, lost=True)
-            self.heartbeat(name)
-        elif action == "crash_client":
-            self.crash(name)
         elif action == "fence":
             self.fenced_heartbeat(name)
-        elif action == "clock_jump":
-            self.advance(rng.choice([8_000, 30_000, 120_000]))
-        elif action == "fail_append":
-            self.disk.fail_appends = rng.randint(1, 3)
-        elif action == "fail_fsync":
-            self.disk.fail_fsync = True
-        elif action == "stall_fsync":
-            self.disk.stall_steps = rng.randint(1, 6)
-        elif action == "crash_server":
-            self.crash_server(rng.random() < 0.5)
-        self.loop.step(quiet=not faults)
-        self._drain()
-        self._note(action)
-        return action
-
-    def quiet(self) -> None:
-        self.disk.quiet = True
-        self.disk.fail_appends, self.disk.fail_fsync, self.disk.stall_steps = 0, False, 0
-        self.loop.step(quiet=True)
-        self._drain()
+        else:
+            return False
+        return True
 
     def settle(self, rounds: int = 100) -> None:
         """Faults stopped: every instance heartbeats each round (a stopped one is started again,
@@ -1004,11 +820,6 @@ def _pairs(tasks: Tasks) -> Iterable[tuple[str, int]]:
     for s, ps in sorted(tasks.items()):
         for p in sorted(ps):
             yield s, p
-
-
-def _consume(f: asyncio.Future[Any]) -> None:
-    if not f.cancelled():
-        f.exception()
 
 
 # --- running seeds -----------------------------------------------------------------------------

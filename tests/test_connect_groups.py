@@ -235,6 +235,44 @@ def test_a_returning_worker_with_the_same_url_may_get_its_work_back_during_the_d
     assert c.owned["b2"] == {"c1/1", "c1/2"}
 
 
+def test_work_is_held_for_one_departed_worker_at_most() -> None:
+    """The connect simulator's seed 1559: c1/1 moved from b's target to c's, c departed before b
+    revoked it, then b departed still running it. Both holds had c1/1 (URLs c and b), so no
+    install could place it (the one with c's URL broke b's hold) until both delays ended, and
+    the SDK's assignor, giving each returning URL its hold, gave it twice. It is c's alone."""
+    c = two_workers_assigned()
+    c.hb("c")
+    assert c.hb("a").compute_assignment == c.group().group_epoch
+    assert c.install("a", {"a": work("c1", "c1/0"), "b": work("c1/2"), "c": work("c1/1")}).error_code == 0
+    c.hb("c")  # c waits for b to revoke c1/1 (b has not heartbeated since)
+    assert c.group().members["b"].assigned.tasks == {("c1", 1), ("c1", 2)}
+    c.leave("c")
+    c.leave("b")
+    g = c.group()
+    assert names(g.delayed["c"].work.wire()) == {"c1/1"}
+    assert names(g.delayed["b"].work.wire()) == {"c1/2"}
+    c.hb("c2", url="http://c:8083")  # c restarted: its work comes back to it
+    assert c.hb("a").compute_assignment == c.group().group_epoch
+    r = c.install("a", {"a": work("c1", "c1/0"), "c2": work("c1/1")})
+    assert r.error_code == 0, r
+
+
+def test_a_worker_departing_again_keeps_its_earlier_hold() -> None:
+    """A worker that rejoins with its member id (as the SDK does after being fenced), gets part
+    of its held work back and departs again: the rest stays held, not free for anyone at once."""
+    c = two_workers_assigned()
+    c.leave("b")
+    c.hb("b")  # the same member id, same URL
+    assert c.hb("a").compute_assignment == c.group().group_epoch
+    assert c.install("a", {"a": work("c1", "c1/0"), "b": work("c1/1")}).error_code == 0
+    c.converge("a", "b")
+    c.leave("b")
+    assert names(c.group().delayed["b"].work.wire()) == {"c1/1", "c1/2"}
+    assert c.hb("a").compute_assignment == c.group().group_epoch
+    r = c.install("a", {"a": work("c1", "c1/0", "c1/2")})
+    assert r.error_code == Errors.INVALID_REQUEST and "held for departed worker b" in (r.error_message or "")
+
+
 def test_session_timeout_is_a_departure_with_the_delay() -> None:
     c = two_workers_assigned()
     for _ in range(3):

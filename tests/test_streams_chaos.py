@@ -7,7 +7,6 @@ or (one process, with figures) `groupshift simulate --chaos --streams --seed 100
 
 from __future__ import annotations
 
-import io
 import os
 import random
 
@@ -15,6 +14,7 @@ import pytest
 import structlog.testing
 
 from sim.streams_chaos import NAMES, StreamsSimMachine, main, run_seed
+from tests.chaos_slices import replays_exactly, run_slice
 
 SEEDS = int(os.environ.get("STREAMS_CHAOS_SEEDS", "20"))
 STEPS = int(os.environ.get("STREAMS_CHAOS_STEPS", "200"))
@@ -23,38 +23,36 @@ STEPS = int(os.environ.get("STREAMS_CHAOS_STEPS", "200"))
 def test_streams_chaos_slice() -> None:
     """SEEDS seeds of STEPS faulty steps, a quiet tail and the settling: 0 violations, and the
     faults and the streams paths did happen (a slice that injects nothing proves nothing)."""
-    out = io.StringIO()
-    assert main(1, STEPS, SEEDS, out) == 0, out.getvalue()
-    summary = out.getvalue()
-    assert f"{SEEDS} seeds from 1" in summary and "0 violations" in summary
-    for seen in (
-        "append failed",
-        "reload after storage failure",
-        "crash_server",
-        "fenced (UNKNOWN_MEMBER_ID)",
-        "fenced (FENCED_MEMBER_EPOCH)",
-        "instance refused (topology update)",
-        "stale topology status",
-        "internal topic created",
-        "slow to take an assignment",
-        "group deleted",
-        "static leave",
-        "static member replaced",
-        # classic Kafka Streams instances and the online migration, both ways
-        "classic instance started",
-        "group converted to streams",
-        "group converted to classic",
-        "classic instance revoked tasks",
-        "classic heartbeat REBALANCE_IN_PROGRESS",
-        "classic leave",
-    ):
-        assert f"  {seen}: " in summary, summary
+    run_slice(
+        main,
+        SEEDS,
+        STEPS,
+        (
+            "append failed",
+            "reload after storage failure",
+            "crash_server",
+            "fenced (UNKNOWN_MEMBER_ID)",
+            "fenced (FENCED_MEMBER_EPOCH)",
+            "instance refused (topology update)",
+            "stale topology status",
+            "internal topic created",
+            "slow to take an assignment",
+            "group deleted",
+            "static leave",
+            "static member replaced",
+            # classic Kafka Streams instances and the online migration, both ways
+            "classic instance started",
+            "group converted to streams",
+            "group converted to classic",
+            "classic instance revoked tasks",
+            "classic heartbeat REBALANCE_IN_PROGRESS",
+            "classic leave",
+        ),
+    )
 
 
 def test_a_seed_replays_exactly() -> None:
-    a, b = run_seed(7, 150), run_seed(7, 150)
-    assert a.stats == b.stats and a.digest == b.digest
-    assert run_seed(8, 150).digest != a.digest
+    replays_exactly(run_seed, 7, 150)
 
 
 def _settled_machine() -> StreamsSimMachine:

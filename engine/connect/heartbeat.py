@@ -215,7 +215,18 @@ def depart(st: ShardState, group: ConnectGroup, member_id: str, op: Operation, r
     for mid, t in group.targets.items():
         if mid != member_id:
             others = others | t.work
+    # A piece of work is held for one departed worker at most: work this worker still ran while
+    # its target had moved it to a worker that departed first is that worker's to get back
+    # (two holds with different URLs would make every placement of it invalid until both end).
+    for mid, d in group.delayed.items():
+        if mid != member_id:
+            others = others | d.work
     lost = (group.targets.get(member_id, NO_TARGET).work | m.assigned) - others
+    previous = group.delayed.get(member_id)
+    if previous is not None and lost:
+        # The same worker (the SDK rejoins with its member id) departs again before its earlier
+        # hold ended: what was held for it stays held, with the new deadline.
+        lost = lost | previous.work
     op.records.append(rb.current_tombstone(gid, member_id))
     if member_id in group.targets:
         op.records.append(rb.target_tombstone(gid, member_id))

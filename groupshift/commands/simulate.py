@@ -3,7 +3,8 @@ printed after each step in the format of KIP-848's case studies (group epoch, ta
 every member's epoch, state and partitions); migration scenarios mix classic members
 (JoinGroup/SyncGroup, eager range) and KIP-848 members in one group. `--chaos` runs the
 deterministic whole-coordinator simulator with faults instead (sim.chaos, docs/simulation.md), and
-`--chaos --streams` its streams-group version (sim.streams_chaos). The
+`--chaos --streams` its streams-group version (sim.streams_chaos), `--chaos --connect` its
+Connect-group version (sim.connect_chaos). The
 scenarios themselves live in sim/; this module only parses and dispatches.
 """
 
@@ -61,6 +62,14 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
         action="store_true",
         help="--chaos: streams-group members (StreamsGroupHeartbeat, KIP-1071) instead (sim.streams_chaos)",
     )
+    p.add_argument(
+        "--connect",
+        action="store_true",
+        help=(
+            "--chaos: Connect workers of the worker SDK (ConnectGroupHeartbeat, PrepareAssignment/"
+            "InstallAssignment, the incremental cooperative assignor) instead (sim.connect_chaos)"
+        ),
+    )
     p.set_defaults(run=run, simulate_parser=p)
     return p
 
@@ -84,6 +93,16 @@ def run(args: argparse.Namespace) -> int:
         args.simulate_parser.error("--client-assignors and --streams are separate simulations: choose one")
     if args.streams and not args.chaos:
         args.simulate_parser.error("--streams needs --chaos")
+    if args.connect and not args.chaos:
+        args.simulate_parser.error("--connect needs --chaos")
+    if args.connect and (args.streams or args.client_assignors):
+        args.simulate_parser.error(
+            "--connect is a separate simulation: not with --streams or --client-assignors"
+        )
+    if args.chaos and args.connect:
+        from sim.connect_chaos import main as connect_chaos_main
+
+        return connect_chaos_main(args.seed, args.steps, args.seeds, sys.stdout, keep_going=args.keep_going)
     if args.chaos and args.streams:
         from sim.streams_chaos import main as streams_chaos_main
 

@@ -16,7 +16,8 @@
 #
 # REUSE=1 keeps COMPILED_VENV when it holds a wheel built from the same sources (the hash of the
 # files the wheel is built from, the working tree's, is kept in the venv): only the tests run.
-# Any change to a package, setup.py, pyproject.toml or build_backend/ rebuilds.
+# Any change to a package, setup.py, pyproject.toml or build_backend/ rebuilds, and so does another
+# GROUPSHIFT_OPT_LEVEL (setup.py: the C compiler's -O, default 3).
 #
 # The tests run in a copy of the checkout (HEAD plus uncommitted changes, untracked files not
 # ignored), whole, so that tests reading sources (tests/test_import_graph.py,
@@ -41,7 +42,7 @@ with open("'"$repo"'/pyproject.toml", "rb") as f:
 # What the wheel is made of, as the working tree has it (uncommitted changes count).
 # shellcheck disable=SC2086
 sources_hash="$(cd "$repo" && { git ls-files -z --cached --others --exclude-standard -- $packages setup.py pyproject.toml build_backend \
-    | sort -z | xargs -0 sha256sum 2>/dev/null || true; } | sha256sum | cut -d' ' -f1)"
+    | sort -z | xargs -0 sha256sum 2>/dev/null || true; echo "opt level ${GROUPSHIFT_OPT_LEVEL:-3}"; } | sha256sum | cut -d' ' -f1)"
 stamp="$venv/groupshift-sources.sha256"
 
 start=$(date +%s)

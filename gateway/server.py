@@ -40,7 +40,7 @@ import structlog
 
 from gateway.allocator import set_arena_max, start_stats_dump
 from gateway.api_versions import ApiVersionsApi
-from gateway.audit import NO_AUDIT, AuditLog
+from gateway.audit import AuditLog
 from gateway.authorizer import Authorizer
 from gateway.authorizer.acl_apis import AclApis
 from gateway.authorizer.checks import install_checks
@@ -71,11 +71,10 @@ from gateway.sasl.scram_apis import ScramCredentialApis
 from gateway.sasl.setup import MechanismSetup
 from gateway.tls import (
     RELOADED_KEYS,
-    NoMatchingRule,
     PrincipalMapper,
-    peer_principal,
     server_context,
 )
+from gateway.tls_connection import TlsKafkaConnection
 from records.errors import LogError
 
 log = structlog.get_logger("gateway")
@@ -557,30 +556,6 @@ class GatewayServer:
         await self.start()
         await stop.wait()
         await self.stop()
-
-
-class TlsKafkaConnection(KafkaConnection):
-    """A connection on an SSL listener: asyncio calls `connection_made` once the handshake has
-    succeeded, and the client's principal is taken from its certificate then."""
-
-    mapper = PrincipalMapper()
-    audit = NO_AUDIT
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        super().connection_made(transport)
-        try:
-            self.ctx.principal = peer_principal(transport.get_extra_info("ssl_object"), self.mapper)
-        except NoMatchingRule as e:
-            # Kafka fails the authentication: the connection is closed, nothing answered.
-            log.warning("gateway.tls_principal_unmapped", connection_id=self.connection_id, error=str(e))
-            self.audit.auth_failed(self.ctx, mechanism="SSL", reason=str(e))
-            transport.close()
-
-    def eof_received(self) -> bool | None:
-        """TLS has no half-close: the transport closes after the peer's close_notify whatever
-        this returns (asyncio logs a warning for True), so nothing is kept open."""
-        super().eof_received()
-        return None
 
 
 def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:

@@ -46,7 +46,9 @@ from harness.matrix.docker_engine import Engine, EngineUnavailable, engine_home,
 from harness.matrix.docker_images import ImageBuilder, ImageBuildError, build_network_settings
 
 REPO = Path(__file__).resolve().parent.parent
-IMAGE_SOURCES = REPO / "deploy" / "image"
+#: Where a checkout keeps the image's Dockerfile and entrypoint.py (relative to the checkout: the
+#: image of `repo` is built from `repo`'s own recipe, also when this module runs from a wheel).
+IMAGE_SOURCES = Path("deploy") / "image"
 REPOSITORY = "groupshift/gateway"
 #: Bump to rebuild the image when something the hash does not cover changes.
 RECIPE_VERSION = "1"
@@ -82,7 +84,7 @@ def image_tag(parent: str, repo: Path = REPO) -> str:
     """`groupshift/gateway:<hash of the parent layer, the recipe and the sources>`."""
     h = hashlib.sha256(f"{RECIPE_VERSION}\0{parent}\0".encode())
     for name in ("Dockerfile", "entrypoint.py"):
-        h.update(name.encode() + b"\0" + (IMAGE_SOURCES / name).read_bytes() + b"\0")
+        h.update(name.encode() + b"\0" + (repo / IMAGE_SOURCES / name).read_bytes() + b"\0")
     for rel in package_files(repo):
         h.update(str(rel).encode() + b"\0" + (repo / rel).read_bytes() + b"\0")
     return f"{REPOSITORY}:{h.hexdigest()[:16]}"
@@ -140,7 +142,7 @@ def write_context(builder: ImageBuilder, parent: str, dest: Path, repo: Path = R
     wheels/dependencies/ (dependency_wheels) and wheels/groupshift/ (groupshift's own wheel)."""
     dest.mkdir(parents=True, exist_ok=True)
     for name in ("Dockerfile", "entrypoint.py"):
-        shutil.copyfile(IMAGE_SOURCES / name, dest / name)
+        shutil.copyfile(repo / IMAGE_SOURCES / name, dest / name)
     shutil.copytree(dependency_wheels(builder, parent, repo), dest / "wheels" / "dependencies")
     own = dest / "wheels" / "groupshift"
     own.mkdir(parents=True)

@@ -223,6 +223,9 @@ def test_image_tag_follows_the_sources_and_the_parent(tmp_path: Path) -> None:
     (repo / "pkg" / "__init__.py").write_text("X = 1\n")
     (repo / "other").mkdir()
     (repo / "other" / "__init__.py").write_text("")
+    # The image's recipe comes from the checkout whose tag is asked for, not from wherever
+    # harness/ is imported from (a wheel's site-packages has no deploy/: the compiled build's tests).
+    shutil.copytree(REPO / "deploy" / "image", repo / "deploy" / "image")
     assert sorted(map(str, package_files(repo))) == ["README.md", "pkg/__init__.py", "pyproject.toml"]
     assert dependency_requirements(repo) == "a>=1\nb; sys_platform != 'win32'\n"
     first = image_tag("groupshift-matrix/python:1", repo)
@@ -233,3 +236,7 @@ def test_image_tag_follows_the_sources_and_the_parent(tmp_path: Path) -> None:
     assert image_tag("groupshift-matrix/python:2", repo) != first
     (repo / "pkg" / "__init__.py").write_text("X = 2\n")
     assert image_tag("groupshift-matrix/python:1", repo) != first
+    second = image_tag("groupshift-matrix/python:1", repo)
+    with (repo / "deploy" / "image" / "Dockerfile").open("a") as dockerfile:
+        dockerfile.write("# another recipe\n")
+    assert image_tag("groupshift-matrix/python:1", repo) not in (first, second)

@@ -266,7 +266,7 @@ def expire(shard: Shard, now: int) -> list[Any]:
 
     shard.tick(now)
     op = Operation()
-    expire_offsets(shard, op)
+    expire_offsets(shard.state, op)  # the job's own argument (engine/expiry.py): the shard's state
     out = shard.commit(op, None)
     return [out] if out.records else []
 

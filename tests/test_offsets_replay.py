@@ -80,7 +80,7 @@ def test_replaying_offset_records_rebuilds_the_live_offsets(ops: list[tuple[obje
         else:
             shard.tick(now)
             op = Operation()
-            expire_offsets(shard, op)
+            expire_offsets(shard.state, op)  # as engine/expiry.py calls it
             out = shard.commit(op, None)
         log.extend(out.records)
     fresh = Shard(cfg, image=image)

@@ -51,7 +51,7 @@ def snapshot(h: MigrationHarness) -> tuple[int, int, dict[str, tuple[int, ...]],
 
 
 def owned(*ps: int) -> list[TopicPartitions]:
-    return [TopicPartitions(FOO, list(ps))] if ps else []
+    return [TopicPartitions(FOO, ps)] if ps else []
 
 
 def classic_c_partitions(response: Any) -> tuple[int, ...]:

@@ -176,14 +176,6 @@ class StandbyStreams(Streams):
         super().__init__(**config)
         self.standby: dict[str, Any] = {}
         self.records = []
-        original = self.shard.streams_group_heartbeat
-
-        def recording(*a: Any, **kw: Any) -> Any:
-            out = original(*a, **kw)
-            self.records.extend(out.records)
-            return out
-
-        self.shard.streams_group_heartbeat = recording  # type: ignore[method-assign]
 
     def beat(self, member: str) -> Any:
         r = self.hb(

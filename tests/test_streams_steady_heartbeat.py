@@ -9,6 +9,8 @@ that must move still waits for the holder to let its task go."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from engine.config import CoordinatorConfig
@@ -16,7 +18,7 @@ from engine.ids import SeededIds
 from engine.shard import Shard
 from engine.streams import heartbeat as streams_heartbeat
 from engine.streams.api import StreamsGroupHeartbeatRequest, StreamsGroupHeartbeatResponse
-from engine.streams.group import Held, MemberState, StreamsGroup
+from engine.streams.group import Held, MemberState, StreamsGroup, Tasks
 from records.streams_group import StreamsGroupTopologyValue, Subtopology
 from tests.test_streams_groups import WORD_COUNT_TOPOLOGY, Streams, image, owned_tasks
 
@@ -40,13 +42,27 @@ def stable_group(partitions: int = MEMBERS) -> Streams:
     return s
 
 
+class Unlisted(dict[str, Tasks]):
+    """The group's targets, where listing every member's target fails the test. The compiled
+    build (mypyc) calls `group_targets` natively, past the module attribute patched below, but
+    reads a dict subclass through its Python methods: the check holds in both builds."""
+
+    def items(self) -> Any:
+        raise AssertionError("a steady heartbeat listed every member's target")
+
+
 def test_a_steady_heartbeat_does_not_scan_the_group(monkeypatch: pytest.MonkeyPatch) -> None:
     s = stable_group()
 
     def group_wide(*_: object) -> None:
         raise AssertionError("a steady heartbeat looked at every member of the group")
 
+    real = streams_heartbeat.group_targets
     monkeypatch.setattr(streams_heartbeat, "group_targets", group_wide)
+    group = s.group
+    group.targets = Unlisted(group.targets)
+    with pytest.raises(AssertionError, match="listed every member's target"):
+        real(group)  # what the dict subclass catches
     for i in range(MEMBERS):
         mid = f"m{i}"
         out = s.shard.streams_group_heartbeat(

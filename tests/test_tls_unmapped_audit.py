@@ -10,8 +10,8 @@ from structlog.testing import capture_logs
 
 from gateway.audit import AuditLog
 from gateway.metrics import MetricsRegistry
-from gateway.server import TlsKafkaConnection
 from gateway.tls import PrincipalMapper
+from gateway.tls_connection import TlsKafkaConnection
 
 
 class FakeSslObject:

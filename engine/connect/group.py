@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any
+from typing import Any, Final
 
 from protocol.connect_wire import WireConnectAssignor, WireTask, WireWork
 from records.connect_group import (
@@ -137,10 +137,12 @@ class Delayed:
 
 
 class ConnectGroupState:
-    EMPTY = "Empty"
-    ASSIGNING = "Assigning"
-    RECONCILING = "Reconciling"
-    STABLE = "Stable"
+    # Final: constants of the class (in the compiled build, mypyc makes a plain class attribute
+    # an instance attribute, not readable through the class)
+    EMPTY: Final = "Empty"
+    ASSIGNING: Final = "Assigning"
+    RECONCILING: Final = "Reconciling"
+    STABLE: Final = "Stable"
 
 
 @dataclass(slots=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any
+from typing import Any, Final
 
 from records.consumer_group import ClassicMemberMetadata
 from records.streams_group import (
@@ -222,12 +222,14 @@ class StreamsMember:
 class StreamsGroupState:
     """Kafka `StreamsGroup.StreamsGroupState` names, as StreamsGroupDescribe and ListGroups show them."""
 
-    EMPTY = "Empty"
-    NOT_READY = "NotReady"
-    ASSIGNING = "Assigning"
-    RECONCILING = "Reconciling"
-    STABLE = "Stable"
-    DEAD = "Dead"
+    # Final: constants of the class (in the compiled build, mypyc makes a plain class attribute
+    # an instance attribute, not readable through the class)
+    EMPTY: Final = "Empty"
+    NOT_READY: Final = "NotReady"
+    ASSIGNING: Final = "Assigning"
+    RECONCILING: Final = "Reconciling"
+    STABLE: Final = "Stable"
+    DEAD: Final = "Dead"
 
 
 class StreamsGroup:

@@ -44,7 +44,7 @@ import structlog
 from gateway.authorizer import Authorizer
 from gateway.authorizer.checks import CHECKS, Check, Guard, NamedTopic, cluster_only
 from gateway.authorizer.model import AclOperation
-from gateway.connection import KafkaConnection, ResponseSlot
+from gateway.connection import CapturingSlot, KafkaConnection, ResponseSlot
 from gateway.registry import NO_RESPONSE, CloseConnection
 from protocol.codec import DecodeFailure, api_schema, decode, decode_response, encode_request, encode_response
 
@@ -113,24 +113,6 @@ class UpstreamTopics:
             for entry in result.configs:
                 if entry.name == AUTO_CREATE and entry.value is not None:
                     self.auto_create_topics = entry.value.strip().lower() == "true"
-
-
-class _Capture(ResponseSlot):
-    """A slot the proxy's forwarding path completes: hands the answer frame to `on_answer`
-    instead of the client's write queue."""
-
-    __slots__ = ("_on_answer",)
-
-    def __init__(self, conn: KafkaConnection, on_answer: Any) -> None:
-        super().__init__(conn)
-        self._on_answer = on_answer
-
-    def complete(self, data: bytes | None) -> None:
-        if self.done:
-            return
-        self.done = True
-        self.task = None
-        self._on_answer(data)
 
 
 class ForwardedAcls:
@@ -202,7 +184,7 @@ class ForwardedAcls:
                     except Exception as e:
                         answer.set_exception(e)
 
-            self.forward_frame(conn, sent, _Capture(conn, arrived), api_key, version, cid)
+            self.forward_frame(conn, sent, CapturingSlot(conn, arrived), api_key, version, cid)
             return answer
 
         ctx = conn.ctx

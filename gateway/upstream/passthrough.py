@@ -64,9 +64,9 @@ from kio.index import load_request_schema, load_response_schema
 from gateway.authorizer.checks import CHECKS, Guard
 from gateway.authorizer.model import AclOperation as Op
 from gateway.authorizer.model import ResourceType as R
-from gateway.connection import KafkaConnection, ResponseSlot
+from gateway.connection import CapturingSlot, KafkaConnection, ResponseSlot
 from gateway.registry import RequestContext
-from gateway.upstream.forwarded_acls import UpstreamTopics, _Capture
+from gateway.upstream.forwarded_acls import UpstreamTopics
 from gateway.upstream.link import UpstreamLink, UpstreamUnavailable
 from protocol.codec import DecodeFailure, api_schema, decode, decode_response, encode_request, peek
 from protocol.entity_builder import build
@@ -246,7 +246,7 @@ class ClusterAclProbes:
 
             slot.task = asyncio.ensure_future(again())
 
-        self.inner(conn, frame, _Capture(conn, answered))
+        self.inner(conn, frame, CapturingSlot(conn, answered))
 
     def _background(self, conn: KafkaConnection) -> None:
         """Questions asked outside a request's dry run (a regex subscription's topics): proved

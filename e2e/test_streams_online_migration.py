@@ -26,8 +26,9 @@ Each step's new JVM is started ahead, while the step before settles, and held be
 sample from then on) and the new one is let go, so a step waits for the group, not for a JVM's
 start (seconds on a loaded machine). Kafka 4.4 refusing the same roll is
 pinned by e2e/test_groups_cli_streams.py::test_kafka_refuses_the_online_roll_of_a_classic_streams_group.
-Known: about one run in four ends with counts above the truth, a refused stale-epoch commit
-of a 4.4 instance (docs/streams-classic-groups.md, "Tests"; docs/streams-groups.md, "Not yet").
+The counts catch a refused stale-epoch commit of a 4.4 instance (it rejoins and counts its
+input again): about one run in four did before streams groups kept per-task assignment epochs
+(docs/streams-groups.md, "Commits with an older member epoch").
 
 Programs: e2e/java_programs/StreamsWordCountClassic.java against the kafka-streams 3.9.2 jars
 and e2e/java_programs/StreamsWordCount.java against 4.4.0, their classes cached beside the jars

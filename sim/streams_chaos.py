@@ -77,7 +77,7 @@ from engine.metadata import MetadataImage, TopicImage, topic_id_for
 from engine.outcome import Outcome
 from engine.shard import Shard
 from engine.streams.api import StreamsGroupHeartbeatRequest, StreamsGroupHeartbeatResponse
-from engine.streams.group import StreamsGroup, Tasks, task_ids, tasks_from, tasks_union
+from engine.streams.group import StreamsGroup, Tasks, task_ids, tasks_from, tasks_intersect, tasks_union
 from engine.streams.topology import configure
 from engine.timers import TimerKind
 from records.streams_group import (
@@ -445,7 +445,7 @@ class StreamsSimMachine(ShardSimMachine):
             sreq = SyncGroupRequest(
                 GROUP, m.join_generation, m.member_id, None, "consumer", PROTOCOL, assignments
             )
-            on = (lambda _r: self._classic_lost(m)) if lost else (lambda r: self._on_sync(m, r))
+            on = (lambda _r: self._classic_lost(m, sync=True)) if lost else (lambda r: self._on_sync(m, r))
             self._classic_send(m, lambda shard: shard.sync_group(sreq, self._classic_ctx(), self.now), on)
         elif m.phase == "stable":
             if m.leader and self.topics[SOURCE] != m.snapshot:
@@ -458,8 +458,10 @@ class StreamsSimMachine(ShardSimMachine):
                 return
             self._on_classic_error(m, int(r.error_code), "heartbeat")
 
-    def _classic_lost(self, m: ClassicStreamsMember) -> None:
+    def _classic_lost(self, m: ClassicStreamsMember, sync: bool = False) -> None:
         self._note("classic answer lost")
+        if sync:
+            m.unseen_sync = True
         m.phase = "unjoined"  # it times the request out and joins again
 
     def _on_classic_error(self, m: ClassicStreamsMember, code: int, what: str) -> None:
@@ -496,6 +498,7 @@ class StreamsSimMachine(ShardSimMachine):
         m.active, m.standby = active, standby
         m.generation = m.join_generation
         m.left_behind = False
+        m.unseen_sync = False
         if any(revoked.values()):
             self._note("classic instance revoked tasks")
             m.phase = "unjoined"  # revoke, then rejoin at once
@@ -630,6 +633,18 @@ class StreamsSimMachine(ShardSimMachine):
                 if m.left_behind:
                     continue
                 warmup: Tasks = {}
+                standby = m.standby
+                sm = live.get(m.member_id) if cg is None else None
+                if m.unseen_sync and sm is not None:
+                    # A SyncGroup answer it did not get: the coordinator released the standbys
+                    # that answer dropped when it sent it (translation/streams_classic_member's
+                    # `release_standbys`), so a sibling thread may be given one while this thread
+                    # still runs it until it rejoins and syncs again. Only within its process,
+                    # where Kafka Streams' state directory lock makes the sibling wait; the
+                    # coordinator cannot tell a lost answer from a read one (seed 5710).
+                    standby = tasks_intersect(
+                        m.standby, tasks_union(sm.standby, sm.standby_pending_revocation)
+                    )
             else:
                 cm = live.get(m.member_id)
                 if cm is None or cm.member_epoch != m.epoch:
@@ -638,11 +653,11 @@ class StreamsSimMachine(ShardSimMachine):
                     # refused from then on (STALE_MEMBER_EPOCH) and its next heartbeat, reporting
                     # tasks no longer its own at an older epoch, is fenced.
                     continue
-                warmup = m.warmup
+                warmup, standby = m.warmup, m.standby
             for s, p in _pairs(m.active):
                 assert (s, p) not in active, f"members {active[(s, p)]} and {name} both run task {s}_{p}"
                 active[(s, p)] = name
-            for s, p in _pairs(tasks_union(m.active, tasks_union(m.standby, warmup))):
+            for s, p in _pairs(tasks_union(m.active, tasks_union(standby, warmup))):
                 k = (m.process_key, s, p)
                 assert k not in copies, (
                     f"process {m.process_key} holds task {s}_{p} in {copies[k]} and {name}"

@@ -66,6 +66,9 @@ class ClassicStreamsMember:
     active: Tasks = field(default_factory=dict)
     standby: Tasks = field(default_factory=dict)
     left_behind: bool = False  # the coordinator dropped it (or moved past its generation)
+    # a SyncGroup the coordinator answered and it never saw (it rejoins): the standbys that
+    # answer dropped were released with it, so they no longer count as its own (seed 5710)
+    unseen_sync: bool = False
     waits: int = 0  # its own steps spent waiting on a parked request
     inflight: int = 0  # the token of its parked JoinGroup/SyncGroup (older answers are ignored)
     snapshot: int = 0  # the input's partition count a leader assigned from
@@ -83,6 +86,7 @@ class ClassicStreamsMember:
         self.active, self.standby = {}, {}
         self.generation = -1
         self.left_behind = False
+        self.unseen_sync = False
 
     def metadata(self, source: str, repartition: str) -> bytes:
         info = SubscriptionInfo(

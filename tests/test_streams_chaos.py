@@ -156,3 +156,35 @@ def test_classic_threads_ride_both_conversions_and_their_view_is_checked(
     y.active = {**y.active, **x.active}
     with pytest.raises(AssertionError, match="both run task"):
         m.no_task_twice_in_the_members_view()
+
+
+def test_a_classic_thread_that_missed_its_sync_answer_no_longer_counts_the_standbys_it_released(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Seed 5710: the coordinator releases the standbys a classic thread's SyncGroup answer drops
+    when it sends the answer; if the thread never sees it, it runs them until it syncs again, and
+    a sibling of its process may be given one meanwhile. Those no longer count for it; the ones
+    the coordinator still has for it (standby or pending revocation) still do."""
+    import sim.streams_chaos as streams_chaos
+    from sim.streams_classic_clients import ClassicStreamsMember
+
+    monkeypatch.setattr(streams_chaos, "CLASSIC_SHARE", 1.0)
+    with structlog.testing.capture_logs():
+        m = StreamsSimMachine(random.Random(3))
+        m.quiet()
+        for name in NAMES:
+            m.start(name)
+        m.settle()
+    g = m.group
+    x, y = m.members["s1"], m.members["s2"]  # two threads of one process
+    assert g is not None and isinstance(x, ClassicStreamsMember) and isinstance(y, ClassicStreamsMember)
+    sid, ps = next(iter(sorted(y.active.items())))
+    x.standby = {**x.standby, sid: x.standby.get(sid, frozenset()) | ps}
+    with pytest.raises(AssertionError, match="holds task"):
+        m.no_task_twice_in_the_members_view()
+    x.unseen_sync = True  # the answer that dropped it was lost: released, no longer its own
+    m.no_task_twice_in_the_members_view()
+    sx = g.members[x.member_id]
+    sx.standby_pending_revocation = {sid: ps}  # still pending revocation: still its own
+    with pytest.raises(AssertionError, match="holds task"):
+        m.no_task_twice_in_the_members_view()

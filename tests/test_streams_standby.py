@@ -337,3 +337,30 @@ def test_task_offsets_kept_on_the_live_group_and_described() -> None:
     assert by_member["m2"].task_offsets == (("1", 2, 40),) and by_member["m1"].task_offsets == ()
     h.hb(member_id="m2", member_epoch=-1)
     assert "m2" not in h.group.task_offsets
+
+
+def test_a_member_back_on_its_previous_epoch_is_told_the_standbys_the_lost_answer_gave() -> None:
+    """Chaos seed 5837: the answer moving a member to a new epoch with a new standby was lost; its
+    retry at the previous epoch (accepted: no task beyond its own) must carry the tasks, or the
+    member moves to the new epoch without the standby and, its assignment not changing, is never
+    told again (Kafka 4.4 sends tasks only on a join or a change)."""
+    h = StandbyStreams()
+    h.join("m1")
+    h.join("m2")
+    h.converge("m1", "m2")
+    assert not h.standby.get("m1")
+    h.shard.set_group_config("app", GroupConfig.model_validate({"streams.num.standby.replicas": 1}))
+    h.converge("m2")
+    before = h.epochs["m1"]
+    lost = h.hb(
+        member_id="m1", member_epoch=before, active_tasks=h.owned["m1"], standby_tasks=(), warmup_tasks=()
+    )  # the member does not see this answer
+    assert lost.error_code == 0 and lost.member_epoch > before and owned_tasks(lost.standby_tasks or ())
+    retry = h.hb(
+        member_id="m1", member_epoch=before, active_tasks=h.owned["m1"], standby_tasks=(), warmup_tasks=()
+    )
+    assert retry.error_code == 0 and retry.member_epoch == lost.member_epoch
+    assert retry.standby_tasks is not None and owned_tasks(retry.standby_tasks) == owned_tasks(
+        lost.standby_tasks
+    )
+    assert retry.active_tasks is not None and owned_tasks(retry.active_tasks) == owned_tasks(h.owned["m1"])

@@ -689,11 +689,19 @@ def heartbeat(
             )
 
     # Kafka sends the tasks on a join and when the member's assigned tasks changed (not on an
-    # epoch change alone, nor to a member that reports fewer tasks than it has).
-    send_tasks = req.member_epoch == 0 or not (
-        tasks_equal(member.active, reconciled.active)
-        and tasks_equal(member.standby, reconciled.standby)
-        and tasks_equal(member.warmup, reconciled.warmup)
+    # epoch change alone, nor to a member that reports fewer tasks than it has). groupshift also
+    # sends them to a member heartbeating at its previous epoch: it did not get the answer that
+    # moved it, and Kafka 4.4 (which does not) would move it to the new epoch without the tasks
+    # that answer gave it, never to be told again while its assignment does not change (a
+    # standby it was given stays unheld: chaos seed 5837, docs/simulation.md).
+    send_tasks = (
+        req.member_epoch == 0
+        or req.member_epoch < member.member_epoch
+        or not (
+            tasks_equal(member.active, reconciled.active)
+            and tasks_equal(member.standby, reconciled.standby)
+            and tasks_equal(member.warmup, reconciled.warmup)
+        )
     )
     endpoints = None
     if not new_group:

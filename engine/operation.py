@@ -46,6 +46,7 @@ class Operation:
         "group_changes",
         "on_append",
         "records",
+        "refused_timers",
         "replay",
         "timers",
     )
@@ -63,6 +64,10 @@ class Operation:
         self.on_append: AppendContinuation | None = None
         # Set by `Shard.commit` when the journal refused the records (the mapped error).
         self.append_error: Errors | None = None
+        # Timer changes that hold only if the journal refuses the records of an operation that
+        # replays or replaces a group (whose other timer changes are then dropped): those that go
+        # with answers to parked classic requests, which are kept (`Shard._append_failed`).
+        self.refused_timers: list[TimerChange] = []
 
     def event(self, name: str, **fields: Any) -> None:
         self.events.append((name, fields))
@@ -99,6 +104,12 @@ class Operation:
     ) -> None:
         key = timer_key(kind, group_id, member_id)
         self.timers.append((SCHEDULE_IF_ABSENT, key, kind, group_id, member_id, epoch, data, timeout_ms))
+
+    def schedule_if_refused(self, kind: TimerKind, group_id: str, member_id: str, timeout_ms: int) -> None:
+        """Schedule the timer (kind, group, member) at now + timeout only if the journal refuses
+        the operation's records (see `refused_timers`)."""
+        key = timer_key(kind, group_id, member_id)
+        self.refused_timers.append((SCHEDULE, key, kind, group_id, member_id, 0, 0, timeout_ms))
 
     def cancel(self, kind: TimerKind, group_id: str, member_id: str = "") -> None:
         self.timers.append((CANCEL, timer_key(kind, group_id, member_id), kind, group_id, member_id, 0, 0, 0))

@@ -337,7 +337,11 @@ class Shard:
             # Parked requests the operation already answered (an upgrade tells a rebalancing
             # classic group's members to rejoin) keep their answers, as Kafka's futures do.
             # Its timer and group changes are dropped with its records: the state they were for
-            # is not there (Kafka reverts the snapshot that held a new group).
+            # is not there (Kafka reverts the snapshot that held a new group). Those that go with
+            # the answers it keeps are applied: a classic member whose parked SyncGroup a failed
+            # conversion answered stays in its group and needs its session timer again (seed 6127).
+            if op.refused_timers:
+                apply_timer_changes(self.timers, op.refused_timers, self.state.now_ms)
             return Outcome(failed, (), op.completions, events)
         # Classic paths already changed the group: their continuation undoes or reports it.
         completions = list(op.completions)

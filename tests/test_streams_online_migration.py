@@ -14,12 +14,13 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.classic.api import JoinGroupResponse, SyncGroupResponse
+from engine.classic.api import JoinGroupResponse, SyncGroupRequest, SyncGroupResponse
 from engine.classic.group import ClassicGroup
 from engine.classic.member import Protocol
 from engine.context import RequestContext
 from engine.errors import Errors
 from engine.offsets.api import CommitPartition, CommitTopic, OffsetCommitRequest
+from engine.outcome import Pending
 from engine.streams.api import StreamsGroupHeartbeatRequest, StreamsGroupHeartbeatResponse
 from engine.streams.group import StreamsGroup
 from records.codec import decode_record, encode_record
@@ -655,3 +656,36 @@ def test_log_and_metrics_count_classic_instances_in_a_streams_group_as_classic()
         clock=lambda: 1.0,
     )
     assert gm.collect()["groupshift_group_members"] == {("app", "classic"): 3, ("app", "streams"): 1}
+
+
+def test_a_classic_instance_whose_parked_sync_a_failed_conversion_answered_still_expires() -> None:
+    """Seed 6127 of the streams chaos simulator: a classic instance's SyncGroup is parked behind
+    its assignment's append and its session expiry is ignored meanwhile (Kafka's
+    `hasSatisfiedHeartbeat`); a streams member's heartbeat then converts the group, answering
+    that SyncGroup REBALANCE_IN_PROGRESS, but the journal refuses the conversion, so the classic
+    group stays with the instance no longer parked. The append's completion restarts the session
+    only of members it answers itself, so the instance needs its session timer from the failed
+    conversion: once silent, it expires."""
+    h = Roll()
+    h.seed({"a": ALL_TASKS})
+    meta = classic_metadata(1, ALL_TASKS)
+    j = h.join("a", protocols=(Protocol("stream", meta),), group="app", version=9)
+    assert isinstance(j, JoinGroupResponse) and j.error_code == 0, j
+    req = SyncGroupRequest("app", j.generation_id, "a", None, "consumer", "stream", [])
+    out = h.shard.sync_group(req, RequestContext("a-StreamThread-1-consumer", "/h", 5), h.tick())
+    parked, on_append = out.response, out.on_append
+    assert isinstance(parked, Pending) and on_append is not None, out
+    h.advance(10_001)  # its session expires while the sync is parked: ignored
+    cg = h.shard.classic_group("app")
+    assert cg is not None and "a" in cg.members
+    h.append_error = Errors.NOT_ENOUGH_REPLICAS
+    r = h.streams_join("s")
+    assert r.error_code != 0, r
+    h.append_error = None
+    answer = h.completed.get(parked)
+    assert isinstance(answer, SyncGroupResponse) and answer.error_code == int(Errors.REBALANCE_IN_PROGRESS)
+    assert h.shard.classic_group("app") is cg, "the refused conversion replaced the classic group"
+    assert h.deadline("heartbeat-app-a") is not None, "the instance has no session timer"
+    h.process(on_append(Errors.NONE))  # the assignment is durable after all
+    h.advance(10_001)  # "a" is silent
+    assert "a" not in cg.members, "the classic instance never expires"

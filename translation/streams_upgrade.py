@@ -191,7 +191,11 @@ def upgrade(
         group.complete_join(
             m, JoinGroupResponse(error_code=int(Errors.REBALANCE_IN_PROGRESS), member_id=m.member_id), op
         )
-        group.complete_sync(m, SyncGroupResponse(error_code=int(Errors.REBALANCE_IN_PROGRESS)), op)
+        if group.complete_sync(m, SyncGroupResponse(error_code=int(Errors.REBALANCE_IN_PROGRESS)), op):
+            # Kept if the append fails and the classic group stays: its session, whose expiry
+            # was ignored while the sync was parked, starts afresh, as `propagate_assignment`
+            # does for the answers it gives (seed 6127).
+            op.schedule_if_refused(TimerKind.CLASSIC_HEARTBEAT, gid, m.member_id, m.session_timeout_ms)
 
     records: list[CoordinatorRecord] = [
         CoordinatorRecord(StreamsGroupMemberMetadataKey(gid, m.member_id), m.metadata_value())

@@ -19,22 +19,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+from tests.test_import_graph import PRODUCT
+
 ROOT = Path(__file__).resolve().parent.parent
-SCANNED = (
-    "protocol",
-    "membership",
-    "records",
-    "engine",
-    "translation",
-    "consumer_membership",
-    "connect_worker",
-    "gateway",
-    "sim",
-    "tools",
-    "harness",
-    "groupshift",
-    "tests",
-)
+SCANNED = (*PRODUCT, "tests")
 TOP_LEVEL_CLASS = re.compile(r"^class\s+(\w+)", re.M)
 CLASS_BASES = re.compile(r"^[ \t]*class\s+\w+\s*\(([^)]*)\)", re.M)
 WORD = re.compile(r"\w+")

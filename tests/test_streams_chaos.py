@@ -119,16 +119,9 @@ def test_the_cli_runs_it_and_wants_chaos(capsys: pytest.CaptureFixture[str]) -> 
     assert "--streams needs --chaos" in capsys.readouterr().err
 
 
-def test_classic_threads_ride_both_conversions_and_their_view_is_checked(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Four classic Kafka Streams threads and two streams ones: a streams group serving the
-    classic threads; the streams members' sessions expire and it converts back to a classic group
-    that converges under its leader's assignor; a classic thread running another's task fails the
-    members'-view invariant."""
+def settled_classic_machine(monkeypatch: pytest.MonkeyPatch) -> StreamsSimMachine:
+    """A quiet machine whose members are all classic Kafka Streams threads, started and settled."""
     import sim.streams_chaos as streams_chaos
-    from engine.classic.group import ClassicGroup
-    from sim.streams_classic_clients import ClassicStreamsMember
 
     monkeypatch.setattr(streams_chaos, "CLASSIC_SHARE", 1.0)
     with structlog.testing.capture_logs():
@@ -137,6 +130,21 @@ def test_classic_threads_ride_both_conversions_and_their_view_is_checked(
         for name in NAMES:
             m.start(name)
         m.settle()
+    return m
+
+
+def test_classic_threads_ride_both_conversions_and_their_view_is_checked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Four classic Kafka Streams threads and two streams ones: a streams group serving the
+    classic threads; the streams members' sessions expire and it converts back to a classic group
+    that converges under its leader's assignor; a classic thread running another's task fails the
+    members'-view invariant."""
+    from engine.classic.group import ClassicGroup
+    from sim.streams_classic_clients import ClassicStreamsMember
+
+    m = settled_classic_machine(monkeypatch)
+    with structlog.testing.capture_logs():
         g = m.group
         assert g is not None and g.state() == "Stable"
         assert sum(x.classic is not None for x in g.members.values()) == 4
@@ -165,16 +173,9 @@ def test_a_classic_thread_that_missed_its_sync_answer_no_longer_counts_the_stand
     when it sends the answer; if the thread never sees it, it runs them until it syncs again, and
     a sibling of its process may be given one meanwhile. Those no longer count for it; the ones
     the coordinator still has for it (standby or pending revocation) still do."""
-    import sim.streams_chaos as streams_chaos
     from sim.streams_classic_clients import ClassicStreamsMember
 
-    monkeypatch.setattr(streams_chaos, "CLASSIC_SHARE", 1.0)
-    with structlog.testing.capture_logs():
-        m = StreamsSimMachine(random.Random(3))
-        m.quiet()
-        for name in NAMES:
-            m.start(name)
-        m.settle()
+    m = settled_classic_machine(monkeypatch)
     g = m.group
     x, y = m.members["s1"], m.members["s2"]  # two threads of one process
     assert g is not None and isinstance(x, ClassicStreamsMember) and isinstance(y, ClassicStreamsMember)

@@ -72,10 +72,22 @@ def metric(gw: GatewayProcess, name: str) -> float:
 def upstream_offsets(backend: Backend, group: str, topic: str) -> dict[int, int]:
     """The group's offsets as the upstream cluster itself reports them (OffsetFetch there)."""
     from kafka.admin import KafkaAdminClient
+    from kafka.errors import KafkaError
 
     admin = KafkaAdminClient(bootstrap_servers=backend.bootstrap, request_timeout_ms=10000)
     try:
-        offsets = admin.list_group_offsets({group: None})
+        # Java's Admin retries a retriable group error (COORDINATOR_LOAD_IN_PROGRESS while a
+        # shard reloads after a fleet rebalance, NOT_COORDINATOR) until default.api.timeout.ms,
+        # 60 s; kafka-python's raises at once, so this asks again as Java's would.
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                offsets = admin.list_group_offsets({group: None})
+                break
+            except KafkaError as e:
+                if not e.retriable or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
     finally:
         admin.close()
     return {tp.partition: om.offset for tp, om in offsets.get(group, {}).items() if tp.topic == topic}

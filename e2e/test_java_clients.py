@@ -71,6 +71,10 @@ def test_java_static_member_restarts_into_its_partitions(
     shared_gateways: Gateways, kafka_clients4: JavaClients
 ) -> None:
     with scenario(shared_gateways, "java-static") as sc:
+        # The gone member's session must outlast a JVM start on a loaded machine (the scenario's
+        # servers default to 6 s; a restart there took longer once and its partitions moved):
+        # the group's own session timeout, a KIP-848 GROUP config, as an operator would set it.
+        _set_group_session_timeout(sc.gw.bootstrap, sc.group, 30000)
         members = [add_java(sc.cast, kafka_clients4, "consumer", instance_id=f"inst-{i}") for i in range(3)]
         sc.step("consumer", "three static Java members")
         view = describe_consumer_group(sc.gw, sc.group)
@@ -88,6 +92,23 @@ def test_java_static_member_restarts_into_its_partitions(
             assert not sc.timeline.callbacks_of(m.name, since), f"{m.name} was rebalanced"
         report = sc.finish()
         print(f"java static: {report}")
+
+
+def _set_group_session_timeout(bootstrap: str, group: str, ms: int) -> None:
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ResourceType,
+    )
+
+    entry = ConfigEntry("consumer.session.timeout.ms", str(ms), incremental_operation=AlterConfigOpType.SET)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    [future] = admin.incremental_alter_configs(
+        [ConfigResource(ResourceType.GROUP, group, incremental_configs=[entry])]
+    ).values()
+    future.result(15)
 
 
 def test_java_and_python_rolling_upgrade_then_downgrade(

@@ -323,7 +323,7 @@ def _settled(rep: dict[str, Any], members: int) -> bool:
 
 
 def _wait_report(bootstrap: str, group: str, members: int, phase: str) -> dict[str, Any]:
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120  # a loaded machine: JVM, Python CLI starts
     rep: dict[str, Any] = {}
     while time.monotonic() < deadline:
         r = groups(bootstrap, "--json", "migration", group)

@@ -34,7 +34,12 @@ from protocol.client import WireClient, make_request
 GROUP = "cfg-group"
 TOPIC = "cfg-orders"
 HB_KEY, SESSION_KEY = "consumer.heartbeat.interval.ms", "consumer.session.timeout.ms"
-STANDBY_KEY = "streams.num.standby.replicas"  # a streams group config, listed for every group
+STANDBY_KEY = "streams.num.standby.replicas"  # the streams group configs, listed for every group
+STREAMS_DEFAULTS = {
+    "streams.session.timeout.ms": ("45000", "DEFAULT_CONFIG"),
+    "streams.heartbeat.interval.ms": ("5000", "DEFAULT_CONFIG"),
+    STANDBY_KEY: ("0", "DEFAULT_CONFIG"),
+}
 INVALID_CONFIG, UNSUPPORTED_VERSION = 40, 35
 
 
@@ -121,7 +126,7 @@ def test_group_heartbeat_interval_config(gateways: Gateways) -> None:
         assert describe(admin, kp) == {
             HB_KEY: ("250", "STATIC_BROKER_CONFIG"),
             SESSION_KEY: ("10000", "STATIC_BROKER_CONFIG"),
-            STANDBY_KEY: ("0", "DEFAULT_CONFIG"),
+            **STREAMS_DEFAULTS,
         }
         mark = time.monotonic()
         time.sleep(1.5)
@@ -191,7 +196,7 @@ def test_group_heartbeat_interval_config(gateways: Gateways) -> None:
         assert describe(admin, kp) == {
             HB_KEY: ("1000", "GROUP_CONFIG"),
             SESSION_KEY: ("10000", "STATIC_BROKER_CONFIG"),
-            STANDBY_KEY: ("0", "DEFAULT_CONFIG"),
+            **STREAMS_DEFAULTS,
         }
         # both changed at once through kafka-python: accepted together
         kp.alter_configs(
@@ -201,7 +206,7 @@ def test_group_heartbeat_interval_config(gateways: Gateways) -> None:
         assert describe(admin, kp) == {
             HB_KEY: ("600", "GROUP_CONFIG"),
             SESSION_KEY: ("20000", "GROUP_CONFIG"),
-            STANDBY_KEY: ("0", "DEFAULT_CONFIG"),
+            **STREAMS_DEFAULTS,
         }
         assert not member.errors and member.assignment
     finally:

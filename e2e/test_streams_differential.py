@@ -852,8 +852,9 @@ def scenario_static_rejoin_same_member_id(s: Session) -> None:
 # --- scenarios: standby replicas -----------------------------------------------------------------
 
 
-def set_standby_replicas(s: Session, label: str, value: str | None) -> None:
-    """IncrementalAlterConfigs of the group's `streams.num.standby.replicas` (None deletes it)."""
+def set_group_configs(s: Session, label: str, **values: str | None) -> None:
+    """IncrementalAlterConfigs of the group's configs (`streams_num_standby_replicas="1"`: the
+    name with dots; None deletes it)."""
     r = plain(
         s.raw(
             44,
@@ -864,10 +865,11 @@ def set_standby_replicas(s: Session, label: str, value: str | None) -> None:
                     "resource_name": s.group(),
                     "configs": [
                         {
-                            "name": "streams.num.standby.replicas",
+                            "name": name.replace("_", "."),
                             "config_operation": 0 if value is not None else 1,
                             "value": value,
                         }
+                        for name, value in values.items()
                     ],
                 }
             ],
@@ -875,6 +877,56 @@ def set_standby_replicas(s: Session, label: str, value: str | None) -> None:
         )
     )
     s.note(label, r)
+
+
+def set_standby_replicas(s: Session, label: str, value: str | None) -> None:
+    """IncrementalAlterConfigs of the group's `streams.num.standby.replicas` (None deletes it)."""
+    set_group_configs(s, label, streams_num_standby_replicas=value)
+
+
+def describe_group_configs(s: Session, label: str, *names: str) -> None:
+    r = plain(
+        s.raw(
+            32,
+            4,
+            resources=[{"resource_type": 32, "resource_name": s.group(), "configuration_keys": list(names)}],
+            include_synonyms=False,
+            include_documentation=False,
+        )
+    )
+    s.note(label, r)
+
+
+def scenario_session_and_heartbeat_group_configs(s: Session) -> None:
+    """The group's own `streams.session.timeout.ms` and `streams.heartbeat.interval.ms`: within
+    the broker's `group.streams.min/max.*` bounds they are taken, described, and the next
+    heartbeat answers the group's interval; outside them, or a session not above the interval,
+    INVALID_CONFIG with Kafka's words; deleted, the broker's values are back. (With the default
+    bounds a session is always above the interval, so that check is a unit test's.)"""
+    members = Members(s)
+    ready_word_count(s, members, A)
+    session, interval = "streams.session.timeout.ms", "streams.heartbeat.interval.ms"
+    describe_group_configs(s, "describe defaults", session, interval)
+    set_group_configs(s, "set both", streams_session_timeout_ms="50000", streams_heartbeat_interval_ms="6000")
+    settle()  # Kafka applies group configs from its metadata log, a moment later
+    describe_group_configs(s, "describe after set", session, interval)
+    members.beat(A, "A: the group's interval")
+    set_group_configs(s, "session too low", streams_session_timeout_ms="1000")
+    set_group_configs(s, "session too high", streams_session_timeout_ms="60001")
+    set_group_configs(s, "interval too low", streams_heartbeat_interval_ms="10")
+    set_group_configs(s, "interval too high", streams_heartbeat_interval_ms="15001")
+    set_group_configs(
+        s,
+        "interval not below the session",
+        streams_session_timeout_ms="45000",
+        streams_heartbeat_interval_ms="15000",
+    )
+    set_group_configs(s, "not a number", streams_session_timeout_ms="soon")
+    set_group_configs(s, "delete both", streams_session_timeout_ms=None, streams_heartbeat_interval_ms=None)
+    settle()
+    describe_group_configs(s, "describe after delete", session, interval)
+    members.beat(A, "A: the broker's interval again")
+    members.beat(A, "A: the broker's interval again")
 
 
 def scenario_standby_replicas_group_config(s: Session) -> None:
@@ -1307,6 +1359,7 @@ SCENARIOS: list[tuple[str, Callable[[Session], None], Known]] = [
     ("streams-commit-epochs", scenario_streams_commit_epochs, {}),
     ("list-groups-streams", scenario_list_groups_streams_type, {}),
     ("describe-groups-classic-api", scenario_describe_groups_classic_api, {}),
+    ("session-heartbeat-group-configs", scenario_session_and_heartbeat_group_configs, {}),
 ]
 
 

@@ -69,6 +69,20 @@ class CoordinatorConfig(BaseModel):
     streams_heartbeat_interval_ms: int = Field(
         5000, alias="group.streams.heartbeat.interval.ms", ge=1, le=INT_MAX
     )
+    # The bounds a group's own `streams.session.timeout.ms` / `streams.heartbeat.interval.ms`
+    # must keep (Kafka 4.3/4.4 `GroupCoordinatorConfig` defaults).
+    streams_min_session_timeout_ms: int = Field(
+        45000, alias="group.streams.min.session.timeout.ms", ge=1, le=INT_MAX
+    )
+    streams_max_session_timeout_ms: int = Field(
+        60000, alias="group.streams.max.session.timeout.ms", ge=1, le=INT_MAX
+    )
+    streams_min_heartbeat_interval_ms: int = Field(
+        5000, alias="group.streams.min.heartbeat.interval.ms", ge=1, le=INT_MAX
+    )
+    streams_max_heartbeat_interval_ms: int = Field(
+        15000, alias="group.streams.max.heartbeat.interval.ms", ge=1, le=INT_MAX
+    )
     streams_max_size: int = Field(INT_MAX, alias="group.streams.max.size", ge=1, le=INT_MAX)
     streams_num_standby_replicas: int = Field(0, alias="group.streams.num.standby.replicas", ge=0, le=INT_MAX)
     streams_max_standby_replicas: int = Field(2, alias="group.streams.max.standby.replicas", ge=0, le=INT_MAX)
@@ -177,6 +191,8 @@ class GroupConfig(BaseModel):
 
     consumer_session_timeout_ms: int | None = Field(None, alias="consumer.session.timeout.ms")
     consumer_heartbeat_interval_ms: int | None = Field(None, alias="consumer.heartbeat.interval.ms")
+    streams_session_timeout_ms: int | None = Field(None, alias="streams.session.timeout.ms")
+    streams_heartbeat_interval_ms: int | None = Field(None, alias="streams.heartbeat.interval.ms")
     streams_num_standby_replicas: int | None = Field(None, alias="streams.num.standby.replicas")
 
     def validate_against(self, broker: CoordinatorConfig) -> None:
@@ -206,6 +222,26 @@ class GroupConfig(BaseModel):
                 "consumer.session.timeout.ms must be less than or equal to "
                 "group.consumer.max.session.timeout.ms"
             )
+        # Then the streams group's, in Kafka 4.4's order (heartbeat, session, standbys) and words
+        # (4.4 words every range check alike; the consumer ones above keep 4.3's, which the
+        # consumer differential suite pins).
+        shb, ss = self.streams_heartbeat_interval_ms, self.streams_session_timeout_ms
+        for name, value, low, high in (
+            (
+                "streams.heartbeat.interval.ms",
+                shb,
+                broker.streams_min_heartbeat_interval_ms,
+                broker.streams_max_heartbeat_interval_ms,
+            ),
+            (
+                "streams.session.timeout.ms",
+                ss,
+                broker.streams_min_session_timeout_ms,
+                broker.streams_max_session_timeout_ms,
+            ),
+        ):
+            if value is not None and not low <= value <= high:
+                raise ValueError(f"{name} must be in the range {low} to {high} inclusive.")
         standbys = self.streams_num_standby_replicas
         # Kafka 4.4's words: the type's range check, then the broker's maximum by value.
         if standbys is not None and standbys < 0:
@@ -224,3 +260,7 @@ class GroupConfig(BaseModel):
             raise ValueError(
                 "consumer.session.timeout.ms must be greater than consumer.heartbeat.interval.ms"
             )
+        streams_session = ss if ss is not None else broker.streams_session_timeout_ms
+        streams_interval = shb if shb is not None else broker.streams_heartbeat_interval_ms
+        if streams_interval >= streams_session:
+            raise ValueError("streams.session.timeout.ms must be greater than streams.heartbeat.interval.ms")

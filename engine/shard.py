@@ -258,6 +258,8 @@ class Shard:
         return {
             "consumer.session.timeout.ms": self.state.consumer_session_timeout_ms(group_id),
             "consumer.heartbeat.interval.ms": self.state.consumer_heartbeat_interval_ms(group_id),
+            "streams.session.timeout.ms": self.state.streams_session_timeout_ms(group_id),
+            "streams.heartbeat.interval.ms": self.state.streams_heartbeat_interval_ms(group_id),
             "streams.num.standby.replicas": self.state.streams_num_standby_replicas(group_id),
         }
 

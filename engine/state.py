@@ -91,9 +91,15 @@ class ShardState:
         return self.config.consumer_heartbeat_interval_ms
 
     def streams_session_timeout_ms(self, group_id: str) -> int:
+        gc = self.group_configs.get(group_id)
+        if gc is not None and gc.streams_session_timeout_ms is not None:
+            return gc.streams_session_timeout_ms
         return self.config.streams_session_timeout_ms
 
     def streams_heartbeat_interval_ms(self, group_id: str) -> int:
+        gc = self.group_configs.get(group_id)
+        if gc is not None and gc.streams_heartbeat_interval_ms is not None:
+            return gc.streams_heartbeat_interval_ms
         return self.config.streams_heartbeat_interval_ms
 
     def streams_num_standby_replicas(self, group_id: str) -> int:

@@ -2,8 +2,9 @@
 DescribeConfigs, AlterConfigs and IncrementalAlterConfigs.
 
 `consumer.session.timeout.ms` and `consumer.heartbeat.interval.ms` (Kafka 4.0's group configs
-for consumer groups) and `streams.num.standby.replicas` (KIP-1071, at most the broker's
-`group.streams.max.standby.replicas`) exist, validated against the broker's bounds; values are
+for consumer groups), `streams.session.timeout.ms` and `streams.heartbeat.interval.ms` (KIP-1071,
+within the broker's `group.streams.min/max.*` bounds) and `streams.num.standby.replicas` (at most
+the broker's `group.streams.max.standby.replicas`) exist, validated against the broker's bounds; values are
 kept across restarts. The APIs themselves belong to the data plane
 (`gateway.dataplane.apis.configs`), which routes GROUP resources here.
 """
@@ -23,23 +24,21 @@ STATIC_BROKER_CONFIG = 4
 GROUP_CONFIGS = (
     "consumer.session.timeout.ms",
     "consumer.heartbeat.interval.ms",
+    # Kafka 4.4 describes these two in this order whatever order they are asked in.
+    "streams.heartbeat.interval.ms",
+    "streams.session.timeout.ms",
     "streams.num.standby.replicas",
 )
 SET, DELETE = 0, 1  # IncrementalAlterConfigs operations (APPEND/SUBTRACT apply to lists only)
 DYNAMIC_GROUP_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 8, 4, 5  # DescribeConfigs sources
-# The broker setting each group config falls back to (its source when the group has no override:
-# STATIC_BROKER_CONFIG if the setting was given, else DEFAULT_CONFIG, as Kafka 4.3 answers).
-BROKER_FIELD = {
-    "consumer.session.timeout.ms": "consumer_session_timeout_ms",
-    "consumer.heartbeat.interval.ms": "consumer_heartbeat_interval_ms",
-    "streams.num.standby.replicas": "streams_num_standby_replicas",
-}
 INT_TYPE = 3
 # The broker setting each group config falls back to (its CoordinatorConfig field): a fallback to
 # a setting given explicitly is reported as STATIC_BROKER_CONFIG, as Kafka does.
 BROKER_FIELD = {
     "consumer.session.timeout.ms": "consumer_session_timeout_ms",
     "consumer.heartbeat.interval.ms": "consumer_heartbeat_interval_ms",
+    "streams.session.timeout.ms": "streams_session_timeout_ms",
+    "streams.heartbeat.interval.ms": "streams_heartbeat_interval_ms",
     "streams.num.standby.replicas": "streams_num_standby_replicas",
 }
 

@@ -1,0 +1,90 @@
+"""A streams group's own `streams.session.timeout.ms` and `streams.heartbeat.interval.ms`
+(KIP-1071 group configs, Kafka 4.4 `GroupConfig`): validated against the broker's
+`group.streams.min/max.*` bounds in Kafka 4.4's words, answered in the heartbeat, and the session
+timer the coordinator arms. e2e/test_streams_differential.py compares the same against Kafka 4.4
+over the wire."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.config import CoordinatorConfig, GroupConfig
+from tests.test_streams_groups import Streams
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        (
+            {"streams.heartbeat.interval.ms": 999},
+            "streams.heartbeat.interval.ms must be in the range 1000 to 15000 inclusive.",
+        ),
+        (
+            {"streams.heartbeat.interval.ms": 15001},
+            "streams.heartbeat.interval.ms must be in the range 1000 to 15000 inclusive.",
+        ),
+        (
+            {"streams.session.timeout.ms": 5999},
+            "streams.session.timeout.ms must be in the range 6000 to 60000 inclusive.",
+        ),
+        (
+            {"streams.session.timeout.ms": 60001},
+            "streams.session.timeout.ms must be in the range 6000 to 60000 inclusive.",
+        ),
+        # The interval is checked before the session, as Kafka does.
+        (
+            {"streams.heartbeat.interval.ms": 20000, "streams.session.timeout.ms": 1},
+            "streams.heartbeat.interval.ms must be in the range 1000 to 15000 inclusive.",
+        ),
+        (
+            {"streams.heartbeat.interval.ms": 8000, "streams.session.timeout.ms": 8000},
+            "streams.session.timeout.ms must be greater than streams.heartbeat.interval.ms",
+        ),
+        # Against the broker's own interval (5000) when the group sets only its session.
+        ({"streams.session.timeout.ms": 6000}, None),
+    ],
+)
+def test_bounds_and_kafkas_words(values: dict[str, int], message: str | None) -> None:
+    broker = CoordinatorConfig.from_kafka(
+        {
+            "group.streams.min.session.timeout.ms": 6000,
+            "group.streams.session.timeout.ms": 6000,
+            "group.streams.min.heartbeat.interval.ms": 1000,
+        }
+    )
+    config = GroupConfig.model_validate(values)
+    if message is None:
+        config.validate_against(broker)
+        return
+    with pytest.raises(ValueError) as e:
+        config.validate_against(broker)
+    assert str(e.value) == message
+
+
+def test_the_groups_interval_is_answered_and_its_session_fences() -> None:
+    h = Streams()
+    assert h.join("m1").heartbeat_interval_ms == 5000
+    h.join("m2")
+    h.converge("m1", "m2")
+    h.shard.set_group_config(
+        "app",
+        GroupConfig.model_validate(
+            {"streams.heartbeat.interval.ms": 6000, "streams.session.timeout.ms": 50000}
+        ),
+    )
+    assert h.beat("m1").heartbeat_interval_ms == 6000
+    h.beat("m2")
+    assert h.shard.effective_group_config("app")["streams.session.timeout.ms"] == 50000
+    # m2 goes silent: alive at 45 s (the broker's session), fenced by 50 s (the group's).
+    silent_since = h.now
+    while h.now < silent_since + 45000:
+        h.now += 5000
+        h.shard.expire(h.now)
+        h.beat("m1")
+    assert set(h.group.members) == {"m1", "m2"}
+    h.now = silent_since + 50001
+    h.shard.expire(h.now)
+    assert set(h.group.members) == {"m1"}
+    # Deleted, the broker's values are back.
+    h.shard.set_group_config("app", None)
+    assert h.beat("m1").heartbeat_interval_ms == 5000

@@ -88,3 +88,12 @@ def test_the_groups_interval_is_answered_and_its_session_fences() -> None:
     # Deleted, the broker's values are back.
     h.shard.set_group_config("app", None)
     assert h.beat("m1").heartbeat_interval_ms == 5000
+
+
+def test_the_broker_values_are_not_held_to_the_bounds() -> None:
+    """A declared deviation (docs/deviations.md): Kafka refuses to start with these."""
+    broker = CoordinatorConfig.from_kafka(
+        {"group.streams.session.timeout.ms": 6000, "group.streams.heartbeat.interval.ms": 1000}
+    )
+    assert (broker.streams_session_timeout_ms, broker.streams_min_session_timeout_ms) == (6000, 45000)
+    assert (broker.streams_heartbeat_interval_ms, broker.streams_min_heartbeat_interval_ms) == (1000, 5000)

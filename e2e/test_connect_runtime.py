@@ -10,6 +10,8 @@ bytes, as Kafka's classic coordinator does. Through the REST API: a FileStreamSo
 three partitions, and a FileStreamSink connector with `tasks.max=3` (three tasks, one partition
 each) writes that topic to another file. Checked:
 
+- groupshift's DescribeGroups shows one Stable classic group, protocol type `connect`,
+  protocol `sessioned`, one member per worker with Connect's v2 metadata;
 - every worker's `/connectors/<name>/status` (read from the status topic each worker follows)
   shows the same placement, every connector and task RUNNING, and all three workers hold some
   of the six (2 connectors + 4 tasks: the assignor balances connectors and tasks separately,
@@ -51,6 +53,7 @@ from harness.kafka_dist.connect import (
     ownership_intervals,
     worker_properties,
 )
+from protocol.client import WireClient, make_request
 
 pytestmark = pytest.mark.e2e
 
@@ -135,6 +138,17 @@ def agreed_placement(cluster: Cluster, tasks: dict[str, int]) -> dict[str, str] 
     return views[0]
 
 
+def classic_group(cluster: Cluster) -> tuple[str, str, str, list[tuple[str, int]]]:
+    """The Connect group as groupshift's DescribeGroups v5 shows it: state, protocol type,
+    protocol, and per member its client id and the version its metadata starts with (Connect's
+    protocol header: 2 for `sessioned`)."""
+    with WireClient(cluster.gateway.port) as c:
+        r = c.request(make_request(15, 5, groups=[GROUP], include_authorized_operations=False))
+    (g,) = r.groups
+    members = [(m.client_id, int.from_bytes(bytes(m.member_metadata)[:2], "big")) for m in g.members]
+    return g.group_state, g.protocol_type, g.protocol_data, sorted(members)
+
+
 def output_lines(cluster: Cluster) -> set[str]:
     try:
         return set(cluster.output_file.read_text().splitlines())
@@ -210,6 +224,9 @@ def test_three_workers_agree_on_the_assignment_and_data_flows(cluster: Cluster) 
     for kind in (lambda item: item in (SOURCE, SINK), lambda item: item not in (SOURCE, SINK)):
         counts = [sum(1 for i, w in where.items() if kind(i) and w == x.worker_id) for x in cluster.workers]
         assert max(counts) - min(counts) <= 1, where
+    # a classic group of Connect's protocol type on KIP-507's sessioned protocol, one member a worker
+    ids = sorted(f"connect-{w.worker_id}" for w in cluster.workers)
+    assert classic_group(cluster) == ("Stable", "connect", "sessioned", [(i, 2) for i in ids])
     wait_for("every input line in the output file", lambda: output_lines(cluster) >= set(FIRST), 60, cluster)
     assert output_lines(cluster) == set(FIRST)
     intervals = ownership_intervals(cluster.workers)
@@ -235,6 +252,8 @@ def test_a_killed_worker_s_work_moves_to_the_others(cluster: Cluster) -> None:
     after = wait_for("the killed worker's work on the other two", reassigned, 90, cluster)
     assert set(after) == set(before)
     assert set(after.values()) == survivors
+    ids = sorted(f"connect-{w}" for w in survivors)
+    assert classic_group(cluster) == ("Stable", "connect", "sessioned", [(i, 2) for i in ids])
     with cluster.input_file.open("a") as f:
         f.write("".join(f"{line}\n" for line in AFTER))
     wait_for(
@@ -282,3 +301,5 @@ def test_an_sdk_worker_is_refused_and_the_classic_cluster_keeps_its_work(cluster
     time.sleep(2)  # a rebalance it had caused would show within the workers' 1 s heartbeat
     assert agreed_placement(cluster, shape) == before
     assert sum(len(w.events()) for w in cluster.workers) == started_before  # nothing moved
+    state, protocol_type, protocol, members = classic_group(cluster)
+    assert (state, protocol_type, protocol, len(members)) == ("Stable", "connect", "sessioned", 2)

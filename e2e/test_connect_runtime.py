@@ -71,6 +71,8 @@ WORKER_SETTINGS = {
     "consumer.session.timeout.ms": "6000",
     "consumer.heartbeat.interval.ms": "1000",
 }
+#: Tasks per connector: FileStreamSource runs one whatever tasks.max says; the sink one per partition.
+SHAPE = {SOURCE: 1, SINK: 3}
 FIRST = [f"line {i} before the kill" for i in range(200)]
 AFTER = [f"line {i} after the kill" for i in range(100)]
 
@@ -179,6 +181,27 @@ def cluster(module_gateways: Gateways, tmp_path_factory: pytest.TempPathFactory)
     try:
         for w in workers:
             w.wait_rest()
+        c.input_file.write_text("".join(f"{line}\n" for line in FIRST))
+        put_connector(
+            c,
+            SOURCE,
+            {
+                "connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
+                "tasks.max": "3",
+                "file": str(c.input_file),
+                "topic": TOPIC,
+            },
+        )
+        put_connector(
+            c,
+            SINK,
+            {
+                "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
+                "tasks.max": "3",
+                "file": str(c.output_file),
+                "topics": TOPIC,
+            },
+        )
         yield c
     finally:
         for w in workers:  # all told at once: Connect's clean shutdown takes seconds each
@@ -188,36 +211,14 @@ def cluster(module_gateways: Gateways, tmp_path_factory: pytest.TempPathFactory)
             w.stop()
 
 
+def spread(cluster: Cluster) -> dict[str, str] | None:
+    """The agreed placement once every live worker holds part of it."""
+    found = agreed_placement(cluster, SHAPE)
+    return found if found and set(found.values()) == {w.worker_id for w in cluster.alive()} else None
+
+
 def test_three_workers_agree_on_the_assignment_and_data_flows(cluster: Cluster) -> None:
-    cluster.input_file.write_text("".join(f"{line}\n" for line in FIRST))
-    put_connector(
-        cluster,
-        SOURCE,
-        {
-            "connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
-            "tasks.max": "3",
-            "file": str(cluster.input_file),
-            "topic": TOPIC,
-        },
-    )
-    put_connector(
-        cluster,
-        SINK,
-        {
-            "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
-            "tasks.max": "3",
-            "file": str(cluster.output_file),
-            "topics": TOPIC,
-        },
-    )
-    # FileStreamSource runs one task whatever tasks.max says; the sink one per partition.
-    shape = {SOURCE: 1, SINK: 3}
-
-    def balanced() -> dict[str, str] | None:
-        found = agreed_placement(cluster, shape)
-        return found if found and set(found.values()) == {w.worker_id for w in cluster.workers} else None
-
-    where = wait_for("one placement, seen by all, on all three workers", balanced, 90, cluster)
+    where = wait_for("one placement, seen by all, on all three workers", lambda: spread(cluster), 90, cluster)
     assert sorted(where) == sorted([SOURCE, f"{SOURCE}-0", SINK, f"{SINK}-0", f"{SINK}-1", f"{SINK}-2"])
     # The incremental cooperative assignor balances connectors and tasks separately: each count
     # differs by at most one between workers (2 connectors: 1, 1, 0; 4 tasks: 2, 1, 1).
@@ -235,9 +236,9 @@ def test_three_workers_agree_on_the_assignment_and_data_flows(cluster: Cluster) 
 
 
 def test_a_killed_worker_s_work_moves_to_the_others(cluster: Cluster) -> None:
-    shape = {SOURCE: 1, SINK: 3}
-    before = agreed_placement(cluster, shape)
-    assert before is not None
+    before = wait_for(
+        "one placement, seen by all, on all three workers", lambda: spread(cluster), 90, cluster
+    )
     # the worker holding the most (a connector and a task, or more) dies
     victim = max(cluster.workers, key=lambda w: list(before.values()).count(w.worker_id))
     moved = {item for item, worker in before.items() if worker == victim.worker_id}
@@ -246,7 +247,7 @@ def test_a_killed_worker_s_work_moves_to_the_others(cluster: Cluster) -> None:
     survivors = {w.worker_id for w in cluster.workers if w is not victim}
 
     def reassigned() -> dict[str, str] | None:
-        found = agreed_placement(cluster, shape)
+        found = agreed_placement(cluster, SHAPE)
         return found if found and set(found.values()) <= survivors else None
 
     after = wait_for("the killed worker's work on the other two", reassigned, 90, cluster)
@@ -277,9 +278,7 @@ def test_an_sdk_worker_is_refused_and_the_classic_cluster_keeps_its_work(cluster
     """Conversion of a classic Connect group is not built: the server has the connect group type
     on (`group.connect.enable=true`), yet the group stays classic and refuses the SDK worker's
     join as it refuses a ConnectGroupHeartbeat on any non-empty classic group."""
-    shape = {SOURCE: 1, SINK: 3}
-    before = agreed_placement(cluster, shape)
-    assert before is not None
+    before = wait_for("one placement, seen by all, on every worker", lambda: spread(cluster), 90, cluster)
     started_before = sum(len(w.events()) for w in cluster.workers)
     ran: list[str] = []
     sdk = SdkWorker(
@@ -299,7 +298,8 @@ def test_an_sdk_worker_is_refused_and_the_classic_cluster_keeps_its_work(cluster
     assert sdk.error is not None and sdk.error.code == GROUP_ID_NOT_FOUND, sdk.error
     assert ran == []
     time.sleep(2)  # a rebalance it had caused would show within the workers' 1 s heartbeat
-    assert agreed_placement(cluster, shape) == before
+    assert agreed_placement(cluster, SHAPE) == before
     assert sum(len(w.events()) for w in cluster.workers) == started_before  # nothing moved
     state, protocol_type, protocol, members = classic_group(cluster)
-    assert (state, protocol_type, protocol, len(members)) == ("Stable", "connect", "sessioned", 2)
+    live = len(cluster.alive())  # two after the previous test's kill
+    assert (state, protocol_type, protocol, len(members)) == ("Stable", "connect", "sessioned", live)

@@ -14,7 +14,7 @@ from typing import Any, TextIO
 
 from harness.kafka_dist.cluster import KafkaCluster, KafkaStartError
 from harness.kafka_dist.command_line_tools import SCRIPT_CLASSES, run_tool
-from harness.kafka_dist.maven import KafkaUnavailable, cache_root, cached_dists, resolve_component
+from harness.kafka_dist.maven import Component, KafkaUnavailable, cache_root, cached_dists, resolve_component
 from harness.kafka_dist.security import SASL_MECHANISMS, SECURITY_CHOICES
 
 
@@ -126,13 +126,21 @@ def versions(out: TextIO = sys.stdout) -> int:
 
 
 def fetch(
-    specs: Sequence[str], clients: bool = True, out: TextIO = sys.stdout, err: TextIO = sys.stderr
+    specs: Sequence[str],
+    clients: bool = True,
+    out: TextIO = sys.stdout,
+    err: TextIO = sys.stderr,
+    connect: bool = False,
 ) -> int:
-    """Resolve each spec's broker (and Java tools) into the cache; print what each became on
-    stdout and each failure on stderr (a script reading the paths never reads an error as one)."""
+    """Resolve each spec's broker (and Java tools, and with `connect` a Connect worker with the
+    FileStream connectors) into the cache; print what each became on stdout and each failure on
+    stderr (a script reading the paths never reads an error as one)."""
     status = 0
+    components: tuple[Component, ...] = ("broker", "clients") if clients else ("broker",)
+    if connect:
+        components += ("connect",)
     for spec in specs:
-        for component in ("broker", "clients") if clients else ("broker",):
+        for component in components:
             began = time.monotonic()
             try:
                 dist = resolve_component(spec, component)
@@ -230,7 +238,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     f = sub.add_parser("fetch", help="download releases into the cache ahead of time")
     f.add_argument("specs", nargs="+", metavar="VERSION", help="release or line: 4.3.1, 4, 3.9")
     f.add_argument("--broker-only", action="store_true", help="skip the Java tools (kafka-tools)")
-    f.set_defaults(run=lambda a: fetch(a.specs, clients=not a.broker_only))
+    f.add_argument(
+        "--connect",
+        action="store_true",
+        help="also a distributed Kafka Connect worker (connect-runtime, connect-file); "
+        "Maven Central's newest with connect-file is 4.3.1",
+    )
+    f.set_defaults(run=lambda a: fetch(a.specs, clients=not a.broker_only, connect=a.connect))
 
     def usage(args: argparse.Namespace) -> int:
         parser.print_help()

@@ -7,11 +7,14 @@ Kafka needs no tarball: Maven itself resolves the artifact and its transitive de
 
 Layout: `<cache>/<version>/<component>/*.jar` plus `dist.json` (what was asked, how long it
 took, how many bytes), where `<cache>` is `$GROUPSHIFT_KAFKA_CACHE`, else
-`$XDG_CACHE_HOME/groupshift/kafka`, else `~/.cache/groupshift/kafka`. Two components:
+`$XDG_CACHE_HOME/groupshift/kafka`, else `~/.cache/groupshift/kafka`. Components:
 
 - `broker`: `kafka_2.13` and a logging binding, which its POM does not name (the distribution
   tarball adds it): from 4.0 on (log4j2) `log4j-slf4j-impl` + `log4j-core`, before that
   `slf4j-reload4j` (which brings `reload4j`). Without one the broker would log nothing.
+- `streams`: `kafka-streams` and `kafka-tools` (a Streams application and its group tool).
+- `connect`: `connect-runtime` and `connect-file` (distributed Connect workers running the
+  FileStream connectors: harness/kafka_dist/connect.py).
 - `clients`: `kafka-tools` (it depends on `kafka-clients`), which holds `VerifiableConsumer`,
   `VerifiableProducer` and, from 3.8 on, `ConsumerGroupCommand`; before 3.8 that command lives
   in `kafka_2.13` (`kafka.admin.ConsumerGroupCommand`), so older clients include the core jar too.
@@ -47,11 +50,16 @@ from pathlib import Path
 from typing import Literal
 from xml.etree import ElementTree
 
-Component = Literal["broker", "clients", "streams"]
+Component = Literal["broker", "clients", "streams", "connect"]
 
 GROUP = "org.apache.kafka"
 #: The artifact whose published versions define each component's lines.
-LINE_ARTIFACT: dict[str, str] = {"broker": "kafka_2.13", "clients": "kafka-tools", "streams": "kafka-streams"}
+LINE_ARTIFACT: dict[str, str] = {
+    "broker": "kafka_2.13",
+    "clients": "kafka-tools",
+    "streams": "kafka-streams",
+    "connect": "connect-file",
+}
 #: Binding for Kafka 4.x (log4j2 behind slf4j 1.7, which Kafka 4 still uses); the version
 #: matches Kafka 4.0's own distribution.
 LOG4J2_VERSION = "2.24.3"
@@ -63,6 +71,7 @@ PINNED: dict[str, dict[str, str]] = {
     "broker": {"4": "4.4.0", "4.4": "4.4.0", "3.9": "3.9.2", "3.7": "3.7.2", "2.8": "2.8.2", "2.4": "2.4.1"},
     "clients": {"4": "4.3.1", "4.3": "4.3.1", "3.9": "3.9.2", "3.7": "3.7.2"},
     "streams": {"4": "4.4.0", "4.4": "4.4.0"},
+    "connect": {"4": "4.3.1", "4.3": "4.3.1"},
 }
 #: How long a line's resolution is trusted before Maven is asked again.
 LINE_TTL_SECONDS = 7 * 24 * 3600
@@ -197,6 +206,16 @@ def _artifacts(version: str, component: Component) -> list[tuple[str, str, str, 
         # A Kafka Streams application's jars, plus the tools (kafka-streams-groups.sh's
         # StreamsGroupCommand) to look at its group.
         deps = [(GROUP, "kafka-streams", version, "jar"), (GROUP, "kafka-tools", version, "jar")]
+    elif component == "connect":
+        # A distributed Kafka Connect worker (`connect-runtime`: ConnectDistributed, its REST
+        # server, WorkerCoordinator) and the built-in FileStream connectors (`connect-file`),
+        # which need no external system; both on the worker's classpath, as the distribution's
+        # libs/ directory puts them.
+        # Both of one release: `connect-file` 4.3.1 on a 4.4.0 runtime cannot tell its version
+        # (AppInfoParser moved to `common.utils.internals` in 4.4's kafka-clients), and Maven
+        # Central has no `connect-file` 4.4.0 (nor `connect-mirror`), so the newest Connect
+        # with a built-in connector there is 4.3.1 (PINNED).
+        deps = [(GROUP, "connect-runtime", version, "jar"), (GROUP, "connect-file", version, "jar")]
     else:
         deps = [(GROUP, "kafka-tools", version, "jar")]
         if key < (3, 8):
@@ -390,7 +409,7 @@ def cached_versions(component: Component = "broker") -> list[str]:
 
 def cached_dists() -> list[KafkaDist]:
     out: list[KafkaDist] = []
-    for component in ("broker", "clients"):
+    for component in ("broker", "clients", "connect"):
         for version in cached_versions(component):
             dist = _load(version, component)
             if dist is not None:

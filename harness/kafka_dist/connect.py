@@ -1,0 +1,261 @@
+"""Real distributed Kafka Connect workers (`org.apache.kafka.connect.cli.ConnectDistributed`,
+what `connect-distributed.sh` runs) from the cached `connect` component (maven.py:
+`connect-runtime` and `connect-file`), against any bootstrap address: groupshift or a Kafka.
+
+A distributed worker joins a classic group with protocol type `connect` (Connect's
+`WorkerCoordinator`, an `AbstractCoordinator`), offering the sub-protocols its
+`connect.protocol` allows (`sessioned` by default since 2.4: KIP-507's
+IncrementalCooperativeConnectProtocol v2; `compatible` v1; `eager` v0's ConnectProtocol); the
+leader assigns connectors and tasks with Connect's IncrementalCooperativeAssignor. It keeps its
+connector configs, source offsets and statuses in three compacted topics it creates itself, and
+serves the REST API (`/connectors`, `/connectors/<name>/status`) on `listeners`.
+
+`ConnectWorker` starts one JVM with a properties file written here (REST on an ephemeral
+127.0.0.1 port, read back from the RestServer's "advertising URL" log line) and logs to a file
+at the levels `CONNECT_LOG4J2` sets: WARN, and INFO for the lines this harness reads — the REST
+URL, the herder's "Joined group ... got assignment" lines, and the Worker's "Creating task" /
+"Stopping task" / "Creating connector" / "Stopping connector" lines, timestamped in epoch ms so
+that the lines of several workers on one host form one timeline (`ownership_intervals`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.kafka_dist.java_clients import TOOL_JVM_OPTS
+from harness.kafka_dist.maven import KafkaDist, resolve_component
+
+#: The JVM of a worker: the tools' small heap and C1-only JIT (a worker runs seconds, not days),
+#: plus the JDK's class-data archive when there is one.
+WORKER_JVM_OPTS = (*TOOL_JVM_OPTS, "-Xshare:auto")
+
+CONNECT_LOG4J2 = """\
+status = warn
+appender.file.type = File
+appender.file.name = FILE
+appender.file.fileName = {log}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = %d{{UNIX_MILLIS}} %p [%t] %m (%c)%n
+rootLogger.level = warn
+rootLogger.appenderRefs = file
+rootLogger.appenderRef.file.ref = FILE
+logger.rest.name = org.apache.kafka.connect.runtime.rest.RestServer
+logger.rest.level = info
+logger.worker.name = org.apache.kafka.connect.runtime.Worker
+logger.worker.level = info
+logger.herder.name = org.apache.kafka.connect.runtime.distributed.DistributedHerder
+logger.herder.level = info
+"""
+
+_REST_URL = re.compile(r"advertising URL (http://[^/\s]+)")
+_LINE = re.compile(r"^(\d{13}) \S+ \[[^\]]*\] (.*)$")
+_EVENTS = {
+    "Creating task ": "start",
+    "Stopping task ": "stop",
+    "Creating connector ": "start",
+    "Stopping connector ": "stop",
+}
+
+
+class ConnectError(RuntimeError):
+    """A worker did not start, or its REST API answered with an error."""
+
+
+#: The newest Connect release whose FileStream connectors Maven Central publishes (no
+#: `connect-file` 4.4.0 there; maven.py, "connect"). Connect's group protocol (protocol type
+#: `connect`, sub-protocols eager/compatible/sessioned) is the same in 4.3 and 4.4.
+CONNECT_RELEASE = "4.3.1"
+
+
+def connect_dist(spec: str = CONNECT_RELEASE) -> KafkaDist:
+    """The Connect worker's jars for a Kafka release (fetched once into the user cache)."""
+    return resolve_component(spec, "connect")
+
+
+def worker_properties(bootstrap: str, group: str, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """A distributed worker's settings for a small test cluster: one replica per internal topic,
+    String converters (records are lines of text), and Connect's protocol defaults otherwise
+    (`connect.protocol=sessioned`), unless `extra` overrides them."""
+    props = {
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        "listeners": "http://127.0.0.1:0",
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "config.storage.topic": f"{group}-configs",
+        "offset.storage.topic": f"{group}-offsets",
+        "status.storage.topic": f"{group}-status",
+        "config.storage.replication.factor": "1",
+        "offset.storage.replication.factor": "1",
+        "status.storage.replication.factor": "1",
+        "offset.storage.partitions": "3",
+        "status.storage.partitions": "3",
+        "offset.flush.interval.ms": "1000",
+        "connect.protocol": "sessioned",
+        # the connectors are on the classpath with ServiceLoader manifests: no class scan
+        "plugin.discovery": "service_load",
+    }
+    props.update(extra or {})
+    return props
+
+
+@dataclass
+class Event:
+    """One line of a worker's log this harness reads: `kind` start or stop of `item` (a
+    connector name or a task id `name-N`) at `ms` (epoch milliseconds)."""
+
+    ms: int
+    kind: str
+    item: str
+
+
+class ConnectWorker:
+    """One distributed Connect worker JVM."""
+
+    def __init__(self, dist: KafkaDist, workdir: Path, properties: dict[str, str]) -> None:
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.workdir = workdir
+        self.log = workdir / "worker.log"
+        config = workdir / "log4j2.properties"
+        config.write_text(CONNECT_LOG4J2.format(log=self.log))
+        props = workdir / "worker.properties"
+        props.write_text("".join(f"{k}={v}\n" for k, v in properties.items()))
+        self.killed_ms: int | None = None
+        self.url = ""
+        with open(workdir / "stdout.log", "wb") as out:
+            self.proc = subprocess.Popen(
+                [
+                    "java",
+                    *WORKER_JVM_OPTS,
+                    f"-Dlog4j2.configurationFile={config}",
+                    "-cp",
+                    dist.classpath,
+                    "org.apache.kafka.connect.cli.ConnectDistributed",
+                    str(props),
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+
+    def log_text(self) -> str:
+        try:
+            return self.log.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def wait_rest(self, timeout: float = 90.0) -> str:
+        """The worker's REST URL once its REST server listens (its log says where)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = _REST_URL.search(self.log_text())
+            if found:
+                self.url = found.group(1).rstrip("/")
+                return self.url
+            if self.proc.poll() is not None:
+                raise ConnectError(
+                    f"worker exited {self.proc.returncode} before its REST server:\n{self.tail()}"
+                )
+            time.sleep(0.2)
+        raise ConnectError(f"no REST server after {timeout:.0f}s:\n{self.tail()}")
+
+    @property
+    def worker_id(self) -> str:
+        """What the status API names this worker by: its advertised host:port."""
+        return self.url.split("://", 1)[1]
+
+    def tail(self, lines: int = 30) -> str:
+        text = self.log_text() + (self.workdir / "stdout.log").read_text(errors="replace")
+        return "\n".join(text.splitlines()[-lines:])
+
+    def rest(self, method: str, path: str, body: Any = None, timeout: float = 10.0) -> Any:
+        """One REST call; the decoded JSON answer (None for an empty one). ConnectError on an
+        HTTP error, with Connect's error message."""
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(
+            self.url + path, data=data, method=method, headers={"Content-Type": "application/json"}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as answer:
+                raw = answer.read()
+        except urllib.error.HTTPError as exc:
+            raise ConnectError(
+                f"{method} {path}: HTTP {exc.code} {exc.read().decode(errors='replace')}"
+            ) from exc
+        except (urllib.error.URLError, OSError) as exc:
+            raise ConnectError(f"{method} {path}: {exc}") from exc
+        return json.loads(raw) if raw else None
+
+    def events(self) -> list[Event]:
+        """The starts and stops of connectors and tasks in this worker's log, in order."""
+        out: list[Event] = []
+        for line in self.log_text().splitlines():
+            m = _LINE.match(line)
+            if not m:
+                continue
+            message = m.group(2)
+            for prefix, kind in _EVENTS.items():
+                if message.startswith(prefix):
+                    item = message[len(prefix) :].split(" ", 1)[0]
+                    out.append(Event(int(m.group(1)), kind, item))
+        return out
+
+    def kill(self) -> None:
+        """SIGKILL: no leave, no task stopped; the group sees the worker only when its session
+        times out."""
+        if self.proc.poll() is None:
+            self.killed_ms = int(time.time() * 1000)
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=30)
+
+    def stop(self, timeout: float = 30.0) -> int:
+        """SIGTERM (a clean shutdown: tasks stopped, group left), SIGKILL after `timeout`."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        return self.proc.returncode
+
+
+def ownership_intervals(workers: list[ConnectWorker]) -> dict[str, list[tuple[int, int, str]]]:
+    """Per connector or task, the intervals `(from_ms, to_ms, worker_id)` during which a worker
+    ran it, from the workers' logs: from its "Creating" line to its "Stopping" line, or to the
+    worker's SIGKILL, or to now if it still runs."""
+    now = int(time.time() * 1000)
+    out: dict[str, list[tuple[int, int, str]]] = {}
+    for w in workers:
+        open_: dict[str, int] = {}
+        for e in w.events():
+            if e.kind == "start":
+                open_.setdefault(e.item, e.ms)
+            elif e.item in open_:
+                out.setdefault(e.item, []).append((open_.pop(e.item), e.ms, w.worker_id))
+        end = w.killed_ms if w.killed_ms is not None else now
+        for item, began in open_.items():
+            out.setdefault(item, []).append((began, end, w.worker_id))
+    return out
+
+
+def overlaps(intervals: dict[str, list[tuple[int, int, str]]]) -> list[str]:
+    """Connectors or tasks run by two workers at once (two intervals that intersect)."""
+    found: list[str] = []
+    for item, spans in intervals.items():
+        spans = sorted(spans)
+        for (a0, a1, wa), (b0, b1, wb) in itertools.pairwise(spans):
+            if b0 < a1 and wa != wb:
+                found.append(f"{item}: {wa} [{a0}, {a1}] and {wb} [{b0}, {b1}]")
+    return found

@@ -285,7 +285,7 @@ SCENARIOS: list[Callable[[Session], None]] = [
 ]
 KNOWN: dict[str, dict[str, str]] = {
     "scenario_group_configs_all_names": {
-        r"DescribeConfigs\(all\) names": "5 of Kafka's group configs are served (deviations.md)",
+        r"DescribeConfigs\(all\) names": "6 of Kafka's group configs are served (deviations.md)",
     },
     "scenario_api_versions_group_apis": {
         r"ApiVersions group APIs#0\.(8|9)\[1\]": "OffsetCommit/OffsetFetch v10 (topic ids) not served",

@@ -39,6 +39,7 @@ STREAMS_DEFAULTS = {
     "streams.session.timeout.ms": ("45000", "DEFAULT_CONFIG"),
     "streams.heartbeat.interval.ms": ("5000", "DEFAULT_CONFIG"),
     STANDBY_KEY: ("0", "DEFAULT_CONFIG"),
+    "streams.initial.rebalance.delay.ms": ("3000", "DEFAULT_CONFIG"),
 }
 INVALID_CONFIG, UNSUPPORTED_VERSION = 40, 35
 

@@ -126,7 +126,10 @@ def servers(
 ) -> Iterator[list[Server]]:
     """groupshift and Kafka 4.4, each running the word count with two instances that have
     shared out every task and counted every input line."""
-    gw = module_gateways.start("groupshift", sets=["group.initial.rebalance.delay.ms=0"])
+    gw = module_gateways.start(
+        "groupshift",
+        sets=["group.initial.rebalance.delay.ms=0", "group.streams.initial.rebalance.delay.ms=0"],
+    )
     kafka = kafka_cluster_factory("4.4", configs=KAFKA_SETTINGS, name="groups-cli-streams")
     work = tmp_path_factory.mktemp("streams-apps")
     out = []

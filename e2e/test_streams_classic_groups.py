@@ -80,7 +80,10 @@ def test_classic_streams_group_decoded(module_gateways: Gateways, tmp_path: Path
     classes, javac = _compiled(dist.classpath, dist.home, tmp_path / "classes")
     # No initial rebalance delay: Kafka's 3 s, extended by each joining instance, is most of the
     # time to a stable group; the instances rebalance again as the second joins either way.
-    gw = module_gateways.start("streams-classic", sets=["group.initial.rebalance.delay.ms=0"])
+    gw = module_gateways.start(
+        "streams-classic",
+        sets=["group.initial.rebalance.delay.ms=0", "group.streams.initial.rebalance.delay.ms=0"],
+    )
     bootstrap = gw.bootstrap
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for f in admin.create_topics([NewTopic(INPUT, 4, 1), NewTopic(OUTPUT, 2, 1)]).values():

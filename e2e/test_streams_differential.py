@@ -42,15 +42,16 @@ KAFKA_VERSION = "4.4"
 # Both sides (Kafka's names).
 GROUP_SETTINGS = {
     "group.initial.rebalance.delay.ms": "0",
+    "group.streams.initial.rebalance.delay.ms": "0",
     "group.streams.heartbeat.interval.ms": "5000",
     "group.streams.session.timeout.ms": "45000",
 }
-# Kafka only: the first assignment of a new streams group waits 3 s by default and later ones
-# are computed in the background at most once a second; groupshift computes them in the
-# heartbeat, which these make Kafka do too. The rest keeps one node's internal topics small.
+# Kafka only: later assignments are computed in the background at most once a second by
+# default; groupshift computes them in the heartbeat, which these make Kafka do too (both sides
+# skip the initial rebalance delay but for the scenario that sets it on its group). The rest
+# keeps one node's internal topics small.
 KAFKA_SETTINGS = {
     **GROUP_SETTINGS,
-    "group.streams.initial.rebalance.delay.ms": "0",
     "group.streams.assignment.interval.ms": "0",
     "group.streams.assignor.offload.enable": "false",
     "offsets.topic.replication.factor": "1",
@@ -929,6 +930,26 @@ def scenario_session_and_heartbeat_group_configs(s: Session) -> None:
     members.beat(A, "A: the broker's interval again")
 
 
+def scenario_initial_rebalance_delay(s: Session) -> None:
+    """The group's `streams.initial.rebalance.delay.ms` (2 s): the first member and one joining
+    within the delay are answered ASSIGNMENT_DELAYED and no tasks; once it has passed both share
+    the first assignment; the group describes as it goes."""
+    setup(s, 4, (repartition_name(s), 4), (changelog_name(s), 4))
+    set_group_configs(s, "IncrementalAlterConfigs delay", streams_initial_rebalance_delay_ms="2000")
+    settle()  # Kafka applies group configs from its metadata log, a moment later
+    members = Members(s)
+    members.join(A, word_count(s), "join A: delayed")
+    members.join(B, word_count(s), "join B: delayed")
+    members.beat(A, "A within the delay")
+    describe(s, "describe within the delay")
+    time.sleep(2.5)
+    members.beat(A, "A after the delay")
+    members.beat(B, "B after the delay")
+    members.converge(A, B)
+    members.note_tasks("active after the delay")
+    describe(s, "describe after the delay")
+
+
 def scenario_standby_replicas_group_config(s: Session) -> None:
     """`streams.num.standby.replicas`=1 on the group, then two processes join: each keeps a
     standby of the stateful tasks the other runs; a third process joins and the tasks and
@@ -1360,6 +1381,7 @@ SCENARIOS: list[tuple[str, Callable[[Session], None], Known]] = [
     ("list-groups-streams", scenario_list_groups_streams_type, {}),
     ("describe-groups-classic-api", scenario_describe_groups_classic_api, {}),
     ("session-heartbeat-group-configs", scenario_session_and_heartbeat_group_configs, {}),
+    ("initial-rebalance-delay", scenario_initial_rebalance_delay, {}),
 ]
 
 

@@ -168,7 +168,11 @@ def test_roll_classic_streams_to_streams_protocol(module_gateways: Gateways, tmp
     # Streams members learn of released tasks at their next heartbeat: every second, not 5 s.
     gw = module_gateways.start(
         "streams-roll",
-        sets=["group.initial.rebalance.delay.ms=0", "group.streams.heartbeat.interval.ms=1000"],
+        sets=[
+            "group.initial.rebalance.delay.ms=0",
+            "group.streams.initial.rebalance.delay.ms=0",
+            "group.streams.heartbeat.interval.ms=1000",
+        ],
     )
     bootstrap = gw.bootstrap
     admin = AdminClient({"bootstrap.servers": bootstrap})

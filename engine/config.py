@@ -84,6 +84,10 @@ class CoordinatorConfig(BaseModel):
         15000, alias="group.streams.max.heartbeat.interval.ms", ge=1, le=INT_MAX
     )
     streams_max_size: int = Field(INT_MAX, alias="group.streams.max.size", ge=1, le=INT_MAX)
+    # How long the first assignment of a group waits for more members (Kafka 4.4's default).
+    streams_initial_rebalance_delay_ms: int = Field(
+        3000, alias="group.streams.initial.rebalance.delay.ms", ge=0, le=INT_MAX
+    )
     streams_num_standby_replicas: int = Field(0, alias="group.streams.num.standby.replicas", ge=0, le=INT_MAX)
     streams_max_standby_replicas: int = Field(2, alias="group.streams.max.standby.replicas", ge=0, le=INT_MAX)
 
@@ -194,6 +198,7 @@ class GroupConfig(BaseModel):
     streams_session_timeout_ms: int | None = Field(None, alias="streams.session.timeout.ms")
     streams_heartbeat_interval_ms: int | None = Field(None, alias="streams.heartbeat.interval.ms")
     streams_num_standby_replicas: int | None = Field(None, alias="streams.num.standby.replicas")
+    streams_initial_rebalance_delay_ms: int | None = Field(None, alias="streams.initial.rebalance.delay.ms")
 
     def validate_against(self, broker: CoordinatorConfig) -> None:
         """Kafka checks per-group values against the broker's min/max bounds (messages as Kafka
@@ -242,6 +247,12 @@ class GroupConfig(BaseModel):
         ):
             if value is not None and not low <= value <= high:
                 raise ValueError(f"{name} must be in the range {low} to {high} inclusive.")
+        delay = self.streams_initial_rebalance_delay_ms
+        if delay is not None and delay < 0:  # Kafka 4.4: the type's own range, no broker bound
+            raise ValueError(
+                f"Invalid value {delay} for configuration streams.initial.rebalance.delay.ms: "
+                "Value must be at least 0"
+            )
         standbys = self.streams_num_standby_replicas
         # Kafka 4.4's words: the type's range check, then the broker's maximum by value.
         if standbys is not None and standbys < 0:

@@ -33,6 +33,7 @@ from engine.consumer.membership import fence_expired_member
 from engine.offsets.operations import expire_offsets
 from engine.operation import Operation
 from engine.state import ShardState
+from engine.streams.heartbeat import compute_delayed_target_assignment
 from engine.streams.heartbeat import fence_expired_member as fence_expired_streams_member
 from engine.streams.heartbeat import fence_unrevoked_member as fence_unrevoked_streams_member
 from engine.timers import TimerKind, TimerTask
@@ -91,6 +92,10 @@ def _streams_rebalance(s: ShardState, t: TimerTask, op: Operation) -> None:
     fence_unrevoked_streams_member(s, t.group_id, t.member_id, t.epoch, t.data, op)
 
 
+def _streams_initial_rebalance(s: ShardState, t: TimerTask, op: Operation) -> None:
+    compute_delayed_target_assignment(s, t.group_id, op)
+
+
 def _offsets(s: ShardState, t: TimerTask, op: Operation) -> None:
     expire_offsets(s, op)
 
@@ -108,6 +113,7 @@ EXPIRY: dict[TimerKind, Expiry] = {
     K.OFFSET_EXPIRATION: Expiry(True, _offsets, periodic=True),
     K.STREAMS_SESSION: Expiry(True, _streams_session),
     K.STREAMS_REBALANCE: Expiry(True, _streams_rebalance),
+    K.STREAMS_INITIAL_REBALANCE: Expiry(True, _streams_initial_rebalance),
     K.CLIENT_ASSIGNMENT: Expiry(True, fence_late_assigning_member),
     K.CONNECT_SESSION: Expiry(True, connect_heartbeat.expire_session),
     K.CONNECT_REBALANCE: Expiry(True, connect_heartbeat.expire_revocation),

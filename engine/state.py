@@ -47,6 +47,7 @@ class ShardState:
         "now_ms",
         "offsets",
         "regex_topic_filter",
+        "streams_initial_delays",
     )
 
     def __init__(
@@ -67,6 +68,10 @@ class ShardState:
         # The principal each live member id and instance id is bound to (`engine.binding`); in
         # memory only, written by `Operation.after` actions.
         self.bindings = MemberBindings()
+        # Streams groups waiting out their initial rebalance delay: group id -> when it ends.
+        # In memory only, like the timer that ends it (Kafka keeps no record of it either: a
+        # shard loaded meanwhile computes the assignment on the next heartbeat).
+        self.streams_initial_delays: dict[str, int] = {}
 
     def bind_created(self, op: Operation, group_id: str, member_id: str, principal: str) -> None:
         """Where the coordinator generates a member id: once `op` commits, the id is bound to the
@@ -101,6 +106,12 @@ class ShardState:
         if gc is not None and gc.streams_heartbeat_interval_ms is not None:
             return gc.streams_heartbeat_interval_ms
         return self.config.streams_heartbeat_interval_ms
+
+    def streams_initial_rebalance_delay_ms(self, group_id: str) -> int:
+        gc = self.group_configs.get(group_id)
+        if gc is not None and gc.streams_initial_rebalance_delay_ms is not None:
+            return gc.streams_initial_rebalance_delay_ms
+        return self.config.streams_initial_rebalance_delay_ms
 
     def streams_num_standby_replicas(self, group_id: str) -> int:
         """The group's `streams.num.standby.replicas`, else the broker's

@@ -224,6 +224,7 @@ class TimerKind(Enum):
     OFFSET_EXPIRATION = "expire-group-metadata"  # the periodic offset retention check
     STREAMS_SESSION = "streams-session-timeout"  # a streams-group member's session
     STREAMS_REBALANCE = "streams-rebalance-timeout"  # a streams-group member revoking tasks
+    STREAMS_INITIAL_REBALANCE = "initial-rebalance-timeout"  # a new streams group's first assignment
     CLIENT_ASSIGNMENT = "client-assignment-timeout"  # the member asked to compute the target
     CONNECT_SESSION = "connect-session-timeout"  # a Connect worker's session
     CONNECT_REBALANCE = "connect-rebalance-timeout"  # a Connect worker revoking connectors/tasks

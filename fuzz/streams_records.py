@@ -56,7 +56,9 @@ _STREAMS_KEYS = (
     StreamsGroupTopologyKey,
 )
 _CTX = RequestContext("fuzz", "/127.0.0.1", 0)
-_CONFIG = CoordinatorConfig.from_kafka({"group.streams.num.standby.replicas": 1})
+_CONFIG = CoordinatorConfig.from_kafka(
+    {"group.streams.num.standby.replicas": 1, "group.streams.initial.rebalance.delay.ms": 0}
+)
 
 
 class ReplayRefused(Exception):

@@ -125,6 +125,9 @@ def config() -> CoordinatorConfig:
             "group.consumer.migration.policy": "bidirectional",
             "group.min.session.timeout.ms": 10,
             "group.initial.rebalance.delay.ms": 50,
+            # Assignments in the heartbeat, as before Kafka's initial delay was built (the delay
+            # is covered by tests/test_streams_initial_delay.py, not modelled here yet).
+            "group.streams.initial.rebalance.delay.ms": 0,
         }
     )
 

@@ -51,7 +51,12 @@ class StreamsMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        config = CoordinatorConfig.from_kafka({"group.streams.num.standby.replicas": self.STANDBY_REPLICAS})
+        config = CoordinatorConfig.from_kafka(
+            {
+                "group.streams.num.standby.replicas": self.STANDBY_REPLICAS,
+                "group.streams.initial.rebalance.delay.ms": 0,
+            }
+        )
         self.shard = Shard(config, SeededIds(3), image(4))
         self.now = 1000
         self.ctx = RequestContext("c", "/127.0.0.1", 0)

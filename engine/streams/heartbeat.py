@@ -22,6 +22,7 @@ from engine.errors import CoordinatorError, Errors, invalid_request
 from engine.operation import Operation
 from engine.state import ShardState
 from engine.streams.api import (
+    ASSIGNMENT_DELAYED,
     SHUTDOWN_APPLICATION,
     STALE_TOPOLOGY,
     EndpointPartitions,
@@ -631,12 +632,28 @@ def heartbeat(
             known.end_offsets if req.task_end_offsets is None else _nested(req.task_end_offsets),
         )
 
+    delayed = _initial_rebalance_delay(st, op, group, bump)
     members = dict(group.members)
     if replaced is not None:
         del members[replaced.member_id]
     members[mid] = updated
     target_epoch = group.assignment_epoch
-    if epoch > group.assignment_epoch:
+    if delayed:
+        # Kafka 4.4 `maybeUpdateStreamsTargetAssignment`: while the delay runs no target is
+        # computed and every member is told why it has no tasks yet.
+        statuses.append(
+            Status(ASSIGNMENT_DELAYED, "Assignment delayed due to the configured initial rebalance delay.")
+        )
+        target = TaskRoles({}, {}, {})
+        if new_group:
+            # Kafka 4.4 creates the group at assignment epoch 1 as well as group epoch 1
+            # (measured: the members wait at member epoch 1, and Describe says assignment
+            # epoch 1 while the delay runs).
+            op.records.append(_target_epoch_record(gid, 1, st.now_ms))
+            target_epoch = 1
+        if epoch != group.group_epoch:
+            op.event("group.epoch_bumped", group=gid, epoch=epoch, member=mid)
+    elif epoch > group.assignment_epoch:
         targets = _new_targets(st, group, members, topology, configured)
         _write_targets(st, op, group, targets, epoch)
         target = targets.get(mid, TaskRoles({}, {}, {}))
@@ -727,6 +744,53 @@ def heartbeat(
     )
 
 
+def _initial_rebalance_delay(st: ShardState, op: Operation, group: StreamsGroup, bump: bool) -> bool:
+    """Whether the group's first assignment waits (Kafka 4.4 `streamsGroupHeartbeat`): a member
+    joining an empty group (the epoch bumps while the group has no member) starts
+    `streams.initial.rebalance.delay.ms`, so that the instances of an application starting
+    together share one assignment instead of each taking every task in turn; until the timer
+    fires (`compute_delayed_target_assignment`) no heartbeat computes one."""
+    gid = group.group_id
+    deadline = st.streams_initial_delays.get(gid)
+    if deadline is not None:
+        return True
+    delay = st.streams_initial_rebalance_delay_ms(gid)
+    if not bump or group.members or delay <= 0:
+        return False
+    op.schedule_if_absent(TimerKind.STREAMS_INITIAL_REBALANCE, gid, "", delay)
+    ends = st.now_ms + delay
+    delays = st.streams_initial_delays
+
+    def started() -> None:
+        delays.setdefault(gid, ends)
+
+    op.after(started)
+    return True
+
+
+def compute_delayed_target_assignment(st: ShardState, group_id: str, op: Operation) -> None:
+    """The initial rebalance delay is over (Kafka 4.4 `computeDelayedTargetAssignment`): the
+    target of every member, at the group's epoch. Nothing if the group is gone, empty or has no
+    usable topology (the next heartbeat computes it then)."""
+    delays = st.streams_initial_delays
+
+    def ended() -> None:
+        delays.pop(group_id, None)
+
+    op.after(ended)
+    group = st.groups.get(group_id)
+    if not isinstance(group, StreamsGroup) or not group.members or group.topology is None:
+        return
+    if group.group_epoch <= group.assignment_epoch:
+        return
+    configured = configure(group.topology, st.image)
+    if configured.tasks is None:
+        return
+    targets = _new_targets(st, group, dict(group.members), group.topology, configured)
+    _write_targets(st, op, group, targets, group.group_epoch)
+    op.event("group.initial_rebalance_done", group=group_id, epoch=group.group_epoch)
+
+
 def update_member(
     st: ShardState,
     group: StreamsGroup,
@@ -775,7 +839,7 @@ def update_member(
     targets = group_targets(group)
     holders = group.holders(updated.process_id)
     target_epoch = group.assignment_epoch
-    if epoch > group.assignment_epoch:
+    if epoch > group.assignment_epoch and gid not in st.streams_initial_delays:
         targets = _new_targets(st, group, members, topology, configured)
         _write_targets(st, op, group, targets, epoch)
         target_epoch = epoch
@@ -930,8 +994,9 @@ def remove_member(
         validated = group.topology.epoch if configured.tasks is not None else -1
     op.records.append(_metadata_record(gid, epoch, digest, validated, assignment_configs(st, gid)))
     members = {mid: m for mid, m in group.members.items() if mid != member_id and mid not in gone}
-    targets = _new_targets(st, group, members, group.topology, configured)
-    _write_targets(st, op, group, targets, epoch)
+    if gid not in st.streams_initial_delays:  # else the delay's end computes it
+        targets = _new_targets(st, group, members, group.topology, configured)
+        _write_targets(st, op, group, targets, epoch)
     op.cancel(TimerKind.STREAMS_SESSION, gid, member_id)
 
 

@@ -28,6 +28,7 @@ GROUP_CONFIGS = (
     "streams.heartbeat.interval.ms",
     "streams.session.timeout.ms",
     "streams.num.standby.replicas",
+    "streams.initial.rebalance.delay.ms",
 )
 SET, DELETE = 0, 1  # IncrementalAlterConfigs operations (APPEND/SUBTRACT apply to lists only)
 DYNAMIC_GROUP_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 8, 4, 5  # DescribeConfigs sources
@@ -40,6 +41,7 @@ BROKER_FIELD = {
     "streams.session.timeout.ms": "streams_session_timeout_ms",
     "streams.heartbeat.interval.ms": "streams_heartbeat_interval_ms",
     "streams.num.standby.replicas": "streams_num_standby_replicas",
+    "streams.initial.rebalance.delay.ms": "streams_initial_rebalance_delay_ms",
 }
 
 

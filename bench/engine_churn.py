@@ -41,6 +41,7 @@ from engine.context import RequestContext
 from engine.ids import SeededIds
 from engine.metadata import MetadataImage, TopicImage, topic_id_for
 from engine.shard import Shard
+from gateway.allocator import mallinfo2
 from records.consumer_group import TopicPartitions
 
 TOPIC = "soak-topic"
@@ -173,12 +174,15 @@ def run(
     for t in range(seconds + 1):
         if t % sample_s == 0:
             gc.collect()
+            glibc = mallinfo2()
             cgs = [g for g in sim.shard.groups.values() if isinstance(g, ConsumerGroup)]
             sizes = [len(g.members) for g in cgs]
             samples.append(
                 {
                     "t": t,
                     "blocks": sys.getallocatedblocks(),
+                    # glibc's bytes in use (heap and mmapped chunks): the blocks above 512 bytes
+                    "glibc_in_use": -1 if glibc is None else glibc["uordblks"] + glibc["hblkhd"],
                     "members": sum(sizes),
                     "group_size_min": min(sizes),
                     "group_size_max": max(sizes),
@@ -221,12 +225,15 @@ def main(argv: list[str] | None = None) -> int:
         f"engine churn: {res['members']} members, {res['groups']} groups, {res['churn_per_s']}/s, "
         f"start {res['start']}; {res['heartbeats']} heartbeats, errors {res['errors']}"
     )
-    print("     t   blocks  members  sizes    epoch  timers  epoch refs/objects/values/(group, value) (>256)")
+    print(
+        "     t   blocks  glibc MB  members  sizes    epoch  timers"
+        "  epoch refs/objects/values/(group, value) (>256)"
+    )
     for s in res["samples"]:
         sizes = f"{s['group_size_min']:3d}-{s['group_size_max']:<3d}"
         census = f"{s['epoch_refs']}/{s['epoch_objects']}/{s['epoch_values']}/{s['epoch_group_values']}"
         print(
-            f"{s['t']:6d} {s['blocks']:8d} {s['members']:8d} {sizes}"
+            f"{s['t']:6d} {s['blocks']:8d} {s['glibc_in_use'] / 2**20:9.2f} {s['members']:8d} {sizes}"
             f" {s['max_group_epoch']:7d} {s['timers']:7d}  {census}"
         )
     return 0

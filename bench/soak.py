@@ -50,12 +50,13 @@ from typing import Any
 
 from bench.heartbeats import (
     CGH_TOPIC,
+    _call_all,
     _cgh,
+    _check,
     _Client,
     _clients,
     _create_topic,
     _join_consumer_members,
-    settle_cgh_members,
 )
 from e2e.harness import GatewayProcess
 
@@ -157,12 +158,32 @@ async def setup_churned_groups(port: int, groups: int, members: int, seed: int) 
     clients = await _clients(port, 16)
     epochs = await _join_consumer_members(clients, ids)
     await _create_topic(port, CGH_TOPIC, members // groups)
-    epochs = await settle_cgh_members(clients, ids, epochs, 120, "CGH heartbeats after the topic was created")
+    epochs = await _settle(clients, ids, epochs, 120)
     steady = [_cgh(g, m, e) for (g, m), e in zip(ids, epochs, strict=True)]
     for c in clients:
         assert c.transport is not None
         c.transport.close()
     return steady
+
+
+async def _settle(
+    clients: list[_Client], ids: list[tuple[str, str]], epochs: list[int], rounds: int
+) -> list[int]:
+    """Heartbeat every member until a round after the assignments went out answers none (all
+    reconciled); the members' epochs. Not `settle_cgh_members`' rule (every member was sent an
+    assignment): a group with more members than partitions leaves some with none to be sent."""
+    sent = False
+    for _ in range(rounds):
+        answers = await _call_all(clients, (_cgh(g, m, e) for (g, m), e in zip(ids, epochs, strict=True)))
+        _check(answers, "CGH heartbeats after the topic was created")
+        epochs = [a.member_epoch for a in answers]
+        fresh = any(a.assignment is not None for a in answers)
+        if sent and not fresh:
+            return epochs
+        sent = sent or fresh
+        if not fresh:
+            await asyncio.sleep(0.25)
+    raise RuntimeError("CGH members never settled on their assignments")
 
 
 def rss_mb(pid: int) -> float:

@@ -110,7 +110,9 @@ class Sim:
             return
         if m.owned is not None and m.epoch != 0:
             m.owned = None  # echoed
-        m.epoch = _wire(r.member_epoch)
+        # The engine's object, not a copy: the load generator's own ints would count here
+        # (10,000 of them once epochs pass 256), where the soak's are in another process.
+        m.epoch = r.member_epoch
         if r.assignment is not None:
             m.owned = tuple(TopicPartitions(tp.topic_id, tuple(tp.partitions)) for tp in r.assignment)
 

@@ -1,8 +1,8 @@
 """Soak: many KIP-848 members heartbeating for a long time, members coming and going.
 
 `python -m bench.soak --minutes 30 [--members 10000] [--json]` starts a real `groupshift serve`
-(pinned to one core), joins `members` consumer-protocol members in groups of `--group-size`
-over the wire (`bench.heartbeats.setup_consumer_groups`), then for the whole run:
+(pinned to one core), joins `members` consumer-protocol members, about `--group-size` a group,
+over the wire (`setup_churned_groups`: see below), then for the whole run:
 
 * every member heartbeats once per `group.consumer.heartbeat.interval.ms` (paced, not flat
   out), echoing a new assignment in its next heartbeat as a real client does, and rejoining
@@ -12,6 +12,18 @@ over the wire (`bench.heartbeats.setup_consumer_groups`), then for the whole run
 * every `--sample-seconds` the gateway's RSS and its children's (the compaction worker; from
   /proc), its scheduled coordinator timers, the coordinator log size on disk and the
   compactions so far (from the metrics endpoint) are sampled.
+
+Where the members start (`setup_churned_groups`): each in a group drawn at random (seeded),
+not exactly `--group-size` in each as the heartbeat benchmarks place them
+(`setup_consumer_groups`, kept there: equal groups make their figures comparable). The churn
+takes a member at random from all of them and puts a new one in a random group, so the group
+sizes it keeps are those of members dropped into groups at random (binomial, about ±10 for 100
+per group), whatever they started as. Starting from equal groups, the state relaxed toward that
+spread over the first ~17 minutes of a 30-minute run (a member's lifetime, 10,000 members at
+10 a second): members of smaller groups holding two partitions, epoch maps of two entries, and
+the heap growing with them, which read as a leak in the RSS slope (docs/robustness.md, "On a
+quiet machine again"). Starting from the churn's own distribution, what the slope measures is
+the server, not the load generator's initial condition.
 
 What a healthy server shows: RSS flat after warm-up (slope near 0), timers tracking the member
 count (one session timer per member, plus members being expired), the log bounded by
@@ -36,7 +48,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.heartbeats import CGH_TOPIC, _cgh, _Client, _clients, setup_consumer_groups
+from bench.heartbeats import (
+    CGH_TOPIC,
+    _call_all,
+    _cgh,
+    _check,
+    _Client,
+    _clients,
+    _create_topic,
+    _join_consumer_members,
+)
 from e2e.harness import GatewayProcess
 
 try:
@@ -109,6 +130,60 @@ class SoakState:
     session_ms: int = 45000
     failures: list[str] = field(default_factory=list)
     scrape_failures: list[str] = field(default_factory=list)
+
+
+def random_group_sizes(members: int, groups: int, rng: random.Random) -> list[int]:
+    """How many of `members` each group gets when each member goes to a group drawn at random:
+    the group sizes the churn keeps (module docstring)."""
+    sizes = [0] * groups
+    for _ in range(members):
+        sizes[rng.randrange(groups)] += 1
+    return sizes
+
+
+def group_names(groups: int) -> list[str]:
+    return [f"bench-hb-{g}" for g in range(groups)]
+
+
+async def setup_churned_groups(port: int, groups: int, members: int, seed: int) -> list[Any]:
+    """Join `members` members, each in a group drawn at random (`random_group_sizes`), to a
+    topic of members/groups partitions, and heartbeat them until reconciled; the steady
+    ConsumerGroupHeartbeat requests, one per member (as `setup_consumer_groups`)."""
+    sizes = random_group_sizes(members, groups, random.Random(f"soak-placement-{seed}"))
+    ids = [
+        (name, f"member-{g:02d}-{i:05d}-xxxxxxxx"[:22])
+        for g, (name, size) in enumerate(zip(group_names(groups), sizes, strict=True))
+        for i in range(size)
+    ]
+    clients = await _clients(port, 16)
+    epochs = await _join_consumer_members(clients, ids)
+    await _create_topic(port, CGH_TOPIC, members // groups)
+    epochs = await _settle(clients, ids, epochs, 120)
+    steady = [_cgh(g, m, e) for (g, m), e in zip(ids, epochs, strict=True)]
+    for c in clients:
+        assert c.transport is not None
+        c.transport.close()
+    return steady
+
+
+async def _settle(
+    clients: list[_Client], ids: list[tuple[str, str]], epochs: list[int], rounds: int
+) -> list[int]:
+    """Heartbeat every member until a round after the assignments went out answers none (all
+    reconciled); the members' epochs. Not `settle_cgh_members`' rule (every member was sent an
+    assignment): a group with more members than partitions leaves some with none to be sent."""
+    sent = False
+    for _ in range(rounds):
+        answers = await _call_all(clients, (_cgh(g, m, e) for (g, m), e in zip(ids, epochs, strict=True)))
+        _check(answers, "CGH heartbeats after the topic was created")
+        epochs = [a.member_epoch for a in answers]
+        fresh = any(a.assignment is not None for a in answers)
+        if sent and not fresh:
+            return epochs
+        sent = sent or fresh
+        if not fresh:
+            await asyncio.sleep(0.25)
+    raise RuntimeError("CGH members never settled on their assignments")
 
 
 def rss_mb(pid: int) -> float:
@@ -282,8 +357,8 @@ async def drive(
         tasks.add(t)
         t.add_done_callback(tasks.discard)
 
-    group_names = sorted({m.group for m in st.members.values()})
-    assert len(group_names) == groups
+    names = group_names(groups)  # a group the random placement left empty gets members too
+    assert {m.group for m in st.members.values()} <= set(names)
     samples: list[Sample] = []
     started = time.monotonic()
     next_sample = started
@@ -331,7 +406,7 @@ async def drive(
                 spawn(_leave(clients[hash(victim.member_id) % connections], victim, st))
             else:
                 st.abandoned += 1  # its session timer expires it
-            new = Member(rng.choice(group_names), str(uuid.uuid4()), 0, due=now)
+            new = Member(rng.choice(names), str(uuid.uuid4()), 0, due=now)
             st.members[new.member_id] = new
             st.joins += 1
         for m_ in st.members.values():
@@ -388,7 +463,7 @@ def run(
             runner = asyncio.Runner(loop_factory=uvloop.new_event_loop if uvloop else None)
             with runner:
                 t0 = time.monotonic()
-                steady = runner.run(setup_consumer_groups(gw.port, groups, members))
+                steady = runner.run(setup_churned_groups(gw.port, groups, members, seed))
                 setup_s = time.monotonic() - t0
                 st, samples = runner.run(
                     drive(

@@ -20,6 +20,7 @@ PartitionEpochs = Mapping[TopicId, Mapping[int, int]]
 holds (Kafka 4.3+ `ConsumerGroupMember` assignment epochs)."""
 
 _V = TypeVar("_V")
+_K = TypeVar("_K")
 
 
 class _Empty(dict[TopicId, _V]):
@@ -128,6 +129,44 @@ def shared(new: Assignment, *candidates: Assignment) -> Assignment:
         if candidate is new or (candidate and candidate == new):
             return candidate
     return new
+
+
+EPOCH_INTERN_MAX = 4096
+"""How many epoch values `shared_epoch` keeps: its table is at most this many entries (about
+400 KB), whatever the number of groups and members."""
+
+_epochs: dict[int, int] = {}
+
+
+def shared_epoch(epoch: int) -> int:
+    """`epoch` as the one int object the process keeps for its value (as `sys.intern` does for
+    strings). Past Python's small-int cache (-5..256) every epoch decoded from a record or
+    computed by a handler (`group_epoch + 1`) is an int object of its own, and each group's
+    members held their own objects for the same values: as group epochs passed 256 a soak of
+    10,000 members in 100 groups gained thousands of 32-byte objects, one per (group, epoch)
+    pair members still held (issue 27). The table keeps at most `EPOCH_INTERN_MAX` values and
+    forgets the one it learned first when full: epochs only grow, so the oldest value is the one
+    least likely to be set again. A forgotten value still held by members is only shared less
+    (the next member given it gets a new object); nothing else depends on identity."""
+    if -5 <= epoch <= 256:
+        return epoch
+    known = _epochs.get(epoch)
+    if known is not None:
+        return known
+    if len(_epochs) >= EPOCH_INTERN_MAX:
+        del _epochs[next(iter(_epochs))]
+    _epochs[epoch] = epoch
+    return epoch
+
+
+def shared_epochs(epochs: dict[_K, dict[int, int]]) -> dict[_K, dict[int, int]]:
+    """`epochs` (a new, unshared mapping) with each partition's epoch made `shared_epoch`'s, in
+    place."""
+    for parts in epochs.values():
+        for p, e in parts.items():
+            if e > 256:
+                parts[p] = shared_epoch(e)
+    return epochs
 
 
 def from_records(tps: Iterable[TopicPartitions]) -> dict[TopicId, tuple[int, ...]]:

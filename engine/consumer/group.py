@@ -29,6 +29,8 @@ from engine.assignment import (
     epochs_from_records,
     from_records,
     shared,
+    shared_epoch,
+    shared_epochs,
 )
 from engine.consumer.member import ConsumerGroupMember, MemberState
 from engine.metadata import TopicId
@@ -253,7 +255,7 @@ class ConsumerGroup:
     # --- replay ------------------------------------------------------------------------------
 
     def replay_group_epoch(self, epoch: int) -> None:
-        self.group_epoch = epoch
+        self.group_epoch = shared_epoch(epoch)
 
     def can_be_deleted(self) -> bool:
         return not self.members and not self.target_assignment and self.assignment_epoch == -1
@@ -310,12 +312,17 @@ class ConsumerGroup:
                 state = MemberState(value.state)
             except ValueError:
                 state = MemberState.UNKNOWN
-            epochs: PartitionEpochs = epochs_from_records(
-                (*value.assigned_partitions, *value.partitions_pending_revocation), value.member_epoch
+            # Epochs as the process's one int object per value (`shared_epoch`).
+            member_epoch = shared_epoch(value.member_epoch)
+            decoded = epochs_from_records(
+                (*value.assigned_partitions, *value.partitions_pending_revocation), member_epoch
+            )
+            epochs: PartitionEpochs = (
+                old.assignment_epochs if decoded == old.assignment_epochs else shared_epochs(decoded)
             )
             new = old.with_changes(
-                member_epoch=value.member_epoch,
-                previous_member_epoch=value.previous_member_epoch,
+                member_epoch=member_epoch,
+                previous_member_epoch=shared_epoch(value.previous_member_epoch),
                 state=state,
                 assigned_partitions=shared(
                     from_records(value.assigned_partitions),
@@ -378,7 +385,7 @@ class ConsumerGroup:
                 )
             self.assignment_epoch = -1
         else:
-            self.assignment_epoch = epoch
+            self.assignment_epoch = shared_epoch(epoch)
 
     def replay_regex(self, regex: str, value: ConsumerGroupRegularExpressionValue | None) -> None:
         if value is None:

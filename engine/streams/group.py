@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any, Final
 
+from engine.assignment import shared_epoch, shared_epochs
 from records.consumer_group import ClassicMemberMetadata
 from records.streams_group import (
     Endpoint,
@@ -341,7 +342,7 @@ class StreamsGroup:
         validated_topology_epoch: int,
         last_assignment_configs: tuple[KeyValue, ...] | None = None,
     ) -> None:
-        self.group_epoch = epoch
+        self.group_epoch = shared_epoch(epoch)
         self.metadata_hash = metadata_hash
         self.validated_topology_epoch = validated_topology_epoch
         self.last_assignment_configs = last_assignment_configs
@@ -394,8 +395,9 @@ class StreamsGroup:
         if m is None:
             # Kafka creates the member from either of its records, whichever comes first.
             m = self.members[member_id] = StreamsMember(member_id)
-        m.member_epoch = value.member_epoch
-        m.previous_member_epoch = value.previous_member_epoch
+        # Epochs as the process's one int object per value (`engine.assignment.shared_epoch`).
+        m.member_epoch = shared_epoch(value.member_epoch)
+        m.previous_member_epoch = shared_epoch(value.previous_member_epoch)
         m.state = MemberState(value.state) if value.state in _STATE_VALUES else MemberState.UNKNOWN
         m.active = tasks_from(value.active_tasks)
         m.standby = tasks_from(value.standby_tasks)
@@ -403,8 +405,8 @@ class StreamsGroup:
         m.active_pending_revocation = tasks_from(value.active_tasks_pending_revocation)
         m.standby_pending_revocation = tasks_from(value.standby_tasks_pending_revocation)
         m.warmup_pending_revocation = tasks_from(value.warmup_tasks_pending_revocation)
-        m.active_epochs = epochs_from_records(
-            (*value.active_tasks, *value.active_tasks_pending_revocation), value.member_epoch
+        m.active_epochs = shared_epochs(
+            epochs_from_records((*value.active_tasks, *value.active_tasks_pending_revocation), m.member_epoch)
         )
         self._hold(m, 1)
 
@@ -421,7 +423,7 @@ class StreamsGroup:
             self.warmup_targets[member_id] = warmup or {}
 
     def replay_assignment_epoch(self, epoch: int | None) -> None:
-        self.assignment_epoch = -1 if epoch is None else epoch
+        self.assignment_epoch = -1 if epoch is None else shared_epoch(epoch)
 
     # --- comparison of live and replayed state ----------------------------------------------
 

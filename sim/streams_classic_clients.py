@@ -146,13 +146,23 @@ def leader_assignment(
 ) -> dict[str, bytes]:
     """The leader's cooperative sticky assignment: a task claimed by exactly one member stays
     there (unless that member holds more than its share: then it is withheld, the member revokes
-    it and the next round gives it out); a task claimed by two is withheld; unclaimed tasks go to
-    the least loaded members."""
+    it and the next round gives it out); a task claimed by two is withheld; an unclaimed task goes
+    to a member that reports its state (a standby it runs), else to the least loaded member.
+
+    The state rule is Kafka Streams' own preference (4.4's `assignTasksToThreads` first gives each
+    thread the tasks whose state it reports, `ClientState.prevTasksByLag`, up to its share), made
+    absolute here: a thread runs its standby until the SyncGroup answer that drops it, so a
+    sibling thread given the task active in the same round would hold a second copy in the
+    process, which Streams survives only through the state directory lock this model does not
+    simulate (streams chaos seed 6951)."""
     claims: dict[tuple[str, int], list[str]] = {}
+    state: dict[tuple[str, int], str] = {}
     for m in members:
         info = parse_streams_member_metadata(m.metadata).info
         for claimed in info.active_tasks:
             claims.setdefault((str(claimed.subtopology), claimed.partition), []).append(m.member_id)
+        for kept in info.standby_or_state_tasks:
+            state.setdefault((str(kept.subtopology), kept.partition), m.member_id)
     ids = [m.member_id for m in members]
     share = -(-len(tasks) // max(1, len(ids)))
     given: dict[str, set[tuple[str, int]]] = {mid: set() for mid in ids}
@@ -163,6 +173,6 @@ def leader_assignment(
     for t in sorted(tasks):
         if t in claims:
             continue
-        mid = min(ids, key=lambda i: (len(given[i]), i))
+        mid = state.get(t) or min(ids, key=lambda i: (len(given[i]), i))
         given[mid].add(t)
     return {mid: encode_roles(ts, source, repartition) for mid, ts in given.items()}

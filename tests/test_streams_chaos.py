@@ -189,3 +189,31 @@ def test_a_classic_thread_that_missed_its_sync_answer_no_longer_counts_the_stand
     sx.standby_pending_revocation = {sid: ps}  # still pending revocation: still its own
     with pytest.raises(AssertionError, match="holds task"):
         m.no_task_twice_in_the_members_view()
+
+
+def test_the_classic_leader_gives_a_task_to_the_thread_that_runs_its_standby() -> None:
+    """Seed 6951: in a classic group the simulated leader gave task 1_0 active to a thread whose
+    sibling (same process) reported running its standby; the sibling runs that standby until its
+    own SyncGroup, so the process held two copies. Like Kafka Streams' `assignTasksToThreads`
+    (the tasks a thread reports state for go to it first), an unclaimed task goes to the thread
+    that reports its state, even past the least loaded one."""
+    import uuid
+
+    from engine.classic.api import JoinGroupResponseMember
+    from sim.streams_chaos import REPARTITION, SOURCE
+    from sim.streams_classic_clients import ClassicStreamsMember, decode_roles, leader_assignment
+
+    process = uuid.UUID(int=2)
+    x = ClassicStreamsMember("x", 1, process, member_id="x")
+    x.active, x.standby = {"0": frozenset({0, 1})}, {"1": frozenset({0})}
+    y = ClassicStreamsMember("y", 2, process, member_id="y")  # x's sibling, idle: least loaded
+    z = ClassicStreamsMember("z", 3, uuid.UUID(int=3), member_id="z")
+    z.active = {"0": frozenset({2})}
+    members = [JoinGroupResponseMember(t.member_id, None, t.metadata(SOURCE, REPARTITION)) for t in (x, y, z)]
+    tasks = {(s, p) for s in "01" for p in range(4)}
+    given = {
+        mid: decode_roles(a)[0] for mid, a in leader_assignment(members, tasks, SOURCE, REPARTITION).items()
+    }
+    assert 0 in given["x"].get("1", frozenset()), f"1_0 went elsewhere: {given}"
+    assert 0 not in given["y"].get("1", frozenset()), "the sibling runs 1_0 while x runs its standby"
+    assert sorted((s, p) for roles in given.values() for s, ps in roles.items() for p in ps) == sorted(tasks)

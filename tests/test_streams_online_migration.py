@@ -11,6 +11,7 @@ import uuid
 from dataclasses import replace
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -112,7 +113,15 @@ class Roll(MigrationHarness):
         self.streams_epoch: dict[str, int] = {}
         self.streams_tasks: dict[str, set[Task]] = {}
 
-    def seed(self, members: dict[str, set[Task]], generation: int = 3) -> None:
+    def seed(
+        self,
+        members: dict[str, set[Task]],
+        generation: int = 3,
+        assigned: dict[str, set[Task]] | None = None,
+    ) -> None:
+        """A classic group at `generation`: each instance runs (and its JoinGroup reports) its
+        `members` tasks; its stored assignment is the same unless `assigned` says otherwise."""
+        given = {**members, **(assigned or {})}
         for i, mid in enumerate(members, start=1):
             self.pid[mid] = i
         self.seed_classic(
@@ -121,7 +130,7 @@ class Roll(MigrationHarness):
                 ClassicSeed(
                     mid,
                     subscription=classic_metadata(self.pid[mid], tasks),
-                    assignment=classic_assignment(tasks),
+                    assignment=classic_assignment(given[mid]),
                     client_id=f"{mid}-StreamThread-1-consumer",
                 )
                 for mid, tasks in members.items()
@@ -689,3 +698,57 @@ def test_a_classic_instance_whose_parked_sync_a_failed_conversion_answered_still
     h.process(on_append(Errors.NONE))  # the assignment is durable after all
     h.advance(10_001)  # "a" is silent
     assert "a" not in cg.members, "the classic instance never expires"
+
+
+@pytest.mark.parametrize(
+    "assigned",
+    [pytest.param(HALF_A, id="withheld-by-the-leader"), pytest.param(set(), id="emptied-by-a-rebalance")],
+)
+def test_tasks_a_classic_instance_still_runs_beyond_its_assignment_stay_its_own_through_the_conversion(
+    assigned: set[Task],
+) -> None:
+    """Seeds 6721 and 6283 of the streams chaos simulator: a cooperative classic instance runs
+    tasks its stored assignment no longer gives it (its leader withheld them and the SyncGroup
+    answer saying so was lost; or a JoinGroup during CompletingRebalance emptied every stored
+    assignment, as Kafka's `prepareRebalance` does), and its JoinGroup reports them. A streams
+    member converting the group must not be handed them while the instance runs them: the
+    converted instance holds them and gives them up through its own revocation."""
+    h = Roll()
+    h.seed({"a": ALL_TASKS}, assigned={"a": assigned})
+    r = h.streams_join("s")
+    assert r.error_code == 0, r
+    a = h.group.members["a"]
+    held = {(sid, p) for sid, ps in a.active.items() for p in ps}
+    assert held == ALL_TASKS, f"the converted instance holds {held}, it runs {ALL_TASKS}"
+    h.check_exclusive()  # "a" still runs every task: "s" got none of them
+    h.assert_replay_equals_live()
+    h.settle()
+    assert h.streams_tasks["s"], "the streams member got no task once the instance revoked"
+    assert set().union(*h.classic_tasks.values(), *h.streams_tasks.values()) == ALL_TASKS
+    assert h.group.state() == "Stable"
+    h.assert_replay_equals_live()
+
+
+def test_a_task_two_classic_instances_report_is_not_given_to_either_by_the_conversion() -> None:
+    """The claims the conversion keeps never give a task two holders: a task another instance's
+    assignment gives it stays there, and one two instances report beyond their assignments
+    goes to neither (a classic leader withholds it too)."""
+    h = Roll()
+    h.seed(
+        {"a": ALL_TASKS, "b": HALF_B | {("0", 0)}, "c": {("0", 0)}},
+        assigned={"a": set(), "b": HALF_B, "c": set()},
+    )
+    r = h.sgh(  # `streams_join` would check the (deliberately overlapping) reports themselves
+        member_id="s",
+        member_epoch=0,
+        rebalance_timeout_ms=30000,
+        topology=TOPOLOGY,
+        process_id="process-s",
+        active_tasks=(),
+        standby_tasks=(),
+        warmup_tasks=(),
+    )
+    assert r.error_code == 0, r
+    members = h.group.members
+    held = {mid: {(sid, p) for sid, ps in members[mid].active.items() for p in ps} for mid in "abc"}
+    assert held == {"a": HALF_A - {("0", 0)}, "b": HALF_B, "c": set()}, held

@@ -16,7 +16,9 @@ Procedure (records only, so replay equals live): parked JoinGroups and SyncGroup
 REBALANCE_IN_PROGRESS; the GroupMetadata tombstone; each classic member's metadata (type 19,
 with groupshift's ClassicMemberMetadata tag); the group epoch at the classic generation (type
 17, metadata hash 0 so the joiner's heartbeat recomputes the target); each member's target and
-current assignment as the leader's AssignmentInfo gave it (types 21, 20, 22: Stable at epoch =
+current assignment as the leader's AssignmentInfo gave it, plus the active tasks its latest
+JoinGroup says it still runs beyond it (a cooperative instance revoking what its leader withheld,
+or one whose SyncGroup answer was lost; `_still_running`) (types 21, 20, 22: Stable at epoch =
 generation). The heartbeat then continues on the streams group those records build: it stores
 the topology, bumps the epoch and computes a new target for every member, classic ones included.
 The classic group's timers are cancelled; each converted member gets a streams session timer of
@@ -32,7 +34,16 @@ from engine.operation import Operation
 from engine.replay import apply_streams_record
 from engine.state import ShardState
 from engine.streams.api import StreamsGroupHeartbeatRequest
-from engine.streams.group import MemberState, StreamsGroup, StreamsMember, task_ids
+from engine.streams.group import (
+    MemberState,
+    StreamsGroup,
+    StreamsMember,
+    Tasks,
+    task_ids,
+    tasks_minus,
+    tasks_union,
+)
+from engine.streams.topology import configure
 from engine.timers import TimerKind
 from records.classic_group import GroupMetadataKey
 from records.consumer_group import ClassicProtocol
@@ -46,12 +57,14 @@ from records.streams_group import (
     StreamsGroupTargetAssignmentMemberValue,
     StreamsGroupTargetAssignmentMetadataKey,
     StreamsGroupTargetAssignmentMetadataValue,
+    StreamsGroupTopologyValue,
 )
 from translation.embedded_protocol import SchemaError, parse_assignment
 from translation.policy import refused, upgrade_enabled
 from translation.streams_classic_member import (
     build_member,
     numbered_subtopologies,
+    owned_tasks,
     to_tasks,
     topic_subtopologies,
 )
@@ -148,9 +161,8 @@ def upgrade(
         raise cannot_convert(gid, blockers[0][1] + ".")
 
     generation = group.generation_id
-    members: list[StreamsMember] = []
+    stored: dict[str, tuple[Tasks, Tasks]] = {}
     for m in group.members.values():
-        d = decoded[m.member_id]
         active, standby = {}, {}
         if m.assignment:
             try:
@@ -165,13 +177,18 @@ def upgrade(
                 raise cannot_convert(
                     gid, f"member {m.member_id}'s assignment does not decode: {e}."
                 ) from None
+        stored[m.member_id] = (active, standby)
+    still_running = _still_running(st, req.topology, group, decoded, stored)
+    members: list[StreamsMember] = []
+    for m in group.members.values():
+        d = decoded[m.member_id]
         base = StreamsMember(
             m.member_id,
             member_epoch=generation,
             previous_member_epoch=generation,
             state=MemberState.STABLE,
-            active=active,
-            standby=standby,
+            active=tasks_union(stored[m.member_id][0], still_running.get(m.member_id, {})),
+            standby=stored[m.member_id][1],
         )
         members.append(
             build_member(
@@ -244,3 +261,58 @@ def upgrade(
         reason="a streams-protocol member joined a classic Kafka Streams group",
     )
     return converted
+
+
+def _still_running(
+    st: ShardState,
+    topology: StreamsGroupTopologyValue,
+    group: ClassicGroup,
+    decoded: dict[str, StreamsClassicMember],
+    stored: dict[str, tuple[Tasks, Tasks]],
+) -> dict[str, Tasks]:
+    """The active tasks each classic instance's latest JoinGroup says it runs (its cooperative
+    owned partitions and its SubscriptionInfo's active tasks, as `owned_tasks` reads them for a
+    JoinGroup inside a streams group) beyond what its stored assignment gives it.
+
+    A cooperative instance keeps running a task its leader withheld until it has read the
+    SyncGroup answer that drops it and rejoined without it: the leader withholds such a task
+    precisely because the instance reports it (a lost SyncGroup answer leaves it running for
+    good until its next sync), and Kafka's `prepareRebalance` from CompletingRebalance empties
+    every stored assignment while the instances still run their tasks. Taken from the stored
+    assignment alone, the conversion would hand those tasks at once to the joining
+    streams-protocol member while the instance still runs them (streams chaos seeds 6283 and
+    6721). So the converted instance holds them, and the streams group moves them with
+    revoke-before-assign like any other task. A claim that would give a task two holders (a task
+    another instance's assignment gives it as active, or a standby there of the claimant's own
+    process, or one two instances both claim) is left out: the leader's assignment stands, as a
+    classic leader withholds a task two instances claim. Tasks outside the topology are left out
+    too."""
+    sizes = configure(topology, st.image).tasks
+    valid = {s.subtopology_id for s in topology.subtopologies}
+    process = {mid: str(d.info.process_id) for mid, d in decoded.items()}
+    extra: dict[str, Tasks] = {}
+    claimants: dict[tuple[str, int], int] = {}
+    for mid in group.members:
+        claimed = owned_tasks(topology, decoded[mid]).active
+        more = {
+            sid: frozenset(p for p in parts if sizes is None or p < sizes.get(sid, 0))
+            for sid, parts in tasks_minus(claimed, stored[mid][0]).items()
+            if sid in valid
+        }
+        extra[mid] = {sid: parts for sid, parts in more.items() if parts}
+        for sid, parts in extra[mid].items():
+            for p in parts:
+                claimants[(sid, p)] = claimants.get((sid, p), 0) + 1
+    out: dict[str, Tasks] = {}
+    for mid, tasks in extra.items():
+        taken: Tasks = {}
+        for other, (active, standby) in stored.items():
+            taken = tasks_union(taken, active)
+            if process[other] == process[mid]:
+                taken = tasks_union(taken, standby)
+        keep = tasks_minus(tasks, taken)
+        keep = {sid: frozenset(p for p in parts if claimants[(sid, p)] == 1) for sid, parts in keep.items()}
+        keep = {sid: parts for sid, parts in keep.items() if parts}
+        if keep:
+            out[mid] = keep
+    return out

@@ -335,7 +335,7 @@ def test_java_transactional_copier_uses_transaction_version_1(
 
     s = setup
     group, txn, output = f"alice-eos-{s.suffix}", f"alice-eos-tx-{s.suffix}", f"copied-{s.suffix}"
-    javac = compile_copier(kafka_clients4, tmp_path / "classes")
+    program = compile_copier(kafka_clients4, tmp_path / "classes")
     direct = AdminClient(_conf(s.cluster.bootstrap, s.ca, "admin"))
     direct.create_topics([NewTopic(output, 2, 1)])[output].result(timeout=60)
     _allow(direct, "User:alice", ResourceType.GROUP, group, AclOperation.READ)
@@ -354,10 +354,9 @@ def test_java_transactional_copier_uses_transaction_version_1(
         "security.protocol=SASL_SSL\nssl.truststore.type=PEM\n"
         f"ssl.truststore.location={s.ca.pem}\nsasl.mechanism=PLAIN\nsasl.jaas.config={jaas}\n"
     )
-    assert javac.wait(120) == 0, javac.stdout.read() if javac.stdout else b""
     copier = Copier(
         kafka_clients4,
-        tmp_path / "classes",
+        program.classes(),
         s.groupshift.bootstrap,
         (s.topic, output),
         group,

@@ -28,10 +28,10 @@ from typing import Any
 import pytest
 
 from e2e.downgrade_groups import ALL_GROUPS, CONSUMER, TOPICS, make_groups, observed
-from e2e.downgrade_probe import QUICK_RESTART_CONFIGS, wait_partition_dirs
+from e2e.downgrade_probe import wait_partition_dirs
 from e2e.harness import GatewayProcess
 from harness.kafka_dist import KafkaCluster
-from tests.plugins.kafka import KAFKA4_TEST_CONFIGS, skip_without_tools
+from tests.plugins.kafka import KAFKA4_TEST_CONFIGS, QUICK_RESTART_CONFIGS, skip_without_tools
 from tools.check.loader_rules import TARGET_RELEASES, outcome
 from tools.kafka_logs import (
     list_partitions,

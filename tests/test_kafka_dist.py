@@ -26,7 +26,7 @@ from harness.kafka_dist.wire import (
     broker_ids,
     consumer_group_heartbeat_error,
 )
-from tests.plugins.kafka import skip_without_tools
+from tests.plugins.kafka import QUICK_RESTART_CONFIGS, skip_without_tools
 
 UNSUPPORTED_VERSION = 35
 REPO = Path(__file__).resolve().parent.parent
@@ -126,7 +126,7 @@ def test_3x_node_refuses_consumer_group_heartbeat_by_default(
 
 @pytest.mark.e2e
 def test_three_node_cluster_survives_a_killed_node_and_takes_it_back(tmp_path: Path) -> None:
-    with KafkaCluster("4", brokers=3, workdir=tmp_path) as cluster:
+    with KafkaCluster("4", brokers=3, configs=QUICK_RESTART_CONFIGS, workdir=tmp_path) as cluster:
         assert len(cluster.bootstrap.split(",")) == 3
         assert broker_ids("127.0.0.1", cluster.port(0)) == [0, 1, 2]
         old_pid = cluster.pid(1)

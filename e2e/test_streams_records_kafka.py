@@ -81,7 +81,7 @@ def test_kafka_reads_and_rewrites_every_streams_record_byte_for_byte(tmp_path: P
     program = Program(SOURCE, dist.classpath, dist.home, tmp_path / "classes")
     lines = [f"{record_type} {(encode_value(value) or b'').hex()}" for record_type, value in SAMPLES]
     proc = subprocess.run(
-        ["java", "-cp", program.classpath(), "StreamsRecordsOracle"],
+        ["java", *TOOL_JVM_OPTS, "-cp", program.classpath(), "StreamsRecordsOracle"],
         input="\n".join(lines) + "\n",
         capture_output=True,
         text=True,

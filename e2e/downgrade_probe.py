@@ -55,6 +55,7 @@ from records import (
     TopicPartitions,
 )
 from records.codec import encode_record
+from tests.plugins.kafka import QUICK_RESTART_CONFIGS
 from tools.groups.wire import AdminWire, KafkaError
 from tools.kafka_logs import partition_dir, partition_for, write_partition
 
@@ -321,6 +322,7 @@ def _fetch(
 PROBE_CONFIGS = {
     "offsets.topic.replication.factor": "1",
     "group.initial.rebalance.delay.ms": "0",
+    **QUICK_RESTART_CONFIGS,
 }
 
 

@@ -43,6 +43,11 @@ class Program:
             self.javac = start_javac(classpath, source, tmp)
 
     def classpath(self) -> str:
+        """The classes' directory and the jars, once javac (if any) finished."""
+        return f"{self.classes()}:{self.jars}"
+
+    def classes(self) -> Path:
+        """The compiled classes' (cached) directory, once javac (if any) finished."""
         if self.javac is not None:
             finish_javac(self.javac)
             self.javac = None
@@ -52,4 +57,4 @@ class Program:
                 os.rename(staging, self.cached)
             except OSError:  # another run kept them first
                 shutil.rmtree(staging, ignore_errors=True)
-        return f"{self.cached}:{self.jars}"
+        return self.cached

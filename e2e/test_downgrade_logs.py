@@ -31,7 +31,7 @@ from e2e.downgrade_groups import ALL_GROUPS, CONSUMER, TOPICS, make_groups, obse
 from e2e.downgrade_probe import wait_partition_dirs
 from e2e.harness import GatewayProcess
 from harness.kafka_dist import KafkaCluster
-from tests.plugins.kafka import KAFKA4_TEST_CONFIGS, skip_without_tools
+from tests.plugins.kafka import KAFKA4_TEST_CONFIGS, QUICK_RESTART_CONFIGS, skip_without_tools
 from tools.check.loader_rules import TARGET_RELEASES, outcome
 from tools.kafka_logs import (
     list_partitions,
@@ -54,10 +54,12 @@ KAFKA_CONFIGS = {
     "group.consumer.max.session.timeout.ms": "120000",
     "group.consumer.assignment.interval.ms": "0",
 }
+# Each target is killed and started again four times: QUICK_RESTART_CONFIGS.
 OLD_CONFIGS = {
     "offsets.topic.replication.factor": "1",
     "offsets.topic.num.partitions": str(P),
     "group.initial.rebalance.delay.ms": "0",
+    **QUICK_RESTART_CONFIGS,
 }
 
 

@@ -21,7 +21,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from e2e.java_compile import finish_javac, start_javac
+from e2e.java_compile import Program
 from engine.config import CoordinatorConfig
 from engine.ids import SeededIds
 from engine.metadata import MetadataImage
@@ -78,17 +78,10 @@ def as_kafka_json(value: Any) -> Any:
 
 def test_kafka_reads_and_rewrites_every_streams_record_byte_for_byte(tmp_path: Path) -> None:
     dist = resolve("4.4.0")
-    classes = tmp_path / "classes"
-    classes.mkdir()
-    subprocess.run(
-        ["javac", "-nowarn", "-cp", dist.classpath, "-d", str(classes), str(SOURCE)],
-        check=True,
-        capture_output=True,
-        timeout=180,
-    )
+    program = Program(SOURCE, dist.classpath, dist.home, tmp_path / "classes")
     lines = [f"{record_type} {(encode_value(value) or b'').hex()}" for record_type, value in SAMPLES]
     proc = subprocess.run(
-        ["java", "-cp", f"{classes}:{dist.classpath}", "StreamsRecordsOracle"],
+        ["java", *TOOL_JVM_OPTS, "-cp", program.classpath(), "StreamsRecordsOracle"],
         input="\n".join(lines) + "\n",
         capture_output=True,
         text=True,
@@ -109,8 +102,7 @@ def test_records_a_kafka_44_streams_application_writes_decode_and_replay(tmp_pat
     instance that joins and leaves); groupshift reads its `__consumer_offsets` off disk: every
     streams record decodes, re-encodes to Kafka's exact bytes, and replays into a shard."""
     streams_dist = resolve_component("4.4.0", "streams")
-    classes = tmp_path / "classes"
-    javac = start_javac(streams_dist.classpath, WORD_COUNT, classes)
+    program = Program(WORD_COUNT, streams_dist.classpath, streams_dist.home, tmp_path / "classes")
     cluster = KafkaCluster(
         "4.4.0",
         configs={"offsets.topic.num.partitions": "1", "group.streams.initial.rebalance.delay.ms": "0"},
@@ -124,13 +116,13 @@ def test_records_a_kafka_44_streams_application_writes_decode_and_replay(tmp_pat
         for i in range(20):
             p.produce("words-in", key=str(i), value=f"a b c {i % 4}")
         p.flush(30)
-        finish_javac(javac)
+        classpath = program.classpath()
         app = subprocess.Popen(
             [
                 "java",
                 *TOOL_JVM_OPTS,
                 "-cp",
-                f"{classes}:{streams_dist.classpath}",
+                classpath,
                 "StreamsWordCount",
                 cluster.bootstrap,
                 "kafkaapp",

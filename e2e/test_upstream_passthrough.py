@@ -31,6 +31,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -193,22 +194,37 @@ def _consume(
 
 
 def test_the_clusters_acls_decide_through_groupshift(setup: Setup) -> None:
-    read, errors = _consume(setup, "alice", f"other-{setup.suffix}", 10, 8)
+    """The refused consumers each poll for a fixed time (no record may arrive in it), on groups
+    of their own: they run at once, beside alice's reads, which go one after the other (the
+    second resumes at the offsets the first committed)."""
+    s = setup
+    refused = {
+        # alice may not READ the group
+        "other": lambda: _consume(s, "alice", f"other-{s.suffix}", 10, 8),
+        # bob logs in with SCRAM-SHA-512: a two-round exchange, relayed
+        "bob": lambda: _consume(s, "bob", f"bob-{s.suffix}", 10, 10, mechanism="SCRAM-SHA-512"),
+        # the cluster's refusal of a wrong password, relayed
+        "wrong": lambda: _consume(s, "alice", f"alice-{s.suffix}", 1, 6, password="wrong"),
+        # a classic member (JoinGroup, SyncGroup, Heartbeat: READ on the group, probed)
+        "other-classic": lambda: _consume(s, "alice", f"other-classic-{s.suffix}", 1, 6, protocol="classic"),
+    }
+    with ThreadPoolExecutor(max_workers=len(refused)) as pool:
+        futures = {name: pool.submit(probe) for name, probe in refused.items()}
+        read, errors = _consume(s, "alice", f"alice-{s.suffix}", 10, 40)
+        assert read == 10, (read, errors)
+        # alice's committed offsets (groupshift's) are read back: the group resumes at the end
+        read, errors = _consume(s, "alice", f"alice-{s.suffix}", 1, 5)
+        assert read == 0 and not errors, errors
+        read, errors = _consume(s, "alice", f"alice-classic-{s.suffix}", 10, 40, protocol="classic")
+        assert read == 10, (read, errors)
+        got = {name: f.result() for name, f in futures.items()}
+    read, errors = got["other"]
     assert read == 0 and "GROUP_AUTHORIZATION_FAILED" in errors, errors
-    # bob logs in with SCRAM-SHA-512: a two-round exchange, relayed
-    read, errors = _consume(setup, "bob", f"bob-{setup.suffix}", 10, 10, mechanism="SCRAM-SHA-512")
+    read, errors = got["bob"]
     assert read == 0 and "TOPIC_AUTHORIZATION_FAILED" in errors, errors
-    read, errors = _consume(setup, "alice", f"alice-{setup.suffix}", 10, 40)
-    assert read == 10, (read, errors)
-    read, errors = _consume(setup, "alice", f"alice-{setup.suffix}", 1, 6, password="wrong")
-    assert read == 0 and "_AUTHENTICATION" in errors, errors  # the cluster's refusal, relayed
-    # alice's committed offsets (groupshift's) are read back: the group resumes at the end
-    read, errors = _consume(setup, "alice", f"alice-{setup.suffix}", 1, 5)
-    assert read == 0 and not errors, errors
-    # a classic member (JoinGroup, SyncGroup, Heartbeat: READ on the group, probed)
-    read, errors = _consume(setup, "alice", f"alice-classic-{setup.suffix}", 10, 40, protocol="classic")
-    assert read == 10, (read, errors)
-    read, errors = _consume(setup, "alice", f"other-classic-{setup.suffix}", 1, 6, protocol="classic")
+    read, errors = got["wrong"]
+    assert read == 0 and "_AUTHENTICATION" in errors, errors
+    read, errors = got["other-classic"]
     assert read == 0 and "GROUP_AUTHORIZATION_FAILED" in errors, errors
 
 
@@ -335,7 +351,7 @@ def test_java_transactional_copier_uses_transaction_version_1(
 
     s = setup
     group, txn, output = f"alice-eos-{s.suffix}", f"alice-eos-tx-{s.suffix}", f"copied-{s.suffix}"
-    javac = compile_copier(kafka_clients4, tmp_path / "classes")
+    program = compile_copier(kafka_clients4, tmp_path / "classes")
     direct = AdminClient(_conf(s.cluster.bootstrap, s.ca, "admin"))
     direct.create_topics([NewTopic(output, 2, 1)])[output].result(timeout=60)
     _allow(direct, "User:alice", ResourceType.GROUP, group, AclOperation.READ)
@@ -354,10 +370,9 @@ def test_java_transactional_copier_uses_transaction_version_1(
         "security.protocol=SASL_SSL\nssl.truststore.type=PEM\n"
         f"ssl.truststore.location={s.ca.pem}\nsasl.mechanism=PLAIN\nsasl.jaas.config={jaas}\n"
     )
-    assert javac.wait(120) == 0, javac.stdout.read() if javac.stdout else b""
     copier = Copier(
         kafka_clients4,
-        tmp_path / "classes",
+        program.classes(),
         s.groupshift.bootstrap,
         (s.topic, output),
         group,

@@ -19,7 +19,6 @@ groupshift is SIGKILLed once (restarted on the same port and data directory). Ju
 from __future__ import annotations
 
 import collections
-import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -29,7 +28,7 @@ from typing import Any
 from e2e.expected import PARTITIONS
 from e2e.groups import wait_until
 from e2e.harness import GatewayProcess
-from e2e.java_compile import finish_javac, start_javac
+from e2e.java_compile import Program
 from e2e.upstream import Backend, create_replicated_topic
 from harness.kafka_dist.java_clients import TOOL_JVM_OPTS, JavaClients, VerifiableProcess
 from protocol.client import WireClient, make_request
@@ -38,9 +37,10 @@ SOURCE = Path(__file__).parent / "java_programs" / "TransactionalCopier.java"
 UNSTABLE_OFFSET_COMMIT = 88
 
 
-def compile_copier(clients: JavaClients, into: Path) -> subprocess.Popen[bytes]:
-    """javac, started in the background (it runs while the input is produced)."""
-    return start_javac(clients.dist.classpath, SOURCE, into)
+def compile_copier(clients: JavaClients, into: Path) -> Program:
+    """The copier's classes: cached beside the jars, else a javac started in the background (it
+    runs while the input is produced) into `into`."""
+    return Program(SOURCE, clients.dist.classpath, clients.dist.home, into)
 
 
 class Copier:
@@ -210,14 +210,13 @@ def check_exactly_once_copy(
     records: int = 3000,
 ) -> GatewayProcess:
     source, sink, group = f"{name}-in", f"{name}-out", f"{name}-copier"
-    classes = workdir / "copier-classes"
-    javac = compile_copier(clients, classes)
+    program = compile_copier(clients, workdir / "copier-classes")
     gw = start_gateway()
     for topic in (source, sink):
         create_replicated_topic(backend.bootstrap, topic, backend.brokers)
     expected = _produce_input(backend.bootstrap, source, records)
     per_partition = {p: len(range(p, records, PARTITIONS)) for p in range(PARTITIONS)}
-    finish_javac(javac, timeout=120)
+    classes = program.classes()
     poller = OffsetPoller(gw.port, group, source)
     poller.start()
 

@@ -8,6 +8,7 @@ which CI pre-warms, so no test here waits for a Maven Central download after the
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -25,7 +26,7 @@ from harness.kafka_dist.wire import (
     broker_ids,
     consumer_group_heartbeat_error,
 )
-from tests.plugins.kafka import skip_without_tools
+from tests.plugins.kafka import QUICK_RESTART_CONFIGS, skip_without_tools
 
 UNSUPPORTED_VERSION = 35
 REPO = Path(__file__).resolve().parent.parent
@@ -125,7 +126,7 @@ def test_3x_node_refuses_consumer_group_heartbeat_by_default(
 
 @pytest.mark.e2e
 def test_three_node_cluster_survives_a_killed_node_and_takes_it_back(tmp_path: Path) -> None:
-    with KafkaCluster("4", brokers=3, workdir=tmp_path) as cluster:
+    with KafkaCluster("4", brokers=3, configs=QUICK_RESTART_CONFIGS, workdir=tmp_path) as cluster:
         assert len(cluster.bootstrap.split(",")) == 3
         assert broker_ids("127.0.0.1", cluster.port(0)) == [0, 1, 2]
         old_pid = cluster.pid(1)
@@ -161,6 +162,36 @@ def test_a_port_taken_before_the_bind_is_replaced(tmp_path: Path, monkeypatch: p
             assert cluster.api_versions()
     finally:
         squatter.close()
+
+
+@pytest.mark.e2e
+def test_a_node_formatted_like_an_earlier_one_starts_from_its_kept_format(tmp_path: Path) -> None:
+    """`kafka-storage format` runs once per set of inputs (here made new by a setting no other
+    cluster has); the next node of the same inputs gets a copy, with its own cluster id and a new
+    directory id, and starts on it."""
+    configs = {"log.retention.ms": str(600_000_000 + uuid.uuid4().int % 100_000_000)}
+
+    def meta(cluster: KafkaCluster) -> dict[str, str]:
+        text = (cluster.nodes[0].data_dir / "meta.properties").read_text()
+        return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+
+    first = KafkaCluster("4", configs=configs, workdir=tmp_path / "first")
+    node = first.nodes[0]
+    node.write_properties()
+    formatting = node.format()
+    assert formatting is not None and formatting.wait(120) == 0, (node.dir / "format.log").read_text()
+    node.keep_format()
+    template = node._format_template()
+    assert template is not None and template.is_dir()
+    try:
+        with KafkaCluster("4", configs=configs, workdir=tmp_path / "second") as second:
+            assert not (second.nodes[0].dir / "format.log").exists()  # no format JVM ran
+            assert meta(second)["cluster.id"] == second.cluster_id != first.cluster_id
+            assert meta(second)["node.id"] == "0"
+            assert meta(second)["directory.id"] != meta(first)["directory.id"]
+            assert broker_ids("127.0.0.1", second.port(0)) == [0]
+    finally:
+        shutil.rmtree(template)
 
 
 @pytest.mark.e2e

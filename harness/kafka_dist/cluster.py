@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import hashlib
 import os
 import shutil
 import signal
@@ -208,8 +209,13 @@ class KafkaNode:
         ]
 
     def format(self) -> subprocess.Popen[bytes] | None:
-        """Format the node's storage (None when an earlier run in this workdir did)."""
+        """Format the node's storage (None when an earlier run in this workdir did, or when a
+        kept format of the same inputs was copied in: `_format_template`)."""
         if self.formatted:
+            return None
+        template = self._format_template()
+        if template is not None and template.is_dir():
+            self._format_from(template)
             return None
         out = open(self.dir / "format.log", "wb")  # noqa: SIM115 - closed by the caller's wait
         cmd = self._java(
@@ -225,6 +231,67 @@ class KafkaNode:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         out.close()
         return proc
+
+    # --- kept formats ---------------------------------------------------------------------------
+    #
+    # `kafka-storage format` is a JVM of its own (about 2 s on a small machine, before every new
+    # cluster's start). What it writes is a function of its inputs: the release, the node's
+    # properties, the cluster id and the format arguments, plus a random `directory.id` (and
+    # random SCRAM salts): `meta.properties` and the bootstrap metadata (`bootstrap.checkpoint`,
+    # or `__cluster_metadata-0/00000000000000000000-0000000000.checkpoint` from 4.0 on, where
+    # `controller.quorum.voters` is a static quorum, so no listener address is in it). The first
+    # format of a set of inputs (less the ports, the data path and the cluster id) is kept beside
+    # the release's jars, and later nodes get a copy with their own cluster id and a fresh
+    # directory id. `GROUPSHIFT_KAFKA_FORMAT_CACHE=0` turns this off.
+
+    _PORT_AND_PATH_KEYS = ("listeners", "advertised.listeners", "controller.quorum.voters", "log.dirs")
+
+    def _format_template(self) -> Path | None:
+        c = self.cluster
+        if os.environ.get("GROUPSHIFT_KAFKA_FORMAT_CACHE", "1") == "0" or any(
+            a.split("=", 1)[0] in ("--standalone", "-s", "--initial-controllers", "-I") for a in c.format_args
+        ):
+            return None  # a dynamic quorum's voters, with their addresses, are in the checkpoint
+        props = sorted(
+            line
+            for line in self.properties.read_text().splitlines()
+            if (key := line.partition("=")[0]) not in self._PORT_AND_PATH_KEYS
+            and not key.endswith(".location")  # a secured cluster's key stores: not read by format
+        )
+        security_args = c.security.format_args() if c.security is not None else []
+        inputs = "\n".join([c.dist.classpath, *props, "--", *c.format_args, "--", *security_args])
+        digest = hashlib.sha256(inputs.encode()).hexdigest()[:16]
+        return c.dist.home / "formatted" / digest
+
+    def _format_from(self, template: Path) -> None:
+        """The kept format copied into this node's data dir, with this cluster's id and a new
+        directory id (Kafka's `Uuid.randomUuid()`: 16 random bytes, URL-safe base64 without
+        padding, never starting with '-')."""
+        shutil.copytree(template, self.data_dir, dirs_exist_ok=True)
+        directory_id = "-"
+        while directory_id.startswith("-"):
+            directory_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        meta = self.data_dir / "meta.properties"
+        values = {"cluster.id": self.cluster.cluster_id, "directory.id": directory_id}
+        lines = []
+        for line in meta.read_text().splitlines():
+            name, sep, _ = line.partition("=")
+            lines.append(f"{name}={values[name]}" if sep and name in values else line)
+        meta.write_text("\n".join(lines) + "\n")
+
+    def keep_format(self) -> None:
+        """After this node's `kafka-storage format` succeeded: its output, kept for the next
+        node formatted with the same inputs (renamed into place whole, so a concurrent run sees
+        all of it or nothing)."""
+        template = self._format_template()
+        if template is None or template.exists():
+            return
+        staging = template.with_name(f".{template.name}.{uuid.uuid4().hex[:8]}")
+        try:
+            shutil.copytree(self.data_dir, staging)
+            os.rename(staging, template)
+        except OSError:  # another process kept the same format first, or no room: not needed
+            shutil.rmtree(staging, ignore_errors=True)
 
     def start(self) -> None:
         if self.is_running():
@@ -435,6 +502,8 @@ class KafkaCluster:
                 raise KafkaStartError(
                     f"formatting node {node.node_id} failed:\n{_tail(node.dir / 'format.log')}"
                 )
+            if proc is not None:
+                node.keep_format()
         self.started = True
         try:
             for node in self.nodes:

@@ -42,6 +42,19 @@ KAFKA4_TEST_CONFIGS: dict[str, str] = {
 }
 
 
+#: A node started again after a SIGKILL registers only once its killed incarnation's broker
+#: session is over: the restarted controller replays that incarnation's registration, unfenced,
+#: and counts its session from its own activation, answering DUPLICATE_BROKER_REGISTRATION
+#: ("Another broker is registered with that broker id") until `broker.session.timeout.ms`
+#: (9 s by default) has passed; the broker asks again every `broker.heartbeat.interval.ms` (2 s).
+#: Seen in a 3.9 node's server.log: 10 s of each kill-and-restart cycle. A 3 s session with a
+#: heartbeat every 500 ms (the multi-node tests' settings, e2e/test_scale_out.py) makes that 3 s.
+QUICK_RESTART_CONFIGS = {
+    "broker.session.timeout.ms": "3000",
+    "broker.heartbeat.interval.ms": "500",
+}
+
+
 def skip_without_tools() -> None:
     reason = tools_missing()
     if reason:

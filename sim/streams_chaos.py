@@ -125,9 +125,9 @@ def config() -> CoordinatorConfig:
             "group.consumer.migration.policy": "bidirectional",
             "group.min.session.timeout.ms": 10,
             "group.initial.rebalance.delay.ms": 50,
-            # Assignments in the heartbeat, as before Kafka's initial delay was built (the delay
-            # is covered by tests/test_streams_initial_delay.py, not modelled here yet).
-            "group.streams.initial.rebalance.delay.ms": 0,
+            # Kafka's initial rebalance delay, short like the classic one: a group emptied by
+            # faults and joined again waits for it, and a crash or a refused append meanwhile.
+            "group.streams.initial.rebalance.delay.ms": 50,
         }
     )
 

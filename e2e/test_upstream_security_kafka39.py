@@ -99,7 +99,15 @@ def test_scale_out_fleet_over_sasl_ssl(cluster: KafkaCluster, tmp_path: Path) ->
     try:
         shards_of = wait_fleet(nodes, list(NODES), SHARDS, timeout=90)
         topic = "sec39"
-        create_replicated_topic(nodes[0].bootstrap, topic, 3)
+        try:
+            create_replicated_topic(nodes[0].bootstrap, topic, 3)
+        except Exception as e:
+            # Once in CI the connection dropped during CreateTopics (librdkafka: "Broker transport
+            # failure"); say why each node closed a connection, to find out next time.
+            closed = [(n.bootstrap, ev) for n in nodes for ev in n.events("connection.closed")]
+            raise AssertionError(
+                f"CreateTopics through node 1001 failed: {e!r}; closed: {closed[-8:]}"
+            ) from e
         count = 240
         produce(Endpoint(nodes[0].bootstrap), topic, range(count))  # type: ignore[arg-type]
         groups = {

@@ -55,13 +55,19 @@ def test_a_seed_replays_exactly() -> None:
     replays_exactly(run_seed, 7, 150)
 
 
-def _settled_machine() -> StreamsSimMachine:
+def _started_and_settled() -> StreamsSimMachine:
+    """Seed 3's machine, quiet, every thread started, settled."""
     with structlog.testing.capture_logs():
         m = StreamsSimMachine(random.Random(3))
         m.quiet()
         for name in NAMES:
             m.start(name)
         m.settle()
+    return m
+
+
+def _settled_machine() -> StreamsSimMachine:
+    m = _started_and_settled()
     g = m.group
     assert g is not None and g.state() == "Stable" and len(g.members) == len(NAMES)
     return m
@@ -124,13 +130,7 @@ def settled_classic_machine(monkeypatch: pytest.MonkeyPatch) -> StreamsSimMachin
     import sim.streams_chaos as streams_chaos
 
     monkeypatch.setattr(streams_chaos, "CLASSIC_SHARE", 1.0)
-    with structlog.testing.capture_logs():
-        m = StreamsSimMachine(random.Random(3))
-        m.quiet()
-        for name in NAMES:
-            m.start(name)
-        m.settle()
-    return m
+    return _started_and_settled()
 
 
 def test_classic_threads_ride_both_conversions_and_their_view_is_checked(

@@ -514,8 +514,9 @@ def unstrand_kafka_python_join(coordinator: Any) -> bool:
     """kafka-python 3.0.12: a rejoin its leader starts because the topic's metadata changed
     (`need_rejoin`: the assignment snapshot differs from the metadata snapshot) is left in
     flight when poll()'s timeout expires; if the metadata changes back before the next poll (a
-    broker that briefly does not know the topic, in front of a 3-broker cluster), the next poll
-    sees no rejoin needed, never awaits the join again, and the member stays unsynced and
+    broker that briefly does not know the topic, in front of a 3-broker cluster; or the leader's
+    own assignment in that join, which sets the assignment snapshot to the new metadata), the
+    next poll sees no rejoin needed, never awaits the join again, and the member stays unsynced and
     silent for good: no heartbeat, no rejoin, its partitions given to the others once its
     session expires while it still believes it holds them. A join in flight while no rejoin is
     needed is asked for again here, so the next poll awaits it (or, if it ended unseen, joins

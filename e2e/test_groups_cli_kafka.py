@@ -38,7 +38,7 @@ from kafka.structs import OffsetAndMetadata
 from e2e.conftest import Gateways
 from e2e.consumer_group_commands import consumer_group_commands
 from e2e.groups_cli import groups, groups_json, ok, table
-from e2e.migration import FAST_GROUP_SETTINGS
+from e2e.migration import FAST_GROUP_SETTINGS, unstrand_kafka_python_join
 
 COUNTS = (7, 5, 3)
 
@@ -348,7 +348,15 @@ def migration_transcript(t: Target) -> list[dict[str, Any]]:
         session_timeout_ms=10000,
         heartbeat_interval_ms=500,
     )
-    classic = Polling(kp, lambda: kp.poll(100))
+
+    def poll_classic() -> None:
+        kp.poll(100)
+        # kafka-python 3.0.12 strands a leader whose join outlives poll()'s timeout once its own
+        # assignment makes the snapshots agree again (e2e.migration.unstrand_kafka_python_join):
+        # seen in CI as a classic member that never heartbeats again and expires.
+        unstrand_kafka_python_join(kp._coordinator)
+
+    classic = Polling(kp, poll_classic)
     steps = []
     try:
         steps.append(_wait_report(t.bootstrap, group, 1, "classic"))

@@ -528,6 +528,14 @@ def unstrand_kafka_python_join(coordinator: Any) -> bool:
     return False
 
 
+def poll_unstranded(consumer: Any, timeout_ms: int) -> dict[Any, Any]:
+    """One kafka-python `poll`, then `unstrand_kafka_python_join`: for the tests' own poll loops
+    of a kafka-python group member, so a join left in flight is awaited by the next poll."""
+    batches: dict[Any, Any] = consumer.poll(timeout_ms=timeout_ms)
+    unstrand_kafka_python_join(consumer._coordinator)
+    return batches
+
+
 class KafkaPythonMember(Member):
     """kafka-python 3.x: eager `range` or `cooperative-sticky` (KIP-429), optionally static.
 

@@ -39,6 +39,7 @@ import pytest
 from e2e.conftest import Gateways
 from e2e.differential import Session
 from e2e.harness import REPO
+from e2e.migration import poll_unstranded
 from e2e.test_check_upgrade import librdkafka_cooperative_sticky, offsets_only, solo, wait_type
 from translation.embedded_protocol import Subscription, serialize_assignment, serialize_subscription
 
@@ -163,7 +164,7 @@ def poll_until(clients: Sequence[Any], done: Callable[[], bool], timeout: float 
             if hasattr(c, "consume"):
                 c.poll(0.1)
             else:
-                c.poll(timeout_ms=200)
+                poll_unstranded(c, 200)
         if done():
             return
     raise AssertionError("the members did not get their assignments in time")

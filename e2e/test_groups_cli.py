@@ -24,7 +24,7 @@ from kafka.structs import OffsetAndMetadata
 from e2e.conftest import Gateways
 from e2e.groups_cli import groups, groups_json, ok, table
 from e2e.harness import GatewayProcess
-from e2e.migration import FAST_GROUP_SETTINGS, create_topic
+from e2e.migration import FAST_GROUP_SETTINGS, create_topic, poll_unstranded
 
 PER_PARTITION = (7, 5, 3)  # records produced to partitions 0, 1, 2
 
@@ -64,7 +64,7 @@ def member(gw: GatewayProcess, topic: str, group: str) -> KafkaConsumer:
         )
         deadline = time.monotonic() + 15
         while not c.assignment() and time.monotonic() < deadline:
-            c.poll(200)
+            poll_unstranded(c, 200)
         if c.assignment():
             return c
         c.close()

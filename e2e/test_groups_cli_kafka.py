@@ -38,7 +38,7 @@ from kafka.structs import OffsetAndMetadata
 from e2e.conftest import Gateways
 from e2e.consumer_group_commands import consumer_group_commands
 from e2e.groups_cli import groups, groups_json, ok, table
-from e2e.migration import FAST_GROUP_SETTINGS, unstrand_kafka_python_join
+from e2e.migration import FAST_GROUP_SETTINGS, poll_unstranded, unstrand_kafka_python_join
 
 COUNTS = (7, 5, 3)
 
@@ -81,7 +81,7 @@ class Target:
             )
             deadline = time.monotonic() + 20
             while not c.assignment() and time.monotonic() < deadline:
-                c.poll(200)
+                poll_unstranded(c, 200)
             if c.assignment():
                 c.commit(
                     {TopicPartition(self.topic, p): OffsetAndMetadata(o, "", -1) for p, o in offsets.items()}

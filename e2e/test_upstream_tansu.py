@@ -34,6 +34,7 @@ from e2e.conftest import Gateways
 from e2e.expected import PARTITIONS
 from e2e.groups import create_topic, wait_until
 from e2e.harness import GatewayProcess
+from e2e.migration import poll_unstranded
 from e2e.upstream import (
     FAST_UPSTREAM_SETTINGS,
     Backend,
@@ -151,7 +152,7 @@ def test_tansu_accepts_the_mirror_while_its_own_group_is_live(tansu: tuple[Gatew
     )  # fmt: skip
     try:
         wait_until(
-            lambda: direct.poll(timeout_ms=200) is not None and direct.assignment(), 30, "live Tansu group"
+            lambda: poll_unstranded(direct, 200) is not None and direct.assignment(), 30, "live Tansu group"
         )
         before = metric(gw, "groupshift_upstream_mirror_conflicts_total")
         c = Consumer({"bootstrap.servers": gw.bootstrap, "group.id": group, "enable.auto.commit": False})

@@ -31,6 +31,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer
 
 from e2e.harness import REPO
+from e2e.migration import poll_unstranded
 from gateway.groups.routing import partition_for
 from tools.groups.wire import AdminWire
 
@@ -221,7 +222,7 @@ def test_consume_across_a_worker_crash(workers: Workers) -> None:
 
     def poll_classic() -> bool:
         got = False
-        for tp, records in cclassic.poll(200).items():
+        for tp, records in poll_unstranded(cclassic, 200).items():
             for r in records:
                 seen[gclassic].append(int(r.value))
             try:

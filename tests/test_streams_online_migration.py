@@ -112,16 +112,20 @@ class Roll(MigrationHarness):
         self.pid: dict[str, int] = {}
         self.streams_epoch: dict[str, int] = {}
         self.streams_tasks: dict[str, set[Task]] = {}
+        self.instance: dict[str, str] = {}  # the static classic instances' group.instance.id
 
     def seed(
         self,
         members: dict[str, set[Task]],
         generation: int = 3,
         assigned: dict[str, set[Task]] | None = None,
+        instance_ids: dict[str, str] | None = None,
     ) -> None:
         """A classic group at `generation`: each instance runs (and its JoinGroup reports) its
-        `members` tasks; its stored assignment is the same unless `assigned` says otherwise."""
+        `members` tasks; its stored assignment is the same unless `assigned` says otherwise;
+        `instance_ids` makes some static."""
         given = {**members, **(assigned or {})}
+        self.instance.update(instance_ids or {})
         for i, mid in enumerate(members, start=1):
             self.pid[mid] = i
         self.seed_classic(
@@ -132,6 +136,7 @@ class Roll(MigrationHarness):
                     subscription=classic_metadata(self.pid[mid], tasks),
                     assignment=classic_assignment(given[mid]),
                     client_id=f"{mid}-StreamThread-1-consumer",
+                    instance_id=(instance_ids or {}).get(mid),
                 )
                 for mid, tasks in members.items()
             ],
@@ -204,10 +209,11 @@ class Roll(MigrationHarness):
         """One classic round: JoinGroup with what it runs, SyncGroup, and (cooperative) the
         revocation of what the assignment no longer lists, then a rejoin if it revoked."""
         meta = classic_metadata(self.pid[mid], self.classic_tasks[mid])
-        j = self.join(mid, protocols=(Protocol("stream", meta),), group="app", version=9)
+        iid = self.instance.get(mid)
+        j = self.join(mid, protocols=(Protocol("stream", meta),), group="app", version=9, instance_id=iid)
         assert isinstance(j, JoinGroupResponse) and j.error_code == 0, j
         assert j.leader == "" and j.protocol_name == "stream"
-        s = self.sync(mid, j.generation_id, group="app", protocol_name="stream", version=5)
+        s = self.sync(mid, j.generation_id, group="app", protocol_name="stream", version=5, instance_id=iid)
         assert isinstance(s, SyncGroupResponse)
         if s.error_code == int(Errors.REBALANCE_IN_PROGRESS):
             return
@@ -220,8 +226,27 @@ class Roll(MigrationHarness):
         if revoked:
             self.classic_rejoin(mid)
 
+    def classic_restart(self, mid: str) -> str:
+        """A static classic instance killed and started again on its state directory: what
+        it ran stops at once; it joins without a member id under its instance id. Its new
+        member id."""
+        iid, pid = self.instance.pop(mid), self.pid[mid]
+        self.classic_tasks.pop(mid)
+        self.classic_epoch.pop(mid)
+        meta = classic_metadata(pid, set())
+        j = self.join("", protocols=(Protocol("stream", meta),), group="app", version=9, instance_id=iid)
+        assert isinstance(j, JoinGroupResponse) and j.error_code == 0, j
+        new = j.member_id
+        self.pid[new], self.instance[new], self.classic_epoch[new] = pid, iid, j.generation_id
+        self.classic_tasks[new] = set()
+        s = self.sync(new, j.generation_id, group="app", protocol_name="stream", version=5, instance_id=iid)
+        if s.error_code == 0:
+            self.classic_tasks[new] = decoded_tasks(s.assignment)
+            self.check_exclusive()
+        return new
+
     def classic_beat(self, mid: str) -> int:
-        return self.heartbeat(mid, self.classic_epoch[mid], group="app")
+        return self.heartbeat(mid, self.classic_epoch[mid], group="app", instance_id=self.instance.get(mid))
 
     # --- checks ---------------------------------------------------------------------------
 
@@ -324,6 +349,86 @@ def test_a_new_classic_instance_joins_the_streams_group() -> None:
     h.assert_replay_equals_live()
 
 
+def test_a_restarted_classic_static_instance_takes_its_place_back_without_a_rebalance() -> None:
+    """KIP-345 inside a streams group: a classic instance with `group.instance.id` restarts
+    (JoinGroup without a member id): it replaces its predecessor at once, keeps its tasks and
+    the group epoch, nobody else is told to rebalance, and the old member id is fenced."""
+    h = Roll()
+    h.seed({"a": HALF_A, "b": HALF_B}, instance_ids={"a": "inst-a"})
+    h.streams_join("s")
+    h.settle()
+    assert h.group.members["a"].instance_id == "inst-a"
+    epoch, held = h.group.group_epoch, set(h.classic_tasks["a"])
+    streams_held = {m: set(t) for m, t in h.streams_tasks.items()}
+    assert held and all(streams_held.values())
+    restarted = classic_metadata(h.pid["a"], set())  # a restart runs nothing yet
+    j = h.join("", protocols=(Protocol("stream", restarted),), group="app", version=9, instance_id="inst-a")
+    assert j.error_code == 0, j
+    new = j.member_id
+    assert new != "a" and j.generation_id == h.classic_epoch["a"]
+    assert "a" not in h.group.members and h.group.members[new].instance_id == "inst-a"
+    assert h.group.group_epoch == epoch
+    [replaced] = h.events("member.replaced")
+    assert (replaced["member"], replaced["replaced"]) == (new, "a")
+    s = h.sync(new, j.generation_id, group="app", protocol_name="stream", instance_id="inst-a")
+    assert s.error_code == 0 and decoded_tasks(s.assignment) == held
+    # The replaced instance is fenced, whether it heartbeats or rejoins under its old id.
+    fenced = int(Errors.FENCED_INSTANCE_ID)
+    assert h.heartbeat("a", h.classic_epoch["a"], group="app", instance_id="inst-a") == fenced
+    old = h.join(
+        "a", protocols=(Protocol("stream", restarted),), group="app", version=9, instance_id="inst-a"
+    )
+    assert old.error_code == fenced
+    assert h.heartbeat(new, j.generation_id, group="app", instance_id="inst-a") == 0
+    assert h.classic_beat("b") == 0
+    h.pid[new], h.instance[new] = h.pid["a"], h.instance.pop("a")
+    h.classic_epoch[new] = h.classic_epoch.pop("a")
+    h.classic_tasks[new] = h.classic_tasks.pop("a")
+    h.settle()
+    assert h.classic_tasks[new] == held and h.streams_tasks == streams_held
+    assert h.group.group_epoch == epoch
+    h.assert_replay_equals_live()
+
+
+def test_a_classic_static_instance_takes_its_instance_id_over_from_a_streams_member() -> None:
+    """A roll back from `group.protocol=streams` to a classic 3.9 instance under the same
+    `group.instance.id`: the classic JoinGroup takes the instance id over at once, as a classic
+    static member always could, with the streams member's tasks."""
+    h = Roll()
+    h.seed({"a": ALL_TASKS})
+    r = h.sgh(
+        member_id="s",
+        member_epoch=0,
+        instance_id="inst-s",
+        rebalance_timeout_ms=30000,
+        topology=TOPOLOGY,
+        process_id=str(uuid.UUID(int=7)),  # the process id its state directory keeps
+        active_tasks=(),
+        standby_tasks=(),
+        warmup_tasks=(),
+    )
+    assert r.error_code == 0, r
+    h._streams_took("s", r)
+    h.settle()
+    held = set(h.streams_tasks["s"])
+    assert held
+    epoch = h.group.group_epoch
+    h.pid["c"] = 7
+    j = h.join(
+        "",
+        protocols=(Protocol("stream", classic_metadata(7, set())),),
+        group="app",
+        version=9,
+        instance_id="inst-s",
+    )
+    assert j.error_code == 0, j
+    assert "s" not in h.group.members and h.group.members[j.member_id].classic is not None
+    assert h.group.group_epoch == epoch
+    s = h.sync(j.member_id, j.generation_id, group="app", protocol_name="stream", instance_id="inst-s")
+    assert s.error_code == 0 and decoded_tasks(s.assignment) == held
+    h.assert_replay_equals_live()
+
+
 def test_an_expired_classic_session_removes_the_instance() -> None:
     h = Roll()
     h.seed({"a": HALF_A, "b": HALF_B})
@@ -388,14 +493,21 @@ def test_a_classic_instance_of_another_topology_is_refused() -> None:
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    st.lists(st.sampled_from(["beat-a", "beat-b", "beat-s", "join-t", "leave-b", "rejoin-a"]), max_size=25)
+    st.lists(
+        st.sampled_from(["beat-a", "beat-b", "beat-s", "join-t", "leave-b", "rejoin-a", "restart-a"]),
+        max_size=25,
+    )
 )
 def test_random_rolls_never_run_a_task_twice_and_replay_equals_live(steps: list[str]) -> None:
     h = Roll()
-    h.seed({"a": HALF_A, "b": HALF_B})
+    h.seed({"a": HALF_A, "b": HALF_B}, instance_ids={"a": "inst-a"})  # "a" is static
     assert h.streams_join("s").error_code == 0
+    current = {"a": "a", "b": "b", "s": "s", "t": "t"}  # a restart gives "a" a new member id
     for step in steps:
-        kind, who = step.split("-")
+        kind, name = step.split("-")
+        who = current[name]
+        if kind == "restart" and who in h.classic_tasks:
+            current[name] = h.classic_restart(who)
         if kind == "beat" and who in h.classic_tasks:
             if h.classic_beat(who) == int(Errors.REBALANCE_IN_PROGRESS):
                 h.classic_rejoin(who)

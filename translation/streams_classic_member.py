@@ -65,7 +65,7 @@ from engine.streams.group import (
     tasks_minus,
     tasks_union,
 )
-from engine.streams.heartbeat import TaskRoles, must_rejoin, remove_member, update_member
+from engine.streams.heartbeat import TaskRoles, member_tombstones, must_rejoin, remove_member, update_member
 from engine.timers import TimerKind
 from records.consumer_group import ClassicMemberMetadata, ClassicProtocol
 from records.coordinator import CoordinatorRecord
@@ -300,13 +300,14 @@ def join(
         member_id = consumer_member_id(st.ids)
         st.bind_created(op, gid, member_id, ctx.principal)
     member = group.members.get(member_id)
+    replaced = _static_predecessor(group, unknown, member_id, req.group_instance_id)
     # A member id the group does not know is a new member (the one MEMBER_ID_REQUIRED handed
     # out: nothing is recorded for it until it joins with it), as for consumer groups.
     if member is not None and member.classic is None:
         raise CoordinatorError(
             Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} does not use the classic protocol."
         )
-    if member is None and len(group.members) >= st.config.streams_max_size:
+    if member is None and replaced is None and len(group.members) >= st.config.streams_max_size:
         raise CoordinatorError(
             Errors.GROUP_MAX_SIZE_REACHED,
             f"The streams group has reached its maximum capacity of {st.config.streams_max_size} members.",
@@ -347,6 +348,22 @@ def join(
             f"Member {member_id} subscribes to topics the group's topology does not read "
             f"({', '.join(stray)}): it runs another topology."
         )
+    if replaced is not None:
+        # A classic static instance back under a new member id (a restart) takes its
+        # predecessor's place, target and tasks at once, as a classic static member always
+        # could (KIP-345): no rebalance, and the old member id is fenced from now on.
+        op.records += member_tombstones(gid, replaced.member_id)
+        for kind in (TimerKind.STREAMS_SESSION, TimerKind.STREAMS_REBALANCE):
+            op.cancel(kind, gid, replaced.member_id)
+        member = replace(replaced, member_id=member_id)
+        op.event(
+            "member.replaced",
+            group=gid,
+            member=member_id,
+            replaced=replaced.member_id,
+            instance_id=req.group_instance_id,
+            protocol="classic",
+        )
     base = member if member is not None else StreamsMember(member_id)
     updated = build_member(
         base,
@@ -359,7 +376,9 @@ def join(
         ctx.client_host,
         req.group_instance_id,
     )
-    reconciled = update_member(st, group, member, updated, owned_tasks(topology, decoded, member), op)
+    reconciled = update_member(
+        st, group, member, updated, owned_tasks(topology, decoded, member), op, replaced
+    )
     if member is None:
         op.event("member.joined", group=gid, member=member_id, protocol="classic", process=updated.process_id)
     op.schedule(TimerKind.STREAMS_SESSION, gid, member_id, req.session_timeout_ms)
@@ -374,8 +393,42 @@ def join(
     )
 
 
-def _classic_member(group: StreamsGroup, member_id: str, generation: int) -> StreamsMember:
+def _static_predecessor(
+    group: StreamsGroup, unknown: bool, member_id: str, instance_id: str | None
+) -> StreamsMember | None:
+    """Classic static membership in a streams group (KIP-345, Kafka's classic group rules): a
+    JoinGroup with an instance id the group holds under another member id replaces the holder
+    when it comes with no member id (a restarted instance; whatever the holder's protocol: a
+    classic static member always takes its instance id over), and is FENCED_INSTANCE_ID when
+    it comes with another member id (the instance that was replaced). The member it replaces,
+    or None."""
+    if instance_id is None:
+        return None
+    holder = next((m for m in group.members.values() if m.instance_id == instance_id), None)
+    if holder is None or holder.member_id == member_id:
+        return None
+    if not unknown:
+        raise CoordinatorError(
+            Errors.FENCED_INSTANCE_ID,
+            f"Static member {member_id} with instance id {instance_id} was fenced by member "
+            f"{holder.member_id}.",
+        )
+    return holder
+
+
+def _classic_member(
+    group: StreamsGroup, member_id: str, generation: int, instance_id: str | None = None
+) -> StreamsMember:
     member = group.members.get(member_id)
+    if instance_id is not None and (member is None or member.instance_id != instance_id):
+        holder = next((m for m in group.members.values() if m.instance_id == instance_id), None)
+        if holder is None:
+            raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
+        raise CoordinatorError(
+            Errors.FENCED_INSTANCE_ID,
+            f"Static member {member_id} with instance id {instance_id} was fenced by member "
+            f"{holder.member_id}.",
+        )
     if member is None or member.classic is None:
         raise CoordinatorError(
             Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a classic member of group {group.group_id}."
@@ -395,7 +448,7 @@ def _session_timeout(member: StreamsMember) -> int:
 
 
 def sync(st: ShardState, group: StreamsGroup, req: SyncGroupRequest, op: Operation) -> SyncGroupResponse:
-    member = _classic_member(group, req.member_id, req.generation_id)
+    member = _classic_member(group, req.member_id, req.generation_id, req.group_instance_id)
     if req.protocol_type is not None and req.protocol_type != PROTOCOL_TYPE:
         raise _inconsistent(f"The protocol type {req.protocol_type} is not {PROTOCOL_TYPE}.")
     if req.protocol_name is not None and req.protocol_name != STREAMS_PROTOCOL_NAME:
@@ -430,7 +483,7 @@ def release_standbys(group: StreamsGroup, member: StreamsMember, op: Operation) 
 
 
 def heartbeat(st: ShardState, group: StreamsGroup, req: HeartbeatRequest, op: Operation) -> HeartbeatResponse:
-    member = _classic_member(group, req.member_id, req.generation_id)
+    member = _classic_member(group, req.member_id, req.generation_id, req.group_instance_id)
     op.schedule(TimerKind.STREAMS_SESSION, group.group_id, member.member_id, _session_timeout(member))
     if must_rejoin(st, group, member):
         return HeartbeatResponse(int(Errors.REBALANCE_IN_PROGRESS))

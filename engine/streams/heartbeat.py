@@ -154,7 +154,7 @@ def _target_epoch_record(group_id: str, epoch: int, now_ms: int) -> CoordinatorR
     )
 
 
-def _member_tombstones(group_id: str, member_id: str) -> list[CoordinatorRecord]:
+def member_tombstones(group_id: str, member_id: str) -> list[CoordinatorRecord]:
     """Kafka's order: current assignment, target, then the member."""
     return [
         CoordinatorRecord(StreamsGroupCurrentMemberAssignmentKey(group_id, member_id), None),
@@ -536,7 +536,7 @@ def heartbeat(
         replaced = _static_predecessor(group, mid, req.instance_id)
     if member is None and replaced is not None:
         # A static member back with a new member id takes its predecessor's place and tasks.
-        op.records += _member_tombstones(gid, replaced.member_id)
+        op.records += member_tombstones(gid, replaced.member_id)
         op.cancel(TimerKind.STREAMS_SESSION, gid, replaced.member_id)
         op.cancel(TimerKind.STREAMS_REBALANCE, gid, replaced.member_id)
         member = replace(replaced, member_id=mid)
@@ -798,17 +798,23 @@ def update_member(
     updated: StreamsMember,
     owned: TaskRoles | None,
     op: Operation,
+    replaced: StreamsMember | None = None,
 ) -> StreamsMember:
     """A classic Kafka Streams instance's JoinGroup in a streams group
     (translation/streams_classic_member.py): the steps of a heartbeat for a group that has its
     topology, with `updated` the member's new metadata (`member`: as stored, None when it
     joins) and `owned` the tasks its subscription says it holds. Writes the member's metadata,
     a new group epoch and target when the membership or the topics changed, and its reconciled
-    current assignment, which is returned."""
+    current assignment, which is returned.
+
+    `replaced`: the member a static instance takes over (its tombstones already in `op`);
+    `member` is then that predecessor under the new member id, whose place, target and tasks
+    the newcomer keeps: no new group epoch for the replacement itself, as for a classic static
+    member (KIP-345) and a KIP-1071 static member back after epoch -2."""
     gid, mid = group.group_id, updated.member_id
     new_member = member is None
     bump = new_member
-    if member is None or updated.metadata_value() != member.metadata_value():
+    if member is None or replaced is not None or updated.metadata_value() != member.metadata_value():
         op.records.append(
             CoordinatorRecord(StreamsGroupMemberMetadataKey(gid, mid), updated.metadata_value())
         )
@@ -835,8 +841,11 @@ def update_member(
     if bump or validated != group.validated_topology_epoch:
         op.records.append(_metadata_record(gid, epoch, digest, validated, configs))
     members = dict(group.members)
-    members[mid] = updated
     targets = group_targets(group)
+    if replaced is not None:
+        del members[replaced.member_id]
+        targets[mid] = targets.pop(replaced.member_id, TaskRoles({}, {}, {}))
+    members[mid] = updated
     holders = group.holders(updated.process_id)
     target_epoch = group.assignment_epoch
     if epoch > group.assignment_epoch and gid not in st.streams_initial_delays:
@@ -844,9 +853,11 @@ def update_member(
         _write_targets(st, op, group, targets, epoch)
         target_epoch = epoch
         op.event("group.epoch_bumped", group=gid, epoch=epoch, member=mid)
+    elif replaced is not None:
+        op.records.append(_target_record(gid, mid, targets[mid]))
     start = updated if member is not None else replace(updated, member_epoch=0, previous_member_epoch=-1)
     reconciled = reconcile(start, targets.get(mid, TaskRoles({}, {}, {})), target_epoch, holders, owned)
-    if member is None or not _same_assignment(member, reconciled):
+    if member is None or replaced is not None or not _same_assignment(member, reconciled):
         op.records.append(
             CoordinatorRecord(StreamsGroupCurrentMemberAssignmentKey(gid, mid), reconciled.assignment_value())
         )
@@ -983,7 +994,7 @@ def remove_member(
     `gone`: members already removed by the same operation (a LeaveGroup of several classic
     members), left out of the new targets."""
     gid = group.group_id
-    op.records += _member_tombstones(gid, member_id)
+    op.records += member_tombstones(gid, member_id)
     epoch = group.group_epoch + 1 + len(gone)
     configured = None if group.topology is None else configure(group.topology, st.image)
     # The hash and validation of the topics as they are now: the new target is computed

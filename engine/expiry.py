@@ -33,6 +33,7 @@ from engine.consumer.membership import fence_expired_member
 from engine.offsets.operations import expire_offsets
 from engine.operation import Operation
 from engine.state import ShardState
+from engine.streams.group import StreamsGroup
 from engine.streams.heartbeat import compute_delayed_target_assignment
 from engine.streams.heartbeat import fence_expired_member as fence_expired_streams_member
 from engine.streams.heartbeat import fence_unrevoked_member as fence_unrevoked_streams_member
@@ -61,11 +62,20 @@ def _rebalance(s: ShardState, t: TimerTask, op: Operation) -> None:
 
 
 def _classic_member_join(s: ShardState, t: TimerTask, op: Operation) -> None:
-    fence_expired_member(s, t, op, "the classic member failed to join within the rebalance timeout.")
+    _fence_classic_member(s, t, op, "the classic member failed to join within the rebalance timeout.")
 
 
 def _classic_member_sync(s: ShardState, t: TimerTask, op: Operation) -> None:
-    fence_expired_member(s, t, op, "the member failed to sync within timeout.")
+    _fence_classic_member(s, t, op, "the member failed to sync within timeout.")
+
+
+def _fence_classic_member(s: ShardState, t: TimerTask, op: Operation, reason: str) -> None:
+    """A classic member's join or sync timer, in a consumer group or (a classic Kafka Streams
+    instance) in a streams group."""
+    if isinstance(s.groups.get(t.group_id), StreamsGroup):
+        fence_expired_streams_member(s, t.group_id, t.member_id, op, reason)
+    else:
+        fence_expired_member(s, t, op, reason)
 
 
 def _classic_heartbeat(s: ShardState, t: TimerTask, op: Operation) -> None:

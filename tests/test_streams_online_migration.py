@@ -429,6 +429,49 @@ def test_a_classic_static_instance_takes_its_instance_id_over_from_a_streams_mem
     h.assert_replay_equals_live()
 
 
+def test_a_classic_instance_that_never_rejoins_is_fenced_after_its_rebalance_timeout() -> None:
+    """Told to rejoin (REBALANCE_IN_PROGRESS) but heartbeating on without a JoinGroup, a classic
+    instance keeps its session alive; its rebalance timeout (10 s here) fences it, as Kafka's
+    join timer does for classic members of consumer groups, and its tasks move on."""
+    h = Roll()
+    h.seed({"a": HALF_A, "b": HALF_B})
+    h.streams_join("s")
+    assert h.classic_beat("a") == int(Errors.REBALANCE_IN_PROGRESS)
+    h.classic_rejoin("b")
+    for _ in range(12):  # 12 s of heartbeats, never a JoinGroup from "a"
+        h.advance(1000)
+        if "a" not in h.group.members:
+            break
+        h.classic_beat("a")
+        h.classic_beat("b")
+    assert "a" not in h.group.members and "b" in h.group.members
+    [fenced] = [e for e in h.events("member.fenced") if e["member"] == "a"]
+    assert "failed to join within the rebalance timeout" in fenced["reason"]
+    h.classic_tasks.pop("a")
+    h.settle()
+    assert set().union(*h.classic_tasks.values(), *h.streams_tasks.values()) == ALL_TASKS
+    h.assert_replay_equals_live()
+
+
+def test_a_classic_instance_that_never_syncs_is_fenced_after_its_rebalance_timeout() -> None:
+    h = Roll()
+    h.seed({"a": HALF_A, "b": HALF_B})
+    h.streams_join("s")
+    h.settle()
+    meta = classic_metadata(h.pid["a"], h.classic_tasks["a"])
+    j = h.join("a", protocols=(Protocol("stream", meta),), group="app", version=9)
+    assert j.error_code == 0
+    for _ in range(12):  # heartbeats at the new generation, never a SyncGroup
+        h.advance(1000)
+        if "a" not in h.group.members:
+            break
+        h.heartbeat("a", j.generation_id, group="app")
+    assert "a" not in h.group.members
+    [fenced] = [e for e in h.events("member.fenced") if e["member"] == "a"]
+    assert "failed to sync" in fenced["reason"]
+    h.assert_replay_equals_live()
+
+
 def test_an_expired_classic_session_removes_the_instance() -> None:
     h = Roll()
     h.seed({"a": HALF_A, "b": HALF_B})
@@ -579,8 +622,11 @@ def test_a_streams_member_leaving_while_another_remains_keeps_the_streams_group(
     h.streams_tasks.clear()
     for _ in range(12):  # 48 s: the classic instance heartbeats, the streams member is silent
         h.advance(4_000)
+        # ... and rejoins when told to, as a real one does (else its rebalance timeout, 10 s
+        # here, would fence it first: the join timer).
         if isinstance(h.shard.groups["app"], StreamsGroup):
-            h.classic_beat("a")
+            if h.classic_beat("a") == int(Errors.REBALANCE_IN_PROGRESS):
+                h.classic_rejoin("a")
     g = h.shard.groups["app"]
     assert isinstance(g, ClassicGroup) and set(g.members) == {"a"}, g
 

@@ -353,7 +353,7 @@ def join(
         # predecessor's place, target and tasks at once, as a classic static member always
         # could (KIP-345): no rebalance, and the old member id is fenced from now on.
         op.records += member_tombstones(gid, replaced.member_id)
-        for kind in (TimerKind.STREAMS_SESSION, TimerKind.STREAMS_REBALANCE):
+        for kind in CLASSIC_MEMBER_TIMERS:
             op.cancel(kind, gid, replaced.member_id)
         member = replace(replaced, member_id=member_id)
         op.event(
@@ -382,6 +382,10 @@ def join(
     if member is None:
         op.event("member.joined", group=gid, member=member_id, protocol="classic", process=updated.process_id)
     op.schedule(TimerKind.STREAMS_SESSION, gid, member_id, req.session_timeout_ms)
+    # As for classic members of consumer groups (Kafka `classicGroupJoinToConsumerGroup`): the
+    # SyncGroup must follow within the rebalance timeout, or the instance is fenced.
+    op.cancel(TimerKind.CLASSIC_MEMBER_JOIN, gid, member_id)
+    op.schedule(TimerKind.CLASSIC_MEMBER_SYNC, gid, member_id, max(req.rebalance_timeout_ms, 0))
     return JoinGroupResponse(
         member_id=member_id,
         generation_id=reconciled.member_epoch,
@@ -391,6 +395,14 @@ def join(
         skip_assignment=False,
         members=[],
     )
+
+
+CLASSIC_MEMBER_TIMERS = (
+    TimerKind.STREAMS_SESSION,
+    TimerKind.STREAMS_REBALANCE,
+    TimerKind.CLASSIC_MEMBER_JOIN,
+    TimerKind.CLASSIC_MEMBER_SYNC,
+)
 
 
 def _static_predecessor(
@@ -455,7 +467,9 @@ def sync(st: ShardState, group: StreamsGroup, req: SyncGroupRequest, op: Operati
         raise _inconsistent(f"The protocol name {req.protocol_name} is not {STREAMS_PROTOCOL_NAME}.")
     op.schedule(TimerKind.STREAMS_SESSION, group.group_id, member.member_id, _session_timeout(member))
     if group.assignment_epoch > member.member_epoch and member.state is not MemberState.UNREVOKED_TASKS:
+        _schedule_join_timeout(group, member, op)  # an answer, not a raise: the timer must outlive it
         return SyncGroupResponse(error_code=int(Errors.REBALANCE_IN_PROGRESS))
+    op.cancel(TimerKind.CLASSIC_MEMBER_SYNC, group.group_id, member.member_id)
     release_standbys(group, member, op)
     return SyncGroupResponse(
         protocol_type=PROTOCOL_TYPE,
@@ -486,8 +500,19 @@ def heartbeat(st: ShardState, group: StreamsGroup, req: HeartbeatRequest, op: Op
     member = _classic_member(group, req.member_id, req.generation_id, req.group_instance_id)
     op.schedule(TimerKind.STREAMS_SESSION, group.group_id, member.member_id, _session_timeout(member))
     if must_rejoin(st, group, member):
+        _schedule_join_timeout(group, member, op)
         return HeartbeatResponse(int(Errors.REBALANCE_IN_PROGRESS))
     return HeartbeatResponse(0)
+
+
+def _schedule_join_timeout(group: StreamsGroup, member: StreamsMember, op: Operation) -> None:
+    """A classic instance told to rejoin must do so within its rebalance timeout, or it is
+    fenced (Kafka's join timer for classic members of consumer groups,
+    `scheduleConsumerGroupJoinTimeoutIfAbsent`): one that heartbeats but never rejoins would
+    otherwise keep its place, and the tasks it holds, for good."""
+    op.schedule_if_absent(
+        TimerKind.CLASSIC_MEMBER_JOIN, group.group_id, member.member_id, max(member.rebalance_timeout_ms, 0)
+    )
 
 
 def leave(st: ShardState, group: StreamsGroup, req: LeaveGroupRequest, op: Operation) -> LeaveGroupResponse:
@@ -508,7 +533,8 @@ def leave(st: ShardState, group: StreamsGroup, req: LeaveGroupRequest, op: Opera
             out.append(MemberResponse(mid, iid, int(Errors.FENCED_INSTANCE_ID)))
             continue
         remove_member(st, group, member.member_id, op, gone)
-        op.cancel(TimerKind.STREAMS_REBALANCE, gid, member.member_id)
+        for kind in CLASSIC_MEMBER_TIMERS:
+            op.cancel(kind, gid, member.member_id)
         gone.append(member.member_id)
         op.event("member.left", group=gid, member=member.member_id, protocol="classic", reason="LeaveGroup")
         out.append(MemberResponse(member.member_id, iid))

@@ -1088,11 +1088,14 @@ def fence_unrevoked_member(
     op.event("member.fenced", group=group_id, member=member_id, reason=reason)
 
 
-def fence_expired_member(st: ShardState, group_id: str, member_id: str, op: Operation) -> None:
-    """The member's session timer fired (`group.streams.session.timeout.ms`)."""
+def fence_expired_member(
+    st: ShardState, group_id: str, member_id: str, op: Operation, reason: str = "the member session expired."
+) -> None:
+    """The member's session timer fired (`group.streams.session.timeout.ms`), or a classic
+    instance's join or sync timer (translation/streams_classic_member.py)."""
     group = st.groups.get(group_id)
     if not isinstance(group, StreamsGroup) or member_id not in group.members:
         return
-    if not st.migration.streams_member_leaving(group, member_id, op, "the member session expired."):
+    if not st.migration.streams_member_leaving(group, member_id, op, reason):
         remove_member(st, group, member_id, op)
-    op.event("member.fenced", group=group_id, member=member_id, reason="the member session expired.")
+    op.event("member.fenced", group=group_id, member=member_id, reason=reason)

@@ -317,3 +317,79 @@ def test_roll_classic_streams_to_streams_protocol(module_gateways: Gateways, tmp
             i.proc.terminate()
         for i in left:
             i.stop()
+
+
+def test_a_static_classic_instance_restarts_into_its_tasks_inside_a_streams_group(
+    module_gateways: Gateways, tmp_path: Path
+) -> None:
+    """KIP-345 inside a converted group (translation/streams_classic_member.py): two 3.9
+    instances with `group.instance.id` and one 4.4 instance share the word count in a streams
+    group; one 3.9 instance is SIGKILLed and started again on its state directory with the same
+    instance id. It takes its place back at once: the same tasks, the group epoch unchanged
+    (no rebalance: the others keep theirs), the old member replaced."""
+    classic_dist = resolve_component("3.9.2", "streams")
+    streams_dist = resolve_component("4.4.0", "streams")
+    classic_cp = Program(CLASSIC_SOURCE, classic_dist.classpath, classic_dist.home, tmp_path / "c39")
+    streams_cp = Program(SOURCE, streams_dist.classpath, streams_dist.home, tmp_path / "c44")
+    gw = module_gateways.start(
+        "streams-static",
+        sets=[
+            "group.initial.rebalance.delay.ms=0",
+            "group.streams.initial.rebalance.delay.ms=0",
+            "group.streams.heartbeat.interval.ms=1000",
+        ],
+    )
+    app = "wordcount-static"
+    admin = AdminClient({"bootstrap.servers": gw.bootstrap})
+    for f in admin.create_topics([NewTopic(INPUT, 4, 1), NewTopic(OUTPUT, 2, 1)]).values():
+        f.result()
+    producer = Producer({"bootstrap.servers": gw.bootstrap})
+    for n, line in enumerate(LINES):
+        producer.produce(INPUT, key=str(n), value=line)
+    producer.flush(30)
+
+    def classic(n: int) -> Instance:
+        # A session long enough for a JVM restart on a loaded machine: a static member back
+        # within it is not a new member.
+        return Instance(
+            classic_cp.classpath(),
+            gw.bootstrap,
+            tmp_path / f"state-c{n}",
+            tmp_path / f"classic-{n}-{time.monotonic_ns()}.log",
+            app=app,
+            main_class="StreamsWordCountClassic",
+            extra_args=(_endpoint(n), "60000", "1000", f"wc-static-{n}"),
+        )
+
+    watch = Watch()
+    wire = AdminWire(gw.bootstrap)
+    try:
+        watch.instances = {"classic-1": classic(1), "classic-2": classic(2)}
+        watch.wait_all_running({"classic-1", "classic-2"}, 90)
+        watch.instances["streams-1"] = Instance(
+            streams_cp.classpath(), gw.bootstrap, tmp_path / "state-s1", tmp_path / "streams-1.log", app=app
+        )
+        before = watch.wait_all_running({"classic-1", "classic-2", "streams-1"}, 90)
+        described = wire.streams_group_describe(app)
+        assert described is not None and described.error_code == 0, described
+        epoch = described.group_epoch
+        ids = {m.member_id for m in described.members}
+        assert len(ids) == 3, described
+
+        old = watch.instances.pop("classic-1")
+        old.proc.kill()
+        old.proc.wait()
+        watch.instances["classic-1"] = classic(1)
+        after = watch.wait_all_running({"classic-1", "classic-2", "streams-1"}, 90)
+        assert after == before, (before, after)
+        again = wire.streams_group_describe(app)
+        assert again is not None and again.group_epoch == epoch, (epoch, again)
+        new_ids = {m.member_id for m in again.members}
+        assert len(new_ids) == 3 and len(new_ids - ids) == 1, (ids, new_ids)
+        [replaced] = gw.events("member.replaced")  # Streams names its consumer's instance id
+        assert replaced["instance_id"].startswith("wc-static-1"), replaced  # "<id>-<thread>"
+        assert not watch.overlaps, watch.overlaps
+    finally:
+        wire.close()
+        for i in watch.instances.values():
+            i.stop()

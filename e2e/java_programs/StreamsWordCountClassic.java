@@ -4,7 +4,8 @@
 // Arguments: bootstrap, application id, input topic, output topic, state directory, endpoint,
 // and optionally the consumers' session.timeout.ms (Kafka Streams sends no LeaveGroup on close,
 // so a stopped instance's tasks move only once its session expires: 45 s by default) and their
-// heartbeat.interval.ms (3 s by default: how soon a member hears of a rebalance).
+// heartbeat.interval.ms (3 s by default: how soon a member hears of a rebalance), and its
+// group.instance.id (static membership, KIP-345).
 // Prints "STATE <new state>" on every state change and, once RUNNING, "TASKS <active task ids>"
 // and "STANDBY <standby task ids>", so the test can compare them with the group's metadata.
 // With STREAMS_START_ON_STDIN set, it starts only once a line comes on stdin (a roll's next
@@ -38,6 +39,9 @@ public class StreamsWordCountClassic {
         }
         if (args.length > 7) {
             props.put(StreamsConfig.consumerPrefix("heartbeat.interval.ms"), Integer.parseInt(args[7]));
+        }
+        if (args.length > 8) {
+            props.put(StreamsConfig.consumerPrefix("group.instance.id"), args[8]);
         }
         props.put(StreamsConfig.NUM_STANDBY_REPLICAS_CONFIG, 1);
         props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);

@@ -8,6 +8,14 @@ new target assignment (20, 21) when the group epoch moved past it, and the membe
 current assignment (22). Reconciliation revokes before it assigns: a member first gives up the
 active tasks it must lose (UNREVOKED_TASKS, its epoch unchanged) and only gets a task once no
 other member holds it, assigned or pending revocation (UNRELEASED_TASKS until then).
+
+When targets are computed (Kafka 4.4 `maybeUpdateStreamsTargetAssignment`): not while a new or
+emptied group's initial rebalance delay runs (its timer computes the first one), and at most once
+per `streams.assignment.interval.ms` after the last one (`canComputeNextTargetAssignment`, from
+type 20's AssignmentTimestamp). A heartbeat that needs a target then is answered
+ASSIGNMENT_DELAYED with Kafka's detail and reconciles towards the target there is; the first
+heartbeat after the interval computes it. Kafka 4.4.0 has no timer for the interval's end and runs
+the assignor in the heartbeat (`group.streams.assignor.offload.enable` is read by nothing).
 """
 
 from __future__ import annotations

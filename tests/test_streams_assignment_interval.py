@@ -11,13 +11,17 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from engine.classic.member import Protocol
 from engine.config import CoordinatorConfig, GroupConfig
+from engine.errors import Errors
 from engine.ids import SeededIds
 from engine.shard import Shard
 from engine.streams.api import ASSIGNMENT_DELAYED, StreamsGroupHeartbeatResponse
 from engine.streams.group import StreamsGroup, StreamsGroupState
 from records.streams_group import StreamsGroupTargetAssignmentMetadataValue
 from tests.test_streams_groups import Streams, owned_tasks
+from tests.test_streams_online_migration import ALL_TASKS as ALL_TASK_SET
+from tests.test_streams_online_migration import Roll, classic_metadata
 
 INTERVAL = "Assignment delayed due to the configured assignment interval."
 ALL_TASKS = 8  # the word count's two subtopologies over four partitions
@@ -205,3 +209,29 @@ def test_the_group_config_bounds_follow_the_broker() -> None:
 def test_broker_settings_out_of_bounds_refuse_the_start(settings: dict[str, int], message: str) -> None:
     with pytest.raises(ValidationError, match=message):
         CoordinatorConfig.from_kafka(settings)
+
+
+def test_a_classic_instance_is_told_to_rejoin_once_a_delayed_target_may_be_computed() -> None:
+    """A classic Kafka Streams instance inside a streams group (the online migration) joining
+    within the interval gets the target there is; once the interval has passed its Heartbeat
+    answers REBALANCE_IN_PROGRESS, and its JoinGroup computes the target (no streams heartbeat
+    is needed for it)."""
+    h = Roll(**{"group.streams.assignment.interval.ms": 1000})
+    h.seed({"a": ALL_TASK_SET})
+    h.streams_join("s")
+    h.settle()
+    j = h.join("", protocols=(Protocol("stream", classic_metadata(9, set())),), group="app", version=9)
+    assert j.error_code == int(Errors.MEMBER_ID_REQUIRED)
+    c = j.member_id
+    h.pid[c] = 9
+    h.classic_tasks[c] = set()
+    h.classic_rejoin(c)
+    assert h.classic_tasks[c] == set() and h.group.assignment_epoch < h.group.group_epoch
+    assert h.classic_beat(c) == 0  # within the interval: nothing to rejoin for yet
+    h.advance(1000)
+    assert h.classic_beat(c) == int(Errors.REBALANCE_IN_PROGRESS)
+    h.classic_rejoin(c)
+    assert h.group.assignment_epoch == h.group.group_epoch
+    h.settle()
+    assert all(h.classic_tasks.values()) and h.streams_tasks["s"]
+    h.assert_replay_equals_live()

@@ -40,6 +40,7 @@ STREAMS_DEFAULTS = {
     "streams.heartbeat.interval.ms": ("5000", "DEFAULT_CONFIG"),
     STANDBY_KEY: ("0", "DEFAULT_CONFIG"),
     "streams.initial.rebalance.delay.ms": ("3000", "DEFAULT_CONFIG"),
+    "streams.assignment.interval.ms": ("1000", "DEFAULT_CONFIG"),
 }
 INVALID_CONFIG, UNSUPPORTED_VERSION = 40, 35
 

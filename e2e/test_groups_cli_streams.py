@@ -128,7 +128,11 @@ def servers(
     shared out every task and counted every input line."""
     gw = module_gateways.start(
         "groupshift",
-        sets=["group.initial.rebalance.delay.ms=0", "group.streams.initial.rebalance.delay.ms=0"],
+        sets=[
+            "group.initial.rebalance.delay.ms=0",
+            "group.streams.initial.rebalance.delay.ms=0",
+            "group.streams.assignment.interval.ms=0",
+        ],
     )
     kafka = kafka_cluster_factory("4.4", configs=KAFKA_SETTINGS, name="groups-cli-streams")
     work = tmp_path_factory.mktemp("streams-apps")

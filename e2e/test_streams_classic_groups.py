@@ -79,10 +79,15 @@ def test_classic_streams_group_decoded(module_gateways: Gateways, tmp_path: Path
     dist = resolve_component("3.9.2", "streams")
     classes, javac = _compiled(dist.classpath, dist.home, tmp_path / "classes")
     # No initial rebalance delay: Kafka's 3 s, extended by each joining instance, is most of the
-    # time to a stable group; the instances rebalance again as the second joins either way.
+    # time to a stable group; the instances rebalance again as the second joins either way. No
+    # streams assignment interval either: targets in the heartbeat, as before it was modelled.
     gw = module_gateways.start(
         "streams-classic",
-        sets=["group.initial.rebalance.delay.ms=0", "group.streams.initial.rebalance.delay.ms=0"],
+        sets=[
+            "group.initial.rebalance.delay.ms=0",
+            "group.streams.initial.rebalance.delay.ms=0",
+            "group.streams.assignment.interval.ms=0",
+        ],
     )
     bootstrap = gw.bootstrap
     admin = AdminClient({"bootstrap.servers": bootstrap})

@@ -10,9 +10,9 @@ empty and unknown groups, offline migration classic <-> streams, and group-type 
 
 One Kafka 4.4 node and one `groupshift serve` for the whole module (`streams_pair`); every
 scenario runs on both at once with the same group and topic names (e2e/differential.py) and the
-normalised transcripts are compared field by field. Kafka's assignment timing is taken out of
-the comparison by the node's settings: no initial rebalance delay, no assignment interval, no
-background assignor (`group.streams.*`, Kafka-only, since groupshift assigns in the heartbeat).
+normalised transcripts are compared field by field. Assignment timing is taken out of the
+comparison by both sides' settings (no initial rebalance delay, no assignment interval) but for
+the scenarios that set them on their group (`initial-rebalance-delay`, `assignment-interval`).
 Member ids are the client's own (a Streams client makes its member id), so they are constant per
 scenario. Where groupshift differs on purpose or cannot do better yet, the scenario's `known`
 map names the paths (each must still differ, so the table cannot go stale) and
@@ -40,19 +40,19 @@ pytestmark = pytest.mark.e2e
 
 KAFKA_VERSION = "4.4"
 # Both sides (Kafka's names).
+# Both sides skip the initial rebalance delay and the assignment interval (each target in the
+# heartbeat that needs it) but for the scenarios that set them on their group.
 GROUP_SETTINGS = {
     "group.initial.rebalance.delay.ms": "0",
     "group.streams.initial.rebalance.delay.ms": "0",
+    "group.streams.assignment.interval.ms": "0",
     "group.streams.heartbeat.interval.ms": "5000",
     "group.streams.session.timeout.ms": "45000",
 }
-# Kafka only: later assignments are computed in the background at most once a second by
-# default; groupshift computes them in the heartbeat, which these make Kafka do too (both sides
-# skip the initial rebalance delay but for the scenario that sets it on its group). The rest
-# keeps one node's internal topics small.
+# Kafka only: the assignor in the heartbeat (4.4.0 reads the setting nowhere, so this only
+# pins it should a later release read it); the rest keeps one node's internal topics small.
 KAFKA_SETTINGS = {
     **GROUP_SETTINGS,
-    "group.streams.assignment.interval.ms": "0",
     "group.streams.assignor.offload.enable": "false",
     "offsets.topic.replication.factor": "1",
     "offsets.topic.num.partitions": "4",
@@ -950,6 +950,38 @@ def scenario_initial_rebalance_delay(s: Session) -> None:
     describe(s, "describe after the delay")
 
 
+def scenario_assignment_interval(s: Session) -> None:
+    """The group's `streams.assignment.interval.ms` (2 s; refused below 0 and above the broker's
+    maximum, described): A joins and is assigned every task at once; B joining within the
+    interval, and A's next heartbeat, are answered ASSIGNMENT_DELAYED (B with no tasks, at the
+    assignment epoch there is); once the interval has passed A's heartbeat computes the target
+    and both share the tasks. B then leaves: A's heartbeat within the interval is delayed again,
+    the one after it takes every task."""
+    setup(s, 4, (repartition_name(s), 4), (changelog_name(s), 4))
+    set_group_configs(s, "interval below zero", streams_assignment_interval_ms="-1")
+    set_group_configs(s, "interval above the maximum", streams_assignment_interval_ms="15001")
+    set_group_configs(s, "IncrementalAlterConfigs interval", streams_assignment_interval_ms="2000")
+    settle()  # Kafka applies group configs from its metadata log, a moment later
+    describe_group_configs(s, "describe the interval", "streams.assignment.interval.ms")
+    members = Members(s)
+    members.join(A, word_count(s), "join A: assigned at once")
+    members.join(B, word_count(s), "join B: delayed")
+    members.beat(A, "A within the interval")
+    describe(s, "describe within the interval")
+    time.sleep(2.5)
+    members.beat(A, "A after the interval")
+    members.beat(B, "B after the interval")
+    members.converge(A, B)
+    members.note_tasks("active after the interval")
+    describe(s, "describe after the interval")
+    hb(s, "B leaves", B, -1)
+    members.beat(A, "A within the interval after B left")
+    time.sleep(2.5)
+    members.beat(A, "A after the interval: every task")
+    members.converge(A)
+    describe(s, "describe after B left")
+
+
 def scenario_standby_replicas_group_config(s: Session) -> None:
     """`streams.num.standby.replicas`=1 on the group, then two processes join: each keeps a
     standby of the stateful tasks the other runs; a third process joins and the tasks and
@@ -1382,6 +1414,7 @@ SCENARIOS: list[tuple[str, Callable[[Session], None], Known]] = [
     ("describe-groups-classic-api", scenario_describe_groups_classic_api, {}),
     ("session-heartbeat-group-configs", scenario_session_and_heartbeat_group_configs, {}),
     ("initial-rebalance-delay", scenario_initial_rebalance_delay, {}),
+    ("assignment-interval", scenario_assignment_interval, {}),
 ]
 
 

@@ -171,6 +171,7 @@ def test_roll_classic_streams_to_streams_protocol(module_gateways: Gateways, tmp
         sets=[
             "group.initial.rebalance.delay.ms=0",
             "group.streams.initial.rebalance.delay.ms=0",
+            "group.streams.assignment.interval.ms=0",
             "group.streams.heartbeat.interval.ms=1000",
         ],
     )

@@ -24,6 +24,7 @@ from protocol.client import WireClient, make_request
 FAST_UPSTREAM_SETTINGS = (
     "group.initial.rebalance.delay.ms=0",
     "group.streams.initial.rebalance.delay.ms=0",
+    "group.streams.assignment.interval.ms=0",
     "group.min.session.timeout.ms=1000",
     "group.consumer.min.heartbeat.interval.ms=100",
     "group.consumer.heartbeat.interval.ms=250",

@@ -88,6 +88,17 @@ class CoordinatorConfig(BaseModel):
     streams_initial_rebalance_delay_ms: int = Field(
         3000, alias="group.streams.initial.rebalance.delay.ms", ge=0, le=INT_MAX
     )
+    # Later target assignments at most once per interval (Kafka 4.4's default and bounds,
+    # `GroupCoordinatorConfig`); 0 computes each in the heartbeat that needs it.
+    streams_assignment_interval_ms: int = Field(
+        1000, alias="group.streams.assignment.interval.ms", ge=0, le=INT_MAX
+    )
+    streams_min_assignment_interval_ms: int = Field(
+        0, alias="group.streams.min.assignment.interval.ms", ge=0, le=INT_MAX
+    )
+    streams_max_assignment_interval_ms: int = Field(
+        15000, alias="group.streams.max.assignment.interval.ms", ge=0, le=INT_MAX
+    )
     streams_num_standby_replicas: int = Field(0, alias="group.streams.num.standby.replicas", ge=0, le=INT_MAX)
     streams_max_standby_replicas: int = Field(2, alias="group.streams.max.standby.replicas", ge=0, le=INT_MAX)
 
@@ -165,6 +176,24 @@ class CoordinatorConfig(BaseModel):
                 f"group.streams.num.standby.replicas={self.streams_num_standby_replicas} must not exceed "
                 f"group.streams.max.standby.replicas={self.streams_max_standby_replicas}"
             )
+        # Kafka 4.4 refuses to start on these (`GroupCoordinatorConfig`'s own words).
+        low, high = self.streams_min_assignment_interval_ms, self.streams_max_assignment_interval_ms
+        interval = self.streams_assignment_interval_ms
+        if high < low:
+            raise ValueError(
+                "group.streams.max.assignment.interval.ms must be greater than or equal to "
+                "group.streams.min.assignment.interval.ms"
+            )
+        if interval < low:
+            raise ValueError(
+                "group.streams.assignment.interval.ms must be greater than or equal to "
+                "group.streams.min.assignment.interval.ms"
+            )
+        if interval > high:
+            raise ValueError(
+                "group.streams.assignment.interval.ms must be less than or equal to "
+                "group.streams.max.assignment.interval.ms"
+            )
         if self.min_session_timeout_ms > self.max_session_timeout_ms:
             raise ValueError("group.min.session.timeout.ms must not exceed group.max.session.timeout.ms")
         if len(set(self.consumer_assignors)) != len(self.consumer_assignors):
@@ -199,6 +228,7 @@ class GroupConfig(BaseModel):
     streams_heartbeat_interval_ms: int | None = Field(None, alias="streams.heartbeat.interval.ms")
     streams_num_standby_replicas: int | None = Field(None, alias="streams.num.standby.replicas")
     streams_initial_rebalance_delay_ms: int | None = Field(None, alias="streams.initial.rebalance.delay.ms")
+    streams_assignment_interval_ms: int | None = Field(None, alias="streams.assignment.interval.ms")
 
     def validate_against(self, broker: CoordinatorConfig) -> None:
         """Kafka checks per-group values against the broker's min/max bounds (messages as Kafka
@@ -264,6 +294,18 @@ class GroupConfig(BaseModel):
             raise ValueError(
                 "streams.num.standby.replicas must be less than or equal to "
                 f"{broker.streams_max_standby_replicas}"
+            )
+        every = self.streams_assignment_interval_ms
+        # Kafka 4.4: the type's range, then the broker's bounds (`validateIntRange`).
+        if every is not None and every < 0:
+            raise ValueError(
+                f"Invalid value {every} for configuration streams.assignment.interval.ms: "
+                "Value must be at least 0"
+            )
+        low, high = broker.streams_min_assignment_interval_ms, broker.streams_max_assignment_interval_ms
+        if every is not None and not low <= every <= high:
+            raise ValueError(
+                f"streams.assignment.interval.ms must be in the range {low} to {high} inclusive."
             )
         session = s if s is not None else broker.consumer_session_timeout_ms
         interval = hb if hb is not None else broker.consumer_heartbeat_interval_ms

@@ -56,6 +56,7 @@ from records.streams_group import (
     StreamsGroupTargetAssignmentMemberKey,
     StreamsGroupTargetAssignmentMemberValue,
     StreamsGroupTargetAssignmentMetadataKey,
+    StreamsGroupTargetAssignmentMetadataValue,
     StreamsGroupTopologyKey,
 )
 
@@ -286,8 +287,11 @@ def apply_streams_record(group: StreamsGroup, record: CoordinatorRecord) -> None
                 tasks_from(value.standby_tasks),
                 tasks_from(value.warmup_tasks),
             )
+    elif value is None:
+        group.replay_assignment_epoch(None)
     else:
-        group.replay_assignment_epoch(None if value is None else value.assignment_epoch)
+        assert isinstance(value, StreamsGroupTargetAssignmentMetadataValue)
+        group.replay_assignment_epoch(value.assignment_epoch, value.assignment_timestamp)
 
 
 def _replay_connect_record(st: ShardState, record: CoordinatorRecord) -> None:

@@ -113,6 +113,14 @@ class ShardState:
             return gc.streams_initial_rebalance_delay_ms
         return self.config.streams_initial_rebalance_delay_ms
 
+    def streams_assignment_interval_ms(self, group_id: str) -> int:
+        """The group's `streams.assignment.interval.ms`, else the broker's
+        `group.streams.assignment.interval.ms` (Kafka 4.4 `streamsGroupAssignmentIntervalMs`)."""
+        gc = self.group_configs.get(group_id)
+        if gc is not None and gc.streams_assignment_interval_ms is not None:
+            return gc.streams_assignment_interval_ms
+        return self.config.streams_assignment_interval_ms
+
     def streams_num_standby_replicas(self, group_id: str) -> int:
         """The group's `streams.num.standby.replicas`, else the broker's
         `group.streams.num.standby.replicas` (Kafka 4.4 `streamsGroupAssignmentConfigs`)."""

@@ -57,7 +57,11 @@ _STREAMS_KEYS = (
 )
 _CTX = RequestContext("fuzz", "/127.0.0.1", 0)
 _CONFIG = CoordinatorConfig.from_kafka(
-    {"group.streams.num.standby.replicas": 1, "group.streams.initial.rebalance.delay.ms": 0}
+    {
+        "group.streams.num.standby.replicas": 1,
+        "group.streams.initial.rebalance.delay.ms": 0,
+        "group.streams.assignment.interval.ms": 0,
+    }
 )
 
 

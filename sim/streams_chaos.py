@@ -128,6 +128,10 @@ def config() -> CoordinatorConfig:
             # Kafka's initial rebalance delay, short like the classic one: a group emptied by
             # faults and joined again waits for it, and a crash or a refused append meanwhile.
             "group.streams.initial.rebalance.delay.ms": 50,
+            # Kafka's assignment interval, short too: a target wanted within 50 ms of the last
+            # waits for a later heartbeat (ASSIGNMENT_DELAYED meanwhile), a classic thread's
+            # for a later JoinGroup.
+            "group.streams.assignment.interval.ms": 50,
         }
     )
 

@@ -44,8 +44,10 @@ class Streams:
 
     def __init__(self, topics: dict[str, int] | None = None, **config: Any) -> None:
         cfg = {k.replace("_", "."): v for k, v in config.items()}
-        # Assignments in the heartbeat unless a test asks for Kafka's initial rebalance delay.
+        # Assignments in the heartbeat unless a test asks for Kafka's initial rebalance delay or
+        # its assignment interval (tests/test_streams_assignment_interval.py).
         cfg.setdefault("group.streams.initial.rebalance.delay.ms", 0)
+        cfg.setdefault("group.streams.assignment.interval.ms", 0)
         self.shard = Shard(CoordinatorConfig.from_kafka(cfg), SeededIds(7), image(topics or ALL_TOPICS))
         self.now = 1000
         self.ctx = RequestContext("app-StreamThread-1-consumer", "/127.0.0.1", 0)

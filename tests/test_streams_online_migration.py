@@ -106,6 +106,8 @@ class Roll(MigrationHarness):
     """A shard with the translation layer, classic Streams instances and streams members."""
 
     def __init__(self, **config: Any) -> None:
+        # Targets in the heartbeat (or JoinGroup) that needs them: no streams assignment interval.
+        config.setdefault("group.streams.assignment.interval.ms", 0)
         super().__init__(TOPICS, **config)
         self.classic_epoch: dict[str, int] = {}
         self.classic_tasks: dict[str, set[Task]] = {}  # what each classic instance runs

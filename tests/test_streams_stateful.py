@@ -55,6 +55,9 @@ class StreamsMachine(RuleBasedStateMachine):
             {
                 "group.streams.num.standby.replicas": self.STANDBY_REPLICAS,
                 "group.streams.initial.rebalance.delay.ms": 0,
+                # Each target in the heartbeat that needs it: the rules checked here are those of
+                # reconciliation (the assignment interval is the streams simulator's).
+                "group.streams.assignment.interval.ms": 0,
             }
         )
         self.shard = Shard(config, SeededIds(3), image(4))

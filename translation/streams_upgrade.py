@@ -228,10 +228,13 @@ def upgrade(
         )
         for m in members
     )
+    # Stamped 0: the classic group's assignment is taken over, not computed, so the joining
+    # member's heartbeat computes the first real target without waiting for the assignment
+    # interval.
     records.append(
         CoordinatorRecord(
             StreamsGroupTargetAssignmentMetadataKey(gid),
-            StreamsGroupTargetAssignmentMetadataValue(generation, st.now_ms),
+            StreamsGroupTargetAssignmentMetadataValue(generation, 0),
         )
     )
     records.extend(

@@ -254,6 +254,10 @@ class StreamsGroup:
         # (`num.standby.replicas`); a change recomputes the target, as in Kafka 4.4.
         self.last_assignment_configs: tuple[KeyValue, ...] | None = None
         self.assignment_epoch = -1
+        # When the target was last computed (type 20's AssignmentTimestamp, wall-clock ms; 0:
+        # never, or the group emptied): the next one waits until this plus
+        # `streams.assignment.interval.ms`, as Kafka 4.4's `canComputeNextTargetAssignment`.
+        self.assignment_timestamp = 0
         # True once a record of type 17 was replayed: the group exists in the log.
         self.created = False
         # The member that asked the whole application to shut down (ShutdownApplication): every
@@ -422,8 +426,9 @@ class StreamsGroup:
             self.standby_targets[member_id] = standby or {}
             self.warmup_targets[member_id] = warmup or {}
 
-    def replay_assignment_epoch(self, epoch: int | None) -> None:
+    def replay_assignment_epoch(self, epoch: int | None, timestamp: int = 0) -> None:
         self.assignment_epoch = -1 if epoch is None else shared_epoch(epoch)
+        self.assignment_timestamp = timestamp
 
     # --- comparison of live and replayed state ----------------------------------------------
 
@@ -435,6 +440,7 @@ class StreamsGroup:
             "last_assignment_configs": self.last_assignment_configs,
             "topology": self.topology,
             "assignment_epoch": self.assignment_epoch,
+            "assignment_timestamp": self.assignment_timestamp,
             "targets": {
                 mid: (
                     task_ids(t),

@@ -8,6 +8,14 @@ new target assignment (20, 21) when the group epoch moved past it, and the membe
 current assignment (22). Reconciliation revokes before it assigns: a member first gives up the
 active tasks it must lose (UNREVOKED_TASKS, its epoch unchanged) and only gets a task once no
 other member holds it, assigned or pending revocation (UNRELEASED_TASKS until then).
+
+When targets are computed (Kafka 4.4 `maybeUpdateStreamsTargetAssignment`): not while a new or
+emptied group's initial rebalance delay runs (its timer computes the first one), and at most once
+per `streams.assignment.interval.ms` after the last one (`canComputeNextTargetAssignment`, from
+type 20's AssignmentTimestamp). A heartbeat that needs a target then is answered
+ASSIGNMENT_DELAYED with Kafka's detail and reconciles towards the target there is; the first
+heartbeat after the interval computes it. Kafka 4.4.0 has no timer for the interval's end and runs
+the assignor in the heartbeat (`group.streams.assignor.offload.enable` is read by nothing).
 """
 
 from __future__ import annotations
@@ -147,10 +155,12 @@ def _target_record(group_id: str, member_id: str, tasks: TaskRoles | None) -> Co
     return CoordinatorRecord(StreamsGroupTargetAssignmentMemberKey(group_id, member_id), value)
 
 
-def _target_epoch_record(group_id: str, epoch: int, now_ms: int) -> CoordinatorRecord:
+def _target_epoch_record(group_id: str, epoch: int, timestamp: int) -> CoordinatorRecord:
+    """Type 20: the target's epoch and when it was computed (0: no target was computed, so the
+    next one need not wait for the assignment interval)."""
     return CoordinatorRecord(
         StreamsGroupTargetAssignmentMetadataKey(group_id),
-        StreamsGroupTargetAssignmentMetadataValue(epoch, now_ms),
+        StreamsGroupTargetAssignmentMetadataValue(epoch, timestamp),
     )
 
 
@@ -235,13 +245,32 @@ def _write_targets(
     group: StreamsGroup,
     targets: dict[str, TaskRoles],
     epoch: int,
+    timestamp: int | None = None,
 ) -> None:
+    """The records of a new target at `epoch`, stamped `timestamp` (default: now, the time the
+    assignment interval counts from)."""
     before = group_targets(group)
     for mid, tasks in sorted(targets.items()):
         old = before.get(mid)
         if old is None or not _same_roles(old, tasks):
             op.records.append(_target_record(group.group_id, mid, tasks))
-    op.records.append(_target_epoch_record(group.group_id, epoch, st.now_ms))
+    stamp = st.now_ms if timestamp is None else timestamp
+    op.records.append(_target_epoch_record(group.group_id, epoch, stamp))
+
+
+ASSIGNMENT_INTERVAL_DETAIL = "Assignment delayed due to the configured assignment interval."
+
+
+def can_compute_next_target(st: ShardState, group: StreamsGroup) -> bool:
+    """Kafka 4.4 `canComputeNextTargetAssignment`: a new target may be computed if none was
+    computed yet (timestamp 0), the group's `streams.assignment.interval.ms` is 0, or the
+    interval has passed since the last one. Until then a heartbeat that needs one is answered
+    ASSIGNMENT_DELAYED and reconciles towards the target there is; no timer ends the wait, the
+    first heartbeat after it computes the target (Kafka 4.4.0 runs the assignor in the heartbeat:
+    `group.streams.assignor.offload.enable` is read by nothing in its group coordinator)."""
+    last = group.assignment_timestamp
+    interval = st.streams_assignment_interval_ms(group.group_id)
+    return last == 0 or interval == 0 or st.now_ms >= last + interval
 
 
 def _nested(offsets: tuple[TaskOffset, ...]) -> dict[str, dict[int, int]]:
@@ -649,11 +678,13 @@ def heartbeat(
             # Kafka 4.4 creates the group at assignment epoch 1 as well as group epoch 1
             # (measured: the members wait at member epoch 1, and Describe says assignment
             # epoch 1 while the delay runs).
-            op.records.append(_target_epoch_record(gid, 1, st.now_ms))
+            # Stamped 0: Kafka computes no target here, so the delay's end is not held back by
+            # the assignment interval.
+            op.records.append(_target_epoch_record(gid, 1, 0))
             target_epoch = 1
         if epoch != group.group_epoch:
             op.event("group.epoch_bumped", group=gid, epoch=epoch, member=mid)
-    elif epoch > group.assignment_epoch:
+    elif epoch > group.assignment_epoch and can_compute_next_target(st, group):
         targets = _new_targets(st, group, members, topology, configured)
         _write_targets(st, op, group, targets, epoch)
         target = targets.get(mid, TaskRoles({}, {}, {}))
@@ -661,6 +692,13 @@ def heartbeat(
         if epoch != group.group_epoch or new_member:
             op.event("group.epoch_bumped", group=gid, epoch=epoch, member=mid)
     else:
+        if epoch > group.assignment_epoch:
+            # Kafka 4.4 `maybeUpdateStreamsTargetAssignment`: the last target is younger than
+            # the assignment interval; the member is told so and reconciles towards the target
+            # there is, at its epoch (a member joining now waits with no tasks).
+            statuses.append(Status(ASSIGNMENT_DELAYED, ASSIGNMENT_INTERVAL_DETAIL))
+            if epoch != group.group_epoch:
+                op.event("group.epoch_bumped", group=gid, epoch=epoch, member=mid)
         # This member's target alone (a static member back takes its predecessor's): building
         # every member's would make each steady heartbeat cost the size of the group.
         target = _member_target(group, mid if replaced is None else replaced.member_id)
@@ -781,7 +819,7 @@ def compute_delayed_target_assignment(st: ShardState, group_id: str, op: Operati
     group = st.groups.get(group_id)
     if not isinstance(group, StreamsGroup) or not group.members or group.topology is None:
         return
-    if group.group_epoch <= group.assignment_epoch:
+    if group.group_epoch <= group.assignment_epoch or not can_compute_next_target(st, group):
         return
     configured = configure(group.topology, st.image)
     if configured.tasks is None:
@@ -848,7 +886,11 @@ def update_member(
     members[mid] = updated
     holders = group.holders(updated.process_id)
     target_epoch = group.assignment_epoch
-    if epoch > group.assignment_epoch and gid not in st.streams_initial_delays:
+    if (
+        epoch > group.assignment_epoch
+        and gid not in st.streams_initial_delays
+        and can_compute_next_target(st, group)
+    ):
         targets = _new_targets(st, group, members, topology, configured)
         _write_targets(st, op, group, targets, epoch)
         target_epoch = epoch
@@ -871,9 +913,17 @@ def update_member(
 
 def must_rejoin(st: ShardState, group: StreamsGroup, member: StreamsMember) -> bool:
     """A classic member must rejoin (Heartbeat answers REBALANCE_IN_PROGRESS) when its tasks are
-    about to change: it lags the target assignment, has tasks to give up, or waits for a task
-    another member has since released."""
+    about to change: it lags the target assignment, has tasks to give up, waits for a task
+    another member has since released, or a target left to a later heartbeat by the assignment
+    interval may now be computed (its JoinGroup computes it: a group whose members are all
+    classic instances has no streams heartbeat to do it)."""
     if member.member_epoch < group.assignment_epoch or member.state is MemberState.UNREVOKED_TASKS:
+        return True
+    if (
+        group.group_epoch > group.assignment_epoch
+        and group.group_id not in st.streams_initial_delays
+        and can_compute_next_target(st, group)
+    ):
         return True
     if member.state is not MemberState.UNRELEASED_TASKS:
         return False
@@ -1005,7 +1055,15 @@ def remove_member(
         validated = group.topology.epoch if configured.tasks is not None else -1
     op.records.append(_metadata_record(gid, epoch, digest, validated, assignment_configs(st, gid)))
     members = {mid: m for mid, m in group.members.items() if mid != member_id and mid not in gone}
-    if gid not in st.streams_initial_delays:  # else the delay's end computes it
+    if not members:
+        # Kafka 4.4 `streamsGroupFenceMember`: the last member gone, the target is empty at the
+        # new epoch and stamped 0, so the next member's first target need not wait.
+        _write_targets(st, op, group, {}, epoch, timestamp=0)
+    elif gid not in st.streams_initial_delays and st.streams_assignment_interval_ms(gid) == 0:
+        # Kafka computes it in the next heartbeat; groupshift, with no assignment interval,
+        # writes it now (as it did before the interval was modelled). With an interval the
+        # next heartbeat computes it once the interval has passed, as in Kafka; while the
+        # initial rebalance delay runs, the delay's end does.
         targets = _new_targets(st, group, members, group.topology, configured)
         _write_targets(st, op, group, targets, epoch)
     op.cancel(TimerKind.STREAMS_SESSION, gid, member_id)

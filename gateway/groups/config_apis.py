@@ -2,11 +2,12 @@
 DescribeConfigs, AlterConfigs and IncrementalAlterConfigs.
 
 `consumer.session.timeout.ms` and `consumer.heartbeat.interval.ms` (Kafka 4.0's group configs
-for consumer groups), `streams.session.timeout.ms` and `streams.heartbeat.interval.ms` (KIP-1071,
-within the broker's `group.streams.min/max.*` bounds) and `streams.num.standby.replicas` (at most
-the broker's `group.streams.max.standby.replicas`) exist, validated against the broker's bounds; values are
-kept across restarts. The APIs themselves belong to the data plane
-(`gateway.dataplane.apis.configs`), which routes GROUP resources here.
+for consumer groups), `streams.session.timeout.ms`, `streams.heartbeat.interval.ms` and
+`streams.assignment.interval.ms` (KIP-1071, within the broker's `group.streams.min/max.*`
+bounds), `streams.num.standby.replicas` (at most the broker's
+`group.streams.max.standby.replicas`) and `streams.initial.rebalance.delay.ms` exist,
+validated against the broker's bounds; values are kept across restarts. The APIs themselves
+belong to the data plane (`gateway.dataplane.apis.configs`), which routes GROUP resources here.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ GROUP_CONFIGS = (
     "streams.session.timeout.ms",
     "streams.num.standby.replicas",
     "streams.initial.rebalance.delay.ms",
+    "streams.assignment.interval.ms",
 )
 SET, DELETE = 0, 1  # IncrementalAlterConfigs operations (APPEND/SUBTRACT apply to lists only)
 DYNAMIC_GROUP_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 8, 4, 5  # DescribeConfigs sources
@@ -42,6 +44,7 @@ BROKER_FIELD = {
     "streams.heartbeat.interval.ms": "streams_heartbeat_interval_ms",
     "streams.num.standby.replicas": "streams_num_standby_replicas",
     "streams.initial.rebalance.delay.ms": "streams_initial_rebalance_delay_ms",
+    "streams.assignment.interval.ms": "streams_assignment_interval_ms",
 }
 
 

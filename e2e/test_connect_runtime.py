@@ -44,7 +44,9 @@ from connect_worker import ConnectorConfig, ConnectWorkerThread, IncrementalCoop
 from connect_worker import ConnectWorker as SdkWorker
 from e2e.conftest import Gateways
 from e2e.groups import create_topic
+from e2e.groups_cli import groups_json, ok, table
 from e2e.harness import GatewayProcess
+from groupshift.cli import main as groupshift_main
 from harness.kafka_dist.connect import (
     ConnectError,
     ConnectWorker,
@@ -54,6 +56,14 @@ from harness.kafka_dist.connect import (
     worker_properties,
 )
 from protocol.client import WireClient, make_request
+from tools.groups.connect_classic import decode_worker
+from translation.connect_classic_protocol import (
+    SESSIONED,
+    decode_assignment,
+    decode_metadata,
+    encode_assignment,
+    encode_metadata,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -233,6 +243,128 @@ def test_three_workers_agree_on_the_assignment_and_data_flows(cluster: Cluster) 
     intervals = ownership_intervals(cluster.workers)
     assert set(intervals) == set(where)  # the logs name every one of them
     assert overlaps(intervals) == []
+
+
+def by_worker(where: dict[str, str]) -> dict[str, list[str]]:
+    """The placement per worker id: its connectors and tasks, sorted."""
+    out: dict[str, list[str]] = {}
+    for item, worker in where.items():
+        out.setdefault(worker, []).append(item)
+    return {w: sorted(items) for w, items in out.items()}
+
+
+def worker_id_of(url: str) -> str:
+    """Connect's worker id from the URL a worker advertises (`http://127.0.0.1:PORT/`)."""
+    return url.split("://", 1)[1].rstrip("/")
+
+
+def stored_frames(cluster: Cluster) -> tuple[str, list[Any]] | None:
+    """DescribeGroups' view of the classic group once Stable: its protocol and, per worker, the
+    JoinGroup metadata and SyncGroup assignment groupshift stores for it."""
+    with WireClient(cluster.gateway.port) as c:
+        r = c.request(make_request(15, 5, groups=[GROUP], include_authorized_operations=False))
+    (g,) = r.groups
+    if g.group_state != "Stable" or any(not m.member_assignment for m in g.members):
+        return None
+    return g.protocol_data, list(g.members)
+
+
+def test_the_workers_frames_decode_to_what_they_run_and_the_tools_show_it(cluster: Cluster) -> None:
+    """Connect's real JoinGroup metadata (ExtendedWorkerState) and the leader's SyncGroup
+    assignments (ExtendedAssignment, `sessioned`: version 2) as groupshift stores them decode to
+    the connectors and tasks each worker's REST API says it runs, and encode back to the same
+    bytes; `groups describe` / `migration` and `check upgrade` show them."""
+    where = wait_for("one placement, seen by all, on all three workers", lambda: spread(cluster), 90, cluster)
+    expected = by_worker(where)
+    decoded: dict[str, Any] = {}
+
+    def frames_agree() -> bool:
+        found = stored_frames(cluster)
+        if found is None:
+            return False
+        protocol, members = found
+        assert protocol == SESSIONED
+        decoded.clear()
+        for m in members:
+            raw_metadata, raw_assignment = bytes(m.member_metadata), bytes(m.member_assignment)
+            metadata, assignment = decode_metadata(raw_metadata), decode_assignment(raw_assignment)
+            assert (
+                encode_metadata(metadata) == raw_metadata and encode_assignment(assignment) == raw_assignment
+            )
+            assert metadata.version == assignment.version == 2, (metadata, assignment)
+            assert metadata.allocation is None or metadata.allocation.version == 2
+            worker = decode_worker(
+                m.member_id, m.client_id, m.client_host, None, raw_metadata, raw_assignment
+            )
+            assert worker.decode_error is None
+            decoded[worker_id_of(metadata.url)] = (m.member_id, metadata, assignment, worker)
+        runs = {w: sorted(worker.running) for w, (_, _, _, worker) in decoded.items()}
+        return runs == expected
+
+    wait_for("the stored frames decoded to the REST API's placement", frames_agree, 60, cluster)
+    assert set(decoded) == {w.worker_id for w in cluster.workers}
+    leaders = {(a.leader, a.leader_url) for _, _, a, _ in decoded.values()}
+    assert len(leaders) == 1, leaders  # one leader, named alike in every assignment
+    ((leader, leader_url),) = leaders
+    assert leader in {member_id for member_id, _, _, _ in decoded.values()}
+    assert worker_id_of(leader_url) in decoded
+    offsets = {a.config_offset for _, _, a, _ in decoded.values()}
+    assert len(offsets) == 1 and offsets.pop() >= 2  # two connector configs (and their task configs) read
+    assert all(a.error == 0 for _, _, a, _ in decoded.values())
+
+    # -- the operator tools ----------------------------------------------------------------
+    bootstrap = cluster.gateway.bootstrap
+    described = groups_json(bootstrap, "describe", GROUP)
+    assert described["kafka_connect"] is True and described["protocol_type"] == "connect"
+    got = {worker_id_of(m["url"]): m for m in described["members"]}
+    assert {w: sorted(m["connectors"] + m["tasks"]) for w, m in got.items()} == expected
+    for w, (member_id, metadata, _, _) in decoded.items():
+        assert got[w]["member_id"] == member_id and got[w]["config_offset"] == metadata.config_offset
+    rows = table(ok(bootstrap, "describe", GROUP, "--members", "--verbose"))
+    assert {worker_id_of(r["URL"]) for r in rows} == set(expected)
+    assert {r["SUB-PROTOCOL"] for r in rows} == {SESSIONED}
+    assert [r["LEADER"] for r in rows].count("yes") == 1
+    for r in rows:
+        items = [i for i in (r["CONNECTORS"] + "," + r["TASKS"]).split(",") if i and i != "-"]
+        assert sorted(items) == expected[worker_id_of(r["URL"])], r
+    (state,) = table(ok(bootstrap, "describe", GROUP, "--state"))
+    assert state["TYPE"] == "Classic (Kafka Connect)" and state["ASSIGNMENT-STRATEGY"] == SESSIONED
+
+    view = groups_json(bootstrap, "migration", GROUP)
+    connect = view["kafka_connect"]
+    assert connect["protocol"] == SESSIONED and connect["blockers"] == []
+    assert connect["conversion_built"] is False and connect["convertible"] is False
+    assert connect["leader"] == leader and connect["leader_url"] == leader_url
+    assert {
+        worker_id_of(m["url"]): sorted(m["connectors"] + m["tasks"]) for m in connect["members"]
+    } == expected
+    text = ok(bootstrap, "migration", GROUP)
+    assert "Kafka Connect workers (classic protocol, sub-protocol sessioned" in text
+    assert "groupshift does not convert classic Connect groups yet" in text
+
+    (verdict,) = check_upgrade(bootstrap, GROUP)
+    assert verdict["verdict"] == "NOT-READY"
+    assert verdict["reason"].endswith("its conversion to a connect group is not built"), verdict
+    details = {d["name"]: d for d in verdict["details"]}
+    assert details["connect-conversion"]["status"] == "ok", verdict
+    assert (
+        "3 worker(s), sub-protocol sessioned, 2 connector(s) and 4 task(s)"
+        in details["connect-conversion"]["reason"]
+    )
+    assert details["connect-online-conversion"]["status"] == "refused"
+    assert "connect-sub-protocol" not in details
+
+
+def check_upgrade(bootstrap: str, group: str) -> list[dict[str, Any]]:
+    """`groupshift check upgrade --json` of `group`, in this process."""
+    import contextlib
+    import io
+    import json
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+        groupshift_main(["check", "upgrade", "--bootstrap-server", bootstrap, group, "--json"])
+    return [v for v in json.loads(out.getvalue())["groups"] if v["group"] == group]
 
 
 def test_a_killed_worker_s_work_moves_to_the_others(cluster: Cluster) -> None:

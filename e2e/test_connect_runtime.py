@@ -58,11 +58,13 @@ from harness.kafka_dist.connect import (
 from protocol.client import WireClient, make_request
 from tools.groups.connect_classic import decode_worker
 from translation.connect_classic_protocol import (
+    EAGER,
     SESSIONED,
     decode_assignment,
     decode_metadata,
     encode_assignment,
     encode_metadata,
+    task_name,
 )
 
 pytestmark = pytest.mark.e2e
@@ -435,3 +437,51 @@ def test_an_sdk_worker_is_refused_and_the_classic_cluster_keeps_its_work(cluster
     state, protocol_type, protocol, members = classic_group(cluster)
     live = len(cluster.alive())  # two after the previous test's kill
     assert (state, protocol_type, protocol, len(members)) == ("Stable", "connect", "sessioned", live)
+
+
+def test_an_eager_worker_turns_the_group_eager_which_cannot_convert(
+    cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A worker with `connect.protocol=eager` offers only `default` (ConnectProtocol v0), so the
+    group falls back to it (KIP-415's downgrade): every worker then sends v0 metadata and the
+    leader's EagerAssignor writes v0 assignments listing all each worker runs. They decode to the
+    REST API's placement, and `check upgrade` names the eager sub-protocol as a blocker."""
+    wait_for("one placement, seen by all", lambda: agreed_placement(cluster, SHAPE), 90, cluster)
+    props = worker_properties(
+        cluster.gateway.bootstrap, GROUP, {**WORKER_SETTINGS, "connect.protocol": "eager"}
+    )
+    eager = ConnectWorker(connect_dist(), tmp_path_factory.mktemp("connect-eager"), props)
+    cluster.workers.append(eager)  # stopped by the fixture
+    eager.wait_rest()
+    seen: dict[str, list[str]] = {}
+
+    def eager_and_agreed() -> bool:
+        where = agreed_placement(cluster, SHAPE)
+        found = stored_frames(cluster)
+        if where is None or found is None or found[0] != EAGER or len(found[1]) != len(cluster.alive()):
+            return False
+        seen.clear()
+        for m in found[1]:
+            raw_metadata, raw_assignment = bytes(m.member_metadata), bytes(m.member_assignment)
+            metadata, assignment = decode_metadata(raw_metadata), decode_assignment(raw_assignment)
+            assert (
+                encode_metadata(metadata) == raw_metadata and encode_assignment(assignment) == raw_assignment
+            )
+            assert metadata.version == assignment.version == 0 and assignment.revoked is None
+            seen[worker_id_of(metadata.url)] = sorted(
+                [*assignment.connectors, *map(task_name, assignment.tasks)]
+            )
+        expected = by_worker(where)
+        return {w: items for w, items in seen.items() if items} == expected
+
+    wait_for("the group on `default` with v0 frames matching the placement", eager_and_agreed, 90, cluster)
+    assert eager.worker_id in seen
+    (verdict,) = check_upgrade(cluster.gateway.bootstrap, GROUP)
+    assert verdict["verdict"] == "NOT-READY"
+    assert "eager protocol" in verdict["reason"], verdict
+    details = {d["name"]: d for d in verdict["details"]}
+    assert details["connect-sub-protocol"]["status"] == "refused"
+    assert "connect.protocol=sessioned" in (details["connect-sub-protocol"]["fix"] or "")
+    assert details["connect-online-conversion"]["status"] == "refused"
+    view = groups_json(cluster.gateway.bootstrap, "migration", GROUP)["kafka_connect"]
+    assert view["protocol"] == EAGER and [b["check"] for b in view["blockers"]] == ["connect-sub-protocol"]

@@ -24,6 +24,13 @@ each) writes that topic to another file. Checked:
   own logs ("Creating task" / "Stopping task", "Creating connector" / "Stopping connector",
   epoch-ms timestamps; a killed worker's end is its kill) give each one's intervals per worker.
 
+What groupshift reads of the group (translation/connect_classic_protocol.py, the conversion's
+foundation): every worker's stored JoinGroup metadata and the leader's SyncGroup assignments
+(`sessioned`: version 2) re-encode byte for byte and decode to exactly the connectors and tasks
+each worker's REST API reports; `groups describe` / `migration` and `check upgrade` show them.
+At the end a worker with `connect.protocol=eager` turns the group to `default` (v0 frames,
+decoded the same way), which `check upgrade` names as blocking a conversion.
+
 The issue's next step, an SDK worker (connect_worker/, ConnectGroupHeartbeat) joining this
 group and converting it to the `connect` group type, is not built (docs/connect-groups.md, "Not
 built (yet)"): the last test pins today's answer, the SDK worker refused with

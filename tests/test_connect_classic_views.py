@@ -152,7 +152,7 @@ def test_check_upgrade_of_a_sessioned_group_says_only_that_the_conversion_is_not
     )
     status = {c.name: c.status for c in v.details}
     assert status == {
-        "protocol-type": "info",
+        "protocol-type": "refused",  # a consumer-protocol member joining is refused
         "connect-conversion": "ok",
         "connect-online-conversion": "refused",
     }

@@ -563,12 +563,18 @@ def _connect_classic_verdict(facts: GroupFacts, verdict: Any) -> Verdict:
         for m in facts.members
     ]
     blockers = connect_classic.conversion_blockers(facts.protocol, workers)
+    kafka_message = _cannot_upgrade(facts.group, "the group does not use the consumer embedded protocol.")
     checks = [
+        # What a consumer-protocol member joining it is answered, on Kafka as on groupshift; the
+        # fleet report counts the group under this blocker, as it counts every non-consumer group.
         Check(
             "protocol-type",
-            "info",
-            "a Kafka Connect group: it would convert to a connect group (Connect workers on the new "
-            "protocol, a groupshift extension), not to a consumer group",
+            "refused",
+            "protocol type is 'connect' (Kafka Connect), not 'consumer': a consumer-protocol member is "
+            "refused; the group would convert to a connect group (Connect workers on the new protocol, "
+            "a groupshift extension) when an SDK worker joins",
+            KEEP_CONNECT_CLASSIC,
+            kafka_message,
         )
     ]
     fix = (
@@ -611,8 +617,7 @@ def _connect_classic_verdict(facts: GroupFacts, verdict: Any) -> Verdict:
             f"classic Kafka Connect group (protocol type 'connect'): {reasons[0]}{more}",
             fix or KEEP_CONNECT_CLASSIC,
             checks,
-            # what Kafka (and groupshift) answer a consumer-protocol member joining it
-            _cannot_upgrade(facts.group, "the group does not use the consumer embedded protocol."),
+            kafka_message,
         )
         return out
     ready: Verdict = verdict(

@@ -362,17 +362,25 @@ def test_the_workers_frames_decode_to_what_they_run_and_the_tools_show_it(cluste
     )
     assert details["connect-online-conversion"]["status"] == "refused"
     assert "connect-sub-protocol" not in details
+    # The same from the records groupshift stored (the GroupMetadata record's members).
+    (stored,) = check_upgrade(bootstrap, GROUP, "--data-dir", str(cluster.gateway.data_dir))
+    assert (stored["verdict"], stored["reason"]) == (verdict["verdict"], verdict["reason"])
+    assert [(d["name"], d["status"], d["reason"]) for d in stored["details"]] == [
+        (d["name"], d["status"], d["reason"]) for d in verdict["details"] if d["name"] != "server"
+    ]  # (a live read also judges the server)
 
 
-def check_upgrade(bootstrap: str, group: str) -> list[dict[str, Any]]:
-    """`groupshift check upgrade --json` of `group`, in this process."""
+def check_upgrade(bootstrap: str, group: str, *source: str) -> list[dict[str, Any]]:
+    """`groupshift check upgrade --json` of `group`, in this process, against the live gateway
+    (or `source`, e.g. `--data-dir DIR`)."""
     import contextlib
     import io
     import json
 
     out = io.StringIO()
+    args = list(source) or ["--bootstrap-server", bootstrap]
     with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
-        groupshift_main(["check", "upgrade", "--bootstrap-server", bootstrap, group, "--json"])
+        groupshift_main(["check", "upgrade", *args, group, "--json"])
     return [v for v in json.loads(out.getvalue())["groups"] if v["group"] == group]
 
 

@@ -329,6 +329,11 @@ def test_the_workers_frames_decode_to_what_they_run_and_the_tools_show_it(cluste
     assert {w: sorted(m["connectors"] + m["tasks"]) for w, m in got.items()} == expected
     for w, (member_id, metadata, _, _) in decoded.items():
         assert got[w]["member_id"] == member_id and got[w]["config_offset"] == metadata.config_offset
+    plain = table(ok(bootstrap, "describe", GROUP))  # the default view: the workers too
+    assert {(worker_id_of(r["URL"]), r["SUB-PROTOCOL"], r["#CONNECTORS"], r["#TASKS"]) for r in plain} == {
+        (w, SESSIONED, str(sum(1 for i in items if i in SHAPE)), str(sum(1 for i in items if i not in SHAPE)))
+        for w, items in expected.items()
+    }
     rows = table(ok(bootstrap, "describe", GROUP, "--members", "--verbose"))
     assert {worker_id_of(r["URL"]) for r in rows} == set(expected)
     assert {r["SUB-PROTOCOL"] for r in rows} == {SESSIONED}

@@ -11,8 +11,8 @@ reported, minus the assignment's `revoked`, plus its `assignment` (Connect's
 `WorkerCoordinator.onJoinComplete` applies it so).
 
 `groups describe` (the default view and `--members`: workers commit no offsets to the group)
-lists GROUP WORKER-ID HOST CLIENT-ID URL CONFIG-OFFSET #CONNECTORS #TASKS, `--verbose` adding
-SUB-PROTOCOL VERSION LEADER CONNECTORS TASKS REVOKED; `--state` says TYPE `Classic (Kafka
+lists GROUP WORKER-ID HOST CLIENT-ID URL SUB-PROTOCOL CONFIG-OFFSET #CONNECTORS #TASKS,
+`--verbose` adding VERSION LEADER CONNECTORS TASKS REVOKED; `--state` says TYPE `Classic (Kafka
 Connect)`; the JSON of every view carries `"kafka_connect": true`. `groups migration` shows
 the workers and what would block converting the group to a connect group
 (`conversion_blockers`, translation/connect_conversion_rules.py), which `check upgrade` prints
@@ -209,9 +209,10 @@ def view_of(group: Any) -> ClassicConnectView | None:
 
 
 def members_table(group_id: str, view: ClassicConnectView, verbose: bool, style: Style) -> str:
-    headers = ["GROUP", "WORKER-ID", "HOST", "CLIENT-ID", "URL", "CONFIG-OFFSET", "#CONNECTORS", "#TASKS"]
+    headers = ["GROUP", "WORKER-ID", "HOST", "CLIENT-ID", "URL", "SUB-PROTOCOL", "CONFIG-OFFSET"]
+    headers += ["#CONNECTORS", "#TASKS"]
     if verbose:
-        headers += ["SUB-PROTOCOL", "VERSION", "LEADER", "CONNECTORS", "TASKS", "REVOKED"]
+        headers += ["VERSION", "LEADER", "CONNECTORS", "TASKS", "REVOKED"]
     leader, _ = view.leader
     rows: list[list[object]] = []
     for w in view.workers:
@@ -221,13 +222,13 @@ def members_table(group_id: str, view: ClassicConnectView, verbose: bool, style:
             w.host,
             w.client_id,
             w.url or w.decode_error or MISSING,
+            view.protocol or MISSING,
             MISSING if w.config_offset is None else w.config_offset,
             len(w.connectors),
             len(w.tasks),
         ]
         if verbose:
             row += [
-                view.protocol or MISSING,
                 MISSING if w.metadata_version is None else w.metadata_version,
                 "yes" if leader == w.member_id else "no",
                 ",".join(w.connectors) or MISSING,

@@ -24,6 +24,13 @@ each) writes that topic to another file. Checked:
   own logs ("Creating task" / "Stopping task", "Creating connector" / "Stopping connector",
   epoch-ms timestamps; a killed worker's end is its kill) give each one's intervals per worker.
 
+What groupshift reads of the group (translation/connect_classic_protocol.py, the conversion's
+foundation): every worker's stored JoinGroup metadata and the leader's SyncGroup assignments
+(`sessioned`: version 2) re-encode byte for byte and decode to exactly the connectors and tasks
+each worker's REST API reports; `groups describe` / `migration` and `check upgrade` show them.
+At the end a worker with `connect.protocol=eager` turns the group to `default` (v0 frames,
+decoded the same way), which `check upgrade` names as blocking a conversion.
+
 The issue's next step, an SDK worker (connect_worker/, ConnectGroupHeartbeat) joining this
 group and converting it to the `connect` group type, is not built (docs/connect-groups.md, "Not
 built (yet)"): the last test pins today's answer, the SDK worker refused with
@@ -44,7 +51,9 @@ from connect_worker import ConnectorConfig, ConnectWorkerThread, IncrementalCoop
 from connect_worker import ConnectWorker as SdkWorker
 from e2e.conftest import Gateways
 from e2e.groups import create_topic
+from e2e.groups_cli import groups_json, ok, table
 from e2e.harness import GatewayProcess
+from groupshift.cli import main as groupshift_main
 from harness.kafka_dist.connect import (
     ConnectError,
     ConnectWorker,
@@ -54,6 +63,16 @@ from harness.kafka_dist.connect import (
     worker_properties,
 )
 from protocol.client import WireClient, make_request
+from tools.groups.connect_classic import decode_worker
+from translation.connect_classic_protocol import (
+    EAGER,
+    SESSIONED,
+    decode_assignment,
+    decode_metadata,
+    encode_assignment,
+    encode_metadata,
+    task_name,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -235,6 +254,141 @@ def test_three_workers_agree_on_the_assignment_and_data_flows(cluster: Cluster) 
     assert overlaps(intervals) == []
 
 
+def by_worker(where: dict[str, str]) -> dict[str, list[str]]:
+    """The placement per worker id: its connectors and tasks, sorted."""
+    out: dict[str, list[str]] = {}
+    for item, worker in where.items():
+        out.setdefault(worker, []).append(item)
+    return {w: sorted(items) for w, items in out.items()}
+
+
+def worker_id_of(url: str) -> str:
+    """Connect's worker id from the URL a worker advertises (`http://127.0.0.1:PORT/`)."""
+    return url.split("://", 1)[1].rstrip("/")
+
+
+def stored_frames(cluster: Cluster) -> tuple[str, list[Any]] | None:
+    """DescribeGroups' view of the classic group once Stable: its protocol and, per worker, the
+    JoinGroup metadata and SyncGroup assignment groupshift stores for it."""
+    with WireClient(cluster.gateway.port) as c:
+        r = c.request(make_request(15, 5, groups=[GROUP], include_authorized_operations=False))
+    (g,) = r.groups
+    if g.group_state != "Stable" or any(not m.member_assignment for m in g.members):
+        return None
+    return g.protocol_data, list(g.members)
+
+
+def test_the_workers_frames_decode_to_what_they_run_and_the_tools_show_it(cluster: Cluster) -> None:
+    """Connect's real JoinGroup metadata (ExtendedWorkerState) and the leader's SyncGroup
+    assignments (ExtendedAssignment, `sessioned`: version 2) as groupshift stores them decode to
+    the connectors and tasks each worker's REST API says it runs, and encode back to the same
+    bytes; `groups describe` / `migration` and `check upgrade` show them."""
+    where = wait_for("one placement, seen by all, on all three workers", lambda: spread(cluster), 90, cluster)
+    expected = by_worker(where)
+    decoded: dict[str, Any] = {}
+
+    def frames_agree() -> bool:
+        found = stored_frames(cluster)
+        if found is None:
+            return False
+        protocol, members = found
+        assert protocol == SESSIONED
+        decoded.clear()
+        for m in members:
+            raw_metadata, raw_assignment = bytes(m.member_metadata), bytes(m.member_assignment)
+            metadata, assignment = decode_metadata(raw_metadata), decode_assignment(raw_assignment)
+            assert (
+                encode_metadata(metadata) == raw_metadata and encode_assignment(assignment) == raw_assignment
+            )
+            assert metadata.version == assignment.version == 2, (metadata, assignment)
+            assert metadata.allocation is None or metadata.allocation.version == 2
+            worker = decode_worker(
+                m.member_id, m.client_id, m.client_host, None, raw_metadata, raw_assignment
+            )
+            assert worker.decode_error is None
+            decoded[worker_id_of(metadata.url)] = (m.member_id, metadata, assignment, worker)
+        runs = {w: sorted(worker.running) for w, (_, _, _, worker) in decoded.items()}
+        return runs == expected
+
+    wait_for("the stored frames decoded to the REST API's placement", frames_agree, 60, cluster)
+    assert set(decoded) == {w.worker_id for w in cluster.workers}
+    leaders = {(a.leader, a.leader_url) for _, _, a, _ in decoded.values()}
+    assert len(leaders) == 1, leaders  # one leader, named alike in every assignment
+    ((leader, leader_url),) = leaders
+    assert leader in {member_id for member_id, _, _, _ in decoded.values()}
+    assert worker_id_of(leader_url) in decoded
+    offsets = {a.config_offset for _, _, a, _ in decoded.values()}
+    assert len(offsets) == 1 and offsets.pop() >= 2  # two connector configs (and their task configs) read
+    assert all(a.error == 0 for _, _, a, _ in decoded.values())
+
+    # -- the operator tools ----------------------------------------------------------------
+    bootstrap = cluster.gateway.bootstrap
+    described = groups_json(bootstrap, "describe", GROUP)
+    assert described["kafka_connect"] is True and described["protocol_type"] == "connect"
+    got = {worker_id_of(m["url"]): m for m in described["members"]}
+    assert {w: sorted(m["connectors"] + m["tasks"]) for w, m in got.items()} == expected
+    for w, (member_id, metadata, _, _) in decoded.items():
+        assert got[w]["member_id"] == member_id and got[w]["config_offset"] == metadata.config_offset
+    plain = table(ok(bootstrap, "describe", GROUP))  # the default view: the workers too
+    assert {(worker_id_of(r["URL"]), r["SUB-PROTOCOL"], r["#CONNECTORS"], r["#TASKS"]) for r in plain} == {
+        (w, SESSIONED, str(sum(1 for i in items if i in SHAPE)), str(sum(1 for i in items if i not in SHAPE)))
+        for w, items in expected.items()
+    }
+    rows = table(ok(bootstrap, "describe", GROUP, "--members", "--verbose"))
+    assert {worker_id_of(r["URL"]) for r in rows} == set(expected)
+    assert {r["SUB-PROTOCOL"] for r in rows} == {SESSIONED}
+    assert [r["LEADER"] for r in rows].count("yes") == 1
+    for r in rows:
+        items = [i for i in (r["CONNECTORS"] + "," + r["TASKS"]).split(",") if i and i != "-"]
+        assert sorted(items) == expected[worker_id_of(r["URL"])], r
+    (state,) = table(ok(bootstrap, "describe", GROUP, "--state"))
+    assert state["TYPE"] == "Classic (Kafka Connect)" and state["ASSIGNMENT-STRATEGY"] == SESSIONED
+
+    view = groups_json(bootstrap, "migration", GROUP)
+    connect = view["kafka_connect"]
+    assert connect["protocol"] == SESSIONED and connect["blockers"] == []
+    assert connect["conversion_built"] is False and connect["convertible"] is False
+    assert connect["leader"] == leader and connect["leader_url"] == leader_url
+    assert {
+        worker_id_of(m["url"]): sorted(m["connectors"] + m["tasks"]) for m in connect["members"]
+    } == expected
+    text = ok(bootstrap, "migration", GROUP)
+    assert "Kafka Connect workers (classic protocol, sub-protocol sessioned" in text
+    assert "groupshift does not convert classic Connect groups yet" in text
+
+    (verdict,) = check_upgrade(bootstrap, GROUP)
+    assert verdict["verdict"] == "NOT-READY"
+    assert verdict["reason"].endswith("its conversion to a connect group is not built"), verdict
+    details = {d["name"]: d for d in verdict["details"]}
+    assert details["connect-conversion"]["status"] == "ok", verdict
+    assert (
+        "3 worker(s), sub-protocol sessioned, 2 connector(s) and 4 task(s)"
+        in details["connect-conversion"]["reason"]
+    )
+    assert details["connect-online-conversion"]["status"] == "refused"
+    assert "connect-sub-protocol" not in details
+    # The same from the records groupshift stored (the GroupMetadata record's members).
+    (stored,) = check_upgrade(bootstrap, GROUP, "--data-dir", str(cluster.gateway.data_dir))
+    assert (stored["verdict"], stored["reason"]) == (verdict["verdict"], verdict["reason"])
+    assert [(d["name"], d["status"], d["reason"]) for d in stored["details"]] == [
+        (d["name"], d["status"], d["reason"]) for d in verdict["details"] if d["name"] != "server"
+    ]  # (a live read also judges the server)
+
+
+def check_upgrade(bootstrap: str, group: str, *source: str) -> list[dict[str, Any]]:
+    """`groupshift check upgrade --json` of `group`, in this process, against the live gateway
+    (or `source`, e.g. `--data-dir DIR`)."""
+    import contextlib
+    import io
+    import json
+
+    out = io.StringIO()
+    args = list(source) or ["--bootstrap-server", bootstrap]
+    with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+        groupshift_main(["check", "upgrade", *args, group, "--json"])
+    return [v for v in json.loads(out.getvalue())["groups"] if v["group"] == group]
+
+
 def test_a_killed_worker_s_work_moves_to_the_others(cluster: Cluster) -> None:
     before = wait_for(
         "one placement, seen by all, on all three workers", lambda: spread(cluster), 90, cluster
@@ -303,3 +457,51 @@ def test_an_sdk_worker_is_refused_and_the_classic_cluster_keeps_its_work(cluster
     state, protocol_type, protocol, members = classic_group(cluster)
     live = len(cluster.alive())  # two after the previous test's kill
     assert (state, protocol_type, protocol, len(members)) == ("Stable", "connect", "sessioned", live)
+
+
+def test_an_eager_worker_turns_the_group_eager_which_cannot_convert(
+    cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A worker with `connect.protocol=eager` offers only `default` (ConnectProtocol v0), so the
+    group falls back to it (KIP-415's downgrade): every worker then sends v0 metadata and the
+    leader's EagerAssignor writes v0 assignments listing all each worker runs. They decode to the
+    REST API's placement, and `check upgrade` names the eager sub-protocol as a blocker."""
+    wait_for("one placement, seen by all", lambda: agreed_placement(cluster, SHAPE), 90, cluster)
+    props = worker_properties(
+        cluster.gateway.bootstrap, GROUP, {**WORKER_SETTINGS, "connect.protocol": "eager"}
+    )
+    eager = ConnectWorker(connect_dist(), tmp_path_factory.mktemp("connect-eager"), props)
+    cluster.workers.append(eager)  # stopped by the fixture
+    eager.wait_rest()
+    seen: dict[str, list[str]] = {}
+
+    def eager_and_agreed() -> bool:
+        where = agreed_placement(cluster, SHAPE)
+        found = stored_frames(cluster)
+        if where is None or found is None or found[0] != EAGER or len(found[1]) != len(cluster.alive()):
+            return False
+        seen.clear()
+        for m in found[1]:
+            raw_metadata, raw_assignment = bytes(m.member_metadata), bytes(m.member_assignment)
+            metadata, assignment = decode_metadata(raw_metadata), decode_assignment(raw_assignment)
+            assert (
+                encode_metadata(metadata) == raw_metadata and encode_assignment(assignment) == raw_assignment
+            )
+            assert metadata.version == assignment.version == 0 and assignment.revoked is None
+            seen[worker_id_of(metadata.url)] = sorted(
+                [*assignment.connectors, *map(task_name, assignment.tasks)]
+            )
+        expected = by_worker(where)
+        return {w: items for w, items in seen.items() if items} == expected
+
+    wait_for("the group on `default` with v0 frames matching the placement", eager_and_agreed, 90, cluster)
+    assert eager.worker_id in seen
+    (verdict,) = check_upgrade(cluster.gateway.bootstrap, GROUP)
+    assert verdict["verdict"] == "NOT-READY"
+    assert "eager protocol" in verdict["reason"], verdict
+    details = {d["name"]: d for d in verdict["details"]}
+    assert details["connect-sub-protocol"]["status"] == "refused"
+    assert "connect.protocol=sessioned" in (details["connect-sub-protocol"]["fix"] or "")
+    assert details["connect-online-conversion"]["status"] == "refused"
+    view = groups_json(cluster.gateway.bootstrap, "migration", GROUP)["kafka_connect"]
+    assert view["protocol"] == EAGER and [b["check"] for b in view["blockers"]] == ["connect-sub-protocol"]

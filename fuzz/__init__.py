@@ -7,6 +7,8 @@ One module per target; `python -m fuzz TARGET --runs N` runs one (see `fuzz.__ma
 * `embedded` - the embedded consumer protocol (`translation.embedded_protocol`);
 * `streams_classic` - Kafka Streams' SubscriptionInfo / AssignmentInfo inside a classic Streams
   group's member metadata and assignments (`translation.streams_classic_protocol`);
+* `connect_classic` - a classic Kafka Connect worker's JoinGroup metadata and its leader's
+  SyncGroup assignment (`translation.connect_classic_protocol`);
 * `records`  - coordinator record keys and values (`records.codec` and `records/*_codec.py`);
 * `streams_records` - KIP-1071 streams-group record keys and values, decoded and replayed into a
   live streams group that is then described and heartbeated (`records/streams_group_codec.py`,
@@ -40,6 +42,7 @@ NAMES = (
     "requests",
     "embedded",
     "streams_classic",
+    "connect_classic",
     "records",
     "streams_records",
     "connect_records",

@@ -127,6 +127,10 @@ class MemberFacts:
     # metadata and SyncGroup assignment, decoded by the streams-conversion rule.
     streams_metadata: bytes | None = None
     streams_assignment: bytes | None = None
+    # A classic Kafka Connect worker (protocol type `connect`): its raw JoinGroup metadata and
+    # SyncGroup assignment, decoded by the connect-conversion rules.
+    connect_metadata: bytes | None = None
+    connect_assignment: bytes | None = None
     # A streams-group (KIP-1071) member's active tasks: (subtopology id, partition).
     active_tasks: tuple[tuple[str, int], ...] = ()
 
@@ -229,6 +233,10 @@ def _member_from_classic(protocol_type: str, protocol: str | None, m: Any) -> Me
         session_timeout_ms=m.session_timeout,
         rebalance_timeout_ms=m.rebalance_timeout,
     )
+    if protocol_type == "connect":  # a GroupMetadata record: Connect's classic workers
+        out = replace(
+            out, connect_metadata=bytes(m.subscription or b""), connect_assignment=bytes(m.assignment or b"")
+        )
     streams = _streams_bytes(protocol_type, protocol, m.client_id, m.subscription, m.assignment)
     return replace(out, streams_metadata=streams[0], streams_assignment=streams[1]) if streams else out
 
@@ -590,6 +598,13 @@ def facts_from_admin(
             if offsets:
                 out[gid] = GroupFacts(group=gid, cluster=cluster, source="admin", offsets=offsets)
             continue
+        # A classic Kafka Connect cluster's group; a connect group on the new protocol is described
+        # with protocol type `connect` too, but ListGroups says its type is `Connect`.
+        classic_connect = (
+            g.group_type == "classic"
+            and g.protocol_type == "connect"
+            and str((listed.get(gid) or {}).get("type") or "").lower() != "connect"
+        )
         raw_members = {}
         if g.group_type == "classic" and g.protocol_type == "consumer":
             raw_members = {m.member_id: m for m in admin.describe_group(gid).members}
@@ -628,6 +643,8 @@ def facts_from_admin(
                     member_epoch=m.member_epoch,
                     streams_metadata=streams[0] if streams else None,
                     streams_assignment=streams[1] if streams else None,
+                    connect_metadata=(m.metadata or b"") if classic_connect else None,
+                    connect_assignment=(m.raw_assignment or b"") if classic_connect else None,
                 )
             )
         regexes: tuple[str, ...] = ()

@@ -40,6 +40,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from tools.check.facts import BUILTIN_ASSIGNORS, COOPERATIVE_ASSIGNORS, GroupFacts, RecordKind
+from tools.groups import connect_classic
 from tools.groups.output import partition_ranges
 from tools.groups.streams_classic import conversion_blockers, decode_member, is_streams_classic
 
@@ -454,6 +455,8 @@ def _upgrade_verdict(facts: GroupFacts, settings: Settings) -> Verdict:
         return verdict(READY, reason, None, regex_checks(facts, settings), None)
     if is_streams_classic(facts.protocol_type, facts.protocol, (m.client_id for m in facts.members)):
         return _streams_classic_verdict(facts, verdict)
+    if is_connect_classic(facts):
+        return _connect_classic_verdict(facts, verdict)
     checks, message = upgrade_checks(facts, settings)
     refused = [c for c in checks if c.status == "refused"]
     if refused:
@@ -534,6 +537,92 @@ def _streams_classic_verdict(facts: GroupFacts, verdict: Any) -> Verdict:
         "groupshift (on Kafka 4.4: only offline)"
     )
     ready: Verdict = verdict(READY, reason, ONLINE_STREAMS_MIGRATION, checks, None)
+    return ready
+
+
+def is_connect_classic(facts: GroupFacts) -> bool:
+    """A classic Kafka Connect cluster's group (its workers' Connect bytes kept by the facts),
+    not a connect group on the new protocol (described with protocol type `connect` too)."""
+    return facts.protocol_type == "connect" and any(m.connect_metadata is not None for m in facts.members)
+
+
+KEEP_CONNECT_CLASSIC = (
+    "keep the Connect cluster classic: groupshift runs it as Kafka does; converting it to a "
+    "connect group when an SDK worker joins is not built yet"
+)
+
+
+def _connect_classic_verdict(facts: GroupFacts, verdict: Any) -> Verdict:
+    """A classic Kafka Connect group: what would block converting it to a connect group
+    (translation/connect_conversion_rules.py), and that the conversion is not built: NOT-READY
+    either way (docs/connect-groups.md)."""
+    workers = [
+        connect_classic.decode_worker(
+            m.member_id, m.client_id, m.client_host, m.instance_id, m.connect_metadata, m.connect_assignment
+        )
+        for m in facts.members
+    ]
+    blockers = connect_classic.conversion_blockers(facts.protocol, workers)
+    kafka_message = _cannot_upgrade(facts.group, "the group does not use the consumer embedded protocol.")
+    checks = [
+        # What a consumer-protocol member joining it is answered, on Kafka as on groupshift; the
+        # fleet report counts the group under this blocker, as it counts every non-consumer group.
+        Check(
+            "protocol-type",
+            "refused",
+            "protocol type is 'connect' (Kafka Connect), not 'consumer': a consumer-protocol member is "
+            "refused; the group would convert to a connect group (Connect workers on the new protocol, "
+            "a groupshift extension) when an SDK worker joins",
+            KEEP_CONNECT_CLASSIC,
+            kafka_message,
+        )
+    ]
+    fix = (
+        "set connect.protocol=sessioned on every worker and roll them"
+        if any(n == "connect-sub-protocol" for n, _ in blockers)
+        else None
+    )
+    checks += [
+        Check(name, "refused", reason, fix if name == "connect-sub-protocol" else None)
+        for name, reason in blockers
+    ]
+    if not blockers:
+        connectors = sum(len(w.connectors) for w in workers)
+        tasks = sum(len(w.tasks) for w in workers)
+        checks.append(
+            Check(
+                "connect-conversion",
+                "ok",
+                f"nothing in the group blocks converting it to a connect group: {len(workers)} worker(s), "
+                f"sub-protocol {facts.protocol}, {connectors} connector(s) and {tasks} task(s) running",
+            )
+        )
+    built = connect_classic.CONVERSION_BUILT
+    checks.append(
+        Check(
+            "connect-online-conversion",
+            "ok" if built and not blockers else "refused",
+            "groupshift does not convert a classic Kafka Connect group to a connect group yet: an SDK "
+            "worker joining it is refused GROUP_ID_NOT_FOUND and the classic workers keep their work"
+            if not built
+            else "groupshift converts a classic Kafka Connect group when an SDK worker joins",
+            KEEP_CONNECT_CLASSIC if not built else None,
+        )
+    )
+    reasons = [r for _, r in blockers] + ([] if built else ["its conversion to a connect group is not built"])
+    if reasons:
+        more = f" (+{len(reasons) - 1} more)" if len(reasons) > 1 else ""
+        out: Verdict = verdict(
+            NOT_READY,
+            f"classic Kafka Connect group (protocol type 'connect'): {reasons[0]}{more}",
+            fix or KEEP_CONNECT_CLASSIC,
+            checks,
+            kafka_message,
+        )
+        return out
+    ready: Verdict = verdict(
+        READY, "classic Kafka Connect group: converts when an SDK worker joins", None, checks, None
+    )
     return ready
 
 

@@ -25,6 +25,11 @@ classic group, except that `--members` shows its members with their tasks, proce
 streams-group shape (`tools.groups.streams_classic`), and `--state` says `Classic (Kafka
 Streams)`; the JSON of every view carries `"kafka_streams": true`.
 
+A classic Kafka Connect group (distributed workers, protocol type `connect`) shows its workers
+with their URL, config offset, sub-protocol, connectors and tasks, decoded from Connect's own
+metadata and assignments, in the default view and `--members` (`tools.groups.connect_classic`),
+and `--state` says `Classic (Kafka Connect)`; the JSON of every view carries `"kafka_connect"`.
+
 A streams group (KIP-1071, which ConsumerGroupDescribe and DescribeGroups do not describe) is
 described with StreamsGroupDescribe in the views of Kafka's `kafka-streams-groups.sh
 --describe`: see `tools.groups.streams_group`. `--all-groups` takes in the streams groups too.
@@ -42,7 +47,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from tools.groups import connect_group, streams_classic, streams_group
+from tools.groups import connect_classic, connect_group, streams_classic, streams_group
 from tools.groups.list_groups import listed_kind
 from tools.groups.output import MISSING, NOT_FOUND, OK, Style, assignment_string, emit_json, error, table
 from tools.groups.snapshot import Group, describe
@@ -149,6 +154,15 @@ def describe_one(
             elif workers:
                 out.write("\n" + connect_group.members_table(group, workers, args.verbose, style) + "\n\n")
             return OK
+    classic_connect = connect_classic.view_of(group)
+    if classic_connect is not None and mode != "state":
+        if args.json:
+            emit({**_summary(group), "members": [w.to_json() for w in classic_connect.workers]})
+        elif classic_connect.workers:
+            out.write(
+                "\n" + connect_classic.members_table(group_id, classic_connect, args.verbose, style) + "\n\n"
+            )
+        return OK
     classic_streams = streams_classic.view_of(group)
     if mode == "offsets":
         rows = offset_rows(admin, group)
@@ -221,7 +235,11 @@ def describe_one(
         row += [group.group_epoch, group.assignment_epoch]
     headers += ["#MEMBERS", "TYPE"]
     kind = (group.group_type or "unknown").capitalize()
-    row += [len(group.members), f"{kind} (Kafka Streams)" if classic_streams is not None else kind]
+    if classic_streams is not None:
+        kind += " (Kafka Streams)"
+    elif classic_connect is not None:
+        kind += " (Kafka Connect)"
+    row += [len(group.members), kind]
     out.write("\n" + table(headers, [row], style) + "\n\n")
     return OK
 
@@ -231,4 +249,5 @@ def _summary(group: Group) -> dict[str, Any]:
     d.pop("members")
     d["num_members"] = len(group.members)
     d["kafka_streams"] = streams_classic.view_of(group) is not None
+    d["kafka_connect"] = connect_classic.view_of(group) is not None
     return d

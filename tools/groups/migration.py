@@ -35,7 +35,9 @@ A streams group (KIP-1071) gets the same view with tasks instead of partitions:
 `tools.groups.streams_migration`. A classic Kafka Streams group (protocol `stream`) gets its
 instances' tasks, process ids and endpoints (decoded from Streams' AssignmentInfo) instead of the
 partition table, and whether anything blocks converting it to a streams group
-(`tools.groups.streams_classic`).
+(`tools.groups.streams_classic`). A classic Kafka Connect group (protocol type `connect`) gets
+its workers' URLs, config offsets, connectors and tasks (decoded from Connect's own protocol)
+and what would block converting it to a connect group (`tools.groups.connect_classic`).
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from tools.event_log import event_time, read_event
-from tools.groups import streams_classic, streams_migration
+from tools.groups import connect_classic, connect_group, streams_classic, streams_migration
 from tools.groups.capabilities import ServerCapabilities, probe_server
 from tools.groups.output import ERROR, NOT_FOUND, OK, Style, emit_json, error, partition_ranges, table
 from tools.groups.snapshot import Group, describe
@@ -86,6 +88,9 @@ class Observation:
     group: Group
     settings: dict[str, str | None]
     server: ServerCapabilities | None = None  # asked once per run, not per poll
+    # a connect group on the new protocol (ListGroups type `Connect`), which DescribeGroups
+    # describes with protocol type `connect` as it does a classic Kafka Connect cluster's group
+    new_connect_group: bool = False
 
     def owners(self) -> dict[TP, str]:
         return {tp: m.member_id for m in self.group.members for tp in m.partitions}
@@ -363,6 +368,17 @@ def report(
             )
     conversion = conversion_check(g, obs.settings, obs.server)
     classic_streams = streams_classic.view_of(g)
+    classic_connect = None if obs.new_connect_group else connect_classic.view_of(g)
+    if classic_connect is not None:
+        # Its way forward is a connect group (SDK workers), not a consumer group.
+        conversion = {
+            "direction": None,
+            "allowed": False,
+            "refusals": [],
+            "unknown": [],
+            "policy": obs.settings.get("group.consumer.migration.policy"),
+            "note": "a Kafka Connect group converts to a connect group, not to a consumer group",
+        }
     if classic_streams is not None:
         # Its way forward is a streams group: the consumer-group upgrade's verdict and advice
         # (group.protocol=consumer) do not apply to Kafka Streams instances.
@@ -401,10 +417,13 @@ def report(
         "pending_revocation": pending_rows,
         "conversion": conversion,
         "kafka_streams": None if classic_streams is None else classic_streams.to_json(),
+        "kafka_connect": None if classic_connect is None else classic_connect.to_json(),
         "settings": obs.settings,
         "intent": intent,
         "next_step": streams_classic.next_step(classic_streams)
         if classic_streams is not None
+        else connect_classic.next_step(classic_connect)
+        if classic_connect is not None
         else next_step(g, phase, by_protocol, pending_rows, conversion, stuck_after, intent),
     }
 
@@ -584,6 +603,8 @@ def render(rep: dict[str, Any], style: Style) -> str:
     ]
     if rep.get("kafka_streams"):
         lines += streams_classic.render_lines(rep["kafka_streams"])
+    elif rep.get("kafka_connect"):
+        lines += connect_classic.render_lines(rep["kafka_connect"])
     elif rep["members"]:
         rows = [
             [
@@ -684,7 +705,9 @@ def run(admin: AdminWire, args: argparse.Namespace, out: TextIO, style: Style) -
     try:
         while True:
             try:
-                obs = Observation(time.time(), describe(admin, args.group), settings, server)
+                group = describe(admin, args.group)
+                new_connect = connect_group.is_connect_group(admin, group)
+                obs = Observation(time.time(), group, settings, server, new_connect)
             except (WireError, KafkaError) as e:
                 if not args.watch:
                     raise

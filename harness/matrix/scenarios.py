@@ -308,8 +308,13 @@ class CellRun:
         for m in self.members:
             if not m.done.is_set():
                 continue
-            errors = m.log.named("client_error")
-            if not errors or any(e.get("name") == "shutdown_requested" for e in m.log.events):
+            errors = []  # printed before any SIGTERM of the runner's (exit runs the hook too)
+            for e in m.log.events:
+                if e.get("name") == "shutdown_requested":
+                    break
+                if e.get("name") == "client_error":
+                    errors.append(e)
+            if not errors:
                 continue
             error = str(errors[0].get("error", ""))
             who = f"{m.log.client} {m.log.protocol} member {m.name}"

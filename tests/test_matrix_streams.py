@@ -200,7 +200,12 @@ class _Backend:
     def close(self) -> None: ...
 
 
-def _refusal(backend: _Backend, *, terminated_first: bool) -> str:
+def _refusal(
+    backend: _Backend,
+    *,
+    terminated_first: bool,
+    error: str = "GroupIdNotFoundException: Group g is not a streams group.",
+) -> str:
     now = int(time.time() * 1000)
     events: list[dict[str, Any]] = [{"name": "startup_complete", "timestamp": now}]
     if terminated_first:
@@ -208,7 +213,7 @@ def _refusal(backend: _Backend, *, terminated_first: bool) -> str:
     events.append(
         {
             "name": "client_error",
-            "error": "GroupIdNotFoundException: Group g is not a streams group.",
+            "error": error,
             "timestamp": now + 2,
         }
     )
@@ -229,5 +234,11 @@ def test_a_refused_streams_member_ends_the_cell_as_the_servers_behaviour() -> No
     assert "Kafka's behaviour" in on_kafka and "only offline" in on_kafka
     on_groupshift = _refusal(_Backend("groupshift", "embedded"), terminated_first=False)
     assert on_groupshift.startswith("the kafka-streams-4.4 streams member s4 stopped on an error: GroupId")
+    # the downgrade's refusal: a classic instance joining Kafka's streams group
+    inconsistent = (
+        "InconsistentGroupProtocolException: The group member's supported protocols are incompatible"
+    )
+    on_kafka = _refusal(_Backend("kafka-4", "4.4.0"), terminated_first=False, error=inconsistent)
+    assert on_kafka.startswith("kafka-4 (4.4.0) refused the ") and "Kafka's behaviour" in on_kafka
     # an error after the runner's own SIGTERM is part of a stop, not a refusal
     assert _refusal(_Backend("kafka-4", "4.4.0"), terminated_first=True) == ""

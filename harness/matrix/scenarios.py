@@ -64,6 +64,13 @@ START_TIMEOUT = 90.0
 HOLD = 1.0  # seconds of steady consumption after each settled step
 
 
+#: How Kafka 4.4 refuses a member of the other protocol into a Kafka Streams group with members:
+#: a `streams` member joining a classic group gets GROUP_ID_NOT_FOUND ("Group G is not a streams
+#: group."), a classic member joining a streams group INCONSISTENT_GROUP_PROTOCOL; Kafka Streams
+#: treats both as fatal (the instance stops with it, VerifiableStreams prints `client_error`).
+KAFKA_STREAMS_REFUSALS = ("is not a streams group", "InconsistentGroupProtocolException")
+
+
 class StepFailed(AssertionError):
     pass
 
@@ -318,7 +325,7 @@ class CellRun:
                 continue
             error = str(errors[0].get("error", ""))
             who = f"{m.log.client} {m.log.protocol} member {m.name}"
-            if "is not a streams group" in error and not self.backend.name.startswith("groupshift"):
+            if self.backend.name.startswith("kafka-") and any(r in error for r in KAFKA_STREAMS_REFUSALS):
                 return (
                     f"{self.backend.name} ({self.backend.version}) refused the {who}: {error} "
                     "(Kafka's behaviour: it migrates a Kafka Streams group between protocols only "

@@ -13,8 +13,10 @@
   migrates a Kafka Streams group only offline). The cell fails at once with that as Kafka's
   behaviour, not as a crash or a timeout.
 
-About 80-110 s on this 2-core machine (a Kafka 4.4 node, six JVMs a cell, the two cells in
-parallel); the jars and the compiled VerifiableStreams classes are cached after the first run.
+About 55 s on this shared 2-core machine (measured 53 s: a Kafka 4.4 node, six JVMs in the
+groupshift cell, four in Kafka's, the two cells in parallel); the jars and the compiled
+VerifiableStreams classes are cached after the first run (javac adds some 10-20 s per release
+to a first run).
 """
 
 from __future__ import annotations

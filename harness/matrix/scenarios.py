@@ -303,6 +303,9 @@ class CellRun:
             if path is None or not Path(path).exists():
                 continue
             for line in Path(path).read_text(errors="replace").splitlines():
+                if any(f"] {level} " in line for level in ("WARN", "INFO", "DEBUG")):
+                    continue  # a Java client's log line below ERROR (Kafka Streams 4.x warns of
+                    # "Processing exception handler is not enabled" at every start)
                 if "error" in line.lower() or "exception" in line.lower():
                     out.append(f"{m.name}: {line.strip()[:300]}")
                     break

@@ -133,6 +133,7 @@ def test_builtin_grids() -> None:
         "rolling-downgrade",
     }
     assert {c.protocol for c in default.cells} == {"classic", "streams"}
+    assert {c.backend for c in default.cells} == {"groupshift", "kafka-4", "groupshift-kafka-3.9"}
     assert not [
         c for c in load_grid("smoke").cells if c.spec.library == "kafka-streams"
     ]  # CI's grid unchanged

@@ -171,6 +171,14 @@ clients = ["kafka-streams@4.4"]
 protocols = ["classic", "streams"]
 scenarios = ["add-remove", "offline-migration"]
 
+# ... and both rolls with groupshift in front of Kafka 3.9 (the internal topics, the instances'
+# admin calls and the records through to Kafka; found a broken DescribeCluster rewrite)
+[[cells]]
+clients = ["kafka-streams@3.9"]
+protocols = ["classic", "streams"]
+scenarios = ["rolling-upgrade", "rolling-downgrade"]
+backends = ["groupshift-kafka-3.9"]
+
 # groupshift in front of Apache Kafka 3.9 (no KIP-848 there: groupshift brings it).
 [[cells]]
 clients = ["kafka-python@3.0.x", "java@3.9"]

@@ -215,7 +215,8 @@ policies = ["disabled", "upgrade", "downgrade", "bidirectional"]
 backends = ["groupshift", "groupshift-kafka-3.9"]
 
 [[cells]]
-clients = ["kafka-streams@3.9", "kafka-streams@4.4"]
+clients = ["kafka-streams@3.4", "kafka-streams@3.7", "kafka-streams@3.9", "kafka-streams@4.0",
+           "kafka-streams@4.4"]
 protocols = ["classic", "streams"]
 scenarios = ["add-remove", "offline-migration", "rolling-upgrade", "rolling-downgrade"]
 policies = ["disabled", "upgrade", "downgrade", "bidirectional"]

@@ -25,7 +25,7 @@
 // Arguments: --bootstrap-server, --topic, --group-id (application.id), --group-protocol
 // classic|streams, --client-id, --state-dir, --session-timeout and --heartbeat-interval (the
 // classic consumer's; a streams member gets them from the server). It compiles against Kafka
-// Streams 3.9 and 4.x alike (no group.protocol constant: the name as a string).
+// Streams 3.4, 3.7, 3.9, 4.0 and 4.4 alike (no group.protocol constant: the name as a string).
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;

@@ -158,6 +158,34 @@ def test_metadata_brokers_become_groupshift_listeners(proxy: UpstreamProxy) -> N
     assert body.controller_id == 1
 
 
+def test_describe_cluster_brokers_become_groupshift_listeners(proxy: UpstreamProxy) -> None:
+    """DescribeCluster names its brokers `BrokerId`, not Metadata's `NodeId`: its rewrite once
+    failed on that and closed the connection of every admin client asking (Kafka Streams 3.9's,
+    found by the matrix's Kafka Streams cells in front of Kafka 3.9)."""
+    raw = _upstream_response(
+        60,
+        1,
+        {
+            "throttle_time": 0,
+            "error_code": 0,
+            "error_message": None,
+            "endpoint_type": 1,
+            "cluster_id": "c",
+            "controller_id": 2,
+            "brokers": [{"broker_id": n, "host": f"10.0.0.{n}", "port": 9092, "rack": None} for n in (1, 2)],
+            "cluster_authorized_operations": -2147483648,
+        },
+    )
+    out = proxy._rewrite(60, 1, 7, raw)
+    assert isinstance(out, bytes)
+    cid, body = _decode(60, 1, out)
+    assert cid == 7 and body.controller_id == 2
+    assert [(b.broker_id, b.host, b.port) for b in body.brokers] == [
+        (1, "127.0.0.1", 19001),
+        (2, "127.0.0.1", 19002),
+    ]
+
+
 def test_identical_metadata_answers_reuse_the_rewrite(proxy: UpstreamProxy) -> None:
     """Many clients refreshing at once get byte-identical upstream answers: the second is
     served from the rewrite cache, with its own correlation id; a different answer is not."""

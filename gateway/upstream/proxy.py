@@ -161,6 +161,11 @@ def _kio_max(api_key: int, hi: int) -> int:
     return hi
 
 
+def _broker_id(broker: Any) -> int:
+    """A broker's id in a Metadata answer (`NodeId`) or a DescribeCluster answer (`BrokerId`)."""
+    return int(broker.node_id if hasattr(broker, "node_id") else broker.broker_id)
+
+
 def produce_acks(frame: bytes, version: int) -> int:
     """The `acks` of a Produce request frame, read without decoding the records.
 
@@ -736,7 +741,7 @@ class UpstreamProxy:
             else:
                 nodes = [int(body.node_id)] if body.node_id >= 0 else []
         else:
-            nodes = [int(b.node_id) for b in body.brokers]
+            nodes = [_broker_id(b) for b in body.brokers]
             if api_key == METADATA:
                 self._notice_metadata(body)
         missing = [n for n in nodes if n not in self.listeners]
@@ -794,7 +799,7 @@ class UpstreamProxy:
             if body.node_id < 0:
                 return body
             return rep(body, **self._endpoint_fields(int(body.node_id), strict))
-        brokers = tuple(rep(b, **self._endpoint_fields(int(b.node_id), strict)) for b in body.brokers)
+        brokers = tuple(rep(b, **self._endpoint_fields(_broker_id(b), strict)) for b in body.brokers)
         if api_key == METADATA and brokers:
             known = {int(b.node_id) for b in brokers}
             extra = tuple(

@@ -10,10 +10,13 @@
   groupshift does; 4.4 computes them in the background, which hides timing-dependent client
   behaviour).
 
-Every backend gets `group.consumer.migration.policy` from the cell (a broker-level setting in
-Kafka, `--set` in groupshift) and short group timings, the same on both sides, so that a Kafka
-cell and a groupshift cell differ only in the server. Backends are shared between the cells of
-one run that need the same (backend, policy); each cell uses its own topic and group.
+Kafka 4.2+ backends also serve streams groups (`group.coordinator.rebalance.protocols` with
+`streams`), and every backend gets short streams-group timings (STREAMS_SETTINGS) for the
+Kafka Streams cells. Every backend gets `group.consumer.migration.policy` from the cell (a
+broker-level setting in Kafka, `--set` in groupshift) and short group timings, the same on
+both sides, so that a Kafka cell and a groupshift cell differ only in the server. Backends are
+shared between the cells of one run that need the same (backend, policy); each cell uses its
+own topic and group.
 """
 
 from __future__ import annotations
@@ -45,6 +48,22 @@ GROUP_SETTINGS = {
     "group.consumer.heartbeat.interval.ms": "250",
     "group.consumer.min.session.timeout.ms": "1000",
     "group.consumer.session.timeout.ms": "6000",
+}
+# Streams groups (KIP-1071; Kafka Streams cells): a member heartbeats every second and is expired
+# after 6 s (Kafka's defaults, 5 s and 45 s, would make every step wait for them), tasks are
+# assigned at once rather than after 3 s.
+STREAMS_SETTINGS = {
+    "group.streams.initial.rebalance.delay.ms": "0",
+    "group.streams.min.session.timeout.ms": "1000",
+    "group.streams.session.timeout.ms": "6000",
+    "group.streams.min.heartbeat.interval.ms": "100",
+    "group.streams.heartbeat.interval.ms": "1000",
+}
+# Kafka computes a streams group's assignment in the heartbeat, as groupshift does (not at most
+# once a second, nor offloaded to another thread).
+KAFKA_STREAMS_ONLY = {
+    "group.streams.assignment.interval.ms": "0",
+    "group.streams.assignor.offload.enable": "false",
 }
 KAFKA_ONLY = {
     "group.coordinator.rebalance.protocols": "classic,consumer",
@@ -155,7 +174,7 @@ class GroupshiftBackend:
         self.cluster: Any = None
         self.version = "embedded"
         self.name = "groupshift"
-        sets = {**GROUP_SETTINGS, "group.consumer.migration.policy": policy}
+        sets = {**GROUP_SETTINGS, **STREAMS_SETTINGS, "group.consumer.migration.policy": policy}
         extra: tuple[str, ...] = ()
         if upstream is not None:
             from harness.kafka_dist import KafkaCluster
@@ -194,6 +213,10 @@ class KafkaBackend:
         self.policy = policy
         self.name = f"kafka-{spec}"
         configs = {**GROUP_SETTINGS, **KAFKA_ONLY, "group.consumer.migration.policy": policy}
+        if streams_groups_ga(spec):
+            configs.update(STREAMS_SETTINGS)
+            configs.update(KAFKA_STREAMS_ONLY)
+            configs["group.coordinator.rebalance.protocols"] = "classic,consumer,streams"
         if spec == "4.3":
             # 4.3 computes target assignments in the heartbeat when the interval is 0, as
             # groupshift always does (4.4 computes them in the background whatever it says)
@@ -208,6 +231,15 @@ class KafkaBackend:
 
     def close(self) -> None:
         self.cluster.stop()
+
+
+def streams_groups_ga(spec: str) -> bool:
+    """Whether Kafka `spec` (a line: 4, 4.3) serves streams groups as a release feature (4.2+;
+    4.1 had them early access, behind unstable API versions)."""
+    parts = [int(x) for x in spec.split(".") if x.isdigit()]
+    if parts == [4] or parts[:1] > [4]:
+        return True
+    return len(parts) >= 2 and (parts[0], parts[1]) >= (4, 2)
 
 
 def start_backend(name: str, policy: str, workdir: Path) -> Backend:

@@ -11,6 +11,12 @@ from PyPI, or `installed`: the runner's own interpreter), or `java` (Kafka's own
 * static membership (KIP-345, `group.instance.id`): Java 2.3+, confluent-kafka, kafka-python
   2.1+, aiokafka;
 * the cooperative-sticky assignor (KIP-429): Java 2.4+, confluent-kafka, kafka-python 2.1+.
+
+`kafka-streams` (harness/matrix/streams_clients.py) is a Kafka Streams application of that
+release, one instance per member: its "new" protocol is KIP-1071's `streams` (4.1+; the group
+becomes a streams group), not `consumer`; it has no assignor choice (Kafka Streams assigns its
+own tasks in a classic group, the coordinator in a streams group: assignor `streams`), and the
+matrix runs its instances dynamic only.
 """
 
 from __future__ import annotations
@@ -28,6 +34,9 @@ CLASSIC_SESSION_MS = 6000
 STATIC_SESSION_MS = 20000
 CLASSIC_HEARTBEAT_MS = 250
 MAX_POLL_MS = 20000
+STREAMS_LIBRARY = "kafka-streams"
+#: The Kafka Streams release whose instances play the `streams` side for Kafka Streams 3.x.
+PARTNER_STREAMS_VERSION = "4.4"
 JAVA_ASSIGNORS = {
     "range": "org.apache.kafka.clients.consumer.RangeAssignor",
     "roundrobin": "org.apache.kafka.clients.consumer.RoundRobinAssignor",
@@ -55,6 +64,21 @@ def _vt(version: str) -> tuple[int, ...]:
     return tuple(parts) if len(parts) > 1 else (*parts, 999)
 
 
+def new_protocol(c: ClientSpec) -> str:
+    """The protocol a migration moves `c`'s members to from `classic`: KIP-1071's `streams` for
+    Kafka Streams, KIP-848's `consumer` for every consumer library."""
+    return "streams" if c.library == STREAMS_LIBRARY else "consumer"
+
+
+def speaks(c: ClientSpec, protocol: str) -> bool:
+    """Whether `c` can be a member of `protocol` (classic, consumer or streams) itself."""
+    if protocol == "classic":
+        return True
+    if protocol == "streams":
+        return c.library == STREAMS_LIBRARY and _vt(c.version) >= (4, 1)
+    return speaks_consumer_protocol(c)
+
+
 def speaks_consumer_protocol(c: ClientSpec) -> bool:
     if c.library == "confluent-kafka":
         return _vt(c.version) >= (2, 12)
@@ -64,6 +88,8 @@ def speaks_consumer_protocol(c: ClientSpec) -> bool:
 
 
 def supports_static(c: ClientSpec) -> bool:
+    if c.library == STREAMS_LIBRARY:
+        return False  # Kafka Streams has static members (KIP-345); the matrix does not drive them yet
     if c.library == "java":
         return _vt(c.version) >= (2, 3)
     if c.library == "kafka-python":
@@ -77,6 +103,8 @@ def requires_static(c: ClientSpec) -> bool:
 
 
 def classic_assignors(c: ClientSpec) -> tuple[str, ...]:
+    if c.library == STREAMS_LIBRARY:
+        return ("streams",)  # StreamsPartitionAssignor, always
     if c.library == "aiokafka":
         return ("range", "roundrobin")
     if c.library == "java":
@@ -96,7 +124,9 @@ def classic_assignors(c: ClientSpec) -> tuple[str, ...]:
 
 def partner(c: ClientSpec) -> ClientSpec:
     """The KIP-848 client that plays the consumer-protocol side for a classic-only client in a
-    migration scenario: the newest of its family."""
+    migration scenario (the `streams` side for Kafka Streams 3.x): the newest of its family."""
+    if c.library == STREAMS_LIBRARY:
+        return ClientSpec(STREAMS_LIBRARY, PARTNER_STREAMS_VERSION)
     if c.library == "java":
         return ClientSpec("java", "4")
     if c.library in ("franz-go", "sarama"):
@@ -116,7 +146,19 @@ def consumer_argv(
     client_id: str,
     config_dir: Path,
 ) -> list[str]:
-    """The argv `Runtime.spawn` takes for one verifiable consumer of `client`."""
+    """The argv `Runtime.spawn` takes for one verifiable consumer of `client` (for Kafka Streams,
+    one instance of VerifiableStreams, its state directory under `config_dir`)."""
+    if client.library == STREAMS_LIBRARY:
+        from harness.matrix.streams_clients import streams_argv
+
+        return streams_argv(
+            bootstrap=bootstrap,
+            topic=topic,
+            group=group,
+            protocol=protocol,
+            client_id=client_id,
+            state_dir=config_dir / "state" / client_id,
+        )
     if client.library == "java":
         args = ["VerifiableConsumer", "--topic", topic, "--group-id", group, "--reset-policy", "earliest"]
         args[1:1] = ["--bootstrap-server" if _vt(client.version) >= (2, 5) else "--broker-list", bootstrap]

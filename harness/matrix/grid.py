@@ -8,7 +8,8 @@ block stands for the cross product of its lists:
 
     [[cells]]
     clients = ["kafka-python@2.0.2", "java@3.9"]   # LIBRARY@VERSION
-    protocols = ["classic"]        # the group protocol the members start with
+    protocols = ["classic"]        # the group protocol the members start with (classic,
+                                   # consumer; classic or streams for kafka-streams@VERSION)
     assignors = ["range", "cooperative-sticky"]   # the classic members' assignor
     static = [false, true]         # static membership (group.instance.id)
     scenarios = ["rolling-upgrade"]
@@ -16,7 +17,8 @@ block stands for the cross product of its lists:
     backends = ["groupshift", "groupshift-kafka-3.9"]
 
 Combinations that do not apply (a rolling upgrade under the `downgrade` policy, static
-membership for a client without KIP-345, cooperative-sticky in aiokafka, ...) are dropped when
+membership for a client without KIP-345, cooperative-sticky in aiokafka, the `streams` protocol
+for Kafka Streams 3.x, ...) are dropped when
 the grid is expanded; `groupshift matrix list` shows what is left. Built-in grids: `smoke` (CI),
 `default`, `full` (harness/matrix/builtin.py).
 """
@@ -43,6 +45,10 @@ SCENARIOS = (
     "rolling-downgrade",
     "flapping",
 )
+LIBRARIES = ("kafka-python", "aiokafka", "confluent-kafka", "java", "franz-go", "sarama", cl.STREAMS_LIBRARY)
+#: What a Kafka Streams cell can run: its instances are dynamic members, and flapping (one
+#: instance switching protocol three times) would add nothing the rolls do not show.
+STREAMS_SCENARIOS = ("add-remove", "offline-migration", "rolling-upgrade", "rolling-downgrade")
 DIMENSIONS = ("client", "protocol", "assignor", "static", "scenario", "policy", "backend")
 _KEYS = {
     "clients": "client",
@@ -96,37 +102,48 @@ def applicable(cell: Cell) -> str | None:
         c = cell.spec
     except ValueError as e:
         return str(e)
-    if c.library not in ("kafka-python", "aiokafka", "confluent-kafka", "java", "franz-go", "sarama"):
+    if c.library not in LIBRARIES:
         return f"unknown client library {c.library!r}"
     if cell.scenario not in SCENARIOS:
         return f"unknown scenario {cell.scenario!r}"
     if cell.policy not in POLICIES:
         return f"unknown migration policy {cell.policy!r}"
-    if cell.protocol not in ("classic", "consumer"):
+    if cell.protocol not in ("classic", "consumer", "streams"):
         return f"unknown group protocol {cell.protocol!r}"
     if not (cell.backend in BACKENDS or cell.backend.startswith(("kafka-", "groupshift-kafka-"))):
         return f"unknown backend {cell.backend!r}"
+    new = cl.new_protocol(c)
+    if cell.protocol not in ("classic", new):
+        return f"{cell.client} members speak classic or {new}, not {cell.protocol}"
+    if c.library == cl.STREAMS_LIBRARY and cell.scenario not in STREAMS_SCENARIOS:
+        return f"no Kafka Streams {cell.scenario} scenario (static members and flapping are not driven)"
     if not cell.static and cl.requires_static(c):
         return f"{cell.client}'s VerifiableConsumer requires --group-instance-id (static members only)"
     if cell.static and not cl.supports_static(c):
+        if c.library == cl.STREAMS_LIBRARY:
+            return "the matrix runs Kafka Streams instances without static membership"
         return f"{cell.client} has no static membership"
     if cell.scenario == "static-bounce" and not cell.static:
         return "a static-member bounce needs static membership"
     single = cell.scenario in ("add-remove", "static-bounce")
-    if single and cell.protocol == "consumer" and not cl.speaks_consumer_protocol(c):
-        return f"{cell.client} does not speak the consumer protocol"
+    if single and cell.protocol == new and not cl.speaks(c, new):
+        return f"{cell.client} does not speak the {new} protocol"
     if cell.scenario == "rolling-upgrade":
         if cell.protocol != "classic":
             return "a rolling upgrade starts from the classic protocol"
         if cell.policy not in ("upgrade", "bidirectional"):
             return "online upgrades need the upgrade or bidirectional policy"
     if cell.scenario == "rolling-downgrade":
-        if cell.protocol != "consumer":
-            return "a rolling downgrade starts from the consumer protocol"
+        if cell.protocol != new:
+            return f"a rolling downgrade starts from the {new} protocol"
         if cell.policy not in ("downgrade", "bidirectional"):
             return "online downgrades need the downgrade or bidirectional policy"
     if cell.scenario == "flapping" and cell.policy != "bidirectional":
         return "flapping needs the bidirectional policy"
+    if c.library == cl.STREAMS_LIBRARY:
+        if cell.assignor != "streams":
+            return "Kafka Streams assigns its own tasks (assignor = streams)"
+        return None
     uses_classic = not (single and cell.protocol == "consumer")
     if uses_classic and cell.assignor not in cl.classic_assignors(c):
         return f"{cell.client} has no classic assignor {cell.assignor!r}"
@@ -199,6 +216,8 @@ def expand(data: Mapping[str, Any], name: str) -> Grid:
             c = Cell(*(str(v) if not isinstance(v, bool) else v for v in combo))  # type: ignore[arg-type]
             if c.protocol == "consumer" and c.scenario in ("add-remove", "static-bounce"):
                 c = replace(c, assignor="server")
+            if c.client.startswith(f"{cl.STREAMS_LIBRARY}@"):
+                c = replace(c, assignor="streams")  # no choice: one cell whatever the block lists
             twins = [c]
             if reference and c.backend.startswith("groupshift"):
                 twins.append(c.reference(reference))

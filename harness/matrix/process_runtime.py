@@ -6,7 +6,9 @@ library version's own virtualenv, created once from PyPI under
 runners build it once; a `.ready` marker is written only after pip succeeded). The version
 `installed` means the runner's own interpreter and whatever it has installed (no network: what
 CI's smoke grid uses). Java clients run Kafka's own `VerifiableConsumer` of that release
-(`harness.kafka_dist.java_clients`, jars cached from Maven Central).
+(`harness.kafka_dist.java_clients`, jars cached from Maven Central). Kafka Streams clients run
+`harness/matrix/clients/VerifiableStreams.java`, compiled once against that release's
+kafka-streams jars (harness/matrix/streams_clients.py).
 
 `spawn(client, argv, env)`: for Python clients `argv[0]` is a script path relative to the
 repository root; for Java clients `argv[0]` is a tool name ("VerifiableConsumer") and the rest
@@ -27,8 +29,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from harness.matrix.clients import STREAMS_LIBRARY
 from harness.matrix.go_clients import GO_LIBRARIES, PINNED, go_client_binary, go_command
 from harness.matrix.runtime import ClientNotInstalled, ClientSpec
+from harness.matrix.streams_clients import StreamsProgram, streams_program
 
 REPO = Path(__file__).resolve().parent.parent.parent
 PYTHON_LIBRARIES = ("kafka-python", "aiokafka", "confluent-kafka")
@@ -109,6 +113,7 @@ class ProcessRuntime:
         self._lock = threading.Lock()
         self._pythons: dict[str, str] = {}
         self._java: dict[str, Any] = {}
+        self._streams: dict[str, StreamsProgram] = {}
         self._handles: list[ProcessHandle] = []
         self._n = 0
 
@@ -117,6 +122,8 @@ class ProcessRuntime:
     def prepare(self, client: ClientSpec) -> None:
         if client.library == "java":
             self._java_clients(client)
+        elif client.library == STREAMS_LIBRARY:
+            self._streams_program(client)
         elif client.library in PYTHON_LIBRARIES:
             self._python(client)
         elif client.library in GO_LIBRARIES:
@@ -148,10 +155,21 @@ class ProcessRuntime:
                 self._java[client.version] = found
         return found
 
+    def _streams_program(self, client: ClientSpec) -> StreamsProgram:
+        with self._lock:
+            found = self._streams.get(client.version)
+        if found is None:
+            found = streams_program(client.version, self.workdir)
+            with self._lock:
+                self._streams[client.version] = found
+        return found
+
     def installed_version(self, client: ClientSpec) -> str:
         """The exact release the client runs (what `installed`, `2.2.x` or `newest` resolved to)."""
         if client.library == "java":
             return str(self._java_clients(client).version)
+        if client.library == STREAMS_LIBRARY:
+            return self._streams_program(client).version
         if client.library in GO_LIBRARIES:
             pinned = GO_LIBRARIES[client.library][2]
             return pinned if client.version in PINNED else client.version
@@ -175,6 +193,8 @@ class ProcessRuntime:
     def spawn(self, client: ClientSpec, argv: Sequence[str], env: Mapping[str, str]) -> ProcessHandle:
         if client.library == "java":
             command = self._java_clients(client).command(argv[0], *argv[1:])
+        elif client.library == STREAMS_LIBRARY:
+            command = self._streams_program(client).command(list(argv[1:]))
         elif client.library in GO_LIBRARIES:
             command = go_command(client, argv)
         else:

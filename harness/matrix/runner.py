@@ -68,8 +68,9 @@ def needed_clients(cells: list[Cell]) -> list[ClientSpec]:
     out: list[ClientSpec] = []
     for cell in cells:
         specs = [cell.spec]
-        uses_consumer = cell.scenario not in ("add-remove", "static-bounce") or cell.protocol == "consumer"
-        if uses_consumer and not cl.speaks_consumer_protocol(cell.spec):
+        new = cl.new_protocol(cell.spec)
+        uses_new = cell.scenario not in ("add-remove", "static-bounce") or cell.protocol == new
+        if uses_new and not cl.speaks(cell.spec, new):
             specs.append(cl.partner(cell.spec))
         for s in specs:
             if s not in out:

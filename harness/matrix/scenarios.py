@@ -25,6 +25,17 @@ Scenarios (`P` is the cell's starting protocol, `Q` the other one):
 Members of the consumer protocol are the cell's client when it speaks it, otherwise the newest
 client of its family (`clients.partner`); members of the classic protocol are always the cell's
 client with the cell's assignor.
+
+Kafka Streams cells (`kafka-streams@VERSION`, harness/matrix/streams_clients.py) run the same
+scenarios with `streams` (KIP-1071) in place of `consumer`: the other protocol is `streams`, a
+group with a `streams` member is listed as a streams group and its members counted with
+StreamsGroupDescribe, the `streams` members are Kafka Streams 4.4 instances when the cell's
+release is 3.x. Each member is one instance (one stream thread), a partition one task, so the
+checks read as "no task active on two instances at once". An offline migration waits for the
+group to empty (Kafka Streams sends no LeaveGroup on close). A member that stops on an error it
+printed ends the cell at once with it: Kafka 4.4 refuses the online roll of a classic Kafka
+Streams group (GROUP_ID_NOT_FOUND to the first `streams` member), and the reason says so as
+Kafka's behaviour.
 """
 
 from __future__ import annotations
@@ -51,6 +62,13 @@ RATE = 40.0  # records a second
 SETTLE_TIMEOUT = 60.0
 START_TIMEOUT = 90.0
 HOLD = 1.0  # seconds of steady consumption after each settled step
+
+
+#: How Kafka 4.4 refuses a member of the other protocol into a Kafka Streams group with members:
+#: a `streams` member joining a classic group gets GROUP_ID_NOT_FOUND ("Group G is not a streams
+#: group."), a classic member joining a streams group INCONSISTENT_GROUP_PROTOCOL; Kafka Streams
+#: treats both as fatal (the instance stops with it, VerifiableStreams prints `client_error`).
+KAFKA_STREAMS_REFUSALS = ("is not a streams group", "InconsistentGroupProtocolException")
 
 
 class StepFailed(AssertionError):
@@ -226,9 +244,15 @@ class CellRun:
 
     def client_for(self, protocol: str) -> ClientSpec:
         spec = self.cell.spec
-        if protocol == "consumer" and not cl.speaks_consumer_protocol(spec):
+        if not cl.speaks(spec, protocol):
             return cl.partner(spec)
         return spec
+
+    @property
+    def new(self) -> str:
+        """The cell's protocol other than classic (`consumer`, or `streams` for Kafka Streams),
+        which is also the type of the group its members form."""
+        return cl.new_protocol(self.cell.spec)
 
     def start(self, protocol: str, instance_id: str | None = None) -> Member:
         return self.start_many([(protocol, instance_id)])[0]
@@ -238,7 +262,7 @@ class CellRun:
         for protocol, instance_id in wanted:
             spec = self.client_for(protocol)
             self._n += 1
-            name = f"{'c' if protocol == 'classic' else 'k'}{self._n}"
+            name = f"{'c' if protocol == 'classic' else 's' if protocol == 'streams' else 'k'}{self._n}"
             argv = cl.consumer_argv(
                 spec,
                 bootstrap=self.backend.bootstrap,
@@ -279,10 +303,39 @@ class CellRun:
             if path is None or not Path(path).exists():
                 continue
             for line in Path(path).read_text(errors="replace").splitlines():
+                if any(f"] {level} " in line for level in ("WARN", "INFO", "DEBUG")):
+                    continue  # a Java client's log line below ERROR (Kafka Streams 4.x warns of
+                    # "Processing exception handler is not enabled" at every start)
                 if "error" in line.lower() or "exception" in line.lower():
                     out.append(f"{m.name}: {line.strip()[:300]}")
                     break
         return ("; client errors: " + " | ".join(out)) if out else ""
+
+    def _refused(self) -> str:
+        """A member that stopped on an error it printed (`client_error`: VerifiableStreams'
+        uncaught exception, e.g. the coordinator refusing it), said in the server's terms: no
+        step can settle without it, so the cell ends now rather than at SETTLE_TIMEOUT."""
+        for m in self.members:
+            if not m.done.is_set():
+                continue
+            errors = []  # printed before any SIGTERM of the runner's (exit runs the hook too)
+            for e in m.log.events:
+                if e.get("name") == "shutdown_requested":
+                    break
+                if e.get("name") == "client_error":
+                    errors.append(e)
+            if not errors:
+                continue
+            error = str(errors[0].get("error", ""))
+            who = f"{m.log.client} {m.log.protocol} member {m.name}"
+            if self.backend.name.startswith("kafka-") and any(r in error for r in KAFKA_STREAMS_REFUSALS):
+                return (
+                    f"{self.backend.name} ({self.backend.version}) refused the {who}: {error} "
+                    "(Kafka's behaviour: it migrates a Kafka Streams group between protocols only "
+                    "offline, once empty; groupshift converts it online)"
+                )
+            return f"the {who} stopped on an error: {error}"
+        return ""
 
     @property
     def live(self) -> list[Member]:
@@ -293,7 +346,8 @@ class CellRun:
     def _group(self) -> tuple[str | None, str | None, int | None]:
         """(type, state) from ListGroups, and the number of members the coordinator describes:
         ConsumerGroupDescribe for a consumer group (classic members included, KIP-1099),
-        DescribeGroups for a classic one."""
+        StreamsGroupDescribe for a streams group (every member: groupshift's classic Kafka
+        Streams instances inside one too), DescribeGroups for a classic one."""
         try:
             with admin(self.backend.bootstrap) as a:
                 for row in a.list_groups():
@@ -304,6 +358,10 @@ class CellRun:
                             described = a.consumer_group_describe(self.group)
                             if described is not None:
                                 members = len(described[0].members)
+                        elif t == "streams":
+                            streams = a.streams_group_describe(self.group)
+                            if streams is not None and streams.error_code == 0:
+                                members = len(streams.members)
                         else:
                             members = len(a.describe_group(self.group).members)
                         return t, row["state"], members
@@ -326,6 +384,10 @@ class CellRun:
         deadline = time.monotonic() + SETTLE_TIMEOUT
         assert self.producer is not None
         while True:
+            refused = self._refused()
+            if refused:
+                step.error = f"{label}: {refused}"
+                raise StepFailed(step.error)
             if self._split_ok():
                 gtype, state, described = self._group()
                 step.observed_type = gtype
@@ -350,6 +412,21 @@ class CellRun:
         time.sleep(HOLD)
         self.caught_up(label)
         return step
+
+    def wait_empty(self, timeout: float = 30.0) -> None:
+        """Until the coordinator describes the group with no member (its state Empty), e.g.
+        once stopped members that sent no leave have been expired."""
+        deadline = time.monotonic() + timeout
+        while True:
+            gtype, state, described = self._group()
+            if state in ("Empty", None) or described == 0:
+                return
+            if time.monotonic() > deadline:
+                raise StepFailed(
+                    f"the group ({gtype}, {state}) still has {described} members {timeout:.0f}s after "
+                    "every member stopped"
+                )
+            time.sleep(0.2)
 
     def consumed(self) -> set[tuple[int, int]]:
         out: set[tuple[int, int]] = set()
@@ -402,7 +479,7 @@ class CellRun:
             if self.producer is not None and self.producer.is_alive():
                 with contextlib.suppress(StepFailed):
                     acked = self.producer.stop()
-            for m in sorted(self.members, key=lambda m: m.log.protocol == "consumer"):
+            for m in sorted(self.members, key=lambda m: m.log.protocol != "classic"):
                 if not m.done.is_set():
                     m.stop()
         end = time.time()
@@ -478,8 +555,9 @@ class CellRun:
 # -- scenarios ---------------------------------------------------------------------------------
 
 
-def other(protocol: str) -> str:
-    return "consumer" if protocol == "classic" else "classic"
+def other(protocol: str, new: str = "consumer") -> str:
+    """The protocol a migration goes to from `protocol`; `new` is the cell's non-classic one."""
+    return new if protocol == "classic" else "classic"
 
 
 def add_remove(run: CellRun) -> None:
@@ -509,7 +587,7 @@ def static_bounce(run: CellRun) -> None:
 
 
 def offline_migration(run: CellRun) -> None:
-    p, q = run.cell.protocol, other(run.cell.protocol)
+    p, q = run.cell.protocol, other(run.cell.protocol, run.new)
     ids = [["static-1", "static-2"] if run.cell.static else [None, None]][0]
     t = time.time()
     old = run.start_many([(p, ids[0]), (p, ids[1])])
@@ -518,21 +596,26 @@ def offline_migration(run: CellRun) -> None:
     def restart() -> None:
         for m in old:
             m.stop()
+        if run.new == "streams":
+            # Kafka Streams instances leave no classic group on close (their consumer sends no
+            # LeaveGroup), so the group empties only when their sessions expire: an offline
+            # migration starts the new instances then, as an operator would
+            run.wait_empty()
         run.start_many([(q, ids[0]), (q, ids[1])])
 
     run.action(f"all restarted as {q}", q, restart)
 
 
 def _rolling(run: CellRun, start: str) -> None:
-    end = other(start)
+    end = other(start, run.new)
     ids = ["static-1", "static-2", "static-3"] if run.cell.static else [None, None, None]
     t = time.time()
     members = run.start_many([(start, i) for i in ids])
     run.settle(f"three {start} members", start, t)
     for i, m in enumerate(members):
-        # online upgrade: consumer from the first consumer member on; downgrade: consumer until
-        # the last consumer member has left
-        expect = "consumer" if start == "classic" or i < len(members) - 1 else "classic"
+        # online upgrade: consumer (streams) from the first consumer (streams) member on;
+        # downgrade: consumer (streams) until the last such member has left
+        expect = run.new if start == "classic" or i < len(members) - 1 else "classic"
 
         def replace(m: Member = m, i: int = i) -> None:
             m.stop()
@@ -546,7 +629,7 @@ def rolling_upgrade(run: CellRun) -> None:
 
 
 def rolling_downgrade(run: CellRun) -> None:
-    _rolling(run, "consumer")
+    _rolling(run, run.new)
 
 
 def flapping(run: CellRun) -> None:

@@ -90,6 +90,11 @@ class CoordinatorConfig(BaseModel):
     )
     streams_num_standby_replicas: int = Field(0, alias="group.streams.num.standby.replicas", ge=0, le=INT_MAX)
     streams_max_standby_replicas: int = Field(2, alias="group.streams.max.standby.replicas", ge=0, le=INT_MAX)
+    # Answered in StreamsGroupHeartbeat v1's AcceptableRecoveryLag (Kafka 4.4's default); no
+    # warm-up task uses it yet.
+    streams_acceptable_recovery_lag: int = Field(
+        10000, alias="group.streams.acceptable.recovery.lag", ge=0, le=2**63 - 1
+    )
 
     # --- classic groups ---
     min_session_timeout_ms: int = Field(6000, alias="group.min.session.timeout.ms", ge=0, le=INT_MAX)

@@ -270,6 +270,8 @@ def test_offsets_and_state_views(servers: list[Server], classpath: str) -> None:
         (state,) = table(ok(s.bootstrap, "describe", APP, "--state", "--verbose"))
         assert (state["STATE"], state["#MEMBERS"], state["TYPE"]) == ("Stable", "2", "Streams"), state
         assert int(state["GROUP-EPOCH"]) >= int(state["TARGET-ASSIGNMENT-EPOCH"]) > 0, (s.name, state)
+        # StreamsGroupDescribe v1's AssignorName (Kafka 4.4's only task assignor)
+        assert state["ASSIGNOR"] == "sticky", (s.name, state)
         summary = groups_json(s.bootstrap, "describe", APP, "--state")
         assert (summary["num_members"], summary["topology_epoch"]) == (2, 0), (s.name, summary)
         every = {r["GROUP"]: r for r in table(ok(s.bootstrap, "describe", "--all-groups", "--state"))}
@@ -278,7 +280,7 @@ def test_offsets_and_state_views(servers: list[Server], classpath: str) -> None:
             (theirs_state,) = table(
                 kafka_tool(classpath, s.bootstrap, "--describe", "--group", APP, "--state")
             )
-            for column in ("COORDINATOR (ID)", "STATE", "#MEMBERS"):
+            for column in ("COORDINATOR (ID)", "ASSIGNOR", "STATE", "#MEMBERS"):
                 assert theirs_state[column] == state[column], (column, theirs_state, state)
 
 

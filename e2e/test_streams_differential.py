@@ -1,6 +1,7 @@
 """Differential: streams groups (KIP-1071) against a real Apache Kafka 4.4 node, answer by answer.
 
-StreamsGroupHeartbeat (88) and StreamsGroupDescribe (89) at v0, plus the APIs a streams group
+StreamsGroupHeartbeat (88) and StreamsGroupDescribe (89) at v0 and v1, and
+StreamsGroupTopologyDescriptionUpdate (93) v0, plus the APIs a streams group
 meets (OffsetCommit/OffsetFetch, JoinGroup, ConsumerGroupHeartbeat, ListGroups,
 IncrementalAlterConfigs of GROUP configs): joining with a valid topology, topology
 configuration (missing source topics, copartitioning, repartition partition counts, topology

@@ -7,6 +7,7 @@ it with Kafka's own tool."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import io
 import json
 from typing import Any
@@ -171,6 +172,9 @@ def test_state_view_and_the_summary_json() -> None:
     lines = state_table(group, False, PLAIN).splitlines()
     assert lines[0].split() == ["GROUP", "COORDINATOR", "(ID)", "ASSIGNOR", "STATE", "#MEMBERS", "TYPE"]
     assert lines[1].split() == ["app", "broker-1:9092", "(1)", "-", "Reconciling", "2", "Streams"]
+    described_v1 = dataclasses.replace(group, assignor="sticky")
+    assert state_table(described_v1, False, PLAIN).splitlines()[1].split()[3] == "sticky"
+    assert described_v1.to_json()["assignor"] == "sticky" and group.to_json()["assignor"] is None
     verbose = state_table(group, True, PLAIN).splitlines()
     assert verbose[0].split()[5:] == ["GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH", "#MEMBERS", "TYPE"]
     assert verbose[1].split()[5:] == ["9", "8", "2", "Streams"]

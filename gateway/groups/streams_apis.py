@@ -17,8 +17,7 @@ What v1 carries (*javap*, 4.4.0 `GroupMetadataManager`, `StreamsGroupTopologyDes
   refused as Kafka refuses it without a plugin: UNSUPPORTED_VERSION "The broker has no streams
   group topology description plugin configured." Nothing is stored, as in Kafka: the
   description lives in the plugin, and record type 17's tagged StoredDescriptionTopologyEpoch /
-  FailedDescriptionTopologyEpoch stay at their default -1 (they are read and kept when a log
-  written by a Kafka with a plugin is imported).
+  FailedDescriptionTopologyEpoch stay at their default -1 ("none stored", true of groupshift).
 
 Internal topics: the engine answers MISSING_INTERNAL_TOPICS with the repartition and changelog
 topics the cluster lacks; in embedded mode the handler then creates them in the background

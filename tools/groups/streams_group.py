@@ -1,8 +1,9 @@
 """`groupshift groups describe` of a streams group (KIP-1071), as Kafka 4.4's
 `kafka-streams-groups.sh --describe` (StreamsGroupCommand) shows one, in its words.
 
-A streams group is read with StreamsGroupDescribe (API 89, v0: the version groupshift and the
-wire library speak; Kafka 4.4's v1 adds the assignor name and the topology description). Its
+A streams group is read with StreamsGroupDescribe (API 89, v1 where served, as Kafka 4.4 and
+groupshift serve it: v1 adds the assignor name and, from a broker with a topology description
+plugin, the topology description; v0 otherwise). Its
 members own *tasks* (subtopology id, partition), not partitions: active, standby and warm-up
 ones, each with a target the coordinator is moving the member to. The views:
 
@@ -20,7 +21,7 @@ ones, each with a target the coordinator is moving the member to. The views:
   show it) and GROUP-INSTANCE-ID when a member is static.
 - `--state`: GROUP COORDINATOR (ID) ASSIGNOR STATE #MEMBERS (`--verbose`: GROUP-EPOCH and
   TARGET-ASSIGNMENT-EPOCH before #MEMBERS); groupshift adds TYPE, as for the other groups.
-  ASSIGNOR is `-`: v0 of StreamsGroupDescribe does not carry it.
+  ASSIGNOR is StreamsGroupDescribe v1's AssignorName (`-` from a broker serving only v0).
 
 An empty group says "Streams group 'G' has no active members." on stderr and prints no member
 table; `--json` gives the same values as objects.
@@ -131,6 +132,7 @@ class StreamsGroup:
     # the subtopologies' source topics proper (no repartition topic): what Kafka's tool calls the
     # group's input topics, the scope of its --all-input-topics
     source_topics: frozenset[str] = frozenset()
+    assignor: str | None = None  # StreamsGroupDescribe v1's AssignorName (None from v0)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -138,6 +140,7 @@ class StreamsGroup:
             "exists": True,
             "state": self.state,
             "type": "streams",
+            "assignor": self.assignor,
             "group_epoch": self.group_epoch,
             "assignment_epoch": self.assignment_epoch,
             "topology_epoch": self.topology_epoch,
@@ -173,7 +176,7 @@ def _tasks(assignment: Any) -> Tasks:
 
 
 def from_described(described: Any, coordinator: Node | None) -> StreamsGroup:
-    """The group of one StreamsGroupDescribe v0 `DescribedGroup` (error code 0)."""
+    """The group of one StreamsGroupDescribe `DescribedGroup` (v0 or v1, error code 0)."""
     topology = described.topology
     input_topics: dict[str, list[str]] = {}
     sources: set[str] = set()
@@ -212,6 +215,7 @@ def from_described(described: Any, coordinator: Node | None) -> StreamsGroup:
         coordinator=coordinator,
         members=members,
         source_topics=frozenset(sources),
+        assignor=getattr(described, "assignor_name", None),
     )
 
 
@@ -355,7 +359,7 @@ def state_table(group: StreamsGroup, verbose: bool, style: Style) -> str:
     c = group.coordinator
     coordinator = f"{c.host}:{c.port} ({c.node_id})" if c else MISSING
     headers = ["GROUP", "COORDINATOR (ID)", "ASSIGNOR", "STATE"]
-    row: list[object] = [group.group_id, coordinator, None, group.state]
+    row: list[object] = [group.group_id, coordinator, group.assignor, group.state]
     if verbose:
         headers += ["GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH"]
         row += [group.group_epoch, group.assignment_epoch]

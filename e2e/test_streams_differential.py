@@ -46,6 +46,8 @@ GROUP_SETTINGS = {
     "group.streams.initial.rebalance.delay.ms": "0",
     "group.streams.heartbeat.interval.ms": "5000",
     "group.streams.session.timeout.ms": "45000",
+    # answered in StreamsGroupHeartbeat v1 (a value off Kafka's default shows both sides read it)
+    "group.streams.acceptable.recovery.lag": "12345",
 }
 # Kafka only: later assignments are computed in the background at most once a second by
 # default; groupshift computes them in the heartbeat, which these make Kafka do too (both sides
@@ -1302,7 +1304,8 @@ def scenario_v1_heartbeats(s: Session) -> None:
     members.join(A, word_count(s), "join v1")
     members.until_topics_ready(A)
     members.converge(A)
-    members.beat(A, "heartbeat v1")
+    r = members.beat(A, "heartbeat v1")
+    assert r["acceptable_recovery_lag"] == int(GROUP_SETTINGS["group.streams.acceptable.recovery.lag"]), r
     hb(s, "fenced v1", A, members.epoch[A] + 5, version=1, **NO_TASKS)
     hb(s, "unknown member v1", B, 3, version=1, **NO_TASKS)
     hb(s, "leave v1", A, -1, version=1)

@@ -471,13 +471,18 @@ class AdminWire:
         )
         return resp.groups[0], v
 
-    def streams_group_describe(self, group: str) -> Any | None:
+    def streams_group_describe(self, group: str, include_topology_description: bool = False) -> Any | None:
         """StreamsGroupDescribe (KIP-1071) of one group, or None if the coordinator does not serve
-        it (groupshift before streams groups, Kafka before 4.1 or with streams groups off)."""
+        it (groupshift before streams groups, Kafka before 4.1 or with streams groups off);
+        `include_topology_description` asks v1 for the topology description (KIP-1331)."""
         conn = self._conn(self.coordinator(group))
         if self.version(STREAMS_GROUP_DESCRIBE, conn) is None:
             return None
-        values = {"group_ids": [group], "include_authorized_operations": False}
+        values = {
+            "group_ids": [group],
+            "include_authorized_operations": False,
+            "include_topology_description": include_topology_description,
+        }
         resp, _ = self._call(STREAMS_GROUP_DESCRIBE, values, conn)  # v1 (Kafka 4.4): AssignorName
         return resp.groups[0]
 

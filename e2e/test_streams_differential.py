@@ -1314,6 +1314,18 @@ def scenario_v1_heartbeats(s: Session) -> None:
     hb(s, "unknown group v1", A, 1, version=1, group_id=s.group("other"), **NO_TASKS)
 
 
+def scenario_v1_static_leave_and_refusals(s: Session) -> None:
+    """v1 answers of a static member's join and -2 leave, and of request refusals (an empty
+    member id, an epoch below -2): what AcceptableRecoveryLag each carries."""
+    setup(s, 2)
+    members = Members(s, version=1)
+    members.join(A, stateless(s), "static join v1", instance_id="instance-1")
+    members.converge(A)
+    hb(s, "static leave v1", A, -2, version=1, instance_id="instance-1")
+    hb(s, "empty member id v1", "", 0, version=1, **join_fields(s, "", stateless(s)))
+    hb(s, "epoch -3 v1", A, -3, version=1, **NO_TASKS)
+
+
 def scenario_v0_and_v1_members(s: Session) -> None:
     """One member on v0 and one on v1 in the same group: each answered in its own version."""
     members = Members(s)
@@ -1496,6 +1508,7 @@ SCENARIOS: list[tuple[str, Callable[[Session], None], Known]] = [
     ("standby-replicas-above-max", scenario_standby_replicas_above_the_max, {}),
     ("api-versions", scenario_api_versions, {}),
     ("v1-heartbeats", scenario_v1_heartbeats, {}),
+    ("v1-static-leave-and-refusals", scenario_v1_static_leave_and_refusals, {}),
     ("v0-and-v1-members", scenario_v0_and_v1_members, {}),
     ("v1-describe", scenario_v1_describe, DESCRIBED_COUNTS),
     ("v1-describe-consumer-group", scenario_v1_describe_consumer_group, {}),

@@ -1326,6 +1326,28 @@ def scenario_v1_static_leave_and_refusals(s: Session) -> None:
     hb(s, "epoch -3 v1", A, -3, version=1, **NO_TASKS)
 
 
+def scenario_v1_acceptable_recovery_lag_group_config(s: Session) -> None:
+    """The group's own `streams.acceptable.recovery.lag` (an internal group config in Kafka
+    4.4): set, a v1 heartbeat answers it; refused below 0 and as a non-number; described (or
+    not) as Kafka describes it; deleted, the broker's value is back."""
+    members = Members(s, version=1)
+    ready_word_count(s, members, A)
+    name = "streams.acceptable.recovery.lag"
+    describe_group_configs(s, "describe it unset", name)
+    set_group_configs(s, "set", streams_acceptable_recovery_lag="777")
+    settle()  # Kafka applies group configs from its metadata log, a moment later
+    members.beat(A, "the group's lag")
+    describe_group_configs(s, "describe it", name)
+    set_group_configs(s, "below 0", streams_acceptable_recovery_lag="-1")
+    set_group_configs(s, "not a number", streams_acceptable_recovery_lag="many")
+    set_group_configs(s, "a long", streams_acceptable_recovery_lag=str(2**40))
+    settle()
+    members.beat(A, "a long lag")
+    set_group_configs(s, "delete", streams_acceptable_recovery_lag=None)
+    settle()
+    members.beat(A, "the broker's lag")
+
+
 def scenario_v0_and_v1_members(s: Session) -> None:
     """One member on v0 and one on v1 in the same group: each answered in its own version."""
     members = Members(s)
@@ -1509,6 +1531,7 @@ SCENARIOS: list[tuple[str, Callable[[Session], None], Known]] = [
     ("api-versions", scenario_api_versions, {}),
     ("v1-heartbeats", scenario_v1_heartbeats, {}),
     ("v1-static-leave-and-refusals", scenario_v1_static_leave_and_refusals, {}),
+    ("v1-acceptable-recovery-lag-group-config", scenario_v1_acceptable_recovery_lag_group_config, {}),
     ("v0-and-v1-members", scenario_v0_and_v1_members, {}),
     ("v1-describe", scenario_v1_describe, DESCRIBED_COUNTS),
     ("v1-describe-consumer-group", scenario_v1_describe_consumer_group, {}),

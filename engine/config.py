@@ -204,6 +204,8 @@ class GroupConfig(BaseModel):
     streams_heartbeat_interval_ms: int | None = Field(None, alias="streams.heartbeat.interval.ms")
     streams_num_standby_replicas: int | None = Field(None, alias="streams.num.standby.replicas")
     streams_initial_rebalance_delay_ms: int | None = Field(None, alias="streams.initial.rebalance.delay.ms")
+    # An internal group config in Kafka 4.4 (`defineInternal`): answered by StreamsGroupHeartbeat v1.
+    streams_acceptable_recovery_lag: int | None = Field(None, alias="streams.acceptable.recovery.lag")
 
     def validate_against(self, broker: CoordinatorConfig) -> None:
         """Kafka checks per-group values against the broker's min/max bounds (messages as Kafka
@@ -256,6 +258,12 @@ class GroupConfig(BaseModel):
         if delay is not None and delay < 0:  # Kafka 4.4: the type's own range, no broker bound
             raise ValueError(
                 f"Invalid value {delay} for configuration streams.initial.rebalance.delay.ms: "
+                "Value must be at least 0"
+            )
+        lag = self.streams_acceptable_recovery_lag
+        if lag is not None and lag < 0:  # Kafka 4.4: Range.atLeast(0), no broker bound
+            raise ValueError(
+                f"Invalid value {lag} for configuration streams.acceptable.recovery.lag: "
                 "Value must be at least 0"
             )
         standbys = self.streams_num_standby_replicas

@@ -4,8 +4,9 @@ serves them (the v1 and 93 schemas kio lacks are `protocol.kafka_schemas`).
 
 What v1 carries (*javap*, 4.4.0 `GroupMetadataManager`, `StreamsGroupTopologyDescriptionManager`,
 `GroupCoordinatorService`; *measured*, e2e/test_streams_differential.py):
-- the heartbeat answers AcceptableRecoveryLag as an int64, `group.streams.acceptable.recovery.lag`
-  (10000) on a heartbeat that joined or stayed, the field's default -1 on a leave or an error (v0
+- the heartbeat answers AcceptableRecoveryLag as an int64, the group's
+  `streams.acceptable.recovery.lag`, else `group.streams.acceptable.recovery.lag` (10000), on a
+  heartbeat that joined or stayed, the field's default -1 on a leave or an error (v0
   answers 0 in its int32 field); TopologyDescriptionRequired is set only when the broker has a
   topology description plugin (`group.streams.topology.description.plugin.class`, unset by
   default: "When not set, the feature is disabled"), which groupshift has not, so it stays false;
@@ -188,7 +189,9 @@ class StreamsApis:
             v1: dict[str, Any] = {}
             if req.__version__ >= 1:
                 v1 = {
-                    "acceptable_recovery_lag": self.service.config.streams_acceptable_recovery_lag
+                    "acceptable_recovery_lag": self.service.effective_group_config(req.group_id)[
+                        "streams.acceptable.recovery.lag"
+                    ]
                     if stayed
                     else NO_RECOVERY_LAG,
                     "topology_description_required": False,

@@ -98,6 +98,11 @@ KAFKA_SETTINGS = {
     "offsets.topic.num.partitions": "4",
     "transaction.state.log.replication.factor": "1",
     "transaction.state.log.min.isr": "1",
+    # KIP-1331: Kafka's own in-memory store of the descriptions the instances push (none by
+    # default); groupshift has none, as a default Kafka (test_topology_view).
+    "group.streams.topology.description.plugin.class": (
+        "org.apache.kafka.server.streams.InMemoryTopologyDescriptionPlugin"
+    ),
 }
 
 
@@ -253,6 +258,32 @@ def test_members_have_the_same_shape_on_both_servers_and_match_kafkas_tool(
     assert shapes[0] == shapes[1] == [["0", "0", "1", "1"]] * 2, shapes
 
 
+def test_topology_view(servers: list[Server], classpath: str) -> None:
+    """`describe --topology` prints what Kafka's `--describe --topology` prints: on Kafka (with
+    its in-memory topology description plugin) the description the word count's instances pushed
+    (StreamsGroupTopologyDescriptionUpdate, asked for by the heartbeat), in Kafka's layout; on
+    groupshift, which stores none, Kafka's "No topology description is stored" error."""
+    for s in servers:
+        deadline = time.monotonic() + 30
+        while True:
+            ours = groups(s.bootstrap, "describe", APP, "--topology")
+            if s.name != "kafka" or ours.returncode == 0 or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)  # the instances push once a heartbeat answer asks them to
+        theirs = kafka_tool_result(classpath, s.bootstrap, "--describe", "--group", APP, "--topology")
+        assert ours.stdout == theirs.stdout, (s.name, ours.stdout, theirs.stdout, theirs.stderr[-2000:])
+        if s.name == "kafka":
+            assert ours.returncode == 0 and ours.stdout.startswith("Topologies:\n"), ours.stdout
+            assert f"Source: KSTREAM-SOURCE-0000000000 (topics: [{INPUT}])" in ours.stdout, ours.stdout
+        else:
+            assert ours.returncode == 1, ours
+            assert ours.stdout == f"\nError: No topology description is stored for streams group '{APP}'.\n"
+        described = groups_json(s.bootstrap, "describe", APP, "--topology", expect=ours.returncode)
+        assert described["topology_description_status"] == (
+            "AVAILABLE" if s.name == "kafka" else "NOT_STORED"
+        )
+
+
 def test_offsets_and_state_views(servers: list[Server], classpath: str) -> None:
     want = {(INPUT, p) for p in range(4)} | {(REPARTITION, p) for p in range(4)}
     for s in servers:
@@ -274,6 +305,8 @@ def test_offsets_and_state_views(servers: list[Server], classpath: str) -> None:
         (state,) = table(ok(s.bootstrap, "describe", APP, "--state", "--verbose"))
         assert (state["STATE"], state["#MEMBERS"], state["TYPE"]) == ("Stable", "2", "Streams"), state
         assert int(state["GROUP-EPOCH"]) >= int(state["TARGET-ASSIGNMENT-EPOCH"]) > 0, (s.name, state)
+        # StreamsGroupDescribe v1's AssignorName (Kafka 4.4's only task assignor)
+        assert state["ASSIGNOR"] == "sticky", (s.name, state)
         summary = groups_json(s.bootstrap, "describe", APP, "--state")
         assert (summary["num_members"], summary["topology_epoch"]) == (2, 0), (s.name, summary)
         every = {r["GROUP"]: r for r in table(ok(s.bootstrap, "describe", "--all-groups", "--state"))}
@@ -282,7 +315,7 @@ def test_offsets_and_state_views(servers: list[Server], classpath: str) -> None:
             (theirs_state,) = table(
                 kafka_tool(classpath, s.bootstrap, "--describe", "--group", APP, "--state")
             )
-            for column in ("COORDINATOR (ID)", "STATE", "#MEMBERS"):
+            for column in ("COORDINATOR (ID)", "ASSIGNOR", "STATE", "#MEMBERS"):
                 assert theirs_state[column] == state[column], (column, theirs_state, state)
 
 

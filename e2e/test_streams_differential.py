@@ -1,6 +1,7 @@
 """Differential: streams groups (KIP-1071) against a real Apache Kafka 4.4 node, answer by answer.
 
-StreamsGroupHeartbeat (88) and StreamsGroupDescribe (89) at v0, plus the APIs a streams group
+StreamsGroupHeartbeat (88) and StreamsGroupDescribe (89) at v0 and v1, and
+StreamsGroupTopologyDescriptionUpdate (93) v0, plus the APIs a streams group
 meets (OffsetCommit/OffsetFetch, JoinGroup, ConsumerGroupHeartbeat, ListGroups,
 IncrementalAlterConfigs of GROUP configs): joining with a valid topology, topology
 configuration (missing source topics, copartitioning, repartition partition counts, topology
@@ -48,6 +49,8 @@ GROUP_SETTINGS = {
     "group.streams.assignment.interval.ms": "0",
     "group.streams.heartbeat.interval.ms": "5000",
     "group.streams.session.timeout.ms": "45000",
+    # answered in StreamsGroupHeartbeat v1 (a value off Kafka's default shows both sides read it)
+    "group.streams.acceptable.recovery.lag": "12345",
 }
 # Kafka only: the assignor in the heartbeat (4.4.0 reads the setting nowhere, so this only
 # pins it should a later release read it); the rest keeps one node's internal topics small.
@@ -161,9 +164,9 @@ def hb_fields(s: Session, member: str, epoch: int, **over: Any) -> dict[str, Any
     return streams_heartbeat_fields(s.group(), member, epoch, **over)
 
 
-def hb(s: Session, label: str, member: str, epoch: int, **over: Any) -> dict[str, Any]:
+def hb(s: Session, label: str, member: str, epoch: int, *, version: int = 0, **over: Any) -> dict[str, Any]:
     """A heartbeat whose answer is recorded (tasks in a canonical order)."""
-    r = plain(s.raw(88, 0, **hb_fields(s, member, epoch, **over)))
+    r = plain(s.raw(88, version, **hb_fields(s, member, epoch, **over)))
     for k in ("active_tasks", "standby_tasks", "warmup_tasks"):
         r[k] = canon_tasks(r[k])
     if r["status"] is not None:
@@ -177,8 +180,8 @@ def hb(s: Session, label: str, member: str, epoch: int, **over: Any) -> dict[str
     return r
 
 
-def quiet_hb(s: Session, member: str, epoch: int, **over: Any) -> dict[str, Any]:
-    r: dict[str, Any] = plain(s.raw(88, 0, **hb_fields(s, member, epoch, **over)))
+def quiet_hb(s: Session, member: str, epoch: int, *, version: int = 0, **over: Any) -> dict[str, Any]:
+    r: dict[str, Any] = plain(s.raw(88, version, **hb_fields(s, member, epoch, **over)))
     return r
 
 
@@ -186,15 +189,18 @@ def join_fields(s: Session, member: str, topo: dict[str, Any], **over: Any) -> d
     return {"topology": topo, "process_id": f"process-{member[-4:]}", "client_tags": [], **NO_TASKS, **over}
 
 
-def join(s: Session, label: str, member: str, topo: dict[str, Any], **over: Any) -> dict[str, Any]:
-    return hb(s, label, member, 0, **join_fields(s, member, topo, **over))
+def join(
+    s: Session, label: str, member: str, topo: dict[str, Any], *, version: int = 0, **over: Any
+) -> dict[str, Any]:
+    return hb(s, label, member, 0, version=version, **join_fields(s, member, topo, **over))
 
 
 class Members:
     """The members' epochs and owned tasks as a Streams client keeps them (not recorded)."""
 
-    def __init__(self, s: Session) -> None:
+    def __init__(self, s: Session, version: int = 0) -> None:
         self.s = s
+        self.version = version  # of their StreamsGroupHeartbeat
         self.epoch: dict[str, int] = {}
         self.owned: dict[str, list[dict[str, Any]]] = {}
         self.standby: dict[str, list[dict[str, Any]]] = {}
@@ -211,9 +217,12 @@ class Members:
     def join(
         self, member: str, topo: dict[str, Any], label: str | None = None, **over: Any
     ) -> dict[str, Any]:
+        v = self.version
         if label:
-            return self.take(member, join(self.s, label, member, topo, **over))
-        return self.take(member, quiet_hb(self.s, member, 0, **join_fields(self.s, member, topo, **over)))
+            return self.take(member, join(self.s, label, member, topo, version=v, **over))
+        return self.take(
+            member, quiet_hb(self.s, member, 0, version=v, **join_fields(self.s, member, topo, **over))
+        )
 
     def beat(self, member: str, label: str | None = None, **over: Any) -> dict[str, Any]:
         fields = {
@@ -222,9 +231,10 @@ class Members:
             "warmup_tasks": [],
             **over,
         }
+        v = self.version
         if label:
-            return self.take(member, hb(self.s, label, member, self.epoch[member], **fields))
-        return self.take(member, quiet_hb(self.s, member, self.epoch[member], **fields))
+            return self.take(member, hb(self.s, label, member, self.epoch[member], version=v, **fields))
+        return self.take(member, quiet_hb(self.s, member, self.epoch[member], version=v, **fields))
 
     def converge(self, *members: str, rounds: int = 8) -> None:
         """Heartbeat round-robin until the group is Stable (revocations acknowledged)."""
@@ -256,8 +266,18 @@ class Members:
         self.s.note(label, {m: self.standby.get(m, []) for m in sorted(self.standby, key=self.s.norm.member)})
 
 
-def describe(s: Session, label: str, *groups: str, ops: bool = False) -> dict[str, Any]:
-    r = plain(s.raw(89, 0, group_ids=list(groups) or [s.group()], include_authorized_operations=ops))
+def describe(
+    s: Session,
+    label: str,
+    *groups: str,
+    ops: bool = False,
+    version: int = 0,
+    topology_description: bool = False,
+) -> dict[str, Any]:
+    v1 = {"include_topology_description": topology_description} if version >= 1 else {}
+    r = plain(
+        s.raw(89, version, group_ids=list(groups) or [s.group()], include_authorized_operations=ops, **v1)
+    )
     r["groups"].sort(key=lambda g: g["group_id"])  # Kafka answers in coordinator-partition order
     for g in r["groups"]:
         for m in g["members"]:
@@ -1304,6 +1324,154 @@ def scenario_describe_groups_classic_api(s: Session) -> None:
     s.note("DescribeGroups v6", r)
 
 
+# --- scenarios: v1 (KIP-1331, KIP-1357) and StreamsGroupTopologyDescriptionUpdate ---------------
+
+
+def scenario_v1_heartbeats(s: Session) -> None:
+    """A member speaking v1 throughout: AcceptableRecoveryLag (int64) on a join, a heartbeat and
+    the MISSING_INTERNAL_TOPICS answer, the default -1 on a leave and on errors;
+    TopologyDescriptionRequired false (no description plugin)."""
+    setup(s, 2)
+    members = Members(s, version=1)
+    members.join(A, word_count(s), "join v1")
+    members.until_topics_ready(A)
+    members.converge(A)
+    r = members.beat(A, "heartbeat v1")
+    assert r["acceptable_recovery_lag"] == int(GROUP_SETTINGS["group.streams.acceptable.recovery.lag"]), r
+    hb(s, "fenced v1", A, members.epoch[A] + 5, version=1, **NO_TASKS)
+    hb(s, "unknown member v1", B, 3, version=1, **NO_TASKS)
+    hb(s, "leave v1", A, -1, version=1)
+    hb(s, "leave again v1", A, -1, version=1)
+    s.wait_coordinator(s.group("other"))
+    hb(s, "unknown group v1", A, 1, version=1, group_id=s.group("other"), **NO_TASKS)
+
+
+def scenario_v1_static_leave_and_refusals(s: Session) -> None:
+    """v1 answers of a static member's join and -2 leave, and of request refusals (an empty
+    member id, an epoch below -2): what AcceptableRecoveryLag each carries."""
+    setup(s, 2)
+    members = Members(s, version=1)
+    members.join(A, stateless(s), "static join v1", instance_id="instance-1")
+    members.converge(A)
+    hb(s, "static leave v1", A, -2, version=1, instance_id="instance-1")
+    hb(s, "empty member id v1", "", 0, version=1, **join_fields(s, "", stateless(s)))
+    hb(s, "epoch -3 v1", A, -3, version=1, **NO_TASKS)
+
+
+def scenario_v1_acceptable_recovery_lag_group_config(s: Session) -> None:
+    """The group's own `streams.acceptable.recovery.lag` (an internal group config in Kafka
+    4.4): set, a v1 heartbeat answers it; refused below 0 and as a non-number; described (or
+    not) as Kafka describes it; deleted, the broker's value is back."""
+    members = Members(s, version=1)
+    ready_word_count(s, members, A)
+    name = "streams.acceptable.recovery.lag"
+    describe_group_configs(s, "describe it unset", name)
+    set_group_configs(s, "set", streams_acceptable_recovery_lag="777")
+    settle()  # Kafka applies group configs from its metadata log, a moment later
+    members.beat(A, "the group's lag")
+    describe_group_configs(s, "describe it", name)
+    set_group_configs(s, "below 0", streams_acceptable_recovery_lag="-1")
+    set_group_configs(s, "not a number", streams_acceptable_recovery_lag="many")
+    set_group_configs(s, "a long", streams_acceptable_recovery_lag=str(2**40))
+    settle()
+    members.beat(A, "a long lag")
+    set_group_configs(s, "delete", streams_acceptable_recovery_lag=None)
+    settle()
+    members.beat(A, "the broker's lag")
+
+
+def scenario_v0_and_v1_members(s: Session) -> None:
+    """One member on v0 and one on v1 in the same group: each answered in its own version."""
+    members = Members(s)
+    ready_word_count(s, members, A)
+    v1 = Members(s, version=1)
+    v1.join(B, word_count(s), "B joins v1")
+    members.beat(A, "A v0")
+    v1.beat(B, "B v1")
+    for _ in range(3):
+        members.beat(A)
+        v1.beat(B)
+    members.beat(A, "A v0 settled")
+    v1.beat(B, "B v1 settled")
+    describe(s, "describe v1", version=1)
+
+
+def scenario_v1_describe(s: Session) -> None:
+    """Describe v1 with and without IncludeTopologyDescription, with authorized operations, an
+    unknown group beside a stable one, and a group every member left."""
+    members = Members(s)
+    ready_word_count(s, members, A)
+    s.wait_coordinator(s.group("other"))
+    describe(s, "v1", version=1)
+    describe(s, "v1 with description", version=1, topology_description=True)
+    describe(s, "v1 with operations", version=1, ops=True, topology_description=True)
+    describe(s, "v1 with unknown", s.group(), s.group("other"), version=1, topology_description=True)
+    hb(s, "leave", A, -1)
+    describe(s, "v1 empty", version=1, topology_description=True)
+
+
+def scenario_v1_describe_consumer_group(s: Session) -> None:
+    """Describe v1 of a consumer group (not a streams group) and of an empty group id."""
+    setup(s, 2)
+    cgh_join(s, s.group(), "consumer join")
+    describe(s, "v1 consumer group", version=1, topology_description=True)
+    describe(s, "v1 empty id", "", version=1, topology_description=True)
+
+
+def description(s: Session) -> dict[str, Any]:
+    """Kafka Streams' description of the word count's first subtopology (KIP-1331's shape)."""
+    node: dict[str, Any] = {"source_topics": [], "sink_topic": None, "stores": [], "successors": []}
+    return {
+        "subtopologies": [
+            {
+                "subtopology_id": "0",
+                "nodes": [
+                    {
+                        **node,
+                        "name": "KSTREAM-SOURCE-0000000000",
+                        "node_type": 1,
+                        "source_topics": [s.topic("words")],
+                        "successors": ["KSTREAM-SINK-0000000001"],
+                    },
+                    {
+                        **node,
+                        "name": "KSTREAM-SINK-0000000001",
+                        "node_type": 3,
+                        "sink_topic": repartition_name(s),
+                    },
+                ],
+            }
+        ],
+        "global_stores": [],
+    }
+
+
+def scenario_topology_description_update(s: Session) -> None:
+    """StreamsGroupTopologyDescriptionUpdate (93) from a member, at a stale epoch, from an unknown
+    member and group, and with empty ids: a broker without a topology description plugin (Kafka
+    4.4's default) refuses each the same way, before looking at the group."""
+    members = Members(s, version=1)
+    ready_word_count(s, members, A)
+    s.wait_coordinator(s.group("other"))
+
+    def push(label: str, **over: Any) -> None:
+        body = {
+            "group_id": s.group(),
+            "member_id": A,
+            "topology_epoch": 0,
+            "topology_description": description(s),
+        }
+        s.note(label, plain(s.raw(93, 0, **{**body, **over})))
+
+    push("member")
+    push("stale epoch", topology_epoch=-1)
+    push("unknown member", member_id=B)
+    push("unknown group", group_id=s.group("other"))
+    push("empty member id", member_id="")
+    push("empty group id", group_id="")
+    members.beat(A, "heartbeat after")
+
+
 # --- the table -----------------------------------------------------------------------------------
 
 Known = dict[str, str]
@@ -1314,11 +1482,6 @@ DESCRIBED_COUNTS = {
         "Kafka describes the internal topics' configured counts only once a write after the "
         "topology's first configuration committed; groupshift whenever the topology is ready"
     )
-}
-VERSIONS = {
-    r"ApiVersions#0\.(88|89)\[1\]|ApiVersions#0\.93$": "Kafka 4.4 serves StreamsGroupHeartbeat and "
-    "StreamsGroupDescribe v0-1 and StreamsGroupTopologyDescriptionUpdate (93); groupshift v0 and not "
-    "93: the wire library (kio) has only their v0 schemas"
 }
 SCENARIOS: list[tuple[str, Callable[[Session], None], Known]] = [
     ("join-stateless", scenario_join_stateless, {}),
@@ -1397,7 +1560,14 @@ SCENARIOS: list[tuple[str, Callable[[Session], None], Known]] = [
     ("standby-endpoints", scenario_standby_endpoints, {}),
     ("standby-task-offsets", scenario_standby_task_offsets, {}),
     ("standby-replicas-above-max", scenario_standby_replicas_above_the_max, {}),
-    ("api-versions", scenario_api_versions, VERSIONS),
+    ("api-versions", scenario_api_versions, {}),
+    ("v1-heartbeats", scenario_v1_heartbeats, {}),
+    ("v1-static-leave-and-refusals", scenario_v1_static_leave_and_refusals, {}),
+    ("v1-acceptable-recovery-lag-group-config", scenario_v1_acceptable_recovery_lag_group_config, {}),
+    ("v0-and-v1-members", scenario_v0_and_v1_members, {}),
+    ("v1-describe", scenario_v1_describe, DESCRIBED_COUNTS),
+    ("v1-describe-consumer-group", scenario_v1_describe_consumer_group, {}),
+    ("topology-description-update", scenario_topology_description_update, {}),
     ("describe-unknown", scenario_describe_unknown, {}),
     ("describe-authorized-operations", scenario_describe_authorized_operations, DESCRIBED_COUNTS),
     ("describe-several", scenario_describe_several, DESCRIBED_COUNTS),

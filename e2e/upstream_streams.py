@@ -2,11 +2,13 @@
 gateway whose cluster has no streams groups of its own (a groupshift backend here,
 e2e/test_upstream_groupshift.py; the Kafka 3.9 word count is in e2e/test_upstream_kafka.py).
 
-Checked: ApiVersions advertises 88 and 89; a member joining with a word count's topology is
-told MISSING_INTERNAL_TOPICS while groupshift creates the repartition and changelog topics
-on the cluster (seen there with the topology's partition count), then gets every task; a
-topic the cluster refuses (an invalid config) stays missing and the status says why; the
-member's OffsetCommit is answered by groupshift and mirrored to the cluster."""
+Checked: ApiVersions advertises 88, 89 and 93 at Kafka 4.4's versions; a member joining with a
+word count's topology is told MISSING_INTERNAL_TOPICS while groupshift creates the repartition
+and changelog topics on the cluster (seen there with the topology's partition count), then gets
+every task; a topic the cluster refuses (an invalid config) stays missing and the status says
+why; the member's OffsetCommit is answered by groupshift and mirrored to the cluster; Describe
+v1 and StreamsGroupTopologyDescriptionUpdate are answered by groupshift as embedded mode
+answers them."""
 
 from __future__ import annotations
 
@@ -175,7 +177,8 @@ def check_streams_group_on_upstream(
             make_request(18, 3, client_software_name="e2e", client_software_version="1")
         )
         keys = {int(a.api_key): (int(a.min_version), int(a.max_version)) for a in versions.api_keys}
-        assert keys.get(88) == (0, 0) and keys.get(89) == (0, 0), keys
+        # Kafka 4.4's versions, whatever the cluster serves
+        assert (keys.get(88), keys.get(89), keys.get(93)) == ((0, 1), (0, 1), (0, 0)), keys
 
         # A topology whose internal topics the cluster creates.
         group = f"{prefix}-app"
@@ -196,6 +199,35 @@ def check_streams_group_on_upstream(
         r, owned = run_member(client, group, member, int(r.member_epoch), 6, 30)
         assert not r.status and owned == 6, (r, gw.log_tail())
         epoch = int(r.member_epoch)
+        # v1 of Describe and StreamsGroupTopologyDescriptionUpdate, terminated here as well
+        (described,) = client.request(
+            make_request(
+                89,
+                1,
+                group_ids=[group],
+                include_authorized_operations=False,
+                include_topology_description=True,
+            )
+        ).groups
+        assert (described.group_state, described.topology_description_status, described.assignor_name) == (
+            "Stable",
+            1,
+            "sticky",
+        ), described
+        push = client.request(
+            make_request(
+                93,
+                0,
+                group_id=group,
+                member_id=member,
+                topology_epoch=0,
+                topology_description={"subtopologies": [], "global_stores": []},
+            )
+        )
+        assert (int(push.error_code), push.error_message) == (
+            35,
+            "The broker has no streams group topology description plugin configured.",
+        ), push
         # On the cluster itself, with the source topic's partition count.
         assert partitions_of(backend.bootstrap, repartition) == 3
         assert partitions_of(backend.bootstrap, changelog) == 3

@@ -101,6 +101,11 @@ class CoordinatorConfig(BaseModel):
     )
     streams_num_standby_replicas: int = Field(0, alias="group.streams.num.standby.replicas", ge=0, le=INT_MAX)
     streams_max_standby_replicas: int = Field(2, alias="group.streams.max.standby.replicas", ge=0, le=INT_MAX)
+    # Answered in StreamsGroupHeartbeat v1's AcceptableRecoveryLag (Kafka 4.4's default); no
+    # warm-up task uses it yet.
+    streams_acceptable_recovery_lag: int = Field(
+        10000, alias="group.streams.acceptable.recovery.lag", ge=0, le=2**63 - 1
+    )
 
     # --- classic groups ---
     min_session_timeout_ms: int = Field(6000, alias="group.min.session.timeout.ms", ge=0, le=INT_MAX)
@@ -229,6 +234,8 @@ class GroupConfig(BaseModel):
     streams_num_standby_replicas: int | None = Field(None, alias="streams.num.standby.replicas")
     streams_initial_rebalance_delay_ms: int | None = Field(None, alias="streams.initial.rebalance.delay.ms")
     streams_assignment_interval_ms: int | None = Field(None, alias="streams.assignment.interval.ms")
+    # An internal group config in Kafka 4.4 (`defineInternal`): answered by StreamsGroupHeartbeat v1.
+    streams_acceptable_recovery_lag: int | None = Field(None, alias="streams.acceptable.recovery.lag")
 
     def validate_against(self, broker: CoordinatorConfig) -> None:
         """Kafka checks per-group values against the broker's min/max bounds (messages as Kafka
@@ -281,6 +288,12 @@ class GroupConfig(BaseModel):
         if delay is not None and delay < 0:  # Kafka 4.4: the type's own range, no broker bound
             raise ValueError(
                 f"Invalid value {delay} for configuration streams.initial.rebalance.delay.ms: "
+                "Value must be at least 0"
+            )
+        lag = self.streams_acceptable_recovery_lag
+        if lag is not None and lag < 0:  # Kafka 4.4: Range.atLeast(0), no broker bound
+            raise ValueError(
+                f"Invalid value {lag} for configuration streams.acceptable.recovery.lag: "
                 "Value must be at least 0"
             )
         standbys = self.streams_num_standby_replicas

@@ -263,6 +263,7 @@ class Shard:
             "streams.num.standby.replicas": self.state.streams_num_standby_replicas(group_id),
             "streams.initial.rebalance.delay.ms": self.state.streams_initial_rebalance_delay_ms(group_id),
             "streams.assignment.interval.ms": self.state.streams_assignment_interval_ms(group_id),
+            "streams.acceptable.recovery.lag": self.state.streams_acceptable_recovery_lag(group_id),
         }
 
     def set_group_config(self, group_id: str, config: GroupConfig | None) -> None:

@@ -107,6 +107,12 @@ class ShardState:
             return gc.streams_heartbeat_interval_ms
         return self.config.streams_heartbeat_interval_ms
 
+    def streams_acceptable_recovery_lag(self, group_id: str) -> int:
+        gc = self.group_configs.get(group_id)
+        if gc is not None and gc.streams_acceptable_recovery_lag is not None:
+            return gc.streams_acceptable_recovery_lag
+        return self.config.streams_acceptable_recovery_lag
+
     def streams_initial_rebalance_delay_ms(self, group_id: str) -> int:
         gc = self.group_configs.get(group_id)
         if gc is not None and gc.streams_initial_rebalance_delay_ms is not None:

@@ -26,11 +26,11 @@ import uuid
 from functools import cache
 from typing import Any
 
-from kio.index import load_request_schema
 from kio.serial._introspect import EntityField, EntityTupleField, PrimitiveTupleField, classify_field
 
 from fuzz.common import Target
 from protocol.codec import DecodeFailure, api_schema, decode, encode_request, peek
+from protocol.kafka_schemas import request_schema
 
 _PAIR = struct.Struct(">hh")
 
@@ -96,7 +96,7 @@ def filled(cls: type) -> Any:
 
 def seeds() -> list[bytes]:
     return [
-        encode_request(filled(load_request_schema(key, version)), correlation_id=7, client_id="fuzz")[4:]
+        encode_request(filled(request_schema(key, version)), correlation_id=7, client_id="fuzz")[4:]
         for key, version in served()
     ]
 

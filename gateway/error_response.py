@@ -146,7 +146,7 @@ _ZERO_BY_KAFKA_TYPE: Mapping[str, Any] = {
 # but KIP-848 consumers (librdkafka, the Java client) treat that error on ConsumerGroupHeartbeat
 # as fatal and stop for good; COORDINATOR_NOT_AVAILABLE, which every version of these APIs
 # has, makes every client rediscover the coordinator and retry (docs/deviations.md).
-COORDINATOR_APIS = frozenset({8, 9, 11, 12, 13, 14, 15, 16, 28, 42, 47, 68, 69, 88, 89})
+COORDINATOR_APIS = frozenset({8, 9, 11, 12, 13, 14, 15, 16, 28, 42, 47, 68, 69, 88, 89, 93})
 
 
 def failure_error(api_key: int) -> ErrorCode:

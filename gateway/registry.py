@@ -32,6 +32,7 @@ from typing import Any, Protocol
 from kio.schema.index import api_key_map, schema_name_map
 from kio.static.constants import EntityType
 
+from protocol import kafka_schemas
 from protocol.client_assignment_wire import EXTENSION_VERSION
 from protocol.connect_wire import EXTENSION_NAMES
 
@@ -113,6 +114,9 @@ def request_schema_path(api_key: int, version: int) -> str | None:
     none, read from kio's index without importing the schema: the codec imports it at the first
     request of that version. Importing every version of every API at registration (kio builds
     over a thousand dataclasses) was more than a second of each server start."""
+    if (api_key, version) in kafka_schemas.SCHEMAS:
+        cls = kafka_schemas.SCHEMAS[api_key, version][0]
+        return f"{cls.__module__}:{cls.__name__}"
     name = api_key_map.get(api_key)
     if name is None:
         return None
@@ -124,6 +128,8 @@ def api_name(api_key: int, version: int) -> str:
     path = request_schema_path(api_key, version)
     if path is None:
         return EXTENSION_NAMES.get(api_key, f"Api{api_key}")
+    if path.startswith(kafka_schemas.__name__ + ":"):
+        return kafka_schemas.NAMES.get(api_key) or api_name(api_key, 0)
     return path.rpartition(":")[2].removesuffix("Request")
 
 

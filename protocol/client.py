@@ -17,11 +17,10 @@ import ssl
 from types import EllipsisType
 from typing import Any
 
-from kio.index import load_request_schema
-
 from protocol.codec import decode_response, encode_request, response_type_of
 from protocol.entity_builder import build
 from protocol.framing import frame_size
+from protocol.kafka_schemas import request_schema
 
 __all__ = ["ConnectionClosed", "CorrelationMismatch", "WireClient", "make_request"]
 
@@ -39,8 +38,9 @@ class CorrelationMismatch(ConnectionError):
 
 
 def make_request(api_key: int, version: int, **values: Any) -> Any:
-    """A kio request of that version from plain values (nested dicts/lists allowed)."""
-    return build(load_request_schema(api_key, version), values)
+    """A kio request of that version from plain values (nested dicts/lists allowed); the
+    versions kio lacks come from `protocol.kafka_schemas`."""
+    return build(request_schema(api_key, version), values)
 
 
 class WireClient:

@@ -23,12 +23,13 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from kio.index import KioIndexError, load_request_schema, load_response_schema
+from kio.index import KioIndexError, load_request_schema
 from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
 
 from protocol import client_assignment_wire as caw
 from protocol import connect_wire as cw
+from protocol import kafka_schemas
 from protocol.length_guard import Guard, MalformedLength, check_lengths, guard_for
 from protocol.response_writer import Writer, writer_for
 
@@ -59,11 +60,12 @@ class ApiSchema:
 
 @cache
 def api_schema(api_key: int, version: int) -> ApiSchema | None:
-    """The cached codec for (api_key, version), or None if neither kio nor groupshift's
-    extensions (`extension_schema`) know that pair."""
+    """The cached codec for (api_key, version), or None if neither kio, the Kafka schemas kio
+    lacks (`protocol.kafka_schemas`) nor groupshift's extensions (`extension_schema`) know that
+    pair."""
     try:
-        req = load_request_schema(api_key, version)
-        resp = load_response_schema(api_key, version)
+        req = kafka_schemas.request_schema(api_key, version)
+        resp = kafka_schemas.response_schema(api_key, version)
     except KioIndexError:
         return extension_schema(api_key, version)
     return ApiSchema(

@@ -26,6 +26,7 @@ from gateway.error_response import error_response
 from gateway.registry import CloseConnection, HandlerRegistry, RequestContext
 from protocol.client import make_request
 from protocol.codec import response_type_of
+from protocol.kafka_schemas import StreamsGroupTopologyDescriptionUpdateResponse
 
 T, G, C = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER
 Op = AclOperation
@@ -578,3 +579,23 @@ def test_client_assignment_extension_apis_need_read_on_the_group(authorizer: Aut
         denied = fn(ctx(), None, req("g-secret"))
         assert denied.error_code == ErrorCode.group_authorization_failed and len(stub.got) == 1
         assert type(denied) is type(ok)
+
+
+def test_streams_topology_description_update_needs_read_on_the_group(authorizer: Authorizer) -> None:
+    """Kafka 4.4 `KafkaApis.handleStreamsGroupTopologyDescriptionUpdate`: READ on the group, else
+    GROUP_AUTHORIZATION_FAILED with no message (`ApiError.fromThrowable` drops the default one)."""
+    stub = Stub(93)
+    fn = checked(authorizer, 93, stub)
+    push = {
+        "member_id": "m",
+        "topology_epoch": 0,
+        "topology_description": {"subtopologies": [], "global_stores": []},
+    }
+    r = fn(ctx(), None, make_request(93, 0, group_id="g-app", **push))
+    assert r.error_code == ErrorCode.none and len(stub.got) == 1
+    r = fn(ctx(), None, make_request(93, 0, group_id="g-secret", **push))
+    assert isinstance(r, StreamsGroupTopologyDescriptionUpdateResponse)
+    assert (r.error_code, r.error_message) == (ErrorCode.group_authorization_failed, None)
+    assert len(stub.got) == 1
+    r = fn(ctx("User:bob"), None, make_request(93, 0, group_id="g-app", **push))
+    assert r.error_code == ErrorCode.group_authorization_failed

@@ -76,6 +76,16 @@ def test_kafka_4_4s_default_rebalance_protocols_are_accepted() -> None:
         CoordinatorConfig.from_kafka({"group.coordinator.rebalance.protocols": ["classic", "share"]})
 
 
+def test_the_acceptable_recovery_lag_is_kafkas_long_with_its_default() -> None:
+    """`group.streams.acceptable.recovery.lag` (answered by StreamsGroupHeartbeat v1): Kafka 4.4's
+    default 10000, a long of at least 0."""
+    assert CoordinatorConfig().streams_acceptable_recovery_lag == 10000
+    big = CoordinatorConfig.from_kafka({"group.streams.acceptable.recovery.lag": str(2**40)})
+    assert big.streams_acceptable_recovery_lag == 2**40
+    with pytest.raises(ValidationError):
+        CoordinatorConfig.from_kafka({"group.streams.acceptable.recovery.lag": "-1"})
+
+
 def test_group_overrides_are_checked_against_the_broker_bounds() -> None:
     broker = CoordinatorConfig()
     GroupConfig.model_validate({"consumer.session.timeout.ms": 50000}).validate_against(broker)

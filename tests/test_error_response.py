@@ -12,7 +12,6 @@ import uuid
 from typing import Any
 
 import pytest
-from kio.index import load_request_schema
 from kio.schema.errors import ErrorCode
 from kio.serial._introspect import EntityField, EntityTupleField, PrimitiveTupleField, classify_field
 
@@ -21,6 +20,7 @@ from gateway.error_response import error_response, failure_error
 from gateway.groups.service import install_group_layer
 from gateway.server import GatewayServer
 from protocol.codec import api_schema, decode_response, encode_response
+from protocol.kafka_schemas import request_schema
 
 _SAMPLE: dict[str, Any] = {
     "bool": True,
@@ -110,7 +110,7 @@ def test_the_served_apis_are_all_covered() -> None:
 def test_every_served_request_has_an_error_response(api_key: int, version: int) -> None:
     schema = api_schema(api_key, version)
     assert schema is not None
-    request = sample(load_request_schema(api_key, version))
+    request = sample(request_schema(api_key, version))
     response = error_response(api_key, schema.response_type, request, ErrorCode.unknown_server_error)
     data = encode_response(schema, 99, response)
     correlation_id, decoded = decode_response(schema.response_type, data[4:])
@@ -123,7 +123,7 @@ def test_every_served_request_has_an_error_response(api_key: int, version: int) 
 def _error(api_key: int, version: int) -> Any:
     schema = api_schema(api_key, version)
     assert schema is not None
-    request = sample(load_request_schema(api_key, version))
+    request = sample(request_schema(api_key, version))
     data = encode_response(
         schema, 1, error_response(api_key, schema.response_type, request, ErrorCode.unknown_server_error)
     )

@@ -26,6 +26,7 @@ from protocol.codec import (
     peek,
 )
 from protocol.entity_builder import build, field_names
+from protocol.kafka_schemas import request_schema
 from protocol.length_guard import MalformedLength, check_lengths, guard_for
 
 st.register_type_strategy(Records, st.binary(max_size=64))
@@ -36,10 +37,11 @@ def request_frame(request: object, correlation_id: int = 5) -> bytes:
 
 
 @pytest.mark.parametrize(
-    ("api_key", "version"), [(3, 0), (3, 13), (1, 4), (1, 16), (0, 9), (68, 1), (11, 5), (18, 4)]
+    ("api_key", "version"),
+    [(3, 0), (3, 13), (1, 4), (1, 16), (0, 9), (68, 1), (11, 5), (18, 4), (88, 1), (89, 1), (93, 0)],
 )
 def test_requests_round_trip_through_kio(api_key: int, version: int) -> None:
-    req_type = load_request_schema(api_key, version)
+    req_type = request_schema(api_key, version)  # kio's, or protocol.kafka_schemas' (88/89 v1, 93)
 
     @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
     @given(st.from_type(req_type))

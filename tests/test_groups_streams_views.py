@@ -7,6 +7,7 @@ it with Kafka's own tool."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import io
 import json
 from typing import Any
@@ -15,6 +16,8 @@ import kio.schema.streams_group_describe.v0.response as v0
 import pytest
 
 from protocol.entity_builder import build
+from protocol.kafka_schemas import DescribedGroupV1
+from tests.streams_wire_samples import SAMPLES
 from tools.groups import streams_migration
 from tools.groups.list_groups import listed_kind, type_matches
 from tools.groups.output import Style, emit_json
@@ -30,6 +33,7 @@ from tools.groups.streams_group import (
     offset_rows,
     offsets_table,
     state_table,
+    topology_text,
 )
 from tools.groups.streams_migration import StreamsTracker
 from tools.groups.wire import EARLIEST, LATEST, KafkaError, Node
@@ -171,6 +175,9 @@ def test_state_view_and_the_summary_json() -> None:
     lines = state_table(group, False, PLAIN).splitlines()
     assert lines[0].split() == ["GROUP", "COORDINATOR", "(ID)", "ASSIGNOR", "STATE", "#MEMBERS", "TYPE"]
     assert lines[1].split() == ["app", "broker-1:9092", "(1)", "-", "Reconciling", "2", "Streams"]
+    described_v1 = dataclasses.replace(group, assignor="sticky")
+    assert state_table(described_v1, False, PLAIN).splitlines()[1].split()[3] == "sticky"
+    assert described_v1.to_json()["assignor"] == "sticky" and group.to_json()["assignor"] is None
     verbose = state_table(group, True, PLAIN).splitlines()
     assert verbose[0].split()[5:] == ["GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH", "#MEMBERS", "TYPE"]
     assert verbose[1].split()[5:] == ["9", "8", "2", "Streams"]
@@ -365,7 +372,7 @@ class Coordinator:
     def node(self, node_id: int) -> Node:
         return Node(node_id, "broker-1", 9092)
 
-    def streams_group_describe(self, group: str) -> Any:
+    def streams_group_describe(self, group: str, include_topology_description: bool = False) -> Any:
         if self.code is None:  # the coordinator does not list API 89
             return None
         return build(
@@ -399,3 +406,53 @@ def test_type_filter_without_types_from_the_broker() -> None:
     assert type_matches({**consumer, "type": "Consumer"}, ["consumer"])
     assert not type_matches({**consumer, "type": "Consumer"}, ["classic"])
     assert type_matches(consumer, [])
+
+
+def test_topology_view_is_kafkas_layout_of_a_v1_description() -> None:
+    """`describe --topology` of a group described at v1 with an AVAILABLE description (as Kafka
+    with a topology description plugin answers; e2e/test_groups_cli_streams.py compares with
+    Kafka's own tool): subtopologies and nodes in the broker's order, topics, stores and
+    successors sorted, predecessors rebuilt from the successors, a sink without a topic `null`,
+    global stores numbered after the subtopologies."""
+    (response,) = [v for name, _, v, _ in SAMPLES if name == "StreamsGroupDescribeResponseData"]
+    stored, missing = response["groups"]
+    group = from_described(build(DescribedGroupV1, stored), Node(1, "broker-1", 9092))
+    assert group.assignor == "sticky" and group.topology_status == 3 and group.topology_description
+    text = topology_text(group.topology_description)
+    assert text == (
+        "Topologies:\n"
+        "   Sub-topology: 0\n"
+        "    Source: KSTREAM-SOURCE-0000000000 (topics: [words, wörds-2])\n"
+        "      --> KSTREAM-FLATMAPVALUES-0000000001\n"
+        "    Processor: KSTREAM-FLATMAPVALUES-0000000001 (stores: [counts-store, other-store])\n"
+        "      --> KSTREAM-SINK-0000000002\n"
+        "      <-- KSTREAM-SOURCE-0000000000\n"
+        "    Sink: KSTREAM-SINK-0000000002 (topic: app-counts-repartition)\n"
+        "      <-- KSTREAM-FLATMAPVALUES-0000000001\n"
+        "\n"
+        "   Sub-topology: 1\n"
+        "\n"
+        "   Sub-topology: 2 for global store (will not generate tasks)\n"
+        "    Source: KSTREAM-SOURCE-0000000009 (topics: [global-in])\n"
+        "      --> KTABLE-SOURCE-0000000010\n"
+        "    Processor: KTABLE-SOURCE-0000000010 (stores: [global-store])\n"
+        "      --> none\n"
+        "      <-- KSTREAM-SOURCE-0000000009\n"
+        "\n"
+    )
+    args = argparse.Namespace(topology=True, json=False)
+    out = io.StringIO()
+    assert describe_one(None, group, args, out, io.StringIO(), PLAIN, lambda v: None) == 0  # type: ignore[arg-type]
+    assert out.getvalue() == text + "\n"
+    # NOT_STORED (Kafka without a plugin, groupshift): Kafka's tool's words, exit 1
+    missing = {**stored, "topology_description": None, "topology_description_status": 1}
+    bare = from_described(build(DescribedGroupV1, missing), None)
+    out = io.StringIO()
+    assert describe_one(None, bare, args, out, io.StringIO(), PLAIN, lambda v: None) == 1  # type: ignore[arg-type]
+    assert out.getvalue() == "\nError: No topology description is stored for streams group 'app'.\n"
+    emitted: list[Any] = []
+    json_args = argparse.Namespace(topology=True, json=True)
+    assert describe_one(None, group, json_args, io.StringIO(), io.StringIO(), PLAIN, emitted.append) == 0  # type: ignore[arg-type]
+    (value,) = emitted
+    assert value["topology_description_status"] == "AVAILABLE"
+    assert value["topology_description"]["global_stores"][0]["processor"]["type"] == "processor"

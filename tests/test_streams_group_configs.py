@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from engine.config import CoordinatorConfig, GroupConfig
+from gateway.groups.config_apis import GroupConfigs
 from tests.test_streams_groups import Streams
 
 
@@ -42,6 +43,12 @@ from tests.test_streams_groups import Streams
         ),
         # Against the broker's own interval (5000) when the group sets only its session.
         ({"streams.session.timeout.ms": 6000}, None),
+        # Kafka 4.4's internal `streams.acceptable.recovery.lag`: at least 0, a long, no bound.
+        (
+            {"streams.acceptable.recovery.lag": -1},
+            "Invalid value -1 for configuration streams.acceptable.recovery.lag: Value must be at least 0",
+        ),
+        ({"streams.acceptable.recovery.lag": 2**40}, None),
     ],
 )
 def test_bounds_and_kafkas_words(values: dict[str, int], message: str | None) -> None:
@@ -97,3 +104,49 @@ def test_the_broker_values_are_not_held_to_the_bounds() -> None:
     )
     assert (broker.streams_session_timeout_ms, broker.streams_min_session_timeout_ms) == (6000, 45000)
     assert (broker.streams_heartbeat_interval_ms, broker.streams_min_heartbeat_interval_ms) == (1000, 5000)
+
+
+def test_the_internal_recovery_lag_config_is_described_by_name_or_once_set() -> None:
+    """Kafka 4.4 defines `streams.acceptable.recovery.lag` as an internal group config: a
+    DescribeConfigs of every config leaves it out until the group sets it; named, it is
+    described (a LONG); a value that is no number is refused in LONG's words."""
+
+    class Service:
+        config = CoordinatorConfig()
+        group_configs: dict[str, GroupConfig] = {}
+
+        def effective_group_config(self, group_id: str) -> dict[str, int]:
+            gc = self.group_configs.get(group_id)
+            lag = gc.streams_acceptable_recovery_lag if gc else None
+            return {
+                "consumer.session.timeout.ms": 45000,
+                "consumer.heartbeat.interval.ms": 5000,
+                "streams.heartbeat.interval.ms": 5000,
+                "streams.session.timeout.ms": 45000,
+                "streams.num.standby.replicas": 0,
+                "streams.initial.rebalance.delay.ms": 3000,
+                "streams.acceptable.recovery.lag": 10000 if lag is None else lag,
+            }
+
+        def set_group_config(
+            self, group_id: str, values: dict[str, int | None], *, apply: bool = True
+        ) -> None:
+            cfg = GroupConfig.model_validate({k: v for k, v in values.items() if v is not None})
+            cfg.validate_against(self.config)
+            if apply:
+                self.group_configs[group_id] = cfg
+
+    configs = GroupConfigs(Service())  # type: ignore[arg-type]
+    name = "streams.acceptable.recovery.lag"
+    _, _, every = configs.describe("app", None, False)
+    assert name not in [c["name"] for c in every]
+    _, _, (named,) = configs.describe("app", [name], False)
+    assert (named["value"], named["config_source"], named["config_type"]) == ("10000", 5, 5)
+    assert configs.incremental_alter("app", [(name, 0, "many")], False) == (
+        40,
+        f"Invalid value many for configuration {name}: Not a number of type LONG",
+    )
+    assert configs.incremental_alter("app", [(name, 0, "777")], False) == (0, None)
+    _, _, every = configs.describe("app", None, False)
+    (dynamic,) = [c for c in every if c["name"] == name]
+    assert (dynamic["value"], dynamic["config_source"]) == ("777", 8)

@@ -74,6 +74,9 @@ def _flat(offsets: dict[str, dict[int, int]]) -> tuple[tuple[str, int, int], ...
 def describe_streams_groups(st: ShardState, group_ids: Iterable[str]) -> list[DescribedStreamsGroup]:
     out = []
     for gid in group_ids:
+        if not gid:  # Kafka 4.4 `GroupCoordinatorService.streamsGroupDescribe`: no message
+            out.append(DescribedStreamsGroup(gid, int(Errors.INVALID_GROUP_ID)))
+            continue
         group = st.groups.get(gid)
         if not isinstance(group, StreamsGroup):
             message = f"Group {gid} not found." if group is None else f"Group {gid} is not a streams group."

@@ -999,6 +999,10 @@ CHECKS: dict[int, tuple[str, Check]] = {
         "StreamsGroupDescribe: DESCRIBE per GROUP; authorized operations of the GROUP",
         _described_groups(89, "StreamsGroupDescribe", "group_ids"),
     ),
+    93: (
+        "StreamsGroupTopologyDescriptionUpdate: READ on the GROUP",
+        group_read(93, "StreamsGroupTopologyDescriptionUpdate"),
+    ),
     15: (
         "DescribeGroups: DESCRIBE per GROUP; authorized operations of the GROUP",
         _described_groups(15, "DescribeGroups", "groups"),

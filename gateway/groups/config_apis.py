@@ -6,7 +6,8 @@ for consumer groups), `streams.session.timeout.ms`, `streams.heartbeat.interval.
 `streams.assignment.interval.ms` (KIP-1071, within the broker's `group.streams.min/max.*`
 bounds), `streams.num.standby.replicas` (at most the broker's
 `group.streams.max.standby.replicas`) and `streams.initial.rebalance.delay.ms` exist,
-validated against the broker's bounds; values are kept across restarts. The APIs themselves
+validated against the broker's bounds, and Kafka 4.4's internal `streams.acceptable.recovery.lag`
+(described by name or once set); values are kept across restarts. The APIs themselves
 belong to the data plane (`gateway.dataplane.apis.configs`), which routes GROUP resources here.
 """
 
@@ -32,9 +33,14 @@ GROUP_CONFIGS = (
     "streams.initial.rebalance.delay.ms",
     "streams.assignment.interval.ms",
 )
+# Kafka 4.4's internal group configs (`ConfigDef.defineInternal`): taken and described by name or
+# when set, left out of a DescribeConfigs of every config while unset.
+INTERNAL_GROUP_CONFIGS = ("streams.acceptable.recovery.lag",)
+KNOWN_GROUP_CONFIGS = (*GROUP_CONFIGS, *INTERNAL_GROUP_CONFIGS)
+LONG_GROUP_CONFIGS = frozenset({"streams.acceptable.recovery.lag"})
 SET, DELETE = 0, 1  # IncrementalAlterConfigs operations (APPEND/SUBTRACT apply to lists only)
 DYNAMIC_GROUP_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 8, 4, 5  # DescribeConfigs sources
-INT_TYPE = 3
+INT_TYPE, LONG_TYPE = 3, 5
 # The broker setting each group config falls back to (its CoordinatorConfig field): a fallback to
 # a setting given explicitly is reported as STATIC_BROKER_CONFIG, as Kafka does.
 BROKER_FIELD = {
@@ -45,6 +51,7 @@ BROKER_FIELD = {
     "streams.num.standby.replicas": "streams_num_standby_replicas",
     "streams.initial.rebalance.delay.ms": "streams_initial_rebalance_delay_ms",
     "streams.assignment.interval.ms": "streams_assignment_interval_ms",
+    "streams.acceptable.recovery.lag": "streams_acceptable_recovery_lag",
 }
 
 
@@ -71,8 +78,10 @@ class GroupConfigs:
         )
         given = self.service.config.model_fields_set
         configs = []
-        for config in GROUP_CONFIGS:
+        for config in KNOWN_GROUP_CONFIGS:
             if keys and config not in keys:
+                continue
+            if not keys and config in INTERNAL_GROUP_CONFIGS and config not in set_names:
                 continue
             configs.append(
                 {
@@ -86,7 +95,7 @@ class GroupConfigs:
                     else DEFAULT_CONFIG,
                     "is_sensitive": False,
                     "synonyms": [],
-                    "config_type": INT_TYPE,
+                    "config_type": LONG_TYPE if config in LONG_GROUP_CONFIGS else INT_TYPE,
                     "documentation": None,
                 }
             )
@@ -100,21 +109,22 @@ class GroupConfigs:
         return 0, None
 
     def _parse(self, config: str, value: str | None) -> int | tuple[int, str]:
-        if config not in GROUP_CONFIGS:
+        if config not in KNOWN_GROUP_CONFIGS:
             return int(Errors.INVALID_CONFIG), f"Unknown group config name: {config}"
+        kind = "LONG" if config in LONG_GROUP_CONFIGS else "INT"
         try:
             return int(value)  # type: ignore[arg-type]
         except (TypeError, ValueError):
             return (
                 int(Errors.INVALID_CONFIG),
-                f"Invalid value {value} for configuration {config}: Not a number of type INT",
+                f"Invalid value {value} for configuration {config}: Not a number of type {kind}",
             )
 
     def alter(
         self, name: str, configs: Mapping[str, str | None], validate_only: bool
     ) -> tuple[int, str | None]:
         """Legacy AlterConfigs: the given configs replace every override of the group."""
-        values: dict[str, int | None] = dict.fromkeys(GROUP_CONFIGS)
+        values: dict[str, int | None] = dict.fromkeys(KNOWN_GROUP_CONFIGS)
         for config, value in configs.items():
             parsed = self._parse(config, value)
             if isinstance(parsed, tuple):
@@ -127,7 +137,7 @@ class GroupConfigs:
     ) -> tuple[int, str | None]:
         values: dict[str, int | None] = {}
         for config, op, value in ops:
-            if config not in GROUP_CONFIGS:
+            if config not in KNOWN_GROUP_CONFIGS:
                 return int(Errors.INVALID_CONFIG), f"Unknown group config name: {config}"
             if op == DELETE:
                 values[config] = None

@@ -1,10 +1,24 @@
 """Streams group APIs on the wire (KIP-1071): StreamsGroupHeartbeat (88) and
-StreamsGroupDescribe (89), v0.
+StreamsGroupDescribe (89) v0-1, StreamsGroupTopologyDescriptionUpdate (93) v0, as Kafka 4.4.0
+serves them (the v1 and 93 schemas kio lacks are `protocol.kafka_schemas`).
 
-Kafka 4.4 serves both at v0-1; v1 adds AcceptableRecoveryLag (int64) and
-TopologyDescriptionRequired to the heartbeat response and the topology description plugin's
-fields, which the wire library groupshift builds on (kio) does not have yet, so v0 is advertised
-and clients negotiate down to it (docs/deviations.md).
+What v1 carries (*javap*, 4.4.0 `GroupMetadataManager`, `StreamsGroupTopologyDescriptionManager`,
+`GroupCoordinatorService`; *measured*, e2e/test_streams_differential.py):
+- the heartbeat answers AcceptableRecoveryLag as an int64, the group's
+  `streams.acceptable.recovery.lag`, else `group.streams.acceptable.recovery.lag` (10000), on a
+  heartbeat that joined or stayed, the field's default -1 on a leave or an error (v0
+  answers 0 in its int32 field); TopologyDescriptionRequired is set only when the broker has a
+  topology description plugin (`group.streams.topology.description.plugin.class`, unset by
+  default: "When not set, the feature is disabled"), which groupshift has not, so it stays false;
+  the MISSING_CLIENT_TAGS status v1 allows belongs to rack-aware standby placement, not built;
+- Describe v1 answers TopologyDescriptionStatus NOT_STORED (1) with a null description for each
+  group described without error when IncludeTopologyDescription is set (Kafka without a plugin),
+  NOT_REQUESTED (0) otherwise, and AssignorName, the task assignor of the next assignment;
+- StreamsGroupTopologyDescriptionUpdate, after READ on the group (GROUP_AUTHORIZATION_FAILED), is
+  refused as Kafka refuses it without a plugin: UNSUPPORTED_VERSION "The broker has no streams
+  group topology description plugin configured." Nothing is stored, as in Kafka: the
+  description lives in the plugin, and record type 17's tagged StoredDescriptionTopologyEpoch /
+  FailedDescriptionTopologyEpoch stay at their default -1 ("none stored", true of groupshift).
 
 Internal topics: the engine answers MISSING_INTERNAL_TOPICS with the repartition and changelog
 topics the cluster lacks; in embedded mode the handler then creates them in the background
@@ -23,6 +37,7 @@ from typing import Any
 
 import structlog
 
+from engine.errors import Errors
 from engine.streams.api import (
     MISSING_INTERNAL_TOPICS,
     InternalTopic,
@@ -37,6 +52,7 @@ from gateway.groups.group_apis import AUTHORIZED_OPERATIONS_OMITTED, GROUP_OPERA
 from gateway.registry import HandlerRegistry, RequestContext
 from protocol.codec import response_type_of
 from protocol.entity_builder import build
+from protocol.kafka_schemas import TOPOLOGY_DESCRIPTION_NOT_REQUESTED, TOPOLOGY_DESCRIPTION_NOT_STORED
 from records.streams_group import (
     CopartitionGroup,
     Endpoint,
@@ -62,12 +78,18 @@ MAY_CREATE_TOPIC = "authorizer.may_create_topic"
 # yet (no warm-ups, no task offsets).
 ACCEPTABLE_RECOVERY_LAG = 0
 TASK_OFFSET_INTERVAL_MS = 60000
+# v1's AcceptableRecoveryLag when the answer carries none (a leave, an error): the field's default.
+NO_RECOVERY_LAG = -1
+# The task assignor Describe v1 names: Kafka 4.4's only one, the first of `group.streams.assignors`.
+ASSIGNOR_NAME = "sticky"
+NO_PLUGIN = "The broker has no streams group topology description plugin configured."
 
 
 def register(registry: HandlerRegistry, service: GroupService, create_topics: CreateTopics | None) -> None:
     apis = StreamsApis(service, create_topics)
-    registry.register(88, 0, 0, apis.streams_group_heartbeat)
-    registry.register(89, 0, 0, apis.streams_group_describe)
+    registry.register(88, 0, 1, apis.streams_group_heartbeat)
+    registry.register(89, 0, 1, apis.streams_group_describe)
+    registry.register(93, 0, 0, apis.streams_group_topology_description_update)
 
 
 def _kv(items: Any) -> tuple[KeyValue, ...]:
@@ -163,6 +185,17 @@ class StreamsApis:
             status = r.status
             if r.internal_topics_to_create:
                 status = self._create_internal_topics(ctx, r.internal_topics_to_create, status)
+            stayed = r.error_code == 0 and r.member_epoch >= 0
+            v1: dict[str, Any] = {}
+            if req.__version__ >= 1:
+                v1 = {
+                    "acceptable_recovery_lag": self.service.effective_group_config(req.group_id)[
+                        "streams.acceptable.recovery.lag"
+                    ]
+                    if stayed
+                    else NO_RECOVERY_LAG,
+                    "topology_description_required": False,
+                }
             return build(
                 rtype,
                 {
@@ -173,9 +206,8 @@ class StreamsApis:
                     "member_epoch": r.member_epoch,
                     "heartbeat_interval": r.heartbeat_interval_ms,
                     "acceptable_recovery_lag": ACCEPTABLE_RECOVERY_LAG,
-                    "task_offset_interval": TASK_OFFSET_INTERVAL_MS
-                    if r.error_code == 0 and r.member_epoch >= 0
-                    else 0,
+                    **v1,
+                    "task_offset_interval": TASK_OFFSET_INTERVAL_MS if stayed else 0,
                     "status": None
                     if status is None
                     else [{"status_code": s.code, "status_detail": s.detail} for s in status],
@@ -309,8 +341,18 @@ class StreamsApis:
                         "is_classic": False,
                     }
                 )
+            v1: dict[str, Any] = {}
+            if req.__version__ >= 1:
+                v1 = {
+                    "topology_description": None,
+                    "topology_description_status": TOPOLOGY_DESCRIPTION_NOT_STORED
+                    if req.include_topology_description and d.error_code == 0
+                    else TOPOLOGY_DESCRIPTION_NOT_REQUESTED,
+                    "assignor_name": ASSIGNOR_NAME if d.error_code == 0 else None,
+                }
             out.append(
                 {
+                    **v1,
                     "error_code": d.error_code,
                     "error_message": d.error_message,
                     "group_id": gid,
@@ -325,3 +367,11 @@ class StreamsApis:
                 }
             )
         return build(rtype, {"throttle_time": 0, "groups": out})
+
+    def streams_group_topology_description_update(self, ctx: RequestContext, header: Any, req: Any) -> Any:
+        """Kafka 4.4 without a topology description plugin (its default) refuses every push
+        before looking at the group: `throwIfStreamsGroupTopologyDescriptionUpdateInvalid`."""
+        return build(
+            response_type_of(req),
+            {"throttle_time": 0, "error_code": int(Errors.UNSUPPORTED_VERSION), "error_message": NO_PLUGIN},
+        )

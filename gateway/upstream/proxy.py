@@ -106,7 +106,7 @@ GROUP_RESOURCE = 32
 
 # Answered by groupshift alone (the group APIs of the registry, TxnOffsetCommit, ApiVersions).
 TERMINATED = frozenset(
-    {API_VERSIONS, 8, 9, 11, 12, 13, 14, 15, 16, TXN_OFFSET_COMMIT, 42, 47, 68, 69, 88, 89}
+    {API_VERSIONS, 8, 9, 11, 12, 13, 14, 15, 16, TXN_OFFSET_COMMIT, 42, 47, 68, 69, 88, 89, 93}
 )
 # Answered by groupshift or forwarded, depending on the request (group key / GROUP resource).
 SPLIT = frozenset({FIND_COORDINATOR, DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS})

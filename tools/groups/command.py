@@ -90,6 +90,11 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
         help="members, their protocol and assignment (a streams group: tasks)",
     )
     d.add_argument("--state", dest="show_state", action="store_true", help="coordinator, state, epochs")
+    d.add_argument(
+        "--topology",
+        action="store_true",
+        help="a streams group's topology description, as the broker's topology description plugin stored it",
+    )
     d.add_argument("--verbose", action="store_true", help="epochs, target assignments, leader epochs")
 
     r = gs.add_parser("reset-offsets", help="plan or execute an offset reset (dry run by default)")

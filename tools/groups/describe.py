@@ -49,7 +49,17 @@ from typing import Any, TextIO
 
 from tools.groups import connect_classic, connect_group, streams_classic, streams_group
 from tools.groups.list_groups import listed_kind
-from tools.groups.output import MISSING, NOT_FOUND, OK, Style, assignment_string, emit_json, error, table
+from tools.groups.output import (
+    ERROR,
+    MISSING,
+    NOT_FOUND,
+    OK,
+    Style,
+    assignment_string,
+    emit_json,
+    error,
+    table,
+)
 from tools.groups.snapshot import Group, describe
 from tools.groups.streams_group import describe_streams
 from tools.groups.wire import LATEST, AdminWire
@@ -131,13 +141,16 @@ def describe_one(
     """One group's description: tables on `out`, or its JSON value handed to `emit`."""
     group = describe(admin, group_id)
     if not group.exists:
-        streams = describe_streams(admin, group_id)
+        streams = describe_streams(admin, group_id, topology=getattr(args, "topology", False))
         if streams is not None:
             return streams_group.describe_one(admin, streams, args, out, sys.stderr, style, emit)
         if args.json:
             emit({"group": group_id, "exists": False})
         error(f"Consumer group '{group_id}' does not exist.")
         return NOT_FOUND
+    if getattr(args, "topology", False):
+        error(f"Group '{group_id}' is not a streams group: --topology describes streams groups only.")
+        return ERROR
     mode = (
         "offsets"
         if args.offsets or not (args.members or args.show_state)

@@ -1,8 +1,9 @@
 """`groupshift groups describe` of a streams group (KIP-1071), as Kafka 4.4's
 `kafka-streams-groups.sh --describe` (StreamsGroupCommand) shows one, in its words.
 
-A streams group is read with StreamsGroupDescribe (API 89, v0: the version groupshift and the
-wire library speak; Kafka 4.4's v1 adds the assignor name and the topology description). Its
+A streams group is read with StreamsGroupDescribe (API 89, v1 where served, as Kafka 4.4 and
+groupshift serve it: v1 adds the assignor name and, from a broker with a topology description
+plugin, the topology description; v0 otherwise). Its
 members own *tasks* (subtopology id, partition), not partitions: active, standby and warm-up
 ones, each with a target the coordinator is moving the member to. The views:
 
@@ -20,7 +21,7 @@ ones, each with a target the coordinator is moving the member to. The views:
   show it) and GROUP-INSTANCE-ID when a member is static.
 - `--state`: GROUP COORDINATOR (ID) ASSIGNOR STATE #MEMBERS (`--verbose`: GROUP-EPOCH and
   TARGET-ASSIGNMENT-EPOCH before #MEMBERS); groupshift adds TYPE, as for the other groups.
-  ASSIGNOR is `-`: v0 of StreamsGroupDescribe does not carry it.
+  ASSIGNOR is StreamsGroupDescribe v1's AssignorName (`-` from a broker serving only v0).
 
 An empty group says "Streams group 'G' has no active members." on stderr and prints no member
 table; `--json` gives the same values as objects.
@@ -34,7 +35,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from tools.groups.output import MISSING, OK, Style, table
+from tools.groups.output import ERROR, MISSING, OK, Style, table
 from tools.groups.wire import (
     EARLIEST,
     LATEST,
@@ -118,6 +119,119 @@ class StreamsMember:
         }
 
 
+@dataclass(frozen=True)
+class DescribedNode:
+    """One node of a topology description (KIP-1331): 1 source, 2 processor, 3 sink."""
+
+    name: str
+    node_type: int
+    source_topics: tuple[str, ...] = ()
+    sink_topic: str | None = None
+    stores: tuple[str, ...] = ()
+    successors: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "type": NODE_TYPES.get(self.node_type, str(self.node_type)),
+            "source_topics": list(self.source_topics),
+            "sink_topic": self.sink_topic,
+            "stores": list(self.stores),
+            "successors": list(self.successors),
+        }
+
+
+@dataclass(frozen=True)
+class TopologyDescription:
+    subtopologies: tuple[tuple[str, tuple[DescribedNode, ...]], ...]
+    global_stores: tuple[tuple[DescribedNode, DescribedNode], ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "subtopologies": [
+                {"subtopology": sid, "nodes": [n.to_json() for n in nodes]}
+                for sid, nodes in self.subtopologies
+            ],
+            "global_stores": [
+                {"source": a.to_json(), "processor": b.to_json()} for a, b in self.global_stores
+            ],
+        }
+
+
+NODE_TYPES = {1: "source", 2: "processor", 3: "sink"}
+# StreamsGroupDescribe v1's TopologyDescriptionStatus, as Kafka's admin client names them
+TOPOLOGY_STATUSES = {0: "NOT_REQUESTED", 1: "NOT_STORED", 2: "ERROR", 3: "AVAILABLE"}
+AVAILABLE = 3
+
+
+def _node(n: Any) -> DescribedNode:
+    return DescribedNode(
+        str(n.name),
+        int(n.node_type),
+        tuple(str(t) for t in n.source_topics),
+        None if n.sink_topic is None else str(n.sink_topic),
+        tuple(str(t) for t in n.stores),
+        tuple(str(t) for t in n.successors),
+    )
+
+
+def _description(d: Any) -> TopologyDescription | None:
+    if d is None:
+        return None
+    return TopologyDescription(
+        tuple((str(s.subtopology_id), tuple(_node(n) for n in s.nodes)) for s in d.subtopologies),
+        tuple((_node(g.source), _node(g.processor)) for g in d.global_stores),
+    )
+
+
+def _names(names: Iterable[str]) -> str:
+    return ", ".join(sorted(set(names))) or "none"
+
+
+def _node_text(node: DescribedNode, predecessors: dict[str, set[str]]) -> str:
+    """One node as Kafka 4.4's TopologyDescriptionFormatter writes it (Kafka Streams' own
+    TopologyDescription layout): sets sorted, `none` for an empty successor/predecessor set."""
+    preds = _names(predecessors.get(node.name, ()))
+    if node.node_type == 1:
+        topics = ", ".join(sorted(set(node.source_topics)))
+        return f"Source: {node.name} (topics: [{topics}])\n      --> {_names(node.successors)}"
+    if node.node_type == 2:
+        stores = ", ".join(sorted(set(node.stores)))
+        return (
+            f"Processor: {node.name} (stores: [{stores}])\n      --> {_names(node.successors)}"
+            f"\n      <-- {preds}"
+        )
+    if node.node_type == 3:
+        return f"Sink: {node.name} (topic: {node.sink_topic})\n      <-- {preds}"
+    raise ValueError(f"Unknown topology node type: {node.node_type}")
+
+
+def _predecessors(nodes: Iterable[DescribedNode]) -> dict[str, set[str]]:
+    """Kafka's admin client rebuilds each node's predecessors from the successors it is told."""
+    out: dict[str, set[str]] = {}
+    for n in nodes:
+        for s in n.successors:
+            out.setdefault(s, set()).add(n.name)
+    return out
+
+
+def topology_text(description: TopologyDescription) -> str:
+    """The description as Kafka 4.4's `kafka-streams-groups.sh --describe --topology` prints it
+    (`TopologyDescriptionFormatter.format`, subtopologies and nodes in the broker's order, the
+    global stores numbered after the subtopologies)."""
+    parts = ["Topologies:\n"]
+    for sid, nodes in description.subtopologies:
+        preds = _predecessors(nodes)
+        parts.append(f"   Sub-topology: {sid}\n")
+        parts += [f"    {_node_text(n, preds)}\n" for n in nodes]
+        parts.append("\n")
+    for i, (source, processor) in enumerate(description.global_stores, start=len(description.subtopologies)):
+        preds = _predecessors((source, processor))
+        parts.append(f"   Sub-topology: {i} for global store (will not generate tasks)\n")
+        parts.append(f"    {_node_text(source, preds)}\n    {_node_text(processor, preds)}\n\n")
+    return "".join(parts)
+
+
 @dataclass
 class StreamsGroup:
     group_id: str
@@ -131,6 +245,11 @@ class StreamsGroup:
     # the subtopologies' source topics proper (no repartition topic): what Kafka's tool calls the
     # group's input topics, the scope of its --all-input-topics
     source_topics: frozenset[str] = frozenset()
+    assignor: str | None = None  # StreamsGroupDescribe v1's AssignorName (None from v0)
+    # StreamsGroupDescribe v1's TopologyDescriptionStatus (None from v0) and, when AVAILABLE, the
+    # description: [(subtopology id, [node])], [(source node, processor node)] (`_description`)
+    topology_status: int | None = None
+    topology_description: TopologyDescription | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -138,6 +257,7 @@ class StreamsGroup:
             "exists": True,
             "state": self.state,
             "type": "streams",
+            "assignor": self.assignor,
             "group_epoch": self.group_epoch,
             "assignment_epoch": self.assignment_epoch,
             "topology_epoch": self.topology_epoch,
@@ -173,7 +293,7 @@ def _tasks(assignment: Any) -> Tasks:
 
 
 def from_described(described: Any, coordinator: Node | None) -> StreamsGroup:
-    """The group of one StreamsGroupDescribe v0 `DescribedGroup` (error code 0)."""
+    """The group of one StreamsGroupDescribe `DescribedGroup` (v0 or v1, error code 0)."""
     topology = described.topology
     input_topics: dict[str, list[str]] = {}
     sources: set[str] = set()
@@ -212,10 +332,15 @@ def from_described(described: Any, coordinator: Node | None) -> StreamsGroup:
         coordinator=coordinator,
         members=members,
         source_topics=frozenset(sources),
+        assignor=getattr(described, "assignor_name", None),
+        topology_status=getattr(described, "topology_description_status", None),
+        topology_description=_description(getattr(described, "topology_description", None)),
     )
 
 
-def describe_streams(admin: AdminWire, group_id: str, attempts: int = 5) -> StreamsGroup | None:
+def describe_streams(
+    admin: AdminWire, group_id: str, attempts: int = 5, topology: bool = False
+) -> StreamsGroup | None:
     """The streams group, or None when there is none by that id (GROUP_ID_NOT_FOUND: no group,
     or a group of another type) or the coordinator does not serve StreamsGroupDescribe (not
     listed, or UNSUPPORTED_VERSION: streams groups are off). Asks
@@ -223,7 +348,7 @@ def describe_streams(admin: AdminWire, group_id: str, attempts: int = 5) -> Stre
     for attempt in range(attempts):
         try:
             coordinator = admin.node(admin.coordinator(group_id))
-            described = admin.streams_group_describe(group_id)
+            described = admin.streams_group_describe(group_id, include_topology_description=topology)
             if described is None:
                 return None
             code = code_of(described.error_code)
@@ -355,7 +480,7 @@ def state_table(group: StreamsGroup, verbose: bool, style: Style) -> str:
     c = group.coordinator
     coordinator = f"{c.host}:{c.port} ({c.node_id})" if c else MISSING
     headers = ["GROUP", "COORDINATOR (ID)", "ASSIGNOR", "STATE"]
-    row: list[object] = [group.group_id, coordinator, None, group.state]
+    row: list[object] = [group.group_id, coordinator, group.assignor, group.state]
     if verbose:
         headers += ["GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH"]
         row += [group.group_epoch, group.assignment_epoch]
@@ -375,6 +500,8 @@ def describe_one(
 ) -> int:
     """One streams group in the view the options ask for: tables on `out`, or its JSON value
     handed to `emit`."""
+    if getattr(args, "topology", False):
+        return _describe_topology(group, args, out, emit)
     if args.offsets or not (args.members or args.show_state):
         mode = "offsets"
     else:
@@ -399,3 +526,46 @@ def describe_one(
     elif rows:
         out.write("\n" + offsets_table(rows, args.verbose, style) + "\n\n")
     return OK
+
+
+def _describe_topology(
+    group: StreamsGroup, args: argparse.Namespace, out: TextIO, emit: Callable[[Any], None]
+) -> int:
+    """`--topology`: the description the broker's topology description plugin stored, in Kafka's
+    layout, else Kafka's tool's words for why there is none (a blank line, then "Error: ..." on
+    stdout, as its `printError` writes them); exit 1 without a description."""
+    status = group.topology_status
+    description = group.topology_description
+    if args.json:
+        emit(
+            {
+                **group.to_json(),
+                "topology_description_status": None
+                if status is None
+                else TOPOLOGY_STATUSES.get(status, status),
+                "topology_description": None if description is None else description.to_json(),
+            }
+        )
+        return OK if status == AVAILABLE else ERROR
+    if status == AVAILABLE and description is not None:
+        out.write(topology_text(description) + "\n")
+        return OK
+    gid = group.group_id
+    if status is None:
+        reason = (
+            f"The broker serves only StreamsGroupDescribe v0, which has no topology description for '{gid}'."
+        )
+    elif status == 1:
+        reason = f"No topology description is stored for streams group '{gid}'."
+    elif status == 2:
+        reason = (
+            f"The broker failed to fetch the topology description for streams group '{gid}'. "
+            "See the broker logs for details."
+        )
+    else:
+        reason = (
+            f"No topology description is available for streams group '{gid}' "
+            f"(status: {TOPOLOGY_STATUSES.get(status, status)})."
+        )
+    out.write(f"\nError: {reason}\n")
+    return ERROR

@@ -38,6 +38,7 @@ from protocol.client import ConnectionClosed, WireClient
 from protocol.client_security import ClientSecurity, SaslAuthenticationFailed
 from protocol.codec import decode_response, response_type_of
 from protocol.entity_builder import build
+from protocol.kafka_schemas import request_schema
 
 API_VERSIONS = 18
 METADATA = 3
@@ -65,7 +66,7 @@ _SUPPORTED: dict[int, tuple[int, int]] = {
     DESCRIBE_GROUPS: (0, 5),
     CONSUMER_GROUP_DESCRIBE: (0, 1),
     # v1 (Kafka 4.4: the assignor name, the topology description plugin) is not in the wire library
-    STREAMS_GROUP_DESCRIBE: (0, 0),
+    STREAMS_GROUP_DESCRIBE: (0, 1),
     OFFSET_FETCH: (2, 8),
     OFFSET_COMMIT: (2, 8),
     OFFSET_DELETE: (0, 0),
@@ -340,7 +341,7 @@ class AdminWire:
             raise WireError(
                 f"the broker does not serve {name} (API key {api_key}) in a version this tool speaks"
             )
-        return conn.request(build(load_request_schema(api_key, v), dict(values))), v
+        return conn.request(build(request_schema(api_key, v), dict(values))), v
 
     # -- ACLs (groupshift acls: DescribeAcls, CreateAcls, DeleteAcls go to any broker) ----------
 
@@ -470,15 +471,19 @@ class AdminWire:
         )
         return resp.groups[0], v
 
-    def streams_group_describe(self, group: str) -> Any | None:
+    def streams_group_describe(self, group: str, include_topology_description: bool = False) -> Any | None:
         """StreamsGroupDescribe (KIP-1071) of one group, or None if the coordinator does not serve
-        it (groupshift before streams groups, Kafka before 4.1 or with streams groups off)."""
+        it (groupshift before streams groups, Kafka before 4.1 or with streams groups off);
+        `include_topology_description` asks v1 for the topology description (KIP-1331)."""
         conn = self._conn(self.coordinator(group))
         if self.version(STREAMS_GROUP_DESCRIBE, conn) is None:
             return None
-        resp, _ = self._call(
-            STREAMS_GROUP_DESCRIBE, {"group_ids": [group], "include_authorized_operations": False}, conn
-        )
+        values = {
+            "group_ids": [group],
+            "include_authorized_operations": False,
+            "include_topology_description": include_topology_description,
+        }
+        resp, _ = self._call(STREAMS_GROUP_DESCRIBE, values, conn)  # v1 (Kafka 4.4): AssignorName
         return resp.groups[0]
 
     def offset_fetch(self, group: str) -> dict[tuple[str, int], tuple[int, int | None, str | None]]:

@@ -125,6 +125,7 @@ def test_the_internal_recovery_lag_config_is_described_by_name_or_once_set() -> 
                 "streams.session.timeout.ms": 45000,
                 "streams.num.standby.replicas": 0,
                 "streams.initial.rebalance.delay.ms": 3000,
+                "streams.assignment.interval.ms": 1000,
                 "streams.acceptable.recovery.lag": 10000 if lag is None else lag,
             }
 

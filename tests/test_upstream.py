@@ -158,6 +158,36 @@ def test_metadata_brokers_become_groupshift_listeners(proxy: UpstreamProxy) -> N
     assert body.controller_id == 1
 
 
+@pytest.mark.parametrize("version", [0, 1])
+def test_describe_cluster_brokers_become_groupshift_listeners(proxy: UpstreamProxy, version: int) -> None:
+    """DescribeCluster's brokers carry `broker_id`, not Metadata's `node_id`: the rewrite raised
+    AttributeError and closed the connection (a Java admin client's describeCluster through
+    upstream mode, as Kafka Streams' classic assignor calls it, never got an answer)."""
+    raw = _upstream_response(
+        60,
+        version,
+        {
+            "throttle_time": 0,
+            "error_code": 0,
+            "error_message": None,
+            "endpoint_type": 1,
+            "cluster_id": "c",
+            "controller_id": 2,
+            "brokers": [{"broker_id": n, "host": f"10.0.0.{n}", "port": 9092, "rack": None} for n in (1, 2)],
+            "cluster_authorized_operations": -2147483648,
+        },
+    )
+    out = proxy._rewrite(60, version, 7, raw)
+    assert isinstance(out, bytes)
+    cid, body = _decode(60, version, out)
+    assert cid == 7
+    assert [(b.broker_id, b.host, b.port) for b in body.brokers] == [
+        (1, "127.0.0.1", 19001),
+        (2, "127.0.0.1", 19002),
+    ]
+    assert body.controller_id == 2
+
+
 def test_identical_metadata_answers_reuse_the_rewrite(proxy: UpstreamProxy) -> None:
     """Many clients refreshing at once get byte-identical upstream answers: the second is
     served from the rewrite cache, with its own correlation id; a different answer is not."""

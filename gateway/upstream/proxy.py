@@ -277,6 +277,12 @@ class _Unmapped(Exception):
     stand in for it (`upstream.identity.credentials.required=true`)."""
 
 
+def _broker_id(api_key: int, broker: Any) -> int:
+    """A broker entry's id: Metadata names it `node_id`, DescribeCluster `broker_id` (the Java
+    admin client's describeCluster, which Kafka Streams' classic assignor calls)."""
+    return int(broker.broker_id if api_key == DESCRIBE_CLUSTER else broker.node_id)
+
+
 class UpstreamProxy:
     def __init__(self, server: GatewayServer, cluster: UpstreamCluster) -> None:
         self.server = server
@@ -736,7 +742,7 @@ class UpstreamProxy:
             else:
                 nodes = [int(body.node_id)] if body.node_id >= 0 else []
         else:
-            nodes = [int(b.node_id) for b in body.brokers]
+            nodes = [_broker_id(api_key, b) for b in body.brokers]
             if api_key == METADATA:
                 self._notice_metadata(body)
         missing = [n for n in nodes if n not in self.listeners]
@@ -794,7 +800,7 @@ class UpstreamProxy:
             if body.node_id < 0:
                 return body
             return rep(body, **self._endpoint_fields(int(body.node_id), strict))
-        brokers = tuple(rep(b, **self._endpoint_fields(int(b.node_id), strict)) for b in body.brokers)
+        brokers = tuple(rep(b, **self._endpoint_fields(_broker_id(api_key, b), strict)) for b in body.brokers)
         if api_key == METADATA and brokers:
             known = {int(b.node_id) for b in brokers}
             extra = tuple(

@@ -104,7 +104,8 @@ def test_validation_follows_kafkas_transactional_rules() -> None:
     assert e.value.code is Errors.ILLEGAL_GENERATION
     # Generation -1 without member id or instance id (TxnOffsetCommit v0-v2, a producer given
     # only the group id) is accepted whatever the members: Kafka 4.0-4.4's
-    # `ConsumerGroup.validateOffsetCommit` returns at once when `isTransactional` (javap).
+    # `ConsumerGroup.validateOffsetCommit` returns at once when `isTransactional` (javap;
+    # measured on 4.4: e2e/test_streams_differential.py::test_txn_offset_commit_of_streams_members).
     validate_transactional_commit(state, "g", -1, "", None, foo)
 
 

@@ -306,7 +306,7 @@ def three_instances_one_killed(
 
 
 # Input produced in small batches while one instance is killed in the middle of processing it.
-FLOWING = [f"the stream {i % 6} keeps flowing past the kill {i % 4}" for i in range(600)]
+FLOWING = [f"the stream {i % 6} keeps flowing past the kill {i % 4}" for i in range(800)]
 
 
 class Feeder:
@@ -408,8 +408,6 @@ def freeze_in_open_transaction(
     records stay in an open transaction until the caller's SIGKILL: the kill comes in the
     middle of processing, not at a committed quiet point. Returns what was seen: the open
     transactions and, per changelog partition, (last stable offset, high watermark)."""
-    own = sorted(int(t.split("_")[1]) for t in victim.tasks() or () if t.startswith("1_"))
-    assert own, victim.lines[-5:]
     readers = {
         iso: Consumer({"bootstrap.servers": cluster, "group.id": f"watermarks-{iso}", "isolation.level": iso})
         for iso in ("read_committed", "read_uncommitted")
@@ -423,6 +421,8 @@ def freeze_in_open_transaction(
             )
             os.kill(victim.proc.pid, signal.SIGSTOP)
             time.sleep(0.3)  # requests already sent reach the brokers
+            # its count tasks as last reported (a rebalance may have moved them)
+            own = sorted(int(t.split("_")[1]) for t in victim.tasks() or () if t.startswith("1_"))
             marks = {
                 p: tuple(
                     readers[iso].get_watermark_offsets(
@@ -454,18 +454,26 @@ def three_instances_one_killed_mid_processing(
     replayed by the two left from the last committed offsets: every count read committed
     equals the truth after the kill and after the restart. Returns every line the input then
     holds and what the kill cut (`freeze_in_open_transaction`); the instances are left running."""
+    began = time.monotonic()
+    phases: dict[str, float] = {}
+
+    def phase(name: str) -> None:
+        phases[name] = round(time.monotonic() - began - sum(phases.values()), 1)
+
     running = [wc.start(n) for n in (1, 2, 3)]
     expect_disjoint_cover(running, 90, seen)
+    phase("three running")
     want = truth(produced)
     assert read_counts(wc.bootstrap, want, 60, wc.output_topic) == want, seen()
 
     victim = running[0]
     process = process_id(wc.state_dir(1), wc.app)
     prefix = f"{wc.app}-{process}-"
-    feeder = Feeder(wc.bootstrap, wc.input_topic, FLOWING, "flowing", batch=10, pause=0.05)
+    feeder = Feeder(wc.bootstrap, wc.input_topic, FLOWING, "flowing", batch=10, pause=0.1)
     while feeder.sent < len(FLOWING) // 5:
         time.sleep(0.05)
     cut = freeze_in_open_transaction(victim, cluster, prefix, f"{wc.app}-counts-changelog", feeder, 30)
+    phase("counted, then frozen mid-transaction")
     victim.proc.kill()
     assert victim.proc.wait(10) == -signal.SIGKILL
     assert feeder.sent < len(FLOWING), "the input stopped flowing before the kill"
@@ -475,10 +483,12 @@ def three_instances_one_killed_mid_processing(
     # Down: its session expires and the cluster aborts its transaction at the timeout; the two
     # left replay its tasks from their committed offsets and count every line exactly once.
     expect_disjoint_cover(running[1:], 90, seen)
+    phase("two running after the kill")
     want = truth(produced)
     assert read_counts(wc.bootstrap, want, 90, wc.output_topic) == want, seen()
-    # The cut transaction is aborted by the cluster (its timeout, 10 s under exactly_once_v2),
-    # its producer epoch bumped: its records are never read committed.
+    phase("counted exactly")
+    # The cut transaction is aborted by the cluster (at its timeout), its producer epoch
+    # bumped: its records are never read committed.
     cut_txns = cut["transactions"]
     assert isinstance(cut_txns, dict)
     deadline = time.monotonic() + 30
@@ -490,16 +500,19 @@ def three_instances_one_killed_mid_processing(
         assert time.monotonic() < deadline, (cut, after)
         time.sleep(0.5)
     assert read_counts(wc.bootstrap, want, 30, wc.output_topic) == want, seen()
+    phase("aborted")
 
     # Back on its state directory (the same process id, so the same transactional ids).
     running[0] = wc.start(1)
     expect_disjoint_cover(running, 90, seen)
+    phase("three running after the restart")
     assert process_id(wc.state_dir(1), wc.app) == process
     produce(wc.bootstrap, wc.input_topic, AFTER_RESTART, "restarted")
     produced = produced + AFTER_RESTART
     want = truth(produced)
     assert read_counts(wc.bootstrap, want, 60, wc.output_topic) == want, seen()
-    return produced, cut
+    phase("counted exactly again")
+    return produced, {**cut, "seconds": phases}
 
 
 def described_members(

@@ -354,7 +354,14 @@ def check_streams_word_count_exactly_once(
     for f in admin.create_topics([NewTopic(source, 4, replicas), NewTopic(output, 2, replicas)]).values():
         f.result(30)
     produce(gw.bootstrap, source, LINES, "first")
-    settings = ["processing.guarantee=exactly_once_v2", f"group.protocol={protocol}"]
+    # The cut transaction blocks the takeover until the cluster aborts it (its offsets are
+    # pending in groupshift, its records hold the last stable offset): at its timeout, 5 s
+    # here instead of Kafka Streams' 10 s.
+    settings = [
+        "processing.guarantee=exactly_once_v2",
+        f"group.protocol={protocol}",
+        "producer.transaction.timeout.ms=5000",
+    ]
     if protocol == "classic":
         # The classic protocol's consumers keep a killed instance's tasks for their session
         # (45 s by default): 6 s, as the streams group's session on the gateway.

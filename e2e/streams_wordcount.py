@@ -6,7 +6,10 @@ instances followed through their stdout, and the true counts of its input.
 SIGKILLed and restarted on its state directory, the output equal to the true counts), run on
 groupshift embedded (e2e/test_streams_groups.py), on groupshift in front of Kafka 3.9
 (e2e/upstream_streams.py, from e2e/test_upstream_kafka.py) and on Kafka 4.4 itself
-(e2e/test_groups_cli_streams.py)."""
+(e2e/test_groups_cli_streams.py). `three_instances_one_killed_mid_processing` is its
+exactly-once variant (`processing.guarantee=exactly_once_v2`: the kill in the middle of a
+transaction, found on the cluster with ListTransactions / DescribeTransactions and the last
+stable offset), run on groupshift in front of Kafka 3.9."""
 
 from __future__ import annotations
 

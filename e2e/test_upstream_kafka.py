@@ -7,7 +7,9 @@
   records flow.
 * Kafka 3.9 (no streams groups): a Kafka Streams 4.4 word count with `group.protocol=streams`
   served by groupshift, its internal topics created on the cluster, three instances with one
-  SIGKILLed and restarted on its state directory (e2e/upstream_streams.py).
+  SIGKILLed and restarted on its state directory (e2e/upstream_streams.py); the same with
+  `processing.guarantee=exactly_once_v2` on the streams and the classic protocol, the kill in
+  the middle of a transaction, every count read committed exact.
 * exactly once through groupshift (e2e/transactions.py): two Java transactional copiers (a
   KIP-848 member and a classic member of one group) copy a topic while the KIP-848 copier is
   SIGKILLed twice and groupshift once; Kafka 3.9 is the upstream transaction coordinator.

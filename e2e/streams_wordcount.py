@@ -6,7 +6,10 @@ instances followed through their stdout, and the true counts of its input.
 SIGKILLed and restarted on its state directory, the output equal to the true counts), run on
 groupshift embedded (e2e/test_streams_groups.py), on groupshift in front of Kafka 3.9
 (e2e/upstream_streams.py, from e2e/test_upstream_kafka.py) and on Kafka 4.4 itself
-(e2e/test_groups_cli_streams.py)."""
+(e2e/test_groups_cli_streams.py). `three_instances_one_killed_mid_processing` is its
+exactly-once variant (`processing.guarantee=exactly_once_v2`: the kill in the middle of a
+transaction, found on the cluster with ListTransactions / DescribeTransactions and the last
+stable offset), run on groupshift in front of Kafka 3.9."""
 
 from __future__ import annotations
 
@@ -21,11 +24,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from e2e.groups_cli import table
 from harness.kafka_dist.java_clients import TOOL_JVM_OPTS
+from protocol.client import WireClient, make_request
 
 SOURCE = Path(__file__).parent / "java_programs" / "StreamsWordCount.java"
 APP, INPUT, OUTPUT = "wordcount", "words-in", "counts-out"
@@ -127,8 +131,16 @@ def truth(lines: list[str] = LINES) -> dict[str, int]:
 
 
 def read_counts(bootstrap: str, want: dict[str, int], timeout: float, output: str = OUTPUT) -> dict[str, int]:
-    """The latest count per word in the output topic, read until it equals `want` or time is up."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "checker", "enable.auto.commit": False})
+    """The latest count per word in the output topic, read until it equals `want` or time is up.
+    Read committed: an aborted transaction's counts (exactly_once_v2) are not the output's."""
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "checker",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+        }
+    )
     c.assign([TopicPartition(output, p, 0) for p in range(2)])
     latest: dict[str, int] = {}
     deadline = time.monotonic() + timeout
@@ -202,9 +214,13 @@ class WordCountApp:
         app: str = APP,
         input_topic: str = INPUT,
         output_topic: str = OUTPUT,
+        extra_args: tuple[str, ...] = (),
     ) -> None:
+        """`extra_args`: StreamsWordCount's optional arguments (processing guarantee, group
+        protocol, classic session timeout)."""
         self.classpath, self.bootstrap, self.base = classpath, bootstrap, base
         self.app, self.input_topic, self.output_topic = app, input_topic, output_topic
+        self.extra_args = extra_args
         self.instances: list[Instance] = []
 
     def state_dir(self, n: int) -> Path:
@@ -220,6 +236,7 @@ class WordCountApp:
             self.app,
             self.input_topic,
             self.output_topic,
+            extra_args=self.extra_args,
         )
         self.instances.append(instance)
         return instance
@@ -289,6 +306,216 @@ def three_instances_one_killed(
     want = truth(produced)
     assert read_counts(wc.bootstrap, want, 60, wc.output_topic) == want, seen()
     return produced
+
+
+# Input produced in small batches while one instance is killed in the middle of processing it.
+FLOWING = [f"the stream {i % 6} keeps flowing past the kill {i % 4}" for i in range(800)]
+
+
+class Feeder:
+    """`lines` appended to `topic` from a thread, `batch` at a time with `pause` seconds between
+    batches, each batch acknowledged; `sent` counts the acknowledged lines."""
+
+    def __init__(self, bootstrap: str, topic: str, lines: list[str], tag: str, batch: int, pause: float):
+        self.sent = 0
+        self.error: BaseException | None = None
+        self._args = (bootstrap, topic, lines, tag, batch, pause)
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        bootstrap, topic, lines, tag, batch, pause = self._args
+        try:
+            p = Producer({"bootstrap.servers": bootstrap})
+            for start in range(0, len(lines), batch):
+                for i, line in enumerate(lines[start : start + batch], start):
+                    p.produce(topic, key=f"{tag}-{i}", value=line)
+                assert p.flush(30) == 0
+                self.sent = min(start + batch, len(lines))
+                time.sleep(pause)
+        except BaseException as e:  # reported by join()
+            self.error = e
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout)
+        assert not self._thread.is_alive() and self.error is None, (self.sent, self.error)
+
+
+def count_records(bootstrap: str, topic: str, partitions: int, isolation: str) -> int:
+    """How many records `topic` holds as a consumer with `isolation` reads it (read_uncommitted
+    also returns the records of aborted transactions; neither returns transaction markers)."""
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "record-counter",
+            "enable.auto.commit": False,
+            "isolation.level": isolation,
+            "enable.partition.eof": True,
+        }
+    )
+    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    seen, done = 0, set()
+    deadline = time.monotonic() + 30
+    try:
+        while len(done) < partitions and time.monotonic() < deadline:
+            for m in c.consume(500, 0.5):
+                if m.error() is None:
+                    seen += 1
+                elif m.error().code() == KafkaError._PARTITION_EOF:
+                    done.add(m.partition())
+    finally:
+        c.close()
+    assert len(done) == partitions, (topic, isolation, done)
+    return seen
+
+
+def open_transactions(cluster: str, prefix: str) -> dict[str, tuple[str, int, set[str]]]:
+    """The transactions of transactional ids starting with `prefix` on the Kafka cluster at
+    `cluster` (HOST:PORT of one broker), asked of every broker (each coordinates its own:
+    ListTransactions, then DescribeTransactions): id -> (state, producer epoch, topics)."""
+    host, port = cluster.split(",")[0].rsplit(":", 1)
+    with WireClient(int(port), host=host, timeout=15) as c:
+        md = c.request(
+            make_request(
+                3, 12, topics=[], allow_auto_topic_creation=False, include_topic_authorized_operations=False
+            )
+        )
+    out: dict[str, tuple[str, int, set[str]]] = {}
+    for b in md.brokers:
+        with WireClient(int(b.port), host=str(b.host), timeout=15) as c:
+            listed = c.request(make_request(66, 0, state_filters=[], producer_id_filters=[]))
+            ids = [
+                str(t.transactional_id)
+                for t in listed.transaction_states
+                if str(t.transactional_id).startswith(prefix)
+            ]
+            if not ids:
+                continue
+            described = c.request(make_request(65, 0, transactional_ids=ids))
+        for t in described.transaction_states:
+            if int(t.error_code) == 0:
+                topics = {str(d.topic) for d in t.topics}
+                out[str(t.transactional_id)] = (str(t.transaction_state), int(t.producer_epoch), topics)
+    return out
+
+
+def freeze_in_open_transaction(
+    victim: Instance, cluster: str, prefix: str, changelog: str, feeder: Feeder, timeout: float
+) -> dict[str, object]:
+    """SIGSTOP the victim at a moment it has processed records it has not committed: one of its
+    transactions (ids starting with `prefix`) is open, and records of it lie in the changelog
+    partition of one of its own count tasks (1_p writes changelog partition p, and only its
+    owner writes there: the partition's last stable offset is below its high watermark), while
+    `feeder` is still appending input; else SIGCONT and try again a moment later. Frozen, the
+    process sends nothing more (what it had sent has landed after a short wait), so those
+    records stay in an open transaction until the caller's SIGKILL: the kill comes in the
+    middle of processing, not at a committed quiet point. Returns what was seen: the open
+    transactions and, per changelog partition, (last stable offset, high watermark)."""
+    readers = {
+        iso: Consumer({"bootstrap.servers": cluster, "group.id": f"watermarks-{iso}", "isolation.level": iso})
+        for iso in ("read_committed", "read_uncommitted")
+    }
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            assert time.monotonic() < deadline and feeder.sent < len(FLOWING), (
+                feeder.sent,
+                victim.lines[-5:],
+            )
+            os.kill(victim.proc.pid, signal.SIGSTOP)
+            time.sleep(0.3)  # requests already sent reach the brokers
+            # its count tasks as last reported (a rebalance may have moved them)
+            own = sorted(int(t.split("_")[1]) for t in victim.tasks() or () if t.startswith("1_"))
+            marks = {
+                p: tuple(
+                    readers[iso].get_watermark_offsets(
+                        TopicPartition(changelog, p), timeout=10, cached=False
+                    )[1]
+                    for iso in ("read_committed", "read_uncommitted")
+                )
+                for p in own
+            }
+            txns = {tid: v for tid, v in open_transactions(cluster, prefix).items() if v[0] == "Ongoing"}
+            if txns and any(stable < high for stable, high in marks.values()):
+                return {"transactions": txns, "changelog": marks}
+            os.kill(victim.proc.pid, signal.SIGCONT)
+            time.sleep(0.2)
+    finally:
+        for r in readers.values():
+            r.close()
+
+
+def three_instances_one_killed_mid_processing(
+    wc: WordCountApp, cluster: str, produced: list[str], seen: Callable[[], object] = lambda: None
+) -> tuple[list[str], dict[str, object]]:
+    """The exactly-once variant of `three_instances_one_killed` (`wc` started with
+    `processing.guarantee=exactly_once_v2`; `cluster`: a broker of the Kafka cluster holding
+    the transactions): the SIGKILL comes in the middle of processing, while a feeder is still
+    appending input and one of the victim's transactions is open with records of its counts
+    (`freeze_in_open_transaction`). That transaction must be aborted by the cluster (its
+    timeout; the state is checked, and the counts read again after it), and the victim's tasks
+    replayed by the two left from the last committed offsets: every count read committed
+    equals the truth after the kill and after the restart. Returns every line the input then
+    holds and what the kill cut (`freeze_in_open_transaction`); the instances are left running."""
+    began = time.monotonic()
+    phases: dict[str, float] = {}
+
+    def phase(name: str) -> None:
+        phases[name] = round(time.monotonic() - began - sum(phases.values()), 1)
+
+    running = [wc.start(n) for n in (1, 2, 3)]
+    expect_disjoint_cover(running, 90, seen)
+    phase("three running")
+    want = truth(produced)
+    assert read_counts(wc.bootstrap, want, 60, wc.output_topic) == want, seen()
+
+    victim = running[0]
+    process = process_id(wc.state_dir(1), wc.app)
+    prefix = f"{wc.app}-{process}-"
+    feeder = Feeder(wc.bootstrap, wc.input_topic, FLOWING, "flowing", batch=10, pause=0.1)
+    while feeder.sent < len(FLOWING) // 5:
+        time.sleep(0.05)
+    cut = freeze_in_open_transaction(victim, cluster, prefix, f"{wc.app}-counts-changelog", feeder, 30)
+    phase("counted, then frozen mid-transaction")
+    victim.proc.kill()
+    assert victim.proc.wait(10) == -signal.SIGKILL
+    assert feeder.sent < len(FLOWING), "the input stopped flowing before the kill"
+    feeder.join(60)
+    produced = produced + FLOWING
+
+    # Down: its session expires and the cluster aborts its transaction at the timeout; the two
+    # left replay its tasks from their committed offsets and count every line exactly once.
+    expect_disjoint_cover(running[1:], 90, seen)
+    phase("two running after the kill")
+    want = truth(produced)
+    assert read_counts(wc.bootstrap, want, 90, wc.output_topic) == want, seen()
+    phase("counted exactly")
+    # The cut transaction is aborted by the cluster (at its timeout), its producer epoch
+    # bumped: its records are never read committed.
+    cut_txns = cut["transactions"]
+    assert isinstance(cut_txns, dict)
+    deadline = time.monotonic() + 30
+    while True:
+        after = open_transactions(cluster, prefix)
+        aborted = all(after[t][0] == "CompleteAbort" and after[t][1] > v[1] for t, v in cut_txns.items())
+        if aborted:
+            break
+        assert time.monotonic() < deadline, (cut, after)
+        time.sleep(0.5)
+    assert read_counts(wc.bootstrap, want, 30, wc.output_topic) == want, seen()
+    phase("aborted")
+
+    # Back on its state directory (the same process id, so the same transactional ids).
+    running[0] = wc.start(1)
+    expect_disjoint_cover(running, 90, seen)
+    phase("three running after the restart")
+    assert process_id(wc.state_dir(1), wc.app) == process
+    produce(wc.bootstrap, wc.input_topic, AFTER_RESTART, "restarted")
+    produced = produced + AFTER_RESTART
+    want = truth(produced)
+    assert read_counts(wc.bootstrap, want, 60, wc.output_topic) == want, seen()
+    phase("counted exactly again")
+    return produced, {**cut, "seconds": phases}
 
 
 def described_members(

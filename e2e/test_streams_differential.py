@@ -21,11 +21,17 @@ docs/deviations.md has the row.
 
 STREAMS_DIFFERENTIAL_KAFKA=HOST:PORT uses a running Kafka 4.4 node started with
 `KAFKA_SETTINGS` instead of starting one.
+
+TxnOffsetCommit (an `exactly_once_v2` Kafka Streams producer's commit) is served by groupshift
+in upstream mode only (embedded mode has no transactions): `test_txn_offset_commit_of_streams_members`
+compares Kafka 4.4's answers with a second groupshift's, in upstream mode in front of the same
+node (`streams_upstream`), each side with names of its own.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -34,7 +40,7 @@ from typing import Any
 import pytest
 
 from e2e.conftest import Gateways
-from e2e.differential import Session, compare, plain, run_both
+from e2e.differential import Outcome, Session, compare, plain, run_both
 from e2e.upstream_streams import streams_heartbeat_fields
 
 pytestmark = pytest.mark.e2e
@@ -1470,6 +1476,190 @@ def scenario_topology_description_update(s: Session) -> None:
     push("empty member id", member_id="")
     push("empty group id", group_id="")
     members.beat(A, "heartbeat after")
+
+
+# --- TxnOffsetCommit of streams members (groupshift in upstream mode) ------------------------------
+
+
+def find_transaction_coordinator(s: Session, txn: str, timeout: float = 30.0) -> None:
+    """FindCoordinator for a transactional id until it is available (Kafka creates
+    `__transaction_state` on the first lookup)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        (c,) = plain(s.raw(10, 4, key_type=1, coordinator_keys=[txn]))["coordinators"]
+        if c["error_code"] == "none":
+            return
+        assert time.monotonic() < deadline, (s.backend, c)
+        time.sleep(0.2)
+
+
+def retried(s: Session, api_key: int, version: int, **fields: Any) -> dict[str, Any]:
+    """A transaction coordinator call, asked again while the coordinator is loading or the
+    previous transactional step is still completing (CONCURRENT_TRANSACTIONS)."""
+    deadline = time.monotonic() + 30
+    while True:
+        r = plain(s.raw(api_key, version, **fields))
+        if r["error_code"] not in (
+            "coordinator_load_in_progress",
+            "concurrent_transactions",
+            "not_coordinator",
+        ):
+            return r
+        assert time.monotonic() < deadline, (s.backend, r)
+        time.sleep(0.2)
+
+
+def scenario_txn_offset_commit(s: Session) -> None:
+    """TxnOffsetCommit v3 inside a real transaction (InitProducerId, AddOffsetsToTxn) by the
+    members of a streams group, as a Kafka Streams `exactly_once_v2` producer sends it: its
+    member's own epoch, a newer one, an unknown member, no member at generation -1, a member at
+    -1, an older epoch for tasks held since then, for a task given up and for tasks given
+    later, a topic outside the topology at an older epoch, a member that left (a killed
+    instance's zombie producer), a group that does not exist, and a consumer group with a
+    member. Only the error codes are recorded: the two sides use names of their own (one
+    cluster behind both)."""
+    members = Members(s)
+    setup(s)
+    s.create_topic(s.topic("other"), 1)
+    members.join(A, stateless(s))
+    deadline = time.monotonic() + 30
+    while sum(len(t["partitions"]) for t in members.owned.get(A, [])) < 4:
+        assert time.monotonic() < deadline, (s.backend, members.owned)
+        time.sleep(0.2)
+        members.beat(A)
+    txn = s.group("txn")
+    find_transaction_coordinator(s, txn)
+    r = retried(s, 22, 4, transactional_id=txn, transaction_timeout=60000, producer_id=-1, producer_epoch=-1)
+    assert r["error_code"] == "none", r
+    producer = {
+        "transactional_id": txn,
+        "producer_id": r["producer_id"],
+        "producer_epoch": r["producer_epoch"],
+    }
+    for group in (s.group(), s.group("none"), s.group("consumers")):
+        s.wait_coordinator(group)
+        r = retried(s, 25, 3, group_id=group, **producer)
+        assert r["error_code"] == "none", (s.backend, r)
+
+    def commit(
+        label: str, member: str, epoch: int, parts: list[int], topic: str = "words", group: str = ""
+    ) -> None:
+        r = plain(
+            s.raw(
+                28,
+                3,
+                group_id=group or s.group(),
+                generation_id=epoch,
+                member_id=member,
+                group_instance_id=None,
+                topics=[
+                    {
+                        "name": s.topic(topic),
+                        "partitions": [
+                            {
+                                "partition_index": p,
+                                "committed_offset": 7,
+                                "committed_leader_epoch": -1,
+                                "committed_metadata": None,
+                            }
+                            for p in parts
+                        ],
+                    }
+                ],
+                **producer,
+            )
+        )
+        s.note(label, sorted({p["error_code"] for t in r["topics"] for p in t["partitions"]}))
+
+    first = members.epoch[A]
+    every = [0, 1, 2, 3]
+    commit("own epoch", A, first, every)
+    commit("newer epoch", A, first + 1, every)
+    commit("unknown member", D, first, every)
+    commit("no member, generation -1", "", -1, every)
+    commit("member at generation -1", A, -1, every)
+    members.join(B, stateless(s))
+    members.converge(A, B)
+    s.note("epoch moved", members.epoch[A] > first)
+    kept = [p for t in members.owned[A] for p in t["partitions"]]
+    given = [p for t in members.owned[B] for p in t["partitions"]]
+    s.note("split", (len(kept), len(given)))
+    commit("older epoch, tasks held since", A, first, kept)
+    commit("older epoch, a task given up", A, first, [*kept, given[0]])
+    commit("older epoch than the tasks", B, first, given)
+    commit("older epoch, topic outside the topology", A, first, [0], topic="other")
+    commit("own epoch, topic outside the topology", A, members.epoch[A], [0], topic="other")
+    members.beat(A, member_epoch=-1)  # A leaves: its producer is a zombie now
+    commit("left member", A, members.epoch[A], kept)
+    commit("missing group, generation 1", A, 1, every, group=s.group("none"))
+    commit("missing group, generation -1", "", -1, every, group=s.group("none"))
+    # The same rules in a consumer group (KIP-848 member): no member at generation -1 is
+    # accepted whatever the members, a member's stale epoch is not.
+    consumer = cgh_join(s, s.group("consumers"), "consumer join")
+    cid, cepoch = consumer["member_id"], consumer["member_epoch"]
+    commit("consumer group, no member, generation -1", "", -1, every, group=s.group("consumers"))
+    commit("consumer group, own epoch", cid, cepoch, every, group=s.group("consumers"))
+    commit("consumer group, newer epoch", cid, cepoch + 1, every, group=s.group("consumers"))
+    r = retried(s, 26, 3, committed=False, **producer)
+    s.note("aborted", r["error_code"])
+
+
+def run_apart(scenario: Callable[[Session], None], kafka: str, groupshift: str) -> Outcome:
+    """`run_both` with names of each side's own: here both sides are the same Kafka cluster
+    (groupshift in upstream mode in front of it), where one side's topics and transactional
+    ids would be the other's."""
+    sessions = {
+        "kafka": Session("kafka", kafka, {"run": uuid.uuid4().hex[:10]}),
+        "groupshift": Session("groupshift", groupshift, {"run": uuid.uuid4().hex[:10]}),
+    }
+    errors: dict[str, BaseException] = {}
+
+    def drive(name: str) -> None:
+        try:
+            scenario(sessions[name])
+        except BaseException as e:  # reported with the comparison
+            errors[name] = e
+
+    threads = [threading.Thread(target=drive, args=(n,), daemon=True) for n in sessions]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(300)
+    for session in sessions.values():
+        session.close()
+    return Outcome(sessions["kafka"].transcript, sessions["groupshift"].transcript, errors)
+
+
+@pytest.fixture(scope="module")
+def streams_upstream(
+    streams_pair: tuple[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, str]]:
+    """(Kafka 4.4 bootstrap, a groupshift in upstream mode in front of that node): the streams
+    group is groupshift's, the transactions the node's (docs/transactions.md)."""
+    kafka = streams_pair[0]
+    g = Gateways(tmp_path_factory.mktemp("streams-upstream"))
+    sets = [f"{k}={v}" for k, v in GROUP_SETTINGS.items()] + ["upstream.metadata.max.age.ms=1000"]
+    gw = g.start("groupshift-upstream", sets=sets, extra_args=("--upstream", kafka))
+    yield kafka, gw.bootstrap
+    problems = g.finish()
+    if problems:
+        pytest.fail("\n\n".join(problems))
+
+
+def test_txn_offset_commit_of_streams_members(streams_upstream: tuple[str, str]) -> None:
+    """Issue 31 (exactly_once_v2 through groupshift): every TxnOffsetCommit answer of
+    `scenario_txn_offset_commit` equals Kafka 4.4's."""
+    outcome = run_apart(scenario_txn_offset_commit, *streams_upstream)
+    compare(outcome)
+    labels = [x.label for x in outcome.kafka]
+    # Kafka's own answers, so that a change on both sides is seen too.
+    answers = dict(zip(labels, (x.response for x in outcome.kafka), strict=True))
+    print(f"Kafka 4.4's TxnOffsetCommit answers: {answers}")
+    assert answers["own epoch"] == ["none"], answers
+    assert answers["left member"] == ["unknown_member_id"], answers
+    assert answers["older epoch, tasks held since"] == ["none"], answers
+    assert answers["older epoch than the tasks"] == ["illegal_generation"], answers
+    assert answers["consumer group, no member, generation -1"] == ["none"], answers
 
 
 # --- the table -----------------------------------------------------------------------------------

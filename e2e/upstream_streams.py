@@ -27,9 +27,11 @@ from e2e.streams_wordcount import (
     LINES,
     SOURCE,
     WordCountApp,
+    count_records,
     process_id,
     produce,
     three_instances_one_killed,
+    three_instances_one_killed_mid_processing,
 )
 from e2e.upstream import Backend, upstream_offsets
 from harness.kafka_dist import resolve_component
@@ -359,5 +361,60 @@ def check_streams_word_count(gw: GatewayProcess, backend: Backend, base: Path, p
         rows = [line.split() for line in described.stdout.splitlines() if line.startswith(app)]
         assert len(rows) == 3 and all("ACTIVE:" in row for row in rows), described.stdout
         assert process_id(wc.state_dir(1), app) in described.stdout, described.stdout
+    finally:
+        wc.stop()
+
+
+def check_streams_word_count_exactly_once(
+    gw: GatewayProcess, backend: Backend, base: Path, prefix: str, protocol: str = "streams"
+) -> dict[str, object]:
+    """Issue 31's exactly-once word count: the Kafka Streams 4.4 word count with
+    `processing.guarantee=exactly_once_v2` (its transactions the cluster's, its group and
+    transactional offset commits groupshift's, docs/transactions.md) and `group.protocol` =
+    `protocol`, three instances, one SIGKILLed in the middle of processing (one of its
+    transactions open with records of its counts) and restarted
+    (e2e/streams_wordcount.py's `three_instances_one_killed_mid_processing`): every count read
+    committed equals the truth, and the cut transaction was aborted by the cluster. The
+    committed transactional offsets of every input line are groupshift's (materialized, then
+    mirrored to the cluster). Returns what the kill cut: the open transactions and how many
+    records of the output and changelog topics only read uncommitted sees (aborted)."""
+    dist = resolve_component("4.4.0", "streams")
+    program = Program(SOURCE, dist.classpath, dist.home, base / "classes")
+    app, source, output = f"{prefix}-wordcount", f"{prefix}-words-in", f"{prefix}-counts-out"
+    replicas = min(backend.brokers, 3)
+    admin = AdminClient({"bootstrap.servers": gw.bootstrap})
+    for f in admin.create_topics([NewTopic(source, 4, replicas), NewTopic(output, 2, replicas)]).values():
+        f.result(30)
+    produce(gw.bootstrap, source, LINES, "first")
+    # The cut transaction blocks the takeover until the cluster aborts it (its offsets are
+    # pending in groupshift, its records hold the last stable offset): at its timeout, 5 s
+    # here instead of Kafka Streams' 10 s.
+    settings = [
+        "processing.guarantee=exactly_once_v2",
+        f"group.protocol={protocol}",
+        "producer.transaction.timeout.ms=5000",
+    ]
+    if protocol == "classic":
+        # The classic protocol's consumers keep a killed instance's tasks for their session
+        # (45 s by default): 6 s, as the streams group's session on the gateway.
+        settings += ["consumer.session.timeout.ms=6000", "consumer.heartbeat.interval.ms=2000"]
+    wc = WordCountApp(program.classpath(), gw.bootstrap, base, app, source, output, tuple(settings))
+    try:
+        produced, cut = three_instances_one_killed_mid_processing(
+            wc, backend.bootstrap, list(LINES), gw.log_tail
+        )
+        changelog = f"{app}-counts-changelog"
+        aborted = {
+            topic: count_records(backend.bootstrap, topic, n, "read_uncommitted")
+            - count_records(backend.bootstrap, topic, n, "read_committed")
+            for topic, n in ((output, 2), (changelog, 4))
+        }
+        wait_until(
+            lambda: sum(upstream_offsets(backend, app, source).values()) == len(produced),
+            30,
+            f"{app}'s transactional commits materialized and mirrored to the cluster",
+            interval=0.5,
+        )
+        return {"cut": cut, "aborted": aborted}
     finally:
         wc.stop()

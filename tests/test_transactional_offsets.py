@@ -21,6 +21,9 @@ from gateway.upstream.transactions import (
 )
 from tests.classic_harness import ClassicHarness
 from tests.consumer_harness import Harness
+from tests.test_commit_assignment_epochs import three_epochs
+from tests.test_streams_commit_epochs import two_epochs
+from tests.test_streams_groups import REPARTITION, WORDS
 
 
 def value(offset: int, ts: int = 100, metadata: str = "") -> OffsetAndMetadata:
@@ -85,16 +88,25 @@ def test_validation_follows_kafkas_transactional_rules() -> None:
     resp = h.join("m1")
     h.ack("m1", resp)
     epoch = h.member("m1").member_epoch
-    validate_transactional_commit(state, "g", epoch, "m1", None)
+    foo = [("foo", p) for p in range(6)]
+    validate_transactional_commit(state, "g", epoch, "m1", None, foo)
     with pytest.raises(CoordinatorError) as e:  # a stale epoch: ILLEGAL_GENERATION, not STALE_MEMBER_EPOCH
-        validate_transactional_commit(state, "g", epoch - 1, "m1", None)
+        validate_transactional_commit(state, "g", epoch - 1, "m1", None, foo)
+    assert e.value.code is Errors.ILLEGAL_GENERATION
+    with pytest.raises(CoordinatorError) as e:  # a newer one too
+        validate_transactional_commit(state, "g", epoch + 1, "m1", None, foo)
     assert e.value.code is Errors.ILLEGAL_GENERATION
     with pytest.raises(CoordinatorError) as e:  # a member fenced out of the group (a zombie)
-        validate_transactional_commit(state, "g", epoch, "gone", None)
+        validate_transactional_commit(state, "g", epoch, "gone", None, foo)
     assert e.value.code is Errors.UNKNOWN_MEMBER_ID
-    with pytest.raises(CoordinatorError) as e:  # generation -1 while the group has members
-        validate_transactional_commit(state, "g", -1, "", None)
-    assert e.value.code is Errors.UNKNOWN_MEMBER_ID
+    with pytest.raises(CoordinatorError) as e:  # generation -1 of a member while the group has members
+        validate_transactional_commit(state, "g", -1, "m1", None, foo)
+    assert e.value.code is Errors.ILLEGAL_GENERATION
+    # Generation -1 without member id or instance id (TxnOffsetCommit v0-v2, a producer given
+    # only the group id) is accepted whatever the members: Kafka 4.0-4.4's
+    # `ConsumerGroup.validateOffsetCommit` returns at once when `isTransactional` (javap;
+    # measured on 4.4: e2e/test_streams_differential.py::test_txn_offset_commit_of_streams_members).
+    validate_transactional_commit(state, "g", -1, "", None, foo)
 
 
 def test_classic_groups_accept_what_kafka_accepts_transactionally() -> None:
@@ -120,6 +132,56 @@ def test_classic_groups_accept_what_kafka_accepts_transactionally() -> None:
     h.advance(1)
     assert h.group.state is ClassicGroupState.COMPLETING_REBALANCE
     validate_transactional_commit(state, "g", h.group.generation_id, ids[0], None)
+
+
+def test_an_older_consumer_epoch_commits_transactionally_the_partitions_held_since_then() -> None:
+    """Kafka 4.3+ `ConsumerGroup.createAssignmentEpochValidator` applies to TxnOffsetCommit too
+    (`validateTransactionalOffsetCommit` calls `validateOffsetCommit` with `isTransactional`):
+    a producer's commit built before a heartbeat moved its consumer on is kept for the
+    partitions it held then; any other partition fails the request, as ILLEGAL_GENERATION."""
+    h = three_epochs()  # m1 at epoch 4: foo-0..2 since epoch 2, foo-3..5 since 4
+    state = h.shard.state
+    validate_transactional_commit(state, "g", 3, "m1", None, [("foo", 0), ("foo", 2)])
+    with pytest.raises(CoordinatorError) as e:
+        validate_transactional_commit(state, "g", 3, "m1", None, [("foo", 0), ("foo", 3)])
+    assert e.value.code is Errors.ILLEGAL_GENERATION
+    assert "older than assignment epoch 4 for partition foo-3" in (e.value.message or "")
+
+
+def test_streams_group_members_commit_transactionally_as_kafka_4_4_validates_them() -> None:
+    """Kafka 4.4 `StreamsGroup.validateOffsetCommit` with `isTransactional` (javap): the member
+    id and member epoch of a streams-protocol member (a Kafka Streams `exactly_once_v2`
+    producer sends its consumer's group metadata), an older epoch only for the tasks held since
+    then, a stale epoch answered ILLEGAL_GENERATION up to TxnOffsetCommit v5. groupshift
+    answered every streams group GROUP_ID_NOT_FOUND ("not a consumer or classic group"), so no
+    exactly-once Kafka Streams application could commit through it."""
+    h = two_epochs()  # m1 at epoch 4, half of its tasks held since epoch 2; m2 left
+    state = h.shard.state
+    m1 = h.group.members["m1"]
+    old = [(WORDS, p) for p in m1.active.get("0", ()) if m1.active_task_epoch("0", p) == 2]
+    new = [(WORDS, p) for p in m1.active.get("0", ()) if m1.active_task_epoch("0", p) == 4]
+    old_repartition = [(REPARTITION, p) for p in m1.active.get("1", ()) if m1.active_task_epoch("1", p) == 2]
+    assert old and new and old_repartition
+    every = [(WORDS, p) for p in range(4)] + [(REPARTITION, p) for p in range(4)]
+
+    def refused(epoch: int, member: str, partitions: list[tuple[str, int]]) -> Errors:
+        with pytest.raises(CoordinatorError) as e:
+            validate_transactional_commit(state, "app", epoch, member, None, partitions)
+        return e.value.code
+
+    validate_transactional_commit(state, "app", 4, "m1", None, every)
+    validate_transactional_commit(state, "app", 3, "m1", None, old + old_repartition)
+    assert refused(3, "m1", old + new) is Errors.ILLEGAL_GENERATION  # a task given at epoch 4
+    assert refused(3, "m1", [("elsewhere", 0)]) is Errors.ILLEGAL_GENERATION  # not in the topology
+    validate_transactional_commit(state, "app", 4, "m1", None, [("elsewhere", 0)])  # own epoch: no check
+    assert refused(5, "m1", old) is Errors.ILLEGAL_GENERATION  # newer than the member's
+    assert refused(4, "m2", old) is Errors.UNKNOWN_MEMBER_ID  # left: a zombie's producer
+    assert refused(4, "never", old) is Errors.UNKNOWN_MEMBER_ID
+    assert refused(-1, "m1", old) is Errors.ILLEGAL_GENERATION
+    validate_transactional_commit(state, "app", -1, "", None, every)  # no member given: accepted
+    # Once every member is gone, an admin-style commit (epoch -1) is accepted.
+    h.hb(member_id="m1", member_epoch=-1)
+    validate_transactional_commit(state, "app", -1, "m1", None, every)
 
 
 # -- shadow group and tokens -----------------------------------------------------------------------

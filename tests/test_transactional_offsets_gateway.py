@@ -14,6 +14,7 @@ from gateway.metrics import MetricsRegistry
 from gateway.upstream.transactions import UNSTABLE_OFFSET_COMMIT, TransactionalOffsets, decode_token
 from protocol.client import make_request
 from tests.consumer_harness import Harness
+from tests.test_streams_groups import WORDS, Streams
 
 TP = tuple[str, int]
 
@@ -121,7 +122,7 @@ class FakeBridge:
 
 
 class FakeRuntime:
-    def __init__(self, harness: Harness) -> None:
+    def __init__(self, harness: Any) -> None:
         self.shard = harness.shard
         self.storage = object()
         self.harness = harness
@@ -132,7 +133,7 @@ class FakeRuntime:
 
 
 class FakeService:
-    def __init__(self, harness: Harness) -> None:
+    def __init__(self, harness: Any) -> None:
         self.runtime = FakeRuntime(harness)
         self.image = harness.shard.image
         self.config = harness.shard.state.config
@@ -141,12 +142,19 @@ class FakeService:
         return self.runtime
 
 
-def commit_request(producer_id: int, offsets: dict[int, int], generation: int = -1, member: str = "") -> Any:
+def commit_request(
+    producer_id: int,
+    offsets: dict[int, int],
+    generation: int = -1,
+    member: str = "",
+    group: str = "g",
+    topic: str = "foo",
+) -> Any:
     return make_request(
         28,
         3,
         transactional_id=f"txn-{producer_id}",
-        group_id="g",
+        group_id=group,
         producer_id=producer_id,
         producer_epoch=0,
         generation_id=generation,
@@ -154,7 +162,7 @@ def commit_request(producer_id: int, offsets: dict[int, int], generation: int = 
         group_instance_id=None,
         topics=[
             {
-                "name": "foo",
+                "name": topic,
                 "partitions": [
                     {
                         "partition_index": p,
@@ -232,10 +240,11 @@ def partition_answers(response: Any) -> list[tuple[int, int, int]]:
     ]
 
 
-def setup() -> tuple[Shadow, TransactionalOffsets]:
+def setup(harness: Any = None) -> tuple[Shadow, TransactionalOffsets]:
+    """`harness`: the shard's requests (a consumer group "g" by default)."""
     shadow = Shadow()
     cluster = FakeCluster(shadow)
-    service = FakeService(Harness())
+    service = FakeService(Harness() if harness is None else harness)
     txn = TransactionalOffsets(service, cluster, FakeBridge(cluster), MetricsRegistry())  # type: ignore[arg-type]
     return shadow, txn
 
@@ -311,6 +320,59 @@ def test_a_zombie_member_is_refused_before_anything_reaches_the_cluster() -> Non
         assert shadow.pending == {}
         resp = await txn.handle_commit(None, None, commit_request(7, {0: 5}, epoch, "m1"))  # type: ignore[arg-type]
         assert {p.error_code for t in resp.topics for p in t.partitions} == {0}
+        txn.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_streams_members_transactional_commit_is_served_and_its_zombie_refused() -> None:
+    """A Kafka Streams `exactly_once_v2` producer commits with its consumer's streams-group
+    metadata (member id, member epoch): forwarded into its transaction upstream and
+    materialized once it commits. After the instance is killed and its member leaves the group
+    (session expiry), a commit of its still-running producer (a zombie) is refused with
+    UNKNOWN_MEMBER_ID before anything reaches the cluster, as Kafka 4.4 refuses it. groupshift
+    answered every streams group GROUP_ID_NOT_FOUND before (issue 31)."""
+
+    async def scenario() -> None:
+        h = Streams()
+        h.join("m1")
+        h.join("m2")
+        h.converge("m1", "m2")
+        shadow, txn = setup(h)
+        epoch = h.epochs["m1"]
+        mine = sorted(p for t in h.owned["m1"] if t.subtopology_id == "0" for p in t.partitions)
+        offsets = {p: 10 + p for p in mine}
+        resp = await txn.handle_commit(
+            None,  # type: ignore[arg-type]
+            None,
+            commit_request(7, offsets, epoch, "m1", group="app", topic=WORDS),
+        )
+        assert {p.error_code for t in resp.topics for p in t.partitions} == {0}
+        assert set(shadow.pending[7]) == {(WORDS, p) for p in mine}
+        shadow.end(7, commit=True)
+        for _ in range(200):
+            if not txn.pending.partitions("app"):
+                break
+            await asyncio.sleep(0.01)
+        stored = h.shard.offsets
+        assert {p: stored.get("app", WORDS, p).offset for p in mine} == offsets  # type: ignore[union-attr]
+
+        h.hb(member_id="m1", member_epoch=-1)  # m1 is gone (its session expired)
+        resp = await txn.handle_commit(
+            None,  # type: ignore[arg-type]
+            None,
+            commit_request(7, {mine[0]: 99}, epoch, "m1", group="app", topic=WORDS),
+        )
+        assert {p.error_code for t in resp.topics for p in t.partitions} == {25}  # UNKNOWN_MEMBER_ID
+        m2 = h.epochs["m2"]
+        resp = await txn.handle_commit(
+            None,  # type: ignore[arg-type]
+            None,
+            commit_request(8, {0: 5}, m2 + 1, "m2", group="app", topic=WORDS),
+        )
+        assert {p.error_code for t in resp.topics for p in t.partitions} == {22}  # ILLEGAL_GENERATION
+        assert shadow.pending == {}
+        assert stored.get("app", WORDS, mine[0]).offset == offsets[mine[0]]  # type: ignore[union-attr]
         txn.close()
 
     asyncio.run(scenario())

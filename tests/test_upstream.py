@@ -158,13 +158,14 @@ def test_metadata_brokers_become_groupshift_listeners(proxy: UpstreamProxy) -> N
     assert body.controller_id == 1
 
 
-def test_describe_cluster_brokers_become_groupshift_listeners(proxy: UpstreamProxy) -> None:
-    """DescribeCluster names its brokers `BrokerId`, not Metadata's `NodeId`: its rewrite once
-    failed on that and closed the connection of every admin client asking (Kafka Streams 3.9's,
-    found by the matrix's Kafka Streams cells in front of Kafka 3.9)."""
+@pytest.mark.parametrize("version", [0, 1])
+def test_describe_cluster_brokers_become_groupshift_listeners(proxy: UpstreamProxy, version: int) -> None:
+    """DescribeCluster's brokers carry `broker_id`, not Metadata's `node_id`: the rewrite raised
+    AttributeError and closed the connection (a Java admin client's describeCluster through
+    upstream mode, as Kafka Streams' classic assignor calls it, never got an answer)."""
     raw = _upstream_response(
         60,
-        1,
+        version,
         {
             "throttle_time": 0,
             "error_code": 0,
@@ -176,14 +177,15 @@ def test_describe_cluster_brokers_become_groupshift_listeners(proxy: UpstreamPro
             "cluster_authorized_operations": -2147483648,
         },
     )
-    out = proxy._rewrite(60, 1, 7, raw)
+    out = proxy._rewrite(60, version, 7, raw)
     assert isinstance(out, bytes)
-    cid, body = _decode(60, 1, out)
-    assert cid == 7 and body.controller_id == 2
+    cid, body = _decode(60, version, out)
+    assert cid == 7
     assert [(b.broker_id, b.host, b.port) for b in body.brokers] == [
         (1, "127.0.0.1", 19001),
         (2, "127.0.0.1", 19002),
     ]
+    assert body.controller_id == 2
 
 
 def test_identical_metadata_answers_reuse_the_rewrite(proxy: UpstreamProxy) -> None:

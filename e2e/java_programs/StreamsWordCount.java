@@ -1,6 +1,8 @@
 // A Kafka Streams word count exactly as a user writes it: a groupBy (a repartition topic) and a
 // count (a state store with a changelog topic), run with group.protocol=streams (KIP-1071).
-// Arguments: bootstrap, application id, input topic, output topic, state directory.
+// Arguments: bootstrap, application id, input topic, output topic, state directory, then any
+// Kafka Streams settings as key=value, set over the ones below (processing.guarantee=
+// exactly_once_v2 for transactions, group.protocol=classic, consumer.session.timeout.ms=...).
 // Prints "STATE <new state>" on every state change of the KafkaStreams instance, and
 // "TASKS <active task ids>" once it is RUNNING with them, so the test can follow it.
 // With STREAMS_START_ON_STDIN set, it starts only once a line comes on stdin (a roll's next
@@ -35,6 +37,10 @@ public class StreamsWordCount {
         props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 200);
         props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
         props.put("consumer.auto.offset.reset", "earliest");
+        for (int i = 5; i < args.length; i++) {
+            int eq = args[i].indexOf('=');
+            props.put(args[i].substring(0, eq), args[i].substring(eq + 1));
+        }
 
         StreamsBuilder builder = new StreamsBuilder();
         builder.<String, String>stream(args[2])

@@ -12,9 +12,10 @@ groupshift has no transaction coordinator and no markers of its own: in upstream
 transaction lives in the cluster and the gateway learns its outcome there
 (`gateway.upstream.transactions`, docs/transactions.md). This module is the sans-IO part:
 
-* `validate_transactional_commit`: who may commit, as Kafka's group coordinator decides it
-  (generation / member epoch / member id / group instance id; a consumer-protocol member's stale
-  epoch is ILLEGAL_GENERATION, as Kafka maps it for transactional commits);
+* `validate_transactional_commit`: who may commit, as Kafka's group coordinator decides it for
+  classic, consumer and streams groups (generation / member epoch / member id / group instance
+  id; an older member epoch only for the partitions or tasks the member held since then; a stale
+  epoch is ILLEGAL_GENERATION, as Kafka maps it for TxnOffsetCommit up to v5);
 * `PendingTransactionalOffsets`: the pending store, per partition, with the producer id and
   epoch each offset was accepted under. It is resolved per partition: once no transaction holds
   the partition where the outcome is read, every offset pending before that read has ended, and
@@ -26,17 +27,19 @@ transaction lives in the cluster and the gateway learns its outcome there
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from engine.classic.group import ClassicGroup
 from engine.classic.state import ClassicGroupState
+from engine.connect.group import ConnectGroup
 from engine.consumer.group import ConsumerGroup
 from engine.errors import CoordinatorError, Errors
+from engine.metadata import TopicId
 from engine.offsets.operations import offset_record
 from engine.offsets.store import OffsetAndMetadata
-from engine.offsets.validation import validate_consumer_commit
+from engine.offsets.validation import validate_consumer_commit, validate_streams_commit
 from engine.operation import Operation
 
 if TYPE_CHECKING:
@@ -48,12 +51,21 @@ _TRANSACTIONAL_VERSION = 9
 
 
 def validate_transactional_commit(
-    shard: ShardState, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None
+    shard: ShardState,
+    group_id: str,
+    generation_id: int,
+    member_id: str,
+    group_instance_id: str | None,
+    partitions: Iterable[TopicPartition] = (),
 ) -> None:
     """Kafka `validateTransactionalOffsetCommit`: a missing group accepts a commit with generation
     -1 (a "simple" group, created when the offsets are committed) and refuses any other with
-    ILLEGAL_GENERATION; an existing group checks the member as a regular commit does, except that
-    the epoch must match exactly and a stale one is ILLEGAL_GENERATION."""
+    ILLEGAL_GENERATION; an existing group checks the member as a regular commit does
+    (`Group.validateOffsetCommit` with `isTransactional`), then each of `partitions` (the ones
+    the request may write: known, metadata not too large) against an older epoch's tasks or
+    partitions. Up to TxnOffsetCommit v5 Kafka answers STALE_MEMBER_EPOCH as ILLEGAL_GENERATION
+    (`supportsStaleMemberEpochError`: v6+; groupshift serves up to v4), and a partition that
+    fails fails the whole request."""
     group = shard.groups.get(group_id)
     if group is None:
         if generation_id < 0:
@@ -62,25 +74,35 @@ def validate_transactional_commit(
     if isinstance(group, ClassicGroup):
         _validate_classic(group, member_id, group_instance_id, generation_id)
         return
-    if isinstance(group, ConsumerGroup):
-        try:
-            check = validate_consumer_commit(
-                group, member_id, generation_id, _TRANSACTIONAL_VERSION, _no_topics
-            )
-        except CoordinatorError as e:
-            if e.code is Errors.STALE_MEMBER_EPOCH:
-                raise CoordinatorError(Errors.ILLEGAL_GENERATION, e.message) from None
-            raise
-        if check is not None:
-            member = group.members.get(member_id)
-            epoch = None if member is None else member.member_epoch
-            raise CoordinatorError(
-                Errors.ILLEGAL_GENERATION,
-                f"The received generation id {generation_id} does not match the expected member "
-                f"epoch {epoch}.",
-            )
+    if isinstance(group, ConnectGroup):
+        raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is a connect group.")
+    # Consumer and streams groups (Kafka 4.x `ConsumerGroup` / `StreamsGroup.validateOffsetCommit`):
+    # a transactional commit without member (TxnOffsetCommit v0-v2, or a producer given only
+    # the group id) is accepted whatever the members; the OffsetCommit version check is skipped.
+    if generation_id == -1 and member_id == "" and group_instance_id is None:
         return
-    raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer or classic group.")
+    try:
+        if isinstance(group, ConsumerGroup):
+            check = validate_consumer_commit(
+                group, member_id, generation_id, _TRANSACTIONAL_VERSION, _topic_id(shard)
+            )
+        else:
+            check = validate_streams_commit(group, member_id, generation_id, _TRANSACTIONAL_VERSION)
+        if check is not None:
+            for topic, partition in partitions:
+                check(topic, partition)
+    except CoordinatorError as e:
+        if e.code is Errors.STALE_MEMBER_EPOCH:
+            raise CoordinatorError(Errors.ILLEGAL_GENERATION, e.message) from None
+        raise
+
+
+def _topic_id(shard: ShardState) -> Callable[[str], TopicId | None]:
+    def resolve(name: str) -> TopicId | None:
+        topic = shard.image.topic(name)
+        return None if topic is None else topic.topic_id
+
+    return resolve
 
 
 def _validate_classic(group: ClassicGroup, member_id: str, instance_id: str | None, generation: int) -> None:
@@ -95,10 +117,6 @@ def _validate_classic(group: ClassicGroup, member_id: str, instance_id: str | No
         group.validate_member(member_id, instance_id)
         if generation != group.generation_id:
             raise CoordinatorError(Errors.ILLEGAL_GENERATION)
-
-
-def _no_topics(name: str) -> None:
-    return None
 
 
 @dataclass(slots=True, frozen=True)

@@ -161,11 +161,6 @@ def _kio_max(api_key: int, hi: int) -> int:
     return hi
 
 
-def _broker_id(broker: Any) -> int:
-    """A broker's id in a Metadata answer (`NodeId`) or a DescribeCluster answer (`BrokerId`)."""
-    return int(broker.node_id if hasattr(broker, "node_id") else broker.broker_id)
-
-
 def produce_acks(frame: bytes, version: int) -> int:
     """The `acks` of a Produce request frame, read without decoding the records.
 
@@ -280,6 +275,12 @@ def expects_response(frame: bytes, api_key: int, version: int) -> bool:
 class _Unmapped(Exception):
     """The connection's principal has no upstream credential and groupshift's own may not
     stand in for it (`upstream.identity.credentials.required=true`)."""
+
+
+def _broker_id(api_key: int, broker: Any) -> int:
+    """A broker entry's id: Metadata names it `node_id`, DescribeCluster `broker_id` (the Java
+    admin client's describeCluster, which Kafka Streams' classic assignor calls)."""
+    return int(broker.broker_id if api_key == DESCRIBE_CLUSTER else broker.node_id)
 
 
 class UpstreamProxy:
@@ -741,7 +742,7 @@ class UpstreamProxy:
             else:
                 nodes = [int(body.node_id)] if body.node_id >= 0 else []
         else:
-            nodes = [_broker_id(b) for b in body.brokers]
+            nodes = [_broker_id(api_key, b) for b in body.brokers]
             if api_key == METADATA:
                 self._notice_metadata(body)
         missing = [n for n in nodes if n not in self.listeners]
@@ -799,7 +800,7 @@ class UpstreamProxy:
             if body.node_id < 0:
                 return body
             return rep(body, **self._endpoint_fields(int(body.node_id), strict))
-        brokers = tuple(rep(b, **self._endpoint_fields(_broker_id(b), strict)) for b in body.brokers)
+        brokers = tuple(rep(b, **self._endpoint_fields(_broker_id(api_key, b), strict)) for b in body.brokers)
         if api_key == METADATA and brokers:
             known = {int(b.node_id) for b in brokers}
             extra = tuple(

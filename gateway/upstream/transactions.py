@@ -8,7 +8,8 @@ its markers there at EndTxn. The group lives in groupshift, so TxnOffsetCommit c
 (FindCoordinator for a group answers groupshift). For each one groupshift
 
 1. checks the member as Kafka's group coordinator does (`engine.offsets.transactional`:
-   generation / member epoch / member id / group instance id of its own group) and the
+   generation / member epoch / member id / group instance id of its own classic, consumer or
+   streams group, an older epoch per partition or task) and the
    producer epoch against the ones it already accepted;
 2. writes the offsets into the producer's transaction upstream, as a TxnOffsetCommit of the
    same producer id and epoch for the group's *shadow group* (`shadow_group`: a fixed prefix
@@ -264,6 +265,7 @@ class TransactionalOffsets:
                 int(getattr(req, "generation_id", -1)),
                 getattr(req, "member_id", "") or "",
                 getattr(req, "group_instance_id", None),
+                wanted,
             )
             self.pending.check_epoch(int(req.producer_id), int(req.producer_epoch))
         except CoordinatorError as e:

@@ -299,6 +299,12 @@ def run_both(
         "kafka": Session("kafka", kafka_bootstrap, names, identities),
         "groupshift": Session("groupshift", groupshift_bootstrap, names, identities),
     }
+    return run_sessions(scenario, sessions)
+
+
+def run_sessions(scenario: Scenario, sessions: Mapping[str, Session]) -> Outcome:
+    """Run `scenario` on the `kafka` and `groupshift` sessions at once, one thread each, and
+    close them; an exception of either side is kept for the comparison to report."""
     errors: dict[str, BaseException] = {}
 
     def drive(name: str) -> None:

@@ -31,7 +31,6 @@ node (`streams_upstream`), each side with names of its own.
 from __future__ import annotations
 
 import os
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -40,7 +39,7 @@ from typing import Any
 import pytest
 
 from e2e.conftest import Gateways
-from e2e.differential import Outcome, Session, compare, plain, run_both
+from e2e.differential import Outcome, Session, compare, plain, run_both, run_sessions
 from e2e.upstream_streams import streams_heartbeat_fields
 
 pytestmark = pytest.mark.e2e
@@ -1612,22 +1611,7 @@ def run_apart(scenario: Callable[[Session], None], kafka: str, groupshift: str) 
         "kafka": Session("kafka", kafka, {"run": uuid.uuid4().hex[:10]}),
         "groupshift": Session("groupshift", groupshift, {"run": uuid.uuid4().hex[:10]}),
     }
-    errors: dict[str, BaseException] = {}
-
-    def drive(name: str) -> None:
-        try:
-            scenario(sessions[name])
-        except BaseException as e:  # reported with the comparison
-            errors[name] = e
-
-    threads = [threading.Thread(target=drive, args=(n,), daemon=True) for n in sessions]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(300)
-    for session in sessions.values():
-        session.close()
-    return Outcome(sessions["kafka"].transcript, sessions["groupshift"].transcript, errors)
+    return run_sessions(scenario, sessions)
 
 
 @pytest.fixture(scope="module")

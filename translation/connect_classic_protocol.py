@@ -53,6 +53,7 @@ import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from translation.bounded_reader import BoundedReader
 from translation.embedded_protocol import SchemaError
 
 PROTOCOL_TYPE = "connect"
@@ -162,39 +163,9 @@ _i = struct.Struct(">i")
 _q = struct.Struct(">q")
 
 
-class _Reader:
-    __slots__ = ("buf", "pos", "what")
-
-    def __init__(self, buf: bytes, what: str) -> None:
-        self.buf = buf
-        self.pos = 0
-        self.what = what
-
-    def fail(self, reason: str) -> ConnectProtocolError:
-        return ConnectProtocolError(f"{self.what}: {reason} (at byte {self.pos} of {len(self.buf)})")
-
-    @property
-    def remaining(self) -> int:
-        return len(self.buf) - self.pos
-
-    def take(self, n: int) -> bytes:
-        if n < 0 or n > self.remaining:
-            raise self.fail(f"truncated: need {n} bytes, have {self.remaining}")
-        out = self.buf[self.pos : self.pos + n]
-        self.pos += n
-        return out
-
-    def int16(self) -> int:
-        v: int = _h.unpack(self.take(2))[0]
-        return v
-
-    def int32(self) -> int:
-        v: int = _i.unpack(self.take(4))[0]
-        return v
-
-    def int64(self) -> int:
-        v: int = _q.unpack(self.take(8))[0]
-        return v
+class _Reader(BoundedReader):
+    __slots__ = ()
+    error = ConnectProtocolError
 
     def string(self, name: str) -> str:
         n = self.int16()
@@ -224,10 +195,6 @@ class _Reader:
             tasks = struct.unpack(f">{count}i", self.take(4 * count))
             out.append(ConnectorEntry(connector, tasks))
         return tuple(out)
-
-    def done(self) -> None:
-        if self.remaining:
-            raise self.fail(f"{self.remaining} trailing bytes")
 
 
 def _version(r: _Reader) -> int:

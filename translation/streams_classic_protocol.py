@@ -45,6 +45,7 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from translation.bounded_reader import BoundedReader
 from translation.embedded_protocol import SchemaError, Subscription, parse_subscription
 
 PROTOCOL_TYPE = "consumer"
@@ -179,36 +180,9 @@ _I = struct.Struct(">i")
 _Q = struct.Struct(">q")
 
 
-class _Reader:
-    __slots__ = ("buf", "pos", "what")
-
-    def __init__(self, buf: bytes, what: str) -> None:
-        self.buf = buf
-        self.pos = 0
-        self.what = what
-
-    def fail(self, reason: str) -> StreamsProtocolError:
-        return StreamsProtocolError(f"{self.what}: {reason} (at byte {self.pos} of {len(self.buf)})")
-
-    def take(self, n: int) -> bytes:
-        end = self.pos + n
-        if n < 0 or end > len(self.buf):
-            raise self.fail(f"truncated: need {n} bytes, have {len(self.buf) - self.pos}")
-        out = self.buf[self.pos : end]
-        self.pos = end
-        return out
-
-    def int8(self) -> int:
-        v: int = _B.unpack(self.take(1))[0]
-        return v
-
-    def int32(self) -> int:
-        v: int = _I.unpack(self.take(4))[0]
-        return v
-
-    def int64(self) -> int:
-        v: int = _Q.unpack(self.take(8))[0]
-        return v
+class _Reader(BoundedReader):
+    __slots__ = ()
+    error = StreamsProtocolError
 
     def count(self, min_element: int, name: str) -> int:
         n = self.int32()
@@ -250,10 +224,6 @@ class _Reader:
         chars = self.count(2, "named-topology char")
         raw = self.take(2 * chars)
         return TaskId(subtopology, partition, raw.decode("utf-16-be", "surrogatepass") if chars else None)
-
-    def done(self) -> None:
-        if self.pos != len(self.buf):
-            raise self.fail(f"{len(self.buf) - self.pos} trailing bytes")
 
 
 def _decode_modified_utf8(raw: bytes) -> str:

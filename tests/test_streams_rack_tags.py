@@ -151,12 +151,22 @@ def test_describe_and_incremental_alter_treat_it_as_kafkas_list() -> None:
         "streams.rack.aware.assignment.tags must not contain duplicate tag keys.",
     )
     assert configs.incremental_alter("app", [(NAME, 0, "a,b")], False) == (0, None)
-    assert configs.incremental_alter("app", [(NAME, 2, "c,a")], False) == (0, None)
     _, _, (entry,) = configs.describe("app", [NAME], False)
-    assert (entry["value"], entry["config_source"]) == ("a,b,c", 8)
-    assert configs.incremental_alter("app", [(NAME, 3, "a")], False) == (0, None)
-    assert service.h.shard.state.streams_rack_aware_assignment_tags("app") == ("b", "c")
+    assert (entry["value"], entry["config_source"]) == ("a,b", 8)
+    assert service.h.shard.state.streams_rack_aware_assignment_tags("app") == ("a", "b")
+    # Kafka 4.4's controller takes no GROUP config as a LIST: APPEND and SUBTRACT are refused.
+    for op, verb in ((2, "APPEND"), (3, "SUBTRACT")):
+        assert configs.incremental_alter("app", [(NAME, op, "c")], False) == (
+            40,
+            f"Can't {verb} to key {NAME} because its type is not LIST.",
+        )
     assert configs.incremental_alter("app", [(NAME, 1, None)], False) == (0, None)
     assert service.h.shard.state.streams_rack_aware_assignment_tags("app") == ("zone",)
-    # APPEND and SUBTRACT stay refused for the other (non-LIST) group configs.
-    assert configs.incremental_alter("app", [("streams.num.standby.replicas", 2, "1")], False)[0] == 40
+
+
+def test_client_tags_are_kept_as_kafkas_map_sorted_by_key_in_the_record() -> None:
+    """Kafka 4.4 keeps a member's client tags as a map and writes them sorted by key; the last
+    value of a key given twice is kept here (Kafka fails that heartbeat)."""
+    h = Streams()
+    h.join("m1", client_tags=(KeyValue("zone", "z"), KeyValue("rack", "r"), KeyValue("zone", "z2")))
+    assert h.group.members["m1"].client_tags == (KeyValue("rack", "r"), KeyValue("zone", "z2"))

@@ -143,6 +143,13 @@ def assignment_configs(st: ShardState, group_id: str) -> tuple[KeyValue, ...]:
     return (standbys, KeyValue(RACK_AWARE_TAGS, ",".join(tags)))
 
 
+def _by_key(tags: tuple[KeyValue, ...]) -> tuple[KeyValue, ...]:
+    """A member's client tags as Kafka 4.4 keeps them: a map (a key given twice keeps its last
+    value here; Kafka's `Collectors.toMap` fails the heartbeat), recorded sorted by key
+    (`StreamsCoordinatorRecordHelpers.newStreamsGroupMemberRecord`)."""
+    return tuple(sorted({kv.key: kv for kv in tags}.values(), key=lambda kv: kv.key))
+
+
 def missing_client_tags(configs: tuple[KeyValue, ...], member: StreamsMember) -> Status | None:
     """Kafka 4.4 `streamsGroupHeartbeat` (v1 and later, after every other status): the
     assignment configs' tag keys the member reports no client tag for, in the configs' order,
@@ -634,7 +641,7 @@ def heartbeat(
         topology_epoch=req.topology.epoch if req.topology is not None else member.topology_epoch,
         process_id=req.process_id if req.process_id is not None else member.process_id,  # may stay ""
         user_endpoint=req.user_endpoint if req.user_endpoint is not None else member.user_endpoint,
-        client_tags=req.client_tags if req.client_tags is not None else member.client_tags,
+        client_tags=_by_key(req.client_tags) if req.client_tags is not None else member.client_tags,
     )
     if topology is not None and updated.topology_epoch < topology.epoch:
         statuses.append(

@@ -7,7 +7,8 @@ for consumer groups), `streams.session.timeout.ms`, `streams.heartbeat.interval.
 bounds), `streams.num.standby.replicas` (at most the broker's
 `group.streams.max.standby.replicas`) and `streams.initial.rebalance.delay.ms` exist,
 validated against the broker's bounds, Kafka 4.4's LIST `streams.rack.aware.assignment.tags`
-(kept as given, no duplicate keys; APPEND and SUBTRACT apply to it) and its internal
+(kept as given, no duplicate keys; APPEND and SUBTRACT refused as Kafka 4.4 refuses them for
+every group config) and its internal
 `streams.acceptable.recovery.lag` (described by name or once set); values are kept across
 restarts. The APIs themselves
 belong to the data plane (`gateway.dataplane.apis.configs`), which routes GROUP resources here.
@@ -41,7 +42,7 @@ GROUP_CONFIGS = (
 INTERNAL_GROUP_CONFIGS = ("streams.acceptable.recovery.lag",)
 KNOWN_GROUP_CONFIGS = (*GROUP_CONFIGS, *INTERNAL_GROUP_CONFIGS)
 LONG_GROUP_CONFIGS = frozenset({"streams.acceptable.recovery.lag"})
-# Kafka 4.4's LIST group config: its value is kept as a string and APPEND/SUBTRACT apply to it.
+# Kafka 4.4's LIST group config: its value is kept as the string given.
 LIST_GROUP_CONFIGS = frozenset({"streams.rack.aware.assignment.tags"})
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3  # IncrementalAlterConfigs operations
 DYNAMIC_GROUP_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 8, 4, 5  # DescribeConfigs sources
@@ -160,28 +161,12 @@ class GroupConfigs:
                 if isinstance(parsed, tuple):
                     return parsed
                 values[config] = parsed
-            elif op in (APPEND, SUBTRACT) and config in LIST_GROUP_CONFIGS:
-                values[config] = self._append_or_subtract(name, config, op, value or "", values)
             else:
-                return int(Errors.INVALID_CONFIG), f"{config} is not a list: only SET and DELETE apply"
+                # Kafka 4.4's controller knows no GROUP config as a LIST (its config schema has
+                # no GROUP resources), the LIST tags included.
+                verb = "APPEND" if op == APPEND else "SUBTRACT" if op == SUBTRACT else str(op)
+                return (
+                    int(Errors.INVALID_CONFIG),
+                    f"Can't {verb} to key {config} because its type is not LIST.",
+                )
         return self._set(name, values, validate_only)
-
-    def _append_or_subtract(
-        self, name: str, config: str, op: int, value: str, pending: Mapping[str, int | str | None]
-    ) -> str:
-        """Kafka's controller (`ConfigurationControlManager.incrementalAlterConfigResource`): the
-        current value (an earlier operation of this request, else the group's, else the
-        default), split on commas; APPEND adds each given key not yet there, SUBTRACT removes
-        each given key; the result is joined with commas."""
-        if config in pending:
-            current = pending[config]
-        else:
-            overrides = self.service.group_configs.get(name)
-            current = None if overrides is None else overrides.model_dump(by_alias=True).get(config)
-        parts = [p for p in str(current or "").split(",") if p]
-        for key in value.split(","):
-            if op == APPEND and key not in parts:
-                parts.append(key)
-            elif op == SUBTRACT and key in parts:
-                parts.remove(key)
-        return ",".join(parts)

@@ -15,6 +15,7 @@ from engine.config import CoordinatorConfig, GroupConfig, split_list
 from engine.streams.api import MISSING_CLIENT_TAGS
 from engine.streams.group import StreamsGroup
 from engine.streams.heartbeat import assignment_configs
+from gateway.config import resolve_config
 from gateway.groups.config_apis import GroupConfigs
 from gateway.groups.service import GroupCoordinatorService
 from records.streams_group import KeyValue
@@ -47,6 +48,10 @@ def test_lists_split_as_kafkas_configdef(value: str, parts: tuple[str, ...]) -> 
 
 def test_the_broker_setting_is_a_list_without_duplicates() -> None:
     assert CoordinatorConfig().streams_rack_aware_assignment_tags == ()
+    # Taken from a server.properties (no longer an unused Kafka key with a warning).
+    loaded = resolve_config({"group.streams.rack.aware.assignment.tags": "zone, rack"})
+    assert loaded.ignored_kafka_keys == ()
+    assert loaded.config.group.streams_rack_aware_assignment_tags == ("zone", "rack")
     cfg = CoordinatorConfig.from_kafka({"group.streams.rack.aware.assignment.tags": "zone, rack"})
     assert cfg.streams_rack_aware_assignment_tags == ("zone", "rack")
     refused = r"'group\.streams\.rack\.aware\.assignment\.tags' values must not be duplicated\."

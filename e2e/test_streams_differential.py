@@ -1385,6 +1385,76 @@ def scenario_v1_acceptable_recovery_lag_group_config(s: Session) -> None:
     members.beat(A, "the broker's lag")
 
 
+def alter_group_list(s: Session, label: str, name: str, operation: int, value: str) -> None:
+    """IncrementalAlterConfigs APPEND (2) or SUBTRACT (3) of a group config."""
+    r = plain(
+        s.raw(
+            44,
+            1,
+            resources=[
+                {
+                    "resource_type": 32,
+                    "resource_name": s.group(),
+                    "configs": [{"name": name, "config_operation": operation, "value": value}],
+                }
+            ],
+            validate_only=False,
+        )
+    )
+    s.note(label, r)
+
+
+def missing_tags(r: dict[str, Any]) -> list[str]:
+    """The MISSING_CLIENT_TAGS (6) details of a heartbeat answer."""
+    return [st["status_detail"] for st in r["status"] or [] if st["status_code"] == 6]
+
+
+def scenario_rack_aware_assignment_tags(s: Session) -> None:
+    """Kafka 4.4's `streams.rack.aware.assignment.tags` (a LIST group config): described unset
+    and set, refused with duplicate keys or an empty one, APPEND and SUBTRACT refused; v1 members that
+    report none or only some of the tag keys get MISSING_CLIENT_TAGS naming the missing ones, a
+    member with all of them and a v0 heartbeat get no status; the changes bump the group epoch
+    (Describe after)."""
+    setup(s, 2, (repartition_name(s), 2), (changelog_name(s), 2))
+    name = "streams.rack.aware.assignment.tags"
+    describe_group_configs(s, "describe it unset", name)
+    set_group_configs(s, "duplicate keys", streams_rack_aware_assignment_tags="zone, rack ,zone")
+    set_group_configs(s, "an empty key", streams_rack_aware_assignment_tags="zone,,rack")
+    set_group_configs(s, "set", streams_rack_aware_assignment_tags=" zone , rack ")
+    settle()  # Kafka applies group configs from its metadata log, a moment later
+    describe_group_configs(s, "describe it set", name)
+    v1 = Members(s, version=1)
+    r = v1.join(A, word_count(s), "v1 without client tags")
+    assert missing_tags(r) == [
+        "Missing required client tags for rack-aware standby assignment: [zone, rack]. "
+        "Configure them via 'client.tag.<tagKey>' in your Streams config."
+    ], r
+    r = v1.join(B, word_count(s), "v1 with some", client_tags=[{"key": "rack", "value": "r1"}])
+    assert len(missing_tags(r)) == 1 and "[zone]" in missing_tags(r)[0], r
+    tags = [{"key": "zone", "value": "z1"}, {"key": "rack", "value": "r2"}]
+    assert missing_tags(v1.join(D, word_count(s), "v1 with all", client_tags=tags)) == []
+    v1.beat(A, "A beats")
+    v0 = Members(s)
+    v0.epoch, v0.owned, v0.standby = v1.epoch, v1.owned, v1.standby
+    assert missing_tags(v0.beat(A, "A beats at v0")) == []
+    # Kafka 4.4's controller takes no GROUP config as a LIST.
+    alter_group_list(s, "append", name, 2, "host")
+    alter_group_list(s, "subtract", name, 3, "rack")
+    alter_group_list(s, "append to an INT", "streams.num.standby.replicas", 2, "1")
+    set_group_configs(s, "a third key", streams_rack_aware_assignment_tags="zone,rack,host")
+    settle()
+    describe_group_configs(s, "describe three keys", name)
+    assert "[host]" in missing_tags(v1.beat(D, "D misses the third key"))[0]
+    set_group_configs(s, "zone only", streams_rack_aware_assignment_tags="zone")
+    settle()
+    v1.beat(B, "B has none of them now")
+    v1.beat(D, "D has them all again")
+    set_group_configs(s, "delete", streams_rack_aware_assignment_tags=None)
+    settle()
+    assert missing_tags(v1.beat(A, "A after delete")) == []
+    describe(s, "describe the group")
+
+
 def scenario_v0_and_v1_members(s: Session) -> None:
     """One member on v0 and one on v1 in the same group: each answered in its own version."""
     members = Members(s)
@@ -1738,6 +1808,7 @@ SCENARIOS: list[tuple[str, Callable[[Session], None], Known]] = [
     ("v1-heartbeats", scenario_v1_heartbeats, {}),
     ("v1-static-leave-and-refusals", scenario_v1_static_leave_and_refusals, {}),
     ("v1-acceptable-recovery-lag-group-config", scenario_v1_acceptable_recovery_lag_group_config, {}),
+    ("rack-aware-assignment-tags", scenario_rack_aware_assignment_tags, {}),
     ("v0-and-v1-members", scenario_v0_and_v1_members, {}),
     ("v1-describe", scenario_v1_describe, DESCRIBED_COUNTS),
     ("v1-describe-consumer-group", scenario_v1_describe_consumer_group, {}),

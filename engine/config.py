@@ -8,6 +8,7 @@ run a group with sub-second intervals, exactly as a Kafka broker can be configur
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -27,6 +28,17 @@ MigrationPolicy = Literal["bidirectional", "upgrade", "downgrade", "disabled"]
 # from a 4.4 broker starts groupshift; streams groups are served whether or not it is listed
 # (docs/deviations.md).
 RebalanceProtocol = Literal["classic", "consumer", "streams"]
+
+
+# Java's `String.trim` removes every code point up to U+0020.
+JAVA_TRIMMED = "".join(map(chr, range(0x21)))
+
+
+def split_list(value: str) -> tuple[str, ...]:
+    """A Kafka LIST value as `ConfigDef.parseType` splits it: trimmed, empty is the empty list,
+    else split on `\\s*,\\s*` keeping empty entries (Java's `split(regex, -1)`)."""
+    trimmed = value.strip(JAVA_TRIMMED)
+    return () if not trimmed else tuple(re.split(r"\s*,\s*", trimmed, flags=re.ASCII))
 
 
 class CoordinatorConfig(BaseModel):
@@ -106,6 +118,12 @@ class CoordinatorConfig(BaseModel):
     streams_acceptable_recovery_lag: int = Field(
         10000, alias="group.streams.acceptable.recovery.lag", ge=0, le=2**63 - 1
     )
+    # Kafka 4.4's client tag keys for rack-aware standbys (a LIST, default empty, no duplicates):
+    # recorded in the assignment configs and asked of v1 members (MISSING_CLIENT_TAGS); Kafka
+    # 4.4.0's sticky assignor does not place standbys by them, nor does groupshift's.
+    streams_rack_aware_assignment_tags: tuple[str, ...] = Field(
+        (), alias="group.streams.rack.aware.assignment.tags"
+    )
 
     # --- classic groups ---
     min_session_timeout_ms: int = Field(6000, alias="group.min.session.timeout.ms", ge=0, le=INT_MAX)
@@ -150,6 +168,24 @@ class CoordinatorConfig(BaseModel):
                 raise ValueError(f"unknown assignor {name!r} (known: {', '.join(known)})")
             out.append(short)
         return tuple(out)
+
+    @field_validator("streams_rack_aware_assignment_tags", mode="before")
+    @classmethod
+    def _tags_list(cls, value: Any) -> Any:
+        """A Kafka LIST given as one string is split as Kafka's `ConfigDef` splits it."""
+        return split_list(value) if isinstance(value, str) else value
+
+    @field_validator("streams_rack_aware_assignment_tags", mode="after")
+    @classmethod
+    def _tags_unique(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        """Kafka 4.4 `ValidList.anyNonDuplicateValues(true, false)`: empty list allowed, no
+        duplicate and no empty key."""
+        name = "group.streams.rack.aware.assignment.tags"
+        if len(set(value)) != len(value):
+            raise ValueError(f"Configuration '{name}' values must not be duplicated.")
+        if "" in value:
+            raise ValueError(f"Configuration '{name}' values must not be empty.")
+        return value
 
     @field_validator("consumer_migration_policy", mode="before")
     @classmethod
@@ -236,10 +272,24 @@ class GroupConfig(BaseModel):
     streams_assignment_interval_ms: int | None = Field(None, alias="streams.assignment.interval.ms")
     # An internal group config in Kafka 4.4 (`defineInternal`): answered by StreamsGroupHeartbeat v1.
     streams_acceptable_recovery_lag: int | None = Field(None, alias="streams.acceptable.recovery.lag")
+    # Kafka 4.4's LIST, kept as given (Kafka keeps the string); `rack_aware_assignment_tags` parses.
+    streams_rack_aware_assignment_tags: str | None = Field(None, alias="streams.rack.aware.assignment.tags")
+
+    def rack_aware_assignment_tags(self) -> tuple[str, ...] | None:
+        """The tag keys set for the group (an empty list overrides the broker's), else None."""
+        tags = self.streams_rack_aware_assignment_tags
+        return None if tags is None else split_list(tags)
 
     def validate_against(self, broker: CoordinatorConfig) -> None:
         """Kafka checks per-group values against the broker's min/max bounds (messages as Kafka
         4.3's `GroupConfig` validation words them)."""
+        tags = self.rack_aware_assignment_tags()
+        # Kafka 4.4 `validateNoDuplicateRackAwareAssignmentTags` runs before any other check,
+        # then the LIST's own `ValidList` (no empty key).
+        if tags is not None and len(set(tags)) != len(tags):
+            raise ValueError("streams.rack.aware.assignment.tags must not contain duplicate tag keys.")
+        if tags is not None and "" in tags:
+            raise ValueError("Configuration 'streams.rack.aware.assignment.tags' values must not be empty.")
         s = self.consumer_session_timeout_ms
         hb = self.consumer_heartbeat_interval_ms
         # Kafka 4.3 checks the heartbeat interval first, then the session timeout, and names the

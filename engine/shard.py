@@ -253,7 +253,7 @@ class Shard:
     def consumer_heartbeat_interval_ms(self, group_id: str) -> int:
         return self.state.consumer_heartbeat_interval_ms(group_id)
 
-    def effective_group_config(self, group_id: str) -> dict[str, int]:
+    def effective_group_config(self, group_id: str) -> dict[str, int | str]:
         """The KIP-848 group configs in force for `group_id` (its overrides, else the defaults)."""
         return {
             "consumer.session.timeout.ms": self.state.consumer_session_timeout_ms(group_id),
@@ -264,6 +264,10 @@ class Shard:
             "streams.initial.rebalance.delay.ms": self.state.streams_initial_rebalance_delay_ms(group_id),
             "streams.assignment.interval.ms": self.state.streams_assignment_interval_ms(group_id),
             "streams.acceptable.recovery.lag": self.state.streams_acceptable_recovery_lag(group_id),
+            # Described as Kafka's `ConfigDef.convertToString` writes a LIST.
+            "streams.rack.aware.assignment.tags": ",".join(
+                self.state.streams_rack_aware_assignment_tags(group_id)
+            ),
         }
 
     def set_group_config(self, group_id: str, config: GroupConfig | None) -> None:

@@ -135,6 +135,14 @@ class ShardState:
             return gc.streams_num_standby_replicas
         return self.config.streams_num_standby_replicas
 
+    def streams_rack_aware_assignment_tags(self, group_id: str) -> tuple[str, ...]:
+        """The group's `streams.rack.aware.assignment.tags`, else the broker's
+        `group.streams.rack.aware.assignment.tags` (Kafka 4.4 `streamsGroupAssignmentConfigs`:
+        a group's empty list overrides the broker's)."""
+        gc = self.group_configs.get(group_id)
+        tags = None if gc is None else gc.rack_aware_assignment_tags()
+        return tags if tags is not None else self.config.streams_rack_aware_assignment_tags
+
     # --- typed lookups ----------------------------------------------------------------------------
 
     def classic_group(self, group_id: str) -> ClassicGroup | None:

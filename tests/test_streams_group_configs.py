@@ -115,7 +115,7 @@ def test_the_internal_recovery_lag_config_is_described_by_name_or_once_set() -> 
         config = CoordinatorConfig()
         group_configs: dict[str, GroupConfig] = {}
 
-        def effective_group_config(self, group_id: str) -> dict[str, int]:
+        def effective_group_config(self, group_id: str) -> dict[str, int | str]:
             gc = self.group_configs.get(group_id)
             lag = gc.streams_acceptable_recovery_lag if gc else None
             return {
@@ -127,10 +127,11 @@ def test_the_internal_recovery_lag_config_is_described_by_name_or_once_set() -> 
                 "streams.initial.rebalance.delay.ms": 3000,
                 "streams.assignment.interval.ms": 1000,
                 "streams.acceptable.recovery.lag": 10000 if lag is None else lag,
+                "streams.rack.aware.assignment.tags": "",
             }
 
         def set_group_config(
-            self, group_id: str, values: dict[str, int | None], *, apply: bool = True
+            self, group_id: str, values: dict[str, int | str | None], *, apply: bool = True
         ) -> None:
             cfg = GroupConfig.model_validate({k: v for k, v in values.items() if v is not None})
             cfg.validate_against(self.config)

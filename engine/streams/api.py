@@ -15,6 +15,7 @@ INCORRECTLY_PARTITIONED_TOPICS = 2
 MISSING_INTERNAL_TOPICS = 3
 SHUTDOWN_APPLICATION = 4
 ASSIGNMENT_DELAYED = 5
+MISSING_CLIENT_TAGS = 6  # Kafka 4.4, StreamsGroupHeartbeat v1 and later
 
 
 @dataclass(frozen=True, slots=True)

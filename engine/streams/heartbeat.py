@@ -25,12 +25,14 @@ from dataclasses import dataclass, replace
 
 from engine.classic.group import ClassicGroup
 from engine.classic.state import ClassicGroupState
+from engine.config import split_list
 from engine.context import RequestContext
 from engine.errors import CoordinatorError, Errors, invalid_request
 from engine.operation import Operation
 from engine.state import ShardState
 from engine.streams.api import (
     ASSIGNMENT_DELAYED,
+    MISSING_CLIENT_TAGS,
     SHUTDOWN_APPLICATION,
     STALE_TOPOLOGY,
     EndpointPartitions,
@@ -132,8 +134,38 @@ def validate(req: StreamsGroupHeartbeatRequest) -> None:
 
 def assignment_configs(st: ShardState, group_id: str) -> tuple[KeyValue, ...]:
     """The assignor settings in force for the group, as Kafka 4.4 records them in type 17's
-    LastAssignmentConfigs (`streamsGroupAssignmentConfigs`)."""
-    return (KeyValue("num.standby.replicas", str(st.streams_num_standby_replicas(group_id))),)
+    LastAssignmentConfigs (`streamsGroupAssignmentConfigs`): a TreeMap, so sorted by key; the
+    rack-aware tag keys only when there are some."""
+    standbys = KeyValue("num.standby.replicas", str(st.streams_num_standby_replicas(group_id)))
+    tags = st.streams_rack_aware_assignment_tags(group_id)
+    if not tags:
+        return (standbys,)
+    return (standbys, KeyValue(RACK_AWARE_TAGS, ",".join(tags)))
+
+
+def _by_key(tags: tuple[KeyValue, ...]) -> tuple[KeyValue, ...]:
+    """A member's client tags as Kafka 4.4 keeps them: a map (a key given twice keeps its last
+    value here; Kafka's `Collectors.toMap` fails the heartbeat), recorded sorted by key
+    (`StreamsCoordinatorRecordHelpers.newStreamsGroupMemberRecord`)."""
+    return tuple(sorted({kv.key: kv for kv in tags}.values(), key=lambda kv: kv.key))
+
+
+def missing_client_tags(configs: tuple[KeyValue, ...], member: StreamsMember) -> Status | None:
+    """Kafka 4.4 `streamsGroupHeartbeat` (v1 and later, after every other status): the
+    assignment configs' tag keys the member reports no client tag for, in the configs' order,
+    so that an instance started without `client.tag.<key>` learns why its standbys are not
+    spread by it."""
+    tags = next((kv.value for kv in configs if kv.key == RACK_AWARE_TAGS), "")
+    keys = split_list(tags)
+    have = {kv.key for kv in member.client_tags or ()}
+    missing = [key for key in keys if key not in have]
+    if not missing:
+        return None
+    return Status(
+        MISSING_CLIENT_TAGS,
+        f"Missing required client tags for rack-aware standby assignment: [{', '.join(missing)}]. "
+        "Configure them via 'client.tag.<tagKey>' in your Streams config.",
+    )
 
 
 def _metadata_record(
@@ -258,6 +290,8 @@ def _write_targets(
     op.records.append(_target_epoch_record(group.group_id, epoch, stamp))
 
 
+# The assignment config naming the rack-aware tag keys (Kafka 4.4 `streamsGroupAssignmentConfigs`).
+RACK_AWARE_TAGS = "rack.aware.assignment.tags"
 ASSIGNMENT_INTERVAL_DETAIL = "Assignment delayed due to the configured assignment interval."
 
 
@@ -607,7 +641,7 @@ def heartbeat(
         topology_epoch=req.topology.epoch if req.topology is not None else member.topology_epoch,
         process_id=req.process_id if req.process_id is not None else member.process_id,  # may stay ""
         user_endpoint=req.user_endpoint if req.user_endpoint is not None else member.user_endpoint,
-        client_tags=req.client_tags if req.client_tags is not None else member.client_tags,
+        client_tags=_by_key(req.client_tags) if req.client_tags is not None else member.client_tags,
     )
     if topology is not None and updated.topology_epoch < topology.epoch:
         statuses.append(
@@ -742,6 +776,10 @@ def heartbeat(
                     "requested a shutdown for the entire application.",
                 )
             )
+    if ctx.api_version >= 1:
+        missing = missing_client_tags(configs, updated)
+        if missing is not None:
+            statuses.append(missing)
 
     # Kafka sends the tasks on a join and when the member's assigned tasks changed (not on an
     # epoch change alone, nor to a member that reports fewer tasks than it has). groupshift also

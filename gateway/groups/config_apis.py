@@ -6,8 +6,11 @@ for consumer groups), `streams.session.timeout.ms`, `streams.heartbeat.interval.
 `streams.assignment.interval.ms` (KIP-1071, within the broker's `group.streams.min/max.*`
 bounds), `streams.num.standby.replicas` (at most the broker's
 `group.streams.max.standby.replicas`) and `streams.initial.rebalance.delay.ms` exist,
-validated against the broker's bounds, and Kafka 4.4's internal `streams.acceptable.recovery.lag`
-(described by name or once set); values are kept across restarts. The APIs themselves
+validated against the broker's bounds, Kafka 4.4's LIST `streams.rack.aware.assignment.tags`
+(kept as given, no duplicate keys; APPEND and SUBTRACT refused as Kafka 4.4 refuses them for
+every group config) and its internal
+`streams.acceptable.recovery.lag` (described by name or once set); values are kept across
+restarts. The APIs themselves
 belong to the data plane (`gateway.dataplane.apis.configs`), which routes GROUP resources here.
 """
 
@@ -32,15 +35,18 @@ GROUP_CONFIGS = (
     "streams.num.standby.replicas",
     "streams.initial.rebalance.delay.ms",
     "streams.assignment.interval.ms",
+    "streams.rack.aware.assignment.tags",
 )
 # Kafka 4.4's internal group configs (`ConfigDef.defineInternal`): taken and described by name or
 # when set, left out of a DescribeConfigs of every config while unset.
 INTERNAL_GROUP_CONFIGS = ("streams.acceptable.recovery.lag",)
 KNOWN_GROUP_CONFIGS = (*GROUP_CONFIGS, *INTERNAL_GROUP_CONFIGS)
 LONG_GROUP_CONFIGS = frozenset({"streams.acceptable.recovery.lag"})
-SET, DELETE = 0, 1  # IncrementalAlterConfigs operations (APPEND/SUBTRACT apply to lists only)
+# Kafka 4.4's LIST group config: its value is kept as the string given.
+LIST_GROUP_CONFIGS = frozenset({"streams.rack.aware.assignment.tags"})
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3  # IncrementalAlterConfigs operations
 DYNAMIC_GROUP_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 8, 4, 5  # DescribeConfigs sources
-INT_TYPE, LONG_TYPE = 3, 5
+INT_TYPE, LONG_TYPE, LIST_TYPE = 3, 5, 7
 # The broker setting each group config falls back to (its CoordinatorConfig field): a fallback to
 # a setting given explicitly is reported as STATIC_BROKER_CONFIG, as Kafka does.
 BROKER_FIELD = {
@@ -52,6 +58,7 @@ BROKER_FIELD = {
     "streams.initial.rebalance.delay.ms": "streams_initial_rebalance_delay_ms",
     "streams.assignment.interval.ms": "streams_assignment_interval_ms",
     "streams.acceptable.recovery.lag": "streams_acceptable_recovery_lag",
+    "streams.rack.aware.assignment.tags": "streams_rack_aware_assignment_tags",
 }
 
 
@@ -95,22 +102,30 @@ class GroupConfigs:
                     else DEFAULT_CONFIG,
                     "is_sensitive": False,
                     "synonyms": [],
-                    "config_type": LONG_TYPE if config in LONG_GROUP_CONFIGS else INT_TYPE,
+                    "config_type": LIST_TYPE
+                    if config in LIST_GROUP_CONFIGS
+                    else LONG_TYPE
+                    if config in LONG_GROUP_CONFIGS
+                    else INT_TYPE,
                     "documentation": None,
                 }
             )
         return 0, "", configs
 
-    def _set(self, name: str, values: dict[str, int | None], validate_only: bool) -> tuple[int, str | None]:
+    def _set(
+        self, name: str, values: dict[str, int | str | None], validate_only: bool
+    ) -> tuple[int, str | None]:
         try:  # validate_only still validates, as Kafka does
             self.service.set_group_config(name, values, apply=not validate_only)
         except (ValueError, ValidationError) as e:
             return int(Errors.INVALID_CONFIG), str(e).splitlines()[0]
         return 0, None
 
-    def _parse(self, config: str, value: str | None) -> int | tuple[int, str]:
+    def _parse(self, config: str, value: str | None) -> int | str | tuple[int, str]:
         if config not in KNOWN_GROUP_CONFIGS:
             return int(Errors.INVALID_CONFIG), f"Unknown group config name: {config}"
+        if config in LIST_GROUP_CONFIGS and value is not None:
+            return value
         kind = "LONG" if config in LONG_GROUP_CONFIGS else "INT"
         try:
             return int(value)  # type: ignore[arg-type]
@@ -124,7 +139,7 @@ class GroupConfigs:
         self, name: str, configs: Mapping[str, str | None], validate_only: bool
     ) -> tuple[int, str | None]:
         """Legacy AlterConfigs: the given configs replace every override of the group."""
-        values: dict[str, int | None] = dict.fromkeys(KNOWN_GROUP_CONFIGS)
+        values: dict[str, int | str | None] = dict.fromkeys(KNOWN_GROUP_CONFIGS)
         for config, value in configs.items():
             parsed = self._parse(config, value)
             if isinstance(parsed, tuple):
@@ -135,7 +150,7 @@ class GroupConfigs:
     def incremental_alter(
         self, name: str, ops: Sequence[tuple[str, int, str | None]], validate_only: bool
     ) -> tuple[int, str | None]:
-        values: dict[str, int | None] = {}
+        values: dict[str, int | str | None] = {}
         for config, op, value in ops:
             if config not in KNOWN_GROUP_CONFIGS:
                 return int(Errors.INVALID_CONFIG), f"Unknown group config name: {config}"
@@ -147,5 +162,11 @@ class GroupConfigs:
                     return parsed
                 values[config] = parsed
             else:
-                return int(Errors.INVALID_CONFIG), f"{config} is not a list: only SET and DELETE apply"
+                # Kafka 4.4's controller knows no GROUP config as a LIST (its config schema has
+                # no GROUP resources), the LIST tags included.
+                verb = "APPEND" if op == APPEND else "SUBTRACT" if op == SUBTRACT else str(op)
+                return (
+                    int(Errors.INVALID_CONFIG),
+                    f"Can't {verb} to key {config} because its type is not LIST.",
+                )
         return self._set(name, values, validate_only)

@@ -190,7 +190,9 @@ class GroupCoordinatorService:
             self.group_configs[gid] = cfg
             self.runtime_for(gid).shard.set_group_config(gid, cfg)
 
-    def set_group_config(self, group_id: str, values: dict[str, int | None], *, apply: bool = True) -> None:
+    def set_group_config(
+        self, group_id: str, values: dict[str, int | str | None], *, apply: bool = True
+    ) -> None:
         """Apply (validated) per-group overrides; a None value removes that override. With
         `apply=False` only validate (IncrementalAlterConfigs' validate_only)."""
         current = self.group_configs.get(group_id)
@@ -223,7 +225,7 @@ class GroupCoordinatorService:
         os.replace(tmp, path)
         fsync_dir(str(self.base))
 
-    def effective_group_config(self, group_id: str) -> dict[str, int]:
+    def effective_group_config(self, group_id: str) -> dict[str, int | str]:
         return self.runtime_for(group_id).shard.effective_group_config(group_id)
 
     # --- metrics --------------------------------------------------------------------------------

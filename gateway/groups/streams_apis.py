@@ -46,6 +46,7 @@ from engine.streams.api import (
     StreamsGroupHeartbeatResponse,
     TaskOffset,
 )
+from engine.streams.topology import java_hash_order
 from gateway.dataplane.plane import NewTopic, TopicError
 from gateway.groups.apis import GroupService, audited, engine_ctx, millis, then
 from gateway.groups.group_apis import AUTHORIZED_OPERATIONS_OMITTED, GROUP_OPERATIONS
@@ -326,7 +327,12 @@ class StreamsApis:
                         "topology_epoch": m.topology_epoch,
                         "process_id": m.process_id,
                         "user_endpoint": None if ep is None else {"host": ep.host, "port": ep.port},
-                        "client_tags": [{"key": kv.key, "value": kv.value} for kv in m.client_tags],
+                        # Kafka 4.4 answers them from the member's HashMap.
+                        "client_tags": [
+                            {"key": k, "value": tags[k]}
+                            for tags in [{kv.key: kv.value for kv in m.client_tags}]
+                            for k in java_hash_order(tags)
+                        ],
                         "task_offsets": [
                             {"subtopology_id": s, "partition": p, "offset": o} for s, p, o in dm.task_offsets
                         ],

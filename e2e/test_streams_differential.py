@@ -434,6 +434,22 @@ def scenario_three_processes(s: Session) -> None:
     describe(s, "describe three members")
 
 
+def scenario_four_joins_in_a_row(s: Session) -> None:
+    """Four processes join a two-partition word count one after another, no heartbeat in
+    between: each join's target places the tasks the first member gives up on equally loaded
+    processes, a tie Kafka's assignor breaks by its priority queue's heap order (issue 31)."""
+    setup(s, 2, (repartition_name(s), 2), (changelog_name(s), 2))
+    members = Members(s)
+    for name, m in zip("ABCD", (A, B, C, D), strict=True):
+        members.join(m, word_count(s), f"join {name}")
+    describe(s, "describe after the joins")
+    for name, m in zip("ABCD", (A, B, C, D), strict=True):
+        members.beat(m, f"heartbeat {name}")
+    describe(s, "describe after the heartbeats")
+    members.converge(A, B, C, D)
+    members.note_tasks("tasks")
+
+
 def scenario_join_with_endpoint_rack_tags(s: Session) -> None:
     setup(s, 2)
     members = Members(s)
@@ -1737,6 +1753,7 @@ SCENARIOS: list[tuple[str, Callable[[Session], None], Known]] = [
     ("two-processes", scenario_two_processes, {}),
     ("two-members-one-process", scenario_two_members_one_process, {}),
     ("three-processes", scenario_three_processes, {}),
+    ("four-joins-in-a-row", scenario_four_joins_in_a_row, {}),
     ("endpoint-rack-tags", scenario_join_with_endpoint_rack_tags, {}),
     ("endpoints-two-members", scenario_endpoints_two_members, {}),
     ("process-change", scenario_process_change_bumps_epoch, {}),

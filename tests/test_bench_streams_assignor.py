@@ -14,6 +14,7 @@ from bench.streams_assignor import (
     build_members,
     measure,
     placed_from_groupshift,
+    placed_from_kafka,
     problems,
     run_groupshift,
 )
@@ -68,3 +69,34 @@ def test_kafka_sticky_task_assignor_times_the_same_inputs() -> None:
             assert row.versus_kafka == pytest.approx(row.median_ms / row.kafka_median_ms)
             assert (row.kafka_active_min, row.kafka_active_max) == (1, 2)
             assert (row.kafka_moved is None) == (not case.sticky)
+
+
+@pytest.mark.e2e
+def test_kafka_sticky_task_assignor_gives_the_same_assignment() -> None:
+    """Issue 31: with the ties Kafka's (its priority queues over its hash maps), groupshift's
+    assignment is Kafka 4.4.0's exactly, fresh and sticky, with and without standbys, one or
+    several members per process."""
+    cases = [
+        Case(members, subtopologies, partitions, standby, sticky, per_process)
+        for members, subtopologies, partitions, per_process in (
+            (4, 2, 2, 1),
+            (8, 2, 6, 2),
+            (9, 3, 5, 3),
+            (12, 2, 7, 1),
+        )
+        for standby in (0, 1, 2)
+        for sticky in (False, True)
+    ]
+    with KafkaTaskAssignor("4.4.0") as kafka:
+        for case in cases:
+            run = kafka.measure(
+                case.members,
+                case.members_per_process,
+                case.subtopologies,
+                case.partitions,
+                case.standby,
+                case.sticky,
+                0.001,
+            )
+            ours = placed_from_groupshift(run_groupshift(case, build_inputs(case)))
+            assert placed_from_kafka(run.assignment) == ours, case

@@ -89,16 +89,65 @@ def test_standbys_only_for_subtopologies_with_state_and_sticky_to_their_owner() 
     out = assign({"0": 3, "1": 3}, {"1"}, members, {}, {}, 1)
     assert all("0" not in t for t in out.standby.values())
     assert sum(len(t.get("1", ())) for t in out.standby.values()) == 3
-    assert out.standby == {"a": {"1": frozenset({2})}, "b": {"1": frozenset({0})}, "c": {"1": frozenset({1})}}
-    # A new member on a new process takes 1_2 from c; c keeps it as a standby (its state is
+    # Kafka 4.4.0's StickyTaskAssignor gives exactly these (its priority queue's tie order).
+    assert out.standby == {"a": {"1": frozenset({1})}, "b": {"1": frozenset({0})}, "c": {"1": frozenset({2})}}
+    # A new member on a new process takes 1_2 from a; a keeps it as a standby (its state is
     # there), keeps its standby 1_1, and the new member gets the standby that must move.
     grown = assign({"0": 3, "1": 3}, {"1"}, {**members, "d": "p4"}, out.active, out.standby, 1)
     assert grown.active["d"] == {"1": frozenset({2})}
-    assert grown.standby == {"a": {}, "b": {}, "c": {"1": frozenset({1, 2})}, "d": {"1": frozenset({0})}}
+    assert grown.standby == {"a": {"1": frozenset({1, 2})}, "b": {}, "c": {}, "d": {"1": frozenset({0})}}
     # The member that loses an active task keeps it as a standby (its state is there).
     lost = assign({"1": 2}, {"1"}, {"a": "p1", "b": "p2"}, {"a": {"1": frozenset({0, 1})}}, {}, 1)
     assert lost.active == {"a": {"1": frozenset({0})}, "b": {"1": frozenset({1})}}
     assert lost.standby == {"a": {"1": frozenset({1})}, "b": {"1": frozenset({0})}}
+
+
+def test_equal_loads_go_in_the_order_of_kafkas_priority_queues() -> None:
+    """Issue 31: Kafka 4.4.0's StickyTaskAssignor breaks equal process loads by the heap order of
+    its `PriorityQueue` of processes (filled from a `HashMap` of process ids) and equal member
+    counts by each process's `membersByLoad` queue, not by id. Every expected value here is what
+    Kafka 4.4.0's class answers for the same input (run from its jar)."""
+    a, b, c, d = (f"00000000-0000-0000-0000-0000000a{x}" for x in ("11ce", "11cf", "11d0", "11d1"))
+    members = {m: f"process-{m[-4:]}" for m in (a, b, c, d)}
+    # The fourth of four joins in a row (e2e `four-joins-in-a-row`): the first member keeps 0_0
+    # and the three tasks it gives up go to three empty processes; ids would give c 1_0, d 1_1.
+    holds = {a: {"0": frozenset({0, 1}), "1": frozenset({0, 1})}}
+    out = assign({"0": 2, "1": 2}, {"1"}, members, holds, {}, 0)
+    assert out.active == {
+        a: {"0": frozenset({0})},
+        b: {"0": frozenset({1})},
+        c: {"1": frozenset({1})},
+        d: {"1": frozenset({0})},
+    }
+    # Three members of one process: not the smallest member id first.
+    one = assign({"0": 4}, (), {"m1": "p", "m2": "p", "m3": "p"}, {}, {}, 0)
+    assert one.active == {
+        "m1": {"0": frozenset({0})},
+        "m2": {"0": frozenset({2})},
+        "m3": {"0": frozenset({1, 3})},
+    }
+    # Standbys too.
+    spread = assign({"0": 3, "1": 3}, {"1"}, {"m1": "p", "m2": "p", "m3": "q", "m4": "r"}, {}, {}, 1)
+    assert spread.active == {
+        "m1": {"0": frozenset({0}), "1": frozenset({2})},
+        "m2": {"1": frozenset({0})},
+        "m3": {"0": frozenset({2}), "1": frozenset({1})},
+        "m4": {"0": frozenset({1})},
+    }
+    assert spread.standby == {"m1": {}, "m2": {"1": frozenset({1})}, "m3": {}, "m4": {"1": frozenset({0, 2})}}
+
+
+def test_java_hash_map_order_of_computeIfAbsent() -> None:
+    """Kafka's `processIdToState` is a `new HashMap<>(member count)` filled by `computeIfAbsent`,
+    which puts a new key first in its bucket and never resizes after the last insertion
+    (measured on Java 17: process-af54 and process-8c95 share bucket 1 of 4)."""
+    from engine.streams.topology import java_hash_order
+
+    names = ["process-af54", "process-8c95", "process-30c2"]
+    in_bucket_order = ["process-8c95", "process-af54", "process-30c2"]
+    assert java_hash_order(names, 4, compute_if_absent=True) == in_bucket_order
+    assert java_hash_order(names, 4) == ["process-af54", "process-8c95", "process-30c2"]
+    assert java_hash_order(names) == ["process-8c95", "process-af54", "process-30c2"]  # 16 buckets: 1, 5, 11
 
 
 def test_a_standby_owner_gets_the_active_task_before_anyone_else() -> None:
@@ -300,10 +349,10 @@ def replace_member(m: StreamsMember, **changes: Any) -> StreamsMember:
 def test_reported_offsets_rank_standby_candidates() -> None:
     members = {"a": "pa", "b": "pb", "c": "pc"}
     first = assign({"1": 3}, {"1"}, members, {}, {}, 1)
-    assert first.standby == {
+    assert first.standby == {  # as Kafka 4.4.0's StickyTaskAssignor places them
         "a": {"1": frozenset({2})},
-        "b": {"1": frozenset({0})},
-        "c": {"1": frozenset({1})},
+        "b": {"1": frozenset({1})},
+        "c": {"1": frozenset({0})},
     }
     # A new member e (say, an instance restarted under a new member id) reports the changelog
     # offsets of 1_2, whose state is on its disk: it becomes a candidate for that standby, and

@@ -38,11 +38,18 @@ standby now, the most caught-up first by the changelog offset sum they report (T
 none reported counts as 0), then the members that only report offsets for it (state left on
 their disk, e.g. an instance restarted under a new member id), again the most caught-up first.
 
-Candidates of equal rank keep the order of Kafka's hash map of members (`java_hash_order` of
-the member ids, as a Java `HashMap` iterates them; measured to decide which of two equally
-loaded standby holders keeps a replica). Equal process loads go to the smaller process id and
-equal member loads to the smaller member id, so that the result is a function of the input;
-Kafka's priority queues break them by heap order (docs/deviations.md).
+Ties are Kafka's own (issue 31; checked against Kafka 4.4.0's class run from its jar:
+tests/test_bench_streams_assignor.py, and once by hand on 9,500 random inputs with current and
+standby tasks and offsets). Standby candidates of equal rank keep the order of Kafka's hash map
+of members (`java_hash_order` of the member ids, as a Java `HashMap` iterates them). Equal
+process loads come out of Kafka's `PriorityQueue` of processes in its heap order, the queue
+filled in the iteration order of `processIdToState` (a `HashMap` sized by the member count and
+filled by `computeIfAbsent`, which puts a new key first in its bucket); equal member counts
+within a process come out of the process's `membersByLoad` queue, filled from its
+`memberToTaskCounts` `HashMap` on the first least-loaded placement and dropped whenever a task
+is placed on a named member. So four processes joining a two-partition word count one after
+another get 0_1, 1_1 and 1_0 in the order Kafka gives them, not by process id. Within one hash
+bucket the members are taken in the order they are passed (Kafka's: the group's member map).
 
 With two processes, a word count's two subtopologies of four tasks each are spread 0_0, 0_1,
 1_0, 1_1 and 0_2, 0_3, 1_2, 1_3, as Kafka 4.4 spreads them (e2e/test_streams_differential.py).
@@ -53,7 +60,6 @@ returns the assignment unchanged. Rack-aware standby placement (client tags) is 
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 
@@ -96,21 +102,75 @@ class _Quota:
             self.value = _quota(self.tasks, self.members)
 
 
+class _JavaPriorityQueue:
+    """A `java.util.PriorityQueue` whose comparator is `key` (read at each comparison, as Kafka's
+    `comparingDouble(ProcessState::load)` reads the process's load): the same binary heap, the
+    same `siftUp` on `add` and `siftDown` on `poll`, so that equal keys come out in Java's
+    order, which is not insertion order. An element's key changes only while it is out of the
+    queue (Kafka polls a process, gives it a task, adds it back)."""
+
+    def __init__(self, key: Callable[[str], float]) -> None:
+        self.key = key
+        self.heap: list[str] = []
+
+    def add(self, item: str) -> None:
+        heap, key = self.heap, self.key
+        heap.append(item)
+        k, x = len(heap) - 1, key(item)
+        while k > 0:
+            parent = (k - 1) >> 1
+            if x >= key(heap[parent]):
+                break
+            heap[k] = heap[parent]
+            k = parent
+        heap[k] = item
+
+    def poll(self) -> str | None:
+        heap, key = self.heap, self.key
+        if not heap:
+            return None
+        first, last = heap[0], heap.pop()
+        n = len(heap)
+        if n:
+            k, x, half = 0, key(last), n >> 1
+            while k < half:
+                child = 2 * k + 1
+                if child + 1 < n and key(heap[child]) > key(heap[child + 1]):
+                    child += 1
+                if x <= key(heap[child]):
+                    break
+                heap[k] = heap[child]
+                k = child
+            heap[k] = last
+        return first
+
+
 class _Placement:
-    """The assignment being built: per member its tasks, per process the tasks it holds."""
+    """The assignment being built: per member its tasks, per process the tasks it holds.
+
+    Ties are Kafka's: equally loaded processes come out of its `PriorityQueue` of
+    `ProcessState`s (filled from `processIdToState`, a `HashMap` sized by the member count and
+    filled by `computeIfAbsent`), and equally loaded members of a process out of the process's
+    `membersByLoad` queue (filled from its `memberToTaskCounts` `HashMap`, built on the first
+    least-loaded placement and dropped whenever a task is placed on a named member)."""
 
     def __init__(self, members: Mapping[str, str], total_active: int, total: int) -> None:
         self.process_of = dict(members)
+        # Kafka's `groupSpec.memberIds()`: the group's member ids in its hash map's order.
+        order = java_hash_order(members)
         self.processes: dict[str, list[str]] = {}
-        for mid in sorted(members):
+        for mid in order:
             self.processes.setdefault(members[mid], []).append(mid)
+        self.process_order = java_hash_order(
+            [members[m] for m in order], len(members), compute_if_absent=True
+        )
+        for p, mids in self.processes.items():
+            self.processes[p] = java_hash_order(mids)
         self.count = dict.fromkeys(members, 0)
         self.process_count = dict.fromkeys(self.processes, 0)
         self.held: dict[str, set[Task]] = {p: set() for p in self.processes}
-        # Processes by (load, id), for the least-loaded passes: an entry whose load is no longer
-        # the process's is stale and skipped (loads only grow).
-        # None until a least-loaded pass starts.
-        self.by_load: list[tuple[float, str]] | None = None
+        # A process's `membersByLoad` (None until a least-loaded placement builds it).
+        self.member_queue: dict[str, _JavaPriorityQueue | None] = dict.fromkeys(self.processes)
         self.active: dict[str, dict[str, set[int]]] = {m: {} for m in members}
         self.standby: dict[str, dict[str, set[int]]] = {m: {} for m in members}
         self.active_quota = _Quota(total_active, len(members))
@@ -119,46 +179,47 @@ class _Placement:
     def load(self, process: str) -> float:
         return self.process_count[process] / len(self.processes[process])
 
-    def give(self, mid: str, task: Task, active: bool) -> int:
+    def _add(self, mid: str, task: Task, active: bool) -> int:
         into = self.active if active else self.standby
         into[mid].setdefault(task[0], set()).add(task[1])
         process = self.process_of[mid]
         self.held[process].add(task)
         self.count[mid] += 1
         self.process_count[process] += 1
-        if self.by_load is not None:
-            heapq.heappush(self.by_load, (self.load(process), process))
         return self.count[mid]
 
-    def start_least_loaded(self) -> None:
-        self.by_load = [(self.load(p), p) for p in self.processes]
-        heapq.heapify(self.by_load)
+    def give(self, mid: str, task: Task, active: bool) -> int:
+        """Kafka's `ProcessState.addTask`: the member's new task count."""
+        self.member_queue[self.process_of[mid]] = None
+        return self._add(mid, task, active)
 
-    def least_loaded_process(self, without: Task | None = None) -> str | None:
-        """The process with the least load (then the smallest id), skipping those that hold a
-        copy of `without`; None if every process does."""
-        assert self.by_load is not None, "start_least_loaded first"
-        skipped = []
-        found = None
-        while self.by_load:
-            load, process = heapq.heappop(self.by_load)
-            if load != self.load(process):
-                continue  # stale
-            if without is not None and without in self.held[process]:
-                skipped.append((load, process))
-                continue
-            found = process
-            break
-        for entry in skipped:
-            heapq.heappush(self.by_load, entry)
-        return found
+    def give_least_loaded(self, process: str, task: Task, active: bool) -> int:
+        """Kafka's `ProcessState.addTaskToLeastLoadedMember`: the member's new task count."""
+        mids = self.processes[process]
+        if len(mids) == 1:
+            return self._add(mids[0], task, active)
+        queue = self.member_queue[process]
+        if queue is None:
+            queue = self.member_queue[process] = _JavaPriorityQueue(self.count.__getitem__)
+            for mid in mids:
+                queue.add(mid)
+        least = queue.poll()
+        assert least is not None  # the process has members
+        count = self._add(least, task, active)
+        queue.add(least)
+        return count
+
+    def process_queue(self) -> _JavaPriorityQueue:
+        """Kafka's `new PriorityQueue<>(comparingDouble(ProcessState::load))` with
+        `addAll(processIdToState.values())`."""
+        queue = _JavaPriorityQueue(self.load)
+        for p in self.process_order:
+            queue.add(p)
+        return queue
 
     def holds(self, mid: str, task: Task) -> bool:
         """Whether `mid`'s process already has a copy of the task (active or standby)."""
         return task in self.held[self.process_of[mid]]
-
-    def least_loaded_member(self, process: str) -> str:
-        return min(self.processes[process], key=lambda m: (self.count[m], m))
 
     def least_loaded_previous(self, candidates: list[str], task: Task | None) -> str | None:
         """Kafka's `findPrevMemberWithLeastLoad`: the first candidate, replaced by a later one only
@@ -195,11 +256,13 @@ def assign(
     total = total_active + sum(n * standby_replicas for s, n in tasks.items() if s in stateful)
     plan = _Placement(members, total_active, total)
 
-    def give(mid: str, task: Task, active: bool) -> None:
-        count = plan.give(mid, task, active)
+    def quotas(count: int, active: bool) -> None:
         if active:
             plan.active_quota.reached(count)
         plan.total_quota.reached(count)
+
+    def give(mid: str, task: Task, active: bool) -> None:
+        quotas(plan.give(mid, task, active), active)
 
     active_owner: dict[Task, str] = {}
     for mid, had in sorted(previous_active.items()):
@@ -227,15 +290,17 @@ def assign(
         else:
             rest.append(task)
     # 3. the rest to the least loaded process and member.
-    plan.start_least_loaded()
+    queue = plan.process_queue()
     for task in sorted(rest):
-        process = plan.least_loaded_process()
+        process = queue.poll()
         assert process is not None  # there are members, so processes
-        give(plan.least_loaded_member(process), task, True)
-    plan.by_load = None
+        quotas(plan.give_least_loaded(process, task, True), True)
+        queue.add(process)
 
     if standby_replicas > 0:
-        _assign_standby(plan, give, all_tasks, stateful, standby_replicas, active_owner, standby_owners)
+        _assign_standby(
+            plan, give, quotas, all_tasks, stateful, standby_replicas, active_owner, standby_owners
+        )
 
     def frozen(subs: dict[str, set[int]]) -> Tasks:
         return {s: frozenset(ps) for s, ps in subs.items() if ps}
@@ -272,6 +337,7 @@ def _standby_candidates(
 def _assign_standby(
     plan: _Placement,
     give: _Give,
+    quotas: Callable[[int, bool], None],
     all_tasks: list[Task],
     stateful: Collection[str],
     replicas: int,
@@ -294,13 +360,23 @@ def _assign_standby(
             later.append((task, replicas - placed))
             break
     # 5. the rest to the least loaded process without a copy.
-    plan.start_least_loaded()
+    queue = plan.process_queue()
     for task, missing in sorted(later, key=lambda x: x[0], reverse=True):
         for _ in range(missing):
-            target = plan.least_loaded_process(without=task)
-            if target is None:
+            # Kafka's `assignStandbyToMemberWithLeastLoad`: poll until a process without a copy
+            # (recursively), then add the polled ones back, the last polled first.
+            polled: list[str] = []
+            placed = False
+            while (process := queue.poll()) is not None:
+                polled.append(process)
+                if task not in plan.held[process]:
+                    quotas(plan.give_least_loaded(process, task, False), False)
+                    placed = True
+                    break
+            for process in reversed(polled):
+                queue.add(process)
+            if not placed:
                 break  # every process holds a copy: Kafka drops the replica too
-            give(plan.least_loaded_member(target), task, False)
 
 
 def assign_active(

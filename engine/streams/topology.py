@@ -51,15 +51,20 @@ class ConfiguredTopology:
     error: str | None = None
 
 
-def java_hash_order(names: Iterable[str]) -> list[str]:
+def java_hash_order(
+    names: Iterable[str], initial_capacity: int | None = None, *, compute_if_absent: bool = False
+) -> list[str]:
     """`names` in the order a Java `HashMap`/`HashSet` of them iterates (the order Kafka's status
-    details list topics in): by bucket of `String.hashCode` spread as HashMap does, over the
-    table the default capacity (16, doubled past a 0.75 load) gives; insertion order within a
-    bucket."""
+    details list topics in): by bucket of `String.hashCode` spread as HashMap does, insertion order
+    within a bucket. The table is the one Java's `HashMap` ends with after inserting `names` in
+    order: `new HashMap<>()` (16 buckets) or `new HashMap<>(initial_capacity)` (the next power of
+    two), doubled when the size passes 0.75 of it. `put` appends to its bucket and doubles right
+    after the insertion that passes the threshold; `computeIfAbsent` puts the new node first in
+    its bucket and doubles only before the next insertion (so its last one never does). A
+    doubling keeps the order within each bucket. Tree bins (8 names in one bucket of a table of
+    64 or more) are not modelled."""
     unique = list(dict.fromkeys(names))
-    capacity = 16
-    while len(unique) > capacity * 3 // 4:
-        capacity *= 2
+    capacity = _java_hash_map_capacity(len(unique), initial_capacity, compute_if_absent)
 
     def bucket(name: str) -> int:
         h = 0
@@ -67,7 +72,38 @@ def java_hash_order(names: Iterable[str]) -> list[str]:
             h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
         return (h ^ (h >> 16)) & (capacity - 1)
 
+    if compute_if_absent:
+        return [n for _, n in sorted(enumerate(unique), key=lambda x: (bucket(x[1]), -x[0]))]
     return sorted(unique, key=bucket)
+
+
+def _java_hash_map_capacity(size: int, initial_capacity: int | None, compute_if_absent: bool) -> int:
+    """The table length of a Java `HashMap` after `size` insertions of new keys
+    (JDK 17-25 `HashMap.resize`, `tableSizeFor`, `putVal`, `computeIfAbsent`)."""
+    capacity = 0
+    if initial_capacity is None:
+        threshold = 0
+    else:
+        threshold = 1 << max(0, initial_capacity - 1).bit_length()  # tableSizeFor
+
+    def resize(cap: int, thr: int) -> tuple[int, int]:
+        if cap > 0:
+            new_cap = cap * 2
+            return new_cap, (thr * 2 if cap >= 16 else int(new_cap * 0.75))
+        if thr > 0:
+            return thr, int(thr * 0.75)
+        return 16, 12
+
+    for inserted in range(size):
+        if compute_if_absent:
+            if capacity == 0 or inserted > threshold:
+                capacity, threshold = resize(capacity, threshold)
+        else:
+            if capacity == 0:
+                capacity, threshold = resize(capacity, threshold)
+            if inserted + 1 > threshold:
+                capacity, threshold = resize(capacity, threshold)
+    return max(capacity, 1)
 
 
 def _source_names(sub: Subtopology, image: MetadataImage) -> list[str]:

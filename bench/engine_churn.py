@@ -2,13 +2,20 @@
 coordinator state keeps as members come and go, without a gateway, sockets or the log.
 
 `python -m bench.engine_churn [--seconds 2400] [--members 10000] [--groups 100] [--churn 10]
-[--uniform] [--json]` joins `members` KIP-848 consumer members (one topic of members/groups
+[--uniform] [--log DIR] [--json]` joins `members` KIP-848 consumer members (one topic of members/groups
 partitions, every group subscribed to it), then every simulated second `--churn` members go
 (half leave with epoch -1, half go silent so their session timer expires them, as Kafka's
 `group.consumer.session.timeout.ms`) and as many join random groups; every member heartbeats
 every `group.consumer.heartbeat.interval.ms` (5 s), echoing a new assignment in its next
 heartbeat as a real client does. A member's epoch in each request is a new int object, as one
 decoded from the wire is.
+
+With `--log DIR` the shard journals to a new coordinator log in DIR (`CoordinatorStorage`, no
+fsync) and compacts it as the server's shard runtime does, at the soak's threshold
+(`coordinator.compaction.min.bytes=1048576`): passes 1 and 2 in the worker process
+(`records.compaction_worker`), the written file validated and swapped in here; so the records
+layer (encoding, segments and their index, tombstones kept `log.cleaner.delete.retention.ms`)
+is measured with the engine.
 
 Members start in groups drawn at random (`bench.soak.random_group_sizes`, the churn's own
 stationary distribution) or, with `--uniform`, exactly members/groups in each.
@@ -42,9 +49,13 @@ from engine.ids import SeededIds
 from engine.metadata import MetadataImage, TopicImage, topic_id_for
 from engine.shard import Shard
 from gateway.allocator import mallinfo2
+from gateway.coordinator_storage import CompactionPolicy, CoordinatorStorage
+from records.compaction import write_compaction
+from records.compaction_worker import clean_in_worker, shutdown_worker
 from records.consumer_group import TopicPartitions
 
 TOPIC = "soak-topic"
+COMPACTION_MIN_BYTES = 1 << 20  # bench.soak's coordinator.compaction.min.bytes
 SMALL_INT_MAX = 256
 
 
@@ -63,11 +74,29 @@ def _wire(epoch: int) -> int:
 
 
 class Sim:
-    def __init__(self, members: int, groups: int, seed: int, uniform: bool) -> None:
+    def __init__(
+        self, members: int, groups: int, seed: int, uniform: bool, log_dir: str | None = None
+    ) -> None:
         self.rng = random.Random(seed)
         per = members // groups
         tid = topic_id_for(TOPIC)
-        self.shard = Shard(CoordinatorConfig(), SeededIds(seed), MetadataImage([TopicImage(tid, TOPIC, per)]))
+        image = MetadataImage([TopicImage(tid, TOPIC, per)])
+        self.storage: CoordinatorStorage | None = None
+        if log_dir is None:
+            self.shard = Shard(CoordinatorConfig(), SeededIds(seed), image)
+        else:
+            # The shard journaled to a real coordinator log, compacted in place when the soak's
+            # threshold says so: the records layer (encoding, segments, their index) included.
+            self.storage = CoordinatorStorage.open(
+                log_dir,
+                config=CoordinatorConfig(),
+                ids=SeededIds(seed),
+                image=image,
+                now_ms=1_000_000,
+                fsync_policy="none",
+            )
+            self.shard = self.storage.shard
+        self.compactions = 0
         self.ctx = RequestContext("engine-churn", "/127.0.0.1", 1)
         self.groups = [f"soak-group-{g}" for g in range(groups)]
         sizes = [per] * groups if uniform else random_group_sizes(per * groups, groups, self.rng)
@@ -137,6 +166,21 @@ class Sim:
             m.due = self.now + 5000
         self.now = end
         self.shard.expire(self.now)
+        if self.storage is not None:
+            self._compact()
+
+    def _compact(self) -> None:
+        """As the server's shard runtime compacts (`gateway.groups.runtime`): passes 1 and 2 in
+        the worker process, the written file validated here, then the swap; inline, not on a
+        thread, since nothing else runs meanwhile."""
+        assert self.storage is not None
+        self.storage.log.sync()
+        job = self.storage.begin_compaction(self.now, CompactionPolicy(min_bytes=COMPACTION_MIN_BYTES))
+        if job is None:
+            return
+        write_compaction(job, None, lambda: None, clean_in_worker)
+        self.storage.finish_compaction(job)
+        self.compactions += 1
 
 
 def epoch_census(groups: list[ConsumerGroup]) -> dict[str, int]:
@@ -169,9 +213,27 @@ def epoch_census(groups: list[ConsumerGroup]) -> dict[str, int]:
 
 
 def run(
-    members: int, groups: int, seconds: int, churn: int, sample_s: int, seed: int, uniform: bool
+    members: int,
+    groups: int,
+    seconds: int,
+    churn: int,
+    sample_s: int,
+    seed: int,
+    uniform: bool,
+    log_dir: str | None = None,
 ) -> dict[str, Any]:
-    sim = Sim(members, groups, seed, uniform)
+    sim = Sim(members, groups, seed, uniform, log_dir)
+    try:
+        return _run(sim, members, groups, seconds, churn, sample_s, uniform)
+    finally:
+        if sim.storage is not None:
+            sim.storage.close()
+            shutdown_worker()
+
+
+def _run(
+    sim: Sim, members: int, groups: int, seconds: int, churn: int, sample_s: int, uniform: bool
+) -> dict[str, Any]:
     samples: list[dict[str, Any]] = []
     for t in range(seconds + 1):
         if t % sample_s == 0:
@@ -190,6 +252,7 @@ def run(
                     "group_size_max": max(sizes),
                     "max_group_epoch": max(g.group_epoch for g in cgs),
                     "timers": len(sim.shard.timers),
+                    "compactions": sim.compactions,
                     **epoch_census(cgs),
                 }
             )
@@ -217,9 +280,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sample-seconds", type=int, default=300)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--uniform", action="store_true", help="exactly members/groups in each group at the start")
+    p.add_argument(
+        "--log",
+        metavar="DIR",
+        help="journal to a coordinator log in DIR (a new one), compacted as the soak's is",
+    )
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
-    res = run(a.members, a.groups, a.seconds, a.churn, a.sample_seconds, a.seed, a.uniform)
+    res = run(a.members, a.groups, a.seconds, a.churn, a.sample_seconds, a.seed, a.uniform, a.log)
     if a.json:
         print(json.dumps(res))
         return 0

@@ -583,7 +583,11 @@ def run(
     set_arena_max(config.malloc_arena_max)
     trace_dir = os.environ.get("GROUPSHIFT_TRACEMALLOC")
     if trace_dir:
-        _start_tracemalloc(Path(trace_dir), float(os.environ.get("GROUPSHIFT_TRACEMALLOC_EVERY", "60")))
+        _start_tracemalloc(
+            Path(trace_dir),
+            float(os.environ.get("GROUPSHIFT_TRACEMALLOC_EVERY", "60")),
+            int(os.environ.get("GROUPSHIFT_TRACEMALLOC_FRAMES", "10")),
+        )
     census_dir = os.environ.get("GROUPSHIFT_HEAP_CENSUS")
     if census_dir:
         from gateway.heap_census import start_census
@@ -609,11 +613,12 @@ def run(
         profiler.dump_stats(profile_path)
 
 
-def _start_tracemalloc(out_dir: Path, every_s: float) -> None:
+def _start_tracemalloc(out_dir: Path, every_s: float, frames: int = 10) -> None:
     """Memory-growth hook (off by default): with `GROUPSHIFT_TRACEMALLOC=DIR` allocations are
-    traced (10 frames) from the first interval on, and a snapshot is written to DIR every
-    `GROUPSHIFT_TRACEMALLOC_EVERY` seconds (default 60), so a soak can tell which code keeps
-    memory (`bench.memory_growth` compares them).
+    traced (`GROUPSHIFT_TRACEMALLOC_FRAMES` frames, default 10: deep call chains tell which
+    caller keeps an allocation made in a shared helper) from the first interval on, and a
+    snapshot is written to DIR every `GROUPSHIFT_TRACEMALLOC_EVERY` seconds (default 60), so a
+    soak can tell which code keeps memory (`bench.memory_growth` compares them).
     A daemon thread takes the snapshots: the event loop never waits for one."""
     import threading
     import tracemalloc
@@ -624,7 +629,7 @@ def _start_tracemalloc(out_dir: Path, every_s: float) -> None:
         # Tracing starts after the first interval, so start-up (imports, the log load) runs at
         # full speed and is not traced: what is traced is what serving keeps.
         time.sleep(every_s)
-        tracemalloc.start(10)
+        tracemalloc.start(max(1, frames))
         n = 0
         while True:
             time.sleep(every_s)

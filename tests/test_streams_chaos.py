@@ -217,3 +217,12 @@ def test_the_classic_leader_gives_a_task_to_the_thread_that_runs_its_standby() -
     assert 0 in given["x"].get("1", frozenset()), f"1_0 went elsewhere: {given}"
     assert 0 not in given["y"].get("1", frozenset()), "the sibling runs 1_0 while x runs its standby"
     assert sorted((s, p) for roles in given.values() for s, ps in roles.items() for p in ps) == sorted(tasks)
+
+
+def test_a_member_revoking_again_at_its_next_epoch_is_still_fenced_in_time() -> None:
+    """Seed 10964: a member told to revoke at epoch 9 revoked, and at epoch 10 was told to revoke
+    again; its rebalance timer was armed only when it entered UNREVOKED_TASKS, for epoch 9, so it
+    fired as a no-op and the member, whose answer had been lost, held its tasks for good (the
+    group never converged). Kafka arms the timer again whenever the revoking member changes."""
+    result = run_seed(10964, 1000)
+    assert result.steps >= 1000

@@ -748,9 +748,14 @@ def heartbeat(
         )
     if new_member:
         op.event("member.joined", group=gid, member=mid, process=updated.process_id)
-    if reconciled.state is MemberState.UNREVOKED_TASKS and member.state is not MemberState.UNREVOKED_TASKS:
+    if reconciled.state is MemberState.UNREVOKED_TASKS and (
+        member.state is not MemberState.UNREVOKED_TASKS or member.member_epoch != reconciled.member_epoch
+    ):
         # Kafka's rebalance timeout: the member must give the tasks up within its
-        # rebalance.timeout.ms, or it is fenced (`fence_unrevoked_member`).
+        # rebalance.timeout.ms, or it is fenced (`fence_unrevoked_member`). Armed again for each
+        # epoch it revokes at, as Kafka does whenever the member changed: a timer of an older
+        # epoch fires as a no-op (chaos seed 10964: revoking at epoch 9 then again at 10, the
+        # member was never fenced and held its tasks for good).
         timeout = reconciled.rebalance_timeout_ms if reconciled.rebalance_timeout_ms > 0 else 0
         op.schedule(TimerKind.STREAMS_REBALANCE, gid, mid, timeout, reconciled.member_epoch, timeout)
     if changed and not new_member:
@@ -942,7 +947,9 @@ def update_member(
             CoordinatorRecord(StreamsGroupCurrentMemberAssignmentKey(gid, mid), reconciled.assignment_value())
         )
     if reconciled.state is MemberState.UNREVOKED_TASKS and (
-        member is None or member.state is not MemberState.UNREVOKED_TASKS
+        member is None
+        or member.state is not MemberState.UNREVOKED_TASKS
+        or member.member_epoch != reconciled.member_epoch
     ):
         timeout = reconciled.rebalance_timeout_ms if reconciled.rebalance_timeout_ms > 0 else 0
         op.schedule(TimerKind.STREAMS_REBALANCE, gid, mid, timeout, reconciled.member_epoch, timeout)

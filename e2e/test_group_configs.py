@@ -41,6 +41,7 @@ STREAMS_DEFAULTS = {
     STANDBY_KEY: ("0", "DEFAULT_CONFIG"),
     "streams.initial.rebalance.delay.ms": ("3000", "DEFAULT_CONFIG"),
     "streams.assignment.interval.ms": ("1000", "DEFAULT_CONFIG"),
+    "streams.rack.aware.assignment.tags": ("", "DEFAULT_CONFIG"),
 }
 INVALID_CONFIG, UNSUPPORTED_VERSION = 40, 35
 

@@ -75,3 +75,24 @@ def test_a_failed_conversion_leaves_the_join_phase_to_expire_members() -> None:
         ]
         assert uncovered and f"join-{GROUP}" in keys
     run_seed(1440, 1000)
+
+
+def test_a_static_follower_rejoining_with_new_topics_under_a_stable_group_is_kafkas_unwatched_case() -> None:
+    """Seed 20146: a static instance restarted with a subscription that adds `foo`, while the
+    classic group was Stable. Kafka 4.4 gives it the stored assignment without a rebalance (the
+    selected protocol does not change) and the Java follower does not rejoin, so `foo` stays
+    unassigned until the next rebalance: the settling may not require it. Before the simulator
+    modelled this, the seed reported the group as never settling."""
+    import structlog
+
+    from sim.chaos import SimMachine
+
+    events: list[str] = []
+
+    class Recording(SimMachine):
+        def event(self, value: str) -> None:
+            events.append(value)
+
+    with structlog.testing.capture_logs():
+        run_seed(20146, 1000, Recording)
+    assert "static follower rejoined with topics the leader does not watch" in events

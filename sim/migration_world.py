@@ -39,8 +39,10 @@ Invariants:
    moving at the conversion, or added later, wait for the next membership change. Likewise a
    static leader replaced without a rebalance (KIP-814 SkipAssignment) takes today's metadata as
    its snapshot (Java's `onLeaderElected`), so partitions the stored assignment misses (added
-   while a rebalance was lost to a restart) wait too. In both cases, until a join phase
-   completes, only "owned at most once, and subscribed" is required.
+   while a rebalance was lost to a restart) wait too. So do topics a static follower adds when
+   it restarts with a new subscription while the group is Stable: Kafka gives it the stored
+   assignment without a rebalance and the leader does not watch them. In these cases, until a
+   join phase completes, only "owned at most once, and subscribed" is required.
 3. **Conversions keep assignments**: right after classic->consumer, each converted member's
    assigned partitions are its classic assignment (what a cooperative member holds beyond it is
    pending revocation, see translation/upgrade.py); right after consumer->classic, the

@@ -128,6 +128,10 @@ def test_the_internal_recovery_lag_config_is_described_by_name_or_once_set() -> 
                 "streams.assignment.interval.ms": 1000,
                 "streams.acceptable.recovery.lag": 10000 if lag is None else lag,
                 "streams.rack.aware.assignment.tags": "",
+                "streams.assignor.offload.enable": "true",
+                "streams.task.offset.interval.ms": 60000,
+                "streams.num.warmup.replicas": 2,
+                "streams.assignor.name": "sticky",
             }
 
         def set_group_config(

@@ -151,12 +151,13 @@ def entry(configs: GroupConfigs, name: str) -> tuple[Any, ...]:
 
 def test_described_as_kafka_describes_them() -> None:
     """`streams.assignor.name` is listed for every group, as the first registered assignor while
-    unset (STRING); the three internal ones are left out of a describe of every config until set,
-    described by name (INT, INT, BOOLEAN)."""
+    unset (STRING); the three internal ones are left out, even asked by name, until the group
+    sets them or the broker's setting is given explicitly (INT, INT, BOOLEAN), as measured on
+    Kafka 4.4; named, they come in Kafka's order whatever order they are asked in."""
     configs = GroupConfigs(Service())  # type: ignore[arg-type]
     _, _, every = configs.describe("app", None, False)
     names = [c["name"] for c in every]
-    assert names[-1] == "streams.assignor.name"
+    assert "streams.assignor.name" in names
     internal = (
         "streams.task.offset.interval.ms",
         "streams.num.warmup.replicas",
@@ -164,9 +165,25 @@ def test_described_as_kafka_describes_them() -> None:
     )
     assert not set(internal) & set(names)
     assert entry(configs, "streams.assignor.name") == ("sticky", 5, 2)
-    assert entry(configs, "streams.task.offset.interval.ms") == ("60000", 5, 3)
-    assert entry(configs, "streams.num.warmup.replicas") == ("2", 5, 3)
-    assert entry(configs, "streams.assignor.offload.enable") == ("true", 5, 1)
+    _, _, named = configs.describe("app", [*internal, "streams.assignor.name"], False)
+    assert [c["name"] for c in named] == ["streams.assignor.name"]
+    broker = GroupConfigs(
+        Service(  # type: ignore[arg-type]
+            group_streams_task_offset_interval_ms=60000,
+            group_streams_num_warmup_replicas=2,
+            group_streams_assignor_offload_enable=True,
+        )
+    )
+    assert entry(broker, "streams.task.offset.interval.ms") == ("60000", 4, 3)
+    assert entry(broker, "streams.num.warmup.replicas") == ("2", 4, 3)
+    assert entry(broker, "streams.assignor.offload.enable") == ("true", 4, 1)
+    _, _, named = broker.describe("app", ["streams.assignor.name", *internal], False)
+    assert [c["name"] for c in named] == [
+        "streams.num.warmup.replicas",
+        "streams.assignor.offload.enable",
+        "streams.task.offset.interval.ms",
+        "streams.assignor.name",
+    ]
     ops = [
         ("streams.task.offset.interval.ms", 0, "20000"),
         ("streams.num.warmup.replicas", 0, "0"),
@@ -222,7 +239,7 @@ def test_the_brokers_values_are_described_as_static() -> None:
 def test_incremental_alter_refusals(name: str, value: str, message: str) -> None:
     configs = GroupConfigs(Service())  # type: ignore[arg-type]
     assert configs.incremental_alter("app", [(name, 0, value)], False) == (40, message)
-    assert configs.describe("app", [name], False)[2][0]["config_source"] == 5  # nothing taken
+    assert "app" not in configs.service.group_configs  # nothing taken
 
 
 def test_the_heartbeat_interval_for_task_offsets_is_the_groups() -> None:

@@ -26,29 +26,37 @@ from gateway.registry import ConfigEntry, HandlerRegistry
 
 GROUP_RESOURCE = 32
 STATIC_BROKER_CONFIG = 4
-GROUP_CONFIGS = (
-    "consumer.session.timeout.ms",
-    "consumer.heartbeat.interval.ms",
-    # Kafka 4.4 describes these two in this order whatever order they are asked in.
-    "streams.heartbeat.interval.ms",
-    "streams.session.timeout.ms",
-    "streams.num.standby.replicas",
-    "streams.initial.rebalance.delay.ms",
-    "streams.assignment.interval.ms",
-    "streams.rack.aware.assignment.tags",
-    # Kafka 4.4's STRING naming one of the broker's `group.streams.assignors` (described as the
-    # first of them while unset).
-    "streams.assignor.name",
+# Kafka 4.4's internal group configs (`ConfigDef.defineInternal`): taken when set, and described
+# (asked by name or not) only once the group sets them or the broker's own setting is given
+# explicitly (`AbstractKafkaConfig.extractGroupConfigMap` copies an internal default only from
+# the broker's originals; measured against Kafka 4.4, e2e/test_streams_differential.py).
+INTERNAL_GROUP_CONFIGS = frozenset(
+    {
+        "streams.num.warmup.replicas",
+        "streams.acceptable.recovery.lag",
+        "streams.assignor.offload.enable",
+        "streams.task.offset.interval.ms",
+    }
 )
-# Kafka 4.4's internal group configs (`ConfigDef.defineInternal`): taken and described by name or
-# when set, left out of a DescribeConfigs of every config while unset.
-INTERNAL_GROUP_CONFIGS = (
-    "streams.assignor.offload.enable",
-    "streams.task.offset.interval.ms",
+# Every group config groupshift takes, in the order Kafka 4.4 describes them whatever order they
+# are asked in (its HashMap of group configs, measured against Kafka 4.4 with every one present).
+# `streams.assignor.name` is Kafka 4.4's STRING naming one of the broker's
+# `group.streams.assignors` (described as the first of them while unset).
+KNOWN_GROUP_CONFIGS = (
     "streams.num.warmup.replicas",
     "streams.acceptable.recovery.lag",
+    "streams.assignor.offload.enable",
+    "streams.task.offset.interval.ms",
+    "consumer.session.timeout.ms",
+    "streams.assignor.name",
+    "streams.rack.aware.assignment.tags",
+    "streams.initial.rebalance.delay.ms",
+    "streams.assignment.interval.ms",
+    "streams.heartbeat.interval.ms",
+    "consumer.heartbeat.interval.ms",
+    "streams.session.timeout.ms",
+    "streams.num.standby.replicas",
 )
-KNOWN_GROUP_CONFIGS = (*GROUP_CONFIGS, *INTERNAL_GROUP_CONFIGS)
 LONG_GROUP_CONFIGS = frozenset({"streams.acceptable.recovery.lag"})
 # Kafka 4.4's LIST group config: its value is kept as the string given.
 LIST_GROUP_CONFIGS = frozenset({"streams.rack.aware.assignment.tags"})
@@ -104,7 +112,11 @@ class GroupConfigs:
         for config in KNOWN_GROUP_CONFIGS:
             if keys and config not in keys:
                 continue
-            if not keys and config in INTERNAL_GROUP_CONFIGS and config not in set_names:
+            if (
+                config in INTERNAL_GROUP_CONFIGS
+                and config not in set_names
+                and BROKER_FIELD[config] not in given
+            ):
                 continue
             configs.append(
                 {

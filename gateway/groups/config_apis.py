@@ -8,8 +8,11 @@ bounds), `streams.num.standby.replicas` (at most the broker's
 `group.streams.max.standby.replicas`) and `streams.initial.rebalance.delay.ms` exist,
 validated against the broker's bounds, Kafka 4.4's LIST `streams.rack.aware.assignment.tags`
 (kept as given, no duplicate keys; APPEND and SUBTRACT refused as Kafka 4.4 refuses them for
-every group config) and its internal
-`streams.acceptable.recovery.lag` (described by name or once set); values are kept across
+every group config), its STRING `streams.assignor.name` (one of the broker's
+`group.streams.assignors`) and its internal `streams.acceptable.recovery.lag`,
+`streams.task.offset.interval.ms` (at least the broker's minimum), `streams.num.warmup.replicas`
+(at most the broker's maximum) and `streams.assignor.offload.enable` (a BOOLEAN), described
+once set or given in the broker's settings, as Kafka 4.4 describes them; values are kept across
 restarts. The APIs themselves
 belong to the data plane (`gateway.dataplane.apis.configs`), which routes GROUP resources here.
 """

@@ -1434,7 +1434,7 @@ def scenario_warmup_and_assignor_configs(s: Session) -> None:
         streams_task_offset_interval_ms="20000",
         streams_num_warmup_replicas="5",
         streams_assignor_offload_enable="false",
-        streams_assignor_name="sticky",
+        streams_assignor_name=" sticky ",  # a STRING is trimmed before it is checked
     )
     settle()  # Kafka applies group configs from its metadata log, a moment later
     describe_group_configs(s, "describe them set", *names)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import struct
 import subprocess
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -41,18 +42,42 @@ pytestmark = pytest.mark.e2e
 SOURCE = Path(__file__).parent / "java_programs" / "StreamsSubscriptionOracle.java"
 
 
-def oracle(program: Program, *lines: str) -> list[str]:
-    proc = subprocess.run(
-        ["java", *TOOL_JVM_OPTS, "-cp", program.classpath(), "StreamsSubscriptionOracle"],
-        input="\n".join(lines) + "\n",
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    out = proc.stdout.splitlines()
-    assert len(out) == len(lines), proc.stdout
-    return out
+class Oracle:
+    """One JVM running StreamsSubscriptionOracle, asked one line at a time."""
+
+    def __init__(self, program: Program) -> None:
+        self.proc = subprocess.Popen(
+            ["java", *TOOL_JVM_OPTS, "-cp", program.classpath(), "StreamsSubscriptionOracle"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def ask(self, line: str) -> str:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        answer = self.proc.stdout.readline()
+        if not answer:
+            _, err = self.proc.communicate(timeout=30)
+            raise AssertionError(f"the oracle ended on {line!r}: {err[-3000:]}")
+        return answer.rstrip("\n")
+
+    def close(self) -> None:
+        _, err = self.proc.communicate(timeout=30)
+        assert self.proc.returncode == 0, err[-3000:]
+
+
+@pytest.fixture
+def oracle(tmp_path: Path) -> Iterator[Oracle]:
+    dist = resolve_component("4.4.0", "streams")
+    o = Oracle(Program(SOURCE, dist.classpath, dist.home, tmp_path / "classes"))
+    try:
+        yield o
+    finally:
+        if o.proc.poll() is None:
+            o.close()
 
 
 def metadata(info: bytes, owned: set[tuple[str, int]] = frozenset()) -> bytes:  # type: ignore[assignment]
@@ -61,9 +86,7 @@ def metadata(info: bytes, owned: set[tuple[str, int]] = frozenset()) -> bytes:  
     return serialize_subscription(Subscription(3, SUBSCRIBED, info, owned_parts))
 
 
-def test_a_future_subscription_is_answered_at_11_as_kafkas_leader_answers_it(tmp_path: Path) -> None:
-    dist = resolve_component("4.4.0", "streams")
-    program = Program(SOURCE, dist.classpath, dist.home, tmp_path / "classes")
+def test_a_future_subscription_is_answered_at_11_as_kafkas_leader_answers_it(oracle: Oracle) -> None:
     # Kafka's StreamsPartitionAssignorTest.encodeFutureSubscription, with a newer Streams' tail.
     future = struct.pack(">ii", 12, 12) + b"\x00" * 16 + b"a newer Streams' fields"
     h = Roll()
@@ -81,12 +104,8 @@ def test_a_future_subscription_is_answered_at_11_as_kafkas_leader_answers_it(tmp
     assert answer.user_data is not None
     ours = decode_assignment_info(answer.user_data)
     process = uuid.uuid4()
-    decoded_sub, decoded_asg, _ = oracle(
-        program,
-        f"decsub {future.hex()}",
-        f"decasg {answer.user_data.hex()}",
-        f"encsub 11 {process} -",
-    )
+    decoded_sub = oracle.ask(f"decsub {future.hex()}")
+    decoded_asg = oracle.ask(f"decasg {answer.user_data.hex()}")
     # Kafka's leader reads the probe as groupshift does: version 12, process FUTURE_ID.
     assert decoded_sub == f"12 12 {uuid.UUID(int=0)}"
     group = h.shard.groups["app"]
@@ -106,7 +125,7 @@ def test_a_future_subscription_is_answered_at_11_as_kafkas_leader_answers_it(tmp
     # The downgraded rejoin: a version-11 SubscriptionInfo written by Kafka Streams' own class
     # for the tasks it was given, taken under its real process id.
     tasks = ",".join(f"{t.subtopology}_{t.partition}" for t in ours.active_tasks) or "-"
-    (v11,) = oracle(program, f"encsub 11 {process} {tasks}")
+    v11 = oracle.ask(f"encsub 11 {process} {tasks}")
     owned = {(str(t.subtopology), t.partition) for t in ours.active_tasks}
     j = h.join(
         member, protocols=(Protocol("stream", metadata(bytes.fromhex(v11), owned)),), group="app", version=9

@@ -83,6 +83,7 @@ public class StreamsSubscriptionOracle {
                 default:
                     throw new IllegalArgumentException("unknown command " + parts[0]);
             }
+            System.out.flush();  // one answer per line asked: the test talks to one JVM
         }
     }
 }

@@ -165,16 +165,6 @@ class ShardState:
             return gc.streams_assignor_offload_enable
         return self.config.streams_assignor_offload_enable
 
-    def streams_assignor_name(self, group_id: str) -> str:
-        """The group's task assignor: its `streams.assignor.name` while the broker still lists it,
-        else the first of `group.streams.assignors` (Kafka 4.4 `streamsGroupAssignor`, which
-        falls back with a warning when the named one is gone)."""
-        gc = self.group_configs.get(group_id)
-        name = None if gc is None else gc.streams_assignor_name
-        if name is not None and name in self.config.streams_assignors:
-            return name
-        return self.config.streams_assignors[0]
-
     # --- typed lookups ----------------------------------------------------------------------------
 
     def classic_group(self, group_id: str) -> ClassicGroup | None:

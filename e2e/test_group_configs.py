@@ -42,6 +42,8 @@ STREAMS_DEFAULTS = {
     "streams.initial.rebalance.delay.ms": ("3000", "DEFAULT_CONFIG"),
     "streams.assignment.interval.ms": ("1000", "DEFAULT_CONFIG"),
     "streams.rack.aware.assignment.tags": ("", "DEFAULT_CONFIG"),
+    # Kafka 4.4 describes the group's task assignor as the first of `group.streams.assignors`.
+    "streams.assignor.name": ("sticky", "DEFAULT_CONFIG"),
 }
 INVALID_CONFIG, UNSUPPORTED_VERSION = 40, 35
 

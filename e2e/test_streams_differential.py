@@ -56,12 +56,14 @@ GROUP_SETTINGS = {
     "group.streams.session.timeout.ms": "45000",
     # answered in StreamsGroupHeartbeat v1 (a value off Kafka's default shows both sides read it)
     "group.streams.acceptable.recovery.lag": "12345",
+    # Kafka's assignor in the heartbeat (4.4.0 reads the setting nowhere, so this only pins it
+    # should a later release read it); groupshift takes it too, and both describe the group's
+    # internal `streams.assignor.offload.enable` as this broker value.
+    "group.streams.assignor.offload.enable": "false",
 }
-# Kafka only: the assignor in the heartbeat (4.4.0 reads the setting nowhere, so this only
-# pins it should a later release read it); the rest keeps one node's internal topics small.
+# Kafka only: keeps one node's internal topics small.
 KAFKA_SETTINGS = {
     **GROUP_SETTINGS,
-    "group.streams.assignor.offload.enable": "false",
     "offsets.topic.replication.factor": "1",
     "offsets.topic.num.partitions": "4",
     "transaction.state.log.replication.factor": "1",
@@ -1401,6 +1403,62 @@ def scenario_v1_acceptable_recovery_lag_group_config(s: Session) -> None:
     members.beat(A, "the broker's lag")
 
 
+def scenario_warmup_and_assignor_configs(s: Session) -> None:
+    """Kafka 4.4's `streams.task.offset.interval.ms`, `streams.num.warmup.replicas`,
+    `streams.assignor.offload.enable` (internal) and `streams.assignor.name`: described unset by
+    name (an internal one only when the broker gives it, in Kafka's order); refused below the
+    broker's minimum, above its maximum, not a registered assignor or not a boolean, in Kafka's
+    words; set, the heartbeats (v0 and v1) answer the group's TaskOffsetIntervalMs, a second
+    process joins with five warm-ups wanted and none is assigned (Describe v1 names the group's
+    assignor); deleted, the broker's interval is back."""
+    members = Members(s)
+    ready_word_count(s, members, A)
+    names = (
+        "streams.task.offset.interval.ms",
+        "streams.num.warmup.replicas",
+        "streams.assignor.offload.enable",
+        "streams.assignor.name",
+    )
+    describe_group_configs(s, "describe them unset", *names)
+    set_group_configs(s, "interval 0", streams_task_offset_interval_ms="0")
+    set_group_configs(s, "interval below the minimum", streams_task_offset_interval_ms="14999")
+    set_group_configs(s, "interval not a number", streams_task_offset_interval_ms="soon")
+    set_group_configs(s, "warm-ups below 0", streams_num_warmup_replicas="-1")
+    set_group_configs(s, "warm-ups above the maximum", streams_num_warmup_replicas="21")
+    set_group_configs(s, "an unknown assignor", streams_assignor_name="mock")
+    set_group_configs(s, "a consumer assignor", streams_assignor_name="range")
+    set_group_configs(s, "offload not a boolean", streams_assignor_offload_enable="yes")
+    set_group_configs(
+        s,
+        "set all four",
+        streams_task_offset_interval_ms="20000",
+        streams_num_warmup_replicas="5",
+        streams_assignor_offload_enable="false",
+        streams_assignor_name=" sticky ",  # a STRING is trimmed before it is checked
+    )
+    settle()  # Kafka applies group configs from its metadata log, a moment later
+    describe_group_configs(s, "describe them set", *names)
+    members.beat(A, "A: the group's task offset interval")
+    v1 = Members(s, version=1)
+    v1.epoch, v1.owned, v1.standby = members.epoch, members.owned, members.standby
+    v1.beat(A, "A at v1: the group's task offset interval")
+    members.join(B, word_count(s), "B joins: no warm-up tasks")
+    members.converge(A, B)
+    members.note_tasks("active with warm-ups wanted")
+    describe(s, "describe v1: the assignor, no warm-ups", version=1)
+    set_group_configs(
+        s,
+        "delete all four",
+        streams_task_offset_interval_ms=None,
+        streams_num_warmup_replicas=None,
+        streams_assignor_offload_enable=None,
+        streams_assignor_name=None,
+    )
+    settle()
+    members.beat(A, "A: the broker's interval again")
+    describe_group_configs(s, "describe them deleted", *names)
+
+
 def alter_group_list(s: Session, label: str, name: str, operation: int, value: str) -> None:
     """IncrementalAlterConfigs APPEND (2) or SUBTRACT (3) of a group config."""
     r = plain(
@@ -1826,6 +1884,7 @@ SCENARIOS: list[tuple[str, Callable[[Session], None], Known]] = [
     ("v1-static-leave-and-refusals", scenario_v1_static_leave_and_refusals, {}),
     ("v1-acceptable-recovery-lag-group-config", scenario_v1_acceptable_recovery_lag_group_config, {}),
     ("rack-aware-assignment-tags", scenario_rack_aware_assignment_tags, {}),
+    ("warmup-and-assignor-configs", scenario_warmup_and_assignor_configs, {}),
     ("v0-and-v1-members", scenario_v0_and_v1_members, {}),
     ("v1-describe", scenario_v1_describe, DESCRIBED_COUNTS),
     ("v1-describe-consumer-group", scenario_v1_describe_consumer_group, {}),

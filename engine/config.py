@@ -22,6 +22,12 @@ KAFKA_ASSIGNOR_CLASSES = {
     "org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
     "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range",
 }
+# Kafka 4.4's only builtin streams task assignor (`STREAMS_GROUP_BUILTIN_ASSIGNORS`), by its name
+# or its class name (`group.streams.assignors` takes either).
+STREAMS_ASSIGNOR_CLASSES = {
+    "org.apache.kafka.coordinator.group.streams.assignor.StickyTaskAssignor": "sticky",
+}
+STREAMS_ASSIGNORS = ("sticky",)
 
 MigrationPolicy = Literal["bidirectional", "upgrade", "downgrade", "disabled"]
 # `streams` is accepted because Kafka 4.4's default list names it, so a server.properties copied
@@ -124,6 +130,23 @@ class CoordinatorConfig(BaseModel):
     streams_rack_aware_assignment_tags: tuple[str, ...] = Field(
         (), alias="group.streams.rack.aware.assignment.tags"
     )
+    # The task assignors a streams group may name in its `streams.assignor.name`; the first is
+    # every other group's (Kafka 4.4 builds in only `sticky`; a custom class cannot be loaded).
+    streams_assignors: tuple[str, ...] = Field(STREAMS_ASSIGNORS, alias="group.streams.assignors")
+    # Kafka 4.4's internal settings, defaults and lower bounds (`GroupCoordinatorConfig`). The
+    # task offset interval is answered in every heartbeat (TaskOffsetIntervalMs); the warm-up
+    # count reaches only Kafka 4.4.0's `AssignmentRefiner.refine`, which returns the assignment
+    # unchanged, so no warm-up task is ever assigned (docs/streams-groups.md). The offload switch
+    # picks a thread in Kafka; groupshift assigns in the heartbeat either way.
+    streams_assignor_offload_enable: bool = Field(True, alias="group.streams.assignor.offload.enable")
+    streams_task_offset_interval_ms: int = Field(
+        60000, alias="group.streams.task.offset.interval.ms", ge=1, le=INT_MAX
+    )
+    streams_min_task_offset_interval_ms: int = Field(
+        15000, alias="group.streams.min.task.offset.interval.ms", ge=1, le=INT_MAX
+    )
+    streams_num_warmup_replicas: int = Field(2, alias="group.streams.num.warmup.replicas", ge=0, le=INT_MAX)
+    streams_max_warmup_replicas: int = Field(20, alias="group.streams.max.warmup.replicas", ge=0, le=INT_MAX)
 
     # --- classic groups ---
     min_session_timeout_ms: int = Field(6000, alias="group.min.session.timeout.ms", ge=0, le=INT_MAX)
@@ -187,6 +210,41 @@ class CoordinatorConfig(BaseModel):
             raise ValueError(f"Configuration '{name}' values must not be empty.")
         return value
 
+    @field_validator("streams_assignors", mode="before")
+    @classmethod
+    def _assignors_list(cls, value: Any) -> Any:
+        """A Kafka LIST given as one string is split as Kafka's `ConfigDef` splits it."""
+        return split_list(value) if isinstance(value, str) else value
+
+    @field_validator("streams_assignors", mode="after")
+    @classmethod
+    def _known_streams_assignors(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        """Kafka 4.4 `ValidList.anyNonDuplicateValues(false, false)`, then each entry a builtin
+        name or a class it can load (`streamsGroupAssignors`, in its words); groupshift knows
+        Kafka's builtin `sticky` by either spelling."""
+        name = "group.streams.assignors"
+        if not value:
+            raise ValueError(
+                f"Configuration '{name}' must not be empty. Valid values include: any non-empty value"
+            )
+        if len(set(value)) != len(value):
+            raise ValueError(f"Configuration '{name}' values must not be duplicated.")
+        if "" in value:
+            raise ValueError(f"Configuration '{name}' values must not be empty.")
+        out = []
+        for entry in value:
+            short = STREAMS_ASSIGNOR_CLASSES.get(entry, entry)
+            if short not in STREAMS_ASSIGNORS:
+                raise ValueError(f"Invalid value {entry} for configuration {name}: Class cannot be found")
+            if short in out:
+                raise ValueError(
+                    f"Invalid value {entry} for configuration {name}: Assignor name '{short}' is already "
+                    "registered by another configured assignor. Assignor names, whether built-in or "
+                    "custom, must be unique"
+                )
+            out.append(short)
+        return tuple(out)
+
     @field_validator("consumer_migration_policy", mode="before")
     @classmethod
     def _policy_any_case(cls, value: Any) -> Any:
@@ -235,6 +293,16 @@ class CoordinatorConfig(BaseModel):
                 "group.streams.assignment.interval.ms must be less than or equal to "
                 "group.streams.max.assignment.interval.ms"
             )
+        if self.streams_task_offset_interval_ms < self.streams_min_task_offset_interval_ms:
+            raise ValueError(
+                "group.streams.task.offset.interval.ms must be greater than or equal to "
+                "group.streams.min.task.offset.interval.ms"
+            )
+        if self.streams_num_warmup_replicas > self.streams_max_warmup_replicas:
+            raise ValueError(
+                "group.streams.num.warmup.replicas must be less than or equal to "
+                "group.streams.max.warmup.replicas"
+            )
         if self.min_session_timeout_ms > self.max_session_timeout_ms:
             raise ValueError("group.min.session.timeout.ms must not exceed group.max.session.timeout.ms")
         if len(set(self.consumer_assignors)) != len(self.consumer_assignors):
@@ -274,6 +342,14 @@ class GroupConfig(BaseModel):
     streams_acceptable_recovery_lag: int | None = Field(None, alias="streams.acceptable.recovery.lag")
     # Kafka 4.4's LIST, kept as given (Kafka keeps the string); `rack_aware_assignment_tags` parses.
     streams_rack_aware_assignment_tags: str | None = Field(None, alias="streams.rack.aware.assignment.tags")
+    # Kafka 4.4's internal group configs of warm-ups and the assignor's thread (`defineInternal`):
+    # the task offset interval is answered in the group's heartbeats; the warm-up count reaches
+    # only Kafka 4.4.0's identity refiner; the offload switch picks a thread in Kafka alone.
+    streams_assignor_offload_enable: bool | None = Field(None, alias="streams.assignor.offload.enable")
+    streams_task_offset_interval_ms: int | None = Field(None, alias="streams.task.offset.interval.ms")
+    streams_num_warmup_replicas: int | None = Field(None, alias="streams.num.warmup.replicas")
+    # The group's task assignor by name, one of the broker's `group.streams.assignors`.
+    streams_assignor_name: str | None = Field(None, alias="streams.assignor.name")
 
     def rack_aware_assignment_tags(self) -> tuple[str, ...] | None:
         """The tag keys set for the group (an empty list overrides the broker's), else None."""
@@ -369,6 +445,36 @@ class GroupConfig(BaseModel):
         if every is not None and not low <= every <= high:
             raise ValueError(
                 f"streams.assignment.interval.ms must be in the range {low} to {high} inclusive."
+            )
+        # Kafka 4.4: the types' ranges (`ConfigDef.parse`), then `validateIntMin` / `validateIntMax`
+        # against the broker's bounds by value, then the assignor's name among the broker's.
+        offsets_every = self.streams_task_offset_interval_ms
+        if offsets_every is not None and offsets_every < 1:
+            raise ValueError(
+                f"Invalid value {offsets_every} for configuration streams.task.offset.interval.ms: "
+                "Value must be at least 1"
+            )
+        warmups = self.streams_num_warmup_replicas
+        if warmups is not None and warmups < 0:
+            raise ValueError(
+                f"Invalid value {warmups} for configuration streams.num.warmup.replicas: "
+                "Value must be at least 0"
+            )
+        if offsets_every is not None and offsets_every < broker.streams_min_task_offset_interval_ms:
+            raise ValueError(
+                "streams.task.offset.interval.ms must be greater than or equal to "
+                f"{broker.streams_min_task_offset_interval_ms}"
+            )
+        if warmups is not None and warmups > broker.streams_max_warmup_replicas:
+            raise ValueError(
+                "streams.num.warmup.replicas must be less than or equal to "
+                f"{broker.streams_max_warmup_replicas}"
+            )
+        assignor = self.streams_assignor_name
+        if assignor is not None and assignor not in broker.streams_assignors:
+            raise ValueError(
+                f"streams.assignor.name '{assignor}' is not a registered task assignor. Registered assignors "
+                f"are: [{', '.join(broker.streams_assignors)}]."
             )
         session = s if s is not None else broker.consumer_session_timeout_ms
         interval = hb if hb is not None else broker.consumer_heartbeat_interval_ms

@@ -253,6 +253,10 @@ class Shard:
     def consumer_heartbeat_interval_ms(self, group_id: str) -> int:
         return self.state.consumer_heartbeat_interval_ms(group_id)
 
+    def _set_assignor_name(self, group_id: str) -> str | None:
+        gc = self.state.group_configs.get(group_id)
+        return None if gc is None else gc.streams_assignor_name
+
     def effective_group_config(self, group_id: str) -> dict[str, int | str]:
         """The KIP-848 group configs in force for `group_id` (its overrides, else the defaults)."""
         return {
@@ -268,6 +272,15 @@ class Shard:
             "streams.rack.aware.assignment.tags": ",".join(
                 self.state.streams_rack_aware_assignment_tags(group_id)
             ),
+            # Described as Kafka's `ConfigDef.convertToString` writes a BOOLEAN.
+            "streams.assignor.offload.enable": str(
+                self.state.streams_assignor_offload_enable(group_id)
+            ).lower(),
+            "streams.task.offset.interval.ms": self.state.streams_task_offset_interval_ms(group_id),
+            "streams.num.warmup.replicas": self.state.streams_num_warmup_replicas(group_id),
+            # The name set (described even if the broker no longer lists it), else the default.
+            "streams.assignor.name": self._set_assignor_name(group_id)
+            or self.state.config.streams_assignors[0],
         }
 
     def set_group_config(self, group_id: str, config: GroupConfig | None) -> None:

@@ -143,6 +143,28 @@ class ShardState:
         tags = None if gc is None else gc.rack_aware_assignment_tags()
         return tags if tags is not None else self.config.streams_rack_aware_assignment_tags
 
+    def streams_task_offset_interval_ms(self, group_id: str) -> int:
+        """The group's `streams.task.offset.interval.ms`, else the broker's (Kafka 4.4
+        `streamsGroupTaskOffsetIntervalMs`, answered in every heartbeat that keeps the member)."""
+        gc = self.group_configs.get(group_id)
+        if gc is not None and gc.streams_task_offset_interval_ms is not None:
+            return gc.streams_task_offset_interval_ms
+        return self.config.streams_task_offset_interval_ms
+
+    def streams_num_warmup_replicas(self, group_id: str) -> int:
+        """The group's `streams.num.warmup.replicas`, else the broker's (Kafka 4.4
+        `streamsGroupNumWarmupReplicas`: only its identity refiner reads it, so no warm-ups)."""
+        gc = self.group_configs.get(group_id)
+        if gc is not None and gc.streams_num_warmup_replicas is not None:
+            return gc.streams_num_warmup_replicas
+        return self.config.streams_num_warmup_replicas
+
+    def streams_assignor_offload_enable(self, group_id: str) -> bool:
+        gc = self.group_configs.get(group_id)
+        if gc is not None and gc.streams_assignor_offload_enable is not None:
+            return gc.streams_assignor_offload_enable
+        return self.config.streams_assignor_offload_enable
+
     # --- typed lookups ----------------------------------------------------------------------------
 
     def classic_group(self, group_id: str) -> ClassicGroup | None:

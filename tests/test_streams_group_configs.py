@@ -106,13 +106,19 @@ def test_the_broker_values_are_not_held_to_the_bounds() -> None:
     assert (broker.streams_heartbeat_interval_ms, broker.streams_min_heartbeat_interval_ms) == (1000, 5000)
 
 
-def test_the_internal_recovery_lag_config_is_described_by_name_or_once_set() -> None:
+@pytest.mark.parametrize("broker_given", [False, True])
+def test_the_internal_recovery_lag_config_is_described_once_set(broker_given: bool) -> None:
     """Kafka 4.4 defines `streams.acceptable.recovery.lag` as an internal group config: a
-    DescribeConfigs of every config leaves it out until the group sets it; named, it is
-    described (a LONG); a value that is no number is refused in LONG's words."""
+    DescribeConfigs, of every config or of it by name, leaves it out until the group sets it,
+    unless the broker's `group.streams.acceptable.recovery.lag` is given explicitly (then it is
+    described as the broker's, a LONG; measured against Kafka 4.4: an internal config the broker
+    leaves at its default is not described even by name); a value that is no number is refused
+    in LONG's words."""
 
     class Service:
-        config = CoordinatorConfig()
+        config = CoordinatorConfig.from_kafka(
+            {"group.streams.acceptable.recovery.lag": 10000} if broker_given else {}
+        )
         group_configs: dict[str, GroupConfig] = {}
 
         def effective_group_config(self, group_id: str) -> dict[str, int | str]:
@@ -128,6 +134,10 @@ def test_the_internal_recovery_lag_config_is_described_by_name_or_once_set() -> 
                 "streams.assignment.interval.ms": 1000,
                 "streams.acceptable.recovery.lag": 10000 if lag is None else lag,
                 "streams.rack.aware.assignment.tags": "",
+                "streams.assignor.offload.enable": "true",
+                "streams.task.offset.interval.ms": 60000,
+                "streams.num.warmup.replicas": 2,
+                "streams.assignor.name": "sticky",
             }
 
         def set_group_config(
@@ -141,9 +151,13 @@ def test_the_internal_recovery_lag_config_is_described_by_name_or_once_set() -> 
     configs = GroupConfigs(Service())  # type: ignore[arg-type]
     name = "streams.acceptable.recovery.lag"
     _, _, every = configs.describe("app", None, False)
-    assert name not in [c["name"] for c in every]
-    _, _, (named,) = configs.describe("app", [name], False)
-    assert (named["value"], named["config_source"], named["config_type"]) == ("10000", 5, 5)
+    _, _, named = configs.describe("app", [name], False)
+    if broker_given:
+        assert [(c["value"], c["config_source"], c["config_type"]) for c in named] == [("10000", 4, 5)]
+        assert name in [c["name"] for c in every]
+    else:
+        assert named == []
+        assert name not in [c["name"] for c in every]
     assert configs.incremental_alter("app", [(name, 0, "many")], False) == (
         40,
         f"Invalid value many for configuration {name}: Not a number of type LONG",

@@ -7,6 +7,7 @@ refusals with their reasons, and replay equal to the live state."""
 
 from __future__ import annotations
 
+import struct
 import uuid
 from dataclasses import replace
 from typing import Any
@@ -914,3 +915,68 @@ def test_a_task_two_classic_instances_report_is_not_given_to_either_by_the_conve
     members = h.group.members
     held = {mid: {(sid, p) for sid, ps in members[mid].active.items() for p in ps} for mid in "abc"}
     assert held == {"a": HALF_A - {("0", 0)}, "b": HALF_B, "c": set()}, held
+
+
+def future_metadata(version: int, latest: int, owned: set[Task] = frozenset()) -> bytes:  # type: ignore[assignment]
+    """A newer Kafka Streams' JoinGroup metadata probing with SubscriptionInfo `version`: the two
+    version fields every version starts with, then bytes this side cannot read (what Kafka's own
+    StreamsPartitionAssignorTest encodes as a future subscription)."""
+    info = struct.pack(">ii", version, latest) + b"process id, endpoint and offsets of a newer Streams"
+    owned_parts = tuple((t, tuple(ps)) for t, ps in sorted(partitions_of(set(owned)).items()))
+    return serialize_subscription(Subscription(3, SUBSCRIBED, info, owned_parts))
+
+
+def test_a_classic_instance_probing_with_a_future_version_is_answered_at_11_and_downgrades() -> None:
+    """Version probing above SubscriptionInfo 11 (KIP-268), as Kafka 4.4's
+    StreamsPartitionAssignor answers it as leader: the instance of a newer Streams joins (its
+    process the nil UUID, Kafka's FUTURE_ID, with no previous tasks), is assigned like any
+    instance, and its SyncGroup carries AssignmentInfo version 11, commonly supported 11, which
+    a newer Streams reads as "downgrade to 11 and rejoin"; rejoining with version 11 under its
+    real process id it keeps its place."""
+    h = Roll()
+    h.seed({"a": ALL_TASKS})
+    h.streams_join("s")
+    h.settle()
+    j = h.join("", protocols=(Protocol("stream", future_metadata(12, 12)),), group="app", version=9)
+    assert j.error_code == int(Errors.MEMBER_ID_REQUIRED)
+    new_id = j.member_id
+    j = h.join(new_id, protocols=(Protocol("stream", future_metadata(12, 12)),), group="app", version=9)
+    assert j.error_code == 0, j
+    group = h.shard.groups["app"]
+    assert isinstance(group, StreamsGroup)
+    assert group.members[new_id].process_id == str(uuid.UUID(int=0))
+    assert any(e["version"] == 12 for e in h.events("member.version_probing"))
+    s = h.sync(new_id, j.generation_id, group="app", protocol_name="stream")
+    assert s.error_code == 0
+    a = parse_assignment(s.assignment)
+    assert a.user_data is not None
+    info = decode_assignment_info(a.user_data)
+    assert not info.is_future
+    assert (info.version, info.commonly_supported_version) == (11, 11)
+    # The partitions it is given are exactly those of its active tasks, in Streams' layout.
+    assigned = {(t, p) for t, ps in a.partitions for p in ps}
+    assert assigned == {
+        (WORDS if t.subtopology == 0 else REPARTITION, t.partition) for t in info.active_tasks
+    }
+    # It downgrades and rejoins at 11 under its own process id, as any instance.
+    h.pid[new_id] = 7
+    meta = classic_metadata(7, {(str(t.subtopology), t.partition) for t in info.active_tasks})
+    j = h.join(new_id, protocols=(Protocol("stream", meta),), group="app", version=9)
+    assert j.error_code == 0, j
+    assert group.members[new_id].process_id == str(uuid.UUID(int=7))
+    h.assert_replay_equals_live()
+
+
+def test_a_future_version_is_refused_no_more_but_an_old_one_still_is() -> None:
+    h = Roll()
+    h.seed({"a": ALL_TASKS})
+    h.streams_join("s")
+    j = h.join(
+        "x", protocols=(Protocol("stream", classic_metadata(9, set(), version=6)),), group="app", version=3
+    )
+    assert j.error_code == int(Errors.INCONSISTENT_GROUP_PROTOCOL)
+    assert any(
+        e["reason"] == "streams-version" and e["version"] == 6 for e in h.events("group.conversion_refused")
+    )
+    j = h.join("y", protocols=(Protocol("stream", future_metadata(13, 14)),), group="app", version=3)
+    assert j.error_code == 0

@@ -14,8 +14,10 @@ move through the same epochs with revoke-before-assign across them:
   SubscriptionInfo) are what it owns; a task it must give up stays pending revocation until it
   rejoins without it.
 * SyncGroup gives it its current tasks as Streams' own AssignmentInfo at the SubscriptionInfo
-  version it speaks (the partitions of its active tasks, one active task entry per partition in
-  Streams' order, its standby tasks with their partitions, every instance's partitions by host).
+  version it speaks, at most 11 (the partitions of its active tasks, one active task entry per
+  partition in Streams' order, its standby tasks with their partitions, every instance's
+  partitions by host). An instance probing with a newer version is answered at 11, as Kafka
+  4.4's leader answers it, and downgrades (Streams' version probing, KIP-268).
 * Heartbeat answers REBALANCE_IN_PROGRESS when its tasks are about to change (it lags the target,
   must revoke, or waits for a task since released).
 * LeaveGroup and an expired session (its own session timeout) remove it as any member.
@@ -323,14 +325,21 @@ def join(
         )
         raise _inconsistent(f"Member {member_id}'s Kafka Streams metadata does not decode: {e}") from None
     version = decoded.info.version
-    if version < MIN_OFFSET_SUMS_VERSION or decoded.info.is_future:
+    # A version above LATEST_SUPPORTED_VERSION is a newer Streams probing (KIP-268): it joins as
+    # Kafka 4.4's StreamsPartitionAssignor takes it as leader (its process FUTURE_ID, the nil
+    # UUID the decoder gives it, with no previous tasks; assigned like any instance), and its
+    # SyncGroup answers AssignmentInfo at version 11, so it downgrades and rejoins with a
+    # SubscriptionInfo this side reads in full.
+    if version < MIN_OFFSET_SUMS_VERSION:
         op.explain(
             "group.conversion_refused", group=gid, direction="join", reason="streams-version", version=version
         )
         raise _inconsistent(
             f"Member {member_id} speaks SubscriptionInfo version {version}; a streams group takes "
-            f"versions {MIN_OFFSET_SUMS_VERSION} to {LATEST_SUPPORTED_VERSION}."
+            f"version {MIN_OFFSET_SUMS_VERSION} or above."
         )
+    if decoded.info.is_future:
+        op.event("member.version_probing", group=gid, member=member_id, version=version)
     if not numbered_subtopologies(topology):
         op.explain(
             "group.conversion_refused", group=gid, direction="join", reason="streams-topology", detail="ids"

@@ -8,8 +8,11 @@ bounds), `streams.num.standby.replicas` (at most the broker's
 `group.streams.max.standby.replicas`) and `streams.initial.rebalance.delay.ms` exist,
 validated against the broker's bounds, Kafka 4.4's LIST `streams.rack.aware.assignment.tags`
 (kept as given, no duplicate keys; APPEND and SUBTRACT refused as Kafka 4.4 refuses them for
-every group config) and its internal
-`streams.acceptable.recovery.lag` (described by name or once set); values are kept across
+every group config), its STRING `streams.assignor.name` (one of the broker's
+`group.streams.assignors`) and its internal `streams.acceptable.recovery.lag`,
+`streams.task.offset.interval.ms` (at least the broker's minimum), `streams.num.warmup.replicas`
+(at most the broker's maximum) and `streams.assignor.offload.enable` (a BOOLEAN), described
+once set or given in the broker's settings, as Kafka 4.4 describes them; values are kept across
 restarts. The APIs themselves
 belong to the data plane (`gateway.dataplane.apis.configs`), which routes GROUP resources here.
 """
@@ -26,27 +29,47 @@ from gateway.registry import ConfigEntry, HandlerRegistry
 
 GROUP_RESOURCE = 32
 STATIC_BROKER_CONFIG = 4
-GROUP_CONFIGS = (
+# Kafka 4.4's internal group configs (`ConfigDef.defineInternal`): taken when set, and described
+# (asked by name or not) only once the group sets them or the broker's own setting is given
+# explicitly (`AbstractKafkaConfig.extractGroupConfigMap` copies an internal default only from
+# the broker's originals; measured against Kafka 4.4, e2e/test_streams_differential.py).
+INTERNAL_GROUP_CONFIGS = frozenset(
+    {
+        "streams.num.warmup.replicas",
+        "streams.acceptable.recovery.lag",
+        "streams.assignor.offload.enable",
+        "streams.task.offset.interval.ms",
+    }
+)
+# Every group config groupshift takes, in the order Kafka 4.4 describes them whatever order they
+# are asked in (its HashMap of group configs, measured against Kafka 4.4 with every one present).
+# `streams.assignor.name` is Kafka 4.4's STRING naming one of the broker's
+# `group.streams.assignors` (described as the first of them while unset).
+KNOWN_GROUP_CONFIGS = (
+    "streams.num.warmup.replicas",
+    "streams.acceptable.recovery.lag",
+    "streams.assignor.offload.enable",
+    "streams.task.offset.interval.ms",
     "consumer.session.timeout.ms",
-    "consumer.heartbeat.interval.ms",
-    # Kafka 4.4 describes these two in this order whatever order they are asked in.
-    "streams.heartbeat.interval.ms",
-    "streams.session.timeout.ms",
-    "streams.num.standby.replicas",
+    "streams.assignor.name",
+    "streams.rack.aware.assignment.tags",
     "streams.initial.rebalance.delay.ms",
     "streams.assignment.interval.ms",
-    "streams.rack.aware.assignment.tags",
+    "streams.heartbeat.interval.ms",
+    "consumer.heartbeat.interval.ms",
+    "streams.session.timeout.ms",
+    "streams.num.standby.replicas",
 )
-# Kafka 4.4's internal group configs (`ConfigDef.defineInternal`): taken and described by name or
-# when set, left out of a DescribeConfigs of every config while unset.
-INTERNAL_GROUP_CONFIGS = ("streams.acceptable.recovery.lag",)
-KNOWN_GROUP_CONFIGS = (*GROUP_CONFIGS, *INTERNAL_GROUP_CONFIGS)
 LONG_GROUP_CONFIGS = frozenset({"streams.acceptable.recovery.lag"})
 # Kafka 4.4's LIST group config: its value is kept as the string given.
 LIST_GROUP_CONFIGS = frozenset({"streams.rack.aware.assignment.tags"})
+STRING_GROUP_CONFIGS = frozenset({"streams.assignor.name"})
+BOOLEAN_GROUP_CONFIGS = frozenset({"streams.assignor.offload.enable"})
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3  # IncrementalAlterConfigs operations
 DYNAMIC_GROUP_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 8, 4, 5  # DescribeConfigs sources
-INT_TYPE, LONG_TYPE, LIST_TYPE = 3, 5, 7
+BOOLEAN_TYPE, STRING_TYPE, INT_TYPE, LONG_TYPE, LIST_TYPE = 1, 2, 3, 5, 7
+# Java's `String.trim` (Kafka's `ConfigDef.parseType` trims STRING and BOOLEAN values).
+JAVA_TRIMMED = "".join(map(chr, range(0x21)))
 # The broker setting each group config falls back to (its CoordinatorConfig field): a fallback to
 # a setting given explicitly is reported as STATIC_BROKER_CONFIG, as Kafka does.
 BROKER_FIELD = {
@@ -59,6 +82,10 @@ BROKER_FIELD = {
     "streams.assignment.interval.ms": "streams_assignment_interval_ms",
     "streams.acceptable.recovery.lag": "streams_acceptable_recovery_lag",
     "streams.rack.aware.assignment.tags": "streams_rack_aware_assignment_tags",
+    "streams.assignor.offload.enable": "streams_assignor_offload_enable",
+    "streams.task.offset.interval.ms": "streams_task_offset_interval_ms",
+    "streams.num.warmup.replicas": "streams_num_warmup_replicas",
+    "streams.assignor.name": "streams_assignors",
 }
 
 
@@ -88,7 +115,11 @@ class GroupConfigs:
         for config in KNOWN_GROUP_CONFIGS:
             if keys and config not in keys:
                 continue
-            if not keys and config in INTERNAL_GROUP_CONFIGS and config not in set_names:
+            if (
+                config in INTERNAL_GROUP_CONFIGS
+                and config not in set_names
+                and BROKER_FIELD[config] not in given
+            ):
                 continue
             configs.append(
                 {
@@ -104,6 +135,10 @@ class GroupConfigs:
                     "synonyms": [],
                     "config_type": LIST_TYPE
                     if config in LIST_GROUP_CONFIGS
+                    else STRING_TYPE
+                    if config in STRING_GROUP_CONFIGS
+                    else BOOLEAN_TYPE
+                    if config in BOOLEAN_GROUP_CONFIGS
                     else LONG_TYPE
                     if config in LONG_GROUP_CONFIGS
                     else INT_TYPE,
@@ -121,11 +156,22 @@ class GroupConfigs:
             return int(Errors.INVALID_CONFIG), str(e).splitlines()[0]
         return 0, None
 
-    def _parse(self, config: str, value: str | None) -> int | str | tuple[int, str]:
+    def _parse(self, config: str, value: str | None) -> int | str | bool | tuple[int, str]:
         if config not in KNOWN_GROUP_CONFIGS:
             return int(Errors.INVALID_CONFIG), f"Unknown group config name: {config}"
         if config in LIST_GROUP_CONFIGS and value is not None:
             return value
+        if config in STRING_GROUP_CONFIGS and value is not None:
+            return value.strip(JAVA_TRIMMED)
+        if config in BOOLEAN_GROUP_CONFIGS:
+            word = (value or "").strip(JAVA_TRIMMED).lower()
+            if word in ("true", "false"):
+                return word == "true"
+            return (
+                int(Errors.INVALID_CONFIG),
+                f"Invalid value {value} for configuration {config}: "
+                "Expected value to be either true or false",
+            )
         kind = "LONG" if config in LONG_GROUP_CONFIGS else "INT"
         try:
             return int(value)  # type: ignore[arg-type]

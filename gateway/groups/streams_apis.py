@@ -74,15 +74,12 @@ CreateTopics = Callable[[Sequence[Any]], Awaitable[Sequence[Any]]]
 MAY_CREATE_TOPIC = "authorizer.may_create_topic"
 
 # What Kafka 4.4 answers at v0 (*measured*, e2e/test_streams_differential.py): AcceptableRecoveryLag
-# 0 (the lag moved to v1 as an int64), and `group.streams.task.offset.interval.ms`'s default on a
-# heartbeat that joined or stayed (0 on a leave and on an error). groupshift does not use either
-# yet (no warm-ups, no task offsets).
+# 0 (the lag moved to v1 as an int64). TaskOffsetIntervalMs is the group's
+# `streams.task.offset.interval.ms` (else the broker's) on a heartbeat that joined or stayed, 0
+# on a leave and on an error.
 ACCEPTABLE_RECOVERY_LAG = 0
-TASK_OFFSET_INTERVAL_MS = 60000
 # v1's AcceptableRecoveryLag when the answer carries none (a leave, an error): the field's default.
 NO_RECOVERY_LAG = -1
-# The task assignor Describe v1 names: Kafka 4.4's only one, the first of `group.streams.assignors`.
-ASSIGNOR_NAME = "sticky"
 NO_PLUGIN = "The broker has no streams group topology description plugin configured."
 
 
@@ -187,12 +184,11 @@ class StreamsApis:
             if r.internal_topics_to_create:
                 status = self._create_internal_topics(ctx, r.internal_topics_to_create, status)
             stayed = r.error_code == 0 and r.member_epoch >= 0
+            settings = self.service.effective_group_config(req.group_id)
             v1: dict[str, Any] = {}
             if req.__version__ >= 1:
                 v1 = {
-                    "acceptable_recovery_lag": self.service.effective_group_config(req.group_id)[
-                        "streams.acceptable.recovery.lag"
-                    ]
+                    "acceptable_recovery_lag": settings["streams.acceptable.recovery.lag"]
                     if stayed
                     else NO_RECOVERY_LAG,
                     "topology_description_required": False,
@@ -208,7 +204,7 @@ class StreamsApis:
                     "heartbeat_interval": r.heartbeat_interval_ms,
                     "acceptable_recovery_lag": ACCEPTABLE_RECOVERY_LAG,
                     **v1,
-                    "task_offset_interval": TASK_OFFSET_INTERVAL_MS if stayed else 0,
+                    "task_offset_interval": settings["streams.task.offset.interval.ms"] if stayed else 0,
                     "status": None
                     if status is None
                     else [{"status_code": s.code, "status_detail": s.detail} for s in status],
@@ -266,6 +262,13 @@ class StreamsApis:
                     log.info("streams.internal_topic_created", topic=t.name, partitions=t.partitions)
         finally:
             self._creating.difference_update(t.name for t in topics)
+
+    def _assignor_name(self, group_id: str) -> str:
+        """Describe v1's AssignorName: the group's `streams.assignor.name` while the broker lists
+        it, else the first of `group.streams.assignors` (Kafka 4.4 `streamsGroupAssignor`)."""
+        name = str(self.service.effective_group_config(group_id)["streams.assignor.name"])
+        registered = self.service.config.streams_assignors
+        return name if name in registered else registered[0]
 
     def streams_group_describe(self, ctx: RequestContext, header: Any, req: Any) -> Any:
         rtype = response_type_of(req)
@@ -354,7 +357,7 @@ class StreamsApis:
                     "topology_description_status": TOPOLOGY_DESCRIPTION_NOT_STORED
                     if req.include_topology_description and d.error_code == 0
                     else TOPOLOGY_DESCRIPTION_NOT_REQUESTED,
-                    "assignor_name": ASSIGNOR_NAME if d.error_code == 0 else None,
+                    "assignor_name": self._assignor_name(gid) if d.error_code == 0 else None,
                 }
             out.append(
                 {

@@ -46,6 +46,13 @@ NOT FOUND: GROUP_ID_NOT_FOUND, "Group ... is not a consumer/classic/streams grou
     INCONSIST. (Kafka 4.4), SyncGroup and Heartbeat NOT FOUND, LeaveGroup UNKNOWN.
 (9) a classic Kafka Streams group converts online when the joiner brings a topology and nothing
     blocks it (`translation/streams_upgrade.py`); otherwise NOT FOUND, with the reason logged.
+
+Connect groups (groupshift extension, docs/connect-groups.md): ConnectGroupHeartbeat on a
+non-empty classic group converts a classic Kafka Connect group online on a join
+(`translation/connect_upgrade.py`; otherwise NOT FOUND); JoinGroup, SyncGroup, Heartbeat and
+LeaveGroup on a connect group serve a classic Kafka Connect worker living inside it
+(`translation/connect_classic_worker.py`; without the translation layer INCONSIST., NOT FOUND,
+NOT FOUND, UNKNOWN).
 INCONSIST.: INCONSISTENT_GROUP_PROTOCOL (measured on Kafka 4.4.0).
 """
 
@@ -315,9 +322,38 @@ def _not_a_streams_group(s: ShardState, group: Any, req: Any, ctx: RequestContex
 
 
 def _join_connect_group(s: ShardState, group: Any, req: Any, ctx: RequestContext, op: Operation) -> Any:
-    """JoinGroup on a connect group: classic Kafka Connect workers cannot join it (conversion
-    with a classic Connect cluster is not built: docs/connect-groups.md)."""
-    raise CoordinatorError(Errors.INCONSISTENT_GROUP_PROTOCOL)
+    """JoinGroup on a connect group: a classic Kafka Connect worker living in the connect group
+    (translation/connect_classic_worker.py); without the translation layer
+    INCONSISTENT_GROUP_PROTOCOL."""
+    return s.migration.classic_join_to_connect_group(group, req, ctx, op)
+
+
+def _sync_classic_connect_worker(
+    s: ShardState, group: Any, req: SyncGroupRequest, ctx: RequestContext, op: Operation
+) -> Any:
+    return s.migration.classic_sync_to_connect_group(group, req, ctx, op)
+
+
+def _heartbeat_classic_connect_worker(
+    s: ShardState, group: Any, req: HeartbeatRequest, ctx: RequestContext, op: Operation
+) -> Any:
+    return s.migration.classic_heartbeat_to_connect_group(group, req, ctx, op)
+
+
+def _leave_classic_connect_worker(
+    s: ShardState, group: Any, req: LeaveGroupRequest, ctx: RequestContext, op: Operation
+) -> Any:
+    return s.migration.classic_leave_to_connect_group(group, req, ctx, op)
+
+
+def _connect_upgrade(s: ShardState, group: Any, req: Any, ctx: RequestContext, op: Operation) -> Any:
+    """A joining ConnectGroupHeartbeat on a non-empty classic group: a classic Kafka Connect
+    group converts online (translation/connect_upgrade.py); anything else is "not a connect
+    group"."""
+    if req.member_epoch != 0:
+        return _not_a_connect_group(s, group, req, ctx, op)
+    converted = s.migration.connect_heartbeat_to_classic_group(group, req, op)
+    return connect_heartbeat.heartbeat(s, converted, req, ctx, op)
 
 
 def _connect_heartbeat(s: ShardState, group: Any, req: Any, ctx: RequestContext, op: Operation) -> Any:
@@ -362,7 +398,7 @@ ROUTES: dict[str, dict[GroupKind, Route]] = {
         K.CONSUMER: Route(REPLAY, _join_classic_member),
         K.STREAMS_EMPTY: Route(IN_PLACE, _join_streams_group),
         K.STREAMS: Route(REPLAY, _join_classic_streams_member),
-        K.CONNECT: Route(IN_PLACE, _join_connect_group),
+        K.CONNECT: Route(REPLAY, _join_connect_group),
     },
     "SyncGroup": {
         K.NONE: Route(IN_PLACE, _unknown_member),
@@ -372,7 +408,7 @@ ROUTES: dict[str, dict[GroupKind, Route]] = {
         K.CONSUMER: Route(IN_PLACE, _sync_classic_member),
         K.STREAMS_EMPTY: Route(IN_PLACE, _not_a_classic_group),
         K.STREAMS: Route(REPLAY, _sync_classic_streams_member),
-        K.CONNECT: Route(IN_PLACE, _not_a_classic_group),
+        K.CONNECT: Route(REPLAY, _sync_classic_connect_worker),
     },
     "Heartbeat": {
         K.NONE: Route(IN_PLACE, _heartbeat_no_group),
@@ -382,7 +418,7 @@ ROUTES: dict[str, dict[GroupKind, Route]] = {
         K.CONSUMER: Route(IN_PLACE, _heartbeat_classic_member),
         K.STREAMS_EMPTY: Route(IN_PLACE, _not_a_classic_group),
         K.STREAMS: Route(IN_PLACE, _heartbeat_classic_streams_member),
-        K.CONNECT: Route(IN_PLACE, _not_a_classic_group),
+        K.CONNECT: Route(IN_PLACE, _heartbeat_classic_connect_worker),
     },
     "LeaveGroup": {
         K.NONE: Route(IN_PLACE, _leave_no_group),
@@ -392,7 +428,7 @@ ROUTES: dict[str, dict[GroupKind, Route]] = {
         K.CONSUMER: Route(REPLAY, _leave_classic_member),
         K.STREAMS_EMPTY: Route(IN_PLACE, _leave_streams_group),
         K.STREAMS: Route(REPLAY, _leave_classic_streams_member),
-        K.CONNECT: Route(IN_PLACE, _leave_streams_group),
+        K.CONNECT: Route(REPLAY, _leave_classic_connect_worker),
     },
     "StreamsGroupHeartbeat": {
         K.NONE: Route(REPLAY, _streams_heartbeat),
@@ -407,7 +443,7 @@ ROUTES: dict[str, dict[GroupKind, Route]] = {
     "ConnectGroupHeartbeat": {
         K.NONE: Route(REPLAY, _connect_heartbeat),
         K.CLASSIC_EMPTY: Route(REPLAY, _connect_on_simple),
-        K.CLASSIC: Route(IN_PLACE, _not_a_connect_group),
+        K.CLASSIC: Route(REPLAY, _connect_upgrade),
         K.CONSUMER_EMPTY: Route(IN_PLACE, _not_a_connect_group),
         K.CONSUMER: Route(IN_PLACE, _not_a_connect_group),
         K.STREAMS_EMPTY: Route(IN_PLACE, _not_a_connect_group),

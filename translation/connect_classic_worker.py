@@ -18,9 +18,10 @@ with everyone else's, and the coordinator's revoke-before-assign reconciliation
   its member epoch as the generation; the Connect leader (the longest-standing classic worker:
   Connect's `DistributedHerder.isLeader` is the assignment's `leader` field, and only the leader
   writes the config topic: connector and task configs, `sessioned`'s session key) is named leader
-  and given every worker's metadata (SDK workers' synthesized from their URL, config offset and
-  work), so that its `IncrementalCooperativeAssignor.performAssignment` runs and its leader state
-  (`WorkerCoordinator.ownerUrl`) is set; the assignment it then sends is ignored.
+  and given every worker's metadata (SDK workers' synthesized from their URL and work, with the
+  classic workers' config offset), so that its `IncrementalCooperativeAssignor.performAssignment`
+  runs and its leader state (`WorkerCoordinator.ownerUrl`) is set; the assignment it then sends is
+  ignored.
 * SyncGroup: Connect's incremental assignment from the worker's current work in the group:
   `assignment` = what it is given minus what it runs, `revoked` = what it runs minus what it is
   given, `leader` / `leader-url` the Connect leader, `config-offset` the highest any classic
@@ -136,22 +137,25 @@ def config_offset(group: ConnectGroup) -> int:
 
 def worker_metadata(group: ConnectGroup, m: ConnectWorker, protocol: str) -> bytes:
     """A worker's metadata as the Connect leader reads it: a classic worker's own bytes, an SDK
-    worker's synthesized from its URL, config offset and current work."""
+    worker's synthesized from its URL and current work."""
     if m.classic is not None:
         for p in m.classic.protocols:
             if p.name == protocol:
                 return p.metadata
+    # An SDK worker does not read Connect's config topic: it is given the offset the classic
+    # workers are at, so that the leader's assignor never takes it for a worker ahead of it.
     version = SUB_PROTOCOL_VERSIONS[protocol]
     leader = leader_of(group)
+    offset = config_offset(group)
     allocation = build_assignment(
         version,
         leader.member_id if leader else "",
         leader.url if leader else "",
-        m.config_offset,
+        offset,
         sorted(m.assigned.connectors),
         sorted(m.assigned.tasks),
     )
-    return encode_metadata(ConnectWorkerMetadata(version, m.url, m.config_offset, allocation))
+    return encode_metadata(ConnectWorkerMetadata(version, m.url, offset, allocation))
 
 
 def assignment_of(group: ConnectGroup, m: ConnectWorker, protocol: str, incremental: bool = True) -> bytes:

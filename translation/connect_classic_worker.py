@@ -346,7 +346,8 @@ def sync(st: ShardState, group: ConnectGroup, req: SyncGroupRequest, op: Operati
     m = _classic_worker(group, req.member_id, req.generation_id)
     assert m.classic is not None
     protocol = group_protocol(list(group.members.values()))
-    assert protocol is not None
+    if protocol is None:  # the joins keep a common one; records that do not are refused here
+        raise _inconsistent(f"Group {group.group_id}'s classic workers share no Connect sub-protocol.")
     if req.protocol_type is not None and req.protocol_type != PROTOCOL_TYPE:
         raise _inconsistent(f"The protocol type {req.protocol_type} is not {PROTOCOL_TYPE}.")
     op.schedule(TimerKind.CONNECT_SESSION, group.group_id, m.member_id, m.classic.session_timeout_ms)

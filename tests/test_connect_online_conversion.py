@@ -478,3 +478,68 @@ def test_random_walks_never_run_anything_twice_and_replay_to_the_live_state(seed
     g = h.shard.groups["g"]
     assert isinstance(g, ClassicGroup) and g.protocol_type == "connect", "the last SDK worker converts back"
     h.assert_replay()
+
+
+def test_the_next_longest_standing_classic_worker_becomes_the_connect_leader() -> None:
+    h = converted()
+    h.install("s", {**WORK, "s": set()})
+    for mid in ("a", "b", "c"):
+        h.rejoin(mid)
+    r = h.leave(("a", None))
+    assert [m.error_code for m in r.members] == [0]
+    h.runs.pop("a")
+    assert h.chb("b") == Errors.REBALANCE_IN_PROGRESS, "the group epoch moved: the leader changed"
+    j = h.cjoin("b")
+    assert j.leader == "b" and {m.member_id for m in j.members} == {"b", "c", "s"}
+    s = h.csync("b")
+    assert decode_assignment(s.assignment).leader == "b"
+    c = h.cjoin("c")
+    assert c.leader == "b" and not c.members
+    assert decode_assignment(h.csync("c").assignment).leader_url == h.url("b")
+    h.assert_replay()
+
+
+def test_a_worker_offering_only_compatible_turns_the_group_compatible() -> None:
+    h = converted()
+    h.install("s", {**WORK, "s": set()})
+    compatible = (Protocol("compatible", metadata(h.url("d"), set(), 1)),)
+    # b and c were loaded with their selected protocol only (Kafka's GroupMetadata record keeps
+    # no other), as a classic group holds them: a worker without `sessioned` cannot join yet.
+    only = h.join("d", protocols=compatible, protocol_type="connect")
+    assert only.error_code == Errors.INCONSISTENT_GROUP_PROTOCOL
+    for mid in ("a", "b", "c"):  # rejoined, they offer both
+        h.rejoin(mid)
+    r = h.join("d", protocols=compatible, protocol_type="connect")
+    assert r.error_code == 0 and r.protocol_name == "compatible"
+    h.gen["d"] = r.generation_id
+    # b joined under `sessioned`: its SyncGroup for it is told to rejoin.
+    assert h.cjoin("b").protocol_name == "compatible"
+    assert h.sync("b", h.gen["b"], protocol_name="sessioned", protocol_type="connect").error_code == (
+        Errors.REBALANCE_IN_PROGRESS
+    )
+    s = h.sync("b", h.gen["b"], protocol_name="compatible", protocol_type="connect")
+    assert s.error_code == 0 and decode_assignment(s.assignment).version == 1
+    eager = h.join(
+        "e", protocols=(Protocol("default", metadata(h.url("e"), set(), 0)),), protocol_type="connect"
+    )
+    assert eager.error_code == Errors.INCONSISTENT_GROUP_PROTOCOL
+
+
+def test_compaction_reorders_records_but_keeps_the_connect_leader() -> None:
+    h = converted()
+    h.install("s", {**WORK, "s": set()})
+    for mid in ("c", "b", "a"):  # the leader's member record is rewritten last
+        h.rejoin(mid)
+    latest: dict[Any, Any] = {}
+    for r in h.log:
+        latest.pop(encode_record(r)[0], None)
+        latest[encode_record(r)[0]] = r
+    from engine.ids import SeededIds
+    from engine.shard import Shard
+
+    fresh = Shard(h.shard.config, SeededIds(0), h.shard.image)
+    fresh.apply([r for r in latest.values() if r.value is not None])
+    g = fresh.groups["g"]
+    assert isinstance(g, ConnectGroup)
+    assert next(m.member_id for m in g.classic_workers()) == "a"
+    assert fresh.persisted_state() == h.shard.persisted_state()

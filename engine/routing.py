@@ -52,7 +52,8 @@ non-empty classic group converts a classic Kafka Connect group online on a join
 (`translation/connect_upgrade.py`; otherwise NOT FOUND); JoinGroup, SyncGroup, Heartbeat and
 LeaveGroup on a connect group serve a classic Kafka Connect worker living inside it
 (`translation/connect_classic_worker.py`; without the translation layer INCONSIST., NOT FOUND,
-NOT FOUND, UNKNOWN).
+NOT FOUND, UNKNOWN); a JoinGroup on a connect group without workers replaces it with the classic
+group the join creates, as for empty consumer and streams groups.
 INCONSIST.: INCONSISTENT_GROUP_PROTOCOL (measured on Kafka 4.4.0).
 """
 
@@ -98,6 +99,7 @@ class GroupKind(Enum):
     CONSUMER = "consumer"
     STREAMS_EMPTY = "streams, empty"
     STREAMS = "streams"
+    CONNECT_EMPTY = "connect, empty"
     CONNECT = "connect"
 
 
@@ -109,7 +111,7 @@ def kind_of(group: Group | None) -> GroupKind:
     if isinstance(group, StreamsGroup):
         return GroupKind.STREAMS if group.members else GroupKind.STREAMS_EMPTY
     if isinstance(group, ConnectGroup):
-        return GroupKind.CONNECT
+        return GroupKind.CONNECT if group.members else GroupKind.CONNECT_EMPTY
     return GroupKind.CLASSIC_EMPTY if group.is_empty() else GroupKind.CLASSIC
 
 
@@ -169,8 +171,8 @@ def _join_replace_empty_consumer(
 def _classic_join_replacing_empty(
     s: ShardState, group: Any, req: JoinGroupRequest, ctx: RequestContext, op: Operation, from_type: str
 ) -> Any:
-    """A JoinGroup on an empty consumer or streams group: the classic group the join creates
-    replaces it, committed offsets kept (Kafka's offline migration back to classic)."""
+    """A JoinGroup on an empty consumer, streams or connect group: the classic group the join
+    creates replaces it, committed offsets kept (Kafka's offline migration back to classic)."""
     if req.member_id:
         # A member id the empty group does not know: Kafka's getOrMaybeCreateClassicGroup refuses
         # it before anything changes, so the group (and the offsets an OffsetFetch finds through
@@ -328,6 +330,16 @@ def _join_connect_group(s: ShardState, group: Any, req: Any, ctx: RequestContext
     return s.migration.classic_join_to_connect_group(group, req, ctx, op)
 
 
+def _join_replace_empty_connect(
+    s: ShardState, group: ConnectGroup, req: JoinGroupRequest, ctx: RequestContext, op: Operation
+) -> Any:
+    """A JoinGroup on a connect group without workers (its work perhaps still held for departed
+    ones): the classic group the join creates replaces it, as an empty consumer or streams group
+    is replaced (a Kafka Connect cluster starting on a group whose SDK workers are all gone runs
+    on its own; nobody would compute for it in the connect group)."""
+    return _classic_join_replacing_empty(s, group, req, ctx, op, "connect")
+
+
 def _sync_classic_connect_worker(
     s: ShardState, group: Any, req: SyncGroupRequest, ctx: RequestContext, op: Operation
 ) -> Any:
@@ -388,6 +400,7 @@ ROUTES: dict[str, dict[GroupKind, Route]] = {
         K.CONSUMER: Route(REPLAY, cg_heartbeat.heartbeat),
         K.STREAMS_EMPTY: Route(IN_PLACE, _not_a_consumer_group),
         K.STREAMS: Route(IN_PLACE, _not_a_consumer_group),
+        K.CONNECT_EMPTY: Route(IN_PLACE, _not_a_consumer_group),
         K.CONNECT: Route(IN_PLACE, _not_a_consumer_group),
     },
     "JoinGroup": {
@@ -398,6 +411,7 @@ ROUTES: dict[str, dict[GroupKind, Route]] = {
         K.CONSUMER: Route(REPLAY, _join_classic_member),
         K.STREAMS_EMPTY: Route(IN_PLACE, _join_streams_group),
         K.STREAMS: Route(REPLAY, _join_classic_streams_member),
+        K.CONNECT_EMPTY: Route(IN_PLACE, _join_replace_empty_connect),
         K.CONNECT: Route(REPLAY, _join_connect_group),
     },
     "SyncGroup": {
@@ -408,6 +422,7 @@ ROUTES: dict[str, dict[GroupKind, Route]] = {
         K.CONSUMER: Route(IN_PLACE, _sync_classic_member),
         K.STREAMS_EMPTY: Route(IN_PLACE, _not_a_classic_group),
         K.STREAMS: Route(REPLAY, _sync_classic_streams_member),
+        K.CONNECT_EMPTY: Route(REPLAY, _sync_classic_connect_worker),
         K.CONNECT: Route(REPLAY, _sync_classic_connect_worker),
     },
     "Heartbeat": {
@@ -418,6 +433,7 @@ ROUTES: dict[str, dict[GroupKind, Route]] = {
         K.CONSUMER: Route(IN_PLACE, _heartbeat_classic_member),
         K.STREAMS_EMPTY: Route(IN_PLACE, _not_a_classic_group),
         K.STREAMS: Route(IN_PLACE, _heartbeat_classic_streams_member),
+        K.CONNECT_EMPTY: Route(IN_PLACE, _heartbeat_classic_connect_worker),
         K.CONNECT: Route(IN_PLACE, _heartbeat_classic_connect_worker),
     },
     "LeaveGroup": {
@@ -428,6 +444,7 @@ ROUTES: dict[str, dict[GroupKind, Route]] = {
         K.CONSUMER: Route(REPLAY, _leave_classic_member),
         K.STREAMS_EMPTY: Route(IN_PLACE, _leave_streams_group),
         K.STREAMS: Route(REPLAY, _leave_classic_streams_member),
+        K.CONNECT_EMPTY: Route(REPLAY, _leave_classic_connect_worker),
         K.CONNECT: Route(REPLAY, _leave_classic_connect_worker),
     },
     "StreamsGroupHeartbeat": {
@@ -438,6 +455,7 @@ ROUTES: dict[str, dict[GroupKind, Route]] = {
         K.CONSUMER: Route(REPLAY, _streams_heartbeat),
         K.STREAMS_EMPTY: Route(REPLAY, _streams_heartbeat),
         K.STREAMS: Route(REPLAY, _streams_heartbeat),
+        K.CONNECT_EMPTY: Route(IN_PLACE, _not_a_streams_group),
         K.CONNECT: Route(IN_PLACE, _not_a_streams_group),
     },
     "ConnectGroupHeartbeat": {
@@ -448,6 +466,7 @@ ROUTES: dict[str, dict[GroupKind, Route]] = {
         K.CONSUMER: Route(IN_PLACE, _not_a_connect_group),
         K.STREAMS_EMPTY: Route(IN_PLACE, _not_a_connect_group),
         K.STREAMS: Route(IN_PLACE, _not_a_connect_group),
+        K.CONNECT_EMPTY: Route(REPLAY, _connect_heartbeat),
         K.CONNECT: Route(REPLAY, _connect_heartbeat),
     },
 }

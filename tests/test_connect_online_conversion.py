@@ -543,3 +543,38 @@ def test_compaction_reorders_records_but_keeps_the_connect_leader() -> None:
     assert isinstance(g, ConnectGroup)
     assert next(m.member_id for m in g.classic_workers()) == "a"
     assert fresh.persisted_state() == h.shard.persisted_state()
+
+
+def test_a_classic_worker_joining_a_connect_group_without_workers_replaces_it() -> None:
+    """All SDK workers gone (their work held): a Kafka Connect cluster starting on the group gets
+    a classic group of its own, as an empty consumer or streams group is replaced; nobody would
+    compute for it in the connect group."""
+    h = Connect()
+    h.hb("s")
+    h.install("s", {"s": {"c1", "c1/0"}})
+    h.hb("s")
+    h.sdk_leave("s")
+    g = h.group()
+    assert not g.members and g.delayed, "the departed worker's work is held"
+    offer = (Protocol("sessioned", metadata(h.url("k"), set())),)
+    r = h.join("", protocols=offer, protocol_type="connect")
+    assert r.error_code == Errors.MEMBER_ID_REQUIRED
+    assert isinstance(h.shard.groups["g"], ClassicGroup), "replaced at the first JoinGroup"
+    pending = h.join(r.member_id, protocols=offer, protocol_type="connect")
+    h.advance(1)  # the join phase ends: k alone, its leader
+    j = h.result(pending)
+    assert j.error_code == 0 and j.leader == r.member_id and j.protocol_name == "sessioned"
+    own = encode_assignment(build_assignment(2, r.member_id, h.url("k"), CONFIG_OFFSET, ["c1"], [("c1", 0)]))
+    s = h.result(
+        h.sync(
+            r.member_id,
+            j.generation_id,
+            protocol_name="sessioned",
+            protocol_type="connect",
+            assignments={r.member_id: own},
+        )
+    )
+    assert s.error_code == 0 and s.assignment == own
+    classic = h.shard.groups["g"]
+    assert isinstance(classic, ClassicGroup) and classic.protocol_type == "connect"
+    h.assert_replay()

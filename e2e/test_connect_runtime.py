@@ -31,10 +31,15 @@ each worker's REST API reports; `groups describe` / `migration` and `check upgra
 At the end a worker with `connect.protocol=eager` turns the group to `default` (v0 frames,
 decoded the same way), which `check upgrade` names as blocking a conversion.
 
-The issue's next step, an SDK worker (connect_worker/, ConnectGroupHeartbeat) joining this
-group and converting it to the `connect` group type, is not built (docs/connect-groups.md, "Not
-built (yet)"): the last test pins today's answer, the SDK worker refused with
-GROUP_ID_NOT_FOUND ("not a connect group") and the classic cluster untouched by it.
+The online conversion (translation/connect_upgrade.py, connect_classic_worker.py,
+connect_downgrade.py; docs/connect-groups.md, "Conversion with a real Connect cluster"): with the
+killed worker gone, an SDK worker (connect_worker/, ConnectGroupHeartbeat, given the same
+connectors and task counts) joining converts the group to a connect group; the classic workers
+keep running what they ran and get Connect's own assignments from the connect group's target
+(the SDK worker computes it and takes its share: revoked from a classic worker before it gets
+it); the SDK worker leaving converts the group back to a classic one, and the killed worker,
+restarted, joins it: the three classic workers end balanced. Across it all no connector or task
+ran on two workers at once (the workers' logs and the SDK's callbacks).
 """
 
 from __future__ import annotations
@@ -347,25 +352,26 @@ def test_the_workers_frames_decode_to_what_they_run_and_the_tools_show_it(cluste
     view = groups_json(bootstrap, "migration", GROUP)
     connect = view["kafka_connect"]
     assert connect["protocol"] == SESSIONED and connect["blockers"] == []
-    assert connect["conversion_built"] is False and connect["convertible"] is False
+    assert connect["conversion_built"] is True and connect["convertible"] is True
     assert connect["leader"] == leader and connect["leader_url"] == leader_url
     assert {
         worker_id_of(m["url"]): sorted(m["connectors"] + m["tasks"]) for m in connect["members"]
     } == expected
     text = ok(bootstrap, "migration", GROUP)
     assert "Kafka Connect workers (classic protocol, sub-protocol sessioned" in text
-    assert "groupshift does not convert classic Connect groups yet" in text
+    assert "Conversion to a connect group: nothing in the group blocks it" in text
+    assert "does not convert" not in text
 
     (verdict,) = check_upgrade(bootstrap, GROUP)
-    assert verdict["verdict"] == "NOT-READY"
-    assert verdict["reason"].endswith("its conversion to a connect group is not built"), verdict
+    assert verdict["verdict"] == "READY"
+    assert verdict["reason"] == "classic Kafka Connect group: converts when an SDK worker joins", verdict
     details = {d["name"]: d for d in verdict["details"]}
     assert details["connect-conversion"]["status"] == "ok", verdict
     assert (
         "3 worker(s), sub-protocol sessioned, 2 connector(s) and 4 task(s)"
         in details["connect-conversion"]["reason"]
     )
-    assert details["connect-online-conversion"]["status"] == "refused"
+    assert details["connect-online-conversion"]["status"] == "ok"
     assert "connect-sub-protocol" not in details
     # The same from the records groupshift stored (the GroupMetadata record's members).
     (stored,) = check_upgrade(bootstrap, GROUP, "--data-dir", str(cluster.gateway.data_dir))
@@ -425,38 +431,136 @@ def test_a_killed_worker_s_work_moves_to_the_others(cluster: Cluster) -> None:
         assert owners[-1] in survivors and victim.worker_id in owners, (item, owners)
 
 
-GROUP_ID_NOT_FOUND = 69
+def running_now(cluster: Cluster) -> dict[str, set[str]]:
+    """What each live classic worker runs now, from its log (an interval still open)."""
+    now = int(time.time() * 1000)
+    out: dict[str, set[str]] = {}
+    live = {w.worker_id for w in cluster.alive()}
+    for item, spans in ownership_intervals(cluster.workers).items():
+        for _, end, worker in spans:
+            if end >= now and worker in live:
+                out.setdefault(worker, set()).add(item)
+    return out
 
 
-def test_an_sdk_worker_is_refused_and_the_classic_cluster_keeps_its_work(cluster: Cluster) -> None:
-    """Conversion of a classic Connect group is not built: the server has the connect group type
-    on (`group.connect.enable=true`), yet the group stays classic and refuses the SDK worker's
-    join as it refuses a ConnectGroupHeartbeat on any non-empty classic group."""
-    before = wait_for("one placement, seen by all, on every worker", lambda: spread(cluster), 90, cluster)
-    started_before = sum(len(w.events()) for w in cluster.workers)
-    ran: list[str] = []
+def described(cluster: Cluster) -> tuple[str, str, str, int]:
+    """DescribeGroups v5 of the group: state, protocol type, protocol, number of members."""
+    with WireClient(cluster.gateway.port) as c:
+        r = c.request(make_request(15, 5, groups=[GROUP], include_authorized_operations=False))
+    (g,) = r.groups
+    return g.group_state, g.protocol_type, g.protocol_data, len(g.members)
+
+
+def test_an_sdk_worker_converts_the_group_and_back(
+    cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The killed worker replaced by an SDK worker: the group converts to a connect group, the
+    classic workers keep running their share, the SDK worker gets its share only once a classic
+    worker stopped it; the SDK worker leaving converts the group back, and the killed worker,
+    restarted, joins it: three classic workers, balanced."""
+    wait_for("one placement, seen by all, on every worker", lambda: spread(cluster), 90, cluster)
+    everything = {SOURCE, SINK, *(f"{c}-{t}" for c, n in SHAPE.items() for t in range(n))}
+    sdk_spans: list[tuple[int, int, str]] = []  # (from_ms, to_ms, item), the SDK's side
+    sdk_open: dict[str, int] = {}
+
+    def now_ms() -> int:
+        return int(time.time() * 1000)
+
+    def assigned(connectors: frozenset[str], tasks: frozenset[tuple[str, int]]) -> None:
+        for item in [*connectors, *map(task_name, tasks)]:
+            sdk_open.setdefault(item, now_ms())
+
+    def revoked(connectors: frozenset[str], tasks: frozenset[tuple[str, int]]) -> None:
+        for item in [*connectors, *map(task_name, tasks)]:
+            if item in sdk_open:
+                sdk_spans.append((sdk_open.pop(item), now_ms(), item))
+
+    sdk_url = "http://sdk-worker:8083"
     sdk = SdkWorker(
         cluster.gateway.bootstrap,
         GROUP,
-        "http://sdk-worker:8083",
-        [IncrementalCooperativeAssignor(ConnectorConfig(1, {SOURCE: 1, SINK: 3}))],
+        sdk_url,
+        [IncrementalCooperativeAssignor(ConnectorConfig(1, dict(SHAPE)))],
         config_offset=1,
-        on_assigned=lambda connectors, tasks: ran.extend([*connectors, *map(str, tasks)]),
+        on_assigned=assigned,
+        on_revoked=revoked,
+        on_lost=revoked,
     )
     thread = ConnectWorkerThread(sdk, name="sdk-worker")
     thread.start()
+    classic_ids = {w.worker_id for w in cluster.alive()}
     try:
-        wait_for("the SDK worker's refusal", lambda: sdk.error is not None, 30, cluster)
+        # Converted: one connect group, the SDK worker with its share, the classic workers
+        # running exactly the rest (their logs), nothing twice.
+        def converted_and_settled() -> dict[str, set[str]] | None:
+            if sdk.error is not None:
+                raise AssertionError(f"the SDK worker failed: {sdk.error}")
+            state, protocol_type, protocol, members = described(cluster)
+            if (state, protocol_type, protocol, members) != ("Stable", "connect", "incremental", 3):
+                return None
+            runs = running_now(cluster)
+            mine = set(sdk_open)
+            if not mine or set(runs) != classic_ids:
+                return None
+            placed = [*runs.values(), mine]
+            if sum(len(p) for p in placed) != len(everything) or set().union(*placed) != everything:
+                return None
+            return {**runs, sdk_url: mine}
+
+        converted = wait_for(
+            "the group converted, the SDK worker with its share", converted_and_settled, 60, cluster
+        )
+        sizes = sorted(len(items) for items in converted.values())
+        assert sizes[-1] - sizes[0] <= 2, converted  # connectors and tasks each within one
     finally:
         thread.close()
-    assert sdk.error is not None and sdk.error.code == GROUP_ID_NOT_FOUND, sdk.error
-    assert ran == []
-    time.sleep(2)  # a rebalance it had caused would show within the workers' 1 s heartbeat
-    assert agreed_placement(cluster, SHAPE) == before
-    assert sum(len(w.events()) for w in cluster.workers) == started_before  # nothing moved
-    state, protocol_type, protocol, members = classic_group(cluster)
-    live = len(cluster.alive())  # two after the previous test's kill
-    assert (state, protocol_type, protocol, len(members)) == ("Stable", "connect", "sessioned", live)
+    left_ms = now_ms()
+    for item, began in sdk_open.items():
+        sdk_spans.append((began, left_ms, item))
+    assert sdk.error is None, sdk.error
+
+    # Back to classic: the two classic workers take the SDK worker's share.
+    wait_for(
+        "the group classic again, its work on the classic workers",
+        lambda: described(cluster)[1:3] == ("connect", SESSIONED) and spread(cluster),
+        90,
+        cluster,
+    )
+    # The killed worker restarted: three classic workers, balanced.
+    props = worker_properties(cluster.gateway.bootstrap, GROUP, WORKER_SETTINGS)
+    back = ConnectWorker(connect_dist(), tmp_path_factory.mktemp("connect-restarted"), props)
+    cluster.workers.append(back)  # stopped by the fixture
+    back.wait_rest()
+    final = wait_for("three classic workers, balanced", lambda: spread(cluster), 90, cluster)
+    assert set(final.values()) == {w.worker_id for w in cluster.alive()} and len(cluster.alive()) == 3
+    for kind in (lambda item: item in SHAPE, lambda item: item not in SHAPE):  # connectors, tasks
+        counts = [
+            sum(1 for i, w in final.items() if w == worker and kind(i)) for worker in set(final.values())
+        ]
+        assert max(counts) - min(counts) <= 1, final
+    more = [f"line {i} after the conversions" for i in range(50)]
+    with cluster.input_file.open("a") as f:
+        f.write("".join(f"{line}\n" for line in more))
+    wait_for(
+        "lines appended after the conversions in the output file",
+        lambda: output_lines(cluster) >= set(more),
+        60,
+        cluster,
+    )
+    state, protocol_type, protocol, members = described(cluster)
+    assert (state, protocol_type, protocol, members) == ("Stable", "connect", SESSIONED, 3)
+    intervals = ownership_intervals(cluster.workers)
+    for began, ended, item in sdk_spans:
+        intervals.setdefault(item, []).append((began, ended, sdk_url))
+    assert overlaps(intervals) == []
+    # The SDK worker's share ran on a classic worker before it (revoked there first), and on a
+    # classic worker again after it left.
+    taken = {item for _, _, item in sdk_spans}
+    assert taken
+    for item in taken:
+        owners = [worker for _, _, worker in sorted(intervals[item])]
+        i = owners.index(sdk_url)
+        assert 0 < i < len(owners) - 1 and sdk_url not in (owners[i - 1], owners[i + 1]), (item, owners)
 
 
 def test_an_eager_worker_turns_the_group_eager_which_cannot_convert(

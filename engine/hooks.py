@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         SyncGroupResponse,
     )
     from engine.classic.group import ClassicGroup
+    from engine.connect.group import ConnectGroup
     from engine.consumer.group import ConsumerGroup
     from engine.consumer.member import ConsumerGroupMember
     from engine.context import RequestContext
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from engine.outcome import Pending
     from engine.streams.api import StreamsGroupHeartbeatRequest
     from engine.streams.group import StreamsGroup
+    from protocol.connect_wire import ConnectHeartbeatRequest
     from records.consumer_group import ClientAssignorMetadata
 
 
@@ -107,6 +109,34 @@ class MigrationHooks(Protocol):
 
     def classic_leave_to_streams_group(
         self, group: StreamsGroup, req: LeaveGroupRequest, ctx: RequestContext, op: Operation
+    ) -> LeaveGroupResponse: ...
+
+    def connect_heartbeat_to_classic_group(
+        self, group: ClassicGroup, req: ConnectHeartbeatRequest, op: Operation
+    ) -> ConnectGroup:
+        """A joining ConnectGroupHeartbeat reached a non-empty classic group: convert a classic
+        Kafka Connect group to a connect group keeping its workers, or refuse."""
+        ...
+
+    def connect_member_leaving(self, group: ConnectGroup, member_id: str, op: Operation, reason: str) -> bool:
+        """An SDK (new-protocol) worker leaves or is fenced; True when the hook handled it (the
+        last one left classic Kafka Connect workers behind: back to a classic group)."""
+        ...
+
+    def classic_join_to_connect_group(
+        self, group: ConnectGroup, req: JoinGroupRequest, ctx: RequestContext, op: Operation
+    ) -> JoinGroupResponse: ...
+
+    def classic_sync_to_connect_group(
+        self, group: ConnectGroup, req: SyncGroupRequest, ctx: RequestContext, op: Operation
+    ) -> SyncGroupResponse: ...
+
+    def classic_heartbeat_to_connect_group(
+        self, group: ConnectGroup, req: HeartbeatRequest, ctx: RequestContext, op: Operation
+    ) -> HeartbeatResponse: ...
+
+    def classic_leave_to_connect_group(
+        self, group: ConnectGroup, req: LeaveGroupRequest, ctx: RequestContext, op: Operation
     ) -> LeaveGroupResponse: ...
 
 
@@ -202,6 +232,41 @@ class RefuseMigration:
 
     def classic_leave_to_streams_group(
         self, group: StreamsGroup, req: LeaveGroupRequest, ctx: RequestContext, op: Operation
+    ) -> LeaveGroupResponse:
+        from engine.classic.api import LeaveGroupResponse, MemberResponse
+
+        return LeaveGroupResponse(
+            members=[
+                MemberResponse(m.member_id, m.group_instance_id, int(Errors.UNKNOWN_MEMBER_ID))
+                for m in req.members
+            ]
+        )
+
+    def connect_heartbeat_to_classic_group(
+        self, group: ClassicGroup, req: ConnectHeartbeatRequest, op: Operation
+    ) -> ConnectGroup:
+        raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group.group_id} is not a connect group.")
+
+    def connect_member_leaving(self, group: ConnectGroup, member_id: str, op: Operation, reason: str) -> bool:
+        return False
+
+    def classic_join_to_connect_group(
+        self, group: ConnectGroup, req: JoinGroupRequest, ctx: RequestContext, op: Operation
+    ) -> JoinGroupResponse:
+        raise CoordinatorError(Errors.INCONSISTENT_GROUP_PROTOCOL)
+
+    def classic_sync_to_connect_group(
+        self, group: ConnectGroup, req: SyncGroupRequest, ctx: RequestContext, op: Operation
+    ) -> SyncGroupResponse:
+        raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group.group_id} is not a classic group.")
+
+    def classic_heartbeat_to_connect_group(
+        self, group: ConnectGroup, req: HeartbeatRequest, ctx: RequestContext, op: Operation
+    ) -> HeartbeatResponse:
+        raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group.group_id} is not a classic group.")
+
+    def classic_leave_to_connect_group(
+        self, group: ConnectGroup, req: LeaveGroupRequest, ctx: RequestContext, op: Operation
     ) -> LeaveGroupResponse:
         from engine.classic.api import LeaveGroupResponse, MemberResponse
 

@@ -311,16 +311,26 @@ def _replay_connect_record(st: ShardState, record: CoordinatorRecord) -> None:
             )
         group = st.groups[gid] = ConnectGroup(gid)
     kt = type(key)
+    if kt is ConnectGroupMetadataKey and value is None:
+        if not group.can_be_deleted():
+            raise ReplayError(f"cannot delete connect group {gid}: members, targets and held work first")
+        del st.groups[gid]
+        return
+    if kt is ConnectGroupMemberMetadataKey and value is None and key.member_id in group.members:
+        st.bindings.member_left(gid, key.member_id, None)
+    apply_connect_record(group, record)
+
+
+def apply_connect_record(group: ConnectGroup, record: CoordinatorRecord) -> None:
+    """One connect-group record (not the group's own tombstone) applied to `group`: also how a
+    conversion builds the connect group it continues with (translation/connect_upgrade.py), so
+    that it is what a restart would load."""
+    key: Any = record.key
+    value: Any = record.value
+    kt = type(key)
     if kt is ConnectGroupMetadataKey:
-        if value is None:
-            if not group.can_be_deleted():
-                raise ReplayError(f"cannot delete connect group {gid}: members, targets and held work first")
-            del st.groups[gid]
-        else:
-            group.group_epoch = value.epoch
+        group.group_epoch = value.epoch
     elif kt is ConnectGroupMemberMetadataKey:
-        if value is None and key.member_id in group.members:
-            st.bindings.member_left(gid, key.member_id, None)
         group.replay_member_metadata(key.member_id, value)
     elif kt is ConnectGroupCurrentMemberAssignmentKey:
         group.replay_current_assignment(key.member_id, value)

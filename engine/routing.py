@@ -46,6 +46,14 @@ NOT FOUND: GROUP_ID_NOT_FOUND, "Group ... is not a consumer/classic/streams grou
     INCONSIST. (Kafka 4.4), SyncGroup and Heartbeat NOT FOUND, LeaveGroup UNKNOWN.
 (9) a classic Kafka Streams group converts online when the joiner brings a topology and nothing
     blocks it (`translation/streams_upgrade.py`); otherwise NOT FOUND, with the reason logged.
+
+Connect groups (groupshift extension, docs/connect-groups.md): ConnectGroupHeartbeat on a
+non-empty classic group converts a classic Kafka Connect group online on a join
+(`translation/connect_upgrade.py`; otherwise NOT FOUND); JoinGroup, SyncGroup, Heartbeat and
+LeaveGroup on a connect group serve a classic Kafka Connect worker living inside it
+(`translation/connect_classic_worker.py`; without the translation layer INCONSIST., NOT FOUND,
+NOT FOUND, UNKNOWN); a JoinGroup on a connect group without workers replaces it with the classic
+group the join creates, as for empty consumer and streams groups.
 INCONSIST.: INCONSISTENT_GROUP_PROTOCOL (measured on Kafka 4.4.0).
 """
 
@@ -91,6 +99,7 @@ class GroupKind(Enum):
     CONSUMER = "consumer"
     STREAMS_EMPTY = "streams, empty"
     STREAMS = "streams"
+    CONNECT_EMPTY = "connect, empty"
     CONNECT = "connect"
 
 
@@ -102,7 +111,7 @@ def kind_of(group: Group | None) -> GroupKind:
     if isinstance(group, StreamsGroup):
         return GroupKind.STREAMS if group.members else GroupKind.STREAMS_EMPTY
     if isinstance(group, ConnectGroup):
-        return GroupKind.CONNECT
+        return GroupKind.CONNECT if group.members else GroupKind.CONNECT_EMPTY
     return GroupKind.CLASSIC_EMPTY if group.is_empty() else GroupKind.CLASSIC
 
 
@@ -162,8 +171,8 @@ def _join_replace_empty_consumer(
 def _classic_join_replacing_empty(
     s: ShardState, group: Any, req: JoinGroupRequest, ctx: RequestContext, op: Operation, from_type: str
 ) -> Any:
-    """A JoinGroup on an empty consumer or streams group: the classic group the join creates
-    replaces it, committed offsets kept (Kafka's offline migration back to classic)."""
+    """A JoinGroup on an empty consumer, streams or connect group: the classic group the join
+    creates replaces it, committed offsets kept (Kafka's offline migration back to classic)."""
     if req.member_id:
         # A member id the empty group does not know: Kafka's getOrMaybeCreateClassicGroup refuses
         # it before anything changes, so the group (and the offsets an OffsetFetch finds through
@@ -315,9 +324,48 @@ def _not_a_streams_group(s: ShardState, group: Any, req: Any, ctx: RequestContex
 
 
 def _join_connect_group(s: ShardState, group: Any, req: Any, ctx: RequestContext, op: Operation) -> Any:
-    """JoinGroup on a connect group: classic Kafka Connect workers cannot join it (conversion
-    with a classic Connect cluster is not built: docs/connect-groups.md)."""
-    raise CoordinatorError(Errors.INCONSISTENT_GROUP_PROTOCOL)
+    """JoinGroup on a connect group: a classic Kafka Connect worker living in the connect group
+    (translation/connect_classic_worker.py); without the translation layer
+    INCONSISTENT_GROUP_PROTOCOL."""
+    return s.migration.classic_join_to_connect_group(group, req, ctx, op)
+
+
+def _join_replace_empty_connect(
+    s: ShardState, group: ConnectGroup, req: JoinGroupRequest, ctx: RequestContext, op: Operation
+) -> Any:
+    """A JoinGroup on a connect group without workers (its work perhaps still held for departed
+    ones): the classic group the join creates replaces it, as an empty consumer or streams group
+    is replaced (a Kafka Connect cluster starting on a group whose SDK workers are all gone runs
+    on its own; nobody would compute for it in the connect group)."""
+    return _classic_join_replacing_empty(s, group, req, ctx, op, "connect")
+
+
+def _sync_classic_connect_worker(
+    s: ShardState, group: Any, req: SyncGroupRequest, ctx: RequestContext, op: Operation
+) -> Any:
+    return s.migration.classic_sync_to_connect_group(group, req, ctx, op)
+
+
+def _heartbeat_classic_connect_worker(
+    s: ShardState, group: Any, req: HeartbeatRequest, ctx: RequestContext, op: Operation
+) -> Any:
+    return s.migration.classic_heartbeat_to_connect_group(group, req, ctx, op)
+
+
+def _leave_classic_connect_worker(
+    s: ShardState, group: Any, req: LeaveGroupRequest, ctx: RequestContext, op: Operation
+) -> Any:
+    return s.migration.classic_leave_to_connect_group(group, req, ctx, op)
+
+
+def _connect_upgrade(s: ShardState, group: Any, req: Any, ctx: RequestContext, op: Operation) -> Any:
+    """A joining ConnectGroupHeartbeat on a non-empty classic group: a classic Kafka Connect
+    group converts online (translation/connect_upgrade.py); anything else is "not a connect
+    group"."""
+    if req.member_epoch != 0:
+        return _not_a_connect_group(s, group, req, ctx, op)
+    converted = s.migration.connect_heartbeat_to_classic_group(group, req, op)
+    return connect_heartbeat.heartbeat(s, converted, req, ctx, op)
 
 
 def _connect_heartbeat(s: ShardState, group: Any, req: Any, ctx: RequestContext, op: Operation) -> Any:
@@ -352,6 +400,7 @@ ROUTES: dict[str, dict[GroupKind, Route]] = {
         K.CONSUMER: Route(REPLAY, cg_heartbeat.heartbeat),
         K.STREAMS_EMPTY: Route(IN_PLACE, _not_a_consumer_group),
         K.STREAMS: Route(IN_PLACE, _not_a_consumer_group),
+        K.CONNECT_EMPTY: Route(IN_PLACE, _not_a_consumer_group),
         K.CONNECT: Route(IN_PLACE, _not_a_consumer_group),
     },
     "JoinGroup": {
@@ -362,7 +411,8 @@ ROUTES: dict[str, dict[GroupKind, Route]] = {
         K.CONSUMER: Route(REPLAY, _join_classic_member),
         K.STREAMS_EMPTY: Route(IN_PLACE, _join_streams_group),
         K.STREAMS: Route(REPLAY, _join_classic_streams_member),
-        K.CONNECT: Route(IN_PLACE, _join_connect_group),
+        K.CONNECT_EMPTY: Route(IN_PLACE, _join_replace_empty_connect),
+        K.CONNECT: Route(REPLAY, _join_connect_group),
     },
     "SyncGroup": {
         K.NONE: Route(IN_PLACE, _unknown_member),
@@ -372,7 +422,8 @@ ROUTES: dict[str, dict[GroupKind, Route]] = {
         K.CONSUMER: Route(IN_PLACE, _sync_classic_member),
         K.STREAMS_EMPTY: Route(IN_PLACE, _not_a_classic_group),
         K.STREAMS: Route(REPLAY, _sync_classic_streams_member),
-        K.CONNECT: Route(IN_PLACE, _not_a_classic_group),
+        K.CONNECT_EMPTY: Route(REPLAY, _sync_classic_connect_worker),
+        K.CONNECT: Route(REPLAY, _sync_classic_connect_worker),
     },
     "Heartbeat": {
         K.NONE: Route(IN_PLACE, _heartbeat_no_group),
@@ -382,7 +433,8 @@ ROUTES: dict[str, dict[GroupKind, Route]] = {
         K.CONSUMER: Route(IN_PLACE, _heartbeat_classic_member),
         K.STREAMS_EMPTY: Route(IN_PLACE, _not_a_classic_group),
         K.STREAMS: Route(IN_PLACE, _heartbeat_classic_streams_member),
-        K.CONNECT: Route(IN_PLACE, _not_a_classic_group),
+        K.CONNECT_EMPTY: Route(IN_PLACE, _heartbeat_classic_connect_worker),
+        K.CONNECT: Route(IN_PLACE, _heartbeat_classic_connect_worker),
     },
     "LeaveGroup": {
         K.NONE: Route(IN_PLACE, _leave_no_group),
@@ -392,7 +444,8 @@ ROUTES: dict[str, dict[GroupKind, Route]] = {
         K.CONSUMER: Route(REPLAY, _leave_classic_member),
         K.STREAMS_EMPTY: Route(IN_PLACE, _leave_streams_group),
         K.STREAMS: Route(REPLAY, _leave_classic_streams_member),
-        K.CONNECT: Route(IN_PLACE, _leave_streams_group),
+        K.CONNECT_EMPTY: Route(REPLAY, _leave_classic_connect_worker),
+        K.CONNECT: Route(REPLAY, _leave_classic_connect_worker),
     },
     "StreamsGroupHeartbeat": {
         K.NONE: Route(REPLAY, _streams_heartbeat),
@@ -402,16 +455,18 @@ ROUTES: dict[str, dict[GroupKind, Route]] = {
         K.CONSUMER: Route(REPLAY, _streams_heartbeat),
         K.STREAMS_EMPTY: Route(REPLAY, _streams_heartbeat),
         K.STREAMS: Route(REPLAY, _streams_heartbeat),
+        K.CONNECT_EMPTY: Route(IN_PLACE, _not_a_streams_group),
         K.CONNECT: Route(IN_PLACE, _not_a_streams_group),
     },
     "ConnectGroupHeartbeat": {
         K.NONE: Route(REPLAY, _connect_heartbeat),
         K.CLASSIC_EMPTY: Route(REPLAY, _connect_on_simple),
-        K.CLASSIC: Route(IN_PLACE, _not_a_connect_group),
+        K.CLASSIC: Route(REPLAY, _connect_upgrade),
         K.CONSUMER_EMPTY: Route(IN_PLACE, _not_a_connect_group),
         K.CONSUMER: Route(IN_PLACE, _not_a_connect_group),
         K.STREAMS_EMPTY: Route(IN_PLACE, _not_a_connect_group),
         K.STREAMS: Route(IN_PLACE, _not_a_connect_group),
+        K.CONNECT_EMPTY: Route(REPLAY, _connect_heartbeat),
         K.CONNECT: Route(REPLAY, _connect_heartbeat),
     },
 }

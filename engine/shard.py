@@ -834,7 +834,12 @@ class Shard:
                         )
             elif isinstance(group, ConnectGroup):
                 for mid, w in group.members.items():
-                    timers.schedule(TimerKind.CONNECT_SESSION, gid, mid, st.config.connect_session_timeout_ms)
+                    session = (
+                        w.classic.session_timeout_ms
+                        if w.classic is not None
+                        else st.config.connect_session_timeout_ms
+                    )
+                    timers.schedule(TimerKind.CONNECT_SESSION, gid, mid, session)
                     if w.state is WorkerState.UNREVOKED:
                         timers.schedule(
                             TimerKind.CONNECT_REBALANCE,

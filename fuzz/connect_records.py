@@ -6,10 +6,16 @@ by `records/connect_group_codec.py`) and replays it (`engine.replay`) into a con
 input is the `records` target's `[flags][key length: 2 bytes][key][value]`. A record that decodes
 to a connect-group key is replayed into a shard that already holds a live connect group `cg`
 (workers `a` and `b` running connectors and tasks installed by `a`'s assignor, worker `c` gone
-with its work held for `scheduled.rebalance.max.delay.ms`, all written by the engine's own
-heartbeats, PrepareAssignment and InstallAssignment), then the shard is read as the server reads
-it: DescribeGroups, ListGroups, the persisted view, the load duties and a heartbeat of each
-worker still in the group (the engine must answer, with any error code, and not raise).
+with its work held for `scheduled.rebalance.max.delay.ms`, and `k`, a classic Kafka Connect
+worker living in the group (JoinGroup/SyncGroup with Connect's `sessioned` metadata, record
+10001's tag 0), all written by the engine's own heartbeats, PrepareAssignment and
+InstallAssignment and the translation layer's classic-worker path), then the shard is read as
+the server reads it: DescribeGroups, ListGroups, the persisted view, the load duties, a heartbeat
+of each SDK worker still in the group and Heartbeat, JoinGroup (with its recorded protocols),
+SyncGroup of each classic worker, the timers a minute later (the SDK workers' sessions expire:
+the group converts back to a classic Kafka Connect group, `translation/connect_downgrade.py`),
+and each classic worker's LeaveGroup (the engine must answer, with any error code, and not
+raise).
 
 Clean, what the server does with it:
 * `CoordinatorRecordError` (`UnknownRecordTypeError`: the loader skips the record;
@@ -25,6 +31,18 @@ from __future__ import annotations
 import struct
 from functools import cache
 
+from engine.classic.api import (
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    MemberIdentity,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+from engine.classic.member import Protocol
 from engine.config import CoordinatorConfig
 from engine.connect.group import ConnectGroup
 from engine.consumer.group import ReplayError
@@ -44,6 +62,8 @@ from records.connect_group import (
     ConnectGroupTargetAssignmentMetadataKey,
 )
 from records.coordinator import CoordinatorRecord
+from translation.connect_classic_protocol import ConnectWorkerMetadata, encode_metadata
+from translation.migration import Migration
 
 _LEN = struct.Struct(">H")
 GROUP = "cg"
@@ -80,7 +100,7 @@ class _Writer:
     """Drives a shard through the engine's own APIs and keeps the records it writes."""
 
     def __init__(self) -> None:
-        self.shard = Shard(_CONFIG, SeededIds(5), MetadataImage([]))
+        self.shard = Shard(_CONFIG, SeededIds(5), MetadataImage([]), migration=Migration)
         self.now = 1000
         self.records: list[CoordinatorRecord] = []
         self.epochs: dict[str, int] = {}
@@ -110,6 +130,20 @@ class _Writer:
                 self.owned[mid] = r.assignment.work
         return r
 
+    def classic(self, mid: str) -> None:
+        """A classic worker's JoinGroup (sessioned, nothing run yet) then SyncGroup."""
+        metadata = encode_metadata(ConnectWorkerMetadata(2, f"http://{mid}:8083", 7))
+        join = JoinGroupRequest(GROUP, 10_000, 30_000, mid, "connect", (Protocol("sessioned", metadata),))
+        self.now += 1
+        j = self.shard.join_group(join, RequestContext("k-" + mid, "/10.0.0.2", 3), self.now)
+        self.records.extend(j.records)
+        assert isinstance(j.response, JoinGroupResponse) and j.response.error_code == 0, j.response
+        sync = SyncGroupRequest(GROUP, j.response.generation_id, mid, None, "connect", "sessioned")
+        self.now += 1
+        s = self.shard.sync_group(sync, RequestContext("k-" + mid, "/10.0.0.2", 3), self.now)
+        self.records.extend(s.records)
+        assert isinstance(s.response, SyncGroupResponse) and s.response.error_code == 0, s.response
+
     def compute(self, mid: str, targets: dict[str, cw.WireWork]) -> None:
         self.now += 1
         p = self.shard.connect_prepare_assignment(
@@ -130,7 +164,8 @@ class _Writer:
 @cache
 def base_records() -> tuple[CoordinatorRecord, ...]:
     """a, b and c join; a installs s1's connector and tasks over the three; c leaves (its work is
-    held for the delay); a and b converge, b left revoking nothing at the end."""
+    held for the delay); a and b converge, b left revoking nothing at the end; then classic
+    worker k joins, a installs s2 on it, and k runs it."""
     w = _Writer()
     for mid in ("a", "b", "c"):
         w.hb(mid)
@@ -145,8 +180,16 @@ def base_records() -> tuple[CoordinatorRecord, ...]:
     for _ in range(2):
         for mid in ("a", "b"):
             w.hb(mid)
+    w.classic("k")
+    w.hb("a")
+    w.compute("a", {"a": _work("s1", "s1/0"), "b": _work("s1/1"), "k": _work("s2")})
+    for _ in range(2):
+        for mid in ("a", "b"):
+            w.hb(mid)
+    w.classic("k")
     g = w.shard.groups[GROUP]
-    assert isinstance(g, ConnectGroup) and set(g.members) == {"a", "b"}, g
+    assert isinstance(g, ConnectGroup) and set(g.members) == {"a", "b", "k"}, g
+    assert g.members["k"].assigned.connectors == {"s2"}, g.members["k"]
     return tuple(w.records)
 
 
@@ -176,7 +219,7 @@ def one_input(data: bytes) -> None:
     record = decode_record(key, value)
     if not isinstance(record.key, _CONNECT_KEYS):
         return
-    shard = Shard(_CONFIG, SeededIds(0), MetadataImage([]))
+    shard = Shard(_CONFIG, SeededIds(0), MetadataImage([]), migration=Migration)
     shard.apply(base_records())
     try:
         shard.replay(record)
@@ -186,7 +229,9 @@ def one_input(data: bytes) -> None:
 
 
 def read_as_the_server_does(shard: Shard, group_id: str) -> None:
-    """DescribeGroups, ListGroups, the persisted view, the load duties, one heartbeat per worker."""
+    """DescribeGroups, ListGroups, the persisted view, the load duties, one heartbeat per SDK
+    worker, Heartbeat, JoinGroup and SyncGroup per classic worker, the timers a minute later
+    (the conversion back), LeaveGroup per classic worker."""
     ids = sorted({group_id, GROUP})
     for d in shard.describe_groups(ids):
         assert d.group_id in ids
@@ -197,8 +242,24 @@ def read_as_the_server_does(shard: Shard, group_id: str) -> None:
     g = shard.groups.get(group_id)
     if not isinstance(g, ConnectGroup):
         return
+    classic: list[str] = []
     for mid, m in sorted(g.members.items()):
         now += 10
+        if m.classic is not None:
+            ctx = RequestContext("fuzz", "/127.0.0.1", 5)
+            hb = shard.heartbeat(HeartbeatRequest(group_id, m.member_epoch, mid), ctx, now)
+            assert isinstance(hb.response, HeartbeatResponse), hb.response
+            protocols = tuple(Protocol(p.name, p.metadata) for p in m.classic.protocols)
+            # a session outliving the SDK workers': their expiry below converts the group back
+            join = JoinGroupRequest(group_id, 120_000, 30_000, mid, "connect", protocols)
+            j = shard.join_group(join, ctx, now + 1).response
+            # answered at once inside a connect group (a classic group would park it)
+            assert isinstance(j, JoinGroupResponse), j
+            generation = j.generation_id if j.error_code == 0 else m.member_epoch
+            sync = SyncGroupRequest(group_id, generation, mid, None, "connect", j.protocol_name)
+            assert isinstance(shard.sync_group(sync, ctx, now + 2).response, SyncGroupResponse)
+            classic.append(mid)
+            continue
         out = shard.connect_group_heartbeat(
             cw.ConnectHeartbeatRequest(
                 group_id, mid, m.member_epoch, owned=(m.assigned | m.pending_revocation).wire()
@@ -209,6 +270,11 @@ def read_as_the_server_does(shard: Shard, group_id: str) -> None:
         assert isinstance(out.response, cw.ConnectHeartbeatResponse), out.response
     shard.expire(now + 60_000)
     shard.describe_groups([group_id])
+    shard.persisted_state()
+    for mid in classic:  # the classic group's LeaveGroup, or the connect group's
+        leave = LeaveGroupRequest(group_id, [MemberIdentity(mid, None)])
+        ctx = RequestContext("fuzz", "/127.0.0.1", 5)
+        assert isinstance(shard.leave_group(leave, ctx, now + 60_001).response, LeaveGroupResponse)
 
 
 TARGET = Target(
@@ -224,5 +290,7 @@ TARGET = Target(
         "protocol.extension_wire",
         "engine.replay",
         "engine.connect",
+        "translation.connect_classic_worker",
+        "translation.connect_downgrade",
     ),
 )

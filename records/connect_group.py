@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from protocol.connect_wire import WireConnectAssignor, WireWork
+from records.consumer_group import ClassicProtocol
 
 CONNECT_GROUP_RECORD_TYPES = range(10000, 10006)
 
@@ -39,6 +40,22 @@ class ConnectGroupMemberMetadataKey:
 
 
 @dataclass(frozen=True, slots=True)
+class ConnectClassicWorker:
+    """Tagged field 0 of the member value: set only for a classic Kafka Connect worker (Connect's
+    WorkerCoordinator on JoinGroup/SyncGroup) living inside the connect group
+    (translation/connect_classic_worker.py). `protocols` are its JoinGroup protocols (Connect's
+    sub-protocols with their metadata) in its order of preference; `joined_group_epoch` the
+    group epoch its latest JoinGroup was answered at (a later epoch tells it to rejoin);
+    `since_epoch` orders the classic workers by how long they have been in the group (the
+    first is the Connect leader: kept across compaction, which reorders records)."""
+
+    session_timeout_ms: int
+    joined_group_epoch: int
+    since_epoch: int
+    protocols: tuple[ClassicProtocol, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class ConnectGroupMemberMetadataValue:
     VERSION: ClassVar[int] = 0
     client_id: str
@@ -47,6 +64,7 @@ class ConnectGroupMemberMetadataValue:
     rebalance_timeout_ms: int
     config_offset: int
     assignors: tuple[WireConnectAssignor, ...]
+    classic: ConnectClassicWorker | None = None  # tag 0
 
 
 @dataclass(frozen=True, slots=True)

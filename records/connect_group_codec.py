@@ -17,6 +17,7 @@ from protocol.connect_wire import read_work as _work
 from protocol.extension_wire import BoundedReader, MalformedExtension
 from protocol.varint import encode_uvarint
 from records.connect_group import (
+    ConnectClassicWorker,
     ConnectGroupCurrentMemberAssignmentValue,
     ConnectGroupDelayedWorkValue,
     ConnectGroupMemberMetadataValue,
@@ -24,6 +25,7 @@ from records.connect_group import (
     ConnectGroupTargetAssignmentMemberValue,
     ConnectGroupTargetAssignmentMetadataValue,
 )
+from records.consumer_group import ClassicProtocol
 from records.coordinator import RecordValue
 from records.wire import WireFormatError
 
@@ -67,7 +69,18 @@ def _enc_member(v: ConnectGroupMemberMetadataValue) -> bytes:
         encode_uvarint(len(v.assignors) + 1),
     ]
     out.extend(write_assignor(a) for a in v.assignors)
-    out.append(b"\x00")
+    if v.classic is None:
+        out.append(b"\x00")
+    else:
+        # tag 0: SessionTimeoutMs int32, JoinedGroupEpoch int32, SinceEpoch int32,
+        #        [Name string, Metadata bytes, TAG_BUFFER], TAG_BUFFER
+        c = v.classic
+        body = [_I32.pack(c.session_timeout_ms), _I32.pack(c.joined_group_epoch), _I32.pack(c.since_epoch)]
+        body.append(encode_uvarint(len(c.protocols) + 1))
+        body.extend(_s(p.name) + _b(p.metadata) + b"\x00" for p in c.protocols)
+        body.append(b"\x00")
+        tag = b"".join(body)
+        out.append(encode_uvarint(1) + encode_uvarint(0) + encode_uvarint(len(tag)) + tag)
     return b"".join(out)
 
 
@@ -108,7 +121,25 @@ def _dec_member(r: BoundedReader) -> Any:
     if n < 0:
         raise MalformedExtension("null assignor array")
     assignors = tuple(read_assignor(r) for _ in range(n))
-    return ConnectGroupMemberMetadataValue(client_id, host, url, timeout, offset, assignors)
+    classic = None
+    tags = r.skip_tags()
+    if 0 in tags:
+        start, end = tags[0]
+        t = BoundedReader(r.buf, start, end)
+        session, joined, since = t.int32(), t.int32(), t.int32()
+        count = t.array_count()
+        if count < 0:
+            raise MalformedExtension("null classic protocol array")
+        protocols = []
+        for _ in range(count):
+            name, metadata = t.string(), t.bytes_()
+            t.skip_tags()
+            protocols.append(ClassicProtocol(name, metadata))
+        t.skip_tags()
+        if t.pos != end:
+            raise MalformedExtension(f"{end - t.pos} trailing bytes in the classic worker tag")
+        classic = ConnectClassicWorker(session, joined, since, tuple(protocols))
+    return ConnectGroupMemberMetadataValue(client_id, host, url, timeout, offset, assignors, classic)
 
 
 def _dec_target_metadata(r: BoundedReader) -> Any:
@@ -127,7 +158,9 @@ def _dec_delayed(r: BoundedReader) -> Any:
     return ConnectGroupDelayedWorkValue(r.string(), _i64(r), _work(r))
 
 
-def _decoder(read: Callable[[BoundedReader], Any]) -> Callable[[bytes], RecordValue]:
+def _decoder(
+    read: Callable[[BoundedReader], Any], reads_tags: bool = False
+) -> Callable[[bytes], RecordValue]:
     def decode(buf: bytes) -> RecordValue:
         try:
             r = BoundedReader(buf, 0)
@@ -135,7 +168,8 @@ def _decoder(read: Callable[[BoundedReader], Any]) -> Callable[[bytes], RecordVa
             if version != 0:
                 raise WireFormatError(f"unsupported value version {version} (supported: 0)")
             value = read(r)
-            r.skip_tags()
+            if not reads_tags:
+                r.skip_tags()
             if r.pos != len(buf):
                 raise WireFormatError(f"{len(buf) - r.pos} trailing bytes")
         except MalformedExtension as e:
@@ -148,7 +182,7 @@ def _decoder(read: Callable[[BoundedReader], Any]) -> Callable[[bytes], RecordVa
 
 VALUE_DECODERS: dict[int, Callable[[bytes], RecordValue]] = {
     10000: _decoder(_dec_metadata),
-    10001: _decoder(_dec_member),
+    10001: _decoder(_dec_member, reads_tags=True),
     10002: _decoder(_dec_target_metadata),
     10003: _decoder(_dec_target_member),
     10004: _decoder(_dec_current),

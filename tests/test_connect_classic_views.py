@@ -8,7 +8,7 @@ checked in e2e/test_connect_runtime.py."""
 from __future__ import annotations
 
 from tools.check.facts import GroupFacts, MemberFacts
-from tools.check.rules import NOT_READY, Settings, upgrade_verdict
+from tools.check.rules import NOT_READY, READY, Settings, upgrade_verdict
 from tools.groups.connect_classic import decode_worker, render_lines, view_of
 from tools.groups.snapshot import Group, Member
 from translation.connect_classic_protocol import (
@@ -75,7 +75,7 @@ def member(i: int, meta: bytes, assign: bytes) -> Member:
     return Member(f"m{i}", f"connect-w{i}", "/h", metadata=meta, raw_assignment=assign)
 
 
-def test_a_sessioned_group_has_no_blocker_but_the_conversion_is_not_built() -> None:
+def test_a_sessioned_group_has_no_blocker_and_is_convertible() -> None:
     view = view_of(
         group(
             "sessioned",
@@ -87,9 +87,10 @@ def test_a_sessioned_group_has_no_blocker_but_the_conversion_is_not_built() -> N
     )
     assert view is not None and view.blockers == [] and view.leader == ("m1", "http://w1/")
     doc = view.to_json()
-    assert doc["convertible"] is False and doc["conversion_built"] is False
+    assert doc["convertible"] is True and doc["conversion_built"] is True
     lines = render_lines(doc)
-    assert "nothing in the group blocks it" in lines[-2] and "does not convert" in lines[-1]
+    assert "nothing in the group blocks it" in lines[-1]
+    assert not any("does not convert" in line for line in lines)
 
 
 def test_each_blocker_says_why() -> None:
@@ -141,27 +142,25 @@ def facts(protocol: str, *meta: tuple[bytes, bytes]) -> GroupFacts:
     )
 
 
-def test_check_upgrade_of_a_sessioned_group_says_only_that_the_conversion_is_not_built() -> None:
+def test_check_upgrade_of_a_sessioned_group_says_it_converts_when_an_sdk_worker_joins() -> None:
     v = upgrade_verdict(
         facts("sessioned", (metadata("http://w1/"), assignment(2, ("a",), (("a", 0),)))), DEFAULTS
     )
-    assert v.verdict == NOT_READY
-    assert v.reason == (
-        "classic Kafka Connect group (protocol type 'connect'): "
-        "its conversion to a connect group is not built"
-    )
+    assert v.verdict == READY
+    assert v.reason == "classic Kafka Connect group: converts when an SDK worker joins"
     status = {c.name: c.status for c in v.details}
     assert status == {
         "protocol-type": "refused",  # a consumer-protocol member joining is refused
         "connect-conversion": "ok",
-        "connect-online-conversion": "refused",
+        "connect-online-conversion": "ok",
     }
     assert v.kafka_message is not None and "does not use the consumer embedded protocol" in v.kafka_message
 
 
 def test_check_upgrade_of_an_eager_group_names_the_sub_protocol_first() -> None:
     v = upgrade_verdict(facts("default", (metadata("http://w1/", 0), assignment(0, ("a",)))), DEFAULTS)
-    assert v.verdict == NOT_READY and "eager protocol" in v.reason and v.reason.endswith("(+1 more)")
+    assert v.verdict == NOT_READY and "eager protocol" in v.reason and not v.reason.endswith("more)")
     status = {c.name: c.status for c in v.details}
     assert status["connect-sub-protocol"] == "refused" and "connect-conversion" not in status
+    assert status["connect-online-conversion"] == "refused"
     assert v.fix is not None and "connect.protocol=sessioned" in v.fix

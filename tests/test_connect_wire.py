@@ -16,6 +16,7 @@ from protocol import connect_wire as cw
 from protocol.codec import DecodeFailure, api_schema, decode
 from records.codec import RecordDecodeError, decode_record, encode_record
 from records.connect_group import (
+    ConnectClassicWorker,
     ConnectGroupCurrentMemberAssignmentKey,
     ConnectGroupCurrentMemberAssignmentValue,
     ConnectGroupDelayedWorkKey,
@@ -29,6 +30,7 @@ from records.connect_group import (
     ConnectGroupTargetAssignmentMetadataKey,
     ConnectGroupTargetAssignmentMetadataValue,
 )
+from records.consumer_group import ClassicProtocol
 from records.coordinator import CoordinatorRecord
 
 WORK = cw.WireWork(("c1", "c2"), (cw.WireTask("c1", 0), cw.WireTask("c2", 3)))
@@ -129,6 +131,24 @@ RECORDS = [
         ConnectGroupMemberMetadataKey("g", "m"),
         ConnectGroupMemberMetadataValue("cli", "/10.0.0.1", "http://w:8083", 30000, 42, ASSIGNORS),
     ),
+    # a classic Kafka Connect worker living in the group: tag 0 of the member value
+    CoordinatorRecord(
+        ConnectGroupMemberMetadataKey("g", "classic"),
+        ConnectGroupMemberMetadataValue(
+            "connect-1",
+            "/10.0.0.2",
+            "http://c:8083",
+            60000,
+            7,
+            (),
+            ConnectClassicWorker(
+                10000,
+                6,
+                5,
+                (ClassicProtocol("sessioned", b"\x00\x02meta"), ClassicProtocol("compatible", b"")),
+            ),
+        ),
+    ),
     CoordinatorRecord(
         ConnectGroupTargetAssignmentMetadataKey("g"), ConnectGroupTargetAssignmentMetadataValue(4)
     ),
@@ -146,7 +166,11 @@ RECORDS = [
 ]
 
 
-@pytest.mark.parametrize("record", RECORDS, ids=lambda r: type(r.key).__name__)
+@pytest.mark.parametrize(
+    "record",
+    RECORDS,
+    ids=lambda r: type(r.key).__name__ + ("-classic" if getattr(r.value, "classic", None) else ""),
+)
 def test_connect_records_round_trip_and_tombstones(record: CoordinatorRecord) -> None:
     key, value = encode_record(record)
     assert struct.unpack_from(">h", key)[0] == type(record.key).RECORD_TYPE >= 10000

@@ -1,11 +1,9 @@
 """What stops a classic Kafka Connect group (distributed workers on JoinGroup/SyncGroup, protocol
 type `connect`) from becoming a connect group (groupshift's Connect draft, docs/connect-groups.md)
 when an SDK worker joins (issue 32): one set of rules, read by `check upgrade` and the migration
-view (tools/groups/connect_classic.py), and to be read by the engine's conversion when it is
-built, so that what the operator is told and what the server does agree.
-
-Today every classic Connect group is refused (the conversion is not built: `CONVERSION_BUILT`);
-the rules name what would block it beyond that, from the workers' decoded metadata
+view (tools/groups/connect_classic.py), and by the engine's conversion
+(translation/connect_upgrade.py), so that what the operator is told and what the server does
+agree. The rules name what blocks it, from the workers' decoded metadata
 (translation/connect_classic_protocol.py):
 
 - the sub-protocol `default` (Connect's eager ConnectProtocol v0): its workers stop everything at
@@ -27,9 +25,9 @@ from typing import Protocol
 
 from translation.connect_classic_protocol import EAGER, LATEST_VERSION, SUB_PROTOCOL_VERSIONS
 
-# The online conversion of a classic Connect group is not built yet (docs/connect-groups.md,
-# "Not built (yet)"): the engine refuses an SDK worker's join on a classic Connect group.
-CONVERSION_BUILT = False
+# The online conversion of a classic Connect group is built (translation/connect_upgrade.py,
+# which reads these rules): an SDK worker's join converts a group none of them blocks.
+CONVERSION_BUILT = True
 
 
 class ConnectWorkerFacts(Protocol):
@@ -50,8 +48,8 @@ class ConnectWorkerFacts(Protocol):
 
 
 def conversion_blockers(protocol: str | None, workers: Sequence[ConnectWorkerFacts]) -> list[tuple[str, str]]:
-    """(check name, reason) for each thing that would stop the group becoming a connect group
-    online; empty: nothing in the group does (the conversion itself is still not built)."""
+    """(check name, reason) for each thing that stops the group becoming a connect group online;
+    empty: nothing in the group does."""
     out: list[tuple[str, str]] = []
     if protocol == EAGER:
         out.append(

@@ -13,6 +13,9 @@ Consumer Group Upgrade").
 | StreamsGroupHeartbeat    | non-empty classic Kafka Streams group: converted online   |
 | streams member leaving   | last streams-protocol member gone: back to classic        |
 | Join/Sync/Heartbeat/Leave| streams group: a classic Kafka Streams instance inside it |
+| ConnectGroupHeartbeat    | non-empty classic Kafka Connect group: converted online   |
+| SDK worker leaving       | last SDK worker gone: back to a classic Connect group     |
+| Join/Sync/Heartbeat/Leave| connect group: a classic Kafka Connect worker inside it   |
 
 Empty groups are replaced by the engine itself whatever the policy (Kafka converts empty groups whatever
 the policy).
@@ -32,6 +35,7 @@ from engine.classic.api import (
     SyncGroupResponse,
 )
 from engine.classic.group import ClassicGroup
+from engine.connect.group import ConnectGroup
 from engine.consumer.group import ConsumerGroup
 from engine.consumer.member import ConsumerGroupMember
 from engine.context import RequestContext
@@ -40,8 +44,17 @@ from engine.outcome import Pending
 from engine.state import ShardState
 from engine.streams.api import StreamsGroupHeartbeatRequest
 from engine.streams.group import StreamsGroup
+from protocol.connect_wire import ConnectHeartbeatRequest
 from records.consumer_group import ClientAssignorMetadata
-from translation import classic_member, streams_classic_member, streams_downgrade, streams_upgrade
+from translation import (
+    classic_member,
+    connect_classic_worker,
+    connect_downgrade,
+    connect_upgrade,
+    streams_classic_member,
+    streams_downgrade,
+    streams_upgrade,
+)
 from translation.classic_describe import describe_consumer_group_as_classic
 from translation.downgrade import can_downgrade_after_fence, downgrade
 from translation.upgrade import not_a_consumer_group, upgrade
@@ -134,3 +147,31 @@ class Migration:
         self, group: StreamsGroup, req: LeaveGroupRequest, ctx: RequestContext, op: Operation
     ) -> LeaveGroupResponse:
         return streams_classic_member.leave(self.shard, group, req, op)
+
+    def connect_heartbeat_to_classic_group(
+        self, group: ClassicGroup, req: ConnectHeartbeatRequest, op: Operation
+    ) -> ConnectGroup:
+        return connect_upgrade.upgrade(self.shard, group, req, op)
+
+    def connect_member_leaving(self, group: ConnectGroup, member_id: str, op: Operation, reason: str) -> bool:
+        return connect_downgrade.leaving(self.shard, group, member_id, op, reason)
+
+    def classic_join_to_connect_group(
+        self, group: ConnectGroup, req: JoinGroupRequest, ctx: RequestContext, op: Operation
+    ) -> JoinGroupResponse:
+        return connect_classic_worker.join(self.shard, group, req, ctx, op)
+
+    def classic_sync_to_connect_group(
+        self, group: ConnectGroup, req: SyncGroupRequest, ctx: RequestContext, op: Operation
+    ) -> SyncGroupResponse:
+        return connect_classic_worker.sync(self.shard, group, req, op)
+
+    def classic_heartbeat_to_connect_group(
+        self, group: ConnectGroup, req: HeartbeatRequest, ctx: RequestContext, op: Operation
+    ) -> HeartbeatResponse:
+        return connect_classic_worker.heartbeat(self.shard, group, req, op)
+
+    def classic_leave_to_connect_group(
+        self, group: ConnectGroup, req: LeaveGroupRequest, ctx: RequestContext, op: Operation
+    ) -> LeaveGroupResponse:
+        return connect_classic_worker.leave(self.shard, group, req, op)

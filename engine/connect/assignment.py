@@ -22,8 +22,10 @@ from protocol import connect_wire as cw
 
 
 def chosen_assignor(members: Iterable[ConnectWorker]) -> str | None:
-    """The first name in the first worker's priority order that every worker lists."""
-    ms = list(members)
+    """The first name in the first worker's priority order that every worker lists. Classic
+    Kafka Connect workers living in the group list no assignor and are left out of the choice:
+    they cannot compute (their assignments are written from the target)."""
+    ms = [m for m in members if m.classic is None]
     if not ms:
         return None
     common = {a.name for a in ms[0].assignors}
@@ -38,8 +40,8 @@ def chosen_assignor(members: Iterable[ConnectWorker]) -> str | None:
 def assigning_member(members: Iterable[ConnectWorker]) -> tuple[str, ConnectWorker] | None:
     """(assignor, worker): the first worker (group order) whose version range of the chosen
     assignor covers every metadata version in use (the draft: A [1-5], B [3-4], C [2-4] -> A);
-    None when no assignor is common or no worker covers them all."""
-    ms = list(members)
+    None when no assignor is common or no worker covers them all. Classic workers are left out."""
+    ms = [m for m in members if m.classic is None]
     name = chosen_assignor(ms)
     if name is None:
         return None
@@ -84,12 +86,23 @@ def _member_of(st: ShardState, group_id: str, member_id: str, member_epoch: int)
     return group, chosen[0]
 
 
+def _member_of_with_assignor(
+    st: ShardState, group_id: str, member_id: str, member_epoch: int
+) -> tuple[ConnectGroup, str, cw.WireConnectAssignor]:
+    group, name = _member_of(st, group_id, member_id, member_epoch)
+    a = group.members[member_id].assignor(name)
+    assert a is not None
+    return group, name, a
+
+
 def prepare(st: ShardState, req: cw.ConnectPrepareRequest, op: Operation) -> cw.ConnectPrepareResponse:
-    group, name = _member_of(st, req.group_id, req.member_id, req.member_epoch)
+    group, name, computing = _member_of_with_assignor(st, req.group_id, req.member_id, req.member_epoch)
     workers = []
     for m in group.members.values():
-        a = m.assignor(name)
-        assert a is not None
+        # A classic Kafka Connect worker has no assignor metadata: it is listed with the
+        # computing worker's metadata version and empty metadata (the SDK's assignor reads no
+        # configuration from it), its target being what it runs.
+        a = m.assignor(name) or cw.WireConnectAssignor(name, 0, 0, 0, computing.metadata_version, b"")
         t = group.targets.get(m.member_id)
         workers.append(
             cw.PreparedWorker(

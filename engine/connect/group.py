@@ -15,6 +15,7 @@ from typing import Any, Final
 
 from protocol.connect_wire import WireConnectAssignor, WireTask, WireWork
 from records.connect_group import (
+    ConnectClassicWorker,
     ConnectGroupCurrentMemberAssignmentValue,
     ConnectGroupDelayedWorkValue,
     ConnectGroupMemberMetadataValue,
@@ -83,6 +84,9 @@ class ConnectWorker:
     state: WorkerState = WorkerState.STABLE
     assigned: Work = NO_WORK
     pending_revocation: Work = NO_WORK
+    # A classic Kafka Connect worker (JoinGroup/SyncGroup) living in the group: it lists no
+    # assignor and never computes (translation/connect_classic_worker.py).
+    classic: ConnectClassicWorker | None = None
 
     def metadata_value(self) -> ConnectGroupMemberMetadataValue:
         return ConnectGroupMemberMetadataValue(
@@ -92,6 +96,7 @@ class ConnectWorker:
             self.rebalance_timeout_ms,
             self.config_offset,
             self.assignors,
+            self.classic,
         )
 
     def current_value(self) -> ConnectGroupCurrentMemberAssignmentValue:
@@ -170,6 +175,17 @@ class ConnectGroup:
     def can_be_deleted(self) -> bool:
         return not self.members and not self.targets and not self.delayed
 
+    def sdk_workers(self) -> list[ConnectWorker]:
+        """The workers on the new protocol (the only ones that can compute an assignment)."""
+        return [m for m in self.members.values() if m.classic is None]
+
+    def classic_workers(self) -> list[ConnectWorker]:
+        """Classic Kafka Connect workers living in the group, longest-standing first (the first
+        is the Connect leader their assignments name)."""
+        out = [m for m in self.members.values() if m.classic is not None]
+        out.sort(key=lambda m: (m.classic.since_epoch if m.classic else 0, m.member_id))
+        return out
+
     def held_work(self) -> Work:
         out = NO_WORK
         for d in self.delayed.values():
@@ -188,6 +204,7 @@ class ConnectGroup:
         m.client_id, m.client_host, m.url = value.client_id, value.client_host, value.url
         m.rebalance_timeout_ms, m.config_offset = value.rebalance_timeout_ms, value.config_offset
         m.assignors = value.assignors
+        m.classic = value.classic
 
     def replay_current_assignment(
         self, member_id: str, value: ConnectGroupCurrentMemberAssignmentValue | None
@@ -235,6 +252,7 @@ class ConnectGroup:
                     int(m.state),
                     m.assigned,
                     m.pending_revocation,
+                    m.classic,
                 )
                 for mid, m in sorted(self.members.items())
             },

@@ -80,6 +80,11 @@ def heartbeat(
             raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {gid} not found.")
         group = ConnectGroup(gid)  # a view: the records below create the group on replay
     old = group.members.get(req.member_id) if req.member_id else None
+    if old is not None and old.classic is not None:
+        # A classic Kafka Connect worker's member id: it speaks JoinGroup/SyncGroup only.
+        raise CoordinatorError(
+            Errors.UNKNOWN_MEMBER_ID, f"Member {req.member_id} is a classic worker of group {gid}."
+        )
     if req.member_epoch == LEAVE_EPOCH:
         if old is None:
             raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, f"Member {req.member_id} is not in group {gid}.")
@@ -201,6 +206,19 @@ def _reconcile(
     m.state = WorkerState.UNRELEASED if target - m.assigned else WorkerState.STABLE
 
 
+def in_use_by_others(group: ConnectGroup, member_id: str) -> Work:
+    """What the other workers run or are revoking (translation/connect_classic_worker.py)."""
+    return _in_use_by_others(group, member_id)
+
+
+def reconcile(
+    st: ShardState, group: ConnectGroup, m: ConnectWorker, owned: Work | None, op: Operation
+) -> None:
+    """`_reconcile` for a classic worker's JoinGroup (translation/connect_classic_worker.py),
+    whose allocation is its `owned`."""
+    _reconcile(st, group, m, owned, op)
+
+
 # --- departures -----------------------------------------------------------------------------------
 
 
@@ -211,6 +229,13 @@ def depart(st: ShardState, group: ConnectGroup, member_id: str, op: Operation, r
     waits as long for a departed worker to come back)."""
     gid = group.group_id
     m = group.members[member_id]
+    if (
+        m.classic is None
+        and group.classic_workers()
+        and all(w.member_id == member_id for w in group.sdk_workers())
+        and st.migration.connect_member_leaving(group, member_id, op, reason)
+    ):
+        return  # the last SDK worker: the group became a classic Kafka Connect group again
     others = NO_WORK
     for mid, t in group.targets.items():
         if mid != member_id:
@@ -277,6 +302,16 @@ def release_delayed(st: ShardState, t: TimerTask, op: Operation) -> None:
     op.records.append(rb.delayed_tombstone(g.group_id, t.member_id))
     op.records.append(rb.group_epoch(g.group_id, g.group_epoch + 1))
     op.event("connect.delay_expired", group=g.group_id, departed=t.member_id, work=d.work.describe())
+
+
+def all_tombstones(group: ConnectGroup) -> list[CoordinatorRecord]:
+    """The records that delete the group with its workers (a conversion back to classic)."""
+    gid = group.group_id
+    out: list[CoordinatorRecord] = []
+    for mid in group.members:
+        out.append(rb.current_tombstone(gid, mid))
+        out.append(rb.member_tombstone(gid, mid))
+    return out + tombstones(group)
 
 
 def tombstones(group: ConnectGroup) -> list[CoordinatorRecord]:

@@ -605,7 +605,12 @@ def _connect_classic_verdict(facts: GroupFacts, verdict: Any) -> Verdict:
             "groupshift does not convert a classic Kafka Connect group to a connect group yet: an SDK "
             "worker joining it is refused GROUP_ID_NOT_FOUND and the classic workers keep their work"
             if not built
-            else "groupshift converts a classic Kafka Connect group when an SDK worker joins",
+            else "groupshift converts the group online when the first SDK worker joins "
+            "(group.connect.enable=true, a migration policy allowing upgrades): the classic workers "
+            "keep their work and get Connect's own assignments from the connect group's target"
+            if not blockers
+            else "groupshift converts a classic Kafka Connect group when an SDK worker joins, once "
+            "nothing above blocks it",
             KEEP_CONNECT_CLASSIC if not built else None,
         )
     )
@@ -620,8 +625,9 @@ def _connect_classic_verdict(facts: GroupFacts, verdict: Any) -> Verdict:
             kafka_message,
         )
         return out
+    # READY for an SDK worker; a consumer-protocol member is still refused (kafka_message).
     ready: Verdict = verdict(
-        READY, "classic Kafka Connect group: converts when an SDK worker joins", None, checks, None
+        READY, "classic Kafka Connect group: converts when an SDK worker joins", None, checks, kafka_message
     )
     return ready
 

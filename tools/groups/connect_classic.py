@@ -243,13 +243,13 @@ def next_step(view: ClassicConnectView) -> str:
     """The migration view's advice for a classic Connect group."""
     if view.blockers:
         return (
-            f"Resolve what would block a conversion to a connect group ({len(view.blockers)} above); "
-            "groupshift does not convert classic Connect groups yet either: the group stays classic."
+            f"Resolve what blocks a conversion to a connect group ({len(view.blockers)} above); until "
+            "then an SDK worker joining is refused and the group stays classic."
         )
     return (
-        "Nothing in the group blocks a conversion to a connect group, but groupshift does not "
-        "convert classic Connect groups yet: an SDK worker joining is refused and the classic "
-        "workers keep their work."
+        "Nothing in the group blocks a conversion to a connect group: the first SDK worker joining "
+        "(group.connect.enable=true, a migration policy allowing upgrades) converts it online, the "
+        "classic workers keeping their work; it converts back when the last SDK worker leaves."
     )
 
 

@@ -518,6 +518,25 @@ def _streams_state(d: Any) -> dict[str, Any]:
     }
 
 
+def _times_listed(port: int, group: str) -> int:
+    """How often an admin client bootstrapped at the node on `port` sees `group` listed: it
+    asks every broker of the node's Metadata answer (ListGroups v5, type `streams`) and puts
+    the answers together, as Kafka's Admin.listGroups and kafka-python do."""
+    with WireClient(port) as c:
+        md = c.request(
+            make_request(
+                3, 12, topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False
+            )
+        )
+    seen = 0
+    for b in md.brokers:
+        with WireClient(int(b.port), host=str(b.host)) as c:
+            listed = c.request(make_request(16, 5, states_filter=[], types_filter=["streams"]))
+        assert int(listed.error_code) == 0, (b, listed)
+        seen += sum(1 for g in listed.groups if g.group_id == group)
+    return seen
+
+
 def _shard_record_types(bootstrap: str, topic: str, shard: int, group: str) -> dict[str, int]:
     """Record key type -> count of the records of `group` in the shard's partition, read
     committed (what a new owner loads)."""
@@ -668,6 +687,8 @@ def test_fleet_streams_group_failover(cluster: Any, started: list[GatewayProcess
             "OffsetCommitKey",
         ):
             assert records.get(kind), f"no {kind} of {app} in shard {shard}'s partition: {records}"
+        # Listed once, by its coordinator, whichever node an admin client asks.
+        assert [_times_listed(gw.port, app) for gw in nodes] == [1, 1]
         lines_before = [len(i.lines) for i in running]
         phases["two instances counting"] = time.monotonic() - began - sum(phases.values())
 
@@ -700,6 +721,7 @@ def test_fleet_streams_group_failover(cluster: Any, started: list[GatewayProcess
             "the input produced across the failover committed at the new owner",
         )
         phases["failover, counted"] = time.monotonic() - began - sum(phases.values())
+        assert _times_listed(other.port, app) == 1
         # Kafka's own tool finds the new owner through the fleet and describes the same tasks
         # (its JVM's start overlaps the wait for the members' sessions below).
         rows, text = described_members(dist.classpath, bootstrap, app)

@@ -582,7 +582,8 @@ def test_fleet_streams_group_failover(cluster: Any, started: list[GatewayProcess
     instances, one standby replica per stateful task) against a two-node fleet in front of
     Kafka 3.9. The group is routed to its shard's owner (FindCoordinator at every node; a
     StreamsGroupHeartbeat or Describe at the other node is answered NOT_COORDINATOR); its
-    internal topics are created on the cluster; its records are in the shard's partition. The
+    internal topics are created on the cluster; its records are in the shard's partition; an
+    admin client bootstrapped at either node sees it listed once. The
     owner is SIGKILLed while the application runs: the other node loads the shard, and what it
     describes from the replayed records equals what the dead owner described live; the members
     keep their ids, epochs and tasks (no rebalance: neither instance leaves RUNNING), the input

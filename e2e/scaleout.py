@@ -31,7 +31,9 @@ SESSION_MS = 3000
 HEARTBEAT_MS = 300
 
 
-def fleet_settings(node_id: int, shards: int, *, topic: str, fleet: str) -> list[str]:
+def fleet_settings(
+    node_id: int, shards: int, *, topic: str, fleet: str, extra: Sequence[str] = ()
+) -> list[str]:
     return [
         *FAST_GROUP_SETTINGS,
         *FAST_UPSTREAM_SETTINGS,
@@ -43,6 +45,7 @@ def fleet_settings(node_id: int, shards: int, *, topic: str, fleet: str) -> list
         f"upstream.coordinator.fleet.session.timeout.ms={SESSION_MS}",
         f"upstream.coordinator.fleet.heartbeat.interval.ms={HEARTBEAT_MS}",
         "upstream.request.timeout.ms=5000",
+        *extra,
     ]
 
 
@@ -56,13 +59,15 @@ def start_node(
     topic: str,
     fleet: str,
     port: int = 0,
+    settings: Sequence[str] = (),
 ) -> GatewayProcess:
+    """`settings`: more settings after the fleet's own."""
     extra: tuple[str, ...] = ("--upstream", bootstrap)
     if port:
         extra += ("--listen", f"127.0.0.1:{port}")
     return GatewayProcess.start(
         base / name,
-        sets=fleet_settings(node_id, shards, topic=topic, fleet=fleet),
+        sets=fleet_settings(node_id, shards, topic=topic, fleet=fleet, extra=settings),
         log_path=base / f"{name}-gateway.log",
         extra_args=extra,
     )

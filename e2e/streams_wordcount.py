@@ -226,7 +226,8 @@ class WordCountApp:
     def state_dir(self, n: int) -> Path:
         return self.base / f"state-{n}"
 
-    def start(self, n: int) -> Instance:
+    def start(self, n: int, held: bool = False) -> Instance:
+        """`held`: the JVM starts, the instance joins at its `go()` (Instance)."""
         log = self.base / f"instance-{n}-{time.monotonic_ns()}.log"
         instance = Instance(
             self.classpath,
@@ -237,6 +238,7 @@ class WordCountApp:
             self.input_topic,
             self.output_topic,
             extra_args=self.extra_args,
+            held=held,
         )
         self.instances.append(instance)
         return instance

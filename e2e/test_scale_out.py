@@ -17,8 +17,14 @@
   the upstream broker leading the shard's partition is SIGKILLed: the fleet keeps committing
   (3 replicas, min.insync.replicas=2) once leadership moved.
 
+* `test_fleet_streams_group_failover`: a streams group (KIP-1071) on a two-node fleet, served to
+  a real Kafka Streams 4.4 word count (`group.protocol=streams`, two instances with standbys):
+  routing, the internal topics on the cluster, the group's records in the shard's partition,
+  the owner SIGKILLed while input flows, the survivor's replay equal to the dead owner's live
+  state, the members going on with their epochs and tasks, the counts exact.
+
 One cluster for the module (`proxied_listener=True` gives it the forwarders' listeners). Takes
-about 2-3 minutes here. Without java/mvn the cluster fixture skips with the reason.
+about 3-4 minutes here. Without java/mvn the cluster fixture skips with the reason.
 """
 
 from __future__ import annotations
@@ -439,3 +445,304 @@ def _commit_via_fleet(port: int, group: str, topic: str, offset: int) -> str:
     if int(fc.error_code) != 0:
         return fc.error_code.name
     return _commit(int(fc.port), group, topic, offset)
+
+
+# -- a streams group (KIP-1071) on the fleet -----------------------------------------------------
+
+STREAMS_NODE_IDS = (3001, 3002)
+STREAMS_SHARDS = 4
+# The streams group's session on the nodes (FAST_UPSTREAM_SETTINGS) is 6 s: the failover (the
+# fleet session, the rebalance, the fence, the load) must fit in it, or the members would be
+# fenced at the new owner before their first heartbeat there.
+STREAMS_SETTINGS = ("group.streams.num.standby.replicas=1",)
+STREAMS_SESSION_MS = 6000  # group.streams.session.timeout.ms of FAST_UPSTREAM_SETTINGS
+
+
+def _streams_describe(port: int, group: str) -> Any:
+    """StreamsGroupDescribe v1 of `group` at the node on `port`: the group's entry."""
+    with WireClient(port, timeout=15) as c:
+        (described,) = c.request(
+            make_request(
+                89,
+                1,
+                group_ids=[group],
+                include_authorized_operations=False,
+                include_topology_description=False,
+            )
+        ).groups
+    return described
+
+
+def _streams_state(d: Any) -> dict[str, Any]:
+    """What a describe says of the group and its members that the records determine (the
+    members' task offsets are reported in heartbeats, not recorded, so they are left out)."""
+
+    def tasks(a: Any) -> dict[str, list[tuple[str, tuple[int, ...]]]]:
+        return {
+            kind: sorted((str(t.subtopology_id), tuple(t.partitions)) for t in getattr(a, kind) or ())
+            for kind in ("active_tasks", "standby_tasks", "warmup_tasks")
+        }
+
+    topology = None
+    if d.topology is not None:
+        topology = (
+            int(d.topology.epoch),
+            sorted(
+                (
+                    str(s.subtopology_id),
+                    tuple(s.source_topics),
+                    tuple(s.repartition_sink_topics),
+                    tuple((str(i.name), int(i.partitions)) for i in s.state_changelog_topics),
+                    tuple((str(i.name), int(i.partitions)) for i in s.repartition_source_topics),
+                )
+                for s in d.topology.subtopologies
+            ),
+        )
+    return {
+        "error": int(d.error_code),
+        "state": d.group_state,
+        "group_epoch": int(d.group_epoch),
+        "assignment_epoch": int(d.assignment_epoch),
+        "topology": topology,
+        "members": {
+            str(m.member_id): {
+                "epoch": int(m.member_epoch),
+                "process": str(m.process_id),
+                "client_id": str(m.client_id),
+                "topology_epoch": int(m.topology_epoch),
+                "assignment": tasks(m.assignment),
+                "target": tasks(m.target_assignment),
+            }
+            for m in d.members
+        },
+    }
+
+
+def _times_listed(port: int, group: str) -> int:
+    """How often an admin client bootstrapped at the node on `port` sees `group` listed: it
+    asks every broker of the node's Metadata answer (ListGroups v5, type `streams`) and puts
+    the answers together, as Kafka's Admin.listGroups and kafka-python do."""
+    with WireClient(port) as c:
+        md = c.request(
+            make_request(
+                3, 12, topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False
+            )
+        )
+    seen = 0
+    for b in md.brokers:
+        with WireClient(int(b.port), host=str(b.host)) as c:
+            listed = c.request(make_request(16, 5, states_filter=[], types_filter=["streams"]))
+        assert int(listed.error_code) == 0, (b, listed)
+        seen += sum(1 for g in listed.groups if g.group_id == group)
+    return seen
+
+
+def _shard_record_types(bootstrap: str, topic: str, shard: int, group: str) -> dict[str, int]:
+    """Record key type -> count of the records of `group` in the shard's partition, read
+    committed (what a new owner loads)."""
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    from records.codec import UnknownRecordTypeError
+
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "scaleout-e2e-reader",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+        }
+    )
+    out: dict[str, int] = {}
+    try:
+        c.assign([TopicPartition(topic, shard, 0)])
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            msg = c.poll(0.5)
+            if msg is None:
+                continue
+            if msg.error() is not None:
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    break
+                raise AssertionError(str(msg.error()))
+            try:
+                key = decode_record(msg.key(), msg.value()).key
+            except UnknownRecordTypeError:
+                continue
+            if getattr(key, "group_id", getattr(key, "group", None)) == group:
+                name = type(key).__name__
+                out[name] = out.get(name, 0) + 1
+    finally:
+        c.close()
+    return out
+
+
+def test_fleet_streams_group_failover(cluster: Any, started: list[GatewayProcess], tmp_path: Path) -> None:
+    """Issue 31 point 4: a Kafka Streams 4.4 word count (`group.protocol=streams`, two
+    instances, one standby replica per stateful task) against a two-node fleet in front of
+    Kafka 3.9. The group is routed to its shard's owner (FindCoordinator at every node; a
+    StreamsGroupHeartbeat or Describe at the other node is answered NOT_COORDINATOR); its
+    internal topics are created on the cluster; its records are in the shard's partition; an
+    admin client bootstrapped at either node sees it listed once. The
+    owner is SIGKILLed while the application runs: the other node loads the shard, and what it
+    describes from the replayed records equals what the dead owner described live; the members
+    keep their ids, epochs and tasks (no rebalance: neither instance leaves RUNNING), the input
+    produced across the failover is counted exactly."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from e2e.java_compile import Program
+    from e2e.streams_wordcount import (
+        LINES,
+        SOURCE,
+        WHILE_KILLED,
+        Feeder,
+        WordCountApp,
+        described_members,
+        expect_disjoint_cover,
+        produce,
+        read_counts,
+        tasks_of,
+        truth,
+        uncommitted,
+    )
+    from e2e.upstream_streams import streams_heartbeat, word_count_topology
+    from harness.kafka_dist import resolve_component
+
+    began = time.monotonic()
+    dist = resolve_component("4.4.0", "streams")
+    program = Program(SOURCE, dist.classpath, dist.home, tmp_path / "classes")  # javac overlaps
+    kw: dict[str, Any] = {"topic": "gs-fleet-c", "fleet": "fleet-c", "settings": STREAMS_SETTINGS}
+    nodes = [
+        start_node(tmp_path, f"s{i}", cluster.bootstrap, nid, STREAMS_SHARDS, **kw)
+        for i, nid in enumerate(STREAMS_NODE_IDS)
+    ]
+    started.extend(nodes)
+    app = "fleet-wc"
+    shard = partition_for(app, STREAMS_SHARDS)
+    source, output = f"{app}-in", f"{app}-out"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    for f in admin.create_topics([NewTopic(source, 4, 3), NewTopic(output, 2, 3)]).values():
+        f.result(30)
+    produce(cluster.bootstrap, source, LINES, "first")
+    bootstrap = ",".join(gw.bootstrap for gw in nodes)
+    wc = WordCountApp(program.classpath(), bootstrap, tmp_path, app, source, output)
+    phases: dict[str, float] = {}
+    try:
+        # The JVMs start while the fleet settles; the instances join once it has.
+        running = [wc.start(n, held=True) for n in (1, 2)]
+        shards_of = wait_fleet(nodes, STREAMS_NODE_IDS, STREAMS_SHARDS)
+        owner_id = next(n for n, owned in shards_of.items() if shard in owned)
+        other_id = next(n for n in STREAMS_NODE_IDS if n != owner_id)
+        owner, other = (nodes[STREAMS_NODE_IDS.index(n)] for n in (owner_id, other_id))
+
+        # Routing: every node names the owner; the other node refuses the group's requests.
+        for gw in nodes:
+            with WireClient(gw.port) as c:
+                fc = c.request(make_request(10, 3, key=app, key_type=0))
+                assert (int(fc.error_code), int(fc.node_id), int(fc.port)) == (0, owner_id, owner.port), fc
+        with WireClient(other.port) as c:
+            topology = word_count_topology(
+                source, f"{app}-words-repartition", f"{app}-counts-changelog", {"cleanup.policy": "compact"}
+            )
+            hb = streams_heartbeat(c, app, "not-here", 0, topology=topology, process_id="p", active_tasks=[])
+            assert int(hb.error_code) == 16, hb  # NOT_COORDINATOR
+        assert int(_streams_describe(other.port, app).error_code) == 16
+        assert int(_streams_describe(owner.port, app).error_code) == 69  # GROUP_ID_NOT_FOUND, yet
+        phases["fleet and input"] = time.monotonic() - began
+
+        for instance in running:
+            instance.go()
+        seen = owner.log_tail
+        shares = expect_disjoint_cover(running, 90, seen)
+        want = truth(LINES)
+        assert read_counts(cluster.bootstrap, want, 60, output) == want, seen()
+        # The internal topics are the cluster's, created by the owner.
+        listed = admin.list_topics(timeout=10).topics
+        for internal in (f"{app}-words-repartition", f"{app}-counts-changelog"):
+            assert internal in listed and len(listed[internal].partitions) == 4, sorted(listed)
+        # Settled: every member at its target (standbys included), every input line committed.
+        live = wait_until(
+            lambda: (
+                s
+                if (s := _streams_state(_streams_describe(owner.port, app)))["state"] == "Stable"
+                and len(s["members"]) == 2
+                and all(m["assignment"] == m["target"] for m in s["members"].values())
+                else None
+            ),
+            30,
+            lambda: f"the streams group to settle: {_streams_describe(owner.port, app)}",
+        )
+        wait_until(
+            lambda: not uncommitted(bootstrap, app, [source, f"{app}-words-repartition"]),
+            30,
+            "every input and repartition record committed",
+        )
+        records = _shard_record_types(cluster.bootstrap, "gs-fleet-c", shard, app)
+        for kind in (
+            "StreamsGroupMetadataKey",
+            "StreamsGroupTopologyKey",
+            "StreamsGroupMemberMetadataKey",
+            "StreamsGroupTargetAssignmentMetadataKey",
+            "StreamsGroupTargetAssignmentMemberKey",
+            "StreamsGroupCurrentMemberAssignmentKey",
+            "OffsetCommitKey",
+        ):
+            assert records.get(kind), f"no {kind} of {app} in shard {shard}'s partition: {records}"
+        # Listed once, by its coordinator, whichever node an admin client asks.
+        assert [_times_listed(gw.port, app) for gw in nodes] == [1, 1]
+        lines_before = [len(i.lines) for i in running]
+        phases["two instances counting"] = time.monotonic() - began - sum(phases.values())
+
+        # The owner dies while the application runs: input is flowing (a feeder appends it in
+        # small batches) and the instances are processing and committing it.
+        feeder = Feeder(cluster.bootstrap, source, WHILE_KILLED, "killed", batch=10, pause=0.1)
+        while feeder.sent < len(WHILE_KILLED) // 4:
+            time.sleep(0.02)
+        killed_at = time.time()
+        owner.kill()
+        assert feeder.sent < len(WHILE_KILLED), "the input stopped flowing before the kill"
+        wait_until(
+            lambda: shard in loaded_after(other, killed_at),
+            SESSION_MS / 1000 + FAILOVER_SLACK_SECONDS,
+            lambda: f"the survivor to load shard {shard}: {latest_view(other)}",
+            interval=0.1,
+        )
+        loaded_at = time.monotonic()
+        replayed = _streams_state(_streams_describe(other.port, app))
+        assert replayed == live, f"replayed at the new owner:\n{replayed}\nlive at the old one:\n{live}"
+        with WireClient(other.port) as c:
+            fc = c.request(make_request(10, 3, key=app, key_type=0))
+            assert (int(fc.error_code), int(fc.node_id)) == (0, other_id), fc
+        feeder.join(60)
+        want = truth(LINES + WHILE_KILLED)
+        assert read_counts(cluster.bootstrap, want, 60, output) == want, other.log_tail()
+        wait_until(
+            lambda: not uncommitted(bootstrap, app, [source, f"{app}-words-repartition"]),
+            30,
+            "the input produced across the failover committed at the new owner",
+        )
+        phases["failover, counted"] = time.monotonic() - began - sum(phases.values())
+        assert _times_listed(other.port, app) == 1
+        # Kafka's own tool finds the new owner through the fleet and describes the same tasks
+        # (its JVM's start overlaps the wait for the members' sessions below).
+        rows, text = described_members(dist.classpath, bootstrap, app)
+        assert sorted(r["MEMBER"] for r in rows) == sorted(live["members"]), text
+        assert [tasks_of(r["ASSIGNMENTS"]).get("ACTIVE") for r in rows] == [
+            {f"{s}_{p}" for s, ps in live["members"][r["MEMBER"]]["assignment"]["active_tasks"] for p in ps}
+            for r in rows
+        ], text
+        # The new owner armed every member's session when it loaded the shard: once that
+        # session has passed, members still there heartbeat at the new owner.
+        time.sleep(max(0.0, loaded_at + STREAMS_SESSION_MS / 1000 + 1 - time.monotonic()))
+        # The group went on as it was: same members, epochs and tasks, no instance rebalanced.
+        after = _streams_state(_streams_describe(other.port, app))
+        assert after == live, f"after the failover:\n{after}\nbefore:\n{live}"
+        assert [i.tasks() for i in running] == shares
+        assert [len(i.lines) for i in running] == lines_before, [i.lines[-4:] for i in running]
+        phases["tool, sessions passed"] = time.monotonic() - began - sum(phases.values())
+    finally:
+        wc.stop()
+    print(
+        f"streams group {app} on shard {shard}: shard loaded at the survivor; "
+        f"phases { ({k: round(v, 1) for k, v in phases.items()}) }"
+    )

@@ -398,3 +398,41 @@ def test_upstream_metrics_are_labelled_with_api_names(proxy: UpstreamProxy) -> N
     assert 'groupshift_upstream_requests_total{api_key="1",api="Fetch"} 0' in text
     assert 'groupshift_upstream_rewritten_total{api_key="3",api="Metadata"} 1' in text
     assert upstream_api_label(0) == "Produce" and upstream_api_label(68) == "ConsumerGroupHeartbeat"
+
+
+def test_broker_listeners_list_no_group_in_a_scale_out_fleet(proxy: UpstreamProxy) -> None:
+    """ListGroups: alone, a node's broker listeners split its groups between them (each lists
+    those FindCoordinator sends to it) and its main listener, no broker of the metadata, lists
+    them all; in a fleet the main listener is a broker of the metadata and FindCoordinator
+    never names a broker listener, so those list nothing, else an admin client asking every
+    broker sees each group twice (docs/scale-out.md, Routing)."""
+    from gateway.registry import RequestContext
+
+    groups = [f"g{i}" for i in range(8)]
+    schema = api_schema(16, 5)
+    assert schema is not None
+    every = build(
+        schema.response_type,
+        {
+            "throttle_time": 0,
+            "error_code": 0,
+            "groups": [
+                {"group_id": g, "protocol_type": "", "group_state": "Stable", "group_type": "streams"}
+                for g in groups
+            ],
+        },
+    )
+    handle = proxy._lister(lambda ctx, header, request: every)
+    proxy._port_to_node.update({port: node for node, (_, port) in LISTENERS.items()})
+
+    def listed(port: int) -> list[str]:
+        ctx = RequestContext(1, ("127.0.0.1", 50000), ("127.0.0.1", port))
+        return [str(g.group_id) for g in handle(ctx, None, None).groups]
+
+    main = 9092
+    split = [listed(port) for _, port in LISTENERS.values()]
+    assert sorted(g for part in split for g in part) == groups and all(split), split
+    assert listed(main) == groups
+    proxy.broker_listeners_coordinate = False  # what install_upstream_mode sets for a fleet
+    assert [listed(port) for _, port in LISTENERS.values()] == [[], []]
+    assert listed(main) == groups

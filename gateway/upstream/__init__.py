@@ -64,6 +64,7 @@ def install_upstream_mode(server: GatewayServer) -> UpstreamProxy:
         scaleout.proxy = proxy
         scaleout.install(server.registry)
         proxy.extra_brokers = scaleout.endpoints
+        proxy.broker_listeners_coordinate = False
 
     def on_image(image: Any) -> None:
         service._on_topic_change(None, image)

@@ -340,6 +340,9 @@ class UpstreamProxy:
         self._inner: Callable[[KafkaConnection, bytes, ResponseSlot], None] = lambda c, f, s: None
         # Scale-out (docs/scale-out.md): fleet nodes (id, host, port) added to Metadata answers.
         self.extra_brokers: Callable[[], list[tuple[int, str, int]]] = list
+        # Scale-out: FindCoordinator names fleet nodes, never a broker listener, so those list
+        # no group (`_lister`).
+        self.broker_listeners_coordinate = True
         # (api key, version, upstream answer without its correlation id) -> rewritten frame.
         # Cleared whenever a listener is added (listeners are never removed or moved).
         # Metadata answers also list the scale-out fleet's nodes, so their key includes them.
@@ -839,13 +842,21 @@ class UpstreamProxy:
         admin clients ask every broker and put the answers together (kafka-python concatenates
         them, so a group listed by every listener would be listed once per broker). A broker
         listener lists the groups FindCoordinator sends to it; the main listener, which is no
-        broker of the metadata, lists them all."""
+        broker of the metadata, lists them all.
+
+        Scale-out (docs/scale-out.md): FindCoordinator sends every group to the fleet node that
+        owns its shard, and the fleet nodes are brokers of the metadata too (their main
+        listeners), so a broker listener lists nothing: otherwise an admin client would see each
+        of the node's groups twice, from its main listener and from one of its broker
+        listeners."""
 
         def handle(ctx: RequestContext, header: Any, request: Any) -> Any:
             response = list_all(ctx, header, request)
             node = self._port_to_node.get(ctx.listener[1])
             if node is None or response.error_code != 0:
                 return response
+            if not self.broker_listeners_coordinate:
+                return dataclasses.replace(response, groups=())
             mine = []
             for g in response.groups:
                 found = self._coordinator_for(g.group_id)

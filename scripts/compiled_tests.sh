@@ -49,6 +49,23 @@ start=$(date +%s)
 if [ "${REUSE:-0}" = "1" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$sources_hash" ] && [ -x "$venv/bin/python" ]; then
     echo "reusing $venv: built from these sources"
 else
+    # mypyc writes C: a machine without a compiler (or without Python's headers) cannot build the
+    # wheel. Say so in one line rather than let pip end in a compiler traceback. setuptools
+    # compiles with $CC, else the compiler Python was built with (sysconfig's CC).
+    read -r compiler include <<<"$("$test_venv/bin/python" -c '
+import os, shlex, sysconfig
+cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
+print(shlex.split(cc)[0], sysconfig.get_paths()["include"])')"
+    if ! command -v "$compiler" >/dev/null; then
+        echo "compiled_tests.sh: no C compiler ('$compiler' not found): the compiled build needs one" \
+            "(Debian: apt-get install gcc). The pure build (pip install -e .) needs none." >&2
+        exit 3
+    fi
+    if [ ! -f "$include/Python.h" ]; then
+        echo "compiled_tests.sh: no Python.h in $include: the compiled build needs Python's headers" \
+            "(Debian: apt-get install python3-dev)." >&2
+        exit 3
+    fi
     "$test_venv/bin/python" -m venv --clear "$venv"
     "$venv/bin/pip" install --quiet --upgrade pip
     (cd "$repo" && GROUPSHIFT_COMPILE=1 "$venv/bin/pip" wheel --quiet --no-deps -w "$work/wheel" .)

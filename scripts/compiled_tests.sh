@@ -17,7 +17,8 @@
 # REUSE=1 keeps COMPILED_VENV when it holds a wheel built from the same sources (the hash of the
 # files the wheel is built from, the working tree's, is kept in the venv): only the tests run.
 # Any change to a package, setup.py, pyproject.toml or build_backend/ rebuilds, and so does another
-# GROUPSHIFT_OPT_LEVEL (setup.py: the C compiler's -O, default 3).
+# GROUPSHIFT_OPT_LEVEL (setup.py: the C compiler's -O, default 3) or another Python (the wheel's
+# extensions are built for one interpreter).
 #
 # The tests run in a copy of the checkout (HEAD plus uncommitted changes, untracked files not
 # ignored), whole, so that tests reading sources (tests/test_import_graph.py,
@@ -39,16 +40,34 @@ packages="$("$test_venv/bin/python" -c '
 import tomllib
 with open("'"$repo"'/pyproject.toml", "rb") as f:
     print(" ".join(p.rstrip("*") for p in tomllib.load(f)["tool"]["setuptools"]["packages"]["find"]["include"]))')"
-# What the wheel is made of, as the working tree has it (uncommitted changes count).
+# What the wheel is made of, as the working tree has it (uncommitted changes count), and for which
+# Python.
 # shellcheck disable=SC2086
 sources_hash="$(cd "$repo" && { git ls-files -z --cached --others --exclude-standard -- $packages setup.py pyproject.toml build_backend \
-    | sort -z | xargs -0 sha256sum 2>/dev/null || true; echo "opt level ${GROUPSHIFT_OPT_LEVEL:-3}"; } | sha256sum | cut -d' ' -f1)"
+    | sort -z | xargs -0 sha256sum 2>/dev/null || true; echo "opt level ${GROUPSHIFT_OPT_LEVEL:-3}"; "$test_venv/bin/python" -VV; } | sha256sum | cut -d' ' -f1)"
 stamp="$venv/groupshift-sources.sha256"
 
 start=$(date +%s)
 if [ "${REUSE:-0}" = "1" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$sources_hash" ] && [ -x "$venv/bin/python" ]; then
     echo "reusing $venv: built from these sources"
 else
+    # mypyc writes C: a machine without a compiler (or without Python's headers) cannot build the
+    # wheel. Say so in one line rather than let pip end in a compiler traceback. setuptools
+    # compiles with $CC, else the compiler Python was built with (sysconfig's CC).
+    read -r compiler include <<<"$("$test_venv/bin/python" -c '
+import os, shlex, sysconfig
+cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
+print(shlex.split(cc)[0], sysconfig.get_paths()["include"])')"
+    if ! command -v "$compiler" >/dev/null; then
+        echo "compiled_tests.sh: no C compiler ('$compiler' not found): the compiled build needs one" \
+            "(Debian: apt-get install gcc). The pure build (pip install -e .) needs none." >&2
+        exit 3
+    fi
+    if [ ! -f "$include/Python.h" ]; then
+        echo "compiled_tests.sh: no Python.h in $include: the compiled build needs Python's headers" \
+            "(Debian: apt-get install python3-dev)." >&2
+        exit 3
+    fi
     "$test_venv/bin/python" -m venv --clear "$venv"
     "$venv/bin/pip" install --quiet --upgrade pip
     (cd "$repo" && GROUPSHIFT_COMPILE=1 "$venv/bin/pip" wheel --quiet --no-deps -w "$work/wheel" .)

@@ -16,8 +16,14 @@ from __future__ import annotations
 import ast
 import os
 import re
+import runpy
+import sys
+import types
 from pathlib import Path
 from typing import Any
+
+import pytest
+import setuptools
 
 from tests.test_import_graph import PRODUCT
 
@@ -133,3 +139,32 @@ def test_the_scan_sees_a_subclass_in_each_spelling() -> None:
     assert may_subclass(probe, set().union(*compiled.values()))
     found = interpreted_subclasses(probe, "probe.py", compiled)
     assert [f.split(": ", 1)[1].split("(")[0] for f in found] == ["A", "B", "C", "D"]
+
+
+def run_setup_py(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, compile_env: str | None) -> dict[str, Any]:
+    """The arguments setup.py hands to setuptools' `setup()` for a wheel build, setup() itself
+    and mypyc replaced by recorders (run in `tmp_path`: the compiled branch empties build/)."""
+    received: dict[str, Any] = {}
+    fake_mypyc = types.ModuleType("mypyc.build")
+    setattr(fake_mypyc, "mypycify", lambda files, **kwargs: [("compiled", tuple(files))])  # noqa: B010
+    monkeypatch.setitem(sys.modules, "mypyc.build", fake_mypyc)
+    monkeypatch.setattr(setuptools, "setup", lambda **kwargs: received.update(kwargs))
+    if compile_env is None:
+        monkeypatch.delenv("GROUPSHIFT_COMPILE", raising=False)
+    else:
+        monkeypatch.setenv("GROUPSHIFT_COMPILE", compile_env)
+    monkeypatch.setattr(sys, "argv", ["setup.py", "bdist_wheel"])
+    monkeypatch.chdir(tmp_path)
+    runpy.run_path(str(ROOT / "setup.py"), run_name="__main__")
+    return received
+
+
+def test_the_default_build_has_no_extension(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """README command 1 (`pip install -e .`) must work on a machine without a C compiler (issue 30
+    point 1): without GROUPSHIFT_COMPILE=1 setup.py declares no extension module, so setuptools
+    never looks for a compiler; GROUPSHIFT_COMPILE=1 does declare them (the recorder sees them)."""
+    assert run_setup_py(monkeypatch, tmp_path, None) == {"ext_modules": [], "options": {}}
+    assert run_setup_py(monkeypatch, tmp_path, "0")["ext_modules"] == []
+    compiled = run_setup_py(monkeypatch, tmp_path, "1")
+    assert compiled["ext_modules"] == [("compiled", tuple(compiled_files()))]
+    assert "engine/shard.py" in compiled["ext_modules"][0][1]

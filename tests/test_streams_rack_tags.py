@@ -6,7 +6,6 @@ e2e/test_streams_differential.py compares the same against Kafka 4.4 over the wi
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -17,7 +16,7 @@ from engine.streams.group import StreamsGroup
 from engine.streams.heartbeat import assignment_configs
 from gateway.config import resolve_config
 from gateway.groups.config_apis import GroupConfigs
-from gateway.groups.service import GroupCoordinatorService
+from gateway.groups.service import merged_group_config
 from records.streams_group import KeyValue
 from tests.test_streams_groups import Streams
 
@@ -124,24 +123,28 @@ def test_setting_the_tags_bumps_the_group_epoch_and_replays() -> None:
 
 
 class Service:
-    """The real `GroupCoordinatorService` merge and validation of group configs over one shard."""
+    """`GroupCoordinatorService`'s merge and validation of group configs (`merged_group_config`)
+    over one shard."""
 
     def __init__(self, **broker: Any) -> None:
         self.h = Streams(**broker)
         self.config = self.h.shard.state.config
         self.group_configs: dict[str, GroupConfig] = {}
 
-    def runtime_for(self, group_id: str) -> Any:
-        return SimpleNamespace(shard=self.h.shard)
-
-    def _save_group_configs(self) -> None:
-        pass
-
+    # GroupCoordinatorService's two methods over one shard, its merge and validation called (a
+    # compiled class's methods cannot be called on this class's instances).
     def set_group_config(self, group_id: str, values: dict[str, Any], *, apply: bool = True) -> None:
-        GroupCoordinatorService.set_group_config(self, group_id, values, apply=apply)  # type: ignore[arg-type]
+        merged, cfg = merged_group_config(self.group_configs.get(group_id), values, self.config)
+        if not apply:
+            return
+        if merged:
+            self.group_configs[group_id] = cfg
+        else:
+            self.group_configs.pop(group_id, None)
+        self.h.shard.set_group_config(group_id, cfg if merged else None)
 
     def effective_group_config(self, group_id: str) -> dict[str, int | str]:
-        return GroupCoordinatorService.effective_group_config(self, group_id)  # type: ignore[arg-type]
+        return self.h.shard.effective_group_config(group_id)
 
 
 def test_describe_and_incremental_alter_treat_it_as_kafkas_list() -> None:

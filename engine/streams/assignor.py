@@ -347,8 +347,10 @@ def _assign_standby(
     wanted = sorted((t for t in all_tasks if t[0] in stateful), key=lambda t: (t[1], t[0]), reverse=True)
     later: list[tuple[Task, int]] = []
     # 4. sticky replicas: the previous active owner, then previous standby owners.
+    # (`copy`, not `placed`: one name for an int here and a bool below made mypyc's compiled build
+    # raise "bool object expected; got int", the dispatch.py `except` variable's kind of bug)
     for task in wanted:
-        for placed in range(replicas):
+        for copy in range(replicas):
             mid = active_owner.get(task)
             if mid is not None and not plan.holds(mid, task) and plan.count[mid] < plan.total_quota.value:
                 give(mid, task, False)
@@ -357,7 +359,7 @@ def _assign_standby(
             if found is not None and plan.count[found] < plan.total_quota.value:
                 give(found, task, False)
                 continue
-            later.append((task, replicas - placed))
+            later.append((task, replicas - copy))
             break
     # 5. the rest to the least loaded process without a copy.
     queue = plan.process_queue()

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from engine.config import GroupConfig
+from engine.config import CoordinatorConfig, GroupConfig
 from engine.ids import SystemIds
 from engine.metadata import MetadataImage
 from engine.shard import Shard
@@ -47,6 +47,22 @@ GROUP_CONFIGS_FILE = "group-configs.json"
 
 # Scale-out's storage factory (docs/scale-out.md): (shard, now, config, ids, image) -> storage.
 ShardOpener = Callable[[int, int, Any, Any, MetadataImage], CoordinatorStorage]
+
+
+def merged_group_config(
+    current: GroupConfig | None, values: Mapping[str, int | str | None], broker: CoordinatorConfig
+) -> tuple[dict[str, Any], GroupConfig]:
+    """A group's overrides after an IncrementalAlterConfigs (`values`; None removes an override)
+    merged over `current`, and the config they make, validated against the broker's bounds (the
+    `group.*` min/max settings, as Kafka's GroupConfigManager validates). A function of its own
+    so that a test can apply the service's merge to a bare shard: a compiled class's methods
+    cannot be borrowed by another class."""
+    merged: dict[str, Any] = current.model_dump(by_alias=True) if current is not None else {}
+    merged.update(values)
+    merged = {k: v for k, v in merged.items() if v is not None}
+    cfg = GroupConfig.model_validate(merged)
+    cfg.validate_against(broker)
+    return merged, cfg
 
 
 class GroupCoordinatorService:
@@ -195,12 +211,7 @@ class GroupCoordinatorService:
     ) -> None:
         """Apply (validated) per-group overrides; a None value removes that override. With
         `apply=False` only validate (IncrementalAlterConfigs' validate_only)."""
-        current = self.group_configs.get(group_id)
-        merged = current.model_dump(by_alias=True) if current is not None else {}
-        merged.update(values)
-        merged = {k: v for k, v in merged.items() if v is not None}
-        cfg = GroupConfig.model_validate(merged)
-        cfg.validate_against(self.config)
+        merged, cfg = merged_group_config(self.group_configs.get(group_id), values, self.config)
         if not apply:
             return
         shard = self.runtime_for(group_id).shard

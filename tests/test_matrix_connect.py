@@ -1,0 +1,175 @@
+"""The matrix's Kafka Connect family (harness/matrix/connect_scenario.py): capabilities, the
+grid's expansion and what it drops (with the reason), the clients a run prepares, the built-in
+grids, and the per-cell verdict over workers' intervals (no item on two workers at once, the SDK
+worker's share between two classic workers) with the reason it gives."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from harness.kafka_dist.connect import SHAPE, SdkSpans, every_item, overlaps
+from harness.matrix import clients as cl
+from harness.matrix.backends import GroupshiftBackend
+from harness.matrix.connect_scenario import SDK_URL, ConnectCellRun, lanes
+from harness.matrix.grid import Cell, applicable, expand, load_grid
+from harness.matrix.runner import needed_clients
+from harness.matrix.runtime import ClientSpec
+from harness.matrix.scenarios import Step
+
+C43 = ClientSpec("kafka-connect", "4.3")
+CELL = Cell(
+    "kafka-connect@4.3", "classic", "sessioned", False, "sdk-worker-conversion", "bidirectional", "groupshift"
+)
+
+
+def test_capabilities() -> None:
+    assert cl.new_protocol(C43) == "connect"
+    assert cl.speaks(C43, "classic") and cl.speaks(C43, "connect")  # the SDK worker, in the runner
+    assert not cl.speaks(C43, "consumer") and not cl.speaks(C43, "streams")
+    assert not cl.speaks(ClientSpec("java", "4"), "connect")
+    assert cl.partner(C43) == C43 and not cl.supports_static(C43)
+    assert cl.classic_assignors(C43) == ("sessioned",)
+
+
+def test_grid_expansion_keeps_what_applies_and_says_why_not() -> None:
+    grid = expand(
+        {
+            "reference": "kafka-4",
+            "cells": [
+                {
+                    "clients": ["kafka-connect@4.3", "java@4"],
+                    "protocols": ["classic", "consumer"],
+                    "assignors": ["range"],  # replaced by sessioned for Connect
+                    "scenarios": ["sdk-worker-conversion", "add-remove"],
+                    "policies": ["bidirectional", "upgrade"],
+                    "backends": ["groupshift", "groupshift-kafka-3.9"],
+                }
+            ],
+        },
+        "t",
+    )
+    connect = [c for c in grid.cells if c.spec.library == "kafka-connect"]
+    assert connect == [CELL]
+    why = {c.id: reason for c, reason in grid.dropped}
+    base = "kafka-connect@4.3/{}/sessioned/dynamic/{}/{}/{}"
+    assert why[base.format("classic", "sdk-worker-conversion", "bidirectional", "kafka-4")] == (
+        "Kafka has no connect groups (the SDK worker's ConnectGroupHeartbeat is groupshift's)"
+    )
+    assert (
+        "bidirectional policy"
+        in why[base.format("classic", "sdk-worker-conversion", "upgrade", "groupshift")]
+    )
+    assert (
+        "starts as classic workers"
+        in why[base.format("consumer", "sdk-worker-conversion", "bidirectional", "groupshift")]
+    )
+    assert (
+        "not verified in front of Kafka"
+        in why[base.format("classic", "sdk-worker-conversion", "bidirectional", "groupshift-kafka-3.9")]
+    )
+    assert why[base.format("classic", "add-remove", "bidirectional", "groupshift")] == (
+        "no Kafka Connect add-remove scenario (only sdk-worker-conversion)"
+    )
+    java = "java@4/classic/range/dynamic/sdk-worker-conversion/bidirectional/groupshift"
+    assert why[java] == "sdk-worker-conversion is a Kafka Connect scenario (clients kafka-connect@VERSION)"
+    assert applicable(CELL) is None
+    assert "static" in str(applicable(Cell(*{**CELL.dimensions(), "static": True}.values())))
+
+
+def test_a_run_prepares_the_connect_jars_only() -> None:
+    assert needed_clients([CELL]) == [C43]
+
+
+def test_builtin_grids() -> None:
+    smoke = load_grid("connect-smoke")
+    assert [c.id for c in smoke.cells] == [CELL.id]
+    assert [c.backend for c, _ in smoke.dropped] == []  # no reference twin at all in this grid
+    for name in ("default", "full"):
+        assert [c.id for c in load_grid(name).only("client=kafka-connect*").cells] == [CELL.id]
+        assert not [c for c in load_grid(name).cells if c.scenario == "sdk-worker-conversion" and c != CELL]
+    assert not [
+        c for c in load_grid("smoke").cells if c.spec.library == "kafka-connect"
+    ]  # CI's grid unchanged
+    assert not [c for c in load_grid("streams-smoke").cells if c.spec.library == "kafka-connect"]
+
+
+def test_groupshift_backends_serve_connect_groups(monkeypatch: Any, tmp_path: Path) -> None:
+    seen: dict[str, str] = {}
+
+    class Gateway:
+        def __init__(self, workdir: Path, sets: dict[str, str], extra: tuple[str, ...] = ()) -> None:
+            seen.update(sets)
+
+    monkeypatch.setattr("harness.matrix.backends.GatewayServer", Gateway)
+    GroupshiftBackend(tmp_path, "bidirectional")
+    assert seen["group.connect.enable"] == "true"
+
+
+class FakeBackend:
+    name = "groupshift"
+    version = "embedded"
+    bootstrap = "127.0.0.1:1"
+
+    def close(self) -> None:
+        pass
+
+
+def judged(spans: list[tuple[int, int, str]], sdk: list[tuple[int, int, str]]) -> list[str]:
+    """ConnectCellRun.checks over classic workers' intervals (item, from, to, worker) and the
+    SDK worker's (from, to, item), with three settled steps of the right types."""
+    run = ConnectCellRun(CELL, FakeBackend(), Path("/nonexistent"))
+    run.spans.spans = list(sdk)
+    for label, kind in (("three", "classic"), ("replaced", "connect"), ("left", "classic")):
+        run.steps.append(Step(label, kind, 0.0, 1.0, kind))
+    intervals: dict[str, list[tuple[int, int, str]]] = {}
+    for began, ended, worker_item in spans:
+        worker, item = worker_item.split("|")
+        intervals.setdefault(item, []).append((began, ended, worker))
+    return run.checks(run.spans.add_to(intervals))
+
+
+def test_the_cell_verdict_names_what_ran_twice_and_the_sdk_share() -> None:
+    # w3 ran lines-out-1 until 10, the SDK worker 12..20, w2 from 21: fine
+    good = [(0, 10, "w3|lines-out-1"), (21, 30, "w2|lines-out-1"), (0, 30, "w1|lines-out")]
+    assert judged(good, [(12, 20, "lines-out-1")]) == []
+    # the SDK worker started before w3 stopped: named, both sides with their times
+    (bad,) = judged(good, [(9, 20, "lines-out-1")])
+    assert bad == (
+        f"a connector or task on two workers at once: lines-out-1: w3 [0, 10] and {SDK_URL} [9, 20]"
+    )
+    # the SDK worker ran nothing: the conversion gave it no share
+    assert judged(good, []) == ["the SDK worker never ran a connector or task"]
+    # nothing ran it after the SDK worker left
+    (after,) = judged([(0, 10, "w3|lines-out-1")], [(12, 20, "lines-out-1")])
+    assert after.startswith("lines-out-1 ran on ['w3', 'http://sdk-worker:8083']: not on a classic worker")
+
+
+def test_a_step_listed_as_the_wrong_type_fails_the_cell() -> None:
+    run = ConnectCellRun(CELL, FakeBackend(), Path("/nonexistent"))
+    run.spans.spans = [(12, 20, "lines-out-1")]
+    run.steps = [Step("replaced", "connect", 0.0, 1.0, "classic")]
+    intervals = {"lines-out-1": [(0, 10, "w3"), (21, 30, "w2")]}
+    assert run.checks(run.spans.add_to(intervals)) == ["replaced: group listed as classic, expected connect"]
+
+
+def test_sdk_spans_record_the_callbacks() -> None:
+    spans = SdkSpans(SDK_URL)
+    spans.assigned(frozenset({"lines-in"}), frozenset({("lines-out", 1)}))
+    spans.revoked(frozenset(), frozenset({("lines-out", 1)}))
+    assert set(spans.open) == {"lines-in"} and [i for _, _, i in spans.spans] == ["lines-out-1"]
+    spans.left()
+    assert spans.open == {} and sorted(i for _, _, i in spans.spans) == ["lines-in", "lines-out-1"]
+    assert overlaps(spans.add_to({"lines-in": [(0, 1, "w1")]})) == []
+    assert (
+        lanes()
+        == sorted(every_item(SHAPE))
+        == [
+            "lines-in",
+            "lines-in-0",
+            "lines-out",
+            "lines-out-0",
+            "lines-out-1",
+            "lines-out-2",
+        ]
+    )

@@ -85,9 +85,9 @@ def test_builtin_grids() -> None:
     smoke = load_grid("connect-smoke")
     assert [c.id for c in smoke.cells] == [CELL.id]
     assert [c.backend for c, _ in smoke.dropped] == []  # no reference twin at all in this grid
-    for name in ("default", "full"):
-        assert [c.id for c in load_grid(name).only("client=kafka-connect*").cells] == [CELL.id]
-        assert not [c for c in load_grid(name).cells if c.scenario == "sdk-worker-conversion" and c != CELL]
+    for name, versions in (("default", ["3.9", "4.3"]), ("full", ["3.7", "3.9", "4.0", "4.3"])):
+        cells = [c for c in load_grid(name).cells if c.scenario == "sdk-worker-conversion"]
+        assert [c.id for c in cells] == [CELL.id.replace("@4.3/", f"@{v}/") for v in versions]
     assert not [
         c for c in load_grid("smoke").cells if c.spec.library == "kafka-connect"
     ]  # CI's grid unchanged
@@ -173,3 +173,17 @@ def test_sdk_spans_record_the_callbacks() -> None:
             "lines-out-2",
         ]
     )
+
+
+def test_worker_log_lines_of_both_logging_backends_give_epoch_ms() -> None:
+    """Kafka 4's log4j2 lines carry epoch ms, Kafka 3's reload4j lines a UTC date to the ms (the
+    worker runs with -Duser.timezone=UTC): both give the same instant."""
+    from harness.kafka_dist.connect import _LINE, log_time_ms
+
+    message = "INFO [task thread] Creating task lines-out-1 (org.apache.kafka.connect.runtime.Worker)"
+    lines = [f"1795964401123 {message}", f"2026-11-29 15:00:01.123 {message}"]
+    found = [_LINE.match(line) for line in lines]
+    assert all(found)
+    assert {log_time_ms(m.group(1)) for m in found if m} == {1795964401123}
+    assert {m.group(2).split(" ")[2] for m in found if m} == {"lines-out-1"}
+    assert _LINE.match("2026-11-29 15:00:01 INFO [t] Creating task x-0 (c)") is None  # no ms: not read

@@ -12,7 +12,8 @@ serves the REST API (`/connectors`, `/connectors/<name>/status`) on `listeners`.
 
 `ConnectWorker` starts one JVM with a properties file written here (REST on an ephemeral
 127.0.0.1 port, read back from the RestServer's "advertising URL" log line) and logs to a file
-at the levels `CONNECT_LOG4J2` sets: WARN, and INFO for the lines this harness reads — the REST
+at the levels `CONNECT_LOG4J2` (Kafka 4's log4j2) or `CONNECT_LOG4J1` (Kafka 3's reload4j) set:
+WARN, and INFO for the lines this harness reads — the REST
 URL, the herder's "Joined group ... got assignment" lines, and the Worker's "Creating task" /
 "Stopping task" / "Creating connector" / "Stopping connector" lines, timestamped in epoch ms so
 that the lines of several workers on one host form one timeline (`ownership_intervals`).
@@ -20,6 +21,7 @@ that the lines of several workers on one host form one timeline (`ownership_inte
 
 from __future__ import annotations
 
+import datetime
 import itertools
 import json
 import os
@@ -58,8 +60,31 @@ logger.herder.name = org.apache.kafka.connect.runtime.distributed.DistributedHer
 logger.herder.level = info
 """
 
+#: The same for Kafka 3.x workers (reload4j): log4j 1 has no epoch-ms date, so the time is UTC
+#: (`-Duser.timezone=UTC` on the worker) to the millisecond, read back as epoch ms.
+CONNECT_LOG4J1 = """\
+log4j.rootLogger=WARN, file
+log4j.appender.file=org.apache.log4j.FileAppender
+log4j.appender.file.File={log}
+log4j.appender.file.layout=org.apache.log4j.PatternLayout
+log4j.appender.file.layout.ConversionPattern=%d{{yyyy-MM-dd HH:mm:ss.SSS}} %p [%t] %m (%c)%n
+log4j.logger.org.apache.kafka.connect.runtime.rest.RestServer=INFO
+log4j.logger.org.apache.kafka.connect.runtime.Worker=INFO
+log4j.logger.org.apache.kafka.connect.runtime.distributed.DistributedHerder=INFO
+"""
+
 _REST_URL = re.compile(r"advertising URL (http://[^/\s]+)")
-_LINE = re.compile(r"^(\d{13}) \S+ \[[^\]]*\] (.*)$")
+_LINE = re.compile(r"^(\d{13}|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}) \S+ \[[^\]]*\] (.*)$")
+
+
+def log_time_ms(stamp: str) -> int:
+    """A log line's time: epoch ms (log4j2's UNIX_MILLIS) or a UTC date to the ms (reload4j)."""
+    if stamp.isdigit():
+        return int(stamp)
+    when = datetime.datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S.%f").replace(tzinfo=datetime.UTC)
+    return round(when.timestamp() * 1000)
+
+
 _EVENTS = {
     "Creating task ": "start",
     "Stopping task ": "stop",
@@ -129,6 +154,8 @@ class ConnectWorker:
         self.log = workdir / "worker.log"
         config = workdir / "log4j2.properties"
         config.write_text(CONNECT_LOG4J2.format(log=self.log))
+        config1 = workdir / "log4j.properties"
+        config1.write_text(CONNECT_LOG4J1.format(log=self.log))
         props = workdir / "worker.properties"
         props.write_text("".join(f"{k}={v}\n" for k, v in properties.items()))
         self.killed_ms: int | None = None
@@ -140,6 +167,8 @@ class ConnectWorker:
                     "java",
                     *WORKER_JVM_OPTS,
                     f"-Dlog4j2.configurationFile={config}",
+                    f"-Dlog4j.configuration=file:{config1}",
+                    "-Duser.timezone=UTC",
                     "-cp",
                     dist.classpath,
                     "org.apache.kafka.connect.cli.ConnectDistributed",
@@ -210,7 +239,7 @@ class ConnectWorker:
             for prefix, kind in _EVENTS.items():
                 if message.startswith(prefix):
                     item = message[len(prefix) :].split(" ", 1)[0]
-                    out.append(Event(int(m.group(1)), kind, item))
+                    out.append(Event(log_time_ms(m.group(1)), kind, item))
         return out
 
     def kill(self) -> None:

@@ -198,9 +198,9 @@ backends = ["groupshift-kafka-3.9"]
 
 # Kafka Connect (harness/matrix/connect_scenario.py): a 3-worker cluster, one worker replaced by
 # the SDK worker (the group converts to a connect group and back); groupshift only (Kafka has no
-# connect groups: the twin is dropped), Connect 4.3 only (the verified release).
+# connect groups: the twin is dropped).
 [[cells]]
-clients = ["kafka-connect@4.3"]
+clients = ["kafka-connect@3.9", "kafka-connect@4.3"]
 scenarios = ["sdk-worker-conversion"]
 """
 
@@ -234,9 +234,10 @@ backends = ["groupshift", "groupshift-kafka-3.9"]
 
 # Kafka Connect (harness/matrix/connect_scenario.py): a 3-worker cluster, one worker replaced by
 # the SDK worker (the group converts to a connect group and back); groupshift only (Kafka has no
-# connect groups: the twin is dropped), Connect 4.3 only (the verified release).
+# connect groups: the twin is dropped); every release verified to run it (3.7.2, 3.9.1, 4.0.2,
+# 4.3.1; Maven has no connect-file 4.4.0).
 [[cells]]
-clients = ["kafka-connect@4.3"]
+clients = ["kafka-connect@3.7", "kafka-connect@3.9", "kafka-connect@4.0", "kafka-connect@4.3"]
 scenarios = ["sdk-worker-conversion"]
 """
 
@@ -254,9 +255,8 @@ protocols = ["streams"]
 scenarios = ["add-remove"]
 """
 
-# Kafka Connect (harness/matrix/connect_scenario.py): only 4.3.1 is verified (the harness's
-# log4j2 setup reads the workers' logs; Kafka 3.x Connect logs through reload4j, and Maven has
-# no connect-file 4.4.0).
+# Kafka Connect (harness/matrix/connect_scenario.py): the newest Connect with a FileStream
+# connector on Maven (no connect-file 4.4.0), the release e2e/test_connect_runtime.py runs.
 CONNECT_SMOKE = """
 name = "connect-smoke"
 reference = ""

@@ -79,6 +79,14 @@ def test_connect_sdk_worker_conversion_cell(tmp_path: Path) -> None:
     # every connector and task ran (6 lanes), the SDK worker ran some of them between two classic
     # workers: a hand-over to it and one from it per item at least
     windows = cell["windows"]
+    assert cell["lanes"] == [
+        "lines-in",
+        "lines-in-0",
+        "lines-out",
+        "lines-out-0",
+        "lines-out-1",
+        "lines-out-2",
+    ]
     assert {w["partition"] for w in windows} == set(range(6))
     sdk_lanes = {w["partition"] for w in windows if w["member"] == "sdk"}
     assert sdk_lanes
@@ -89,3 +97,5 @@ def test_connect_sdk_worker_conversion_cell(tmp_path: Path) -> None:
     assert cell["figures"]["handovers"] >= 2 * len(sdk_lanes)
     assert cell["figures"]["records"] == 150  # every line through the sink
     assert "none on two workers at once" in cell["reason"]
+    page = (tmp_path / "report.html").read_text()
+    assert ">lines-out-2</text>" in page and "connector / task" in page  # the timeline's named lanes

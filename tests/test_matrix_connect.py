@@ -187,3 +187,53 @@ def test_worker_log_lines_of_both_logging_backends_give_epoch_ms() -> None:
     assert {log_time_ms(m.group(1)) for m in found if m} == {1795964401123}
     assert {m.group(2).split(" ")[2] for m in found if m} == {"lines-out-1"}
     assert _LINE.match("2026-11-29 15:00:01 INFO [t] Creating task x-0 (c)") is None  # no ms: not read
+
+
+def test_a_step_not_settled_fails_the_cell_with_what_was_last_seen(monkeypatch: Any, tmp_path: Path) -> None:
+    """A step that never settles ends the cell at the settle timeout, the reason naming the step,
+    the type expected and what the last look saw; the cell's other results are still written."""
+    monkeypatch.setattr("harness.matrix.connect_scenario.SETTLE_TIMEOUT", 0.3)
+    run = ConnectCellRun(CELL, FakeBackend(), tmp_path / "cell")
+    monkeypatch.setattr(run, "listed_type", lambda: "classic")
+
+    def scenario() -> None:
+        run.settle("worker 3 replaced by an SDK worker", "connect", 0.0, lambda: "group described as X")
+
+    monkeypatch.setattr(run, "scenario", scenario)
+    result = run.run()
+    assert result.verdict == "fail"
+    assert result.reason == (
+        "worker 3 replaced by an SDK worker: not settled as a connect group within 0s; group described as X"
+    )
+    (step,) = result.steps
+    assert step.observed_type == "classic" and step.seconds is None and step.error == result.reason
+    assert result.verdict_detail is not None and result.verdict_detail.windows == {}
+
+
+def test_a_crash_of_the_cell_is_its_reason(monkeypatch: Any, tmp_path: Path) -> None:
+    run = ConnectCellRun(CELL, FakeBackend(), tmp_path / "cell")
+
+    def scenario() -> None:
+        raise OSError("connection refused")
+
+    monkeypatch.setattr(run, "scenario", scenario)
+    result = run.run()
+    assert (result.verdict, result.reason) == ("fail", "OSError: connection refused")
+
+
+def test_the_timeline_names_a_connect_cell_s_lanes() -> None:
+    from harness.matrix.report import timeline_svg
+
+    row: dict[str, Any] = {
+        "id": CELL.id,
+        "lanes": lanes(),
+        "members": {"w1": {"client": "kafka-connect-4.3", "protocol": "classic"}},
+        "windows": [{"member": "w1", "partition": 4, "start": 0.0, "end": 2.0}],
+        "steps": [],
+        "duration": 3.0,
+    }
+    svg = timeline_svg(row)
+    assert ">lines-out-1</text>" in svg and "w1 owns lines-out-1 0.00s-2.00s" in svg
+    assert "connector / task" in svg and ">p0</text>" not in svg
+    plain = timeline_svg({**row, "lanes": []})  # a consumer cell's: partitions
+    assert ">p4</text>" in plain and "w1 owns p4" in plain and "connector / task" not in plain

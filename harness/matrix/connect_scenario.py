@@ -31,7 +31,8 @@ file, and the checks over the whole run, from the workers' own logs ("Creating t
 
 Kafka has no connect groups (the SDK worker's API is groupshift's extension), so a Connect cell
 has no Kafka twin (grid.py drops it with that reason). The cell's windows (report.html's
-timeline) are one lane per connector or task, in the order `lanes` names them.
+timeline) are one lane per connector or task, in the order `lanes` names them (results.json's
+`lanes`; a window's `partition` is its lane).
 """
 
 from __future__ import annotations
@@ -323,6 +324,7 @@ class ConnectCellRun:
             detail,
             t0=t0,
             t1=end,
+            lanes=lanes(),
         )
 
     def member_logs(self) -> list[MemberLog]:

@@ -11,7 +11,7 @@ or task ran on two workers at once, what the SDK worker ran ran on a classic wor
 after it, and the lines written to the input file reach the sink's file. The Kafka twin is
 dropped with its reason (Kafka has no connect groups).
 
-About 30 s on this shared 2-core machine (measured 28 s: a gateway, three worker JVMs; the
+About 30 s on this shared 2-core machine (measured 24 to 32 s: a gateway, three worker JVMs; the
 Connect jars cached after the first run).
 """
 

@@ -52,19 +52,30 @@ from typing import Any
 
 import pytest
 
-from connect_worker import ConnectorConfig, ConnectWorkerThread, IncrementalCooperativeAssignor
-from connect_worker import ConnectWorker as SdkWorker
+from connect_worker import ConnectWorkerThread
 from e2e.conftest import Gateways
 from e2e.groups import create_topic
 from e2e.groups_cli import groups_json, ok, table
 from e2e.harness import GatewayProcess
 from groupshift.cli import main as groupshift_main
 from harness.kafka_dist.connect import (
+    QUICK_SETTINGS,
+    SHAPE,
+    SINK,
+    SOURCE,
     ConnectError,
     ConnectWorker,
+    SdkSpans,
+    agreed_placement,
     connect_dist,
+    converted_placement,
+    described,
+    every_item,
+    file_connectors,
     overlaps,
     ownership_intervals,
+    sdk_worker,
+    spread,
     worker_properties,
 )
 from protocol.client import WireClient, make_request
@@ -83,20 +94,8 @@ pytestmark = pytest.mark.e2e
 
 GROUP = "connect-cluster"
 TOPIC = "connect-lines"
-SOURCE, SINK = "lines-in", "lines-out"
-#: Connect's worker settings for a quick test: a dead worker is noticed after 6 s (groupshift's
-#: minimum session) and its work is held for it 2 s, not Connect's default 5 min. The sink tasks'
-#: consumers (`consumer.` prefix: the group `connect-lines-out`) likewise: a dead worker's sink
-#: consumer would otherwise keep its partitions for the consumer's default 45 s session.
-WORKER_SETTINGS = {
-    "session.timeout.ms": "6000",
-    "heartbeat.interval.ms": "1000",
-    "scheduled.rebalance.max.delay.ms": "2000",
-    "consumer.session.timeout.ms": "6000",
-    "consumer.heartbeat.interval.ms": "1000",
-}
-#: Tasks per connector: FileStreamSource runs one whatever tasks.max says; the sink one per partition.
-SHAPE = {SOURCE: 1, SINK: 3}
+#: Connect's quick settings (harness/kafka_dist/connect.py: QUICK_SETTINGS; SOURCE, SINK, SHAPE).
+WORKER_SETTINGS = QUICK_SETTINGS
 FIRST = [f"line {i} before the kill" for i in range(200)]
 AFTER = [f"line {i} after the kill" for i in range(100)]
 
@@ -128,40 +127,6 @@ def wait_for(what: str, check: Callable[[], Any], timeout: float, cluster: Clust
         time.sleep(0.5)
     tails = "\n".join(f"--- {w.url} ---\n{w.tail(15)}" for w in cluster.workers)
     pytest.fail(f"{what} not within {timeout:.0f}s; last: {last!r}\n{tails}")
-
-
-def placement(status: dict[str, Any]) -> dict[str, str]:
-    """A connector's status as {connector or task id: worker id}, RUNNING ones only; {} if any
-    is not RUNNING."""
-    out: dict[str, str] = {}
-    parts = [(status["name"], status["connector"])]
-    parts += [(f"{status['name']}-{t['id']}", t) for t in status["tasks"]]
-    for item, state in parts:
-        if state["state"] != "RUNNING":
-            return {}
-        out[item] = state["worker_id"]
-    return out
-
-
-def agreed_placement(cluster: Cluster, tasks: dict[str, int]) -> dict[str, str] | None:
-    """The placement of every connector and task if every live worker's status API shows the
-    same one, with `tasks[name]` tasks per connector, all RUNNING on live workers; else None."""
-    live = {w.worker_id for w in cluster.alive()}
-    views = []
-    for w in cluster.alive():
-        view: dict[str, str] = {}
-        for name, count in tasks.items():
-            status = w.rest("GET", f"/connectors/{name}/status")
-            if len(status["tasks"]) != count:
-                return None
-            found = placement(status)
-            if not found:
-                return None
-            view.update(found)
-        views.append(view)
-    if any(v != views[0] for v in views) or not set(views[0].values()) <= live:
-        return None
-    return views[0]
 
 
 def classic_group(cluster: Cluster) -> tuple[str, str, str, list[tuple[str, int]]]:
@@ -206,26 +171,8 @@ def cluster(module_gateways: Gateways, tmp_path_factory: pytest.TempPathFactory)
         for w in workers:
             w.wait_rest()
         c.input_file.write_text("".join(f"{line}\n" for line in FIRST))
-        put_connector(
-            c,
-            SOURCE,
-            {
-                "connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
-                "tasks.max": "3",
-                "file": str(c.input_file),
-                "topic": TOPIC,
-            },
-        )
-        put_connector(
-            c,
-            SINK,
-            {
-                "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
-                "tasks.max": "3",
-                "file": str(c.output_file),
-                "topics": TOPIC,
-            },
-        )
+        for name, config in file_connectors(c.input_file, c.output_file, TOPIC).items():
+            put_connector(c, name, config)
         yield c
     finally:
         for w in workers:  # all told at once: Connect's clean shutdown takes seconds each
@@ -235,14 +182,13 @@ def cluster(module_gateways: Gateways, tmp_path_factory: pytest.TempPathFactory)
             w.stop()
 
 
-def spread(cluster: Cluster) -> dict[str, str] | None:
-    """The agreed placement once every live worker holds part of it."""
-    found = agreed_placement(cluster, SHAPE)
-    return found if found and set(found.values()) == {w.worker_id for w in cluster.alive()} else None
-
-
 def test_three_workers_agree_on_the_assignment_and_data_flows(cluster: Cluster) -> None:
-    where = wait_for("one placement, seen by all, on all three workers", lambda: spread(cluster), 90, cluster)
+    where = wait_for(
+        "one placement, seen by all, on all three workers",
+        lambda: spread(cluster.workers, SHAPE),
+        90,
+        cluster,
+    )
     assert sorted(where) == sorted([SOURCE, f"{SOURCE}-0", SINK, f"{SINK}-0", f"{SINK}-1", f"{SINK}-2"])
     # The incremental cooperative assignor balances connectors and tasks separately: each count
     # differs by at most one between workers (2 connectors: 1, 1, 0; 4 tasks: 2, 1, 1).
@@ -288,7 +234,12 @@ def test_the_workers_frames_decode_to_what_they_run_and_the_tools_show_it(cluste
     assignments (ExtendedAssignment, `sessioned`: version 2) as groupshift stores them decode to
     the connectors and tasks each worker's REST API says it runs, and encode back to the same
     bytes; `groups describe` / `migration` and `check upgrade` show them."""
-    where = wait_for("one placement, seen by all, on all three workers", lambda: spread(cluster), 90, cluster)
+    where = wait_for(
+        "one placement, seen by all, on all three workers",
+        lambda: spread(cluster.workers, SHAPE),
+        90,
+        cluster,
+    )
     expected = by_worker(where)
     decoded: dict[str, Any] = {}
 
@@ -397,7 +348,10 @@ def check_upgrade(bootstrap: str, group: str, *source: str) -> list[dict[str, An
 
 def test_a_killed_worker_s_work_moves_to_the_others(cluster: Cluster) -> None:
     before = wait_for(
-        "one placement, seen by all, on all three workers", lambda: spread(cluster), 90, cluster
+        "one placement, seen by all, on all three workers",
+        lambda: spread(cluster.workers, SHAPE),
+        90,
+        cluster,
     )
     # the worker holding the most (a connector and a task, or more) dies
     victim = max(cluster.workers, key=lambda w: list(before.values()).count(w.worker_id))
@@ -407,7 +361,7 @@ def test_a_killed_worker_s_work_moves_to_the_others(cluster: Cluster) -> None:
     survivors = {w.worker_id for w in cluster.workers if w is not victim}
 
     def reassigned() -> dict[str, str] | None:
-        found = agreed_placement(cluster, SHAPE)
+        found = agreed_placement(cluster.workers, SHAPE)
         return found if found and set(found.values()) <= survivors else None
 
     after = wait_for("the killed worker's work on the other two", reassigned, 90, cluster)
@@ -431,26 +385,6 @@ def test_a_killed_worker_s_work_moves_to_the_others(cluster: Cluster) -> None:
         assert owners[-1] in survivors and victim.worker_id in owners, (item, owners)
 
 
-def running_now(cluster: Cluster) -> dict[str, set[str]]:
-    """What each live classic worker runs now, from its log (an interval still open)."""
-    now = int(time.time() * 1000)
-    out: dict[str, set[str]] = {}
-    live = {w.worker_id for w in cluster.alive()}
-    for item, spans in ownership_intervals(cluster.workers).items():
-        for _, end, worker in spans:
-            if end >= now and worker in live:
-                out.setdefault(worker, set()).add(item)
-    return out
-
-
-def described(cluster: Cluster) -> tuple[str, str, str, int]:
-    """DescribeGroups v5 of the group: state, protocol type, protocol, number of members."""
-    with WireClient(cluster.gateway.port) as c:
-        r = c.request(make_request(15, 5, groups=[GROUP], include_authorized_operations=False))
-    (g,) = r.groups
-    return g.group_state, g.protocol_type, g.protocol_data, len(g.members)
-
-
 def test_an_sdk_worker_converts_the_group_and_back(
     cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
@@ -458,71 +392,43 @@ def test_an_sdk_worker_converts_the_group_and_back(
     classic workers keep running their share, the SDK worker gets its share only once a classic
     worker stopped it; the SDK worker leaving converts the group back, and the killed worker,
     restarted, joins it: three classic workers, balanced."""
-    wait_for("one placement, seen by all, on every worker", lambda: spread(cluster), 90, cluster)
-    everything = {SOURCE, SINK, *(f"{c}-{t}" for c, n in SHAPE.items() for t in range(n))}
-    sdk_spans: list[tuple[int, int, str]] = []  # (from_ms, to_ms, item), the SDK's side
-    sdk_open: dict[str, int] = {}
-
-    def now_ms() -> int:
-        return int(time.time() * 1000)
-
-    def assigned(connectors: frozenset[str], tasks: frozenset[tuple[str, int]]) -> None:
-        for item in [*connectors, *map(task_name, tasks)]:
-            sdk_open.setdefault(item, now_ms())
-
-    def revoked(connectors: frozenset[str], tasks: frozenset[tuple[str, int]]) -> None:
-        for item in [*connectors, *map(task_name, tasks)]:
-            if item in sdk_open:
-                sdk_spans.append((sdk_open.pop(item), now_ms(), item))
-
-    sdk_url = "http://sdk-worker:8083"
-    sdk = SdkWorker(
-        cluster.gateway.bootstrap,
-        GROUP,
-        sdk_url,
-        [IncrementalCooperativeAssignor(ConnectorConfig(1, dict(SHAPE)))],
-        config_offset=1,
-        on_assigned=assigned,
-        on_revoked=revoked,
-        on_lost=revoked,
+    wait_for(
+        "one placement, seen by all, on every worker", lambda: spread(cluster.workers, SHAPE), 90, cluster
     )
+    sdk_url = "http://sdk-worker:8083"
+    spans = SdkSpans(sdk_url)  # the SDK's side: (from_ms, to_ms, item)
+    sdk = sdk_worker(cluster.gateway.bootstrap, GROUP, spans, SHAPE)
     thread = ConnectWorkerThread(sdk, name="sdk-worker")
     thread.start()
-    classic_ids = {w.worker_id for w in cluster.alive()}
     try:
         # Converted: one connect group, the SDK worker with its share, the classic workers
         # running exactly the rest (their logs), nothing twice.
         def converted_and_settled() -> dict[str, set[str]] | None:
             if sdk.error is not None:
                 raise AssertionError(f"the SDK worker failed: {sdk.error}")
-            state, protocol_type, protocol, members = described(cluster)
-            if (state, protocol_type, protocol, members) != ("Stable", "connect", "incremental", 3):
+            if described(cluster.gateway.bootstrap, GROUP) != ("Stable", "connect", "incremental", 3):
                 return None
-            runs = running_now(cluster)
-            mine = set(sdk_open)
-            if not mine or set(runs) != classic_ids:
-                return None
-            placed = [*runs.values(), mine]
-            if sum(len(p) for p in placed) != len(everything) or set().union(*placed) != everything:
-                return None
-            return {**runs, sdk_url: mine}
+            return converted_placement(cluster.workers, spans, SHAPE)
 
         converted = wait_for(
             "the group converted, the SDK worker with its share", converted_and_settled, 60, cluster
         )
+        assert set(converted) == {w.worker_id for w in cluster.alive()} | {sdk_url}
+        assert set().union(*converted.values()) == every_item(SHAPE)
         sizes = sorted(len(items) for items in converted.values())
         assert sizes[-1] - sizes[0] <= 2, converted  # connectors and tasks each within one
     finally:
         thread.close()
-    left_ms = now_ms()
-    for item, began in sdk_open.items():
-        sdk_spans.append((began, left_ms, item))
+    spans.left()
     assert sdk.error is None, sdk.error
 
     # Back to classic: the two classic workers take the SDK worker's share.
     wait_for(
         "the group classic again, its work on the classic workers",
-        lambda: described(cluster)[1:3] == ("connect", SESSIONED) and spread(cluster),
+        lambda: (
+            described(cluster.gateway.bootstrap, GROUP)[1:3] == ("connect", SESSIONED)
+            and spread(cluster.workers, SHAPE)
+        ),
         90,
         cluster,
     )
@@ -531,7 +437,7 @@ def test_an_sdk_worker_converts_the_group_and_back(
     back = ConnectWorker(connect_dist(), tmp_path_factory.mktemp("connect-restarted"), props)
     cluster.workers.append(back)  # stopped by the fixture
     back.wait_rest()
-    final = wait_for("three classic workers, balanced", lambda: spread(cluster), 90, cluster)
+    final = wait_for("three classic workers, balanced", lambda: spread(cluster.workers, SHAPE), 90, cluster)
     assert set(final.values()) == {w.worker_id for w in cluster.alive()} and len(cluster.alive()) == 3
     for kind in (lambda item: item in SHAPE, lambda item: item not in SHAPE):  # connectors, tasks
         counts = [
@@ -547,15 +453,12 @@ def test_an_sdk_worker_converts_the_group_and_back(
         60,
         cluster,
     )
-    state, protocol_type, protocol, members = described(cluster)
-    assert (state, protocol_type, protocol, members) == ("Stable", "connect", SESSIONED, 3)
-    intervals = ownership_intervals(cluster.workers)
-    for began, ended, item in sdk_spans:
-        intervals.setdefault(item, []).append((began, ended, sdk_url))
+    assert described(cluster.gateway.bootstrap, GROUP) == ("Stable", "connect", SESSIONED, 3)
+    intervals = spans.add_to(ownership_intervals(cluster.workers))
     assert overlaps(intervals) == []
     # The SDK worker's share ran on a classic worker before it (revoked there first), and on a
     # classic worker again after it left.
-    taken = {item for _, _, item in sdk_spans}
+    taken = {item for _, _, item in spans.spans}
     assert taken
     for item in taken:
         owners = [worker for _, _, worker in sorted(intervals[item])]
@@ -570,7 +473,7 @@ def test_an_eager_worker_turns_the_group_eager_which_cannot_convert(
     group falls back to it (KIP-415's downgrade): every worker then sends v0 metadata and the
     leader's EagerAssignor writes v0 assignments listing all each worker runs. They decode to the
     REST API's placement, and `check upgrade` names the eager sub-protocol as a blocker."""
-    wait_for("one placement, seen by all", lambda: agreed_placement(cluster, SHAPE), 90, cluster)
+    wait_for("one placement, seen by all", lambda: agreed_placement(cluster.workers, SHAPE), 90, cluster)
     props = worker_properties(
         cluster.gateway.bootstrap, GROUP, {**WORKER_SETTINGS, "connect.protocol": "eager"}
     )
@@ -580,7 +483,7 @@ def test_an_eager_worker_turns_the_group_eager_which_cannot_convert(
     seen: dict[str, list[str]] = {}
 
     def eager_and_agreed() -> bool:
-        where = agreed_placement(cluster, SHAPE)
+        where = agreed_placement(cluster.workers, SHAPE)
         found = stored_frames(cluster)
         if where is None or found is None or found[0] != EAGER or len(found[1]) != len(cluster.alive()):
             return False

@@ -12,7 +12,8 @@ serves the REST API (`/connectors`, `/connectors/<name>/status`) on `listeners`.
 
 `ConnectWorker` starts one JVM with a properties file written here (REST on an ephemeral
 127.0.0.1 port, read back from the RestServer's "advertising URL" log line) and logs to a file
-at the levels `CONNECT_LOG4J2` sets: WARN, and INFO for the lines this harness reads — the REST
+at the levels `CONNECT_LOG4J2` (Kafka 4's log4j2) or `CONNECT_LOG4J1` (Kafka 3's reload4j) set:
+WARN, and INFO for the lines this harness reads — the REST
 URL, the herder's "Joined group ... got assignment" lines, and the Worker's "Creating task" /
 "Stopping task" / "Creating connector" / "Stopping connector" lines, timestamped in epoch ms so
 that the lines of several workers on one host form one timeline (`ownership_intervals`).
@@ -20,6 +21,7 @@ that the lines of several workers on one host form one timeline (`ownership_inte
 
 from __future__ import annotations
 
+import datetime
 import itertools
 import json
 import os
@@ -58,8 +60,31 @@ logger.herder.name = org.apache.kafka.connect.runtime.distributed.DistributedHer
 logger.herder.level = info
 """
 
+#: The same for Kafka 3.x workers (reload4j): log4j 1 has no epoch-ms date, so the time is UTC
+#: (`-Duser.timezone=UTC` on the worker) to the millisecond, read back as epoch ms.
+CONNECT_LOG4J1 = """\
+log4j.rootLogger=WARN, file
+log4j.appender.file=org.apache.log4j.FileAppender
+log4j.appender.file.File={log}
+log4j.appender.file.layout=org.apache.log4j.PatternLayout
+log4j.appender.file.layout.ConversionPattern=%d{{yyyy-MM-dd HH:mm:ss.SSS}} %p [%t] %m (%c)%n
+log4j.logger.org.apache.kafka.connect.runtime.rest.RestServer=INFO
+log4j.logger.org.apache.kafka.connect.runtime.Worker=INFO
+log4j.logger.org.apache.kafka.connect.runtime.distributed.DistributedHerder=INFO
+"""
+
 _REST_URL = re.compile(r"advertising URL (http://[^/\s]+)")
-_LINE = re.compile(r"^(\d{13}) \S+ \[[^\]]*\] (.*)$")
+_LINE = re.compile(r"^(\d{13}|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}) \S+ \[[^\]]*\] (.*)$")
+
+
+def log_time_ms(stamp: str) -> int:
+    """A log line's time: epoch ms (log4j2's UNIX_MILLIS) or a UTC date to the ms (reload4j)."""
+    if stamp.isdigit():
+        return int(stamp)
+    when = datetime.datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S.%f").replace(tzinfo=datetime.UTC)
+    return round(when.timestamp() * 1000)
+
+
 _EVENTS = {
     "Creating task ": "start",
     "Stopping task ": "stop",
@@ -129,9 +154,12 @@ class ConnectWorker:
         self.log = workdir / "worker.log"
         config = workdir / "log4j2.properties"
         config.write_text(CONNECT_LOG4J2.format(log=self.log))
+        config1 = workdir / "log4j.properties"
+        config1.write_text(CONNECT_LOG4J1.format(log=self.log))
         props = workdir / "worker.properties"
         props.write_text("".join(f"{k}={v}\n" for k, v in properties.items()))
         self.killed_ms: int | None = None
+        self.exited_ms: int | None = None  # when stop() saw it exit
         self.url = ""
         with open(workdir / "stdout.log", "wb") as out:
             self.proc = subprocess.Popen(
@@ -139,6 +167,8 @@ class ConnectWorker:
                     "java",
                     *WORKER_JVM_OPTS,
                     f"-Dlog4j2.configurationFile={config}",
+                    f"-Dlog4j.configuration=file:{config1}",
+                    "-Duser.timezone=UTC",
                     "-cp",
                     dist.classpath,
                     "org.apache.kafka.connect.cli.ConnectDistributed",
@@ -209,7 +239,7 @@ class ConnectWorker:
             for prefix, kind in _EVENTS.items():
                 if message.startswith(prefix):
                     item = message[len(prefix) :].split(" ", 1)[0]
-                    out.append(Event(int(m.group(1)), kind, item))
+                    out.append(Event(log_time_ms(m.group(1)), kind, item))
         return out
 
     def kill(self) -> None:
@@ -228,13 +258,15 @@ class ConnectWorker:
                 self.proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
                 self.kill()
+        if self.exited_ms is None:
+            self.exited_ms = int(time.time() * 1000)
         return self.proc.returncode
 
 
 def ownership_intervals(workers: list[ConnectWorker]) -> dict[str, list[tuple[int, int, str]]]:
     """Per connector or task, the intervals `(from_ms, to_ms, worker_id)` during which a worker
     ran it, from the workers' logs: from its "Creating" line to its "Stopping" line, or to the
-    worker's SIGKILL, or to now if it still runs."""
+    worker's SIGKILL or exit (a stopped worker runs nothing), or to now if it still runs."""
     now = int(time.time() * 1000)
     out: dict[str, list[tuple[int, int, str]]] = {}
     for w in workers:
@@ -244,7 +276,7 @@ def ownership_intervals(workers: list[ConnectWorker]) -> dict[str, list[tuple[in
                 open_.setdefault(e.item, e.ms)
             elif e.item in open_:
                 out.setdefault(e.item, []).append((open_.pop(e.item), e.ms, w.worker_id))
-        end = w.killed_ms if w.killed_ms is not None else now
+        end = next((ms for ms in (w.killed_ms, w.exited_ms) if ms is not None), now)
         for item, began in open_.items():
             out.setdefault(item, []).append((began, end, w.worker_id))
     return out
@@ -259,3 +291,190 @@ def overlaps(intervals: dict[str, list[tuple[int, int, str]]]) -> list[str]:
             if b0 < a1 and wa != wb:
                 found.append(f"{item}: {wa} [{a0}, {a1}] and {wb} [{b0}, {b1}]")
     return found
+
+
+# -- a small cluster's connectors and what the workers agree on (e2e/test_connect_runtime.py,
+# -- the matrix's Connect family: harness/matrix/connect_scenario.py) ---------------------------
+
+#: Connect's worker settings for a quick test: a dead worker is noticed after 6 s (groupshift's
+#: minimum session) and its work is held for it 2 s, not Connect's default 5 min. The sink tasks'
+#: consumers (`consumer.` prefix: the group `connect-<sink>`) likewise: a dead worker's sink
+#: consumer would otherwise keep its partitions for the consumer's default 45 s session.
+QUICK_SETTINGS = {
+    "session.timeout.ms": "6000",
+    "heartbeat.interval.ms": "1000",
+    "scheduled.rebalance.max.delay.ms": "2000",
+    "consumer.session.timeout.ms": "6000",
+    "consumer.heartbeat.interval.ms": "1000",
+}
+SOURCE, SINK = "lines-in", "lines-out"
+#: Tasks per connector: FileStreamSource runs one whatever tasks.max says (it reads one file);
+#: the sink one per partition of a three-partition topic.
+SHAPE = {SOURCE: 1, SINK: 3}
+
+
+def file_connectors(input_file: Path, output_file: Path, topic: str) -> dict[str, dict[str, str]]:
+    """The two connectors' configs by name: `SOURCE` writes the lines of `input_file` to `topic`,
+    `SINK` (`tasks.max=3`) writes `topic` to `output_file`."""
+    return {
+        SOURCE: {
+            "connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
+            "tasks.max": "3",
+            "file": str(input_file),
+            "topic": topic,
+        },
+        SINK: {
+            "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
+            "tasks.max": "3",
+            "file": str(output_file),
+            "topics": topic,
+        },
+    }
+
+
+def every_item(shape: dict[str, int]) -> set[str]:
+    """Every connector and task id (`name-N`) of connectors with `shape[name]` tasks."""
+    return {*shape, *(f"{name}-{t}" for name, n in shape.items() for t in range(n))}
+
+
+def alive(workers: list[ConnectWorker]) -> list[ConnectWorker]:
+    return [w for w in workers if w.proc.poll() is None]
+
+
+def placement(status: dict[str, Any]) -> dict[str, str]:
+    """A connector's status as {connector or task id: worker id}, RUNNING ones only; {} if any
+    is not RUNNING."""
+    out: dict[str, str] = {}
+    parts = [(status["name"], status["connector"])]
+    parts += [(f"{status['name']}-{t['id']}", t) for t in status["tasks"]]
+    for item, state in parts:
+        if state["state"] != "RUNNING":
+            return {}
+        out[item] = state["worker_id"]
+    return out
+
+
+def agreed_placement(workers: list[ConnectWorker], tasks: dict[str, int]) -> dict[str, str] | None:
+    """The placement of every connector and task if every live worker's status API (read from
+    the status topic each worker follows) shows the same one, with `tasks[name]` tasks per
+    connector, all RUNNING on live workers; else None. ConnectError if a REST call fails."""
+    live = alive(workers)
+    views = []
+    for w in live:
+        view: dict[str, str] = {}
+        for name, count in tasks.items():
+            status = w.rest("GET", f"/connectors/{name}/status")
+            if len(status["tasks"]) != count:
+                return None
+            found = placement(status)
+            if not found:
+                return None
+            view.update(found)
+        views.append(view)
+    if not views or any(v != views[0] for v in views):
+        return None
+    if not set(views[0].values()) <= {w.worker_id for w in live}:
+        return None
+    return views[0]
+
+
+def spread(workers: list[ConnectWorker], tasks: dict[str, int]) -> dict[str, str] | None:
+    """The agreed placement once every live worker holds part of it."""
+    found = agreed_placement(workers, tasks)
+    return found if found and set(found.values()) == {w.worker_id for w in alive(workers)} else None
+
+
+def running_now(workers: list[ConnectWorker]) -> dict[str, set[str]]:
+    """What each live worker runs now, from its log (an interval still open)."""
+    now = int(time.time() * 1000)
+    out: dict[str, set[str]] = {}
+    live = {w.worker_id for w in alive(workers)}
+    for item, spans in ownership_intervals(workers).items():
+        for _, end, worker in spans:
+            if end >= now and worker in live:
+                out.setdefault(worker, set()).add(item)
+    return out
+
+
+class SdkSpans:
+    """What an SDK worker (connect_worker/) ran when, from its callbacks: the SDK side of
+    `ownership_intervals`. `assigned` / `revoked` are its `on_assigned` / `on_revoked` and
+    `on_lost` callbacks (called on its thread; a dict update and a list append each)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.open: dict[str, int] = {}  # item -> since (epoch ms)
+        self.spans: list[tuple[int, int, str]] = []  # (from_ms, to_ms, item)
+
+    def assigned(self, connectors: frozenset[str], tasks: frozenset[tuple[str, int]]) -> None:
+        now = int(time.time() * 1000)
+        for item in [*connectors, *(f"{c}-{t}" for c, t in tasks)]:
+            self.open.setdefault(item, now)
+
+    def revoked(self, connectors: frozenset[str], tasks: frozenset[tuple[str, int]]) -> None:
+        now = int(time.time() * 1000)
+        for item in [*connectors, *(f"{c}-{t}" for c, t in tasks)]:
+            if item in self.open:
+                self.spans.append((self.open.pop(item), now, item))
+
+    def left(self) -> None:
+        """The worker left the group: what it still ran ends now."""
+        now = int(time.time() * 1000)
+        for item, began in self.open.items():
+            self.spans.append((began, now, item))
+        self.open.clear()
+
+    def add_to(
+        self, intervals: dict[str, list[tuple[int, int, str]]]
+    ) -> dict[str, list[tuple[int, int, str]]]:
+        """`intervals` (ownership_intervals' shape) with this worker's spans added."""
+        for began, ended, item in self.spans:
+            intervals.setdefault(item, []).append((began, ended, self.url))
+        return intervals
+
+
+def sdk_worker(bootstrap: str, group: str, spans: SdkSpans, tasks: dict[str, int]) -> Any:
+    """An SDK worker (connect_worker.ConnectWorker) of `group` given the cluster's connectors and
+    task counts (`tasks`), its callbacks recording into `spans`. Joining a classic Connect group
+    it converts it to a connect group (docs/connect-groups.md, "Conversion with a real Connect
+    cluster"); run it with connect_worker.ConnectWorkerThread."""
+    from connect_worker import ConnectorConfig, IncrementalCooperativeAssignor
+    from connect_worker import ConnectWorker as SdkWorker
+
+    return SdkWorker(
+        bootstrap,
+        group,
+        spans.url,
+        [IncrementalCooperativeAssignor(ConnectorConfig(1, dict(tasks)))],
+        config_offset=1,
+        on_assigned=spans.assigned,
+        on_revoked=spans.revoked,
+        on_lost=spans.revoked,
+    )
+
+
+def converted_placement(
+    workers: list[ConnectWorker], spans: SdkSpans, tasks: dict[str, int]
+) -> dict[str, set[str]] | None:
+    """Per worker (the SDK worker by its URL) what it runs, once the SDK worker has a share and
+    the live classic workers (their logs) run exactly the rest: every connector and task once;
+    else None."""
+    runs = running_now(workers)
+    mine = set(spans.open)
+    if not mine or set(runs) != {w.worker_id for w in alive(workers)}:
+        return None
+    placed = [*runs.values(), mine]
+    everything = every_item(tasks)
+    if sum(len(p) for p in placed) != len(everything) or set().union(*placed) != everything:
+        return None
+    return {**runs, spans.url: mine}
+
+
+def described(bootstrap: str, group: str) -> tuple[str, str, str, int]:
+    """DescribeGroups of the group: state, protocol type, protocol, number of members (a converted
+    group is described as the connect group: type `connect`, its assignor, every worker)."""
+    from tools.groups.wire import AdminWire
+
+    with AdminWire(bootstrap, timeout=10.0) as a:
+        g = a.describe_group(group)
+    return g.group_state, g.protocol_type, g.protocol_data, len(g.members)

@@ -12,9 +12,11 @@
 
 Kafka 4.2+ backends also serve streams groups (`group.coordinator.rebalance.protocols` with
 `streams`), and every backend gets short streams-group timings (STREAMS_SETTINGS) for the
-Kafka Streams cells. Every backend gets `group.consumer.migration.policy` from the cell (a
-broker-level setting in Kafka, `--set` in groupshift) and short group timings, the same on
-both sides, so that a Kafka cell and a groupshift cell differ only in the server. Backends are
+Kafka Streams cells; groupshift backends serve connect groups (`group.connect.enable`, the
+Kafka Connect cells, which run on groupshift only). Every backend gets
+`group.consumer.migration.policy` from the cell (a broker-level setting in Kafka, `--set` in
+groupshift) and short group timings, the same on both sides, so that a Kafka cell and a
+groupshift cell differ only in the server. Backends are
 shared between the cells of one run that need the same (backend, policy); each cell uses its
 own topic and group.
 """
@@ -175,6 +177,7 @@ class GroupshiftBackend:
         self.version = "embedded"
         self.name = "groupshift"
         sets = {**GROUP_SETTINGS, **STREAMS_SETTINGS, "group.consumer.migration.policy": policy}
+        sets["group.connect.enable"] = "true"  # connect groups (Kafka Connect cells)
         extra: tuple[str, ...] = ()
         if upstream is not None:
             from harness.kafka_dist import KafkaCluster

@@ -9,6 +9,9 @@
   rolled online to 4.4 `streams` instances (groupshift converts the group; Kafka 4.4, the
   reference twin, refuses the first `streams` instance) and 4.4 `streams` instances added and
   removed.
+* `connect-smoke`: the Kafka Connect family alone, one cell: a 3-worker Kafka Connect 4.3 cluster
+  on groupshift, one worker replaced by an SDK worker (the group converts to a connect group)
+  which then leaves (it converts back); no Kafka twin (Kafka has no connect groups).
 """
 
 from __future__ import annotations
@@ -192,6 +195,13 @@ protocols = ["consumer"]
 assignors = ["range"]
 scenarios = ["rolling-downgrade"]
 backends = ["groupshift-kafka-3.9"]
+
+# Kafka Connect (harness/matrix/connect_scenario.py): a 3-worker cluster, one worker replaced by
+# the SDK worker (the group converts to a connect group and back); groupshift only (Kafka has no
+# connect groups: the twin is dropped).
+[[cells]]
+clients = ["kafka-connect@3.9", "kafka-connect@4.3"]
+scenarios = ["sdk-worker-conversion"]
 """
 
 FULL = """
@@ -221,6 +231,14 @@ protocols = ["classic", "streams"]
 scenarios = ["add-remove", "offline-migration", "rolling-upgrade", "rolling-downgrade"]
 policies = ["disabled", "upgrade", "downgrade", "bidirectional"]
 backends = ["groupshift", "groupshift-kafka-3.9"]
+
+# Kafka Connect (harness/matrix/connect_scenario.py): a 3-worker cluster, one worker replaced by
+# the SDK worker (the group converts to a connect group and back); groupshift only (Kafka has no
+# connect groups: the twin is dropped); every release verified to run it (3.7.2, 3.9.1, 4.0.2,
+# 4.3.1; Maven has no connect-file 4.4.0).
+[[cells]]
+clients = ["kafka-connect@3.7", "kafka-connect@3.9", "kafka-connect@4.0", "kafka-connect@4.3"]
+scenarios = ["sdk-worker-conversion"]
 """
 
 STREAMS_SMOKE = """
@@ -237,4 +255,21 @@ protocols = ["streams"]
 scenarios = ["add-remove"]
 """
 
-GRIDS = {"smoke": SMOKE, "default": DEFAULT, "full": FULL, "streams-smoke": STREAMS_SMOKE}
+# Kafka Connect (harness/matrix/connect_scenario.py): the newest Connect with a FileStream
+# connector on Maven (no connect-file 4.4.0), the release e2e/test_connect_runtime.py runs.
+CONNECT_SMOKE = """
+name = "connect-smoke"
+reference = ""
+
+[[cells]]
+clients = ["kafka-connect@4.3"]
+scenarios = ["sdk-worker-conversion"]
+"""
+
+GRIDS = {
+    "smoke": SMOKE,
+    "default": DEFAULT,
+    "full": FULL,
+    "streams-smoke": STREAMS_SMOKE,
+    "connect-smoke": CONNECT_SMOKE,
+}

@@ -17,6 +17,13 @@ release, one instance per member: its "new" protocol is KIP-1071's `streams` (4.
 becomes a streams group), not `consumer`; it has no assignor choice (Kafka Streams assigns its
 own tasks in a classic group, the coordinator in a streams group: assignor `streams`), and the
 matrix runs its instances dynamic only.
+
+`kafka-connect` (harness/matrix/connect_scenario.py) is a Kafka Connect cluster of that release:
+distributed workers (`ConnectDistributed`, Maven's `connect-runtime`) in a classic group of
+protocol type `connect` (assignor `sessioned`: KIP-507's protocol, Connect's own
+IncrementalCooperativeAssignor run by the leader), with the project's SDK worker
+(connect_worker/) as the new-protocol side (`connect`: the group becomes a connect group,
+groupshift's extension); the SDK worker runs in the runner, so it needs no partner client.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ STATIC_SESSION_MS = 20000
 CLASSIC_HEARTBEAT_MS = 250
 MAX_POLL_MS = 20000
 STREAMS_LIBRARY = "kafka-streams"
+CONNECT_LIBRARY = "kafka-connect"
 #: The Kafka Streams release whose instances play the `streams` side for Kafka Streams 3.x.
 PARTNER_STREAMS_VERSION = "4.4"
 JAVA_ASSIGNORS = {
@@ -66,7 +74,10 @@ def _vt(version: str) -> tuple[int, ...]:
 
 def new_protocol(c: ClientSpec) -> str:
     """The protocol a migration moves `c`'s members to from `classic`: KIP-1071's `streams` for
-    Kafka Streams, KIP-848's `consumer` for every consumer library."""
+    Kafka Streams, `connect` (groupshift's connect groups) for Kafka Connect, KIP-848's
+    `consumer` for every consumer library."""
+    if c.library == CONNECT_LIBRARY:
+        return "connect"
     return "streams" if c.library == STREAMS_LIBRARY else "consumer"
 
 
@@ -76,6 +87,10 @@ def speaks(c: ClientSpec, protocol: str) -> bool:
         return True
     if protocol == "streams":
         return c.library == STREAMS_LIBRARY and _vt(c.version) >= (4, 1)
+    if protocol == "connect":
+        return c.library == CONNECT_LIBRARY  # the SDK worker, whatever the workers' release
+    if c.library == CONNECT_LIBRARY:
+        return False
     return speaks_consumer_protocol(c)
 
 
@@ -88,6 +103,8 @@ def speaks_consumer_protocol(c: ClientSpec) -> bool:
 
 
 def supports_static(c: ClientSpec) -> bool:
+    if c.library == CONNECT_LIBRARY:
+        return False  # Connect workers set no group.instance.id
     if c.library == STREAMS_LIBRARY:
         return False  # Kafka Streams has static members (KIP-345); the matrix does not drive them yet
     if c.library == "java":
@@ -105,6 +122,8 @@ def requires_static(c: ClientSpec) -> bool:
 def classic_assignors(c: ClientSpec) -> tuple[str, ...]:
     if c.library == STREAMS_LIBRARY:
         return ("streams",)  # StreamsPartitionAssignor, always
+    if c.library == CONNECT_LIBRARY:
+        return ("sessioned",)  # KIP-507's sub-protocol, Connect's default
     if c.library == "aiokafka":
         return ("range", "roundrobin")
     if c.library == "java":
@@ -127,6 +146,8 @@ def partner(c: ClientSpec) -> ClientSpec:
     migration scenario (the `streams` side for Kafka Streams 3.x): the newest of its family."""
     if c.library == STREAMS_LIBRARY:
         return ClientSpec(STREAMS_LIBRARY, PARTNER_STREAMS_VERSION)
+    if c.library == CONNECT_LIBRARY:
+        return c  # its new-protocol side is the SDK worker, in the runner
     if c.library == "java":
         return ClientSpec("java", "4")
     if c.library in ("franz-go", "sarama"):

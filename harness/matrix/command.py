@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from harness.matrix.builtin import GRIDS
+
 
 def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
     """The `matrix` parser; `summary` is its line in `groupshift --help` (groupshift.cli.COMMANDS)."""
@@ -28,7 +30,7 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
     run = ms.add_parser("run", help="run a grid and write results.json, junit.xml, report.html")
     ls = ms.add_parser("list", help="print a grid's cells (and, with --dropped, what does not apply)")
     for q in (run, ls):
-        q.add_argument("--grid", default="smoke", help="smoke | default | full | a TOML file (default smoke)")
+        q.add_argument("--grid", default="smoke", help=f"{' | '.join(GRIDS)} | a TOML file (default smoke)")
         q.add_argument(
             "--only",
             metavar="FILTER",

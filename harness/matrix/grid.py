@@ -9,7 +9,8 @@ block stands for the cross product of its lists:
     [[cells]]
     clients = ["kafka-python@2.0.2", "java@3.9"]   # LIBRARY@VERSION
     protocols = ["classic"]        # the group protocol the members start with (classic,
-                                   # consumer; classic or streams for kafka-streams@VERSION)
+                                   # consumer; classic or streams for kafka-streams@VERSION;
+                                   # classic for kafka-connect@VERSION)
     assignors = ["range", "cooperative-sticky"]   # the classic members' assignor
     static = [false, true]         # static membership (group.instance.id)
     scenarios = ["rolling-upgrade"]
@@ -18,9 +19,9 @@ block stands for the cross product of its lists:
 
 Combinations that do not apply (a rolling upgrade under the `downgrade` policy, static
 membership for a client without KIP-345, cooperative-sticky in aiokafka, the `streams` protocol
-for Kafka Streams 3.x, ...) are dropped when
+for Kafka Streams 3.x, a Kafka Connect cell on Kafka, ...) are dropped when
 the grid is expanded; `groupshift matrix list` shows what is left. Built-in grids: `smoke` (CI),
-`default`, `full` (harness/matrix/builtin.py).
+`default`, `full`, `streams-smoke`, `connect-smoke` (harness/matrix/builtin.py).
 """
 
 from __future__ import annotations
@@ -44,11 +45,25 @@ SCENARIOS = (
     "rolling-upgrade",
     "rolling-downgrade",
     "flapping",
+    "sdk-worker-conversion",
 )
-LIBRARIES = ("kafka-python", "aiokafka", "confluent-kafka", "java", "franz-go", "sarama", cl.STREAMS_LIBRARY)
+LIBRARIES = (
+    "kafka-python",
+    "aiokafka",
+    "confluent-kafka",
+    "java",
+    "franz-go",
+    "sarama",
+    cl.STREAMS_LIBRARY,
+    cl.CONNECT_LIBRARY,
+)
 #: What a Kafka Streams cell can run: its instances are dynamic members, and flapping (one
 #: instance switching protocol three times) would add nothing the rolls do not show.
 STREAMS_SCENARIOS = ("add-remove", "offline-migration", "rolling-upgrade", "rolling-downgrade")
+#: What a Kafka Connect cell runs (harness/matrix/connect_scenario.py): three classic workers, one
+#: replaced by an SDK worker (the group converts to a connect group), the SDK worker leaving
+#: (it converts back). Only this: the consumer scenarios drive consumers, not workers.
+CONNECT_SCENARIOS = ("sdk-worker-conversion",)
 DIMENSIONS = ("client", "protocol", "assignor", "static", "scenario", "policy", "backend")
 _KEYS = {
     "clients": "client",
@@ -112,6 +127,12 @@ def applicable(cell: Cell) -> str | None:
         return f"unknown group protocol {cell.protocol!r}"
     if not (cell.backend in BACKENDS or cell.backend.startswith(("kafka-", "groupshift-kafka-"))):
         return f"unknown backend {cell.backend!r}"
+    if (c.library == cl.CONNECT_LIBRARY) != (cell.scenario in CONNECT_SCENARIOS):
+        if c.library == cl.CONNECT_LIBRARY:
+            return f"no Kafka Connect {cell.scenario} scenario (only {', '.join(CONNECT_SCENARIOS)})"
+        return f"{cell.scenario} is a Kafka Connect scenario (clients kafka-connect@VERSION)"
+    if c.library == cl.CONNECT_LIBRARY:
+        return _connect_applicable(cell)
     new = cl.new_protocol(c)
     if cell.protocol not in ("classic", new):
         return f"{cell.client} members speak classic or {new}, not {cell.protocol}"
@@ -149,6 +170,25 @@ def applicable(cell: Cell) -> str | None:
         return f"{cell.client} has no classic assignor {cell.assignor!r}"
     if not uses_classic and cell.assignor != "server":
         return "consumer-protocol members use the server's assignor (assignor = server)"
+    return None
+
+
+def _connect_applicable(cell: Cell) -> str | None:
+    """A Kafka Connect cell: the classic workers start the group, only on groupshift (Kafka has
+    no connect groups: its reference twin would only refuse the SDK worker's unknown API), and
+    both conversions need the bidirectional policy."""
+    if cell.protocol != "classic":
+        return "a Kafka Connect cluster starts as classic workers (protocol = classic)"
+    if cell.assignor != "sessioned":
+        return "Kafka Connect workers assign with their own leader (assignor = sessioned)"
+    if cell.static:
+        return "Kafka Connect workers have no static membership"
+    if cell.policy != "bidirectional":
+        return "the SDK worker's conversion and the conversion back need the bidirectional policy"
+    if not cell.backend.startswith("groupshift"):
+        return "Kafka has no connect groups (the SDK worker's ConnectGroupHeartbeat is groupshift's)"
+    if cell.backend != "groupshift":
+        return "Kafka Connect cells run on groupshift embedded only (not verified in front of Kafka)"
     return None
 
 
@@ -218,6 +258,8 @@ def expand(data: Mapping[str, Any], name: str) -> Grid:
                 c = replace(c, assignor="server")
             if c.client.startswith(f"{cl.STREAMS_LIBRARY}@"):
                 c = replace(c, assignor="streams")  # no choice: one cell whatever the block lists
+            if c.client.startswith(f"{cl.CONNECT_LIBRARY}@"):
+                c = replace(c, assignor="sessioned")
             twins = [c]
             if reference and c.backend.startswith("groupshift"):
                 twins.append(c.reference(reference))

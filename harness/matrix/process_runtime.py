@@ -8,7 +8,9 @@ runners build it once; a `.ready` marker is written only after pip succeeded). T
 CI's smoke grid uses). Java clients run Kafka's own `VerifiableConsumer` of that release
 (`harness.kafka_dist.java_clients`, jars cached from Maven Central). Kafka Streams clients run
 `harness/matrix/clients/VerifiableStreams.java`, compiled once against that release's
-kafka-streams jars (harness/matrix/streams_clients.py).
+kafka-streams jars (harness/matrix/streams_clients.py). Kafka Connect clients are that release's
+worker jars (`connect-runtime`, `connect-file`), which the Connect cell starts itself
+(harness/matrix/connect_scenario.py).
 
 `spawn(client, argv, env)`: for Python clients `argv[0]` is a script path relative to the
 repository root; for Java clients `argv[0]` is a tool name ("VerifiableConsumer") and the rest
@@ -29,7 +31,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from harness.matrix.clients import STREAMS_LIBRARY
+from harness.matrix.clients import CONNECT_LIBRARY, STREAMS_LIBRARY
 from harness.matrix.go_clients import GO_LIBRARIES, PINNED, go_client_binary, go_command
 from harness.matrix.runtime import ClientNotInstalled, ClientSpec
 from harness.matrix.streams_clients import StreamsProgram, streams_program
@@ -114,6 +116,7 @@ class ProcessRuntime:
         self._pythons: dict[str, str] = {}
         self._java: dict[str, Any] = {}
         self._streams: dict[str, StreamsProgram] = {}
+        self._connect: dict[str, Any] = {}
         self._handles: list[ProcessHandle] = []
         self._n = 0
 
@@ -124,6 +127,8 @@ class ProcessRuntime:
             self._java_clients(client)
         elif client.library == STREAMS_LIBRARY:
             self._streams_program(client)
+        elif client.library == CONNECT_LIBRARY:
+            self._connect_dist(client)
         elif client.library in PYTHON_LIBRARIES:
             self._python(client)
         elif client.library in GO_LIBRARIES:
@@ -164,12 +169,27 @@ class ProcessRuntime:
                 self._streams[client.version] = found
         return found
 
+    def _connect_dist(self, client: ClientSpec) -> Any:
+        """Kafka Connect's worker jars of the release (harness/kafka_dist/connect.py); the
+        workers are started by the cell itself (harness/matrix/connect_scenario.py), not spawned."""
+        from harness.kafka_dist.connect import connect_dist
+
+        with self._lock:
+            found = self._connect.get(client.version)
+        if found is None:
+            found = connect_dist(client.version)
+            with self._lock:
+                self._connect[client.version] = found
+        return found
+
     def installed_version(self, client: ClientSpec) -> str:
         """The exact release the client runs (what `installed`, `2.2.x` or `newest` resolved to)."""
         if client.library == "java":
             return str(self._java_clients(client).version)
         if client.library == STREAMS_LIBRARY:
             return self._streams_program(client).version
+        if client.library == CONNECT_LIBRARY:
+            return str(self._connect_dist(client).version)
         if client.library in GO_LIBRARIES:
             pinned = GO_LIBRARIES[client.library][2]
             return pinned if client.version in PINNED else client.version

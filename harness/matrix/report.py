@@ -12,7 +12,8 @@ backend, one column per backend) coloured by verdict with the reason in the cell
 cell links to its section, where the timeline of who owned which partition when is drawn as
 inline SVG next to the reference Kafka cell's: one colour per client (the same colours as
 `groupshift groups migration --plot`, `tools.groups.plot.client_colours`), classic-protocol
-owners hatched as in that plot.
+owners hatched as in that plot. A Kafka Connect cell's lanes are its connectors and tasks, named
+by the row's `lanes` (harness/matrix/connect_scenario.py), not partitions.
 """
 
 from __future__ import annotations
@@ -60,6 +61,8 @@ def result_row(r: CellResult) -> dict[str, Any]:
         "windows": windows,
         "duration": round(r.t1 - r.t0, 3),
     }
+    if r.lanes:
+        row["lanes"] = list(r.lanes)
     if r.verdict_detail is not None:
         v = r.verdict_detail
         row["figures"] = {
@@ -131,7 +134,15 @@ def timeline_svg(row: dict[str, Any], width: int = 560) -> str:
     """Who owned which partition when: one lane per partition, one colour per client, classic
     owners hatched, dashed lines where a step began (labelled with its time to full ownership)."""
     lane, top, left, right = 18, 22, 34, 10
-    partitions = max([PARTITIONS, *[w["partition"] + 1 for w in row.get("windows", [])]])
+    # a Kafka Connect cell's lanes are its connectors and tasks, named (`lanes`)
+    names = [str(n) for n in row.get("lanes", [])]
+    if names:
+        left = 8 + 7 * max(len(n) for n in names)
+
+    def lane_name(p: int) -> str:
+        return names[p] if p < len(names) else f"p{p}"
+
+    partitions = max([len(names) or PARTITIONS, *[w["partition"] + 1 for w in row.get("windows", [])]])
     members = sorted(row.get("members", {}))
     per_row = 2
     legend_rows = (len(members) + per_row - 1) // per_row
@@ -154,13 +165,15 @@ def timeline_svg(row: dict[str, Any], width: int = 560) -> str:
     ]
     for p in range(partitions):
         y = top + p * lane
-        out.append(f'<text x="4" y="{y + lane - 5}" font-size="12" fill="#333">p{p}</text>')
+        out.append(
+            f'<text x="4" y="{y + lane - 5}" font-size="12" fill="#333">{html.escape(lane_name(p))}</text>'
+        )
         out.append(f'<line x1="{left}" y1="{y + lane}" x2="{width - right}" y2="{y + lane}" stroke="#eee"/>')
     for w in row.get("windows", []):
         x = left + w["start"] * scale
         bar = max((w["end"] - w["start"]) * scale, 1.0)
         y = top + w["partition"] * lane + 2
-        tip = html.escape(f"{w['member']} owns p{w['partition']} {w['start']:.2f}s-{w['end']:.2f}s")
+        tip = html.escape(f"{w['member']} owns {lane_name(w['partition'])} {w['start']:.2f}s-{w['end']:.2f}s")
         out.append(
             f'<rect class="own" x="{x:.1f}" y="{y}" width="{bar:.1f}" height="{lane - 4}" '
             f'fill="{colour.get(w["member"], "#999")}"><title>{tip}</title></rect>'
@@ -178,7 +191,8 @@ def timeline_svg(row: dict[str, Any], width: int = 560) -> str:
             f'<line x1="{x:.1f}" y1="{top - 4}" x2="{x:.1f}" y2="{top + lane * partitions}" '
             f'stroke="#333" stroke-dasharray="3,2"><title>{label}</title></line>'
         )
-    out.append(f'<text x="4" y="{top - 8}" font-size="11" fill="#333">partition</text>')
+    title = "connector / task" if names else "partition"
+    out.append(f'<text x="4" y="{top - 8}" font-size="11" fill="#333">{title}</text>')
     out.append(f'<line x1="{left}" y1="{axis}" x2="{width - right}" y2="{axis}" stroke="#888"/>')
     ticks = max(int(span // 5), 1)
     for i in range(0, int(span) + 1, 5 * ticks if span > 60 else 5):

@@ -175,7 +175,12 @@ def run_grid(
                 try:
                     backend = pool.get(cell.backend, cell.policy)
                     cell_dir = work / "cells" / cell.id.replace("/", "_").replace("@", "-")
-                    r = CellRun(cell, backend, runtime, cell_dir).run()
+                    if cell.spec.library == cl.CONNECT_LIBRARY:
+                        from harness.matrix.connect_scenario import ConnectCellRun
+
+                        r = ConnectCellRun(cell, backend, cell_dir).run()
+                    else:
+                        r = CellRun(cell, backend, runtime, cell_dir).run()
                 except Exception as e:
                     r = CellResult(
                         cell, "fail", f"{type(e).__name__}: {e}", time.time() - t, t0=t, t1=time.time()

@@ -226,6 +226,7 @@ class CellResult:
     versions: dict[str, str] = field(default_factory=dict)
     t0: float = 0.0
     t1: float = 0.0
+    lanes: list[str] = field(default_factory=list)  # named timeline lanes (Kafka Connect cells)
 
 
 class CellRun:

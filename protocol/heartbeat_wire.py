@@ -29,6 +29,7 @@ CONSUMER_GROUP_HEARTBEAT_KEY: Final = 68
 HEARTBEAT_KEY: Final = 12
 
 _HEADER: Final = struct.Struct(">hhih")  # api key, api version, correlation id, client id length
+_INT16: Final = struct.Struct(">h")
 _INT32: Final = struct.Struct(">i")
 _FRAME_V0: Final = struct.Struct(">ii")  # size, correlation id (ResponseHeader v0)
 _FRAME_V1: Final = struct.Struct(">iiB")  # size, correlation id, no tagged fields (v1)
@@ -107,96 +108,74 @@ class SteadyHeartbeat:
         self.group_instance_id = group_instance_id
 
 
-class _NotSteady(Exception):
-    """Internal: the frame is not a shape these readers handle (kio reads it instead)."""
-
-
-def _compact_string(frame: bytes, pos: int, end: int) -> str | None:
-    """A compact (uvarint length + 1) string at `pos`; one length byte only (up to 126
-    bytes: every group and member id Kafka's clients generate). The caller advances by
-    `_compact_size`."""
-    n = frame[pos]
-    if n >= 0x80 or pos + n > end:
-        raise _NotSteady
-    if n == 0:
-        return None
-    return frame[pos + 1 : pos + n].decode()
-
-
-def _compact_size(frame: bytes, pos: int) -> int:
-    n = frame[pos]
-    return 1 if n == 0 else n
-
-
-def _legacy_string(frame: bytes, pos: int, end: int) -> tuple[str | None, int]:
-    """An int16-length string at `pos` (-1: null) and the position after it."""
-    if pos + 2 > end:
-        raise _NotSteady
-    n = (frame[pos] << 8) | frame[pos + 1]
-    if n == 0xFFFF:
-        return None, pos + 2
-    if n >= 0x8000 or pos + 2 + n > end:
-        raise _NotSteady
-    return frame[pos + 2 : pos + 2 + n].decode(), pos + 2 + n
-
-
-def _header(frame: bytes, key: int, flexible: bool) -> tuple[int, int, str | None, int]:
-    """(api version, correlation id, client id, body offset) of a request header."""
-    end = len(frame)
-    if end < 10:
-        raise _NotSteady
-    api_key, version, correlation_id, _ = _HEADER.unpack_from(frame, 0)
-    if api_key != key:
-        raise _NotSteady
-    client_id, pos = _legacy_string(frame, 8, end)
-    if flexible:
-        if pos >= end or frame[pos] != 0:  # header tagged fields: none
-            raise _NotSteady
-        pos += 1
-    return version, correlation_id, client_id, pos
+# Each reader is one straight function, every field inline: in the pure-Python build a call per
+# field made the reader slower than kio's native decode; inline it costs about what kio does,
+# and compiled (mypyc) it is native code. `try` is free until something raises, and anything
+# raised (a truncated frame, bad UTF-8) means "not read here": kio then reads or rejects it.
 
 
 def read_consumer_group_heartbeat(frame: bytes) -> SteadyConsumerGroupHeartbeat | None:
     """A steady ConsumerGroupHeartbeat v0-1 (the frame after its size), or None."""
     try:
-        return _read_cgh(frame)
-    except (_NotSteady, IndexError, UnicodeDecodeError):
-        return None
-
-
-def _read_cgh(frame: bytes) -> SteadyConsumerGroupHeartbeat:
-    end = len(frame)
-    version, correlation_id, client_id, pos = _header(frame, CONSUMER_GROUP_HEARTBEAT_KEY, True)
-    if version != 0 and version != 1:
-        raise _NotSteady
-    group_id = _compact_string(frame, pos, end)
-    pos += _compact_size(frame, pos)
-    member_id = _compact_string(frame, pos, end)
-    pos += _compact_size(frame, pos)
-    if group_id is None or member_id is None or pos + 4 > end:
-        raise _NotSteady
-    member_epoch = _INT32.unpack_from(frame, pos)[0]
-    pos += 4
-    instance_id = _compact_string(frame, pos, end)
-    pos += _compact_size(frame, pos)
-    rack_id = _compact_string(frame, pos, end)
-    pos += _compact_size(frame, pos)
-    if pos + 5 > end:
-        raise _NotSteady
-    rebalance_timeout_ms = _INT32.unpack_from(frame, pos)[0]
-    pos += 4
-    if frame[pos] != 0:  # subscribed topic names: null
-        raise _NotSteady
-    pos += 1
-    if version >= 1:
-        if pos >= end or frame[pos] != 0:  # subscribed topic regex: null
-            raise _NotSteady
+        end = len(frame)
+        api_key, version, correlation_id, n = _HEADER.unpack_from(frame, 0)
+        if api_key != CONSUMER_GROUP_HEARTBEAT_KEY or (version != 0 and version != 1):
+            return None
+        # RequestHeader v2: client id (int16 length, -1 null), then its tagged fields (none)
+        pos = 10
+        client_id: str | None = None
+        if n >= 0:
+            if pos + n > end:
+                return None
+            client_id = frame[pos : pos + n].decode()
+            pos += n
+        elif n != -1:
+            return None
+        if pos >= end or frame[pos] != 0:
+            return None
         pos += 1
-    server_assignor = _compact_string(frame, pos, end)
-    pos += _compact_size(frame, pos)
-    # owned partitions: null; no tagged fields; nothing after them
-    if pos + 2 != end or frame[pos] != 0 or frame[pos + 1] != 0:
-        raise _NotSteady
+        # compact strings (length + 1 in one byte; 0 null), non-null group and member ids
+        n = frame[pos]
+        if n == 0 or n >= 0x80 or pos + n > end:
+            return None
+        group_id = frame[pos + 1 : pos + n].decode()
+        pos += n
+        n = frame[pos]
+        if n == 0 or n >= 0x80 or pos + n > end:
+            return None
+        member_id = frame[pos + 1 : pos + n].decode()
+        pos += n
+        member_epoch: int = _INT32.unpack_from(frame, pos)[0]
+        pos += 4
+        n = frame[pos]
+        if n >= 0x80 or pos + n > end:
+            return None
+        instance_id = frame[pos + 1 : pos + n].decode() if n else None
+        pos += n if n else 1
+        n = frame[pos]
+        if n >= 0x80 or pos + n > end:
+            return None
+        rack_id = frame[pos + 1 : pos + n].decode() if n else None
+        pos += n if n else 1
+        rebalance_timeout_ms: int = _INT32.unpack_from(frame, pos)[0]
+        pos += 4
+        if frame[pos] != 0:  # subscribed topic names: null
+            return None
+        pos += 1
+        if version >= 1:
+            if frame[pos] != 0:  # subscribed topic regex: null
+                return None
+            pos += 1
+        n = frame[pos]
+        if n >= 0x80 or pos + n > end:
+            return None
+        server_assignor = frame[pos + 1 : pos + n].decode() if n else None
+        pos += n if n else 1
+        # owned partitions null, no tagged fields, nothing after them
+        if pos + 2 != end or frame[pos] != 0 or frame[pos + 1] != 0:
+            return None
+    except (IndexError, UnicodeDecodeError, struct.error):
+        return None
     return SteadyConsumerGroupHeartbeat(
         version,
         correlation_id,
@@ -214,47 +193,73 @@ def _read_cgh(frame: bytes) -> SteadyConsumerGroupHeartbeat:
 def read_heartbeat(frame: bytes) -> SteadyHeartbeat | None:
     """A Heartbeat v0-4 (the frame after its size), or None."""
     try:
-        return _read_heartbeat(frame)
-    except (_NotSteady, IndexError, UnicodeDecodeError):
+        end = len(frame)
+        api_key, version, correlation_id, n = _HEADER.unpack_from(frame, 0)
+        if api_key != HEARTBEAT_KEY or not 0 <= version <= 4:
+            return None
+        # RequestHeader v1 (v0-3) or v2 (v4): client id (int16 length, -1 null)
+        pos = 10
+        client_id: str | None = None
+        if n >= 0:
+            if pos + n > end:
+                return None
+            client_id = frame[pos : pos + n].decode()
+            pos += n
+        elif n != -1:
+            return None
+        group_instance_id: str | None = None
+        if version >= 4:
+            if pos >= end or frame[pos] != 0:  # header tagged fields: none
+                return None
+            pos += 1
+            n = frame[pos]
+            if n == 0 or n >= 0x80 or pos + n > end:
+                return None
+            group_id = frame[pos + 1 : pos + n].decode()
+            pos += n
+            generation_id: int = _INT32.unpack_from(frame, pos)[0]
+            pos += 4
+            n = frame[pos]
+            if n == 0 or n >= 0x80 or pos + n > end:
+                return None
+            member_id = frame[pos + 1 : pos + n].decode()
+            pos += n
+            n = frame[pos]
+            if n >= 0x80 or pos + n > end:
+                return None
+            group_instance_id = frame[pos + 1 : pos + n].decode() if n else None
+            pos += n if n else 1
+            if pos + 1 != end or frame[pos] != 0:  # no tagged fields, nothing after them
+                return None
+        else:
+            # legacy strings: int16 length (-1 null), non-null group and member ids
+            n = _INT16.unpack_from(frame, pos)[0]
+            if n < 0 or pos + 2 + n > end:
+                return None
+            group_id = frame[pos + 2 : pos + 2 + n].decode()
+            pos += 2 + n
+            generation_id = _INT32.unpack_from(frame, pos)[0]
+            pos += 4
+            n = _INT16.unpack_from(frame, pos)[0]
+            if n < 0 or pos + 2 + n > end:
+                return None
+            member_id = frame[pos + 2 : pos + 2 + n].decode()
+            pos += 2 + n
+            if version >= 3:
+                n = _INT16.unpack_from(frame, pos)[0]
+                if n >= 0:
+                    if pos + 2 + n > end:
+                        return None
+                    group_instance_id = frame[pos + 2 : pos + 2 + n].decode()
+                    pos += 2 + n
+                elif n == -1:
+                    pos += 2
+                else:
+                    return None
+            if pos != end:
+                return None
+    except (IndexError, UnicodeDecodeError, struct.error):
         return None
-
-
-def _read_heartbeat(frame: bytes) -> SteadyHeartbeat:
-    end = len(frame)
-    if end < 4:
-        raise _NotSteady
-    version = (frame[2] << 8) | frame[3]
-    if version > 4:
-        raise _NotSteady
-    flexible = version >= 4
-    version, correlation_id, client_id, pos = _header(frame, HEARTBEAT_KEY, flexible)
-    group_instance_id: str | None = None
-    if flexible:
-        group_id = _compact_string(frame, pos, end)
-        pos += _compact_size(frame, pos)
-        if pos + 4 > end:
-            raise _NotSteady
-        generation_id = _INT32.unpack_from(frame, pos)[0]
-        pos += 4
-        member_id = _compact_string(frame, pos, end)
-        pos += _compact_size(frame, pos)
-        group_instance_id = _compact_string(frame, pos, end)
-        pos += _compact_size(frame, pos)
-        if pos + 1 != end or frame[pos] != 0:  # no tagged fields, nothing after them
-            raise _NotSteady
-    else:
-        group_id, pos = _legacy_string(frame, pos, end)
-        if pos + 4 > end:
-            raise _NotSteady
-        generation_id = _INT32.unpack_from(frame, pos)[0]
-        pos += 4
-        member_id, pos = _legacy_string(frame, pos, end)
-        if version >= 3:
-            group_instance_id, pos = _legacy_string(frame, pos, end)
-        if pos != end:
-            raise _NotSteady
-    if group_id is None or member_id is None:
-        raise _NotSteady
     return SteadyHeartbeat(
         version, correlation_id, client_id, group_id, generation_id, member_id, group_instance_id
     )

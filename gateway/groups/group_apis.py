@@ -15,6 +15,7 @@ Version details handled here (Kafka's request/response classes do the same):
 
 from __future__ import annotations
 
+import asyncio
 import struct
 from typing import Any
 
@@ -115,6 +116,34 @@ def _cgh_error(rtype: Any, code: Errors, message: str) -> Any:
             "member_epoch": -1,
             "heartbeat_interval": 0,
             "assignment": None,
+        },
+    )
+
+
+def _cgh_answer(rtype: Any, version: int, r: Any) -> Any:
+    """The ConsumerGroupHeartbeat answer to the engine response `r`: the steady body encoded
+    directly, with groupshift's tags when the engine set them, else kio's entity."""
+    if r.compute_assignment_epoch is not None or r.assignment_metadata is not None:
+        return with_extension_tags(rtype, version, r)
+    if r.assignment is None and r.error_message is None:
+        return steady_cgh_body(r.error_code, r.member_id, r.member_epoch, r.heartbeat_interval_ms)
+    assignment = None
+    if r.assignment is not None:
+        assignment = {
+            "topic_partitions": [
+                {"topic_id": tp.topic_id, "partitions": tp.partitions} for tp in r.assignment
+            ]
+        }
+    return build(
+        rtype,
+        {
+            "throttle_time": 0,
+            "error_code": r.error_code,
+            "error_message": r.error_message,
+            "member_id": r.member_id,
+            "member_epoch": r.member_epoch,
+            "heartbeat_interval": r.heartbeat_interval_ms,
+            "assignment": assignment,
         },
     )
 
@@ -262,32 +291,9 @@ class GroupApis:
             audited(self.service, ctx, lambda c, now: c.consumer_group_heartbeat(ereq, ectx, now))
         )
 
-        def respond(r: Any) -> Any:
-            if r.compute_assignment_epoch is not None or r.assignment_metadata is not None:
-                return with_extension_tags(rtype, version, r)
-            if r.assignment is None and r.error_message is None:
-                return steady_cgh_body(r.error_code, r.member_id, r.member_epoch, r.heartbeat_interval_ms)
-            assignment = None
-            if r.assignment is not None:
-                assignment = {
-                    "topic_partitions": [
-                        {"topic_id": tp.topic_id, "partitions": tp.partitions} for tp in r.assignment
-                    ]
-                }
-            return build(
-                rtype,
-                {
-                    "throttle_time": 0,
-                    "error_code": r.error_code,
-                    "error_message": r.error_message,
-                    "member_id": r.member_id,
-                    "member_epoch": r.member_epoch,
-                    "heartbeat_interval": r.heartbeat_interval_ms,
-                    "assignment": assignment,
-                },
-            )
-
-        return then(result, respond)
+        if isinstance(result, asyncio.Future):
+            return then(result, lambda r: _cgh_answer(rtype, version, r))
+        return _cgh_answer(rtype, version, result)  # answered now: no closure, no `then`
 
     def consumer_group_describe(self, ctx: RequestContext, header: Any, req: Any) -> Any:
         rtype = response_type_of(req)
@@ -456,7 +462,9 @@ class GroupApis:
         result = self.service.runtime_for(ereq.group_id).run(
             audited(self.service, ctx, lambda c, now: c.heartbeat(ereq, ectx, now))
         )
-        return then(result, lambda r: self._heartbeat_body(rtype, r.error_code))
+        if isinstance(result, asyncio.Future):
+            return then(result, lambda r: self._heartbeat_body(rtype, r.error_code))
+        return self._heartbeat_body(rtype, result.error_code)
 
     def _heartbeat_body(self, rtype: Any, error_code: int) -> bytes:
         """A Heartbeat response is its error code: encode each (version, code) once."""

@@ -539,3 +539,76 @@ def test_the_steady_path_answers_byte_for_byte_as_the_kio_path(requests: list[An
             await kio_server.plane.close()
 
     asyncio.run(scenario())
+
+
+def test_steady_heartbeats_keep_a_member_and_its_session_expires_when_they_stop() -> None:
+    """The runtime leaves its event-loop timer armed while steady heartbeats only push session
+    timers later (`Timers.none_set_before`): the timer then fires early and re-arms, and a member
+    that stops heartbeating is still removed one session timeout after its last heartbeat."""
+
+    async def scenario() -> None:
+        with tempfile.TemporaryDirectory() as d:
+            cfg = build_config(
+                {
+                    "log.dirs": d,
+                    "offsets.topic.num.partitions": "1",
+                    "coordinator.fsync.policy": "none",
+                    "group.consumer.session.timeout.ms": "400",
+                    "group.consumer.min.session.timeout.ms": "400",
+                    "group.consumer.heartbeat.interval.ms": "50",
+                    "group.consumer.min.heartbeat.interval.ms": "50",
+                }
+            )
+            server = GatewayServer(cfg, extensions=[install_group_layer])
+            try:
+                loop = asyncio.get_running_loop()
+                for hook in server.on_start:
+                    hook(loop)
+                side = _Side(server.registry)
+                rtype = load_response_schema(68, 1)
+                epochs = {}
+                for member in MEMBERS:
+                    answer = await side.ask(_join(68, 1, "g-a", member, 1))
+                    epochs[member] = decode_response(rtype, answer[4:])[1].member_epoch
+
+                def steady(member: str) -> bytes:
+                    values: dict[str, Any] = {
+                        "group_id": "g-a",
+                        "member_id": member,
+                        "member_epoch": epochs[member],
+                        "instance_id": None,
+                        "rack_id": None,
+                        "rebalance_timeout": datetime.timedelta(milliseconds=-1),
+                        "subscribed_topic_names": None,
+                        "subscribed_topic_regex": None,
+                        "server_assignor": None,
+                        "topic_partitions": None,
+                    }
+                    return frame_of(build(load_request_schema(68, 1), values), 2, "client")
+
+                async def beat(member: str) -> int:
+                    frame = steady(member)
+                    assert heartbeat_wire.read_consumer_group_heartbeat(frame) is not None
+                    _, answer = decode_response(rtype, (await side.ask(frame))[4:])
+                    if answer.error_code == 0:
+                        epochs[member] = answer.member_epoch
+                    return int(answer.error_code)
+
+                # both heartbeat for 1.2 s (three session timeouts): neither expires
+                started = loop.time()
+                while loop.time() - started < 1.2:
+                    for member in MEMBERS:
+                        assert await beat(member) == 0
+                    await asyncio.sleep(0.05)
+                # m-1 stops; m-2 goes on: m-1 is gone a session timeout later, not m-2
+                stopped = loop.time()
+                while loop.time() - stopped < 0.8:
+                    assert await beat("m-2") == 0
+                    await asyncio.sleep(0.05)
+                assert await beat("m-1") == 25  # UNKNOWN_MEMBER_ID: its session expired
+            finally:
+                for hook in server.on_stop:
+                    hook()
+                await server.plane.close()
+
+    asyncio.run(scenario())

@@ -621,3 +621,26 @@ def test_steady_heartbeats_keep_a_member_and_its_session_expires_when_they_stop(
                 await server.plane.close()
 
     asyncio.run(scenario())
+
+
+def test_a_failing_steady_entry_is_answered_as_a_failing_handler_is() -> None:
+    """A bug in a steady entry gets the request's error response (COORDINATOR_NOT_AVAILABLE for
+    the group APIs, as Kafka's `KafkaApis.handle` answers), and the connection stays open."""
+    registry = HandlerRegistry()
+
+    def fail(ctx: RequestContext, req: Any) -> Any:
+        raise RuntimeError("a bug")
+
+    registry.register(12, 0, 4, lambda ctx, header, req: b"\x00\x00\x00\x00\x00\x00", steady=fail)
+    side = _Side(registry)
+    for version in range(5):
+        values: dict[str, Any] = {"group_id": "g", "generation_id": 1, "member_id": "m"}
+        if version >= 3:
+            values["group_instance_id"] = None
+        frame = frame_of(build(load_request_schema(12, version), values), 40 + version, "c")
+        assert heartbeat_wire.read_heartbeat(frame) is not None
+        answer = asyncio.run(side.ask(frame))
+        correlation_id, response = decode_response(load_response_schema(12, version), answer[4:])
+        assert correlation_id == 40 + version
+        assert response.error_code == 15  # COORDINATOR_NOT_AVAILABLE
+    assert not side.transport.closed

@@ -49,6 +49,8 @@ def compiled_modules() -> list[str]:
         # the same, for its subclass of gateway/groups/streams_apis.py's StreamsApis
         "gateway/upstream/streams_topics.py",
         "protocol/codec.py",
+        # the hand-written readers of steady heartbeats the dispatcher calls per request
+        "protocol/heartbeat_wire.py",
     ]
     extra = os.environ.get("GROUPSHIFT_COMPILE_ONLY")  # a subset, to find what mypyc refuses
     if extra:

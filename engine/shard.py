@@ -749,6 +749,15 @@ class Shard:
     def next_deadline(self) -> int | None:
         return self.timers.next_deadline()
 
+    def mark_next_deadline(self) -> int | None:
+        """`next_deadline()` for the runtime's event-loop timer (`Timers.mark`)."""
+        return self.timers.mark()
+
+    def no_timer_due_before(self, deadline: int) -> bool:
+        """True when no timer can be due before `deadline`, the last `mark_next_deadline()`
+        (or a later one): the runtime's timer armed there need not move (`Timers.none_set_before`)."""
+        return self.timers.none_set_before(deadline)
+
     def expire(self, now_ms: int) -> list[Outcome[Any]]:
         """Run every timer due at `now_ms`, earliest first; each fired timer is one operation,
         dispatched by its kind through `engine.expiry.EXPIRY`."""

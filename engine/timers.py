@@ -21,6 +21,15 @@ whole structure is the minimum over the few bucket heads.
 the minimum (kept up to date), and moving or removing one can only raise it, which matters only
 if that timer held the minimum (then the cache is recomputed on the next ask). A steady
 heartbeat pushes a session timer that is not the earliest, and leaves the cache valid.
+
+But in a steady group the earliest timer is the session timer of the member that heartbeated
+longest ago, the next one to heartbeat: nearly every heartbeat pushes the minimum and the cache
+is recomputed after nearly every operation. The runtime needs less: its event-loop timer must
+not fire late, and firing early is harmless (nothing is due; it re-arms). `mark()` hands out the
+earliest deadline and starts recording the lowest deadline set since (by a schedule or a push);
+`none_set_before(d)` is then True when no timer can be due before `d` without looking: every
+timer that existed at the mark was due no earlier than what `mark()` returned, and every one set
+since is recorded.
 """
 
 from __future__ import annotations
@@ -49,7 +58,7 @@ class TimerEntry:
 
 
 class Timers:
-    __slots__ = ("_buckets", "_entries", "_min", "_now", "_seq")
+    __slots__ = ("_buckets", "_entries", "_floor", "_min", "_now", "_seq")
 
     def __init__(self) -> None:
         self._entries: dict[str, TimerEntry] = {}
@@ -57,8 +66,13 @@ class Timers:
         self._seq = 0
         self._now = 0
         self._min: int | None = None  # earliest deadline (None: no timers), or _STALE
+        # the lowest deadline set since `mark()` (None: none), 0 before the first mark
+        self._floor: int | None = 0
 
     def _added(self, deadline: int) -> None:
+        f = self._floor
+        if f is None or deadline < f:
+            self._floor = deadline
         m = self._min
         if m != _STALE and (m is None or deadline < m):
             self._min = deadline
@@ -121,7 +135,10 @@ class Timers:
         self._seq += 1
         if entry.deadline == self._min:
             self._min = _STALE
-        entry.deadline = now + timeout_ms
+        entry.deadline = deadline = now + timeout_ms
+        f = self._floor
+        if f is None or deadline < f:
+            self._floor = deadline
         entry.seq = self._seq
         self._buckets[timeout_ms].move_to_end(key)
 
@@ -165,6 +182,17 @@ class Timers:
             e = self._earliest()
             m = self._min = None if e is None else e.deadline
         return m
+
+    def mark(self) -> int | None:
+        """`next_deadline()`, and from now on record the lowest deadline set (see module doc)."""
+        self._floor = None
+        return self.next_deadline()
+
+    def none_set_before(self, deadline: int) -> bool:
+        """No timer is due before `deadline` if `deadline` is at or before what the last `mark()`
+        returned (False whenever that cannot be known without recomputing)."""
+        f = self._floor
+        return f is None or f >= deadline
 
     def pop_due(self, now_ms: int) -> TimerEntry | None:
         """Remove and return the earliest timer due at `now_ms`, or None.

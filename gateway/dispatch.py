@@ -19,7 +19,10 @@ that failed) closes the connection.
 Per-request overhead matters (classic and KIP-848 heartbeats reach tens of thousands per
 second): the handler, codec and pre-bound metric children of each served (key, version) are
 looked up once and kept until the registry changes, and plain-function handlers run inline
-without a task.
+without a task. A steady ConsumerGroupHeartbeat or Heartbeat is read by `protocol.heartbeat_wire`
+instead of kio and served by the handler's steady entry (`HandlerSpec.steady`), when the layer
+that registered the handler gave one; any other shape goes through kio as before, and the
+answers are the same bytes (tests/test_heartbeat_wire.py).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from gateway.connection import KafkaConnection, ResponseSlot
 from gateway.error_response import error_response, failure_error
 from gateway.metrics import CounterChild, MetricsRegistry, SummaryChild
 from gateway.registry import NO_RESPONSE, CloseConnection, HandlerRegistry, HandlerSpec
+from protocol import heartbeat_wire
 from protocol.codec import ApiSchema, DecodeFailure, api_schema, decode, encode_response, peek
 
 log = structlog.get_logger("gateway")
@@ -52,15 +56,30 @@ class _ApiMetrics:
         self.latency = latency
 
 
+# The hand-written readers of steady requests (`protocol.heartbeat_wire`), for an API whose
+# handler registered a steady entry (`HandlerSpec.steady`).
+_STEADY_READERS: dict[int, Callable[[bytes], Any]] = {
+    heartbeat_wire.CONSUMER_GROUP_HEARTBEAT_KEY: heartbeat_wire.read_consumer_group_heartbeat,
+    heartbeat_wire.HEARTBEAT_KEY: heartbeat_wire.read_heartbeat,
+}
+
+
 class _Route:
     """Everything needed to serve one (api key, version) the registry serves."""
 
-    __slots__ = ("metrics", "schema", "spec")
+    __slots__ = ("metrics", "read_steady", "schema", "spec")
 
-    def __init__(self, spec: HandlerSpec, schema: ApiSchema, metrics: _ApiMetrics) -> None:
+    def __init__(
+        self,
+        spec: HandlerSpec,
+        schema: ApiSchema,
+        metrics: _ApiMetrics,
+        read_steady: Callable[[bytes], Any] | None,
+    ) -> None:
         self.spec = spec
         self.schema = schema
         self.metrics = metrics
+        self.read_steady = read_steady
 
 
 class Dispatcher:
@@ -129,8 +148,9 @@ class Dispatcher:
                 return None
             schema = api_schema(api_key, version)
             assert schema is not None  # the registry only accepts versions kio can decode
+            read_steady = _STEADY_READERS.get(api_key) if spec.steady is not None else None
             route = self._routes[(api_key, version)] = _Route(
-                spec, schema, self._api_metrics(spec.name, version)
+                spec, schema, self._api_metrics(spec.name, version), read_steady
             )
         return route
 
@@ -162,24 +182,37 @@ class Dispatcher:
             )
             return
         spec, schema = route.spec, route.schema
-        try:
-            header, request = decode(schema, frame)
-        except DecodeFailure as malformed:
-            self._reject(
-                conn,
-                "request.malformed",
-                api_key=api_key,
-                api_version=version,
-                correlation_id=correlation_id,
-                error=str(malformed),
-            )
-            return
+        # A steady heartbeat is read by hand (no kio entity, no length guard); anything else,
+        # or a steady reader's None, takes kio's decode, which answers or rejects as always.
+        steady_fn = spec.steady
+        steady = route.read_steady(frame) if route.read_steady is not None else None
+        header: Any = None
+        if steady is not None:
+            request = steady
+            client_id = steady.client_id
+        else:
+            try:
+                header, request = decode(schema, frame)
+            except DecodeFailure as malformed:
+                self._reject(
+                    conn,
+                    "request.malformed",
+                    api_key=api_key,
+                    api_version=version,
+                    correlation_id=correlation_id,
+                    error=str(malformed),
+                )
+                return
+            client_id = header.client_id
         ctx = conn.ctx
-        if header.client_id:
-            ctx.client_id = header.client_id
+        if client_id:
+            ctx.client_id = client_id
         ctx.frame = frame
         try:
-            result = spec.fn(ctx, header, request)
+            if steady is not None and steady_fn is not None:
+                result = steady_fn(ctx, steady)
+            else:
+                result = spec.fn(ctx, header, request)
         except CloseConnection as close:
             self._reject(conn, close.reason, api=spec.name, **close.fields)
             return
@@ -190,6 +223,9 @@ class Dispatcher:
             return
         finally:
             ctx.frame = None
+        if type(result) is bytes:  # an encoded body, answered now: the common case
+            self._deliver(conn, slot, spec, schema, correlation_id, started, request, result, route.metrics)
+            return
         if spec.is_coroutine:
             result = asyncio.ensure_future(result)
         if asyncio.isfuture(result):

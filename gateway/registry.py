@@ -41,6 +41,7 @@ from protocol.connect_wire import EXTENSION_NAMES
 NEVER_ADVERTISED = frozenset({71, 72})
 
 Handler = Callable[["RequestContext", Any, Any], Any]
+SteadyHandler = Callable[["RequestContext", Any], Any]
 
 
 class _NoResponse:
@@ -101,6 +102,11 @@ class HandlerSpec:
     enabled: Callable[[], bool] | None = None
     name: str = ""
     is_coroutine: bool = False
+    steady: SteadyHandler | None = None
+    """A faster entry for the steady shape of this API's request, read by a hand-written reader
+    (`protocol.heartbeat_wire`) instead of kio: `steady(ctx, request)`. Only the layer that
+    registered `fn` knows it is the same service; re-registering (a wrapper with `replace=True`)
+    drops it unless passed again, so a wrapped handler is never bypassed."""
 
     def supports(self, version: int) -> bool:
         return self.min_version <= version <= self.max_version
@@ -184,8 +190,10 @@ class HandlerRegistry:
         *,
         enabled: Callable[[], bool] | None = None,
         replace: bool = False,
+        steady: SteadyHandler | None = None,
     ) -> HandlerSpec:
-        """Serve `api_key` versions [min_version, max_version] with `fn`."""
+        """Serve `api_key` versions [min_version, max_version] with `fn` (and its steady
+        requests with `steady`, see `HandlerSpec.steady`)."""
         if api_key in NEVER_ADVERTISED:
             raise ValueError(
                 f"api key {api_key} (KIP-714 telemetry) must not be advertised: librdkafka "
@@ -210,6 +218,7 @@ class HandlerRegistry:
             enabled=enabled,
             name=api_name(api_key, max_version),
             is_coroutine=inspect.iscoroutinefunction(fn),
+            steady=steady,
         )
         self._specs[api_key] = spec
         self.generation += 1

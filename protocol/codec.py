@@ -30,6 +30,7 @@ from kio.serial.errors import SerialError
 from protocol import client_assignment_wire as caw
 from protocol import connect_wire as cw
 from protocol import kafka_schemas
+from protocol.heartbeat_wire import response_frame
 from protocol.length_guard import Guard, MalformedLength, check_lengths, guard_for
 from protocol.response_writer import Writer, writer_for
 
@@ -212,6 +213,8 @@ def encode_response(schema: ApiSchema, correlation_id: int, response: Any) -> by
     `response` is an instance of `schema.response_type`, or `bytes` holding an already encoded
     body (an escape hatch for hand-written fast paths).
     """
+    if type(response) is bytes:  # the hand-encoded bodies of the hot paths: one pack, one copy
+        return response_frame(correlation_id, schema.flexible_response_header, response)
     parts = [
         b"",
         _CORRELATION_V1.pack(correlation_id, 0)

@@ -15,6 +15,7 @@ Version details handled here (Kafka's request/response classes do the same):
 
 from __future__ import annotations
 
+import asyncio
 import struct
 from typing import Any
 
@@ -33,6 +34,7 @@ from gateway.registry import HandlerRegistry, RequestContext
 from protocol import client_assignment_wire as caw
 from protocol.codec import api_schema, response_type_of
 from protocol.entity_builder import build
+from protocol.heartbeat_wire import SteadyConsumerGroupHeartbeat, SteadyHeartbeat
 from protocol.varint import encode_uvarint
 from records.consumer_group import ClientAssignorMetadata, TopicPartitions
 
@@ -81,6 +83,28 @@ def steady_cgh_body(error_code: int, member_id: str | None, member_epoch: int, i
     )
 
 
+def _response_type(api_key: int, version: int) -> Any:
+    schema = api_schema(api_key, version)
+    assert schema is not None  # a served version
+    return schema.response_type
+
+
+def _cgh_disabled(rtype: Any) -> Any:
+    """Kafka's answer while the consumer protocol is off (`group.coordinator.rebalance.protocols`)."""
+    return build(
+        rtype,
+        {
+            "throttle_time": 0,
+            "error_code": int(Errors.UNSUPPORTED_VERSION),
+            "error_message": "The consumer group protocol is disabled.",
+            "member_id": None,
+            "member_epoch": -1,
+            "heartbeat_interval": 0,
+            "assignment": None,
+        },
+    )
+
+
 def _cgh_error(rtype: Any, code: Errors, message: str) -> Any:
     return build(
         rtype,
@@ -92,6 +116,34 @@ def _cgh_error(rtype: Any, code: Errors, message: str) -> Any:
             "member_epoch": -1,
             "heartbeat_interval": 0,
             "assignment": None,
+        },
+    )
+
+
+def _cgh_answer(rtype: Any, version: int, r: Any) -> Any:
+    """The ConsumerGroupHeartbeat answer to the engine response `r`: the steady body encoded
+    directly, with groupshift's tags when the engine set them, else kio's entity."""
+    if r.compute_assignment_epoch is not None or r.assignment_metadata is not None:
+        return with_extension_tags(rtype, version, r)
+    if r.assignment is None and r.error_message is None:
+        return steady_cgh_body(r.error_code, r.member_id, r.member_epoch, r.heartbeat_interval_ms)
+    assignment = None
+    if r.assignment is not None:
+        assignment = {
+            "topic_partitions": [
+                {"topic_id": tp.topic_id, "partitions": tp.partitions} for tp in r.assignment
+            ]
+        }
+    return build(
+        rtype,
+        {
+            "throttle_time": 0,
+            "error_code": r.error_code,
+            "error_message": r.error_message,
+            "member_id": r.member_id,
+            "member_epoch": r.member_epoch,
+            "heartbeat_interval": r.heartbeat_interval_ms,
+            "assignment": assignment,
         },
     )
 
@@ -152,11 +204,18 @@ def with_extension_tags(rtype: Any, version: int, r: Any) -> bytes:
 def register(registry: HandlerRegistry, service: GroupService) -> None:
     apis = GroupApis(service)
     enabled = service.config.consumer_protocol_enabled
-    registry.register(68, 0, 1, apis.consumer_group_heartbeat, enabled=lambda: enabled)
+    registry.register(
+        68,
+        0,
+        1,
+        apis.consumer_group_heartbeat,
+        enabled=lambda: enabled,
+        steady=apis.steady_consumer_group_heartbeat,
+    )
     registry.register(69, 0, 1, apis.consumer_group_describe, enabled=lambda: enabled)
     registry.register(11, 0, 9, apis.join_group)
     registry.register(14, 0, 5, apis.sync_group)
-    registry.register(12, 0, 4, apis.heartbeat)
+    registry.register(12, 0, 4, apis.heartbeat, steady=apis.steady_heartbeat)
     registry.register(13, 0, 5, apis.leave_group)
     registry.register(15, 0, 6, apis.describe_groups)
     registry.register(16, 0, 5, apis.list_groups)
@@ -175,18 +234,7 @@ class GroupApis:
     def consumer_group_heartbeat(self, ctx: RequestContext, header: Any, req: Any) -> Any:
         rtype = response_type_of(req)
         if not self.consumer_enabled:
-            return build(
-                rtype,
-                {
-                    "throttle_time": 0,
-                    "error_code": int(Errors.UNSUPPORTED_VERSION),
-                    "error_message": "The consumer group protocol is disabled.",
-                    "member_id": None,
-                    "member_epoch": -1,
-                    "heartbeat_interval": 0,
-                    "assignment": None,
-                },
-            )
+            return _cgh_disabled(rtype)
         version = req.__version__
         owned = req.topic_partitions
         client_assignors = None
@@ -210,37 +258,42 @@ class GroupApis:
             else [TopicPartitions(tp.topic_id, tuple(tp.partitions)) for tp in owned],
             client_assignors=client_assignors,
         )
+        return self._consumer_heartbeat(ctx, version, rtype, ereq)
+
+    def steady_consumer_group_heartbeat(self, ctx: RequestContext, req: SteadyConsumerGroupHeartbeat) -> Any:
+        """`consumer_group_heartbeat` for a request `protocol.heartbeat_wire` read: no
+        subscription, regex, owned partitions or tagged fields on the wire (so no
+        ClientAssignors tag either), every other field as the member sent it."""
+        version = req.version
+        rtype = _response_type(68, version)
+        if not self.consumer_enabled:
+            return _cgh_disabled(rtype)
+        ereq = ConsumerGroupHeartbeatRequest(
+            group_id=req.group_id,
+            member_id=req.member_id,
+            member_epoch=req.member_epoch,
+            instance_id=req.instance_id,
+            rack_id=req.rack_id,
+            rebalance_timeout_ms=req.rebalance_timeout_ms,
+            subscribed_topic_names=None,
+            subscribed_topic_regex=None,
+            server_assignor=req.server_assignor,
+            topic_partitions=None,
+            client_assignors=None,
+        )
+        return self._consumer_heartbeat(ctx, version, rtype, ereq)
+
+    def _consumer_heartbeat(
+        self, ctx: RequestContext, version: int, rtype: Any, ereq: ConsumerGroupHeartbeatRequest
+    ) -> Any:
         ectx = engine_ctx(ctx, version)
-        result = self.service.runtime_for(req.group_id).run(
+        result = self.service.runtime_for(ereq.group_id).run(
             audited(self.service, ctx, lambda c, now: c.consumer_group_heartbeat(ereq, ectx, now))
         )
 
-        def respond(r: Any) -> Any:
-            if r.compute_assignment_epoch is not None or r.assignment_metadata is not None:
-                return with_extension_tags(rtype, version, r)
-            if r.assignment is None and r.error_message is None:
-                return steady_cgh_body(r.error_code, r.member_id, r.member_epoch, r.heartbeat_interval_ms)
-            assignment = None
-            if r.assignment is not None:
-                assignment = {
-                    "topic_partitions": [
-                        {"topic_id": tp.topic_id, "partitions": tp.partitions} for tp in r.assignment
-                    ]
-                }
-            return build(
-                rtype,
-                {
-                    "throttle_time": 0,
-                    "error_code": r.error_code,
-                    "error_message": r.error_message,
-                    "member_id": r.member_id,
-                    "member_epoch": r.member_epoch,
-                    "heartbeat_interval": r.heartbeat_interval_ms,
-                    "assignment": assignment,
-                },
-            )
-
-        return then(result, respond)
+        if isinstance(result, asyncio.Future):
+            return then(result, lambda r: _cgh_answer(rtype, version, r))
+        return _cgh_answer(rtype, version, result)  # answered now: no closure, no `then`
 
     def consumer_group_describe(self, ctx: RequestContext, header: Any, req: Any) -> Any:
         rtype = response_type_of(req)
@@ -393,15 +446,25 @@ class GroupApis:
         )
 
     def heartbeat(self, ctx: RequestContext, header: Any, req: Any) -> Any:
-        rtype = response_type_of(req)
         ereq = HeartbeatRequest(
             req.group_id, req.generation_id, req.member_id, getattr(req, "group_instance_id", None)
         )
-        ectx = engine_ctx(ctx, req.__version__)
-        result = self.service.runtime_for(req.group_id).run(
+        return self._heartbeat(ctx, req.__version__, ereq)
+
+    def steady_heartbeat(self, ctx: RequestContext, req: SteadyHeartbeat) -> Any:
+        """`heartbeat` for a request `protocol.heartbeat_wire` read."""
+        ereq = HeartbeatRequest(req.group_id, req.generation_id, req.member_id, req.group_instance_id)
+        return self._heartbeat(ctx, req.version, ereq)
+
+    def _heartbeat(self, ctx: RequestContext, version: int, ereq: HeartbeatRequest) -> Any:
+        rtype = _response_type(12, version)
+        ectx = engine_ctx(ctx, version)
+        result = self.service.runtime_for(ereq.group_id).run(
             audited(self.service, ctx, lambda c, now: c.heartbeat(ereq, ectx, now))
         )
-        return then(result, lambda r: self._heartbeat_body(rtype, r.error_code))
+        if isinstance(result, asyncio.Future):
+            return then(result, lambda r: self._heartbeat_body(rtype, r.error_code))
+        return self._heartbeat_body(rtype, result.error_code)
 
     def _heartbeat_body(self, rtype: Any, error_code: int) -> bytes:
         """A Heartbeat response is its error code: encode each (version, code) once."""

@@ -408,7 +408,13 @@ class ShardRuntime:
         loop = self._loop
         if loop is None:
             return
-        deadline = self.shard.next_deadline()
+        shard = self.shard
+        armed = self._timer_deadline
+        if self._timer is not None and armed is not None and shard.no_timer_due_before(armed):
+            # Nothing set since it was armed is due earlier: it may fire early (a steady heartbeat
+            # pushed the earliest session timer), then `_on_timer` finds nothing due and re-arms.
+            return
+        deadline = shard.mark_next_deadline()
         if deadline == self._timer_deadline and self._timer is not None:
             return
         if self._timer is not None:

@@ -9,7 +9,7 @@ Order is written into records and restored by replay, so live and replayed state
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import NoReturn, TypeVar
+from typing import NoReturn, TypeVar, cast
 
 from engine.metadata import TopicId
 from records.consumer_group import TopicPartitions
@@ -103,16 +103,19 @@ def carry_epochs(
         return epochs
     if count == 0:
         return EMPTY_EPOCHS
-    default = max(member_epoch, 0)
+    # The entries through `object`-typed views, the new ones `shared_epoch`'s: in the compiled
+    # build an `int` read from `epochs` and stored into `out` would be a new int object per entry
+    # (`_epochs`), for every member whose assignment changes.
+    default = shared_epoch_object(max(member_epoch, 0))
     out: dict[TopicId, dict[int, int]] = {}
     for part in (assigned, pending):
         for t, ps in part.items():
             if not ps:
                 continue
-            have = epochs.get(t, {})
-            into = out.setdefault(t, {})
+            held = cast("Mapping[int, object]", epochs.get(t, {}))
+            into = cast("dict[int, object]", out.setdefault(t, {}))
             for p in ps:
-                into[p] = have.get(p, default)
+                into[p] = held.get(p, default)
     return out
 
 
@@ -135,7 +138,32 @@ EPOCH_INTERN_MAX = 4096
 """How many epoch values `shared_epoch` keeps: its table is at most this many entries (about
 400 KB), whatever the number of groups and members."""
 
-_epochs: dict[int, int] = {}
+_epochs: dict[object, object] = {}
+"""The shared epoch objects, by value. Typed `object`, keys and values, so that the compiled build
+(setup.py: mypyc) keeps them as the Python int objects they are: mypyc turns an `int` it reads
+into a native integer and boxes a new int object each time it stores one, in a dict or a return
+value, which would make every entry a copy (docs/benchmarks.md, the compiled build)."""
+
+
+def _shared_object(epoch: object) -> object:
+    """The table's object for `epoch`'s value, `epoch` itself the first time: `shared_epoch`'s
+    lookup on Python objects, so that no native integer is boxed anew on the way."""
+    known = _epochs.get(epoch)
+    if known is not None:
+        return known
+    if len(_epochs) >= EPOCH_INTERN_MAX:
+        del _epochs[next(iter(_epochs))]
+    _epochs[epoch] = epoch
+    return epoch
+
+
+def shared_epoch_object(epoch: int) -> object:
+    """`shared_epoch`'s object for `epoch`, typed `object` for code that stores it into a
+    partition-epoch dict: the compiled build keeps an `object` as the Python object it is, where
+    an `int` result would be boxed afresh on the way into the dict."""
+    if -5 <= epoch <= 256:
+        return epoch
+    return _shared_object(epoch)
 
 
 def shared_epoch(epoch: int) -> int:
@@ -147,25 +175,25 @@ def shared_epoch(epoch: int) -> int:
     pair members still held (issue 27). The table keeps at most `EPOCH_INTERN_MAX` values and
     forgets the one it learned first when full: epochs only grow, so the oldest value is the one
     least likely to be set again. A forgotten value still held by members is only shared less
-    (the next member given it gets a new object); nothing else depends on identity."""
-    if -5 <= epoch <= 256:
-        return epoch
-    known = _epochs.get(epoch)
-    if known is not None:
-        return known
-    if len(_epochs) >= EPOCH_INTERN_MAX:
-        del _epochs[next(iter(_epochs))]
-    _epochs[epoch] = epoch
-    return epoch
+    (the next member given it gets a new object); nothing else depends on identity.
+
+    In the compiled build an `int` attribute of a compiled class holds no int object at all (a
+    native integer in the instance), so there the sharing that matters is `shared_epochs`'s, of
+    the epochs held in dicts."""
+    return cast(int, shared_epoch_object(epoch))
 
 
 def shared_epochs(epochs: dict[_K, dict[int, int]]) -> dict[_K, dict[int, int]]:
     """`epochs` (a new, unshared mapping) with each partition's epoch made `shared_epoch`'s, in
-    place."""
+    place. The entries are read and written through an `object`-typed view of each dict: the
+    compiled build would otherwise store a new int object for every entry it writes, the
+    per-entry copies this exists to remove (tests/test_epoch_sharing.py runs against both
+    builds)."""
     for parts in epochs.values():
+        held = cast("dict[int, object]", parts)
         for p, e in parts.items():
             if e > 256:
-                parts[p] = shared_epoch(e)
+                held[p] = _shared_object(held[p])
     return epochs
 
 

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import os
 import random
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 import structlog.testing
 
 from connect_worker.assignor import ConnectorConfig
 from connect_worker.assignor import Work as WorkerWork
-from engine.connect import heartbeat as connect_heartbeat
-from engine.connect.group import NO_WORK, ConnectGroup, Work
+from engine.connect.group import NO_TARGET, ConnectGroup, Work, WorkerState
+from engine.outcome import Outcome
+from engine.shard import Shard
 from sim.chaos import Violation
 from sim.connect_chaos import NAMES, ConnectSimMachine, main, run_seed
 from tests.chaos_slices import replays_exactly, run_slice
@@ -122,7 +125,30 @@ def test_a_group_the_log_does_not_rebuild_is_a_violation() -> None:
 def test_a_coordinator_that_assigns_work_still_in_use_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     """End to end: the coordinator broken on purpose (a worker is given its target's work at once,
     without waiting for the worker that runs it to revoke it) makes a seed fail on a double
-    assignment."""
-    monkeypatch.setattr(connect_heartbeat, "_in_use_by_others", lambda group, member_id: NO_WORK)
+    assignment.
+
+    The fault is put in at the simulator's side of the shard (`ShardSimMachine._request`, sim/ is
+    never compiled): after each request the coordinator ran, every worker its reconciliation left
+    UNRELEASED (waiting for others to revoke part of its target) is given the whole target, what
+    `engine.connect.heartbeat._reconcile` does when it ignores the work others still hold. It used
+    to patch `heartbeat._in_use_by_others`, which the compiled build calls natively: the patch
+    was never seen there and the seed, rightly, found nothing (docs/benchmarks.md, patching
+    compiled code)."""
+    request = ConnectSimMachine._request
+    broken: list[str] = []
+
+    def assigns_work_still_in_use(machine: ConnectSimMachine, send: Callable[[Shard], Outcome[Any]]) -> Any:
+        answer = request(machine, send)
+        g = machine.group
+        if g is not None:
+            for mid, m in g.members.items():
+                if m.state == WorkerState.UNRELEASED:
+                    m.assigned = m.assigned | g.targets.get(mid, NO_TARGET).work
+                    m.state = WorkerState.STABLE
+                    broken.append(mid)
+        return answer
+
+    monkeypatch.setattr(ConnectSimMachine, "_request", assigns_work_still_in_use)
     with pytest.raises(Violation, match=r"assigned to|run by workers"):
         run_seed(1, 300)
+    assert broken, "the fault was never applied: the seed proves nothing"

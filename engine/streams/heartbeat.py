@@ -22,7 +22,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
+from typing import cast
 
+from engine.assignment import shared_epoch_object
 from engine.classic.group import ClassicGroup
 from engine.classic.state import ClassicGroupState
 from engine.config import split_list
@@ -524,14 +526,18 @@ def reconcile(
 
 def _carried_epochs(member: StreamsMember, updated: StreamsMember) -> dict[str, dict[int, int]]:
     """Kafka 4.4 streams `CurrentAssignmentBuilder`: an active task the member already held
-    keeps the epoch it was given at; a task new to it gets the epoch the member moves to."""
+    keeps the epoch it was given at; a task new to it gets the epoch the member moves to. The
+    epochs go in as `engine.assignment.shared_epoch`'s objects, through `object`-typed views: the
+    compiled build would box a new int object for every `int` it stores into the dict."""
+    given = shared_epoch_object(updated.member_epoch)
+    kept = shared_epoch_object(member.member_epoch)  # a held task without an epoch of its own
     out: dict[str, dict[int, int]] = {}
     for tasks in (updated.active, updated.active_pending_revocation):
         for sid, parts in tasks.items():
-            into = out.setdefault(sid, {})
+            into = cast("dict[int, object]", out.setdefault(sid, {}))
+            had = cast("Mapping[int, object]", member.active_epochs.get(sid, {}))
             for p in parts:
-                held = member.active_task_epoch(sid, p)
-                into[p] = updated.member_epoch if held is None else held
+                into[p] = given if member.active_task_epoch(sid, p) is None else had.get(p, kept)
     return out
 
 

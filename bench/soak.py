@@ -16,14 +16,26 @@ over the wire (`setup_churned_groups`: see below), then for the whole run:
 Where the members start (`setup_churned_groups`): each in a group drawn at random (seeded),
 not exactly `--group-size` in each as the heartbeat benchmarks place them
 (`setup_consumer_groups`, kept there: equal groups make their figures comparable). The churn
-takes a member at random from all of them and puts a new one in a random group, so the group
-sizes it keeps are those of members dropped into groups at random (binomial, about ±10 for 100
-per group), whatever they started as. Starting from equal groups, the state relaxed toward that
-spread over the first ~17 minutes of a 30-minute run (a member's lifetime, 10,000 members at
-10 a second): members of smaller groups holding two partitions, epoch maps of two entries, and
-the heap growing with them, which read as a leak in the RSS slope (docs/robustness.md, "On a
-quiet machine again"). Starting from the churn's own distribution, what the slope measures is
-the server, not the load generator's initial condition.
+takes one of the 64 longest-standing members (`_any`: nearly first in, first out, a lifetime of
+members/churn seconds each) and puts a new one in a random group, so the group sizes it keeps
+are those of members dropped into groups at random (binomial, about ±10 for 100 per group).
+Two initial conditions made the heap grow over the first member lifetime (~17 minutes of a
+30-minute run at 10,000 members and 10 a second), which read as a leak in the RSS slope: equal
+groups, which relaxed toward that spread (members of smaller groups holding two partitions,
+epoch maps of two entries; docs/robustness.md, "On a quiet machine again"), and the setup's
+members queued group by group, so that they left one group at a time, emptying each group in
+turn while joins went to random groups. `drive` queues them in random order. Starting from the
+churn's own distribution, what the slope measures is the server, not the load generator's
+initial condition.
+
+What remains of the first lifetime after both is the allocators' layout: the setup allocates
+every member's objects together, densely; churned members' objects are scattered among pools
+and chunks shared with short-lived request objects, so over the first lifetime pymalloc adds
+arenas while the free space inside them grows (its allocated bytes flat) and glibc's bytes in use
+creep up, then level off (docs/robustness.md, "The soak's leave order"). A server that has run
+for a while is past that. So before the measured minutes `--turnover RATE` (default 50 a second)
+replaces every set-up member once, then waits a session timeout and 15 s for the abandoned ones
+to expire, without sampling (`turnover_s` in the result); `--turnover 0` measures from the setup.
 
 What a healthy server shows: RSS flat after warm-up (slope near 0), timers tracking the member
 count (one session timer per member, plus members being expired), the log bounded by
@@ -117,6 +129,7 @@ class SoakState:
     leaves: int = 0
     abandoned: int = 0
     rejoins: int = 0
+    turnover_s: float = 0.0  # how long the unsampled turnover phase took (`drive`)
     errors: dict[int, int] = field(default_factory=dict)
     # Why members were answered UNKNOWN_MEMBER_ID / FENCED_MEMBER_EPOCH (see `_heartbeat`):
     # fenced while heartbeating, with the longest gap since the last answered heartbeat was sent
@@ -341,10 +354,20 @@ async def drive(
     seed: int,
     progress: bool,
     session_ms: int = 45000,
+    turnover_per_s: float = 0.0,
 ) -> tuple[SoakState, list[Sample]]:
+    """Heartbeat and churn for `seconds`, sampling every `sample_s`. With `turnover_per_s` > 0,
+    first replace every set-up member once at that rate and wait a session timeout and 15 s
+    for the abandoned ones to expire, unsampled (the module docstring says why)."""
     rng = random.Random(seed)
     st = SoakState(session_ms=session_ms)
     now = time.monotonic()
+    # The churn takes its leavers from the longest-standing members (`_any`), so the setup's
+    # members are queued in random order: queued as set up, group by group, they left one group
+    # at a time, which emptied each group in turn while joins went to random groups, and the
+    # state took the first generation of members (~17 minutes) to relax from that.
+    steady = list(steady)
+    rng.shuffle(steady)
     for i, r in enumerate(steady):
         st.members[r.member_id] = Member(
             r.group_id, r.member_id, int(r.member_epoch), due=now + interval_s * i / len(steady)
@@ -366,9 +389,19 @@ async def drive(
     last_tick = started
     hb_at_last_sample = 0
     assert gw.metrics_url is not None
+    turning = turnover_per_s > 0  # the unsampled turnover phase is on
+    turned_at: float | None = None  # when the last set-up member was replaced
     while True:
         now = time.monotonic()
-        if now >= next_sample:
+        if turning:
+            if turned_at is None and st.joins >= len(steady):
+                turned_at = now
+            if turned_at is not None and now - turned_at >= session_ms / 1000 + 15:
+                turning = False
+                st.turnover_s = round(now - started, 1)
+                started = next_sample = now
+                hb_at_last_sample = st.heartbeats
+        if not turning and now >= next_sample:
             try:
                 m = await asyncio.to_thread(scrape, gw.metrics_url)
             except OSError as e:  # a saturated gateway answers its metrics late: a gap, not an end
@@ -396,7 +429,7 @@ async def drive(
             if elapsed >= seconds:
                 break
         # churn: leave (half gracefully, half by going silent) and join as many new members
-        churn_credit += (now - last_tick) * churn_per_s
+        churn_credit += (now - last_tick) * (turnover_per_s if turning and turned_at is None else churn_per_s)
         last_tick = now
         while churn_credit >= 1 and st.members:
             churn_credit -= 1
@@ -448,6 +481,7 @@ def run(
     seed: int = 1,
     progress: bool = False,
     extra_settings: list[str] | None = None,
+    turnover_per_s: float = 0.0,
 ) -> dict[str, Any]:
     groups = max(1, members // group_size)
     members = groups * group_size
@@ -478,6 +512,7 @@ def run(
                         seed=seed,
                         progress=progress,
                         session_ms=session_ms,
+                        turnover_per_s=turnover_per_s,
                     )
                 )
             alive = gw.alive()
@@ -495,6 +530,8 @@ def run(
         "session_timeout_ms": session_ms,
         "compaction_min_bytes": compaction_min_bytes,
         "setup_s": round(setup_s, 1),
+        "turnover_per_s": turnover_per_s,
+        "turnover_s": st.turnover_s,
         "heartbeats": st.heartbeats,
         "joins": st.joins,
         "leaves": st.leaves,
@@ -524,6 +561,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--members", type=int, default=10000)
     p.add_argument("--group-size", type=int, default=100)
     p.add_argument("--churn", type=float, default=10.0, help="members leaving (and joining) per second")
+    p.add_argument(
+        "--turnover",
+        type=float,
+        default=50.0,
+        help="before the measured minutes, replace every set-up member once at this many a second, "
+        "unsampled (0: start measuring right after the setup)",
+    )
     p.add_argument("--heartbeat-ms", type=int, default=5000)
     p.add_argument("--session-ms", type=int, default=45000)
     p.add_argument("--compaction-min-bytes", type=int, default=1 << 20)
@@ -549,6 +593,7 @@ def main(argv: list[str] | None = None) -> int:
         seed=a.seed,
         progress=a.progress,
         extra_settings=a.set,
+        turnover_per_s=a.turnover,
     )
     if a.json:
         print(json.dumps(result))

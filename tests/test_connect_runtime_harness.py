@@ -19,6 +19,7 @@ def _worker(tmp_path: Path, name: str, log: str, killed_ms: int | None = None) -
     w.log.write_text(log)
     w.url = f"http://127.0.0.1:{name}"
     w.killed_ms = killed_ms
+    w.exited_ms = None
     return w
 
 
